@@ -1,0 +1,130 @@
+# repoc build. Targets: all, deps, test, quickstart, debug, clean (STYLE.md §9).
+# Options: PRECISION=32|64 (the training precision of build/train and friends),
+#          NO_OMP=1 (build without OpenMP), CC=... (default cc).
+# The gradient checker build/gradcheck is always linked against the double
+# build of the same layer sources (build/obj64), so it is strict, not noisy.
+
+CC ?= cc
+PRECISION ?= 32
+HASH := \#
+probe = $(shell printf '$(HASH)include <$(2)>\nint main(void){return 0;}\n' | $(CC) -x c - $(1) -o /dev/null 2>/dev/null && echo yes)
+
+CFLAGS_BASE = -O3 -march=native -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I.
+LDLIBS = -lm -ldl
+
+# OpenBLAS: prefer Debian's OpenMP build so BLAS and our loops share one thread pool
+OPENBLAS_OMP_DIR = /usr/lib/x86_64-linux-gnu/openblas-openmp
+OPENBLAS_OMP_INC = /usr/include/x86_64-linux-gnu/openblas-openmp
+ifneq ($(wildcard $(OPENBLAS_OMP_DIR)/libopenblas.so),)
+  BLAS_CFLAGS = -I$(OPENBLAS_OMP_INC)
+  BLAS_LIBS = -L$(OPENBLAS_OMP_DIR) -Wl,-rpath,$(OPENBLAS_OMP_DIR) -lopenblas
+  BLAS_NAME = OpenBLAS (OpenMP build)
+else
+  BLAS_CFLAGS =
+  BLAS_LIBS = -lopenblas
+  BLAS_NAME = OpenBLAS
+endif
+HAVE_BLAS := $(call probe,$(BLAS_CFLAGS) $(BLAS_LIBS),cblas.h)
+HAVE_CJSON := $(call probe,-lcjson,cjson/cJSON.h)
+ifneq ($(NO_OMP),1)
+  HAVE_OMP := $(call probe,-fopenmp,omp.h)
+endif
+ifeq ($(HAVE_OMP),yes)
+  OMP_FLAGS = -fopenmp -DOMP
+else
+  OMP_FLAGS = -fopenmp-simd
+endif
+
+CFLAGS ?=
+CFLAGS += $(CFLAGS_BASE) $(OMP_FLAGS) $(BLAS_CFLAGS)
+LDLIBS += $(BLAS_LIBS) -lcjson
+ifeq ($(DEBUG),1)
+  CFLAGS := $(filter-out -O3,$(CFLAGS)) -O0 -g -fsanitize=address,undefined -fno-omit-frame-pointer
+  LDFLAGS += -fsanitize=address,undefined
+endif
+
+# sources: every .c of the library folders; programs have their own main
+LIB_SRC = $(wildcard common/*.c model/*.c data/*.c optim/*.c train/lib/*.c)
+BUILD ?= build
+OBJ32 = $(patsubst %.c,$(BUILD)/obj32/%.o,$(LIB_SRC))
+OBJ64 = $(patsubst %.c,$(BUILD)/obj64/%.o,$(LIB_SRC))
+OBJ = $(if $(filter 64,$(PRECISION)),$(OBJ64),$(OBJ32))
+PREC_FLAGS = $(if $(filter 64,$(PRECISION)),-DREPOC_F64,)
+
+PROGRAMS = $(patsubst train/%.c,$(BUILD)/%,$(wildcard train/*.c))
+TEST_SRC = $(wildcard tests/test_*.c)
+TESTS = $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+
+.PHONY: all deps test quickstart debug clean check-deps
+.SECONDARY:   # keep the objects: they are chained through pattern rules
+all: check-deps $(BUILD)/gradcheck $(PROGRAMS) $(TESTS)
+	@echo "built with CC=$(CC) PRECISION=$(PRECISION) OpenMP=$(if $(filter yes,$(HAVE_OMP)),✓,✗) $(BLAS_NAME)=$(if $(HAVE_BLAS),✓,✗) cJSON=$(if $(HAVE_CJSON),✓,✗)"
+
+check-deps:
+	@if [ "$(HAVE_BLAS)" != yes ] || [ "$(HAVE_CJSON)" != yes ]; then \
+	  echo "missing libraries: OpenBLAS $(if $(HAVE_BLAS),✓,✗)  cJSON $(if $(HAVE_CJSON),✓,✗); run 'make deps' (apt-get)"; exit 1; fi
+
+DEB_PACKAGES = libopenblas-openmp-dev libcjson-dev libomp-dev
+deps:
+	@missing=""; for p in $(DEB_PACKAGES) $(EXTRA_PACKAGES); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	else echo "deps: all Debian packages present"; fi
+
+$(BUILD)/obj32/%.o: %.c $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+$(BUILD)/obj64/%.o: %.c $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DREPOC_F64 -c $< -o $@
+
+GRADCHECK_SRC = $(wildcard tests/gradcheck*.c)
+$(BUILD)/gradcheck: $(GRADCHECK_SRC) $(OBJ64) $(wildcard tests/*.h)
+	$(CC) $(CFLAGS) -DREPOC_F64 $(GRADCHECK_SRC) $(OBJ64) -o $@ $(LDFLAGS) $(LDLIBS)
+$(BUILD)/tests/%: tests/%.c $(OBJ32) $(wildcard tests/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(OBJ32) -o $@ $(LDFLAGS) $(LDLIBS)
+$(BUILD)/%: train/%.c $(OBJ)
+	$(CC) $(CFLAGS) $(PREC_FLAGS) $< $(OBJ) -o $@ $(LDFLAGS) $(LDLIBS)
+
+# make test: install what is missing, build both precisions, run every test
+test: deps
+	@$(MAKE) --no-print-directory all
+	@tests/run.sh
+
+debug:
+	$(MAKE) DEBUG=1 BUILD=build/debug all
+
+clean:
+	rm -rf build
+
+# ---- safetensors (common/safetensors*.c): sanitizer run and fuzzing ----
+# make test-asan: tests/test_safetensors (round trips and the malformed corpus)
+# built with ASan+UBSan into build/asan, every sanitizer report fatal.
+ASAN_BUILD = build/asan
+ASAN_RUN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+.PHONY: test-asan fuzz
+test-asan:
+	@CFLAGS="-fno-sanitize-recover=all" LDFLAGS="-fno-sanitize-recover=all" \
+	  $(MAKE) --no-print-directory DEBUG=1 BUILD=$(ASAN_BUILD) $(ASAN_BUILD)/tests/test_safetensors
+	$(ASAN_RUN_ENV) $(ASAN_BUILD)/tests/test_safetensors tests/corpus
+
+# make fuzz [FUZZ_SECONDS=600] [PRECISION=64] [FUZZ_FLAGS=-jobs=N]: libFuzzer on the
+# header parser (tests/fuzz/fuzz_safetensors.c), seeded from the corpus; new inputs
+# go to build/fuzz/corpus, crashing ones to build/fuzz/artifacts.
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 600
+FUZZ_FLAGS ?=
+FUZZ_DIR = build/fuzz
+FUZZ_BIN = $(FUZZ_DIR)/fuzz_safetensors_p$(PRECISION)
+FUZZ_SRC = tests/fuzz/fuzz_safetensors.c common/safetensors.c common/safetensors_convert.c common/check.c
+fuzz: $(FUZZ_BIN)
+	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/artifacts
+	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -dict=tests/fuzz/safetensors.dict \
+	  -artifact_prefix=$(FUZZ_DIR)/artifacts/ $(FUZZ_FLAGS) \
+	  $(FUZZ_DIR)/corpus tests/corpus/safetensors tests/corpus/safetensors_valid
+$(FUZZ_BIN): $(FUZZ_SRC) common/safetensors.h common/check.h common/real.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -I. $(BLAS_CFLAGS) $(PREC_FLAGS) \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(FUZZ_SRC) -o $@ -lcjson -lm

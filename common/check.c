@@ -1,0 +1,72 @@
+/* Checked I/O and allocation (STYLE.md §4). */
+#include "common/check.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+void die_at(const char* file, int line, const char* fmt, ...) {
+    fflush(stdout);
+    fprintf(stderr, "error (%s:%d): ", file, line);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(1);
+}
+
+void* malloc_check(size_t size, const char* file, int line) {
+    void* p = malloc(size ? size : 1);
+    if (!p) die_at(file, line, "out of memory allocating %zu bytes", size);
+    return p;
+}
+
+void* calloc_check(size_t n, size_t size, const char* file, int line) {
+    void* p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) die_at(file, line, "out of memory allocating %zu x %zu bytes", n, size);
+    return p;
+}
+
+void* arena_alloc_check(size_t size, const char* file, int line) {
+    size_t rounded = (size + 63) / 64 * 64;
+    if (rounded < size) die_at(file, line, "arena size %zu overflows", size);
+    void* p = aligned_alloc(64, rounded ? rounded : 64);
+    if (!p) die_at(file, line, "out of memory allocating an arena of %zu bytes (%.1f MiB)",
+                   size, size / 1048576.0);
+    memset(p, 0, rounded);
+    return p;
+}
+
+FILE* fopen_check(const char* path, const char* mode, const char* file, int line) {
+    FILE* fp = fopen(path, mode);
+    if (!fp) die_at(file, line, "cannot open '%s' (mode %s): %s", path, mode, strerror(errno));
+    return fp;
+}
+
+void fread_check(void* ptr, size_t size, size_t n, FILE* fp, const char* path, const char* file, int line) {
+    size_t got = fread(ptr, size, n, fp);
+    if (got != n) {
+        die_at(file, line, "reading '%s': expected %zu items of %zu bytes, read %zu (%s)", path, n, size, got,
+               feof(fp) ? "end of file" : strerror(errno));
+    }
+}
+
+void fwrite_check(const void* ptr, size_t size, size_t n, FILE* fp, const char* path, const char* file, int line) {
+    size_t put = fwrite(ptr, size, n, fp);
+    if (put != n) {
+        die_at(file, line, "writing '%s': expected %zu items of %zu bytes, wrote %zu (%s)", path, n, size, put,
+               strerror(errno));
+    }
+}
+
+void fclose_check(FILE* fp, const char* path, const char* file, int line) {
+    if (fclose(fp) != 0) die_at(file, line, "closing '%s': %s", path, strerror(errno));
+}
+
+size_t mul_check(size_t a, size_t b, const char* what, const char* file, int line) {
+    if (a != 0 && b > SIZE_MAX / a) die_at(file, line, "%s: %zu x %zu overflows", what, a, b);
+    return a * b;
+}

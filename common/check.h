@@ -1,0 +1,37 @@
+/* Checked helpers used everywhere (STYLE.md §4): every failure prints
+   "file:line: message" naming what was expected and what was found, and exits
+   with status 1. The checks survive -DNDEBUG. */
+#ifndef REPOC_CHECK_H
+#define REPOC_CHECK_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+_Noreturn void die_at(const char* file, int line, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#define DIE(...) die_at(__FILE__, __LINE__, __VA_ARGS__)
+#define CHECK(cond, ...) do { if (!(cond)) die_at(__FILE__, __LINE__, __VA_ARGS__); } while (0)
+
+void* malloc_check(size_t size, const char* file, int line);
+void* calloc_check(size_t n, size_t size, const char* file, int line);
+/* 64-byte aligned, zeroed: the arenas (params, grads, moments, activations) */
+void* arena_alloc_check(size_t size, const char* file, int line);
+FILE* fopen_check(const char* path, const char* mode, const char* file, int line);
+void fread_check(void* ptr, size_t size, size_t n, FILE* fp, const char* path, const char* file, int line);
+void fwrite_check(const void* ptr, size_t size, size_t n, FILE* fp, const char* path, const char* file, int line);
+void fclose_check(FILE* fp, const char* path, const char* file, int line);
+
+#define mallocCheck(n)         malloc_check((n), __FILE__, __LINE__)
+#define callocCheck(n, s)      calloc_check((n), (s), __FILE__, __LINE__)
+#define arenaAlloc(n)          arena_alloc_check((n), __FILE__, __LINE__)
+#define fopenCheck(p, m)       fopen_check((p), (m), __FILE__, __LINE__)
+#define freadCheck(b, s, n, f, p)  fread_check((b), (s), (n), (f), (p), __FILE__, __LINE__)
+#define fwriteCheck(b, s, n, f, p) fwrite_check((b), (s), (n), (f), (p), __FILE__, __LINE__)
+#define fcloseCheck(f, p)      fclose_check((f), (p), __FILE__, __LINE__)
+
+/* a * b, or die naming what overflowed */
+size_t mul_check(size_t a, size_t b, const char* what, const char* file, int line);
+#define mulCheck(a, b, what) mul_check((a), (b), (what), __FILE__, __LINE__)
+
+#endif

@@ -1,0 +1,34 @@
+/* Thread setup shared by every program: OpenMP and OpenBLAS get the same count. */
+#include "common/threads.h"
+
+#include <cblas.h>
+
+#ifdef OMP
+#include <omp.h>
+#endif
+
+/* declared by OpenBLAS's cblas.h; repeated here for BLAS headers that omit them */
+extern void openblas_set_num_threads(int);
+extern int openblas_get_num_threads(void);
+extern char* openblas_get_config(void);
+
+int threads_init(int n) {
+#ifdef OMP
+    if (n > 0) omp_set_num_threads(n);
+    n = omp_get_max_threads();
+#else
+    if (n <= 0) n = 1;
+#endif
+    openblas_set_num_threads(n);
+    return n;
+}
+
+void threads_print(FILE* fp) {
+#ifdef OMP
+    int omp = omp_get_max_threads();
+#else
+    int omp = 0;
+#endif
+    fprintf(fp, "threads: OpenMP %d%s, BLAS %d (%s)\n", omp, omp ? "" : " (built without OpenMP)",
+            openblas_get_num_threads(), openblas_get_config());
+}

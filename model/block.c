@@ -1,0 +1,211 @@
+/* Decoder block forward and backward (DESIGN.md §1, §3).
+   OLMo-2:  q = rope(q_norm(x Wq^T)), k = rope(k_norm(x Wk^T)), v = x Wv^T
+            x_mid = x + post_attention_layernorm(attn(q,k,v) Wo^T)
+            x_out = x_mid + post_feedforward_layernorm(down(silu(x_mid Wg^T) ⊙ x_mid Wu^T))
+   Llama:   h = input_layernorm(x); q = rope(h Wq^T), k = rope(h Wk^T), v = h Wv^T
+            x_mid = x + attn(q,k,v) Wo^T
+            x_out = x_mid + down(silu(h2 Wg^T) ⊙ h2 Wu^T), h2 = post_attention_layernorm(x_mid)
+   Positions: rope p = t; repo p = z from the module on h (OLMo-2: h = x); nope: no rotation. */
+#include "model/block.h"
+
+#include <string.h>
+
+#include "model/attention.h"
+#include "model/linear.h"
+#include "model/repo.h"
+#include "model/rmsnorm.h"
+#include "model/swiglu.h"
+
+void layer_acts_layout(LayerActs* a, Cursor* cur, const ModelConfig* c, size_t l, size_t N) {
+    memset(a, 0, sizeof(*a));
+    size_t D = c->D, q = c->H * cfg_hd(c), kv = c->KVH * cfg_hd(c), F = c->F;
+    bool olmo2 = c->block == BLOCK_OLMO2;
+    if (!olmo2) { a->h = cursor_take(cur, N * D); a->h_rstd = cursor_take(cur, N); }
+    if (olmo2) {
+        a->q_pre = cursor_take(cur, N * q); a->q_rstd = cursor_take(cur, N);
+        a->k_pre = cursor_take(cur, N * kv); a->k_rstd = cursor_take(cur, N);
+    }
+    a->q = cursor_take(cur, N * q);
+    a->k = cursor_take(cur, N * kv);
+    a->v = cursor_take(cur, N * kv);
+    if (c->pos[l] == POS_REPO) {
+        a->z = cursor_take(cur, N * c->KVH);
+        a->repo_A = cursor_take(cur, N * cfg_dp(c));
+        a->repo_C = cursor_take(cur, N * cfg_dp(c));
+        a->repo_r = cursor_take(cur, N * cfg_dp(c));
+    }
+    a->att = cursor_take(cur, N * q);
+    a->lse = cursor_take(cur, N * c->H);
+    a->o = cursor_take(cur, N * D);
+    a->x_mid = cursor_take(cur, N * D);
+    a->attn_rstd = cursor_take(cur, N);
+    if (!olmo2) a->h2 = cursor_take(cur, N * D);
+    a->g = cursor_take(cur, N * F);
+    a->u = cursor_take(cur, N * F);
+    a->m = cursor_take(cur, N * F);
+    if (olmo2) { a->d = cursor_take(cur, N * D); a->mlp_rstd = cursor_take(cur, N); }
+}
+
+void block_scratch_layout(BlockScratch* s, Cursor* cur, const ModelConfig* c, size_t N) {
+    size_t D = c->D, q = c->H * cfg_hd(c), kv = c->KVH * cfg_hd(c), F = c->F;
+    s->dx_mid = cursor_take(cur, N * D);
+    s->dd = cursor_take(cur, N * D);
+    s->dmlp_in = cursor_take(cur, N * D);
+    s->do_ = cursor_take(cur, N * D);
+    s->dh = cursor_take(cur, N * D);
+    s->dm = cursor_take(cur, N * F);
+    s->dg = cursor_take(cur, N * F);
+    s->du = cursor_take(cur, N * F);
+    s->datt = cursor_take(cur, N * q);
+    s->dq = cursor_take(cur, N * q);
+    s->dqn = cursor_take(cur, N * q);
+    s->dq_pre = cursor_take(cur, N * q);
+    s->dk = cursor_take(cur, N * kv);
+    s->dkn = cursor_take(cur, N * kv);
+    s->dk_pre = cursor_take(cur, N * kv);
+    s->dv = cursor_take(cur, N * kv);
+    s->dz = cursor_take(cur, N * c->KVH);
+    s->repo_scratch = cursor_take(cur, 3 * N * (c->D / 8));
+}
+
+/* the positions a layer rotates by, or NULL for nope */
+static const real* layer_positions(const LayerActs* a, size_t l, const BlockCtx* ctx) {
+    switch (ctx->cfg->pos[l]) {
+    case POS_ROPE: return ctx->pos_seq;
+    case POS_REPO: return ctx->force_pos ? ctx->force_pos : a->z;
+    default: return NULL;
+    }
+}
+
+void block_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeights* w, size_t l, const BlockCtx* ctx) {
+    const ModelConfig* c = ctx->cfg;
+    size_t N = ctx->B * ctx->T, D = c->D, hd = cfg_hd(c), F = c->F;
+    size_t qd = c->H * hd, kvd = c->KVH * hd;
+    bool olmo2 = c->block == BLOCK_OLMO2;
+    double eps = c->norm_eps;
+
+    /* attention input: the raw stream (OLMo-2) or input_layernorm(x) (Llama) */
+    const real* h = x_in;
+    if (!olmo2) { rmsnorm_forward(a->h, a->h_rstd, x_in, w->in_norm, N, D, eps); h = a->h; }
+    if (olmo2) {
+        linear_forward(a->q_pre, h, w->wq, N, D, qd);
+        rmsnorm_forward(a->q, a->q_rstd, a->q_pre, w->q_norm, N, qd, eps);
+        linear_forward(a->k_pre, h, w->wk, N, D, kvd);
+        rmsnorm_forward(a->k, a->k_rstd, a->k_pre, w->k_norm, N, kvd, eps);
+    } else {
+        linear_forward(a->q, h, w->wq, N, D, qd);
+        linear_forward(a->k, h, w->wk, N, D, kvd);
+    }
+    linear_forward(a->v, h, w->wv, N, D, kvd);
+    if (c->pos[l] == POS_REPO)
+        repo_forward(a->z, a->repo_A, a->repo_C, a->repo_r, h, w->repo_gate, w->repo_content, w->repo_final,
+                     N, D, cfg_dp(c), c->KVH);
+    const real* pos = layer_positions(a, l, ctx);
+    if (pos) rope_forward(a->q, a->k, pos, ctx->rope, N, c->H, c->KVH, c->KVH);
+    attention_forward(a->att, a->lse, a->q, a->k, a->v, ctx->B, ctx->T, c->H, c->KVH, hd);
+    linear_forward(a->o, a->att, w->wo, N, qd, D);
+
+    const real* mlp_in;
+    if (olmo2) {   /* x_mid = x + norm(o); x_out holds norm(o) for a moment */
+        rmsnorm_forward(x_out, a->attn_rstd, a->o, w->attn_norm, N, D, eps);
+        residual_forward(a->x_mid, x_in, x_out, N * D);
+        mlp_in = a->x_mid;
+    } else {       /* x_mid = x + o; the MLP reads norm(x_mid) */
+        residual_forward(a->x_mid, x_in, a->o, N * D);
+        rmsnorm_forward(a->h2, a->attn_rstd, a->x_mid, w->attn_norm, N, D, eps);
+        mlp_in = a->h2;
+    }
+    linear_forward(a->g, mlp_in, w->gate, N, D, F);
+    linear_forward(a->u, mlp_in, w->up, N, D, F);
+    swiglu_forward(a->m, a->g, a->u, N * F);
+    if (olmo2) {   /* x_out = x_mid + norm(m Wdown^T) */
+        linear_forward(a->d, a->m, w->down, N, F, D);
+        rmsnorm_forward(x_out, a->mlp_rstd, a->d, w->mlp_norm, N, D, eps);
+        residual_forward(x_out, x_out, a->x_mid, N * D);
+    } else {       /* x_out = x_mid + m Wdown^T */
+        linear_forward(x_out, a->m, w->down, N, F, D);
+        residual_forward(x_out, x_out, a->x_mid, N * D);
+    }
+}
+
+static void zero(real* p, size_t n) { memset(p, 0, n * sizeof(real)); }
+
+void block_backward(real* dx_in, LayerWeights* dw, const real* dx_out, const LayerActs* a, const real* x_in,
+                    const LayerWeights* w, size_t l, BlockScratch* s, const BlockCtx* ctx) {
+    const ModelConfig* c = ctx->cfg;
+    size_t N = ctx->B * ctx->T, D = c->D, hd = cfg_hd(c), F = c->F;
+    size_t qd = c->H * hd, kvd = c->KVH * hd;
+    bool olmo2 = c->block == BLOCK_OLMO2;
+
+    /* MLP half: x_out = x_mid + [norm](m Wdown^T) */
+    zero(s->dx_mid, N * D);
+    zero(s->dm, N * F);
+    residual_backward(s->dx_mid, NULL, dx_out, N * D);   /* the other branch reads dx_out itself */
+    const real* dd = dx_out;
+    if (olmo2) {
+        zero(s->dd, N * D);
+        rmsnorm_backward(s->dd, dw->mlp_norm, dx_out, a->d, w->mlp_norm, a->mlp_rstd, N, D);
+        dd = s->dd;
+    }
+    linear_backward(s->dm, dw->down, dd, a->m, w->down, N, F, D);
+    zero(s->dg, N * F);
+    zero(s->du, N * F);
+    swiglu_backward(s->dg, s->du, s->dm, a->g, a->u, N * F);
+    const real* mlp_in = olmo2 ? a->x_mid : a->h2;
+    real* dmlp_in = olmo2 ? s->dx_mid : s->dmlp_in;
+    if (!olmo2) zero(s->dmlp_in, N * D);
+    linear_backward(dmlp_in, dw->gate, s->dg, mlp_in, w->gate, N, D, F);
+    linear_backward(dmlp_in, dw->up, s->du, mlp_in, w->up, N, D, F);
+    if (!olmo2) rmsnorm_backward(s->dx_mid, dw->attn_norm, s->dmlp_in, a->x_mid, w->attn_norm, a->attn_rstd, N, D);
+
+    /* attention half: x_mid = x + [norm](att Wo^T) */
+    residual_backward(dx_in, NULL, s->dx_mid, N * D);
+    const real* do_ = s->dx_mid;
+    if (olmo2) {
+        zero(s->do_, N * D);
+        rmsnorm_backward(s->do_, dw->attn_norm, s->dx_mid, a->o, w->attn_norm, a->attn_rstd, N, D);
+        do_ = s->do_;
+    }
+    zero(s->datt, N * qd);
+    linear_backward(s->datt, dw->wo, do_, a->att, w->wo, N, qd, D);
+    zero(s->dq, N * qd);
+    zero(s->dk, N * kvd);
+    zero(s->dv, N * kvd);
+    attention_backward(s->dq, s->dk, s->dv, s->datt, a->att, a->lse, a->q, a->k, a->v, ctx->B, ctx->T, c->H,
+                       c->KVH, hd);
+
+    /* rotation: gradients of the un-rotated q, k (and of RePo's z) */
+    const real* pos = layer_positions(a, l, ctx);
+    real* dqn = s->dq;
+    real* dkn = s->dk;
+    bool learned = c->pos[l] == POS_REPO && !ctx->force_pos;
+    if (pos) {
+        zero(s->dqn, N * qd);
+        zero(s->dkn, N * kvd);
+        if (learned) zero(s->dz, N * c->KVH);
+        rope_backward(s->dqn, s->dkn, learned ? s->dz : NULL, s->dq, s->dk, a->q, a->k, pos, ctx->rope, N, c->H,
+                      c->KVH, c->KVH);
+        dqn = s->dqn;
+        dkn = s->dkn;
+    }
+
+    /* projections into the attention input h (x itself for OLMo-2) */
+    const real* h = olmo2 ? x_in : a->h;
+    real* dh = olmo2 ? dx_in : s->dh;
+    if (!olmo2) zero(s->dh, N * D);
+    if (olmo2) {
+        zero(s->dq_pre, N * qd);
+        zero(s->dk_pre, N * kvd);
+        rmsnorm_backward(s->dq_pre, dw->q_norm, dqn, a->q_pre, w->q_norm, a->q_rstd, N, qd);
+        rmsnorm_backward(s->dk_pre, dw->k_norm, dkn, a->k_pre, w->k_norm, a->k_rstd, N, kvd);
+        dqn = s->dq_pre;
+        dkn = s->dk_pre;
+    }
+    linear_backward(dh, dw->wq, dqn, h, w->wq, N, D, qd);
+    linear_backward(dh, dw->wk, dkn, h, w->wk, N, D, kvd);
+    linear_backward(dh, dw->wv, s->dv, h, w->wv, N, D, kvd);
+    if (learned)
+        repo_backward(dh, dw->repo_gate, dw->repo_content, dw->repo_final, s->dz, h, w->repo_gate, w->repo_content,
+                      w->repo_final, a->repo_A, a->repo_C, a->repo_r, s->repo_scratch, N, D, cfg_dp(c), c->KVH);
+    if (!olmo2) rmsnorm_backward(dx_in, dw->in_norm, s->dh, x_in, w->in_norm, a->h_rstd, N, D);
+}

@@ -1,0 +1,87 @@
+/* Model configuration: defaults, validation, printing, position plans (DESIGN.md §2). */
+#include "model/config.h"
+
+#include <string.h>
+
+#include "common/check.h"
+
+void model_config_default(ModelConfig* c) {
+    memset(c, 0, sizeof(*c));
+    c->block = BLOCK_OLMO2;
+    c->V = 4096;
+    c->D = 256;
+    c->L = 4;
+    c->H = 8;
+    c->KVH = 8;
+    c->F = 1024;
+    c->norm_eps = 1e-6;
+    c->rope_theta = 10000.0;
+    c->yarn_factor = 1.0;
+    c->yarn_orig_max = 4096;
+    c->yarn_beta_fast = 32.0;
+    c->yarn_beta_slow = 1.0;
+    c->yarn_attention_factor = 0.0;
+    c->tie_embeddings = false;
+    c->max_position_embeddings = 4096;
+    for (size_t l = 0; l < MAX_LAYERS; l++) c->pos[l] = POS_ROPE;
+}
+
+void model_config_validate(const ModelConfig* c) {
+    CHECK(c->V > 0 && c->V <= 0x7fffffff, "model: vocab_size %zu must be in [1, 2^31)", c->V);
+    CHECK(c->L > 0 && c->L <= MAX_LAYERS, "model: n_layers %zu must be in [1, %d]", c->L, MAX_LAYERS);
+    CHECK(c->H > 0 && c->D % c->H == 0, "model: d_model %zu must be a multiple of n_heads %zu", c->D, c->H);
+    CHECK(cfg_hd(c) % 2 == 0, "model: head dim d_model/n_heads = %zu must be even for rotary positions", cfg_hd(c));
+    CHECK(c->KVH > 0 && c->H % c->KVH == 0, "model: n_heads %zu must be a multiple of n_kv_heads %zu", c->H, c->KVH);
+    CHECK(c->F > 0, "model: d_ff must be positive");
+    CHECK(c->norm_eps > 0, "model: norm_eps %g must be positive", c->norm_eps);
+    CHECK(c->rope_theta > 1, "model: rope_theta %g must be > 1", c->rope_theta);
+    if (c->yarn_factor > 1.0) {
+        CHECK(c->yarn_orig_max >= 1, "model: YaRN original_max_position_embeddings %g must be >= 1", c->yarn_orig_max);
+        CHECK(c->yarn_beta_fast > c->yarn_beta_slow && c->yarn_beta_slow > 0,
+              "model: YaRN needs beta_fast %g > beta_slow %g > 0", c->yarn_beta_fast, c->yarn_beta_slow);
+    }
+    if (cfg_has_repo(c)) CHECK(c->D % 8 == 0 && c->D >= 8, "model: RePo layers need d_model %zu divisible by 8", c->D);
+}
+
+bool cfg_has_repo(const ModelConfig* c) {
+    for (size_t l = 0; l < c->L; l++)
+        if (c->pos[l] == POS_REPO) return true;
+    return false;
+}
+
+const char* block_style_name(BlockStyle b) { return b == BLOCK_OLMO2 ? "olmo2" : "llama"; }
+
+const char* pos_mode_name(PosMode p) { return p == POS_ROPE ? "rope" : (p == POS_REPO ? "repo" : "nope"); }
+
+bool pos_mode_parse(const char* s, PosMode* out) {
+    if (!strcmp(s, "rope")) *out = POS_ROPE;
+    else if (!strcmp(s, "repo")) *out = POS_REPO;
+    else if (!strcmp(s, "nope")) *out = POS_NOPE;
+    else return false;
+    return true;
+}
+
+bool model_config_plan_positions(ModelConfig* c, const char* plan, size_t repo_start) {
+    size_t s = repo_start == REPO_START_DEFAULT ? c->L / 3 : repo_start;
+    for (size_t l = 0; l < c->L; l++) {
+        if (!strcmp(plan, "rope")) c->pos[l] = POS_ROPE;
+        else if (!strcmp(plan, "nope")) c->pos[l] = POS_NOPE;
+        else if (!strcmp(plan, "repo")) c->pos[l] = l < s ? POS_ROPE : POS_REPO;
+        else if (!strcmp(plan, "r2n1")) c->pos[l] = l % 3 == 2 ? POS_NOPE : POS_ROPE;
+        else if (!strcmp(plan, "n2r1")) c->pos[l] = l % 3 == 2 ? POS_ROPE : POS_NOPE;
+        else return false;
+    }
+    return true;
+}
+
+void model_config_print(const ModelConfig* c, FILE* fp) {
+    fprintf(fp, "model: %s  V=%zu D=%zu L=%zu H=%zu KVH=%zu hd=%zu F=%zu eps=%g theta=%g tied=%s\n",
+            block_style_name(c->block), c->V, c->D, c->L, c->H, c->KVH, cfg_hd(c), c->F, c->norm_eps,
+            c->rope_theta, c->tie_embeddings ? "yes" : "no");
+    if (c->yarn_factor > 1.0)
+        fprintf(fp, "  yarn: factor=%g original_max=%g beta_fast=%g beta_slow=%g attention_factor=%g\n",
+                c->yarn_factor, c->yarn_orig_max, c->yarn_beta_fast, c->yarn_beta_slow, c->yarn_attention_factor);
+    fprintf(fp, "  positions:");
+    for (size_t l = 0; l < c->L; l++) fprintf(fp, " %s", pos_mode_name(c->pos[l]));
+    fprintf(fp, "\n");
+}

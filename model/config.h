@@ -1,0 +1,51 @@
+/* The model's configuration (DESIGN.md §1–2): sizes, block style, the position
+   mode of every layer, RoPE theta, optional YaRN, norm eps, tied embeddings.
+   Sizes use DESIGN.md §3's letters. */
+#ifndef REPOC_CONFIG_H
+#define REPOC_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define MAX_LAYERS 256
+
+typedef enum { BLOCK_OLMO2, BLOCK_LLAMA } BlockStyle;
+typedef enum { POS_ROPE, POS_REPO, POS_NOPE } PosMode;
+
+typedef struct {
+    BlockStyle block;
+    size_t V, D, L, H, KVH, F;          /* vocab, d_model, layers, heads, kv heads, d_ff */
+    double norm_eps;
+    double rope_theta;
+    double yarn_factor;                 /* <= 1: no YaRN */
+    double yarn_orig_max;               /* original_max_position_embeddings */
+    double yarn_beta_fast, yarn_beta_slow;
+    double yarn_attention_factor;       /* <= 0: the default 0.1 ln(factor) + 1 */
+    bool tie_embeddings;
+    size_t max_position_embeddings;     /* written to config.json; not a limit on T */
+    PosMode pos[MAX_LAYERS];            /* one mode per layer */
+} ModelConfig;
+
+/* A small OLMo-2 model, all layers rope; every field set. */
+void model_config_default(ModelConfig* c);
+/* Dies with a message naming the field when a size or mode is inconsistent. */
+void model_config_validate(const ModelConfig* c);
+void model_config_print(const ModelConfig* c, FILE* fp);
+
+static inline size_t cfg_hd(const ModelConfig* c) { return c->D / c->H; }
+static inline size_t cfg_dp(const ModelConfig* c) { return c->D / 8; }
+bool cfg_has_repo(const ModelConfig* c);
+
+const char* block_style_name(BlockStyle b);
+const char* pos_mode_name(PosMode p);
+/* returns false for an unknown name */
+bool pos_mode_parse(const char* s, PosMode* out);
+
+/* Fill c->pos from a plan: "rope", "repo" (rope below repo_start, repo from it),
+   "nope", "r2n1" (rope, rope, nope repeated), "n2r1" (nope, nope, rope repeated).
+   repo_start = (size_t)-1 means the default floor(L/3). Returns false for an unknown plan. */
+bool model_config_plan_positions(ModelConfig* c, const char* plan, size_t repo_start);
+#define REPO_START_DEFAULT ((size_t)-1)
+
+#endif

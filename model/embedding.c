@@ -1,0 +1,22 @@
+/* Token embedding forward and backward (DESIGN.md §3). */
+#include "model/embedding.h"
+
+#include <string.h>
+
+void embedding_forward(real* out, const int32_t* tokens, const real* table, size_t N, size_t C) {
+#pragma omp parallel for
+    for (size_t n = 0; n < N; n++) memcpy(out + n * C, table + (size_t)tokens[n] * C, C * sizeof(real));
+}
+
+void embedding_backward(real* dtable, const real* dout, const int32_t* tokens, size_t N, size_t C) {
+    /* rows of the same token collide, so parallelise over columns: each thread owns a slice of C */
+#pragma omp parallel for
+    for (size_t c0 = 0; c0 < C; c0 += 64) {
+        size_t c1 = c0 + 64 < C ? c0 + 64 : C;
+        for (size_t n = 0; n < N; n++) {
+            real* drow = dtable + (size_t)tokens[n] * C;
+            const real* g = dout + n * C;
+            for (size_t c = c0; c < c1; c++) drow[c] += g[c];   /* out[n] = table[tok[n]] */
+        }
+    }
+}

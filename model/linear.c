@@ -1,0 +1,31 @@
+/* Linear forward/backward through OpenBLAS (DESIGN.md §3, §4): never called
+   inside an OpenMP parallel region; BLAS threads itself. */
+#include "model/linear.h"
+
+void linear_forward(real* out, const real* inp, const real* weight, size_t N, size_t C, size_t OC) {
+    /* out (N,OC) = inp (N,C) · weight^T (C,OC) */
+    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)OC, (int)C,
+               1, inp, (int)C, weight, (int)C, 0, out, (int)OC);
+}
+
+void linear_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
+                     size_t N, size_t C, size_t OC) {
+    if (dinp) {      /* dinp (N,C) += dout (N,OC) · W (OC,C) */
+        cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)OC,
+                   1, dout, (int)OC, weight, (int)C, 1, dinp, (int)C);
+    }
+    if (dweight) {   /* dW (OC,C) += dout^T (OC,N) · inp (N,C) */
+        cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OC, (int)C, (int)N,
+                   1, dout, (int)OC, inp, (int)C, 1, dweight, (int)C);
+    }
+}
+
+void linear_forward_naive(real* out, const real* inp, const real* weight, size_t N, size_t C, size_t OC) {
+    for (size_t n = 0; n < N; n++) {
+        for (size_t o = 0; o < OC; o++) {
+            double acc = 0.0;
+            for (size_t c = 0; c < C; c++) acc += (double)inp[n * C + c] * weight[o * C + c];
+            out[n * OC + o] = (real)acc;
+        }
+    }
+}

@@ -1,0 +1,177 @@
+/* Decoder build, forward, backward (DESIGN.md §1, §3, §4). */
+#include "model/model.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/arena.h"
+#include "common/check.h"
+#include "common/rng.h"
+#include "model/embedding.h"
+#include "model/linear.h"
+#include "model/rmsnorm.h"
+#include "model/xent.h"
+
+/* every activation view of the model, in one list (counting when cur->base is NULL) */
+static void acts_layout(Model* m, Cursor* cur) {
+    const ModelConfig* c = &m->cfg;
+    size_t N = m->B * m->T;
+    for (size_t l = 0; l <= c->L; l++) m->res[l] = cursor_take(cur, N * c->D);
+    for (size_t l = 0; l < c->L; l++) layer_acts_layout(&m->la[l], cur, c, l, N);
+    m->final_out = cursor_take(cur, N * c->D);
+    m->final_rstd = cursor_take(cur, N);
+    m->logits = cursor_take(cur, N * c->V);
+    m->lse = cursor_take(cur, N);
+    m->losses = cursor_take(cur, N);
+    m->pos_seq = cursor_take(cur, N * c->KVH);
+}
+
+static void scratch_layout(Model* m, Cursor* cur) {
+    size_t N = m->B * m->T;
+    block_scratch_layout(&m->bs, cur, &m->cfg, N);
+    m->dres_a = cursor_take(cur, N * m->cfg.D);
+    m->dres_b = cursor_take(cur, N * m->cfg.D);
+}
+
+void model_build(Model* m, const ModelConfig* cfg, size_t B, size_t T, const char* const* frozen_patterns,
+                 size_t n_frozen, bool verbose) {
+    memset(m, 0, sizeof(*m));
+    model_config_validate(cfg);
+    m->cfg = *cfg;
+    m->B = B;
+    m->T = T;
+    size_t N = mulCheck(B, T, "batch rows B*T");
+    CHECK(B > 0 && T > 0, "model: batch %zu x %zu must be non-empty", B, T);
+    CHECK(N <= 0x7fffffff && mulCheck(N, cfg->V, "logits B*T*V") <= ((size_t)1 << 40),
+          "model: batch B*T = %zu is too large", N);
+    const ModelConfig* c = &m->cfg;
+    tensor_table_build(&m->tensors, c, frozen_patterns, n_frozen);
+    m->params = arenaAlloc(mulCheck(m->tensors.n_params, sizeof(real), "parameter arena"));
+    m->grads = arenaAlloc(mulCheck(m->tensors.n_grads, sizeof(real), "gradient arena"));
+    weights_view(&m->w, &m->tensors, c, m->params, false);
+    weights_view(&m->dw, &m->tensors, c, m->grads, true);
+
+    Cursor cur = {NULL, 0};
+    acts_layout(m, &cur);
+    m->n_acts = cur.used;
+    m->acts = arenaAlloc(mulCheck(m->n_acts, sizeof(real), "activation arena"));
+    cur = (Cursor){m->acts, 0};
+    acts_layout(m, &cur);
+    CHECK(cur.used == m->n_acts, "activation layout disagrees with its count");
+
+    cur = (Cursor){NULL, 0};
+    scratch_layout(m, &cur);
+    m->n_scratch = cur.used;
+    m->scratch = arenaAlloc(mulCheck(m->n_scratch, sizeof(real), "backward scratch arena"));
+    cur = (Cursor){m->scratch, 0};
+    scratch_layout(m, &cur);
+
+    m->tokens = mallocCheck(N * sizeof(int32_t));
+    m->targets = mallocCheck(N * sizeof(int32_t));
+    for (size_t n = 0; n < N; n++)
+        for (size_t g = 0; g < c->KVH; g++) m->pos_seq[n * c->KVH + g] = (real)(n % T);
+    rope_table_init(&m->rope, cfg_hd(c), c->rope_theta, c->yarn_factor, c->yarn_orig_max, c->yarn_beta_fast,
+                    c->yarn_beta_slow, c->yarn_attention_factor);
+    if (verbose) {
+        model_config_print(c, stdout);
+        double mb = 1.0 / 1048576.0 * sizeof(real);
+        printf("  parameters %zu (%.1f MiB)  trainable %zu  activations %zu (%.1f MiB, B=%zu T=%zu)  "
+               "scratch %.1f MiB  precision %s\n",
+               m->tensors.n_params, m->tensors.n_params * mb, m->tensors.n_grads, m->n_acts, m->n_acts * mb, B, T,
+               m->n_scratch * mb, REAL_NAME);
+    }
+}
+
+void model_free(Model* m) {
+    free(m->params);
+    free(m->grads);
+    free(m->acts);
+    free(m->scratch);
+    free(m->tokens);
+    free(m->targets);
+    tensor_table_free(&m->tensors);
+    memset(m, 0, sizeof(*m));
+}
+
+/* FNV-1a of the name, mixed with the seed: a stream per tensor */
+static uint64_t tensor_seed(uint64_t seed, const char* name) {
+    uint64_t h = 1469598103934665603ull;
+    for (const char* p = name; *p; p++) h = (h ^ (uint8_t)*p) * 1099511628211ull;
+    return h ^ (seed * 0x9E3779B97F4A7C15ull);
+}
+
+void model_init_tensor(Model* m, size_t index, uint64_t seed, double std) {
+    const TensorInfo* t = &m->tensors.t[index];
+    real* p = m->params + t->offset;
+    if (t->is_norm) {
+        for (size_t i = 0; i < t->numel; i++) p[i] = 1;
+        return;
+    }
+    double s = t->is_repo ? 0.02 : std;
+    Rng rng;
+    rng_seed(&rng, tensor_seed(seed, t->name));
+    for (size_t i = 0; i < t->numel; i++) p[i] = (real)rng_trunc_normal(&rng, s, 3.0 * s);
+}
+
+void model_init_weights(Model* m, uint64_t seed, double std) {
+    for (size_t i = 0; i < m->tensors.n; i++) model_init_tensor(m, i, seed, std);
+}
+
+static BlockCtx block_ctx(const Model* m) {
+    return (BlockCtx){&m->cfg, m->B, m->T, &m->rope, m->pos_seq, m->force_positions};
+}
+
+double model_forward(Model* m, const int32_t* tokens, const int32_t* targets) {
+    const ModelConfig* c = &m->cfg;
+    size_t N = m->B * m->T, D = c->D, V = c->V;
+    for (size_t n = 0; n < N; n++) {
+        CHECK(tokens[n] >= 0 && (size_t)tokens[n] < V, "token %" PRId32 " at row %zu is outside the vocabulary [0, %zu)",
+              tokens[n], n, V);
+        CHECK(!targets || (targets[n] >= -1 && targets[n] < (int64_t)V),
+              "target %" PRId32 " at row %zu is outside [-1, %zu)", targets ? targets[n] : 0, n, V);
+    }
+    memcpy(m->tokens, tokens, N * sizeof(int32_t));
+    BlockCtx ctx = block_ctx(m);
+
+    embedding_forward(m->res[0], tokens, m->w.embed, N, D);
+    for (size_t l = 0; l < c->L; l++) block_forward(m->res[l + 1], &m->la[l], m->res[l], &m->w.layer[l], l, &ctx);
+    rmsnorm_forward(m->final_out, m->final_rstd, m->res[c->L], m->w.final_norm, N, D, c->norm_eps);
+    linear_forward(m->logits, m->final_out, m->w.lm_head, N, D, V);
+
+    m->has_loss = targets != NULL;
+    m->loss = 0;
+    if (!targets) return 0;
+    memcpy(m->targets, targets, N * sizeof(int32_t));
+    m->loss = xent_forward(m->losses, m->lse, m->logits, targets, N, V, m->z_loss, &m->n_valid);
+    return m->loss;
+}
+
+void model_backward(Model* m, double dloss) {
+    CHECK(m->has_loss, "model_backward: the last forward had no targets (or backward already ran)");
+    const ModelConfig* c = &m->cfg;
+    size_t N = m->B * m->T, D = c->D, V = c->V;
+    BlockCtx ctx = block_ctx(m);
+
+    xent_backward(m->logits, m->lse, m->targets, N, V, m->z_loss, m->n_valid, dloss);   /* logits → dlogits */
+    real* dx = m->dres_a;   /* gradient of the residual stream after the current layer */
+    real* dx_prev = m->dres_b;
+    memset(m->bs.dx_mid, 0, N * D * sizeof(real));
+    real* dfinal = m->bs.dx_mid;   /* free until the first block_backward */
+    linear_backward(dfinal, m->dw.lm_head, m->logits, m->final_out, m->w.lm_head, N, D, V);
+    memset(dx, 0, N * D * sizeof(real));
+    rmsnorm_backward(dx, m->dw.final_norm, dfinal, m->res[c->L], m->w.final_norm, m->final_rstd, N, D);
+    for (size_t l = c->L; l-- > 0;) {
+        memset(dx_prev, 0, N * D * sizeof(real));
+        block_backward(dx_prev, &m->dw.layer[l], dx, &m->la[l], m->res[l], &m->w.layer[l], l, &m->bs, &ctx);
+        real* t = dx;
+        dx = dx_prev;
+        dx_prev = t;
+    }
+    if (m->dw.embed) embedding_backward(m->dw.embed, dx, m->tokens, N, D);
+    m->has_loss = false;   /* the logits buffer now holds dlogits */
+}
+
+void model_zero_grad(Model* m) { memset(m->grads, 0, m->tensors.n_grads * sizeof(real)); }

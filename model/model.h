@@ -1,0 +1,71 @@
+/* The decoder (DESIGN.md §1, §4): one arena each for parameters, gradients and
+   activations (plus one for backward work space), named views into them, and
+   forward / backward / zero_grad. Everything is sized at build time for (B, T);
+   nothing is allocated inside a step. */
+#ifndef REPOC_MODEL_H
+#define REPOC_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/real.h"
+#include "model/block.h"
+#include "model/config.h"
+#include "model/rope.h"
+#include "model/tensors.h"
+
+typedef struct {
+    ModelConfig cfg;
+    TensorTable tensors;
+    size_t B, T;
+
+    real* params;                /* tensors.n_params */
+    real* grads;                 /* tensors.n_grads (frozen tensors have none) */
+    ModelWeights w, dw;          /* named views */
+
+    real* acts;                  /* activation arena */
+    size_t n_acts;
+    real* res[MAX_LAYERS + 1];   /* (N,D) residual stream: res[0] embeddings, res[l+1] after layer l */
+    LayerActs la[MAX_LAYERS];
+    real *final_out, *final_rstd;    /* (N,D) (N) final norm */
+    real *logits, *lse, *losses;     /* (N,V) (N) (N); backward turns logits into dlogits */
+    real* pos_seq;                   /* (N,KVH) integer positions t */
+    int32_t *tokens, *targets;       /* (N) copies of the batch */
+
+    real* scratch;               /* backward work space */
+    size_t n_scratch;
+    BlockScratch bs;
+    real *dres_a, *dres_b;       /* (N,D) residual-stream gradients, swapped per layer */
+
+    RopeTable rope;
+    double z_loss;               /* coefficient of OLMo-2's z-loss (0 = off) */
+    const real* force_positions; /* (N,KVH) test hook: RePo layers rotate by these instead of z */
+
+    bool has_loss;               /* forward ran with targets, so backward may run */
+    double loss;
+    size_t n_valid;
+} Model;
+
+/* Validate cfg, build the tensor list (frozen_patterns: fnmatch globs over HF
+   names that get no gradient), allocate every arena for batches of (B, T) and
+   zero them. Prints the sizes when verbose. */
+void model_build(Model* m, const ModelConfig* cfg, size_t B, size_t T, const char* const* frozen_patterns,
+                 size_t n_frozen, bool verbose);
+void model_free(Model* m);
+
+/* Fill every weight: matrices N(0, std²) truncated at ±3σ, norms 1; RePo
+   weights N(0, 0.02²) truncated at ±3σ (DESIGN.md §2). Each tensor draws from
+   its own stream seeded by (seed, name), so one tensor's values do not depend
+   on which others exist. */
+void model_init_weights(Model* m, uint64_t seed, double std);
+void model_init_tensor(Model* m, size_t index, uint64_t seed, double std);
+
+/* tokens (B,T) in [0,V); targets (B,T) in [-1,V) with -1 = ignored, or NULL for
+   logits only. Returns the mean loss (0 without targets). */
+double model_forward(Model* m, const int32_t* tokens, const int32_t* targets);
+/* Accumulate dloss · ∂loss/∂params into the gradients (dloss = 1, or 1/grad_accum). */
+void model_backward(Model* m, double dloss);
+void model_zero_grad(Model* m);
+
+#endif

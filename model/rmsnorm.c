@@ -1,0 +1,48 @@
+/* RMSNorm forward and backward (DESIGN.md §3). Sums run in double: C can be
+   thousands wide and the norm feeds every layer. */
+#include "model/rmsnorm.h"
+
+#include <math.h>
+
+void rmsnorm_forward(real* out, real* rstd, const real* inp, const real* weight, size_t N, size_t C, double eps) {
+#pragma omp parallel for
+    for (size_t n = 0; n < N; n++) {
+        const real* x = inp + n * C;
+        double ss = 0.0;
+#pragma omp simd reduction(+ : ss)
+        for (size_t c = 0; c < C; c++) ss += (double)x[c] * x[c];
+        real r = (real)(1.0 / sqrt(ss / (double)C + eps));
+        real* y = out + n * C;
+        for (size_t c = 0; c < C; c++) y[c] = weight[c] * (x[c] * r);
+        rstd[n] = r;
+    }
+}
+
+void rmsnorm_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
+                      const real* rstd, size_t N, size_t C) {
+    /* g = dy ⊙ w ;  dx += r g - x r³ (g·x) / C */
+#pragma omp parallel for
+    for (size_t n = 0; n < N; n++) {
+        const real* x = inp + n * C;
+        const real* dy = dout + n * C;
+        real r = rstd[n];
+        double gx = 0.0;
+#pragma omp simd reduction(+ : gx)
+        for (size_t c = 0; c < C; c++) gx += (double)dy[c] * weight[c] * x[c];
+        real proj = (real)(gx * r * r * r / (double)C);
+        real* dx = dinp + n * C;
+        for (size_t c = 0; c < C; c++) dx[c] += r * (dy[c] * weight[c]) - x[c] * proj;
+    }
+    if (!dweight) return;
+    /* dw += Σ_n dy ⊙ x r : partitioned by column so threads never share a dw element */
+#pragma omp parallel for
+    for (size_t c0 = 0; c0 < C; c0 += 64) {
+        size_t c1 = c0 + 64 < C ? c0 + 64 : C;
+        for (size_t n = 0; n < N; n++) {
+            const real* x = inp + n * C;
+            const real* dy = dout + n * C;
+            real r = rstd[n];
+            for (size_t c = c0; c < c1; c++) dweight[c] += dy[c] * x[c] * r;
+        }
+    }
+}

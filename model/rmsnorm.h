@@ -1,0 +1,17 @@
+/* RMSNorm with weight (DESIGN.md §3): y = w ⊙ x r, r = (mean(x²) + eps)^(-1/2).
+   Used for the block norms, for OLMo-2's QK-norm over the whole H*hd vector,
+   and for the final norm. */
+#ifndef REPOC_RMSNORM_H
+#define REPOC_RMSNORM_H
+
+#include <stddef.h>
+
+#include "common/real.h"
+
+/* out (N,C)   rstd (N) saved for backward   inp (N,C)   weight (C) */
+void rmsnorm_forward(real* out, real* rstd, const real* inp, const real* weight, size_t N, size_t C, double eps);
+/* dinp (N,C) +=   dweight (C) += (skipped when NULL)   dout (N,C);   inp, weight, rstd as forward saw/saved them */
+void rmsnorm_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
+                      const real* rstd, size_t N, size_t C);
+
+#endif

@@ -1,0 +1,109 @@
+/* RoPE / YaRN forward and backward (DESIGN.md §2). Angles are formed as
+   p * inv_freq in double, so p = 70,000 keeps ~1e-6 accuracy in float builds.
+     y1 = m (x1 cos a - x2 sin a)        dx1 = m ( dy1 cos a + dy2 sin a)
+     y2 = m (x2 cos a + x1 sin a)        dx2 = m (-dy1 sin a + dy2 cos a)
+     da = dy2 y1 - dy1 y2                dp += Σ_i inv_freq[i] da_i  (over q and k) */
+#include "model/rope.h"
+
+#include <math.h>
+
+#include "common/check.h"
+
+void rope_table_init(RopeTable* rt, size_t hd, double theta, double yarn_factor, double yarn_orig_max,
+                     double beta_fast, double beta_slow, double attention_factor) {
+    CHECK(hd % 2 == 0 && hd / 2 <= ROPE_MAX_HALF, "rope: head dim %zu must be even and at most %d", hd,
+          2 * ROPE_MAX_HALF);
+    rt->hd = hd;
+    rt->mscale = 1.0;
+    size_t half = hd / 2;
+    for (size_t i = 0; i < half; i++) rt->inv_freq[i] = pow(theta, -2.0 * (double)i / (double)hd);
+    if (yarn_factor <= 1.0) return;
+    /* corr_dim(r) = hd ln(L0 / (2π r)) / (2 ln θ): the dimension whose wavelength fits r times in L0 */
+    double two_pi = 6.283185307179586;
+    double lo = floor(hd * log(yarn_orig_max / (two_pi * beta_fast)) / (2.0 * log(theta)));
+    double hi = ceil(hd * log(yarn_orig_max / (two_pi * beta_slow)) / (2.0 * log(theta)));
+    if (lo < 0) lo = 0;
+    if (hi > (double)hd - 1) hi = (double)hd - 1;
+    if (lo == hi) hi += 0.001;
+    for (size_t i = 0; i < half; i++) {
+        double ramp = ((double)i - lo) / (hi - lo);
+        ramp = ramp < 0 ? 0 : (ramp > 1 ? 1 : ramp);
+        double extra = 1.0 - ramp;   /* 1: keep the original frequency (extrapolate), 0: interpolate by s */
+        rt->inv_freq[i] = rt->inv_freq[i] / yarn_factor * (1.0 - extra) + rt->inv_freq[i] * extra;
+    }
+    rt->mscale = attention_factor > 0 ? attention_factor : 0.1 * log(yarn_factor) + 1.0;
+}
+
+/* rotate the nh heads of one token row x (nh*hd) that share position p */
+static void rotate_heads(real* x, size_t nh, const double* cs, const double* sn, size_t hd) {
+    size_t half = hd / 2;
+    for (size_t h = 0; h < nh; h++) {
+        real* x1 = x + h * hd;
+        real* x2 = x1 + half;
+        for (size_t i = 0; i < half; i++) {
+            double a = x1[i], b = x2[i];
+            x1[i] = (real)(a * cs[i] - b * sn[i]);
+            x2[i] = (real)(b * cs[i] + a * sn[i]);
+        }
+    }
+}
+
+/* cs = m cos(p inv_freq), sn = m sin(p inv_freq) */
+static void angles(double* cs, double* sn, double p, const RopeTable* rt) {
+    for (size_t i = 0; i < rt->hd / 2; i++) {
+        double a = p * rt->inv_freq[i];
+        cs[i] = rt->mscale * cos(a);
+        sn[i] = rt->mscale * sin(a);
+    }
+}
+
+void rope_forward(real* q, real* k, const real* pos, const RopeTable* rt, size_t N, size_t H, size_t KVH, size_t P) {
+    size_t hd = rt->hd, qh = H / P, kh = KVH / P;
+#pragma omp parallel for collapse(2)
+    for (size_t n = 0; n < N; n++) {
+        for (size_t g = 0; g < P; g++) {
+            double cs[ROPE_MAX_HALF], sn[ROPE_MAX_HALF];
+            angles(cs, sn, (double)pos[n * P + g], rt);
+            rotate_heads(q + n * H * hd + g * qh * hd, qh, cs, sn, hd);
+            rotate_heads(k + n * KVH * hd + g * kh * hd, kh, cs, sn, hd);
+        }
+    }
+}
+
+/* backward through the rotation of nh heads; returns Σ_i inv_freq[i] da_i for those heads */
+static double unrotate_heads(real* dx, const real* dy, const real* y, size_t nh, const double* cs,
+                             const double* sn, const RopeTable* rt) {
+    size_t hd = rt->hd, half = hd / 2;
+    double dp = 0.0;
+    for (size_t h = 0; h < nh; h++) {
+        const real* dy1 = dy + h * hd;
+        const real* dy2 = dy1 + half;
+        const real* y1 = y + h * hd;
+        const real* y2 = y1 + half;
+        real* dx1 = dx + h * hd;
+        real* dx2 = dx1 + half;
+        for (size_t i = 0; i < half; i++) {
+            dx1[i] += (real)(dy1[i] * cs[i] + dy2[i] * sn[i]);
+            dx2[i] += (real)(-dy1[i] * sn[i] + dy2[i] * cs[i]);
+            dp += rt->inv_freq[i] * ((double)dy2[i] * y1[i] - (double)dy1[i] * y2[i]);
+        }
+    }
+    return dp;
+}
+
+void rope_backward(real* dq_in, real* dk_in, real* dpos, const real* dq, const real* dk,
+                   const real* q, const real* k, const real* pos, const RopeTable* rt,
+                   size_t N, size_t H, size_t KVH, size_t P) {
+    size_t hd = rt->hd, qh = H / P, kh = KVH / P;
+#pragma omp parallel for collapse(2)
+    for (size_t n = 0; n < N; n++) {
+        for (size_t g = 0; g < P; g++) {
+            double cs[ROPE_MAX_HALF], sn[ROPE_MAX_HALF];
+            angles(cs, sn, (double)pos[n * P + g], rt);
+            size_t qo = n * H * hd + g * qh * hd, ko = n * KVH * hd + g * kh * hd;
+            double dp = unrotate_heads(dq_in + qo, dq + qo, q + qo, qh, cs, sn, rt);
+            dp += unrotate_heads(dk_in + ko, dk + ko, k + ko, kh, cs, sn, rt);
+            if (dpos) dpos[n * P + g] += (real)dp;
+        }
+    }
+}

@@ -1,0 +1,34 @@
+/* Rotary position encoding with REAL-valued positions (DESIGN.md §2), in the
+   Hugging Face rotate_half layout: pair i of a head vector is (x[i], x[i+hd/2]).
+   One position per (token, position group): positions come as pos (N, P) and
+   query head h uses group h / (H/P), kv head g uses group g / (KVH/P).
+   rope layers pass p = t, repo layers pass the module's z. */
+#ifndef REPOC_ROPE_H
+#define REPOC_ROPE_H
+
+#include <stddef.h>
+
+#include "common/real.h"
+
+#define ROPE_MAX_HALF 512
+
+/* inv_freq and the scale m, from theta and optional YaRN (DESIGN.md §2 "YaRN") */
+typedef struct {
+    size_t hd;
+    double inv_freq[ROPE_MAX_HALF];   /* hd/2 entries */
+    double mscale;                    /* m: 1, or YaRN's attention factor */
+} RopeTable;
+
+/* yarn_factor <= 1 means no YaRN. attention_factor <= 0 means the default 0.1 ln(s) + 1. */
+void rope_table_init(RopeTable* rt, size_t hd, double theta, double yarn_factor, double yarn_orig_max,
+                     double beta_fast, double beta_slow, double attention_factor);
+
+/* IN PLACE: q (N, H*hd) and k (N, KVH*hd) are rotated by pos (N, P); P divides KVH divides H */
+void rope_forward(real* q, real* k, const real* pos, const RopeTable* rt, size_t N, size_t H, size_t KVH, size_t P);
+/* dq_in (N,H*hd) +=   dk_in (N,KVH*hd) +=   dpos (N,P) += (skipped when NULL)
+   dq, dk: gradients of the rotated outputs   q, k: the rotated outputs forward left   pos (N,P) */
+void rope_backward(real* dq_in, real* dk_in, real* dpos, const real* dq, const real* dk,
+                   const real* q, const real* k, const real* pos, const RopeTable* rt,
+                   size_t N, size_t H, size_t KVH, size_t P);
+
+#endif

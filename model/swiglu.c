@@ -1,0 +1,36 @@
+/* SwiGLU and residual forward/backward (DESIGN.md §3):
+   silu(g) = g σ(g), silu'(g) = σ(g)(1 + g(1 - σ(g))). */
+#include "model/swiglu.h"
+
+#include <math.h>
+
+void swiglu_forward(real* out, const real* g, const real* u, size_t n) {
+#pragma omp parallel for simd
+    for (size_t i = 0; i < n; i++) {
+        real s = (real)1 / ((real)1 + (real)exp(-g[i]));
+        out[i] = g[i] * s * u[i];
+    }
+}
+
+void swiglu_backward(real* dg, real* du, const real* dout, const real* g, const real* u, size_t n) {
+#pragma omp parallel for simd
+    for (size_t i = 0; i < n; i++) {
+        real s = (real)1 / ((real)1 + (real)exp(-g[i]));
+        real silu = g[i] * s;
+        dg[i] += dout[i] * u[i] * s * ((real)1 + g[i] * ((real)1 - s));   /* ∂m/∂g = u silu'(g) */
+        du[i] += dout[i] * silu;                                          /* ∂m/∂u = silu(g) */
+    }
+}
+
+void residual_forward(real* out, const real* a, const real* b, size_t n) {
+#pragma omp parallel for simd
+    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+void residual_backward(real* da, real* db, const real* dout, size_t n) {
+#pragma omp parallel for simd
+    for (size_t i = 0; i < n; i++) {
+        da[i] += dout[i];
+        if (db) db[i] += dout[i];
+    }
+}

@@ -1,0 +1,19 @@
+/* SwiGLU gate m = silu(g) ⊙ u and the residual add (DESIGN.md §3). */
+#ifndef REPOC_SWIGLU_H
+#define REPOC_SWIGLU_H
+
+#include <stddef.h>
+
+#include "common/real.h"
+
+/* out (n)   g (n)   u (n);  n = N*F for the MLP, N*d_p for the RePo module */
+void swiglu_forward(real* out, const real* g, const real* u, size_t n);
+/* dg (n) +=   du (n) +=   dout (n);   g, u as forward saw them */
+void swiglu_backward(real* dg, real* du, const real* dout, const real* g, const real* u, size_t n);
+
+/* out (n) = a + b; out may alias a */
+void residual_forward(real* out, const real* a, const real* b, size_t n);
+/* da (n) +=   db (n) += (skipped when NULL: the caller reads dout itself)   dout (n) */
+void residual_backward(real* da, real* db, const real* dout, size_t n);
+
+#endif

@@ -1,0 +1,148 @@
+/* The parameter list and its views (DESIGN.md §4, §5 tensor names). */
+#include "model/tensors.h"
+
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/check.h"
+
+/* one row per per-layer tensor kind: its HF suffix and where it exists */
+typedef struct {
+    TensorKind kind;
+    const char* suffix;
+    bool olmo2, llama, repo_only;
+} LayerKindInfo;
+
+static const LayerKindInfo LAYER_KINDS[] = {
+    {TK_WQ, "self_attn.q_proj.weight", true, true, false},
+    {TK_WK, "self_attn.k_proj.weight", true, true, false},
+    {TK_WV, "self_attn.v_proj.weight", true, true, false},
+    {TK_WO, "self_attn.o_proj.weight", true, true, false},
+    {TK_Q_NORM, "self_attn.q_norm.weight", true, false, false},
+    {TK_K_NORM, "self_attn.k_norm.weight", true, false, false},
+    {TK_REPO_GATE, "self_attn.gate_map.weight", true, true, true},
+    {TK_REPO_CONTENT, "self_attn.content_map.weight", true, true, true},
+    {TK_REPO_FINAL, "self_attn.final_map.weight", true, true, true},
+    {TK_IN_NORM, "input_layernorm.weight", false, true, false},
+    {TK_ATTN_NORM, "post_attention_layernorm.weight", true, true, false},
+    {TK_MLP_NORM, "post_feedforward_layernorm.weight", true, false, false},
+    {TK_GATE, "mlp.gate_proj.weight", true, true, false},
+    {TK_UP, "mlp.up_proj.weight", true, true, false},
+    {TK_DOWN, "mlp.down_proj.weight", true, true, false},
+};
+#define N_LAYER_KINDS (sizeof(LAYER_KINDS) / sizeof(LAYER_KINDS[0]))
+
+/* the shape of a tensor kind under cfg: [out, in] or [n] */
+static size_t kind_shape(TensorKind k, const ModelConfig* c, size_t shape[2]) {
+    size_t hd = cfg_hd(c), q = c->H * hd, kv = c->KVH * hd;
+    switch (k) {
+    case TK_EMBED: case TK_LM_HEAD: shape[0] = c->V; shape[1] = c->D; return 2;
+    case TK_WQ: shape[0] = q; shape[1] = c->D; return 2;
+    case TK_WK: case TK_WV: shape[0] = kv; shape[1] = c->D; return 2;
+    case TK_WO: shape[0] = c->D; shape[1] = q; return 2;
+    case TK_Q_NORM: shape[0] = q; return 1;
+    case TK_K_NORM: shape[0] = kv; return 1;
+    case TK_REPO_GATE: case TK_REPO_CONTENT: shape[0] = cfg_dp(c); shape[1] = c->D; return 2;
+    case TK_REPO_FINAL: shape[0] = c->KVH; shape[1] = cfg_dp(c); return 2;
+    case TK_GATE: case TK_UP: shape[0] = c->F; shape[1] = c->D; return 2;
+    case TK_DOWN: shape[0] = c->D; shape[1] = c->F; return 2;
+    case TK_FINAL_NORM: case TK_IN_NORM: case TK_ATTN_NORM: case TK_MLP_NORM: shape[0] = c->D; return 1;
+    default: DIE("unknown tensor kind %d", (int)k);
+    }
+}
+
+static void add_tensor(TensorTable* tt, size_t* cap, TensorKind kind, int layer, const char* name,
+                       const ModelConfig* c, const char* const* frozen, size_t n_frozen) {
+    if (tt->n == *cap) {
+        *cap = *cap ? 2 * *cap : 64;
+        TensorInfo* grown = mallocCheck(*cap * sizeof(TensorInfo));
+        if (tt->n) memcpy(grown, tt->t, tt->n * sizeof(TensorInfo));
+        free(tt->t);
+        tt->t = grown;
+    }
+    TensorInfo* t = &tt->t[tt->n++];
+    memset(t, 0, sizeof(*t));
+    t->kind = kind;
+    t->layer = layer;
+    CHECK(strlen(name) < TENSOR_NAME_LEN, "tensor name too long: %s", name);
+    strcpy(t->name, name);
+    t->ndim = kind_shape(kind, c, t->shape);
+    t->numel = t->ndim == 2 ? mulCheck(t->shape[0], t->shape[1], name) : t->shape[0];
+    t->offset = tt->n_params;
+    tt->n_params += t->numel;
+    bool is_frozen = false;
+    for (size_t i = 0; i < n_frozen; i++) is_frozen |= fnmatch(frozen[i], name, 0) == 0;
+    t->grad_offset = is_frozen ? NO_GRAD : tt->n_grads;
+    if (!is_frozen) tt->n_grads += t->numel;
+    t->is_norm = kind == TK_FINAL_NORM || kind == TK_Q_NORM || kind == TK_K_NORM || kind == TK_IN_NORM ||
+                 kind == TK_ATTN_NORM || kind == TK_MLP_NORM;
+    t->is_embedding = kind == TK_EMBED || kind == TK_LM_HEAD;
+    t->is_repo = kind == TK_REPO_GATE || kind == TK_REPO_CONTENT || kind == TK_REPO_FINAL;
+}
+
+void tensor_table_build(TensorTable* tt, const ModelConfig* c, const char* const* frozen, size_t n_frozen) {
+    memset(tt, 0, sizeof(*tt));
+    size_t cap = 0;
+    char name[TENSOR_NAME_LEN];
+    add_tensor(tt, &cap, TK_EMBED, -1, "model.embed_tokens.weight", c, frozen, n_frozen);
+    for (size_t l = 0; l < c->L; l++) {
+        for (size_t i = 0; i < N_LAYER_KINDS; i++) {
+            const LayerKindInfo* k = &LAYER_KINDS[i];
+            if (c->block == BLOCK_OLMO2 ? !k->olmo2 : !k->llama) continue;
+            if (k->repo_only && c->pos[l] != POS_REPO) continue;
+            snprintf(name, sizeof(name), "model.layers.%zu.%s", l, k->suffix);
+            add_tensor(tt, &cap, k->kind, (int)l, name, c, frozen, n_frozen);
+        }
+    }
+    add_tensor(tt, &cap, TK_FINAL_NORM, -1, "model.norm.weight", c, frozen, n_frozen);
+    if (!c->tie_embeddings) add_tensor(tt, &cap, TK_LM_HEAD, -1, "lm_head.weight", c, frozen, n_frozen);
+}
+
+void tensor_table_free(TensorTable* tt) {
+    free(tt->t);
+    memset(tt, 0, sizeof(*tt));
+}
+
+long tensor_table_find(const TensorTable* tt, const char* name) {
+    for (size_t i = 0; i < tt->n; i++)
+        if (!strcmp(tt->t[i].name, name)) return (long)i;
+    return -1;
+}
+
+/* the field of a layer view that holds tensor kind k */
+static real** layer_field(LayerWeights* lw, TensorKind k) {
+    switch (k) {
+    case TK_WQ: return &lw->wq;
+    case TK_WK: return &lw->wk;
+    case TK_WV: return &lw->wv;
+    case TK_WO: return &lw->wo;
+    case TK_Q_NORM: return &lw->q_norm;
+    case TK_K_NORM: return &lw->k_norm;
+    case TK_REPO_GATE: return &lw->repo_gate;
+    case TK_REPO_CONTENT: return &lw->repo_content;
+    case TK_REPO_FINAL: return &lw->repo_final;
+    case TK_IN_NORM: return &lw->in_norm;
+    case TK_ATTN_NORM: return &lw->attn_norm;
+    case TK_MLP_NORM: return &lw->mlp_norm;
+    case TK_GATE: return &lw->gate;
+    case TK_UP: return &lw->up;
+    case TK_DOWN: return &lw->down;
+    default: DIE("tensor kind %d is not a layer tensor", (int)k);
+    }
+}
+
+void weights_view(ModelWeights* w, const TensorTable* tt, const ModelConfig* c, real* base, bool use_grad) {
+    memset(w, 0, sizeof(*w));
+    for (size_t i = 0; i < tt->n; i++) {
+        const TensorInfo* t = &tt->t[i];
+        size_t off = use_grad ? t->grad_offset : t->offset;
+        real* p = off == NO_GRAD ? NULL : base + off;
+        if (t->kind == TK_EMBED) w->embed = p;
+        else if (t->kind == TK_FINAL_NORM) w->final_norm = p;
+        else if (t->kind == TK_LM_HEAD) w->lm_head = p;
+        else *layer_field(&w->layer[t->layer], t->kind) = p;
+    }
+    if (c->tie_embeddings) w->lm_head = w->embed;   /* the head's gradient adds into dE */
+}

@@ -1,0 +1,74 @@
+/* The parameter list, written once (STYLE.md §3): every tensor's Hugging Face
+   name, shape, offset in the parameter arena and offset in the gradient arena
+   (frozen tensors have none), plus the named per-layer views built from it. */
+#ifndef REPOC_TENSORS_H
+#define REPOC_TENSORS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/real.h"
+#include "model/config.h"
+
+typedef enum {
+    TK_EMBED, TK_FINAL_NORM, TK_LM_HEAD,                         /* global */
+    TK_WQ, TK_WK, TK_WV, TK_WO, TK_Q_NORM, TK_K_NORM,            /* attention */
+    TK_REPO_GATE, TK_REPO_CONTENT, TK_REPO_FINAL,                /* RePo module */
+    TK_IN_NORM, TK_ATTN_NORM, TK_MLP_NORM,                       /* block norms */
+    TK_GATE, TK_UP, TK_DOWN,                                     /* MLP */
+    TK_COUNT
+} TensorKind;
+
+#define TENSOR_NAME_LEN 96
+#define NO_GRAD ((size_t)-1)
+
+typedef struct {
+    TensorKind kind;
+    int layer;                   /* -1 for global tensors */
+    char name[TENSOR_NAME_LEN];  /* Hugging Face name */
+    size_t ndim;
+    size_t shape[2];             /* [out, in] for matrices */
+    size_t numel;
+    size_t offset;               /* into the parameter arena */
+    size_t grad_offset;          /* into the gradient arena, NO_GRAD when frozen */
+    bool is_norm, is_embedding, is_repo;   /* for optimizer groups */
+} TensorInfo;
+
+typedef struct {
+    TensorInfo* t;
+    size_t n;
+    size_t n_params;             /* total reals of the parameter arena */
+    size_t n_grads;              /* total reals of the gradient arena */
+} TensorTable;
+
+/* Per-layer views; a pointer is NULL when the layer has no such tensor (or, for
+   gradients, when it is frozen). */
+typedef struct {
+    real *wq, *wk, *wv, *wo;             /* [H*hd,D] [KVH*hd,D] [KVH*hd,D] [D,H*hd] */
+    real *q_norm, *k_norm;               /* [H*hd] [KVH*hd], OLMo-2 */
+    real *repo_gate, *repo_content;      /* [D/8, D], RePo layers */
+    real *repo_final;                    /* [KVH, D/8] */
+    real *in_norm;                       /* [D] Llama input_layernorm */
+    real *attn_norm;                     /* [D] post_attention_layernorm */
+    real *mlp_norm;                      /* [D] OLMo-2 post_feedforward_layernorm */
+    real *gate, *up, *down;              /* [F,D] [F,D] [D,F] */
+} LayerWeights;
+
+typedef struct {
+    real* embed;                         /* [V,D] */
+    real* final_norm;                    /* [D] */
+    real* lm_head;                       /* [V,D]; == embed when tied */
+    LayerWeights layer[MAX_LAYERS];
+} ModelWeights;
+
+/* Build the list for cfg. frozen_patterns: n glob patterns (fnmatch) over the
+   Hugging Face names; matching tensors get no gradient. */
+void tensor_table_build(TensorTable* tt, const ModelConfig* cfg, const char* const* frozen_patterns, size_t n_frozen);
+void tensor_table_free(TensorTable* tt);
+/* index of the tensor with this name, or -1 */
+long tensor_table_find(const TensorTable* tt, const char* name);
+
+/* Named views into an arena: params (use_grad false) or grads (use_grad true). */
+void weights_view(ModelWeights* w, const TensorTable* tt, const ModelConfig* cfg, real* base, bool use_grad);
+
+#endif

@@ -1,0 +1,49 @@
+/* Fused softmax cross-entropy with z-loss (DESIGN.md §3):
+     loss = (1/n) Σ_valid [lse - logit_target + c lse²]
+     dlogits = (softmax - onehot + 2 c lse softmax) / n,  0 on ignored rows. */
+#include "model/xent.h"
+
+#include <math.h>
+#include <string.h>
+
+double xent_forward(real* losses, real* lse, const real* logits, const int32_t* targets,
+                    size_t N, size_t V, double z_loss, size_t* n_valid) {
+    double total = 0.0;
+    size_t count = 0;
+#pragma omp parallel for reduction(+ : total, count)
+    for (size_t n = 0; n < N; n++) {
+        const real* x = logits + n * V;
+        double m = -INFINITY;
+        for (size_t i = 0; i < V; i++) m = x[i] > m ? x[i] : m;
+        double sum = 0.0;
+        for (size_t i = 0; i < V; i++) sum += exp((double)x[i] - m);
+        double l = m + log(sum);
+        lse[n] = (real)l;
+        double row = 0.0;
+        if (targets[n] >= 0) {
+            row = l - (double)x[targets[n]];
+            total += row + z_loss * l * l;
+            count++;
+        }
+        if (losses) losses[n] = (real)row;
+    }
+    *n_valid = count;
+    return count ? total / (double)count : 0.0;
+}
+
+void xent_backward(real* logits, const real* lse, const int32_t* targets, size_t N, size_t V,
+                   double z_loss, size_t n_valid, double dloss) {
+    double scale = n_valid ? dloss / (double)n_valid : 0.0;
+#pragma omp parallel for
+    for (size_t n = 0; n < N; n++) {
+        real* x = logits + n * V;
+        if (targets[n] < 0) {
+            memset(x, 0, V * sizeof(real));
+            continue;
+        }
+        double l = lse[n];
+        real coef = (real)(scale * (1.0 + 2.0 * z_loss * l));   /* softmax term, with the z-loss share */
+        for (size_t i = 0; i < V; i++) x[i] = coef * (real)exp((double)x[i] - l);
+        x[targets[n]] -= (real)scale;
+    }
+}

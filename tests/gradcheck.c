@@ -1,0 +1,161 @@
+/* build/gradcheck: finite-difference gradient checks for every layer and the
+   whole model (always built in double precision, -DREPOC_F64).
+   For each tensor element x_i it compares the analytic ∂L/∂x_i with the
+   fourth-order central difference
+       (-L(x+2h) + 8 L(x+h) - 8 L(x-h) + L(x-2h)) / 12h,   h = 2e-4 (--step),
+   whose truncation error is O(h⁴). Per tensor it prints the max absolute error
+   and the max relative error, rel_i = |a_i - n_i| / max(|a_i|, |n_i|, 1e-4·max_j |n_j|)
+   (elements far below the tensor's own scale are judged at that scale), and
+   PASS when rel <= --tol (default 1e-6). Exit status 1 on any FAIL. */
+#include "tests/gradcheck.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"
+#include "common/threads.h"
+
+#ifndef REPOC_F64
+#error "gradcheck must be compiled with -DREPOC_F64 (double precision)"
+#endif
+
+static double H_STEP = 2e-4;
+static const double SCALE_FLOOR = 1e-4;
+
+real* gc_random(Rng* rng, size_t n, double lo, double hi) {
+    real* p = mallocCheck((n ? n : 1) * sizeof(real));
+    for (size_t i = 0; i < n; i++) p[i] = lo + (hi - lo) * rng_uniform(rng);
+    return p;
+}
+
+void gc_add(Problem* p, const char* name, real* x, size_t n) {
+    CHECK(p->n_tensors < GC_MAX_TENSORS, "gradcheck: too many tensors in %s", p->name);
+    size_t i = p->n_tensors++;
+    snprintf(p->tensor_name[i], sizeof(p->tensor_name[i]), "%s", name);
+    p->x[i] = x;
+    p->dx[i] = callocCheck(n ? n : 1, sizeof(real));
+    p->n[i] = n;
+}
+
+double gc_project(const real* out, const real* proj, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += out[i] * proj[i];
+    return s;
+}
+
+typedef struct {
+    double max_abs, max_rel, max_ref;
+    int pass;
+} TensorResult;
+
+static double numeric_grad(Problem* p, real* x) {
+    real x0 = *x;
+    double f[4];
+    const double offs[4] = {2, 1, -1, -2};
+    for (int k = 0; k < 4; k++) {
+        *x = x0 + offs[k] * H_STEP;
+        f[k] = p->loss(p);
+    }
+    *x = x0;
+    return (-f[0] + 8 * f[1] - 8 * f[2] + f[3]) / (12 * H_STEP);
+}
+
+/* check one problem; returns the number of failed tensors */
+static int check_problem(Problem* p, double tol, double perturb, int verbose) {
+    p->grad(p);
+    if (perturb != 0)   /* --perturb: scale the analytic gradients, to show the checker notices */
+        for (size_t t = 0; t < p->n_tensors; t++)
+            for (size_t i = 0; i < p->n[t]; i++) p->dx[t][i] *= 1 + perturb;
+    int failed = 0;
+    printf("%s\n", p->name);
+    for (size_t t = 0; t < p->n_tensors; t++) {
+        size_t n = p->n[t];
+        double* num = mallocCheck((n ? n : 1) * sizeof(double));
+        TensorResult r = {0, 0, 0, 1};
+        for (size_t i = 0; i < n; i++) {
+            num[i] = numeric_grad(p, &p->x[t][i]);
+            if (fabs(num[i]) > r.max_ref) r.max_ref = fabs(num[i]);
+        }
+        double floor_abs = SCALE_FLOOR * r.max_ref;
+        for (size_t i = 0; i < n; i++) {
+            double a = p->dx[t][i], e = fabs(a - num[i]);
+            double den = fmax(fmax(fabs(a), fabs(num[i])), floor_abs);
+            double rel = den > 0 ? e / den : 0;
+            if (e > r.max_abs) r.max_abs = e;
+            if (rel > r.max_rel) r.max_rel = rel;
+            if (verbose && i < 5) printf("      [%zu] analytic %+.12e numeric %+.12e\n", i, a, num[i]);
+        }
+        /* a tensor whose gradient is exactly zero everywhere checks nothing */
+        int degenerate = r.max_ref == 0 && n > 0;
+        r.pass = r.max_rel <= tol && !degenerate;
+        failed += !r.pass;
+        printf("  %-52s n=%-5zu max|grad| %.3e  max abs err %.3e  max rel err %.3e  %s%s\n", p->tensor_name[t], n,
+               r.max_ref, r.max_abs, r.max_rel, r.pass ? "PASS" : "FAIL",
+               degenerate ? " (gradient identically zero: nothing was checked)" : "");
+        free(num);
+    }
+    return failed;
+}
+
+static void free_problem(Problem* p) {
+    if (p->free_ctx) p->free_ctx(p);
+    for (size_t t = 0; t < p->n_tensors; t++) free(p->dx[t]);
+}
+
+static void usage(FILE* fp) {
+    fprintf(fp,
+            "usage: build/gradcheck (--layer NAME | --all) [--seed N] [--tol X] [--perturb X] [--verbose]\n"
+            "  Compares analytic gradients with 4th-order central finite differences in double precision.\n"
+            "  --layer NAME   one of the layers below      --all     every layer below marked *\n"
+            "  --seed N       random inputs and parameters (default 1)\n"
+            "  --tol X        max relative error to pass (default 1e-6)\n"
+            "  --perturb X    multiply the analytic gradients by (1+X) before comparing (checks the checker)\n"
+            "  --verbose      print the first analytic/numeric pairs of every tensor\n"
+            "layers:\n");
+    for (size_t i = 0; i < GC_N_LAYERS; i++)
+        fprintf(fp, "  %c %-14s %s\n", GC_LAYERS[i].in_all ? '*' : ' ', GC_LAYERS[i].name, GC_LAYERS[i].what);
+}
+
+int main(int argc, char** argv) {
+    const char* layer = NULL;
+    int all = 0, verbose = 0;
+    unsigned long long seed = 1;
+    double tol = 1e-6, perturb = 0;
+    for (int i = 1; i < argc; i++) {
+        const char* a = argv[i];
+        int has_val = i + 1 < argc;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
+        else if (!strcmp(a, "--all")) all = 1;
+        else if (!strcmp(a, "--verbose")) verbose = 1;
+        else if (!strcmp(a, "--layer") && has_val) layer = argv[++i];
+        else if (!strcmp(a, "--seed") && has_val) seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(a, "--tol") && has_val) tol = atof(argv[++i]);
+        else if (!strcmp(a, "--perturb") && has_val) perturb = atof(argv[++i]);
+        else if (!strcmp(a, "--step") && has_val) H_STEP = atof(argv[++i]);
+        else { fprintf(stderr, "gradcheck: unknown or incomplete option '%s'\n", a); usage(stderr); return 2; }
+    }
+    if (!all && !layer) { usage(stderr); return 2; }
+    threads_init(1);   /* the problems are tiny: thread start-up would dominate */
+    int failed = 0, checked = 0, found = 0;
+    for (size_t i = 0; i < GC_N_LAYERS; i++) {
+        const LayerEntry* e = &GC_LAYERS[i];
+        if (all ? !e->in_all : strcmp(e->name, layer) != 0) continue;
+        found = 1;
+        Rng rng;
+        rng_seed(&rng, seed * 1000003ull + i);
+        Problem probs[8];
+        memset(probs, 0, sizeof(probs));
+        size_t np = e->build(probs, 8, &rng);
+        for (size_t k = 0; k < np; k++) {
+            int f = check_problem(&probs[k], tol, perturb, verbose);
+            failed += f;
+            checked += (int)probs[k].n_tensors;
+            free_problem(&probs[k]);
+        }
+    }
+    if (!found) { fprintf(stderr, "gradcheck: unknown layer '%s'\n", layer); usage(stderr); return 2; }
+    printf("gradcheck: %d tensors checked, %d failed (tol %.1e, seed %llu)\n", checked, failed, tol, seed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,335 @@
+/* Gradient-check problems for the single ops (tests/gradcheck.h): embedding,
+   rmsnorm, linear, rope (with and without YaRN), repo, attention, swiglu, xent,
+   and the deliberately wrong RMSNorm backward that the checker must reject. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"
+#include "model/attention.h"
+#include "model/embedding.h"
+#include "model/linear.h"
+#include "model/repo.h"
+#include "model/rmsnorm.h"
+#include "model/rope.h"
+#include "model/swiglu.h"
+#include "model/xent.h"
+#include "tests/gradcheck.h"
+
+/* One op's buffers: up to 8 inputs (checked), one output, its projection, scratch. */
+typedef struct {
+    real* in[8];
+    real* out;
+    real* out2;
+    real* proj;
+    real* proj2;
+    real* work[4];
+    int32_t* ints;
+    size_t dims[8];
+    RopeTable rope;
+    double z_loss;
+} OpCtx;
+
+static void free_op(Problem* p) {
+    OpCtx* c = p->ctx;
+    for (int i = 0; i < 8; i++) free(c->in[i]);
+    for (int i = 0; i < 4; i++) free(c->work[i]);
+    free(c->out), free(c->out2), free(c->proj), free(c->proj2), free(c->ints), free(c);
+}
+
+static OpCtx* new_problem(Problem* p, const char* name) {
+    memset(p, 0, sizeof(*p));
+    snprintf(p->name, sizeof(p->name), "%s", name);
+    OpCtx* c = callocCheck(1, sizeof(OpCtx));
+    p->ctx = c;
+    p->free_ctx = free_op;
+    return c;
+}
+
+static void zero_grads(Problem* p) {
+    for (size_t t = 0; t < p->n_tensors; t++) memset(p->dx[t], 0, p->n[t] * sizeof(real));
+}
+
+/* ---- embedding: out (N,C) = table[tokens] ---- */
+static double emb_loss(Problem* p) {
+    OpCtx* c = p->ctx;
+    size_t N = c->dims[0], C = c->dims[1];
+    embedding_forward(c->out, c->ints, c->in[0], N, C);
+    return gc_project(c->out, c->proj, N * C);
+}
+static void emb_grad(Problem* p) {
+    OpCtx* c = p->ctx;
+    zero_grads(p);
+    embedding_backward(p->dx[0], c->proj, c->ints, c->dims[0], c->dims[1]);
+}
+static size_t build_embedding(Problem* out, size_t max, Rng* rng) {
+    OpCtx* c = new_problem(out, "embedding (V=7, C=5, N=9, repeated tokens)");
+    size_t V = 7, C = 5, N = 9;
+    c->dims[0] = N, c->dims[1] = C;
+    c->in[0] = gc_random(rng, V * C, -1, 1);
+    c->ints = mallocCheck(N * sizeof(int32_t));
+    for (size_t n = 0; n < N; n++) c->ints[n] = (int32_t)(n < 6 ? rng_below(rng, V) : 2);   /* token 2 repeats */
+    c->out = gc_random(rng, N * C, 0, 0);
+    c->proj = gc_random(rng, N * C, -1, 1);
+    gc_add(out, "table", c->in[0], V * C);
+    out->loss = emb_loss, out->grad = emb_grad;
+    return 1;
+}
+
+/* ---- rmsnorm: out = w ⊙ x r ---- */
+static double rms_loss(Problem* p) {
+    OpCtx* c = p->ctx;
+    rmsnorm_forward(c->out, c->work[0], c->in[0], c->in[1], c->dims[0], c->dims[1], 1e-5);
+    return gc_project(c->out, c->proj, c->dims[0] * c->dims[1]);
+}
+static void rms_grad(Problem* p) {
+    OpCtx* c = p->ctx;
+    zero_grads(p);
+    rms_loss(p);
+    rmsnorm_backward(p->dx[0], p->dx[1], c->proj, c->in[0], c->in[1], c->work[0], c->dims[0], c->dims[1]);
+}
+static OpCtx* setup_rmsnorm(Problem* out, Rng* rng, const char* name) {
+    OpCtx* c = new_problem(out, name);
+    size_t N = 4, C = 6;
+    c->dims[0] = N, c->dims[1] = C;
+    c->in[0] = gc_random(rng, N * C, -2, 2);
+    c->in[1] = gc_random(rng, C, 0.5, 1.5);
+    c->out = gc_random(rng, N * C, 0, 0);
+    c->work[0] = gc_random(rng, N, 0, 0);
+    c->proj = gc_random(rng, N * C, -1, 1);
+    gc_add(out, "inp", c->in[0], N * C);
+    gc_add(out, "weight", c->in[1], C);
+    out->loss = rms_loss;
+    return c;
+}
+static size_t build_rmsnorm(Problem* out, size_t max, Rng* rng) {
+    setup_rmsnorm(out, rng, "rmsnorm (N=4, C=6)");
+    out->grad = rms_grad;
+    return 1;
+}
+
+/* The deliberately wrong backward: RMSNorm's input gradient without the
+   projection term x r³ (g·x)/C. The checker must FAIL on it. */
+static void rms_wrong_grad(Problem* p) {
+    OpCtx* c = p->ctx;
+    size_t N = c->dims[0], C = c->dims[1];
+    zero_grads(p);
+    rms_loss(p);
+    for (size_t n = 0; n < N; n++)
+        for (size_t i = 0; i < C; i++) {
+            p->dx[0][n * C + i] += c->work[0][n] * c->proj[n * C + i] * c->in[1][i];
+            p->dx[1][i] += c->proj[n * C + i] * c->in[0][n * C + i] * c->work[0][n];
+        }
+}
+static size_t build_rmsnorm_wrong(Problem* out, size_t max, Rng* rng) {
+    setup_rmsnorm(out, rng, "rmsnorm-wrong (deliberately wrong backward: no projection term)");
+    out->grad = rms_wrong_grad;
+    return 1;
+}
+
+/* ---- linear: out (N,OC) = inp W^T ---- */
+static double lin_loss(Problem* p) {
+    OpCtx* c = p->ctx;
+    linear_forward(c->out, c->in[0], c->in[1], c->dims[0], c->dims[1], c->dims[2]);
+    return gc_project(c->out, c->proj, c->dims[0] * c->dims[2]);
+}
+static void lin_grad(Problem* p) {
+    OpCtx* c = p->ctx;
+    zero_grads(p);
+    linear_backward(p->dx[0], p->dx[1], c->proj, c->in[0], c->in[1], c->dims[0], c->dims[1], c->dims[2]);
+}
+static size_t build_linear(Problem* out, size_t max, Rng* rng) {
+    OpCtx* c = new_problem(out, "linear (N=4, C=5, OC=3)");
+    size_t N = 4, C = 5, OC = 3;
+    c->dims[0] = N, c->dims[1] = C, c->dims[2] = OC;
+    c->in[0] = gc_random(rng, N * C, -1, 1);
+    c->in[1] = gc_random(rng, OC * C, -1, 1);
+    c->out = gc_random(rng, N * OC, 0, 0);
+    c->proj = gc_random(rng, N * OC, -1, 1);
+    gc_add(out, "inp", c->in[0], N * C);
+    gc_add(out, "weight", c->in[1], OC * C);
+    out->loss = lin_loss, out->grad = lin_grad;
+    return 1;
+}
+
+/* ---- rope: q, k rotated in place by real positions; inputs copied first ---- */
+static double rope_loss(Problem* p) {
+    OpCtx* c = p->ctx;
+    size_t N = c->dims[0], H = c->dims[1], KVH = c->dims[2], P = c->dims[3], hd = c->rope.hd;
+    memcpy(c->out, c->in[0], N * H * hd * sizeof(real));
+    memcpy(c->out2, c->in[1], N * KVH * hd * sizeof(real));
+    rope_forward(c->out, c->out2, c->in[2], &c->rope, N, H, KVH, P);
+    return gc_project(c->out, c->proj, N * H * hd) + gc_project(c->out2, c->proj2, N * KVH * hd);
+}
+static void rope_grad(Problem* p) {
+    OpCtx* c = p->ctx;
+    size_t N = c->dims[0], H = c->dims[1], KVH = c->dims[2], P = c->dims[3];
+    zero_grads(p);
+    rope_loss(p);
+    rope_backward(p->dx[0], p->dx[1], p->dx[2], c->proj, c->proj2, c->out, c->out2, c->in[2], &c->rope, N, H, KVH, P);
+}
+static void setup_rope(Problem* out, Rng* rng, const char* name, double yarn_factor) {
+    OpCtx* c = new_problem(out, name);
+    size_t N = 3, H = 4, KVH = 2, P = 2, hd = 8;
+    c->dims[0] = N, c->dims[1] = H, c->dims[2] = KVH, c->dims[3] = P;
+    rope_table_init(&c->rope, hd, 10000.0, yarn_factor, 8, 32, 1, 0);
+    c->in[0] = gc_random(rng, N * H * hd, -1, 1);
+    c->in[1] = gc_random(rng, N * KVH * hd, -1, 1);
+    c->in[2] = gc_random(rng, N * P, -3, 20);   /* real, non-monotonic, some negative */
+    c->out = gc_random(rng, N * H * hd, 0, 0);
+    c->out2 = gc_random(rng, N * KVH * hd, 0, 0);
+    c->proj = gc_random(rng, N * H * hd, -1, 1);
+    c->proj2 = gc_random(rng, N * KVH * hd, -1, 1);
+    gc_add(out, "q", c->in[0], N * H * hd);
+    gc_add(out, "k", c->in[1], N * KVH * hd);
+    gc_add(out, "positions", c->in[2], N * P);
+    out->loss = rope_loss, out->grad = rope_grad;
+}
+static size_t build_rope(Problem* out, size_t max, Rng* rng) {
+    setup_rope(&out[0], rng, "rope (N=3, H=4, KVH=2, one position per kv head, hd=8)", 1.0);
+    setup_rope(&out[1], rng, "rope with YaRN (factor 2, original max 8: inv_freq ramp and scale m)", 2.0);
+    return 2;
+}
+
+/* ---- repo module: z = (silu(h Wg^T) ⊙ h Wc^T) Wz^T ---- */
+static double repo_loss(Problem* p) {
+    OpCtx* c = p->ctx;
+    size_t N = c->dims[0], D = c->dims[1], dp = c->dims[2], P = c->dims[3];
+    repo_forward(c->out, c->work[0], c->work[1], c->work[2], c->in[0], c->in[1], c->in[2], c->in[3], N, D, dp, P);
+    return gc_project(c->out, c->proj, N * P);
+}
+static void repo_grad(Problem* p) {
+    OpCtx* c = p->ctx;
+    size_t N = c->dims[0], D = c->dims[1], dp = c->dims[2], P = c->dims[3];
+    zero_grads(p);
+    repo_loss(p);
+    repo_backward(p->dx[0], p->dx[1], p->dx[2], p->dx[3], c->proj, c->in[0], c->in[1], c->in[2], c->in[3],
+                  c->work[0], c->work[1], c->work[2], c->work[3], N, D, dp, P);
+}
+static size_t build_repo(Problem* out, size_t max, Rng* rng) {
+    OpCtx* c = new_problem(out, "repo module (N=4, D=16, d_p=2, P=2 kv heads)");
+    size_t N = 4, D = 16, dp = 2, P = 2;
+    c->dims[0] = N, c->dims[1] = D, c->dims[2] = dp, c->dims[3] = P;
+    c->in[0] = gc_random(rng, N * D, -1, 1);
+    c->in[1] = gc_random(rng, dp * D, -0.5, 0.5);
+    c->in[2] = gc_random(rng, dp * D, -0.5, 0.5);
+    c->in[3] = gc_random(rng, P * dp, -1, 1);
+    c->out = gc_random(rng, N * P, 0, 0);
+    for (int i = 0; i < 3; i++) c->work[i] = gc_random(rng, N * dp, 0, 0);
+    c->work[3] = gc_random(rng, 3 * N * dp, 0, 0);
+    c->proj = gc_random(rng, N * P, -1, 1);
+    gc_add(out, "h", c->in[0], N * D);
+    gc_add(out, "gate_map (Wg)", c->in[1], dp * D);
+    gc_add(out, "content_map (Wc)", c->in[2], dp * D);
+    gc_add(out, "final_map (Wz)", c->in[3], P * dp);
+    out->loss = repo_loss, out->grad = repo_grad;
+    return 1;
+}
+
+/* ---- attention: causal GQA ---- */
+static double att_loss(Problem* p) {
+    OpCtx* c = p->ctx;
+    size_t B = c->dims[0], T = c->dims[1], H = c->dims[2], KVH = c->dims[3], hd = c->dims[4];
+    attention_forward(c->out, c->work[0], c->in[0], c->in[1], c->in[2], B, T, H, KVH, hd);
+    return gc_project(c->out, c->proj, B * T * H * hd);
+}
+static void att_grad(Problem* p) {
+    OpCtx* c = p->ctx;
+    size_t B = c->dims[0], T = c->dims[1], H = c->dims[2], KVH = c->dims[3], hd = c->dims[4];
+    zero_grads(p);
+    att_loss(p);
+    attention_backward(p->dx[0], p->dx[1], p->dx[2], c->proj, c->out, c->work[0], c->in[0], c->in[1], c->in[2],
+                       B, T, H, KVH, hd);
+}
+static void setup_attention(Problem* out, Rng* rng, const char* name, size_t T, size_t H, size_t KVH) {
+    OpCtx* c = new_problem(out, name);
+    size_t B = 2, hd = 4;
+    c->dims[0] = B, c->dims[1] = T, c->dims[2] = H, c->dims[3] = KVH, c->dims[4] = hd;
+    c->in[0] = gc_random(rng, B * T * H * hd, -1.5, 1.5);
+    c->in[1] = gc_random(rng, B * T * KVH * hd, -1.5, 1.5);
+    c->in[2] = gc_random(rng, B * T * KVH * hd, -1, 1);
+    c->out = gc_random(rng, B * T * H * hd, 0, 0);
+    c->work[0] = gc_random(rng, B * T * H, 0, 0);
+    c->proj = gc_random(rng, B * T * H * hd, -1, 1);
+    gc_add(out, "q", c->in[0], B * T * H * hd);
+    gc_add(out, "k", c->in[1], B * T * KVH * hd);
+    gc_add(out, "v", c->in[2], B * T * KVH * hd);
+    out->loss = att_loss, out->grad = att_grad;
+}
+static size_t build_attention(Problem* out, size_t max, Rng* rng) {
+    setup_attention(&out[0], rng, "attention (B=2, T=5, H=4, KVH=2 grouped, hd=4)", 5, 4, 2);
+    setup_attention(&out[1], rng, "attention (B=2, T=70 > one key block, H=2, KVH=2)", 70, 2, 2);
+    return 2;
+}
+
+/* ---- swiglu: out = silu(g) ⊙ u ---- */
+static double swi_loss(Problem* p) {
+    OpCtx* c = p->ctx;
+    swiglu_forward(c->out, c->in[0], c->in[1], c->dims[0]);
+    return gc_project(c->out, c->proj, c->dims[0]);
+}
+static void swi_grad(Problem* p) {
+    OpCtx* c = p->ctx;
+    zero_grads(p);
+    swiglu_backward(p->dx[0], p->dx[1], c->proj, c->in[0], c->in[1], c->dims[0]);
+}
+static size_t build_swiglu(Problem* out, size_t max, Rng* rng) {
+    OpCtx* c = new_problem(out, "swiglu (n=12)");
+    size_t n = 12;
+    c->dims[0] = n;
+    c->in[0] = gc_random(rng, n, -4, 4);
+    c->in[1] = gc_random(rng, n, -2, 2);
+    c->out = gc_random(rng, n, 0, 0);
+    c->proj = gc_random(rng, n, -1, 1);
+    gc_add(out, "gate", c->in[0], n);
+    gc_add(out, "up", c->in[1], n);
+    out->loss = swi_loss, out->grad = swi_grad;
+    return 1;
+}
+
+/* ---- xent: L = mean over valid rows of CE + z_loss lse² ---- */
+static double xent_loss(Problem* p) {
+    OpCtx* c = p->ctx;
+    size_t nv;
+    return xent_forward(NULL, c->work[0], c->in[0], c->ints, c->dims[0], c->dims[1], c->z_loss, &nv);
+}
+static void xent_grad(Problem* p) {
+    OpCtx* c = p->ctx;
+    size_t N = c->dims[0], V = c->dims[1], nv;
+    xent_forward(NULL, c->work[0], c->in[0], c->ints, N, V, c->z_loss, &nv);
+    memcpy(p->dx[0], c->in[0], N * V * sizeof(real));   /* backward overwrites its buffer */
+    xent_backward(p->dx[0], c->work[0], c->ints, N, V, c->z_loss, nv, 1.0);
+}
+static size_t build_xent(Problem* out, size_t max, Rng* rng) {
+    OpCtx* c = new_problem(out, "xent (N=5, V=7, one ignored target, z_loss 0.01)");
+    size_t N = 5, V = 7;
+    c->dims[0] = N, c->dims[1] = V;
+    c->z_loss = 0.01;
+    c->in[0] = gc_random(rng, N * V, -3, 3);
+    c->work[0] = gc_random(rng, N, 0, 0);
+    c->ints = mallocCheck(N * sizeof(int32_t));
+    for (size_t n = 0; n < N; n++) c->ints[n] = n == 2 ? -1 : (int32_t)rng_below(rng, V);
+    gc_add(out, "logits", c->in[0], N * V);
+    out->loss = xent_loss, out->grad = xent_grad;
+    return 1;
+}
+
+size_t build_block_olmo2(Problem* out, size_t max, Rng* rng);
+size_t build_block_llama(Problem* out, size_t max, Rng* rng);
+size_t build_model(Problem* out, size_t max, Rng* rng);
+
+const LayerEntry GC_LAYERS[] = {
+    {"embedding", "token embedding and its scatter-add backward", build_embedding, 1},
+    {"rmsnorm", "RMSNorm with weight (block norms, QK-norm, final norm)", build_rmsnorm, 1},
+    {"linear", "y = x W^T through BLAS", build_linear, 1},
+    {"rope", "rotary positions with real positions per kv head; plain and YaRN", build_rope, 1},
+    {"repo", "the RePo position module", build_repo, 1},
+    {"attention", "causal attention with grouped-query heads", build_attention, 1},
+    {"swiglu", "silu(gate) * up", build_swiglu, 1},
+    {"xent", "softmax cross-entropy with ignored targets and z-loss", build_xent, 1},
+    {"block-olmo2", "OLMo-2 block, one per position mode (rope, repo, nope)", build_block_olmo2, 1},
+    {"block-llama", "Llama block with GQA, one per position mode", build_block_llama, 1},
+    {"model", "tiny decoders mixing rope, repo and nope layers, GQA on", build_model, 1},
+    {"rmsnorm-wrong", "a deliberately wrong backward; the check must FAIL", build_rmsnorm_wrong, 0},
+};
+const size_t GC_N_LAYERS = sizeof(GC_LAYERS) / sizeof(GC_LAYERS[0]);

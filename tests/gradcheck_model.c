@@ -1,0 +1,158 @@
+/* Gradient-check problems for whole blocks and whole models (tests/gradcheck.h).
+   Each builds a real Model (its arenas, views and tensor list) so the check
+   covers exactly the code that trains. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"
+#include "model/model.h"
+#include "tests/gradcheck.h"
+
+typedef struct {
+    Model m;
+    size_t layer;            /* block problems: which layer; model problems: unused */
+    real *x_in, *x_out, *proj, *dx_in;
+    int32_t *tokens, *targets;
+} ModelCtx;
+
+static void free_model_ctx(Problem* p) {
+    ModelCtx* c = p->ctx;
+    model_free(&c->m);
+    free(c->x_in), free(c->x_out), free(c->proj), free(c->dx_in), free(c->tokens), free(c->targets), free(c);
+}
+
+/* Random weights at a scale where every path matters: matrices U(-0.4, 0.4),
+   norm weights U(0.5, 1.5), RePo weights large enough that z spans several units.
+   Embedding rows are U(-1.5, 1.5), like the block checks' x_in: OLMo-2's first
+   QK-norm sees them raw, and rows near zero make 1/rms so curved that the
+   finite difference, not the gradient, would be the less accurate side. */
+static void randomise_weights(Model* m, Rng* rng) {
+    for (size_t i = 0; i < m->tensors.n; i++) {
+        const TensorInfo* t = &m->tensors.t[i];
+        double lo = t->is_norm ? 0.5 : (t->is_repo ? -0.8 : (t->kind == TK_EMBED ? -1.5 : -0.4));
+        double hi = t->is_norm ? 1.5 : -lo;
+        for (size_t k = 0; k < t->numel; k++) m->params[t->offset + k] = lo + (hi - lo) * rng_uniform(rng);
+    }
+}
+
+/* register the tensors of layer (or every tensor when layer < 0) as checked inputs */
+static void add_params(Problem* p, Model* m, int layer) {
+    for (size_t i = 0; i < m->tensors.n; i++) {
+        const TensorInfo* t = &m->tensors.t[i];
+        if (layer >= 0 && t->layer != layer) continue;
+        gc_add(p, t->name, m->params + t->offset, t->numel);
+    }
+}
+
+/* copy the model's gradients of the registered tensors into the problem's dx */
+static void collect_grads(Problem* p, Model* m, size_t first) {
+    for (size_t k = first; k < p->n_tensors; k++) {
+        long i = tensor_table_find(&m->tensors, p->tensor_name[k]);
+        CHECK(i >= 0, "gradcheck: %s not in the tensor table", p->tensor_name[k]);
+        memcpy(p->dx[k], m->grads + m->tensors.t[i].grad_offset, p->n[k] * sizeof(real));
+    }
+}
+
+static BlockCtx ctx_of(Model* m) {
+    return (BlockCtx){&m->cfg, m->B, m->T, &m->rope, m->pos_seq, NULL};
+}
+
+/* ---- one block: L = Σ block(x_in) ⊙ proj ---- */
+static double block_loss(Problem* p) {
+    ModelCtx* c = p->ctx;
+    BlockCtx ctx = ctx_of(&c->m);
+    size_t l = c->layer;
+    block_forward(c->x_out, &c->m.la[l], c->x_in, &c->m.w.layer[l], l, &ctx);
+    return gc_project(c->x_out, c->proj, c->m.B * c->m.T * c->m.cfg.D);
+}
+static void block_grad(Problem* p) {
+    ModelCtx* c = p->ctx;
+    BlockCtx ctx = ctx_of(&c->m);
+    size_t l = c->layer, N = c->m.B * c->m.T;
+    model_zero_grad(&c->m);
+    memset(c->dx_in, 0, N * c->m.cfg.D * sizeof(real));
+    block_loss(p);
+    block_backward(c->dx_in, &c->m.dw.layer[l], c->proj, &c->m.la[l], c->x_in, &c->m.w.layer[l], l, &c->m.bs, &ctx);
+    memcpy(p->dx[0], c->dx_in, N * c->m.cfg.D * sizeof(real));
+    collect_grads(p, &c->m, 1);
+}
+
+static size_t build_blocks(Problem* out, size_t max, Rng* rng, BlockStyle style) {
+    ModelConfig cfg;
+    model_config_default(&cfg);
+    cfg.block = style;
+    cfg.V = 11, cfg.D = 16, cfg.L = 3, cfg.H = 4, cfg.KVH = 2, cfg.F = 24;
+    cfg.norm_eps = 1e-5;
+    cfg.pos[0] = POS_ROPE, cfg.pos[1] = POS_REPO, cfg.pos[2] = POS_NOPE;
+    size_t B = 2, T = 5, N = B * T;
+    for (size_t l = 0; l < 3; l++) {
+        Problem* p = &out[l];
+        memset(p, 0, sizeof(*p));
+        snprintf(p->name, sizeof(p->name), "block-%s, %s layer (D=16 H=4 KVH=2 F=24 B=2 T=5)",
+                 block_style_name(style), pos_mode_name(cfg.pos[l]));
+        ModelCtx* c = callocCheck(1, sizeof(ModelCtx));
+        p->ctx = c;
+        p->free_ctx = free_model_ctx;
+        model_build(&c->m, &cfg, B, T, NULL, 0, false);
+        randomise_weights(&c->m, rng);
+        c->layer = l;
+        c->x_in = gc_random(rng, N * cfg.D, -1.5, 1.5);
+        c->x_out = gc_random(rng, N * cfg.D, 0, 0);
+        c->dx_in = gc_random(rng, N * cfg.D, 0, 0);
+        c->proj = gc_random(rng, N * cfg.D, -1, 1);
+        gc_add(p, "x_in", c->x_in, N * cfg.D);
+        add_params(p, &c->m, (int)l);
+        p->loss = block_loss, p->grad = block_grad;
+    }
+    return 3;
+}
+size_t build_block_olmo2(Problem* out, size_t max, Rng* rng) { return build_blocks(out, max, rng, BLOCK_OLMO2); }
+size_t build_block_llama(Problem* out, size_t max, Rng* rng) { return build_blocks(out, max, rng, BLOCK_LLAMA); }
+
+/* ---- the whole model: L = its loss ---- */
+static double model_loss(Problem* p) {
+    ModelCtx* c = p->ctx;
+    return model_forward(&c->m, c->tokens, c->targets);
+}
+static void model_grad(Problem* p) {
+    ModelCtx* c = p->ctx;
+    model_zero_grad(&c->m);
+    model_forward(&c->m, c->tokens, c->targets);
+    model_backward(&c->m, 1.0);
+    collect_grads(p, &c->m, 0);
+}
+
+static void setup_model(Problem* p, Rng* rng, const ModelConfig* cfg, const char* name, double z_loss) {
+    memset(p, 0, sizeof(*p));
+    snprintf(p->name, sizeof(p->name), "%s", name);
+    ModelCtx* c = callocCheck(1, sizeof(ModelCtx));
+    p->ctx = c;
+    p->free_ctx = free_model_ctx;
+    size_t B = 2, T = 6, N = B * T;
+    model_build(&c->m, cfg, B, T, NULL, 0, false);
+    randomise_weights(&c->m, rng);
+    c->m.z_loss = z_loss;
+    c->tokens = mallocCheck(N * sizeof(int32_t));
+    c->targets = mallocCheck(N * sizeof(int32_t));
+    for (size_t n = 0; n < N; n++) {
+        c->tokens[n] = (int32_t)rng_below(rng, cfg->V);
+        c->targets[n] = n == 3 ? -1 : (int32_t)rng_below(rng, cfg->V);
+    }
+    add_params(p, &c->m, -1);
+    p->loss = model_loss, p->grad = model_grad;
+}
+
+size_t build_model(Problem* out, size_t max, Rng* rng) {
+    ModelConfig cfg;
+    model_config_default(&cfg);
+    cfg.V = 11, cfg.D = 16, cfg.L = 3, cfg.H = 4, cfg.KVH = 2, cfg.F = 24;
+    cfg.norm_eps = 1e-5;
+    cfg.pos[0] = POS_ROPE, cfg.pos[1] = POS_REPO, cfg.pos[2] = POS_NOPE;
+    setup_model(&out[0], rng, &cfg, "model: OLMo-2, layers rope/repo/nope, GQA 4/2, untied, z-loss 1e-3", 1e-3);
+    cfg.block = BLOCK_LLAMA;
+    cfg.tie_embeddings = true;
+    cfg.pos[0] = POS_REPO, cfg.pos[1] = POS_NOPE, cfg.pos[2] = POS_ROPE;
+    cfg.yarn_factor = 2.0, cfg.yarn_orig_max = 4;
+    setup_model(&out[1], rng, &cfg, "model: Llama, layers repo/nope/rope, GQA 4/2, tied, YaRN x2", 0);
+    return 2;
+}

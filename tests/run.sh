@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The test runner of `make test`: runs every test, keeps each log under
+# build/test-logs/, prints PASS/FAIL per test with its time, and ends with the
+# line "N passed, N failed". Exit status 1 if anything failed.
+set -u
+cd "$(dirname "$0")/.."
+logs=build/test-logs
+mkdir -p "$logs"
+passed=0
+failed=0
+
+report() {   # name status milliseconds
+    if [ "$2" = PASS ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+    printf '%-4s %-44s %5d.%01ds\n' "$2" "$1" $(($3 / 1000)) $(($3 % 1000 / 100))
+    if [ "$2" != PASS ]; then tail -n 40 "$logs/$1.log" | sed 's/^/     | /'; fi
+}
+
+run() {      # name command...   passes when the command exits 0
+    local name=$1; shift
+    local t0=$(date +%s%N)
+    if "$@" >"$logs/$name.log" 2>&1; then st=PASS; else st=FAIL; fi
+    report "$name" "$st" $((($(date +%s%N) - t0) / 1000000))
+}
+
+run_fails() { # name pattern command...   passes when the command exits non-zero AND prints pattern
+    local name=$1 pattern=$2; shift 2
+    local t0=$(date +%s%N)
+    if "$@" >"$logs/$name.log" 2>&1; then st=FAIL; echo "expected a non-zero exit" >>"$logs/$name.log";
+    elif grep -q -- "$pattern" "$logs/$name.log"; then st=PASS;
+    else st=FAIL; echo "expected the output to contain: $pattern" >>"$logs/$name.log"; fi
+    report "$name" "$st" $((($(date +%s%N) - t0) / 1000000))
+}
+
+# gradient checks, double precision build
+run gradcheck-all build/gradcheck --all
+run gradcheck-seed2 build/gradcheck --all --seed 2
+run_fails gradcheck-catches-wrong-backward "FAIL" build/gradcheck --layer rmsnorm-wrong
+run_fails gradcheck-catches-1e-5-perturbation "FAIL" build/gradcheck --layer attention --perturb 1e-5
+
+# every test program (float build)
+for t in build/tests/test_*; do
+    [ -x "$t" ] && run "$(basename "$t")" "$t"
+done
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
