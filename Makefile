@@ -43,15 +43,17 @@ ifeq ($(DEBUG),1)
   LDFLAGS += -fsanitize=address,undefined
 endif
 
-# sources: every .c of the library folders; programs have their own main
-LIB_SRC = $(wildcard common/*.c model/*.c data/*.c optim/*.c train/lib/*.c)
+# sources: every .c of the library folders; a file of train/ that defines
+# `int main` is a program (build/<name>), the rest of train/ is library
+PROG_SRC := $(shell grep -l '^int main' train/*.c 2>/dev/null)
+LIB_SRC = $(wildcard common/*.c model/*.c data/*.c optim/*.c) $(filter-out $(PROG_SRC),$(wildcard train/*.c))
 BUILD ?= build
 OBJ32 = $(patsubst %.c,$(BUILD)/obj32/%.o,$(LIB_SRC))
 OBJ64 = $(patsubst %.c,$(BUILD)/obj64/%.o,$(LIB_SRC))
 OBJ = $(if $(filter 64,$(PRECISION)),$(OBJ64),$(OBJ32))
 PREC_FLAGS = $(if $(filter 64,$(PRECISION)),-DREPOC_F64,)
 
-PROGRAMS = $(patsubst train/%.c,$(BUILD)/%,$(wildcard train/*.c))
+PROGRAMS = $(patsubst train/%.c,$(BUILD)/%,$(PROG_SRC))
 TEST_SRC = $(wildcard tests/test_*.c)
 TESTS = $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 

@@ -1,0 +1,109 @@
+/* Whole-file reading and atomic writing; see fileio.h. */
+#include "common/fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/check.h"
+
+char* file_read_all_or_null(const char* path, size_t* len) {
+    FILE* fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    struct stat st;
+    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(fp);
+        errno = EISDIR;
+        return NULL;
+    }
+    size_t n = (size_t)st.st_size;
+    char* buf = mallocCheck(n + 1);
+    freadCheck(buf, 1, n, fp, path);
+    fclose(fp);
+    buf[n] = 0;
+    if (len) *len = n;
+    return buf;
+}
+
+char* file_read_all(const char* path, size_t* len) {
+    char* buf = file_read_all_or_null(path, len);
+    if (!buf) DIE("cannot read '%s': %s", path, strerror(errno));
+    return buf;
+}
+
+void dir_of(const char* path, char* out, size_t out_len) {
+    const char* slash = strrchr(path, '/');
+    if (!slash) snprintf(out, out_len, ".");
+    else if (slash == path) snprintf(out, out_len, "/");
+    else snprintf(out, out_len, "%.*s", (int)(slash - path), path);
+}
+
+void fsync_dir(const char* dir) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) DIE("cannot open directory '%s' to sync it: %s", dir, strerror(errno));
+    if (fsync(fd) != 0 && errno != EINVAL) DIE("fsync of directory '%s': %s", dir, strerror(errno));
+    close(fd);
+}
+
+void file_write_atomic(const char* path, const void* data, size_t len) {
+    char tmp[4096], dir[4096];
+    CHECK(snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) < (int)sizeof(tmp), "path too long: %s", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) DIE("cannot create '%s': %s", tmp, strerror(errno));
+    const char* p = data;
+    size_t left = len;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            DIE("writing '%s': %s", tmp, strerror(e));
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        int e = errno;
+        unlink(tmp);
+        DIE("flushing '%s': %s", tmp, strerror(e));
+    }
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        DIE("renaming '%s' to '%s': %s", tmp, path, strerror(e));
+    }
+    dir_of(path, dir, sizeof(dir));
+    fsync_dir(dir);
+}
+
+bool path_exists(const char* path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+bool is_dir(const char* path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+void mkdir_p(const char* path) {
+    char buf[4096];
+    CHECK(strlen(path) < sizeof(buf), "path too long: %s", path);
+    strcpy(buf, path);
+    for (char* s = buf + 1; ; s++) {
+        if (*s == '/' || *s == 0) {
+            char c = *s;
+            *s = 0;
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST) DIE("cannot create directory '%s': %s", buf, strerror(errno));
+            if (!is_dir(buf)) DIE("'%s' exists and is not a directory", buf);
+            *s = c;
+            if (c == 0) break;
+        }
+    }
+}

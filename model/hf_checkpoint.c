@@ -1,0 +1,174 @@
+/* Loading and saving Hugging Face checkpoint directories (DESIGN.md §5).
+   Loading maps each file, validates its whole header (common/safetensors.c),
+   converts each tensor into the parameter arena and then drops the file pages
+   it read from this process (madvise), so a BF16 checkpoint of N parameters
+   peaks near the 4N bytes of the F32 arena, never two full copies. */
+#include "model/hf_checkpoint.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common/check.h"
+#include "common/fileio.h"
+#include "model/hf_config.h"
+
+#define MAX_SHARDS 1024
+
+typedef struct {
+    char* file[MAX_SHARDS];      /* shard file names, relative to the directory */
+    StFile st[MAX_SHARDS];
+    size_t n;
+} Shards;
+
+/* the weight files of dir: the index's weight_map files, or model.safetensors */
+static void list_shards(const char* dir, Shards* s, cJSON** index_out) {
+    char path[4096];
+    size_t len;
+    snprintf(path, sizeof(path), "%s/model.safetensors.index.json", dir);
+    char* text = file_read_all_or_null(path, &len);
+    *index_out = NULL;
+    if (!text) {
+        snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+        CHECK(path_exists(path), "%s: no weights (expected model.safetensors or model.safetensors.index.json)", dir);
+        s->file[s->n++] = strdup("model.safetensors");
+        return;
+    }
+    cJSON* index = cJSON_ParseWithLength(text, len);
+    free(text);
+    const cJSON* map = index ? cJSON_GetObjectItemCaseSensitive(index, "weight_map") : NULL;
+    CHECK(cJSON_IsObject(map), "%s: expected a JSON object with a 'weight_map' object", path);
+    const cJSON* it;
+    cJSON_ArrayForEach(it, map) {
+        CHECK(cJSON_IsString(it) && it->valuestring[0] && !strchr(it->valuestring, '/'),
+              "%s: weight_map['%s'] must be a file name in the same directory", path, it->string);
+        size_t k = 0;
+        while (k < s->n && strcmp(s->file[k], it->valuestring)) k++;
+        if (k == s->n) {
+            CHECK(s->n < MAX_SHARDS, "%s: more than %d shard files", path, MAX_SHARDS);
+            s->file[s->n++] = strdup(it->valuestring);
+        }
+    }
+    CHECK(s->n > 0, "%s: weight_map is empty", path);
+    *index_out = index;
+}
+
+/* drop the whole pages of t's bytes from this process (the page cache keeps them) */
+static void release_pages(const StFile* f, const StTensor* t) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t b = (uintptr_t)(f->data + t->begin), e = (uintptr_t)(f->data + t->end);
+    uintptr_t b_up = (b + page - 1) / page * page, e_down = e / page * page;
+    if (e_down > b_up) madvise((void*)b_up, e_down - b_up, MADV_DONTNEED);
+}
+
+static int shape_matches(const StTensor* st, const TensorInfo* t) {
+    if (st->ndim != t->ndim) return 0;
+    for (size_t d = 0; d < t->ndim; d++)
+        if (st->shape[d] != t->shape[d]) return 0;
+    return 1;
+}
+
+/* "[64, 32]" */
+static void format_shape(char* out, size_t len, const size_t* shape, size_t ndim) {
+    size_t o = (size_t)snprintf(out, len, "[");
+    for (size_t d = 0; d < ndim && o < len; d++) o += (size_t)snprintf(out + o, len - o, "%s%zu", d ? ", " : "", shape[d]);
+    if (o < len) snprintf(out + o, len - o, "]");
+}
+
+static void append(char* list, size_t cap, const char* name) {
+    size_t n = strlen(list);
+    if (n + strlen(name) + 4 < cap) snprintf(list + n, cap - n, "%s%s", n ? ", " : "", name);
+    else if (n + 5 < cap && !strstr(list, "...")) strcat(list, ", ...");
+}
+
+size_t hf_load_weights(Model* m, const char* dir, uint64_t init_seed, bool verbose) {
+    Shards s;
+    memset(&s, 0, sizeof(s));
+    cJSON* index;
+    list_shards(dir, &s, &index);
+    const TensorTable* tt = &m->tensors;
+    char* loaded = callocCheck(tt->n, 1);
+    static char unexpected[4096], missing[4096], fresh[4096];
+    unexpected[0] = missing[0] = fresh[0] = 0;
+    size_t n_unexpected = 0;
+    for (size_t k = 0; k < s.n; k++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/%s", dir, s.file[k]);
+        st_open_or_die(&s.st[k], path);
+        const StFile* f = &s.st[k];
+        for (size_t j = 0; j < f->n_tensors; j++) {
+            const StTensor* st = &f->tensors[j];
+            long i = tensor_table_find(tt, st->name);
+            if (i < 0) { append(unexpected, sizeof(unexpected), st->name); n_unexpected++; continue; }
+            const TensorInfo* t = &tt->t[i];
+            CHECK(!loaded[i], "%s: tensor '%s' appears in more than one file", dir, st->name);
+            CHECK(st->dtype == ST_F32 || st->dtype == ST_BF16 || st->dtype == ST_F16 || st->dtype == ST_F64,
+                  "%s: tensor '%s' has dtype %s; weights must be F32, BF16, F16 or F64", path, st->name,
+                  st_dtype_name(st->dtype));
+            if (!shape_matches(st, t)) {
+                char got[256], want[256];
+                format_shape(got, sizeof(got), st->shape, st->ndim);
+                format_shape(want, sizeof(want), t->shape, t->ndim);
+                DIE("%s: tensor '%s' has shape %s but the model expects %s", path, st->name, got, want);
+            }
+            st_read_real(f, st, m->params + t->offset);
+            release_pages(f, st);
+            loaded[i] = 1;
+        }
+        st_close(&s.st[k]);
+        free(s.file[k]);
+    }
+    cJSON_Delete(index);
+    size_t n_fresh = 0, n_missing = 0;
+    for (size_t i = 0; i < tt->n; i++) {
+        if (loaded[i]) continue;
+        if (tt->t[i].is_repo) {   /* continuing a checkpoint without RePo: new weights, as DESIGN.md §2 says */
+            model_init_tensor(m, i, init_seed, 0.02);
+            append(fresh, sizeof(fresh), tt->t[i].name);
+            n_fresh++;
+        } else {
+            append(missing, sizeof(missing), tt->t[i].name);
+            n_missing++;
+        }
+    }
+    free(loaded);
+    if (n_missing || n_unexpected)
+        DIE("%s: the checkpoint does not match the model:%s%s%s%s%s%s", dir, n_missing ? "\n  missing: " : "", missing,
+            n_unexpected ? "\n  unexpected: " : "", unexpected,
+            n_unexpected ? "\n  (a tensor the model lacks usually means the config's layer positions or tie_word_"
+                           "embeddings differ from the checkpoint's)" : "", "");
+    if (verbose) {
+        printf("loaded %zu tensors from %s\n", tt->n - n_fresh, dir);
+        if (n_fresh) printf("  new RePo weights (N(0, 0.02²) truncated at ±3σ, seed %llu): %s\n",
+                            (unsigned long long)init_seed, fresh);
+    }
+    return n_fresh;
+}
+
+void hf_save(const Model* m, const char* dir, StDtype dtype) {
+    CHECK(dtype == ST_F32 || dtype == ST_BF16, "hf_save: dtype must be F32 or BF16");
+    mkdir_p(dir);
+    const TensorTable* tt = &m->tensors;
+    StWriteTensor* w = callocCheck(tt->n, sizeof(StWriteTensor));
+    for (size_t i = 0; i < tt->n; i++) {
+        const TensorInfo* t = &tt->t[i];
+        w[i].name = t->name;
+        w[i].dtype = dtype;
+        w[i].ndim = t->ndim;
+        for (size_t d = 0; d < t->ndim; d++) w[i].shape[d] = t->shape[d];
+        w[i].data = m->params + t->offset;
+    }
+    char path[4096];
+    const char* keys[] = {"format", "producer"};
+    const char* values[] = {"pt", "repoc"};
+    snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+    st_write(path, w, tt->n, keys, values, 2);
+    free(w);
+    char* cfg = hf_config_write(&m->cfg, dtype == ST_BF16 ? "bfloat16" : "float32");
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    file_write_atomic(path, cfg, strlen(cfg));
+    free(cfg);
+}
