@@ -56,10 +56,11 @@ PREC_FLAGS = $(if $(filter 64,$(PRECISION)),-DREPOC_F64,)
 PROGRAMS = $(patsubst train/%.c,$(BUILD)/%,$(PROG_SRC))
 TEST_SRC = $(wildcard tests/test_*.c)
 TESTS = $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+TEST_TOOLS = $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(wildcard tests/tools/*.c))
 
-.PHONY: all deps test quickstart debug clean check-deps
+.PHONY: all deps test quickstart debug clean check-deps bench-load
 .SECONDARY:   # keep the objects: they are chained through pattern rules
-all: check-deps $(BUILD)/gradcheck $(PROGRAMS) $(TESTS)
+all: check-deps $(BUILD)/gradcheck $(PROGRAMS) $(TESTS) $(TEST_TOOLS)
 	@echo "built with CC=$(CC) PRECISION=$(PRECISION) OpenMP=$(if $(filter yes,$(HAVE_OMP)),✓,✗) $(BLAS_NAME)=$(if $(HAVE_BLAS),✓,✗) cJSON=$(if $(HAVE_CJSON),✓,✗)"
 
 check-deps:
@@ -87,6 +88,12 @@ $(BUILD)/gradcheck: $(GRADCHECK_SRC) $(OBJ64) $(wildcard tests/*.h)
 $(BUILD)/tests/%: tests/%.c $(OBJ32) $(wildcard tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(OBJ32) -o $@ $(LDFLAGS) $(LDLIBS)
+$(BUILD)/tools/%: tests/tools/%.c $(OBJ32)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(OBJ32) -o $@ $(LDFLAGS) $(LDLIBS)
+$(BUILD)/bench/%: tests/%.c $(OBJ32)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(OBJ32) -o $@ $(LDFLAGS) $(LDLIBS)
 $(BUILD)/%: train/%.c $(OBJ)
 	$(CC) $(CFLAGS) $(PREC_FLAGS) $< $(OBJ) -o $@ $(LDFLAGS) $(LDLIBS)
 
@@ -94,6 +101,12 @@ $(BUILD)/%: train/%.c $(OBJ)
 test: deps
 	@$(MAKE) --no-print-directory all
 	@tests/run.sh
+
+# loading a generated BF16 checkpoint of the OLMo-2 1B shape: peak RSS and time (never part of make test)
+bench-load: check-deps $(BUILD)/bench/bench_load
+	@d=$$(mktemp -d /tmp/repoc_bench_load.XXXXXX) && \
+	  $(BUILD)/bench/bench_load --generate $$d/olmo2-1b-bf16 && \
+	  $(BUILD)/bench/bench_load --load $$d/olmo2-1b-bf16; rc=$$?; rm -rf $$d; exit $$rc
 
 debug:
 	$(MAKE) DEBUG=1 BUILD=build/debug all
@@ -103,14 +116,20 @@ clean:
 
 # ---- safetensors (common/safetensors*.c): sanitizer run and fuzzing ----
 # make test-asan: tests/test_safetensors (round trips and the malformed corpus)
-# built with ASan+UBSan into build/asan, every sanitizer report fatal.
+# built with ASan+UBSan into build/asan, every sanitizer report fatal. It
+# compiles only the sources the test needs, so it does not depend on the rest
+# of the library building.
 ASAN_BUILD = build/asan
+ASAN_SRC = tests/test_safetensors.c common/safetensors.c common/safetensors_convert.c \
+           common/safetensors_write.c common/check.c
+ASAN_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 ASAN_RUN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 .PHONY: test-asan fuzz
-test-asan:
-	@CFLAGS="-fno-sanitize-recover=all" LDFLAGS="-fno-sanitize-recover=all" \
-	  $(MAKE) --no-print-directory DEBUG=1 BUILD=$(ASAN_BUILD) $(ASAN_BUILD)/tests/test_safetensors
-	$(ASAN_RUN_ENV) $(ASAN_BUILD)/tests/test_safetensors tests/corpus
+test-asan: $(ASAN_BUILD)/test_safetensors
+	$(ASAN_RUN_ENV) $(ASAN_BUILD)/test_safetensors tests/corpus
+$(ASAN_BUILD)/test_safetensors: $(ASAN_SRC) common/safetensors.h common/check.h common/real.h
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -O3,$(CFLAGS)) $(ASAN_FLAGS) $(ASAN_SRC) -o $@ -lcjson -lm
 
 # make fuzz [FUZZ_SECONDS=600] [PRECISION=64] [FUZZ_FLAGS=-jobs=N]: libFuzzer on the
 # header parser (tests/fuzz/fuzz_safetensors.c), seeded from the corpus; new inputs
@@ -130,3 +149,17 @@ $(FUZZ_BIN): $(FUZZ_SRC) common/safetensors.h common/check.h common/real.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -I. $(BLAS_CFLAGS) $(PREC_FLAGS) \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(FUZZ_SRC) -o $@ -lcjson -lm
+
+# make fuzz-config [FUZZ_SECONDS=600]: libFuzzer on the config.json parser
+# (tests/fuzz/fuzz_config.c), seeded from tests/corpus/config.
+FUZZ_CONFIG_BIN = $(FUZZ_DIR)/fuzz_config
+FUZZ_CONFIG_SRC = tests/fuzz/fuzz_config.c model/hf_config.c model/config.c common/check.c common/fileio.c
+.PHONY: fuzz-config
+fuzz-config: $(FUZZ_CONFIG_BIN)
+	@mkdir -p $(FUZZ_DIR)/config_corpus $(FUZZ_DIR)/artifacts
+	$(FUZZ_CONFIG_BIN) -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=$(FUZZ_DIR)/artifacts/ $(FUZZ_FLAGS) \
+	  $(FUZZ_DIR)/config_corpus tests/corpus/config
+$(FUZZ_CONFIG_BIN): $(FUZZ_CONFIG_SRC) model/hf_config.h model/config.h common/check.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -I. $(BLAS_CFLAGS) \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(FUZZ_CONFIG_SRC) -o $@ -lcjson -lm

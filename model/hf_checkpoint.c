@@ -64,6 +64,22 @@ static void release_pages(const StFile* f, const StTensor* t) {
     if (e_down > b_up) madvise((void*)b_up, e_down - b_up, MADV_DONTNEED);
 }
 
+/* Convert st into dst in chunks of LOAD_CHUNK elements, dropping each chunk's
+   file pages once converted: resident memory stays at the destination arena
+   plus one chunk, even for a 400 MB embedding. */
+#define LOAD_CHUNK ((size_t)8 << 20)
+static void load_tensor(const StFile* f, const StTensor* st, real* dst) {
+    size_t es = st_dtype_size(st->dtype);
+    for (size_t off = 0; off < st->numel; off += LOAD_CHUNK) {
+        StTensor part = *st;   /* the same tensor, restricted to elements [off, off + n) */
+        part.numel = st->numel - off < LOAD_CHUNK ? st->numel - off : LOAD_CHUNK;
+        part.begin = st->begin + off * es;
+        part.end = part.begin + part.numel * es;
+        st_read_real(f, &part, dst + off);
+        release_pages(f, &part);
+    }
+}
+
 static int shape_matches(const StTensor* st, const TensorInfo* t) {
     if (st->ndim != t->ndim) return 0;
     for (size_t d = 0; d < t->ndim; d++)
@@ -114,8 +130,7 @@ size_t hf_load_weights(Model* m, const char* dir, uint64_t init_seed, bool verbo
                 format_shape(want, sizeof(want), t->shape, t->ndim);
                 DIE("%s: tensor '%s' has shape %s but the model expects %s", path, st->name, got, want);
             }
-            st_read_real(f, st, m->params + t->offset);
-            release_pages(f, st);
+            load_tensor(f, st, m->params + t->offset);
             loaded[i] = 1;
         }
         st_close(&s.st[k]);

@@ -37,9 +37,12 @@ run gradcheck-seed2 build/gradcheck --all --seed 2
 run_fails gradcheck-catches-wrong-backward "FAIL" build/gradcheck --layer rmsnorm-wrong
 run_fails gradcheck-catches-1e-5-perturbation "FAIL" build/gradcheck --layer attention --perturb 1e-5
 
-# every test program (float build)
+# every test program (float build), then every shell test (they drive build/train)
 for t in build/tests/test_*; do
     [ -x "$t" ] && run "$(basename "$t")" "$t"
+done
+for t in tests/test_*.sh; do
+    [ -f "$t" ] && run "$(basename "$t" .sh)" bash "$t"
 done
 
 echo "$passed passed, $failed failed"

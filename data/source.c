@@ -1,0 +1,117 @@
+/* Files or synthetic data behind one row function; see source.h. */
+#include "data/source.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/check.h"
+#include "data/mix.h"
+
+static int fail(char* err, size_t len, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char* err, size_t len, const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+    return 1;
+}
+
+typedef struct {
+    const char* key;
+    size_t offset;   /* of a size_t field in SyntheticConfig */
+} SynKey;
+
+#define SK(f) {#f, offsetof(SyntheticConfig, f)}
+static const SynKey SYN_KEYS[] = {
+    SK(first_id), SK(n_cols), SK(alphabet), SK(filler_vocab), SK(markov_order), SK(markov_branching),
+    SK(key_len), SK(value_len), SK(n_needles), SK(n_queries), SK(n_values), SK(n_distractors), SK(table_rows),
+};
+#define N_SYN_KEYS (sizeof(SYN_KEYS) / sizeof(SYN_KEYS[0]))
+
+int synthetic_from_json(SyntheticConfig* cfg, const cJSON* obj, char* err, size_t err_len) {
+    synthetic_defaults(cfg);
+    if (!cJSON_IsObject(obj)) return fail(err, err_len, "data.synthetic: expected an object");
+    const cJSON* it;
+    cJSON_ArrayForEach(it, obj) {
+        const char* k = it->string;
+        if (!strcmp(k, "weights")) {
+            if (!cJSON_IsObject(it)) return fail(err, err_len, "data.synthetic.weights: expected an object");
+            for (int f = 0; f < SYN_N_FAMILIES; f++) cfg->weight[f] = 0;   /* only the families named */
+            const cJSON* w;
+            cJSON_ArrayForEach(w, it) {
+                int f = synthetic_family_parse(w->string);
+                if (f < 0)
+                    return fail(err, err_len, "data.synthetic.weights.%s: unknown family (single, multikey, "
+                                "multivalue, multiquery, distractor, table)", w->string);
+                if (!cJSON_IsNumber(w) || !(w->valuedouble >= 0) || !isfinite(w->valuedouble))
+                    return fail(err, err_len, "data.synthetic.weights.%s: expected a number >= 0", w->string);
+                cfg->weight[f] = w->valuedouble;
+            }
+            continue;
+        }
+        if (!strcmp(k, "filler_seed")) {
+            if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble != floor(it->valuedouble))
+                return fail(err, err_len, "data.synthetic.filler_seed: expected a non-negative integer");
+            cfg->filler_seed = (uint64_t)it->valuedouble;
+            continue;
+        }
+        size_t i = 0;
+        while (i < N_SYN_KEYS && strcmp(SYN_KEYS[i].key, k)) i++;
+        if (i == N_SYN_KEYS) return fail(err, err_len, "data.synthetic.%s: unknown key", k);
+        if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble != floor(it->valuedouble) ||
+            it->valuedouble > 1e9)
+            return fail(err, err_len, "data.synthetic.%s: expected a non-negative integer", k);
+        *(size_t*)((char*)cfg + SYN_KEYS[i].offset) = (size_t)it->valuedouble;
+    }
+    return 0;
+}
+
+void data_source_open(DataSource* ds, const cJSON* synthetic, const char* const* train, size_t n_train,
+                      const char* const* val, size_t n_val, const char* format, DataOrder order, uint64_t seed,
+                      size_t vocab_size, size_t T) {
+    memset(ds, 0, sizeof(*ds));
+    ds->order = order;
+    ds->seed = seed;
+    if (synthetic) {
+        char err[512];
+        if (synthetic_from_json(&ds->syn, synthetic, err, sizeof(err))) DIE("%s", err);
+        synthetic_validate(&ds->syn, vocab_size);
+        for (int f = 0; f < SYN_N_FAMILIES; f++)   /* checked before any work starts */
+            CHECK(ds->syn.weight[f] == 0 || T + 1 >= synthetic_min_len(&ds->syn, (SynFamily)f),
+                  "data.seq_len %zu is too short for synthetic family '%s' (needs %zu tokens)", T,
+                  synthetic_family_name((SynFamily)f), synthetic_min_len(&ds->syn, (SynFamily)f) - 1);
+        ds->synthetic = true;
+        ds->has_val = true;
+        return;
+    }
+    CHECK(n_train > 0, "data.train: no training files given (and no data.synthetic)");
+    token_data_open(&ds->train, train, n_train, format, vocab_size);
+    if (n_val) {
+        token_data_open(&ds->val, val, n_val, format, vocab_size);
+        ds->has_val = true;
+    }
+    CHECK(ds->train.n_tokens > T, "data.train: %zu tokens, fewer than seq_len + 1 = %zu", ds->train.n_tokens, T + 1);
+}
+
+void data_source_close(DataSource* ds) {
+    if (!ds->synthetic) {
+        token_data_close(&ds->train);
+        if (ds->has_val) token_data_close(&ds->val);
+    }
+    memset(ds, 0, sizeof(*ds));
+}
+
+void data_source_rows(const DataSource* ds, bool val, size_t step, size_t rows_per_step, size_t row0, size_t n,
+                      size_t T, int32_t* tokens, int32_t* targets) {
+    if (ds->synthetic) {   /* the held-out stream: another seed, never drawn in training */
+        uint64_t seed = val ? mix64(ds->seed ^ 0x76616c6964617465ull) : ds->seed;
+        synthetic_rows(&ds->syn, seed, step, rows_per_step, row0, n, T, tokens, targets, NULL);
+        return;
+    }
+    CHECK(!val || ds->has_val, "no validation data (data.val)");
+    /* validation reads its files in order, batch after batch */
+    token_data_rows(val ? &ds->val : &ds->train, val ? ORDER_SEQUENTIAL : ds->order, ds->seed, step, rows_per_step,
+                    row0, n, T, tokens, targets);
+}

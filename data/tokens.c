@@ -1,0 +1,173 @@
+/* The token stream (DESIGN.md §5 "Token data"): expand the file patterns,
+   map every file (data/token_files.c), concatenate them in byte-wise sorted
+   path order, and cut batch rows out of the stream as a pure function of
+   (order, seed, step, row); the formulas are in data/tokens.h. */
+#include "data/tokens.h"
+
+#include <glob.h>           /* glob, globfree */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"   /* DIE, CHECK, mallocCheck */
+#include "common/rng.h"     /* the shuffle's per-row generator */
+#include "data/mix.h"       /* mix_triple: (seed, step, row) -> Rng seed */
+
+#define SHUFFLE_DOMAIN 0x53485546464C45ull   /* "SHUFFLE": keeps these streams apart from synthetic.c's */
+
+/* ---- expanding the patterns ---- */
+
+typedef struct {
+    char** paths;
+    size_t n, cap;
+} PathList;
+
+static void path_push(PathList* l, const char* path) {
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 16;
+        char** grown = mallocCheck(l->cap * sizeof *grown);
+        if (l->n) memcpy(grown, l->paths, l->n * sizeof *grown);
+        free(l->paths);
+        l->paths = grown;
+    }
+    size_t len = strlen(path);
+    l->paths[l->n] = mallocCheck(len + 1);
+    memcpy(l->paths[l->n++], path, len + 1);
+}
+
+static int cmp_path(const void* a, const void* b) {
+    return strcmp(*(char* const*)a, *(char* const*)b);
+}
+
+/* A pattern with a glob metacharacter must match at least one file; a plain
+   path is kept as is, so that a missing file is reported by open(2) with its
+   reason ("No such file or directory") rather than as an empty glob. */
+static void expand_pattern(PathList* l, const char* pattern) {
+    if (strpbrk(pattern, "*?[") == NULL) {
+        path_push(l, pattern);
+        return;
+    }
+    glob_t g;
+    int rc = glob(pattern, GLOB_ERR, NULL, &g);
+    CHECK(rc != GLOB_NOMATCH, "token data pattern '%s' matches no file", pattern);
+    CHECK(rc == 0, "token data pattern '%s': glob failed (%s)", pattern,
+          rc == GLOB_ABORTED ? "a directory could not be read" : "out of memory");
+    for (size_t i = 0; i < g.gl_pathc; i++) path_push(l, g.gl_pathv[i]);
+    globfree(&g);
+}
+
+void token_data_open(TokenData* td, const char* const* patterns, size_t n_patterns,
+                     const char* format, size_t vocab_size) {
+    memset(td, 0, sizeof *td);
+    CHECK(n_patterns > 0, "token data: no files given");
+    PathList l = {0};
+    for (size_t i = 0; i < n_patterns; i++) expand_pattern(&l, patterns[i]);
+
+    /* byte-wise order (glob sorts by the locale's collation) and no file twice */
+    qsort(l.paths, l.n, sizeof *l.paths, cmp_path);
+    size_t kept = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        if (kept > 0 && strcmp(l.paths[i], l.paths[kept - 1]) == 0) free(l.paths[i]);
+        else l.paths[kept++] = l.paths[i];
+    }
+
+    td->files = callocCheck(kept, sizeof *td->files);
+    td->vocab_size = vocab_size;
+    for (size_t i = 0; i < kept; i++) {
+        token_file_open(&td->files[i], l.paths[i], format, vocab_size);
+        td->files[i].start = td->n_tokens;
+        CHECK(td->n_tokens <= SIZE_MAX - td->files[i].n_tokens, "token data: total overflows");
+        td->n_tokens += td->files[i].n_tokens;
+        td->n_files++;
+        free(l.paths[i]);
+    }
+    free(l.paths);
+}
+
+void token_data_close(TokenData* td) {
+    for (size_t i = 0; i < td->n_files; i++) token_file_close(&td->files[i]);
+    free(td->files);
+    memset(td, 0, sizeof *td);
+}
+
+void token_data_print(const TokenData* td, FILE* out) {
+    for (size_t i = 0; i < td->n_files; i++) {
+        const TokenFile* f = &td->files[i];
+        fprintf(out, "  %s: %s, uint%zu, %zu tokens\n", f->path, f->format, 8 * f->token_bytes, f->n_tokens);
+    }
+    fprintf(out, "  %zu file%s, %zu tokens (%.1f M), all < vocab_size %zu\n", td->n_files,
+            td->n_files == 1 ? "" : "s", td->n_tokens, td->n_tokens / 1e6, td->vocab_size);
+}
+
+int data_order_parse(const char* name, DataOrder* order) {
+    if (strcmp(name, "sequential") == 0) *order = ORDER_SEQUENTIAL;
+    else if (strcmp(name, "shuffle") == 0) *order = ORDER_SHUFFLE;
+    else return -1;
+    return 0;
+}
+
+/* ---- reading the stream ---- */
+
+/* index of the file holding stream position pos (< n_tokens): the last whose start <= pos */
+static size_t file_of(const TokenData* td, size_t pos) {
+    size_t lo = 0, hi = td->n_files;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (td->files[mid].start <= pos) lo = mid; else hi = mid;
+    }
+    return lo;
+}
+
+uint32_t token_data_at(const TokenData* td, size_t pos) {
+    CHECK(pos < td->n_tokens, "token position %zu out of range (%zu tokens)", pos, td->n_tokens);
+    const TokenFile* f = &td->files[file_of(td, pos)];
+    return token_le(f->tokens + (pos - f->start) * f->token_bytes, f->token_bytes);
+}
+
+/* out[i] = stream[(pos + i) mod n_tokens] for i < count: file by file, round the circle */
+static void stream_read(const TokenData* td, size_t pos, size_t count, int32_t* out) {
+    size_t fi = file_of(td, pos);
+    size_t local = pos - td->files[fi].start;
+    while (count > 0) {
+        const TokenFile* f = &td->files[fi];
+        size_t take = f->n_tokens - local < count ? f->n_tokens - local : count;
+        const uint8_t* p = f->tokens + local * f->token_bytes;
+        for (size_t i = 0; i < take; i++) out[i] = (int32_t)token_le(p + i * f->token_bytes, f->token_bytes);
+        out += take;
+        count -= take;
+        local = 0;
+        fi = (fi + 1) % td->n_files;
+    }
+}
+
+size_t token_data_row_start(const TokenData* td, DataOrder order, uint64_t seed, size_t step,
+                            size_t rows_per_step, size_t row, size_t T) {
+    size_t N = td->n_tokens;
+    CHECK(T >= 1, "sequence length T must be at least 1");
+    CHECK(N >= T + 1, "token data has %zu tokens, fewer than the T + 1 = %zu one row needs (T = %zu)",
+          N, T + 1, T);
+    CHECK(row < rows_per_step, "row %zu out of range: %zu rows per step", row, rows_per_step);
+    if (order == ORDER_SEQUENTIAL) {
+        /* ((s * R + r) * T) mod N without overflow: 128-bit intermediate */
+        unsigned __int128 g = (unsigned __int128)step * rows_per_step + row;
+        return (size_t)((g % N) * T % N);   /* (g mod N) * T < 2^128 */
+    }
+    CHECK(order == ORDER_SHUFFLE, "unknown data order %d", (int)order);
+    Rng rng;
+    rng_seed(&rng, mix_triple(SHUFFLE_DOMAIN, seed, step, row));
+    return (size_t)rng_below(&rng, N - T);   /* [0, N - T - 1]: the window never wraps */
+}
+
+void token_data_rows(const TokenData* td, DataOrder order, uint64_t seed, size_t step,
+                     size_t rows_per_step, size_t row0, size_t n_rows, size_t T,
+                     int32_t* tokens, int32_t* targets) {
+    CHECK(row0 <= rows_per_step && n_rows <= rows_per_step - row0,
+          "rows %zu..%zu out of range: %zu rows per step", row0, row0 + n_rows, rows_per_step);
+    for (size_t b = 0; b < n_rows; b++) {
+        size_t start = token_data_row_start(td, order, seed, step, rows_per_step, row0 + b, T);
+        int32_t* x = tokens + b * T;
+        int32_t* y = targets + b * T;
+        stream_read(td, start, T, x);                 /* x[t] = stream[start + t] */
+        memcpy(y, x + 1, (T - 1) * sizeof *y);        /* y[t] = x[t + 1] */
+        y[T - 1] = (int32_t)token_data_at(td, (start + T) % td->n_tokens);
+    }
+}

@@ -1,0 +1,170 @@
+/* AdamW (optim/adamw.h): groups from the tensor table, moment arenas, the step. */
+#include "optim/adamw.h"
+
+#include <fnmatch.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"
+
+#ifdef REPOC_F64
+#define real_sqrt sqrt
+#define real_fma fma
+#else
+#define real_sqrt sqrtf
+#define real_fma fmaf
+#endif
+
+/* Die when a freeze pattern matches no tensor or matches one that has a
+   gradient (the model was built with other patterns), or when an lr_mult
+   pattern matches no tensor: a typo must not pass silently. */
+static void check_patterns(const TensorTable* tt, const OptimConfig* c) {
+    for (size_t p = 0; p < c->n_freeze; p++) {
+        size_t hits = 0;
+        for (size_t k = 0; k < tt->n; k++) {
+            if (fnmatch(c->freeze[p], tt->t[k].name, 0) != 0) continue;
+            hits++;
+            CHECK(tt->t[k].grad_offset == NO_GRAD,
+                  "optim: freeze pattern '%s' matches %s, which has a gradient; build the model with the same "
+                  "freeze patterns", c->freeze[p], tt->t[k].name);
+        }
+        CHECK(hits > 0, "optim: freeze pattern '%s' matches no tensor of the model", c->freeze[p]);
+    }
+    for (size_t p = 0; p < c->n_lr_mult; p++) {
+        size_t hits = 0;
+        for (size_t k = 0; k < tt->n; k++) hits += fnmatch(c->lr_mult[p].pattern, tt->t[k].name, 0) == 0;
+        CHECK(hits > 0, "optim: lr_mult pattern '%s' matches no tensor of the model", c->lr_mult[p].pattern);
+    }
+}
+
+void adamw_build(AdamW* a, const TensorTable* tt, const OptimConfig* cfg) {
+    optim_config_validate(cfg);
+    check_patterns(tt, cfg);
+    memset(a, 0, sizeof(*a));
+    a->cfg = *cfg;
+    a->n_tensors = tt->n;
+    a->t = callocCheck(tt->n, sizeof(AdamWTensor));
+    size_t n_state = 0;   /* reals of state the table implies: must equal n_grads */
+    for (size_t k = 0; k < tt->n; k++) {
+        const TensorInfo* ti = &tt->t[k];
+        AdamWTensor* at = &a->t[k];
+        at->offset = ti->offset;
+        at->grad_offset = ti->grad_offset;
+        at->numel = ti->numel;
+        at->decay = optim_tensor_decays(cfg, ti);
+        at->lr_mult = optim_tensor_lr_mult(cfg, ti, &at->lr_source);
+        if (ti->grad_offset == NO_GRAD) continue;
+        CHECK(ti->grad_offset + ti->numel <= tt->n_grads, "optim: gradient range of %s [%zu, +%zu) is past "
+              "n_grads %zu", ti->name, ti->grad_offset, ti->numel, tt->n_grads);
+        n_state += ti->numel;
+    }
+    CHECK(n_state == tt->n_grads, "optim: trainable tensors hold %zu reals, the gradient arena %zu", n_state,
+          tt->n_grads);
+    a->n = tt->n_grads;
+    size_t bytes = mulCheck(a->n, sizeof(real), "AdamW moments");
+    a->m = arenaAlloc(bytes);
+    a->v = arenaAlloc(bytes);
+    adamw_print(a, tt, stdout);
+}
+
+void adamw_free(AdamW* a) {
+    free(a->t);
+    free(a->m);
+    free(a->v);
+    memset(a, 0, sizeof(*a));
+}
+
+/* one summary line: "<label>: N tensors (P params)" over the trainable tensors
+   for which keep(at, arg) holds; prints nothing when none does */
+static void print_group(const AdamW* a, FILE* fp, const char* label, bool (*keep)(const AdamWTensor*, long),
+                        long arg) {
+    size_t n = 0, p = 0;
+    for (size_t k = 0; k < a->n_tensors; k++) {
+        const AdamWTensor* at = &a->t[k];
+        if (at->grad_offset == NO_GRAD || !keep(at, arg)) continue;
+        n++;
+        p += at->numel;
+    }
+    if (n) fprintf(fp, "  %s: %zu tensors (%zu params)\n", label, n, p);
+}
+static bool is_decay(const AdamWTensor* at, long want) { return at->decay == (want != 0); }
+static bool has_source(const AdamWTensor* at, long src) { return at->lr_source == src; }
+
+void adamw_print(const AdamW* a, const TensorTable* tt, FILE* fp) {
+    size_t n_frozen = 0, p_frozen = 0;
+    for (size_t k = 0; k < a->n_tensors; k++) {
+        if (a->t[k].grad_offset != NO_GRAD) continue;
+        n_frozen++;
+        p_frozen += a->t[k].numel;
+    }
+    fprintf(fp, "adamw: %zu tensors trainable (%zu params), %zu frozen (%zu params, no state); m, v %.1f MiB each\n",
+            a->n_tensors - n_frozen, a->n, n_frozen, p_frozen, (double)a->n * sizeof(real) / 1048576.0);
+    char label[TENSOR_NAME_LEN + 64];
+    snprintf(label, sizeof(label), "weight decay %g", a->cfg.weight_decay);
+    print_group(a, fp, label, is_decay, 1);
+    snprintf(label, sizeof(label), "no decay (embeddings %s, norms %s)", a->cfg.decay_embeddings ? "decay" : "exempt",
+             a->cfg.decay_norms ? "decay" : "exempt");
+    print_group(a, fp, label, is_decay, 0);
+    snprintf(label, sizeof(label), "lr x%g (repo_lr_mult, RePo tensors)", a->cfg.repo_lr_mult);
+    print_group(a, fp, label, has_source, LR_MULT_REPO);
+    for (size_t p = 0; p < a->cfg.n_lr_mult; p++) {
+        snprintf(label, sizeof(label), "lr x%g (lr_mult '%s')", a->cfg.lr_mult[p].mult, a->cfg.lr_mult[p].pattern);
+        print_group(a, fp, label, has_source, (long)p);
+    }
+    print_group(a, fp, "lr x1 (the rest)", has_source, LR_MULT_NONE);
+    for (size_t k = 0; k < a->n_tensors; k++)
+        if (a->t[k].grad_offset == NO_GRAD) fprintf(fp, "  frozen: %s\n", tt->t[k].name);
+}
+
+/* the step's constants, in real, as torch's kernels see them */
+typedef struct {
+    real keep;        /* 1 - lr_t*wd (1 when the tensor does not decay) */
+    real neg_step;    /* -lr_t / (1 - b1^t) */
+    real b1, omb1, b2, omb2, bc2_sqrt, eps;
+} StepConsts;
+
+/* One tensor: w (n) updated in place, g (n) read, m, v (n) its moments.
+   Called by every thread of adamw_step's parallel region; the elements are
+   shared among them (an orphaned `omp for`, no barrier at the end).
+   The operations and roundings are those of torch's CPU kernels, one line
+   each; the fma is theirs and makes the result bit-identical to torch.
+   GCC vectorises this loop only under -fno-math-errno (sqrtf may set errno,
+   so it stays a call); with that flag the step runs about 5x faster. The
+   optimize("no-math-errno") function attribute does not do it (GCC 12). */
+static void adamw_tensor(real* w, real* m, real* v, const real* g, size_t n, StepConsts k) {
+#ifdef OMP
+#pragma omp for simd schedule(static) nowait
+#endif
+    for (size_t i = 0; i < n; i++) {
+        w[i] *= k.keep;                                          /* param.mul_(1 - lr*wd) */
+        m[i] = real_fma(k.omb1, g[i], m[i] * k.b1);              /* exp_avg.mul_(b1).add_(g, alpha=1-b1) */
+        v[i] = real_fma(k.omb2 * g[i], g[i], v[i] * k.b2);       /* exp_avg_sq.mul_(b2).addcmul_(g, g, value=1-b2) */
+        real denom = real_sqrt(v[i]) / k.bc2_sqrt + k.eps;       /* (exp_avg_sq.sqrt() / sqrt(bc2)).add_(eps) */
+        w[i] += k.neg_step * m[i] / denom;                       /* param.addcdiv_(m, denom, value=-lr/bc1) */
+    }
+}
+
+void adamw_step(AdamW* a, real* params, const real* grads, double lr, size_t step) {
+    const OptimConfig* c = &a->cfg;
+    double t = (double)step + 1.0;
+    double bc1 = 1.0 - pow(c->beta1, t);              /* bias corrections, in double */
+    double bc2_sqrt = sqrt(1.0 - pow(c->beta2, t));
+    StepConsts base = {.b1 = (real)c->beta1, .omb1 = (real)(1.0 - c->beta1), .b2 = (real)c->beta2,
+                       .omb2 = (real)(1.0 - c->beta2), .bc2_sqrt = (real)bc2_sqrt, .eps = (real)c->eps};
+    /* one parallel region; each tensor's elements are shared out among the
+       threads, and no thread waits between tensors (they are independent) */
+#ifdef OMP
+#pragma omp parallel
+#endif
+    for (size_t k = 0; k < a->n_tensors; k++) {
+        const AdamWTensor* at = &a->t[k];
+        if (at->grad_offset == NO_GRAD) continue;      /* frozen: no state, untouched */
+        double lr_t = lr * at->lr_mult;
+        StepConsts sc = base;
+        sc.keep = at->decay ? (real)(1.0 - lr_t * c->weight_decay) : (real)1;
+        sc.neg_step = (real)(-lr_t / bc1);
+        adamw_tensor(params + at->offset, a->m + at->grad_offset, a->v + at->grad_offset, grads + at->grad_offset,
+                     at->numel, sc);
+    }
+}

@@ -1,0 +1,392 @@
+/* Optimizer tests (optim/): AdamW groups and two steps against hand-computed
+   values, frozen tensors, clipping, the non-finite check, the three schedules,
+   and a global norm that is bit-identical across thread counts.
+   Expected numbers are literals computed independently (Python, float64, the
+   torch 1.13 formula), or a scalar double re-statement of the formula written
+   here; nothing expected is computed by the code under test. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef OMP
+#include <omp.h>
+#endif
+
+#include "common/check.h"
+#include "common/rng.h"
+#include "model/tensors.h"
+#include "optim/adamw.h"
+#include "optim/clip.h"
+#include "optim/schedule.h"
+
+static int failures;
+#define EXPECT(cond, ...) do { printf("  %-8s ", (cond) ? "OK" : "NOT OK"); printf(__VA_ARGS__); printf("\n"); \
+                               failures += !(cond); } while (0)
+
+/* |got-ref| <= atol + rtol|ref| elementwise; one line: label, first pairs, max errors, tolerance */
+static void expect_close(const char* label, const double* got, const double* ref, size_t n, double atol,
+                         double rtol) {
+    double max_abs = 0, max_rel = 0;
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs(got[i] - ref[i]);
+        ok &= e <= atol + rtol * fabs(ref[i]);   /* NaN fails */
+        if (e > max_abs) max_abs = e;
+        if (ref[i] != 0 && e / fabs(ref[i]) > max_rel) max_rel = e / fabs(ref[i]);
+    }
+    printf("  %-8s %s: n=%zu", ok ? "OK" : "NOT OK", label, n);
+    for (size_t i = 0; i < n && i < 3; i++) printf(" (%.9g, %.9g)", got[i], ref[i]);
+    printf(" max abs %.2e rel %.2e (atol %.0e rtol %.0e)\n", max_abs, max_rel, atol, rtol);
+    failures += !ok;
+}
+
+/* ---- the tiny model: V=4 D=8 L=1 H=2 KVH=2 F=8, OLMo-2, one RePo layer, up_proj frozen ---- */
+#define FROZEN "model.layers.0.mlp.up_proj.weight"
+
+static void tiny_table(TensorTable* tt) {
+    ModelConfig mc;
+    model_config_default(&mc);
+    mc.V = 4; mc.D = 8; mc.L = 1; mc.H = 2; mc.KVH = 2; mc.F = 8;
+    mc.pos[0] = POS_REPO;
+    model_config_validate(&mc);
+    const char* frozen[] = {FROZEN};
+    tensor_table_build(tt, &mc, frozen, 1);
+}
+
+/* the hand-chosen values, tensor k (table index), element i */
+static double w_init(size_t k, size_t i) { return 0.5 + 0.01 * k - 0.001 * i; }
+static double g_step0(size_t k, size_t i) { return (i % 2 ? -1.0 : 1.0) * (0.1 + 0.01 * k + 0.001 * i); }
+static double g_step1(size_t k, size_t i) { return -0.5 * g_step0(k, i) + 0.02; }
+
+static void fill(const TensorTable* tt, real* params, real* grads, double (*g)(size_t, size_t)) {
+    for (size_t k = 0; k < tt->n; k++) {
+        const TensorInfo* t = &tt->t[k];
+        for (size_t i = 0; i < t->numel; i++) {
+            if (params) params[t->offset + i] = (real)w_init(k, i);
+            if (grads && t->grad_offset != NO_GRAD) grads[t->grad_offset + i] = (real)g(k, i);
+        }
+    }
+}
+
+/* torch 1.13 AdamW on one scalar, in double, restated here independently:
+   steps of (decay, m, v, bias-corrected update) with b1 .9, b2 .95, eps 1e-8 */
+static double ref_adamw(double w, const double* g, size_t steps, double lr, double wd, int decay, double* m_out,
+                        double* v_out) {
+    double m = 0, v = 0;
+    for (size_t s = 1; s <= steps; s++) {
+        if (decay) w = w - lr * wd * w;
+        m = 0.9 * m + 0.1 * g[s - 1];
+        v = 0.95 * v + 0.05 * g[s - 1] * g[s - 1];
+        w = w - lr / (1 - pow(0.9, (double)s)) * m / (sqrt(v) / sqrt(1 - pow(0.95, (double)s)) + 1e-8);
+    }
+    if (m_out) *m_out = m;
+    if (v_out) *v_out = v;
+    return w;
+}
+
+/* config A: the defaults with repo_lr_mult 10 and two lr_mult patterns */
+static void config_a(OptimConfig* c) {
+    optim_config_default(c);
+    c->lr = 0.1;
+    c->weight_decay = 0.1;
+    c->beta1 = 0.9; c->beta2 = 0.95; c->eps = 1e-8;
+    c->repo_lr_mult = 10.0;
+    optim_config_add_lr_mult(c, "model.layers.0.self_attn.final_map.weight", 3.0);   /* beats repo_lr_mult */
+    optim_config_add_lr_mult(c, "model.layers.*.mlp.*", 0.5);
+    optim_config_add_freeze(c, FROZEN);
+}
+
+static size_t idx(const TensorTable* tt, const char* name) {
+    long k = tensor_table_find(tt, name);
+    CHECK(k >= 0, "test: no tensor %s", name);
+    return (size_t)k;
+}
+
+static void test_groups(void) {
+    printf("adamw groups\n");
+    TensorTable tt;
+    tiny_table(&tt);
+    OptimConfig c;
+    config_a(&c);
+    AdamW a;
+    adamw_build(&a, &tt, &c);
+    /* 570 params by hand: embed 32, q k v o 4x64, q/k norm 2x8, RePo 8+8+2, 2 norms 16,
+       gate up down 3x64, final norm 8, lm_head 32; up_proj (64) frozen */
+    EXPECT(tt.n_params == 570 && tt.n_grads == 506 && a.n == 506, "sizes: params %zu grads %zu state %zu "
+           "(want 570, 506, 506)", tt.n_params, tt.n_grads, a.n);
+    struct { const char* name; int decay; double mult; } want[] = {
+        {"model.embed_tokens.weight", 0, 1.0},                    /* embedding: no decay by default */
+        {"lm_head.weight", 0, 1.0},
+        {"model.layers.0.self_attn.q_proj.weight", 1, 1.0},       /* matrix: decay */
+        {"model.layers.0.self_attn.q_norm.weight", 1, 1.0},       /* norms decay by default */
+        {"model.norm.weight", 1, 1.0},
+        {"model.layers.0.self_attn.gate_map.weight", 1, 10.0},    /* RePo: repo_lr_mult */
+        {"model.layers.0.self_attn.content_map.weight", 1, 10.0},
+        {"model.layers.0.self_attn.final_map.weight", 1, 3.0},    /* first pattern wins */
+        {"model.layers.0.mlp.down_proj.weight", 1, 0.5},
+    };
+    for (size_t j = 0; j < sizeof(want) / sizeof(want[0]); j++) {
+        const AdamWTensor* at = &a.t[idx(&tt, want[j].name)];
+        EXPECT(at->decay == (want[j].decay != 0) && at->lr_mult == want[j].mult, "%s: decay %d lr_mult %g "
+               "(want %d, %g)", want[j].name, at->decay, at->lr_mult, want[j].decay, want[j].mult);
+    }
+    EXPECT(a.t[idx(&tt, FROZEN)].grad_offset == NO_GRAD, "%s has no gradient and no state", FROZEN);
+    adamw_free(&a);
+    tensor_table_free(&tt);
+}
+
+/* one probe: tensor, element, weight after step 0 and after step 1 (float64 Python
+   literals), and the same two from torch 1.13.0's AdamW run in float32 (param
+   groups lr 0.1*lr_mult, weight_decay 0.1 or 0), written as hex floats */
+typedef struct { const char* name; size_t i; double w1, w2; float t1, t2; } Probe;
+
+static void test_two_steps(void) {
+    printf("adamw: two steps (t = 1, 2), decay groups, lr_mult, frozen tensor\n");
+    TensorTable tt;
+    tiny_table(&tt);
+    OptimConfig c;
+    config_a(&c);
+    AdamW a;
+    adamw_build(&a, &tt, &c);
+    real* params = arenaAlloc(tt.n_params * sizeof(real));
+    real* grads = arenaAlloc(tt.n_grads * sizeof(real));
+    real* before = mallocCheck(tt.n_params * sizeof(real));
+    fill(&tt, params, grads, g_step0);
+    memcpy(before, params, tt.n_params * sizeof(real));
+    adamw_step(&a, params, grads, 0.1, 0);
+    real* after0 = mallocCheck(tt.n_params * sizeof(real));
+    memcpy(after0, params, tt.n_params * sizeof(real));
+    fill(&tt, NULL, grads, g_step1);
+    adamw_step(&a, params, grads, 0.1, 1);
+
+    /* literals from float64 Python; e.g. q_proj[0]: 0.51*(1 - 0.1*0.1) - 0.1*0.11/(0.11 + 1e-8) */
+    const Probe probes[] = {
+        {"model.layers.0.self_attn.q_proj.weight", 0, 0.40490000909090829, 0.35914486203386015,     /* decay */
+         0x1.9e9e1ap-2f, 0x1.6fc3aap-2f},
+        {"model.layers.0.self_attn.q_proj.weight", 1, 0.60390999099099174, 0.61146384911462903,
+         0x1.3533b0p-1f, 0x1.3911cap-1f},
+        {"model.embed_tokens.weight", 3, 0.59699999029126305, 0.60964179838989985,                  /* no decay */
+         0x1.31a9fcp-1f, 0x1.3822f8p-1f},
+        {"lm_head.weight", 7, 0.75299999625468184, 0.77411442899213867, 0x1.818938p-1f, 0x1.8c58bap-1f},
+        {"model.layers.0.self_attn.q_norm.weight", 2, 0.44252000657894697, 0.40060012181809201,     /* norm decays */
+         0x1.c523f8p-2f, 0x1.9a36ecp-2f},
+        {"model.layers.0.self_attn.gate_map.weight", 0, -0.48699994117647405, -0.8016738690273898,  /* lr x10 */
+         -0x1.f2b024p-2f, -0x1.9a7502p-1f},
+        {"model.layers.0.self_attn.final_map.weight", 1, 0.87132998429319453, 0.90195187499261964,  /* lr x3 */
+         0x1.be1ef6p-1f, 0x1.cdcca4p-1f},
+        {"model.layers.0.mlp.down_proj.weight", 5, 0.68182499795918372, 0.68872339531211979,        /* lr x0.5 */
+         0x1.5d182ap-1f, 0x1.60a05ap-1f},
+    };
+    size_t np = sizeof(probes) / sizeof(probes[0]);
+    double got[2][16], ref[2][16];
+    for (size_t j = 0; j < np; j++) {
+        const TensorInfo* t = &tt.t[idx(&tt, probes[j].name)];
+        got[0][j] = after0[t->offset + probes[j].i];
+        got[1][j] = params[t->offset + probes[j].i];
+        ref[0][j] = probes[j].w1;
+        ref[1][j] = probes[j].w2;
+    }
+    /* float32 weights below 1 (ulp <= 6e-8), a few roundings per step; lr x10 moves gate_map by ~1 */
+    expect_close("step 0 (t=1) probes vs literals", got[0], ref[0], np, 1e-6, 1e-6);
+    expect_close("step 1 (t=2) probes vs literals", got[1], ref[1], np, 1e-6, 1e-6);
+#ifndef REPOC_F64
+    /* the float build follows torch's kernels rounding for rounding (optim/adamw.c) */
+    int same = 1;
+    for (size_t j = 0; j < np; j++) {
+        const TensorInfo* t = &tt.t[idx(&tt, probes[j].name)];
+        same &= after0[t->offset + probes[j].i] == probes[j].t1 && params[t->offset + probes[j].i] == probes[j].t2;
+    }
+    EXPECT(same, "probes bit-identical to torch 1.13 AdamW in float32 after both steps (e.g. %a vs %a)",
+           (double)params[tt.t[idx(&tt, probes[0].name)].offset], (double)probes[0].t2);
+#endif
+
+    /* every element of every trainable tensor against the scalar restatement; m and v
+       sit at grad_offset in the gradient-arena layout */
+    size_t n = tt.n_grads;
+    double *gw = mallocCheck(n * sizeof(double)), *rw = mallocCheck(n * sizeof(double));
+    double *gm = mallocCheck(n * sizeof(double)), *rm = mallocCheck(n * sizeof(double));
+    double *gv = mallocCheck(n * sizeof(double)), *rv = mallocCheck(n * sizeof(double));
+    for (size_t k = 0; k < tt.n; k++) {
+        const TensorInfo* t = &tt.t[k];
+        if (t->grad_offset == NO_GRAD) continue;
+        int decay = !t->is_embedding;                       /* config A: norms decay, embeddings do not */
+        double mult = t->is_repo ? 10.0 : 1.0;
+        if (strstr(t->name, "final_map")) mult = 3.0;
+        if (strstr(t->name, ".mlp.")) mult = 0.5;
+        for (size_t i = 0; i < t->numel; i++) {
+            size_t o = t->grad_offset + i;
+            double g[2] = {(real)g_step0(k, i), (real)g_step1(k, i)};   /* the float values the step saw */
+            rw[o] = ref_adamw((real)w_init(k, i), g, 2, 0.1 * mult, 0.1, decay, &rm[o], &rv[o]);
+            gw[o] = params[t->offset + i];
+            gm[o] = a.m[o];
+            gv[o] = a.v[o];
+        }
+    }
+    expect_close("all trainable weights after 2 steps vs scalar reference", gw, rw, n, 1e-6, 1e-6);
+    expect_close("first moments m at grad_offset", gm, rm, n, 1e-8, 1e-6);
+    expect_close("second moments v at grad_offset", gv, rv, n, 1e-10, 1e-6);
+
+    const TensorInfo* up = &tt.t[idx(&tt, FROZEN)];
+    EXPECT(!memcmp(params + up->offset, before + up->offset, up->numel * sizeof(real)),
+           "frozen %s bit-identical after 2 steps", FROZEN);
+    free(gw); free(rw); free(gm); free(rm); free(gv); free(rv);
+    free(params); free(grads); free(before); free(after0);
+    adamw_free(&a);
+    tensor_table_free(&tt);
+}
+
+/* decay_norms false: a norm takes the plain Adam step, a matrix still decays */
+static void test_decay_norms_off(void) {
+    printf("adamw: decay_norms = false\n");
+    TensorTable tt;
+    tiny_table(&tt);
+    OptimConfig c;
+    optim_config_default(&c);
+    c.decay_norms = false;
+    AdamW a;
+    adamw_build(&a, &tt, &c);
+    real* params = arenaAlloc(tt.n_params * sizeof(real));
+    real* grads = arenaAlloc(tt.n_grads * sizeof(real));
+    fill(&tt, params, grads, g_step0);
+    adamw_step(&a, params, grads, 0.1, 0);
+    const TensorInfo* qn = &tt.t[idx(&tt, "model.layers.0.self_attn.q_norm.weight")];
+    const TensorInfo* q = &tt.t[idx(&tt, "model.layers.0.self_attn.q_proj.weight")];
+    /* q_norm[2]: 0.548 - 0.1*0.152/(0.152 + 1e-8); q_proj[0] as in the two-step test (decays) */
+    double got[2] = {params[qn->offset + 2], params[q->offset]};
+    double ref[2] = {0.44800000657894701, 0.40490000909090829};
+    expect_close("q_norm undecayed, q_proj decayed", got, ref, 2, 1e-6, 1e-6);
+    free(params); free(grads);
+    adamw_free(&a);
+    tensor_table_free(&tt);
+}
+
+static void test_clip(void) {
+    printf("global norm and clipping\n");
+    real x[3] = {3, 4, 12};
+    EXPECT(grad_global_norm(x, 2) == 5.0 && grad_global_norm(x, 3) == 13.0 && grad_global_norm(x, 0) == 0.0,
+           "norm of (3,4) = 5, of (3,4,12) = 13, of nothing = 0 (exact)");
+    double s = grad_clip(x, 2, 10.0, 5.0);
+    EXPECT(s == 1.0 && x[0] == 3 && x[1] == 4, "max_norm 10 > norm 5: untouched, scale 1");
+    s = grad_clip(x, 2, 0.0, 5.0);
+    EXPECT(s == 1.0 && x[0] == 3 && x[1] == 4, "max_norm 0 (off): untouched, scale 1");
+    s = grad_clip(x, 2, 1.0, 5.0);
+    double got[3] = {s, x[0], x[1]}, ref[3] = {0.2, 0.6, 0.8};
+    expect_close("max_norm 1, norm 5: scale 0.2, (0.6, 0.8)", got, ref, 3, 0, 1e-7);
+
+    /* the tiny model's gradient arena, every element 0.5: norm 0.5 sqrt(506) */
+    TensorTable tt;
+    tiny_table(&tt);
+    real* grads = arenaAlloc(tt.n_grads * sizeof(real));
+    for (size_t i = 0; i < tt.n_grads; i++) grads[i] = 0.5f;
+    double norm = grad_global_norm(grads, tt.n_grads);
+    s = grad_clip(grads, tt.n_grads, 1.0, norm);
+    double got2[4] = {norm, s, grads[0], grad_global_norm(grads, tt.n_grads)};
+    double ref2[4] = {11.247221879201993, 0.088910844894877412, 0.044455422447438706, 1.0};
+    expect_close("arena of 506 x 0.5: norm, scale, element, norm after clip 1.0", got2, ref2, 4, 0, 1e-7);
+    free(grads);
+    tensor_table_free(&tt);
+}
+
+static void test_nonfinite(void) {
+    printf("non-finite gradients\n");
+    TensorTable tt;
+    tiny_table(&tt);
+    real* grads = arenaAlloc(tt.n_grads * sizeof(real));
+    fill(&tt, NULL, grads, g_step0);
+    EXPECT(first_nonfinite_tensor(&tt, grads) == -1, "finite gradients: -1");
+    size_t down = idx(&tt, "model.layers.0.mlp.down_proj.weight"), head = idx(&tt, "lm_head.weight");
+    grads[tt.t[head].grad_offset + 31] = (real)INFINITY;
+    EXPECT(first_nonfinite_tensor(&tt, grads) == (long)head, "Inf in lm_head[31]: lm_head (%zu)", head);
+    grads[tt.t[down].grad_offset + 3] = (real)NAN;
+    long k = first_nonfinite_tensor(&tt, grads);
+    EXPECT(k == (long)down, "NaN in down_proj[3] too: the first, %s", k >= 0 ? tt.t[k].name : "none");
+    EXPECT(!isfinite(grad_global_norm(grads, tt.n_grads)), "global norm is not finite");
+    free(grads);
+    tensor_table_free(&tt);
+}
+
+static void test_schedules(void) {
+    printf("schedules (lr 1e-3, min_lr 1e-4, warmup 10, total 110)\n");
+    OptimConfig c;
+    optim_config_default(&c);
+    c.lr = 1e-3;
+    c.min_lr = 1e-4;
+    c.warmup_steps = 10;
+    const size_t N = 110;
+    const size_t steps[] = {0, 4, 9, 10, 35, 60, 109, 110, 500};
+    /* warmup lr (s+1)/10; after it p = (s-10)/100; literals from float64 Python */
+    const double ref[3][9] = {
+        {1e-4, 5e-4, 1e-3, 1e-3, 1e-3, 1e-3, 1e-3, 1e-3, 1e-3},                                   /* constant */
+        {1e-4, 5e-4, 1e-3, 1e-3, 7.75e-4, 5.5e-4, 1.09e-4, 1e-4, 1e-4},                           /* linear */
+        {1e-4, 5e-4, 1e-3, 1e-3, 8.6819805153394642e-4, 5.5e-4, 1.0022204783542078e-4, 1e-4, 1e-4}, /* cosine */
+    };
+    const Schedule sched[3] = {SCHED_CONSTANT, SCHED_LINEAR, SCHED_COSINE};
+    for (size_t j = 0; j < 3; j++) {
+        c.schedule = sched[j];
+        double got[9];
+        for (size_t i = 0; i < 9; i++) got[i] = lr_at(&c, steps[i], N);
+        char label[96];
+        snprintf(label, sizeof(label), "%s at steps 0 4 9 10 35 60 109 110 500", schedule_name(sched[j]));
+        expect_close(label, got, ref[j], 9, 0, 1e-12);
+    }
+    /* no warmup: step 0 is the peak; mid and last of 100 cosine steps, min_lr 0 */
+    c.warmup_steps = 0;
+    c.min_lr = 0;
+    c.schedule = SCHED_COSINE;
+    double got[3] = {lr_at(&c, 0, 100), lr_at(&c, 50, 100), lr_at(&c, 99, 100)};
+    double want[3] = {1e-3, 5e-4, 2.4671981713419e-7};   /* 0.5e-3 (1 + cos(0.99 pi)) */
+    expect_close("cosine without warmup at steps 0, 50, 99 of 100", got, want, 3, 0, 1e-12);
+    c.warmup_steps = 20;
+    c.min_lr = 1e-4;
+    EXPECT(lr_at(&c, 30, 10) == 1e-4, "total_steps 10 <= warmup 20: min_lr after the warmup");
+    Schedule p;
+    EXPECT(schedule_parse("linear", &p) && p == SCHED_LINEAR && !schedule_parse("step", &p),
+           "schedule_parse: 'linear' known, 'step' rejected");
+}
+
+static void test_norm_threads(void) {
+    printf("global norm across thread counts (1e6 elements)\n");
+    size_t n = 1000000;
+    real* g = arenaAlloc(n * sizeof(real));
+    Rng rng;
+    rng_seed(&rng, 42);
+    long double exact = 0;   /* a serial extended-precision reference */
+    for (size_t i = 0; i < n; i++) {
+        g[i] = (real)(rng_normal(&rng) * (i % 1000 == 0 ? 100.0 : 0.01));
+        exact += (long double)g[i] * g[i];
+    }
+    const int counts[] = {1, 2, 3, 8};
+    double norms[4];
+    for (size_t j = 0; j < 4; j++) {
+#ifdef OMP
+        omp_set_num_threads(counts[j]);
+#endif
+        norms[j] = grad_global_norm(g, n);
+    }
+#ifdef OMP
+    const char* how = "OpenMP";
+#else
+    const char* how = "built without OpenMP; serial";
+#endif
+    EXPECT(!memcmp(&norms[0], &norms[1], sizeof(double)) && !memcmp(&norms[0], &norms[2], sizeof(double)) &&
+           !memcmp(&norms[0], &norms[3], sizeof(double)), "bit-identical with %d, %d, %d and %d threads (%s): "
+           "%.17g", counts[0], counts[1], counts[2], counts[3], how, norms[0]);
+    double ref = sqrt((double)exact);
+    EXPECT(fabs(norms[0] - ref) <= 1e-13 * ref, "equals the long double sum: %.17g vs %.17g", norms[0], ref);
+    double again = grad_global_norm(g, n);
+    EXPECT(!memcmp(&again, &norms[3], sizeof(double)), "bit-identical on a repeated call");
+    free(g);
+}
+
+int main(void) {
+    test_groups();
+    test_two_steps();
+    test_decay_norms_off();
+    test_clip();
+    test_nonfinite();
+    test_schedules();
+    test_norm_threads();
+    printf("test_optim: %s\n", failures ? "FAILED" : "all OK");
+    return failures ? 1 : 0;
+}

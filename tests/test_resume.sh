@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Exact resume (issue #4), on a tiny model over token files:
+#  1. a run of 2N steps, and the same run stopped by SIGINT (it finishes the
+#     step, saves, exits 0) then resumed, give bit-identical losses in
+#     metrics.jsonl and bit-identical final weights and AdamW moments;
+#  2. the same when the run is killed with SIGKILL after its step-N checkpoint;
+#  both for sequential and shuffled data, with grad_accum 1 and 2;
+#  3. SIGKILL at random moments while checkpoints are being written (every
+#     step), 20 times: each next start resumes from a complete checkpoint.
+set -u
+cd "$(dirname "$0")/.."
+T=$(mktemp -d /tmp/repoc_resume.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+failures=0
+ok() { echo "  OK      $*"; }
+bad() { echo "  NOT OK  $*"; failures=$((failures + 1)); }
+
+build/tools/gen_tokens "$T/train.u16" 100000 64 1 || exit 1
+
+config() {  # file out_dir order grad_accum steps save_every
+    cat >"$1" <<JSON
+{"run": {"out_dir": "$2", "seed": 3, "threads": 2, "resume": "auto"},
+ "model": {"vocab_size": 64, "d_model": 64, "n_layers": 3, "n_heads": 4, "n_kv_heads": 2, "d_ff": 128,
+           "positions": {"mode": "repo", "repo_start_layer": 1}},
+ "data": {"train": ["$T/train.u16"], "seq_len": 64, "order": "$3"},
+ "optim": {"lr": 3e-3, "warmup_steps": 3, "z_loss": 1e-4},
+ "train": {"batch_size": 2, "grad_accum": $4, "steps": $5, "log_every": 1, "eval_every": 0,
+           "save_every": $6, "keep_last": 2}}
+JSON
+}
+losses() { grep -o '"step": [0-9]*, "loss": [^,]*' "$1/metrics.jsonl"; }
+final_ckpt() { echo "$1/$(head -n 1 "$1/latest")"; }
+same_run() {  # label dir_a dir_b
+    local a b
+    a=$(final_ckpt "$2"); b=$(final_ckpt "$3")
+    if [ "$(losses "$2")" = "$(losses "$3")" ] && [ -n "$(losses "$2")" ]; then ok "$1: metrics.jsonl losses bit-identical ($(losses "$2" | wc -l) steps)"
+    else bad "$1: metrics.jsonl losses differ"; diff <(losses "$2") <(losses "$3") | head -5; fi
+    if cmp -s "$a/model.safetensors" "$b/model.safetensors" && cmp -s "$a/optimizer.safetensors" "$b/optimizer.safetensors"
+    then ok "$1: final weights and AdamW moments bit-identical ($(basename "$a"))"
+    else bad "$1: final weights differ ($a vs $b)"; fi
+}
+wait_for() {  # condition-command, up to 60 s
+    for _ in $(seq 600); do eval "$1" && return 0; sleep 0.1; done; return 1
+}
+
+STEPS=40
+for order in sequential shuffle; do
+    for accum in 1 2; do
+        label="$order, grad_accum $accum"
+        echo "$label"
+        config "$T/ref.json" "$T/ref_${order}_$accum" "$order" "$accum" $STEPS 20
+        build/train "$T/ref.json" >"$T/ref.log" 2>&1 || { bad "$label: reference run failed"; cat "$T/ref.log"; continue; }
+
+        # SIGINT as soon as the first step is logged, then resume
+        d="$T/int_${order}_$accum"
+        config "$T/int.json" "$d" "$order" "$accum" $STEPS 0
+        build/train "$T/int.json" >"$T/int.log" 2>&1 &
+        pid=$!
+        wait_for "[ -s '$d/metrics.jsonl' ]"
+        kill -INT $pid
+        wait $pid
+        rc=$?
+        stopped=$(head -n 1 "$d/latest" 2>/dev/null)
+        if [ $rc -eq 0 ] && [ -n "$stopped" ] && [ "$stopped" != "step_$(printf %07d $STEPS)" ]; then
+            ok "$label: SIGINT: exit 0 with a checkpoint at $stopped"
+        else bad "$label: SIGINT: exit $rc, checkpoint '$stopped' (expected one before step $STEPS)"; fi
+        build/train "$T/int.json" >>"$T/int.log" 2>&1 || bad "$label: resume after SIGINT failed"
+        same_run "$label, SIGINT + resume" "$T/ref_${order}_$accum" "$d"
+
+        # SIGKILL once the step-20 checkpoint exists, then resume
+        d="$T/kill_${order}_$accum"
+        config "$T/kill.json" "$d" "$order" "$accum" $STEPS 20
+        build/train "$T/kill.json" >"$T/kill.log" 2>&1 &
+        pid=$!
+        wait_for "[ -f '$d/latest' ]"
+        kill -KILL $pid
+        wait $pid 2>/dev/null
+        build/train "$T/kill.json" >>"$T/kill.log" 2>&1 || bad "$label: resume after SIGKILL failed"
+        if grep -q "resumed from .*step_0000020" "$T/kill.log"; then ok "$label: SIGKILL after step 20's checkpoint: resumed from it"
+        else bad "$label: the SIGKILL run did not resume from step 20"; fi
+        same_run "$label, SIGKILL + resume" "$T/ref_${order}_$accum" "$d"
+    done
+done
+
+echo "SIGKILL at random moments while checkpoints are written (every step)"
+d="$T/chaos"
+config "$T/chaos.json" "$d" shuffle 1 100000 1
+good=0
+for trial in $(seq 20); do
+    build/train "$T/chaos.json" >"$T/chaos.log" 2>&1 &
+    pid=$!
+    sleep "0.$(printf %03d $((RANDOM % 400 + 150)))"
+    kill -KILL $pid 2>/dev/null
+    wait $pid 2>/dev/null
+    if [ -f "$d/latest" ]; then
+        last=$(head -n 1 "$d/latest")
+        n=$((10#${last#step_}))
+        # the next start must resume from a complete checkpoint and take one more step
+        if build/train "$T/chaos.json" --set train.steps=$((n + 1)) --set optim.warmup_steps=0 >"$T/chaos2.log" 2>&1 &&
+            grep -q "resumed from $d/step_" "$T/chaos2.log"; then good=$((good + 1))
+        else bad "trial $trial: could not resume after SIGKILL (latest = $last)"; tail -3 "$T/chaos2.log"; fi
+    else
+        good=$((good + 1))   # killed before the first checkpoint: the next start begins afresh
+    fi
+done
+[ $good -eq 20 ] && ok "20 of 20 random SIGKILLs: the next start resumed from a complete checkpoint"
+left=$(ls -d "$d"/*.tmp.* 2>/dev/null | wc -l)
+[ "$left" -eq 0 ] && ok "no temporary files left after the last clean start" || bad "$left temporary files left in $d"
+
+echo "test_resume: $([ $failures -eq 0 ] && echo all OK || echo FAILED)"
+[ $failures -eq 0 ]

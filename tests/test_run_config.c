@@ -1,0 +1,330 @@
+/* Tests of the run config (train/run_config.h): configs/example.json loads and
+   equals the defaults; every kind of bad input stops with a message naming the
+   key (unknown keys with a suggestion, wrong types, ranges, enums, per-layer
+   lists, malformed JSON with its line, a missing file, checks between keys);
+   --set overrides; to_json -> load gives the same config; was_set; and the
+   bridges to ModelConfig (fresh and init_from) and OptimConfig. One line per
+   check, OK / NOT OK; exit status 1 on any failure. Run from the repo root. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/check.h"
+#include "common/fileio.h"
+#include "train/run_config.h"
+
+static int failures;
+#define EXPECT(cond, ...) do { printf("  %-8s ", (cond) ? "OK" : "NOT OK"); printf(__VA_ARGS__); printf("\n"); \
+                               failures += !(cond); } while (0)
+
+static char tmpdir[64];
+#define DATA "\"data\": {\"train\": [\"t.bin\"], \"val\": [\"v.bin\"]}"
+
+/* write text to tmpdir/name; returns the path (static buffer) */
+static const char* write_tmp(const char* name, const char* text) {
+    static char path[256];
+    snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+    file_write_atomic(path, text, strlen(text));
+    return path;
+}
+
+/* load json (NULL = no file) with overrides; err gets the message */
+static int load(RunConfig* rc, const char* json, const char* const* ov, size_t n, char* err, size_t len) {
+    return run_config_load(rc, json ? write_tmp("c.json", json) : NULL, ov, n, err, len);
+}
+
+/* the load must fail and its message contain want */
+static void expect_error(const char* label, const char* json, const char* const* ov, size_t n, const char* want) {
+    RunConfig rc;
+    char err[1024];
+    int r = load(&rc, json, ov, n, err, sizeof(err));
+    EXPECT(r != 0 && strstr(err, want), "%-34s %s", label, r ? err : "(loaded without an error)");
+    if (r && !strstr(err, want)) printf("           expected to contain: %s\n", want);
+    run_config_free(&rc);
+}
+
+/* run_config_print into a malloc'd string */
+static char* printed(const RunConfig* rc) {
+    char* buf = NULL;
+    size_t len = 0;
+    FILE* fp = open_memstream(&buf, &len);
+    CHECK(fp, "open_memstream failed");
+    run_config_print(rc, fp);
+    fclose(fp);
+    return buf;
+}
+
+static void test_example(void) {
+    printf("configs/example.json\n");
+    RunConfig ex, def;
+    char err[1024];
+    int r = run_config_load(&ex, "configs/example.json", NULL, 0, err, sizeof(err));
+    EXPECT(r == 0, "loads%s%s", r ? ": " : "", r ? err : "");
+    const char* ov[] = { "data.train=[\"data/train_*.bin\"]", "data.val=[\"data/val_*.bin\"]" };
+    r = run_config_load(&def, NULL, ov, 2, err, sizeof(err));
+    EXPECT(r == 0, "defaults + data files load%s%s", r ? ": " : "", r ? err : "");
+    char *a = printed(&ex), *b = printed(&def);
+    EXPECT(!strcmp(a, b), "example.json holds exactly the defaults (printed configs equal)");
+    if (strcmp(a, b)) printf("example:\n%s\ndefaults:\n%s", a, b);
+    printf("  resolved config:\n%s", a);
+    EXPECT(!run_config_was_set(&def, "model.d_model") && run_config_was_set(&ex, "model.d_model"),
+           "was_set: example.json sets model.d_model, the defaults do not");
+    free(a);
+    free(b);
+    run_config_free(&ex);
+    run_config_free(&def);
+}
+
+static void test_errors(void) {
+    printf("errors in the file\n");
+    expect_error("unknown key, suggestion", "{\"optim\": {\"learnig_rate\": 1e-3}, " DATA "}", NULL, 0,
+                 "c.json: optim.learnig_rate: unknown key (did you mean optim.lr?)");
+    expect_error("typo at a nested level", "{\"model\": {\"positions\": {\"moed\": \"repo\"}}, " DATA "}", NULL, 0,
+                 "model.positions.moed: unknown key (did you mean model.positions.mode?)");
+    expect_error("typo at the top level", "{\"trian\": {}, " DATA "}", NULL, 0,
+                 "trian: unknown key (did you mean train?)");
+    expect_error("key in the wrong section", "{\"train\": {\"lr\": 0.1}, " DATA "}", NULL, 0,
+                 "train.lr: unknown key (did you mean optim.lr?)");
+    expect_error("Hugging Face name", "{\"model\": {\"hidden_size\": 512}, " DATA "}", NULL, 0,
+                 "model.hidden_size: unknown key (did you mean model.d_model?)");
+    expect_error("unknown key, nothing near", "{\"run\": {\"zzzzzzzz\": 1}, " DATA "}", NULL, 0,
+                 "run.zzzzzzzz: unknown key (valid here: out_dir seed threads resume)");
+    expect_error("wrong type", "{\"train\": {\"batch_size\": \"8\"}, " DATA "}", NULL, 0,
+                 "train.batch_size: expected an integer, got \"8\"");
+    expect_error("negative steps", "{\"train\": {\"steps\": -5}, " DATA "}", NULL, 0,
+                 "train.steps: expected a non-negative integer, got -5");
+    expect_error("fractional size", "{\"data\": {\"seq_len\": 8.5, \"train\": [\"t\"], \"val\": [\"v\"]}}", NULL, 0,
+                 "data.seq_len: expected an integer, got 8.5");
+    expect_error("seq_len below 2", "{\"data\": {\"seq_len\": 1, \"train\": [\"t\"], \"val\": [\"v\"]}}", NULL, 0,
+                 "data.seq_len: expected an integer >= 2, got 1");
+    expect_error("keep_last 0", "{\"train\": {\"keep_last\": 0}, " DATA "}", NULL, 0,
+                 "train.keep_last: expected a positive integer, got 0");
+    expect_error("beta out of range", "{\"optim\": {\"beta2\": 1.0}, " DATA "}", NULL, 0,
+                 "optim.beta2: expected a number in [0, 1), got 1");
+    expect_error("lr zero", "{\"optim\": {\"lr\": 0}, " DATA "}", NULL, 0, "optim.lr: expected a number > 0, got 0");
+    expect_error("bool wrong type", "{\"model\": {\"tie_embeddings\": 1}, " DATA "}", NULL, 0,
+                 "model.tie_embeddings: expected true or false, got 1");
+    expect_error("section wrong type", "{\"model\": 5, " DATA "}", NULL, 0, "model: expected an object, got 5");
+    expect_error("bad enum", "{\"model\": {\"positions\": {\"mode\": \"rop\"}}, " DATA "}", NULL, 0,
+                 "model.positions.mode: expected one of rope|repo|nope|r2n1|n2r1, got \"rop\" (did you mean rope?)");
+    expect_error("bad arch", "{\"model\": {\"arch\": \"gpt2\"}, " DATA "}", NULL, 0,
+                 "model.arch: expected one of olmo2|llama, got \"gpt2\"");
+    expect_error("bad rope_type",
+                 "{\"model\": {\"positions\": {\"rope_scaling\": {\"rope_type\": \"linear\"}}}, " DATA "}", NULL, 0,
+                 "model.positions.rope_scaling.rope_type: expected one of yarn, got \"linear\"");
+    expect_error("bad positions.layers entry",
+                 "{\"model\": {\"positions\": {\"layers\": [\"rope\", \"repo\", \"rop\", \"nope\"]}}, " DATA "}",
+                 NULL, 0, "model.positions.layers[2]: expected one of rope|repo|nope, got \"rop\"");
+    expect_error("positions.layers length",
+                 "{\"model\": {\"positions\": {\"layers\": [\"rope\", \"repo\", \"repo\"]}}, " DATA "}", NULL, 0,
+                 "model.positions.layers: has 3 entries, but the model has 4 layers");
+    expect_error("list entry wrong type", "{\"data\": {\"train\": [\"a\", 3], \"val\": [\"v\"]}}", NULL, 0,
+                 "data.train[1]: expected a string, got 3");
+    expect_error("lr_mult group typo", "{\"optim\": {\"lr_mult\": {\"rep\": 0.1}}, " DATA "}", NULL, 0,
+                 "optim.lr_mult.rep: expected \"repo\" or a pattern");
+    expect_error("lr_mult negative", "{\"optim\": {\"lr_mult\": {\"model.layers.*\": -1}}, " DATA "}", NULL, 0,
+                 "optim.lr_mult.model.layers.*: expected a number >= 0, got -1");
+    expect_error("freeze not a pattern", "{\"optim\": {\"freeze\": [\"embed\"]}, " DATA "}", NULL, 0,
+                 "optim.freeze[0]: expected a pattern over Hugging Face tensor names");
+    expect_error("duplicate key", "{\"train\": {\"steps\": 5, \"steps\": 6}, " DATA "}", NULL, 0,
+                 "train.steps: duplicate key");
+    expect_error("malformed JSON, line:column", "{\n  \"run\": {\n    \"seed\": 1,,\n  }\n}\n", NULL, 0,
+                 "c.json:3:16: JSON syntax error");
+    expect_error("not an object", "[1, 2]", NULL, 0, "c.json: expected a JSON object at the top level");
+    char missing[300];
+    snprintf(missing, sizeof(missing), "%s/missing.json: cannot read the config file: No such file", tmpdir);
+    RunConfig rc;
+    char err[1024], path[300];
+    snprintf(path, sizeof(path), "%s/missing.json", tmpdir);
+    int r = run_config_load(&rc, path, NULL, 0, err, sizeof(err));
+    EXPECT(r && strstr(err, missing), "%-34s %s", "missing file", err);
+    run_config_free(&rc);
+
+    printf("checks between keys\n");
+    expect_error("n_heads divides d_model", "{\"model\": {\"n_heads\": 6}, " DATA "}", NULL, 0,
+                 "model.n_heads: 6 does not divide model.d_model 256");
+    expect_error("n_kv_heads divides n_heads", "{\"model\": {\"n_kv_heads\": 3}, " DATA "}", NULL, 0,
+                 "model.n_kv_heads: 3 does not divide model.n_heads 8");
+    expect_error("RePo needs d_model % 8",
+                 "{\"model\": {\"d_model\": 260, \"n_heads\": 2, \"positions\": {\"mode\": \"repo\"}}, " DATA "}",
+                 NULL, 0, "model.d_model: 260 must be divisible by 8 for RePo layers");
+    expect_error("repo_start_layer without repo", "{\"model\": {\"positions\": {\"repo_start_layer\": 1}}, " DATA "}",
+                 NULL, 0, "model.positions.repo_start_layer: given, but model.positions.mode is \"rope\"");
+    expect_error("repo_start_layer > n_layers",
+                 "{\"model\": {\"positions\": {\"mode\": \"repo\", \"repo_start_layer\": 9}}, " DATA "}", NULL, 0,
+                 "model.positions.repo_start_layer: 9 exceeds the model's 4 layers");
+    expect_error("YaRN betas",
+                 "{\"model\": {\"positions\": {\"rope_scaling\": {\"beta_fast\": 1}}}, " DATA "}", NULL, 0,
+                 "model.positions.rope_scaling.beta_fast: 1 must exceed beta_slow 1");
+    expect_error("min_lr > lr", "{\"optim\": {\"min_lr\": 0.01}, " DATA "}", NULL, 0,
+                 "optim.min_lr: 0.01 exceeds optim.lr 0.0003");
+    expect_error("warmup > steps", "{\"train\": {\"steps\": 50}, " DATA "}", NULL, 0,
+                 "optim.warmup_steps: 100 exceeds train.steps 50");
+    expect_error("no training data", "{}", NULL, 0, "data.train: no training data");
+    expect_error("train and synthetic", "{\"data\": {\"train\": [\"t\"], \"synthetic\": {}}}", NULL, 0,
+                 "data.synthetic: given together with data.train");
+    expect_error("eval without val", "{\"data\": {\"train\": [\"t\"]}}", NULL, 0,
+                 "data.val: empty while train.eval_every is 100");
+}
+
+static void test_overrides(void) {
+    printf("--set overrides\n");
+    RunConfig rc;
+    char err[1024];
+    const char* ov[] = {
+        "optim.lr=0.001", "data.train=[\"a.bin\", \"b/*.bin\"]", "run.out_dir=runs/x", "run.resume=2024",
+        "optim.lr_mult.repo=0.1", "optim.lr_mult.model.layers.*.mlp.*=2",
+        "model.positions={\"mode\": \"repo\", \"repo_start_layer\": 2}", "data.val=v.bin", "train.steps=2000",
+    };
+    int r = load(&rc, "{" DATA "}", ov, sizeof(ov) / sizeof(ov[0]), err, sizeof(err));
+    EXPECT(r == 0, "a file plus nine overrides loads%s%s", r ? ": " : "", r ? err : "");
+    EXPECT(rc.optim.lr == 0.001 && run_config_was_set(&rc, "optim.lr"), "optim.lr=0.001 overrides, was_set");
+    EXPECT(rc.data.train.n == 2 && !strcmp(rc.data.train.v[1], "b/*.bin"), "array value replaces data.train");
+    EXPECT(rc.data.val.n == 1 && !strcmp(rc.data.val.v[0], "v.bin"), "a bare string is a list of one");
+    EXPECT(!strcmp(rc.run.out_dir, "runs/x"), "a bare string: run.out_dir=runs/x");
+    EXPECT(!strcmp(rc.run.resume, "2024") && rc.run.resume_mode == RESUME_PATH,
+           "a number for a string key is its text (resume \"2024\", a path)");
+    EXPECT(rc.optim.lr_mult.n == 2 && rc.optim.lr_mult.v[0].mult == 0.1 &&
+           !strcmp(rc.optim.lr_mult.v[1].pattern, "model.layers.*.mlp.*") && rc.optim.lr_mult.v[1].mult == 2,
+           "lr_mult.repo replaced, a dotted pattern appended");
+    EXPECT(!strcmp(rc.model.positions.mode, "repo") && rc.model.positions.repo_start_layer == 2,
+           "an object value merges into model.positions");
+    run_config_free(&rc);
+
+    const char* syn[] = { "data.train=[]", "data.synthetic.task.n_keys=16", "data.synthetic.kind=recall" };
+    r = load(&rc, "{" DATA "}", syn, 3, err, sizeof(err));
+    char* s = rc.data.synthetic ? cJSON_PrintUnformatted(rc.data.synthetic) : NULL;
+    EXPECT(r == 0 && s && !strcmp(s, "{\"task\":{\"n_keys\":16},\"kind\":\"recall\"}"),
+           "data.synthetic.* builds the generator object: %s", s ? s : err);
+    cJSON_free(s);
+    run_config_free(&rc);
+
+    const char* bad1[] = { "optim.learnig_rate=1" };
+    expect_error("--set of an unknown key", "{" DATA "}", bad1, 1,
+                 "--set: optim.learnig_rate: unknown key (did you mean optim.lr?)");
+    const char* bad2[] = { "optm.lr=1" };
+    expect_error("--set of an unknown section", "{" DATA "}", bad2, 1,
+                 "--set: optm: unknown key (did you mean optim?)");
+    const char* bad3[] = { "train.batch_size=abc" };
+    expect_error("--set wrong type", "{" DATA "}", bad3, 1,
+                 "--set: train.batch_size: expected an integer, got \"abc\"");
+    const char* bad4[] = { "train.steps.x=1" };
+    expect_error("--set inside a value", "{" DATA "}", bad4, 1, "--set: train.steps: is not an object");
+    const char* bad5[] = { "train.steps" };
+    expect_error("--set without =", "{" DATA "}", bad5, 1, "--set: expected key.path=value, got 'train.steps'");
+}
+
+static void test_round_trip(void) {
+    printf("to_json -> load round trip\n");
+    RunConfig a, b;
+    char err[1024];
+    const char* json =
+        "{\"run\": {\"seed\": 123456789012, \"resume\": \"never\", \"threads\": 3},"
+        " \"model\": {\"arch\": \"llama\", \"n_layers\": 6, \"n_kv_heads\": 2, \"rope_theta\": 500000,"
+        "  \"tie_embeddings\": true, \"init_std\": 0.0123456789,"
+        "  \"positions\": {\"layers\": [\"rope\", \"rope\", \"repo\", \"repo\", \"nope\", \"repo\"],"
+        "   \"rope_scaling\": {\"factor\": 4, \"original_max_position_embeddings\": 2048,"
+        "    \"attention_factor\": 1.1}}},"
+        " \"data\": {\"synthetic\": {\"kind\": \"copy\", \"n\": [1, 2]}, \"format\": \"u16\","
+        "  \"order\": \"sequential\"},"
+        " \"optim\": {\"lr\": 0.1, \"min_lr\": 0.0001, \"schedule\": \"linear\", \"z_loss\": 1e-4,"
+        "  \"lr_mult\": {\"model.embed_tokens.*\": 0.3, \"repo\": 10}, \"freeze\": [\"model.layers.0.*\"]},"
+        " \"train\": {\"save_dtype\": \"bf16\", \"shard_optimizer\": false, \"eval_every\": 0}}";
+    int r = load(&a, json, NULL, 0, err, sizeof(err));
+    EXPECT(r == 0, "a config that changes most keys loads%s%s", r ? ": " : "", r ? err : "");
+    char* text = run_config_to_json(&a);
+    r = run_config_load(&b, write_tmp("round.json", text), NULL, 0, err, sizeof(err));
+    EXPECT(r == 0, "its to_json output loads%s%s", r ? ": " : "", r ? err : "");
+    char *pa = printed(&a), *pb = printed(&b), *text2 = run_config_to_json(&b);
+    EXPECT(!strcmp(pa, pb), "printed configs are identical");
+    EXPECT(!strcmp(text, text2), "to_json of the reloaded config is identical");
+    EXPECT(!memcmp(&a.model, &b.model, sizeof(a.model)) && !memcmp(&a.optim, &b.optim, sizeof(a.optim)) &&
+           !memcmp(&a.train, &b.train, sizeof(a.train)) && !memcmp(&a.run, &b.run, sizeof(a.run)),
+           "run, model, optim, train structs are bytewise identical");
+    EXPECT(run_config_was_set(&a, "model.n_kv_heads") && !run_config_was_set(&a, "model.d_model") &&
+           run_config_was_set(&a, "model.positions") && run_config_was_set(&a, "model") &&
+           !run_config_was_set(&a, "data.train"), "was_set: set keys and their sections only");
+    printf("  resolved config:\n%s", pa);
+    free(pa), free(pb), free(text), free(text2);
+    run_config_free(&a);
+    run_config_free(&b);
+}
+
+static void test_model_bridges(void) {
+    printf("ModelConfig, OptimConfig, resume\n");
+    RunConfig rc;
+    ModelConfig mc;
+    char err[1024];
+    const char* ov[] = { "model.n_layers=6", "model.positions.mode=repo", "model.n_kv_heads=2" };
+    int r = load(&rc, "{" DATA "}", ov, 3, err, sizeof(err));
+    run_config_model(&rc, &mc);
+    EXPECT(r == 0 && mc.L == 6 && mc.KVH == 2 && mc.pos[1] == POS_ROPE && mc.pos[2] == POS_REPO &&
+           mc.pos[5] == POS_REPO,
+           "mode repo on 6 layers: rope rope repo repo repo repo (start floor(6/3) = 2), KVH 2");
+    run_config_free(&rc);
+    const char* ov2[] = { "model.positions.mode=r2n1", "model.positions.rope_scaling={\"factor\": 8}" };
+    r = load(&rc, "{" DATA "}", ov2, 2, err, sizeof(err));
+    run_config_model(&rc, &mc);
+    EXPECT(r == 0 && mc.pos[0] == POS_ROPE && mc.pos[2] == POS_NOPE && mc.pos[3] == POS_ROPE && mc.KVH == 8 &&
+           mc.yarn_factor == 8 && mc.yarn_orig_max == 4096 && mc.max_position_embeddings == 32768,
+           "r2n1, KVH = n_heads by default, YaRN factor 8 over 4096");
+    OptimConfig oc;
+    run_config_optim(&rc, &oc);
+    EXPECT(oc.total_steps == 1000 && oc.warmup_steps == 100 && oc.repo_lr_mult == 1 && oc.n_lr_mult == 0 &&
+           oc.schedule == SCHED_COSINE, "OptimConfig: total_steps = train.steps, lr_mult repo -> repo_lr_mult");
+    EXPECT(rc.run.resume_mode == RESUME_AUTO, "resume \"auto\" by default");
+    run_config_free(&rc);
+    const char* never[] = { "run.resume=never" };
+    r = load(&rc, "{" DATA "}", never, 1, err, sizeof(err));
+    EXPECT(r == 0 && rc.run.resume_mode == RESUME_NEVER, "resume \"never\"");
+    run_config_free(&rc);
+
+    printf("init_from\n");
+    const char* json = "{\"model\": {\"init_from\": \"ckpt\", \"d_model\": 512, \"n_heads\": 6,"
+                       " \"positions\": {\"mode\": \"repo\"}}, " DATA "}";
+    r = load(&rc, json, NULL, 0, err, sizeof(err));
+    EXPECT(r == 0, "sizes are not checked against each other with init_from%s%s", r ? ": " : "", r ? err : "");
+    char* text = run_config_to_json(&rc);
+    char* p = printed(&rc);
+    EXPECT(!strstr(text, "n_layers") && strstr(text, "\"d_model\"") && strstr(p, "n_layers=(init_from)"),
+           "keys the checkpoint provides are left out unless set");
+    RunConfig back;
+    r = run_config_load(&back, write_tmp("init.json", text), NULL, 0, err, sizeof(err));
+    char* p2 = printed(&back);
+    EXPECT(r == 0 && !strcmp(p, p2) && !run_config_was_set(&back, "model.n_layers"), "and round-trip so");
+    free(text), free(p), free(p2);
+    run_config_free(&back);
+    model_config_default(&mc);   /* stands for the checkpoint's config.json: D 256, H 8, L 4 */
+    mc.L = 9;
+    r = run_config_apply_checkpoint(&rc, &mc, err, sizeof(err));
+    EXPECT(r && strstr(err, "model.d_model: 512 disagrees with 256 in ckpt/config.json"), "%s", err);
+    mc.D = 512, mc.H = 6;
+    r = run_config_apply_checkpoint(&rc, &mc, err, sizeof(err));
+    EXPECT(r == 0 && mc.pos[2] == POS_ROPE && mc.pos[3] == POS_REPO && mc.pos[8] == POS_REPO,
+           "agreeing sizes pass; positions.mode repo applies to the checkpoint's 9 layers (start 3)");
+    run_config_free(&rc);
+    r = load(&rc, "{\"model\": {\"init_from\": \"ckpt\", \"positions\": {\"layers\": [\"rope\", \"repo\"]}}, " DATA "}",
+             NULL, 0, err, sizeof(err));
+    model_config_default(&mc);
+    int r2 = run_config_apply_checkpoint(&rc, &mc, err, sizeof(err));
+    EXPECT(r == 0 && r2 && strstr(err, "model.positions.layers: has 2 entries, but the model has 4 layers"),
+           "an explicit list is checked against the checkpoint's layers: %s", err);
+    run_config_free(&rc);
+}
+
+int main(void) {
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/repoc_run_config_XXXXXX");
+    CHECK(mkdtemp(tmpdir), "cannot make a temporary directory");
+    test_example();
+    test_errors();
+    test_overrides();
+    test_round_trip();
+    test_model_bridges();
+    const char* names[] = { "c.json", "round.json", "init.json" };
+    char path[300];
+    for (size_t i = 0; i < 3; i++) snprintf(path, sizeof(path), "%s/%s", tmpdir, names[i]), unlink(path);
+    rmdir(tmpdir);
+    printf("%s: %d failed\n", failures ? "FAIL" : "PASS", failures);
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,250 @@
+/* Training checkpoints: atomic step directories, `latest`, pruning, restore.
+   See checkpoint.h for the layout. */
+#include "train/checkpoint.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/check.h"
+#include "common/fileio.h"
+#include "model/hf_checkpoint.h"
+
+/* optimizer.safetensors: exp_avg.<name>, exp_avg_sq.<name> (and master.<name> when the model file is not F32) */
+static void save_optimizer(const char* path, const Model* m, const AdamW* opt, bool with_master) {
+    const TensorTable* tt = &m->tensors;
+    StWriteTensor* w = callocCheck(3 * tt->n, sizeof(StWriteTensor));
+    char (*names)[TENSOR_NAME_LEN + 16] = callocCheck(3 * tt->n, TENSOR_NAME_LEN + 16);
+    size_t n = 0;
+    for (size_t i = 0; i < tt->n; i++) {
+        const TensorInfo* t = &tt->t[i];
+        for (int kind = 0; kind < 3; kind++) {
+            if (kind < 2 && t->grad_offset == NO_GRAD) continue;   /* frozen: no state */
+            if (kind == 2 && !with_master) continue;
+            static const char* prefix[] = {"exp_avg.", "exp_avg_sq.", "master."};
+            snprintf(names[n], sizeof(names[n]), "%s%s", prefix[kind], t->name);
+            const real* src = kind == 0 ? opt->m + t->grad_offset
+                                        : kind == 1 ? opt->v + t->grad_offset : m->params + t->offset;
+            w[n] = (StWriteTensor){names[n], ST_F32, t->ndim, {t->shape[0], t->shape[1]}, src};
+            n++;
+        }
+    }
+    const char* keys[] = {"format", "repoc_optimizer_version"};
+    const char* values[] = {"repoc-adamw", "1"};
+    st_write(path, w, n, keys, values, 2);
+    free(w);
+    free(names);
+}
+
+static void save_state(const char* path, const TrainerState* st, const char* config_json) {
+    cJSON* root = cJSON_CreateObject();
+    cJSON_AddNumberToObject(root, "format_version", TRAINER_STATE_VERSION);
+    cJSON_AddNumberToObject(root, "step", (double)st->step);
+    cJSON_AddNumberToObject(root, "tokens_seen", (double)st->tokens_seen);
+    if (st->has_loss) cJSON_AddNumberToObject(root, "last_loss", st->last_loss);
+    cJSON_AddStringToObject(root, "data_cursor", "batches are a pure function of (seed, step): the cursor is 'step'");
+    cJSON* cfg = config_json ? cJSON_Parse(config_json) : NULL;
+    if (cfg) cJSON_AddItemToObject(root, "config", cfg);
+    char* text = cJSON_Print(root);
+    cJSON_Delete(root);
+    file_write_atomic(path, text, strlen(text));
+    free(text);
+}
+
+/* step directories of out_dir, ascending; the caller frees the list */
+static size_t list_steps(const char* out_dir, size_t** steps_out) {
+    DIR* d = opendir(out_dir);
+    size_t n = 0, cap = 16;
+    size_t* steps = mallocCheck(cap * sizeof(size_t));
+    if (d) {
+        struct dirent* e;
+        while ((e = readdir(d))) {
+            unsigned long long s;
+            int used = 0;
+            if (sscanf(e->d_name, "step_%llu%n", &s, &used) == 1 && e->d_name[used] == 0) {
+                if (n == cap) {
+                    size_t* grown = mallocCheck(2 * cap * sizeof(size_t));
+                    memcpy(grown, steps, n * sizeof(size_t));
+                    free(steps);
+                    steps = grown;
+                    cap *= 2;
+                }
+                steps[n++] = (size_t)s;
+            }
+        }
+        closedir(d);
+    }
+    for (size_t i = 1; i < n; i++)   /* insertion sort: a run keeps a handful */
+        for (size_t j = i; j > 0 && steps[j - 1] > steps[j]; j--) {
+            size_t t = steps[j];
+            steps[j] = steps[j - 1];
+            steps[j - 1] = t;
+        }
+    *steps_out = steps;
+    return n;
+}
+
+static void remove_tree(const char* path) {
+    DIR* d = opendir(path);
+    if (!d) return;
+    struct dirent* e;
+    char child[4096];
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        snprintf(child, sizeof(child), "%s/%s", path, e->d_name);
+        if (is_dir(child)) remove_tree(child);
+        else unlink(child);
+    }
+    closedir(d);
+    rmdir(path);
+}
+
+/* a complete checkpoint has all four files (the directory only appears after they were fsynced) */
+static bool complete(const char* dir) {
+    const char* files[] = {"config.json", "model.safetensors", "optimizer.safetensors", "trainer_state.json"};
+    char p[4096];
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
+        if (!path_exists(p)) return false;
+    }
+    return true;
+}
+
+void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const TrainerState* st, const char* config_json,
+               StDtype model_dtype, size_t keep_last) {
+    char final_dir[4096], tmp_dir[4200], path[4300];
+    snprintf(final_dir, sizeof(final_dir), "%s/step_%07zu", out_dir, st->step);
+    snprintf(tmp_dir, sizeof(tmp_dir), "%s.tmp.%d", final_dir, (int)getpid());
+    remove_tree(tmp_dir);
+    hf_save(m, tmp_dir, model_dtype);   /* creates tmp_dir */
+    snprintf(path, sizeof(path), "%s/optimizer.safetensors", tmp_dir);
+    save_optimizer(path, m, opt, model_dtype != ST_F32);
+    snprintf(path, sizeof(path), "%s/trainer_state.json", tmp_dir);
+    save_state(path, st, config_json);
+    fsync_dir(tmp_dir);
+    if (is_dir(final_dir)) remove_tree(final_dir);   /* a re-save of the same step (e.g. after a resume) */
+    if (rename(tmp_dir, final_dir) != 0) DIE("renaming '%s' to '%s': %s", tmp_dir, final_dir, strerror(errno));
+    fsync_dir(out_dir);
+    char name[64];
+    int len = snprintf(name, sizeof(name), "step_%07zu\n", st->step);
+    snprintf(path, sizeof(path), "%s/latest", out_dir);
+    file_write_atomic(path, name, (size_t)len);
+    size_t* steps;
+    size_t n = list_steps(out_dir, &steps);
+    for (size_t i = 0; i + keep_last < n; i++) {   /* prune the oldest, never the one just written */
+        if (steps[i] == st->step) continue;
+        snprintf(path, sizeof(path), "%s/step_%07zu", out_dir, steps[i]);
+        remove_tree(path);
+    }
+    free(steps);
+}
+
+void ckpt_clean_stale(const char* out_dir) {
+    DIR* d = opendir(out_dir);
+    if (!d) return;
+    struct dirent* e;
+    char path[4096], mine[32];
+    snprintf(mine, sizeof(mine), ".tmp.%d", (int)getpid());
+    while ((e = readdir(d))) {
+        const char* tmp = strstr(e->d_name, ".tmp.");
+        if (!tmp || strcmp(tmp, mine) == 0) continue;
+        snprintf(path, sizeof(path), "%s/%s", out_dir, e->d_name);
+        if (is_dir(path)) remove_tree(path);
+        else unlink(path);
+    }
+    closedir(d);
+}
+
+bool ckpt_find_latest(const char* out_dir, char* path, size_t len) {
+    char p[4096];
+    snprintf(p, sizeof(p), "%s/latest", out_dir);
+    char* text = file_read_all_or_null(p, NULL);
+    if (text) {
+        text[strcspn(text, "\r\n")] = 0;
+        snprintf(path, len, "%s/%s", out_dir, text);
+        free(text);
+        if (complete(path)) return true;
+    }
+    size_t* steps;
+    size_t n = list_steps(out_dir, &steps);
+    bool found = false;
+    for (size_t i = n; i-- > 0 && !found;) {
+        snprintf(path, len, "%s/step_%07zu", out_dir, steps[i]);
+        found = complete(path);
+    }
+    free(steps);
+    return found;
+}
+
+static void load_optimizer(const char* path, Model* m, AdamW* opt, bool with_master) {
+    StFile f;
+    st_open_or_die(&f, path);
+    const TensorTable* tt = &m->tensors;
+    char name[TENSOR_NAME_LEN + 16];
+    for (size_t i = 0; i < tt->n; i++) {
+        const TensorInfo* t = &tt->t[i];
+        for (int kind = 0; kind < 3; kind++) {
+            if (kind < 2 && t->grad_offset == NO_GRAD) continue;
+            if (kind == 2 && !with_master) continue;
+            static const char* prefix[] = {"exp_avg.", "exp_avg_sq.", "master."};
+            snprintf(name, sizeof(name), "%s%s", prefix[kind], t->name);
+            const StTensor* s = st_find(&f, name);
+            CHECK(s, "%s: no tensor '%s' (was the checkpoint written with other frozen tensors?)", path, name);
+            CHECK(s->numel == t->numel && s->dtype == ST_F32, "%s: tensor '%s' has %zu %s values, expected %zu F32",
+                  path, name, s->numel, st_dtype_name(s->dtype), t->numel);
+            real* dst = kind == 0 ? opt->m + t->grad_offset : kind == 1 ? opt->v + t->grad_offset : m->params + t->offset;
+            st_read_real(&f, s, dst);
+        }
+    }
+    st_close(&f);
+}
+
+static cJSON* read_state_json(const char* dir) {
+    char p[4096];
+    snprintf(p, sizeof(p), "%s/trainer_state.json", dir);
+    size_t len;
+    char* text = file_read_all(p, &len);
+    cJSON* root = cJSON_ParseWithLength(text, len);
+    free(text);
+    CHECK(root, "%s: invalid JSON", p);
+    const cJSON* v = cJSON_GetObjectItemCaseSensitive(root, "format_version");
+    CHECK(cJSON_IsNumber(v) && v->valuedouble == TRAINER_STATE_VERSION,
+          "%s: format_version %g is not the one this build reads (%d)", p, cJSON_IsNumber(v) ? v->valuedouble : -1.0,
+          TRAINER_STATE_VERSION);
+    return root;
+}
+
+void ckpt_load(const char* dir, Model* m, AdamW* opt, TrainerState* st) {
+    hf_load_weights(m, dir, 0, false);
+    char p[4096];
+    snprintf(p, sizeof(p), "%s/config.json", dir);
+    char* cfg = file_read_all(p, NULL);
+    bool bf16_model = strstr(cfg, "\"bfloat16\"") != NULL;
+    free(cfg);
+    snprintf(p, sizeof(p), "%s/optimizer.safetensors", dir);
+    load_optimizer(p, m, opt, bf16_model);
+    cJSON* root = read_state_json(dir);
+    const cJSON* step = cJSON_GetObjectItemCaseSensitive(root, "step");
+    const cJSON* tokens = cJSON_GetObjectItemCaseSensitive(root, "tokens_seen");
+    const cJSON* loss = cJSON_GetObjectItemCaseSensitive(root, "last_loss");
+    CHECK(cJSON_IsNumber(step) && cJSON_IsNumber(tokens), "%s/trainer_state.json: missing step or tokens_seen", dir);
+    memset(st, 0, sizeof(*st));
+    st->step = (size_t)step->valuedouble;
+    st->tokens_seen = (size_t)tokens->valuedouble;
+    st->has_loss = cJSON_IsNumber(loss);
+    st->last_loss = st->has_loss ? loss->valuedouble : 0;
+    cJSON_Delete(root);
+}
+
+char* ckpt_read_config(const char* dir) {
+    cJSON* root = read_state_json(dir);
+    const cJSON* cfg = cJSON_GetObjectItemCaseSensitive(root, "config");
+    char* text = cfg ? cJSON_PrintUnformatted(cfg) : NULL;
+    cJSON_Delete(root);
+    return text;
+}

@@ -1,0 +1,51 @@
+/* Training checkpoints in a run directory (DESIGN.md §5 "Training state"):
+     out_dir/step_NNNNNNN/  config.json + model.safetensors   (a Hugging Face model)
+                            optimizer.safetensors             (AdamW moments under the parameter names,
+                                                               plus F32 master weights when the model is BF16)
+                            trainer_state.json                (step, tokens, the resolved run config)
+     out_dir/latest         the name of the newest complete checkpoint
+   A checkpoint is written into step_NNNNNNN.tmp.<pid>/, every file fsynced, the
+   directory renamed into place and the parent fsynced, then `latest` is
+   replaced atomically: a crash at any moment leaves the previous checkpoint
+   intact, and a leftover *.tmp.* directory is never mistaken for a checkpoint. */
+#ifndef REPOC_CHECKPOINT_H
+#define REPOC_CHECKPOINT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/safetensors.h"
+#include "model/model.h"
+#include "optim/adamw.h"
+
+#define TRAINER_STATE_VERSION 1
+
+typedef struct {
+    size_t step;          /* optimizer steps completed; also the data cursor and the schedule position */
+    size_t tokens_seen;   /* training tokens consumed so far */
+    double last_loss;     /* loss of the last completed step */
+    bool has_loss;
+} TrainerState;
+
+/* Write checkpoint `st->step` into out_dir (see above), then keep only the
+   newest keep_last complete checkpoints. config_json: the resolved run config. */
+void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const TrainerState* st, const char* config_json,
+               StDtype model_dtype, size_t keep_last);
+
+/* Remove what a killed run left half-written in out_dir (*.tmp.* files and
+   directories of other processes). One trainer per out_dir. */
+void ckpt_clean_stale(const char* out_dir);
+
+/* The newest complete checkpoint of out_dir into path: the one `latest` names
+   if it is complete, else the highest-numbered complete step directory.
+   Returns false when there is none. */
+bool ckpt_find_latest(const char* out_dir, char* path, size_t len);
+
+/* Restore weights, AdamW moments and trainer state from a checkpoint directory
+   into a model and optimizer built with the same configuration. */
+void ckpt_load(const char* dir, Model* m, AdamW* opt, TrainerState* st);
+
+/* The resolved config JSON stored in a checkpoint's trainer_state.json (malloc'd). */
+char* ckpt_read_config(const char* dir);
+
+#endif

@@ -1,0 +1,87 @@
+/* Terminal and metrics.jsonl logging; see metrics.h. */
+#include "train/metrics.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/check.h"
+#include "common/fileio.h"
+
+/* keep only the lines whose "step" is <= keep_step (rewritten atomically) */
+static void truncate_after(const char* path, size_t keep_step) {
+    size_t len;
+    char* text = file_read_all_or_null(path, &len);
+    if (!text) return;
+    char* out = mallocCheck(len + 1);
+    size_t o = 0;
+    for (char* line = text; *line;) {
+        char* nl = strchr(line, '\n');
+        size_t n = nl ? (size_t)(nl - line) + 1 : strlen(line);
+        cJSON* j = cJSON_ParseWithLength(line, n);
+        const cJSON* s = j ? cJSON_GetObjectItemCaseSensitive(j, "step") : NULL;
+        if (cJSON_IsNumber(s) && s->valuedouble <= (double)keep_step) {
+            memcpy(out + o, line, n);
+            o += n;
+        }
+        cJSON_Delete(j);
+        line += n;
+    }
+    file_write_atomic(path, out, o);
+    free(out);
+    free(text);
+}
+
+void metrics_open(Metrics* mt, const char* out_dir, size_t resume_step) {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/metrics.jsonl", out_dir);
+    if (resume_step != (size_t)-1) truncate_after(path, resume_step);
+    mt->jsonl = fopenCheck(path, "a");
+    mt->tty = isatty(1);
+    mt->line_open = false;
+}
+
+void metrics_close(Metrics* mt) {
+    metrics_break(mt);
+    if (mt->jsonl) fcloseCheck(mt->jsonl, "metrics.jsonl");
+    mt->jsonl = NULL;
+}
+
+void metrics_break(Metrics* mt) {
+    if (mt->line_open) {
+        printf("\n");
+        mt->line_open = false;
+    }
+}
+
+static void fmt_eta(char* out, size_t len, double seconds) {
+    long t = (long)(seconds + 0.5);
+    if (t < 60) snprintf(out, len, "%lds", t);
+    else if (t < 3600) snprintf(out, len, "%ldm%02lds", t / 60, t % 60);
+    else snprintf(out, len, "%ldh%02ldm", t / 3600, t / 60 % 60);
+}
+
+void metrics_step(Metrics* mt, const StepLog* s) {
+    char eta[32];
+    fmt_eta(eta, sizeof(eta), s->eta_s);
+    if (mt->tty) printf("\r\033[K");
+    printf("step %6zu/%zu | loss %.4f | lr %.3e | grad norm %.3f | %6.0f tok/s | %7.1f ms | ETA %s", s->step, s->steps,
+           s->loss, s->lr, s->grad_norm, s->tokens_per_s, s->ms, eta);
+    if (mt->tty) mt->line_open = true;
+    else printf("\n");
+    fflush(stdout);
+    fprintf(mt->jsonl,
+            "{\"step\": %zu, \"loss\": %.17g, \"lr\": %.17g, \"grad_norm\": %.17g, \"tokens_per_s\": %.1f, "
+            "\"ms\": %.3f, \"tokens_seen\": %zu}\n",
+            s->step, s->loss, s->lr, s->grad_norm, s->tokens_per_s, s->ms, s->tokens_seen);
+    fflush(mt->jsonl);
+}
+
+void metrics_eval(Metrics* mt, size_t step, double val_loss, size_t n_batches) {
+    metrics_break(mt);
+    printf("step %6zu | val loss %.4f (%zu batches)\n", step, val_loss, n_batches);
+    fflush(stdout);
+    fprintf(mt->jsonl, "{\"step\": %zu, \"val_loss\": %.17g, \"val_batches\": %zu}\n", step, val_loss, n_batches);
+    fflush(mt->jsonl);
+}

@@ -1,0 +1,38 @@
+/* What a run reports (STYLE.md §6): one line per log step on the terminal (a
+   live progress line when stdout is a terminal, plain lines otherwise), and the
+   same numbers appended to out_dir/metrics.jsonl, one JSON object per line,
+   with every float printed so that it reads back bit-identical. */
+#ifndef REPOC_METRICS_H
+#define REPOC_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+typedef struct {
+    FILE* jsonl;          /* out_dir/metrics.jsonl, appended */
+    bool tty;             /* stdout is a terminal: redraw one progress line */
+    bool line_open;       /* a progress line is on screen without its newline */
+} Metrics;
+
+typedef struct {
+    size_t step;          /* optimizer steps completed after this one */
+    size_t steps;         /* total steps of the run */
+    double loss, lr, grad_norm;
+    double ms;            /* this step's wall time */
+    double tokens_per_s;
+    double eta_s;
+    size_t tokens_seen;
+} StepLog;
+
+/* Open out_dir/metrics.jsonl for appending. When resume_step is not (size_t)-1,
+   first drop the lines of steps after it (a run killed after its last
+   checkpoint logged steps that the resumed run will log again). */
+void metrics_open(Metrics* mt, const char* out_dir, size_t resume_step);
+void metrics_close(Metrics* mt);
+void metrics_step(Metrics* mt, const StepLog* s);
+void metrics_eval(Metrics* mt, size_t step, double val_loss, size_t n_batches);
+/* end the progress line before other output */
+void metrics_break(Metrics* mt);
+
+#endif

@@ -1,0 +1,183 @@
+/* The training job's configuration (STYLE.md §5): a JSON file (parsed with
+   cJSON) plus `--set a.b.c=value` overrides, checked strictly against one
+   schema table in run_config.c. That table drives parsing, range checks, the
+   --set paths, printing and the saved JSON; every default is set in
+   run_config_defaults and documented next to its field below, and
+   configs/example.json shows every key with its default. Positions and YaRN
+   follow DESIGN.md §2; init_from names a checkpoint of DESIGN.md §5. */
+#ifndef REPOC_RUN_CONFIG_H
+#define REPOC_RUN_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>         /* data.synthetic is kept as a cJSON object */
+
+#include "data/tokens.h"         /* DataOrder */
+#include "model/config.h"        /* ModelConfig, BlockStyle, PosMode, MAX_LAYERS */
+#include "model/tensors.h"       /* TENSOR_NAME_LEN: the longest name pattern */
+#include "optim/optim_config.h"  /* Schedule, OptimConfig */
+
+#define RC_PATH_LEN 512          /* longest path or string value, with its NUL */
+#define RC_WORD_LEN 16           /* longest enum name, with its NUL */
+#define RC_LIST_MAX 32           /* most entries of a list or of lr_mult */
+#define RC_KEYS_MAX 96           /* capacity of the was-set flags (>= keys in the schema) */
+#define RC_UNSET REPO_START_DEFAULT  /* a size given as JSON null: "the default that follows from others" */
+
+typedef struct {                 /* a list of strings: files / globs, or name patterns */
+    size_t n;
+    char v[RC_LIST_MAX][RC_PATH_LEN];
+} RcList;
+
+typedef struct {                 /* optim.lr_mult: pattern -> multiplier, in file order */
+    size_t n;
+    struct { char pattern[TENSOR_NAME_LEN]; double mult; } v[RC_LIST_MAX];
+} RcLrMult;
+
+/* run.resume, decoded: "auto" (resume from out_dir's latest checkpoint if
+   out_dir has one, else start fresh), "never" (always start fresh, from
+   init_from or a new model, whatever out_dir holds), or any other string: the
+   path of the checkpoint to resume from (a step_NNNNNNN/ directory, or a run
+   directory whose `latest` names one); the trainer checks that it exists. */
+typedef enum { RESUME_AUTO, RESUME_NEVER, RESUME_PATH } ResumeMode;
+
+typedef struct {
+    char out_dir[RC_PATH_LEN];          /* "runs/default": checkpoints, logs, the saved config */
+    uint64_t seed;                      /* 1: weights, data order and every other random stream */
+    size_t threads;                     /* 0 = all cores (or OMP_NUM_THREADS) */
+    char resume[RC_PATH_LEN];           /* "auto" | "never" | a checkpoint path (ResumeMode above) */
+    ResumeMode resume_mode;             /* derived from resume by run_config_load */
+} RcRun;
+
+typedef struct {                        /* Hugging Face rope_scaling keys; factor 1 = no YaRN */
+    char rope_type[RC_WORD_LEN];        /* "yarn" (the only type supported) */
+    double factor;                      /* 1 */
+    double original_max_position_embeddings;   /* 4096 */
+    double beta_fast, beta_slow;        /* 32, 1 */
+    double attention_factor;            /* 0 (JSON null) = 0.1 ln(factor) + 1 */
+} RcRopeScaling;
+
+typedef struct {
+    char mode[RC_WORD_LEN];             /* "rope" | "repo" | "nope" | "r2n1" | "n2r1" (DESIGN.md §2 plans) */
+    size_t repo_start_layer;            /* RC_UNSET (JSON null) = floor(n_layers/3); mode "repo" only */
+    size_t n_layers_list;               /* 0 (JSON null) = no explicit list; else its length */
+    PosMode layers[MAX_LAYERS];         /* explicit per-layer modes; overrides mode */
+    RcRopeScaling rope_scaling;
+} RcPositions;
+
+typedef struct {
+    char init_from[RC_PATH_LEN];        /* "" (JSON null) = a fresh model; else an HF checkpoint dir */
+    BlockStyle arch;                    /* olmo2 */
+    size_t vocab_size;                  /* 4096 */
+    size_t d_model;                     /* 256 */
+    size_t n_layers;                    /* 4 */
+    size_t n_heads;                     /* 8 */
+    size_t n_kv_heads;                  /* RC_UNSET (JSON null) = n_heads; run_config_load sets it for a fresh model */
+    size_t d_ff;                        /* 1024 */
+    double rope_theta;                  /* 10000 */
+    double norm_eps;                    /* 1e-6 */
+    bool tie_embeddings;                /* false */
+    double init_std;                    /* 0.02: std of new matrices (RePo's own init is DESIGN.md §2's) */
+    RcPositions positions;
+} RcModel;
+
+typedef struct {
+    RcList train;                       /* empty: files or globs (DESIGN.md §5 token formats) */
+    RcList val;                         /* empty: files or globs for evaluation */
+    char format[RC_WORD_LEN];           /* "auto" | "bin" | "npy" | "u16" | "u32" */
+    size_t seq_len;                     /* 256: T, tokens per row */
+    DataOrder order;                    /* shuffle | sequential */
+    cJSON* synthetic;                   /* NULL (JSON null): generator settings, owned; the data module
+                                           validates its keys; given instead of train */
+} RcData;
+
+typedef struct {
+    double lr;                          /* 3e-4: peak learning rate */
+    double min_lr;                      /* 0: floor of linear / cosine decay */
+    Schedule schedule;                  /* cosine | linear | constant */
+    size_t warmup_steps;                /* 100 */
+    double beta1, beta2, eps;           /* 0.9, 0.95, 1e-8 */
+    double weight_decay;                /* 0.1 */
+    bool decay_embeddings;              /* false */
+    bool decay_norms;                   /* true */
+    double grad_clip;                   /* 1.0: max global L2 norm; 0 = off */
+    double z_loss;                      /* 0: coefficient of OLMo-2's z-loss (Model.z_loss) */
+    RcLrMult lr_mult;                   /* {"repo": 1}: any key but "repo" is an fnmatch pattern over HF
+                                           names, the first matching one wins; "repo" = the RePo module's
+                                           tensors that no pattern matched (OptimConfig.repo_lr_mult) */
+    RcList freeze;                      /* empty: fnmatch patterns over HF names */
+} RcOptim;
+
+typedef struct {
+    size_t batch_size;                  /* 8: rows per micro-batch (B) */
+    size_t grad_accum;                  /* 1: micro-batches per optimizer step */
+    size_t steps;                       /* 1000: optimizer steps */
+    size_t log_every;                   /* 10 */
+    size_t eval_every;                  /* 100; 0 = never */
+    size_t eval_batches;                /* 10 */
+    size_t save_every;                  /* 500; 0 = only the final checkpoint */
+    size_t keep_last;                   /* 2: checkpoints kept in out_dir */
+    char save_dtype[RC_WORD_LEN];       /* "f32" | "bf16": weights in saved checkpoints */
+    bool shard_optimizer;               /* true: shard AdamW state across MPI ranks (MPI build) */
+} RcTrain;
+
+typedef struct {
+    RcRun run;
+    RcModel model;
+    RcData data;
+    RcOptim optim;
+    RcTrain train;
+    char source[RC_PATH_LEN];           /* the file loaded ("" = none), for messages */
+    bool set[RC_KEYS_MAX];              /* per schema key: given in the file or by --set */
+} RunConfig;
+
+/* Every default, in one place (the values documented above). Owns nothing. */
+void run_config_defaults(RunConfig* rc);
+
+/* Defaults, then the file at path (NULL = none), then each override
+   "a.b.c=value" (value parsed as JSON when it is valid JSON, else taken as a
+   bare string), then every check. Returns 0, or non-zero with err holding one
+   message "<source>: <key path>: <what was expected>, got <what was found>"
+   (unknown keys add "(did you mean <key>?)"). Either way rc must be released
+   with run_config_free. When model.init_from is set, checks between model
+   sizes are left to run_config_apply_checkpoint. */
+int run_config_load(RunConfig* rc, const char* path, const char* const* overrides, size_t n_overrides,
+                    char* err, size_t err_len);
+void run_config_free(RunConfig* rc);
+
+/* Whether the key at path (e.g. "model.d_model", or a section "model") was
+   given explicitly (for a section: it or any key inside it). */
+bool run_config_was_set(const RunConfig* rc, const char* path);
+
+/* The resolved config, one line per section. With init_from, model keys that
+   come from the checkpoint and were not set print as "(init_from)". */
+void run_config_print(const RunConfig* rc, FILE* fp);
+/* The resolved config as JSON text (malloc'd; free()), re-loadable by
+   run_config_load with an identical result; saved with every checkpoint. With
+   init_from, model keys that come from the checkpoint and were not set are left out. */
+char* run_config_to_json(const RunConfig* rc);
+
+/* positions.layers and repo_start_layer against a layer count (run_config_load
+   does it for a fresh model, run_config_apply_checkpoint for init_from). */
+int run_config_check_layers(const RunConfig* rc, size_t n_layers, char* err, size_t err_len);
+
+/* A fresh model's ModelConfig: sizes, positions (the explicit list, else the
+   plan of positions.mode and repo_start_layer) and YaRN from rope_scaling. */
+void run_config_model(const RunConfig* rc, ModelConfig* c);
+
+/* For init_from: c holds the checkpoint's config.json. Every explicitly set
+   structural key (arch, vocab_size, d_model, n_layers, n_heads, n_kv_heads,
+   d_ff, tie_embeddings) must agree with it, else an error naming the key.
+   Then the keys that may change on load are applied when set: rope_theta,
+   norm_eps, positions (when mode or layers is set, with repo_start_layer:
+   e.g. turning a RoPE checkpoint into RePo for continual pretraining) and
+   rope_scaling. Validate c afterwards (model_config_validate). */
+int run_config_apply_checkpoint(const RunConfig* rc, ModelConfig* c, char* err, size_t err_len);
+
+/* The optimizer's config: optim.* plus total_steps = train.steps; lr_mult
+   "repo" becomes repo_lr_mult, the other entries patterns. */
+void run_config_optim(const RunConfig* rc, OptimConfig* oc);
+
+#endif

@@ -1,0 +1,50 @@
+/* One training run (issue #4): everything train/train.c sets up from a
+   RunConfig, the step, validation, checkpointing. train.c reads like a list:
+   trainer_setup, then the loop of trainer_step / trainer_eval / trainer_save. */
+#ifndef REPOC_TRAINER_H
+#define REPOC_TRAINER_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "data/source.h"
+#include "model/model.h"
+#include "optim/adamw.h"
+#include "train/checkpoint.h"
+#include "train/metrics.h"
+#include "train/run_config.h"
+
+typedef struct {
+    RunConfig rc;
+    char* config_json;        /* the resolved config, saved with every checkpoint */
+    ModelConfig mcfg;
+    Model model;
+    OptimConfig ocfg;
+    AdamW opt;
+    DataSource data;
+    Metrics metrics;
+    TrainerState state;
+    size_t B, T, rows_per_step;
+    int32_t *tokens, *targets;   /* (B,T) one micro-batch */
+    char resumed_from[4096];     /* "" when the run started fresh */
+    double first_loss;           /* loss of the first step this process ran */
+    bool has_first_loss;
+    double last_val_loss;
+    bool has_val_loss;
+} Trainer;
+
+/* Resolve the model (resume > init_from > fresh), open the data, build model and
+   optimizer, restore or initialise the weights, create out_dir and its logs.
+   Every check that can fail on the user's input runs before out_dir is touched. */
+void trainer_setup(Trainer* tr);
+void trainer_free(Trainer* tr);
+
+/* One optimizer step: grad_accum micro-batches, clip, schedule, AdamW, log.
+   Dies (after the last good checkpoint) on a NaN or Inf loss or gradient. */
+void trainer_step(Trainer* tr);
+/* Mean validation loss over train.eval_batches batches (logged). */
+double trainer_eval(Trainer* tr);
+void trainer_save(Trainer* tr);
+
+#endif
