@@ -116,9 +116,8 @@ clean:
 
 # ---- safetensors (common/safetensors*.c): sanitizer run and fuzzing ----
 # make test-asan: tests/test_safetensors (round trips and the malformed corpus)
-# built with ASan+UBSan into build/asan, every sanitizer report fatal. It
-# compiles only the sources the test needs, so it does not depend on the rest
-# of the library building.
+# and tests/test_checkpoint (malformed checkpoint directories) built with
+# ASan+UBSan into build/asan, every sanitizer report fatal. `make test` runs it.
 ASAN_BUILD = build/asan
 ASAN_SRC = tests/test_safetensors.c common/safetensors.c common/safetensors_convert.c \
            common/safetensors_write.c common/check.c
@@ -127,6 +126,8 @@ ASAN_RUN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_
 .PHONY: test-asan fuzz
 test-asan: $(ASAN_BUILD)/test_safetensors
 	$(ASAN_RUN_ENV) $(ASAN_BUILD)/test_safetensors tests/corpus
+	@$(MAKE) --no-print-directory DEBUG=1 BUILD=$(ASAN_BUILD)/lib $(ASAN_BUILD)/lib/tests/test_checkpoint
+	$(ASAN_RUN_ENV) $(ASAN_BUILD)/lib/tests/test_checkpoint
 $(ASAN_BUILD)/test_safetensors: $(ASAN_SRC) common/safetensors.h common/check.h common/real.h
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -O3,$(CFLAGS)) $(ASAN_FLAGS) $(ASAN_SRC) -o $@ -lcjson -lm

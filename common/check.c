@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 void die_at(const char* file, int line, const char* fmt, ...) {
     fflush(stdout);
@@ -31,11 +32,18 @@ void* calloc_check(size_t n, size_t size, const char* file, int line) {
 }
 
 void* arena_alloc_check(size_t size, const char* file, int line) {
-    size_t rounded = (size + 63) / 64 * 64;
+    /* arenas of 4 MiB and more sit on 2 MiB boundaries and ask for transparent
+       huge pages: 512x fewer page faults when they are first touched (zeroing a
+       6 GB arena took 31 s in 4 KiB faults on this VM) and fewer TLB misses */
+    size_t align = size >= ((size_t)4 << 20) ? ((size_t)2 << 20) : 64;
+    size_t rounded = (size + align - 1) / align * align;
     if (rounded < size) die_at(file, line, "arena size %zu overflows", size);
-    void* p = aligned_alloc(64, rounded ? rounded : 64);
+    void* p = aligned_alloc(align, rounded ? rounded : align);
     if (!p) die_at(file, line, "out of memory allocating an arena of %zu bytes (%.1f MiB)",
                    size, size / 1048576.0);
+#ifdef MADV_HUGEPAGE
+    if (align > 64) madvise(p, rounded, MADV_HUGEPAGE);   /* advice only: failure is harmless */
+#endif
     memset(p, 0, rounded);
     return p;
 }

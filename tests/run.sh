@@ -37,6 +37,9 @@ run gradcheck-seed2 build/gradcheck --all --seed 2
 run_fails gradcheck-catches-wrong-backward "FAIL" build/gradcheck --layer rmsnorm-wrong
 run_fails gradcheck-catches-1e-5-perturbation "FAIL" build/gradcheck --layer attention --perturb 1e-5
 
+# the malformed-file corpus and checkpoint directories under ASan + UBSan
+run asan-malformed-files make --no-print-directory test-asan
+
 # every test program (float build), then every shell test (they drive build/train)
 for t in build/tests/test_*; do
     [ -x "$t" ] && run "$(basename "$t")" "$t"

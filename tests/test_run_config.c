@@ -127,6 +127,8 @@ static void test_errors(void) {
                  "optim.lr_mult.model.layers.*: expected a number >= 0, got -1");
     expect_error("freeze not a pattern", "{\"optim\": {\"freeze\": [\"embed\"]}, " DATA "}", NULL, 0,
                  "optim.freeze[0]: expected a pattern over Hugging Face tensor names");
+    expect_error("dotted key in a file", "{\"optim.lr\": 1, " DATA "}", NULL, 0,
+                 "optim.lr: a dotted key: write it as nested objects");
     expect_error("duplicate key", "{\"train\": {\"steps\": 5, \"steps\": 6}, " DATA "}", NULL, 0,
                  "train.steps: duplicate key");
     expect_error("malformed JSON, line:column", "{\n  \"run\": {\n    \"seed\": 1,,\n  }\n}\n", NULL, 0,

@@ -351,7 +351,8 @@ int rc_apply_object(RcCtx* c, const char* parent, const cJSON* obj) {
     for (const cJSON* it = obj->child; it; it = it->next) {
         join(path, sizeof(path), parent, it->string);
         if (duplicate(c, parent, obj, it)) return -1;
-        const RcKey* k = strchr(it->string, '.') ? NULL : rc_find_key(path);
+        const RcKey* k = rc_find_key(path);
+        if (k && strchr(it->string, '.')) return rc_fail(c, path, "a dotted key: write it as nested objects");
         if (!k) return unknown_key(c, parent, it->string);
         if (apply(c, k, it)) return -1;
     }
