@@ -108,6 +108,11 @@ bench-load: check-deps $(BUILD)/bench/bench_load
 	  $(BUILD)/bench/bench_load --generate $$d/olmo2-1b-bf16 && \
 	  $(BUILD)/bench/bench_load --load $$d/olmo2-1b-bf16; rc=$$?; rm -rf $$d; exit $$rc
 
+# the main job on a built-in default: RoPE from scratch, then RePo continued from it
+quickstart: deps
+	@$(MAKE) --no-print-directory all
+	@train/quickstart.sh
+
 debug:
 	$(MAKE) DEBUG=1 BUILD=build/debug all
 

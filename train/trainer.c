@@ -33,6 +33,14 @@ static bool find_resume(const RunConfig* rc, char* path, size_t len) {
     return true;
 }
 
+/* init_from names a checkpoint directory, or a run directory whose `latest` names one */
+static void resolve_init_from(const char* from, char* dir, size_t len) {
+    char p[4096];
+    snprintf(p, sizeof(p), "%s/config.json", from);
+    if (path_exists(p) || !is_dir(from)) { snprintf(dir, len, "%s", from); return; }
+    CHECK(ckpt_find_latest(from, dir, len), "model.init_from: '%s' has no config.json and no checkpoint", from);
+}
+
 static void resolve_model_config(Trainer* tr) {
     char err[1024];
     RunConfig* rc = &tr->rc;
@@ -42,7 +50,8 @@ static void resolve_model_config(Trainer* tr) {
         return;
     }
     if (rc->model.init_from[0]) {
-        hf_config_read(rc->model.init_from, &tr->mcfg);
+        resolve_init_from(rc->model.init_from, tr->init_dir, sizeof(tr->init_dir));
+        hf_config_read(tr->init_dir, &tr->mcfg);
         if (run_config_check_layers(rc, tr->mcfg.L, err, sizeof(err)) ||
             run_config_apply_checkpoint(rc, &tr->mcfg, err, sizeof(err)))
             DIE("%s", err);
@@ -85,7 +94,7 @@ void trainer_setup(Trainer* tr) {
         ckpt_load(tr->resumed_from, &tr->model, &tr->opt, &tr->state);
         printf("resumed from %s at step %zu\n", tr->resumed_from, tr->state.step);
     } else if (rc->model.init_from[0]) {
-        hf_load_weights(&tr->model, rc->model.init_from, rc->run.seed, true);
+        hf_load_weights(&tr->model, tr->init_dir, rc->run.seed, true);
     } else {
         model_init_weights(&tr->model, rc->run.seed, rc->model.init_std);
     }

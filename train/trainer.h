@@ -28,6 +28,7 @@ typedef struct {
     size_t B, T, rows_per_step;
     int32_t *tokens, *targets;   /* (B,T) one micro-batch */
     char resumed_from[4096];     /* "" when the run started fresh */
+    char init_dir[4096];         /* the checkpoint model.init_from resolved to */
     double first_loss;           /* loss of the first step this process ran */
     bool has_first_loss;
     double last_val_loss;
