@@ -100,6 +100,8 @@ static void test_errors(void) {
                  "data.seq_len: expected an integer >= 2, got 1");
     expect_error("keep_last 0", "{\"train\": {\"keep_last\": 0}, " DATA "}", NULL, 0,
                  "train.keep_last: expected a positive integer, got 0");
+    expect_error("number too large", "{\"optim\": {\"lr\": 1e999}, " DATA "}", NULL, 0,
+                 "optim.lr: expected a finite number");
     expect_error("beta out of range", "{\"optim\": {\"beta2\": 1.0}, " DATA "}", NULL, 0,
                  "optim.beta2: expected a number in [0, 1), got 1");
     expect_error("lr zero", "{\"optim\": {\"lr\": 0}, " DATA "}", NULL, 0, "optim.lr: expected a number > 0, got 0");

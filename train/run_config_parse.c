@@ -197,7 +197,8 @@ static int number(RcCtx* c, const RcKey* k, const char* path, const cJSON* v, do
     double x = v->valuedouble;
     describe(v, got, sizeof(got));
     bool integral = k->type == KT_SIZE || k->type == KT_U64;
-    if (!isfinite(x) || (integral && x != floor(x))) return type_error(c, k, path, v);
+    if (!isfinite(x)) return rc_fail(c, path, "expected a finite number");   /* cJSON reads 1e999 as inf */
+    if (integral && x != floor(x)) return type_error(c, k, path, v);
     bool lo_ok = k->flags & KF_LO_OPEN ? x > k->lo : x >= k->lo;
     bool hi_ok = k->flags & KF_HI_OPEN ? x < k->hi : x <= k->hi;
     if (lo_ok && hi_ok) return *out = x, 0;

@@ -52,9 +52,7 @@ static void resolve_model_config(Trainer* tr) {
     if (rc->model.init_from[0]) {
         resolve_init_from(rc->model.init_from, tr->init_dir, sizeof(tr->init_dir));
         hf_config_read(tr->init_dir, &tr->mcfg);
-        if (run_config_check_layers(rc, tr->mcfg.L, err, sizeof(err)) ||
-            run_config_apply_checkpoint(rc, &tr->mcfg, err, sizeof(err)))
-            DIE("%s", err);
+        if (run_config_apply_checkpoint(rc, &tr->mcfg, err, sizeof(err))) DIE("%s", err);
         return;
     }
     run_config_model(rc, &tr->mcfg);
