@@ -37,6 +37,10 @@ static void olmo2_1b(ModelConfig* c) {
 }
 
 int main(int argc, char** argv) {
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("usage: bench_load --generate DIR | --load DIR   (make bench-load runs both)\n");
+        return 0;
+    }
     if (argc != 3 || (strcmp(argv[1], "--generate") && strcmp(argv[1], "--load"))) {
         fprintf(stderr, "usage: bench_load --generate DIR | --load DIR\n");
         return 2;

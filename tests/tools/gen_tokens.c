@@ -11,6 +11,10 @@
 #include "common/rng.h"
 
 int main(int argc, char** argv) {
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("usage: gen_tokens OUT N VOCAB SEED [u16|u32|bin16|bin32]\n");
+        return 0;
+    }
     if (argc < 5) {
         fprintf(stderr, "usage: gen_tokens OUT N VOCAB SEED [u16|u32|bin16|bin32]\n");
         return 2;

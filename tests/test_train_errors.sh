@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Bad configs and bad data stop build/train before any work (issue #4): each
+# case exits non-zero, its message names the culprit (key, file, offset), and
+# nothing is written to out_dir.
+set -u
+cd "$(dirname "$0")/.."
+T=$(mktemp -d /tmp/repoc_errors.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+failures=0
+
+build/tools/gen_tokens "$T/good.u16" 5000 64 1 || exit 1
+build/tools/gen_tokens "$T/big.u16" 5000 200 1 || exit 1     # ids up to 199: >= vocab 64
+touch "$T/afile"
+
+base='"model": {"vocab_size": 64, "d_model": 32, "n_layers": 2, "n_heads": 4, "d_ff": 64},
+      "data": {"train": ["'$T'/good.u16"], "seq_len": 16},
+      "optim": {"warmup_steps": 0},
+      "train": {"batch_size": 2, "steps": 2, "eval_every": 0}'
+
+case_() {  # name expected-phrase config-body [--set ...]
+    local name=$1 phrase=$2 body=$3
+    shift 3
+    local out="$T/out_$RANDOM"
+    printf '{"run": {"out_dir": "%s"}, %s}\n' "$out" "$body" >"$T/cfg.json"
+    build/train "$T/cfg.json" "$@" >"$T/log" 2>&1
+    local rc=$?
+    local msg
+    msg=$(grep -m1 "^error" "$T/log")
+    if [ $rc -ne 0 ] && grep -qF -- "$phrase" "$T/log" && [ ! -e "$out" ]; then
+        echo "  OK      $name: exit $rc, nothing written: $msg"
+    else
+        echo "  NOT OK  $name: exit $rc, out_dir $([ -e "$out" ] && echo written || echo absent), expected '$phrase':"
+        sed 's/^/          /' "$T/log" | tail -5
+        failures=$((failures + 1))
+    fi
+}
+
+case_ "unknown key" "train.stepz: unknown key" "$base" --set train.stepz=3
+case_ "typo with suggestion" "did you mean optim.lr?" '"optim": {"learnig_rate": 1e-3}, "data": {"synthetic": {}}'
+case_ "wrong type" "train.batch_size: expected an integer" "$base" --set 'train.batch_size="8"'
+case_ "negative steps" "train.steps: expected a non-negative integer, got -5" "$base" --set train.steps=-5
+case_ "missing data file" "$T/nothere.u16" "$base" --set "data.train=[\"$T/nothere.u16\"]"
+case_ "token id >= vocab" "big.u16': token id 197 at byte offset 52 (token index 26) >= vocab_size 64" "$base" --set "data.train=[\"$T/big.u16\"]"
+case_ "unwritable out_dir" "afile" "$base" --set "run.out_dir=\"$T/afile/run\""
+case_ "init_from size mismatch" "model.d_model" \
+    '"model": {"init_from": "tests/fixtures/olmo2_mix/ckpt", "d_model": 64}, "data": {"synthetic": {}, "seq_len": 64},
+     "optim": {"warmup_steps": 0}, "train": {"batch_size": 1, "steps": 1, "eval_every": 0}'
+case_ "malformed JSON" "JSON syntax error" '"train": {"steps": 3,,}'
+case_ "init_from missing" "nowhere" '"model": {"init_from": "'$T'/nowhere"}, "data": {"synthetic": {}}'
+
+for prog in build/train build/gradcheck build/bench/bench_step build/bench/bench_load build/tools/gen_tokens; do
+    [ -x "$prog" ] || continue
+    if "$prog" --help >"$T/help" 2>&1 && grep -qi "usage" "$T/help"; then echo "  OK      $prog --help prints its usage"
+    else echo "  NOT OK  $prog --help"; failures=$((failures + 1)); fi
+done
+
+echo "test_train_errors: $([ $failures -eq 0 ] && echo all OK || echo FAILED)"
+[ $failures -eq 0 ]
