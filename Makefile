@@ -57,10 +57,11 @@ PROGRAMS = $(patsubst train/%.c,$(BUILD)/%,$(PROG_SRC))
 TEST_SRC = $(wildcard tests/test_*.c)
 TESTS = $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 TEST_TOOLS = $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(wildcard tests/tools/*.c))
+BENCHES = $(patsubst tests/%.c,$(BUILD)/bench/%,$(wildcard tests/bench_*.c))
 
 .PHONY: all deps test quickstart debug clean check-deps bench-load
 .SECONDARY:   # keep the objects: they are chained through pattern rules
-all: check-deps $(BUILD)/gradcheck $(PROGRAMS) $(TESTS) $(TEST_TOOLS)
+all: check-deps $(BUILD)/gradcheck $(PROGRAMS) $(TESTS) $(TEST_TOOLS) $(BENCHES)
 	@echo "built with CC=$(CC) PRECISION=$(PRECISION) OpenMP=$(if $(filter yes,$(HAVE_OMP)),✓,✗) $(BLAS_NAME)=$(if $(HAVE_BLAS),✓,✗) cJSON=$(if $(HAVE_CJSON),✓,✗)"
 
 check-deps:

@@ -19,6 +19,8 @@
 static const char* const FAMILY_NAMES[SYN_N_FAMILIES] = {
     "single", "multikey", "multivalue", "multiquery", "distractor", "table"};
 
+/* The defaults (data/README.md): 64 ids in all, 2-token keys and values from
+   32 symbols, 24 filler ids in an order-1 chain with 4 successors each */
 void synthetic_defaults(SyntheticConfig* cfg) {
     memset(cfg, 0, sizeof *cfg);
     for (int f = 0; f < SYN_N_FAMILIES; f++) cfg->weight[f] = 1.0;
@@ -38,6 +40,7 @@ void synthetic_defaults(SyntheticConfig* cfg) {
     cfg->table_rows = 4;
 }
 
+/* marks NEEDLE SEP QUERY ROW, then columns, symbols, filler */
 size_t synthetic_n_ids(const SyntheticConfig* cfg) {
     return 4 + cfg->n_cols + cfg->alphabet + cfg->filler_vocab;
 }
@@ -72,6 +75,9 @@ static size_t n_spellings(size_t alphabet, size_t len) {
     CHECK(cfg->field >= (size_t)(lo) && cfg->field <= (size_t)(hi), \
           "synthetic data: " #field " = %zu out of range [%zu, %zu]", cfg->field, (size_t)(lo), (size_t)(hi))
 
+/* Every bound the generator relies on: the fixed-size arrays of Plan, enough
+   distinct keys and values for rejection sampling to end fast, and the
+   reserved range inside the vocab (and inside int32) */
 void synthetic_validate(const SyntheticConfig* cfg, size_t vocab_size) {
     double total = 0;
     for (int f = 0; f < SYN_N_FAMILIES; f++) {
@@ -115,6 +121,7 @@ static size_t block_len(const SyntheticConfig* cfg, SynFamily f) {   /* one need
     return 2 + cfg->key_len + cfg->value_len;                       /* NEEDLE key SEP value */
 }
 
+/* blocks inserted into the haystack: needles, or the table as one block */
 static size_t n_blocks(const SyntheticConfig* cfg, SynFamily f) {
     switch (f) {
     case SYN_MULTIKEY: case SYN_MULTIQUERY: return cfg->n_needles;
@@ -124,6 +131,7 @@ static size_t n_blocks(const SyntheticConfig* cfg, SynFamily f) {
     }
 }
 
+/* the query, from the first QUERY through the SEP the answer follows */
 static size_t query_len(const SyntheticConfig* cfg, SynFamily f) {
     if (f == SYN_TABLE) return cfg->key_len + 3;                     /* QUERY key COL_j SEP */
     if (f == SYN_MULTIQUERY) return cfg->n_queries * (1 + cfg->key_len) + 1;  /* (QUERY key)* SEP */
@@ -152,6 +160,7 @@ typedef struct {
     size_t col;                      /* table: queried column */
 } Plan;
 
+/* len random symbols: a key, a value or a cell */
 static void draw_word(Rng* rng, const SyntheticConfig* cfg, const SynIds* id, size_t len, int32_t* out) {
     for (size_t i = 0; i < len; i++) out[i] = id->alpha0 + (int32_t)rng_below(rng, cfg->alphabet);
 }
@@ -169,6 +178,8 @@ static void draw_distinct(Rng* rng, const SyntheticConfig* cfg, const SynIds* id
     do draw_word(rng, cfg, id, len, list[n]); while (seen(list, n, list[n], len));
 }
 
+/* Draw the content of an item of family f: keys, values (or cells) and what
+   the query asks. Nothing here depends on the item's length. */
 static void plan_item(Plan* p, const SyntheticConfig* cfg, const SynIds* id, SynFamily f, Rng* rng) {
     memset(p, 0, sizeof *p);
     p->family = f;
@@ -184,6 +195,7 @@ static void plan_item(Plan* p, const SyntheticConfig* cfg, const SynIds* id, Syn
         p->col = rng_below(rng, cfg->n_cols);
         return;
     }
+    /* needle i: its key by family, then a value unlike the item's other values */
     for (size_t i = 0; i < p->n; i++) {
         if (i == 0 || f == SYN_SINGLE || f == SYN_MULTIKEY || f == SYN_MULTIQUERY) {
             draw_distinct(rng, cfg, id, p->key, i, kl);
@@ -271,6 +283,8 @@ static void put_block(Sink* s, const Plan* p, const SyntheticConfig* cfg, const 
    that block at round(depth * n_filler) filler tokens into the haystack. */
 static size_t lay_out(Sink* s, const Plan* p, const SyntheticConfig* cfg, const SynIds* id,
                       Rng* rng, size_t total, double depth) {
+    /* depths: block b goes in after at[b] filler tokens; blocks that share a
+       depth go in index order, one after the other */
     SynFamily f = p->family;
     size_t n_filler = total - synthetic_min_len(cfg, f);
     size_t at[SYN_MAX_ITEMS], order[SYN_MAX_ITEMS];
@@ -283,6 +297,7 @@ static size_t lay_out(Sink* s, const Plan* p, const SyntheticConfig* cfg, const 
         order[j] = b;
     }
 
+    /* the haystack: filler tokens, with the blocks in place as their depth comes up */
     Chain chain;
     for (size_t i = 0; i < cfg->markov_order; i++) chain.hist[i] = (uint32_t)rng_below(rng, cfg->filler_vocab);
     size_t next = 0, pinned_pos = 0;
@@ -323,6 +338,8 @@ void synthetic_rows(const SyntheticConfig* cfg, uint64_t seed, size_t step, size
     }
     CHECK(total_w > 0, "synthetic data: every family weight is 0");
     SynIds id = synthetic_ids(cfg);
+
+    /* rows are independent (one Rng each, from the global row index): parallel */
 
     #pragma omp parallel for schedule(static)
     for (size_t b = 0; b < n_rows; b++) {

@@ -21,6 +21,7 @@
 
 #define load_le token_le   /* data/tokens.h: little-endian, any alignment */
 
+/* ".u16" for "dir/x.u16"; "" when the file name has no dot */
 static const char* extension(const char* path) {
     const char* slash = strrchr(path, '/');
     const char* dot = strrchr(slash ? slash : path, '.');
@@ -52,19 +53,26 @@ static void parse_llmc(TokenFile* f) {
     f->data_offset = LLMC_HEADER_BYTES;
 }
 
-/* ---- NumPy .npy: "\x93NUMPY", major, minor, header length, a Python dict literal ---- */
+/* ---- NumPy .npy: "\x93NUMPY", major, minor, header length, a Python dict literal ----
+   Version 1.0 has a 2-byte header length at offset 8 (header from byte 10),
+   2.0 and 3.0 a 4-byte one (header from byte 12). The header is a dict like
+   {'descr': '<u2', 'fortran_order': False, 'shape': (1000,), } padded with
+   spaces and a newline; the array data follows it directly. */
 
 typedef struct {            /* a cursor over the header dict */
     const TokenFile* f;
     size_t pos, end;        /* byte offsets in the file */
 } NpyCursor;
 
+/* every parse error names the byte where the parser stopped */
 static _Noreturn void npy_fail(const NpyCursor* c, const char* what) {
     DIE("token file '%s': bad .npy header at byte offset %zu: %s", c->f->path, c->pos, what);
 }
 
+static int is_blank(uint8_t ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'; }
+
 static int npy_peek(NpyCursor* c) {   /* next non-blank byte, or -1 at the end */
-    while (c->pos < c->end && strchr(" \t\n\r", c->f->map[c->pos])) c->pos++;
+    while (c->pos < c->end && is_blank(c->f->map[c->pos])) c->pos++;
     return c->pos < c->end ? c->f->map[c->pos] : -1;
 }
 
@@ -119,6 +127,7 @@ static size_t npy_shape(NpyCursor* c, size_t* first) {
     return ndim;
 }
 
+/* Read the header dict key by key; any order, every key required, no other keys */
 static void parse_npy(TokenFile* f) {
     CHECK(f->map_bytes >= 10 && memcmp(f->map, "\x93NUMPY", 6) == 0,
           "token file '%s': bad magic at byte offset 0: not a NumPy .npy file", f->path);
@@ -127,12 +136,12 @@ static void parse_npy(TokenFile* f) {
     CHECK(len_bytes != 0, "token file '%s': unsupported .npy version %u.%u at byte offset 6 "
           "(expected 1.0, 2.0 or 3.0)", f->path, major, minor);
     CHECK(f->map_bytes >= 8 + len_bytes, "token file '%s': truncated .npy header", f->path);
-    size_t hlen = load_le(f->map + 8, len_bytes);
+    size_t hlen = load_le(f->map + 8, len_bytes);   /* the dict's length, padding included */
     NpyCursor c = {f, 8 + len_bytes, 8 + len_bytes + hlen};
     CHECK(c.end <= f->map_bytes, "token file '%s': truncated .npy: the header claims %zu bytes "
           "from offset %zu, the file has %zu", f->path, hlen, c.pos, f->map_bytes);
 
-    char key[32], descr[32] = "";
+    char key[32], descr[32] = "";    /* longer strings are errors: no valid key or dtype is */
     int have_descr = 0, have_order = 0, have_shape = 0;
     size_t ndim = 0, n = 0;
     npy_expect(&c, '{');
@@ -157,6 +166,7 @@ static void parse_npy(TokenFile* f) {
     }
     if (!have_descr || !have_order || !have_shape) npy_fail(&c, "missing descr, fortran_order or shape");
 
+    /* token ids are unsigned 16 or 32 bit, little-endian (what numpy writes on x86) */
     if (strcmp(descr, "<u2") == 0) f->token_bytes = 2;
     else if (strcmp(descr, "<u4") == 0) f->token_bytes = 4;
     else DIE("token file '%s': .npy dtype '%s' is not supported: token arrays must be "
@@ -167,7 +177,7 @@ static void parse_npy(TokenFile* f) {
     f->data_offset = c.end;
 }
 
-/* ---- raw little-endian arrays, no header ---- */
+/* ---- raw little-endian arrays, no header: the count is the size over the token width ---- */
 static void parse_raw(TokenFile* f, size_t token_bytes) {
     f->token_bytes = token_bytes;
     f->data_offset = 0;
@@ -196,7 +206,7 @@ static const char* detect_format(const TokenFile* f) {
 /* The first token index with id >= vocab_size, or n_tokens when all are valid.
    Every token is read once; threads take slices and the minimum wins. */
 static size_t first_bad_token(const TokenFile* f, size_t vocab_size) {
-    if (f->token_bytes == 2 && vocab_size > UINT16_MAX) return f->n_tokens;
+    if (f->token_bytes == 2 && vocab_size > UINT16_MAX) return f->n_tokens;   /* nothing can fail */
     size_t first = f->n_tokens;
     const uint8_t* p = f->tokens;
     size_t tb = f->token_bytes, n = f->n_tokens;
@@ -207,6 +217,8 @@ static size_t first_bad_token(const TokenFile* f, size_t vocab_size) {
     return first;
 }
 
+/* open, map, parse the header, check sizes, check every token: each step dies
+   with a message naming the file, so a bad shard is found before step 0 */
 void token_file_open(TokenFile* f, const char* path, const char* format, size_t vocab_size) {
     memset(f, 0, sizeof *f);
     size_t plen = strlen(path);
@@ -222,10 +234,11 @@ void token_file_open(TokenFile* f, const char* path, const char* format, size_t 
     f->map_bytes = (size_t)st.st_size;
     CHECK(vocab_size >= 1 && vocab_size <= (size_t)INT32_MAX + 1,
           "vocab_size %zu out of range [1, 2^31] (token ids must fit int32)", vocab_size);
+    /* read-only private map: pages come in on demand and are shared with the page cache */
     void* m = mmap(NULL, f->map_bytes, PROT_READ, MAP_PRIVATE, fd, 0);
     CHECK(m != MAP_FAILED, "cannot mmap token file '%s' (%zu bytes): %s", path, f->map_bytes,
           strerror(errno));
-    close(fd);
+    close(fd);                  /* the mapping keeps the file alive */
     f->map = m;
 
     if (strcmp(format, "auto") == 0) format = detect_format(f);
@@ -246,6 +259,7 @@ void token_file_open(TokenFile* f, const char* path, const char* format, size_t 
     CHECK(f->n_tokens > 0, "token file '%s' holds no tokens", path);
     f->tokens = f->map + f->data_offset;
 
+    /* every id must index the embedding: a bad one would read out of bounds later */
     size_t bad = first_bad_token(f, vocab_size);
     CHECK(bad == f->n_tokens, "token file '%s': token id %u at byte offset %zu (token index %zu) "
           ">= vocab_size %zu", path, load_le(f->tokens + bad * f->token_bytes, f->token_bytes),

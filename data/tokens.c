@@ -16,11 +16,12 @@
 
 /* ---- expanding the patterns ---- */
 
-typedef struct {
+typedef struct {            /* a growable list of owned path strings */
     char** paths;
     size_t n, cap;
 } PathList;
 
+/* append a copy of path, doubling the array when full */
 static void path_push(PathList* l, const char* path) {
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 16;
@@ -34,6 +35,7 @@ static void path_push(PathList* l, const char* path) {
     memcpy(l->paths[l->n++], path, len + 1);
 }
 
+/* qsort comparator: byte-wise, so the stream order is the same under any locale */
 static int cmp_path(const void* a, const void* b) {
     return strcmp(*(char* const*)a, *(char* const*)b);
 }
@@ -70,6 +72,7 @@ void token_data_open(TokenData* td, const char* const* patterns, size_t n_patter
         else l.paths[kept++] = l.paths[i];
     }
 
+    /* map and check each file; its tokens follow the previous file's in the stream */
     td->files = callocCheck(kept, sizeof *td->files);
     td->vocab_size = vocab_size;
     for (size_t i = 0; i < kept; i++) {
@@ -89,6 +92,7 @@ void token_data_close(TokenData* td) {
     memset(td, 0, sizeof *td);
 }
 
+/* e.g. "  data/train_000001.bin: bin, uint16, 100000000 tokens" per file, then the total */
 void token_data_print(const TokenData* td, FILE* out) {
     for (size_t i = 0; i < td->n_files; i++) {
         const TokenFile* f = &td->files[i];
@@ -98,6 +102,7 @@ void token_data_print(const TokenData* td, FILE* out) {
             td->n_files == 1 ? "" : "s", td->n_tokens, td->n_tokens / 1e6, td->vocab_size);
 }
 
+/* the config spelling of data.order */
 int data_order_parse(const char* name, DataOrder* order) {
     if (strcmp(name, "sequential") == 0) *order = ORDER_SEQUENTIAL;
     else if (strcmp(name, "shuffle") == 0) *order = ORDER_SHUFFLE;
@@ -126,21 +131,22 @@ uint32_t token_data_at(const TokenData* td, size_t pos) {
 /* out[i] = stream[(pos + i) mod n_tokens] for i < count: file by file, round the circle */
 static void stream_read(const TokenData* td, size_t pos, size_t count, int32_t* out) {
     size_t fi = file_of(td, pos);
-    size_t local = pos - td->files[fi].start;
-    while (count > 0) {
+    size_t local = pos - td->files[fi].start;   /* token index inside file fi */
+    while (count > 0) {                         /* copy the rest of this file, or what is still needed */
         const TokenFile* f = &td->files[fi];
         size_t take = f->n_tokens - local < count ? f->n_tokens - local : count;
         const uint8_t* p = f->tokens + local * f->token_bytes;
         for (size_t i = 0; i < take; i++) out[i] = (int32_t)token_le(p + i * f->token_bytes, f->token_bytes);
         out += take;
         count -= take;
-        local = 0;
-        fi = (fi + 1) % td->n_files;
+        local = 0;                              /* the next file from its first token; */
+        fi = (fi + 1) % td->n_files;            /* after the last file comes the first again */
     }
 }
 
 size_t token_data_row_start(const TokenData* td, DataOrder order, uint64_t seed, size_t step,
                             size_t rows_per_step, size_t row, size_t T) {
+    /* every row needs T+1 tokens: T inputs and one more target */
     size_t N = td->n_tokens;
     CHECK(T >= 1, "sequence length T must be at least 1");
     CHECK(N >= T + 1, "token data has %zu tokens, fewer than the T + 1 = %zu one row needs (T = %zu)",
@@ -151,6 +157,8 @@ size_t token_data_row_start(const TokenData* td, DataOrder order, uint64_t seed,
         unsigned __int128 g = (unsigned __int128)step * rows_per_step + row;
         return (size_t)((g % N) * T % N);   /* (g mod N) * T < 2^128 */
     }
+    /* shuffle: a fresh generator per (seed, step, row), so no state is carried
+       between steps and a row is the same whichever process asks for it */
     CHECK(order == ORDER_SHUFFLE, "unknown data order %d", (int)order);
     Rng rng;
     rng_seed(&rng, mix_triple(SHUFFLE_DOMAIN, seed, step, row));
@@ -162,7 +170,7 @@ void token_data_rows(const TokenData* td, DataOrder order, uint64_t seed, size_t
                      int32_t* tokens, int32_t* targets) {
     CHECK(row0 <= rows_per_step && n_rows <= rows_per_step - row0,
           "rows %zu..%zu out of range: %zu rows per step", row0, row0 + n_rows, rows_per_step);
-    for (size_t b = 0; b < n_rows; b++) {
+    for (size_t b = 0; b < n_rows; b++) {   /* b is the local row, row0 + b the global one */
         size_t start = token_data_row_start(td, order, seed, step, rows_per_step, row0 + b, T);
         int32_t* x = tokens + b * T;
         int32_t* y = targets + b * T;

@@ -1,65 +1,150 @@
-/* Causal GQA attention, forward and backward (DESIGN.md §3 "Attention").
-   Forward streams the keys of each query row in blocks with an online softmax
-   (running max and sum), keeping only O and lse = log Σ_j exp(s_j).
-   Backward recomputes p_j = exp(s_j - lse) and uses
-     D = rowsum(dP ⊙ P) = dO·O,  dS = P ⊙ (dP - D),
-     dq += dS k / sqrt(hd),  dk += dS^T q / sqrt(hd),  dv += P^T dO.
-   Forward is parallel over (batch, head); backward over (batch, kv head), so
-   the query heads that share a kv head never race on its dk, dv. */
+/* Causal GQA attention, forward and backward (DESIGN.md §3 "Attention"), tiled
+   in the FlashAttention-2 manner so no T×T matrix is ever stored:
+   - forward, one task per (batch, head, block of ATT_BQ queries): keys and values
+     stream by in blocks of ATT_BK (the key block transposed once, so each score
+     row is a vectorised loop over keys); an online softmax keeps the running max
+     and sum per row; only O and lse = log Σ_j exp(s_j) are written;
+   - backward, one task per (batch, kv head), so the query heads sharing a kv head
+     never race on its dk, dv: for each key block, every later query row
+     recomputes p_j = exp(s_j - lse) and applies
+       D = rowsum(dP ⊙ P) = dO·O,  dS = P ⊙ (dP - D),
+       dq += dS k / sqrt(hd),  dk += dS^T q / sqrt(hd),  dv += P^T dO.
+   Works for any T (partial blocks) and any hd <= ATT_MAX_HD. */
 #include "model/attention.h"
 
 #include <math.h>
 
 #include "common/check.h"
+#include "common/mathf.h"
 
-#define ATT_BLOCK 64
-#define ATT_MAX_HD 512
+#define ATT_BQ 32
+#define ATT_BK 64
+#define ATT_MAX_HD 256
 
-static inline real dot(const real* a, const real* b, size_t n) {
-    real s = 0;
-#pragma omp simd reduction(+ : s)
-    for (size_t i = 0; i < n; i++) s += a[i] * b[i];
-    return s;
+/* kT[d][j] = k[j][d] for the nk rows of one key block (row stride ks) */
+static void transpose_block(real* kT, const real* k, size_t nk, size_t ks, size_t hd) {
+    for (size_t j = 0; j < nk; j++)
+        for (size_t d = 0; d < hd; d++) kT[d * ATT_BK + j] = k[j * ks + d];
+}
+
+/* s[j] = scale q·k_j for j < n, from the transposed block */
+static inline void scores(real* s, const real* q, const real* kT, size_t n, size_t hd, real scale) {
+    for (size_t j = 0; j < n; j++) s[j] = 0;
+    for (size_t d = 0; d < hd; d++) {
+        real qd = q[d] * scale;
+        const real* row = kT + d * ATT_BK;
+#pragma omp simd
+        for (size_t j = 0; j < n; j++) s[j] += qd * row[j];
+    }
+}
+
+/* forward for query rows [t0, t1) of head h in batch row b */
+static void forward_block(real* out, real* lse, const real* q, const real* k, const real* v, size_t b, size_t h,
+                          size_t t0, size_t t1, size_t T, size_t H, size_t KVH, size_t hd) {
+    size_t g = h / (H / KVH), qs = H * hd, ks = KVH * hd, nq = t1 - t0;
+    real scale = (real)(1.0 / sqrt((double)hd));
+    real acc[ATT_BQ][ATT_MAX_HD], m[ATT_BQ], l[ATT_BQ], s[ATT_BK], kT[ATT_MAX_HD * ATT_BK];
+    for (size_t i = 0; i < nq; i++) {
+        m[i] = -INFINITY, l[i] = 0;
+        for (size_t d = 0; d < hd; d++) acc[i][d] = 0;
+    }
+    const real* kb_base = k + b * T * ks + g * hd;
+    const real* vb_base = v + b * T * ks + g * hd;
+    for (size_t j0 = 0; j0 < t1; j0 += ATT_BK) {
+        size_t nk = j0 + ATT_BK < t1 ? ATT_BK : t1 - j0;
+        transpose_block(kT, kb_base + j0 * ks, nk, ks, hd);
+        for (size_t i = 0; i < nq; i++) {
+            size_t t = t0 + i;
+            if (j0 > t) continue;
+            size_t n = t + 1 - j0 < nk ? t + 1 - j0 : nk;   /* causal: keys j <= t */
+            scores(s, q + (b * T + t) * qs + h * hd, kT, n, hd, scale);
+            real bm = m[i];
+            for (size_t j = 0; j < n; j++) bm = s[j] > bm ? s[j] : bm;
+            real corr = exp_r(m[i] - bm);   /* rescale what was summed under the old max */
+            real sum = 0;
+#pragma omp simd reduction(+ : sum)
+            for (size_t j = 0; j < n; j++) {
+                s[j] = exp_r(s[j] - bm);
+                sum += s[j];
+            }
+            l[i] = l[i] * corr + sum;
+            m[i] = bm;
+            real* a = acc[i];
+            for (size_t d = 0; d < hd; d++) a[d] *= corr;
+            for (size_t j = 0; j < n; j++) {
+                const real* vj = vb_base + (j0 + j) * ks;
+                real p = s[j];
+#pragma omp simd
+                for (size_t d = 0; d < hd; d++) a[d] += p * vj[d];
+            }
+        }
+    }
+    for (size_t i = 0; i < nq; i++) {
+        size_t row = (b * T + t0 + i);
+        real inv = 1 / l[i];
+        for (size_t d = 0; d < hd; d++) out[row * qs + h * hd + d] = acc[i][d] * inv;
+        lse[row * H + h] = m[i] + (real)log(l[i]);
+    }
 }
 
 void attention_forward(real* out, real* lse, const real* q, const real* k, const real* v,
                        size_t B, size_t T, size_t H, size_t KVH, size_t hd) {
     CHECK(hd <= ATT_MAX_HD && H % KVH == 0, "attention: hd %zu (max %d), H %zu, KVH %zu", hd, ATT_MAX_HD, H, KVH);
+    size_t nqb = (T + ATT_BQ - 1) / ATT_BQ;
+    /* later query blocks see more keys: dynamic scheduling evens the load */
+#pragma omp parallel for collapse(3) schedule(dynamic, 1)
+    for (size_t b = 0; b < B; b++)
+        for (size_t h = 0; h < H; h++)
+            for (size_t qb = 0; qb < nqb; qb++) {
+                size_t t0 = qb * ATT_BQ, t1 = t0 + ATT_BQ < T ? t0 + ATT_BQ : T;
+                forward_block(out, lse, q, k, v, b, h, t0, t1, T, H, KVH, hd);
+            }
+}
+
+/* backward for kv head g of batch row b: all its query heads, all key blocks */
+static void backward_group(real* dq, real* dk, real* dv, const real* dout, const real* out, const real* lse,
+                           const real* q, const real* k, const real* v, size_t b, size_t g, size_t T, size_t H,
+                           size_t KVH, size_t hd) {
     size_t group = H / KVH, qs = H * hd, ks = KVH * hd;
     real scale = (real)(1.0 / sqrt((double)hd));
-#pragma omp parallel for collapse(2) schedule(dynamic, 1)
-    for (size_t b = 0; b < B; b++) {
-        for (size_t h = 0; h < H; h++) {
-            size_t g = h / group;
-            for (size_t t = 0; t < T; t++) {
-                const real* q_t = q + (b * T + t) * qs + h * hd;
-                real acc[ATT_MAX_HD];
-                real s[ATT_BLOCK];
-                for (size_t i = 0; i < hd; i++) acc[i] = 0;
-                real m = -INFINITY, l = 0;
-                for (size_t j0 = 0; j0 <= t; j0 += ATT_BLOCK) {
-                    size_t j1 = j0 + ATT_BLOCK <= t + 1 ? j0 + ATT_BLOCK : t + 1;
-                    real bm = -INFINITY;
-                    for (size_t j = j0; j < j1; j++) {
-                        s[j - j0] = scale * dot(q_t, k + (b * T + j) * ks + g * hd, hd);
-                        if (s[j - j0] > bm) bm = s[j - j0];
-                    }
-                    real m_new = bm > m ? bm : m;
-                    real corr = (real)exp(m - m_new);   /* rescale what was summed under the old max */
-                    l *= corr;
-                    for (size_t i = 0; i < hd; i++) acc[i] *= corr;
-                    for (size_t j = j0; j < j1; j++) {
-                        real p = (real)exp(s[j - j0] - m_new);
-                        l += p;
-                        const real* v_j = v + (b * T + j) * ks + g * hd;
+    real kT[ATT_MAX_HD * ATT_BK], vT[ATT_MAX_HD * ATT_BK], p[ATT_BK], ds[ATT_BK];
+    const real* kb_base = k + b * T * ks + g * hd;
+    const real* vb_base = v + b * T * ks + g * hd;
+    real* dkb = dk + b * T * ks + g * hd;
+    real* dvb = dv + b * T * ks + g * hd;
+    for (size_t j0 = 0; j0 < T; j0 += ATT_BK) {
+        size_t nk = j0 + ATT_BK < T ? ATT_BK : T - j0;
+        transpose_block(kT, kb_base + j0 * ks, nk, ks, hd);
+        transpose_block(vT, vb_base + j0 * ks, nk, ks, hd);
+        for (size_t h = g * group; h < (g + 1) * group; h++) {
+            for (size_t t = j0; t < T; t++) {
+                size_t row = (b * T + t) * qs + h * hd;
+                const real* q_t = q + row;
+                const real* do_t = dout + row;
+                real* dq_t = dq + row;
+                size_t n = t + 1 - j0 < nk ? t + 1 - j0 : nk;
+                real D = 0;   /* rowsum(dP ⊙ P) = dO·O */
+#pragma omp simd reduction(+ : D)
+                for (size_t d = 0; d < hd; d++) D += do_t[d] * out[row + d];
+                real l = lse[(b * T + t) * H + h];
+                scores(p, q_t, kT, n, hd, scale);
 #pragma omp simd
-                        for (size_t i = 0; i < hd; i++) acc[i] += p * v_j[i];
+                for (size_t j = 0; j < n; j++) p[j] = exp_r(p[j] - l);
+                scores(ds, do_t, vT, n, hd, 1);   /* dP = dO v^T */
+#pragma omp simd
+                for (size_t j = 0; j < n; j++) ds[j] = p[j] * (ds[j] - D) * scale;   /* dS / sqrt(hd) */
+                for (size_t j = 0; j < n; j++) {
+                    const real* k_j = kb_base + (j0 + j) * ks;
+                    real* dk_j = dkb + (j0 + j) * ks;
+                    real* dv_j = dvb + (j0 + j) * ks;
+                    real sj = ds[j], pj = p[j];
+#pragma omp simd
+                    for (size_t d = 0; d < hd; d++) {
+                        dq_t[d] += sj * k_j[d];
+                        dk_j[d] += sj * q_t[d];
+                        dv_j[d] += pj * do_t[d];
                     }
-                    m = m_new;
                 }
-                real* o_t = out + (b * T + t) * qs + h * hd;
-                for (size_t i = 0; i < hd; i++) o_t[i] = acc[i] / l;
-                lse[(b * T + t) * H + h] = m + (real)log(l);
             }
         }
     }
@@ -68,36 +153,7 @@ void attention_forward(real* out, real* lse, const real* q, const real* k, const
 void attention_backward(real* dq, real* dk, real* dv, const real* dout,
                         const real* out, const real* lse, const real* q, const real* k, const real* v,
                         size_t B, size_t T, size_t H, size_t KVH, size_t hd) {
-    size_t group = H / KVH, qs = H * hd, ks = KVH * hd;
-    real scale = (real)(1.0 / sqrt((double)hd));
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)
-    for (size_t b = 0; b < B; b++) {
-        for (size_t g = 0; g < KVH; g++) {
-            for (size_t h = g * group; h < (g + 1) * group; h++) {
-                for (size_t t = 0; t < T; t++) {
-                    size_t row = (b * T + t) * qs + h * hd;
-                    const real* q_t = q + row;
-                    const real* do_t = dout + row;
-                    real* dq_t = dq + row;
-                    real D = dot(do_t, out + row, hd);        /* rowsum(dP ⊙ P) */
-                    real lse_t = lse[(b * T + t) * H + h];
-                    for (size_t j = 0; j <= t; j++) {
-                        size_t kv = (b * T + j) * ks + g * hd;
-                        real p = (real)exp(scale * dot(q_t, k + kv, hd) - lse_t);
-                        real dp = dot(do_t, v + kv, hd);           /* dP = dO v^T */
-                        real ds = p * (dp - D) * scale;           /* dS, with the 1/sqrt(hd) folded in */
-                        real* dk_j = dk + kv;
-                        real* dv_j = dv + kv;
-                        const real* k_j = k + kv;
-#pragma omp simd
-                        for (size_t i = 0; i < hd; i++) {
-                            dq_t[i] += ds * k_j[i];
-                            dk_j[i] += ds * q_t[i];
-                            dv_j[i] += p * do_t[i];
-                        }
-                    }
-                }
-            }
-        }
-    }
+    for (size_t b = 0; b < B; b++)
+        for (size_t g = 0; g < KVH; g++) backward_group(dq, dk, dv, dout, out, lse, q, k, v, b, g, T, H, KVH, hd);
 }

@@ -6,6 +6,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "common/mathf.h"
+
 double xent_forward(real* losses, real* lse, const real* logits, const int32_t* targets,
                     size_t N, size_t V, double z_loss, size_t* n_valid) {
     double total = 0.0;
@@ -13,10 +15,11 @@ double xent_forward(real* losses, real* lse, const real* logits, const int32_t* 
 #pragma omp parallel for reduction(+ : total, count)
     for (size_t n = 0; n < N; n++) {
         const real* x = logits + n * V;
-        double m = -INFINITY;
-        for (size_t i = 0; i < V; i++) m = x[i] > m ? x[i] : m;
-        double sum = 0.0;
-        for (size_t i = 0; i < V; i++) sum += exp((double)x[i] - m);
+        real mx = x[0];
+        for (size_t i = 1; i < V; i++) mx = x[i] > mx ? x[i] : mx;
+        double m = mx, sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+        for (size_t i = 0; i < V; i++) sum += exp_r(x[i] - mx);   /* each term in [0, 1]; summed in double */
         double l = m + log(sum);
         lse[n] = (real)l;
         double row = 0.0;
@@ -41,9 +44,10 @@ void xent_backward(real* logits, const real* lse, const int32_t* targets, size_t
             memset(x, 0, V * sizeof(real));
             continue;
         }
-        double l = lse[n];
+        real l = lse[n];
         real coef = (real)(scale * (1.0 + 2.0 * z_loss * l));   /* softmax term, with the z-loss share */
-        for (size_t i = 0; i < V; i++) x[i] = coef * (real)exp((double)x[i] - l);
+#pragma omp simd
+        for (size_t i = 0; i < V; i++) x[i] = coef * exp_r(x[i] - l);
         x[targets[n]] -= (real)scale;
     }
 }

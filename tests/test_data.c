@@ -34,6 +34,7 @@ static void report(int ok, const char* fmt, ...) {
 
 /* ---- writing the files ---- */
 
+/* dir/name in one of four rotating buffers (a call may hold a few at once) */
 static const char* path_of(const char* name) {
     static char buf[4][160];
     static int k;
@@ -42,6 +43,7 @@ static const char* path_of(const char* name) {
     return buf[k];
 }
 
+/* dir/name := a then b; remembered for the clean-up */
 static void write_bytes(const char* name, const void* a, size_t na, const void* b, size_t nb) {
     const char* path = path_of(name);
     FILE* fp = fopenCheck(path, "wb");
@@ -88,6 +90,7 @@ static void write_npy(const char* name, int major, const char* dict, size_t alig
     free(data);
 }
 
+/* .u16 / .u32: the packed tokens and nothing else */
 static void write_raw(const char* name, const uint32_t* tok, size_t n, size_t tb) {
     uint8_t* data = pack(tok, n, tb);
     write_bytes(name, data, n * tb, NULL, 0);
@@ -96,7 +99,7 @@ static void write_raw(const char* name, const uint32_t* tok, size_t n, size_t tb
 
 /* ---- running a call that must die ---- */
 
-typedef struct {
+typedef struct {               /* one token_data_open (and maybe one row) to run */
     const char* patterns[4];
     size_t n_patterns;
     const char* format;
@@ -104,6 +107,7 @@ typedef struct {
     size_t T;                  /* > 0: also ask for one row of this length */
 } OpenCall;
 
+/* the call itself; in a child it either dies (the expected case) or returns */
 static void call_open(const OpenCall* c) {
     TokenData td;
     token_data_open(&td, c->patterns, c->n_patterns, c->format, c->vocab);
@@ -275,6 +279,7 @@ static void test_split(const TokenData* td) {
 
 /* Every malformed input dies with a message naming the file and offset */
 static void test_errors(void) {
+    /* 64 small tokens, one of them (index 37) = 5000 >= the vocab of 1000 */
     uint32_t tok[64];
     for (size_t i = 0; i < 64; i++) tok[i] = (uint32_t)i;
     tok[37] = 5000;
@@ -298,6 +303,8 @@ static void test_errors(void) {
     write_llmc("zero.bin", 20240520, 1, 0, tok, 0, 2);
     write_raw("a_small.u16", tok, 64, 2);   /* valid; sorts before bad_tok.u32 */
 
+    /* each case: the file, the format asked for, T (0: open only), and the text
+       stderr must contain; the offsets are worked out from the layouts above */
     static const struct { const char* label; const char* file; const char* fmt; size_t T; const char* expect; } cases[] = {
         {"token >= vocab, llm.c shard", "bad_tok.bin", "auto", 0,
          "bad_tok.bin': token id 5000 at byte offset 1098 (token index 37) >= vocab_size 1000"},
@@ -344,6 +351,8 @@ static void test_errors(void) {
     token_data_close(&td);
 }
 
+/* Without arguments: every test. "--open FORMAT VOCAB T PATH..." is the child
+   that expect_death runs. */
 int main(int argc, char** argv) {
     if (argc >= 6 && strcmp(argv[1], "--open") == 0) {   /* the child of expect_death */
         OpenCall c = {{0}, 0, argv[2], strtoull(argv[3], NULL, 10), strtoull(argv[4], NULL, 10)};

@@ -52,6 +52,7 @@ typedef struct {
     const char* err;                     /* NULL when the item parses */
 } Parsed;
 
+/* key/value symbols lie between the columns and the filler */
 static int is_alpha(const SynIds* id, int32_t t) { return t >= id->alpha0 && t < id->filler0; }
 static int is_word(const SynIds* id, const int32_t* w, size_t n) {
     for (size_t i = 0; i < n; i++) if (!is_alpha(id, w[i])) return 0;
@@ -63,6 +64,7 @@ static void parse(Parsed* p, const SyntheticConfig* cfg, const int32_t* x, size_
     SynIds id = synthetic_ids(cfg);
     size_t kl = cfg->key_len, vl = cfg->value_len, i = 0;
     memset(p, 0, sizeof *p);
+    /* the context: filler, needles and table rows, until the first QUERY */
     p->qcol = -1;
     while (i < len && x[i] != id.query) {
         if (x[i] >= id.filler0 && x[i] < id.end) { p->n_filler++; i++; continue; }
@@ -87,6 +89,7 @@ static void parse(Parsed* p, const SyntheticConfig* cfg, const int32_t* x, size_
             return;
         }
     }
+    /* the query: (QUERY key)+, an optional column, SEP; the rest is the answer */
     p->query_at = i;
     while (i + 1 + kl <= len && x[i] == id.query && is_word(&id, x + i + 1, kl)) {
         p->qkey[p->n_q++] = x + i + 1;
@@ -131,6 +134,7 @@ enum { R = 24, T = 256 };
 static int32_t tok[R * T], tgt[R * T], tok2[R * T], tgt2[R * T], item[T + 1];
 static uint8_t mask[R * T], mask2[R * T];
 
+/* 20 steps of 24 rows: parse each row (x = the inputs plus the last target) */
 static void test_rows(const SyntheticConfig* cfg) {
     size_t bad_parse = 0, bad_mask = 0, bad_range = 0, seen[SYN_N_FAMILIES] = {0};
     SynIds id = synthetic_ids(cfg);
@@ -207,6 +211,7 @@ static int same_chunks(const int32_t* a, const int32_t* b, size_t n, size_t len)
     return 1;
 }
 
+/* 50 items of each family at growing lengths and depth 0, 1 or drawn */
 static void test_items(const SyntheticConfig* cfg) {
     static const size_t blocks[SYN_N_FAMILIES] = {1, 4, 3, 4, 4, 4};   /* with the defaults */
     SynIds id = synthetic_ids(cfg);
@@ -253,6 +258,8 @@ static void test_items(const SyntheticConfig* cfg) {
 
 /* ---- validation errors, each in a re-executed child ---- */
 
+/* run "--die ARG" in a fresh process (a forked child would inherit a dead
+   OpenMP pool); OK when it exits 1 with `expect` in its first output line */
 static void expect_death(const char* label, const char* arg, const char* expect) {
     int fds[2];
     CHECK(pipe(fds) == 0, "pipe failed");
@@ -305,7 +312,8 @@ int main(int argc, char** argv) {
     test_filler(&cfg);
     test_items(&cfg);
 
-    SyntheticConfig moved = cfg;   /* the range anywhere in a big vocab */
+    /* the same checks with the range moved up inside a GPT-2-sized vocab */
+    SyntheticConfig moved = cfg;
     moved.first_id = 50000;
     synthetic_validate(&moved, 50304);
     test_rows(&moved);
