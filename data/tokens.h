@@ -38,7 +38,9 @@ typedef struct {
    offset) on: a missing file, a pattern matching nothing, bad magic or
    version, a truncated file or one with trailing bytes, an .npy that is not a
    1-D little-endian uint16/uint32 C-order array, a file without tokens, and
-   the first token >= vocab_size. */
+   the first token >= vocab_size. The token check runs an OpenMP loop: a
+   process fork()ed from one that already ran OpenMP must exec before calling
+   this (libgomp's threads do not survive fork). */
 void token_data_open(TokenData* td, const char* const* patterns, size_t n_patterns,
                      const char* format, size_t vocab_size);
 void token_data_close(TokenData* td);

@@ -38,6 +38,7 @@ static void check_patterns(const TensorTable* tt, const OptimConfig* c) {
     }
 }
 
+/* groups per tensor, copied out of the table so the optimizer needs nothing else at step time */
 void adamw_build(AdamW* a, const TensorTable* tt, const OptimConfig* cfg) {
     optim_config_validate(cfg);
     check_patterns(tt, cfg);
@@ -68,6 +69,7 @@ void adamw_build(AdamW* a, const TensorTable* tt, const OptimConfig* cfg) {
     adamw_print(a, tt, stdout);
 }
 
+/* frees the table copy and both moment arenas */
 void adamw_free(AdamW* a) {
     free(a->t);
     free(a->m);
@@ -88,9 +90,11 @@ static void print_group(const AdamW* a, FILE* fp, const char* label, bool (*keep
     }
     if (n) fprintf(fp, "  %s: %zu tensors (%zu params)\n", label, n, p);
 }
+/* filters for print_group */
 static bool is_decay(const AdamWTensor* at, long want) { return at->decay == (want != 0); }
 static bool has_source(const AdamWTensor* at, long src) { return at->lr_source == src; }
 
+/* the summary adamw_build prints: what decays, which lr multiplier each group has, what is frozen */
 void adamw_print(const AdamW* a, const TensorTable* tt, FILE* fp) {
     size_t n_frozen = 0, p_frozen = 0;
     for (size_t k = 0; k < a->n_tensors; k++) {
@@ -145,6 +149,7 @@ static void adamw_tensor(real* w, real* m, real* v, const real* g, size_t n, Ste
     }
 }
 
+/* constants in double, rounded once to real; then every trainable tensor (see adamw.h) */
 void adamw_step(AdamW* a, real* params, const real* grads, double lr, size_t step) {
     const OptimConfig* c = &a->cfg;
     double t = (double)step + 1.0;

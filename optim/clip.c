@@ -17,6 +17,7 @@ static double sum_squares(const real* x, size_t n) {
     return s;
 }
 
+/* chunks summed in parallel, their sums added serially (see clip.h) */
 double grad_global_norm(const real* grads, size_t n) {
     double part[NORM_CHUNKS];
     /* chunk c holds q or q+1 elements (the first r chunks one more): the ranges
@@ -34,6 +35,7 @@ double grad_global_norm(const real* grads, size_t n) {
     return sqrt(total);
 }
 
+/* NaN norms and max_norm 0 fall through to "no clipping" (the caller stops on NaN) */
 double grad_clip(real* grads, size_t n, double max_norm, double norm) {
     if (!(max_norm > 0) || !(norm > max_norm)) return 1.0;
     double scale = max_norm / norm;
@@ -45,6 +47,7 @@ double grad_clip(real* grads, size_t n, double max_norm, double norm) {
     return scale;
 }
 
+/* table order, so the name reported is the first tensor in the model */
 long first_nonfinite_tensor(const TensorTable* tt, const real* grads) {
     for (size_t k = 0; k < tt->n; k++) {
         const TensorInfo* t = &tt->t[k];

@@ -8,6 +8,7 @@
 
 #include "common/check.h"
 
+/* the defaults listed in optim_config.h; the lists start empty */
 void optim_config_default(OptimConfig* c) {
     memset(c, 0, sizeof(*c));
     c->lr = 3e-4;
@@ -27,6 +28,7 @@ void optim_config_default(OptimConfig* c) {
     c->n_freeze = 0;
 }
 
+/* every range check names its key; NaN fails every comparison, so it is caught too */
 void optim_config_validate(const OptimConfig* c) {
     CHECK(isfinite(c->lr) && c->lr >= 0, "optim: lr %g must be finite and >= 0", c->lr);
     CHECK(isfinite(c->min_lr) && c->min_lr >= 0 && c->min_lr <= c->lr,
@@ -49,6 +51,7 @@ void optim_config_validate(const OptimConfig* c) {
               "optim: lr_mult %g of pattern '%s' must be finite and >= 0", c->lr_mult[i].mult, c->lr_mult[i].pattern);
 }
 
+/* the resolved section, one line of scalars, then one line per pattern */
 void optim_config_print(const OptimConfig* c, FILE* fp) {
     fprintf(fp, "optim: adamw lr=%g min_lr=%g schedule=%s warmup_steps=%zu total_steps=%zu\n", c->lr, c->min_lr,
             schedule_name(c->schedule), c->warmup_steps, c->total_steps);
@@ -68,6 +71,7 @@ static void copy_pattern(char dst[TENSOR_NAME_LEN], const char* pattern, const c
     strcpy(dst, pattern);
 }
 
+/* patterns keep their order: the first match wins (optim_tensor_lr_mult) */
 void optim_config_add_lr_mult(OptimConfig* c, const char* pattern, double mult) {
     CHECK(c->n_lr_mult < OPTIM_MAX_PATTERNS, "optim: more than %d lr_mult patterns (at '%s')", OPTIM_MAX_PATTERNS,
           pattern);
@@ -76,6 +80,7 @@ void optim_config_add_lr_mult(OptimConfig* c, const char* pattern, double mult) 
     c->n_lr_mult++;
 }
 
+/* a frozen tensor is chosen by the model build (tensor_table_build); adamw_build checks it agrees */
 void optim_config_add_freeze(OptimConfig* c, const char* pattern) {
     CHECK(c->n_freeze < OPTIM_MAX_PATTERNS, "optim: more than %d freeze patterns (at '%s')", OPTIM_MAX_PATTERNS,
           pattern);
@@ -83,15 +88,18 @@ void optim_config_add_freeze(OptimConfig* c, const char* pattern) {
     c->n_freeze++;
 }
 
+/* pointers into c, for model_build's `const char* const*` */
 size_t optim_freeze_patterns(const OptimConfig* c, const char* out[OPTIM_MAX_PATTERNS]) {
     for (size_t i = 0; i < c->n_freeze; i++) out[i] = c->freeze[i];
     return c->n_freeze;
 }
 
+/* the config spelling of a schedule */
 const char* schedule_name(Schedule s) {
     return s == SCHED_CONSTANT ? "constant" : (s == SCHED_LINEAR ? "linear" : "cosine");
 }
 
+/* the inverse of schedule_name; *out is untouched on failure */
 bool schedule_parse(const char* s, Schedule* out) {
     if (!strcmp(s, "constant")) *out = SCHED_CONSTANT;
     else if (!strcmp(s, "linear")) *out = SCHED_LINEAR;
@@ -100,12 +108,14 @@ bool schedule_parse(const char* s, Schedule* out) {
     return true;
 }
 
+/* the table's flags decide: lm_head counts as an embedding (is_embedding), RePo matrices decay */
 bool optim_tensor_decays(const OptimConfig* c, const TensorInfo* t) {
     if (t->is_embedding) return c->decay_embeddings;
     if (t->is_norm) return c->decay_norms;
     return true;
 }
 
+/* patterns first, in order; then the RePo default; then 1 */
 double optim_tensor_lr_mult(const OptimConfig* c, const TensorInfo* t, int* source) {
     for (size_t i = 0; i < c->n_lr_mult; i++) {
         if (fnmatch(c->lr_mult[i].pattern, t->name, 0) == 0) {   /* first match wins */

@@ -3,6 +3,7 @@
 
 #include <math.h>
 
+/* pure: no state, so a resumed run gets the same lr for the same step */
 double lr_at(const OptimConfig* c, size_t step, size_t total_steps) {
     size_t W = c->warmup_steps;
     if (step < W) return c->lr * (double)(step + 1) / (double)W;   /* linear warmup, never 0 */

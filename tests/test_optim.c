@@ -97,12 +97,14 @@ static void config_a(OptimConfig* c) {
     optim_config_add_freeze(c, FROZEN);
 }
 
+/* index of a tensor that must exist */
 static size_t idx(const TensorTable* tt, const char* name) {
     long k = tensor_table_find(tt, name);
     CHECK(k >= 0, "test: no tensor %s", name);
     return (size_t)k;
 }
 
+/* sizes, and the decay / lr_mult group of each kind of tensor under config A */
 static void test_groups(void) {
     printf("adamw groups\n");
     TensorTable tt;
@@ -141,6 +143,8 @@ static void test_groups(void) {
    groups lr 0.1*lr_mult, weight_decay 0.1 or 0), written as hex floats */
 typedef struct { const char* name; size_t i; double w1, w2; float t1, t2; } Probe;
 
+/* steps 0 and 1 (bias corrections at t = 1 and 2) on every trainable tensor;
+   the frozen one must not move */
 static void test_two_steps(void) {
     printf("adamw: two steps (t = 1, 2), decay groups, lr_mult, frozen tensor\n");
     TensorTable tt;
@@ -261,6 +265,7 @@ static void test_decay_norms_off(void) {
     tensor_table_free(&tt);
 }
 
+/* exact small norms, the three clip cases, and a clip of the tiny model's arena */
 static void test_clip(void) {
     printf("global norm and clipping\n");
     real x[3] = {3, 4, 12};
@@ -288,6 +293,7 @@ static void test_clip(void) {
     tensor_table_free(&tt);
 }
 
+/* the first bad tensor in table order, for the "gradient of <name> is NaN" stop */
 static void test_nonfinite(void) {
     printf("non-finite gradients\n");
     TensorTable tt;
@@ -306,6 +312,7 @@ static void test_nonfinite(void) {
     tensor_table_free(&tt);
 }
 
+/* warmup then each schedule at fixed steps, against float64 Python literals */
 static void test_schedules(void) {
     printf("schedules (lr 1e-3, min_lr 1e-4, warmup 10, total 110)\n");
     OptimConfig c;
@@ -345,6 +352,8 @@ static void test_schedules(void) {
            "schedule_parse: 'linear' known, 'step' rejected");
 }
 
+/* exact resume needs the same norm whatever the thread count; 1 in 1000 elements
+   is 1e4x larger, so the order of addition would show */
 static void test_norm_threads(void) {
     printf("global norm across thread counts (1e6 elements)\n");
     size_t n = 1000000;

@@ -47,6 +47,8 @@ static inline int expect_close(const char* label, const float* got, const float*
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/threads.h"
+
 /* Run fn(arg) in a child process (so a function that dies can be tested),
    capturing its stdout+stderr into out. Returns the child's exit status
    (128+signal if it was killed). */
@@ -57,6 +59,8 @@ static inline int run_captured(void (*fn)(void*), void* arg, char* out, size_t o
     fflush(stderr);
     pid_t pid = fork();
     if (pid == 0) {
+        /* the parent's OpenMP pool did not survive fork: run single-threaded here */
+        threads_init(1);
         close(fd[0]);
         dup2(fd[1], 1);
         dup2(fd[1], 2);
