@@ -48,6 +48,25 @@ case_ "init_from size mismatch" "model.d_model" \
 case_ "malformed JSON" "JSON syntax error" '"train": {"steps": 3,,}'
 case_ "init_from missing" "nowhere" '"model": {"init_from": "'$T'/nowhere"}, "data": {"synthetic": {}}'
 
+# a diverging run (lr 1e8) stops naming the step; the checkpoint `latest` names stays complete and loads
+out="$T/diverge"
+printf '{"run": {"out_dir": "%s"}, %s}\n' "$out" "$base" >"$T/cfg.json"
+build/train "$T/cfg.json" --set optim.lr=1e8 --set optim.grad_clip=0 --set optim.schedule=constant \
+    --set train.steps=50 --set train.save_every=1 >"$T/log" 2>&1
+rc=$?
+last=$(head -n 1 "$out/latest" 2>/dev/null)
+complete=1
+for f in config.json model.safetensors optimizer.safetensors trainer_state.json; do [ -f "$out/$last/$f" ] || complete=0; done
+build/train "$T/cfg.json" --set train.steps=50 >"$T/log2" 2>&1
+if [ $rc -ne 0 ] && [ $complete = 1 ] &&
+    grep -q "step [0-9]*: the loss is not finite; stopping. The last good checkpoint is $out/$last" "$T/log" &&
+    grep -q "resumed from $out/$last" "$T/log2"; then
+    echo "  OK      NaN loss: exit $rc, '$(grep -o 'step [0-9]*: the loss is not finite' "$T/log")', $last complete and loads"
+else
+    echo "  NOT OK  NaN loss: exit $rc, last '$last' complete=$complete"; tail -n 3 "$T/log" "$T/log2"
+    failures=$((failures + 1))
+fi
+
 for prog in build/train build/gradcheck build/bench/bench_step build/bench/bench_load build/tools/gen_tokens; do
     [ -x "$prog" ] || continue
     if "$prog" --help >"$T/help" 2>&1 && grep -qi "usage" "$T/help"; then echo "  OK      $prog --help prints its usage"

@@ -117,7 +117,7 @@ void trainer_free(Trainer* tr) {
     run_config_free(&tr->rc);
 }
 
-/* stop the run: the last checkpoint on disk is the last good state */
+/* stop the run at (1-based) step `step`: the last checkpoint on disk is the last good state */
 static _Noreturn void die_nonfinite(Trainer* tr, size_t step, const char* what) {
     metrics_break(&tr->metrics);
     char last[4096];
@@ -133,7 +133,7 @@ void trainer_step(Trainer* tr) {
     for (size_t k = 0; k < accum; k++) {   /* micro-batch k is rows [k*B, (k+1)*B) of the step */
         data_source_rows(&tr->data, false, step, tr->rows_per_step, k * tr->B, tr->B, tr->T, tr->tokens, tr->targets);
         double l = model_forward(m, tr->tokens, tr->targets);
-        if (!isfinite(l)) die_nonfinite(tr, step, "the loss is not finite");
+        if (!isfinite(l)) die_nonfinite(tr, step + 1, "the loss is not finite");
         loss += l / (double)accum;
         model_backward(m, 1.0 / (double)accum);
     }
@@ -143,7 +143,7 @@ void trainer_step(Trainer* tr) {
         char what[256];
         snprintf(what, sizeof(what), "the gradient of %s is not finite",
                  bad >= 0 ? m->tensors.t[bad].name : "the model (sum of squares overflowed)");
-        die_nonfinite(tr, step, what);
+        die_nonfinite(tr, step + 1, what);
     }
     grad_clip(m->grads, m->tensors.n_grads, tr->ocfg.grad_clip, norm);
     double lr = lr_at(&tr->ocfg, step, tr->rc.train.steps);

@@ -1,0 +1,77 @@
+/* Generation with a KV cache for every position mode (DESIGN.md §2: "because
+   z[t] depends on token t alone, a key can be rotated once and cached").
+   Per layer the cache holds each token's key ALREADY ROTATED and its value:
+     rope  at the integer position t,
+     repo  at the token's own learned z[t] = f(h_t) (h = the block's raw input
+           for OLMo-2, input_layernorm's output for Llama, as block_forward),
+     nope  unrotated;
+   YaRN acts through the model's RopeTable. A new token's forward runs the same
+   op calls as block_forward on n rows (rmsnorm, linear, repo, rope, swiglu) and
+   attends over the cache. Everything is allocated once by gen_build for a
+   context of max_T tokens; prefill, step and sampling allocate nothing. */
+#ifndef REPOC_GENERATE_H
+#define REPOC_GENERATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/real.h"
+#include "common/rng.h"
+#include "model/model.h"
+
+typedef struct {
+    const Model* m;              /* weights, config and RopeTable (not owned) */
+    size_t max_T;                /* cache capacity in tokens */
+    size_t max_chunk;            /* most tokens one gen_forward call takes */
+    size_t len;                  /* tokens in the cache */
+    size_t n_att_bufs;           /* per-thread score rows of the cache attention */
+
+    real* arena;                 /* one allocation: cache + work space */
+    size_t n_arena;              /* its reals */
+    real* k[MAX_LAYERS];         /* (max_T, KVH*hd) rotated keys */
+    real* v[MAX_LAYERS];         /* (max_T, KVH*hd) values */
+    real* z[MAX_LAYERS];         /* (max_T, KVH) learned positions; NULL for rope / nope layers */
+
+    /* work space for a chunk of up to max_chunk rows */
+    real *x, *x_mid, *h, *o, *d;         /* (C,D) */
+    real *q_pre, *q, *att;               /* (C,H*hd) */
+    real *k_pre;                         /* (C,KVH*hd) OLMo-2 keys before k_norm */
+    real *lse, *rstd, *pos;              /* (C,H) (C) (C,KVH) */
+    real *g, *u, *mm;                    /* (C,F) */
+    real *repo_A, *repo_C, *repo_r;      /* (C,D/8) */
+    real *scores;                        /* (n_att_bufs, max_T) */
+    real *final_out, *final_rstd;        /* (D) (1) */
+    real *logits;                        /* (V) of the last row of the last chunk */
+    real *work;                          /* (V) sampling: top-k selection, then probabilities */
+} Generator;
+
+/* Reals gen_build allocates for (cfg, max_T, max_chunk): to check memory before building. */
+size_t gen_arena_reals(const ModelConfig* cfg, size_t max_T, size_t max_chunk);
+/* Allocate the cache for max_T tokens and work space for chunks of max_chunk
+   (<= max_T) tokens; the cache starts empty. m must outlive the generator. */
+void gen_build(Generator* g, const Model* m, size_t max_T, size_t max_chunk);
+void gen_free(Generator* g);
+/* Empty the cache (keeps the allocation). */
+void gen_reset(Generator* g);
+
+/* Append tokens (n, 1 <= n <= max_chunk, len + n <= max_T) at positions
+   len .. len+n-1 and return the logits (V) that follow the last of them
+   (valid until the next call). */
+const real* gen_forward(Generator* g, const int32_t* tokens, size_t n);
+/* Append any number of tokens (n >= 1) in chunks of max_chunk; the logits after the last. */
+const real* gen_prefill(Generator* g, const int32_t* tokens, size_t n);
+/* One token: gen_forward of n = 1. */
+const real* gen_step(Generator* g, int32_t token);
+
+/* Index of the largest logit (the first one on a tie), as torch.argmax. */
+int32_t gen_argmax(const real* logits, size_t V);
+/* temperature <= 0: argmax. Otherwise softmax(logits / temperature) over the
+   top_k largest logits (top_k 0 or >= V: all; ties with the k-th are kept, as
+   Hugging Face's top-k does), sampled with rng. */
+int32_t gen_sample(Generator* g, const real* logits, double temperature, size_t top_k, Rng* rng);
+/* Prefill prompt (n_prompt >= 1) after what the cache holds, then sample
+   n_new tokens into out, feeding each back (the last is not fed). */
+void gen_generate(Generator* g, const int32_t* prompt, size_t n_prompt, size_t n_new, double temperature,
+                  size_t top_k, Rng* rng, int32_t* out);
+
+#endif
