@@ -19,6 +19,16 @@ void die_at(const char* file, int line, const char* fmt, ...) {
     exit(1);
 }
 
+int set_err(char* err, size_t err_len, const char* fmt, ...) {
+    if (err && err_len > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, err_len, fmt, ap);
+        va_end(ap);
+    }
+    return 1;
+}
+
 void* malloc_check(size_t size, const char* file, int line) {
     void* p = malloc(size ? size : 1);
     if (!p) die_at(file, line, "out of memory allocating %zu bytes", size);

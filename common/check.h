@@ -30,6 +30,10 @@ void fclose_check(FILE* fp, const char* path, const char* file, int line);
 #define fwriteCheck(b, s, n, f, p) fwrite_check((b), (s), (n), (f), (p), __FILE__, __LINE__)
 #define fcloseCheck(f, p)      fclose_check((f), (p), __FILE__, __LINE__)
 
+/* For parsers that report instead of dying (the fuzzers call them): format the
+   message into err (when err and err_len are non-zero) and return 1. */
+int set_err(char* err, size_t err_len, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* a * b, or die naming what overflowed */
 size_t mul_check(size_t a, size_t b, const char* what, const char* file, int line);
 #define mulCheck(a, b, what) mul_check((a), (b), (what), __FILE__, __LINE__)

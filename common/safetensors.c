@@ -42,18 +42,6 @@ size_t st_dtype_size(StDtype dt) { return (size_t)dt < ST_N_DTYPES ? DTYPE_SIZES
 
 const char* st_dtype_name(StDtype dt) { return (size_t)dt < ST_N_DTYPES ? DTYPE_NAMES[dt] : "?"; }
 
-/* Format a message into err and return 1 (every parser error goes through here). */
-static int st_fail(char* err, size_t err_len, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
-static int st_fail(char* err, size_t err_len, const char* fmt, ...) {
-    if (err && err_len > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_len, fmt, ap);
-        va_end(ap);
-    }
-    return 1;
-}
-
 /* Strict UTF-8 (RFC 3629), as Rust's str::from_utf8 in the reference reader:
    a lead byte announces 1-4 bytes, each continuation byte is 10xxxxxx, and
    the decoded code point must need that many bytes, must not be a UTF-16
@@ -114,10 +102,10 @@ typedef struct {
 /* Parse "shape" of tensor t: at most ST_MAX_DIMS exact counts; sets numel. */
 static int st_parse_shape(const StCtx* c, StTensor* t, const cJSON* shape) {
     if (!cJSON_IsArray(shape))
-        return st_fail(c->err, c->err_len, "%s: tensor '%s': \"shape\" is not an array", c->label, t->name);
+        return set_err(c->err, c->err_len, "%s: tensor '%s': \"shape\" is not an array", c->label, t->name);
     int nd = cJSON_GetArraySize(shape);
     if (nd > ST_MAX_DIMS)
-        return st_fail(c->err, c->err_len, "%s: tensor '%s': shape has %d dimensions, at most %d are supported",
+        return set_err(c->err, c->err_len, "%s: tensor '%s': shape has %d dimensions, at most %d are supported",
                        c->label, t->name, nd, ST_MAX_DIMS);
     t->ndim = 0;
     t->numel = 1;
@@ -125,14 +113,14 @@ static int st_parse_shape(const StCtx* c, StTensor* t, const cJSON* shape) {
     cJSON_ArrayForEach(d, shape) {
         size_t v;
         if (!cJSON_IsNumber(d))
-            return st_fail(c->err, c->err_len, "%s: tensor '%s': shape entry %zu is not a number", c->label,
+            return set_err(c->err, c->err_len, "%s: tensor '%s': shape entry %zu is not a number", c->label,
                            t->name, t->ndim);
         if (!st_json_count(d, &v))
-            return st_fail(c->err, c->err_len, "%s: tensor '%s': shape entry %zu = %.17g is not a non-negative "
+            return set_err(c->err, c->err_len, "%s: tensor '%s': shape entry %zu = %.17g is not a non-negative "
                            "integer below 2^53", c->label, t->name, t->ndim, d->valuedouble);
         t->shape[t->ndim++] = v;
         if (v != 0 && t->numel > SIZE_MAX / v)
-            return st_fail(c->err, c->err_len, "%s: tensor '%s': shape product overflows size_t at dimension %zu",
+            return set_err(c->err, c->err_len, "%s: tensor '%s': shape product overflows size_t at dimension %zu",
                            c->label, t->name, t->ndim - 1);
         t->numel *= v;
     }
@@ -147,21 +135,21 @@ static int st_parse_offsets(const StCtx* c, StTensor* t, const cJSON* offs) {
     size_t b, e;
     if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 || !st_json_count(offs->child, &b) ||
         !st_json_count(offs->child->next, &e))
-        return st_fail(c->err, c->err_len, "%s: tensor '%s': \"data_offsets\" is not [begin, end] with "
+        return set_err(c->err, c->err_len, "%s: tensor '%s': \"data_offsets\" is not [begin, end] with "
                        "non-negative integers below 2^53", c->label, t->name);
     if (b > e)
-        return st_fail(c->err, c->err_len, "%s: tensor '%s': data_offsets [%zu, %zu] has begin > end",
+        return set_err(c->err, c->err_len, "%s: tensor '%s': data_offsets [%zu, %zu] has begin > end",
                        c->label, t->name, b, e);
     if (e > c->data_size)
-        return st_fail(c->err, c->err_len, "%s: tensor '%s': data_offsets [%zu, %zu] end past the data section "
+        return set_err(c->err, c->err_len, "%s: tensor '%s': data_offsets [%zu, %zu] end past the data section "
                        "(%zu bytes, which ends at byte %zu of the file)", c->label, t->name, b, e, c->data_size,
                        c->data_start + c->data_size);
     size_t es = st_dtype_size(t->dtype);
     if (t->numel > SIZE_MAX / es)
-        return st_fail(c->err, c->err_len, "%s: tensor '%s': %zu elements x %zu bytes overflows size_t",
+        return set_err(c->err, c->err_len, "%s: tensor '%s': %zu elements x %zu bytes overflows size_t",
                        c->label, t->name, t->numel, es);
     if (t->numel * es != e - b)
-        return st_fail(c->err, c->err_len, "%s: tensor '%s': shape and dtype give %zu x %zu = %zu bytes but "
+        return set_err(c->err, c->err_len, "%s: tensor '%s': shape and dtype give %zu x %zu = %zu bytes but "
                        "data_offsets [%zu, %zu] hold %zu (size does not match)", c->label, t->name, t->numel, es,
                        t->numel * es, b, e, e - b);
     t->begin = b;
@@ -173,7 +161,7 @@ static int st_parse_offsets(const StCtx* c, StTensor* t, const cJSON* offs) {
    (each once; cJSON keeps duplicate keys, so they are counted here). */
 static int st_parse_entry(const StCtx* c, StTensor* t, const cJSON* entry) {
     if (!cJSON_IsObject(entry))
-        return st_fail(c->err, c->err_len, "%s: tensor '%s': entry is not an object", c->label, t->name);
+        return set_err(c->err, c->err_len, "%s: tensor '%s': entry is not an object", c->label, t->name);
     const cJSON *dtype = NULL, *shape = NULL, *offs = NULL, *k;
     cJSON_ArrayForEach(k, entry) {
         const cJSON** slot = strcmp(k->string, "dtype") == 0          ? &dtype
@@ -181,19 +169,19 @@ static int st_parse_entry(const StCtx* c, StTensor* t, const cJSON* entry) {
                              : strcmp(k->string, "data_offsets") == 0 ? &offs
                                                                       : NULL;
         if (!slot)
-            return st_fail(c->err, c->err_len, "%s: tensor '%s': unknown key '%s' (expected dtype, shape, "
+            return set_err(c->err, c->err_len, "%s: tensor '%s': unknown key '%s' (expected dtype, shape, "
                            "data_offsets)", c->label, t->name, k->string);
         if (*slot)
-            return st_fail(c->err, c->err_len, "%s: tensor '%s': duplicate key '%s'", c->label, t->name, k->string);
+            return set_err(c->err, c->err_len, "%s: tensor '%s': duplicate key '%s'", c->label, t->name, k->string);
         *slot = k;
     }
     const char* missing = !dtype ? "dtype" : !shape ? "shape" : !offs ? "data_offsets" : NULL;
     if (missing)
-        return st_fail(c->err, c->err_len, "%s: tensor '%s': missing \"%s\"", c->label, t->name, missing);
+        return set_err(c->err, c->err_len, "%s: tensor '%s': missing \"%s\"", c->label, t->name, missing);
     if (!cJSON_IsString(dtype))
-        return st_fail(c->err, c->err_len, "%s: tensor '%s': \"dtype\" is not a string", c->label, t->name);
+        return set_err(c->err, c->err_len, "%s: tensor '%s': \"dtype\" is not a string", c->label, t->name);
     if (!st_dtype_parse(dtype->valuestring, &t->dtype))
-        return st_fail(c->err, c->err_len, "%s: tensor '%s': unknown dtype '%s' (known: F64 F32 F16 BF16 I64 "
+        return set_err(c->err, c->err_len, "%s: tensor '%s': unknown dtype '%s' (known: F64 F32 F16 BF16 I64 "
                        "I32 I16 I8 U8 BOOL)", c->label, t->name, dtype->valuestring);
     if (st_parse_shape(c, t, shape)) return 1;
     return st_parse_offsets(c, t, offs);
@@ -203,14 +191,14 @@ static int st_parse_entry(const StCtx* c, StTensor* t, const cJSON* entry) {
    f->meta_keys / meta_values in file order (duplicates checked later). */
 static int st_parse_meta(const StCtx* c, StFile* f, const cJSON* meta) {
     if (!cJSON_IsObject(meta))
-        return st_fail(c->err, c->err_len, "%s: \"__metadata__\" is not an object", c->label);
+        return set_err(c->err, c->err_len, "%s: \"__metadata__\" is not an object", c->label);
     size_t n = (size_t)cJSON_GetArraySize(meta);
     f->meta_keys = callocCheck(n, sizeof(char*));
     f->meta_values = callocCheck(n, sizeof(char*));
     const cJSON* kv;
     cJSON_ArrayForEach(kv, meta) {
         if (!cJSON_IsString(kv))
-            return st_fail(c->err, c->err_len, "%s: \"__metadata__\" key '%s': value is not a string",
+            return set_err(c->err, c->err_len, "%s: \"__metadata__\" key '%s': value is not a string",
                            c->label, kv->string);
         f->meta_keys[f->n_meta] = strdup(kv->string);
         f->meta_values[f->n_meta] = strdup(kv->valuestring);
@@ -240,14 +228,14 @@ static int st_check_table(const StCtx* c, StFile* f) {
         qsort(keys, f->n_meta, sizeof(char*), st_cmp_str);
         const char* dup = NULL;
         for (size_t i = 1; i < f->n_meta && !dup; i++) if (strcmp(keys[i - 1], keys[i]) == 0) dup = keys[i];
-        int rc = dup ? st_fail(c->err, c->err_len, "%s: \"__metadata__\": duplicate key '%s'", c->label, dup) : 0;
+        int rc = dup ? set_err(c->err, c->err_len, "%s: \"__metadata__\": duplicate key '%s'", c->label, dup) : 0;
         free(keys);
         if (rc) return rc;
     }
     qsort(f->tensors, f->n_tensors, sizeof(StTensor), st_cmp_name);
     for (size_t i = 1; i < f->n_tensors; i++) {
         if (strcmp(f->tensors[i - 1].name, f->tensors[i].name) == 0)
-            return st_fail(c->err, c->err_len, "%s: duplicate tensor name '%s'", c->label, f->tensors[i].name);
+            return set_err(c->err, c->err_len, "%s: duplicate tensor name '%s'", c->label, f->tensors[i].name);
     }
     /* Sorted by begin, each non-empty tensor must start at or after the end
        of the previous non-empty one (if it ends later than that one starts,
@@ -258,7 +246,7 @@ static int st_check_table(const StCtx* c, StFile* f) {
         const StTensor* t = &f->tensors[i];
         if (t->begin == t->end) continue;
         if (prev && t->begin < prev->end)
-            return st_fail(c->err, c->err_len, "%s: tensors '%s' data_offsets [%zu, %zu] and '%s' [%zu, %zu] "
+            return set_err(c->err, c->err_len, "%s: tensors '%s' data_offsets [%zu, %zu] and '%s' [%zu, %zu] "
                            "overlap (file bytes %zu to %zu)", c->label, prev->name, prev->begin, prev->end,
                            t->name, t->begin, t->end, c->data_start + t->begin,
                            c->data_start + (t->end < prev->end ? t->end : prev->end));
@@ -286,13 +274,13 @@ static void st_free_table(StFile* f) {
    require_null_terminated cJSON accepts only whitespace (the writer's space
    padding) after the value. Returns the root object, or NULL with err set. */
 static cJSON* st_parse_json(const StCtx* c, const char* json, size_t n) {
-    if (n == 0) { st_fail(c->err, c->err_len, "%s: header length is 0 (bytes 0-7); expected a JSON object",
+    if (n == 0) { set_err(c->err, c->err_len, "%s: header length is 0 (bytes 0-7); expected a JSON object",
                           c->label); return NULL; }
     const char* nul = memchr(json, '\0', n);
-    if (nul) { st_fail(c->err, c->err_len, "%s: header contains a NUL byte at file offset %zu", c->label,
+    if (nul) { set_err(c->err, c->err_len, "%s: header contains a NUL byte at file offset %zu", c->label,
                        (size_t)(nul - json) + 8); return NULL; }
     size_t bad = st_utf8_check((const uint8_t*)json, n);
-    if (bad < n) { st_fail(c->err, c->err_len, "%s: header is not valid UTF-8 at file offset %zu (byte 0x%02x)",
+    if (bad < n) { set_err(c->err, c->err_len, "%s: header is not valid UTF-8 at file offset %zu (byte 0x%02x)",
                            c->label, bad + 8, (unsigned)(uint8_t)json[bad]); return NULL; }
     char* copy = mallocCheck(n + 1);
     memcpy(copy, json, n);
@@ -301,10 +289,10 @@ static cJSON* st_parse_json(const StCtx* c, const char* json, size_t n) {
     cJSON* root = cJSON_ParseWithLengthOpts(copy, n + 1, &end, 1);
     if (!root) {
         size_t at = end ? (size_t)(end - copy) : 0;
-        st_fail(c->err, c->err_len, "%s: header is invalid JSON near file offset %zu (header byte %zu of %zu)",
+        set_err(c->err, c->err_len, "%s: header is invalid JSON near file offset %zu (header byte %zu of %zu)",
                 c->label, at + 8, at, n);
     } else if (!cJSON_IsObject(root)) {
-        st_fail(c->err, c->err_len, "%s: header (file bytes 8 to %zu) is valid JSON but not a JSON object",
+        set_err(c->err, c->err_len, "%s: header (file bytes 8 to %zu) is valid JSON but not a JSON object",
                 c->label, n + 8);
         cJSON_Delete(root);
         root = NULL;
@@ -333,7 +321,7 @@ int st_parse_header(StFile* f, const char* json, size_t n, size_t data_size, con
     /* the names are copied out: the cJSON tree is freed before returning */
     cJSON_ArrayForEach(e, root) {
         if (strcmp(e->string, "__metadata__") == 0) {
-            rc = seen_meta ? st_fail(err, err_len, "%s: duplicate \"__metadata__\"", label)
+            rc = seen_meta ? set_err(err, err_len, "%s: duplicate \"__metadata__\"", label)
                            : st_parse_meta(&c, f, e);
             seen_meta = 1;
         } else {
@@ -358,18 +346,18 @@ int st_parse_bytes(StFile* f, const uint8_t* buf, size_t size, const char* label
     f->meta_keys = f->meta_values = NULL;
     f->n_tensors = f->n_meta = 0;
     if (size == 0)
-        return st_fail(err, err_len, "%s: empty file (0 bytes); a safetensors file starts with an 8-byte header "
+        return set_err(err, err_len, "%s: empty file (0 bytes); a safetensors file starts with an 8-byte header "
                        "length", label);
     if (size < 8)
-        return st_fail(err, err_len, "%s: file is %zu bytes, shorter than the 8-byte header length", label, size);
+        return set_err(err, err_len, "%s: file is %zu bytes, shorter than the 8-byte header length", label, size);
     uint64_t n = 0;                     /* little-endian u64, byte by byte */
     for (int i = 7; i >= 0; i--) n = (n << 8) | buf[i];
     /* the limit first: it also keeps n + 8 from overflowing */
     if (n > ST_MAX_HEADER)
-        return st_fail(err, err_len, "%s: header length %" PRIu64 " (file bytes 0-7) exceeds the limit of %d "
+        return set_err(err, err_len, "%s: header length %" PRIu64 " (file bytes 0-7) exceeds the limit of %d "
                        "bytes (the file is %zu bytes)", label, n, ST_MAX_HEADER, size);
     if (n > size - 8)
-        return st_fail(err, err_len, "%s: header length %" PRIu64 " (file bytes 0-7) runs past the end of the "
+        return set_err(err, err_len, "%s: header length %" PRIu64 " (file bytes 0-7) runs past the end of the "
                        "file (%zu bytes, so at most %zu)", label, n, size, size - 8);
     int rc = st_parse_header(f, (const char*)buf + 8, (size_t)n, size - 8 - (size_t)n, label, err, err_len);
     if (rc == 0) f->data = buf + 8 + (size_t)n;
@@ -383,23 +371,23 @@ int st_open(StFile* f, const char* path, char* err, size_t err_len) {
     memset(f, 0, sizeof(*f));
     f->fd = -1;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return st_fail(err, err_len, "%s: cannot open for reading: %s", path, strerror(errno));
+    if (fd < 0) return set_err(err, err_len, "%s: cannot open for reading: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0) {
-        int rc = st_fail(err, err_len, "%s: fstat failed: %s", path, strerror(errno));
+        int rc = set_err(err, err_len, "%s: fstat failed: %s", path, strerror(errno));
         close(fd);
         return rc;
     }
     if (!S_ISREG(sb.st_mode)) {
         close(fd);
-        return st_fail(err, err_len, "%s: not a regular file%s", path, S_ISDIR(sb.st_mode) ? " (a directory)" : "");
+        return set_err(err, err_len, "%s: not a regular file%s", path, S_ISDIR(sb.st_mode) ? " (a directory)" : "");
     }
     size_t size = (size_t)sb.st_size;
     void* map = NULL;       /* mmap of 0 bytes fails: an empty file is reported by st_parse_bytes */
     if (size > 0) {
         map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (map == MAP_FAILED) {
-            int rc = st_fail(err, err_len, "%s: mmap of %zu bytes failed: %s", path, size, strerror(errno));
+            int rc = set_err(err, err_len, "%s: mmap of %zu bytes failed: %s", path, size, strerror(errno));
             close(fd);
             return rc;
         }

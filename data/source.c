@@ -9,15 +9,6 @@
 #include "common/check.h"
 #include "data/mix.h"
 
-static int fail(char* err, size_t len, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char* err, size_t len, const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-    return 1;
-}
-
 typedef struct {
     const char* key;
     size_t offset;   /* of a size_t field in SyntheticConfig */
@@ -32,37 +23,37 @@ static const SynKey SYN_KEYS[] = {
 
 int synthetic_from_json(SyntheticConfig* cfg, const cJSON* obj, char* err, size_t err_len) {
     synthetic_defaults(cfg);
-    if (!cJSON_IsObject(obj)) return fail(err, err_len, "data.synthetic: expected an object");
+    if (!cJSON_IsObject(obj)) return set_err(err, err_len, "data.synthetic: expected an object");
     const cJSON* it;
     cJSON_ArrayForEach(it, obj) {
         const char* k = it->string;
         if (!strcmp(k, "weights")) {
-            if (!cJSON_IsObject(it)) return fail(err, err_len, "data.synthetic.weights: expected an object");
+            if (!cJSON_IsObject(it)) return set_err(err, err_len, "data.synthetic.weights: expected an object");
             for (int f = 0; f < SYN_N_FAMILIES; f++) cfg->weight[f] = 0;   /* only the families named */
             const cJSON* w;
             cJSON_ArrayForEach(w, it) {
                 int f = synthetic_family_parse(w->string);
                 if (f < 0)
-                    return fail(err, err_len, "data.synthetic.weights.%s: unknown family (single, multikey, "
+                    return set_err(err, err_len, "data.synthetic.weights.%s: unknown family (single, multikey, "
                                 "multivalue, multiquery, distractor, table)", w->string);
                 if (!cJSON_IsNumber(w) || !(w->valuedouble >= 0) || !isfinite(w->valuedouble))
-                    return fail(err, err_len, "data.synthetic.weights.%s: expected a number >= 0", w->string);
+                    return set_err(err, err_len, "data.synthetic.weights.%s: expected a number >= 0", w->string);
                 cfg->weight[f] = w->valuedouble;
             }
             continue;
         }
         if (!strcmp(k, "filler_seed")) {
             if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble != floor(it->valuedouble))
-                return fail(err, err_len, "data.synthetic.filler_seed: expected a non-negative integer");
+                return set_err(err, err_len, "data.synthetic.filler_seed: expected a non-negative integer");
             cfg->filler_seed = (uint64_t)it->valuedouble;
             continue;
         }
         size_t i = 0;
         while (i < N_SYN_KEYS && strcmp(SYN_KEYS[i].key, k)) i++;
-        if (i == N_SYN_KEYS) return fail(err, err_len, "data.synthetic.%s: unknown key", k);
+        if (i == N_SYN_KEYS) return set_err(err, err_len, "data.synthetic.%s: unknown key", k);
         if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble != floor(it->valuedouble) ||
             it->valuedouble > 1e9)
-            return fail(err, err_len, "data.synthetic.%s: expected a non-negative integer", k);
+            return set_err(err, err_len, "data.synthetic.%s: expected a non-negative integer", k);
         *(size_t*)((char*)cfg + SYN_KEYS[i].offset) = (size_t)it->valuedouble;
     }
     return 0;

@@ -11,23 +11,14 @@
 #include "common/check.h"
 #include "common/fileio.h"
 
-static int fail(char* err, size_t len, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char* err, size_t len, const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-    return 1;
-}
-
 /* a positive integer key; absent is an error unless *out already holds a default and required is 0 */
 static int get_size(const cJSON* root, const char* key, size_t* out, int required, const char* label, char* err,
                     size_t len) {
     const cJSON* v = cJSON_GetObjectItemCaseSensitive(root, key);
-    if (!v || cJSON_IsNull(v)) return required ? fail(err, len, "%s: missing key '%s'", label, key) : 0;
+    if (!v || cJSON_IsNull(v)) return required ? set_err(err, len, "%s: missing key '%s'", label, key) : 0;
     if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 9007199254740992.0 ||
         v->valuedouble != floor(v->valuedouble))
-        return fail(err, len, "%s: '%s' must be a positive integer", label, key);
+        return set_err(err, len, "%s: '%s' must be a positive integer", label, key);
     *out = (size_t)v->valuedouble;
     return 0;
 }
@@ -35,7 +26,7 @@ static int get_size(const cJSON* root, const char* key, size_t* out, int require
 static int get_real(const cJSON* root, const char* key, double* out, const char* label, char* err, size_t len) {
     const cJSON* v = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!v || cJSON_IsNull(v)) return 0;
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) return fail(err, len, "%s: '%s' must be a number", label, key);
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) return set_err(err, len, "%s: '%s' must be a number", label, key);
     *out = v->valuedouble;
     return 0;
 }
@@ -43,13 +34,13 @@ static int get_real(const cJSON* root, const char* key, double* out, const char*
 /* YaRN from rope_scaling; other scaling types are refused rather than ignored */
 static int parse_rope_scaling(const cJSON* rs, ModelConfig* c, const char* label, char* err, size_t len) {
     if (!rs || cJSON_IsNull(rs)) return 0;
-    if (!cJSON_IsObject(rs)) return fail(err, len, "%s: 'rope_scaling' must be an object or null", label);
+    if (!cJSON_IsObject(rs)) return set_err(err, len, "%s: 'rope_scaling' must be an object or null", label);
     const cJSON* type = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
     if (!type) type = cJSON_GetObjectItemCaseSensitive(rs, "type");
-    if (!cJSON_IsString(type)) return fail(err, len, "%s: rope_scaling needs a string 'rope_type'", label);
+    if (!cJSON_IsString(type)) return set_err(err, len, "%s: rope_scaling needs a string 'rope_type'", label);
     if (!strcmp(type->valuestring, "default")) return 0;
     if (strcmp(type->valuestring, "yarn") != 0)
-        return fail(err, len, "%s: rope_scaling.rope_type '%s' is not supported (only \"yarn\")", label,
+        return set_err(err, len, "%s: rope_scaling.rope_type '%s' is not supported (only \"yarn\")", label,
                     type->valuestring);
     c->yarn_factor = 0;
     c->yarn_orig_max = (double)c->max_position_embeddings;
@@ -59,7 +50,7 @@ static int parse_rope_scaling(const cJSON* rs, ModelConfig* c, const char* label
         get_real(rs, "beta_slow", &c->yarn_beta_slow, label, err, len) ||
         get_real(rs, "attention_factor", &c->yarn_attention_factor, label, err, len))
         return 1;
-    if (!(c->yarn_factor >= 1)) return fail(err, len, "%s: rope_scaling.factor must be >= 1", label);
+    if (!(c->yarn_factor >= 1)) return set_err(err, len, "%s: rope_scaling.factor must be >= 1", label);
     return 0;
 }
 
@@ -76,15 +67,15 @@ static const cJSON* pe_key(const cJSON* pe, const char* suffix) {
    "nope" → NoPE there; "none" → all RoPE */
 static int parse_pe_config(const cJSON* pe, ModelConfig* c, const char* label, char* err, size_t len) {
     if (!pe || cJSON_IsNull(pe)) return 0;
-    if (!cJSON_IsObject(pe)) return fail(err, len, "%s: 'pe_config' must be an object", label);
+    if (!cJSON_IsObject(pe)) return set_err(err, len, "%s: 'pe_config' must be an object", label);
     const cJSON* mode = pe_key(pe, "pe_mode");
     if (!mode || cJSON_IsNull(mode)) return 0;
-    if (!cJSON_IsString(mode)) return fail(err, len, "%s: pe_config.dynamic_pe_mode must be a string", label);
+    if (!cJSON_IsString(mode)) return set_err(err, len, "%s: pe_config.dynamic_pe_mode must be a string", label);
     PosMode pm;
     if (!strcmp(mode->valuestring, "none")) return 0;
     else if (!strcmp(mode->valuestring, "swigluex_multihead")) pm = POS_REPO;
     else if (!strcmp(mode->valuestring, "nope")) pm = POS_NOPE;
-    else return fail(err, len, "%s: pe_config.dynamic_pe_mode '%s' is not supported (swigluex_multihead, nope, none)",
+    else return set_err(err, len, "%s: pe_config.dynamic_pe_mode '%s' is not supported (swigluex_multihead, nope, none)",
                      label, mode->valuestring);
     const cJSON* ids = pe_key(pe, "pe_layer_ids");
     if (cJSON_IsString(ids) && ids->valuestring[0]) {   /* "3,4,5" */
@@ -93,7 +84,7 @@ static int parse_pe_config(const cJSON* pe, ModelConfig* c, const char* label, c
             char* end;
             long id = strtol(s, &end, 10);
             if (end == s || id < 0 || (size_t)id >= c->L)
-                return fail(err, len, "%s: pe_config.dynamic_pe_layer_ids '%s': bad layer id (n_layers %zu)", label,
+                return set_err(err, len, "%s: pe_config.dynamic_pe_layer_ids '%s': bad layer id (n_layers %zu)", label,
                             ids->valuestring, c->L);
             c->pos[id] = pm;
             s = end;
@@ -102,13 +93,13 @@ static int parse_pe_config(const cJSON* pe, ModelConfig* c, const char* label, c
         return 0;
     }
     if (ids && !cJSON_IsNull(ids) && !cJSON_IsString(ids))
-        return fail(err, len, "%s: pe_config.dynamic_pe_layer_ids must be a comma-separated string", label);
+        return set_err(err, len, "%s: pe_config.dynamic_pe_layer_ids must be a comma-separated string", label);
     size_t start = 0;
     const cJSON* sl = pe_key(pe, "pe_start_layer");
     if (sl && !cJSON_IsNull(sl)) {
         if (!cJSON_IsNumber(sl) || sl->valuedouble < 0 || sl->valuedouble != floor(sl->valuedouble) ||
             sl->valuedouble >= (double)c->L)
-            return fail(err, len, "%s: pe_config.dynamic_pe_start_layer must be an integer in [0, %zu)", label, c->L);
+            return set_err(err, len, "%s: pe_config.dynamic_pe_start_layer must be an integer in [0, %zu)", label, c->L);
         start = (size_t)sl->valuedouble;
     }
     for (size_t l = start; l < c->L; l++) c->pos[l] = pm;
@@ -118,25 +109,25 @@ static int parse_pe_config(const cJSON* pe, ModelConfig* c, const char* label, c
 static int parse_layer_list(const cJSON* list, ModelConfig* c, const char* label, char* err, size_t len) {
     if (!list) return 0;
     if (!cJSON_IsArray(list) || (size_t)cJSON_GetArraySize(list) != c->L)
-        return fail(err, len, "%s: 'repoc_layer_positions' must be a list of %zu modes", label, c->L);
+        return set_err(err, len, "%s: 'repoc_layer_positions' must be a list of %zu modes", label, c->L);
     size_t l = 0;
     const cJSON* it;
     cJSON_ArrayForEach(it, list) {
         if (!cJSON_IsString(it) || !pos_mode_parse(it->valuestring, &c->pos[l]))
-            return fail(err, len, "%s: repoc_layer_positions[%zu] must be rope, repo or nope", label, l);
+            return set_err(err, len, "%s: repoc_layer_positions[%zu] must be rope, repo or nope", label, l);
         l++;
     }
     return 0;
 }
 
 static int parse_root(const cJSON* root, ModelConfig* c, const char* label, char* err, size_t len) {
-    if (!cJSON_IsObject(root)) return fail(err, len, "%s: the top level must be a JSON object", label);
+    if (!cJSON_IsObject(root)) return set_err(err, len, "%s: the top level must be a JSON object", label);
     const cJSON* arch = cJSON_GetObjectItemCaseSensitive(root, "architectures");
     const cJSON* a0 = cJSON_IsArray(arch) ? cJSON_GetArrayItem(arch, 0) : NULL;
-    if (!cJSON_IsString(a0)) return fail(err, len, "%s: missing 'architectures' (a list of class names)", label);
+    if (!cJSON_IsString(a0)) return set_err(err, len, "%s: missing 'architectures' (a list of class names)", label);
     if (!strcmp(a0->valuestring, "Olmo2ForCausalLM")) c->block = BLOCK_OLMO2;
     else if (!strcmp(a0->valuestring, "LlamaForCausalLM")) c->block = BLOCK_LLAMA;
-    else return fail(err, len, "%s: architectures[0] '%s' is not supported (Olmo2ForCausalLM, LlamaForCausalLM)",
+    else return set_err(err, len, "%s: architectures[0] '%s' is not supported (Olmo2ForCausalLM, LlamaForCausalLM)",
                      label, a0->valuestring);
     if (get_size(root, "vocab_size", &c->V, 1, label, err, len) ||
         get_size(root, "hidden_size", &c->D, 1, label, err, len) ||
@@ -152,15 +143,15 @@ static int parse_root(const cJSON* root, ModelConfig* c, const char* label, char
         get_real(root, "rms_norm_eps", &c->norm_eps, label, err, len) ||
         get_real(root, "rope_theta", &c->rope_theta, label, err, len))
         return 1;
-    if (c->L > MAX_LAYERS) return fail(err, len, "%s: num_hidden_layers %zu exceeds %d", label, c->L, MAX_LAYERS);
+    if (c->L > MAX_LAYERS) return set_err(err, len, "%s: num_hidden_layers %zu exceeds %d", label, c->L, MAX_LAYERS);
     if (c->D % c->H || c->H % c->KVH)
-        return fail(err, len, "%s: hidden_size %zu, num_attention_heads %zu, num_key_value_heads %zu do not divide",
+        return set_err(err, len, "%s: hidden_size %zu, num_attention_heads %zu, num_key_value_heads %zu do not divide",
                     label, c->D, c->H, c->KVH);
     if (head_dim && head_dim != c->D / c->H)
-        return fail(err, len, "%s: head_dim %zu != hidden_size/num_attention_heads %zu is not supported", label,
+        return set_err(err, len, "%s: head_dim %zu != hidden_size/num_attention_heads %zu is not supported", label,
                     head_dim, c->D / c->H);
     const cJSON* tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
-    if (tie && !cJSON_IsBool(tie)) return fail(err, len, "%s: 'tie_word_embeddings' must be true or false", label);
+    if (tie && !cJSON_IsBool(tie)) return set_err(err, len, "%s: 'tie_word_embeddings' must be true or false", label);
     c->tie_embeddings = cJSON_IsTrue(tie);
     for (size_t l = 0; l < c->L; l++) c->pos[l] = POS_ROPE;
     if (parse_rope_scaling(cJSON_GetObjectItemCaseSensitive(root, "rope_scaling"), c, label, err, len) ||
@@ -176,7 +167,7 @@ int hf_config_parse(const char* json, size_t len, const char* label, ModelConfig
     cJSON* root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
     if (!root) {
         size_t off = end && end >= json && end <= json + len ? (size_t)(end - json) : 0;
-        return fail(err, err_len, "%s: invalid JSON near byte %zu", label, off);
+        return set_err(err, err_len, "%s: invalid JSON near byte %zu", label, off);
     }
     int rc = parse_root(root, cfg, label, err, err_len);
     cJSON_Delete(root);

@@ -1,9 +1,16 @@
 /* build/bench/bench_step: time full training steps (zero_grad, forward,
-   backward, clip, AdamW) of a reference size after warm-up.
+   backward, clip, AdamW) of a reference size after warm-up (issue #5; the
+   method and the FLOP count are in docs/performance.md; tools/bench.sh runs it).
      bench_step [--size S|M|L|long] [--mode rope|repo|nope|r2n1|n2r1] [--steps N] [--warmup N]
-                [--threads N] [--block olmo2|llama]
+                [--threads N] [--block olmo2|llama] [--tokens-seed N] [--json] [--no-attn]
+     bench_step --sgemm N [--threads N] [--json]       OpenBLAS sgemm GFLOP/s on N×N matrices
+     bench_step --save-weights DIR [--size ...] [--mode ...] [--tokens-seed N]
+                writes the initialised model as a Hugging Face checkpoint (F32) and the
+                token batch as DIR/batch.i32 (B*T tokens, then B*T targets, int32 LE), then exits
    Sizes (issue #5): S D=256 L=4 H=8 F=1024 V=4096 B=8 T=256; M D=512 L=8 H=8 F=1376
    V=32000 B=4 T=1024; L D=768 L=12 H=12 F=3072 V=50304 B=2 T=1024; long = M at B=1 T=4096. */
+#include <cblas.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,11 +18,21 @@
 #include <time.h>
 
 #include "common/check.h"
+#include "common/fileio.h"
 #include "common/rng.h"
 #include "common/threads.h"
+#include "model/attention.h"
+#include "model/hf_checkpoint.h"
 #include "model/model.h"
 #include "optim/adamw.h"
 #include "optim/clip.h"
+
+typedef struct {
+    const char *size, *mode, *block, *save_dir;
+    int steps, warmup, threads, sgemm_n;
+    unsigned long long tokens_seed;
+    bool json, attn;
+} BenchOpts;
 
 static double now_s(void) {
     struct timespec ts;
@@ -23,70 +40,237 @@ static double now_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+static int cmp_double(const void* a, const void* b) {
+    double x = *(const double*)a, y = *(const double*)b;
+    return (x > y) - (x < y);
+}
+
+/* median of x[0..n) (sorts x) */
+static double median(double* x, size_t n) {
+    qsort(x, n, sizeof(double), cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+static double peak_rss_mib(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024.0;   /* Linux: KiB */
+}
+
+/* the reference sizes of issue #5; false for an unknown name */
+static bool size_config(ModelConfig* c, const char* size, size_t* B, size_t* T) {
+    *B = 8, *T = 256;   /* S: model_config_default's sizes */
+    if (!strcmp(size, "S")) return true;
+    if (!strcmp(size, "M") || !strcmp(size, "long")) {
+        c->D = 512, c->L = 8, c->H = c->KVH = 8, c->F = 1376, c->V = 32000, *B = 4, *T = 1024;
+        if (!strcmp(size, "long")) *B = 1, *T = 4096;
+        return true;
+    }
+    if (!strcmp(size, "L")) {
+        c->D = 768, c->L = 12, c->H = c->KVH = 12, c->F = 3072, c->V = 50304, *B = 2, *T = 1024;
+        return true;
+    }
+    return false;
+}
+
+/* Model FLOPs of one training step (docs/performance.md "FLOP count"):
+   every linear y = x W^T with W [out, in] costs 2·N·in·out forward and twice
+   that backward (dx and dW), 6·N·in·out in all, the LM head and the RePo module
+   included; causal attention forward 2·B·H·T²·hd (QK^T and PV, each the causal
+   half of 2·B·H·T²·hd), backward twice the forward. Norms, RoPE, softmax,
+   SwiGLU, cross-entropy and AdamW are not counted, nor is backward's
+   recomputation of P; embedding lookups are not FLOPs.
+   *attn: the attention part of the total. */
+static double model_flops(const ModelConfig* c, size_t B, size_t T, double* attn) {
+    double N = (double)B * T, D = c->D, hd = cfg_hd(c), qd = c->H * hd, kvd = c->KVH * hd, F = c->F;
+    double dp = cfg_dp(c), in_out = D * c->V;   /* LM head */
+    for (size_t l = 0; l < c->L; l++) {
+        in_out += D * qd + 2 * D * kvd + qd * D + 3 * D * F;   /* q, k, v, o, gate, up, down */
+        if (c->pos[l] == POS_REPO) in_out += 2 * D * dp + dp * c->KVH;   /* gate_map, content_map, final_map */
+    }
+    double attn_fwd = 2.0 * B * c->H * (double)T * T * hd;
+    *attn = 3.0 * attn_fwd * c->L;
+    return 6.0 * N * in_out + *attn;
+}
+
+static void fill_uniform(float* x, size_t n, Rng* rng) {
+    for (size_t i = 0; i < n; i++) x[i] = (float)(rng_uniform(rng) - 0.5);
+}
+
+/* best GFLOP/s of cblas_sgemm C = A B on n×n matrices, after one warm-up call */
+static void bench_sgemm(int n, int threads, bool json) {
+    CHECK(n > 0 && n <= 16384, "--sgemm %d: N must be in [1, 16384]", n);
+    size_t nn = (size_t)n * n;
+    float *a = mallocCheck(nn * sizeof(float)), *b = mallocCheck(nn * sizeof(float));
+    float* c = mallocCheck(nn * sizeof(float));
+    Rng rng;
+    rng_seed(&rng, 7);
+    fill_uniform(a, nn, &rng);
+    fill_uniform(b, nn, &rng);
+    double best = 1e30;
+    for (int r = 0; r < 6; r++) {
+        double t0 = now_s();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+        double dt = now_s() - t0;
+        if (r > 0 && dt < best) best = dt;
+    }
+    double gflops = 2.0 * n * (double)n * n / best * 1e-9;
+    if (json) printf("{\"sgemm_n\": %d, \"threads\": %d, \"gflops\": %.2f, \"ms\": %.2f}\n", n, threads, gflops,
+                     best * 1e3);
+    else printf("sgemm %d x %d, threads %d: best %.2f ms, %.1f GFLOP/s\n", n, n, threads, best * 1e3, gflops);
+    free(a), free(b), free(c);
+}
+
+/* milliseconds of attention forward + backward for all L layers (one call pair
+   per layer) on random q, k, v of the model's shapes, after one warm-up pair */
+static double bench_attention(const ModelConfig* c, size_t B, size_t T) {
+    size_t N = B * T, hd = cfg_hd(c), qd = c->H * hd, kvd = c->KVH * hd;
+    size_t n = 5 * N * qd + 6 * N * kvd + N * c->H;
+    real* buf = mallocCheck(n * sizeof(real));
+    real *q = buf, *out = q + N * qd, *dq = out + N * qd, *dout = dq + N * qd, *lse = dout + N * qd;
+    real *k = lse + N * c->H, *v = k + N * kvd, *dk = v + N * kvd, *dv = dk + N * kvd;
+    Rng rng;
+    rng_seed(&rng, 3);
+    for (size_t i = 0; i < N * qd; i++) q[i] = (real)rng_normal(&rng), dout[i] = (real)rng_normal(&rng);
+    for (size_t i = 0; i < N * kvd; i++) k[i] = (real)rng_normal(&rng), v[i] = (real)rng_normal(&rng);
+    double t = 0;
+    for (size_t l = 0; l <= c->L; l++) {   /* pass 0 is the warm-up */
+        double t0 = now_s();
+        memset(dq, 0, N * qd * sizeof(real));
+        memset(dk, 0, 2 * N * kvd * sizeof(real));   /* dk, dv */
+        attention_forward(out, lse, q, k, v, B, T, c->H, c->KVH, hd);
+        attention_backward(dq, dk, dv, dout, out, lse, q, k, v, B, T, c->H, c->KVH, hd);
+        if (l > 0) t += now_s() - t0;
+    }
+    free(buf);
+    return t * 1e3;
+}
+
+/* DIR/batch.i32: the N tokens, then the N targets, int32 little-endian (x86) */
+static void save_batch(const char* dir, const int32_t* tok, const int32_t* tgt, size_t N) {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/batch.i32", dir);
+    int32_t* both = mallocCheck(2 * N * sizeof(int32_t));
+    memcpy(both, tok, N * sizeof(int32_t));
+    memcpy(both + N, tgt, N * sizeof(int32_t));
+    file_write_atomic(path, both, 2 * N * sizeof(int32_t));
+    free(both);
+}
+
+static void usage(FILE* fp) {
+    fprintf(fp, "usage: bench_step [--size S|M|L|long] [--mode rope|repo|nope|r2n1|n2r1] [--steps N] [--warmup N]\n"
+                "                  [--threads N] [--block olmo2|llama] [--tokens-seed N] [--json] [--no-attn]\n"
+                "       bench_step --sgemm N [--threads N] [--json]\n"
+                "       bench_step --save-weights DIR [--size ...] [--mode ...] [--block ...] [--tokens-seed N]\n");
+}
+
+static void parse_args(BenchOpts* o, int argc, char** argv) {
+    *o = (BenchOpts){"S", "repo", "olmo2", NULL, 5, 2, 0, 0, 1, false, true};
+    for (int i = 1; i < argc; i++) {
+        const char* a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) usage(stdout), exit(0);
+        if (!strcmp(a, "--json")) { o->json = true; continue; }
+        if (!strcmp(a, "--no-attn")) { o->attn = false; continue; }
+        if (i + 1 >= argc) { fprintf(stderr, "bench_step: %s needs a value\n", a); usage(stderr); exit(2); }
+        const char* v = argv[++i];
+        if (!strcmp(a, "--size")) o->size = v;
+        else if (!strcmp(a, "--mode")) o->mode = v;
+        else if (!strcmp(a, "--block")) o->block = v;
+        else if (!strcmp(a, "--save-weights")) o->save_dir = v;
+        else if (!strcmp(a, "--steps")) o->steps = atoi(v);
+        else if (!strcmp(a, "--warmup")) o->warmup = atoi(v);
+        else if (!strcmp(a, "--threads")) o->threads = atoi(v);
+        else if (!strcmp(a, "--sgemm")) o->sgemm_n = atoi(v);
+        else if (!strcmp(a, "--tokens-seed")) o->tokens_seed = strtoull(v, NULL, 10);
+        else { fprintf(stderr, "bench_step: unknown option %s\n", a); usage(stderr); exit(2); }
+    }
+    CHECK(o->steps >= 1 && o->warmup >= 0, "bench_step: --steps must be >= 1 and --warmup >= 0");
+    CHECK(!strcmp(o->block, "olmo2") || !strcmp(o->block, "llama"), "bench_step: unknown block %s", o->block);
+}
+
 int main(int argc, char** argv) {
-    const char *size = "S", *mode = "repo", *block = "olmo2";
-    int steps = 5, warmup = 2, threads = 0;
-    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: bench_step [--size S|M|L|long] [--mode rope|repo|nope|r2n1|n2r1] [--steps N] [--warmup N]\n"
-               "                  [--threads N] [--block olmo2|llama]\n");
-        return 0;
-    }
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--size")) size = argv[i + 1];
-        else if (!strcmp(argv[i], "--mode")) mode = argv[i + 1];
-        else if (!strcmp(argv[i], "--block")) block = argv[i + 1];
-        else if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--warmup")) warmup = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
-        else { fprintf(stderr, "bench_step: unknown option %s\n", argv[i]); return 2; }
-    }
-    threads_init(threads);
+    BenchOpts o;
+    parse_args(&o, argc, argv);
+    int threads = threads_init(o.threads);
+    if (o.sgemm_n) { bench_sgemm(o.sgemm_n, threads, o.json); return 0; }
+
     ModelConfig c;
     model_config_default(&c);
-    c.block = strcmp(block, "llama") ? BLOCK_OLMO2 : BLOCK_LLAMA;
-    size_t B = 8, T = 256;
-    if (!strcmp(size, "M") || !strcmp(size, "long")) {
-        c.D = 512, c.L = 8, c.H = c.KVH = 8, c.F = 1376, c.V = 32000, B = 4, T = 1024;
-        if (!strcmp(size, "long")) B = 1, T = 4096;
-    } else if (!strcmp(size, "L")) {
-        c.D = 768, c.L = 12, c.H = c.KVH = 12, c.F = 3072, c.V = 50304, B = 2, T = 1024;
-    }
-    CHECK(model_config_plan_positions(&c, mode, REPO_START_DEFAULT), "unknown mode %s", mode);
+    c.block = strcmp(o.block, "llama") ? BLOCK_OLMO2 : BLOCK_LLAMA;
+    size_t B, T;
+    CHECK(size_config(&c, o.size, &B, &T), "bench_step: unknown size %s (S, M, L, long)", o.size);
+    CHECK(model_config_plan_positions(&c, o.mode, REPO_START_DEFAULT), "bench_step: unknown mode %s", o.mode);
     Model m;
     model_build(&m, &c, B, T, NULL, 0, false);
     model_init_weights(&m, 1, 0.02);
-    OptimConfig oc;
-    optim_config_default(&oc);
-    AdamW opt;
-    FILE* devnull = fopen("/dev/null", "w");
-    FILE* saved = stdout;
-    stdout = devnull;   /* adamw_build prints its groups */
-    adamw_build(&opt, &m.tensors, &oc);
-    stdout = saved;
-    fclose(devnull);
     size_t N = B * T;
     int32_t* tok = mallocCheck(N * sizeof(int32_t));
     int32_t* tgt = mallocCheck(N * sizeof(int32_t));
     Rng rng;
-    rng_seed(&rng, 1);
+    rng_seed(&rng, o.tokens_seed);
     for (size_t i = 0; i < N; i++) tok[i] = (int32_t)rng_below(&rng, c.V), tgt[i] = (int32_t)rng_below(&rng, c.V);
-    double best = 1e30, total = 0;
-    for (int s = 0; s < warmup + steps; s++) {
+    if (o.save_dir) {
+        hf_save(&m, o.save_dir, ST_F32);
+        save_batch(o.save_dir, tok, tgt, N);
+        printf("wrote %s (config.json, model.safetensors, batch.i32)\n", o.save_dir);
+        free(tok), free(tgt), model_free(&m);
+        return 0;
+    }
+
+    OptimConfig oc;
+    optim_config_default(&oc);
+    AdamW opt;
+    FILE* devnull = fopenCheck("/dev/null", "w");
+    FILE* saved = stdout;
+    stdout = devnull;   /* adamw_build prints its groups */
+    adamw_build(&opt, &m.tensors, &oc);
+    stdout = saved;
+    fcloseCheck(devnull, "/dev/null");
+
+    int n = o.steps;
+    double *t_step = mallocCheck(4 * n * sizeof(double)), *t_fwd = t_step + n, *t_bwd = t_fwd + n, *t_opt = t_bwd + n;
+    double loss0 = 0, sum = 0;
+    for (int s = 0; s < o.warmup + n; s++) {
         double t0 = now_s();
-        model_zero_grad(&m);
-        model_forward(&m, tok, tgt);
+        double loss = model_forward(&m, tok, tgt);
+        double t1 = now_s();
         model_backward(&m, 1.0);
+        double t2 = now_s();
         double norm = grad_global_norm(m.grads, m.tensors.n_grads);
         grad_clip(m.grads, m.tensors.n_grads, 1.0, norm);
         adamw_step(&opt, m.params, m.grads, 1e-4, (size_t)s);
-        double dt = now_s() - t0;
-        if (s >= warmup) total += dt, best = dt < best ? dt : best;
+        model_zero_grad(&m);   /* zeroing for the next step counts to this one */
+        double t3 = now_s();
+        if (s == 0) loss0 = loss;
+        if (s < o.warmup) continue;
+        int i = s - o.warmup;
+        t_step[i] = t3 - t0, t_fwd[i] = t1 - t0, t_bwd[i] = t2 - t1, t_opt[i] = t3 - t2, sum += t3 - t0;
     }
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    printf("size %s mode %s: params %zu, B=%zu T=%zu: mean %.1f ms/step, best %.1f ms, %.0f tokens/s, peak RSS %.0f MiB\n",
-           size, mode, m.tensors.n_params, B, T, total / steps * 1e3, best * 1e3, N / (total / steps),
-           ru.ru_maxrss / 1024.0);
+    double rss = peak_rss_mib();   /* before the attention timing allocates anything */
+    double ms = median(t_step, n) * 1e3, fwd = median(t_fwd, n) * 1e3, bwd = median(t_bwd, n) * 1e3;
+    double optm = median(t_opt, n) * 1e3, attn_flops, flops = model_flops(&c, B, T, &attn_flops);
+    double attn_ms = o.attn ? bench_attention(&c, B, T) : 0;
+    double tps = N / (ms * 1e-3), gflops = flops / (ms * 1e-3) * 1e-9;
+    if (o.json) {
+        printf("{\"impl\": \"repoc\", \"size\": \"%s\", \"mode\": \"%s\", \"block\": \"%s\", \"params\": %zu, "
+               "\"B\": %zu, \"T\": %zu, \"threads\": %d, \"steps\": %d, \"warmup\": %d, \"ms_step\": %.2f, "
+               "\"ms_mean\": %.2f, \"tokens_per_s\": %.1f, \"gflop_step\": %.3f, \"gflops\": %.2f, "
+               "\"attn_gflop_step\": %.3f, \"peak_rss_mib\": %.1f, \"loss0\": %.6f, \"fwd_ms\": %.2f, "
+               "\"bwd_ms\": %.2f, \"opt_ms\": %.2f, \"attn_ms\": %.2f, \"attn_us_per_token\": %.3f}\n",
+               o.size, o.mode, o.block, m.tensors.n_params, B, T, threads, n, o.warmup, ms, sum / n * 1e3, tps,
+               flops * 1e-9, gflops, attn_flops * 1e-9, rss, loss0, fwd, bwd, optm, attn_ms,
+               o.attn ? attn_ms * 1e3 / N : 0);
+    } else {
+        printf("size %s mode %s: params %zu, B=%zu T=%zu, threads %d: median %.1f ms/step (forward %.1f, backward "
+               "%.1f, clip+AdamW+zero %.1f), %.0f tokens/s, %.2f GFLOP/step, %.1f GFLOP/s, peak RSS %.0f MiB, "
+               "loss %.6f\n",
+               o.size, o.mode, m.tensors.n_params, B, T, threads, ms, fwd, bwd, optm, tps, flops * 1e-9, gflops, rss,
+               loss0);
+        if (o.attn)
+            printf("  attention forward+backward alone, %zu layers: %.1f ms, %.2f us/token\n", c.L, attn_ms,
+                   attn_ms * 1e3 / N);
+    }
+    free(t_step), free(tok), free(tgt);
     adamw_free(&opt);
     model_free(&m);
     return 0;

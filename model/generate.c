@@ -1,0 +1,325 @@
+/* KV-cache generation (see generate.h; DESIGN.md §1–2). One chunk of n new
+   tokens at positions p0 .. p0+n-1 runs, per layer, block_forward's op list:
+     OLMo-2:  q = q_norm(x Wq^T), k = k_norm(x Wk^T), v = x Wv^T     (QK-norm over H*hd / KVH*hd)
+     Llama:   h = input_layernorm(x); q = h Wq^T, k = h Wk^T, v = h Wv^T
+     q, k rotated by p = t (rope) or z = repo(h) (repo), or not (nope)
+     k, v written into the cache rows p0 .. p0+n-1, once
+     att = causal softmax(q k^T / sqrt(hd)) v over cache rows 0 .. t, GQA
+     then Wo, the norms, the residuals and the SwiGLU MLP as block_forward.
+   A chunk into an empty cache uses the training attention (attention_forward
+   reads the cache rows as its k, v); later chunks use cache_attention below. */
+#include "model/generate.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#ifdef OMP
+#include <omp.h>
+#endif
+
+#include "common/arena.h"
+#include "common/check.h"
+#include "common/mathf.h"
+#include "model/attention.h"
+#include "model/embedding.h"
+#include "model/linear.h"
+#include "model/repo.h"
+#include "model/rmsnorm.h"
+#include "model/rope.h"
+#include "model/swiglu.h"
+
+static size_t max_threads(void) {
+#ifdef OMP
+    return (size_t)omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+static size_t thread_id(void) {
+#ifdef OMP
+    return (size_t)omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+/* every view of the arena, in one list (counting when cur->base is NULL) */
+static void gen_layout(Generator* g, const ModelConfig* c, Cursor* cur) {
+    size_t T = g->max_T, C = g->max_chunk, D = c->D, F = c->F, hd = cfg_hd(c);
+    size_t qd = c->H * hd, kvd = c->KVH * hd;
+    bool olmo2 = c->block == BLOCK_OLMO2;
+    for (size_t l = 0; l < c->L; l++) {
+        g->k[l] = cursor_take(cur, T * kvd);
+        g->v[l] = cursor_take(cur, T * kvd);
+        g->z[l] = c->pos[l] == POS_REPO ? cursor_take(cur, T * c->KVH) : NULL;
+    }
+    g->x = cursor_take(cur, C * D);
+    g->x_mid = cursor_take(cur, C * D);
+    g->h = cursor_take(cur, C * D);
+    g->o = cursor_take(cur, C * D);
+    g->d = cursor_take(cur, C * D);
+    g->q_pre = olmo2 ? cursor_take(cur, C * qd) : NULL;
+    g->q = cursor_take(cur, C * qd);
+    g->att = cursor_take(cur, C * qd);
+    g->k_pre = olmo2 ? cursor_take(cur, C * kvd) : NULL;
+    g->lse = cursor_take(cur, C * c->H);
+    g->rstd = cursor_take(cur, C);
+    g->pos = cursor_take(cur, C * c->KVH);
+    g->g = cursor_take(cur, C * F);
+    g->u = cursor_take(cur, C * F);
+    g->mm = cursor_take(cur, C * F);
+    bool repo = cfg_has_repo(c);
+    g->repo_A = repo ? cursor_take(cur, C * cfg_dp(c)) : NULL;
+    g->repo_C = repo ? cursor_take(cur, C * cfg_dp(c)) : NULL;
+    g->repo_r = repo ? cursor_take(cur, C * cfg_dp(c)) : NULL;
+    g->scores = cursor_take(cur, g->n_att_bufs * T);
+    g->final_out = cursor_take(cur, D);
+    g->final_rstd = cursor_take(cur, 1);
+    g->logits = cursor_take(cur, c->V);
+    g->work = cursor_take(cur, c->V);
+}
+
+static void check_sizes(size_t max_T, size_t max_chunk) {
+    CHECK(max_T >= 1 && max_T <= ((size_t)1 << 31), "generate: context of %zu tokens (expected 1 .. 2^31)", max_T);
+    CHECK(max_chunk >= 1 && max_chunk <= max_T, "generate: chunk of %zu tokens (expected 1 .. max_T = %zu)",
+          max_chunk, max_T);
+}
+
+size_t gen_arena_reals(const ModelConfig* cfg, size_t max_T, size_t max_chunk) {
+    check_sizes(max_T, max_chunk);
+    Generator g = {.max_T = max_T, .max_chunk = max_chunk, .n_att_bufs = max_threads()};
+    Cursor cur = {NULL, 0};
+    gen_layout(&g, cfg, &cur);
+    return cur.used;
+}
+
+void gen_build(Generator* g, const Model* m, size_t max_T, size_t max_chunk) {
+    memset(g, 0, sizeof(*g));
+    check_sizes(max_T, max_chunk);
+    g->m = m;
+    g->max_T = max_T;
+    g->max_chunk = max_chunk;
+    g->n_att_bufs = max_threads();
+    Cursor cur = {NULL, 0};
+    gen_layout(g, &m->cfg, &cur);
+    g->n_arena = cur.used;
+    g->arena = arenaAlloc(mulCheck(g->n_arena, sizeof(real), "generator arena (KV cache and work space)"));
+    cur = (Cursor){g->arena, 0};
+    gen_layout(g, &m->cfg, &cur);
+    CHECK(cur.used == g->n_arena, "generator layout disagrees with its count");
+}
+
+void gen_free(Generator* g) {
+    free(g->arena);
+    memset(g, 0, sizeof(*g));
+}
+
+void gen_reset(Generator* g) { g->len = 0; }
+
+/* att (n,H*hd) for query rows at positions p0+i over cache rows 0..p0+i of layer l.
+   One task per (row, head); each thread keeps its scores in its own row of g->scores. */
+static void cache_attention(Generator* g, size_t l, size_t n, size_t p0) {
+    const ModelConfig* c = &g->m->cfg;
+    size_t H = c->H, hd = cfg_hd(c), qd = H * hd, kvd = c->KVH * hd, group = H / c->KVH, T = g->max_T;
+    real scale = (real)(1.0 / sqrt((double)hd));
+    const real* kc = g->k[l];
+    const real* vc = g->v[l];
+#pragma omp parallel for collapse(2) schedule(dynamic, 1) num_threads((int)g->n_att_bufs)
+    for (size_t i = 0; i < n; i++) {
+        for (size_t h = 0; h < H; h++) {
+            size_t t = p0 + i, kvo = (h / group) * hd;
+            real* s = g->scores + thread_id() * T;
+            const real* q = g->q + i * qd + h * hd;
+            real mx = -INFINITY;
+            for (size_t j = 0; j <= t; j++) {   /* s_j = q·k_j / sqrt(hd), causal: j <= t */
+                const real* kj = kc + j * kvd + kvo;
+                real dot = 0;
+#pragma omp simd reduction(+ : dot)
+                for (size_t e = 0; e < hd; e++) dot += q[e] * kj[e];
+                s[j] = dot * scale;
+                mx = s[j] > mx ? s[j] : mx;
+            }
+            real sum = 0;
+#pragma omp simd reduction(+ : sum)
+            for (size_t j = 0; j <= t; j++) {
+                s[j] = exp_r(s[j] - mx);
+                sum += s[j];
+            }
+            real* out = g->att + i * qd + h * hd;   /* out = Σ_j softmax_j v_j */
+            for (size_t e = 0; e < hd; e++) out[e] = 0;
+            for (size_t j = 0; j <= t; j++) {
+                const real* vj = vc + j * kvd + kvo;
+                real p = s[j];
+#pragma omp simd
+                for (size_t e = 0; e < hd; e++) out[e] += p * vj[e];
+            }
+            real inv = 1 / sum;
+            for (size_t e = 0; e < hd; e++) out[e] *= inv;
+        }
+    }
+}
+
+/* layer l on the n rows of g->x (positions p0 ..), in place; fills the cache rows */
+static void layer_forward(Generator* g, size_t l, size_t n, size_t p0) {
+    const Model* m = g->m;
+    const ModelConfig* c = &m->cfg;
+    const LayerWeights* w = &m->w.layer[l];
+    size_t D = c->D, hd = cfg_hd(c), F = c->F, KVH = c->KVH, qd = c->H * hd, kvd = KVH * hd;
+    bool olmo2 = c->block == BLOCK_OLMO2;
+    double eps = c->norm_eps;
+    real* kc = g->k[l] + p0 * kvd;   /* this chunk's cache rows */
+    real* vc = g->v[l] + p0 * kvd;
+
+    /* attention input: the raw stream (OLMo-2) or input_layernorm(x) (Llama) */
+    const real* h = g->x;
+    if (!olmo2) { rmsnorm_forward(g->h, g->rstd, g->x, w->in_norm, n, D, eps); h = g->h; }
+    if (olmo2) {
+        linear_forward(g->q_pre, h, w->wq, n, D, qd);
+        rmsnorm_forward(g->q, g->rstd, g->q_pre, w->q_norm, n, qd, eps);
+        linear_forward(g->k_pre, h, w->wk, n, D, kvd);
+        rmsnorm_forward(kc, g->rstd, g->k_pre, w->k_norm, n, kvd, eps);
+    } else {
+        linear_forward(g->q, h, w->wq, n, D, qd);
+        linear_forward(kc, h, w->wk, n, D, kvd);
+    }
+    linear_forward(vc, h, w->wv, n, D, kvd);
+
+    /* positions: t, or the token's own z (kept in the cache), or none */
+    const real* pos = NULL;
+    if (c->pos[l] == POS_ROPE) {
+        for (size_t i = 0; i < n; i++)
+            for (size_t gr = 0; gr < KVH; gr++) g->pos[i * KVH + gr] = (real)(p0 + i);
+        pos = g->pos;
+    } else if (c->pos[l] == POS_REPO) {
+        real* z = g->z[l] + p0 * KVH;
+        repo_forward(z, g->repo_A, g->repo_C, g->repo_r, h, w->repo_gate, w->repo_content, w->repo_final, n, D,
+                     cfg_dp(c), KVH);
+        pos = z;
+    }
+    if (pos) rope_forward(g->q, kc, pos, &m->rope, n, c->H, KVH, KVH);   /* keys rotated once, in the cache */
+    if (p0 == 0) attention_forward(g->att, g->lse, g->q, g->k[l], g->v[l], 1, n, c->H, KVH, hd);
+    else cache_attention(g, l, n, p0);
+    linear_forward(g->o, g->att, w->wo, n, qd, D);
+
+    const real* mlp_in;
+    if (olmo2) {   /* x_mid = x + norm(o) */
+        rmsnorm_forward(g->d, g->rstd, g->o, w->attn_norm, n, D, eps);
+        residual_forward(g->x_mid, g->x, g->d, n * D);
+        mlp_in = g->x_mid;
+    } else {       /* x_mid = x + o; the MLP reads norm(x_mid) */
+        residual_forward(g->x_mid, g->x, g->o, n * D);
+        rmsnorm_forward(g->h, g->rstd, g->x_mid, w->attn_norm, n, D, eps);
+        mlp_in = g->h;
+    }
+    linear_forward(g->g, mlp_in, w->gate, n, D, F);
+    linear_forward(g->u, mlp_in, w->up, n, D, F);
+    swiglu_forward(g->mm, g->g, g->u, n * F);
+    if (olmo2) {   /* x = x_mid + norm(m Wdown^T) */
+        linear_forward(g->d, g->mm, w->down, n, F, D);
+        rmsnorm_forward(g->x, g->rstd, g->d, w->mlp_norm, n, D, eps);
+        residual_forward(g->x, g->x, g->x_mid, n * D);
+    } else {       /* x = x_mid + m Wdown^T */
+        linear_forward(g->x, g->mm, w->down, n, F, D);
+        residual_forward(g->x, g->x, g->x_mid, n * D);
+    }
+}
+
+const real* gen_forward(Generator* g, const int32_t* tokens, size_t n) {
+    const Model* m = g->m;
+    const ModelConfig* c = &m->cfg;
+    CHECK(n >= 1 && n <= g->max_chunk, "generate: %zu tokens in one call (expected 1 .. %zu)", n, g->max_chunk);
+    CHECK(g->len + n <= g->max_T, "generate: %zu tokens after %zu would exceed the cache of %zu", n, g->len,
+          g->max_T);
+    for (size_t i = 0; i < n; i++)
+        CHECK(tokens[i] >= 0 && (size_t)tokens[i] < c->V,
+              "generate: token %" PRId32 " at position %zu is outside the vocabulary [0, %zu)", tokens[i],
+              g->len + i, c->V);
+    embedding_forward(g->x, tokens, m->w.embed, n, c->D);
+    for (size_t l = 0; l < c->L; l++) layer_forward(g, l, n, g->len);
+    g->len += n;
+    /* only the last row's next-token distribution is needed */
+    rmsnorm_forward(g->final_out, g->final_rstd, g->x + (n - 1) * c->D, m->w.final_norm, 1, c->D, c->norm_eps);
+    linear_forward(g->logits, g->final_out, m->w.lm_head, 1, c->D, c->V);
+    return g->logits;
+}
+
+const real* gen_prefill(Generator* g, const int32_t* tokens, size_t n) {
+    CHECK(n >= 1, "generate: empty prompt");
+    const real* logits = NULL;
+    for (size_t i = 0; i < n; i += g->max_chunk) {
+        size_t k = n - i < g->max_chunk ? n - i : g->max_chunk;
+        logits = gen_forward(g, tokens + i, k);
+    }
+    return logits;
+}
+
+const real* gen_step(Generator* g, int32_t token) { return gen_forward(g, &token, 1); }
+
+int32_t gen_argmax(const real* logits, size_t V) {
+    size_t best = 0;
+    for (size_t i = 1; i < V; i++)
+        if (logits[i] > logits[best]) best = i;
+    return (int32_t)best;
+}
+
+/* the k-th largest of a[0..n) (1 <= k <= n), by quickselect; reorders a */
+static real kth_largest(real* a, size_t n, size_t k) {
+    ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, want = (ptrdiff_t)k - 1;
+    while (lo < hi) {
+        real pivot = a[lo + (hi - lo) / 2];
+        ptrdiff_t i = lo, j = hi;
+        while (i <= j) {   /* Hoare partition, descending: a[lo..j] >= pivot >= a[i..hi] */
+            while (a[i] > pivot) i++;
+            while (a[j] < pivot) j--;
+            if (i <= j) {
+                real t = a[i];
+                a[i++] = a[j];
+                a[j--] = t;
+            }
+        }
+        if (want <= j) hi = j;
+        else if (want >= i) lo = i;
+        else return a[want];   /* between the parts: equal to the pivot */
+    }
+    return a[want];
+}
+
+int32_t gen_sample(Generator* g, const real* logits, double temperature, size_t top_k, Rng* rng) {
+    size_t V = g->m->cfg.V;
+    if (temperature <= 0) return gen_argmax(logits, V);
+    for (size_t i = 0; i < V; i++) CHECK(isfinite(logits[i]), "sampling: logit %zu is %g", i, (double)logits[i]);
+    real thr = -INFINITY;   /* keep logits >= the k-th largest */
+    if (top_k > 0 && top_k < V) {
+        memcpy(g->work, logits, V * sizeof(real));
+        thr = kth_largest(g->work, V, top_k);
+    }
+    real mx = logits[gen_argmax(logits, V)];
+    double sum = 0;   /* p_i ∝ exp((l_i - max) / temperature) over the kept logits */
+    for (size_t i = 0; i < V; i++) {
+        g->work[i] = logits[i] >= thr ? (real)exp(((double)logits[i] - mx) / temperature) : 0;
+        sum += g->work[i];
+    }
+    double u = rng_uniform(rng) * sum, acc = 0;
+    size_t last = 0;
+    for (size_t i = 0; i < V; i++) {
+        if (g->work[i] == 0) continue;
+        acc += g->work[i];
+        last = i;
+        if (u < acc) return (int32_t)i;
+    }
+    return (int32_t)last;   /* u rounded up to the sum */
+}
+
+void gen_generate(Generator* g, const int32_t* prompt, size_t n_prompt, size_t n_new, double temperature,
+                  size_t top_k, Rng* rng, int32_t* out) {
+    CHECK(n_new == 0 || g->len + n_prompt + n_new - 1 <= g->max_T,
+          "generate: %zu cached + %zu prompt + %zu new tokens exceed the cache of %zu", g->len, n_prompt, n_new,
+          g->max_T);
+    const real* logits = gen_prefill(g, prompt, n_prompt);
+    for (size_t i = 0; i < n_new; i++) {
+        out[i] = gen_sample(g, logits, temperature, top_k, rng);
+        if (i + 1 < n_new) logits = gen_step(g, out[i]);
+    }
+}
