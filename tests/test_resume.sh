@@ -22,18 +22,18 @@ config() {  # file out_dir order grad_accum steps save_every
 {"run": {"out_dir": "$2", "seed": 3, "threads": 2, "resume": "auto"},
  "model": {"vocab_size": 64, "d_model": 64, "n_layers": 3, "n_heads": 4, "n_kv_heads": 2, "d_ff": 128,
            "positions": {"mode": "repo", "repo_start_layer": 1}},
- "data": {"train": ["$T/train.u16"], "seq_len": 64, "order": "$3"},
+ "data": {"train": ["$T/train.u16"], "val": ["$T/train.u16"], "seq_len": 64, "order": "$3"},
  "optim": {"lr": 3e-3, "warmup_steps": 3, "z_loss": 1e-4},
- "train": {"batch_size": 2, "grad_accum": $4, "steps": $5, "log_every": 1, "eval_every": 0,
+ "train": {"batch_size": 2, "grad_accum": $4, "steps": $5, "log_every": 1, "eval_every": 10, "eval_batches": 2,
            "save_every": $6, "keep_last": 2}}
 JSON
 }
-losses() { grep -o '"step": [0-9]*, "loss": [^,]*' "$1/metrics.jsonl"; }
+losses() { grep -o '"step": [0-9]*, "\(val_\)\?loss": [^,]*' "$1/metrics.jsonl"; }   # train and validation
 final_ckpt() { echo "$1/$(head -n 1 "$1/latest")"; }
 same_run() {  # label dir_a dir_b
     local a b
     a=$(final_ckpt "$2"); b=$(final_ckpt "$3")
-    if [ "$(losses "$2")" = "$(losses "$3")" ] && [ -n "$(losses "$2")" ]; then ok "$1: metrics.jsonl losses bit-identical ($(losses "$2" | wc -l) steps)"
+    if [ "$(losses "$2")" = "$(losses "$3")" ] && [ -n "$(losses "$2")" ]; then ok "$1: metrics.jsonl train and validation losses bit-identical ($(losses "$2" | wc -l) lines)"
     else bad "$1: metrics.jsonl losses differ"; diff <(losses "$2") <(losses "$3") | head -5; fi
     if cmp -s "$a/model.safetensors" "$b/model.safetensors" && cmp -s "$a/optimizer.safetensors" "$b/optimizer.safetensors"
     then ok "$1: final weights and AdamW moments bit-identical ($(basename "$a"))"

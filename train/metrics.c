@@ -9,7 +9,8 @@
 #include "common/check.h"
 #include "common/fileio.h"
 
-/* keep only the lines whose "step" is <= keep_step (rewritten atomically) */
+/* keep the step lines of steps <= keep_step and the eval lines of steps < keep_step
+   (the resumed run evaluates at keep_step again before its next step); rewritten atomically */
 static void truncate_after(const char* path, size_t keep_step) {
     size_t len;
     char* text = file_read_all_or_null(path, &len);
@@ -21,7 +22,8 @@ static void truncate_after(const char* path, size_t keep_step) {
         size_t n = nl ? (size_t)(nl - line) + 1 : strlen(line);
         cJSON* j = cJSON_ParseWithLength(line, n);
         const cJSON* s = j ? cJSON_GetObjectItemCaseSensitive(j, "step") : NULL;
-        if (cJSON_IsNumber(s) && s->valuedouble <= (double)keep_step) {
+        bool eval = j && cJSON_GetObjectItemCaseSensitive(j, "val_loss") != NULL;
+        if (cJSON_IsNumber(s) && (eval ? s->valuedouble < (double)keep_step : s->valuedouble <= (double)keep_step)) {
             memcpy(out + o, line, n);
             o += n;
         }
