@@ -12,6 +12,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifdef OMP
@@ -21,6 +22,7 @@
 #include "common/arena.h"
 #include "common/check.h"
 #include "common/mathf.h"
+#include "common/threads.h"
 #include "model/attention.h"
 #include "model/embedding.h"
 #include "model/linear.h"
@@ -28,6 +30,10 @@
 #include "model/rmsnorm.h"
 #include "model/rope.h"
 #include "model/swiglu.h"
+
+/* chunks with fewer multiply-adds than this run single-threaded (gen_forward):
+   about a millisecond of one core's work */
+#define GEN_SERIAL_WORK 4e6
 
 static size_t max_threads(void) {
 #ifdef OMP
@@ -102,6 +108,7 @@ void gen_build(Generator* g, const Model* m, size_t max_T, size_t max_chunk) {
     g->max_T = max_T;
     g->max_chunk = max_chunk;
     g->n_att_bufs = max_threads();
+    g->serial_below = GEN_SERIAL_WORK;
     Cursor cur = {NULL, 0};
     gen_layout(g, &m->cfg, &cur);
     g->n_arena = cur.used;
@@ -126,7 +133,8 @@ static void cache_attention(Generator* g, size_t l, size_t n, size_t p0) {
     real scale = (real)(1.0 / sqrt((double)hd));
     const real* kc = g->k[l];
     const real* vc = g->v[l];
-#pragma omp parallel for collapse(2) schedule(dynamic, 1) num_threads((int)g->n_att_bufs)
+    size_t team = max_threads() < g->n_att_bufs ? max_threads() : g->n_att_bufs;   /* one score row each */
+#pragma omp parallel for collapse(2) schedule(dynamic, 1) num_threads((int)team)
     for (size_t i = 0; i < n; i++) {
         for (size_t h = 0; h < H; h++) {
             size_t t = p0 + i, kvo = (h / group) * hd;
@@ -226,6 +234,15 @@ static void layer_forward(Generator* g, size_t l, size_t n, size_t p0) {
     }
 }
 
+/* Multiply-adds of a chunk of n tokens after len cached ones: every weight once
+   per token (the embedding is a lookup), and q·k plus p·v over the keys. */
+static double chunk_work(const Generator* g, size_t n, size_t len) {
+    const ModelConfig* c = &g->m->cfg;
+    double per_token = (double)g->m->tensors.n_params - (c->tie_embeddings ? 0.0 : (double)(c->V * c->D));
+    double keys = (double)len + 0.5 * (double)(n + 1);
+    return (double)n * (per_token + 2.0 * keys * (double)(c->L * c->H * cfg_hd(c)));
+}
+
 const real* gen_forward(Generator* g, const int32_t* tokens, size_t n) {
     const Model* m = g->m;
     const ModelConfig* c = &m->cfg;
@@ -236,12 +253,21 @@ const real* gen_forward(Generator* g, const int32_t* tokens, size_t n) {
         CHECK(tokens[i] >= 0 && (size_t)tokens[i] < c->V,
               "generate: token %" PRId32 " at position %zu is outside the vocabulary [0, %zu)", tokens[i],
               g->len + i, c->V);
+    /* a small chunk (a one-token step of a small model) runs on one thread: its
+       ops are microseconds, less than waking the OpenMP team for each of them,
+       and far less than a team waiting on a core another process holds */
+    int team = 0;
+    if (chunk_work(g, n, g->len) < g->serial_below) {
+        team = threads_init(0);
+        threads_init(1);
+    }
     embedding_forward(g->x, tokens, m->w.embed, n, c->D);
     for (size_t l = 0; l < c->L; l++) layer_forward(g, l, n, g->len);
     g->len += n;
     /* only the last row's next-token distribution is needed */
     rmsnorm_forward(g->final_out, g->final_rstd, g->x + (n - 1) * c->D, m->w.final_norm, 1, c->D, c->norm_eps);
     linear_forward(g->logits, g->final_out, m->w.lm_head, 1, c->D, c->V);
+    if (team) threads_init(team);
     return g->logits;
 }
 

@@ -8,7 +8,9 @@
    YaRN acts through the model's RopeTable. A new token's forward runs the same
    op calls as block_forward on n rows (rmsnorm, linear, repo, rope, swiglu) and
    attends over the cache. Everything is allocated once by gen_build for a
-   context of max_T tokens; prefill, step and sampling allocate nothing. */
+   context of max_T tokens; prefill, step and sampling allocate nothing. A
+   chunk of little work (a one-token step of a small model) runs with the
+   thread count set to 1 and restored afterwards (common/threads.h). */
 #ifndef REPOC_GENERATE_H
 #define REPOC_GENERATE_H
 
@@ -25,6 +27,7 @@ typedef struct {
     size_t max_chunk;            /* most tokens one gen_forward call takes */
     size_t len;                  /* tokens in the cache */
     size_t n_att_bufs;           /* per-thread score rows of the cache attention */
+    double serial_below;         /* chunks of fewer multiply-adds run on one thread (gen_build: 4e6; 0 = never) */
 
     real* arena;                 /* one allocation: cache + work space */
     size_t n_arena;              /* its reals */

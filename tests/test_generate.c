@@ -1,0 +1,286 @@
+/* KV-cache generation against the full-sequence forward (issue #6, item 1), float build.
+   Two random models: OLMo-2 with layers [rope, repo, nope, repo] (QK-norm, MHA)
+   and Llama with GQA (H=4, KVH=2), YaRN (factor 4, L0 16) and [repo, rope, nope].
+   RePo weights are drawn N(0, 0.3²) so that z spreads over several units and a
+   wrong position would show. For each model:
+   1. a sequence fed token by token through the cache gives at every step the
+      logits of model_forward on the full prefix (row t of m->logits), with the
+      small chunks on one thread (the default) and on all threads;
+   2. the cache holds the rotated keys, the values and the RePo positions that
+      model_forward computed (la[l].k, la[l].v, la[l].z);
+   3. prefill in chunks of 7 (the first through attention_forward, the others
+      through the cache attention) ends at the same logits and cache;
+   4. greedy generation picks the argmax of the full-recompute logits at each step;
+   5. sampling: top_k = 1 is greedy, a seed repeats its tokens, top-k keeps to the
+      k largest, frequencies follow softmax(logits / temperature);
+   6. a token past the cache's end stops with a message.
+   Tolerance for 1-4: |cache - full| <= 1e-5 · max|full| (+1e-6 absolute for z, k, v):
+   the two paths run the same ops in another order (attention tiling, BLAS shapes);
+   a RePo layer's keys add z's tolerance (compare_all_caches says why). */
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"
+#include "common/rng.h"
+#include "common/threads.h"
+#include "model/generate.h"
+#include "model/model.h"
+#include "tests/testutil.h"
+
+#ifdef REPOC_F64
+#error "test_generate runs in the float build"
+#endif
+
+#define REL_TOL 1e-5
+
+/* matrices N(0, 0.1²), norms 1, then every RePo tensor N(0, 0.3²) */
+static void random_weights(Model* m, uint64_t seed) {
+    model_init_weights(m, seed, 0.1);
+    Rng rng;
+    rng_seed(&rng, seed + 99);
+    for (size_t i = 0; i < m->tensors.n; i++) {
+        const TensorInfo* t = &m->tensors.t[i];
+        if (!t->is_repo) continue;
+        for (size_t j = 0; j < t->numel; j++) m->params[t->offset + j] = (real)(0.3 * rng_normal(&rng));
+    }
+}
+
+static void random_tokens(int32_t* tok, size_t n, size_t V, uint64_t seed) {
+    Rng rng;
+    rng_seed(&rng, seed);
+    for (size_t i = 0; i < n; i++) tok[i] = (int32_t)rng_below(&rng, V);
+}
+
+/* rows 0..T-1 of layer l's cache (row width w) against the model's activations */
+static void compare_cache(const char* what, const real* cache, const real* ref, size_t T, size_t w, size_t l,
+                          const char* name, double rtol, const char* why) {
+    char label[128];
+    snprintf(label, sizeof(label), "%s: layer %zu %s cache == model_forward's", name, l, what);
+    expect_close(label, cache, ref, T * w, 1e-6, rtol, why);
+}
+
+/* A repo layer's key is turned by its z: an error dz (within z's tolerance,
+   1e-6 + 1e-5 max|z|) turns pair i by dz inv_freq[i] <= dz (inv_freq[0] = 1),
+   so its key tolerance is 1e-5 + that dz, relative to max|k|. */
+static void compare_all_caches(const Generator* g, const Model* m, size_t T, const char* name) {
+    const ModelConfig* c = &m->cfg;
+    size_t kvd = c->KVH * cfg_hd(c);
+    for (size_t l = 0; l < c->L; l++) {
+        double ktol = REL_TOL;
+        if (c->pos[l] == POS_REPO) {
+            compare_cache("RePo z", g->z[l], m->la[l].z, T, c->KVH, l, name, REL_TOL, "same ops, another order");
+            double zmax = 0;
+            for (size_t i = 0; i < T * c->KVH; i++) zmax = fmax(zmax, fabs((double)m->la[l].z[i]));
+            ktol += 1e-6 + REL_TOL * zmax;
+        }
+        compare_cache("rotated-key", g->k[l], m->la[l].k, T, kvd, l, name, ktol,
+                      c->pos[l] == POS_REPO ? "1e-5 + z's tolerance" : "same ops, another order");
+        compare_cache("value", g->v[l], m->la[l].v, T, kvd, l, name, REL_TOL, "same ops, another order");
+    }
+}
+
+static void print_z_spread(const Model* m, size_t T) {
+    for (size_t l = 0; l < m->cfg.L; l++) {
+        if (m->cfg.pos[l] != POS_REPO) continue;
+        size_t n = T * m->cfg.KVH;
+        double lo = 1e30, hi = -1e30, s = 0, s2 = 0;
+        for (size_t i = 0; i < n; i++) {
+            double z = m->la[l].z[i];
+            lo = fmin(lo, z), hi = fmax(hi, z), s += z, s2 += z * z;
+        }
+        double mean = s / n;
+        printf("  layer %zu RePo z: %.2f .. %.2f (std %.2f)\n", l, lo, hi, sqrt(fmax(s2 / n - mean * mean, 0)));
+    }
+}
+
+static double max_abs(const real* a, size_t n) {
+    double mx = 0;
+    for (size_t i = 0; i < n; i++) mx = fmax(mx, fabs((double)a[i]));
+    return mx;
+}
+
+/* the cache and the full forward on the same sequence: steps, caches, chunked prefill */
+static void check_steps_and_prefill(Model* m, const int32_t* tokens, size_t T, const char* model_name,
+                                    bool threaded) {
+    size_t V = m->cfg.V;
+    model_forward(m, tokens, NULL);
+    if (!threaded) print_z_spread(m, T);
+    Generator g;
+    gen_build(&g, m, T, 7);
+    char name[64];   /* small chunks run on one thread unless serial_below is 0 */
+    snprintf(name, sizeof(name), "%s%s", model_name, threaded ? " (threaded)" : "");
+    if (threaded) g.serial_below = 0;
+    real* steps = mallocCheck(T * V * sizeof(real));
+    for (size_t t = 0; t < T; t++) memcpy(steps + t * V, gen_step(&g, tokens[t]), V * sizeof(real));
+    double ref_max = max_abs(m->logits, T * V), err = 0;
+    for (size_t i = 0; i < T * V; i++) err = fmax(err, fabs((double)steps[i] - m->logits[i]));
+    printf("  %s: token-by-token logits vs full recompute: max abs error %.3e, max|logit| %.3e, relative %.3e\n",
+           name, err, ref_max, err / ref_max);
+    char label[128];
+    snprintf(label, sizeof(label), "%s: step logits (%zu steps) == model_forward rows", name, T);
+    expect_close(label, steps, m->logits, T * V, 0, REL_TOL, "1e-5 of max|logit|");
+    compare_all_caches(&g, m, T, name);
+
+    /* chunked prefill: chunks 0..6 (attention_forward), 7..13, ... (cache attention) */
+    gen_reset(&g);
+    const real* last = gen_prefill(&g, tokens, T);
+    snprintf(label, sizeof(label), "%s: prefill in chunks of 7: last logits == row %zu", name, T - 1);
+    expect_close(label, last, m->logits + (T - 1) * V, V, 0, REL_TOL, "1e-5 of max|logit|");
+    compare_all_caches(&g, m, T, name);
+    EXPECT(g.len == T, "%s: cache length %zu after prefill of %zu", name, g.len, T);
+    gen_free(&g);
+    free(steps);
+}
+
+/* greedy continuation == argmax of full-recompute logits at every step */
+static void check_greedy(Model* m, const int32_t* tokens, size_t n_prompt, size_t n_new, const char* name) {
+    size_t V = m->cfg.V, T = m->T;
+    CHECK(n_prompt + n_new - 1 == T, "test setup: the model's T must be prompt + new - 1");
+    Generator g;
+    gen_build(&g, m, T, 4);
+    int32_t out[16], seq[256];
+    gen_generate(&g, tokens, n_prompt, n_new, 0.0, 0, NULL, out);
+    memcpy(seq, tokens, n_prompt * sizeof(int32_t));
+    memcpy(seq + n_prompt, out, (n_new - 1) * sizeof(int32_t));
+    model_forward(m, seq, NULL);   /* causal: row n_prompt-1+i sees exactly prompt + out[0..i) */
+    int same = 1;
+    double margin = 1e30;   /* smallest gap between the best and the second-best full logit */
+    printf("  %s: greedy tokens", name);
+    for (size_t i = 0; i < n_new; i++) {
+        const real* row = m->logits + (n_prompt - 1 + i) * V;
+        int32_t best = gen_argmax(row, V);
+        double second = -1e30;
+        for (size_t v = 0; v < V; v++)
+            if ((int32_t)v != best) second = fmax(second, row[v]);
+        margin = fmin(margin, row[best] - second);
+        printf(" %d/%d", out[i], best);
+        same &= out[i] == best;
+    }
+    printf("  (cache/full)\n");
+    EXPECT(same, "%s: greedy generation of %zu tokens == argmax of full recompute (smallest top-2 gap %.2e)", name,
+           n_new, margin);
+
+    /* sampling through the same path: top_k 1 is greedy; a seed repeats itself */
+    int32_t a[16], b[16], k1[16];
+    Rng r1, r2, r3;
+    rng_seed(&r1, 5), rng_seed(&r2, 5), rng_seed(&r3, 6);
+    gen_reset(&g);
+    gen_generate(&g, tokens, n_prompt, n_new, 1.0, 1, &r3, k1);
+    gen_reset(&g);
+    gen_generate(&g, tokens, n_prompt, n_new, 1.5, 8, &r1, a);
+    gen_reset(&g);
+    gen_generate(&g, tokens, n_prompt, n_new, 1.5, 8, &r2, b);
+    EXPECT(!memcmp(k1, out, n_new * sizeof(int32_t)), "%s: temperature 1, top_k 1 == greedy", name);
+    EXPECT(!memcmp(a, b, n_new * sizeof(int32_t)), "%s: temperature 1.5, top_k 8, same seed: same tokens", name);
+    gen_free(&g);
+}
+
+static void run_model(const char* name, const ModelConfig* cfg, uint64_t seed) {
+    printf("%s: %s D=%zu L=%zu H=%zu KVH=%zu V=%zu, layers", name, block_style_name(cfg->block), cfg->D, cfg->L,
+           cfg->H, cfg->KVH, cfg->V);
+    for (size_t l = 0; l < cfg->L; l++) printf(" %s", pos_mode_name(cfg->pos[l]));
+    printf(cfg->yarn_factor > 1 ? ", YaRN factor %g L0 %g\n" : "\n", cfg->yarn_factor, cfg->yarn_orig_max);
+    size_t T = 40, n_prompt = 36, n_new = 5;
+    int32_t tokens[40];
+    random_tokens(tokens, T, cfg->V, seed + 1);
+    Model m;
+    model_build(&m, cfg, 1, T, NULL, 0, false);
+    random_weights(&m, seed);
+    check_steps_and_prefill(&m, tokens, T, name, false);
+    check_steps_and_prefill(&m, tokens, T, name, true);
+    model_free(&m);
+
+    model_build(&m, cfg, 1, n_prompt + n_new - 1, NULL, 0, false);
+    random_weights(&m, seed);
+    check_greedy(&m, tokens, n_prompt, n_new, name);
+    model_free(&m);
+}
+
+/* top-k keeps to the k largest; frequencies follow softmax(l / temperature) */
+static void check_sampling(void) {
+    printf("sampling from fixed logits\n");
+    ModelConfig cfg;
+    model_config_default(&cfg);
+    cfg.V = 16, cfg.D = 16, cfg.L = 1, cfg.H = 2, cfg.KVH = 2, cfg.F = 16;
+    Model m;
+    model_build(&m, &cfg, 1, 1, NULL, 0, false);
+    Generator g;
+    gen_build(&g, &m, 4, 1);
+    real logits[16];
+    for (size_t v = 0; v < 16; v++) logits[v] = (real)(0.5 * (double)((v * 7) % 16) / 4.0);   /* a permutation */
+    logits[3] = logits[gen_argmax(logits, 16)];   /* a tie for the top: both kept */
+    double temp = 0.7, p[16], z = 0;
+    size_t counts[16] = {0}, n = 200000, outside = 0, k = 4;
+    real sorted[16];
+    memcpy(sorted, logits, sizeof(sorted));
+    for (size_t i = 0; i < 16; i++)   /* threshold = the 4th largest, by a plain sort */
+        for (size_t j = i + 1; j < 16; j++)
+            if (sorted[j] > sorted[i]) { real t = sorted[i]; sorted[i] = sorted[j]; sorted[j] = t; }
+    real thr = sorted[k - 1];
+    for (size_t v = 0; v < 16; v++) z += p[v] = logits[v] >= thr ? exp(logits[v] / temp) : 0;
+    Rng rng;
+    rng_seed(&rng, 11);
+    for (size_t i = 0; i < n; i++) {
+        int32_t s = gen_sample(&g, logits, temp, k, &rng);
+        counts[s]++;
+        outside += logits[s] < thr;
+    }
+    double worst = 0;
+    for (size_t v = 0; v < 16; v++) worst = fmax(worst, fabs((double)counts[v] / n - p[v] / z));
+    EXPECT(outside == 0, "top_k 4: no sample outside the 4 largest logits (%zu outside)", outside);
+    EXPECT(worst < 0.01, "frequencies of %zu samples match softmax(l/%.1f) over the top 4: max deviation %.4f", n,
+           temp, worst);
+    EXPECT(gen_sample(&g, logits, 0.0, 0, &rng) == 3 && gen_argmax(logits, 16) == 3,
+           "temperature 0 is argmax, the first of a tie (%d)", gen_argmax(logits, 16));
+    gen_free(&g);
+    model_free(&m);
+}
+
+typedef struct { Model* m; } OverflowArg;
+static void overflow_child(void* p) {
+    OverflowArg* a = p;
+    Generator g;
+    gen_build(&g, a->m, 2, 2);
+    gen_step(&g, 1);
+    gen_step(&g, 2);
+    gen_step(&g, 3);   /* the third token does not fit */
+}
+
+int main(void) {
+    threads_init(0);
+    threads_print(stdout);
+
+    ModelConfig olmo;
+    model_config_default(&olmo);
+    olmo.V = 61, olmo.D = 64, olmo.L = 4, olmo.H = 4, olmo.KVH = 4, olmo.F = 96;
+    PosMode op[] = {POS_ROPE, POS_REPO, POS_NOPE, POS_REPO};
+    for (size_t l = 0; l < olmo.L; l++) olmo.pos[l] = op[l];
+    run_model("olmo2", &olmo, 21);
+
+    ModelConfig llama;
+    model_config_default(&llama);
+    llama.block = BLOCK_LLAMA;
+    llama.V = 53, llama.D = 64, llama.L = 3, llama.H = 4, llama.KVH = 2, llama.F = 80;
+    llama.norm_eps = 1e-5, llama.rope_theta = 500000, llama.tie_embeddings = true;
+    llama.yarn_factor = 4, llama.yarn_orig_max = 16;
+    PosMode lp[] = {POS_REPO, POS_ROPE, POS_NOPE};
+    for (size_t l = 0; l < llama.L; l++) llama.pos[l] = lp[l];
+    run_model("llama-gqa-yarn", &llama, 33);
+
+    check_sampling();
+
+    printf("errors\n");
+    Model m;
+    model_build(&m, &olmo, 1, 1, NULL, 0, false);
+    random_weights(&m, 1);
+    OverflowArg arg = {&m};
+    const char* phrases[] = {"would exceed the cache of 2", NULL};
+    expect_dies_with("a token past the cache's end", overflow_child, &arg, phrases);
+    model_free(&m);
+
+    printf("test_generate: %s\n", test_failures ? "FAILED" : "all OK");
+    return test_failures ? 1 : 0;
+}

@@ -1,0 +1,446 @@
+/* build/eval CHECKPOINT [options]: evaluate a Hugging Face checkpoint (or a
+   run directory's newest checkpoint) on token files (perplexity) and on the
+   synthetic retrieval families at several context lengths (exact match of the
+   greedy answer, generated through the KV cache). Prints a table, optionally
+   writes JSON; reproducible from --seed. docs/eval.md describes the output. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/check.h"
+#include "common/fileio.h"
+#include "common/threads.h"
+#include "data/source.h"
+#include "model/hf_checkpoint.h"
+#include "model/hf_config.h"
+#include "train/checkpoint.h"
+#include "train/eval_tasks.h"
+
+#define EVAL_JSON_VERSION 1
+#define MAX_LIST 32
+#define MAX_LENGTH ((size_t)1 << 31)   /* the most tokens a cache or a window may hold */
+#define PREFILL_CHUNK 1024             /* prompt tokens per forward call: bounds the work space */
+
+typedef struct {
+    const char* ckpt;
+    const char* ppl[MAX_LIST];
+    size_t n_ppl;
+    size_t seq_len, max_windows;       /* 0 = the training length (else 256); 0 = all windows */
+    bool family_on[SYN_N_FAMILIES], tasks_given;
+    size_t lengths[MAX_LIST], n_lengths;
+    size_t items;
+    uint64_t seed;
+    double depth;                      /* < 0: drawn per item */
+    double yarn_factor, yarn_orig;     /* 0: off / the training length */
+    const char* synthetic;             /* JSON text or a file of it; NULL: the checkpoint's, else defaults */
+    const char* json_out;
+    int threads;
+} EvalOptions;
+
+static void usage(FILE* fp) {
+    fprintf(fp,
+        "usage: build/eval CHECKPOINT [options]\n"
+        "  CHECKPOINT          a Hugging Face checkpoint directory (config.json + safetensors), or a run\n"
+        "                      directory (its newest complete checkpoint is used); put it first\n"
+        "  --tasks LIST        synthetic families, comma-separated, or 'all': single,multikey,multivalue,\n"
+        "                      multiquery,distractor,table (default: those with weight > 0 in the generator\n"
+        "                      settings, i.e. all six unless training turned some off; with --ppl, none)\n"
+        "  --lengths LIST      input windows in tokens (default: the training seq_len T0 from\n"
+        "                      trainer_state.json and 2x, 4x of it; else 256,512,1024)\n"
+        "  --items N           items per family and length (default 100)\n"
+        "  --seed S            item seed (default 1); the same seed gives the same items and results\n"
+        "  --depth D           put the asked needle at fraction D in [0,1] of the haystack (default: random)\n"
+        "  --synthetic JSON    generator settings as JSON text or a JSON file (default: data.synthetic of\n"
+        "                      the checkpoint's trainer_state.json, else the defaults)\n"
+        "  --ppl FILES...      perplexity on token files (each argument, a file or glob, is one stream)\n"
+        "  --seq-len T         perplexity window (default: the training seq_len, else 256)\n"
+        "  --max-windows N     at most N windows per file (default all)\n"
+        "  --yarn-factor F     YaRN with factor F, original_max_position_embeddings = the training length\n"
+        "                      (or --yarn-orig L0); ignored when the checkpoint already has rope_scaling\n"
+        "  --yarn-orig L0      original_max_position_embeddings for --yarn-factor\n"
+        "  --json OUT          write the results as JSON (docs/eval.md)\n"
+        "  --threads N         OpenMP and BLAS threads (default: all cores)\n"
+        "  --help              this text\n");
+}
+
+/* a usage error: the message, a pointer to --help, exit status 2 */
+_Noreturn static void bad_option(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+_Noreturn static void bad_option(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "eval: ");
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n(build/eval --help lists the options)\n");
+    exit(2);
+}
+
+/* a whole-string unsigned integer in [lo, hi] */
+static size_t parse_size(const char* opt, const char* s, size_t lo, size_t hi) {
+    char* end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (!*s || *end || errno || s[0] == '-' || v < lo || v > hi) {
+        bad_option("%s: expected an integer in [%zu, %zu], got '%s'", opt, lo, hi, s);
+    }
+    return (size_t)v;
+}
+
+static double parse_double(const char* opt, const char* s) {
+    char* end;
+    double v = strtod(s, &end);
+    if (!*s || *end || !isfinite(v)) bad_option("%s: expected a number, got '%s'", opt, s);
+    return v;
+}
+
+static void parse_tasks(EvalOptions* o, const char* list) {
+    char buf[512];
+    snprintf(buf, sizeof(buf), "%s", list);
+    memset(o->family_on, 0, sizeof(o->family_on));
+    o->tasks_given = true;
+    for (char* tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (!strcmp(tok, "all")) {
+            for (int f = 0; f < SYN_N_FAMILIES; f++) o->family_on[f] = true;
+            continue;
+        }
+        int f = synthetic_family_parse(tok);
+        if (f < 0)
+            bad_option("--tasks: unknown task '%s' (all, single, multikey, multivalue, multiquery, distractor, "
+                       "table)", tok);
+        o->family_on[f] = true;
+    }
+}
+
+static void parse_lengths(EvalOptions* o, const char* list) {
+    char buf[512];
+    snprintf(buf, sizeof(buf), "%s", list);
+    o->n_lengths = 0;
+    for (char* tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (o->n_lengths == MAX_LIST) bad_option("--lengths: more than %d lengths in '%s'", MAX_LIST, list);
+        o->lengths[o->n_lengths++] = parse_size("--lengths", tok, 1, MAX_LENGTH);
+    }
+    if (!o->n_lengths) bad_option("--lengths: expected a comma-separated list, got '%s'", list);
+}
+
+static void parse_args(EvalOptions* o, int argc, char** argv) {
+    memset(o, 0, sizeof(*o));
+    o->items = 100;
+    o->seed = 1;
+    o->depth = -1;
+    for (int i = 1; i < argc; i++) {
+        const char* a = argv[i];
+        const char* v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
+        if (a[0] != '-') {
+            if (o->ckpt) bad_option("unexpected argument '%s' (the checkpoint is '%s')", a, o->ckpt);
+            o->ckpt = a;
+            continue;
+        }
+        if (!strcmp(a, "--ppl")) {
+            while (i + 1 < argc && argv[i + 1][0] != '-') {
+                if (o->n_ppl == MAX_LIST) bad_option("--ppl: more than %d files", MAX_LIST);
+                o->ppl[o->n_ppl++] = argv[++i];
+            }
+            if (!o->n_ppl) bad_option("--ppl: expected at least one token file");
+            continue;
+        }
+        static const char* valued[] = {"--tasks", "--lengths", "--items", "--seed", "--seq-len", "--max-windows",
+                                       "--threads", "--synthetic", "--json", "--depth", "--yarn-factor",
+                                       "--yarn-orig"};
+        bool known = false;
+        for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++) known |= !strcmp(a, valued[k]);
+        if (!known) bad_option("unknown option '%s'", a);
+        if (!v) bad_option("%s: expected a value", a);
+        if (!strcmp(a, "--tasks")) parse_tasks(o, v);
+        else if (!strcmp(a, "--lengths")) parse_lengths(o, v);
+        else if (!strcmp(a, "--items")) o->items = parse_size(a, v, 1, 1000000000);
+        else if (!strcmp(a, "--seed")) o->seed = parse_size(a, v, 0, (size_t)-1);
+        else if (!strcmp(a, "--seq-len")) o->seq_len = parse_size(a, v, 1, MAX_LENGTH);
+        else if (!strcmp(a, "--max-windows")) o->max_windows = parse_size(a, v, 1, (size_t)-1);
+        else if (!strcmp(a, "--threads")) o->threads = (int)parse_size(a, v, 1, 4096);
+        else if (!strcmp(a, "--synthetic")) o->synthetic = v;
+        else if (!strcmp(a, "--json")) o->json_out = v;
+        else if (!strcmp(a, "--depth")) {
+            o->depth = parse_double(a, v);
+            if (!(o->depth >= 0 && o->depth <= 1)) bad_option("--depth: expected a fraction in [0, 1], got '%s'", v);
+        } else if (!strcmp(a, "--yarn-factor")) {
+            o->yarn_factor = parse_double(a, v);
+            if (!(o->yarn_factor >= 1)) bad_option("--yarn-factor: expected a factor >= 1, got '%s'", v);
+        } else o->yarn_orig = (double)parse_size(a, v, 1, MAX_LENGTH);   /* --yarn-orig */
+        i++;
+    }
+    if (!o->ckpt) bad_option("no CHECKPOINT given");
+}
+
+/* What the checkpoint's trainer_state.json says about its training, if it has one */
+typedef struct {
+    char dir[4096];
+    size_t train_len;        /* data.seq_len; 0 = unknown */
+    cJSON* synthetic;        /* data.synthetic (owned), NULL when absent or null */
+} CkptInfo;
+
+static void resolve_checkpoint(CkptInfo* ci, const char* path) {
+    memset(ci, 0, sizeof(*ci));
+    char p[4200];
+    if (!path_exists(path)) DIE("eval: checkpoint '%s' does not exist", path);
+    snprintf(p, sizeof(p), "%s/config.json", path);
+    if (path_exists(p)) snprintf(ci->dir, sizeof(ci->dir), "%s", path);
+    else if (!is_dir(path) || !ckpt_find_latest(path, ci->dir, sizeof(ci->dir)))
+        DIE("eval: '%s' is neither a checkpoint (no config.json) nor a run directory with a complete checkpoint",
+            path);
+    snprintf(p, sizeof(p), "%s/trainer_state.json", ci->dir);
+    if (!path_exists(p)) return;
+    char* text = ckpt_read_config(ci->dir);
+    cJSON* cfg = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    const cJSON* data = cJSON_GetObjectItemCaseSensitive(cfg, "data");
+    const cJSON* T = cJSON_GetObjectItemCaseSensitive(data, "seq_len");
+    const cJSON* syn = cJSON_GetObjectItemCaseSensitive(data, "synthetic");
+    if (cJSON_IsNumber(T) && T->valuedouble >= 1) ci->train_len = (size_t)T->valuedouble;
+    if (cJSON_IsObject(syn)) ci->synthetic = cJSON_Duplicate(syn, true);
+    cJSON_Delete(cfg);
+}
+
+/* --synthetic (JSON text or a file), else the checkpoint's data.synthetic, else the defaults */
+static const char* resolve_synthetic(SyntheticConfig* syn, const EvalOptions* o, const CkptInfo* ci) {
+    char err[1024];
+    if (!o->synthetic) {
+        if (!ci->synthetic) { synthetic_defaults(syn); return "defaults"; }
+        if (synthetic_from_json(syn, ci->synthetic, err, sizeof(err)))
+            DIE("eval: %s/trainer_state.json: %s", ci->dir, err);
+        return "the checkpoint's data.synthetic";
+    }
+    const char* s = o->synthetic;
+    while (*s == ' ') s++;
+    char* text = *s == '{' ? NULL : file_read_all(o->synthetic, NULL);
+    cJSON* obj = cJSON_Parse(text ? text : s);
+    free(text);
+    if (!obj) DIE("eval: --synthetic: '%s' is not valid JSON", o->synthetic);
+    int bad = synthetic_from_json(syn, obj, err, sizeof(err));
+    cJSON_Delete(obj);
+    if (bad) DIE("eval: --synthetic: %s", err);
+    return "--synthetic";
+}
+
+static double phys_mem_bytes(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? (double)pages * (double)page : 1e18;
+}
+
+static void print_results(const TaskResult* r, size_t n, const EvalOptions* o) {
+    printf("\nsynthetic retrieval: exact match of the greedy answer, %zu items per cell, seed %llu%s\n", o->items,
+           (unsigned long long)o->seed, o->depth >= 0 ? " (fixed depth)" : "");
+    printf("%-12s", "family");
+    for (size_t j = 0; j < o->n_lengths; j++) printf("  L=%-6zu", o->lengths[j]);
+    printf(" | %-8s  %s\n", "chance", "key-blind");
+    double col_sum[MAX_LIST] = {0};
+    size_t n_fam = 0;
+    for (size_t i = 0; i < n; i += o->n_lengths) {
+        printf("%-12s", synthetic_family_name(r[i].family));
+        double kb = 0;
+        for (size_t j = 0; j < o->n_lengths; j++) {
+            double acc = (double)r[i + j].correct / (double)r[i + j].items;
+            col_sum[j] += acc;
+            kb += r[i + j].key_blind / (double)o->n_lengths;
+            printf("  %-8.3f", acc);
+        }
+        printf(" | %-8.1e  %.3f\n", r[i].chance, kb);
+        n_fam++;
+    }
+    printf("%-12s", "mean");
+    for (size_t j = 0; j < o->n_lengths; j++) printf("  %-8.3f", col_sum[j] / (double)n_fam);
+    printf(" |\n");
+}
+
+static void write_json(const char* path, const EvalOptions* o, const CkptInfo* ci, const ModelConfig* cfg,
+                       const char* syn_from, const TaskResult* r, size_t n, const PplResult* ppl) {
+    cJSON* root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", "repoc-eval");
+    cJSON_AddNumberToObject(root, "version", EVAL_JSON_VERSION);
+    cJSON_AddStringToObject(root, "checkpoint", ci->dir);
+    cJSON_AddStringToObject(root, "block", block_style_name(cfg->block));
+    cJSON* pos = cJSON_AddArrayToObject(root, "positions");
+    for (size_t l = 0; l < cfg->L; l++) cJSON_AddItemToArray(pos, cJSON_CreateString(pos_mode_name(cfg->pos[l])));
+    if (ci->train_len) cJSON_AddNumberToObject(root, "train_seq_len", (double)ci->train_len);
+    else cJSON_AddNullToObject(root, "train_seq_len");
+    if (cfg->yarn_factor > 1) {
+        cJSON* y = cJSON_AddObjectToObject(root, "yarn");
+        cJSON_AddNumberToObject(y, "factor", cfg->yarn_factor);
+        cJSON_AddNumberToObject(y, "original_max_position_embeddings", cfg->yarn_orig_max);
+    } else {
+        cJSON_AddNullToObject(root, "yarn");
+    }
+    cJSON_AddNumberToObject(root, "seed", (double)o->seed);
+    cJSON_AddNumberToObject(root, "items", (double)o->items);
+    if (o->depth >= 0) cJSON_AddNumberToObject(root, "depth", o->depth);
+    else cJSON_AddNullToObject(root, "depth");
+    cJSON_AddStringToObject(root, "synthetic_from", syn_from);
+    cJSON* tasks = cJSON_AddArrayToObject(root, "tasks");
+    for (size_t i = 0; i < n; i++) {
+        cJSON* t = cJSON_CreateObject();
+        cJSON_AddStringToObject(t, "family", synthetic_family_name(r[i].family));
+        cJSON_AddNumberToObject(t, "length", (double)r[i].length);
+        cJSON_AddNumberToObject(t, "prompt_len", (double)r[i].prompt_len);
+        cJSON_AddNumberToObject(t, "answer_len", (double)r[i].answer_len);
+        cJSON_AddNumberToObject(t, "items", (double)r[i].items);
+        cJSON_AddNumberToObject(t, "correct", (double)r[i].correct);
+        cJSON_AddNumberToObject(t, "accuracy", (double)r[i].correct / (double)r[i].items);
+        cJSON_AddNumberToObject(t, "token_accuracy",
+                                (double)r[i].tokens_correct / (double)(r[i].items * r[i].answer_len));
+        cJSON_AddNumberToObject(t, "chance", r[i].chance);
+        cJSON_AddNumberToObject(t, "key_blind", r[i].key_blind);
+        cJSON_AddNumberToObject(t, "seconds", r[i].seconds);
+        cJSON_AddItemToArray(tasks, t);
+    }
+    cJSON* pp = cJSON_AddArrayToObject(root, "ppl");
+    for (size_t i = 0; i < o->n_ppl; i++) {
+        cJSON* t = cJSON_CreateObject();
+        cJSON_AddStringToObject(t, "files", o->ppl[i]);
+        cJSON_AddNumberToObject(t, "seq_len", (double)o->seq_len);
+        cJSON_AddNumberToObject(t, "windows", (double)ppl[i].windows);
+        cJSON_AddNumberToObject(t, "tokens", (double)ppl[i].tokens);
+        cJSON_AddNumberToObject(t, "nll", ppl[i].nll);
+        cJSON_AddNumberToObject(t, "ppl", ppl[i].ppl);
+        cJSON_AddItemToArray(pp, t);
+    }
+    char* text = cJSON_Print(root);
+    cJSON_Delete(root);
+    size_t len = strlen(text);
+    text[len] = '\n';   /* the terminating NUL becomes a final newline */
+    file_write_atomic(path, text, len + 1);
+    free(text);
+    printf("wrote %s\n", path);
+}
+
+/* YaRN: the checkpoint's own, or --yarn-factor with L0 = --yarn-orig or the training length */
+static void apply_yarn(ModelConfig* cfg, const EvalOptions* o, const CkptInfo* ci) {
+    if (o->yarn_factor > 1 && cfg->yarn_factor > 1) {
+        printf("note: the checkpoint already has YaRN (factor %g, L0 %g); --yarn-factor %g is ignored\n",
+               cfg->yarn_factor, cfg->yarn_orig_max, o->yarn_factor);
+    } else if (o->yarn_factor > 1) {
+        double L0 = o->yarn_orig ? o->yarn_orig : (double)ci->train_len;
+        if (!L0) DIE("eval: --yarn-factor needs the training length: the checkpoint has no trainer_state.json; "
+                     "give --yarn-orig L0");
+        cfg->yarn_factor = o->yarn_factor;
+        cfg->yarn_orig_max = L0;
+        printf("YaRN from --yarn-factor: factor %g, original_max_position_embeddings %g (%s)\n", cfg->yarn_factor,
+               L0, o->yarn_orig ? "--yarn-orig" : "the training length");
+    }
+    model_config_validate(cfg);
+}
+
+/* Resolve the defaults that depend on the checkpoint (families, lengths, seq_len)
+   and check everything before any work: the generator's ids fit the vocabulary,
+   every length holds every family's items, the cache fits in memory. Returns
+   the cache length (0 without tasks) and sets *chunk. */
+static size_t plan(EvalOptions* o, const SyntheticConfig* syn, const CkptInfo* ci, const ModelConfig* cfg,
+                   size_t* chunk) {
+    bool any_task = false;
+    for (int f = 0; f < SYN_N_FAMILIES; f++) {   /* default: the families the generator makes; with --ppl none */
+        if (!o->tasks_given) o->family_on[f] = !o->n_ppl && syn->weight[f] > 0;
+        any_task |= o->family_on[f];
+    }
+    if (!any_task && !o->n_ppl) bad_option("nothing to evaluate: no task and no --ppl");
+    size_t T0 = ci->train_len ? ci->train_len : 256;
+    if (!o->n_lengths) {
+        o->lengths[0] = T0, o->lengths[1] = 2 * T0, o->lengths[2] = 4 * T0;
+        o->n_lengths = 3;
+    }
+    if (!o->seq_len) o->seq_len = T0;
+    *chunk = 0;
+    if (!any_task) return 0;
+    synthetic_validate(syn, cfg->V);
+    size_t max_len = 0, max_prompt = 0;
+    for (size_t j = 0; j < o->n_lengths; j++) {
+        max_len = o->lengths[j] > max_len ? o->lengths[j] : max_len;
+        for (int f = 0; f < SYN_N_FAMILIES; f++) {
+            if (!o->family_on[f]) continue;
+            size_t P = eval_prompt_len(syn, (SynFamily)f, o->lengths[j]);   /* dies when too short */
+            max_prompt = P > max_prompt ? P : max_prompt;
+        }
+    }
+    *chunk = max_prompt < PREFILL_CHUNK ? max_prompt : PREFILL_CHUNK;
+    double bytes = (double)gen_arena_reals(cfg, max_len, *chunk) * sizeof(real);
+    if (bytes > 0.8 * phys_mem_bytes())
+        DIE("eval: length %zu needs %.1f GiB for the KV cache and work space, more than 80%% of this machine's "
+            "%.1f GiB", max_len, bytes / 1073741824.0, phys_mem_bytes() / 1073741824.0);
+    return max_len;
+}
+
+/* every (family, length) of the plan through one generator; returns the results' count */
+static size_t run_tasks(TaskResult* res, const Model* m, const SyntheticConfig* syn, const EvalOptions* o,
+                        size_t max_len, size_t chunk) {
+    Generator g;
+    gen_build(&g, m, max_len, chunk);
+    printf("KV cache for %zu tokens, prefill chunks of %zu: %.1f MiB\n", max_len, chunk,
+           (double)g.n_arena * sizeof(real) / 1048576.0);
+    size_t n = 0;
+    for (int f = 0; f < SYN_N_FAMILIES; f++) {
+        if (!o->family_on[f]) continue;
+        for (size_t j = 0; j < o->n_lengths; j++) {
+            TaskResult* r = &res[n++];
+            eval_task(r, &g, syn, (SynFamily)f, o->lengths[j], o->items, o->seed, o->depth);
+            printf("  %-10s L=%-6zu %4zu/%zu exact  (%.1f s)\n", synthetic_family_name(r->family), r->length,
+                   r->correct, r->items, r->seconds);
+            fflush(stdout);
+        }
+    }
+    gen_free(&g);
+    return n;
+}
+
+int main(int argc, char** argv) {
+    EvalOptions o;
+    parse_args(&o, argc, argv);
+    CkptInfo ci;
+    resolve_checkpoint(&ci, o.ckpt);
+    ModelConfig cfg;
+    hf_config_read(ci.dir, &cfg);
+    apply_yarn(&cfg, &o, &ci);
+    SyntheticConfig syn;
+    const char* syn_from = resolve_synthetic(&syn, &o, &ci);
+    size_t chunk;
+    size_t max_len = plan(&o, &syn, &ci, &cfg, &chunk);
+
+    /* the model: B = 1, T = the perplexity window (1 when there is none), weights only */
+    threads_init(o.threads);
+    threads_print(stdout);
+    printf("checkpoint %s%s\n", ci.dir, ci.train_len ? "" : " (no trainer_state.json: training length unknown)");
+    if (ci.train_len) printf("  trained with seq_len %zu\n", ci.train_len);
+    model_config_print(&cfg, stdout);
+    const char* no_grads[] = {"*"};   /* evaluation only: no gradient arena */
+    Model m;
+    model_build(&m, &cfg, 1, o.n_ppl ? o.seq_len : 1, no_grads, 1, false);
+    size_t fresh = hf_load_weights(&m, ci.dir, 0, false);
+    if (fresh) DIE("eval: the checkpoint lacks the weights of %zu RePo tensors its config.json asks for", fresh);
+
+    PplResult ppl[MAX_LIST];
+    for (size_t i = 0; i < o.n_ppl; i++) {   /* each argument one stream */
+        TokenData td;
+        const char* pat[] = {o.ppl[i]};
+        token_data_open(&td, pat, 1, "auto", cfg.V);
+        eval_perplexity(&ppl[i], &m, &td, o.max_windows);
+        printf("perplexity %-40s %zu windows of %zu: nll %.4f  ppl %.3f\n", o.ppl[i], ppl[i].windows, o.seq_len,
+               ppl[i].nll, ppl[i].ppl);
+        token_data_close(&td);
+    }
+
+    TaskResult* res = callocCheck(SYN_N_FAMILIES * o.n_lengths, sizeof(TaskResult));
+    size_t n_res = 0;
+    if (max_len) {
+        synthetic_print(&syn, stdout);
+        printf("  (generator settings from %s)\n", syn_from);
+        n_res = run_tasks(res, &m, &syn, &o, max_len, chunk);
+        print_results(res, n_res, &o);
+    }
+    if (o.json_out) write_json(o.json_out, &o, &ci, &cfg, syn_from, res, n_res, ppl);
+    free(res);
+    cJSON_Delete(ci.synthetic);
+    model_free(&m);
+    return 0;
+}

@@ -1,0 +1,125 @@
+/* Perplexity and synthetic-retrieval accuracy (see eval_tasks.h, docs/eval.md). */
+#include "train/eval_tasks.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/check.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void eval_perplexity(PplResult* r, Model* m, const TokenData* td, size_t max_windows) {
+    size_t T = m->T;
+    CHECK(m->B == 1, "eval_perplexity: the model must be built with B = 1 (got %zu)", m->B);
+    CHECK(td->n_tokens >= T + 1, "perplexity: %zu tokens, fewer than one window of seq_len + 1 = %zu",
+          td->n_tokens, T + 1);
+    size_t nw = (td->n_tokens - 1) / T;
+    if (max_windows && nw > max_windows) nw = max_windows;
+    int32_t* tokens = mallocCheck(T * sizeof(int32_t));
+    int32_t* targets = mallocCheck(T * sizeof(int32_t));
+    double sum = 0;   /* Σ -log p(target) over every scored token */
+    size_t count = 0;
+    for (size_t w = 0; w < nw; w++) {
+        /* sequential order, one row per step: row w starts at stream position w T */
+        token_data_rows(td, ORDER_SEQUENTIAL, 0, w, 1, 0, 1, T, tokens, targets);
+        double loss = model_forward(m, tokens, targets);
+        sum += loss * (double)m->n_valid;
+        count += m->n_valid;
+    }
+    free(tokens);
+    free(targets);
+    r->windows = nw;
+    r->tokens = count;
+    r->nll = sum / (double)count;
+    r->ppl = exp(r->nll);
+}
+
+size_t eval_prompt_len(const SyntheticConfig* syn, SynFamily f, size_t length) {
+    size_t A = synthetic_answer_len(syn, f), need = synthetic_min_len(syn, f);
+    /* the window holds the prompt and all answer tokens but the last: prompt + A - 1 */
+    CHECK(length + 1 >= need, "length %zu is too short for family '%s': its items need at least %zu tokens "
+          "(prompt + answer - 1, without filler)", length, synthetic_family_name(f), need - 1);
+    return length + 1 - A;
+}
+
+double eval_chance(const SyntheticConfig* syn, SynFamily f) {
+    return pow((double)syn->alphabet, -(double)synthetic_answer_len(syn, f));
+}
+
+static int same(const int32_t* a, const int32_t* b, size_t n) { return memcmp(a, b, n * sizeof(int32_t)) == 0; }
+
+double eval_key_blind(const SyntheticConfig* syn, SynFamily f, const int32_t* prompt, size_t prompt_len,
+                      const int32_t* answer) {
+    SynIds id = synthetic_ids(syn);
+    size_t kl = syn->key_len, vl = syn->value_len;
+    if (f == SYN_TABLE) {
+        /* the prompt ends QUERY key COL_j SEP: the reader knows the column, not the row */
+        size_t col = (size_t)(prompt[prompt_len - 2] - id.col0);
+        size_t rows = 0, hits = 0;
+        for (size_t i = 0; i < prompt_len; i++) {
+            if (prompt[i] != id.row) continue;
+            size_t cell = i + 1 + kl + col * (1 + vl) + 1;   /* ROW key (COL_c cell_c)*: cell of the column */
+            CHECK(cell + vl <= prompt_len, "key-blind: table row at %zu runs past the prompt", i);
+            rows++;
+            hits += same(prompt + cell, answer, vl);
+        }
+        CHECK(rows > 0, "key-blind: no table rows in a table item");
+        return (double)hits / (double)rows;
+    }
+    /* needles NEEDLE key SEP value; the answer is q values: an ordered choice of q
+       distinct needles out of n, P(n, q) = n!/(n-q)! choices; those that spell the
+       answer: Π_j (needles whose value is part j), exact since values are distinct */
+    size_t q = synthetic_answer_len(syn, f) / vl, n = 0;
+    size_t match[SYN_MAX_ITEMS] = {0};
+    for (size_t i = 0; i < prompt_len; i++) {
+        if (prompt[i] != id.needle) continue;
+        const int32_t* val = prompt + i + 1 + kl + 1;
+        CHECK(i + 2 + kl + vl <= prompt_len, "key-blind: needle at %zu runs past the prompt", i);
+        n++;
+        for (size_t j = 0; j < q; j++) match[j] += same(val, answer + j * vl, vl);
+    }
+    if (n < q) return 0;
+    double p = 1;
+    for (size_t j = 0; j < q; j++) p *= (double)match[j] / (double)(n - j);
+    return p;
+}
+
+void eval_task(TaskResult* r, Generator* g, const SyntheticConfig* syn, SynFamily f, size_t length, size_t items,
+               uint64_t seed, double depth) {
+    double t0 = now_s();
+    memset(r, 0, sizeof(*r));
+    r->family = f;
+    r->length = length;
+    r->items = items;
+    r->prompt_len = eval_prompt_len(syn, f, length);
+    r->answer_len = synthetic_answer_len(syn, f);
+    r->chance = eval_chance(syn, f);
+    CHECK(g->max_T >= length, "eval: the cache holds %zu tokens, length %zu needs them all", g->max_T, length);
+    size_t P = r->prompt_len, A = r->answer_len;
+    int32_t* prompt = mallocCheck(P * sizeof(int32_t));
+    int32_t answer[SYN_MAX_ANSWER];
+    double kb = 0;
+    for (size_t i = 0; i < items; i++) {
+        synthetic_item(syn, f, seed, i, P, depth, prompt, answer);
+        kb += eval_key_blind(syn, f, prompt, P, answer);
+        gen_reset(g);
+        const real* logits = gen_prefill(g, prompt, P);
+        size_t ok = 0;
+        for (size_t a = 0; a < A; a++) {   /* greedy, each token fed back (not teacher-forced) */
+            int32_t tok = gen_argmax(logits, g->m->cfg.V);
+            ok += tok == answer[a];
+            if (a + 1 < A) logits = gen_step(g, tok);
+        }
+        r->tokens_correct += ok;
+        r->correct += ok == A;
+    }
+    free(prompt);
+    r->key_blind = items ? kb / (double)items : 0;
+    r->seconds = now_s() - t0;
+}
