@@ -171,3 +171,10 @@ $(FUZZ_CONFIG_BIN): $(FUZZ_CONFIG_SRC) model/hf_config.h model/config.h common/c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -I. $(BLAS_CFLAGS) \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(FUZZ_CONFIG_SRC) -o $@ -lcjson -lm
+
+# make bench: training-step speed, MFU against OpenBLAS sgemm, peak RSS, and the same
+# step in PyTorch when /usr/bin/python3 imports torch (tools/bench.sh, docs/performance.md).
+# BENCH_SIZES="S M" BENCH_REPEATS=3 BENCH_THREADS=2 select a quicker run. Never part of make test.
+.PHONY: bench
+bench: check-deps
+	@tools/bench.sh
