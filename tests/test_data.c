@@ -14,23 +14,12 @@
 #include <unistd.h>         /* fork, pipe, mkdtemp's rmdir */
 
 #include "common/check.h"
+#include "tests/testutil.h"
 #include "data/tokens.h"
 
-static int n_pass, n_fail;
 static char dir[64];
 static char written[64][128];   /* every file made, removed at the end */
 static size_t n_written;
-
-static void report(int ok, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-static void report(int ok, const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s ", ok ? "OK    " : "NOT OK");
-    vprintf(fmt, ap);
-    putchar('\n');
-    va_end(ap);
-    if (ok) n_pass++; else n_fail++;
-}
 
 /* ---- writing the files ---- */
 
@@ -126,32 +115,13 @@ static void expect_death(const char* label, const OpenCall* c, const char* expec
     snprintf(T, sizeof T, "%zu", c->T);
     char* argv[9] = {"test_data", "--open", (char*)c->format, vocab, T};
     for (size_t i = 0; i < c->n_patterns; i++) argv[5 + i] = (char*)c->patterns[i];
-    int fds[2];
-    CHECK(pipe(fds) == 0, "pipe failed");
-    fflush(stdout);
-    pid_t pid = fork();
-    CHECK(pid >= 0, "fork failed");
-    if (pid == 0) {
-        close(fds[0]);
-        dup2(fds[1], 1);
-        dup2(fds[1], 2);
-        execv("/proc/self/exe", argv);
-        _exit(127);
-    }
-    close(fds[1]);
-    char err[2048] = "";
-    size_t got = 0;
-    ssize_t r;
-    while ((r = read(fds[0], err + got, sizeof err - 1 - got)) > 0) got += (size_t)r;
-    err[got] = '\0';
-    close(fds[0]);
-    int status;
-    waitpid(pid, &status, 0);
-    int exited1 = WIFEXITED(status) && WEXITSTATUS(status) == 1;
+    char err[2048];
+    int code = run_self_captured(argv, err, sizeof err);
+    int exited1 = code == 1;
     char* nl = strchr(err, '\n');
     if (nl) *nl = '\0';
     report(exited1 && strstr(err, expect) != NULL, "%s: exit %d, stderr \"%s\"", label,
-           WIFEXITED(status) ? WEXITSTATUS(status) : -1, err);
+           code, err);
     if (!strstr(err, expect)) printf("       expected stderr to contain \"%s\"\n", expect);
 }
 
@@ -372,6 +342,6 @@ int main(int argc, char** argv) {
     test_errors();
     for (size_t i = 0; i < n_written; i++) unlink(written[i]);
     rmdir(dir);
-    printf("test_data: %d passed, %d failed\n", n_pass, n_fail);
-    return n_fail ? 1 : 0;
+    printf("test_data: %d passed, %d failed\n", test_passes, test_failures);
+    return test_failures ? 1 : 0;
 }

@@ -18,21 +18,9 @@
 #include <cjson/cJSON.h>    /* reads the raw header back to check its key order */
 
 #include "common/check.h"
+#include "tests/testutil.h"
 #include "common/safetensors.h"
 
-static int n_pass, n_fail;
-
-/* Print one case line and count it. */
-static void report(int ok, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-static void report(int ok, const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s ", ok ? "OK    " : "NOT OK");
-    vprintf(fmt, ap);
-    putchar('\n');
-    va_end(ap);
-    if (ok) n_pass++; else n_fail++;
-}
 
 /* Bits of a float and back. */
 static uint32_t f2u(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
@@ -430,6 +418,6 @@ int main(int argc, char** argv) {
     test_missing(dir);
     test_corpus(corpus);
     remove_dir(dir);
-    printf("test_safetensors (%s): %d passed, %d failed\n", REAL_NAME, n_pass, n_fail);
-    return n_fail ? 1 : 0;
+    printf("test_safetensors (%s): %d passed, %d failed\n", REAL_NAME, test_passes, test_failures);
+    return test_failures ? 1 : 0;
 }

@@ -15,20 +15,9 @@
 #include <unistd.h>         /* fork, execv, pipe */
 
 #include "common/check.h"
+#include "tests/testutil.h"
 #include "data/synthetic.h"
 
-static int n_pass, n_fail;
-
-static void report(int ok, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-static void report(int ok, const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s ", ok ? "OK    " : "NOT OK");
-    vprintf(fmt, ap);
-    putchar('\n');
-    va_end(ap);
-    if (ok) n_pass++; else n_fail++;
-}
 
 /* ---- the independent reader ---- */
 
@@ -261,31 +250,12 @@ static void test_items(const SyntheticConfig* cfg) {
 /* run "--die ARG" in a fresh process (a forked child would inherit a dead
    OpenMP pool); OK when it exits 1 with `expect` in its first output line */
 static void expect_death(const char* label, const char* arg, const char* expect) {
-    int fds[2];
-    CHECK(pipe(fds) == 0, "pipe failed");
-    fflush(stdout);
-    pid_t pid = fork();
-    CHECK(pid >= 0, "fork failed");
-    if (pid == 0) {
-        char* argv[] = {"test_synthetic", "--die", (char*)arg, NULL};
-        close(fds[0]);
-        dup2(fds[1], 1);
-        dup2(fds[1], 2);
-        execv("/proc/self/exe", argv);
-        _exit(127);
-    }
-    close(fds[1]);
-    char err[2048] = "";
-    size_t got = 0;
-    ssize_t r;
-    while ((r = read(fds[0], err + got, sizeof err - 1 - got)) > 0) got += (size_t)r;
-    err[got] = '\0';
-    close(fds[0]);
-    int status;
-    waitpid(pid, &status, 0);
+    char* argv[] = {"test_synthetic", "--die", (char*)arg, NULL};
+    char err[2048];
+    int code = run_self_captured(argv, err, sizeof err);
     char* nl = strchr(err, '\n');
     if (nl) *nl = '\0';
-    report(WIFEXITED(status) && WEXITSTATUS(status) == 1 && strstr(err, expect), "%s: stderr \"%s\"", label, err);
+    report(code == 1 && strstr(err, expect), "%s: stderr \"%s\"", label, err);
 }
 
 /* the child: one bad call, chosen by name */
@@ -338,6 +308,6 @@ int main(int argc, char** argv) {
     expect_death("no family enabled", "weights", "every family weight is 0");
     expect_death("too few distinct keys", "alphabet", "alphabet^key_len and alphabet^value_len must be >= ");
     expect_death("rows too short for a family", "short", "synthetic family 'table' needs rows of at least");
-    printf("test_synthetic: %d passed, %d failed\n", n_pass, n_fail);
-    return n_fail ? 1 : 0;
+    printf("test_synthetic: %d passed, %d failed\n", test_passes, test_failures);
+    return test_failures ? 1 : 0;
 }

@@ -1,21 +1,37 @@
-/* Shared by the C tests: tolerance comparisons printed the STYLE.md §8 way
-   (label, first pairs OK/NOT OK, max abs and rel error, the tolerance). */
+/* Shared by the C tests: one line per check (OK / NOT OK) with counters,
+   tolerance comparisons printed the STYLE.md §8 way (label, first pairs,
+   max abs and rel error, the tolerance), and running code that is expected
+   to die in a child process with its output captured. Header-only, so a test
+   can be built on its own (make test-asan). */
 #ifndef REPOC_TESTUTIL_H
 #define REPOC_TESTUTIL_H
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
-static int test_failures;
+#ifdef OMP
+#include <omp.h>
+#endif
 
-#define EXPECT(cond, ...)                                              \
-    do {                                                               \
-        int ok_ = (cond);                                              \
-        printf("  %-7s ", ok_ ? "OK" : "NOT OK");                      \
-        printf(__VA_ARGS__);                                           \
-        printf("\n");                                                  \
-        test_failures += !ok_;                                         \
-    } while (0)
+static int test_passes, test_failures;
+
+/* print "OK     <message>" or "NOT OK <message>" and count it */
+static void report(int ok, const char* fmt, ...) __attribute__((format(printf, 2, 3), unused));
+static void report(int ok, const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("  %-7s ", ok ? "OK" : "NOT OK");
+    vprintf(fmt, ap);
+    putchar('\n');
+    va_end(ap);
+    if (ok) test_passes++;
+    else test_failures++;
+}
+#define EXPECT(cond, ...) report((cond) ? 1 : 0, __VA_ARGS__)
 
 /* elementwise |got - ref| <= atol + rtol_of_max * max|ref|; prints one line (and the first
    pairs when it fails). Returns 1 on pass. */
@@ -31,47 +47,39 @@ static inline int expect_close(const char* label, const float* got, const float*
         max_abs = fmax(max_abs, e);
         if (ref[i] != 0) max_rel = fmax(max_rel, e / fabs((double)ref[i]));
     }
-    printf("  %-7s %-58s n=%-6zu max|ref| %.3e  max abs %.2e  max rel %.2e  tol %.2e (%s)\n", bad ? "NOT OK" : "OK",
-           label, n, max_ref, max_abs, max_rel, tol, why);
+    report(bad == 0, "%-58s n=%-6zu max|ref| %.3e  max abs %.2e  max rel %.2e  tol %.2e (%s)", label, n, max_ref,
+           max_abs, max_rel, tol, why);
     if (bad)
         for (size_t i = 0; i < n && i < 5; i++)
             printf("            [%zu] got %+.8e ref %+.8e %s\n", i, got[i], ref[i],
                    fabs((double)got[i] - ref[i]) <= tol ? "OK" : "NOT OK");
-    test_failures += bad > 0;
     return bad == 0;
 }
 
-#endif
-
-#include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include "common/threads.h"
-
-/* Run fn(arg) in a child process (so a function that dies can be tested),
-   capturing its stdout+stderr into out. Returns the child's exit status
-   (128+signal if it was killed). */
-static inline int run_captured(void (*fn)(void*), void* arg, char* out, size_t out_len) {
+/* Run child(arg) in a forked process with its stdout+stderr captured into out;
+   returns its exit status (128+signal when killed). The parent's OpenMP pool
+   does not survive fork, so the child runs single-threaded. */
+static inline int capture_child(void (*child)(void*), void* arg, char* out, size_t out_len) {
     int fd[2];
     if (pipe(fd) != 0) return -1;
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
     if (pid == 0) {
-        /* the parent's OpenMP pool did not survive fork: run single-threaded here */
-        threads_init(1);
+#ifdef OMP
+        omp_set_num_threads(1);
+#endif
         close(fd[0]);
         dup2(fd[1], 1);
         dup2(fd[1], 2);
-        fn(arg);
+        child(arg);
         fflush(stdout);
         _exit(0);
     }
     close(fd[1]);
     size_t n = 0;
     ssize_t r;
-    while ((r = read(fd[0], out + n, out_len - 1 - n)) > 0 && n + 1 < out_len) n += (size_t)r;
+    while (n + 1 < out_len && (r = read(fd[0], out + n, out_len - 1 - n)) > 0) n += (size_t)r;
     out[n] = 0;
     close(fd[0]);
     int st;
@@ -79,10 +87,19 @@ static inline int run_captured(void (*fn)(void*), void* arg, char* out, size_t o
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+static inline void exec_self(void* argv) {
+    execv("/proc/self/exe", (char* const*)argv);
+    _exit(127);
+}
+/* run this test program again with argv (argv[0] its name), output captured */
+static inline int run_self_captured(char* const* argv, char* out, size_t out_len) {
+    return capture_child(exec_self, (void*)argv, out, out_len);
+}
+
 /* the child must exit non-zero and print every one of the NULL-terminated phrases */
 static inline void expect_dies_with(const char* label, void (*fn)(void*), void* arg, const char* const* phrases) {
     char out[8192];
-    int st = run_captured(fn, arg, out, sizeof(out));
+    int st = capture_child(fn, arg, out, sizeof(out));
     int ok = st != 0 && st < 128;   /* a clean error exit, not a crash */
     ok &= strstr(out, "Sanitizer") == NULL && strstr(out, "runtime error:") == NULL;   /* under make test-asan */
     for (const char* const* p = phrases; *p; p++) ok &= strstr(out, *p) != NULL;
@@ -90,3 +107,5 @@ static inline void expect_dies_with(const char* label, void (*fn)(void*), void* 
     if (nl && nl[1] == 0) *nl = 0;
     EXPECT(ok, "%s: exit %d: %s", label, st, out);
 }
+
+#endif
