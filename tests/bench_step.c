@@ -2,7 +2,9 @@
    backward, clip, AdamW) of a reference size after warm-up (issue #5; the
    method and the FLOP count are in docs/performance.md; tools/bench.sh runs it).
      bench_step [--size S|M|L|long] [--mode rope|repo|nope|r2n1|n2r1] [--steps N] [--warmup N]
-                [--threads N] [--block olmo2|llama] [--tokens-seed N] [--json] [--no-attn]
+                [--threads N] [--block olmo2|llama] [--tokens-seed N] [--json] [--no-attn] [--mfu-sgemm N]
+     --mfu-sgemm N (default 2048, 0 = off): right after the timed steps, the sgemm rate on
+                N×N in the same process with the same threads, the denominator of MFU
      bench_step --sgemm N [--threads N] [--json]       OpenBLAS sgemm GFLOP/s on N×N matrices
      bench_step --save-weights DIR [--size ...] [--mode ...] [--tokens-seed N]
                 writes the initialised model as a Hugging Face checkpoint (F32) and the
@@ -29,7 +31,7 @@
 
 typedef struct {
     const char *size, *mode, *block, *save_dir;
-    int steps, warmup, threads, sgemm_n;
+    int steps, warmup, threads, sgemm_n, mfu_n;
     unsigned long long tokens_seed;
     bool json, attn;
 } BenchOpts;
@@ -55,6 +57,12 @@ static double peak_rss_mib(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return ru.ru_maxrss / 1024.0;   /* Linux: KiB */
+}
+
+static double minor_faults(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_minflt;
 }
 
 /* the reference sizes of issue #5; false for an unknown name */
@@ -97,9 +105,10 @@ static void fill_uniform(float* x, size_t n, Rng* rng) {
     for (size_t i = 0; i < n; i++) x[i] = (float)(rng_uniform(rng) - 0.5);
 }
 
-/* best GFLOP/s of cblas_sgemm C = A B on n×n matrices, after one warm-up call */
-static void bench_sgemm(int n, int threads, bool json) {
-    CHECK(n > 0 && n <= 16384, "--sgemm %d: N must be in [1, 16384]", n);
+/* best GFLOP/s of cblas_sgemm C = A B on n×n matrices over 5 calls, after one
+   warm-up call; *best_ms: the time of the best call */
+static double sgemm_rate(int n, double* best_ms) {
+    CHECK(n > 0 && n <= 16384, "sgemm size %d must be in [1, 16384]", n);
     size_t nn = (size_t)n * n;
     float *a = mallocCheck(nn * sizeof(float)), *b = mallocCheck(nn * sizeof(float));
     float* c = mallocCheck(nn * sizeof(float));
@@ -114,11 +123,15 @@ static void bench_sgemm(int n, int threads, bool json) {
         double dt = now_s() - t0;
         if (r > 0 && dt < best) best = dt;
     }
-    double gflops = 2.0 * n * (double)n * n / best * 1e-9;
-    if (json) printf("{\"sgemm_n\": %d, \"threads\": %d, \"gflops\": %.2f, \"ms\": %.2f}\n", n, threads, gflops,
-                     best * 1e3);
-    else printf("sgemm %d x %d, threads %d: best %.2f ms, %.1f GFLOP/s\n", n, n, threads, best * 1e3, gflops);
     free(a), free(b), free(c);
+    *best_ms = best * 1e3;
+    return 2.0 * n * (double)n * n / best * 1e-9;
+}
+
+static void bench_sgemm(int n, int threads, bool json) {
+    double ms, gflops = sgemm_rate(n, &ms);
+    if (json) printf("{\"sgemm_n\": %d, \"threads\": %d, \"gflops\": %.2f, \"ms\": %.2f}\n", n, threads, gflops, ms);
+    else printf("sgemm %d x %d, threads %d: best %.2f ms, %.1f GFLOP/s\n", n, n, threads, ms, gflops);
 }
 
 /* milliseconds of attention forward + backward for all L layers (one call pair
@@ -159,13 +172,13 @@ static void save_batch(const char* dir, const int32_t* tok, const int32_t* tgt, 
 
 static void usage(FILE* fp) {
     fprintf(fp, "usage: bench_step [--size S|M|L|long] [--mode rope|repo|nope|r2n1|n2r1] [--steps N] [--warmup N]\n"
-                "                  [--threads N] [--block olmo2|llama] [--tokens-seed N] [--json] [--no-attn]\n"
+                "                  [--threads N] [--block olmo2|llama] [--tokens-seed N] [--json] [--no-attn] [--mfu-sgemm N]\n"
                 "       bench_step --sgemm N [--threads N] [--json]\n"
                 "       bench_step --save-weights DIR [--size ...] [--mode ...] [--block ...] [--tokens-seed N]\n");
 }
 
 static void parse_args(BenchOpts* o, int argc, char** argv) {
-    *o = (BenchOpts){"S", "repo", "olmo2", NULL, 5, 2, 0, 0, 1, false, true};
+    *o = (BenchOpts){"S", "repo", "olmo2", NULL, 5, 2, 0, 0, 2048, 1, false, true};
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) usage(stdout), exit(0);
@@ -181,6 +194,7 @@ static void parse_args(BenchOpts* o, int argc, char** argv) {
         else if (!strcmp(a, "--warmup")) o->warmup = atoi(v);
         else if (!strcmp(a, "--threads")) o->threads = atoi(v);
         else if (!strcmp(a, "--sgemm")) o->sgemm_n = atoi(v);
+        else if (!strcmp(a, "--mfu-sgemm")) o->mfu_n = atoi(v);
         else if (!strcmp(a, "--tokens-seed")) o->tokens_seed = strtoull(v, NULL, 10);
         else { fprintf(stderr, "bench_step: unknown option %s\n", a); usage(stderr); exit(2); }
     }
@@ -229,8 +243,9 @@ int main(int argc, char** argv) {
 
     int n = o.steps;
     double *t_step = mallocCheck(4 * n * sizeof(double)), *t_fwd = t_step + n, *t_bwd = t_fwd + n, *t_opt = t_bwd + n;
-    double loss0 = 0, sum = 0;
+    double loss0 = 0, sum = 0, faults = 0;
     for (int s = 0; s < o.warmup + n; s++) {
+        if (s == o.warmup) faults = minor_faults();
         double t0 = now_s();
         double loss = model_forward(&m, tok, tgt);
         double t1 = now_s();
@@ -247,8 +262,10 @@ int main(int argc, char** argv) {
         t_step[i] = t3 - t0, t_fwd[i] = t1 - t0, t_bwd[i] = t2 - t1, t_opt[i] = t3 - t2, sum += t3 - t0;
     }
     double rss = peak_rss_mib();   /* before the attention timing allocates anything */
+    faults = (minor_faults() - faults) / n;
     double ms = median(t_step, n) * 1e3, fwd = median(t_fwd, n) * 1e3, bwd = median(t_bwd, n) * 1e3;
     double optm = median(t_opt, n) * 1e3, attn_flops, flops = model_flops(&c, B, T, &attn_flops);
+    double sg_ms, sg = o.mfu_n > 0 ? sgemm_rate(o.mfu_n, &sg_ms) : 0;   /* same process, same threads, same moment */
     double attn_ms = o.attn ? bench_attention(&c, B, T) : 0;
     double tps = N / (ms * 1e-3), gflops = flops / (ms * 1e-3) * 1e-9;
     if (o.json) {
@@ -256,16 +273,19 @@ int main(int argc, char** argv) {
                "\"B\": %zu, \"T\": %zu, \"threads\": %d, \"steps\": %d, \"warmup\": %d, \"ms_step\": %.2f, "
                "\"ms_mean\": %.2f, \"tokens_per_s\": %.1f, \"gflop_step\": %.3f, \"gflops\": %.2f, "
                "\"attn_gflop_step\": %.3f, \"peak_rss_mib\": %.1f, \"loss0\": %.6f, \"fwd_ms\": %.2f, "
-               "\"bwd_ms\": %.2f, \"opt_ms\": %.2f, \"attn_ms\": %.2f, \"attn_us_per_token\": %.3f}\n",
+               "\"bwd_ms\": %.2f, \"opt_ms\": %.2f, \"attn_ms\": %.2f, \"attn_us_per_token\": %.3f, "
+               "\"sgemm_gflops\": %.2f, \"mfu\": %.4f, \"minflt_per_step\": %.0f}\n",
                o.size, o.mode, o.block, m.tensors.n_params, B, T, threads, n, o.warmup, ms, sum / n * 1e3, tps,
                flops * 1e-9, gflops, attn_flops * 1e-9, rss, loss0, fwd, bwd, optm, attn_ms,
-               o.attn ? attn_ms * 1e3 / N : 0);
+               o.attn ? attn_ms * 1e3 / N : 0, sg, sg > 0 ? gflops / sg : 0, faults);
     } else {
         printf("size %s mode %s: params %zu, B=%zu T=%zu, threads %d: median %.1f ms/step (forward %.1f, backward "
                "%.1f, clip+AdamW+zero %.1f), %.0f tokens/s, %.2f GFLOP/step, %.1f GFLOP/s, peak RSS %.0f MiB, "
                "loss %.6f\n",
                o.size, o.mode, m.tensors.n_params, B, T, threads, ms, fwd, bwd, optm, tps, flops * 1e-9, gflops, rss,
                loss0);
+        if (sg > 0) printf("  sgemm %d x %d right after the steps: %.1f GFLOP/s, MFU %.1f%%\n", o.mfu_n, o.mfu_n, sg,
+                           100 * gflops / sg);
         if (o.attn)
             printf("  attention forward+backward alone, %zu layers: %.1f ms, %.2f us/token\n", c.L, attn_ms,
                    attn_ms * 1e3 / N);

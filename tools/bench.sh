@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# tools/bench.sh: `make bench` (issue #5; method in docs/performance.md). Builds
-# build/bench/bench_step, measures OpenBLAS sgemm (start and end, the better one
-# counts), then per size times full training steps of repoc in every mode and,
-# when Debian's python3-torch imports, the same step in PyTorch
-# (tools/bench_torch.py, same weights and tokens), alternating the programs.
-# Never part of `make test`.
+# tools/bench.sh: `make bench` (issue #5; method in docs/performance.md).
+# Builds build/bench/bench_step, prints the OpenBLAS sgemm rate (at start and
+# end, for information: MFU uses the rate each repoc run measures itself), then
+# per size times full training steps of repoc in every mode and, when Debian's
+# python3-torch imports, the same step in PyTorch (tools/bench_torch.py, same
+# weights and tokens), alternating the programs. Never part of `make test`.
 #
 # Per size and repeat r = 1..BENCH_REPEATS, in this order:
 #   repoc rope, repoc repo, [repoc nope, r2n1, n2r1: repeat 1 only], [PyTorch in BENCH_TORCH_MODE]
 # so the RePo/RoPE and repoc/PyTorch ratios are medians of ratios of runs made
-# side by side. Size long runs one repeat (it is compared with M, not with
-# PyTorch); attention alone is timed in repeat 1 only.
+# side by side. Every repoc run also times attention alone and measures sgemm
+# in the same process right after its steps (the MFU denominator).
 #
 # Environment (defaults):
 #   BENCH_SIZES="S M L long"  BENCH_REPEATS=3  BENCH_THREADS=2  BENCH_SGEMM_N=2048
@@ -59,20 +59,21 @@ size_steps() {   # steps warmup
 size_bt() { case $1 in S) echo "8 256" ;; M) echo "4 1024" ;; L) echo "2 1024" ;; long) echo "1 4096" ;; esac; }
 
 # record RUN_JSON REP: append to results and to the TSV the summary reads
-#   size mode impl rep ms_step tokens_per_s gflops rss loss0 fwd bwd opt attn_us_per_token
+#   size mode impl rep ms_step tokens_per_s gflops rss loss0 fwd bwd opt attn_us_per_token mfu
 record() {
     local j=$1 r=$2
     echo "$j" >> "$RESULTS"
     local f
     printf '%s' "$(echo "$j" | jget size) $(echo "$j" | jget mode) $(echo "$j" | jget impl) $r" >> "$tmp/runs.tsv"
-    for f in ms_step tokens_per_s gflops peak_rss_mib loss0 fwd_ms bwd_ms opt_ms attn_us_per_token; do
+    for f in ms_step tokens_per_s gflops peak_rss_mib loss0 fwd_ms bwd_ms opt_ms attn_us_per_token mfu; do
         v=$(echo "$j" | jget $f); printf ' %s' "${v:-0}" >> "$tmp/runs.tsv"
     done
     echo >> "$tmp/runs.tsv"
-    printf '  %-4s %-5s %-5s rep %d: %9.1f ms/step  %8.1f tokens/s  %6.1f GFLOP/s  RSS %7.1f MiB  (fwd %.0f bwd %.0f opt %.0f ms)\n' \
+    printf '  %-4s %-5s %-5s rep %d: %9.1f ms/step  %8.1f tokens/s  %6.1f GFLOP/s  RSS %7.1f MiB  (fwd %.0f bwd %.0f opt %.0f ms) %s\n' \
         "$(echo "$j" | jget size)" "$(echo "$j" | jget mode)" "$(echo "$j" | jget impl)" "$r" \
         "$(echo "$j" | jget ms_step)" "$(echo "$j" | jget tokens_per_s)" "$(echo "$j" | jget gflops)" \
-        "$(echo "$j" | jget peak_rss_mib)" "$(echo "$j" | jget fwd_ms)" "$(echo "$j" | jget bwd_ms)" "$(echo "$j" | jget opt_ms)"
+        "$(echo "$j" | jget peak_rss_mib)" "$(echo "$j" | jget fwd_ms)" "$(echo "$j" | jget bwd_ms)" "$(echo "$j" | jget opt_ms)" \
+        "$(echo "$j" | jget sgemm_gflops | sed 's/^\(..*\)$/sgemm \1 GFLOP\/s/')"
 }
 
 : > "$RESULTS"
@@ -95,15 +96,11 @@ for size in $SIZES; do
         torch_here=1
         "$BIN" --size "$size" --mode "$TORCH_MODE" --save-weights "$tmp/ckpt_$size" > /dev/null
     fi
-    reps=$REPEATS
-    [ "$size" != long ] || reps=1
-    echo "-- size $size (B=$B T=$T, $warmup warm-up + $steps timed steps per run, $reps repeats)"
-    for r in $(seq 1 "$reps"); do
-        attn=""
-        [ "$r" = 1 ] || attn=--no-attn
+    echo "-- size $size (B=$B T=$T, $warmup warm-up + $steps timed steps per run, $REPEATS repeats)"
+    for r in $(seq 1 "$REPEATS"); do
         for mode in $modes; do
             case $mode in rope|repo) ;; *) [ "$r" = 1 ] || continue ;; esac
-            j=$("$BIN" --size "$size" --mode "$mode" --threads "$THREADS" --steps "$steps" --warmup "$warmup" --json $attn)
+            j=$("$BIN" --size "$size" --mode "$mode" --threads "$THREADS" --steps "$steps" --warmup "$warmup" --mfu-sgemm "$SGEMM_N" --json)
             record "$j" "$r"
         done
         if [ $torch_here = 1 ]; then
@@ -113,12 +110,10 @@ for size in $SIZES; do
         fi
     done
 done
-sg2=$(sgemm)
-sg=$(awk -v a="$sg1" -v b="$sg2" 'BEGIN { print (a > b ? a : b) }')
-echo "   sgemm again: $sg2 GFLOP/s; MFU below is against the better one, $sg GFLOP/s"
+echo "   sgemm again: $(sgemm) GFLOP/s"
 echo
 
-awk -v sg="$sg" -v torch_mode="$TORCH_MODE" -v have_torch=$have_torch -v sizes="$SIZES" '
+awk -v torch_mode="$TORCH_MODE" -v have_torch=$have_torch -v sizes="$SIZES" '
 function median(a, n,    i, j, t) {   # sorts a[1..n]
     for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
@@ -128,7 +123,7 @@ function collect(s, m, impl, col,    k, n) {
     n = 0
     for (k = 1; k <= nr; k++) if (S[k] == s && M[k] == m && I[k] == impl && (col != "att" || ATT[k] > 0)) tmp[++n] = col == "rss" ? RSS[k] : \
         col == "ms" ? MS[k] : col == "tps" ? TPS[k] : col == "gf" ? GF[k] : col == "fwd" ? FWD[k] : \
-        col == "bwd" ? BWD[k] : col == "opt" ? OPT[k] : col == "att" ? ATT[k] : LOSS[k]
+        col == "bwd" ? BWD[k] : col == "opt" ? OPT[k] : col == "att" ? ATT[k] : col == "mfu" ? MFU[k] : LOSS[k]
     return n
 }
 function med(s, m, impl, col,    n) { n = collect(s, m, impl, col); return n ? median(tmp, n) : "" }
@@ -144,7 +139,7 @@ function ratio(s, m1, i1, m2, i2, col,    k, q, n, a, b, v) {
     return n ? median(rr, n) : ""
 }
 { nr++; S[nr] = $1; M[nr] = $2; I[nr] = $3; R[nr] = $4; MS[nr] = $5; TPS[nr] = $6; GF[nr] = $7; RSS[nr] = $8
-  LOSS[nr] = $9; FWD[nr] = $10; BWD[nr] = $11; OPT[nr] = $12; ATT[nr] = $13
+  LOSS[nr] = $9; FWD[nr] = $10; BWD[nr] = $11; OPT[nr] = $12; ATT[nr] = $13; MFU[nr] = $14
   if (!((S[nr], M[nr]) in seen)) { seen[S[nr], M[nr]] = 1; order[++no] = S[nr] SUBSEP M[nr] } }
 END {
     printf "| size | mode | tokens/s | GFLOP/s | MFU | peak RSS MiB | speed vs PyTorch | RSS vs PyTorch | RePo/RoPE step time |\n"
@@ -159,7 +154,7 @@ END {
         }
         rr_ = m == "repo" && med(s, "rope", "repoc", "ms") != "" ? sprintf("%.3fx", ratio(s, "repo", "repoc", "rope", "repoc", "ms")) : "–"
         printf "| %s | %s | %.0f | %.1f | %.1f%% | %.0f | %s | %s | %s |\n", s, m, med(s, m, "repoc", "tps"),
-            med(s, m, "repoc", "gf"), 100 * med(s, m, "repoc", "gf") / sg, med(s, m, "repoc", "rss"), sp, rs, rr_
+            med(s, m, "repoc", "gf"), 100 * med(s, m, "repoc", "mfu"), med(s, m, "repoc", "rss"), sp, rs, rr_
     }
     printf "\nper phase, medians in ms (forward; backward; clip + AdamW + zero_grad), attention fwd+bwd alone in us/token:\n"
     printf "| size | mode | program | ms/step | forward | backward | optimizer | tokens/s | peak RSS MiB | loss0 | attn us/token |\n"
@@ -190,5 +185,6 @@ END {
     }
 }' "$tmp/runs.tsv"
 echo
-echo "MFU = model GFLOP/s / sgemm GFLOP/s ($sg); speed and RSS vs PyTorch = median over repeats of repoc/PyTorch (mode $TORCH_MODE);"
+echo "MFU = median over runs of model GFLOP/s / the sgemm GFLOP/s measured in the same process right after the steps;"
+echo "speed and RSS vs PyTorch = median over repeats of repoc/PyTorch (mode $TORCH_MODE);"
 echo "RePo/RoPE = median over repeats of repoc repo ms/step / rope ms/step. Total $(( $(date +%s) - start )) s; raw runs in $RESULTS"
