@@ -59,13 +59,13 @@ size_steps() {   # steps warmup
 size_bt() { case $1 in S) echo "8 256" ;; M) echo "4 1024" ;; L) echo "2 1024" ;; long) echo "1 4096" ;; esac; }
 
 # record RUN_JSON REP: append to results and to the TSV the summary reads
-#   size mode impl rep ms_step tokens_per_s gflops rss loss0 fwd bwd opt attn_us_per_token mfu
+#   size mode impl rep ms_step tokens_per_s gflops rss loss0 fwd bwd opt attn_us_per_token mfu faults
 record() {
     local j=$1 r=$2
     echo "$j" >> "$RESULTS"
     local f
     printf '%s' "$(echo "$j" | jget size) $(echo "$j" | jget mode) $(echo "$j" | jget impl) $r" >> "$tmp/runs.tsv"
-    for f in ms_step tokens_per_s gflops peak_rss_mib loss0 fwd_ms bwd_ms opt_ms attn_us_per_token mfu; do
+    for f in ms_step tokens_per_s gflops peak_rss_mib loss0 fwd_ms bwd_ms opt_ms attn_us_per_token mfu minflt_per_step; do
         v=$(echo "$j" | jget $f); printf ' %s' "${v:-0}" >> "$tmp/runs.tsv"
     done
     echo >> "$tmp/runs.tsv"
@@ -123,7 +123,7 @@ function collect(s, m, impl, col,    k, n) {
     n = 0
     for (k = 1; k <= nr; k++) if (S[k] == s && M[k] == m && I[k] == impl && (col != "att" || ATT[k] > 0)) tmp[++n] = col == "rss" ? RSS[k] : \
         col == "ms" ? MS[k] : col == "tps" ? TPS[k] : col == "gf" ? GF[k] : col == "fwd" ? FWD[k] : \
-        col == "bwd" ? BWD[k] : col == "opt" ? OPT[k] : col == "att" ? ATT[k] : col == "mfu" ? MFU[k] : LOSS[k]
+        col == "bwd" ? BWD[k] : col == "opt" ? OPT[k] : col == "att" ? ATT[k] : col == "mfu" ? MFU[k] : col == "flt" ? FLT[k] : LOSS[k]
     return n
 }
 function med(s, m, impl, col,    n) { n = collect(s, m, impl, col); return n ? median(tmp, n) : "" }
@@ -139,7 +139,7 @@ function ratio(s, m1, i1, m2, i2, col,    k, q, n, a, b, v) {
     return n ? median(rr, n) : ""
 }
 { nr++; S[nr] = $1; M[nr] = $2; I[nr] = $3; R[nr] = $4; MS[nr] = $5; TPS[nr] = $6; GF[nr] = $7; RSS[nr] = $8
-  LOSS[nr] = $9; FWD[nr] = $10; BWD[nr] = $11; OPT[nr] = $12; ATT[nr] = $13; MFU[nr] = $14
+  LOSS[nr] = $9; FWD[nr] = $10; BWD[nr] = $11; OPT[nr] = $12; ATT[nr] = $13; MFU[nr] = $14; FLT[nr] = $15
   if (!((S[nr], M[nr]) in seen)) { seen[S[nr], M[nr]] = 1; order[++no] = S[nr] SUBSEP M[nr] } }
 END {
     printf "| size | mode | tokens/s | GFLOP/s | MFU | peak RSS MiB | speed vs PyTorch | RSS vs PyTorch | RePo/RoPE step time |\n"
@@ -156,16 +156,17 @@ END {
         printf "| %s | %s | %.0f | %.1f | %.1f%% | %.0f | %s | %s | %s |\n", s, m, med(s, m, "repoc", "tps"),
             med(s, m, "repoc", "gf"), 100 * med(s, m, "repoc", "mfu"), med(s, m, "repoc", "rss"), sp, rs, rr_
     }
-    printf "\nper phase, medians in ms (forward; backward; clip + AdamW + zero_grad), attention fwd+bwd alone in us/token:\n"
-    printf "| size | mode | program | ms/step | forward | backward | optimizer | tokens/s | peak RSS MiB | loss0 | attn us/token |\n"
-    printf "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+    printf "\nper phase, medians in ms (forward; backward; clip + AdamW + zero_grad), page faults per timed step,\n"
+    printf "attention fwd+bwd alone (all layers) in us/token:\n"
+    printf "| size | mode | program | ms/step | forward | backward | optimizer | faults/step | tokens/s | peak RSS MiB | loss0 | attn us/token |\n"
+    printf "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     for (o = 1; o <= no; o++) {
         split(order[o], sm, SUBSEP); s = sm[1]; m = sm[2]
         for (p = 1; p <= 2; p++) {
             impl = p == 1 ? "repoc" : "torch"
             if (med(s, m, impl, "ms") == "") continue
-            printf "| %s | %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.6f | %s |\n", s, m, impl == "torch" ? "PyTorch" : "repoc",
-                med(s, m, impl, "ms"), med(s, m, impl, "fwd"), med(s, m, impl, "bwd"), med(s, m, impl, "opt"),
+            printf "| %s | %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.6f | %s |\n", s, m, impl == "torch" ? "PyTorch" : "repoc",
+                med(s, m, impl, "ms"), med(s, m, impl, "fwd"), med(s, m, impl, "bwd"), med(s, m, impl, "opt"), med(s, m, impl, "flt"),
                 med(s, m, impl, "tps"), med(s, m, impl, "rss"), med(s, m, impl, "loss"),
                 impl == "repoc" ? sprintf("%.2f", med(s, m, impl, "att")) : "–"
             if (impl == "torch") {

@@ -242,8 +242,10 @@ def main():
               {"params": [p for n, p in named if n in no_decay], "weight_decay": 0.0}]
     opt = torch.optim.AdamW(groups, lr=1e-4, betas=(0.9, 0.95), eps=1e-8)
 
-    t_step, t_fwd, t_bwd, t_opt, loss0 = [], [], [], [], None
+    t_step, t_fwd, t_bwd, t_opt, loss0, faults = [], [], [], [], None, 0
     for s in range(ARGS.warmup + ARGS.steps):
+        if s == ARGS.warmup:
+            faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         t0 = time.perf_counter()
         loss = model(tokens, targets)
         t1 = time.perf_counter()
@@ -257,7 +259,8 @@ def main():
             loss0 = loss.item()
         if s >= ARGS.warmup:
             t_step.append(t3 - t0), t_fwd.append(t1 - t0), t_bwd.append(t2 - t1), t_opt.append(t3 - t2)
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    rss, faults = ru.ru_maxrss / 1024.0, (ru.ru_minflt - faults) / ARGS.steps
     ms = float(np.median(t_step)) * 1e3
     flops = model_flops(c, B, T)
     out = {"impl": "torch", "size": ARGS.size, "mode": ARGS.mode, "block": "olmo2",
@@ -267,7 +270,8 @@ def main():
            "gflop_step": round(flops * 1e-9, 3), "gflops": round(flops / (ms * 1e-3) * 1e-9, 2),
            "peak_rss_mib": round(rss, 1), "loss0": round(loss0, 6),
            "fwd_ms": round(float(np.median(t_fwd)) * 1e3, 2), "bwd_ms": round(float(np.median(t_bwd)) * 1e3, 2),
-           "opt_ms": round(float(np.median(t_opt)) * 1e3, 2), "torch": torch.__version__}
+           "opt_ms": round(float(np.median(t_opt)) * 1e3, 2), "minflt_per_step": round(faults),
+           "torch": torch.__version__}
     print(json.dumps(out))
 
 
