@@ -4,21 +4,16 @@
    greedy answer, generated through the KV cache). Prints a table, optionally
    writes JSON; reproducible from --seed. docs/eval.md describes the output. */
 #include <cjson/cJSON.h>
-#include <errno.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/check.h"
-#include "common/fileio.h"
 #include "common/threads.h"
 #include "data/source.h"
-#include "model/hf_checkpoint.h"
 #include "model/hf_config.h"
-#include "train/checkpoint.h"
+#include "train/cli.h"
 #include "train/eval_tasks.h"
 
 #define EVAL_JSON_VERSION 1
@@ -68,36 +63,6 @@ static void usage(FILE* fp) {
         "  --help              this text\n");
 }
 
-/* a usage error: the message, a pointer to --help, exit status 2 */
-_Noreturn static void bad_option(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-_Noreturn static void bad_option(const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "eval: ");
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n(build/eval --help lists the options)\n");
-    exit(2);
-}
-
-/* a whole-string unsigned integer in [lo, hi] */
-static size_t parse_size(const char* opt, const char* s, size_t lo, size_t hi) {
-    char* end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (!*s || *end || errno || s[0] == '-' || v < lo || v > hi) {
-        bad_option("%s: expected an integer in [%zu, %zu], got '%s'", opt, lo, hi, s);
-    }
-    return (size_t)v;
-}
-
-static double parse_double(const char* opt, const char* s) {
-    char* end;
-    double v = strtod(s, &end);
-    if (!*s || *end || !isfinite(v)) bad_option("%s: expected a number, got '%s'", opt, s);
-    return v;
-}
-
 static void parse_tasks(EvalOptions* o, const char* list) {
     char buf[512];
     snprintf(buf, sizeof(buf), "%s", list);
@@ -110,21 +75,10 @@ static void parse_tasks(EvalOptions* o, const char* list) {
         }
         int f = synthetic_family_parse(tok);
         if (f < 0)
-            bad_option("--tasks: unknown task '%s' (all, single, multikey, multivalue, multiquery, distractor, "
-                       "table)", tok);
+            cli_bad_option("--tasks: unknown task '%s' (all, single, multikey, multivalue, multiquery, "
+                           "distractor, table)", tok);
         o->family_on[f] = true;
     }
-}
-
-static void parse_lengths(EvalOptions* o, const char* list) {
-    char buf[512];
-    snprintf(buf, sizeof(buf), "%s", list);
-    o->n_lengths = 0;
-    for (char* tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        if (o->n_lengths == MAX_LIST) bad_option("--lengths: more than %d lengths in '%s'", MAX_LIST, list);
-        o->lengths[o->n_lengths++] = parse_size("--lengths", tok, 1, MAX_LENGTH);
-    }
-    if (!o->n_lengths) bad_option("--lengths: expected a comma-separated list, got '%s'", list);
 }
 
 static void parse_args(EvalOptions* o, int argc, char** argv) {
@@ -137,16 +91,16 @@ static void parse_args(EvalOptions* o, int argc, char** argv) {
         const char* v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
         if (a[0] != '-') {
-            if (o->ckpt) bad_option("unexpected argument '%s' (the checkpoint is '%s')", a, o->ckpt);
+            if (o->ckpt) cli_bad_option("unexpected argument '%s' (the checkpoint is '%s')", a, o->ckpt);
             o->ckpt = a;
             continue;
         }
         if (!strcmp(a, "--ppl")) {
             while (i + 1 < argc && argv[i + 1][0] != '-') {
-                if (o->n_ppl == MAX_LIST) bad_option("--ppl: more than %d files", MAX_LIST);
+                if (o->n_ppl == MAX_LIST) cli_bad_option("--ppl: more than %d files", MAX_LIST);
                 o->ppl[o->n_ppl++] = argv[++i];
             }
-            if (!o->n_ppl) bad_option("--ppl: expected at least one token file");
+            if (!o->n_ppl) cli_bad_option("--ppl: expected at least one token file");
             continue;
         }
         static const char* valued[] = {"--tasks", "--lengths", "--items", "--seed", "--seq-len", "--max-windows",
@@ -154,77 +108,29 @@ static void parse_args(EvalOptions* o, int argc, char** argv) {
                                        "--yarn-orig"};
         bool known = false;
         for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++) known |= !strcmp(a, valued[k]);
-        if (!known) bad_option("unknown option '%s'", a);
-        if (!v) bad_option("%s: expected a value", a);
+        if (!known) cli_bad_option("unknown option '%s'", a);
+        if (!v) cli_bad_option("%s: expected a value", a);
         if (!strcmp(a, "--tasks")) parse_tasks(o, v);
-        else if (!strcmp(a, "--lengths")) parse_lengths(o, v);
-        else if (!strcmp(a, "--items")) o->items = parse_size(a, v, 1, 1000000000);
-        else if (!strcmp(a, "--seed")) o->seed = parse_size(a, v, 0, (size_t)-1);
-        else if (!strcmp(a, "--seq-len")) o->seq_len = parse_size(a, v, 1, MAX_LENGTH);
-        else if (!strcmp(a, "--max-windows")) o->max_windows = parse_size(a, v, 1, (size_t)-1);
-        else if (!strcmp(a, "--threads")) o->threads = (int)parse_size(a, v, 1, 4096);
+        else if (!strcmp(a, "--lengths"))
+            o->n_lengths = cli_parse_size_list(a, v, 1, MAX_LENGTH, o->lengths, MAX_LIST);
+        else if (!strcmp(a, "--items")) o->items = cli_parse_size(a, v, 1, 1000000000);
+        else if (!strcmp(a, "--seed")) o->seed = cli_parse_size(a, v, 0, (size_t)-1);
+        else if (!strcmp(a, "--seq-len")) o->seq_len = cli_parse_size(a, v, 1, MAX_LENGTH);
+        else if (!strcmp(a, "--max-windows")) o->max_windows = cli_parse_size(a, v, 1, (size_t)-1);
+        else if (!strcmp(a, "--threads")) o->threads = (int)cli_parse_size(a, v, 1, 4096);
         else if (!strcmp(a, "--synthetic")) o->synthetic = v;
         else if (!strcmp(a, "--json")) o->json_out = v;
         else if (!strcmp(a, "--depth")) {
-            o->depth = parse_double(a, v);
-            if (!(o->depth >= 0 && o->depth <= 1)) bad_option("--depth: expected a fraction in [0, 1], got '%s'", v);
+            o->depth = cli_parse_double(a, v);
+            if (!(o->depth >= 0 && o->depth <= 1))
+                cli_bad_option("--depth: expected a fraction in [0, 1], got '%s'", v);
         } else if (!strcmp(a, "--yarn-factor")) {
-            o->yarn_factor = parse_double(a, v);
-            if (!(o->yarn_factor >= 1)) bad_option("--yarn-factor: expected a factor >= 1, got '%s'", v);
-        } else o->yarn_orig = (double)parse_size(a, v, 1, MAX_LENGTH);   /* --yarn-orig */
+            o->yarn_factor = cli_parse_double(a, v);
+            if (!(o->yarn_factor >= 1)) cli_bad_option("--yarn-factor: expected a factor >= 1, got '%s'", v);
+        } else o->yarn_orig = (double)cli_parse_size(a, v, 1, MAX_LENGTH);   /* --yarn-orig */
         i++;
     }
-    if (!o->ckpt) bad_option("no CHECKPOINT given");
-}
-
-/* What the checkpoint's trainer_state.json says about its training, if it has one */
-typedef struct {
-    char dir[4096];
-    size_t train_len;        /* data.seq_len; 0 = unknown */
-    cJSON* synthetic;        /* data.synthetic (owned), NULL when absent or null */
-} CkptInfo;
-
-static void resolve_checkpoint(CkptInfo* ci, const char* path) {
-    memset(ci, 0, sizeof(*ci));
-    char p[4200];
-    if (!path_exists(path)) DIE("eval: checkpoint '%s' does not exist", path);
-    snprintf(p, sizeof(p), "%s/config.json", path);
-    if (path_exists(p)) snprintf(ci->dir, sizeof(ci->dir), "%s", path);
-    else if (!is_dir(path) || !ckpt_find_latest(path, ci->dir, sizeof(ci->dir)))
-        DIE("eval: '%s' is neither a checkpoint (no config.json) nor a run directory with a complete checkpoint",
-            path);
-    snprintf(p, sizeof(p), "%s/trainer_state.json", ci->dir);
-    if (!path_exists(p)) return;
-    char* text = ckpt_read_config(ci->dir);
-    cJSON* cfg = text ? cJSON_Parse(text) : NULL;
-    free(text);
-    const cJSON* data = cJSON_GetObjectItemCaseSensitive(cfg, "data");
-    const cJSON* T = cJSON_GetObjectItemCaseSensitive(data, "seq_len");
-    const cJSON* syn = cJSON_GetObjectItemCaseSensitive(data, "synthetic");
-    if (cJSON_IsNumber(T) && T->valuedouble >= 1) ci->train_len = (size_t)T->valuedouble;
-    if (cJSON_IsObject(syn)) ci->synthetic = cJSON_Duplicate(syn, true);
-    cJSON_Delete(cfg);
-}
-
-/* --synthetic (JSON text or a file), else the checkpoint's data.synthetic, else the defaults */
-static const char* resolve_synthetic(SyntheticConfig* syn, const EvalOptions* o, const CkptInfo* ci) {
-    char err[1024];
-    if (!o->synthetic) {
-        if (!ci->synthetic) { synthetic_defaults(syn); return "defaults"; }
-        if (synthetic_from_json(syn, ci->synthetic, err, sizeof(err)))
-            DIE("eval: %s/trainer_state.json: %s", ci->dir, err);
-        return "the checkpoint's data.synthetic";
-    }
-    const char* s = o->synthetic;
-    while (*s == ' ') s++;
-    char* text = *s == '{' ? NULL : file_read_all(o->synthetic, NULL);
-    cJSON* obj = cJSON_Parse(text ? text : s);
-    free(text);
-    if (!obj) DIE("eval: --synthetic: '%s' is not valid JSON", o->synthetic);
-    int bad = synthetic_from_json(syn, obj, err, sizeof(err));
-    cJSON_Delete(obj);
-    if (bad) DIE("eval: --synthetic: %s", err);
-    return "--synthetic";
+    if (!o->ckpt) cli_bad_option("no CHECKPOINT given");
 }
 
 static double phys_mem_bytes(void) {
@@ -308,30 +214,7 @@ static void write_json(const char* path, const EvalOptions* o, const CkptInfo* c
         cJSON_AddNumberToObject(t, "ppl", ppl[i].ppl);
         cJSON_AddItemToArray(pp, t);
     }
-    char* text = cJSON_Print(root);
-    cJSON_Delete(root);
-    size_t len = strlen(text);
-    text[len] = '\n';   /* the terminating NUL becomes a final newline */
-    file_write_atomic(path, text, len + 1);
-    free(text);
-    printf("wrote %s\n", path);
-}
-
-/* YaRN: the checkpoint's own, or --yarn-factor with L0 = --yarn-orig or the training length */
-static void apply_yarn(ModelConfig* cfg, const EvalOptions* o, const CkptInfo* ci) {
-    if (o->yarn_factor > 1 && cfg->yarn_factor > 1) {
-        printf("note: the checkpoint already has YaRN (factor %g, L0 %g); --yarn-factor %g is ignored\n",
-               cfg->yarn_factor, cfg->yarn_orig_max, o->yarn_factor);
-    } else if (o->yarn_factor > 1) {
-        double L0 = o->yarn_orig ? o->yarn_orig : (double)ci->train_len;
-        if (!L0) DIE("eval: --yarn-factor needs the training length: the checkpoint has no trainer_state.json; "
-                     "give --yarn-orig L0");
-        cfg->yarn_factor = o->yarn_factor;
-        cfg->yarn_orig_max = L0;
-        printf("YaRN from --yarn-factor: factor %g, original_max_position_embeddings %g (%s)\n", cfg->yarn_factor,
-               L0, o->yarn_orig ? "--yarn-orig" : "the training length");
-    }
-    model_config_validate(cfg);
+    cli_write_json(path, root);
 }
 
 /* Resolve the defaults that depend on the checkpoint (families, lengths, seq_len)
@@ -345,7 +228,7 @@ static size_t plan(EvalOptions* o, const SyntheticConfig* syn, const CkptInfo* c
         if (!o->tasks_given) o->family_on[f] = !o->n_ppl && syn->weight[f] > 0;
         any_task |= o->family_on[f];
     }
-    if (!any_task && !o->n_ppl) bad_option("nothing to evaluate: no task and no --ppl");
+    if (!any_task && !o->n_ppl) cli_bad_option("nothing to evaluate: no task and no --ppl");
     size_t T0 = ci->train_len ? ci->train_len : 256;
     if (!o->n_lengths) {
         o->lengths[0] = T0, o->lengths[1] = 2 * T0, o->lengths[2] = 4 * T0;
@@ -395,15 +278,16 @@ static size_t run_tasks(TaskResult* res, const Model* m, const SyntheticConfig* 
 }
 
 int main(int argc, char** argv) {
+    cli_init("eval");
     EvalOptions o;
     parse_args(&o, argc, argv);
     CkptInfo ci;
-    resolve_checkpoint(&ci, o.ckpt);
+    cli_resolve_checkpoint(&ci, o.ckpt);
     ModelConfig cfg;
     hf_config_read(ci.dir, &cfg);
-    apply_yarn(&cfg, &o, &ci);
+    cli_apply_yarn(&cfg, o.yarn_factor, o.yarn_orig, &ci);
     SyntheticConfig syn;
-    const char* syn_from = resolve_synthetic(&syn, &o, &ci);
+    const char* syn_from = cli_resolve_synthetic(&syn, o.synthetic, &ci);
     size_t chunk;
     size_t max_len = plan(&o, &syn, &ci, &cfg, &chunk);
 
@@ -413,11 +297,8 @@ int main(int argc, char** argv) {
     printf("checkpoint %s%s\n", ci.dir, ci.train_len ? "" : " (no trainer_state.json: training length unknown)");
     if (ci.train_len) printf("  trained with seq_len %zu\n", ci.train_len);
     model_config_print(&cfg, stdout);
-    const char* no_grads[] = {"*"};   /* evaluation only: no gradient arena */
     Model m;
-    model_build(&m, &cfg, 1, o.n_ppl ? o.seq_len : 1, no_grads, 1, false);
-    size_t fresh = hf_load_weights(&m, ci.dir, 0, false);
-    if (fresh) DIE("eval: the checkpoint lacks the weights of %zu RePo tensors its config.json asks for", fresh);
+    cli_load_model(&m, &cfg, &ci, 1, o.n_ppl ? o.seq_len : 1);
 
     PplResult ppl[MAX_LIST];
     for (size_t i = 0; i < o.n_ppl; i++) {   /* each argument one stream */
@@ -440,7 +321,7 @@ int main(int argc, char** argv) {
     }
     if (o.json_out) write_json(o.json_out, &o, &ci, &cfg, syn_from, res, n_res, ppl);
     free(res);
-    cJSON_Delete(ci.synthetic);
+    cli_ckpt_free(&ci);
     model_free(&m);
     return 0;
 }

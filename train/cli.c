@@ -1,0 +1,139 @@
+/* Shared command-line pieces of build/eval and build/analyze (train/cli.h). */
+#include "train/cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"
+#include "common/fileio.h"
+#include "data/source.h"      /* synthetic_from_json */
+#include "model/hf_checkpoint.h"
+#include "train/checkpoint.h"
+
+static const char* prog_name = "repoc";
+
+void cli_init(const char* prog) { prog_name = prog; }
+
+_Noreturn void cli_bad_option(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", prog_name);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n(build/%s --help lists the options)\n", prog_name);
+    exit(2);
+}
+
+size_t cli_parse_size(const char* opt, const char* s, size_t lo, size_t hi) {
+    char* end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (!*s || *end || errno || s[0] == '-' || v < lo || v > hi) {
+        cli_bad_option("%s: expected an integer in [%zu, %zu], got '%s'", opt, lo, hi, s);
+    }
+    return (size_t)v;
+}
+
+double cli_parse_double(const char* opt, const char* s) {
+    char* end;
+    double v = strtod(s, &end);
+    if (!*s || *end || !isfinite(v)) cli_bad_option("%s: expected a number, got '%s'", opt, s);
+    return v;
+}
+
+size_t cli_parse_size_list(const char* opt, const char* s, size_t lo, size_t hi, size_t* out, size_t max) {
+    char buf[1024];
+    snprintf(buf, sizeof(buf), "%s", s);
+    size_t n = 0;
+    for (char* tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (n == max) cli_bad_option("%s: more than %zu values in '%s'", opt, max, s);
+        out[n++] = cli_parse_size(opt, tok, lo, hi);
+    }
+    if (!n) cli_bad_option("%s: expected a comma-separated list, got '%s'", opt, s);
+    return n;
+}
+
+void cli_resolve_checkpoint(CkptInfo* ci, const char* path) {
+    memset(ci, 0, sizeof(*ci));
+    char p[4200];
+    if (!path_exists(path)) DIE("%s: checkpoint '%s' does not exist", prog_name, path);
+    snprintf(p, sizeof(p), "%s/config.json", path);
+    if (path_exists(p)) snprintf(ci->dir, sizeof(ci->dir), "%s", path);
+    else if (!is_dir(path) || !ckpt_find_latest(path, ci->dir, sizeof(ci->dir)))
+        DIE("%s: '%s' is neither a checkpoint (no config.json) nor a run directory with a complete checkpoint",
+            prog_name, path);
+    snprintf(p, sizeof(p), "%s/trainer_state.json", ci->dir);
+    if (!path_exists(p)) return;
+    char* text = ckpt_read_config(ci->dir);
+    cJSON* cfg = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    const cJSON* data = cJSON_GetObjectItemCaseSensitive(cfg, "data");
+    const cJSON* T = cJSON_GetObjectItemCaseSensitive(data, "seq_len");
+    const cJSON* syn = cJSON_GetObjectItemCaseSensitive(data, "synthetic");
+    if (cJSON_IsNumber(T) && T->valuedouble >= 1) ci->train_len = (size_t)T->valuedouble;
+    if (cJSON_IsObject(syn)) ci->synthetic = cJSON_Duplicate(syn, true);
+    cJSON_Delete(cfg);
+}
+
+void cli_ckpt_free(CkptInfo* ci) {
+    cJSON_Delete(ci->synthetic);
+    ci->synthetic = NULL;
+}
+
+const char* cli_resolve_synthetic(SyntheticConfig* syn, const char* opt, const CkptInfo* ci) {
+    char err[1024];
+    if (!opt) {
+        if (!ci->synthetic) { synthetic_defaults(syn); return "defaults"; }
+        if (synthetic_from_json(syn, ci->synthetic, err, sizeof(err)))
+            DIE("%s: %s/trainer_state.json: %s", prog_name, ci->dir, err);
+        return "the checkpoint's data.synthetic";
+    }
+    const char* s = opt;
+    while (*s == ' ') s++;
+    char* text = *s == '{' ? NULL : file_read_all(opt, NULL);
+    cJSON* obj = cJSON_Parse(text ? text : s);
+    free(text);
+    if (!obj) DIE("%s: --synthetic: '%s' is not valid JSON", prog_name, opt);
+    int bad = synthetic_from_json(syn, obj, err, sizeof(err));
+    cJSON_Delete(obj);
+    if (bad) DIE("%s: --synthetic: %s", prog_name, err);
+    return "--synthetic";
+}
+
+void cli_apply_yarn(ModelConfig* cfg, double factor, double orig, const CkptInfo* ci) {
+    if (factor > 1 && cfg->yarn_factor > 1) {
+        printf("note: the checkpoint already has YaRN (factor %g, L0 %g); --yarn-factor %g is ignored\n",
+               cfg->yarn_factor, cfg->yarn_orig_max, factor);
+    } else if (factor > 1) {
+        double L0 = orig ? orig : (double)ci->train_len;
+        if (!L0) DIE("%s: --yarn-factor needs the training length: the checkpoint has no trainer_state.json; "
+                     "give --yarn-orig L0", prog_name);
+        cfg->yarn_factor = factor;
+        cfg->yarn_orig_max = L0;
+        printf("YaRN from --yarn-factor: factor %g, original_max_position_embeddings %g (%s)\n", cfg->yarn_factor,
+               L0, orig ? "--yarn-orig" : "the training length");
+    }
+    model_config_validate(cfg);
+}
+
+void cli_write_json(const char* path, cJSON* root) {
+    char* text = cJSON_Print(root);
+    cJSON_Delete(root);
+    size_t len = strlen(text);
+    text[len] = '\n';   /* the terminating NUL becomes a final newline */
+    file_write_atomic(path, text, len + 1);
+    free(text);
+    printf("wrote %s\n", path);
+}
+
+void cli_load_model(Model* m, const ModelConfig* cfg, const CkptInfo* ci, size_t B, size_t T) {
+    const char* no_grads[] = {"*"};   /* inference only: no gradient arena */
+    model_build(m, cfg, B, T, no_grads, 1, false);
+    size_t fresh = hf_load_weights(m, ci->dir, 0, false);
+    if (fresh)
+        DIE("%s: the checkpoint lacks the weights of %zu RePo tensors its config.json asks for", prog_name, fresh);
+}

@@ -1,0 +1,56 @@
+/* What the programs that read a checkpoint share (build/eval, build/analyze):
+   usage errors, whole-string number parsing, resolving CHECKPOINT (a Hugging
+   Face directory or a run directory) with what its trainer_state.json says
+   about training, the generator settings, YaRN from the command line, and
+   loading the weights for inference. Every message starts with the program's
+   name, set once by cli_init. */
+#ifndef REPOC_CLI_H
+#define REPOC_CLI_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+#include "data/synthetic.h"
+#include "model/model.h"
+
+/* prog: "eval", "analyze"; names the program in every message below */
+void cli_init(const char* prog);
+
+/* A usage error: "<prog>: <message>", a pointer to --help, exit status 2 */
+_Noreturn void cli_bad_option(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* a whole-string unsigned integer in [lo, hi]; opt names the option in the message */
+size_t cli_parse_size(const char* opt, const char* s, size_t lo, size_t hi);
+/* a whole-string finite number */
+double cli_parse_double(const char* opt, const char* s);
+/* a comma-separated list of at most max integers in [lo, hi] into out; returns the count (>= 1) */
+size_t cli_parse_size_list(const char* opt, const char* s, size_t lo, size_t hi, size_t* out, size_t max);
+
+/* What a checkpoint's trainer_state.json says about its training, if it has one */
+typedef struct {
+    char dir[4096];          /* the Hugging Face checkpoint directory itself */
+    size_t train_len;        /* data.seq_len; 0 = unknown */
+    cJSON* synthetic;        /* data.synthetic (owned), NULL when absent or null */
+} CkptInfo;
+
+/* path: a checkpoint (has config.json) or a run directory (its newest complete
+   checkpoint). Dies naming path when it is neither. */
+void cli_resolve_checkpoint(CkptInfo* ci, const char* path);
+void cli_ckpt_free(CkptInfo* ci);
+
+/* The generator settings: opt (JSON text or a file of it) when given, else the
+   checkpoint's data.synthetic, else the defaults. Returns where they came from. */
+const char* cli_resolve_synthetic(SyntheticConfig* syn, const char* opt, const CkptInfo* ci);
+
+/* YaRN: the checkpoint's own, or factor > 1 with L0 = orig (> 0) or the
+   training length; validates cfg */
+void cli_apply_yarn(ModelConfig* cfg, double factor, double orig, const CkptInfo* ci);
+
+/* Print root as JSON into path atomically, with a final newline, and free root */
+void cli_write_json(const char* path, cJSON* root);
+
+/* Build m for batches (B, T) without gradients and load the checkpoint's
+   weights; dies when config.json asks for RePo weights the checkpoint lacks. */
+void cli_load_model(Model* m, const ModelConfig* cfg, const CkptInfo* ci, size_t B, size_t T);
+
+#endif
