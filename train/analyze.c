@@ -1,0 +1,350 @@
+/* build/analyze CHECKPOINT [options]: where a checkpoint's attention goes and
+   what positions its RePo layers learn (issue #6, docs/analyze.md):
+   - the learned positions z per RePo layer and KV head for synthetic items or
+     a window of a token file, with range, step and segment-class statistics;
+   - the attention mass of the query rows of synthetic retrieval items on the
+     needle, the query and the rest, for any position mode;
+   - CSV, JSON and SVG figures (--out DIR), and --compare for several runs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"
+#include "common/threads.h"
+#include "data/tokens.h"
+#include "model/hf_config.h"
+#include "train/analyze.h"
+#include "train/cli.h"
+#include "train/eval_tasks.h"   /* eval_prompt_len: the same lengths as build/eval */
+
+#define MAX_COMPARE 64
+#define MAX_LENGTH ((size_t)1 << 31)
+
+typedef struct {
+    const char* ckpt;
+    const char* compare[MAX_COMPARE];
+    size_t n_compare;
+    bool want_pos, want_att, parts_given;
+    const char* tokens;
+    size_t offset;
+    SynFamily family;
+    size_t length, items;              /* 0: the training length (else 256); items 1 */
+    bool items_given;
+    uint64_t seed;
+    double depth;                      /* < 0: drawn per item */
+    const char* synthetic;
+    SegParams seg;                     /* eps_const < 0: 0.1 x len */
+    size_t layer_lo, layer_hi;         /* layer_hi < layer_lo: the default layers */
+    size_t plot_heads[MAX_LAYERS], n_plot_heads;
+    const char* label;
+    const char* out;
+    double yarn_factor, yarn_orig;
+    int threads;
+} AnalyzeOptions;
+
+static void usage(FILE* fp) {
+    fprintf(fp,
+        "usage: build/analyze CHECKPOINT [options]\n"
+        "       build/analyze --compare A.json B.json ... --out DIR\n"
+        "  CHECKPOINT          a Hugging Face checkpoint directory or a run directory (its newest checkpoint)\n"
+        "  --positions         learned positions z of the RePo layers (default: with --attention)\n"
+        "  --attention         attention mass of the query rows on needle / query / rest (default: with\n"
+        "                      --positions; synthetic input only)\n"
+        "  --task NAME         synthetic family: single (default), multikey, multivalue, multiquery,\n"
+        "                      distractor, table\n"
+        "  --length L          tokens the model reads (default: the training seq_len T0, else 256)\n"
+        "  --items N           synthetic items; statistics and masses are averaged over them (default 1)\n"
+        "  --seed S            item seed (default 1), as build/eval's\n"
+        "  --depth D           put the asked needle at fraction D in [0,1] of the haystack (default: random)\n"
+        "  --synthetic JSON    generator settings (default: the checkpoint's data.synthetic, else defaults)\n"
+        "  --tokens FILE       positions for one window of a token file instead (--offset N, default 0)\n"
+        "  --segment N         tokens per segment of the segment classes (default 16)\n"
+        "  --eps-const E       near-constant: range below E position units (default 0.1 x segment)\n"
+        "  --mono-frac F       monotonic: at least F of the steps share one sign (default 0.9)\n"
+        "  --layers A-B        attention layers (default: the RePo layers, else floor(L/3)..L-1)\n"
+        "  --plot-heads LIST   KV heads drawn in positions.svg (default: the first four)\n"
+        "  --label NAME        names the checkpoint in the JSON and in --compare (default: its position plan)\n"
+        "  --out DIR           write positions.csv, analysis.json, positions.svg, attention.svg (and PNG\n"
+        "                      when rsvg-convert is on PATH)\n"
+        "  --compare FILES...  grouped bars and a table from several analysis.json files (needs --out)\n"
+        "  --yarn-factor F     YaRN with factor F (--yarn-orig L0, default the training length)\n"
+        "  --threads N         OpenMP and BLAS threads (default: all cores)\n"
+        "  --help              this text\n");
+}
+
+/* "A-B" or "A" */
+static void parse_layers(AnalyzeOptions* o, const char* v) {
+    char buf[64];
+    snprintf(buf, sizeof(buf), "%s", v);
+    char* dash = strchr(buf, '-');
+    if (dash) *dash = 0;
+    o->layer_lo = cli_parse_size("--layers", buf, 0, MAX_LAYERS - 1);
+    o->layer_hi = dash ? cli_parse_size("--layers", dash + 1, 0, MAX_LAYERS - 1) : o->layer_lo;
+    if (o->layer_hi < o->layer_lo) cli_bad_option("--layers: '%s' ends before it starts", v);
+}
+
+/* the options that take a value; the value is v */
+static void parse_valued(AnalyzeOptions* o, const char* a, const char* v) {
+    if (!strcmp(a, "--task")) {
+        int f = synthetic_family_parse(v);
+        if (f < 0) cli_bad_option("--task: unknown task '%s' (single, multikey, multivalue, multiquery, "
+                                  "distractor, table)", v);
+        o->family = (SynFamily)f;
+    } else if (!strcmp(a, "--length")) o->length = cli_parse_size(a, v, 2, MAX_LENGTH);
+    else if (!strcmp(a, "--items")) o->items = cli_parse_size(a, v, 1, 1000000), o->items_given = true;
+    else if (!strcmp(a, "--seed")) o->seed = cli_parse_size(a, v, 0, (size_t)-1);
+    else if (!strcmp(a, "--depth")) {
+        o->depth = cli_parse_double(a, v);
+        if (!(o->depth >= 0 && o->depth <= 1)) cli_bad_option("--depth: expected a fraction in [0, 1], got '%s'", v);
+    } else if (!strcmp(a, "--synthetic")) o->synthetic = v;
+    else if (!strcmp(a, "--tokens")) o->tokens = v;
+    else if (!strcmp(a, "--offset")) o->offset = cli_parse_size(a, v, 0, (size_t)-1);
+    else if (!strcmp(a, "--segment")) o->seg.len = cli_parse_size(a, v, 2, 1 << 20);
+    else if (!strcmp(a, "--eps-const")) {
+        o->seg.eps_const = cli_parse_double(a, v);
+        if (!(o->seg.eps_const >= 0)) cli_bad_option("--eps-const: expected a number >= 0, got '%s'", v);
+    } else if (!strcmp(a, "--mono-frac")) {
+        o->seg.mono_frac = cli_parse_double(a, v);
+        if (!(o->seg.mono_frac > 0.5 && o->seg.mono_frac <= 1))
+            cli_bad_option("--mono-frac: expected a share in (0.5, 1], got '%s'", v);
+    } else if (!strcmp(a, "--layers")) parse_layers(o, v);
+    else if (!strcmp(a, "--plot-heads"))
+        o->n_plot_heads = cli_parse_size_list(a, v, 0, 1 << 20, o->plot_heads, MAX_LAYERS);
+    else if (!strcmp(a, "--label")) o->label = v;
+    else if (!strcmp(a, "--out")) o->out = v;
+    else if (!strcmp(a, "--threads")) o->threads = (int)cli_parse_size(a, v, 1, 4096);
+    else if (!strcmp(a, "--yarn-factor")) {
+        o->yarn_factor = cli_parse_double(a, v);
+        if (!(o->yarn_factor >= 1)) cli_bad_option("--yarn-factor: expected a factor >= 1, got '%s'", v);
+    } else o->yarn_orig = (double)cli_parse_size(a, v, 1, MAX_LENGTH);   /* --yarn-orig */
+}
+
+static void parse_args(AnalyzeOptions* o, int argc, char** argv) {
+    memset(o, 0, sizeof(*o));
+    o->family = SYN_SINGLE;
+    o->items = 1;
+    o->seed = 1;
+    o->depth = -1;
+    o->seg = (SegParams){16, -1, 0.9};
+    o->layer_hi = 0, o->layer_lo = 1;   /* unset */
+    for (int i = 1; i < argc; i++) {
+        const char* a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
+        if (a[0] != '-') {
+            if (o->ckpt) cli_bad_option("unexpected argument '%s' (the checkpoint is '%s')", a, o->ckpt);
+            o->ckpt = a;
+        } else if (!strcmp(a, "--compare")) {
+            while (i + 1 < argc && argv[i + 1][0] != '-') {
+                if (o->n_compare == MAX_COMPARE) cli_bad_option("--compare: more than %d files", MAX_COMPARE);
+                o->compare[o->n_compare++] = argv[++i];
+            }
+            if (!o->n_compare) cli_bad_option("--compare: expected at least one analysis.json");
+        } else if (!strcmp(a, "--positions")) o->want_pos = o->parts_given = true;
+        else if (!strcmp(a, "--attention")) o->want_att = o->parts_given = true;
+        else {
+            static const char* valued[] = {"--task", "--length", "--items", "--seed", "--depth", "--synthetic",
+                                           "--tokens", "--offset", "--segment", "--eps-const", "--mono-frac",
+                                           "--layers", "--plot-heads", "--label", "--out", "--threads",
+                                           "--yarn-factor", "--yarn-orig"};
+            bool known = false;
+            for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++) known |= !strcmp(a, valued[k]);
+            if (!known) cli_bad_option("unknown option '%s'", a);
+            if (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2)) cli_bad_option("%s: expected a value", a);
+            parse_valued(o, a, argv[++i]);
+        }
+    }
+    if (o->n_compare && o->ckpt) cli_bad_option("--compare reads analysis.json files; give no CHECKPOINT ('%s')",
+                                                o->ckpt);
+    if (o->n_compare && !o->out) cli_bad_option("--compare needs --out DIR for its figures");
+    if (!o->n_compare && !o->ckpt) cli_bad_option("no CHECKPOINT given");
+    if (o->seg.eps_const < 0) o->seg.eps_const = 0.1 * (double)o->seg.len;
+}
+
+/* "rope,rope,repo" (sep ","), cut where out ends */
+static void mode_list(char* out, size_t n, const ModelConfig* cfg, const char* sep) {
+    size_t used = 0;
+    out[0] = 0;
+    for (size_t l = 0; l < cfg->L && used + 8 < n; l++)
+        used += (size_t)snprintf(out + used, n - used, "%s%s", l ? sep : "", pos_mode_name(cfg->pos[l]));
+}
+
+/* the plan name when cfg's layers follow one (build/train's position plans), else the modes */
+static void default_label(char* out, size_t n, const ModelConfig* cfg) {
+    static const char* const plans[] = {"rope", "nope", "repo", "r2n1", "n2r1"};
+    for (size_t i = 0; i < sizeof(plans) / sizeof(plans[0]); i++) {
+        ModelConfig c = *cfg;
+        if (model_config_plan_positions(&c, plans[i], REPO_START_DEFAULT) &&
+            !memcmp(c.pos, cfg->pos, cfg->L * sizeof(PosMode))) {
+            snprintf(out, n, "%s", plans[i]);
+            return;
+        }
+    }
+    mode_list(out, n, cfg, ",");
+}
+
+/* The attention layers: --layers, else the RePo layers, else floor(L/3)..L-1 (where
+   the default plan puts RePo, so checkpoints of every mode are compared on the
+   same layers); the KV heads of the figure: --plot-heads, else the first four */
+static void choose_layers_and_heads(Analysis* an, AnalyzeOptions* o) {
+    const ModelConfig* c = &an->cfg;
+    if (o->layer_hi >= o->layer_lo) {
+        if (o->layer_hi >= c->L)
+            cli_bad_option("--layers: layer %zu, the model has %zu (0..%zu)", o->layer_hi, c->L, c->L - 1);
+        for (size_t l = o->layer_lo; l <= o->layer_hi; l++) an->att_layer[an->n_att++] = l;
+    } else if (an->n_repo) {
+        memcpy(an->att_layer, an->repo_layer, an->n_repo * sizeof(size_t));
+        an->n_att = an->n_repo;
+    } else {
+        for (size_t l = c->L / 3; l < c->L; l++) an->att_layer[an->n_att++] = l;
+    }
+    if (!o->n_plot_heads)
+        for (size_t g = 0; g < c->KVH && g < 4; g++) o->plot_heads[o->n_plot_heads++] = g;
+    for (size_t i = 0; i < o->n_plot_heads; i++)
+        if (o->plot_heads[i] >= c->KVH)
+            cli_bad_option("--plot-heads: head %zu, the model has %zu KV heads (0..%zu)", o->plot_heads[i], c->KVH,
+                           c->KVH - 1);
+}
+
+/* Decide what runs on what, and check it all before loading any weight */
+static void plan(Analysis* an, AnalyzeOptions* o, const CkptInfo* ci, SyntheticConfig* syn) {
+    const ModelConfig* c = &an->cfg;
+    an->ckpt_dir = ci->dir;
+    an->train_len = ci->train_len;
+    an->synthetic = !o->tokens;
+    if (o->tokens && o->want_att)
+        cli_bad_option("--attention needs synthetic items (it sums over the needle and query spans); --tokens "
+                       "gives positions only");
+    if (o->tokens && o->items_given) cli_bad_option("--items: --tokens analyses one window (use --offset)");
+    an->has_pos = o->parts_given ? o->want_pos : true;
+    an->has_att = o->parts_given ? o->want_att : an->synthetic;
+    for (size_t l = 0; l < c->L; l++)
+        if (c->pos[l] == POS_REPO) an->repo_layer[an->n_repo++] = l;
+    if (an->has_pos && !an->n_repo) {
+        char modes[1024];
+        mode_list(modes, sizeof(modes), c, " ");
+        DIE("analyze: %s has no RePo layers (layer positions: %s): it has no learned positions to analyse; "
+            "--attention alone gives the attention mass", ci->dir, modes);
+    }
+    choose_layers_and_heads(an, o);
+    if (o->label) snprintf(an->label, sizeof(an->label), "%s", o->label);
+    else default_label(an->label, sizeof(an->label), c);
+
+    an->length = o->length ? o->length : ci->train_len ? ci->train_len : 256;
+    an->items = o->items;
+    an->family = o->family, an->seed = o->seed, an->depth = o->depth;
+    an->tokens_file = o->tokens, an->offset = o->offset;
+    an->seg = o->seg;
+    if (an->synthetic) {
+        const char* from = cli_resolve_synthetic(syn, o->synthetic, ci);
+        synthetic_validate(syn, c->V);
+        an->prompt_len = eval_prompt_len(syn, an->family, an->length);   /* dies when the length is too short */
+        printf("synthetic items: %zu x %s, length %zu (prompt %zu), seed %llu; generator settings from %s\n",
+               an->items, synthetic_family_name(an->family), an->length, an->prompt_len,
+               (unsigned long long)an->seed, from);
+    }
+    if (an->has_pos && an->length < an->seg.len)
+        cli_bad_option("--segment %zu is longer than the input (%zu tokens)", an->seg.len, an->length);
+}
+
+/* input i: synthetic item i (its prompt, then the answer but its last token) or the token window */
+static void make_input(int32_t* x, ItemSpans* spans, const Analysis* an, const SyntheticConfig* syn,
+                       const TokenData* td, size_t i) {
+    if (!an->synthetic) {
+        for (size_t t = 0; t < an->length; t++) x[t] = (int32_t)token_data_at(td, an->offset + t);
+        return;
+    }
+    int32_t answer[SYN_MAX_ANSWER];
+    size_t P = an->prompt_len, at = synthetic_item(syn, an->family, an->seed, i, P, an->depth, x, answer);
+    memcpy(x + P, answer, (an->length - P) * sizeof(int32_t));
+    item_spans(spans, syn, an->family, x, P);
+    bool found = an->family == SYN_TABLE;   /* the table's start is not its asked row's */
+    for (size_t b = 0; b < spans->n_needles; b++) found |= spans->needle[b].begin == at;
+    CHECK(found, "analyze: item %zu: the asked needle at %zu is not among the spans found", i, at);
+}
+
+/* forward every input and gather the statistics */
+static void run(Analysis* an, Model* m, const SyntheticConfig* syn, const TokenData* td) {
+    size_t T = an->length, KVH = an->cfg.KVH;
+    int32_t* x = mallocCheck(T * sizeof(int32_t));
+    an->tokens0 = mallocCheck(T * sizeof(int32_t));
+    an->head_stats = callocCheck(an->n_repo * KVH, sizeof(PosStats));
+    an->z0 = callocCheck(an->n_repo * T * KVH, sizeof(real));
+    an->layer_rows = callocCheck(an->n_att, sizeof(Mass));
+    an->layer_sep = callocCheck(an->n_att, sizeof(Mass));
+    an->item_rows = callocCheck(an->items, sizeof(Mass));
+    an->spans = callocCheck(an->items, sizeof(ItemSpans));
+    Mass* rows = callocCheck(an->n_att, sizeof(Mass));
+    Mass* sep = callocCheck(an->n_att, sizeof(Mass));
+    for (size_t i = 0; i < an->items; i++) {
+        make_input(x, &an->spans[i], an, syn, td, i);
+        model_forward(m, x, NULL);
+        if (i == 0) memcpy(an->tokens0, x, T * sizeof(int32_t));
+        for (size_t r = 0; an->has_pos && r < an->n_repo; r++) {
+            const real* z = m->la[an->repo_layer[r]].z;   /* (T,KVH) */
+            if (i == 0) memcpy(an->z0 + r * T * KVH, z, T * KVH * sizeof(real));
+            for (size_t g = 0; g < KVH; g++) pos_stats_add(&an->head_stats[r * KVH + g], z + g, KVH, T, &an->seg);
+        }
+        if (!an->has_att) continue;
+        attn_mass_item(rows, sep, m, &an->spans[i], an->att_layer, an->n_att);
+        for (size_t l = 0; l < an->n_att; l++) {
+            attn_mass_merge(&an->layer_rows[l], &rows[l]);
+            attn_mass_merge(&an->layer_sep[l], &sep[l]);
+            attn_mass_merge(&an->item_rows[i], &rows[l]);
+        }
+    }
+    free(rows);
+    free(sep);
+    free(x);
+}
+
+static void analysis_free(Analysis* an) {
+    free(an->tokens0);
+    free(an->head_stats);
+    free(an->z0);
+    free(an->layer_rows);
+    free(an->layer_sep);
+    free(an->item_rows);
+    free(an->spans);
+}
+
+int main(int argc, char** argv) {
+    cli_init("analyze");
+    AnalyzeOptions o;
+    parse_args(&o, argc, argv);
+    if (o.n_compare) {
+        analyze_compare(o.compare, o.n_compare, o.out);
+        return 0;
+    }
+    CkptInfo ci;
+    cli_resolve_checkpoint(&ci, o.ckpt);
+    Analysis an;
+    memset(&an, 0, sizeof(an));
+    hf_config_read(ci.dir, &an.cfg);
+    cli_apply_yarn(&an.cfg, o.yarn_factor, o.yarn_orig, &ci);
+    SyntheticConfig syn;
+    plan(&an, &o, &ci, &syn);
+    TokenData td = {0};
+    if (o.tokens) {
+        const char* pat[] = {o.tokens};
+        token_data_open(&td, pat, 1, "auto", an.cfg.V);
+        CHECK(o.offset <= td.n_tokens && td.n_tokens - o.offset >= an.length, "analyze: %s holds %zu tokens; a "
+              "window of %zu from offset %zu runs past its end", o.tokens, td.n_tokens, an.length, o.offset);
+    }
+
+    threads_init(o.threads);
+    threads_print(stdout);
+    printf("checkpoint %s (%s)\n", ci.dir, an.label);
+    model_config_print(&an.cfg, stdout);
+    Model m;
+    cli_load_model(&m, &an.cfg, &ci, 1, an.length);
+    run(&an, &m, &syn, &td);
+    analysis_print(&an);
+    if (o.out) analysis_write(&an, o.out, o.plot_heads, o.n_plot_heads);
+    else printf("(--out DIR writes positions.csv, analysis.json and the figures)\n");
+
+    if (o.tokens) token_data_close(&td);
+    analysis_free(&an);
+    model_free(&m);
+    cli_ckpt_free(&ci);
+    return 0;
+}

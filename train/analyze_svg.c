@@ -1,0 +1,264 @@
+/* SVG figures for build/analyze (train/analyze_svg.h). A figure is printed into
+   a memory stream and written atomically; coordinates are pixels, y grows down.
+   Ticks are "nice" numbers (1, 2 or 5 times a power of ten), about six per axis. */
+#include "train/analyze_svg.h"
+
+#include <errno.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/check.h"
+#include "common/fileio.h"
+
+extern char** environ;
+
+/* matplotlib's tab10: distinguishable on screen and in print */
+static const char* const COLORS[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+#define N_COLORS (sizeof(COLORS) / sizeof(COLORS[0]))
+static const char* const SHADES[] = {"#f4c542", "#9ecae1", "#c7e9c0", "#fdd0a2"};
+#define N_SHADES (sizeof(SHADES) / sizeof(SHADES[0]))
+
+/* the plotting area of one panel and the data range it shows */
+typedef struct {
+    double x0, y0, w, h;          /* pixels: left, top, width, height */
+    double xmin, xmax, ymin, ymax;
+} Axes;
+
+static double px(const Axes* a, double x) { return a->x0 + (x - a->xmin) / (a->xmax - a->xmin) * a->w; }
+static double py(const Axes* a, double y) { return a->y0 + a->h - (y - a->ymin) / (a->ymax - a->ymin) * a->h; }
+
+/* text with the XML specials escaped */
+static void put_text(FILE* f, double x, double y, const char* anchor, int size, const char* extra, const char* s) {
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" font-size=\"%d\"%s%s>", x, y, anchor, size,
+            extra ? " " : "", extra ? extra : "");
+    for (; *s; s++) {
+        switch (*s) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc(*s, f);
+        }
+    }
+    fputs("</text>\n", f);
+}
+
+static void line(FILE* f, double x1, double y1, double x2, double y2, const char* color) {
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>\n", x1, y1, x2, y2, color);
+}
+
+/* a step of 1, 2 or 5 x 10^k giving about `want` intervals over [lo, hi] */
+static double nice_step(double lo, double hi, double want) {
+    double raw = (hi - lo) / want, p = pow(10, floor(log10(raw))), m = raw / p;
+    return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
+}
+
+/* widen [lo, hi] to multiples of its nice step (a flat range gets +-0.5) */
+static void nice_range(double* lo, double* hi) {
+    if (!(*hi - *lo > 1e-12)) *lo -= 0.5, *hi += 0.5;
+    double st = nice_step(*lo, *hi, 5);
+    *lo = floor(*lo / st) * st, *hi = ceil(*hi / st) * st;
+}
+
+static void tick_label(char* buf, size_t n, double v, double step) {
+    int digits = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
+    if (fabs(v) < step * 1e-6) v = 0;   /* no "-0" */
+    snprintf(buf, n, "%.*f", digits, v);
+}
+
+/* frame, grid lines, ticks with labels, axis labels and the title */
+static void draw_axes(FILE* f, const Axes* a, const char* xlabel, const char* ylabel, const char* title,
+                      bool x_ticks) {
+    char buf[64];
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#333\"/>\n", a->x0,
+            a->y0, a->w, a->h);
+    double st = nice_step(a->ymin, a->ymax, 5);
+    for (double v = ceil(a->ymin / st - 1e-9) * st; v <= a->ymax + st * 1e-9; v += st) {
+        double y = py(a, v);
+        line(f, a->x0, y, a->x0 + a->w, y, "#ddd");   /* grid */
+        line(f, a->x0 - 4, y, a->x0, y, "#333");      /* tick */
+        tick_label(buf, sizeof(buf), v, st);
+        put_text(f, a->x0 - 7, y + 4, "end", 11, NULL, buf);
+    }
+    if (x_ticks) {
+        st = nice_step(a->xmin, a->xmax, 8);
+        for (double v = ceil(a->xmin / st - 1e-9) * st; v <= a->xmax + st * 1e-9; v += st) {
+            double x = px(a, v), yb = a->y0 + a->h;
+            line(f, x, yb, x, yb + 4, "#333");
+            tick_label(buf, sizeof(buf), v, st);
+            put_text(f, x, yb + 16, "middle", 11, NULL, buf);
+        }
+    }
+    if (xlabel) put_text(f, a->x0 + a->w / 2, a->y0 + a->h + 32, "middle", 12, NULL, xlabel);
+    if (ylabel) {
+        char tr[96];
+        double x = a->x0 - 46, y = a->y0 + a->h / 2;
+        snprintf(tr, sizeof(tr), "transform=\"rotate(-90 %.1f %.1f)\"", x, y);
+        put_text(f, x, y, "middle", 12, tr, ylabel);
+    }
+    if (title) put_text(f, a->x0 + a->w / 2, a->y0 - 8, "middle", 13, "font-weight=\"bold\"", title);
+}
+
+/* one legend entry at (x, y): a swatch and its label */
+static void legend_entry(FILE* f, double x, double y, const char* color, double opacity, const char* label) {
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"10\" fill=\"%s\" fill-opacity=\"%.2f\"/>\n", x,
+            y - 9, color, opacity);
+    put_text(f, x + 19, y, "start", 11, NULL, label);
+}
+
+static FILE* svg_open(char** buf, size_t* len, double W, double H) {
+    FILE* f = open_memstream(buf, len);
+    CHECK(f, "svg: open_memstream failed");
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+               "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\">\n"
+               "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H, W, H);
+    return f;
+}
+
+static void svg_close(FILE* f, char** buf, size_t* len, const char* path) {
+    fputs("</svg>\n", f);
+    fclose(f);
+    file_write_atomic(path, *buf, *len);
+    free(*buf);
+    printf("wrote %s\n", path);
+}
+
+#define POS_W 960.0
+#define POS_PANEL_H 215.0
+#define MARGIN_L 80.0
+#define MARGIN_R 150.0     /* the legend */
+#define MARGIN_TOP 50.0
+
+void svg_positions(const char* path, const PosPlot* pp) {
+    char* buf;
+    size_t len;
+    double H = MARGIN_TOP + pp->n_panels * POS_PANEL_H;
+    FILE* f = svg_open(&buf, &len, POS_W, H);
+    put_text(f, POS_W / 2, 22, "middle", 15, "font-weight=\"bold\"", pp->title);
+    for (size_t pn = 0; pn < pp->n_panels; pn++) {
+        const real* z = pp->z[pn];
+        Axes a = {MARGIN_L, MARGIN_TOP + pn * POS_PANEL_H + 10, POS_W - MARGIN_L - MARGIN_R, POS_PANEL_H - 75,
+                  -0.5, (double)pp->T - 0.5, INFINITY, -INFINITY};
+        for (size_t i = 0; i < pp->n_heads; i++)
+            for (size_t t = 0; t < pp->T; t++) {
+                double v = z[t * pp->KVH + pp->heads[i]];
+                a.ymin = fmin(a.ymin, v), a.ymax = fmax(a.ymax, v);
+            }
+        nice_range(&a.ymin, &a.ymax);
+        for (size_t s = 0; s < pp->n_shade; s++) {   /* spans behind everything */
+            double x1 = px(&a, pp->shade[s].begin - 0.5), x2 = px(&a, pp->shade[s].end - 0.5);
+            fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" "
+                    "fill-opacity=\"0.45\"/>\n", x1, a.y0, fmax(x2 - x1, 1.0), a.h, SHADES[s % N_SHADES]);
+        }
+        char title[64];
+        snprintf(title, sizeof(title), "layer %zu", pp->layer[pn]);
+        draw_axes(f, &a, "token index t", "position z", title, true);
+        for (size_t i = 0; i < pp->n_heads; i++) {
+            fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.3\" points=\"", COLORS[i % N_COLORS]);
+            for (size_t t = 0; t < pp->T; t++)
+                fprintf(f, "%.2f,%.2f ", px(&a, t), py(&a, z[t * pp->KVH + pp->heads[i]]));
+            fputs("\"/>\n", f);
+        }
+        double lx = a.x0 + a.w + 15, ly = a.y0 + 12;
+        for (size_t i = 0; i < pp->n_heads; i++, ly += 17) {
+            char lab[32];
+            snprintf(lab, sizeof(lab), "head %zu", pp->heads[i]);
+            legend_entry(f, lx, ly, COLORS[i % N_COLORS], 1, lab);
+        }
+        for (size_t s = 0; s < pp->n_shade; s++, ly += 17)
+            legend_entry(f, lx, ly, SHADES[s % N_SHADES], 0.45, pp->shade_label[s]);
+    }
+    svg_close(f, &buf, &len, path);
+}
+
+#define BAR_W 20.0
+#define BAR_GAP 28.0        /* between groups */
+#define PANEL_GAP 90.0      /* between the two panels of a split chart: ticks and y label */
+
+/* series s0 .. s0+ns-1 of every group into axes a (its x0, y0, w, h set), on their own scale */
+static void bar_panel(FILE* f, Axes* a, const BarChart* bc, size_t s0, size_t ns, const char* ylabel) {
+    double group_w = ns * BAR_W + BAR_GAP;
+    a->xmin = 0, a->xmax = 1, a->ymin = 0, a->ymax = 0;
+    for (size_t g = 0; g < bc->n_groups; g++)
+        for (size_t s = s0; s < s0 + ns; s++) a->ymax = fmax(a->ymax, bc->value[g * bc->n_series + s]);
+    a->ymax = a->ymax > 0 ? a->ymax * 1.15 : 1;   /* room for the value labels */
+    nice_range(&a->ymin, &a->ymax);
+    a->ymin = 0;
+    draw_axes(f, a, NULL, ylabel, NULL, false);
+    double x = a->x0 + (a->w - bc->n_groups * group_w) / 2 + BAR_GAP / 2;
+    for (size_t g = 0; g < bc->n_groups; g++, x += group_w) {
+        for (size_t s = s0; s < s0 + ns; s++) {
+            double v = bc->value[g * bc->n_series + s], bx = x + (s - s0) * BAR_W, top = py(a, v);
+            char lab[32], tr[96];
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" height=\"%.2f\" fill=\"%s\"/>\n", bx, top,
+                    BAR_W - 2, a->y0 + a->h - top, COLORS[s % N_COLORS]);
+            snprintf(lab, sizeof(lab), "%.3g", v);
+            snprintf(tr, sizeof(tr), "transform=\"rotate(-90 %.1f %.1f)\"", bx + BAR_W / 2 + 3, top - 4);
+            put_text(f, bx + BAR_W / 2 + 3, top - 4, "start", 9, tr, lab);
+        }
+        put_text(f, x + ns * BAR_W / 2, a->y0 + a->h + 18, "middle", 11, NULL, bc->group[g]);
+    }
+}
+
+void svg_bars(const char* path, const BarChart* bc) {
+    size_t n_panels = bc->split ? 2 : 1;
+    size_t s0[2] = {0, bc->split}, ns[2] = {bc->split ? bc->split : bc->n_series, bc->n_series - bc->split};
+    double pw[2] = {0, 0}, H = 370, W = MARGIN_L + MARGIN_R + (n_panels - 1) * PANEL_GAP;
+    for (size_t p = 0; p < n_panels; p++) {
+        pw[p] = fmax(n_panels == 1 ? 320 : 160, bc->n_groups * (ns[p] * BAR_W + BAR_GAP));
+        W += pw[p];
+    }
+    double title_w = 8.6 * (double)strlen(bc->title) + 40;   /* bold 14 px: about 8.6 px a character */
+    if (title_w > W) pw[0] += title_w - W, W = title_w;
+    char* buf;
+    size_t len;
+    FILE* f = svg_open(&buf, &len, W, H);
+    put_text(f, W / 2, 22, "middle", 14, "font-weight=\"bold\"", bc->title);
+    double x0 = MARGIN_L;
+    Axes a = {0};
+    for (size_t p = 0; p < n_panels; p++, x0 += pw[p - 1] + PANEL_GAP) {
+        a = (Axes){x0, MARGIN_TOP, pw[p], H - MARGIN_TOP - 45, 0, 0, 0, 0};
+        bar_panel(f, &a, bc, s0[p], ns[p], bc->ylabel);
+    }
+    double lx = a.x0 + a.w + 15, ly = a.y0 + 12;
+    for (size_t s = 0; s < bc->n_series; s++, ly += 17) legend_entry(f, lx, ly, COLORS[s % N_COLORS], 1, bc->series[s]);
+    svg_close(f, &buf, &len, path);
+}
+
+/* is name an executable file in a directory of PATH? */
+static bool on_path(const char* name) {
+    const char* path = getenv("PATH");
+    char dir[4096], full[4200];
+    for (const char* p = path; p && *p;) {
+        size_t n = strcspn(p, ":");
+        snprintf(dir, sizeof(dir), "%.*s", (int)n, p);
+        snprintf(full, sizeof(full), "%s/%s", n ? dir : ".", name);
+        if (access(full, X_OK) == 0) return true;
+        p += n + (p[n] == ':');
+    }
+    return false;
+}
+
+int svg_to_png(const char* svg_path) {
+    if (!on_path("rsvg-convert")) return 0;
+    char png[4200];
+    size_t n = strlen(svg_path);
+    CHECK(n > 4 && !strcmp(svg_path + n - 4, ".svg"), "svg_to_png: '%s' does not end in .svg", svg_path);
+    snprintf(png, sizeof(png), "%.*s.png", (int)(n - 4), svg_path);
+    char* argv[] = {"rsvg-convert", "-o", png, (char*)svg_path, NULL};
+    pid_t pid;
+    int rc = posix_spawnp(&pid, "rsvg-convert", NULL, NULL, argv, environ), st = 0;
+    CHECK(rc == 0, "rsvg-convert: cannot start it: %s", strerror(rc));
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "rsvg-convert -o %s %s failed (status %d)", png, svg_path, st);
+    printf("wrote %s\n", png);
+    return 1;
+}

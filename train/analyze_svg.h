@@ -1,0 +1,48 @@
+/* Figures of build/analyze as SVG written by hand (no plotting library): learned
+   positions z against the token index, one panel per RePo layer and one
+   polyline per chosen head with the needle and query spans shaded; and grouped
+   bar charts (attention mass needle / query / rest, segment shares). Each is
+   also converted to PNG when rsvg-convert is on PATH. */
+#ifndef REPOC_ANALYZE_SVG_H
+#define REPOC_ANALYZE_SVG_H
+
+#include <stddef.h>
+
+#include "common/real.h"
+#include "train/analyze_stats.h"
+
+#define SVG_MAX_SHADE (SYN_MAX_ITEMS + 1)
+
+typedef struct {
+    const char* title;
+    size_t T, KVH;                /* tokens; heads per row of z */
+    size_t n_panels;
+    const size_t* layer;          /* (n_panels) layer index of each panel */
+    const real* const* z;         /* (n_panels) each (T,KVH) */
+    const size_t* heads;          /* (n_heads) the KV heads drawn */
+    size_t n_heads;
+    Span shade[SVG_MAX_SHADE];    /* token spans shaded behind the lines */
+    const char* shade_label[SVG_MAX_SHADE];
+    size_t n_shade;
+} PosPlot;
+
+typedef struct {
+    const char* title;
+    const char* ylabel;
+    size_t n_groups, n_series;
+    const char* const* group;     /* (n_groups) labels under the groups */
+    const char* const* series;    /* (n_series) legend */
+    const double* value;          /* (n_groups, n_series) */
+    size_t split;                 /* > 0: series [0, split) and [split, n_series) in two panels side by
+                                     side, each on its own scale (small needle masses next to a large rest) */
+} BarChart;
+
+/* Write the figure to path (atomically); returns nothing, dies naming the path */
+void svg_positions(const char* path, const PosPlot* pp);
+void svg_bars(const char* path, const BarChart* bc);
+
+/* path.svg -> path.png with rsvg-convert when it is on PATH; returns 1 when
+   written, 0 when the converter is absent; dies when it is present and fails. */
+int svg_to_png(const char* svg_path);
+
+#endif
