@@ -1,11 +1,20 @@
 # repoc build. Targets: all, deps, test, quickstart, debug, clean (STYLE.md §9).
 # Options: PRECISION=32|64 (the training precision of build/train and friends),
-#          NO_OMP=1 (build without OpenMP), CC=... (default cc).
+#          NO_OMP=1 (build without OpenMP), CC=... (default cc),
+#          MPI=1 (the same sources built with $(MPICC) and -DREPOC_MPI into build/mpi,
+#          for data-parallel runs under mpirun; `make deps MPI=1` installs Open MPI).
 # The gradient checker build/gradcheck is always linked against the double
 # build of the same layer sources (build/obj64), so it is strict, not noisy.
 
 CC ?= cc
 PRECISION ?= 32
+MPICC ?= mpicc
+MPI_PACKAGES = libopenmpi-dev openmpi-bin
+ifeq ($(MPI),1)
+  CC = $(MPICC)
+  BUILD ?= build/mpi
+  EXTRA_PACKAGES += $(MPI_PACKAGES)
+endif
 HASH := \#
 probe = $(shell printf '$(HASH)include <$(2)>\nint main(void){return 0;}\n' | $(CC) -x c - $(1) -o /dev/null 2>/dev/null && echo yes)
 
@@ -37,7 +46,7 @@ else
 endif
 
 CFLAGS ?=
-CFLAGS += $(CFLAGS_BASE) $(OMP_FLAGS) $(BLAS_CFLAGS)
+CFLAGS += $(CFLAGS_BASE) $(OMP_FLAGS) $(BLAS_CFLAGS) $(if $(filter 1,$(MPI)),-DREPOC_MPI,)
 LDLIBS += $(BLAS_LIBS) -lcjson
 ifeq ($(DEBUG),1)
   CFLAGS := $(filter-out -O3,$(CFLAGS)) -O0 -g -fsanitize=address,undefined -fno-omit-frame-pointer
@@ -63,7 +72,7 @@ BENCHES = $(patsubst tests/%.c,$(BUILD)/bench/%,$(wildcard tests/bench_*.c))
 .PHONY: all deps test quickstart debug clean check-deps bench-load
 .SECONDARY:   # keep the objects: they are chained through pattern rules
 all: check-deps $(BUILD)/gradcheck $(PROGRAMS) $(TESTS) $(TEST_TOOLS) $(BENCHES)
-	@echo "built with CC=$(CC) PRECISION=$(PRECISION) OpenMP=$(if $(filter yes,$(HAVE_OMP)),✓,✗) $(BLAS_NAME)=$(if $(HAVE_BLAS),✓,✗) cJSON=$(if $(HAVE_CJSON),✓,✗)"
+	@echo "built with CC=$(CC) PRECISION=$(PRECISION) MPI=$(if $(filter 1,$(MPI)),✓,✗) OpenMP=$(if $(filter yes,$(HAVE_OMP)),✓,✗) $(BLAS_NAME)=$(if $(HAVE_BLAS),✓,✗) cJSON=$(if $(HAVE_CJSON),✓,✗)"
 
 check-deps:
 	@if [ "$(HAVE_BLAS)" != yes ] || [ "$(HAVE_CJSON)" != yes ]; then \
@@ -99,9 +108,13 @@ $(BUILD)/bench/%: tests/%.c $(OBJ32)
 $(BUILD)/%: train/%.c $(OBJ)
 	$(CC) $(CFLAGS) $(PREC_FLAGS) $< $(OBJ) -o $@ $(LDFLAGS) $(LDLIBS)
 
-# make test: install what is missing, build both precisions, run every test
+# make test: install what is missing (Open MPI too), build both precisions and
+# the MPI trainer (build/mpi/train, for tests/test_mpi.sh), run every test
+test: EXTRA_PACKAGES += $(MPI_PACKAGES)
 test: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory MPI= BUILD=build all
+	@if command -v $(MPICC) >/dev/null 2>&1; then $(MAKE) --no-print-directory MPI=1 build/mpi/train; \
+	  else echo "no $(MPICC): the MPI tests will be skipped"; fi
 	@tests/run.sh
 
 # loading a generated BF16 checkpoint of the OLMo-2 1B shape: peak RSS and time (never part of make test)

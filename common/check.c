@@ -8,15 +8,27 @@
 #include <string.h>
 #include <sys/mman.h>
 
+static const char* die_prefix = "";
+static void (*die_end)(int) = exit;
+
+void die_set_handler(const char* prefix, void (*end)(int)) {
+    die_prefix = prefix;
+    die_end = end;
+}
+
 void die_at(const char* file, int line, const char* fmt, ...) {
     fflush(stdout);
-    fprintf(stderr, "error (%s:%d): ", file, line);
+    /* one write, so that the messages of several ranks dying at once stay whole lines */
+    char msg[4096];
+    int n = snprintf(msg, sizeof(msg), "error (%s%s:%d): ", die_prefix, file, line);
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    if (n >= 0 && (size_t)n < sizeof(msg)) vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
-    exit(1);
+    fprintf(stderr, "%s\n", msg);
+    fflush(stderr);
+    die_end(1);
+    exit(1);   /* die_end does not return; this keeps the compiler sure of it */
 }
 
 int set_err(char* err, size_t err_len, const char* fmt, ...) {

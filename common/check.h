@@ -11,6 +11,10 @@ _Noreturn void die_at(const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 #define DIE(...) die_at(__FILE__, __LINE__, __VA_ARGS__)
+/* Set by dist_init (common/dist.h): `prefix` goes before file:line in every
+   message ("rank 1 of 2, "), and end(1) ends the process instead of exit(1)
+   (MPI_Abort, which also stops the other ranks). */
+void die_set_handler(const char* prefix, void (*end)(int));
 #define CHECK(cond, ...) do { if (!(cond)) die_at(__FILE__, __LINE__, __VA_ARGS__); } while (0)
 
 void* malloc_check(size_t size, const char* file, int line);

@@ -67,6 +67,8 @@ const char* st_meta(const StFile* f, const char* key);        /* NULL if absent 
 
 /* Convert a floating-point tensor (F64, F32, F16, BF16) into dst (numel reals). */
 void st_read_real(const StFile* f, const StTensor* t, real* dst);
+/* The same for elements first .. first+count-1 of the tensor (flat index) only. */
+void st_read_real_range(const StFile* f, const StTensor* t, size_t first, size_t count, real* dst);
 /* Convert an integer tensor (I64, I32, I16, I8, U8, BOOL) into dst (numel int32s);
    a value outside int32 (or a BOOL byte other than 0 and 1) is an error naming the tensor. */
 void st_read_i32(const StFile* f, const StTensor* t, int32_t* dst);
@@ -87,6 +89,20 @@ typedef struct {
    removing the temporary file. */
 void st_write(const char* path, const StWriteTensor* tensors, size_t n,
               const char* const* meta_keys, const char* const* meta_values, size_t n_meta);
+
+/* Values produced on demand instead of read from StWriteTensor.data (float
+   dtypes): the writer calls fill(ctx, first, count, out) for consecutive
+   ranges of the tensor, in order, each to put those elements into out (count
+   reals). For values that are not in this process's memory as one array,
+   e.g. optimizer state gathered from several ranks piece by piece. */
+typedef struct {
+    void (*fill)(void* ctx, size_t first, size_t count, real* out);
+    void* ctx;
+} StFill;
+/* st_write where tensor i with fills[i].fill set takes its values from it
+   (its data may be NULL); fills may be NULL (= st_write). */
+void st_write_filled(const char* path, const StWriteTensor* tensors, const StFill* fills, size_t n,
+                     const char* const* meta_keys, const char* const* meta_values, size_t n_meta);
 
 /* bf16 <-> f32 helpers (round to nearest even, NaN kept quiet) */
 uint16_t st_f32_to_bf16(float x);

@@ -83,14 +83,18 @@ static inline real st_load_real(const uint8_t* p, StDtype dt) {
     }
 }
 
-void st_read_real(const StFile* f, const StTensor* t, real* dst) {
+void st_read_real(const StFile* f, const StTensor* t, real* dst) { st_read_real_range(f, t, 0, t->numel, dst); }
+
+void st_read_real_range(const StFile* f, const StTensor* t, size_t first, size_t count, real* dst) {
     StDtype dt = t->dtype;
     CHECK(st_is_float(dt), "%s: tensor '%s' has dtype %s; expected a floating-point dtype (F64, F32, F16, BF16)",
           st_label(f), t->name, st_dtype_name(dt));
     /* the parser guarantees this for its own tensors; it catches a tensor passed with the wrong file */
     CHECK(t->end <= f->data_size, "%s: tensor '%s' is not from this file", st_label(f), t->name);
-    const uint8_t* src = f->data + t->begin;
-    size_t numel = t->numel, es = st_dtype_size(dt);
+    CHECK(first <= t->numel && count <= t->numel - first, "%s: tensor '%s' has %zu elements, asked for %zu from "
+          "element %zu", st_label(f), t->name, t->numel, count, first);
+    size_t numel = count, es = st_dtype_size(dt);
+    const uint8_t* src = f->data + t->begin + first * es;
     /* the switch inside st_load_real is loop-invariant; the compiler unswitches it */
     ST_PARALLEL_FOR
     for (size_t i = 0; i < numel; i++) dst[i] = st_load_real(src + i * es, dt);

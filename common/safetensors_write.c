@@ -79,6 +79,7 @@ static void st_buf_json_string(StBuf* b, const char* s) {
 /* One tensor to write: its description, size and place in the data section. */
 typedef struct {
     const StWriteTensor* t;
+    const StFill* fill;         /* NULL: the values are at t->data */
     size_t numel, bytes, begin;
 } StPlan;
 
@@ -104,9 +105,11 @@ static void st_check_text(const char* path, const char* what, const char* s) {
 }
 
 /* Validate the tensors and fill plan[i] (numel, bytes) for each. */
-static void st_plan_tensors(const char* path, const StWriteTensor* ts, size_t n, StPlan* plan) {
+static void st_plan_tensors(const char* path, const StWriteTensor* ts, const StFill* fills, size_t n,
+                            StPlan* plan) {
     for (size_t i = 0; i < n; i++) {
         const StWriteTensor* t = &ts[i];
+        const StFill* fill = fills && fills[i].fill ? &fills[i] : NULL;
         st_check_text(path, "a tensor name", t->name);
         CHECK(strcmp(t->name, "__metadata__") != 0, "st_write '%s': '__metadata__' is not a tensor name", path);
         CHECK(t->dtype == ST_F32 || t->dtype == ST_BF16 || t->dtype == ST_F64 || t->dtype == ST_I32,
@@ -116,9 +119,10 @@ static void st_plan_tensors(const char* path, const StWriteTensor* ts, size_t n,
               t->ndim, ST_MAX_DIMS);
         size_t numel = 1;
         for (size_t d = 0; d < t->ndim; d++) numel = mulCheck(numel, t->shape[d], "st_write: tensor numel");
-        CHECK(numel == 0 || t->data, "st_write '%s': tensor '%s' has %zu elements but no data", path, t->name,
-              numel);
-        plan[i] = (StPlan){t, numel, mulCheck(numel, st_dtype_size(t->dtype), "st_write: tensor bytes"), 0};
+        CHECK(numel == 0 || t->data || fill, "st_write '%s': tensor '%s' has %zu elements but no data", path,
+              t->name, numel);
+        CHECK(!fill || t->dtype != ST_I32, "st_write '%s': tensor '%s': fill gives reals, not I32", path, t->name);
+        plan[i] = (StPlan){t, fill, numel, mulCheck(numel, st_dtype_size(t->dtype), "st_write: tensor bytes"), 0};
     }
 }
 
@@ -189,17 +193,27 @@ static void st_convert(uint8_t* out, const real* src, size_t count, StDtype dt) 
 
 /* Write one tensor's data: raw when the bytes already match the file
    (int32, or the dtype of `real`), else converted chunk by chunk. A double
-   goes to bf16 through float, as torch's BFloat16(float(x)) does. */
-static void st_write_data(StWriter* w, const StPlan* p, uint8_t* stage) {
+   goes to bf16 through float, as torch's BFloat16(float(x)) does. A tensor
+   given by fill is produced chunk by chunk into fill_stage (ST_STAGE_BYTES)
+   first. */
+static void st_write_data(StWriter* w, const StPlan* p, uint8_t* stage, real* fill_stage) {
     StDtype dt = p->t->dtype;
     int raw = dt == ST_I32 || (dt == ST_F32 && sizeof(real) == 4) || (dt == ST_F64 && sizeof(real) == 8);
-    if (raw) { st_write_all(w, p->t->data, p->bytes); return; }
-    size_t es = st_dtype_size(dt), chunk = ST_STAGE_BYTES / es;
-    const real* src = p->t->data;
+    if (raw && !p->fill) { st_write_all(w, p->t->data, p->bytes); return; }
+    size_t es = st_dtype_size(dt), chunk = ST_STAGE_BYTES / (es > sizeof(real) ? es : sizeof(real));
     for (size_t i = 0; i < p->numel; i += chunk) {
         size_t count = p->numel - i < chunk ? p->numel - i : chunk;
-        st_convert(stage, src + i, count, dt);
-        st_write_all(w, stage, count * es);
+        const real* src = (const real*)p->t->data + i;
+        if (p->fill) {
+            p->fill->fill(p->fill->ctx, i, count, fill_stage);
+            src = fill_stage;
+        }
+        if (raw) {
+            st_write_all(w, src, count * es);
+        } else {
+            st_convert(stage, src, count, dt);
+            st_write_all(w, stage, count * es);
+        }
     }
 }
 
@@ -224,11 +238,16 @@ static void st_sync_dir(const char* path) {
    rename it. Any failure after the file exists removes it and dies. */
 void st_write(const char* path, const StWriteTensor* tensors, size_t n,
               const char* const* meta_keys, const char* const* meta_values, size_t n_meta) {
+    st_write_filled(path, tensors, NULL, n, meta_keys, meta_values, n_meta);
+}
+
+void st_write_filled(const char* path, const StWriteTensor* tensors, const StFill* fills, size_t n,
+                     const char* const* meta_keys, const char* const* meta_values, size_t n_meta) {
     /* validate everything before creating any file */
     StPlan* plan = mallocCheck(n * sizeof(StPlan));
     StPlan** by_name = mallocCheck(n * sizeof(StPlan*));
     StPlan** by_data = mallocCheck(n * sizeof(StPlan*));
-    st_plan_tensors(path, tensors, n, plan);
+    st_plan_tensors(path, tensors, fills, n, plan);
     for (size_t i = 0; i < n; i++) by_name[i] = by_data[i] = &plan[i];
     qsort(by_name, n, sizeof(StPlan*), st_cmp_plan_name);
     for (size_t i = 1; i < n; i++)
@@ -267,9 +286,12 @@ void st_write(const char* path, const StWriteTensor* tensors, size_t n,
     w.fd = open(w.tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (w.fd < 0) st_write_die(&w, "cannot create the temporary file", errno);
     uint8_t* stage = mallocCheck(ST_STAGE_BYTES);
+    real* fill_stage = NULL;
+    for (size_t i = 0; i < n && !fill_stage; i++)
+        if (plan[i].fill) fill_stage = mallocCheck(ST_STAGE_BYTES);
     st_write_all(&w, len8, 8);
     st_write_all(&w, hdr.p, hdr.len);
-    for (size_t i = 0; i < n; i++) st_write_data(&w, by_data[i], stage);
+    for (size_t i = 0; i < n; i++) st_write_data(&w, by_data[i], stage, fill_stage);
     if (fsync(w.fd) != 0) st_write_die(&w, "fsync", errno);
     int rc = close(w.fd);
     w.fd = -1;
@@ -277,6 +299,7 @@ void st_write(const char* path, const StWriteTensor* tensors, size_t n,
     if (rename(w.tmp, path) != 0) st_write_die(&w, "rename onto the final path", errno);
     st_sync_dir(path);
     free(stage);
+    free(fill_stage);
     free(w.tmp);
     free(hdr.p);
     free(plan);

@@ -2,6 +2,8 @@
 #include "common/threads.h"
 
 #include <cblas.h>
+#include <stdlib.h>   /* getenv */
+#include <unistd.h>   /* sysconf */
 
 #ifdef OMP
 #include <omp.h>
@@ -20,6 +22,16 @@ int threads_init(int n) {
     if (n <= 0) n = 1;
 #endif
     openblas_set_num_threads(n);
+    return n;
+}
+
+int threads_share(int ranks_here) {
+    if (ranks_here <= 1 || getenv("OMP_NUM_THREADS")) return 0;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = online > ranks_here ? (int)(online / ranks_here) : 1;
+#ifdef OMP
+    if (n > omp_get_num_procs()) n = omp_get_num_procs();   /* the affinity mask mpirun gave us */
+#endif
     return n;
 }
 

@@ -6,6 +6,11 @@
 
 /* n <= 0 keeps the default (all cores, or OMP_NUM_THREADS). Returns the count in use. */
 int threads_init(int n);
+/* The default count for one of `ranks_here` processes sharing this machine
+   (MPI ranks): the online cores divided among them, at least 1 and at most
+   the cores this process may run on (mpirun may bind it to one). 0 (keep the
+   default) when ranks_here <= 1 or OMP_NUM_THREADS is set. */
+int threads_share(int ranks_here);
 /* "threads 2 (OpenMP 2, BLAS 2), OpenBLAS <config>" */
 void threads_print(FILE* fp);
 

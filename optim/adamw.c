@@ -38,8 +38,12 @@ static void check_patterns(const TensorTable* tt, const OptimConfig* c) {
     }
 }
 
-/* groups per tensor, copied out of the table so the optimizer needs nothing else at step time */
 void adamw_build(AdamW* a, const TensorTable* tt, const OptimConfig* cfg) {
+    adamw_build_slice(a, tt, cfg, 0, tt->n_grads);
+}
+
+/* groups per tensor, copied out of the table so the optimizer needs nothing else at step time */
+void adamw_build_slice(AdamW* a, const TensorTable* tt, const OptimConfig* cfg, size_t lo, size_t hi) {
     optim_config_validate(cfg);
     check_patterns(tt, cfg);
     memset(a, 0, sizeof(*a));
@@ -63,7 +67,10 @@ void adamw_build(AdamW* a, const TensorTable* tt, const OptimConfig* cfg) {
     CHECK(n_state == tt->n_grads, "optim: trainable tensors hold %zu reals, the gradient arena %zu", n_state,
           tt->n_grads);
     a->n = tt->n_grads;
-    size_t bytes = mulCheck(a->n, sizeof(real), "AdamW moments");
+    CHECK(lo <= hi && hi <= a->n, "optim: slice [%zu, %zu) is not within the %zu gradients", lo, hi, a->n);
+    a->lo = lo;
+    a->hi = hi;
+    size_t bytes = mulCheck(hi - lo, sizeof(real), "AdamW moments");
     a->m = arenaAlloc(bytes);
     a->v = arenaAlloc(bytes);
     adamw_print(a, tt, stdout);
@@ -102,8 +109,10 @@ void adamw_print(const AdamW* a, const TensorTable* tt, FILE* fp) {
         n_frozen++;
         p_frozen += a->t[k].numel;
     }
-    fprintf(fp, "adamw: %zu tensors trainable (%zu params), %zu frozen (%zu params, no state); m, v %.1f MiB each\n",
-            a->n_tensors - n_frozen, a->n, n_frozen, p_frozen, (double)a->n * sizeof(real) / 1048576.0);
+    fprintf(fp, "adamw: %zu tensors trainable (%zu params), %zu frozen (%zu params, no state); m, v %.1f MiB each",
+            a->n_tensors - n_frozen, a->n, n_frozen, p_frozen, (double)(a->hi - a->lo) * sizeof(real) / 1048576.0);
+    if (a->hi - a->lo < a->n) fprintf(fp, " (the slice [%zu, %zu) of this rank)", a->lo, a->hi);
+    fputc('\n', fp);
     char label[TENSOR_NAME_LEN + 64];
     snprintf(label, sizeof(label), "weight decay %g", a->cfg.weight_decay);
     print_group(a, fp, label, is_decay, 1);
@@ -149,6 +158,12 @@ static void adamw_tensor(real* w, real* m, real* v, const real* g, size_t n, Ste
     }
 }
 
+bool adamw_slice_part(const AdamW* a, size_t offset, size_t n, size_t* g0, size_t* g1) {
+    *g0 = offset > a->lo ? offset : a->lo;
+    *g1 = offset + n < a->hi ? offset + n : a->hi;
+    return *g0 < *g1;
+}
+
 /* constants in double, rounded once to real; then every trainable tensor (see adamw.h) */
 void adamw_step(AdamW* a, real* params, const real* grads, double lr, size_t step) {
     const OptimConfig* c = &a->cfg;
@@ -165,11 +180,13 @@ void adamw_step(AdamW* a, real* params, const real* grads, double lr, size_t ste
     for (size_t k = 0; k < a->n_tensors; k++) {
         const AdamWTensor* at = &a->t[k];
         if (at->grad_offset == NO_GRAD) continue;      /* frozen: no state, untouched */
+        size_t g0, g1;   /* the part of the tensor inside the slice */
+        if (!adamw_slice_part(a, at->grad_offset, at->numel, &g0, &g1)) continue;
         double lr_t = lr * at->lr_mult;
         StepConsts sc = base;
         sc.keep = at->decay ? (real)(1.0 - lr_t * c->weight_decay) : (real)1;
         sc.neg_step = (real)(-lr_t / bc1);
-        adamw_tensor(params + at->offset, a->m + at->grad_offset, a->v + at->grad_offset, grads + at->grad_offset,
-                     at->numel, sc);
+        adamw_tensor(params + at->offset + (g0 - at->grad_offset), a->m + (g0 - a->lo), a->v + (g0 - a->lo),
+                     grads + g0, g1 - g0, sc);
     }
 }

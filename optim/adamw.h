@@ -21,6 +21,13 @@
    touched. To save the state, write m and v per tensor under the parameter's
    name; nothing else is needed, as the step number comes from the caller.
 
+   Sharded state (ZeRO stage 1, issue #7): an optimizer built for the slice
+   [lo, hi) of the gradient arena holds m and v for that slice only
+   (gradient-arena element i at m[i - lo]) and updates only the parameters
+   of that slice; the full state is [0, n_grads). Each element's update is
+   the same operation either way, so the union of the slices' updates is
+   bit-identical to the full step.
+
    Gradient accumulation over micro-batches needs nothing here: backward adds
    into the gradients (call model_backward with dloss = 1 / n_micro), the
    gradients are clipped once and adamw_step runs once per optimizer step. */
@@ -49,9 +56,10 @@ typedef struct {
     OptimConfig cfg;      /* a copy: betas, eps, weight_decay */
     AdamWTensor* t;       /* n_tensors, in table order */
     size_t n_tensors;
-    real* m;              /* (n) first moments, gradient-arena layout */
-    real* v;              /* (n) second moments */
+    real* m;              /* (hi - lo) first moments of gradient-arena elements lo..hi-1 */
+    real* v;              /* (hi - lo) second moments */
     size_t n;             /* == TensorTable.n_grads */
+    size_t lo, hi;        /* the slice held and updated: [0, n) unless sharded */
 } AdamW;
 
 /* Validate cfg, check it against the table (every freeze pattern matches a
@@ -59,12 +67,19 @@ typedef struct {
    matches a tensor), assign each tensor its groups, allocate m and v (zeroed)
    and print the summary to stdout. */
 void adamw_build(AdamW* a, const TensorTable* tt, const OptimConfig* cfg);
+/* The same for the slice [lo, hi) of the gradient arena only (sharded state). */
+void adamw_build_slice(AdamW* a, const TensorTable* tt, const OptimConfig* cfg, size_t lo, size_t hi);
 void adamw_free(AdamW* a);
 /* The groups: trainable and frozen counts, decay / no decay, each lr_mult group. */
 void adamw_print(const AdamW* a, const TensorTable* tt, FILE* fp);
 
+/* The part of gradient-arena elements [offset, offset + n) (one tensor) inside
+   the optimizer's slice: [*g0, *g1). Returns false when it is empty. */
+bool adamw_slice_part(const AdamW* a, size_t offset, size_t n, size_t* g0, size_t* g1);
+
 /* One step with base learning rate lr (lr_at's value) at 0-based step `step`.
-   params (tt.n_params) are updated in place; grads (tt.n_grads) are read only. */
+   params (tt.n_params) are updated in place, the slice's elements only;
+   grads (tt.n_grads, the whole arena) are read only. */
 void adamw_step(AdamW* a, real* params, const real* grads, double lr, size_t step);
 
 #endif

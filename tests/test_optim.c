@@ -1,5 +1,5 @@
 /* Optimizer tests (optim/): AdamW groups and two steps against hand-computed
-   values, frozen tensors, clipping, the non-finite check, the three schedules,
+   values, sliced (sharded) state against the whole, frozen tensors, clipping, the non-finite check, the three schedules,
    and a global norm that is bit-identical across thread counts.
    Expected numbers are literals computed independently (Python, float64, the
    torch 1.13 formula), or a scalar double re-statement of the formula written
@@ -240,6 +240,47 @@ static void test_two_steps(void) {
     tensor_table_free(&tt);
 }
 
+/* ZeRO-1 (issue #7): three optimizers over slices of the gradient arena, cut
+   inside tensors and with a frozen tensor, step the same weights and hold the
+   same moments as one optimizer over the whole arena, bit for bit */
+static void test_slices(void) {
+    printf("adamw: three slices of the state equal the whole state\n");
+    TensorTable tt;
+    tiny_table(&tt);
+    OptimConfig c;
+    config_a(&c);
+    AdamW whole, part[3];
+    adamw_build(&whole, &tt, &c);
+    size_t cut[4] = {0, tt.n_grads / 3 + 1, 2 * tt.n_grads / 3 - 2, tt.n_grads};
+    for (int p = 0; p < 3; p++) adamw_build_slice(&part[p], &tt, &c, cut[p], cut[p + 1]);
+    real* params = arenaAlloc(tt.n_params * sizeof(real));
+    real* sliced = arenaAlloc(tt.n_params * sizeof(real));
+    real* grads = arenaAlloc(tt.n_grads * sizeof(real));
+    fill(&tt, params, grads, g_step0);
+    memcpy(sliced, params, tt.n_params * sizeof(real));
+    for (size_t step = 0; step < 2; step++) {
+        if (step) fill(&tt, NULL, grads, g_step1);
+        adamw_step(&whole, params, grads, 0.1, step);
+        for (int p = 0; p < 3; p++) adamw_step(&part[p], sliced, grads, 0.1, step);
+    }
+    int same_m = 1, same_v = 1;
+    for (int p = 0; p < 3; p++) {
+        size_t n = part[p].hi - part[p].lo;
+        same_m &= !memcmp(part[p].m, whole.m + cut[p], n * sizeof(real));
+        same_v &= !memcmp(part[p].v, whole.v + cut[p], n * sizeof(real));
+    }
+    EXPECT(!memcmp(params, sliced, tt.n_params * sizeof(real)), "weights after 2 steps bit-identical (slices "
+           "[0, %zu) [%zu, %zu) [%zu, %zu))", cut[1], cut[1], cut[2], cut[2], cut[3]);
+    EXPECT(same_m && same_v, "each slice's m and v bit-identical to that range of the whole state");
+    size_t g0, g1;
+    EXPECT(adamw_slice_part(&part[1], 0, cut[1] + 5, &g0, &g1) && g0 == cut[1] && g1 == cut[1] + 5 &&
+           !adamw_slice_part(&part[1], 0, cut[1], &g0, &g1), "adamw_slice_part clips a range to the slice");
+    for (int p = 0; p < 3; p++) adamw_free(&part[p]);
+    adamw_free(&whole);
+    free(params); free(sliced); free(grads);
+    tensor_table_free(&tt);
+}
+
 /* decay_norms false: a norm takes the plain Adam step, a matrix still decays */
 static void test_decay_norms_off(void) {
     printf("adamw: decay_norms = false\n");
@@ -391,6 +432,7 @@ static void test_norm_threads(void) {
 int main(void) {
     test_groups();
     test_two_steps();
+    test_slices();
     test_decay_norms_off();
     test_clip();
     test_nonfinite();

@@ -7,13 +7,7 @@
 #  both for sequential and shuffled data, with grad_accum 1 and 2;
 #  3. SIGKILL at random moments while checkpoints are being written (every
 #     step), 20 times: each next start resumes from a complete checkpoint.
-set -u
-cd "$(dirname "$0")/.."
-T=$(mktemp -d /tmp/repoc_resume.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-failures=0
-ok() { echo "  OK      $*"; }
-bad() { echo "  NOT OK  $*"; failures=$((failures + 1)); }
+. "$(dirname "$0")/testlib.sh" resume
 
 build/tools/gen_tokens "$T/train.u16" 100000 64 1 || exit 1
 
@@ -38,9 +32,6 @@ same_run() {  # label dir_a dir_b
     if cmp -s "$a/model.safetensors" "$b/model.safetensors" && cmp -s "$a/optimizer.safetensors" "$b/optimizer.safetensors"
     then ok "$1: final weights and AdamW moments bit-identical ($(basename "$a"))"
     else bad "$1: final weights differ ($a vs $b)"; fi
-}
-wait_for() {  # condition-command, up to 60 s
-    for _ in $(seq 600); do eval "$1" && return 0; sleep 0.1; done; return 1
 }
 
 STEPS=120   # long enough that the signals below always land before the run ends

@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,13 +13,68 @@
 #include <unistd.h>
 
 #include "common/check.h"
+#include "common/dist.h"
 #include "common/fileio.h"
 #include "model/hf_checkpoint.h"
 
-/* optimizer.safetensors: exp_avg.<name>, exp_avg_sq.<name> (and master.<name> when the model file is not F32) */
+/* Sharded AdamW state (ZeRO-1, issue #7) is written by rank 0 into the same
+   file as a full one, piece by piece: for each piece st_write asks for,
+   rank 0 broadcasts a request (which moment, which range of the gradient
+   arena) and every rank sends its part of that range (MPI_Gatherv), while
+   the other ranks serve requests until MOMENTS_DONE. Rank 0 never holds more
+   than one staging buffer of the state of other ranks. */
+enum { MOMENT_M = 0, MOMENT_V = 1, MOMENTS_DONE = 2 };
+typedef struct { uint64_t kind, first, count; } MomentRequest;
+
+/* each rank's optimizer holds dist_share's slice of the gradient arena */
+static bool is_sharded(const AdamW* opt) { return opt->lo != 0 || opt->hi != opt->n; }
+
+/* every rank: its part of gradient-arena elements [first, first+count) of one
+   moment, gathered in rank order into rank 0's out */
+static void gather_moments(const AdamW* opt, MomentRequest rq, real* out) {
+    int world = dist_world(), me = dist_rank();
+    size_t* counts = mallocCheck((size_t)world * sizeof(size_t));
+    size_t a = rq.first, b = rq.first + rq.count;
+    for (int r = 0; r < world; r++) {
+        size_t lo, hi;
+        dist_share(opt->n, r, world, &lo, &hi);
+        if (r == me) CHECK(lo == opt->lo && hi == opt->hi, "optimizer slice [%zu, %zu) is not rank %d's share "
+                           "[%zu, %zu)", opt->lo, opt->hi, me, lo, hi);
+        size_t from = a > lo ? a : lo, to = b < hi ? b : hi;
+        counts[r] = to > from ? to - from : 0;
+    }
+    const real* state = rq.kind == MOMENT_M ? opt->m : opt->v;
+    const real* send = counts[me] ? state + ((a > opt->lo ? a : opt->lo) - opt->lo) : state;
+    dist_gatherv_real(send, out, counts);
+    free(counts);
+}
+
+/* st_write's fill on rank 0: one piece of exp_avg or exp_avg_sq of one tensor */
+typedef struct { const AdamW* opt; uint64_t kind; size_t grad_offset; } MomentFill;
+static void fill_moments(void* ctx, size_t first, size_t count, real* out) {
+    const MomentFill* f = ctx;
+    MomentRequest rq = {f->kind, f->grad_offset + first, count};
+    dist_bcast(&rq, sizeof(rq));
+    gather_moments(f->opt, rq, out);
+}
+
+/* the other ranks while rank 0 writes sharded state */
+static void serve_moments(const AdamW* opt) {
+    for (;;) {
+        MomentRequest rq;
+        dist_bcast(&rq, sizeof(rq));
+        if (rq.kind == MOMENTS_DONE) return;
+        gather_moments(opt, rq, NULL);
+    }
+}
+
+/* optimizer.safetensors: exp_avg.<name>, exp_avg_sq.<name> (and master.<name> when the model file is not F32);
+   rank 0 only, the other ranks serve_moments when the state is sharded */
 static void save_optimizer(const char* path, const Model* m, const AdamW* opt, bool with_master) {
     const TensorTable* tt = &m->tensors;
     StWriteTensor* w = callocCheck(3 * tt->n, sizeof(StWriteTensor));
+    StFill* fills = callocCheck(3 * tt->n, sizeof(StFill));
+    MomentFill* sources = callocCheck(2 * tt->n, sizeof(MomentFill));
     char (*names)[TENSOR_NAME_LEN + 16] = callocCheck(3 * tt->n, TENSOR_NAME_LEN + 16);
     size_t n = 0;
     for (size_t i = 0; i < tt->n; i++) {
@@ -28,16 +84,27 @@ static void save_optimizer(const char* path, const Model* m, const AdamW* opt, b
             if (kind == 2 && !with_master) continue;
             static const char* prefix[] = {"exp_avg.", "exp_avg_sq.", "master."};
             snprintf(names[n], sizeof(names[n]), "%s%s", prefix[kind], t->name);
-            const real* src = kind == 0 ? opt->m + t->grad_offset
-                                        : kind == 1 ? opt->v + t->grad_offset : m->params + t->offset;
-            w[n] = (StWriteTensor){names[n], ST_F32, t->ndim, {t->shape[0], t->shape[1]}, src};
+            w[n] = (StWriteTensor){names[n], ST_F32, t->ndim, {t->shape[0], t->shape[1]}, m->params + t->offset};
+            if (kind < 2 && !is_sharded(opt)) {
+                w[n].data = (kind == MOMENT_M ? opt->m : opt->v) + t->grad_offset;
+            } else if (kind < 2) {   /* gathered piece by piece */
+                sources[2 * i + kind] = (MomentFill){opt, (uint64_t)kind, t->grad_offset};
+                w[n].data = NULL;
+                fills[n] = (StFill){fill_moments, &sources[2 * i + kind]};
+            }
             n++;
         }
     }
     const char* keys[] = {"format", "repoc_optimizer_version"};
     const char* values[] = {"repoc-adamw", "1"};
-    st_write(path, w, n, keys, values, 2);
+    st_write_filled(path, w, fills, n, keys, values, 2);
+    if (is_sharded(opt)) {
+        MomentRequest done = {MOMENTS_DONE, 0, 0};
+        dist_bcast(&done, sizeof(done));
+    }
     free(w);
+    free(fills);
+    free(sources);
     free(names);
 }
 
@@ -46,6 +113,8 @@ static void save_state(const char* path, const TrainerState* st, const char* con
     cJSON_AddNumberToObject(root, "format_version", TRAINER_STATE_VERSION);
     cJSON_AddNumberToObject(root, "step", (double)st->step);
     cJSON_AddNumberToObject(root, "tokens_seen", (double)st->tokens_seen);
+    cJSON_AddNumberToObject(root, "rows_per_step", (double)st->rows_per_step);
+    cJSON_AddNumberToObject(root, "world_size", (double)st->world_size);
     if (st->has_loss) cJSON_AddNumberToObject(root, "last_loss", st->last_loss);
     cJSON_AddStringToObject(root, "data_cursor", "batches are a pure function of (seed, step): the cursor is 'step'");
     cJSON* cfg = config_json ? cJSON_Parse(config_json) : NULL;
@@ -117,6 +186,11 @@ static bool complete(const char* dir) {
 
 void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const TrainerState* st, const char* config_json,
                StDtype model_dtype, size_t keep_last) {
+    if (dist_rank() != 0) {   /* rank 0 writes; the others send their optimizer state */
+        if (is_sharded(opt)) serve_moments(opt);
+        dist_barrier();
+        return;
+    }
     char final_dir[4096], tmp_dir[4200], path[4300];
     snprintf(final_dir, sizeof(final_dir), "%s/step_%07zu", out_dir, st->step);
     snprintf(tmp_dir, sizeof(tmp_dir), "%s.tmp.%d", final_dir, (int)getpid());
@@ -142,6 +216,7 @@ void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const Trai
         remove_tree(path);
     }
     free(steps);
+    dist_barrier();   /* the checkpoint is complete when any rank returns */
 }
 
 void ckpt_clean_stale(const char* out_dir) {
@@ -197,8 +272,13 @@ static void load_optimizer(const char* path, Model* m, AdamW* opt, bool with_mas
             CHECK(s, "%s: no tensor '%s' (was the checkpoint written with other frozen tensors?)", path, name);
             CHECK(s->numel == t->numel && s->dtype == ST_F32, "%s: tensor '%s' has %zu %s values, expected %zu F32",
                   path, name, s->numel, st_dtype_name(s->dtype), t->numel);
-            real* dst = kind == 0 ? opt->m + t->grad_offset : kind == 1 ? opt->v + t->grad_offset : m->params + t->offset;
-            st_read_real(&f, s, dst);
+            if (kind == 2) {
+                st_read_real(&f, s, m->params + t->offset);
+                continue;
+            }
+            size_t g0, g1;   /* moments: the part inside the optimizer's slice */
+            if (adamw_slice_part(opt, t->grad_offset, t->numel, &g0, &g1))
+                st_read_real_range(&f, s, g0 - t->grad_offset, g1 - g0, (kind == 0 ? opt->m : opt->v) + (g0 - opt->lo));
         }
     }
     st_close(&f);
@@ -236,6 +316,10 @@ void ckpt_load(const char* dir, Model* m, AdamW* opt, TrainerState* st) {
     memset(st, 0, sizeof(*st));
     st->step = (size_t)step->valuedouble;
     st->tokens_seen = (size_t)tokens->valuedouble;
+    const cJSON* rows = cJSON_GetObjectItemCaseSensitive(root, "rows_per_step");   /* absent before issue #7 */
+    const cJSON* world = cJSON_GetObjectItemCaseSensitive(root, "world_size");
+    st->rows_per_step = cJSON_IsNumber(rows) ? (size_t)rows->valuedouble : 0;
+    st->world_size = cJSON_IsNumber(world) ? (size_t)world->valuedouble : 0;
     st->has_loss = cJSON_IsNumber(loss);
     st->last_loss = st->has_loss ? loss->valuedouble : 0;
     cJSON_Delete(root);

@@ -23,12 +23,18 @@
 typedef struct {
     size_t step;          /* optimizer steps completed; also the data cursor and the schedule position */
     size_t tokens_seen;   /* training tokens consumed so far */
+    size_t rows_per_step; /* global batch in rows (batch_size x grad_accum x ranks); 0 = not recorded */
+    size_t world_size;    /* data-parallel ranks that wrote it; 0 = not recorded */
     double last_loss;     /* loss of the last completed step */
     bool has_loss;
 } TrainerState;
 
 /* Write checkpoint `st->step` into out_dir (see above), then keep only the
-   newest keep_last complete checkpoints. config_json: the resolved run config. */
+   newest keep_last complete checkpoints. config_json: the resolved run config.
+   Collective under MPI (common/dist.h): every rank calls it; rank 0 writes,
+   gathering the AdamW state when it is sharded (the file is the same as from
+   one rank, so any number of ranks can resume from it), and every rank
+   returns once the checkpoint is complete. */
 void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const TrainerState* st, const char* config_json,
                StDtype model_dtype, size_t keep_last);
 
@@ -42,7 +48,8 @@ void ckpt_clean_stale(const char* out_dir);
 bool ckpt_find_latest(const char* out_dir, char* path, size_t len);
 
 /* Restore weights, AdamW moments and trainer state from a checkpoint directory
-   into a model and optimizer built with the same configuration. */
+   into a model and optimizer built with the same configuration. A sharded
+   optimizer reads the moments of its own slice only. */
 void ckpt_load(const char* dir, Model* m, AdamW* opt, TrainerState* st);
 
 /* The resolved config JSON stored in a checkpoint's trainer_state.json (malloc'd). */

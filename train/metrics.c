@@ -65,22 +65,28 @@ static void fmt_eta(char* out, size_t len, double seconds) {
 }
 
 void metrics_step(Metrics* mt, const StepLog* s) {
+    if (!mt->jsonl) return;
     char eta[32];
     fmt_eta(eta, sizeof(eta), s->eta_s);
     if (mt->tty) printf("\r\033[K");
-    printf("step %6zu/%zu | loss %.4f | lr %.3e | grad norm %.3f | %6.0f tok/s | %7.1f ms | ETA %s", s->step, s->steps,
-           s->loss, s->lr, s->grad_norm, s->tokens_per_s, s->ms, eta);
+    printf("step %6zu/%zu | loss %.4f | lr %.3e | grad norm %.3f | %6.0f tok/s | %7.1f ms", s->step, s->steps,
+           s->loss, s->lr, s->grad_norm, s->tokens_per_s, s->ms);
+    if (s->comm_ms >= 0) printf(" (comm %.1f)", s->comm_ms);
+    printf(" | ETA %s", eta);
     if (mt->tty) mt->line_open = true;
     else printf("\n");
     fflush(stdout);
     fprintf(mt->jsonl,
             "{\"step\": %zu, \"loss\": %.17g, \"lr\": %.17g, \"grad_norm\": %.17g, \"tokens_per_s\": %.1f, "
-            "\"ms\": %.3f, \"tokens_seen\": %zu}\n",
+            "\"ms\": %.3f, \"tokens_seen\": %zu",
             s->step, s->loss, s->lr, s->grad_norm, s->tokens_per_s, s->ms, s->tokens_seen);
+    if (s->comm_ms >= 0) fprintf(mt->jsonl, ", \"comm_ms\": %.3f", s->comm_ms);
+    fprintf(mt->jsonl, "}\n");
     fflush(mt->jsonl);
 }
 
 void metrics_eval(Metrics* mt, size_t step, double val_loss, size_t n_batches) {
+    if (!mt->jsonl) return;
     metrics_break(mt);
     printf("step %6zu | val loss %.4f (%zu batches)\n", step, val_loss, n_batches);
     fflush(stdout);

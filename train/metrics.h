@@ -1,7 +1,8 @@
 /* What a run reports (STYLE.md §6): one line per log step on the terminal (a
    live progress line when stdout is a terminal, plain lines otherwise), and the
    same numbers appended to out_dir/metrics.jsonl, one JSON object per line,
-   with every float printed so that it reads back bit-identical. */
+   with every float printed so that it reads back bit-identical. A Metrics
+   that was never opened logs nothing (ranks other than 0 under MPI). */
 #ifndef REPOC_METRICS_H
 #define REPOC_METRICS_H
 
@@ -23,6 +24,7 @@ typedef struct {
     double tokens_per_s;
     double eta_s;
     size_t tokens_seen;
+    double comm_ms;       /* time in all-reduce and all-gather (several ranks); < 0: one rank, not logged */
 } StepLog;
 
 /* Open out_dir/metrics.jsonl for appending. When resume_step is not (size_t)-1,

@@ -1,11 +1,15 @@
 /* build/train CONFIG.json [--set a.b.c=value ...]: continual pretraining from a
-   config file (issue #4). Parses the config, sets up, loops, saves, frees. */
+   config file (issue #4). Parses the config, sets up, loops, saves, frees.
+   Under mpirun (build/mpi/train, issue #7) every rank runs this same list;
+   only rank 0 prints. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "common/check.h"
+#include "common/dist.h"
 #include "train/trainer.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -17,49 +21,76 @@ static void usage(FILE* fp) {
             "  Trains (or continues training) a model as CONFIG.json says; see README.md for every key.\n"
             "  --set KEY=VALUE   override one key, e.g. --set train.steps=200 --set optim.lr=1e-3\n"
             "                    (VALUE is JSON when it parses as JSON, else a string)\n"
-            "  SIGINT / SIGTERM  finish the current step, save a checkpoint, exit 0\n"
-            "  Resume: run.resume \"auto\" (default) continues from OUT_DIR/latest when it exists.\n");
+            "  SIGINT / SIGTERM / SIGUSR1  finish the current step, save a checkpoint, exit 0\n"
+            "                    (under mpirun send SIGUSR1 to mpirun: it forwards it to every rank)\n"
+            "  Resume: run.resume \"auto\" (default) continues from OUT_DIR/latest when it exists.\n"
+            "  Several ranks (make MPI=1): mpirun -np N build/mpi/train CONFIG.json (README.md)\n");
+}
+
+/* "peak RSS 812 MiB", or one number per rank */
+static void print_peak_rss(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double mine = ru.ru_maxrss / 1024.0, *all = mallocCheck((size_t)dist_world() * sizeof(double));   /* KiB */
+    dist_allgather(&mine, all, sizeof(double));
+    printf("peak RSS%s", dist_world() > 1 ? " per rank" : "");
+    for (int r = 0; r < dist_world(); r++) printf(" %.0f", all[r]);
+    printf(" MiB\n");
+    free(all);
+}
+
+/* leave before training: cleanly for --help; on an error MPI_Abort, as a
+   rank that fails alone (say, it cannot read the config) must stop the others */
+static int leave(int code) {
+    if (code != 0) dist_abort(code);
+    dist_finalize();
+    return 0;
 }
 
 int main(int argc, char** argv) {
+    dist_init(&argc, &argv);
+    if (dist_rank() > 0 && !freopen("/dev/null", "w", stdout)) DIE("cannot redirect stdout of rank %d", dist_rank());
     const char* config = NULL;
     const char* overrides[256];
     size_t n_over = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return leave(0); }
         if (!strcmp(argv[i], "--set") && i + 1 < argc && n_over < 256) overrides[n_over++] = argv[++i];
         else if (!strncmp(argv[i], "--set=", 6) && n_over < 256) overrides[n_over++] = argv[i] + 6;
         else if (argv[i][0] != '-' && !config) config = argv[i];
-        else { fprintf(stderr, "train: unexpected argument '%s'\n", argv[i]); usage(stderr); return 2; }
+        else { fprintf(stderr, "train: unexpected argument '%s'\n", argv[i]); usage(stderr); return leave(2); }
     }
-    if (!config) { usage(stderr); return 2; }
+    if (!config) { usage(stderr); return leave(2); }
 
     static Trainer tr;
     char err[2048];
     if (run_config_load(&tr.rc, config, overrides, n_over, err, sizeof(err))) {
         fprintf(stderr, "error: %s\n", err);
         run_config_free(&tr.rc);
-        return 1;
+        return leave(1);
     }
     trainer_setup(&tr);
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);   /* mpirun forwards it; its own SIGINT kills ranks 1 s after SIGTERM */
 
     const RunConfig* rc = &tr.rc;
     size_t start = tr.state.step;
-    bool saved = false;
-    while (tr.state.step < rc->train.steps && !stop_requested) {
+    bool saved = false, stop = false;
+    /* a signal stops all ranks at the same step: each rank asks the others every step */
+    while (tr.state.step < rc->train.steps && !(stop = dist_any(stop_requested != 0))) {
         if (rc->train.eval_every && tr.data.has_val && tr.state.step % rc->train.eval_every == 0) trainer_eval(&tr);
         trainer_step(&tr);
         saved = rc->train.save_every && tr.state.step % rc->train.save_every == 0;
         if (saved) trainer_save(&tr);
     }
     if (!saved && tr.state.step > start) trainer_save(&tr);
-    if (stop_requested) {
-        printf("stopped by signal %d after step %zu; resume with the same command\n", (int)stop_requested,
-               tr.state.step);
+    if (stop) {
+        if (stop_requested) printf("stopped by signal %d", (int)stop_requested);
+        else printf("stopped by a signal to another rank");
+        printf(" after step %zu; resume with the same command\n", tr.state.step);
     } else if (tr.data.has_val && rc->train.eval_every) {
         trainer_eval(&tr);
     }
@@ -67,6 +98,8 @@ int main(int argc, char** argv) {
            tr.has_first_loss ? tr.first_loss : 0.0, tr.state.has_loss ? tr.state.last_loss : 0.0,
            tr.has_val_loss ? "" : "", rc->run.out_dir);
     if (tr.has_val_loss) printf("final validation loss %.4f\n", tr.last_val_loss);
+    print_peak_rss();
     trainer_free(&tr);
+    dist_finalize();
     return 0;
 }

@@ -2,12 +2,14 @@
 #include "train/trainer.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "common/check.h"
+#include "common/dist.h"
 #include "common/fileio.h"
 #include "common/threads.h"
 #include "model/hf_checkpoint.h"
@@ -58,16 +60,41 @@ static void resolve_model_config(Trainer* tr) {
     run_config_model(rc, &tr->mcfg);
 }
 
+/* The optimizer: the whole state, or this rank's slice of it (ZeRO-1); each rank's slice recorded for the gathers */
+static void build_optimizer(Trainer* tr) {
+    const TensorTable* tt = &tr->model.tensors;
+    tr->sharded = tr->world > 1 && tr->rc.train.shard_optimizer;
+    tr->shard_counts = mallocCheck((size_t)tr->world * sizeof(size_t));
+    tr->shard_displs = mallocCheck((size_t)tr->world * sizeof(size_t));
+    for (int r = 0; r < tr->world; r++) {
+        size_t lo, hi;
+        dist_share(tt->n_grads, r, tr->world, &lo, &hi);
+        tr->shard_displs[r] = lo;
+        tr->shard_counts[r] = hi - lo;
+    }
+    size_t lo = tr->sharded ? tr->shard_displs[tr->rank] : 0;
+    size_t hi = tr->sharded ? lo + tr->shard_counts[tr->rank] : tt->n_grads;
+    adamw_build_slice(&tr->opt, tt, &tr->ocfg, lo, hi);
+    if (tr->world > 1)
+        printf("data parallel: %d ranks, global batch %zu rows (%zu x %zu x %d); AdamW state %s\n", tr->world,
+               tr->rows_per_step, tr->B, tr->rc.train.grad_accum, tr->world,
+               tr->sharded ? "sharded (train.shard_optimizer)" : "replicated on every rank");
+}
+
 void trainer_setup(Trainer* tr) {
     RunConfig* rc = &tr->rc;
-    threads_init((int)rc->run.threads);
+    tr->rank = dist_rank();
+    tr->world = dist_world();
+    int threads = (int)rc->run.threads;
+    threads_init(threads ? threads : threads_share(dist_local_world()));
     threads_print(stdout);
     run_config_print(rc, stdout);
     tr->B = rc->train.batch_size;
     tr->T = rc->data.seq_len;
-    tr->rows_per_step = tr->B * rc->train.grad_accum;
+    tr->rows_per_step = tr->B * rc->train.grad_accum * (size_t)tr->world;
     tr->resumed_from[0] = 0;
-    find_resume(rc, tr->resumed_from, sizeof(tr->resumed_from));
+    if (tr->rank == 0) find_resume(rc, tr->resumed_from, sizeof(tr->resumed_from));
+    dist_bcast(tr->resumed_from, sizeof(tr->resumed_from));   /* rank 0 decides for all */
     resolve_model_config(tr);
     model_config_validate(&tr->mcfg);
 
@@ -83,7 +110,7 @@ void trainer_setup(Trainer* tr) {
     size_t n_freeze = optim_freeze_patterns(&tr->ocfg, freeze);
     model_build(&tr->model, &tr->mcfg, tr->B, tr->T, freeze, n_freeze, true);
     tr->model.z_loss = rc->optim.z_loss;
-    adamw_build(&tr->opt, &tr->model.tensors, &tr->ocfg);
+    build_optimizer(tr);
     tr->tokens = mallocCheck(tr->B * tr->T * sizeof(int32_t));
     tr->targets = mallocCheck(tr->B * tr->T * sizeof(int32_t));
     memset(&tr->state, 0, sizeof(tr->state));
@@ -91,15 +118,22 @@ void trainer_setup(Trainer* tr) {
     if (tr->resumed_from[0]) {
         ckpt_load(tr->resumed_from, &tr->model, &tr->opt, &tr->state);
         printf("resumed from %s at step %zu\n", tr->resumed_from, tr->state.step);
+        if (tr->state.rows_per_step && tr->state.rows_per_step != tr->rows_per_step)
+            printf("note: the checkpoint was trained with %zu rows per step (%zu ranks), this run takes %zu; "
+                   "batch_size x grad_accum x ranks sets the data order\n", tr->state.rows_per_step,
+                   tr->state.world_size, tr->rows_per_step);
     } else if (rc->model.init_from[0]) {
         hf_load_weights(&tr->model, tr->init_dir, rc->run.seed, true);
     } else {
         model_init_weights(&tr->model, rc->run.seed, rc->model.init_std);
     }
+    /* every rank starts from rank 0's weights */
+    dist_bcast(tr->model.params, tr->model.tensors.n_params * sizeof(real));
+    tr->config_json = run_config_to_json(rc);
+    if (tr->rank != 0) return;   /* rank 0 alone writes to out_dir */
     /* all input is checked: only now does the run write anything */
     mkdir_p(rc->run.out_dir);
     ckpt_clean_stale(rc->run.out_dir);
-    tr->config_json = run_config_to_json(rc);
     char path[4096];
     snprintf(path, sizeof(path), "%s/run_config.json", rc->run.out_dir);
     file_write_atomic(path, tr->config_json, strlen(tr->config_json));
@@ -114,6 +148,8 @@ void trainer_free(Trainer* tr) {
     free(tr->tokens);
     free(tr->targets);
     free(tr->config_json);
+    free(tr->shard_counts);
+    free(tr->shard_displs);
     run_config_free(&tr->rc);
 }
 
@@ -125,18 +161,48 @@ static _Noreturn void die_nonfinite(Trainer* tr, size_t step, const char* what) 
     DIE("step %zu: %s; stopping. The last good checkpoint is %s", step, what, have ? last : "(none written yet)");
 }
 
+/* After a sharded AdamW step each rank has updated its slice: give every rank
+   every slice. Without frozen tensors the parameter arena has the gradient
+   arena's layout and is gathered in place; otherwise the slices travel in the
+   gradient arena (no longer needed this step) and are copied back. */
+static void gather_params(Trainer* tr) {
+    Model* m = &tr->model;
+    const TensorTable* tt = &m->tensors;
+    if (tt->n_params == tt->n_grads) {
+        dist_allgatherv_real(m->params, tr->shard_counts, tr->shard_displs);
+        return;
+    }
+    for (size_t k = 0; k < tt->n; k++) {   /* this rank's slice, into gradient layout */
+        const TensorInfo* t = &tt->t[k];
+        size_t g0, g1;
+        if (t->grad_offset != NO_GRAD && adamw_slice_part(&tr->opt, t->grad_offset, t->numel, &g0, &g1))
+            memcpy(m->grads + g0, m->params + t->offset + (g0 - t->grad_offset), (g1 - g0) * sizeof(real));
+    }
+    dist_allgatherv_real(m->grads, tr->shard_counts, tr->shard_displs);
+    for (size_t k = 0; k < tt->n; k++) {
+        const TensorInfo* t = &tt->t[k];
+        if (t->grad_offset != NO_GRAD)
+            memcpy(m->params + t->offset, m->grads + t->grad_offset, t->numel * sizeof(real));
+    }
+}
+
 void trainer_step(Trainer* tr) {
     Model* m = &tr->model;
-    size_t step = tr->state.step, accum = tr->rc.train.grad_accum;
+    size_t step = tr->state.step, accum = tr->rc.train.grad_accum, world = (size_t)tr->world;
     double t0 = now_s(), loss = 0;
     model_zero_grad(m);
-    for (size_t k = 0; k < accum; k++) {   /* micro-batch k is rows [k*B, (k+1)*B) of the step */
-        data_source_rows(&tr->data, false, step, tr->rows_per_step, k * tr->B, tr->B, tr->T, tr->tokens, tr->targets);
+    for (size_t k = 0; k < accum; k++) {   /* micro-batch k of rank r is global rows [(k*world + r)*B, +B) */
+        size_t row0 = (k * world + (size_t)tr->rank) * tr->B;
+        data_source_rows(&tr->data, false, step, tr->rows_per_step, row0, tr->B, tr->T, tr->tokens, tr->targets);
         double l = model_forward(m, tr->tokens, tr->targets);
         if (!isfinite(l)) die_nonfinite(tr, step + 1, "the loss is not finite");
-        loss += l / (double)accum;
-        model_backward(m, 1.0 / (double)accum);
+        loss += l / (double)(accum * world);
+        model_backward(m, 1.0 / (double)(accum * world));
     }
+    double t_comm = now_s();
+    dist_allreduce_sum_real(m->grads, m->tensors.n_grads);   /* the mean over the global batch */
+    dist_allreduce_sum_double(&loss, 1);
+    tr->comm_s = now_s() - t_comm;
     double norm = grad_global_norm(m->grads, m->tensors.n_grads);
     if (!isfinite(norm)) {
         long bad = first_nonfinite_tensor(&m->tensors, m->grads);
@@ -148,6 +214,11 @@ void trainer_step(Trainer* tr) {
     grad_clip(m->grads, m->tensors.n_grads, tr->ocfg.grad_clip, norm);
     double lr = lr_at(&tr->ocfg, step, tr->rc.train.steps);
     adamw_step(&tr->opt, m->params, m->grads, lr, step);
+    if (tr->sharded) {
+        t_comm = now_s();
+        gather_params(tr);
+        tr->comm_s += now_s() - t_comm;
+    }
     double dt = now_s() - t0;
 
     tr->state.step = step + 1;
@@ -159,7 +230,7 @@ void trainer_step(Trainer* tr) {
     if (tr->state.step % every == 0 || tr->state.step == tr->rc.train.steps) {
         StepLog s = {tr->state.step, tr->rc.train.steps, loss, lr, norm, dt * 1e3,
                      tr->rows_per_step * tr->T / dt, dt * (double)(tr->rc.train.steps - tr->state.step),
-                     tr->state.tokens_seen};
+                     tr->state.tokens_seen, tr->world > 1 ? tr->comm_s * 1e3 : -1};
         metrics_step(&tr->metrics, &s);
     }
 }
@@ -167,10 +238,12 @@ void trainer_step(Trainer* tr) {
 double trainer_eval(Trainer* tr) {
     size_t n = tr->rc.train.eval_batches;
     double total = 0;
-    for (size_t k = 0; k < n; k++) {   /* validation batch k = rows [k*B, (k+1)*B) of the held-out stream */
+    /* validation batch k = rows [k*B, (k+1)*B) of the held-out stream, on rank k mod world */
+    for (size_t k = (size_t)tr->rank; k < n; k += (size_t)tr->world) {
         data_source_rows(&tr->data, true, k, tr->B, 0, tr->B, tr->T, tr->tokens, tr->targets);
         total += model_forward(&tr->model, tr->tokens, tr->targets);
     }
+    dist_allreduce_sum_double(&total, 1);
     tr->model.has_loss = false;   /* an eval forward is never followed by backward */
     double val = n ? total / (double)n : 0;
     tr->last_val_loss = val;
@@ -179,8 +252,30 @@ double trainer_eval(Trainer* tr) {
     return val;
 }
 
+/* Die unless every rank's weights are bit-identical to rank 0's: a 64-bit
+   hash of the parameter arena, compared across ranks. */
+static void check_replicas(const Trainer* tr) {
+    if (tr->world == 1) return;
+    const real* p = tr->model.params;
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < tr->model.tensors.n_params; i++) {
+        uint64_t bits = 0;
+        memcpy(&bits, &p[i], sizeof(real));
+        h = (h ^ bits) * 0x100000001B3ull;
+    }
+    uint64_t* all = mallocCheck((size_t)tr->world * sizeof(uint64_t));
+    dist_allgather(&h, all, sizeof(h));
+    for (int r = 1; r < tr->world; r++)
+        CHECK(all[r] == all[0], "step %zu: the weights of rank %d differ from rank 0's: the replicas diverged",
+              tr->state.step, r);
+    free(all);
+}
+
 void trainer_save(Trainer* tr) {
     metrics_break(&tr->metrics);
+    check_replicas(tr);
+    tr->state.rows_per_step = tr->rows_per_step;
+    tr->state.world_size = (size_t)tr->world;
     StDtype dt = strcmp(tr->rc.train.save_dtype, "bf16") ? ST_F32 : ST_BF16;
     double t0 = now_s();
     ckpt_save(tr->rc.run.out_dir, &tr->model, &tr->opt, &tr->state, tr->config_json, dt, tr->rc.train.keep_last);

@@ -1,6 +1,17 @@
 /* One training run (issue #4): everything train/train.c sets up from a
    RunConfig, the step, validation, checkpointing. train.c reads like a list:
-   trainer_setup, then the loop of trainer_step / trainer_eval / trainer_save. */
+   trainer_setup, then the loop of trainer_step / trainer_eval / trainer_save.
+
+   Data parallel (issue #7, common/dist.h): every rank runs the same calls.
+   The global batch is batch_size x grad_accum x world rows; micro-batch k of
+   rank r is global rows [(k*world + r)*B, +B) of the step, so a run's data
+   depends on the global batch only. Backward scales by 1/(grad_accum*world),
+   the gradients are summed over ranks (all-reduce, in place), then clipped
+   and checked; the loss is the all-reduced mean. With train.shard_optimizer
+   each rank keeps AdamW state for dist_share's slice of the gradient arena,
+   updates those parameters and all-gathers the rest (ZeRO stage 1). Rank 0
+   writes logs, metrics.jsonl and checkpoints; validation batches are split
+   over the ranks. */
 #ifndef REPOC_TRAINER_H
 #define REPOC_TRAINER_H
 
@@ -25,7 +36,11 @@ typedef struct {
     DataSource data;
     Metrics metrics;
     TrainerState state;
-    size_t B, T, rows_per_step;
+    size_t B, T, rows_per_step;  /* rows_per_step: the global batch, all ranks */
+    int rank, world;             /* data-parallel rank (0 of 1 without MPI) */
+    bool sharded;                /* AdamW state split over the ranks (train.shard_optimizer, world > 1) */
+    size_t *shard_counts, *shard_displs;   /* (world) each rank's slice of the gradient arena */
+    double comm_s;               /* seconds in all-reduce / all-gather in the last step */
     int32_t *tokens, *targets;   /* (B,T) one micro-batch */
     char resumed_from[4096];     /* "" when the run started fresh */
     char init_dir[4096];         /* the checkpoint model.init_from resolved to */
@@ -41,11 +56,13 @@ typedef struct {
 void trainer_setup(Trainer* tr);
 void trainer_free(Trainer* tr);
 
-/* One optimizer step: grad_accum micro-batches, clip, schedule, AdamW, log.
+/* One optimizer step: grad_accum micro-batches, all-reduce, clip, schedule,
+   AdamW (and all-gather when sharded), log.
    Dies (after the last good checkpoint) on a NaN or Inf loss or gradient. */
 void trainer_step(Trainer* tr);
 /* Mean validation loss over train.eval_batches batches (logged). */
 double trainer_eval(Trainer* tr);
+/* A checkpoint of the current step; first checks that every rank holds the same weights. */
 void trainer_save(Trainer* tr);
 
 #endif

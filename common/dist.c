@@ -1,0 +1,159 @@
+/* Data-parallel communication (common/dist.h): MPI_COMM_WORLD under
+   -DREPOC_MPI, rank 0 of 1 otherwise. */
+#include "common/dist.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"
+
+#ifdef REPOC_MPI
+#include <mpi.h>
+#endif
+
+static int g_rank = 0, g_world = 1, g_local = 1;
+
+int dist_rank(void) { return g_rank; }
+int dist_world(void) { return g_world; }
+int dist_local_world(void) { return g_local; }
+
+void dist_share(size_t n, int rank, int world, size_t* lo, size_t* hi) {
+    size_t w = (size_t)world, r = (size_t)rank, q = n / w, extra = n % w;
+    *lo = r * q + (r < extra ? r : extra);
+    *hi = *lo + q + (r < extra);
+}
+
+#ifdef REPOC_MPI
+
+#ifdef REPOC_F64
+#define MPI_REAL_T MPI_DOUBLE
+#else
+#define MPI_REAL_T MPI_FLOAT
+#endif
+#define CHUNK ((size_t)1 << 30)   /* elements per call: MPI counts are int */
+
+void dist_abort(int code) {
+    fflush(stdout);
+    fflush(stderr);
+    int up = 0, down = 0;
+    MPI_Initialized(&up);
+    MPI_Finalized(&down);
+    if (up && !down) MPI_Abort(MPI_COMM_WORLD, code);
+    exit(code);
+}
+
+void dist_init(int* argc, char*** argv) {
+    int provided = 0;
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+        fprintf(stderr, "error: MPI_Init_thread failed\n");
+        exit(1);
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_world);
+    MPI_Comm local;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+    MPI_Comm_size(local, &g_local);
+    MPI_Comm_free(&local);
+    static char prefix[64];
+    snprintf(prefix, sizeof(prefix), "rank %d of %d, ", g_rank, g_world);
+    die_set_handler(g_world > 1 ? prefix : "", dist_abort);   /* one rank's error stops them all */
+    CHECK(provided >= MPI_THREAD_FUNNELED, "MPI provides thread level %d, repoc needs MPI_THREAD_FUNNELED (%d)",
+          provided, MPI_THREAD_FUNNELED);
+}
+
+void dist_finalize(void) { MPI_Finalize(); }
+
+/* the int count of one rank's share, or die naming the limit */
+static int int_count(size_t n, const char* what) {
+    CHECK(n <= INT_MAX, "%s: %zu elements on one rank; MPI counts stop at %d (use more ranks)", what, n, INT_MAX);
+    return (int)n;
+}
+
+static void allreduce_sum(void* buf, size_t n, MPI_Datatype type, size_t size) {
+    if (g_world == 1) return;
+    for (size_t i = 0; i < n; i += CHUNK) {
+        size_t c = n - i < CHUNK ? n - i : CHUNK;
+        MPI_Allreduce(MPI_IN_PLACE, (char*)buf + i * size, (int)c, type, MPI_SUM, MPI_COMM_WORLD);
+    }
+}
+void dist_allreduce_sum_real(real* buf, size_t n) { allreduce_sum(buf, n, MPI_REAL_T, sizeof(real)); }
+void dist_allreduce_sum_double(double* buf, size_t n) { allreduce_sum(buf, n, MPI_DOUBLE, sizeof(double)); }
+
+bool dist_any(bool flag) {
+    int v = flag;
+    if (g_world > 1) MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+    return v != 0;
+}
+
+void dist_bcast(void* buf, size_t n) {
+    if (g_world == 1) return;
+    for (size_t i = 0; i < n; i += CHUNK) {
+        size_t c = n - i < CHUNK ? n - i : CHUNK;
+        MPI_Bcast((char*)buf + i, (int)c, MPI_BYTE, 0, MPI_COMM_WORLD);
+    }
+}
+
+void dist_barrier(void) {
+    if (g_world > 1) MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* counts and displs as MPI's int arrays (malloc'd, caller frees); displs may be NULL */
+static int* int_array(const size_t* v, const char* what) {
+    int* out = mallocCheck((size_t)g_world * sizeof(int));
+    for (int r = 0; r < g_world; r++) out[r] = int_count(v[r], what);
+    return out;
+}
+
+void dist_allgatherv_real(real* buf, const size_t* counts, const size_t* displs) {
+    if (g_world == 1) return;
+    int* c = int_array(counts, "allgatherv");
+    int* d = int_array(displs, "allgatherv displacement");
+    MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, c, d, MPI_REAL_T, MPI_COMM_WORLD);
+    free(c);
+    free(d);
+}
+
+void dist_gatherv_real(const real* send, real* recv, const size_t* counts) {
+    if (g_world == 1) {
+        memcpy(recv, send, counts[0] * sizeof(real));
+        return;
+    }
+    int* c = int_array(counts, "gatherv");
+    int* d = mallocCheck((size_t)g_world * sizeof(int));
+    size_t at = 0;
+    for (int r = 0; r < g_world; r++) d[r] = int_count(at, "gatherv displacement"), at += counts[r];
+    MPI_Gatherv(send, c[g_rank], MPI_REAL_T, recv, c, d, MPI_REAL_T, 0, MPI_COMM_WORLD);
+    free(c);
+    free(d);
+}
+
+void dist_allgather(const void* mine, void* all, size_t n) {
+    if (g_world == 1) {
+        memcpy(all, mine, n);
+        return;
+    }
+    MPI_Allgather(mine, int_count(n, "allgather"), MPI_BYTE, all, (int)n, MPI_BYTE, MPI_COMM_WORLD);
+}
+
+#else   /* one process: rank 0 of 1 */
+
+void dist_abort(int code) {
+    fflush(stdout);
+    exit(code);
+}
+void dist_init(int* argc, char*** argv) {}
+void dist_finalize(void) {}
+void dist_allreduce_sum_real(real* buf, size_t n) {}
+void dist_allreduce_sum_double(double* buf, size_t n) {}
+bool dist_any(bool flag) { return flag; }
+void dist_bcast(void* buf, size_t n) {}
+void dist_barrier(void) {}
+void dist_allgatherv_real(real* buf, const size_t* counts, const size_t* displs) {}
+void dist_gatherv_real(const real* send, real* recv, const size_t* counts) {
+    memcpy(recv, send, counts[0] * sizeof(real));
+}
+void dist_allgather(const void* mine, void* all, size_t n) { memcpy(all, mine, n); }
+
+#endif
