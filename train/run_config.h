@@ -120,7 +120,9 @@ typedef struct {
     size_t save_every;                  /* 500; 0 = only the final checkpoint */
     size_t keep_last;                   /* 2: checkpoints kept in out_dir */
     char save_dtype[RC_WORD_LEN];       /* "f32" | "bf16": weights in saved checkpoints */
-    bool shard_optimizer;               /* true: shard AdamW state across MPI ranks (MPI build) */
+    bool shard_optimizer;               /* true: with N MPI ranks each keeps the AdamW moments of 1/N of the
+                                           parameters and all-gathers the weights (ZeRO-1, issue #7);
+                                           false: every rank keeps all moments; one rank: no effect */
 } RcTrain;
 
 typedef struct {
