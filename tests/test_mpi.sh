@@ -8,7 +8,8 @@
 #     and sharded with frozen tensors. eps = 1 is far above every |g|, so an
 #     update is proportional to its gradient and rounding is not amplified.
 #  2. A run saved by 2 ranks and resumed by 1, and the reverse, equals the
-#     uninterrupted 1-rank run within the same tolerances.
+#     uninterrupted 1-rank run within the same tolerances; the same for 3
+#     ranks against 1, and saved by 2 ranks, resumed by 3.
 #  3. SIGKILL to rank 1 stops the whole job with mpirun's message naming the
 #     signal; the last checkpoint is complete and 2 ranks resume from it.
 #  4. SIGINT to one rank: both stop after the same step, save, exit 0; the
@@ -22,19 +23,20 @@ TOL=1e-5
 
 build/tools/gen_tokens "$T/train.u16" 100000 64 1 || exit 1
 
-config() {  # file out_dir order grad_accum steps save_every shard [more JSON for "optim"]
+config() {  # file out_dir order grad_accum steps save_every shard [more JSON for "optim"]; batch_size $BATCH or 2
     cat >"$1" <<JSON
 {"run": {"out_dir": "$2", "seed": 3, "threads": 1},
  "model": {"init_from": "$T/init/step_0000001"},
  "data": {"train": ["$T/train.u16"], "seq_len": 32, "order": "$3"},
  "optim": {"lr": 1e-2, "schedule": "constant", "warmup_steps": 0, "eps": 1.0, "weight_decay": 0.1,
            "grad_clip": 1.0, "z_loss": 1e-4 ${8:-}},
- "train": {"batch_size": 2, "grad_accum": $4, "steps": $5, "log_every": 1, "eval_every": 0,
+ "train": {"batch_size": ${BATCH:-2}, "grad_accum": $4, "steps": $5, "log_every": 1, "eval_every": 0,
            "save_every": $6, "keep_last": 2, "shard_optimizer": $7}}
 JSON
 }
 run1() { build/mpi/train "$@" >>"$T/log" 2>&1; }        # one rank
 run2() { $MPIRUN build/mpi/train "$@" >>"$T/log" 2>&1; } # two ranks
+run3() { mpirun --allow-run-as-root --oversubscribe -np 3 build/mpi/train "$@" >>"$T/log" 2>&1; }
 final_ckpt() { echo "$1/$(head -n 1 "$1/latest")"; }
 losses() { grep -o '"step": [0-9]*, "loss": [^,]*' "$1/metrics.jsonl" | sed 's/.*"loss": //'; }
 same_run() {  # label dir dir_ref: losses within 1e-6 relative, updates and moments within TOL
@@ -91,6 +93,18 @@ for pair in "2 1" "1 2"; do
     grep -q "resumed from $d/step_0000003" "$T/log" && ok "$1 -> $2 ranks: resumed from step 3" || bad "$1 -> $2: no resume"
     same_run "saved by $1 rank(s) at step 3, resumed by $2" "$d" "$T/ref_shuffle"
 done
+
+echo "3 ranks: a global batch of 6 rows (1 x 2 x 3, 2 x 3 x 1, 3 x 2 x 1); the slices cut through tensors"
+BATCH=2 config "$T/c.json" "$T/ref6" shuffle 3 5 0 true
+run1 "$T/c.json" || bad "3 ranks: the 1-rank reference failed"
+BATCH=2 config "$T/c.json" "$T/three" shuffle 1 5 0 true
+run3 "$T/c.json" || bad "3 ranks: the run failed"
+same_run "3 ranks x grad_accum 1 against 1 rank x grad_accum 3" "$T/three" "$T/ref6"
+BATCH=3 config "$T/c.json" "$T/2to3" shuffle 1 3 0 true
+run2 "$T/c.json" || bad "2 -> 3 ranks: the 2-rank part failed"
+BATCH=2 config "$T/c.json" "$T/2to3" shuffle 1 5 0 true
+run3 "$T/c.json" || bad "2 -> 3 ranks: the 3-rank part failed"
+same_run "saved by 2 ranks (batch_size 3) at step 3, resumed by 3 (batch_size 2)" "$T/2to3" "$T/ref6"
 
 rank_pid() {  # config-file rank: the pid of that rank of the job running config-file
     local p
