@@ -42,6 +42,12 @@ int synthetic_from_json(SyntheticConfig* cfg, const cJSON* obj, char* err, size_
             }
             continue;
         }
+        if (!strcmp(k, "answer_weight")) {
+            if (!cJSON_IsNumber(it) || !(it->valuedouble > 0) || !isfinite(it->valuedouble))
+                return set_err(err, err_len, "data.synthetic.answer_weight: expected a number > 0");
+            cfg->answer_weight = it->valuedouble;
+            continue;
+        }
         if (!strcmp(k, "filler_seed")) {
             if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble != floor(it->valuedouble))
                 return set_err(err, err_len, "data.synthetic.filler_seed: expected a non-negative integer");
@@ -95,12 +101,13 @@ void data_source_close(DataSource* ds) {
 }
 
 void data_source_rows(const DataSource* ds, bool val, size_t step, size_t rows_per_step, size_t row0, size_t n,
-                      size_t T, int32_t* tokens, int32_t* targets) {
+                      size_t T, int32_t* tokens, int32_t* targets, uint8_t* answer_mask) {
     if (ds->synthetic) {   /* the held-out stream: another seed, never drawn in training */
         uint64_t seed = val ? mix64(ds->seed ^ 0x76616c6964617465ull) : ds->seed;
-        synthetic_rows(&ds->syn, seed, step, rows_per_step, row0, n, T, tokens, targets, NULL);
+        synthetic_rows(&ds->syn, seed, step, rows_per_step, row0, n, T, tokens, targets, answer_mask);
         return;
     }
+    if (answer_mask) memset(answer_mask, 0, n * T);   /* token files have no answers */
     CHECK(!val || ds->has_val, "no validation data (data.val)");
     /* validation reads its files in order, batch after batch */
     token_data_rows(val ? &ds->val : &ds->train, val ? ORDER_SEQUENTIAL : ds->order, ds->seed, step, rows_per_step,

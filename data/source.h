@@ -25,7 +25,7 @@ typedef struct {
 /* data.synthetic as JSON: an object of SyntheticConfig fields ("weights": {family: w},
    first_id, n_cols, alphabet, filler_vocab, markov_order, markov_branching,
    filler_seed, key_len, value_len, n_needles, n_queries, n_values, n_distractors,
-   table_rows). Unknown keys and wrong types are errors naming "data.synthetic.<key>".
+   table_rows, answer_weight). Unknown keys and wrong types are errors naming "data.synthetic.<key>".
    Returns 0 or non-zero with err set. */
 int synthetic_from_json(SyntheticConfig* cfg, const cJSON* obj, char* err, size_t err_len);
 
@@ -35,8 +35,9 @@ void data_source_open(DataSource* ds, const cJSON* synthetic, const char* const*
                       size_t vocab_size, size_t T);
 void data_source_close(DataSource* ds);
 
-/* rows row0 .. row0+n-1 of step `step` (rows_per_step global rows); val = the held-out stream */
+/* rows row0 .. row0+n-1 of step `step` (rows_per_step global rows); val = the held-out stream.
+   answer_mask (n*T, may be NULL): 1 where targets[i] is a synthetic answer token, else 0 */
 void data_source_rows(const DataSource* ds, bool val, size_t step, size_t rows_per_step, size_t row0, size_t n,
-                      size_t T, int32_t* tokens, int32_t* targets);
+                      size_t T, int32_t* tokens, int32_t* targets, uint8_t* answer_mask);
 
 #endif

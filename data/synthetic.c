@@ -38,6 +38,7 @@ void synthetic_defaults(SyntheticConfig* cfg) {
     cfg->n_values = 3;
     cfg->n_distractors = 3;
     cfg->table_rows = 4;
+    cfg->answer_weight = 1.0;
 }
 
 /* marks NEEDLE SEP QUERY ROW, then columns, symbols, filler */
@@ -86,6 +87,8 @@ void synthetic_validate(const SyntheticConfig* cfg, size_t vocab_size) {
         total += cfg->weight[f];
     }
     CHECK(total > 0, "synthetic data: every family weight is 0; enable at least one family");
+    CHECK(isfinite(cfg->answer_weight) && cfg->answer_weight > 0, "synthetic data: answer_weight is %g, expected > 0",
+          cfg->answer_weight);
     CHECK_RANGE(key_len, 1, SYN_MAX_KEY);
     CHECK_RANGE(value_len, 1, SYN_MAX_KEY);
     CHECK_RANGE(n_cols, 1, SYN_MAX_COLS);

@@ -44,6 +44,8 @@ typedef struct {
     size_t n_values;          /* multivalue: values of the one key (3) */
     size_t n_distractors;     /* distractor: near-miss needles (3) */
     size_t table_rows;        /* table: rows (4) */
+    double answer_weight;     /* training loss weight of each answer target, the others weigh 1 (1: the
+                                 plain mean); the trainer applies it, validation rows always weigh 1 */
 } SyntheticConfig;
 
 /* The reserved ids, all absolute (first_id already added) */

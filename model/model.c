@@ -145,7 +145,8 @@ double model_forward(Model* m, const int32_t* tokens, const int32_t* targets) {
     m->loss = 0;
     if (!targets) return 0;
     memcpy(m->targets, targets, N * sizeof(int32_t));
-    m->loss = xent_forward(m->losses, m->lse, m->logits, targets, N, V, m->z_loss, &m->n_valid);
+    m->loss = xent_forward(m->losses, m->lse, m->logits, targets, m->target_weights, N, V, m->z_loss, &m->n_valid,
+                           &m->weight_sum);
     return m->loss;
 }
 
@@ -155,7 +156,8 @@ void model_backward(Model* m, double dloss) {
     size_t N = m->B * m->T, D = c->D, V = c->V;
     BlockCtx ctx = block_ctx(m);
 
-    xent_backward(m->logits, m->lse, m->targets, N, V, m->z_loss, m->n_valid, dloss);   /* logits → dlogits */
+    xent_backward(m->logits, m->lse, m->targets, m->target_weights, N, V, m->z_loss, m->weight_sum,
+                  dloss);   /* logits → dlogits */
     real* dx = m->dres_a;   /* gradient of the residual stream after the current layer */
     real* dx_prev = m->dres_b;
     memset(m->bs.dx_mid, 0, N * D * sizeof(real));

@@ -42,9 +42,13 @@ typedef struct {
     double z_loss;               /* coefficient of OLMo-2's z-loss (0 = off) */
     const real* force_positions; /* (N,KVH) test hook: RePo layers rotate by these instead of z */
 
+    const real* target_weights;  /* (N) loss weight of each target for the next forward, NULL = all 1 (the
+                                    plain mean); set by the caller, unchanged until its backward (xent.h) */
+
     bool has_loss;               /* forward ran with targets, so backward may run */
     double loss;
-    size_t n_valid;
+    size_t n_valid;              /* targets that are not -1 */
+    double weight_sum;           /* their summed weights (= n_valid without target_weights) */
 } Model;
 
 /* Validate cfg, build the tensor list (frozen_patterns: fnmatch globs over HF

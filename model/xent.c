@@ -1,6 +1,6 @@
-/* Fused softmax cross-entropy with z-loss (DESIGN.md §3):
-     loss = (1/n) Σ_valid [lse - logit_target + c lse²]
-     dlogits = (softmax - onehot + 2 c lse softmax) / n,  0 on ignored rows. */
+/* Fused softmax cross-entropy with z-loss (DESIGN.md §3), optionally weighted per row:
+     loss = (1/W) Σ_valid w_n [lse - logit_target + c lse²],   W = Σ_valid w_n  (w = 1: W = n)
+     dlogits = w_n (softmax - onehot + 2 c lse softmax) / W,  0 on ignored rows. */
 #include "model/xent.h"
 
 #include <math.h>
@@ -8,11 +8,11 @@
 
 #include "common/mathf.h"
 
-double xent_forward(real* losses, real* lse, const real* logits, const int32_t* targets,
-                    size_t N, size_t V, double z_loss, size_t* n_valid) {
-    double total = 0.0;
+double xent_forward(real* losses, real* lse, const real* logits, const int32_t* targets, const real* weights,
+                    size_t N, size_t V, double z_loss, size_t* n_valid, double* weight_sum) {
+    double total = 0.0, wsum = 0.0;
     size_t count = 0;
-#pragma omp parallel for reduction(+ : total, count)
+#pragma omp parallel for reduction(+ : total, count, wsum)
     for (size_t n = 0; n < N; n++) {
         const real* x = logits + n * V;
         real mx = x[0];
@@ -25,18 +25,21 @@ double xent_forward(real* losses, real* lse, const real* logits, const int32_t* 
         double row = 0.0;
         if (targets[n] >= 0) {
             row = l - (double)x[targets[n]];
-            total += row + z_loss * l * l;
+            double w = weights ? (double)weights[n] : 1.0;
+            total += w * (row + z_loss * l * l);
+            wsum += w;
             count++;
         }
         if (losses) losses[n] = (real)row;
     }
     *n_valid = count;
-    return count ? total / (double)count : 0.0;
+    *weight_sum = wsum;
+    return count ? total / wsum : 0.0;
 }
 
-void xent_backward(real* logits, const real* lse, const int32_t* targets, size_t N, size_t V,
-                   double z_loss, size_t n_valid, double dloss) {
-    double scale = n_valid ? dloss / (double)n_valid : 0.0;
+void xent_backward(real* logits, const real* lse, const int32_t* targets, const real* weights, size_t N, size_t V,
+                   double z_loss, double weight_sum, double dloss) {
+    double unit = weight_sum > 0 ? dloss / weight_sum : 0.0;
 #pragma omp parallel for
     for (size_t n = 0; n < N; n++) {
         real* x = logits + n * V;
@@ -45,6 +48,7 @@ void xent_backward(real* logits, const real* lse, const int32_t* targets, size_t
             continue;
         }
         real l = lse[n];
+        double scale = weights ? unit * (double)weights[n] : unit;
         real coef = (real)(scale * (1.0 + 2.0 * z_loss * l));   /* softmax term, with the z-loss share */
 #pragma omp simd
         for (size_t i = 0; i < V; i++) x[i] = coef * exp_r(x[i] - l);

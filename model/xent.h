@@ -11,15 +11,20 @@
 
 #include "common/real.h"
 
-/* Returns the mean loss (cross-entropy + z-loss) over valid rows, and writes
-   their count into *n_valid (0 rows → loss 0).
-   losses (N) per-row cross-entropy, 0 for ignored rows (may be NULL)
-   lse (N) saved for backward   logits (N,V)   targets (N), -1 = ignored */
-double xent_forward(real* losses, real* lse, const real* logits, const int32_t* targets,
-                    size_t N, size_t V, double z_loss, size_t* n_valid);
+/* Returns the weighted mean loss over valid rows,
+     loss = Σ_valid w_n (ce_n + c lse_n²) / Σ_valid w_n,
+   with w_n = weights[n], or 1 for every row when weights is NULL (then the
+   plain mean). Writes the count of valid rows into *n_valid and Σ_valid w_n
+   into *weight_sum (0 rows → loss 0).
+   losses (N) per-row cross-entropy, unweighted, 0 for ignored rows (may be NULL)
+   lse (N) saved for backward   logits (N,V)   targets (N), -1 = ignored
+   weights (N) > 0, or NULL */
+double xent_forward(real* losses, real* lse, const real* logits, const int32_t* targets, const real* weights,
+                    size_t N, size_t V, double z_loss, size_t* n_valid, double* weight_sum);
 /* OVERWRITES logits (N,V) with dlogits = dloss · ∂loss/∂logits (it is not accumulated:
-   the logits buffer has no other use after the loss). lse, targets as forward saw them. */
-void xent_backward(real* logits, const real* lse, const int32_t* targets, size_t N, size_t V,
-                   double z_loss, size_t n_valid, double dloss);
+   the logits buffer has no other use after the loss). lse, targets, weights and
+   weight_sum as forward saw and returned them. */
+void xent_backward(real* logits, const real* lse, const int32_t* targets, const real* weights, size_t N, size_t V,
+                   double z_loss, double weight_sum, double dloss);
 
 #endif

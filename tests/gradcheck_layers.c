@@ -2,6 +2,7 @@
    rmsnorm, linear, rope (with and without YaRN), repo, attention, swiglu, xent,
    and the deliberately wrong RMSNorm backward that the checker must reject. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -287,31 +288,39 @@ static size_t build_swiglu(Problem* out, size_t max, Rng* rng) {
     return 1;
 }
 
-/* ---- xent: L = mean over valid rows of CE + z_loss lse² ---- */
+/* ---- xent: L = weighted mean over valid rows of CE + z_loss lse² (weights NULL = plain mean) ---- */
 static double xent_loss(Problem* p) {
     OpCtx* c = p->ctx;
     size_t nv;
-    return xent_forward(NULL, c->work[0], c->in[0], c->ints, c->dims[0], c->dims[1], c->z_loss, &nv);
+    double wsum;
+    return xent_forward(NULL, c->work[0], c->in[0], c->ints, c->work[1], c->dims[0], c->dims[1], c->z_loss, &nv,
+                        &wsum);
 }
 static void xent_grad(Problem* p) {
     OpCtx* c = p->ctx;
     size_t N = c->dims[0], V = c->dims[1], nv;
-    xent_forward(NULL, c->work[0], c->in[0], c->ints, N, V, c->z_loss, &nv);
+    double wsum;
+    xent_forward(NULL, c->work[0], c->in[0], c->ints, c->work[1], N, V, c->z_loss, &nv, &wsum);
     memcpy(p->dx[0], c->in[0], N * V * sizeof(real));   /* backward overwrites its buffer */
-    xent_backward(p->dx[0], c->work[0], c->ints, N, V, c->z_loss, nv, 1.0);
+    xent_backward(p->dx[0], c->work[0], c->ints, c->work[1], N, V, c->z_loss, wsum, 1.0);
 }
-static size_t build_xent(Problem* out, size_t max, Rng* rng) {
-    OpCtx* c = new_problem(out, "xent (N=5, V=7, one ignored target, z_loss 0.01)");
+static void setup_xent(Problem* out, Rng* rng, const char* name, bool weighted) {
+    OpCtx* c = new_problem(out, name);
     size_t N = 5, V = 7;
     c->dims[0] = N, c->dims[1] = V;
     c->z_loss = 0.01;
     c->in[0] = gc_random(rng, N * V, -3, 3);
     c->work[0] = gc_random(rng, N, 0, 0);
+    c->work[1] = weighted ? gc_random(rng, N, 0.5, 20) : NULL;   /* answer targets weigh up to 20 */
     c->ints = mallocCheck(N * sizeof(int32_t));
     for (size_t n = 0; n < N; n++) c->ints[n] = n == 2 ? -1 : (int32_t)rng_below(rng, V);
     gc_add(out, "logits", c->in[0], N * V);
     out->loss = xent_loss, out->grad = xent_grad;
-    return 1;
+}
+static size_t build_xent(Problem* out, size_t max, Rng* rng) {
+    setup_xent(&out[0], rng, "xent (N=5, V=7, one ignored target, z_loss 0.01)", false);
+    setup_xent(&out[1], rng, "xent with per-target weights in [0.5, 20]", true);
+    return 2;
 }
 
 size_t build_block_olmo2(Problem* out, size_t max, Rng* rng);
@@ -326,7 +335,7 @@ const LayerEntry GC_LAYERS[] = {
     {"repo", "the RePo position module", build_repo, 1},
     {"attention", "causal attention with grouped-query heads", build_attention, 1},
     {"swiglu", "silu(gate) * up", build_swiglu, 1},
-    {"xent", "softmax cross-entropy with ignored targets and z-loss", build_xent, 1},
+    {"xent", "softmax cross-entropy with ignored targets, z-loss and per-target weights", build_xent, 1},
     {"block-olmo2", "OLMo-2 block, one per position mode (rope, repo, nope)", build_block_olmo2, 1},
     {"block-llama", "Llama block with GQA, one per position mode", build_block_llama, 1},
     {"model", "tiny decoders mixing rope, repo and nope layers, GQA on", build_model, 1},

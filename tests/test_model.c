@@ -156,10 +156,43 @@ static void test_reference_size_no_alloc(void) {
     free(targets);
 }
 
+/* model_forward with target_weights: all ones reproduce the plain mean bit for
+   bit; other weights give sum_n w_n ce_n / sum_n w_n over the valid targets */
+static void test_target_weights(void) {
+    printf("weighted loss (data.synthetic.answer_weight)\n");
+    ModelConfig cfg;
+    model_config_default(&cfg);
+    cfg.V = 61, cfg.D = 32, cfg.L = 2, cfg.H = 4, cfg.KVH = 4, cfg.F = 48;
+    model_config_plan_positions(&cfg, "repo", 1);
+    size_t B = 2, T = 17, N = B * T;
+    Model m;
+    model_build(&m, &cfg, B, T, NULL, 0, false);
+    model_init_weights(&m, 5, 0.1);
+    int32_t* tokens = mallocCheck(N * sizeof(int32_t));
+    int32_t* targets = mallocCheck(N * sizeof(int32_t));
+    real* w = mallocCheck(N * sizeof(real));
+    random_batch(tokens, targets, N, cfg.V, 11);
+    targets[5] = -1;
+    double plain = model_forward(&m, tokens, targets);
+    for (size_t n = 0; n < N; n++) w[n] = 1;
+    m.target_weights = w;
+    double ones = model_forward(&m, tokens, targets);
+    EXPECT(ones == plain && m.weight_sum == (double)m.n_valid, "weights of 1: loss %.9f == plain mean %.9f", ones, plain);
+    for (size_t n = 0; n < N; n++) w[n] = n % 3 == 0 ? 20 : 1;   /* every third target is an "answer" */
+    double weighted = model_forward(&m, tokens, targets), num = 0, den = 0;
+    for (size_t n = 0; n < N; n++)
+        if (targets[n] >= 0) num += w[n] * (double)m.losses[n], den += w[n];
+    EXPECT(fabs(weighted - num / den) <= 1e-6 * fabs(num / den) && weighted != plain,
+           "weights 20 / 1: loss %.9f == sum w ce / sum w = %.9f (plain %.9f)", weighted, num / den, plain);
+    model_free(&m);
+    free(tokens), free(targets), free(w);
+}
+
 int main(void) {
     threads_init(0);
     threads_print(stdout);
     test_forced_repo_equals_rope();
+    test_target_weights();
     test_reference_size_no_alloc();
     printf("test_model: %s\n", failures ? "FAILED" : "all OK");
     return failures ? 1 : 0;

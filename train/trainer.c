@@ -113,6 +113,10 @@ void trainer_setup(Trainer* tr) {
     build_optimizer(tr);
     tr->tokens = mallocCheck(tr->B * tr->T * sizeof(int32_t));
     tr->targets = mallocCheck(tr->B * tr->T * sizeof(int32_t));
+    if (tr->data.synthetic && tr->data.syn.answer_weight != 1.0) {
+        tr->answer_mask = mallocCheck(tr->B * tr->T);
+        tr->target_weights = mallocCheck(tr->B * tr->T * sizeof(real));
+    }
     memset(&tr->state, 0, sizeof(tr->state));
 
     if (tr->resumed_from[0]) {
@@ -147,6 +151,8 @@ void trainer_free(Trainer* tr) {
     model_free(&tr->model);
     free(tr->tokens);
     free(tr->targets);
+    free(tr->answer_mask);
+    free(tr->target_weights);
     free(tr->config_json);
     free(tr->shard_counts);
     free(tr->shard_displs);
@@ -193,7 +199,13 @@ void trainer_step(Trainer* tr) {
     model_zero_grad(m);
     for (size_t k = 0; k < accum; k++) {   /* micro-batch k of rank r is global rows [(k*world + r)*B, +B) */
         size_t row0 = (k * world + (size_t)tr->rank) * tr->B;
-        data_source_rows(&tr->data, false, step, tr->rows_per_step, row0, tr->B, tr->T, tr->tokens, tr->targets);
+        data_source_rows(&tr->data, false, step, tr->rows_per_step, row0, tr->B, tr->T, tr->tokens, tr->targets,
+                         tr->answer_mask);
+        if (tr->target_weights) {   /* the answer-weighted training loss (data.synthetic.answer_weight) */
+            for (size_t i = 0; i < tr->B * tr->T; i++)
+                tr->target_weights[i] = tr->answer_mask[i] ? (real)tr->data.syn.answer_weight : 1;
+            m->target_weights = tr->target_weights;
+        }
         double l = model_forward(m, tr->tokens, tr->targets);
         if (!isfinite(l)) die_nonfinite(tr, step + 1, "the loss is not finite");
         loss += l / (double)(accum * world);
@@ -240,7 +252,8 @@ double trainer_eval(Trainer* tr) {
     double total = 0;
     /* validation batch k = rows [k*B, (k+1)*B) of the held-out stream, on rank k mod world */
     for (size_t k = (size_t)tr->rank; k < n; k += (size_t)tr->world) {
-        data_source_rows(&tr->data, true, k, tr->B, 0, tr->B, tr->T, tr->tokens, tr->targets);
+        data_source_rows(&tr->data, true, k, tr->B, 0, tr->B, tr->T, tr->tokens, tr->targets, NULL);
+        tr->model.target_weights = NULL;   /* validation: the plain mean over every target */
         total += model_forward(&tr->model, tr->tokens, tr->targets);
     }
     dist_allreduce_sum_double(&total, 1);
