@@ -191,3 +191,13 @@ $(FUZZ_CONFIG_BIN): $(FUZZ_CONFIG_SRC) model/hf_config.h model/config.h common/c
 .PHONY: bench
 bench: check-deps
 	@tools/bench.sh
+
+# make study: the small-scale reproduction of the paper's comparison (tools/study.sh,
+# docs/study.md; about 40 minutes on 2 cores). make study-quick: the same pipeline in
+# a few minutes, without the stage-1 gate and without touching docs/ (make test runs it).
+.PHONY: study study-quick
+study: deps
+	@$(MAKE) --no-print-directory all
+	@tools/study.sh
+study-quick: check-deps
+	@tools/study.sh --quick --out $(BUILD)/study-quick

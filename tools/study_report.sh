@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# tools/study_report.sh: the results section of the study (tools/study.sh).
+#   tools/study_report.sh OUT QUICK SECONDS_STAGE1 SECONDS_STAGE2 SECONDS_EVAL   > OUT/results.md
+#   tools/study_report.sh --splice DOC RESULTS   puts RESULTS between DOC's markers
+#                                                <!-- results:begin --> and <!-- results:end -->
+# Reads the JSON that build/eval and build/analyze wrote (cJSON's layout: one
+# "key": value per line) and each run's metrics.jsonl.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = --splice ]; then
+    doc=$2 res=$3
+    if [ ! -f "$doc" ] || ! grep -q '<!-- results:begin -->' "$doc"; then
+        printf '# The study\n\n<!-- results:begin -->\n<!-- results:end -->\n' >> "$doc"
+    fi
+    awk -v res="$res" '
+        /<!-- results:begin -->/ { print; while ((getline l < res) > 0) print l; skip = 1; next }
+        /<!-- results:end -->/   { skip = 0 }
+        !skip' "$doc" > "$doc.tmp"
+    mv "$doc.tmp" "$doc"
+    exit 0
+fi
+
+out=$1 quick=$2 s1=$3 s2=$4 s3=$5
+MODES="rope repo nope r2n1 n2r1"
+
+# tasks FILE: "family length accuracy chance key_blind" per task entry of an eval JSON
+tasks() {
+    awk '/"family":/   { gsub(/[",\t ]/, "", $2); f = $2 }
+         /"length":/   { gsub(/[,\t ]/, "", $2); l = $2 }
+         /"accuracy":/ { gsub(/[,\t ]/, "", $2); a = $2 }
+         /"chance":/   { gsub(/[,\t ]/, "", $2); c = $2 }
+         /"key_blind":/ { gsub(/[,\t ]/, "", $2); print f, l, a, c, $2 }' FS=':' "$1"
+}
+acc() { tasks "$1" | awk -v f="$2" -v l="$3" '$1 == f && $2 == l { printf "%.3f", $3 }'; }
+jnum() { sed -n "s/^[[:space:]]*\"$1\":[[:space:]]*\([^,]*\),\{0,1\}$/\1/p" "$2" | head -n 1; }
+cfgnum() { sed -n "s/.*\"$1\":[[:space:]]*\([0-9.e+-]*\).*/\1/p" "$2" | head -n 1; }
+# last validation loss, and the median ms of the logged steps, of a run
+val_loss() { grep -o '"val_loss": [^,]*' "$1/metrics.jsonl" | tail -n 1 | awk '{ print $2 }'; }
+median_ms() { grep -o '"ms": [0-9.]*' "$1/metrics.jsonl" | awk '{ print $2 }' | sort -g |
+              awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+S1=configs/study/stage1.json
+S2=configs/study/stage2.json
+T=$(cfgnum seq_len "$S1")
+T2=$((2 * T)); T4=$((4 * T))
+steps1=$(cfgnum steps "$out/stage1_rope/run_config.json")
+b1=$(cfgnum batch_size "$out/stage1_rope/run_config.json")
+steps2=$(cfgnum steps "$out/stage2_rope/run_config.json")
+b2=$(cfgnum batch_size "$out/stage2_rope/run_config.json")
+gate=$(jnum accuracy "$out/eval/stage1_gate.json")
+gate_items=$(jnum items "$out/eval/stage1_gate.json")
+gate_chance=$(jnum chance "$out/eval/stage1_gate.json")
+items=$(jnum items "$out/eval/rope.json")
+rope_ms=$(median_ms "$out/stage2_rope")
+
+echo "Produced by \`$([ "$quick" = 1 ] && echo "tools/study.sh --quick" || echo "make study")\` on $(date -u +%Y-%m-%d)," \
+     "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) cores" \
+     "($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)). Wall time: stage 1 ${s1} s," \
+     "stage 2 ${s2} s (five runs, two at a time), evaluation and analysis ${s3} s."
+echo
+echo "### Budget"
+echo
+echo "| | steps | batch × length | tokens | threads |"
+echo "|---|---:|---|---:|---|"
+echo "| stage 1 (rope, from scratch) | $steps1 | $b1 × $T | $((steps1 * b1 * T)) | 1 |"
+echo "| stage 2, each mode | $steps2 | $b2 × $T | $((steps2 * b2 * T)) | 1 (two runs side by side) |"
+echo
+echo "Model: $(grep -m 1 '^model: .* V=' "$out/logs/stage1_rope.log" | sed 's/^model: *//'), " \
+     "$(sed -n 's/^  parameters \([0-9]*\).*/\1/p' "$out/logs/stage1_rope.log" | head -n 1) parameters with RoPE" \
+     "($(sed -n 's/^  parameters \([0-9]*\).*/\1/p' "$out/logs/stage2_repo.log" | head -n 1) with RePo's modules)."
+echo
+echo "### Stage 1 gate"
+echo
+echo "Single needle at the training length T = $T: exact match **$gate** on $gate_items held-out items" \
+     "(chance $gate_chance; required ≥ 0.90 before stage 2 starts)."
+echo
+echo "### Per mode: validation loss and training cost"
+echo
+echo "| mode | layer positions | final val loss | val ppl | ms/step (median) | step time / rope |"
+echo "|---|---|---:|---:|---:|---:|"
+for m in $MODES; do
+    r=$out/stage2_$m
+    v=$(val_loss "$r")
+    ms=$(median_ms "$r")
+    pos=$(sed -n 's/^ *positions: *//p' "$out/logs/stage2_$m.log" | head -n 1)
+    printf '| %s | %s | %.4f | %.3f | %.1f | %.3f |\n' "$m" "${pos:-?}" "$v" "$(awk -v v="$v" 'BEGIN { print exp(v) }')" \
+        "$ms" "$(awk -v a="$ms" -v b="$rope_ms" 'BEGIN { print a / b }')"
+done
+echo
+echo "rope and repo trained at the same time, one thread each, so their ratio is measured side by side;"
+echo "the other modes ran in later pairs. Validation loss is the plain mean over all targets of the"
+echo "held-out synthetic stream (filler included), not the answer-weighted training loss."
+echo
+echo "### Retrieval accuracy (exact match of the greedy answer, $items items per cell)"
+echo
+echo "1×, 2×, 4× = $T, $T2, $T4 tokens. \"YaRN\" columns evaluate the same checkpoint with YaRN factor 2"
+echo "(at $T2) and 4 (at $T4), original length $T."
+echo
+echo "| family | mode | 1× | 2× | 4× | 2× YaRN | 4× YaRN | chance | key-blind |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
+for f in single multikey multivalue multiquery distractor table; do
+    for m in $MODES; do
+        e=$out/eval/$m.json
+        line=$(tasks "$e" | awk -v f=$f -v l=$T '$1 == f && $2 == l')
+        [ -n "$line" ] || continue
+        ch=$(echo "$line" | awk '{ printf "%.2g", $4 }')
+        kb=$(echo "$line" | awk '{ printf "%.3f", $5 }')
+        printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$f" "$m" "$(acc "$e" $f $T)" "$(acc "$e" $f $T2)" \
+            "$(acc "$e" $f $T4)" "$(acc "$out/eval/${m}_yarn2.json" $f $T2)" "$(acc "$out/eval/${m}_yarn4.json" $f $T4)" "$ch" "$kb"
+    done
+done
+echo
+echo "Mean over the six families:"
+echo
+echo "| mode | 1× | 2× | 4× | 2× YaRN | 4× YaRN |"
+echo "|---|---:|---:|---:|---:|---:|"
+mean_acc() { tasks "$1" | awk -v l="$2" '$2 == l { s += $3; n++ } END { if (n) printf "%.3f", s / n }'; }
+for m in $MODES; do
+    e=$out/eval/$m.json
+    printf '| %s | %s | %s | %s | %s | %s |\n' "$m" "$(mean_acc "$e" $T)" "$(mean_acc "$e" $T2)" "$(mean_acc "$e" $T4)" \
+        "$(mean_acc "$out/eval/${m}_yarn2.json" $T2)" "$(mean_acc "$out/eval/${m}_yarn4.json" $T4)"
+done
+echo
+echo "### Attention mass of the query rows (build/analyze, $(jnum items "$out/analysis/rope/analysis.json") items at length $T)"
+echo
+echo "Single needle; layers floor(L/3) .. L−1 for every mode (RePo's layers), mean over heads and query rows."
+echo "Segment shares (constant / monotonic / hybrid) exist for RePo layers only."
+echo
+grep '^|' "$out/analysis/compare.md"
+echo
+echo "Distractor family (the true needle among near-miss keys):"
+echo
+grep '^|' "$out/analysis/compare_distractor.md"
+echo
+echo "### RePo's learned positions"
+echo
+echo '```'
+sed -n '/^learned positions/,/^  all /p' "$out/logs/analyze_repo.log"
+echo '```'
+echo
+echo "Figures: [attention mass per mode](study/compare_compare_attention.svg)," \
+     "[distractor](study/compare_distractor_compare_attention.svg)," \
+     "[segment shares](study/compare_compare_segments.svg), [RePo positions z against token index](study/repo_positions.svg)."
+echo
+echo "### Commands"
+echo
+echo '```'
+echo "build/train $S1 --set run.out_dir=$out/stage1_rope"
+echo "build/eval $out/stage1_rope --tasks single --lengths $T --items ${gate_items} --seed 7 --json $out/eval/stage1_gate.json"
+echo "for m in $MODES; do"
+echo "  build/train $S2 --set run.out_dir=$out/stage2_\$m --set model.init_from=$out/stage1_rope --set model.positions.mode=\$m"
+echo "  build/eval $out/stage2_\$m --tasks all --lengths $T,$T2,$T4 --items $items --seed 7 --json $out/eval/\$m.json"
+echo "  build/eval $out/stage2_\$m --tasks all --lengths $T2 --items $items --seed 7 --yarn-factor 2 --json $out/eval/\${m}_yarn2.json"
+echo "  build/eval $out/stage2_\$m --tasks all --lengths $T4 --items $items --seed 7 --yarn-factor 4 --json $out/eval/\${m}_yarn4.json"
+echo "  build/analyze $out/stage2_\$m --attention [--positions for repo] --items N --seed 7 --label \$m --out $out/analysis/\$m"
+echo "done"
+echo '```'
+echo
+echo "### Configs"
+echo
+echo "configs/study/stage1.json:"
+echo
+echo '```json'
+cat "$S1"
+echo '```'
+echo
+echo "configs/study/stage2.json (mode, out_dir and init_from set per run as above):"
+echo
+echo '```json'
+cat "$S2"
+echo '```'
