@@ -3,6 +3,7 @@
    method and the FLOP count are in docs/performance.md; tools/bench.sh runs it).
      bench_step [--size S|M|L|long] [--mode rope|repo|nope|r2n1|n2r1] [--steps N] [--warmup N]
                 [--threads N] [--block olmo2|llama] [--tokens-seed N] [--json] [--no-attn] [--mfu-sgemm N]
+                [--B N] [--T N]   the size's model at another batch size or sequence length
      --mfu-sgemm N (default 2048, 0 = off): right after the timed steps, the sgemm rate on
                 N×N in the same process with the same threads, the denominator of MFU
      bench_step --sgemm N [--threads N] [--json]       OpenBLAS sgemm GFLOP/s on N×N matrices
@@ -32,6 +33,7 @@
 typedef struct {
     const char *size, *mode, *block, *save_dir;
     int steps, warmup, threads, sgemm_n, mfu_n;
+    long batch, seq_len;          /* --B, --T: override the size's B and T (0 = keep) */
     unsigned long long tokens_seed;
     bool json, attn;
 } BenchOpts;
@@ -175,12 +177,13 @@ static void save_batch(const char* dir, const int32_t* tok, const int32_t* tgt, 
 static void usage(FILE* fp) {
     fprintf(fp, "usage: bench_step [--size S|M|L|long] [--mode rope|repo|nope|r2n1|n2r1] [--steps N] [--warmup N]\n"
                 "                  [--threads N] [--block olmo2|llama] [--tokens-seed N] [--json] [--no-attn] [--mfu-sgemm N]\n"
+                "                  [--B N] [--T N]   (the size's model at another batch size / sequence length)\n"
                 "       bench_step --sgemm N [--threads N] [--json]\n"
                 "       bench_step --save-weights DIR [--size ...] [--mode ...] [--block ...] [--tokens-seed N]\n");
 }
 
 static void parse_args(BenchOpts* o, int argc, char** argv) {
-    *o = (BenchOpts){"S", "repo", "olmo2", NULL, 5, 2, 0, 0, 2048, 1, false, true};
+    *o = (BenchOpts){"S", "repo", "olmo2", NULL, 5, 2, 0, 0, 2048, 0, 0, 1, false, true};
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) usage(stdout), exit(0);
@@ -198,9 +201,12 @@ static void parse_args(BenchOpts* o, int argc, char** argv) {
         else if (!strcmp(a, "--sgemm")) o->sgemm_n = atoi(v);
         else if (!strcmp(a, "--mfu-sgemm")) o->mfu_n = atoi(v);
         else if (!strcmp(a, "--tokens-seed")) o->tokens_seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--B")) o->batch = atol(v);
+        else if (!strcmp(a, "--T")) o->seq_len = atol(v);
         else { fprintf(stderr, "bench_step: unknown option %s\n", a); usage(stderr); exit(2); }
     }
     CHECK(o->steps >= 1 && o->warmup >= 0, "bench_step: --steps must be >= 1 and --warmup >= 0");
+    CHECK(o->batch >= 0 && o->seq_len >= 0, "bench_step: --B and --T must be positive");
     CHECK(!strcmp(o->block, "olmo2") || !strcmp(o->block, "llama"), "bench_step: unknown block %s", o->block);
 }
 
@@ -215,6 +221,8 @@ int main(int argc, char** argv) {
     c.block = strcmp(o.block, "llama") ? BLOCK_OLMO2 : BLOCK_LLAMA;
     size_t B, T;
     CHECK(size_config(&c, o.size, &B, &T), "bench_step: unknown size %s (S, M, L, long)", o.size);
+    if (o.batch) B = (size_t)o.batch;      /* the size's model at another batch shape (docs/performance.md) */
+    if (o.seq_len) T = (size_t)o.seq_len;
     CHECK(model_config_plan_positions(&c, o.mode, REPO_START_DEFAULT), "bench_step: unknown mode %s", o.mode);
     Model m;
     model_build(&m, &c, B, T, NULL, 0, false);
