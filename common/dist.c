@@ -33,6 +33,13 @@ void dist_share(size_t n, int rank, int world, size_t* lo, size_t* hi) {
 #define MPI_REAL_T MPI_FLOAT
 #endif
 #define CHUNK ((size_t)1 << 30)   /* elements per call: MPI counts are int */
+#define RING_PIECE ((size_t)1 << 18)   /* reals per message of the ring all-reduce (1 MiB in float) */
+
+/* set up once by dist_init, so that no collective allocates: the ring's
+   receive buffer, and per-rank counts and displacements */
+static real* g_piece;
+static size_t *g_counts, *g_displs;
+static int *g_icounts, *g_idispls;
 
 void dist_abort(int code) {
     fflush(stdout);
@@ -56,6 +63,11 @@ void dist_init(int* argc, char*** argv) {
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
     MPI_Comm_size(local, &g_local);
     MPI_Comm_free(&local);
+    g_piece = mallocCheck(RING_PIECE * sizeof(real));
+    g_counts = mallocCheck((size_t)g_world * sizeof(size_t));
+    g_displs = mallocCheck((size_t)g_world * sizeof(size_t));
+    g_icounts = mallocCheck((size_t)g_world * sizeof(int));
+    g_idispls = mallocCheck((size_t)g_world * sizeof(int));
     static char prefix[64];
     snprintf(prefix, sizeof(prefix), "rank %d of %d, ", g_rank, g_world);
     die_set_handler(g_world > 1 ? prefix : "", dist_abort);   /* one rank's error stops them all */
@@ -63,7 +75,14 @@ void dist_init(int* argc, char*** argv) {
           provided, MPI_THREAD_FUNNELED);
 }
 
-void dist_finalize(void) { MPI_Finalize(); }
+void dist_finalize(void) {
+    MPI_Finalize();
+    free(g_piece);
+    free(g_counts);
+    free(g_displs);
+    free(g_icounts);
+    free(g_idispls);
+}
 
 /* the int count of one rank's share, or die naming the limit */
 static int int_count(size_t n, const char* what) {
@@ -71,15 +90,46 @@ static int int_count(size_t n, const char* what) {
     return (int)n;
 }
 
-static void allreduce_sum(void* buf, size_t n, MPI_Datatype type, size_t size) {
+/* Ring all-reduce: a reduce-scatter in world - 1 steps, in each of which every
+   rank passes one chunk to the next rank and adds the chunk it receives from
+   the previous one (piece by piece), then MPI_Allgatherv of the summed chunks;
+   chunk r is dist_share's range of rank r. Each sum is formed once, on one
+   rank, so every rank ends with the same bits. Open MPI 4.1's MPI_Allreduce of
+   the 203 MB gradients of a 51M-parameter model took 0.52-1.0 s on 2 ranks of
+   the 2-core VM (shared memory, every coll_tuned algorithm); this takes
+   35-45 ms there. */
+void dist_allreduce_sum_real(real* buf, size_t n) {
+    if (g_world == 1) return;
+    for (int r = 0; r < g_world; r++) {
+        size_t lo, hi;
+        dist_share(n, r, g_world, &lo, &hi);
+        g_displs[r] = lo;
+        g_counts[r] = hi - lo;
+    }
+    int next = (g_rank + 1) % g_world, prev = (g_rank + g_world - 1) % g_world;
+    for (int s = 0; s < g_world - 1; s++) {
+        int send = ((g_rank - s - 1) % g_world + g_world) % g_world;   /* chunk ids */
+        int recv = ((g_rank - s - 2) % g_world + g_world) % g_world;
+        size_t ns = g_counts[send], nr = g_counts[recv];
+        for (size_t o = 0; o < ns || o < nr; o += RING_PIECE) {   /* the next rank cuts the same pieces */
+            size_t cs = o < ns ? (ns - o < RING_PIECE ? ns - o : RING_PIECE) : 0;
+            size_t cr = o < nr ? (nr - o < RING_PIECE ? nr - o : RING_PIECE) : 0;
+            MPI_Sendrecv(buf + g_displs[send] + (cs ? o : 0), (int)cs, MPI_REAL_T, next, 0, g_piece, (int)cr,
+                         MPI_REAL_T, prev, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            real* dst = buf + g_displs[recv] + (cr ? o : 0);
+            for (size_t i = 0; i < cr; i++) dst[i] += g_piece[i];
+        }
+    }
+    dist_allgatherv_real(buf, g_counts, g_displs);
+}
+
+void dist_allreduce_sum_double(double* buf, size_t n) {
     if (g_world == 1) return;
     for (size_t i = 0; i < n; i += CHUNK) {
         size_t c = n - i < CHUNK ? n - i : CHUNK;
-        MPI_Allreduce(MPI_IN_PLACE, (char*)buf + i * size, (int)c, type, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(MPI_IN_PLACE, buf + i, (int)c, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     }
 }
-void dist_allreduce_sum_real(real* buf, size_t n) { allreduce_sum(buf, n, MPI_REAL_T, sizeof(real)); }
-void dist_allreduce_sum_double(double* buf, size_t n) { allreduce_sum(buf, n, MPI_DOUBLE, sizeof(double)); }
 
 bool dist_any(bool flag) {
     int v = flag;
@@ -99,20 +149,13 @@ void dist_barrier(void) {
     if (g_world > 1) MPI_Barrier(MPI_COMM_WORLD);
 }
 
-/* counts and displs as MPI's int arrays (malloc'd, caller frees); displs may be NULL */
-static int* int_array(const size_t* v, const char* what) {
-    int* out = mallocCheck((size_t)g_world * sizeof(int));
-    for (int r = 0; r < g_world; r++) out[r] = int_count(v[r], what);
-    return out;
-}
-
 void dist_allgatherv_real(real* buf, const size_t* counts, const size_t* displs) {
     if (g_world == 1) return;
-    int* c = int_array(counts, "allgatherv");
-    int* d = int_array(displs, "allgatherv displacement");
-    MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, c, d, MPI_REAL_T, MPI_COMM_WORLD);
-    free(c);
-    free(d);
+    for (int r = 0; r < g_world; r++) {
+        g_icounts[r] = int_count(counts[r], "allgatherv");
+        g_idispls[r] = int_count(displs[r], "allgatherv displacement");
+    }
+    MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, g_icounts, g_idispls, MPI_REAL_T, MPI_COMM_WORLD);
 }
 
 void dist_gatherv_real(const real* send, real* recv, const size_t* counts) {
@@ -120,13 +163,13 @@ void dist_gatherv_real(const real* send, real* recv, const size_t* counts) {
         memcpy(recv, send, counts[0] * sizeof(real));
         return;
     }
-    int* c = int_array(counts, "gatherv");
-    int* d = mallocCheck((size_t)g_world * sizeof(int));
     size_t at = 0;
-    for (int r = 0; r < g_world; r++) d[r] = int_count(at, "gatherv displacement"), at += counts[r];
-    MPI_Gatherv(send, c[g_rank], MPI_REAL_T, recv, c, d, MPI_REAL_T, 0, MPI_COMM_WORLD);
-    free(c);
-    free(d);
+    for (int r = 0; r < g_world; r++) {
+        g_icounts[r] = int_count(counts[r], "gatherv");
+        g_idispls[r] = int_count(at, "gatherv displacement");
+        at += counts[r];
+    }
+    MPI_Gatherv(send, g_icounts[g_rank], MPI_REAL_T, recv, g_icounts, g_idispls, MPI_REAL_T, 0, MPI_COMM_WORLD);
 }
 
 void dist_allgather(const void* mine, void* all, size_t n) {

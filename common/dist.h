@@ -5,8 +5,9 @@
    Before dist_init (and in programs that never call it) the process is rank
    0 of 1 in both builds: collectives are no-ops or copies.
    Collectives must be called by every rank in the same order, as in MPI.
-   Sizes are size_t; MPI's int counts are chunked (allreduce, bcast) or checked
-   (gatherv, allgatherv name the limit when a rank's share passes 2^31). */
+   Sizes are size_t; MPI's int counts are chunked (bcast, the double
+   all-reduce) or checked (the real all-reduce, gatherv and allgatherv die
+   naming the limit when an offset passes 2^31 elements). */
 #ifndef REPOC_DIST_H
 #define REPOC_DIST_H
 
@@ -33,7 +34,8 @@ _Noreturn void dist_abort(int code);
    other rank's range. */
 void dist_share(size_t n, int rank, int world, size_t* lo, size_t* hi);
 
-/* buf (n) = its sum over all ranks, in place, the same result on every rank */
+/* buf (n) = its sum over all ranks, in place, the same bits on every rank
+   (the real version is a ring reduce-scatter + all-gather, see dist.c) */
 void dist_allreduce_sum_real(real* buf, size_t n);
 void dist_allreduce_sum_double(double* buf, size_t n);
 /* whether flag is non-zero on any rank */
