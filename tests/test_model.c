@@ -25,7 +25,9 @@ extern void* __libc_calloc(size_t, size_t);
 extern void* __libc_realloc(void*, size_t);
 extern void* __libc_memalign(size_t, size_t);
 static volatile int counting;
-static size_t n_allocs_ours, n_allocs_libs;
+/* volatile: GCC treats malloc as a builtin that touches no program memory and
+   may otherwise read the counts before the interposed malloc has run */
+static volatile size_t n_allocs_ours, n_allocs_libs;
 static __thread int in_count;
 static void count(void* caller) {
     if (!counting || in_count) return;
@@ -43,8 +45,8 @@ void* aligned_alloc(size_t a, size_t n) { count(CALLER); return __libc_memalign(
 int posix_memalign(void** p, size_t a, size_t n) { count(CALLER); *p = __libc_memalign(a, n); return *p ? 0 : 12; }
 
 static int failures;
-#define EXPECT(cond, ...) do { printf("  %-8s ", (cond) ? "OK" : "NOT OK"); printf(__VA_ARGS__); printf("\n"); \
-                               failures += !(cond); } while (0)
+#define EXPECT(cond, ...) do { int ok_ = (cond); printf("  %-8s ", ok_ ? "OK" : "NOT OK"); printf(__VA_ARGS__); \
+                               printf("\n"); failures += !ok_; } while (0)
 
 static void random_batch(int32_t* tokens, int32_t* targets, size_t N, size_t V, uint64_t seed) {
     Rng rng;

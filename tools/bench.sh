@@ -7,7 +7,8 @@
 # weights and tokens), alternating the programs. Never part of `make test`.
 #
 # Per size and repeat r = 1..BENCH_REPEATS, in this order:
-#   repoc rope, repoc repo, [repoc nope, r2n1, n2r1: repeat 1 only], [PyTorch in BENCH_TORCH_MODE]
+#   repoc rope, repoc repo (swapped in even repeats), [repoc nope, r2n1, n2r1: repeat 1 only],
+#   [PyTorch in BENCH_TORCH_MODE]
 # so the RePo/RoPE and repoc/PyTorch ratios are medians of ratios of runs made
 # side by side. Every repoc run also times attention alone and measures sgemm
 # in the same process right after its steps (the MFU denominator).
@@ -98,7 +99,9 @@ for size in $SIZES; do
     fi
     echo "-- size $size (B=$B T=$T, $warmup warm-up + $steps timed steps per run, $REPEATS repeats)"
     for r in $(seq 1 "$REPEATS"); do
-        for mode in $modes; do
+        order=$modes   # even repeats swap rope and repo, so neither always runs first in its pair
+        [ $((r % 2)) = 1 ] || order=$(echo "$modes" | awk '{ for (i = 1; i <= NF; i++) $i = $i == "rope" ? "repo" : $i == "repo" ? "rope" : $i; print }')
+        for mode in $order; do
             case $mode in rope|repo) ;; *) [ "$r" = 1 ] || continue ;; esac
             j=$("$BIN" --size "$size" --mode "$mode" --threads "$THREADS" --steps "$steps" --warmup "$warmup" --mfu-sgemm "$SGEMM_N" --json)
             record "$j" "$r"
