@@ -83,7 +83,6 @@ if [ "$gate_ok" != 1 ]; then
 fi
 
 # ---- stage 2: two runs at a time, one thread each
-running=0
 slot() {   # wait until fewer than 2 background jobs run
     while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n || true; done
 }
