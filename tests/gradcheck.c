@@ -6,16 +6,21 @@
    whose truncation error is O(h⁴). Per tensor it prints the max absolute error
    and the max relative error, rel_i = |a_i - n_i| / max(|a_i|, |n_i|, 1e-4·max_j |n_j|)
    (elements far below the tensor's own scale are judged at that scale), and
-   PASS when rel <= --tol (default 1e-6). Exit status 1 on any FAIL. */
+   PASS when rel <= --tol (default 1e-6) and every analytic and numeric value is
+   finite (a NaN or Inf gradient is a FAIL: a comparison with NaN is never
+   true, so it could not fail otherwise). Exit status 1 on any FAIL, 2 on a
+   usage error. */
 #include "tests/gradcheck.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/check.h"
 #include "common/threads.h"
+#include "train/cli.h"
 
 #ifndef REPOC_F64
 #error "gradcheck must be compiled with -DREPOC_F64 (double precision)"
@@ -46,7 +51,8 @@ double gc_project(const real* out, const real* proj, size_t n) {
 }
 
 typedef struct {
-    double max_abs, max_rel, max_ref;
+    double max_abs, max_rel, max_ref;   /* over the elements where both gradients are finite */
+    size_t bad_analytic, bad_numeric;   /* elements whose gradient is NaN or ±Inf */
     int pass;
 } TensorResult;
 
@@ -73,27 +79,34 @@ static int check_problem(Problem* p, double tol, double perturb, int verbose) {
     for (size_t t = 0; t < p->n_tensors; t++) {
         size_t n = p->n[t];
         double* num = mallocCheck((n ? n : 1) * sizeof(double));
-        TensorResult r = {0, 0, 0, 1};
+        TensorResult r = {0, 0, 0, 0, 0, 1};
         for (size_t i = 0; i < n; i++) {
             num[i] = numeric_grad(p, &p->x[t][i]);
-            if (fabs(num[i]) > r.max_ref) r.max_ref = fabs(num[i]);
+            if (!isfinite(num[i])) r.bad_numeric++;
+            else if (fabs(num[i]) > r.max_ref) r.max_ref = fabs(num[i]);
         }
         double floor_abs = SCALE_FLOOR * r.max_ref;
         for (size_t i = 0; i < n; i++) {
-            double a = p->dx[t][i], e = fabs(a - num[i]);
+            double a = p->dx[t][i];
+            if (verbose && i < 5) printf("      [%zu] analytic %+.12e numeric %+.12e\n", i, a, num[i]);
+            if (!isfinite(a)) r.bad_analytic++;
+            if (!isfinite(a) || !isfinite(num[i])) continue;
+            double e = fabs(a - num[i]);
             double den = fmax(fmax(fabs(a), fabs(num[i])), floor_abs);
             double rel = den > 0 ? e / den : 0;
             if (e > r.max_abs) r.max_abs = e;
             if (rel > r.max_rel) r.max_rel = rel;
-            if (verbose && i < 5) printf("      [%zu] analytic %+.12e numeric %+.12e\n", i, a, num[i]);
         }
         /* a tensor whose gradient is exactly zero everywhere checks nothing */
-        int degenerate = r.max_ref == 0 && n > 0;
-        r.pass = r.max_rel <= tol && !degenerate;
+        int degenerate = r.max_ref == 0 && n > 0 && !r.bad_numeric;
+        r.pass = r.max_rel <= tol && !degenerate && !r.bad_analytic && !r.bad_numeric;
         failed += !r.pass;
-        printf("  %-52s n=%-5zu max|grad| %.3e  max abs err %.3e  max rel err %.3e  %s%s\n", p->tensor_name[t], n,
+        printf("  %-52s n=%-5zu max|grad| %.3e  max abs err %.3e  max rel err %.3e  %s%s", p->tensor_name[t], n,
                r.max_ref, r.max_abs, r.max_rel, r.pass ? "PASS" : "FAIL",
                degenerate ? " (gradient identically zero: nothing was checked)" : "");
+        if (r.bad_analytic || r.bad_numeric)
+            printf(" (non-finite gradients: %zu analytic, %zu numeric)", r.bad_analytic, r.bad_numeric);
+        printf("\n");
         free(num);
     }
     return failed;
@@ -106,11 +119,12 @@ static void free_problem(Problem* p) {
 
 static void usage(FILE* fp) {
     fprintf(fp,
-            "usage: build/gradcheck (--layer NAME | --all) [--seed N] [--tol X] [--perturb X] [--verbose]\n"
+            "usage: build/gradcheck (--layer NAME | --all) [--seed N] [--tol X] [--step H] [--perturb X] [--verbose]\n"
             "  Compares analytic gradients with 4th-order central finite differences in double precision.\n"
             "  --layer NAME   one of the layers below      --all     every layer below marked *\n"
             "  --seed N       random inputs and parameters (default 1)\n"
             "  --tol X        max relative error to pass (default 1e-6)\n"
+            "  --step H       finite-difference step, > 0 (default 2e-4)\n"
             "  --perturb X    multiply the analytic gradients by (1+X) before comparing (checks the checker)\n"
             "  --verbose      print the first analytic/numeric pairs of every tensor\n"
             "layers:\n");
@@ -118,24 +132,50 @@ static void usage(FILE* fp) {
         fprintf(fp, "  %c %-14s %s\n", GC_LAYERS[i].in_all ? '*' : ' ', GC_LAYERS[i].name, GC_LAYERS[i].what);
 }
 
+/* --perturb: any number strtod reads, NaN and Inf included (they must make the check FAIL) */
+static double parse_any_double(const char* opt, const char* s) {
+    char* end;
+    double v = strtod(s, &end);
+    if (!*s || *end) cli_bad_option("%s: expected a number, got '%s'", opt, s);
+    return v;
+}
+
+/* every option may be given once: a repeated one would silently override the first */
+static void once(const char* opt, int* seen) {
+    if ((*seen)++) cli_bad_option("%s is given twice", opt);
+}
+
 int main(int argc, char** argv) {
+    cli_init("gradcheck");
     const char* layer = NULL;
     int all = 0, verbose = 0;
     unsigned long long seed = 1;
     double tol = 1e-6, perturb = 0;
+    int seen_layer = 0, seen_all = 0, seen_seed = 0, seen_tol = 0, seen_perturb = 0, seen_step = 0, seen_verbose = 0;
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
         int has_val = i + 1 < argc;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
-        else if (!strcmp(a, "--all")) all = 1;
-        else if (!strcmp(a, "--verbose")) verbose = 1;
-        else if (!strcmp(a, "--layer") && has_val) layer = argv[++i];
-        else if (!strcmp(a, "--seed") && has_val) seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(a, "--tol") && has_val) tol = atof(argv[++i]);
-        else if (!strcmp(a, "--perturb") && has_val) perturb = atof(argv[++i]);
-        else if (!strcmp(a, "--step") && has_val) H_STEP = atof(argv[++i]);
-        else { fprintf(stderr, "gradcheck: unknown or incomplete option '%s'\n", a); usage(stderr); return 2; }
+        else if (!strcmp(a, "--all")) { once(a, &seen_all); all = 1; }
+        else if (!strcmp(a, "--verbose")) { once(a, &seen_verbose); verbose = 1; }
+        else if (!strcmp(a, "--layer") && has_val) { once(a, &seen_layer); layer = argv[++i]; }
+        else if (!strcmp(a, "--seed") && has_val) {
+            once(a, &seen_seed);
+            seed = cli_parse_size(a, argv[++i], 0, SIZE_MAX);
+        } else if (!strcmp(a, "--tol") && has_val) {
+            once(a, &seen_tol);
+            tol = cli_parse_double(a, argv[++i]);
+            if (tol < 0) cli_bad_option("--tol: expected a number >= 0, got '%s'", argv[i]);
+        } else if (!strcmp(a, "--perturb") && has_val) {
+            once(a, &seen_perturb);
+            perturb = parse_any_double(a, argv[++i]);
+        } else if (!strcmp(a, "--step") && has_val) {
+            once(a, &seen_step);
+            H_STEP = cli_parse_double(a, argv[++i]);
+            if (!(H_STEP > 0)) cli_bad_option("--step: expected a number > 0, got '%s'", argv[i]);
+        } else { fprintf(stderr, "gradcheck: unknown or incomplete option '%s'\n", a); usage(stderr); return 2; }
     }
+    if (all && layer) cli_bad_option("--all and --layer %s exclude each other: give one", layer);
     if (!all && !layer) { usage(stderr); return 2; }
     threads_init(1);   /* the problems are tiny: thread start-up would dominate */
     int failed = 0, checked = 0, found = 0;

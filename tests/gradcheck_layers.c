@@ -1,6 +1,7 @@
 /* Gradient-check problems for the single ops (tests/gradcheck.h): embedding,
    rmsnorm, linear, rope (with and without YaRN), repo, attention, swiglu, xent,
-   and the deliberately wrong RMSNorm backward that the checker must reject. */
+   and two problems the checker must reject: the deliberately wrong RMSNorm
+   backward and a pole inside the finite-difference stencil. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -323,6 +324,31 @@ static size_t build_xent(Problem* out, size_t max, Rng* rng) {
     return 2;
 }
 
+/* ---- a pole in the stencil: L = Σ proj_i / x_i with x_0 = h (the default --step) ----
+   The analytic gradient -proj_i / x_i² is finite everywhere, but L(x_0 - h) = ±Inf, so
+   the numeric gradient of x_0 is infinite. The checker must FAIL, not compare with NaN. */
+static double pole_loss(Problem* p) {
+    OpCtx* c = p->ctx;
+    double s = 0;
+    for (size_t i = 0; i < c->dims[0]; i++) s += c->proj[i] / c->in[0][i];
+    return s;
+}
+static void pole_grad(Problem* p) {
+    OpCtx* c = p->ctx;
+    for (size_t i = 0; i < c->dims[0]; i++) p->dx[0][i] = -c->proj[i] / (c->in[0][i] * c->in[0][i]);
+}
+static size_t build_pole(Problem* out, size_t max, Rng* rng) {
+    OpCtx* c = new_problem(out, "pole (L = sum proj/x, x_0 = 2e-4: L(x_0 - h) is infinite)");
+    size_t N = 6;
+    c->dims[0] = N;
+    c->in[0] = gc_random(rng, N, 1, 2);
+    c->in[0][0] = 2e-4;
+    c->proj = gc_random(rng, N, -1, 1);
+    gc_add(out, "x", c->in[0], N);
+    out->loss = pole_loss, out->grad = pole_grad;
+    return 1;
+}
+
 size_t build_block_olmo2(Problem* out, size_t max, Rng* rng);
 size_t build_block_llama(Problem* out, size_t max, Rng* rng);
 size_t build_model(Problem* out, size_t max, Rng* rng);
@@ -340,5 +366,6 @@ const LayerEntry GC_LAYERS[] = {
     {"block-llama", "Llama block with GQA, one per position mode", build_block_llama, 1},
     {"model", "tiny decoders mixing rope, repo and nope layers, GQA on", build_model, 1},
     {"rmsnorm-wrong", "a deliberately wrong backward; the check must FAIL", build_rmsnorm_wrong, 0},
+    {"pole", "an infinite numeric gradient; the check must FAIL", build_pole, 0},
 };
 const size_t GC_N_LAYERS = sizeof(GC_LAYERS) / sizeof(GC_LAYERS[0]);

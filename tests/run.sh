@@ -36,6 +36,17 @@ run gradcheck-all build/gradcheck --all
 run gradcheck-seed2 build/gradcheck --all --seed 2
 run_fails gradcheck-catches-wrong-backward "FAIL" build/gradcheck --layer rmsnorm-wrong
 run_fails gradcheck-catches-1e-5-perturbation "FAIL" build/gradcheck --layer attention --perturb 1e-5
+# a NaN or Inf gradient, analytic or numeric, is a FAIL (a comparison with NaN never fails)
+run_fails gradcheck-catches-nan-gradient "non-finite gradients: 24 analytic, 0 numeric" build/gradcheck --layer rmsnorm --perturb nan
+run_fails gradcheck-catches-inf-gradient "FAIL (non-finite gradients" build/gradcheck --layer attention --perturb inf
+run_fails gradcheck-catches-infinite-numeric "non-finite gradients: 0 analytic, 1 numeric" build/gradcheck --layer pole
+# usage errors: exit status 2 and a message naming the option
+run_fails gradcheck-rejects-step-0 "--step: expected a number > 0, got '0'" build/gradcheck --all --step 0
+run_fails gradcheck-rejects-seed-abc "--seed: expected an integer" build/gradcheck --all --seed abc
+run_fails gradcheck-rejects-seed-negative "got '-1'" build/gradcheck --all --seed -1
+run_fails gradcheck-rejects-tol-abc "--tol: expected a number, got 'abc'" build/gradcheck --all --tol abc
+run_fails gradcheck-rejects-layer-twice "--layer is given twice" build/gradcheck --layer rmsnorm --layer swiglu
+run_fails gradcheck-rejects-all-and-layer "--all and --layer rmsnorm exclude" build/gradcheck --all --layer rmsnorm
 
 # the malformed-file corpus and checkpoint directories under ASan + UBSan
 run asan-malformed-files make --no-print-directory test-asan
