@@ -52,6 +52,13 @@ ifeq ($(DEBUG),1)
   CFLAGS := $(filter-out -O3,$(CFLAGS)) -O0 -g -fsanitize=address,undefined -fno-omit-frame-pointer
   LDFLAGS += -fsanitize=address,undefined
 endif
+# UBSAN=1 (make test-ubsan): UBSan alone, every report fatal, -O1 so the run stays quick.
+# float-cast-overflow is not part of GCC's "undefined": it catches NaN or huge values cast to integers.
+ifeq ($(UBSAN),1)
+  UBSAN_FLAGS = -fsanitize=undefined,float-cast-overflow -fno-sanitize-recover=all
+  CFLAGS := $(filter-out -O3,$(CFLAGS)) -O1 -g -fno-omit-frame-pointer $(UBSAN_FLAGS)
+  LDFLAGS += $(UBSAN_FLAGS)
+endif
 
 # sources: every .c of the library folders; a file of train/ that defines
 # `int main` is a program (build/<name>), the rest of train/ is library
@@ -151,6 +158,18 @@ test-asan: $(ASAN_BUILD)/test_safetensors
 $(ASAN_BUILD)/test_safetensors: $(ASAN_SRC) common/safetensors.h common/check.h common/real.h
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -O3,$(CFLAGS)) $(ASAN_FLAGS) $(ASAN_SRC) -o $@ -lcjson -lm
+
+# make test-ubsan: every C test program, build/gradcheck and the programs built
+# with UBSan alone (UBSAN=1: -O1, every report fatal) into build/ubsan, then
+# tests/ubsan.sh runs the test programs, gradcheck --all and short train, eval
+# and analyze runs under it. `make test` runs it (about a minute on 2 cores).
+UBSAN_BUILD = build/ubsan
+.PHONY: build-ubsan test-ubsan test-programs
+test-programs: $(BUILD)/gradcheck $(PROGRAMS) $(TESTS)
+build-ubsan: check-deps
+	@$(MAKE) --no-print-directory UBSAN=1 BUILD=$(UBSAN_BUILD) test-programs
+test-ubsan: build-ubsan $(BUILD)/tools/gen_tokens
+	@tests/ubsan.sh
 
 # make fuzz [FUZZ_SECONDS=600] [PRECISION=64] [FUZZ_FLAGS=-jobs=N]: libFuzzer on the
 # header parser (tests/fuzz/fuzz_safetensors.c), seeded from the corpus; new inputs

@@ -51,6 +51,11 @@ run_fails gradcheck-rejects-all-and-layer "--all and --layer rmsnorm exclude" bu
 # the malformed-file corpus and checkpoint directories under ASan + UBSan
 run asan-malformed-files make --no-print-directory test-asan
 
+# the C test programs, gradcheck --all and short train/eval/analyze runs once more,
+# built with UBSan alone (build/ubsan), every report fatal (tests/ubsan.sh)
+run ubsan-build make --no-print-directory -j2 build-ubsan
+run ubsan bash tests/ubsan.sh
+
 # every test program (float build), then every shell test (they drive build/train)
 for t in build/tests/test_*; do
     [ -x "$t" ] && run "$(basename "$t")" "$t"
