@@ -65,6 +65,18 @@ int synthetic_from_json(SyntheticConfig* cfg, const cJSON* obj, char* err, size_
     return 0;
 }
 
+/* every row needs seq_len + 1 tokens; key is "data.train" or "data.val", files what it lists */
+static void check_length(const TokenData* td, const char* key, const char* const* files, size_t n, size_t T) {
+    if (td->n_tokens > T) return;
+    char list[1024];
+    size_t used = 0;
+    list[0] = 0;
+    for (size_t i = 0; i < n && used < sizeof(list); i++)
+        used += (size_t)snprintf(list + used, sizeof(list) - used, "%s'%s'", i ? ", " : "", files[i]);
+    DIE("%s (%s): %zu tokens, fewer than data.seq_len + 1 = %zu that one row needs: give longer %s files "
+        "or a smaller data.seq_len", key, list, td->n_tokens, T + 1, key);
+}
+
 void data_source_open(DataSource* ds, const cJSON* synthetic, const char* const* train, size_t n_train,
                       const char* const* val, size_t n_val, const char* format, DataOrder order, uint64_t seed,
                       size_t vocab_size, size_t T) {
@@ -85,11 +97,12 @@ void data_source_open(DataSource* ds, const cJSON* synthetic, const char* const*
     }
     CHECK(n_train > 0, "data.train: no training files given (and no data.synthetic)");
     token_data_open(&ds->train, train, n_train, format, vocab_size);
+    check_length(&ds->train, "data.train", train, n_train, T);
     if (n_val) {
         token_data_open(&ds->val, val, n_val, format, vocab_size);
         ds->has_val = true;
+        check_length(&ds->val, "data.val", val, n_val, T);
     }
-    CHECK(ds->train.n_tokens > T, "data.train: %zu tokens, fewer than seq_len + 1 = %zu", ds->train.n_tokens, T + 1);
 }
 
 void data_source_close(DataSource* ds) {

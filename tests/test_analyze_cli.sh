@@ -119,6 +119,12 @@ expect_fail "--compare without --out" "--compare needs --out" --compare "$T/o/an
 expect_fail "--compare of a file that is not an analysis" "is not an analysis.json" \
     --compare "$OLMO/config.json" --out "$T/c2"
 expect_fail "no checkpoint" "no CHECKPOINT" --items 3
+# an --out that cannot be written stops analyze before any work
+touch "$T/afile"
+expect_fail "--out under a file" "--out '$T/afile/o': '$T/afile' is not a directory" $OLMO --out "$T/afile/o"
+grep -q "^checkpoint" "$T/log" && bad "--out under a file: the analysis ran before the check"
+expect_fail "--compare --out under a file" "--out '$T/afile/c': '$T/afile' is not a directory" \
+    --compare "$T/o/analysis.json" --out "$T/afile/c"
 $PROG --help >"$T/log" 2>&1 && grep -q "usage" "$T/log" && ok "--help prints the usage" || bad "--help"
 
 echo "test_analyze_cli: $([ $failures -eq 0 ] && echo all OK || echo FAILED)"

@@ -79,6 +79,16 @@ expect_fail "length beyond memory" "for the KV cache" $CK --lengths 2000000000 -
 expect_fail "YaRN without a training length" "--yarn-orig" $CK --yarn-factor 2
 expect_fail "missing --ppl file" "$T/none.u16" $CK --ppl "$T/none.u16"
 expect_fail "no checkpoint" "no CHECKPOINT" --items 3
+# an output that cannot be written stops eval before any work (the model is not even loaded)
+touch "$T/afile"
+expect_fail "--json in a missing directory" "--json '$T/nodir/e.json' cannot be written (No such file or directory)" \
+    $CK --items 2 --lengths 128 --tasks single --json "$T/nodir/e.json"
+grep -q "exact" "$T/log" && bad "--json in a missing directory: the tasks ran before the check"
+expect_fail "--json under a file" "--json '$T/afile/e.json' cannot be written (Not a directory)" \
+    $CK --items 2 --lengths 128 --tasks single --json "$T/afile/e.json"
+expect_fail "--json naming a directory" "--json '$T/empty' is a directory: give a file name" \
+    $CK --items 2 --lengths 128 --tasks single --json "$T/empty"
+grep -q "exact" "$T/log" && bad "--json naming a directory: the tasks ran before the check"
 build/eval --help >"$T/log" 2>&1 && grep -q "usage" "$T/log" && ok "--help prints the usage" || bad "--help"
 
 echo "test_eval: $([ $failures -eq 0 ] && echo all OK || echo FAILED)"

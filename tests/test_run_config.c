@@ -206,17 +206,27 @@ static void test_overrides(void) {
 
     const char* bad1[] = { "optim.learnig_rate=1" };
     expect_error("--set of an unknown key", "{" DATA "}", bad1, 1,
-                 "--set: optim.learnig_rate: unknown key (did you mean optim.lr?)");
+                 "--set optim.learnig_rate=1: optim.learnig_rate: unknown key (did you mean optim.lr?)");
     const char* bad2[] = { "optm.lr=1" };
     expect_error("--set of an unknown section", "{" DATA "}", bad2, 1,
-                 "--set: optm: unknown key (did you mean optim?)");
+                 "--set optm.lr=1: optm: unknown key (did you mean optim?)");
     const char* bad3[] = { "train.batch_size=abc" };
     expect_error("--set wrong type", "{" DATA "}", bad3, 1,
-                 "--set: train.batch_size: expected an integer, got \"abc\"");
+                 "--set train.batch_size=abc: train.batch_size: expected an integer, got \"abc\"");
     const char* bad4[] = { "train.steps.x=1" };
-    expect_error("--set inside a value", "{" DATA "}", bad4, 1, "--set: train.steps: is not an object");
+    expect_error("--set inside a value", "{" DATA "}", bad4, 1, "--set train.steps.x=1: train.steps: is not an object");
     const char* bad5[] = { "train.steps" };
-    expect_error("--set without =", "{" DATA "}", bad5, 1, "--set: expected key.path=value, got 'train.steps'");
+    expect_error("--set without =", "{" DATA "}", bad5, 1, "--set train.steps: expected key.path=value");
+    /* a check between keys blames the --set argument that gave the key, not the config file */
+    const char* bad6[] = { "train.steps=5", "optim.min_lr=1" };
+    expect_error("--set value failing a later check", "{" DATA "}", bad6, 2,
+                 "--set optim.min_lr=1: optim.min_lr: 1 exceeds optim.lr");
+    const char* bad7[] = { "optim.lr_mult.repo=2", "optim.warmup_steps=10" };
+    expect_error("--set value failing a later check (2)", "{" DATA ", \"train\": {\"steps\": 3}}", bad7, 2,
+                 "--set optim.warmup_steps=10: optim.warmup_steps: 10 exceeds train.steps 3");
+    const char* ok8[] = { "optim.lr=1e-3" };
+    expect_error("a key from the file is still blamed on the file", "{" DATA ", \"optim\": {\"min_lr\": 1}}", ok8, 1,
+                 "c.json: optim.min_lr: 1 exceeds optim.lr 0.001");
 }
 
 static void test_round_trip(void) {
@@ -301,17 +311,18 @@ static void test_model_bridges(void) {
     run_config_free(&back);
     model_config_default(&mc);   /* stands for the checkpoint's config.json: D 256, H 8, L 4 */
     mc.L = 9;
-    r = run_config_apply_checkpoint(&rc, &mc, err, sizeof(err));
-    EXPECT(r && strstr(err, "model.d_model: 512 disagrees with 256 in ckpt/config.json"), "%s", err);
+    r = run_config_apply_checkpoint(&rc, &mc, "ckpt", false, err, sizeof(err));
+    EXPECT(r && strstr(err, "model.d_model: 512 disagrees with 256 in ckpt/config.json (model.init_from); remove the "
+                            "key to take the checkpoint's value"), "%s", err);
     mc.D = 512, mc.H = 6;
-    r = run_config_apply_checkpoint(&rc, &mc, err, sizeof(err));
+    r = run_config_apply_checkpoint(&rc, &mc, "ckpt", false, err, sizeof(err));
     EXPECT(r == 0 && mc.pos[2] == POS_ROPE && mc.pos[3] == POS_REPO && mc.pos[8] == POS_REPO,
            "agreeing sizes pass; positions.mode repo applies to the checkpoint's 9 layers (start 3)");
     run_config_free(&rc);
     r = load(&rc, "{\"model\": {\"init_from\": \"ckpt\", \"positions\": {\"layers\": [\"rope\", \"repo\"]}}, " DATA "}",
              NULL, 0, err, sizeof(err));
     model_config_default(&mc);
-    int r2 = run_config_apply_checkpoint(&rc, &mc, err, sizeof(err));
+    int r2 = run_config_apply_checkpoint(&rc, &mc, "ckpt", false, err, sizeof(err));
     EXPECT(r == 0 && r2 && strstr(err, "model.positions.layers: has 2 entries, but the model has 4 layers"),
            "an explicit list is checked against the checkpoint's layers: %s", err);
     run_config_free(&rc);

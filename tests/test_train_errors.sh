@@ -47,6 +47,46 @@ case_ "init_from size mismatch" "model.d_model" \
      "optim": {"warmup_steps": 0}, "train": {"batch_size": 1, "steps": 1, "eval_every": 0}'
 case_ "malformed JSON" "JSON syntax error" '"train": {"steps": 3,,}'
 case_ "init_from missing" "nowhere" '"model": {"init_from": "'$T'/nowhere"}, "data": {"synthetic": {}}'
+build/tools/gen_tokens "$T/short.u16" 10 64 1 || exit 1
+case_ "validation data shorter than seq_len + 1" \
+    "data.val ('$T/short.u16'): 10 tokens, fewer than data.seq_len + 1 = 17 that one row needs" \
+    "$base" --set "data.val=[\"$T/short.u16\"]" --set train.eval_every=1
+case_ "rows per step overflow" \
+    "--set train.grad_accum=9007199254740992: train.grad_accum: 9007199254740992 x train.batch_size 2048 rows per step" \
+    "$base" --set train.batch_size=2048 --set train.grad_accum=9007199254740992
+case_ "tokens per micro-batch overflow" "train.batch_size: 536870912 x data.seq_len 16 tokens per micro-batch" \
+    "$base" --set train.batch_size=536870912
+case_ "--set value failing a check between keys" "--set optim.min_lr=1: optim.min_lr: 1 exceeds optim.lr" \
+    "$base" --set optim.min_lr=1
+
+# a run to resume and to start from: 2 steps, one checkpoint
+printf '{"run": {"out_dir": "%s"}, %s}\n' "$T/done" "$base" >"$T/done.json"
+build/train "$T/done.json" >"$T/log" 2>&1 || { echo "  NOT OK  the run to resume failed"; cat "$T/log"; exit 1; }
+ck="$T/done/step_0000002"
+case_ "init_from naming a run directory, other size" \
+    "--set model.d_model=64: model.d_model: 64 disagrees with 32 in $ck/config.json (model.init_from); remove the key" \
+    "$base" --set "model.init_from=\"$T/done\"" --set model.d_model=64
+resume_fails() {  # name phrase --set...   the resumed run stops before touching its run directory
+    local name=$1 phrase=$2
+    shift 2
+    local before
+    before=$(cd "$T/done" && find . -type f -exec md5sum {} + | sort)
+    build/train "$T/done.json" --set train.steps=4 "$@" >"$T/log" 2>&1
+    local rc=$?
+    if [ $rc -ne 0 ] && grep -qF -- "$phrase" "$T/log" && [ "$before" = "$(cd "$T/done" && find . -type f -exec md5sum {} + | sort)" ]; then
+        echo "  OK      $name: exit $rc, run directory untouched: $(grep -m1 "^error" "$T/log")"
+    else
+        echo "  NOT OK  $name: exit $rc, expected '$phrase' and an untouched run directory:"
+        sed 's/^/          /' "$T/log" | tail -5
+        failures=$((failures + 1))
+    fi
+}
+resume_fails "resume with another model size" \
+    "model.d_model: 64 disagrees with 32 in $ck/config.json (the checkpoint this run resumes); a resumed run keeps" \
+    --set model.d_model=64
+resume_fails "resume with other positions" \
+    "model.positions.mode: gives the layers repo, repo, but $ck/config.json (the checkpoint this run resumes) has rope, rope" \
+    --set 'model.positions.mode="repo"' --set model.positions.repo_start_layer=0
 
 # a diverging run (lr 1e8) stops naming the step; the checkpoint `latest` names stays complete and loads
 out="$T/diverge"

@@ -311,6 +311,7 @@ int main(int argc, char** argv) {
     cli_init("analyze");
     AnalyzeOptions o;
     parse_args(&o, argc, argv);
+    if (o.out) cli_check_output_dir("--out", o.out);
     if (o.n_compare) {
         analyze_compare(o.compare, o.n_compare, o.out);
         return 0;

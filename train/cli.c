@@ -2,11 +2,13 @@
 #include "train/cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/check.h"
 #include "common/fileio.h"
@@ -118,6 +120,41 @@ void cli_apply_yarn(ModelConfig* cfg, double factor, double orig, const CkptInfo
                L0, orig ? "--yarn-orig" : "the training length");
     }
     model_config_validate(cfg);
+}
+
+/* create and remove a file named like path plus a suffix: can path be written? (0, or the errno) */
+static int probe_create(const char* path) {
+    char tmp[4200];
+    int n = snprintf(tmp, sizeof(tmp), "%s.probe.%d", path, (int)getpid());
+    if (n < 0 || (size_t)n >= sizeof(tmp)) return ENAMETOOLONG;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) return errno;
+    close(fd);
+    unlink(tmp);
+    return 0;
+}
+
+void cli_check_output_file(const char* opt, const char* path) {
+    if (is_dir(path)) DIE("%s: %s '%s' is a directory: give a file name", prog_name, opt, path);
+    int e = probe_create(path);
+    if (e) DIE("%s: %s '%s' cannot be written (%s): give a path in an existing, writable directory",
+               prog_name, opt, path, strerror(e));
+}
+
+void cli_check_output_dir(const char* opt, const char* dir) {
+    char d[4096], probe[4200];
+    snprintf(d, sizeof(d), "%s", dir);
+    while (!path_exists(d)) {   /* the nearest existing parent: the directory will be made in it */
+        char up[4096];
+        dir_of(d, up, sizeof(up));
+        if (!strcmp(up, d)) break;
+        snprintf(d, sizeof(d), "%s", up);
+    }
+    if (!is_dir(d)) DIE("%s: %s '%s': '%s' is not a directory: give another directory", prog_name, opt, dir, d);
+    snprintf(probe, sizeof(probe), "%s/.repoc", d);
+    int e = probe_create(probe);
+    if (e) DIE("%s: %s '%s' cannot be written: '%s' does not take new files (%s): give a writable directory",
+               prog_name, opt, dir, d, strerror(e));
 }
 
 void cli_write_json(const char* path, cJSON* root) {

@@ -46,6 +46,14 @@ const char* cli_resolve_synthetic(SyntheticConfig* syn, const char* opt, const C
    training length; validates cfg */
 void cli_apply_yarn(ModelConfig* cfg, double factor, double orig, const CkptInfo* ci);
 
+/* Outputs are checked before any work, so a long run never ends in "cannot
+   create": a file (--json) is created and removed again next to where it will
+   go; a directory (--out) that does not exist yet is not created, but its
+   nearest existing parent must take a new file. Each dies naming opt, the path
+   and the fix. */
+void cli_check_output_file(const char* opt, const char* path);
+void cli_check_output_dir(const char* opt, const char* dir);
+
 /* Print root as JSON into path atomically, with a final newline, and free root */
 void cli_write_json(const char* path, cJSON* root);
 

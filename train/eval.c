@@ -281,6 +281,7 @@ int main(int argc, char** argv) {
     cli_init("eval");
     EvalOptions o;
     parse_args(&o, argc, argv);
+    if (o.json_out) cli_check_output_file("--json", o.json_out);
     CkptInfo ci;
     cli_resolve_checkpoint(&ci, o.ckpt);
     ModelConfig cfg;

@@ -252,6 +252,16 @@ static int validate(RcCtx* c) {
     if (rc->optim.warmup_steps > rc->train.steps)
         return rc_fail(c, "optim.warmup_steps", "%zu exceeds train.steps %zu", rc->optim.warmup_steps, rc->train.steps);
 
+    /* products of sizes, before they can wrap around: rows per optimizer step, tokens per micro-batch */
+    const RcTrain* t = &rc->train;
+    if (t->grad_accum > BIG / t->batch_size)
+        return rc_fail(c, "train.grad_accum", "%zu x train.batch_size %zu rows per step is more than 2^53: "
+                       "lower train.grad_accum or train.batch_size", t->grad_accum, t->batch_size);
+    if (rc->data.seq_len > 0x7fffffff / t->batch_size)
+        return rc_fail(c, "train.batch_size", "%zu x data.seq_len %zu tokens per micro-batch is more than 2^31 - 1: "
+                       "lower train.batch_size or data.seq_len (train.grad_accum adds rows without memory)",
+                       t->batch_size, rc->data.seq_len);
+
     const RcData* d = &rc->data;
     if (d->train.n && d->synthetic) return rc_fail(c, "data.synthetic", "given together with data.train: use one");
     if (!d->train.n && !d->synthetic)
@@ -265,17 +275,21 @@ static int validate(RcCtx* c) {
 int run_config_load(RunConfig* rc, const char* path, const char* const* overrides, size_t n_overrides,
                     char* err, size_t err_len) {
     run_config_defaults(rc);
-    RcCtx c = { rc, path, err, err_len };
+    RcCtx c = { rc, path, err, err_len, false };
     if (err && err_len) err[0] = 0;
     if (path) {
         if (strlen(path) >= sizeof(rc->source)) return rc_fail(&c, NULL, "config path too long");
         strcpy(rc->source, path);
         if (load_file(&c, path)) return -1;
     }
-    c.src = "--set";
-    for (size_t i = 0; i < n_overrides; i++)
+    char arg[RC_PATH_LEN + 16];
+    for (size_t i = 0; i < n_overrides; i++) {
+        snprintf(arg, sizeof(arg), "--set %s", overrides[i]);
+        c.src = arg;
         if (rc_apply_override(&c, overrides[i])) return -1;
+    }
     c.src = path;
+    c.by_key = true;
     return validate(&c);
 }
 

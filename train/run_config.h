@@ -133,6 +133,8 @@ typedef struct {
     RcTrain train;
     char source[RC_PATH_LEN];           /* the file loaded ("" = none), for messages */
     bool set[RC_KEYS_MAX];              /* per schema key: given in the file or by --set */
+    const char* set_arg[RC_KEYS_MAX];   /* per schema key: the last --set argument that gave it (the caller's
+                                           string, which outlives rc), NULL = the file or the default */
 } RunConfig;
 
 /* Every default, in one place (the values documented above). Owns nothing. */
@@ -169,14 +171,17 @@ int run_config_check_layers(const RunConfig* rc, size_t n_layers, char* err, siz
    plan of positions.mode and repo_start_layer) and YaRN from rope_scaling. */
 void run_config_model(const RunConfig* rc, ModelConfig* c);
 
-/* For init_from: c holds the checkpoint's config.json. Every explicitly set
+/* For init_from or a resumed run: c holds the config.json of the checkpoint
+   in ckpt_dir (resuming: the one this run resumes). Every explicitly set
    structural key (arch, vocab_size, d_model, n_layers, n_heads, n_kv_heads,
-   d_ff, tie_embeddings) must agree with it, else an error naming the key.
+   d_ff, tie_embeddings) must agree with it, else an error naming the key, that
+   config.json and the fix; when resuming, so must the layers' positions.
    Then the keys that may change on load are applied when set: rope_theta,
    norm_eps, positions (when mode or layers is set, with repo_start_layer:
    e.g. turning a RoPE checkpoint into RePo for continual pretraining) and
    rope_scaling. Validate c afterwards (model_config_validate). */
-int run_config_apply_checkpoint(const RunConfig* rc, ModelConfig* c, char* err, size_t err_len);
+int run_config_apply_checkpoint(const RunConfig* rc, ModelConfig* c, const char* ckpt_dir, bool resuming, char* err,
+                                size_t err_len);
 
 /* The optimizer's config: optim.* plus total_steps = train.steps; lr_mult
    "repo" becomes repo_lr_mult, the other entries patterns. */

@@ -10,7 +10,7 @@
 #include "train/run_config_schema.h"
 
 int run_config_check_layers(const RunConfig* rc, size_t n_layers, char* err, size_t err_len) {
-    RcCtx c = { (RunConfig*)rc, rc->source[0] ? rc->source : NULL, err, err_len };
+    RcCtx c = { (RunConfig*)rc, rc->source[0] ? rc->source : NULL, err, err_len, true };
     const RcPositions* p = &rc->model.positions;
     if (n_layers > MAX_LAYERS) return rc_fail(&c, "model.n_layers", "%zu exceeds the limit %d", n_layers, MAX_LAYERS);
     if (p->n_layers_list && p->n_layers_list != n_layers)
@@ -57,9 +57,26 @@ void run_config_model(const RunConfig* rc, ModelConfig* c) {
     set_positions(rc, c);
 }
 
-int run_config_apply_checkpoint(const RunConfig* rc, ModelConfig* c, char* err, size_t err_len) {
-    RcCtx x = { (RunConfig*)rc, rc->source[0] ? rc->source : NULL, err, err_len };
+/* "rope, repo, repo": the layers' position modes, for messages */
+static void describe_positions(const ModelConfig* c, char* out, size_t n) {
+    size_t used = 0;
+    out[0] = 0;
+    for (size_t l = 0; l < c->L && used < n; l++)
+        used += (size_t)snprintf(out + used, n - used, "%s%s", l ? ", " : "", pos_mode_name(c->pos[l]));
+}
+
+int run_config_apply_checkpoint(const RunConfig* rc, ModelConfig* c, const char* ckpt_dir, bool resuming, char* err,
+                                size_t err_len) {
+    RcCtx x = { (RunConfig*)rc, rc->source[0] ? rc->source : NULL, err, err_len, true };
     const RcModel* m = &rc->model;
+    /* where c came from, and what to do about a disagreement */
+    char from[4200];
+    const char* fix = resuming
+        ? "a resumed run keeps the model it was trained with: remove the key, or start a new run "
+          "(another run.out_dir, or run.resume \"never\")"
+        : "remove the key to take the checkpoint's value, or point model.init_from at a checkpoint that has it";
+    snprintf(from, sizeof(from), "%s/config.json (%s)", ckpt_dir,
+             resuming ? "the checkpoint this run resumes" : "model.init_from");
     /* n_kv_heads given as null means "= n_heads": the file's n_heads if set, else the checkpoint's */
     size_t heads = run_config_was_set(rc, "model.n_heads") ? m->n_heads : c->H;
     size_t kvh = m->n_kv_heads != RC_UNSET ? m->n_kv_heads : heads;
@@ -72,21 +89,38 @@ int run_config_apply_checkpoint(const RunConfig* rc, ModelConfig* c, char* err, 
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         if (!run_config_was_set(rc, sizes[i].key) || sizes[i].want == sizes[i].have) continue;
         const char* key = sizes[i].key;
-        if (!strcmp(key, "model.arch"))
-            return rc_fail(&x, key, "%s disagrees with %s in %s/config.json", block_style_name(m->arch),
-                           block_style_name(c->block), m->init_from);
-        if (!strcmp(key, "model.tie_embeddings"))
-            return rc_fail(&x, key, "%s disagrees with %s in %s/config.json", m->tie_embeddings ? "true" : "false",
-                           c->tie_embeddings ? "true" : "false", m->init_from);
-        return rc_fail(&x, key, "%zu disagrees with %zu in %s/config.json", sizes[i].want, sizes[i].have,
-                       m->init_from);
+        char want[32], have[32];
+        if (!strcmp(key, "model.arch")) {
+            snprintf(want, sizeof(want), "%s", block_style_name(m->arch));
+            snprintf(have, sizeof(have), "%s", block_style_name(c->block));
+        } else if (!strcmp(key, "model.tie_embeddings")) {
+            snprintf(want, sizeof(want), "%s", m->tie_embeddings ? "true" : "false");
+            snprintf(have, sizeof(have), "%s", c->tie_embeddings ? "true" : "false");
+        } else {
+            snprintf(want, sizeof(want), "%zu", sizes[i].want);
+            snprintf(have, sizeof(have), "%zu", sizes[i].have);
+        }
+        return rc_fail(&x, key, "%s disagrees with %s in %s; %s", want, have, from, fix);
     }
     if (run_config_was_set(rc, "model.rope_theta")) c->rope_theta = m->rope_theta;
     if (run_config_was_set(rc, "model.norm_eps")) c->norm_eps = m->norm_eps;
     if (run_config_was_set(rc, "model.positions.rope_scaling")) set_yarn(rc, c);
     if (run_config_was_set(rc, "model.positions.mode") || run_config_was_set(rc, "model.positions.layers")) {
         if (run_config_check_layers(rc, c->L, err, err_len)) return -1;
+        ModelConfig was = *c;
         set_positions(rc, c);
+        /* the optimizer state and RePo weights of a checkpoint belong to its positions */
+        if (resuming && memcmp(was.pos, c->pos, c->L * sizeof(PosMode))) {
+            char have[512], want[512];
+            describe_positions(&was, have, sizeof(have));
+            describe_positions(c, want, sizeof(want));
+            return rc_fail(&x, run_config_was_set(rc, "model.positions.layers") ? "model.positions.layers"
+                                                                                   : "model.positions.mode",
+                           "gives the layers %s, but %s has %s; a resumed run keeps its positions: remove the key, "
+                           "or start a new run (another run.out_dir, or run.resume \"never\") with "
+                           "model.init_from \"%s\" to continue this checkpoint with other positions",
+                           want, from, have, ckpt_dir);
+        }
     }
     return 0;
 }

@@ -96,11 +96,27 @@ static const RcKey* suggest_key(const char* parent, const char* name) {
     return NULL;
 }
 
-/* "<src>: <path>: <message>"; returns -1 */
+/* the --set argument that gave path (or the key above it, for entries of
+   lr_mult and data.synthetic), NULL when it came from the file */
+static const char* set_arg_of(const RunConfig* rc, const char* path) {
+    char prefix[RC_PATH_LEN];
+    snprintf(prefix, sizeof(prefix), "%s", path);
+    for (;;) {
+        const RcKey* k = rc_find_key(prefix);
+        if (k) return rc->set_arg[k - RC_KEYS];
+        char* dot = strrchr(prefix, '.');
+        if (!dot) return NULL;
+        *dot = 0;
+    }
+}
+
+/* "<src>: <path>: <message>", where src is "--set <argument>" when one gave path; returns -1 */
 int rc_fail(RcCtx* c, const char* path, const char* fmt, ...) {
     if (!c->err || !c->len) return -1;
-    int n = snprintf(c->err, c->len, "%s%s%s%s", c->src ? c->src : "", c->src ? ": " : "", path ? path : "",
-                     path ? ": " : "");
+    const char* arg = c->by_key && c->rc && path ? set_arg_of(c->rc, path) : NULL;
+    int n = arg ? snprintf(c->err, c->len, "--set %s: %s: ", arg, path)
+                : snprintf(c->err, c->len, "%s%s%s%s", c->src ? c->src : "", c->src ? ": " : "", path ? path : "",
+                           path ? ": " : "");
     if (n >= 0 && (size_t)n < c->len) {
         va_list ap;
         va_start(ap, fmt);
@@ -388,7 +404,7 @@ int rc_apply_override(RcCtx* c, const char* text) {
     char path[RC_PATH_LEN], cur[RC_PATH_LEN], name[RC_PATH_LEN];
     const char* eq = strchr(text, '=');
     if (!eq || eq == text || (size_t)(eq - text) >= sizeof(path))
-        return rc_fail(c, NULL, "expected key.path=value, got '%s'", text);
+        return rc_fail(c, NULL, "expected key.path=value");   /* c->src names the argument */
     snprintf(path, sizeof(path), "%.*s", (int)(eq - text), text);
 
     /* walk the sections; lr_mult and data.synthetic take the rest of the path as their own key */
@@ -425,5 +441,6 @@ int rc_apply_override(RcCtx* c, const char* text) {
         r = k->type == KT_LRMULT ? lr_mult_set(c, rest, v) : synthetic_set(c, rest, v);
     }
     cJSON_Delete(v);
+    if (r == 0) c->rc->set_arg[k - RC_KEYS] = text;   /* later messages about this key name the argument */
     return r;
 }

@@ -50,6 +50,7 @@ typedef struct {
     const char* src;     /* "configs/x.json", "--set", or NULL */
     char* err;
     size_t len;
+    bool by_key;         /* after the overrides: blame a key given by --set on that argument, not on src */
 } RcCtx;
 int rc_fail(RcCtx* c, const char* path, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 

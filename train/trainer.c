@@ -48,13 +48,13 @@ static void resolve_model_config(Trainer* tr) {
     RunConfig* rc = &tr->rc;
     if (tr->resumed_from[0]) {   /* the checkpoint's own config: positions as they were trained */
         hf_config_read(tr->resumed_from, &tr->mcfg);
-        if (run_config_apply_checkpoint(rc, &tr->mcfg, err, sizeof(err))) DIE("%s", err);
+        if (run_config_apply_checkpoint(rc, &tr->mcfg, tr->resumed_from, true, err, sizeof(err))) DIE("%s", err);
         return;
     }
     if (rc->model.init_from[0]) {
         resolve_init_from(rc->model.init_from, tr->init_dir, sizeof(tr->init_dir));
         hf_config_read(tr->init_dir, &tr->mcfg);
-        if (run_config_apply_checkpoint(rc, &tr->mcfg, err, sizeof(err))) DIE("%s", err);
+        if (run_config_apply_checkpoint(rc, &tr->mcfg, tr->init_dir, false, err, sizeof(err))) DIE("%s", err);
         return;
     }
     run_config_model(rc, &tr->mcfg);
