@@ -61,6 +61,13 @@ if build/train "$T/train.json" >"$T/train.log" 2>&1; then
     expect_ok "run dir: --yarn-factor takes L0 from trainer_state.json" "original_max_position_embeddings 80 (the training length)" -- "$T/run" --items 1 \
         --tasks single --lengths 160 --yarn-factor 2 --json "$T/ry.json"
     grep -q '"original_max_position_embeddings":.*80' "$T/ry.json" && ok "YaRN L0 = 80" || bad "YaRN L0 != 80"
+    # a damaged trainer_state.json: seq_len 1e300 (a cast of it to an integer would be undefined)
+    cp -r "$T/run" "$T/bad_run"
+    st=$(ls -d "$T/bad_run"/step_*/trainer_state.json | tail -n 1)
+    sed -i 's/"seq_len":[[:space:]]*80/"seq_len": 1e300/' "$st"
+    expect_fail "run dir with seq_len 1e300 in trainer_state.json" \
+        "trainer_state.json: config.data.seq_len is 1.0000000000000001e+300, not a positive integer" \
+        "$T/bad_run" --items 1 --tasks single --lengths 160
 else
     bad "build/train for the run directory"; cat "$T/train.log"
 fi

@@ -76,7 +76,14 @@ void cli_resolve_checkpoint(CkptInfo* ci, const char* path) {
     const cJSON* data = cJSON_GetObjectItemCaseSensitive(cfg, "data");
     const cJSON* T = cJSON_GetObjectItemCaseSensitive(data, "seq_len");
     const cJSON* syn = cJSON_GetObjectItemCaseSensitive(data, "synthetic");
-    if (cJSON_IsNumber(T) && T->valuedouble >= 1) ci->train_len = (size_t)T->valuedouble;
+    if (T && !cJSON_IsNull(T)) {   /* an integer before the cast: a cast of 1e300 or NaN to size_t is undefined */
+        double t = cJSON_IsNumber(T) ? T->valuedouble : 0;
+        if (!(t >= 1 && t <= 9007199254740992.0 && t == floor(t)))
+            DIE("%s: %s/trainer_state.json: config.data.seq_len is %s%.17g, not a positive integer: repair the "
+                "file, or remove it to read the directory as a plain checkpoint", prog_name, ci->dir,
+                cJSON_IsNumber(T) ? "" : "not a number: ", t);
+        ci->train_len = (size_t)t;
+    }
     if (cJSON_IsObject(syn)) ci->synthetic = cJSON_Duplicate(syn, true);
     cJSON_Delete(cfg);
 }
