@@ -85,6 +85,10 @@ expect_fail "bad --synthetic JSON" "not valid JSON" $CK --synthetic '{"alphabet"
 expect_fail "length beyond memory" "for the KV cache" $CK --lengths 2000000000 --tasks single
 expect_fail "YaRN without a training length" "--yarn-orig" $CK --yarn-factor 2
 expect_fail "missing --ppl file" "$T/none.u16" $CK --ppl "$T/none.u16"
+build/tools/gen_tokens "$T/short.u16" 10 64 1 || exit 1
+expect_fail "--ppl file shorter than one window" \
+    "--ppl '$T/short.u16': 10 tokens, fewer than one window of --seq-len + 1 = 17" $CK --ppl "$T/short.u16" --seq-len 16
+grep -q "^checkpoint" "$T/log" && bad "--ppl file shorter than one window: found only after loading the model"
 expect_fail "no checkpoint" "no CHECKPOINT" --items 3
 # an output that cannot be written stops eval before any work (the model is not even loaded)
 touch "$T/afile"

@@ -291,6 +291,14 @@ int main(int argc, char** argv) {
     const char* syn_from = cli_resolve_synthetic(&syn, o.synthetic, &ci);
     size_t chunk;
     size_t max_len = plan(&o, &syn, &ci, &cfg, &chunk);
+    TokenData ppl_data[MAX_LIST];   /* opened and checked before any work */
+    for (size_t i = 0; i < o.n_ppl; i++) {
+        const char* pat[] = {o.ppl[i]};
+        token_data_open(&ppl_data[i], pat, 1, "auto", cfg.V);
+        if (ppl_data[i].n_tokens <= o.seq_len)
+            DIE("eval: --ppl '%s': %zu tokens, fewer than one window of --seq-len + 1 = %zu: give a longer file "
+                "or a smaller --seq-len", o.ppl[i], ppl_data[i].n_tokens, o.seq_len + 1);
+    }
 
     /* the model: B = 1, T = the perplexity window (1 when there is none), weights only */
     threads_init(o.threads);
@@ -303,13 +311,10 @@ int main(int argc, char** argv) {
 
     PplResult ppl[MAX_LIST];
     for (size_t i = 0; i < o.n_ppl; i++) {   /* each argument one stream */
-        TokenData td;
-        const char* pat[] = {o.ppl[i]};
-        token_data_open(&td, pat, 1, "auto", cfg.V);
-        eval_perplexity(&ppl[i], &m, &td, o.max_windows);
+        eval_perplexity(&ppl[i], &m, &ppl_data[i], o.max_windows);
         printf("perplexity %-40s %zu windows of %zu: nll %.4f  ppl %.3f\n", o.ppl[i], ppl[i].windows, o.seq_len,
                ppl[i].nll, ppl[i].ppl);
-        token_data_close(&td);
+        token_data_close(&ppl_data[i]);
     }
 
     TaskResult* res = callocCheck(SYN_N_FAMILIES * o.n_lengths, sizeof(TaskResult));
