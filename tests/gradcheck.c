@@ -140,11 +140,6 @@ static double parse_any_double(const char* opt, const char* s) {
     return v;
 }
 
-/* every option may be given once: a repeated one would silently override the first */
-static void once(const char* opt, int* seen) {
-    if ((*seen)++) cli_bad_option("%s is given twice", opt);
-}
-
 int main(int argc, char** argv) {
     cli_init("gradcheck");
     const char* layer = NULL;
@@ -156,21 +151,21 @@ int main(int argc, char** argv) {
         const char* a = argv[i];
         int has_val = i + 1 < argc;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
-        else if (!strcmp(a, "--all")) { once(a, &seen_all); all = 1; }
-        else if (!strcmp(a, "--verbose")) { once(a, &seen_verbose); verbose = 1; }
-        else if (!strcmp(a, "--layer") && has_val) { once(a, &seen_layer); layer = argv[++i]; }
+        else if (!strcmp(a, "--all")) { cli_once(a, &seen_all); all = 1; }
+        else if (!strcmp(a, "--verbose")) { cli_once(a, &seen_verbose); verbose = 1; }
+        else if (!strcmp(a, "--layer") && has_val) { cli_once(a, &seen_layer); layer = argv[++i]; }
         else if (!strcmp(a, "--seed") && has_val) {
-            once(a, &seen_seed);
+            cli_once(a, &seen_seed);
             seed = cli_parse_size(a, argv[++i], 0, SIZE_MAX);
         } else if (!strcmp(a, "--tol") && has_val) {
-            once(a, &seen_tol);
+            cli_once(a, &seen_tol);
             tol = cli_parse_double(a, argv[++i]);
             if (tol < 0) cli_bad_option("--tol: expected a number >= 0, got '%s'", argv[i]);
         } else if (!strcmp(a, "--perturb") && has_val) {
-            once(a, &seen_perturb);
+            cli_once(a, &seen_perturb);
             perturb = parse_any_double(a, argv[++i]);
         } else if (!strcmp(a, "--step") && has_val) {
-            once(a, &seen_step);
+            cli_once(a, &seen_step);
             H_STEP = cli_parse_double(a, argv[++i]);
             if (!(H_STEP > 0)) cli_bad_option("--step: expected a number > 0, got '%s'", argv[i]);
         } else { fprintf(stderr, "gradcheck: unknown or incomplete option '%s'\n", a); usage(stderr); return 2; }

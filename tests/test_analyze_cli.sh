@@ -119,6 +119,7 @@ expect_fail "--compare without --out" "--compare needs --out" --compare "$T/o/an
 expect_fail "--compare of a file that is not an analysis" "is not an analysis.json" \
     --compare "$OLMO/config.json" --out "$T/c2"
 expect_fail "no checkpoint" "no CHECKPOINT" --items 3
+expect_fail "an option given twice" "--out is given twice" $OLMO --out "$T/o1" --out "$T/o2"
 # an --out that cannot be written stops analyze before any work
 touch "$T/afile"
 expect_fail "--out under a file" "--out '$T/afile/o': '$T/afile' is not a directory" $OLMO --out "$T/afile/o"

@@ -90,6 +90,7 @@ expect_fail "--ppl file shorter than one window" \
     "--ppl '$T/short.u16': 10 tokens, fewer than one window of --seq-len + 1 = 17" $CK --ppl "$T/short.u16" --seq-len 16
 grep -q "^checkpoint" "$T/log" && bad "--ppl file shorter than one window: found only after loading the model"
 expect_fail "no checkpoint" "no CHECKPOINT" --items 3
+expect_fail "an option given twice" "--json is given twice" $CK --json "$T/x1.json" --json "$T/x2.json"
 # an output that cannot be written stops eval before any work (the model is not even loaded)
 touch "$T/afile"
 expect_fail "--json in a missing directory" "--json '$T/nodir/e.json' cannot be written (No such file or directory)" \

@@ -146,9 +146,8 @@ static void parse_args(AnalyzeOptions* o, int argc, char** argv) {
                                            "--tokens", "--offset", "--segment", "--eps-const", "--mono-frac",
                                            "--layers", "--plot-heads", "--label", "--out", "--threads",
                                            "--yarn-factor", "--yarn-orig"};
-            bool known = false;
-            for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++) known |= !strcmp(a, valued[k]);
-            if (!known) cli_bad_option("unknown option '%s'", a);
+            static int seen[sizeof(valued) / sizeof(valued[0])];
+            cli_valued_option(a, valued, sizeof(valued) / sizeof(valued[0]), seen);
             if (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2)) cli_bad_option("%s: expected a value", a);
             parse_valued(o, a, argv[++i]);
         }

@@ -30,6 +30,18 @@ _Noreturn void cli_bad_option(const char* fmt, ...) {
     exit(2);
 }
 
+void cli_once(const char* opt, int* seen) {
+    if ((*seen)++) cli_bad_option("%s is given twice", opt);
+}
+
+size_t cli_valued_option(const char* a, const char* const* names, size_t n, int* seen) {
+    size_t k = 0;
+    while (k < n && strcmp(a, names[k])) k++;
+    if (k == n) cli_bad_option("unknown option '%s'", a);
+    cli_once(a, &seen[k]);
+    return k;
+}
+
 size_t cli_parse_size(const char* opt, const char* s, size_t lo, size_t hi) {
     char* end;
     errno = 0;

@@ -19,6 +19,13 @@ void cli_init(const char* prog);
 /* A usage error: "<prog>: <message>", a pointer to --help, exit status 2 */
 _Noreturn void cli_bad_option(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* an option given a second time is a usage error (it would silently replace the first);
+   seen counts opt's uses, starting at 0 */
+void cli_once(const char* opt, int* seen);
+/* a, one of the n options in names that take a value: dies when it is unknown or given
+   twice (seen: n counters, zeroed); returns its index */
+size_t cli_valued_option(const char* a, const char* const* names, size_t n, int* seen);
+
 /* a whole-string unsigned integer in [lo, hi]; opt names the option in the message */
 size_t cli_parse_size(const char* opt, const char* s, size_t lo, size_t hi);
 /* a whole-string finite number */

@@ -106,9 +106,8 @@ static void parse_args(EvalOptions* o, int argc, char** argv) {
         static const char* valued[] = {"--tasks", "--lengths", "--items", "--seed", "--seq-len", "--max-windows",
                                        "--threads", "--synthetic", "--json", "--depth", "--yarn-factor",
                                        "--yarn-orig"};
-        bool known = false;
-        for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++) known |= !strcmp(a, valued[k]);
-        if (!known) cli_bad_option("unknown option '%s'", a);
+        static int seen[sizeof(valued) / sizeof(valued[0])];
+        cli_valued_option(a, valued, sizeof(valued) / sizeof(valued[0]), seen);
         if (!v) cli_bad_option("%s: expected a value", a);
         if (!strcmp(a, "--tasks")) parse_tasks(o, v);
         else if (!strcmp(a, "--lengths"))
