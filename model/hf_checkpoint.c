@@ -130,7 +130,7 @@ static void scan_weights(const char* dir, const TensorTable* tt, real* params, c
                 char got[256], want[256];
                 format_shape(got, sizeof(got), st->shape, st->ndim);
                 format_shape(want, sizeof(want), t->shape, t->ndim);
-                DIE("%s: tensor '%s' has shape %s but config.json gives %s", path, st->name, got, want);
+                DIE("%s: tensor '%s' has shape %s but the model expects %s", path, st->name, got, want);
             }
             if (params) load_tensor(f, st, params + t->offset);
             loaded[i] = 1;
