@@ -11,8 +11,9 @@ build/tools/gen_tokens "$T/tok.u16" 5000 64 1 || exit 1
 # 1. OLMo-2 7B config.json, no weights: a clear message, exit 1, small peak RSS (the model is ~30 GB)
 mkdir -p "$T/olmo2_7b"
 cp tests/corpus/hf_configs/olmo2_7b.json "$T/olmo2_7b/config.json"
-printf '{"run": {"out_dir": "%s"}, "model": {"init_from": "%s"}, "data": {"synthetic": {}, "seq_len": 64},
-  "train": {"batch_size": 1, "steps": 1}}\n' "$T/out7b" "$T/olmo2_7b" >"$T/c7b.json"
+printf '{"run": {"out_dir": "%s"}, "model": {"init_from": "%s"}, "data": {"train": ["%s"], "seq_len": 16},
+  "optim": {"warmup_steps": 0}, "train": {"batch_size": 1, "steps": 1, "eval_every": 0}}\n' "$T/out7b" "$T/olmo2_7b" "$T/tok.u16" \
+  >"$T/c7b.json"
 /usr/bin/time -f "maxrss_kb %M" build/train "$T/c7b.json" >"$T/log7b" 2>&1
 rc=$?
 rss=$(sed -n 's/^maxrss_kb //p' "$T/log7b")
@@ -26,7 +27,7 @@ fi
 # 2. YaRN factor 4 added to a 64-position checkpoint: the saved context is 256, the original 64
 printf '{"run": {"out_dir": "%s"}, "model": {"init_from": "tests/fixtures/olmo2_mix/ckpt",
   "positions": {"rope_scaling": {"factor": 4}}}, "data": {"train": ["%s"], "seq_len": 16},
-  "optim": {"warmup_steps": 0}, "train": {"batch_size": 2, "steps": 1, "save_every": 1}}\n' \
+  "optim": {"warmup_steps": 0}, "train": {"batch_size": 2, "steps": 1, "save_every": 1, "eval_every": 0}}\n' \
   "$T/yarn" "$T/tok.u16" >"$T/cyarn.json"
 build/train "$T/cyarn.json" >"$T/logyarn" 2>&1
 cfg="$T/yarn/$(head -n 1 "$T/yarn/latest" 2>/dev/null)/config.json"
