@@ -37,6 +37,14 @@ if [ -f "$cfg" ] && grep -q '"max_position_embeddings":[[:space:]]*256' "$cfg" \
 else
     bad "init_from + YaRN: $cfg:"; grep -E 'max_position|factor' "$cfg" 2>/dev/null; tail -3 "$T/logyarn"
 fi
+build/train "$T/cyarn.json" --set train.steps=2 >"$T/logyarn2" 2>&1   # resumes from step 1
+cfg2="$T/yarn/$(head -n 1 "$T/yarn/latest" 2>/dev/null)/config.json"
+if [ "$cfg2" != "$cfg" ] && grep -q '"max_position_embeddings":[[:space:]]*256' "$cfg2" \
+    && grep -q '"original_max_position_embeddings":[[:space:]]*64' "$cfg2"; then
+    ok "resumed: $(basename "$(dirname "$cfg2")") keeps max_position_embeddings 256, original 64"
+else
+    bad "resume of the YaRN run: $cfg2:"; grep -E 'max_position' "$cfg2" 2>/dev/null; tail -3 "$T/logyarn2"
+fi
 if grep -q "^note: .*config.json: the layout mixes RePo and NoPE layers" "$T/logyarn"; then
     ok "the save notes that the released RePo loader cannot express this layout"
 else

@@ -32,13 +32,15 @@ static void set_positions(const RunConfig* rc, ModelConfig* c) {
 }
 
 /* YaRN from the run config. The model's context (config.json's max_position_embeddings) becomes
-   original x factor, from which transformers recomputes the factor; a checkpoint's own context is the
-   original one unless the run config names it. */
+   original x factor, from which transformers recomputes the factor. Unless the run config names the
+   original context, a checkpoint's is its YaRN original (a checkpoint this run saved, on resume) or else
+   its max_position_embeddings. */
 static void set_yarn(const RunConfig* rc, ModelConfig* c, bool from_checkpoint) {
     const RcRopeScaling* s = &rc->model.positions.rope_scaling;
+    double ckpt_orig = c->yarn_factor > 1 ? c->yarn_orig_max : (double)c->max_position_embeddings;
     c->yarn_factor = s->factor;
     c->yarn_orig_max = s->original_max_position_embeddings;
-    if (from_checkpoint && !run_config_was_set(rc, RS_ORIG_MAX)) c->yarn_orig_max = (double)c->max_position_embeddings;
+    if (from_checkpoint && !run_config_was_set(rc, RS_ORIG_MAX)) c->yarn_orig_max = ckpt_orig;
     c->yarn_beta_fast = s->beta_fast;
     c->yarn_beta_slow = s->beta_slow;
     c->yarn_attention_factor = s->attention_factor;
