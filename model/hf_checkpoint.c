@@ -169,7 +169,7 @@ size_t hf_load_weights(Model* m, const char* dir, uint64_t init_seed, bool verbo
     size_t n_fresh = 0;
     for (size_t i = 0; i < tt->n; i++) {
         if (loaded[i]) continue;   /* scan_weights allows only RePo tensors to be missing */
-        model_init_tensor(m, i, init_seed, 0.02);   /* continuing a checkpoint without RePo, as DESIGN.md §2 says */
+        model_init_tensor(m, i, init_seed, 0.02);   /* a checkpoint without RePo continued with RePo layers */
         append(fresh, sizeof(fresh), tt->t[i].name);
         n_fresh++;
     }
