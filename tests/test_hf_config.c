@@ -225,6 +225,23 @@ static void test_pe_write(void) {
     }
 }
 
+/* ---- the other layouts the released loader will not reproduce get a note at save ---- */
+static void test_release_notes(void) {
+    printf("notes for layouts the released RePo loader does not reproduce\n");
+    ModelConfig c;
+    char err[512] = "", note[512];
+    CHECK(!parse("{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": 64, \"hidden_size\": 32, "
+                 "\"intermediate_size\": 64, \"num_hidden_layers\": 3, \"num_attention_heads\": 4}", &c, err,
+                 sizeof(err)), "%s", err);
+    EXPECT(!hf_config_release_note(&c, note, sizeof(note)), "llama, all RoPE: no note");
+    model_config_plan_positions(&c, "repo", 1);
+    EXPECT(hf_config_release_note(&c, note, sizeof(note)) && strstr(note, "OLMo-2 only"), "llama with RePo: %s", note);
+    CHECK(!parse_with("\"num_key_value_heads\": 2", &c, err, sizeof(err)), "%s", err);
+    model_config_plan_positions(&c, "repo", 2);
+    EXPECT(hf_config_release_note(&c, note, sizeof(note)) && strstr(note, "final_map"), "olmo2 RePo, 2 kv heads of 4: %s",
+           note);
+}
+
 /* ---- YaRN as written, against transformers' rope validation (restated) ---- */
 
 /* the raw JSON token after "key": in text (Python's json reads a float iff it has '.', 'e' or 'E') */
@@ -327,6 +344,7 @@ int main(void) {
     test_carried();
     test_pe_read();
     test_pe_write();
+    test_release_notes();
     test_yarn_export();
     printf("test_hf_config: %d passed, %d failed\n", test_passes, test_failures);
     return test_failures ? 1 : 0;
