@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #define MAX_LAYERS 256
+#define HF_CARRIED_LEN 1024
 
 typedef enum { BLOCK_OLMO2, BLOCK_LLAMA } BlockStyle;
 typedef enum { POS_ROPE, POS_REPO, POS_NOPE } PosMode;
@@ -25,6 +26,8 @@ typedef struct {
     bool tie_embeddings;
     size_t max_position_embeddings;     /* written to config.json; not a limit on T */
     PosMode pos[MAX_LAYERS];            /* one mode per layer */
+    char hf_carried[HF_CARRIED_LEN];    /* a JSON object: the source config.json's keys that repoc carries
+                                           unchanged into the configs it saves (token ids, ...); "" = none */
 } ModelConfig;
 
 /* A small OLMo-2 model, all layers rope; every field set. */

@@ -100,16 +100,18 @@ static void append(char* list, size_t cap, const char* name) {
     else if (n + 5 < cap && !strstr(list, "...")) strcat(list, ", ...");
 }
 
-size_t hf_load_weights(Model* m, const char* dir, uint64_t init_seed, bool verbose) {
+/* Match every tensor of dir's weight files to the table tt by name, checking dtype and shape from the
+   safetensors headers; with params, convert each into the arena at its offset. Dies, listing them all, on
+   tensors missing from the files (RePo tensors excepted: a plain checkpoint continued with RePo) or unknown
+   to the model. loaded (tt->n bytes) gets 1 for every tensor found. */
+static void scan_weights(const char* dir, const TensorTable* tt, real* params, char* loaded) {
     Shards s;
     memset(&s, 0, sizeof(s));
     cJSON* index;
     list_shards(dir, &s, &index);
-    const TensorTable* tt = &m->tensors;
-    char* loaded = callocCheck(tt->n, 1);
-    static char unexpected[4096], missing[4096], fresh[4096];
-    unexpected[0] = missing[0] = fresh[0] = 0;
-    size_t n_unexpected = 0;
+    static char unexpected[4096], missing[4096];
+    unexpected[0] = missing[0] = 0;
+    size_t n_unexpected = 0, n_missing = 0;
     for (size_t k = 0; k < s.n; k++) {
         char path[4096];
         snprintf(path, sizeof(path), "%s/%s", dir, s.file[k]);
@@ -130,31 +132,48 @@ size_t hf_load_weights(Model* m, const char* dir, uint64_t init_seed, bool verbo
                 format_shape(want, sizeof(want), t->shape, t->ndim);
                 DIE("%s: tensor '%s' has shape %s but the model expects %s", path, st->name, got, want);
             }
-            load_tensor(f, st, m->params + t->offset);
+            if (params) load_tensor(f, st, params + t->offset);
             loaded[i] = 1;
         }
         st_close(&s.st[k]);
         free(s.file[k]);
     }
     cJSON_Delete(index);
-    size_t n_fresh = 0, n_missing = 0;
     for (size_t i = 0; i < tt->n; i++) {
-        if (loaded[i]) continue;
-        if (tt->t[i].is_repo) {   /* continuing a checkpoint without RePo: new weights, as DESIGN.md §2 says */
-            model_init_tensor(m, i, init_seed, 0.02);
-            append(fresh, sizeof(fresh), tt->t[i].name);
-            n_fresh++;
-        } else {
-            append(missing, sizeof(missing), tt->t[i].name);
-            n_missing++;
-        }
+        if (loaded[i] || tt->t[i].is_repo) continue;
+        append(missing, sizeof(missing), tt->t[i].name);
+        n_missing++;
     }
-    free(loaded);
     if (n_missing || n_unexpected)
-        DIE("%s: the checkpoint does not match the model:%s%s%s%s%s%s", dir, n_missing ? "\n  missing: " : "", missing,
+        DIE("%s: the checkpoint does not match the model:%s%s%s%s%s", dir, n_missing ? "\n  missing: " : "", missing,
             n_unexpected ? "\n  unexpected: " : "", unexpected,
             n_unexpected ? "\n  (a tensor the model lacks usually means the config's layer positions or tie_word_"
-                           "embeddings differ from the checkpoint's)" : "", "");
+                           "embeddings differ from the checkpoint's)" : "");
+}
+
+void hf_check_weights(const char* dir, const ModelConfig* cfg) {
+    TensorTable tt;
+    tensor_table_build(&tt, cfg, NULL, 0);
+    char* found = callocCheck(tt.n, 1);
+    scan_weights(dir, &tt, NULL, found);
+    free(found);
+    tensor_table_free(&tt);
+}
+
+size_t hf_load_weights(Model* m, const char* dir, uint64_t init_seed, bool verbose) {
+    const TensorTable* tt = &m->tensors;
+    char* loaded = callocCheck(tt->n, 1);
+    scan_weights(dir, tt, m->params, loaded);
+    static char fresh[4096];
+    fresh[0] = 0;
+    size_t n_fresh = 0;
+    for (size_t i = 0; i < tt->n; i++) {
+        if (loaded[i]) continue;   /* scan_weights allows only RePo tensors to be missing */
+        model_init_tensor(m, i, init_seed, 0.02);   /* a checkpoint without RePo continued with RePo layers */
+        append(fresh, sizeof(fresh), tt->t[i].name);
+        n_fresh++;
+    }
+    free(loaded);
     if (verbose) {
         printf("loaded %zu tensors from %s\n", tt->n - n_fresh, dir);
         if (n_fresh) printf("  new RePo weights (N(0, 0.02²) truncated at ±3σ, seed %llu): %s\n",
@@ -186,4 +205,10 @@ void hf_save(const Model* m, const char* dir, StDtype dtype) {
     snprintf(path, sizeof(path), "%s/config.json", dir);
     file_write_atomic(path, cfg, strlen(cfg));
     free(cfg);
+    static bool noted;   /* once per process: every checkpoint of a run has the same layout */
+    char note[512];
+    if (!noted && hf_config_release_note(&m->cfg, note, sizeof(note))) {
+        printf("note: %s: %s\n", path, note);
+        noted = true;
+    }
 }

@@ -19,6 +19,10 @@
    one message. Returns the number of newly initialised tensors. */
 size_t hf_load_weights(Model* m, const char* dir, uint64_t init_seed, bool verbose);
 
+/* The same checks from the safetensors headers alone (weight files present, every name, dtype and shape
+   against cfg), before anything of the model's size is allocated; dies with the message. */
+void hf_check_weights(const char* dir, const ModelConfig* cfg);
+
 /* Write dir/config.json and dir/model.safetensors (F32 or BF16), each atomically;
    creates dir. extra_meta: n key/value pairs for the safetensors __metadata__. */
 void hf_save(const Model* m, const char* dir, StDtype dtype);

@@ -31,7 +31,12 @@ static int get_real(const cJSON* root, const char* key, double* out, const char*
     return 0;
 }
 
-/* YaRN from rope_scaling; other scaling types are refused rather than ignored */
+/* the keys of a YaRN rope_scaling that repoc implements; any other (mscale, truncate, ...) changes the
+   table in ways repoc does not compute, so it is refused */
+static const char* const YARN_KEYS[] = {"rope_type", "type", "factor", "original_max_position_embeddings",
+                                        "beta_fast", "beta_slow", "attention_factor"};
+
+/* YaRN from rope_scaling; other scaling types (linear, dynamic, llama3, longrope) are refused rather than ignored */
 static int parse_rope_scaling(const cJSON* rs, ModelConfig* c, const char* label, char* err, size_t len) {
     if (!rs || cJSON_IsNull(rs)) return 0;
     if (!cJSON_IsObject(rs)) return set_err(err, len, "%s: 'rope_scaling' must be an object or null", label);
@@ -40,8 +45,16 @@ static int parse_rope_scaling(const cJSON* rs, ModelConfig* c, const char* label
     if (!cJSON_IsString(type)) return set_err(err, len, "%s: rope_scaling needs a string 'rope_type'", label);
     if (!strcmp(type->valuestring, "default")) return 0;
     if (strcmp(type->valuestring, "yarn") != 0)
-        return set_err(err, len, "%s: rope_scaling.rope_type '%s' is not supported (only \"yarn\")", label,
-                    type->valuestring);
+        return set_err(err, len, "%s: rope_scaling type '%s' is not implemented (repoc implements \"yarn\" only)",
+                       label, type->valuestring);
+    const cJSON* it;
+    cJSON_ArrayForEach(it, rs) {
+        size_t k = 0, n = sizeof(YARN_KEYS) / sizeof(YARN_KEYS[0]);
+        while (k < n && strcmp(it->string, YARN_KEYS[k])) k++;
+        if (k == n) return set_err(err, len, "%s: rope_scaling.%s is not implemented (YaRN keys: factor, "
+                                   "original_max_position_embeddings, beta_fast, beta_slow, attention_factor)",
+                                   label, it->string);
+    }
     c->yarn_factor = 0;
     c->yarn_orig_max = (double)c->max_position_embeddings;
     if (get_real(rs, "factor", &c->yarn_factor, label, err, len) ||
@@ -54,22 +67,46 @@ static int parse_rope_scaling(const cJSON* rs, ModelConfig* c, const char* label
     return 0;
 }
 
-/* a pe_config key under either spelling (the released loader reads "dynmaic_") */
-static const cJSON* pe_key(const cJSON* pe, const char* suffix) {
-    char a[64], b[64];
-    snprintf(a, sizeof(a), "dynamic_%s", suffix);
-    snprintf(b, sizeof(b), "dynmaic_%s", suffix);
-    const cJSON* v = cJSON_GetObjectItemCaseSensitive(pe, a);
-    return v ? v : cJSON_GetObjectItemCaseSensitive(pe, b);
+/* RePo's pe_config as the released loader (the RePo paper's transformers and vLLM Olmo2 code) reads it:
+   the mode from "dynamic_pe_mode" (default "none"), the start layer from "dynmaic_pe_start_layer" (default 0)
+   and the layer ids from "dynmaic_pe_layer_ids" (a comma list; empty or absent = every layer), keeping the ids
+   >= the start layer; those layers get the mode, every other layer RoPE. The other spelling of each key is
+   accepted only when it agrees with the value the released loader uses (its default when its key is absent). */
+typedef struct { const char* read; const char* other; } PeKey;
+static const PeKey PE_MODE = {"dynamic_pe_mode", "dynmaic_pe_mode"};
+static const PeKey PE_START = {"dynmaic_pe_start_layer", "dynamic_pe_start_layer"};
+static const PeKey PE_IDS = {"dynmaic_pe_layer_ids", "dynamic_pe_layer_ids"};
+
+/* the value under k.read (NULL when absent or null); the other spelling must print the same, where a missing
+   read key counts as dflt (the released loader's default) */
+static int pe_get(const cJSON* pe, PeKey k, const char* dflt, const cJSON** out, const char* label, char* err,
+                  size_t len) {
+    const cJSON* a = cJSON_GetObjectItemCaseSensitive(pe, k.read);
+    const cJSON* b = cJSON_GetObjectItemCaseSensitive(pe, k.other);
+    if (a && cJSON_IsNull(a)) a = NULL;
+    if (b && cJSON_IsNull(b)) b = NULL;
+    *out = a;
+    if (!b) return 0;
+    char* va = a ? cJSON_PrintUnformatted(a) : NULL;
+    char* vb = cJSON_PrintUnformatted(b);
+    CHECK(vb && (va || !a), "out of memory printing pe_config");
+    int same = !strcmp(va ? va : dflt, vb);
+    int rc = same ? 0 : set_err(err, len, "%s: pe_config.%s = %s disagrees with pe_config.%s = %s (%s); the released "
+                                "RePo loader reads only %s: give both the same value", label, k.other, vb, k.read,
+                                va ? va : dflt, va ? "given" : "absent, so its default", k.read);
+    free(va);
+    free(vb);
+    return rc;
 }
 
-/* RePo's pe_config: mode swigluex_multihead → RePo on the listed layers (or from the start layer);
-   "nope" → NoPE there; "none" → all RoPE */
 static int parse_pe_config(const cJSON* pe, ModelConfig* c, const char* label, char* err, size_t len) {
     if (!pe || cJSON_IsNull(pe)) return 0;
     if (!cJSON_IsObject(pe)) return set_err(err, len, "%s: 'pe_config' must be an object", label);
-    const cJSON* mode = pe_key(pe, "pe_mode");
-    if (!mode || cJSON_IsNull(mode)) return 0;
+    const cJSON *mode, *sl, *ids;
+    if (pe_get(pe, PE_MODE, "\"none\"", &mode, label, err, len) || pe_get(pe, PE_START, "0", &sl, label, err, len) ||
+        pe_get(pe, PE_IDS, "\"\"", &ids, label, err, len))
+        return 1;
+    if (!mode) return 0;
     if (!cJSON_IsString(mode)) return set_err(err, len, "%s: pe_config.dynamic_pe_mode must be a string", label);
     PosMode pm;
     if (!strcmp(mode->valuestring, "none")) return 0;
@@ -77,32 +114,30 @@ static int parse_pe_config(const cJSON* pe, ModelConfig* c, const char* label, c
     else if (!strcmp(mode->valuestring, "nope")) pm = POS_NOPE;
     else return set_err(err, len, "%s: pe_config.dynamic_pe_mode '%s' is not supported (swigluex_multihead, nope, none)",
                      label, mode->valuestring);
-    const cJSON* ids = pe_key(pe, "pe_layer_ids");
-    if (cJSON_IsString(ids) && ids->valuestring[0]) {   /* "3,4,5" */
-        const char* s = ids->valuestring;
-        while (*s) {
-            char* end;
-            long id = strtol(s, &end, 10);
-            if (end == s || id < 0 || (size_t)id >= c->L)
-                return set_err(err, len, "%s: pe_config.dynamic_pe_layer_ids '%s': bad layer id (n_layers %zu)", label,
-                            ids->valuestring, c->L);
-            c->pos[id] = pm;
-            s = end;
-            while (*s == ',' || *s == ' ') s++;
-        }
-        return 0;
-    }
-    if (ids && !cJSON_IsNull(ids) && !cJSON_IsString(ids))
-        return set_err(err, len, "%s: pe_config.dynamic_pe_layer_ids must be a comma-separated string", label);
     size_t start = 0;
-    const cJSON* sl = pe_key(pe, "pe_start_layer");
-    if (sl && !cJSON_IsNull(sl)) {
+    if (sl) {
         if (!cJSON_IsNumber(sl) || sl->valuedouble < 0 || sl->valuedouble != floor(sl->valuedouble) ||
             sl->valuedouble >= (double)c->L)
-            return set_err(err, len, "%s: pe_config.dynamic_pe_start_layer must be an integer in [0, %zu)", label, c->L);
+            return set_err(err, len, "%s: pe_config.dynmaic_pe_start_layer must be an integer in [0, %zu)", label, c->L);
         start = (size_t)sl->valuedouble;
     }
-    for (size_t l = start; l < c->L; l++) c->pos[l] = pm;
+    if (ids && !cJSON_IsString(ids))
+        return set_err(err, len, "%s: pe_config.dynmaic_pe_layer_ids must be a comma-separated string", label);
+    if (!ids || !ids->valuestring[0]) {   /* every layer from the start layer */
+        for (size_t l = start; l < c->L; l++) c->pos[l] = pm;
+        return 0;
+    }
+    const char* s = ids->valuestring;   /* "3,4,5" */
+    while (*s) {
+        char* end;
+        long id = strtol(s, &end, 10);
+        if (end == s || id < 0 || (size_t)id >= c->L)
+            return set_err(err, len, "%s: pe_config.dynmaic_pe_layer_ids '%s': bad layer id (n_layers %zu)", label,
+                        ids->valuestring, c->L);
+        if ((size_t)id >= start) c->pos[id] = pm;   /* the released loader drops ids below the start layer */
+        s = end;
+        while (*s == ',' || *s == ' ') s++;
+    }
     return 0;
 }
 
@@ -120,6 +155,49 @@ static int parse_layer_list(const cJSON* list, ModelConfig* c, const char* label
     return 0;
 }
 
+/* Keys a Hugging Face config carries that do not change what repoc computes (each is checked below where it
+   could): kept verbatim in c->hf_carried and written back on save, so token ids survive a round trip. */
+static const char* const CARRIED_KEYS[] = {"bos_token_id", "eos_token_id", "pad_token_id", "initializer_range",
+                                           "use_cache", "attention_dropout", "mlp_bias", "pretraining_tp",
+                                           "head_dim", "transformers_version"};
+
+static int carry_keys(const cJSON* root, ModelConfig* c, const char* label, char* err, size_t len) {
+    cJSON* keep = cJSON_CreateObject();
+    CHECK(keep, "out of memory");
+    for (size_t k = 0; k < sizeof(CARRIED_KEYS) / sizeof(CARRIED_KEYS[0]); k++) {
+        const cJSON* v = cJSON_GetObjectItemCaseSensitive(root, CARRIED_KEYS[k]);
+        if (v) cJSON_AddItemToObject(keep, CARRIED_KEYS[k], cJSON_Duplicate(v, 1));
+    }
+    char* text = cJSON_PrintUnformatted(keep);
+    cJSON_Delete(keep);
+    CHECK(text, "out of memory");
+    size_t n = strlen(text);
+    int rc = n < sizeof(c->hf_carried) ? 0 : set_err(err, len, "%s: the token ids and other carried keys (%s) take "
+                                                     "%zu bytes, more than %d", label, "bos/eos/pad_token_id, ...",
+                                                     n, HF_CARRIED_LEN - 1);
+    if (!rc) snprintf(c->hf_carried, sizeof(c->hf_carried), "%s", strcmp(text, "{}") ? text : "");
+    free(text);
+    return rc;
+}
+
+/* what repoc does not compute is refused at config time, naming the key, instead of training something else */
+static int check_unsupported(const cJSON* root, const char* label, char* err, size_t len) {
+    const cJSON* act = cJSON_GetObjectItemCaseSensitive(root, "hidden_act");
+    if (act && !(cJSON_IsString(act) && !strcmp(act->valuestring, "silu")))
+        return set_err(err, len, "%s: hidden_act %s is not supported: repoc's MLP is SwiGLU, hidden_act \"silu\"",
+                       label, cJSON_IsString(act) ? act->valuestring : "(not a string)");
+    const char* bias[] = {"attention_bias", "mlp_bias"};
+    for (size_t k = 0; k < 2; k++) {
+        const cJSON* b = cJSON_GetObjectItemCaseSensitive(root, bias[k]);
+        if (b && !cJSON_IsFalse(b) && !cJSON_IsNull(b))
+            return set_err(err, len, "%s: %s must be false: repoc's projections have no bias terms", label, bias[k]);
+    }
+    const cJSON* drop = cJSON_GetObjectItemCaseSensitive(root, "attention_dropout");
+    if (drop && !(cJSON_IsNumber(drop) && drop->valuedouble == 0))
+        return set_err(err, len, "%s: attention_dropout must be 0: repoc trains without dropout", label);
+    return 0;
+}
+
 static int parse_root(const cJSON* root, ModelConfig* c, const char* label, char* err, size_t len) {
     if (!cJSON_IsObject(root)) return set_err(err, len, "%s: the top level must be a JSON object", label);
     const cJSON* arch = cJSON_GetObjectItemCaseSensitive(root, "architectures");
@@ -129,6 +207,9 @@ static int parse_root(const cJSON* root, ModelConfig* c, const char* label, char
     else if (!strcmp(a0->valuestring, "LlamaForCausalLM")) c->block = BLOCK_LLAMA;
     else return set_err(err, len, "%s: architectures[0] '%s' is not supported (Olmo2ForCausalLM, LlamaForCausalLM)",
                      label, a0->valuestring);
+    if (check_unsupported(root, label, err, len) || carry_keys(root, c, label, err, len)) return 1;
+    /* transformers' default when the key is absent: Olmo2Config 1e-5, LlamaConfig 1e-6 */
+    c->norm_eps = c->block == BLOCK_OLMO2 ? 1e-5 : 1e-6;
     if (get_size(root, "vocab_size", &c->V, 1, label, err, len) ||
         get_size(root, "hidden_size", &c->D, 1, label, err, len) ||
         get_size(root, "intermediate_size", &c->F, 1, label, err, len) ||
@@ -186,6 +267,92 @@ void hf_config_read(const char* dir, ModelConfig* cfg) {
     if (rc) DIE("%s", err);
 }
 
+/* a JSON number that Python reads as a float (transformers' rope validation checks isinstance(x, float)) */
+static void add_float(cJSON* obj, const char* key, double v) {
+    char buf[64];
+    snprintf(buf, sizeof(buf), "%.17g", v);
+    if (!strpbrk(buf, ".eEn")) strcat(buf, ".0");
+    cJSON_AddRawToObject(obj, key, buf);
+}
+
+/* YaRN in the form transformers' rope_config_validation accepts: rope_type, float factor, the original context,
+   float betas; config.json's max_position_embeddings is original x factor (the writers keep it so) */
+static void write_rope_scaling(cJSON* root, const ModelConfig* c) {
+    if (!(c->yarn_factor > 1.0)) {
+        cJSON_AddNullToObject(root, "rope_scaling");
+        return;
+    }
+    cJSON* rs = cJSON_AddObjectToObject(root, "rope_scaling");
+    cJSON_AddStringToObject(rs, "rope_type", "yarn");
+    add_float(rs, "factor", c->yarn_factor);
+    cJSON_AddNumberToObject(rs, "original_max_position_embeddings", c->yarn_orig_max);
+    add_float(rs, "beta_fast", c->yarn_beta_fast);
+    add_float(rs, "beta_slow", c->yarn_beta_slow);
+    if (c->yarn_attention_factor > 0) add_float(rs, "attention_factor", c->yarn_attention_factor);
+}
+
+/* The one mode besides RoPE that the layout uses (POS_ROPE: all RoPE), or -1 when it mixes RePo and NoPE,
+   which the released loader's single dynamic_pe_mode cannot express. */
+static int release_mode(const ModelConfig* c) {
+    int mode = POS_ROPE;
+    for (size_t l = 0; l < c->L; l++) {
+        if (c->pos[l] == POS_ROPE) continue;
+        if (mode != POS_ROPE && mode != (int)c->pos[l]) return -1;
+        mode = (int)c->pos[l];
+    }
+    return mode;
+}
+
+/* pe_config as the released RePo loader reads it (parse_pe_config), both spellings of each key with the same
+   value; none when the layout mixes RePo and NoPE (repoc_layer_positions alone then describes it) */
+static void write_pe_config(cJSON* root, const ModelConfig* c) {
+    int mode = release_mode(c);
+    if (mode < 0) return;
+    char ids[4 * MAX_LAYERS] = "";
+    long first = -1;
+    for (size_t l = 0; l < c->L; l++) {
+        if (c->pos[l] == POS_ROPE) continue;
+        if (first < 0) first = (long)l;
+        snprintf(ids + strlen(ids), sizeof(ids) - strlen(ids), "%s%zu", ids[0] ? "," : "", l);
+    }
+    cJSON* pe = cJSON_AddObjectToObject(root, "pe_config");
+    cJSON_AddStringToObject(pe, "dynamic_pe_mode",
+                            mode == POS_REPO ? "swigluex_multihead" : (mode == POS_NOPE ? "nope" : "none"));
+    cJSON_AddNumberToObject(pe, "dynamic_pe_start_layer", first >= 0 ? (double)first : 0);
+    cJSON_AddNumberToObject(pe, "dynmaic_pe_start_layer", first >= 0 ? (double)first : 0);
+    cJSON_AddStringToObject(pe, "dynamic_pe_layer_ids", ids);
+    cJSON_AddStringToObject(pe, "dynmaic_pe_layer_ids", ids);
+}
+
+int hf_config_release_note(const ModelConfig* c, char* note, size_t len) {
+    int mode = release_mode(c);
+    note[0] = 0;
+    if (mode < 0)
+        snprintf(note, len, "the layout mixes RePo and NoPE layers, which pe_config cannot express; "
+                 "repoc_layer_positions records it, and the released RePo loader will run other positions");
+    else if (mode != POS_ROPE && c->block == BLOCK_LLAMA)
+        snprintf(note, len, "the released RePo loader is OLMo-2 only; LlamaForCausalLM ignores pe_config and runs "
+                 "RoPE in every layer");
+    else if (mode == POS_REPO && c->KVH != c->H)
+        snprintf(note, len, "the released RePo loader's final_map has num_attention_heads (%zu) rows, repoc's one per "
+                 "kv head (%zu): it will not load these RePo weights", c->H, c->KVH);
+    else if (c->yarn_factor > 1.0 && c->block == BLOCK_OLMO2)
+        snprintf(note, len, "rope_scaling is YaRN: Olmo2Config versions that validate rope_scaling with the legacy "
+                 "{type: linear|dynamic, factor} rule (the released RePo loader's included) refuse this config");
+    return note[0] != 0;
+}
+
+static void write_carried(cJSON* root, const ModelConfig* c) {
+    if (!c->hf_carried[0]) return;
+    cJSON* keep = cJSON_Parse(c->hf_carried);
+    CHECK(cJSON_IsObject(keep), "hf_carried is not a JSON object: %s", c->hf_carried);
+    const cJSON* it;
+    cJSON_ArrayForEach(it, keep)
+        if (!cJSON_GetObjectItemCaseSensitive(root, it->string))
+            cJSON_AddItemToObject(root, it->string, cJSON_Duplicate(it, 1));
+    cJSON_Delete(keep);
+}
+
 char* hf_config_write(const ModelConfig* c, const char* torch_dtype) {
     cJSON* root = cJSON_CreateObject();
     bool olmo2 = c->block == BLOCK_OLMO2;
@@ -200,36 +367,14 @@ char* hf_config_write(const ModelConfig* c, const char* torch_dtype) {
     cJSON_AddNumberToObject(root, "num_key_value_heads", (double)c->KVH);
     cJSON_AddNumberToObject(root, "rms_norm_eps", c->norm_eps);
     cJSON_AddNumberToObject(root, "rope_theta", c->rope_theta);
-    if (c->yarn_factor > 1.0) {
-        cJSON* rs = cJSON_AddObjectToObject(root, "rope_scaling");
-        cJSON_AddStringToObject(rs, "rope_type", "yarn");
-        cJSON_AddNumberToObject(rs, "factor", c->yarn_factor);
-        cJSON_AddNumberToObject(rs, "original_max_position_embeddings", c->yarn_orig_max);
-        cJSON_AddNumberToObject(rs, "beta_fast", c->yarn_beta_fast);
-        cJSON_AddNumberToObject(rs, "beta_slow", c->yarn_beta_slow);
-        if (c->yarn_attention_factor > 0) cJSON_AddNumberToObject(rs, "attention_factor", c->yarn_attention_factor);
-    } else {
-        cJSON_AddNullToObject(root, "rope_scaling");
-    }
+    write_rope_scaling(root, c);
     cJSON_AddBoolToObject(root, "tie_word_embeddings", c->tie_embeddings);
     cJSON_AddNumberToObject(root, "max_position_embeddings", (double)c->max_position_embeddings);
     cJSON_AddStringToObject(root, "hidden_act", "silu");
     cJSON_AddBoolToObject(root, "attention_bias", false);
     cJSON_AddStringToObject(root, "torch_dtype", torch_dtype);
-    /* pe_config for the released RePo loader: the RePo layers, under both spellings */
-    char ids[4 * MAX_LAYERS] = "";
-    long first = -1;
-    for (size_t l = 0; l < c->L; l++) {
-        if (c->pos[l] != POS_REPO) continue;
-        if (first < 0) first = (long)l;
-        snprintf(ids + strlen(ids), sizeof(ids) - strlen(ids), "%s%zu", ids[0] ? "," : "", l);
-    }
-    cJSON* pe = cJSON_AddObjectToObject(root, "pe_config");
-    cJSON_AddStringToObject(pe, "dynamic_pe_mode", first >= 0 ? "swigluex_multihead" : "none");
-    cJSON_AddNumberToObject(pe, "dynamic_pe_start_layer", first >= 0 ? (double)first : 0);
-    cJSON_AddNumberToObject(pe, "dynmaic_pe_start_layer", first >= 0 ? (double)first : 0);
-    cJSON_AddStringToObject(pe, "dynamic_pe_layer_ids", ids);
-    cJSON_AddStringToObject(pe, "dynmaic_pe_layer_ids", ids);
+    write_carried(root, c);
+    write_pe_config(root, c);
     cJSON* list = cJSON_AddArrayToObject(root, "repoc_layer_positions");
     for (size_t l = 0; l < c->L; l++) cJSON_AddItemToArray(list, cJSON_CreateString(pos_mode_name(c->pos[l])));
     cJSON_AddNumberToObject(root, "repoc_format_version", REPOC_CONFIG_FORMAT_VERSION);

@@ -1,7 +1,9 @@
 /* Hugging Face config.json <-> ModelConfig (DESIGN.md §5): Olmo2ForCausalLM and
-   LlamaForCausalLM, rope_scaling (YaRN), and RePo's pe_config (both spellings
-   of its keys), plus repoc's explicit per-layer list "repoc_layer_positions".
-   Keys a Hugging Face config carries that repoc does not use are ignored. */
+   LlamaForCausalLM, rope_scaling (YaRN), and RePo's pe_config (read as the
+   released RePo loader reads it), plus repoc's explicit per-layer list
+   "repoc_layer_positions". What repoc does not compute (hidden_act other than
+   silu, biases, dropout, other rope_scaling types) is refused; token ids and a
+   few other harmless keys are carried to the saved config; the rest is ignored. */
 #ifndef REPOC_HF_CONFIG_H
 #define REPOC_HF_CONFIG_H
 
@@ -17,7 +19,12 @@
 int hf_config_parse(const char* json, size_t len, const char* label, ModelConfig* cfg, char* err, size_t err_len);
 /* Read <dir>/config.json; dies with the message. */
 void hf_config_read(const char* dir, ModelConfig* cfg);
-/* config.json text for cfg (malloc'd); torch_dtype "float32" or "bfloat16" */
+/* config.json text for cfg (malloc'd); torch_dtype "float32" or "bfloat16". The source config's carried keys
+   (token ids, ...) are written back; pe_config is written in the released RePo loader's reading whenever the
+   layout is expressible there (all RoPE, RoPE + RePo, RoPE + NoPE) and left out when it mixes RePo and NoPE. */
 char* hf_config_write(const ModelConfig* cfg, const char* torch_dtype);
+/* 1 and a one-line note when the released RePo loader (OLMo-2 only, one dynamic_pe_mode, legacy rope_scaling
+   rule) will not reproduce cfg from the written config.json; 0 and "" otherwise */
+int hf_config_release_note(const ModelConfig* cfg, char* note, size_t len);
 
 #endif

@@ -78,7 +78,7 @@ static void add_tensor(TensorTable* tt, size_t* cap, TensorKind kind, int layer,
     if (!is_frozen) tt->n_grads += t->numel;
     t->is_norm = kind == TK_FINAL_NORM || kind == TK_Q_NORM || kind == TK_K_NORM || kind == TK_IN_NORM ||
                  kind == TK_ATTN_NORM || kind == TK_MLP_NORM;
-    t->is_embedding = kind == TK_EMBED || kind == TK_LM_HEAD;
+    t->is_embedding = kind == TK_EMBED;   /* the input embedding only: an untied lm_head is a Linear weight */
     t->is_repo = kind == TK_REPO_GATE || kind == TK_REPO_CONTENT || kind == TK_REPO_FINAL;
 }
 

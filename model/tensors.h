@@ -31,7 +31,7 @@ typedef struct {
     size_t numel;
     size_t offset;               /* into the parameter arena */
     size_t grad_offset;          /* into the gradient arena, NO_GRAD when frozen */
-    bool is_norm, is_embedding, is_repo;   /* for optimizer groups */
+    bool is_norm, is_embedding, is_repo;   /* for optimizer groups; is_embedding: embed_tokens only */
 } TensorInfo;
 
 typedef struct {

@@ -116,7 +116,7 @@ void adamw_print(const AdamW* a, const TensorTable* tt, FILE* fp) {
     char label[TENSOR_NAME_LEN + 64];
     snprintf(label, sizeof(label), "weight decay %g", a->cfg.weight_decay);
     print_group(a, fp, label, is_decay, 1);
-    snprintf(label, sizeof(label), "no decay (embeddings %s, norms %s)", a->cfg.decay_embeddings ? "decay" : "exempt",
+    snprintf(label, sizeof(label), "no decay (input embedding %s, norms %s)", a->cfg.decay_embeddings ? "decay" : "exempt",
              a->cfg.decay_norms ? "decay" : "exempt");
     print_group(a, fp, label, is_decay, 0);
     snprintf(label, sizeof(label), "lr x%g (repo_lr_mult, RePo tensors)", a->cfg.repo_lr_mult);

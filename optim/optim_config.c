@@ -108,7 +108,8 @@ bool schedule_parse(const char* s, Schedule* out) {
     return true;
 }
 
-/* the table's flags decide: lm_head counts as an embedding (is_embedding), RePo matrices decay */
+/* the table's flags decide: only embed_tokens is an embedding (an untied lm_head decays, as OLMo-2's
+   trainer decays every Linear weight); RePo matrices decay */
 bool optim_tensor_decays(const OptimConfig* c, const TensorInfo* t) {
     if (t->is_embedding) return c->decay_embeddings;
     if (t->is_norm) return c->decay_norms;

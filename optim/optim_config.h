@@ -30,7 +30,8 @@ typedef struct {
      total_steps 0      schedule length; 0 = the run's number of steps (the trainer fills it in)
      beta1 0.9, beta2 0.95, eps 1e-8     (OLMo-2's pretraining values)
      weight_decay 0.1   decoupled, applied as w *= 1 - lr_t*wd
-     decay_embeddings false   embed_tokens and lm_head (the table's is_embedding flag)
+     decay_embeddings false   the input embedding embed_tokens only (a tied head is that tensor);
+                              an untied lm_head decays like every Linear weight, as in OLMo-2's trainer
      decay_norms true         every RMSNorm weight (is_norm)
      grad_clip 1.0      max global L2 norm of the gradient; 0 = off
      repo_lr_mult 1.0   lr multiplier of the RePo tensors (is_repo) that no lr_mult pattern matched
@@ -67,7 +68,7 @@ const char* schedule_name(Schedule s);
 /* "constant" | "linear" | "cosine"; returns false for any other name */
 bool schedule_parse(const char* s, Schedule* out);
 
-/* The groups of one tensor. Decay: embeddings only if decay_embeddings, norms
+/* The groups of one tensor. Decay: the input embedding only if decay_embeddings, norms
    only if decay_norms, everything else yes (with weight_decay 0 "yes" is a no-op).
    lr_mult: the first lr_mult pattern matching the name; else repo_lr_mult for a
    RePo tensor; else 1. *source (may be NULL) gets the index of the pattern, or

@@ -27,6 +27,22 @@ static void load_dir(void* arg) {
     model_free(&m);
 }
 
+/* the check train runs before allocating anything of the model's size: headers only */
+static void check_dir(void* arg) {
+    const char* dir = arg;
+    ModelConfig cfg;
+    hf_config_read(dir, &cfg);
+    hf_check_weights(dir, &cfg);
+}
+
+/* the loader and the header check both refuse the directory with the same message */
+static void expect_both_die(const char* label, char* dir, const char* const* phrases) {
+    char l2[160];
+    expect_dies_with(label, load_dir, dir, phrases);
+    snprintf(l2, sizeof(l2), "%s (headers only, before allocation)", label);
+    expect_dies_with(l2, check_dir, dir, phrases);
+}
+
 /* a fresh directory holding the fixture's config.json */
 static void make_dir(char* dir, size_t len, const char* name) {
     snprintf(dir, len, "%s/%s", tmp_root, name);
@@ -111,19 +127,24 @@ int main(void) {
         model_free(&m);
     }
 
+    {
+        char out[4096];
+        int st = capture_child(check_dir, (void*)FIXTURE, out, sizeof(out));
+        EXPECT(st == 0, "the fixture's headers match its config.json: the header check exits %d %s", st, out);
+    }
     printf("malformed checkpoint directories\n");
     make_dir(dir, sizeof(dir), "no_weights");
-    expect_dies_with("directory with no weights", load_dir, dir,
+    expect_both_die("directory with no weights", dir,
                      (const char*[]){"no_weights", "no weights", "model.safetensors", NULL});
     make_dir(dir, sizeof(dir), "missing");
     write_subset(&ref, dir, "model.safetensors", 0, nt, 3, NULL, 0, ST_F32);
-    expect_dies_with("missing tensor", load_dir, dir, (const char*[]){"missing:", ref.tensors.t[3].name, NULL});
+    expect_both_die("missing tensor", dir, (const char*[]){"missing:", ref.tensors.t[3].name, NULL});
     make_dir(dir, sizeof(dir), "unexpected");
     write_subset(&ref, dir, "model.safetensors", 0, nt, -1, "model.layers.9.extra.weight", 0, ST_F32);
-    expect_dies_with("unexpected tensor", load_dir, dir, (const char*[]){"unexpected:", "model.layers.9.extra", NULL});
+    expect_both_die("unexpected tensor", dir, (const char*[]){"unexpected:", "model.layers.9.extra", NULL});
     make_dir(dir, sizeof(dir), "shape");
     write_subset(&ref, dir, "model.safetensors", 0, nt, -1, NULL, 1, ST_F32);
-    expect_dies_with("wrong shape", load_dir, dir,
+    expect_both_die("wrong shape", dir,
                      (const char*[]){ref.tensors.t[0].name, "has shape [32, 64]", "expects [64, 32]", NULL});
     make_dir(dir, sizeof(dir), "badjson");
     write_text(dir, "config.json", "{\"architectures\": [\"Olmo2ForCausalLM\"], \"vocab_size\": 64,,}");
@@ -143,7 +164,7 @@ int main(void) {
     expect_dies_with("no config.json", load_dir, dir, (const char*[]){"config.json", "cannot read", NULL});
     make_dir(dir, sizeof(dir), "index_missing_file");
     write_text(dir, "model.safetensors.index.json", "{\"weight_map\": {\"model.norm.weight\": \"gone.safetensors\"}}");
-    expect_dies_with("index naming a missing shard", load_dir, dir, (const char*[]){"gone.safetensors", NULL});
+    expect_both_die("index naming a missing shard", dir, (const char*[]){"gone.safetensors", NULL});
     make_dir(dir, sizeof(dir), "truncated");
     write_subset(&ref, dir, "model.safetensors", 0, nt, -1, NULL, 0, ST_F32);
     {
@@ -151,7 +172,7 @@ int main(void) {
         snprintf(p, sizeof(p), "%s/model.safetensors", dir);
         CHECK(truncate(p, 2000) == 0, "truncate");
     }
-    expect_dies_with("truncated weights file", load_dir, dir, (const char*[]){"truncated/model.safetensors", NULL});
+    expect_both_die("truncated weights file", dir, (const char*[]){"truncated/model.safetensors", NULL});
 
     model_free(&ref);
     char cmd[700];

@@ -115,11 +115,14 @@ static void check_forward_backward(const char* dir, Fixture* fx) {
 }
 
 /* 3 AdamW steps on the same batch, torch.optim.AdamW semantics with the fixture's
-   hyperparameters (all tensors in one decay group, no clipping). eps = 2 is far
+   hyperparameters and OLMo-2's decay groups (repoc's defaults: every weight decays, the
+   untied lm_head and the norms included; only embed_tokens is exempt), no clipping. eps = 2 is far
    above every |g| (max 0.64), so each update is proportional to the averaged
    gradient: the fixture measured that a 1e-7 relative perturbation of the
    weights moves the updates by at most 1.7e-6 (metadata update_conditioning),
-   60x below the 1e-4 tolerance. */
+   60x below the 1e-4 tolerance. The exempt embedding moves only by its gradient step
+   (7e-4 of its norm in olmo2_mix), so float32 storage alone costs it up to 4.2e-5
+   (metadata f32_weight_rounding_error_exempt): its tolerance is 10x that floor, at least 1e-4. */
 static void check_adamw(const char* dir, Fixture* fx) {
     char ckpt[512];
     snprintf(ckpt, sizeof(ckpt), "%s/ckpt", dir);
@@ -132,7 +135,7 @@ static void check_adamw(const char* dir, Fixture* fx) {
     oc.beta2 = meta_double(&fx->ref, "beta2");
     oc.eps = meta_double(&fx->ref, "eps");
     oc.weight_decay = meta_double(&fx->ref, "weight_decay");
-    oc.decay_embeddings = oc.decay_norms = true;
+    CHECK(!oc.decay_embeddings && oc.decay_norms, "the defaults are OLMo-2's groups");
     oc.grad_clip = 0;
     oc.schedule = SCHED_CONSTANT;
     oc.warmup_steps = 0;
@@ -149,8 +152,9 @@ static void check_adamw(const char* dir, Fixture* fx) {
         model_backward(&m, 1.0);
         adamw_step(&opt, m.params, m.grads, oc.lr, s);
     }
-    double worst = 0;
+    double worst = 0, exempt_tol = fmax(1e-4, 10 * meta_double(&fx->ref, "f32_weight_rounding_error_exempt"));
     const char* worst_name = "";
+    printf("  3-step update, relative L2 error per tensor:");
     for (size_t i = 0; i < m.tensors.n; i++) {
         const TensorInfo* t = &m.tensors.t[i];
         char name[160];
@@ -162,14 +166,16 @@ static void check_adamw(const char* dir, Fixture* fx) {
             num += (got - ref[k]) * (got - ref[k]);
             den += (double)ref[k] * ref[k];
         }
-        double rel = sqrt(num / den);
-        if (rel > worst) worst = rel, worst_name = t->name;
-        if (rel > 1e-4) EXPECT(0, "%s: relative L2 error of the 3-step update %.2e > 1e-4", t->name, rel);
+        double rel = sqrt(num / den), tol = t->is_embedding ? exempt_tol : 1e-4;
+        printf("%s%s %.1e", i % 4 ? "  " : "\n    ", t->name, rel);
+        if (!t->is_embedding && rel > worst) worst = rel, worst_name = t->name;
+        if (rel > tol) printf("\n"), EXPECT(0, "%s: relative L2 error of the 3-step update %.2e > %.0e", t->name, rel, tol);
         free(ref);
     }
-    EXPECT(worst <= 1e-4, "3 AdamW steps: update (after - before) of all %zu tensors within 1e-4 relative L2 "
-           "(worst %.2e, %s; conditioning measured by the fixture: %s)", m.tensors.n, worst, worst_name,
-           st_meta(&fx->ref, "update_conditioning"));
+    printf("\n");
+    EXPECT(worst <= 1e-4, "3 AdamW steps: update (after - before) of all decayed tensors within 1e-4 relative L2 "
+           "(worst %.2e, %s; conditioning measured by the fixture: %s); embed_tokens within %.1e",
+           worst, worst_name, st_meta(&fx->ref, "update_conditioning"), exempt_tol);
     free(before);
     adamw_free(&opt);
     model_free(&m);

@@ -163,13 +163,35 @@ static void test_errors(void) {
                  "model.positions.rope_scaling.beta_fast: 1 must exceed beta_slow 1");
     expect_error("min_lr > lr", "{\"optim\": {\"min_lr\": 0.01}, " DATA "}", NULL, 0,
                  "optim.min_lr: 0.01 exceeds optim.lr 0.0003");
-    expect_error("warmup > steps", "{\"train\": {\"steps\": 50}, " DATA "}", NULL, 0,
-                 "optim.warmup_steps: 100 exceeds train.steps 50");
+    expect_error("explicit warmup > steps", "{\"train\": {\"steps\": 50}, \"optim\": {\"warmup_steps\": 60}, "
+                 DATA "}", NULL, 0, "optim.warmup_steps: 60 exceeds train.steps 50");
     expect_error("no training data", "{}", NULL, 0, "data.train: no training data");
     expect_error("train and synthetic", "{\"data\": {\"train\": [\"t\"], \"synthetic\": {}}}", NULL, 0,
                  "data.synthetic: given together with data.train");
-    expect_error("eval without val", "{\"data\": {\"train\": [\"t\"]}}", NULL, 0,
-                 "data.val: empty while train.eval_every is 100");
+    expect_error("explicit eval without val", "{\"data\": {\"train\": [\"t\"]}, \"train\": {\"eval_every\": 50}}",
+                 NULL, 0, "data.val: empty while train.eval_every is 50");
+}
+
+/* a short run from a minimal config: the defaults that do not fit adapt, each with a printed note */
+static void test_short_run_defaults(void) {
+    printf("defaults of a short run\n");
+    RunConfig rc;
+    char err[1024];
+    int r = load(&rc, "{\"data\": {\"train\": [\"t\"]}, \"train\": {\"steps\": 20}}", NULL, 0, err, sizeof(err));
+    EXPECT(r == 0, "only data.train and train.steps 20: loads (%s)", r ? err : "no error");
+    if (r == 0) {
+        char* text = printed(&rc);
+        EXPECT(rc.train.eval_every == 0 && strstr(text, "note: no data.val given: evaluation is off"),
+               "no data.val: eval_every %zu, and the printed config says evaluation is off", rc.train.eval_every);
+        EXPECT(rc.optim.warmup_steps == 2 && strstr(text, "warming up for 2 steps"),
+               "default warmup 100 > 20 steps: %zu (a tenth of the run), with a note", rc.optim.warmup_steps);
+        free(text);
+    }
+    run_config_free(&rc);
+    r = load(&rc, "{" DATA ", \"train\": {\"steps\": 5000}}", NULL, 0, err, sizeof(err));
+    EXPECT(r == 0 && rc.optim.warmup_steps == 100 && rc.train.eval_every == 100 && !rc.notes[0],
+           "a long run with data.val keeps warmup 100 and eval_every 100, no note");
+    run_config_free(&rc);
 }
 
 static void test_overrides(void) {
@@ -333,6 +355,7 @@ int main(void) {
     CHECK(mkdtemp(tmpdir), "cannot make a temporary directory");
     test_example();
     test_errors();
+    test_short_run_defaults();
     test_overrides();
     test_round_trip();
     test_model_bridges();

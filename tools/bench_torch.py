@@ -235,8 +235,9 @@ def main():
     tokens = torch.from_numpy(batch[:B * T].astype(np.int64)).view(B, T)
     targets = torch.from_numpy(batch[B * T:].astype(np.int64)).view(B, T)
 
-    # AdamW groups as repoc's defaults: embeddings and LM head without decay, the rest (norms too) with 0.1
-    no_decay = ("model.embed_tokens.weight", "lm_head.weight")
+    # AdamW groups as repoc's defaults (OLMo-2's): the input embedding without decay, the rest (LM head and
+    # norms too) with 0.1
+    no_decay = ("model.embed_tokens.weight",)
     named = list(model.named_parameters())
     groups = [{"params": [p for n, p in named if n not in no_decay], "weight_decay": 0.1},
               {"params": [p for n, p in named if n in no_decay], "weight_decay": 0.0}]

@@ -272,6 +272,26 @@ static int validate(RcCtx* c) {
     return 0;
 }
 
+/* Defaults that do not fit a short run adapt to it, with a note; a value given explicitly is never changed
+   (validate then refuses a contradiction): no validation data turns evaluation off, and the 100-step
+   warmup shrinks to a tenth of a run shorter than 1000 steps. */
+static void adapt_defaults(RunConfig* rc) {
+    size_t n = 0;
+    rc->notes[0] = 0;
+    if (!rc->data.val.n && !rc->data.synthetic && rc->train.eval_every && !run_config_was_set(rc, "train.eval_every")) {
+        rc->train.eval_every = 0;
+        n += (size_t)snprintf(rc->notes + n, sizeof(rc->notes) - n, "note: no data.val given: evaluation is off "
+                              "(give data.val files to evaluate every train.eval_every steps)\n");
+    }
+    size_t warm = rc->train.steps / 10;
+    if (!run_config_was_set(rc, "optim.warmup_steps") && rc->optim.warmup_steps > warm &&
+        rc->train.steps < 10 * rc->optim.warmup_steps && n < sizeof(rc->notes)) {
+        snprintf(rc->notes + n, sizeof(rc->notes) - n, "note: optim.warmup_steps %zu (the default) is more than a "
+                 "tenth of train.steps %zu: warming up for %zu steps\n", rc->optim.warmup_steps, rc->train.steps, warm);
+        rc->optim.warmup_steps = warm;
+    }
+}
+
 int run_config_load(RunConfig* rc, const char* path, const char* const* overrides, size_t n_overrides,
                     char* err, size_t err_len) {
     run_config_defaults(rc);
@@ -289,6 +309,7 @@ int run_config_load(RunConfig* rc, const char* path, const char* const* override
         if (rc_apply_override(&c, overrides[i])) return -1;
     }
     c.src = path;
+    adapt_defaults(rc);
     c.by_key = true;
     return validate(&c);
 }
@@ -375,7 +396,7 @@ void run_config_print(const RunConfig* rc, FILE* fp) {
         cJSON_free(text);
         cJSON_Delete(v);
     }
-    fprintf(fp, "\n");
+    fprintf(fp, "\n%s", rc->notes);
 }
 
 char* run_config_to_json(const RunConfig* rc) {

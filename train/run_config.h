@@ -133,6 +133,7 @@ typedef struct {
     RcTrain train;
     char source[RC_PATH_LEN];           /* the file loaded ("" = none), for messages */
     bool set[RC_KEYS_MAX];              /* per schema key: given in the file or by --set */
+    char notes[512];                    /* defaults run_config_load adapted to the run, printed with it */
     const char* set_arg[RC_KEYS_MAX];   /* per schema key: the last --set argument that gave it (the caller's
                                            string, which outlives rc), NULL = the file or the default */
 } RunConfig;

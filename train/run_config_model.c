@@ -9,6 +9,8 @@
 #include "common/check.h"
 #include "train/run_config_schema.h"
 
+#define RS_ORIG_MAX "model.positions.rope_scaling.original_max_position_embeddings"
+
 int run_config_check_layers(const RunConfig* rc, size_t n_layers, char* err, size_t err_len) {
     RcCtx c = { (RunConfig*)rc, rc->source[0] ? rc->source : NULL, err, err_len, true };
     const RcPositions* p = &rc->model.positions;
@@ -29,13 +31,20 @@ static void set_positions(const RunConfig* rc, ModelConfig* c) {
     else CHECK(model_config_plan_positions(c, p->mode, p->repo_start_layer), "unknown position plan '%s'", p->mode);
 }
 
-static void set_yarn(const RunConfig* rc, ModelConfig* c) {
+/* YaRN from the run config. The model's context (config.json's max_position_embeddings) becomes
+   original x factor, from which transformers recomputes the factor. Unless the run config names the
+   original context, a checkpoint's is its YaRN original (a checkpoint this run saved, on resume) or else
+   its max_position_embeddings. */
+static void set_yarn(const RunConfig* rc, ModelConfig* c, bool from_checkpoint) {
     const RcRopeScaling* s = &rc->model.positions.rope_scaling;
+    double ckpt_orig = c->yarn_factor > 1 ? c->yarn_orig_max : (double)c->max_position_embeddings;
     c->yarn_factor = s->factor;
     c->yarn_orig_max = s->original_max_position_embeddings;
+    if (from_checkpoint && !run_config_was_set(rc, RS_ORIG_MAX)) c->yarn_orig_max = ckpt_orig;
     c->yarn_beta_fast = s->beta_fast;
     c->yarn_beta_slow = s->beta_slow;
     c->yarn_attention_factor = s->attention_factor;
+    if (c->yarn_factor > 1) c->max_position_embeddings = (size_t)(c->yarn_orig_max * c->yarn_factor);
 }
 
 void run_config_model(const RunConfig* rc, ModelConfig* c) {
@@ -51,9 +60,9 @@ void run_config_model(const RunConfig* rc, ModelConfig* c) {
     c->norm_eps = m->norm_eps;
     c->rope_theta = m->rope_theta;
     c->tie_embeddings = m->tie_embeddings;
-    set_yarn(rc, c);
     /* the context the model is trained for (config.json's max_position_embeddings) */
-    c->max_position_embeddings = c->yarn_factor > 1 ? (size_t)(c->yarn_orig_max * c->yarn_factor) : rc->data.seq_len;
+    c->max_position_embeddings = rc->data.seq_len;
+    set_yarn(rc, c, false);
     set_positions(rc, c);
 }
 
@@ -104,7 +113,7 @@ int run_config_apply_checkpoint(const RunConfig* rc, ModelConfig* c, const char*
     }
     if (run_config_was_set(rc, "model.rope_theta")) c->rope_theta = m->rope_theta;
     if (run_config_was_set(rc, "model.norm_eps")) c->norm_eps = m->norm_eps;
-    if (run_config_was_set(rc, "model.positions.rope_scaling")) set_yarn(rc, c);
+    if (run_config_was_set(rc, "model.positions.rope_scaling")) set_yarn(rc, c, true);
     if (run_config_was_set(rc, "model.positions.mode") || run_config_was_set(rc, "model.positions.layers")) {
         if (run_config_check_layers(rc, c->L, err, err_len)) return -1;
         ModelConfig was = *c;

@@ -55,6 +55,7 @@ static void resolve_model_config(Trainer* tr) {
         resolve_init_from(rc->model.init_from, tr->init_dir, sizeof(tr->init_dir));
         hf_config_read(tr->init_dir, &tr->mcfg);
         if (run_config_apply_checkpoint(rc, &tr->mcfg, tr->init_dir, false, err, sizeof(err))) DIE("%s", err);
+        hf_check_weights(tr->init_dir, &tr->mcfg);   /* from the headers, before the model is allocated */
         return;
     }
     run_config_model(rc, &tr->mcfg);
