@@ -16,6 +16,7 @@
 #include "common/dist.h"
 #include "common/fileio.h"
 #include "model/hf_checkpoint.h"
+#include "train/run_dir.h"
 
 /* Sharded AdamW state (ZeRO-1, issue #7) is written by rank 0 into the same
    file as a full one, piece by piece: for each piece st_write asks for,
@@ -158,21 +159,6 @@ static size_t list_steps(const char* out_dir, size_t** steps_out) {
     return n;
 }
 
-static void remove_tree(const char* path) {
-    DIR* d = opendir(path);
-    if (!d) return;
-    struct dirent* e;
-    char child[4096];
-    while ((e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        snprintf(child, sizeof(child), "%s/%s", path, e->d_name);
-        if (is_dir(child)) remove_tree(child);
-        else unlink(child);
-    }
-    closedir(d);
-    rmdir(path);
-}
-
 /* a complete checkpoint has all four files (the directory only appears after they were fsynced) */
 static bool complete(const char* dir) {
     const char* files[] = {"config.json", "model.safetensors", "optimizer.safetensors", "trainer_state.json"};
@@ -194,14 +180,20 @@ void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const Trai
     char final_dir[4096], tmp_dir[4200], path[4300];
     snprintf(final_dir, sizeof(final_dir), "%s/step_%07zu", out_dir, st->step);
     snprintf(tmp_dir, sizeof(tmp_dir), "%s.tmp.%d", final_dir, (int)getpid());
-    remove_tree(tmp_dir);
+    run_dir_remove_checkpoint(tmp_dir);
     hf_save(m, tmp_dir, model_dtype);   /* creates tmp_dir */
     snprintf(path, sizeof(path), "%s/optimizer.safetensors", tmp_dir);
     save_optimizer(path, m, opt, model_dtype != ST_F32);
     snprintf(path, sizeof(path), "%s/trainer_state.json", tmp_dir);
     save_state(path, st, config_json);
     fsync_dir(tmp_dir);
-    if (is_dir(final_dir)) remove_tree(final_dir);   /* a re-save of the same step (e.g. after a resume) */
+    run_dir_remove_checkpoint(final_dir);   /* a re-save of the same step (e.g. after a resume) */
+    struct stat old;
+    if (lstat(final_dir, &old) == 0) {   /* kept: it holds what repoc did not write; set it aside, whole */
+        snprintf(path, sizeof(path), "%s.kept.%d", final_dir, (int)getpid());
+        if (rename(final_dir, path) != 0) DIE("renaming '%s' to '%s': %s", final_dir, path, strerror(errno));
+        printf("note: moved the earlier '%s' to '%s'\n", final_dir, path);
+    }
     if (rename(tmp_dir, final_dir) != 0) DIE("renaming '%s' to '%s': %s", tmp_dir, final_dir, strerror(errno));
     fsync_dir(out_dir);
     char name[64];
@@ -213,26 +205,10 @@ void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const Trai
     for (size_t i = 0; i + keep_last < n; i++) {   /* prune the oldest, never the one just written */
         if (steps[i] == st->step) continue;
         snprintf(path, sizeof(path), "%s/step_%07zu", out_dir, steps[i]);
-        remove_tree(path);
+        run_dir_remove_checkpoint(path);
     }
     free(steps);
     dist_barrier();   /* the checkpoint is complete when any rank returns */
-}
-
-void ckpt_clean_stale(const char* out_dir) {
-    DIR* d = opendir(out_dir);
-    if (!d) return;
-    struct dirent* e;
-    char path[4096], mine[32];
-    snprintf(mine, sizeof(mine), ".tmp.%d", (int)getpid());
-    while ((e = readdir(d))) {
-        const char* tmp = strstr(e->d_name, ".tmp.");
-        if (!tmp || strcmp(tmp, mine) == 0) continue;
-        snprintf(path, sizeof(path), "%s/%s", out_dir, e->d_name);
-        if (is_dir(path)) remove_tree(path);
-        else unlink(path);
-    }
-    closedir(d);
 }
 
 bool ckpt_find_latest(const char* out_dir, char* path, size_t len) {
@@ -253,6 +229,7 @@ bool ckpt_find_latest(const char* out_dir, char* path, size_t len) {
         found = complete(path);
     }
     free(steps);
+    if (!found && len) path[0] = 0;   /* no checkpoint: callers test path[0] */
     return found;
 }
 

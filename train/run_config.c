@@ -34,6 +34,7 @@ const RcKey RC_KEYS[] = {
     { "run.seed", KT_U64, O(run.seed), 0, BIG, 0, NULL, "random_seed" },
     SIZE("run.threads", run.threads, 0, 4096, 0, "num_threads|n_threads"),
     STR("run.resume", run.resume, KF_NONEMPTY, "resume_from"),
+    BOOL("run.overwrite", run.overwrite, 0, NULL),
     SEC("model"),
     STR("model.init_from", model.init_from, KF_NULL, "checkpoint|init|model_path|from"),
     ENUM("model.arch", model.arch, "olmo2|llama", KF_CKPT, "architecture|architectures"),
