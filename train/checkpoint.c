@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,8 +255,13 @@ static void load_optimizer(const char* path, Model* m, AdamW* opt, bool with_mas
                 continue;
             }
             size_t g0, g1;   /* moments: the part inside the optimizer's slice */
-            if (adamw_slice_part(opt, t->grad_offset, t->numel, &g0, &g1))
-                st_read_real_range(&f, s, g0 - t->grad_offset, g1 - g0, (kind == 0 ? opt->m : opt->v) + (g0 - opt->lo));
+            if (!adamw_slice_part(opt, t->grad_offset, t->numel, &g0, &g1)) continue;
+            real* dst = (kind == 0 ? opt->m : opt->v) + (g0 - opt->lo);
+            st_read_real_range(&f, s, g0 - t->grad_offset, g1 - g0, dst);
+            for (size_t k = 0; k < g1 - g0; k++)   /* m finite; v (a mean of squares) finite and >= 0 */
+                CHECK(isfinite(dst[k]) && (kind == 0 || dst[k] >= 0), "%s: tensor '%s' element %zu is %g: "
+                      "AdamW %s must be finite%s", path, name, g0 - t->grad_offset + k, (double)dst[k],
+                      kind == 0 ? "first moments" : "second moments", kind == 0 ? "" : " and non-negative");
         }
     }
     st_close(&f);
@@ -276,7 +282,49 @@ static cJSON* read_state_json(const char* dir) {
     return root;
 }
 
+/* trainer_state.json's integer `key`: a JSON number with no fraction in [lo, 2^53] (doubles hold every
+   integer up to there); absent is allowed only when `optional` (then *out = 0) */
+static size_t state_int(const cJSON* root, const char* p, const char* key, size_t lo, bool optional) {
+    const cJSON* v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!v && optional) return 0;
+    CHECK(v, "%s: missing key '%s'", p, key);
+    char got[64] = "another JSON type";
+    if (cJSON_IsNumber(v)) snprintf(got, sizeof(got), "%.17g", v->valuedouble);
+    CHECK(cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) && v->valuedouble >= (double)lo &&
+          v->valuedouble <= 9007199254740992.0, "%s: key '%s': expected an integer in [%zu, 2^53], got %s", p, key,
+          lo, got);
+    return (size_t)v->valuedouble;
+}
+
+/* Read and check trainer_state.json: every field typed and in range, and the step equal to the
+   one the directory name (step_NNNNNNN) states */
+static void load_state(const char* dir, TrainerState* st) {
+    char p[4096];
+    snprintf(p, sizeof(p), "%s/trainer_state.json", dir);
+    cJSON* root = read_state_json(dir);
+    memset(st, 0, sizeof(*st));
+    st->step = state_int(root, p, "step", 0, false);
+    st->tokens_seen = state_int(root, p, "tokens_seen", 0, false);
+    st->rows_per_step = state_int(root, p, "rows_per_step", 1, true);   /* absent in older checkpoints */
+    st->world_size = state_int(root, p, "world_size", 1, true);
+    const cJSON* loss = cJSON_GetObjectItemCaseSensitive(root, "last_loss");
+    CHECK(!loss || (cJSON_IsNumber(loss) && isfinite(loss->valuedouble)),
+          "%s: key 'last_loss': expected a finite number", p);
+    st->has_loss = loss != NULL;
+    st->last_loss = loss ? loss->valuedouble : 0;
+    const cJSON* cfg = cJSON_GetObjectItemCaseSensitive(root, "config");
+    CHECK(!cfg || cJSON_IsObject(cfg), "%s: key 'config': expected a JSON object", p);
+    cJSON_Delete(root);
+    const char* base = strrchr(dir, '/');
+    base = base && base[1] ? base + 1 : dir;
+    unsigned long long named;
+    int used = 0;
+    if (sscanf(base, "step_%llu%n", &named, &used) == 1 && base[used] == 0)
+        CHECK(named == st->step, "%s: key 'step' is %zu, but the directory is named %s", p, st->step, base);
+}
+
 void ckpt_load(const char* dir, Model* m, AdamW* opt, TrainerState* st) {
+    load_state(dir, st);   /* first: a bad state file fails before the large reads */
     hf_load_weights(m, dir, 0, false);
     char p[4096];
     snprintf(p, sizeof(p), "%s/config.json", dir);
@@ -285,21 +333,6 @@ void ckpt_load(const char* dir, Model* m, AdamW* opt, TrainerState* st) {
     free(cfg);
     snprintf(p, sizeof(p), "%s/optimizer.safetensors", dir);
     load_optimizer(p, m, opt, bf16_model);
-    cJSON* root = read_state_json(dir);
-    const cJSON* step = cJSON_GetObjectItemCaseSensitive(root, "step");
-    const cJSON* tokens = cJSON_GetObjectItemCaseSensitive(root, "tokens_seen");
-    const cJSON* loss = cJSON_GetObjectItemCaseSensitive(root, "last_loss");
-    CHECK(cJSON_IsNumber(step) && cJSON_IsNumber(tokens), "%s/trainer_state.json: missing step or tokens_seen", dir);
-    memset(st, 0, sizeof(*st));
-    st->step = (size_t)step->valuedouble;
-    st->tokens_seen = (size_t)tokens->valuedouble;
-    const cJSON* rows = cJSON_GetObjectItemCaseSensitive(root, "rows_per_step");   /* absent before issue #7 */
-    const cJSON* world = cJSON_GetObjectItemCaseSensitive(root, "world_size");
-    st->rows_per_step = cJSON_IsNumber(rows) ? (size_t)rows->valuedouble : 0;
-    st->world_size = cJSON_IsNumber(world) ? (size_t)world->valuedouble : 0;
-    st->has_loss = cJSON_IsNumber(loss);
-    st->last_loss = st->has_loss ? loss->valuedouble : 0;
-    cJSON_Delete(root);
 }
 
 char* ckpt_read_config(const char* dir) {
