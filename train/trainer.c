@@ -284,22 +284,29 @@ void trainer_step(Trainer* tr) {
     }
 }
 
-double trainer_eval(Trainer* tr) {
-    size_t n = tr->rc.train.eval_batches;
+bool trainer_eval(Trainer* tr) {
+    size_t n = tr->rc.train.eval_batches, world = (size_t)tr->world;
     double total = 0;
-    /* validation batch k = rows [k*B, (k+1)*B) of the held-out stream, on rank k mod world */
-    for (size_t k = (size_t)tr->rank; k < n; k += (size_t)tr->world) {
+    /* validation batch k = rows [k*B, (k+1)*B) of the held-out stream, on rank k mod world; every rank
+       takes part in each round's stop check, so all ranks leave at the same round */
+    for (size_t k0 = 0; k0 < n; k0 += world) {
+        if (tr->stop && dist_any(*tr->stop != 0)) {
+            tr->model.has_loss = false;
+            return false;
+        }
+        size_t k = k0 + (size_t)tr->rank;
+        if (k >= n) continue;
         data_source_rows(&tr->data, true, k, tr->B, 0, tr->B, tr->T, tr->tokens, tr->targets, NULL);
         tr->model.target_weights = NULL;   /* validation: the plain mean over every target */
         total += model_forward(&tr->model, tr->tokens, tr->targets);
     }
     dist_allreduce_sum_double(&total, 1);
     tr->model.has_loss = false;   /* an eval forward is never followed by backward */
-    double val = n ? total / (double)n : 0;
-    tr->last_val_loss = val;
+    tr->last_val_loss = n ? total / (double)n : 0;
     tr->has_val_loss = true;
-    metrics_eval(&tr->metrics, tr->state.step, val, n);
-    return val;
+    tr->val_step = tr->state.step;
+    metrics_eval(&tr->metrics, tr->state.step, tr->last_val_loss, n);
+    return true;
 }
 
 /* Die unless every rank's weights are bit-identical to rank 0's: a 64-bit
