@@ -225,11 +225,12 @@ void token_file_open(TokenFile* f, const char* path, const char* format, size_t 
     f->path = mallocCheck(plen + 1);
     memcpy(f->path, path, plen + 1);
 
-    int fd = open(path, O_RDONLY);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   /* a FIFO must not block before the type check */
     CHECK(fd >= 0, "cannot open token file '%s': %s", path, strerror(errno));
     struct stat st;
     CHECK(fstat(fd, &st) == 0, "cannot stat token file '%s': %s", path, strerror(errno));
-    CHECK(S_ISREG(st.st_mode), "token file '%s' is not a regular file", path);
+    CHECK(S_ISREG(st.st_mode), "token file '%s' is not a regular file (%s)", path,
+          S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a device or socket");
     CHECK(st.st_size > 0, "token file '%s' is empty (0 bytes): no tokens", path);
     f->map_bytes = (size_t)st.st_size;
     CHECK(vocab_size >= 1 && vocab_size <= (size_t)INT32_MAX + 1,
