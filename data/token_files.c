@@ -14,6 +14,7 @@
 #include <unistd.h>         /* close */
 
 #include "common/check.h"   /* DIE, CHECK, mallocCheck */
+#include "common/mapped.h"  /* mapped_add: a SIGBUS names the file */
 
 #define LLMC_HEADER_BYTES 1024    /* 256 int32 */
 #define LLMC_MAGIC_U16 20240520   /* version 1, uint16 tokens */
@@ -241,6 +242,7 @@ void token_file_open(TokenFile* f, const char* path, const char* format, size_t 
           strerror(errno));
     close(fd);                  /* the mapping keeps the file alive */
     f->map = m;
+    mapped_add(m, f->map_bytes, f->path);   /* a file that shrinks later is named, not a silent exit 135 */
 
     if (strcmp(format, "auto") == 0) format = detect_format(f);
     if (strcmp(format, "bin") == 0) parse_llmc(f), f->format = "bin";
@@ -268,7 +270,10 @@ void token_file_open(TokenFile* f, const char* path, const char* format, size_t 
 }
 
 void token_file_close(TokenFile* f) {
-    if (f->map) munmap((void*)f->map, f->map_bytes);
+    if (f->map) {
+        mapped_remove(f->map);
+        munmap((void*)f->map, f->map_bytes);
+    }
     free(f->path);
     memset(f, 0, sizeof *f);
 }

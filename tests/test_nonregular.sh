@@ -2,7 +2,9 @@
 # A FIFO (or any file that is not a regular file) where a program reads a
 # token file, a config, a checkpoint's config.json, safetensors or
 # trainer_state.json: exit 1 at once naming the file, never a hang (open(2) of
-# a FIFO blocks until a writer comes, so the type is checked first).
+# a FIFO blocks until a writer comes, so the type is checked first). A token
+# file that shrinks while training reads it through mmap: exit 1 naming the
+# file (not a silent SIGBUS, exit 135), the last checkpoint intact.
 . "$(dirname "$0")/testlib.sh" nonregular
 
 build/tools/gen_tokens "$T/good.u16" 5000 64 1 || exit 1
@@ -47,6 +49,22 @@ st="$T/out_e/step_0000002/trainer_state.json"
 rm "$st"; mkfifo "$st"
 fails_fast "train: resume with trainer_state.json a FIFO" "$st': not a regular file" \
     build/train "$T/cfg.json" --set train.steps=3
+
+build/tools/gen_tokens "$T/shrinks.u16" 200000 64 1 || exit 1
+printf '{"run": {"out_dir": "%s"}, %s}\n' "$T/out_f" "$base" >"$T/cfg.json"
+build/train "$T/cfg.json" --set "data.train=[\"$T/shrinks.u16\"]" --set train.steps=1000000 --set train.save_every=2 \
+    --set run.threads=1 >"$T/log" 2>&1 &
+p=$!
+wait_for "[ -f '$T/out_f/latest' ]"
+truncate -s 0 "$T/shrinks.u16"
+(sleep 20; kill -KILL $p 2>/dev/null) & watchdog=$!
+wait $p; rc=$?
+kill $watchdog 2>/dev/null; wait $watchdog 2>/dev/null
+last="$T/out_f/$(head -1 "$T/out_f/latest")"
+if [ $rc -eq 1 ] && grep -q "error: SIGBUS reading '$T/shrinks.u16' at byte offset [0-9]*: the file shrank" "$T/log" &&
+    [ -f "$last/trainer_state.json" ] && [ -f "$last/optimizer.safetensors" ]
+then ok "a token file truncated while training: exit 1 naming it, $(basename "$last") complete"
+else bad "a token file truncated while training: exit $rc: $(tail -1 "$T/log")"; fi
 
 echo "test_nonregular: $([ $failures -eq 0 ] && echo all OK || echo FAILED)"
 [ $failures -eq 0 ]
