@@ -62,7 +62,8 @@ void fsync_dir(const char* dir) {
 void file_write_atomic(const char* path, const void* data, size_t len) {
     char tmp[4096], dir[4096];
     CHECK(snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) < (int)sizeof(tmp), "path too long: %s", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    unlink(tmp);   /* a leftover, or a link someone put there: removed, never written through */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) DIE("cannot create '%s': %s", tmp, strerror(errno));
     const char* p = data;
     size_t left = len;

@@ -42,6 +42,17 @@ build/train "$T/cfg.json" >"$T/log" 2>&1 || { bad "third run failed"; tail -3 "$
 [ -L "$d/step_0000003" ] && [ -f "$T/precious/top.txt" ] && grep -q "step_0000003' in place: it is a symbolic link" "$T/log" &&
     ok "a step_ link is left in place, its target intact" || bad "a step_ link: $(ls -la "$d" | tr '\n' ' ')"
 
+d="$T/resave"   # re-saving a step whose directory holds a user's file: it is set aside whole
+config "$d" 3 1 5
+build/train "$T/cfg.json" >"$T/log" 2>&1 || bad "resave: first run failed"
+echo mine >"$d/step_0000002/notes.txt"
+config "$d" 2 1 5 "$d/step_0000001"
+build/train "$T/cfg.json" >"$T/log" 2>&1 || bad "resave: the resumed run failed: $(tail -1 "$T/log")"
+kept=$(ls -d "$d"/step_0000002.kept.* 2>/dev/null | head -1)
+[ -n "$kept" ] && [ "$(cat "$kept/notes.txt" 2>/dev/null)" = mine ] && [ -f "$d/step_0000002/trainer_state.json" ] &&
+    ok "re-saving step 2 over a directory holding a user's file: it is kept as $(basename "$kept")" ||
+    bad "re-saving step 2: $(ls "$d" | tr '\n' ' ')"
+
 echo "start-up cleanup removes only repoc's exact leftovers of dead processes"
 d="$T/clean"
 config "$d" 1 1 2
@@ -140,6 +151,27 @@ build/train "$T/cfg.json" >"$T/log" 2>&1 && grep -q "no complete checkpoint: sta
 echo step_0000007 >"$d/latest"; rm -r "$d/step_0000002"
 build/train "$T/cfg.json" >"$T/log" 2>&1 && grep -q "no complete checkpoint: starting at step 0" "$T/log" &&
     ok "... also when latest names an incomplete one" || bad "latest -> incomplete: $(tail -2 "$T/log")"
+
+echo "a write that fails (disk full; here a file-size limit makes write(2) fail with EFBIG)"
+d="$T/full"
+config "$d" 2 0 2
+build/train "$T/cfg.json" >"$T/log" 2>&1 || bad "full: first run failed"
+config "$d" 4 0 2
+(trap '' XFSZ; ulimit -f 150; exec build/train "$T/cfg.json") >"$T/log" 2>&1; rc=$?   # optimizer.safetensors > 150 KiB
+[ $rc -eq 1 ] && grep -q "optimizer.safetensors.*File too large" "$T/log" && [ "$(head -1 "$d/latest")" = step_0000002 ] &&
+    [ ! -e "$d/step_0000004" ] && [ -f "$d/step_0000002/optimizer.safetensors" ] &&
+    ok "a checkpoint write fails: exit 1 naming the file, latest and step_0000002 unchanged" ||
+    bad "failed checkpoint write: exit $rc, latest $(head -1 "$d/latest"): $(grep -m1 error "$T/log")"
+build/train "$T/cfg.json" >"$T/log" 2>&1 && grep -q "resumed from $d/step_0000002" "$T/log" && [ -f "$d/step_0000004/model.safetensors" ] &&
+    [ -z "$(ls -d "$d"/*.tmp.* 2>/dev/null)" ] && [ "$(steps_logged "$d")" = "1 2 3 4 " ] &&
+    ok "the next start resumes from step_0000002, removes the half-written directory, logs steps 1-4 once" ||
+    bad "after the failed write: $(tail -1 "$T/log"), $(ls "$d" | tr '\n' ' '), steps $(steps_logged "$d")"
+d="$T/full2"
+config "$d" 3 0 2
+mkdir -p "$d" && ln -s /dev/full "$d/metrics.jsonl"   # every metrics write fails with ENOSPC
+build/train "$T/cfg.json" >"$T/log" 2>&1; rc=$?
+[ $rc -eq 1 ] && grep -q "writing metrics.jsonl: No space left on device" "$T/log" &&
+    ok "metrics.jsonl on a full disk: exit 1 naming it, no line silently lost" || bad "metrics on /dev/full: exit $rc: $(tail -1 "$T/log")"
 
 echo "test_run_dir: $([ $failures -eq 0 ] && echo all OK || echo FAILED)"
 [ $failures -eq 0 ]

@@ -182,6 +182,9 @@ void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const Trai
     snprintf(final_dir, sizeof(final_dir), "%s/step_%07zu", out_dir, st->step);
     snprintf(tmp_dir, sizeof(tmp_dir), "%s.tmp.%d", final_dir, (int)getpid());
     run_dir_remove_checkpoint(tmp_dir);
+    struct stat old;
+    CHECK(lstat(tmp_dir, &old) != 0, "cannot write the checkpoint: '%s' is in the way (a link, or it holds files "
+          "repoc did not write)", tmp_dir);   /* never write through a link */
     hf_save(m, tmp_dir, model_dtype);   /* creates tmp_dir */
     snprintf(path, sizeof(path), "%s/optimizer.safetensors", tmp_dir);
     save_optimizer(path, m, opt, model_dtype != ST_F32);
@@ -189,7 +192,6 @@ void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const Trai
     save_state(path, st, config_json);
     fsync_dir(tmp_dir);
     run_dir_remove_checkpoint(final_dir);   /* a re-save of the same step (e.g. after a resume) */
-    struct stat old;
     if (lstat(final_dir, &old) == 0) {   /* kept: it holds what repoc did not write; set it aside, whole */
         snprintf(path, sizeof(path), "%s.kept.%d", final_dir, (int)getpid());
         if (rename(final_dir, path) != 0) DIE("renaming '%s' to '%s': %s", final_dir, path, strerror(errno));

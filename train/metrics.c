@@ -2,6 +2,7 @@
 #include "train/metrics.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -51,6 +52,14 @@ void metrics_open(Metrics* mt, const char* out_dir, size_t keep_step) {
     mt->line_open = false;
 }
 
+/* a line that cannot be written (disk full) stops the run rather than going missing */
+static void flush_or_die(Metrics* mt) {
+    if (fflush(mt->jsonl) != 0 || ferror(mt->jsonl)) {
+        metrics_break(mt);
+        DIE("writing metrics.jsonl: %s; stopping (the checkpoints already written are intact)", strerror(errno));
+    }
+}
+
 void metrics_close(Metrics* mt) {
     metrics_break(mt);
     if (mt->jsonl) fcloseCheck(mt->jsonl, "metrics.jsonl");
@@ -89,7 +98,7 @@ void metrics_step(Metrics* mt, const StepLog* s) {
             s->step, s->loss, s->lr, s->grad_norm, s->tokens_per_s, s->ms, s->tokens_seen);
     if (s->comm_ms >= 0) fprintf(mt->jsonl, ", \"comm_ms\": %.3f", s->comm_ms);
     fprintf(mt->jsonl, "}\n");
-    fflush(mt->jsonl);
+    flush_or_die(mt);
 }
 
 void metrics_eval(Metrics* mt, size_t step, double val_loss, size_t n_batches) {
@@ -98,5 +107,5 @@ void metrics_eval(Metrics* mt, size_t step, double val_loss, size_t n_batches) {
     printf("step %6zu | val loss %.4f (%zu batches)\n", step, val_loss, n_batches);
     fflush(stdout);
     fprintf(mt->jsonl, "{\"step\": %zu, \"val_loss\": %.17g, \"val_batches\": %zu}\n", step, val_loss, n_batches);
-    fflush(mt->jsonl);
+    flush_or_die(mt);
 }
