@@ -11,13 +11,22 @@
 
 #include "common/check.h"
 
+/* errno for a path that is not a regular file: EISDIR for a directory, else EINVAL */
+static int not_regular_errno(mode_t mode) { return S_ISDIR(mode) ? EISDIR : EINVAL; }
+
 char* file_read_all_or_null(const char* path, size_t* len) {
-    FILE* fp = fopen(path, "rb");
-    if (!fp) return NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   /* a FIFO must not block before the type check */
+    if (fd < 0) return NULL;
     struct stat st;
-    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(fp);
-        errno = EISDIR;
+    int bad = fstat(fd, &st) != 0 ? errno : !S_ISREG(st.st_mode) ? not_regular_errno(st.st_mode) : 0;
+    if (bad) {
+        close(fd);
+        errno = bad;
+        return NULL;
+    }
+    FILE* fp = fdopen(fd, "rb");
+    if (!fp) {
+        close(fd);
         return NULL;
     }
     size_t n = (size_t)st.st_size;
@@ -31,6 +40,7 @@ char* file_read_all_or_null(const char* path, size_t* len) {
 
 char* file_read_all(const char* path, size_t* len) {
     char* buf = file_read_all_or_null(path, len);
+    if (!buf && errno == EINVAL) DIE("cannot read '%s': not a regular file (a FIFO, device or socket)", path);
     if (!buf) DIE("cannot read '%s': %s", path, strerror(errno));
     return buf;
 }
@@ -52,7 +62,8 @@ void fsync_dir(const char* dir) {
 void file_write_atomic(const char* path, const void* data, size_t len) {
     char tmp[4096], dir[4096];
     CHECK(snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) < (int)sizeof(tmp), "path too long: %s", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    unlink(tmp);   /* a leftover, or a link someone put there: removed, never written through */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) DIE("cannot create '%s': %s", tmp, strerror(errno));
     const char* p = data;
     size_t left = len;

@@ -370,7 +370,7 @@ int st_parse_bytes(StFile* f, const uint8_t* buf, size_t size, const char* label
 int st_open(StFile* f, const char* path, char* err, size_t err_len) {
     memset(f, 0, sizeof(*f));
     f->fd = -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   /* a FIFO must not block before the check below */
     if (fd < 0) return set_err(err, err_len, "%s: cannot open for reading: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0) {

@@ -283,7 +283,8 @@ void st_write_filled(const char* path, const StWriteTensor* tensors, const StFil
     /* the temporary file sits next to path, so rename() cannot cross file systems */
     StWriter w = {path, mallocCheck(strlen(path) + 32), -1};
     snprintf(w.tmp, strlen(path) + 32, "%s.tmp.%ld", path, (long)getpid());
-    w.fd = open(w.tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    unlink(w.tmp);   /* a leftover, or a link someone put there: removed, never written through */
+    w.fd = open(w.tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (w.fd < 0) st_write_die(&w, "cannot create the temporary file", errno);
     uint8_t* stage = mallocCheck(ST_STAGE_BYTES);
     real* fill_stage = NULL;

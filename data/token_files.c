@@ -14,6 +14,7 @@
 #include <unistd.h>         /* close */
 
 #include "common/check.h"   /* DIE, CHECK, mallocCheck */
+#include "common/mapped.h"  /* mapped_add: a SIGBUS names the file */
 
 #define LLMC_HEADER_BYTES 1024    /* 256 int32 */
 #define LLMC_MAGIC_U16 20240520   /* version 1, uint16 tokens */
@@ -225,11 +226,12 @@ void token_file_open(TokenFile* f, const char* path, const char* format, size_t 
     f->path = mallocCheck(plen + 1);
     memcpy(f->path, path, plen + 1);
 
-    int fd = open(path, O_RDONLY);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   /* a FIFO must not block before the type check */
     CHECK(fd >= 0, "cannot open token file '%s': %s", path, strerror(errno));
     struct stat st;
     CHECK(fstat(fd, &st) == 0, "cannot stat token file '%s': %s", path, strerror(errno));
-    CHECK(S_ISREG(st.st_mode), "token file '%s' is not a regular file", path);
+    CHECK(S_ISREG(st.st_mode), "token file '%s' is not a regular file (%s)", path,
+          S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a device or socket");
     CHECK(st.st_size > 0, "token file '%s' is empty (0 bytes): no tokens", path);
     f->map_bytes = (size_t)st.st_size;
     CHECK(vocab_size >= 1 && vocab_size <= (size_t)INT32_MAX + 1,
@@ -240,6 +242,7 @@ void token_file_open(TokenFile* f, const char* path, const char* format, size_t 
           strerror(errno));
     close(fd);                  /* the mapping keeps the file alive */
     f->map = m;
+    mapped_add(m, f->map_bytes, f->path);   /* a file that shrinks later is named, not a silent exit 135 */
 
     if (strcmp(format, "auto") == 0) format = detect_format(f);
     if (strcmp(format, "bin") == 0) parse_llmc(f), f->format = "bin";
@@ -267,7 +270,10 @@ void token_file_open(TokenFile* f, const char* path, const char* format, size_t 
 }
 
 void token_file_close(TokenFile* f) {
-    if (f->map) munmap((void*)f->map, f->map_bytes);
+    if (f->map) {
+        mapped_remove(f->map);
+        munmap((void*)f->map, f->map_bytes);
+    }
     free(f->path);
     memset(f, 0, sizeof *f);
 }

@@ -35,6 +35,8 @@ void model_config_validate(const ModelConfig* c) {
     CHECK(c->F > 0, "model: d_ff must be positive");
     CHECK(c->norm_eps > 0, "model: norm_eps %g must be positive", c->norm_eps);
     CHECK(c->rope_theta > 1, "model: rope_theta %g must be > 1", c->rope_theta);
+    CHECK(c->max_position_embeddings <= ((size_t)1 << 53), "model: max_position_embeddings %zu exceeds 2^53, the "
+          "largest a checkpoint's config.json holds exactly", c->max_position_embeddings);
     if (c->yarn_factor > 1.0) {
         CHECK(c->yarn_orig_max >= 1, "model: YaRN original_max_position_embeddings %g must be >= 1", c->yarn_orig_max);
         CHECK(c->yarn_beta_fast > c->yarn_beta_slow && c->yarn_beta_slow > 0,

@@ -16,6 +16,9 @@
 #     same for SIGUSR1 to mpirun, which forwards it to every rank.
 #  5. A fatal error on every rank (divergence), or on rank 1 alone (a missing
 #     file, a config error), stops the job with the message.
+#  6. One run per out_dir: rank 0 alone holds the lock (every job above ran
+#     2 or 3 ranks on one out_dir); a 2-rank job on an out_dir that a 1-rank
+#     run holds exits 1 naming the holder's pid.
 . "$(dirname "$0")/testlib.sh" mpi
 export OMP_NUM_THREADS=1
 MPIRUN="mpirun --allow-run-as-root --oversubscribe -np 2"
@@ -179,6 +182,18 @@ one_rank_fails() {  # label expected-phrase rank-1 arguments...
 config "$T/one.json" "$T/one" shuffle 1 50 0 true
 one_rank_fails "a missing data file on rank 1 only" "rank 1 of 2.*nothere.u16" --set "data.train=[\"$T/nothere.u16\"]"
 one_rank_fails "a config error on rank 1 only" "train.stepz: unknown key" --set train.stepz=3
+
+echo "one run per out_dir"
+config "$T/lock.json" "$T/lock" shuffle 1 1000000 0 true
+build/mpi/train "$T/lock.json" >"$T/lock1.log" 2>&1 &
+holder=$!
+wait_for "[ -s '$T/lock/metrics.jsonl' ]"
+timeout 120 $MPIRUN build/mpi/train "$T/lock.json" >"$T/lock2.log" 2>&1
+rc=$?
+msg=$(grep -m1 "is in use by another run (pid $holder holds" "$T/lock2.log")
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ -n "$msg" ]; then ok "a 2-rank job on a held out_dir: exit $rc: ${msg#*error}"
+else bad "a 2-rank job on a held out_dir: exit $rc"; tail -5 "$T/lock2.log"; fi
+kill -KILL $holder; wait $holder 2>/dev/null
 
 echo "test_mpi: $([ $failures -eq 0 ] && echo all OK || echo FAILED)"
 [ $failures -eq 0 ]

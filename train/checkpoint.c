@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "common/dist.h"
 #include "common/fileio.h"
 #include "model/hf_checkpoint.h"
+#include "train/run_dir.h"
 
 /* Sharded AdamW state (ZeRO-1, issue #7) is written by rank 0 into the same
    file as a full one, piece by piece: for each piece st_write asks for,
@@ -158,21 +160,6 @@ static size_t list_steps(const char* out_dir, size_t** steps_out) {
     return n;
 }
 
-static void remove_tree(const char* path) {
-    DIR* d = opendir(path);
-    if (!d) return;
-    struct dirent* e;
-    char child[4096];
-    while ((e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        snprintf(child, sizeof(child), "%s/%s", path, e->d_name);
-        if (is_dir(child)) remove_tree(child);
-        else unlink(child);
-    }
-    closedir(d);
-    rmdir(path);
-}
-
 /* a complete checkpoint has all four files (the directory only appears after they were fsynced) */
 static bool complete(const char* dir) {
     const char* files[] = {"config.json", "model.safetensors", "optimizer.safetensors", "trainer_state.json"};
@@ -194,14 +181,22 @@ void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const Trai
     char final_dir[4096], tmp_dir[4200], path[4300];
     snprintf(final_dir, sizeof(final_dir), "%s/step_%07zu", out_dir, st->step);
     snprintf(tmp_dir, sizeof(tmp_dir), "%s.tmp.%d", final_dir, (int)getpid());
-    remove_tree(tmp_dir);
+    run_dir_remove_checkpoint(tmp_dir);
+    struct stat old;
+    CHECK(lstat(tmp_dir, &old) != 0, "cannot write the checkpoint: '%s' is in the way (a link, or it holds files "
+          "repoc did not write)", tmp_dir);   /* never write through a link */
     hf_save(m, tmp_dir, model_dtype);   /* creates tmp_dir */
     snprintf(path, sizeof(path), "%s/optimizer.safetensors", tmp_dir);
     save_optimizer(path, m, opt, model_dtype != ST_F32);
     snprintf(path, sizeof(path), "%s/trainer_state.json", tmp_dir);
     save_state(path, st, config_json);
     fsync_dir(tmp_dir);
-    if (is_dir(final_dir)) remove_tree(final_dir);   /* a re-save of the same step (e.g. after a resume) */
+    run_dir_remove_checkpoint(final_dir);   /* a re-save of the same step (e.g. after a resume) */
+    if (lstat(final_dir, &old) == 0) {   /* kept: it holds what repoc did not write; set it aside, whole */
+        snprintf(path, sizeof(path), "%s.kept.%d", final_dir, (int)getpid());
+        if (rename(final_dir, path) != 0) DIE("renaming '%s' to '%s': %s", final_dir, path, strerror(errno));
+        printf("note: moved the earlier '%s' to '%s'\n", final_dir, path);
+    }
     if (rename(tmp_dir, final_dir) != 0) DIE("renaming '%s' to '%s': %s", tmp_dir, final_dir, strerror(errno));
     fsync_dir(out_dir);
     char name[64];
@@ -213,26 +208,10 @@ void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const Trai
     for (size_t i = 0; i + keep_last < n; i++) {   /* prune the oldest, never the one just written */
         if (steps[i] == st->step) continue;
         snprintf(path, sizeof(path), "%s/step_%07zu", out_dir, steps[i]);
-        remove_tree(path);
+        run_dir_remove_checkpoint(path);
     }
     free(steps);
     dist_barrier();   /* the checkpoint is complete when any rank returns */
-}
-
-void ckpt_clean_stale(const char* out_dir) {
-    DIR* d = opendir(out_dir);
-    if (!d) return;
-    struct dirent* e;
-    char path[4096], mine[32];
-    snprintf(mine, sizeof(mine), ".tmp.%d", (int)getpid());
-    while ((e = readdir(d))) {
-        const char* tmp = strstr(e->d_name, ".tmp.");
-        if (!tmp || strcmp(tmp, mine) == 0) continue;
-        snprintf(path, sizeof(path), "%s/%s", out_dir, e->d_name);
-        if (is_dir(path)) remove_tree(path);
-        else unlink(path);
-    }
-    closedir(d);
 }
 
 bool ckpt_find_latest(const char* out_dir, char* path, size_t len) {
@@ -253,6 +232,7 @@ bool ckpt_find_latest(const char* out_dir, char* path, size_t len) {
         found = complete(path);
     }
     free(steps);
+    if (!found && len) path[0] = 0;   /* no checkpoint: callers test path[0] */
     return found;
 }
 
@@ -277,8 +257,13 @@ static void load_optimizer(const char* path, Model* m, AdamW* opt, bool with_mas
                 continue;
             }
             size_t g0, g1;   /* moments: the part inside the optimizer's slice */
-            if (adamw_slice_part(opt, t->grad_offset, t->numel, &g0, &g1))
-                st_read_real_range(&f, s, g0 - t->grad_offset, g1 - g0, (kind == 0 ? opt->m : opt->v) + (g0 - opt->lo));
+            if (!adamw_slice_part(opt, t->grad_offset, t->numel, &g0, &g1)) continue;
+            real* dst = (kind == 0 ? opt->m : opt->v) + (g0 - opt->lo);
+            st_read_real_range(&f, s, g0 - t->grad_offset, g1 - g0, dst);
+            for (size_t k = 0; k < g1 - g0; k++)   /* m finite; v (a mean of squares) finite and >= 0 */
+                CHECK(isfinite(dst[k]) && (kind == 0 || dst[k] >= 0), "%s: tensor '%s' element %zu is %g: "
+                      "AdamW %s must be finite%s", path, name, g0 - t->grad_offset + k, (double)dst[k],
+                      kind == 0 ? "first moments" : "second moments", kind == 0 ? "" : " and non-negative");
         }
     }
     st_close(&f);
@@ -299,7 +284,49 @@ static cJSON* read_state_json(const char* dir) {
     return root;
 }
 
+/* trainer_state.json's integer `key`: a JSON number with no fraction in [lo, 2^53] (doubles hold every
+   integer up to there); absent is allowed only when `optional` (then *out = 0) */
+static size_t state_int(const cJSON* root, const char* p, const char* key, size_t lo, bool optional) {
+    const cJSON* v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!v && optional) return 0;
+    CHECK(v, "%s: missing key '%s'", p, key);
+    char got[64] = "another JSON type";
+    if (cJSON_IsNumber(v)) snprintf(got, sizeof(got), "%.17g", v->valuedouble);
+    CHECK(cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) && v->valuedouble >= (double)lo &&
+          v->valuedouble <= 9007199254740992.0, "%s: key '%s': expected an integer in [%zu, 2^53], got %s", p, key,
+          lo, got);
+    return (size_t)v->valuedouble;
+}
+
+/* Read and check trainer_state.json: every field typed and in range, and the step equal to the
+   one the directory name (step_NNNNNNN) states */
+static void load_state(const char* dir, TrainerState* st) {
+    char p[4096];
+    snprintf(p, sizeof(p), "%s/trainer_state.json", dir);
+    cJSON* root = read_state_json(dir);
+    memset(st, 0, sizeof(*st));
+    st->step = state_int(root, p, "step", 0, false);
+    st->tokens_seen = state_int(root, p, "tokens_seen", 0, false);
+    st->rows_per_step = state_int(root, p, "rows_per_step", 1, true);   /* absent in older checkpoints */
+    st->world_size = state_int(root, p, "world_size", 1, true);
+    const cJSON* loss = cJSON_GetObjectItemCaseSensitive(root, "last_loss");
+    CHECK(!loss || (cJSON_IsNumber(loss) && isfinite(loss->valuedouble)),
+          "%s: key 'last_loss': expected a finite number", p);
+    st->has_loss = loss != NULL;
+    st->last_loss = loss ? loss->valuedouble : 0;
+    const cJSON* cfg = cJSON_GetObjectItemCaseSensitive(root, "config");
+    CHECK(!cfg || cJSON_IsObject(cfg), "%s: key 'config': expected a JSON object", p);
+    cJSON_Delete(root);
+    const char* base = strrchr(dir, '/');
+    base = base && base[1] ? base + 1 : dir;
+    unsigned long long named;
+    int used = 0;
+    if (sscanf(base, "step_%llu%n", &named, &used) == 1 && base[used] == 0)
+        CHECK(named == st->step, "%s: key 'step' is %zu, but the directory is named %s", p, st->step, base);
+}
+
 void ckpt_load(const char* dir, Model* m, AdamW* opt, TrainerState* st) {
+    load_state(dir, st);   /* first: a bad state file fails before the large reads */
     hf_load_weights(m, dir, 0, false);
     char p[4096];
     snprintf(p, sizeof(p), "%s/config.json", dir);
@@ -308,21 +335,6 @@ void ckpt_load(const char* dir, Model* m, AdamW* opt, TrainerState* st) {
     free(cfg);
     snprintf(p, sizeof(p), "%s/optimizer.safetensors", dir);
     load_optimizer(p, m, opt, bf16_model);
-    cJSON* root = read_state_json(dir);
-    const cJSON* step = cJSON_GetObjectItemCaseSensitive(root, "step");
-    const cJSON* tokens = cJSON_GetObjectItemCaseSensitive(root, "tokens_seen");
-    const cJSON* loss = cJSON_GetObjectItemCaseSensitive(root, "last_loss");
-    CHECK(cJSON_IsNumber(step) && cJSON_IsNumber(tokens), "%s/trainer_state.json: missing step or tokens_seen", dir);
-    memset(st, 0, sizeof(*st));
-    st->step = (size_t)step->valuedouble;
-    st->tokens_seen = (size_t)tokens->valuedouble;
-    const cJSON* rows = cJSON_GetObjectItemCaseSensitive(root, "rows_per_step");   /* absent before issue #7 */
-    const cJSON* world = cJSON_GetObjectItemCaseSensitive(root, "world_size");
-    st->rows_per_step = cJSON_IsNumber(rows) ? (size_t)rows->valuedouble : 0;
-    st->world_size = cJSON_IsNumber(world) ? (size_t)world->valuedouble : 0;
-    st->has_loss = cJSON_IsNumber(loss);
-    st->last_loss = st->has_loss ? loss->valuedouble : 0;
-    cJSON_Delete(root);
 }
 
 char* ckpt_read_config(const char* dir) {

@@ -38,10 +38,6 @@ typedef struct {
 void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const TrainerState* st, const char* config_json,
                StDtype model_dtype, size_t keep_last);
 
-/* Remove what a killed run left half-written in out_dir (*.tmp.* files and
-   directories of other processes). One trainer per out_dir. */
-void ckpt_clean_stale(const char* out_dir);
-
 /* The newest complete checkpoint of out_dir into path: the one `latest` names
    if it is complete, else the highest-numbered complete step directory.
    Returns false when there is none. */

@@ -2,6 +2,7 @@
 #include "train/metrics.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,38 +11,53 @@
 #include "common/fileio.h"
 
 /* keep the step lines of steps <= keep_step and the eval lines of steps < keep_step
-   (the resumed run evaluates at keep_step again before its next step); rewritten atomically */
+   (the resumed run evaluates at keep_step again before its next step); rewritten
+   atomically. Lines are split on '\n' over the whole length: a damaged line (a NUL
+   byte, cut JSON, no step) is dropped with a warning and the lines after it are kept. */
 static void truncate_after(const char* path, size_t keep_step) {
     size_t len;
     char* text = file_read_all_or_null(path, &len);
     if (!text) return;
     char* out = mallocCheck(len + 1);
-    size_t o = 0;
-    for (char* line = text; *line;) {
-        char* nl = strchr(line, '\n');
-        size_t n = nl ? (size_t)(nl - line) + 1 : strlen(line);
-        cJSON* j = cJSON_ParseWithLength(line, n);
+    size_t o = 0, lineno = 0;
+    for (size_t at = 0; at < len; lineno++) {
+        const char* line = text + at;
+        const char* nl = memchr(line, '\n', len - at);
+        size_t n = nl ? (size_t)(nl - line) + 1 : len - at;
+        at += n;
+        cJSON* j = memchr(line, 0, n) ? NULL : cJSON_ParseWithLength(line, n);
         const cJSON* s = j ? cJSON_GetObjectItemCaseSensitive(j, "step") : NULL;
         bool eval = j && cJSON_GetObjectItemCaseSensitive(j, "val_loss") != NULL;
-        if (cJSON_IsNumber(s) && (eval ? s->valuedouble < (double)keep_step : s->valuedouble <= (double)keep_step)) {
+        if (!cJSON_IsNumber(s) || !nl) {   /* a last line without '\n' was cut by a crash */
+            if (n > 1 || *line != '\n')
+                printf("warning: %s line %zu (byte offset %zu): damaged line dropped\n", path, lineno + 1,
+                       (size_t)(line - text));
+        } else if (eval ? s->valuedouble < (double)keep_step : s->valuedouble <= (double)keep_step) {
             memcpy(out + o, line, n);
             o += n;
         }
         cJSON_Delete(j);
-        line += n;
     }
     file_write_atomic(path, out, o);
     free(out);
     free(text);
 }
 
-void metrics_open(Metrics* mt, const char* out_dir, size_t resume_step) {
+void metrics_open(Metrics* mt, const char* out_dir, size_t keep_step) {
     char path[4096];
     snprintf(path, sizeof(path), "%s/metrics.jsonl", out_dir);
-    if (resume_step != (size_t)-1) truncate_after(path, resume_step);
+    truncate_after(path, keep_step);
     mt->jsonl = fopenCheck(path, "a");
     mt->tty = isatty(1);
     mt->line_open = false;
+}
+
+/* a line that cannot be written (disk full) stops the run rather than going missing */
+static void flush_or_die(Metrics* mt) {
+    if (fflush(mt->jsonl) != 0 || ferror(mt->jsonl)) {
+        metrics_break(mt);
+        DIE("writing metrics.jsonl: %s; stopping (the checkpoints already written are intact)", strerror(errno));
+    }
 }
 
 void metrics_close(Metrics* mt) {
@@ -82,7 +98,7 @@ void metrics_step(Metrics* mt, const StepLog* s) {
             s->step, s->loss, s->lr, s->grad_norm, s->tokens_per_s, s->ms, s->tokens_seen);
     if (s->comm_ms >= 0) fprintf(mt->jsonl, ", \"comm_ms\": %.3f", s->comm_ms);
     fprintf(mt->jsonl, "}\n");
-    fflush(mt->jsonl);
+    flush_or_die(mt);
 }
 
 void metrics_eval(Metrics* mt, size_t step, double val_loss, size_t n_batches) {
@@ -91,5 +107,5 @@ void metrics_eval(Metrics* mt, size_t step, double val_loss, size_t n_batches) {
     printf("step %6zu | val loss %.4f (%zu batches)\n", step, val_loss, n_batches);
     fflush(stdout);
     fprintf(mt->jsonl, "{\"step\": %zu, \"val_loss\": %.17g, \"val_batches\": %zu}\n", step, val_loss, n_batches);
-    fflush(mt->jsonl);
+    flush_or_die(mt);
 }

@@ -27,10 +27,12 @@ typedef struct {
     double comm_ms;       /* time in all-reduce and all-gather (several ranks); < 0: one rank, not logged */
 } StepLog;
 
-/* Open out_dir/metrics.jsonl for appending. When resume_step is not (size_t)-1,
-   first drop the lines of steps after it (a run killed after its last
-   checkpoint logged steps that the resumed run will log again). */
-void metrics_open(Metrics* mt, const char* out_dir, size_t resume_step);
+/* Open out_dir/metrics.jsonl for appending, after dropping the lines of steps
+   after keep_step (a run killed after its last checkpoint logged steps that the
+   resumed run will log again): keep_step is the resumed step, 0 for a run that
+   starts over (the file then starts empty). Damaged lines are dropped with a
+   warning naming the line. The caller holds out_dir's lock (train/run_dir.h). */
+void metrics_open(Metrics* mt, const char* out_dir, size_t keep_step);
 void metrics_close(Metrics* mt);
 void metrics_step(Metrics* mt, const StepLog* s);
 void metrics_eval(Metrics* mt, size_t step, double val_loss, size_t n_batches);

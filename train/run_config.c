@@ -34,6 +34,7 @@ const RcKey RC_KEYS[] = {
     { "run.seed", KT_U64, O(run.seed), 0, BIG, 0, NULL, "random_seed" },
     SIZE("run.threads", run.threads, 0, 4096, 0, "num_threads|n_threads"),
     STR("run.resume", run.resume, KF_NONEMPTY, "resume_from"),
+    BOOL("run.overwrite", run.overwrite, 0, NULL),
     SEC("model"),
     STR("model.init_from", model.init_from, KF_NULL, "checkpoint|init|model_path|from"),
     ENUM("model.arch", model.arch, "olmo2|llama", KF_CKPT, "architecture|architectures"),
@@ -224,6 +225,13 @@ static int validate(RcCtx* c) {
     const char* resume = rc->run.resume;
     rc->run.resume_mode = !strcmp(resume, "auto") ? RESUME_AUTO : !strcmp(resume, "never") ? RESUME_NEVER : RESUME_PATH;
 
+    /* max_position_embeddings = factor x original_max is written to config.json as an integer, which
+       a reader holds exactly only up to 2^53 */
+    const RcRopeScaling* ys = &p->rope_scaling;
+    if (ys->factor > 1 && ys->factor * ys->original_max_position_embeddings > 9007199254740992.0)
+        return rc_fail(c, RS ".factor", "%g x original_max_position_embeddings %g = %g positions exceeds 2^53, the "
+                       "largest max_position_embeddings a checkpoint's config.json holds exactly", ys->factor,
+                       ys->original_max_position_embeddings, ys->factor * ys->original_max_position_embeddings);
     if (!m->init_from[0]) {   /* with init_from the sizes come from the checkpoint (run_config_apply_checkpoint) */
         if (m->n_kv_heads == RC_UNSET) m->n_kv_heads = m->n_heads;
         if (m->d_model % m->n_heads)

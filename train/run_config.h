@@ -49,6 +49,8 @@ typedef struct {
     size_t threads;                     /* 0 = all cores (or OMP_NUM_THREADS) */
     char resume[RC_PATH_LEN];           /* "auto" | "never" | a checkpoint path (ResumeMode above) */
     ResumeMode resume_mode;             /* derived from resume by run_config_load */
+    bool overwrite;                     /* false: a run that does not continue out_dir's checkpoints refuses an
+                                           out_dir holding an earlier run; true: it starts over there */
 } RcRun;
 
 typedef struct {                        /* Hugging Face rope_scaling keys; factor 1 = no YaRN */

@@ -21,7 +21,8 @@ static void usage(FILE* fp) {
             "  Trains (or continues training) a model as CONFIG.json says; see README.md for every key.\n"
             "  --set KEY=VALUE   override one key, e.g. --set train.steps=200 --set optim.lr=1e-3\n"
             "                    (VALUE is JSON when it parses as JSON, else a string)\n"
-            "  SIGINT / SIGTERM / SIGUSR1  finish the current step, save a checkpoint, exit 0\n"
+            "  SIGINT / SIGTERM / SIGHUP / SIGUSR1  finish the current step (or stop an evaluation between\n"
+            "                    batches), save a checkpoint, exit 0\n"
             "                    (under mpirun send SIGUSR1 to mpirun: it forwards it to every rank)\n"
             "  Resume: run.resume \"auto\" (default) continues from OUT_DIR/latest when it exists.\n"
             "  Several ranks (make MPI=1): mpirun -np N build/mpi/train CONFIG.json (README.md)\n");
@@ -74,6 +75,8 @@ int main(int argc, char** argv) {
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);    /* a closed terminal stops the run like SIGTERM, with a checkpoint */
+    tr.stop = &stop_requested;
     sigaction(SIGUSR1, &sa, NULL);   /* mpirun forwards it; its own SIGINT kills ranks 1 s after SIGTERM */
 
     const RunConfig* rc = &tr.rc;
@@ -81,7 +84,11 @@ int main(int argc, char** argv) {
     bool saved = false, stop = false;
     /* a signal stops all ranks at the same step: each rank asks the others every step */
     while (tr.state.step < rc->train.steps && !(stop = dist_any(stop_requested != 0))) {
-        if (rc->train.eval_every && tr.data.has_val && tr.state.step % rc->train.eval_every == 0) trainer_eval(&tr);
+        if (rc->train.eval_every && tr.data.has_val && tr.state.step % rc->train.eval_every == 0 &&
+            !trainer_eval(&tr)) {
+            stop = true;   /* a signal during the evaluation: no further step */
+            break;
+        }
         trainer_step(&tr);
         saved = rc->train.save_every && tr.state.step % rc->train.save_every == 0;
         if (saved) trainer_save(&tr);
@@ -91,13 +98,14 @@ int main(int argc, char** argv) {
         if (stop_requested) printf("stopped by signal %d", (int)stop_requested);
         else printf("stopped by a signal to another rank");
         printf(" after step %zu; resume with the same command\n", tr.state.step);
-    } else if (tr.data.has_val && rc->train.eval_every) {
-        trainer_eval(&tr);
+    } else if (tr.data.has_val && rc->train.eval_every && !trainer_eval(&tr)) {
+        printf("the final evaluation was stopped by signal %d\n", (int)stop_requested);
     }
     printf("done: steps %zu..%zu, loss %.4f -> %.4f%s, checkpoints in %s\n", start, tr.state.step,
            tr.has_first_loss ? tr.first_loss : 0.0, tr.state.has_loss ? tr.state.last_loss : 0.0,
            tr.has_val_loss ? "" : "", rc->run.out_dir);
-    if (tr.has_val_loss) printf("final validation loss %.4f\n", tr.last_val_loss);
+    /* only a loss measured on the weights just saved (an earlier evaluation's is stale) */
+    if (tr.has_val_loss && tr.val_step == tr.state.step) printf("final validation loss %.4f\n", tr.last_val_loss);
     print_peak_rss();
     trainer_free(&tr);
     dist_finalize();

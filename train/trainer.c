@@ -16,6 +16,7 @@
 #include "model/hf_config.h"
 #include "optim/clip.h"
 #include "optim/schedule.h"
+#include "train/run_dir.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -33,6 +34,37 @@ static bool find_resume(const RunConfig* rc, char* path, size_t len) {
     if (path_exists(ts)) { snprintf(path, len, "%s", p); return true; }
     CHECK(ckpt_find_latest(p, path, len), "run.resume: '%s' is neither a checkpoint nor a run directory with one", p);
     return true;
+}
+
+/* Rank 0, before anything is built: a run that does not continue out_dir's own
+   checkpoints refuses an out_dir holding an earlier run (its metrics.jsonl
+   would start over and keep_last would prune its checkpoints) unless
+   run.overwrite says to start over there. run.resume "auto" without a
+   complete checkpoint starts at step 0 with a note. */
+static void check_earlier_run(const Trainer* tr) {
+    const RunConfig* rc = &tr->rc;
+    const char* out = rc->run.out_dir;
+    if (!is_dir(out)) return;
+    char parent[4096], a[4096], b[4096];
+    if (tr->resumed_from[0]) {
+        dir_of(tr->resumed_from, parent, sizeof(parent));
+        if (realpath(parent, a) && realpath(out, b) && !strcmp(a, b)) return;   /* continues out_dir's run */
+    }
+    RunDirContents c = run_dir_contents(out);
+    if (!c.n_steps && !c.metrics) return;
+    char what[128];
+    snprintf(what, sizeof(what), "%zu step director%s%s", c.n_steps, c.n_steps == 1 ? "y" : "ies",
+             c.metrics ? " and metrics.jsonl" : "");
+    if (rc->run.resume_mode == RESUME_AUTO && !tr->resumed_from[0])
+        printf("note: run.out_dir '%s' holds %s but no complete checkpoint: starting at step 0, "
+               "metrics.jsonl starts over\n", out, what);
+    else if (rc->run.overwrite)
+        printf("note: run.overwrite: starting over in '%s', which holds %s of an earlier run: metrics.jsonl "
+               "starts over and keep_last prunes the earlier checkpoints as this run saves its own\n", out, what);
+    else
+        DIE("run.out_dir '%s' holds an earlier run (%s) that this run does not continue (run.resume \"%s\"): "
+            "set run.resume to \"auto\" to continue it, run.overwrite to true to start over there, or choose "
+            "another run.out_dir", out, what, rc->run.resume);
 }
 
 /* init_from names a checkpoint directory, or a run directory whose `latest` names one */
@@ -94,7 +126,11 @@ void trainer_setup(Trainer* tr) {
     tr->T = rc->data.seq_len;
     tr->rows_per_step = tr->B * rc->train.grad_accum * (size_t)tr->world;
     tr->resumed_from[0] = 0;
-    if (tr->rank == 0) find_resume(rc, tr->resumed_from, sizeof(tr->resumed_from));
+    if (tr->rank == 0) {   /* one run per out_dir: lock it before reading what it holds */
+        if (is_dir(rc->run.out_dir)) run_dir_lock(rc->run.out_dir);
+        find_resume(rc, tr->resumed_from, sizeof(tr->resumed_from));
+        check_earlier_run(tr);
+    }
     dist_bcast(tr->resumed_from, sizeof(tr->resumed_from));   /* rank 0 decides for all */
     resolve_model_config(tr);
     model_config_validate(&tr->mcfg);
@@ -138,11 +174,12 @@ void trainer_setup(Trainer* tr) {
     if (tr->rank != 0) return;   /* rank 0 alone writes to out_dir */
     /* all input is checked: only now does the run write anything */
     mkdir_p(rc->run.out_dir);
-    ckpt_clean_stale(rc->run.out_dir);
+    run_dir_lock(rc->run.out_dir);   /* a new out_dir: two runs that both created it meet here */
+    run_dir_clean_stale(rc->run.out_dir);
     char path[4096];
     snprintf(path, sizeof(path), "%s/run_config.json", rc->run.out_dir);
     file_write_atomic(path, tr->config_json, strlen(tr->config_json));
-    metrics_open(&tr->metrics, rc->run.out_dir, tr->resumed_from[0] ? tr->state.step : (size_t)-1);
+    metrics_open(&tr->metrics, rc->run.out_dir, tr->resumed_from[0] ? tr->state.step : 0);
 }
 
 void trainer_free(Trainer* tr) {
@@ -248,22 +285,29 @@ void trainer_step(Trainer* tr) {
     }
 }
 
-double trainer_eval(Trainer* tr) {
-    size_t n = tr->rc.train.eval_batches;
+bool trainer_eval(Trainer* tr) {
+    size_t n = tr->rc.train.eval_batches, world = (size_t)tr->world;
     double total = 0;
-    /* validation batch k = rows [k*B, (k+1)*B) of the held-out stream, on rank k mod world */
-    for (size_t k = (size_t)tr->rank; k < n; k += (size_t)tr->world) {
+    /* validation batch k = rows [k*B, (k+1)*B) of the held-out stream, on rank k mod world; every rank
+       takes part in each round's stop check, so all ranks leave at the same round */
+    for (size_t k0 = 0; k0 < n; k0 += world) {
+        if (tr->stop && dist_any(*tr->stop != 0)) {
+            tr->model.has_loss = false;
+            return false;
+        }
+        size_t k = k0 + (size_t)tr->rank;
+        if (k >= n) continue;
         data_source_rows(&tr->data, true, k, tr->B, 0, tr->B, tr->T, tr->tokens, tr->targets, NULL);
         tr->model.target_weights = NULL;   /* validation: the plain mean over every target */
         total += model_forward(&tr->model, tr->tokens, tr->targets);
     }
     dist_allreduce_sum_double(&total, 1);
     tr->model.has_loss = false;   /* an eval forward is never followed by backward */
-    double val = n ? total / (double)n : 0;
-    tr->last_val_loss = val;
+    tr->last_val_loss = n ? total / (double)n : 0;
     tr->has_val_loss = true;
-    metrics_eval(&tr->metrics, tr->state.step, val, n);
-    return val;
+    tr->val_step = tr->state.step;
+    metrics_eval(&tr->metrics, tr->state.step, tr->last_val_loss, n);
+    return true;
 }
 
 /* Die unless every rank's weights are bit-identical to rank 0's: a 64-bit

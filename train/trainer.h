@@ -50,6 +50,8 @@ typedef struct {
     bool has_first_loss;
     double last_val_loss;
     bool has_val_loss;
+    size_t val_step;             /* the step last_val_loss was measured at */
+    const volatile sig_atomic_t* stop;   /* non-zero: a signal asked to stop (checked between eval batches); or NULL */
 } Trainer;
 
 /* Resolve the model (resume > init_from > fresh), open the data, build model and
@@ -62,8 +64,9 @@ void trainer_free(Trainer* tr);
    AdamW (and all-gather when sharded), log.
    Dies (after the last good checkpoint) on a NaN or Inf loss or gradient. */
 void trainer_step(Trainer* tr);
-/* Mean validation loss over train.eval_batches batches (logged). */
-double trainer_eval(Trainer* tr);
+/* Mean validation loss over train.eval_batches batches into last_val_loss (logged); false,
+   with nothing logged, when *tr->stop was set on any rank before the last batch. */
+bool trainer_eval(Trainer* tr);
 /* A checkpoint of the current step; first checks that every rank holds the same weights. */
 void trainer_save(Trainer* tr);
 
