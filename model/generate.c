@@ -19,8 +19,6 @@
 #include "common/threads.h"
 #include "model/attention.h"
 #include "model/embedding.h"
-#include "model/linear.h"
-#include "model/rmsnorm.h"
 
 /* chunks with fewer multiply-adds than this run single-threaded (gen_forward):
    about a millisecond of one core's work */
@@ -198,8 +196,7 @@ const real* gen_forward(Generator* g, const int32_t* tokens, size_t n) {
     for (size_t l = 0; l < c->L; l++) layer_forward(g, l, n, g->len);
     g->len += n;
     /* only the last row's next-token distribution is needed */
-    rmsnorm_forward(g->final_out, g->final_rstd, g->x + (n - 1) * c->D, m->w.final_norm, 1, c->D, c->norm_eps);
-    linear_forward(g->logits, g->final_out, m->w.lm_head, 1, c->D, c->V);
+    model_head_forward(g->logits, g->final_out, g->final_rstd, g->x + (n - 1) * c->D, m, 1);
     if (team) threads_init(team);
     return g->logits;
 }
