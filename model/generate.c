@@ -111,6 +111,7 @@ static void cache_attention(Generator* g, size_t l, size_t n, size_t p0) {
     const real* kc = g->k[l];
     const real* vc = g->v[l];
     size_t team = threads_max() < g->n_att_bufs ? threads_max() : g->n_att_bufs;   /* one score row each */
+    (void)team;   /* read only by the pragma: unused without OpenMP */
 #pragma omp parallel for collapse(2) schedule(dynamic, 1) num_threads((int)team)
     for (size_t i = 0; i < n; i++) {
         for (size_t h = 0; h < H; h++) {
