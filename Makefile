@@ -1,10 +1,27 @@
-# repoc build. Targets: all, deps, test, quickstart, debug, clean (STYLE.md §9).
+# repoc build. Targets:
+#   all          (default) the library objects, the programs build/<name> of train/,
+#                build/gradcheck, the tests build/tests/*, the benches build/bench/*
+#   deps         install the missing Debian packages (apt-get)
+#   check-deps   fail with a message when OpenBLAS or cJSON is missing
+#   test         deps, all, the MPI trainer, then tests/run.sh (every test; ends "N passed, N failed")
+#   test-asan    the safetensors and checkpoint tests under ASan+UBSan (make test runs it)
+#   quickstart   build, then train/quickstart.sh (RoPE from scratch, then RePo continued from it)
+#   debug        all at -O0 -g with ASan+UBSan into build/debug
+#   clean        remove build/
+#   bench        training-step speed, MFU, RSS, and the PyTorch step (tools/bench.sh)
+#   bench-load   peak RSS and time of loading a generated OLMo-2 1B BF16 checkpoint
+#   fuzz         libFuzzer on the safetensors header parser
+#   fuzz-config  libFuzzer on the config.json parser
+#   study        the small-scale reproduction (tools/study.sh, docs/study.md)
+#   study-quick  the same pipeline in a few minutes, writing into build/ only
 # Options: PRECISION=32|64 (the training precision of build/train and friends),
 #          NO_OMP=1 (build without OpenMP), CC=... (default cc),
 #          MPI=1 (the same sources built with $(MPICC) and -DREPOC_MPI into build/mpi,
 #          for data-parallel runs under mpirun; `make deps MPI=1` installs Open MPI).
 # The gradient checker build/gradcheck is always linked against the double
 # build of the same layer sources (build/obj64), so it is strict, not noisy.
+# Each object's header dependencies come from the compiler (-MMD -MP) into a .d
+# file next to it, so changing a header rebuilds exactly the objects that include it.
 
 CC ?= cc
 PRECISION ?= 32
@@ -18,7 +35,8 @@ endif
 HASH := \#
 probe = $(shell printf '$(HASH)include <$(2)>\nint main(void){return 0;}\n' | $(CC) -x c - $(1) -o /dev/null 2>/dev/null && echo yes)
 
-# -fno-math-errno lets sqrt vectorise (AdamW); it changes no IEEE result. Never -ffast-math (STYLE.md §9).
+# -fno-math-errno lets sqrt vectorise (AdamW); it changes no IEEE result. Never -ffast-math:
+# exp, log and the -INFINITY masks of softmax need IEEE semantics.
 CFLAGS_BASE = -O3 -march=native -fno-math-errno -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I.
 LDLIBS = -lm -ldl
 
@@ -93,12 +111,17 @@ deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
 	else echo "deps: all Debian packages present"; fi
 
-$(BUILD)/obj32/%.o: %.c $(wildcard */*.h)
+# -MMD -MP: the compiler writes the headers each object includes into a .d file
+# next to it, read back here. Objects also depend on this Makefile, so a change
+# of flags (or an object built before the .d files existed) rebuilds them.
+DEPFLAGS = -MMD -MP
+$(BUILD)/obj32/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
-$(BUILD)/obj64/%.o: %.c $(wildcard */*.h)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+$(BUILD)/obj64/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DREPOC_F64 -c $< -o $@
+	$(CC) $(CFLAGS) $(DEPFLAGS) -DREPOC_F64 -c $< -o $@
+-include $(wildcard $(OBJ32:.o=.d) $(OBJ64:.o=.d))
 
 GRADCHECK_SRC = $(wildcard tests/gradcheck*.c)
 $(BUILD)/gradcheck: $(GRADCHECK_SRC) $(OBJ64) $(wildcard tests/*.h)

@@ -1,6 +1,7 @@
 /* The training precision. `real` is float by default; `make PRECISION=64`
    (and the gradient checker, always) compiles the same sources with double.
-   gemm() is the one BLAS entry point of the project (DESIGN.md §4). */
+   cblas_gemm names cblas_sgemm or cblas_dgemm to match; every matmul of the
+   model goes through it (model/linear.c). */
 #ifndef REPOC_REAL_H
 #define REPOC_REAL_H
 

@@ -35,6 +35,22 @@ int threads_share(int ranks_here) {
     return n;
 }
 
+size_t threads_max(void) {
+#ifdef OMP
+    return (size_t)omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+size_t threads_id(void) {
+#ifdef OMP
+    return (size_t)omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
 void threads_print(FILE* fp) {
 #ifdef OMP
     int omp = omp_get_max_threads();

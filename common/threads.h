@@ -1,7 +1,8 @@
-/* One thread setting for both pools (DESIGN.md §4): OpenMP's and OpenBLAS's. */
+/* One thread setting for both pools: OpenMP's and OpenBLAS's. */
 #ifndef REPOC_THREADS_H
 #define REPOC_THREADS_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 /* n <= 0 keeps the default (all cores, or OMP_NUM_THREADS). Returns the count in use. */
@@ -11,6 +12,10 @@ int threads_init(int n);
    the cores this process may run on (mpirun may bind it to one). 0 (keep the
    default) when ranks_here <= 1 or OMP_NUM_THREADS is set. */
 int threads_share(int ranks_here);
+/* The most threads an OpenMP parallel region started here may use (1 without OpenMP). */
+size_t threads_max(void);
+/* This thread's number inside a parallel region, 0 .. threads_max()-1 (0 outside one). */
+size_t threads_id(void);
 /* "threads 2 (OpenMP 2, BLAS 2), OpenBLAS <config>" */
 void threads_print(FILE* fp);
 

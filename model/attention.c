@@ -1,4 +1,4 @@
-/* Causal GQA attention, forward and backward (DESIGN.md §3 "Attention"), tiled
+/* Causal GQA attention, forward and backward (docs/design.md, "Attention"), tiled
    in the FlashAttention-2 manner so no T×T matrix is ever stored:
    - forward, one task per (batch, head, block of ATT_BQ queries): keys and values
      stream by in blocks of ATT_BK (the key block transposed once, so each score
@@ -7,7 +7,7 @@
    - backward, one task per (batch, kv head), so the query heads sharing a kv head
      never race on its dk, dv: for each key block, every later query row
      recomputes p_j = exp(s_j - lse) and applies
-       D = rowsum(dP ⊙ P) = dO·O,  dS = P ⊙ (dP - D),
+       delta = rowsum(dP ⊙ P) = dO·O,  dS = P ⊙ (dP - delta),
        dq += dS k / sqrt(hd),  dk += dS^T q / sqrt(hd),  dv += P^T dO.
    Works for any T (partial blocks) and any hd <= ATT_MAX_HD. */
 #include "model/attention.h"
@@ -45,7 +45,8 @@ static void forward_block(real* out, real* lse, const real* q, const real* k, co
     real scale = (real)(1.0 / sqrt((double)hd));
     real acc[ATT_BQ][ATT_MAX_HD], m[ATT_BQ], l[ATT_BQ], s[ATT_BK], kT[ATT_MAX_HD * ATT_BK];
     for (size_t i = 0; i < nq; i++) {
-        m[i] = -INFINITY, l[i] = 0;
+        m[i] = -INFINITY;
+        l[i] = 0;
         for (size_t d = 0; d < hd; d++) acc[i][d] = 0;
     }
     const real* kb_base = k + b * T * ks + g * hd;
@@ -123,16 +124,16 @@ static void backward_group(real* dq, real* dk, real* dv, const real* dout, const
                 const real* do_t = dout + row;
                 real* dq_t = dq + row;
                 size_t n = t + 1 - j0 < nk ? t + 1 - j0 : nk;
-                real D = 0;   /* rowsum(dP ⊙ P) = dO·O */
-#pragma omp simd reduction(+ : D)
-                for (size_t d = 0; d < hd; d++) D += do_t[d] * out[row + d];
+                real delta = 0;   /* rowsum(dP ⊙ P) = dO·O, not the model width D */
+#pragma omp simd reduction(+ : delta)
+                for (size_t d = 0; d < hd; d++) delta += do_t[d] * out[row + d];
                 real l = lse[(b * T + t) * H + h];
                 scores(p, q_t, kT, n, hd, scale);
 #pragma omp simd
                 for (size_t j = 0; j < n; j++) p[j] = exp_r(p[j] - l);
                 scores(ds, do_t, vT, n, hd, 1);   /* dP = dO v^T */
 #pragma omp simd
-                for (size_t j = 0; j < n; j++) ds[j] = p[j] * (ds[j] - D) * scale;   /* dS / sqrt(hd) */
+                for (size_t j = 0; j < n; j++) ds[j] = p[j] * (ds[j] - delta) * scale;   /* dS / sqrt(hd) */
                 for (size_t j = 0; j < n; j++) {
                     const real* k_j = kb_base + (j0 + j) * ks;
                     real* dk_j = dkb + (j0 + j) * ks;

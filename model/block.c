@@ -1,4 +1,4 @@
-/* Decoder block forward and backward (DESIGN.md §1, §3).
+/* Decoder block forward and backward (docs/design.md, "One training step" and "Backward passes").
    OLMo-2:  q = rope(q_norm(x Wq^T)), k = rope(k_norm(x Wk^T)), v = x Wv^T
             x_mid = x + post_attention_layernorm(attn(q,k,v) Wo^T)
             x_out = x_mid + post_feedforward_layernorm(down(silu(x_mid Wg^T) ⊙ x_mid Wu^T))
@@ -30,9 +30,9 @@ void layer_acts_layout(LayerActs* a, Cursor* cur, const ModelConfig* c, size_t l
     a->v = cursor_take(cur, N * kv);
     if (c->pos[l] == POS_REPO) {
         a->z = cursor_take(cur, N * c->KVH);
-        a->repo_A = cursor_take(cur, N * cfg_dp(c));
-        a->repo_C = cursor_take(cur, N * cfg_dp(c));
-        a->repo_r = cursor_take(cur, N * cfg_dp(c));
+        a->repo.gate = cursor_take(cur, N * cfg_dp(c));
+        a->repo.content = cursor_take(cur, N * cfg_dp(c));
+        a->repo.r = cursor_take(cur, N * cfg_dp(c));
     }
     a->att = cursor_take(cur, N * q);
     a->lse = cursor_take(cur, N * c->H);
@@ -77,44 +77,55 @@ static const real* layer_positions(const LayerActs* a, size_t l, const BlockCtx*
     }
 }
 
-void block_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeights* w, size_t l, const BlockCtx* ctx) {
+static RepoWeights repo_weights(const LayerWeights* w) {
+    return (RepoWeights){w->repo_gate, w->repo_content, w->repo_final};
+}
+
+void block_qkv_forward(LayerActs* a, const real* x_in, const LayerWeights* w, size_t l, const BlockCtx* ctx) {
     const ModelConfig* c = ctx->cfg;
-    size_t N = ctx->B * ctx->T, D = c->D, hd = cfg_hd(c), F = c->F;
-    size_t qd = c->H * hd, kvd = c->KVH * hd;
-    bool olmo2 = c->block == BLOCK_OLMO2;
+    size_t N = ctx->B * ctx->T, D = c->D, qd = c->H * cfg_hd(c), kvd = c->KVH * cfg_hd(c);
     double eps = c->norm_eps;
 
     /* attention input: the raw stream (OLMo-2) or input_layernorm(x) (Llama) */
     const real* h = x_in;
-    if (!olmo2) { rmsnorm_forward(a->h, a->h_rstd, x_in, w->in_norm, N, D, eps); h = a->h; }
-    if (olmo2) {
+    if (c->block == BLOCK_OLMO2) {
         linear_forward(a->q_pre, h, w->wq, N, D, qd);
         rmsnorm_forward(a->q, a->q_rstd, a->q_pre, w->q_norm, N, qd, eps);
         linear_forward(a->k_pre, h, w->wk, N, D, kvd);
         rmsnorm_forward(a->k, a->k_rstd, a->k_pre, w->k_norm, N, kvd, eps);
     } else {
+        rmsnorm_forward(a->h, a->h_rstd, x_in, w->in_norm, N, D, eps);
+        h = a->h;
         linear_forward(a->q, h, w->wq, N, D, qd);
         linear_forward(a->k, h, w->wk, N, D, kvd);
     }
     linear_forward(a->v, h, w->wv, N, D, kvd);
-    if (c->pos[l] == POS_REPO)
-        repo_forward(a->z, a->repo_A, a->repo_C, a->repo_r, h, w->repo_gate, w->repo_content, w->repo_final,
-                     N, D, cfg_dp(c), c->KVH);
+    if (c->pos[l] == POS_REPO) {
+        RepoWeights rw = repo_weights(w);
+        repo_forward(a->z, &a->repo, h, &rw, (RepoDims){N, D, cfg_dp(c), c->KVH});
+    }
     const real* pos = layer_positions(a, l, ctx);
     if (pos) rope_forward(a->q, a->k, pos, ctx->rope, N, c->H, c->KVH, c->KVH);
-    attention_forward(a->att, a->lse, a->q, a->k, a->v, ctx->B, ctx->T, c->H, c->KVH, hd);
-    linear_forward(a->o, a->att, w->wo, N, qd, D);
+}
 
+void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeights* w, const BlockCtx* ctx) {
+    const ModelConfig* c = ctx->cfg;
+    size_t N = ctx->B * ctx->T, D = c->D, F = c->F, qd = c->H * cfg_hd(c);
+    bool olmo2 = c->block == BLOCK_OLMO2;
+    double eps = c->norm_eps;
+
+    linear_forward(a->o, a->att, w->wo, N, qd, D);
     const real* mlp_in;
-    if (olmo2) {   /* x_mid = x + norm(o); x_out holds norm(o) for a moment */
-        rmsnorm_forward(x_out, a->attn_rstd, a->o, w->attn_norm, N, D, eps);
-        residual_forward(a->x_mid, x_in, x_out, N * D);
+    if (olmo2) {   /* x_mid = x + norm(o); a->d holds norm(o) until the MLP overwrites it */
+        rmsnorm_forward(a->d, a->attn_rstd, a->o, w->attn_norm, N, D, eps);
+        residual_forward(a->x_mid, x_in, a->d, N * D);
         mlp_in = a->x_mid;
     } else {       /* x_mid = x + o; the MLP reads norm(x_mid) */
         residual_forward(a->x_mid, x_in, a->o, N * D);
         rmsnorm_forward(a->h2, a->attn_rstd, a->x_mid, w->attn_norm, N, D, eps);
         mlp_in = a->h2;
     }
+    /* from here on x_in is not read, so x_out may be x_in */
     linear_forward(a->g, mlp_in, w->gate, N, D, F);
     linear_forward(a->u, mlp_in, w->up, N, D, F);
     swiglu_forward(a->m, a->g, a->u, N * F);
@@ -126,6 +137,13 @@ void block_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeigh
         linear_forward(x_out, a->m, w->down, N, F, D);
         residual_forward(x_out, x_out, a->x_mid, N * D);
     }
+}
+
+void block_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeights* w, size_t l, const BlockCtx* ctx) {
+    const ModelConfig* c = ctx->cfg;
+    block_qkv_forward(a, x_in, w, l, ctx);
+    attention_forward(a->att, a->lse, a->q, a->k, a->v, ctx->B, ctx->T, c->H, c->KVH, cfg_hd(c));
+    block_out_forward(x_out, a, x_in, w, ctx);
 }
 
 static void zero(real* p, size_t n) { memset(p, 0, n * sizeof(real)); }
@@ -204,8 +222,10 @@ void block_backward(real* dx_in, LayerWeights* dw, const real* dx_out, const Lay
     linear_backward(dh, dw->wq, dqn, h, w->wq, N, D, qd);
     linear_backward(dh, dw->wk, dkn, h, w->wk, N, D, kvd);
     linear_backward(dh, dw->wv, s->dv, h, w->wv, N, D, kvd);
-    if (learned)
-        repo_backward(dh, dw->repo_gate, dw->repo_content, dw->repo_final, s->dz, h, w->repo_gate, w->repo_content,
-                      w->repo_final, a->repo_A, a->repo_C, a->repo_r, s->repo_scratch, N, D, cfg_dp(c), c->KVH);
+    if (learned) {
+        RepoWeights rw = repo_weights(w);
+        RepoGrads rg = {dw->repo_gate, dw->repo_content, dw->repo_final};
+        repo_backward(dh, &rg, s->dz, &a->repo, h, &rw, s->repo_scratch, (RepoDims){N, D, cfg_dp(c), c->KVH});
+    }
     if (!olmo2) rmsnorm_backward(dx_in, dw->in_norm, s->dh, x_in, w->in_norm, a->h_rstd, N, D);
 }

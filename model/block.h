@@ -1,6 +1,10 @@
 /* One decoder block, OLMo-2 ("norm after", QK-norm) or Llama (pre-norm, GQA),
-   with its layer's position mode (DESIGN.md §1–2). The forward is a flat list of
-   op calls; the backward runs the same list in reverse. */
+   with its layer's position mode (rope, repo or nope). The forward is two flat
+   lists of op calls around the attention: block_qkv_forward (up to the rotated
+   q, k and v) and block_out_forward (from the attention output to the block's
+   output). Training (block_forward) and cached generation (model/generate.c)
+   both call these two, so the architecture is written once. The backward runs
+   the same list in reverse. */
 #ifndef REPOC_BLOCK_H
 #define REPOC_BLOCK_H
 
@@ -9,6 +13,7 @@
 #include "common/arena.h"
 #include "common/real.h"
 #include "model/config.h"
+#include "model/repo.h"
 #include "model/rope.h"
 #include "model/tensors.h"
 
@@ -20,7 +25,7 @@ typedef struct {
     real *k_pre, *k_rstd;        /* (N,KVH*hd) (N) */
     real *q, *k, *v;             /* (N,H*hd) (N,KVH*hd) (N,KVH*hd)  q, k after norm and rotation */
     real *z;                     /* (N,KVH)  RePo positions */
-    real *repo_A, *repo_C, *repo_r;  /* (N,D/8) */
+    RepoActs repo;               /* (N,D/8) each: the module's gate, content, r */
     real *att, *lse;             /* (N,H*hd) (N,H) */
     real *o;                     /* (N,D)  att Wo^T */
     real *x_mid;                 /* (N,D)  the residual stream after attention */
@@ -52,7 +57,18 @@ typedef struct {
 void layer_acts_layout(LayerActs* a, Cursor* cur, const ModelConfig* cfg, size_t l, size_t N);
 void block_scratch_layout(BlockScratch* s, Cursor* cur, const ModelConfig* cfg, size_t N);
 
-/* x_out (N,D)   a: this layer's saved activations   x_in (N,D)   w: layer l's weights */
+/* The half before attention, on N = B*T rows: a->h and h_rstd (Llama), q_pre,
+   k_pre and their rstd (OLMo-2), a->q, a->k, a->v, RePo's a->z and a->repo, and
+   q, k rotated in place by the layer's positions (ctx->pos_seq for rope,
+   ctx->force_pos or a->z for repo). a->k, a->v and a->z may point into a KV cache.
+   x_in (N,D)   w: layer l's weights */
+void block_qkv_forward(LayerActs* a, const real* x_in, const LayerWeights* w, size_t l, const BlockCtx* ctx);
+/* The half after attention, from a->att (N,H*hd): a->o, the residual stream
+   a->x_mid, the norms and the SwiGLU MLP, into x_out (N,D). x_out may be x_in
+   (in place): x_in is read only before x_out is first written. */
+void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeights* w, const BlockCtx* ctx);
+/* block_qkv_forward, causal attention over the N rows, block_out_forward.
+   x_out (N,D)   a: this layer's saved activations   x_in (N,D)   w: layer l's weights */
 void block_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeights* w, size_t l, const BlockCtx* ctx);
 /* dx_in (N,D) +=   dw: layer l's gradients (NULL fields skipped) +=   dx_out (N,D)
    a, x_in, w as forward saw/saved them */

@@ -1,11 +1,9 @@
-/* KV-cache generation (see generate.h; DESIGN.md §1–2). One chunk of n new
-   tokens at positions p0 .. p0+n-1 runs, per layer, block_forward's op list:
-     OLMo-2:  q = q_norm(x Wq^T), k = k_norm(x Wk^T), v = x Wv^T     (QK-norm over H*hd / KVH*hd)
-     Llama:   h = input_layernorm(x); q = h Wq^T, k = h Wk^T, v = h Wv^T
-     q, k rotated by p = t (rope) or z = repo(h) (repo), or not (nope)
-     k, v written into the cache rows p0 .. p0+n-1, once
-     att = causal softmax(q k^T / sqrt(hd)) v over cache rows 0 .. t, GQA
-     then Wo, the norms, the residuals and the SwiGLU MLP as block_forward.
+/* KV-cache generation (see generate.h). One chunk of n new tokens at
+   positions p0 .. p0+n-1 runs, per layer:
+     block_qkv_forward on the n rows, with k, v (and RePo's z) written straight
+       into the cache rows p0 .. p0+n-1, keys rotated once;
+     att = causal softmax(q k^T / sqrt(hd)) v over cache rows 0 .. t, GQA;
+     block_out_forward: Wo, the norms, the residuals and the SwiGLU MLP.
    A chunk into an empty cache uses the training attention (attention_forward
    reads the cache rows as its k, v); later chunks use cache_attention below. */
 #include "model/generate.h"
@@ -15,45 +13,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef OMP
-#include <omp.h>
-#endif
-
 #include "common/arena.h"
 #include "common/check.h"
 #include "common/mathf.h"
 #include "common/threads.h"
 #include "model/attention.h"
 #include "model/embedding.h"
-#include "model/linear.h"
-#include "model/repo.h"
-#include "model/rmsnorm.h"
-#include "model/rope.h"
-#include "model/swiglu.h"
 
 /* chunks with fewer multiply-adds than this run single-threaded (gen_forward):
    about a millisecond of one core's work */
 #define GEN_SERIAL_WORK 4e6
 
-static size_t max_threads(void) {
-#ifdef OMP
-    return (size_t)omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
-static size_t thread_id(void) {
-#ifdef OMP
-    return (size_t)omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
-
 /* every view of the arena, in one list (counting when cur->base is NULL) */
 static void gen_layout(Generator* g, const ModelConfig* c, Cursor* cur) {
-    size_t T = g->max_T, C = g->max_chunk, D = c->D, F = c->F, hd = cfg_hd(c);
+    size_t T = g->max_T, NC = g->max_chunk, D = c->D, F = c->F, hd = cfg_hd(c);
     size_t qd = c->H * hd, kvd = c->KVH * hd;
     bool olmo2 = c->block == BLOCK_OLMO2;
     for (size_t l = 0; l < c->L; l++) {
@@ -61,25 +34,29 @@ static void gen_layout(Generator* g, const ModelConfig* c, Cursor* cur) {
         g->v[l] = cursor_take(cur, T * kvd);
         g->z[l] = c->pos[l] == POS_REPO ? cursor_take(cur, T * c->KVH) : NULL;
     }
-    g->x = cursor_take(cur, C * D);
-    g->x_mid = cursor_take(cur, C * D);
-    g->h = cursor_take(cur, C * D);
-    g->o = cursor_take(cur, C * D);
-    g->d = cursor_take(cur, C * D);
-    g->q_pre = olmo2 ? cursor_take(cur, C * qd) : NULL;
-    g->q = cursor_take(cur, C * qd);
-    g->att = cursor_take(cur, C * qd);
-    g->k_pre = olmo2 ? cursor_take(cur, C * kvd) : NULL;
-    g->lse = cursor_take(cur, C * c->H);
-    g->rstd = cursor_take(cur, C);
-    g->pos = cursor_take(cur, C * c->KVH);
-    g->g = cursor_take(cur, C * F);
-    g->u = cursor_take(cur, C * F);
-    g->mm = cursor_take(cur, C * F);
-    bool repo = cfg_has_repo(c);
-    g->repo_A = repo ? cursor_take(cur, C * cfg_dp(c)) : NULL;
-    g->repo_C = repo ? cursor_take(cur, C * cfg_dp(c)) : NULL;
-    g->repo_r = repo ? cursor_take(cur, C * cfg_dp(c)) : NULL;
+    g->x = cursor_take(cur, NC * D);
+    g->pos = cursor_take(cur, NC * c->KVH);
+    LayerActs* a = &g->a;
+    memset(a, 0, sizeof(*a));
+    a->x_mid = cursor_take(cur, NC * D);
+    a->h = a->h2 = cursor_take(cur, NC * D);   /* Llama's input and post-attention norm outputs */
+    a->o = cursor_take(cur, NC * D);
+    a->d = cursor_take(cur, NC * D);
+    a->q_pre = olmo2 ? cursor_take(cur, NC * qd) : NULL;
+    a->q = cursor_take(cur, NC * qd);
+    a->att = cursor_take(cur, NC * qd);
+    a->k_pre = olmo2 ? cursor_take(cur, NC * kvd) : NULL;
+    a->lse = cursor_take(cur, NC * c->H);
+    real* rstd = cursor_take(cur, NC);   /* read by backward only, so one buffer serves every norm */
+    a->h_rstd = a->q_rstd = a->k_rstd = a->attn_rstd = a->mlp_rstd = rstd;
+    a->g = cursor_take(cur, NC * F);
+    a->u = cursor_take(cur, NC * F);
+    a->m = cursor_take(cur, NC * F);
+    if (cfg_has_repo(c)) {
+        a->repo.gate = cursor_take(cur, NC * cfg_dp(c));
+        a->repo.content = cursor_take(cur, NC * cfg_dp(c));
+        a->repo.r = cursor_take(cur, NC * cfg_dp(c));
+    }
     g->scores = cursor_take(cur, g->n_att_bufs * T);
     g->final_out = cursor_take(cur, D);
     g->final_rstd = cursor_take(cur, 1);
@@ -95,7 +72,7 @@ static void check_sizes(size_t max_T, size_t max_chunk) {
 
 size_t gen_arena_reals(const ModelConfig* cfg, size_t max_T, size_t max_chunk) {
     check_sizes(max_T, max_chunk);
-    Generator g = {.max_T = max_T, .max_chunk = max_chunk, .n_att_bufs = max_threads()};
+    Generator g = {.max_T = max_T, .max_chunk = max_chunk, .n_att_bufs = threads_max()};
     Cursor cur = {NULL, 0};
     gen_layout(&g, cfg, &cur);
     return cur.used;
@@ -107,7 +84,7 @@ void gen_build(Generator* g, const Model* m, size_t max_T, size_t max_chunk) {
     g->m = m;
     g->max_T = max_T;
     g->max_chunk = max_chunk;
-    g->n_att_bufs = max_threads();
+    g->n_att_bufs = threads_max();
     g->serial_below = GEN_SERIAL_WORK;
     Cursor cur = {NULL, 0};
     gen_layout(g, &m->cfg, &cur);
@@ -133,13 +110,14 @@ static void cache_attention(Generator* g, size_t l, size_t n, size_t p0) {
     real scale = (real)(1.0 / sqrt((double)hd));
     const real* kc = g->k[l];
     const real* vc = g->v[l];
-    size_t team = max_threads() < g->n_att_bufs ? max_threads() : g->n_att_bufs;   /* one score row each */
+    size_t team = threads_max() < g->n_att_bufs ? threads_max() : g->n_att_bufs;   /* one score row each */
+    (void)team;   /* read only by the pragma: unused without OpenMP */
 #pragma omp parallel for collapse(2) schedule(dynamic, 1) num_threads((int)team)
     for (size_t i = 0; i < n; i++) {
         for (size_t h = 0; h < H; h++) {
             size_t t = p0 + i, kvo = (h / group) * hd;
-            real* s = g->scores + thread_id() * T;
-            const real* q = g->q + i * qd + h * hd;
+            real* s = g->scores + threads_id() * T;
+            const real* q = g->a.q + i * qd + h * hd;
             real mx = -INFINITY;
             for (size_t j = 0; j <= t; j++) {   /* s_j = q·k_j / sqrt(hd), causal: j <= t */
                 const real* kj = kc + j * kvd + kvo;
@@ -155,7 +133,7 @@ static void cache_attention(Generator* g, size_t l, size_t n, size_t p0) {
                 s[j] = exp_r(s[j] - mx);
                 sum += s[j];
             }
-            real* out = g->att + i * qd + h * hd;   /* out = Σ_j softmax_j v_j */
+            real* out = g->a.att + i * qd + h * hd;   /* out = Σ_j softmax_j v_j */
             for (size_t e = 0; e < hd; e++) out[e] = 0;
             for (size_t j = 0; j <= t; j++) {
                 const real* vj = vc + j * kvd + kvo;
@@ -174,64 +152,16 @@ static void layer_forward(Generator* g, size_t l, size_t n, size_t p0) {
     const Model* m = g->m;
     const ModelConfig* c = &m->cfg;
     const LayerWeights* w = &m->w.layer[l];
-    size_t D = c->D, hd = cfg_hd(c), F = c->F, KVH = c->KVH, qd = c->H * hd, kvd = KVH * hd;
-    bool olmo2 = c->block == BLOCK_OLMO2;
-    double eps = c->norm_eps;
-    real* kc = g->k[l] + p0 * kvd;   /* this chunk's cache rows */
-    real* vc = g->v[l] + p0 * kvd;
-
-    /* attention input: the raw stream (OLMo-2) or input_layernorm(x) (Llama) */
-    const real* h = g->x;
-    if (!olmo2) { rmsnorm_forward(g->h, g->rstd, g->x, w->in_norm, n, D, eps); h = g->h; }
-    if (olmo2) {
-        linear_forward(g->q_pre, h, w->wq, n, D, qd);
-        rmsnorm_forward(g->q, g->rstd, g->q_pre, w->q_norm, n, qd, eps);
-        linear_forward(g->k_pre, h, w->wk, n, D, kvd);
-        rmsnorm_forward(kc, g->rstd, g->k_pre, w->k_norm, n, kvd, eps);
-    } else {
-        linear_forward(g->q, h, w->wq, n, D, qd);
-        linear_forward(kc, h, w->wk, n, D, kvd);
-    }
-    linear_forward(vc, h, w->wv, n, D, kvd);
-
-    /* positions: t, or the token's own z (kept in the cache), or none */
-    const real* pos = NULL;
-    if (c->pos[l] == POS_ROPE) {
-        for (size_t i = 0; i < n; i++)
-            for (size_t gr = 0; gr < KVH; gr++) g->pos[i * KVH + gr] = (real)(p0 + i);
-        pos = g->pos;
-    } else if (c->pos[l] == POS_REPO) {
-        real* z = g->z[l] + p0 * KVH;
-        repo_forward(z, g->repo_A, g->repo_C, g->repo_r, h, w->repo_gate, w->repo_content, w->repo_final, n, D,
-                     cfg_dp(c), KVH);
-        pos = z;
-    }
-    if (pos) rope_forward(g->q, kc, pos, &m->rope, n, c->H, KVH, KVH);   /* keys rotated once, in the cache */
-    if (p0 == 0) attention_forward(g->att, g->lse, g->q, g->k[l], g->v[l], 1, n, c->H, KVH, hd);
+    size_t KVH = c->KVH, kvd = KVH * cfg_hd(c);
+    LayerActs* a = &g->a;
+    a->k = g->k[l] + p0 * kvd;   /* this chunk's cache rows */
+    a->v = g->v[l] + p0 * kvd;
+    a->z = g->z[l] ? g->z[l] + p0 * KVH : NULL;
+    BlockCtx ctx = {c, 1, n, &m->rope, g->pos, NULL};
+    block_qkv_forward(a, g->x, w, l, &ctx);
+    if (p0 == 0) attention_forward(a->att, a->lse, a->q, g->k[l], g->v[l], 1, n, c->H, KVH, cfg_hd(c));
     else cache_attention(g, l, n, p0);
-    linear_forward(g->o, g->att, w->wo, n, qd, D);
-
-    const real* mlp_in;
-    if (olmo2) {   /* x_mid = x + norm(o) */
-        rmsnorm_forward(g->d, g->rstd, g->o, w->attn_norm, n, D, eps);
-        residual_forward(g->x_mid, g->x, g->d, n * D);
-        mlp_in = g->x_mid;
-    } else {       /* x_mid = x + o; the MLP reads norm(x_mid) */
-        residual_forward(g->x_mid, g->x, g->o, n * D);
-        rmsnorm_forward(g->h, g->rstd, g->x_mid, w->attn_norm, n, D, eps);
-        mlp_in = g->h;
-    }
-    linear_forward(g->g, mlp_in, w->gate, n, D, F);
-    linear_forward(g->u, mlp_in, w->up, n, D, F);
-    swiglu_forward(g->mm, g->g, g->u, n * F);
-    if (olmo2) {   /* x = x_mid + norm(m Wdown^T) */
-        linear_forward(g->d, g->mm, w->down, n, F, D);
-        rmsnorm_forward(g->x, g->rstd, g->d, w->mlp_norm, n, D, eps);
-        residual_forward(g->x, g->x, g->x_mid, n * D);
-    } else {       /* x = x_mid + m Wdown^T */
-        linear_forward(g->x, g->mm, w->down, n, F, D);
-        residual_forward(g->x, g->x, g->x_mid, n * D);
-    }
+    block_out_forward(g->x, a, g->x, w, &ctx);
 }
 
 /* Multiply-adds of a chunk of n tokens after len cached ones: every weight once
@@ -262,11 +192,12 @@ const real* gen_forward(Generator* g, const int32_t* tokens, size_t n) {
         threads_init(1);
     }
     embedding_forward(g->x, tokens, m->w.embed, n, c->D);
+    for (size_t i = 0; i < n; i++)   /* rope layers rotate by t */
+        for (size_t gr = 0; gr < c->KVH; gr++) g->pos[i * c->KVH + gr] = (real)(g->len + i);
     for (size_t l = 0; l < c->L; l++) layer_forward(g, l, n, g->len);
     g->len += n;
     /* only the last row's next-token distribution is needed */
-    rmsnorm_forward(g->final_out, g->final_rstd, g->x + (n - 1) * c->D, m->w.final_norm, 1, c->D, c->norm_eps);
-    linear_forward(g->logits, g->final_out, m->w.lm_head, 1, c->D, c->V);
+    model_head_forward(g->logits, g->final_out, g->final_rstd, g->x + (n - 1) * c->D, m, 1);
     if (team) threads_init(team);
     return g->logits;
 }

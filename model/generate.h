@@ -1,16 +1,17 @@
-/* Generation with a KV cache for every position mode (DESIGN.md §2: "because
-   z[t] depends on token t alone, a key can be rotated once and cached").
+/* Generation with a KV cache for every position mode: RePo's z[t] depends on
+   token t alone, so a key can be rotated once, when its token arrives, and cached.
    Per layer the cache holds each token's key ALREADY ROTATED and its value:
      rope  at the integer position t,
      repo  at the token's own learned z[t] = f(h_t) (h = the block's raw input
            for OLMo-2, input_layernorm's output for Llama, as block_forward),
      nope  unrotated;
-   YaRN acts through the model's RopeTable. A new token's forward runs the same
-   op calls as block_forward on n rows (rmsnorm, linear, repo, rope, swiglu) and
-   attends over the cache. Everything is allocated once by gen_build for a
-   context of max_T tokens; prefill, step and sampling allocate nothing. A
-   chunk of little work (a one-token step of a small model) runs with the
-   thread count set to 1 and restored afterwards (common/threads.h). */
+   YaRN acts through the model's RopeTable. A chunk of new tokens runs, per
+   layer, block_qkv_forward and block_out_forward of model/block.h (the same
+   code as training) and attends over the cache in between. Everything is
+   allocated once by gen_build for a context of max_T tokens; prefill, step
+   and sampling allocate nothing. A chunk of little work (a one-token step of
+   a small model) runs with the thread count set to 1 and restored afterwards
+   (common/threads.h). */
 #ifndef REPOC_GENERATE_H
 #define REPOC_GENERATE_H
 
@@ -19,6 +20,7 @@
 
 #include "common/real.h"
 #include "common/rng.h"
+#include "model/block.h"
 #include "model/model.h"
 
 typedef struct {
@@ -35,17 +37,16 @@ typedef struct {
     real* v[MAX_LAYERS];         /* (max_T, KVH*hd) values */
     real* z[MAX_LAYERS];         /* (max_T, KVH) learned positions; NULL for rope / nope layers */
 
-    /* work space for a chunk of up to max_chunk rows */
-    real *x, *x_mid, *h, *o, *d;         /* (C,D) */
-    real *q_pre, *q, *att;               /* (C,H*hd) */
-    real *k_pre;                         /* (C,KVH*hd) OLMo-2 keys before k_norm */
-    real *lse, *rstd, *pos;              /* (C,H) (C) (C,KVH) */
-    real *g, *u, *mm;                    /* (C,F) */
-    real *repo_A, *repo_C, *repo_r;      /* (C,D/8) */
-    real *scores;                        /* (n_att_bufs, max_T) */
-    real *final_out, *final_rstd;        /* (D) (1) */
-    real *logits;                        /* (V) of the last row of the last chunk */
-    real *work;                          /* (V) sampling: top-k selection, then probabilities */
+    /* work space for a chunk of up to NC = max_chunk rows */
+    real* x;                     /* (NC,D) the residual stream, updated in place layer by layer */
+    real* pos;                   /* (NC,KVH) integer positions of the chunk, for rope layers */
+    LayerActs a;                 /* the chunk's activations, shared by all layers (block.h): every
+                                    rstd field is one (NC) buffer, Llama's h2 is h; k, v and z
+                                    point into layer l's cache while layer l runs */
+    real* scores;                /* (n_att_bufs, max_T) */
+    real *final_out, *final_rstd;  /* (D) (1) */
+    real* logits;                /* (V) of the last row of the last chunk */
+    real* work;                  /* (V) sampling: top-k selection, then probabilities */
 } Generator;
 
 /* Reals gen_build allocates for (cfg, max_T, max_chunk): to check memory before building. */

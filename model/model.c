@@ -124,6 +124,12 @@ static BlockCtx block_ctx(const Model* m) {
     return (BlockCtx){&m->cfg, m->B, m->T, &m->rope, m->pos_seq, m->force_positions};
 }
 
+void model_head_forward(real* logits, real* normed, real* rstd, const real* x, const Model* m, size_t n) {
+    const ModelConfig* c = &m->cfg;
+    rmsnorm_forward(normed, rstd, x, m->w.final_norm, n, c->D, c->norm_eps);
+    linear_forward(logits, normed, m->w.lm_head, n, c->D, c->V);
+}
+
 double model_forward(Model* m, const int32_t* tokens, const int32_t* targets) {
     const ModelConfig* c = &m->cfg;
     size_t N = m->B * m->T, D = c->D, V = c->V;
@@ -138,8 +144,7 @@ double model_forward(Model* m, const int32_t* tokens, const int32_t* targets) {
 
     embedding_forward(m->res[0], tokens, m->w.embed, N, D);
     for (size_t l = 0; l < c->L; l++) block_forward(m->res[l + 1], &m->la[l], m->res[l], &m->w.layer[l], l, &ctx);
-    rmsnorm_forward(m->final_out, m->final_rstd, m->res[c->L], m->w.final_norm, N, D, c->norm_eps);
-    linear_forward(m->logits, m->final_out, m->w.lm_head, N, D, V);
+    model_head_forward(m->logits, m->final_out, m->final_rstd, m->res[c->L], m, N);
 
     m->has_loss = targets != NULL;
     m->loss = 0;

@@ -68,6 +68,10 @@ void model_init_tensor(Model* m, size_t index, uint64_t seed, double std);
 /* tokens (B,T) in [0,V); targets (B,T) in [-1,V) with -1 = ignored, or NULL for
    logits only. Returns the mean loss (0 without targets). */
 double model_forward(Model* m, const int32_t* tokens, const int32_t* targets);
+/* The head after the last block, on n rows: normed = final_norm(x) and
+   logits = normed lm_head^T. Training and generation both call it.
+   logits (n,V)   normed (n,D), rstd (n) saved for backward   x (n,D) */
+void model_head_forward(real* logits, real* normed, real* rstd, const real* x, const Model* m, size_t n);
 /* Accumulate dloss · ∂loss/∂params into the gradients (dloss = 1, or 1/grad_accum). */
 void model_backward(Model* m, double dloss);
 void model_zero_grad(Model* m);

@@ -1,6 +1,6 @@
-/* RePo position module forward and backward (DESIGN.md §3 "RePo module"):
-     dr = dz Wz ; dWz += dz^T r ; dA = dr ⊙ C ⊙ silu'(A) ; dC = dr ⊙ silu(A)
-     dWg += dA^T h ; dWc += dC^T h ; dh += dA Wg + dC Wc */
+/* RePo position module forward and backward (the math: docs/design.md, "RePo position module"):
+     dr = dz Wz ; dWz += dz^T r ; dgate = dr ⊙ content ⊙ silu'(gate) ; dcontent = dr ⊙ silu(gate)
+     dWg += dgate^T h ; dWc += dcontent^T h ; dh += dgate Wg + dcontent Wc */
 #include "model/repo.h"
 
 #include <string.h>
@@ -8,24 +8,22 @@
 #include "model/linear.h"
 #include "model/swiglu.h"
 
-void repo_forward(real* z, real* A, real* C, real* r, const real* h, const real* Wg, const real* Wc,
-                  const real* Wz, size_t N, size_t D, size_t dp, size_t P) {
-    linear_forward(A, h, Wg, N, D, dp);
-    linear_forward(C, h, Wc, N, D, dp);
-    swiglu_forward(r, A, C, N * dp);
-    linear_forward(z, r, Wz, N, dp, P);
+void repo_forward(real* z, const RepoActs* s, const real* h, const RepoWeights* w, RepoDims n) {
+    linear_forward(s->gate, h, w->Wg, n.N, n.D, n.dp);
+    linear_forward(s->content, h, w->Wc, n.N, n.D, n.dp);
+    swiglu_forward(s->r, s->gate, s->content, n.N * n.dp);
+    linear_forward(z, s->r, w->Wz, n.N, n.dp, n.P);
 }
 
-void repo_backward(real* dh, real* dWg, real* dWc, real* dWz, const real* dz,
-                   const real* h, const real* Wg, const real* Wc, const real* Wz,
-                   const real* A, const real* C, const real* r, real* scratch,
-                   size_t N, size_t D, size_t dp, size_t P) {
+void repo_backward(real* dh, const RepoGrads* dw, const real* dz, const RepoActs* s, const real* h,
+                   const RepoWeights* w, real* scratch, RepoDims n) {
+    size_t rows = n.N * n.dp;
     real* dr = scratch;
-    real* dA = scratch + N * dp;
-    real* dC = scratch + 2 * N * dp;
-    memset(scratch, 0, 3 * N * dp * sizeof(real));
-    linear_backward(dr, dWz, dz, r, Wz, N, dp, P);        /* z = r Wz^T */
-    swiglu_backward(dA, dC, dr, A, C, N * dp);            /* r = silu(A) ⊙ C */
-    linear_backward(dh, dWg, dA, h, Wg, N, D, dp);        /* A = h Wg^T */
-    linear_backward(dh, dWc, dC, h, Wc, N, D, dp);        /* C = h Wc^T */
+    real* dgate = scratch + rows;
+    real* dcontent = scratch + 2 * rows;
+    memset(scratch, 0, 3 * rows * sizeof(real));
+    linear_backward(dr, dw->dWz, dz, s->r, w->Wz, n.N, n.dp, n.P);                 /* z = r Wz^T */
+    swiglu_backward(dgate, dcontent, dr, s->gate, s->content, rows);              /* r = silu(gate) ⊙ content */
+    linear_backward(dh, dw->dWg, dgate, h, w->Wg, n.N, n.D, n.dp);                /* gate = h Wg^T */
+    linear_backward(dh, dw->dWc, dcontent, h, w->Wc, n.N, n.D, n.dp);             /* content = h Wc^T */
 }

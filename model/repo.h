@@ -1,6 +1,7 @@
-/* The RePo position module (DESIGN.md §2, §3): per token,
-     A = h Wg^T, C = h Wc^T (d_p = D/8), r = silu(A) ⊙ C, z = r Wz^T (P outputs),
-   one real position per KV head (P = KVH), shared by that group's query heads. */
+/* The RePo position module: per token,
+     a = h Wg^T, c = h Wc^T (d_p = D/8), r = silu(a) ⊙ c, z = r Wz^T (P outputs),
+   one real position per KV head (P = KVH), shared by that group's query heads
+   (docs/design.md, "RePo position module"). */
 #ifndef REPOC_REPO_H
 #define REPOC_REPO_H
 
@@ -8,15 +9,29 @@
 
 #include "common/real.h"
 
-/* z (N,P)   A, C, r (N,dp) saved for backward   h (N,D)   Wg, Wc (dp,D)   Wz (P,dp) */
-void repo_forward(real* z, real* A, real* C, real* r, const real* h, const real* Wg, const real* Wc,
-                  const real* Wz, size_t N, size_t D, size_t dp, size_t P);
-/* dh (N,D) +=   dWg, dWc (dp,D) +=   dWz (P,dp) += (each skipped when NULL)   dz (N,P)
-   h, Wg, Wc, Wz, A, C, r as forward saw/saved them
-   scratch: 3*N*dp reals for dr, dA, dC (overwritten) */
-void repo_backward(real* dh, real* dWg, real* dWc, real* dWz, const real* dz,
-                   const real* h, const real* Wg, const real* Wc, const real* Wz,
-                   const real* A, const real* C, const real* r, real* scratch,
-                   size_t N, size_t D, size_t dp, size_t P);
+/* The three maps: Wg, Wc (dp,D), Wz (P,dp). */
+typedef struct {
+    const real *Wg, *Wc, *Wz;
+} RepoWeights;
+/* Their gradients, same shapes, added into; a NULL field is skipped. */
+typedef struct {
+    real *dWg, *dWc, *dWz;
+} RepoGrads;
+/* What forward keeps for backward, each (N,dp): gate = h Wg^T (before silu),
+   content = h Wc^T, r = silu(gate) ⊙ content. */
+typedef struct {
+    real *gate, *content, *r;
+} RepoActs;
+/* N rows, D model width, dp module width, P positions per row */
+typedef struct {
+    size_t N, D, dp, P;
+} RepoDims;
+
+/* z (N,P)   s: gate, content, r written   h (N,D) */
+void repo_forward(real* z, const RepoActs* s, const real* h, const RepoWeights* w, RepoDims n);
+/* dh (N,D) +=   dw +=   dz (N,P)   s, h, w as forward saved/saw them
+   scratch: 3*N*dp reals for dr, dgate, dcontent (overwritten) */
+void repo_backward(real* dh, const RepoGrads* dw, const real* dz, const RepoActs* s, const real* h,
+                   const RepoWeights* w, real* scratch, RepoDims n);
 
 #endif

@@ -197,7 +197,9 @@ static size_t build_rope(Problem* out, size_t max, Rng* rng) {
 static double repo_loss(Problem* p) {
     OpCtx* c = p->ctx;
     size_t N = c->dims[0], D = c->dims[1], dp = c->dims[2], P = c->dims[3];
-    repo_forward(c->out, c->work[0], c->work[1], c->work[2], c->in[0], c->in[1], c->in[2], c->in[3], N, D, dp, P);
+    RepoActs s = {c->work[0], c->work[1], c->work[2]};
+    RepoWeights w = {c->in[1], c->in[2], c->in[3]};
+    repo_forward(c->out, &s, c->in[0], &w, (RepoDims){N, D, dp, P});
     return gc_project(c->out, c->proj, N * P);
 }
 static void repo_grad(Problem* p) {
@@ -205,8 +207,10 @@ static void repo_grad(Problem* p) {
     size_t N = c->dims[0], D = c->dims[1], dp = c->dims[2], P = c->dims[3];
     zero_grads(p);
     repo_loss(p);
-    repo_backward(p->dx[0], p->dx[1], p->dx[2], p->dx[3], c->proj, c->in[0], c->in[1], c->in[2], c->in[3],
-                  c->work[0], c->work[1], c->work[2], c->work[3], N, D, dp, P);
+    RepoActs s = {c->work[0], c->work[1], c->work[2]};
+    RepoWeights w = {c->in[1], c->in[2], c->in[3]};
+    RepoGrads dw = {p->dx[1], p->dx[2], p->dx[3]};
+    repo_backward(p->dx[0], &dw, c->proj, &s, c->in[0], &w, c->work[3], (RepoDims){N, D, dp, P});
 }
 static size_t build_repo(Problem* out, size_t max, Rng* rng) {
     OpCtx* c = new_problem(out, "repo module (N=4, D=16, d_p=2, P=2 kv heads)");
