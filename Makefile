@@ -56,7 +56,7 @@ endif
 # sources: every .c of the library folders; a file of train/ that defines
 # `int main` is a program (build/<name>), the rest of train/ is library
 PROG_SRC := $(shell grep -l '^int main' train/*.c 2>/dev/null)
-LIB_SRC = $(wildcard common/*.c model/*.c data/*.c optim/*.c) $(filter-out $(PROG_SRC),$(wildcard train/*.c))
+LIB_SRC = $(wildcard common/*.c model/*.c data/*.c optim/*.c tokenizer/*.c) $(filter-out $(PROG_SRC),$(wildcard train/*.c))
 BUILD ?= build
 OBJ32 = $(patsubst %.c,$(BUILD)/obj32/%.o,$(LIB_SRC))
 OBJ64 = $(patsubst %.c,$(BUILD)/obj64/%.o,$(LIB_SRC))
