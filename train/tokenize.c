@@ -122,18 +122,36 @@ typedef struct {
     char err[512];           /* a JSONL error, reported in input order */
 } DocOut;
 
-static const uint8_t* map_file(const char* path, size_t* len) {
+/* A regular file is mapped (*mapped = 1); a pipe or device (/dev/stdin) is read whole. */
+static const uint8_t* map_file(const char* path, size_t* len, int* mapped) {
     int fd = open(path, O_RDONLY);
     CHECK(fd >= 0, "cannot open input '%s': %s", path, strerror(errno));
     struct stat st;
-    CHECK(fstat(fd, &st) == 0 && S_ISREG(st.st_mode), "input '%s' is not a regular file", path);
-    *len = (size_t)st.st_size;
+    CHECK(fstat(fd, &st) == 0, "cannot stat input '%s': %s", path, strerror(errno));
     const uint8_t* p = NULL;
-    if (*len) {
-        void* m = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0);
-        CHECK(m != MAP_FAILED, "cannot mmap input '%s' (%zu bytes): %s", path, *len, strerror(errno));
-        madvise(m, *len, MADV_SEQUENTIAL);
-        p = m;
+    *mapped = S_ISREG(st.st_mode);
+    if (*mapped) {
+        *len = (size_t)st.st_size;
+        if (*len) {
+            void* m = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0);
+            CHECK(m != MAP_FAILED, "cannot mmap input '%s' (%zu bytes): %s", path, *len, strerror(errno));
+            madvise(m, *len, MADV_SEQUENTIAL);
+            p = m;
+        }
+    } else {
+        size_t cap = 1 << 16;
+        uint8_t* buf = mallocCheck(cap);
+        *len = 0;
+        for (ssize_t got; (got = read(fd, buf + *len, cap - *len)) != 0;) {
+            CHECK(got > 0, "cannot read input '%s': %s", path, strerror(errno));
+            *len += (size_t)got;
+            if (*len == cap) {
+                uint8_t* b = realloc(buf, cap *= 2);
+                CHECK(b, "out of memory reading '%s' (%zu bytes)", path, cap);
+                buf = b;
+            }
+        }
+        p = buf;
     }
     close(fd);
     return p;
@@ -248,8 +266,9 @@ int main(int argc, char** argv) {
     /* map every file; count the bytes for the progress line */
     const uint8_t** maps = mallocCheck(o.n_files * sizeof(uint8_t*));
     size_t* lens = mallocCheck(o.n_files * sizeof(size_t));
+    int* mapped = mallocCheck(o.n_files * sizeof(int));
     size_t total = 0;
-    for (size_t f = 0; f < o.n_files; f++) maps[f] = map_file(o.files[f], &lens[f]), total += lens[f];
+    for (size_t f = 0; f < o.n_files; f++) maps[f] = map_file(o.files[f], &lens[f], &mapped[f]), total += lens[f];
 
     char prefix_path[4096 + 8];
     ShardWriter w[2];   /* train, val */
@@ -309,7 +328,8 @@ int main(int argc, char** argv) {
                 last_print = now_s();
             }
         }
-        if (maps[f]) munmap((void*)maps[f], lens[f]);
+        if (mapped[f] && maps[f]) munmap((void*)maps[f], lens[f]);
+        if (!mapped[f]) free((void*)maps[f]);
     }
     shard_writer_close(&w[0]);
     shard_writer_close(&w[1]);
@@ -323,7 +343,7 @@ int main(int argc, char** argv) {
         fprintf(stderr, "tokenize: warning: %zu bytes were not valid UTF-8; they were tokenized as single bytes\n",
                 invalid);
     for (int k = 0; k < n_threads; k++) tok_encoder_free(&enc[k]);
-    free(enc), free(outs), free(docs), free(maps), free(lens), free(o.files);
+    free(enc), free(outs), free(docs), free(maps), free(lens), free(mapped), free(o.files);
     tok_free(t);
     return 0;
 }

@@ -1,7 +1,10 @@
 // Write a Hugging Face tokenizer.json for a tiktoken vocabulary shipped by the
 // js-tiktoken package (gpt2 = r50k_base, cl100k_base), so that build/tokenize
 // and @huggingface/tokenizers can be compared with tiktoken on the same vocab.
-//   node tools/node/tiktoken_to_json.mjs gpt2|cl100k_base OUT.json
+//   node tools/node/tiktoken_to_json.mjs gpt2|cl100k_base OUT.json [MAX_RANK]
+// MAX_RANK keeps the tokens of rank < MAX_RANK (a smaller vocabulary that
+// tiktoken's ranks restricted the same way reproduce; the test fixtures) and
+// numbers the special tokens from MAX_RANK.
 // Needs `make deps-node` (NODE_PATH=build/node/node_modules).
 // vocab: each token's bytes written with GPT-2's byte-to-unicode map; id = rank.
 // merges: for each token of two or more bytes, in rank order, the two parts
@@ -12,7 +15,8 @@ import fs from "node:fs";
 import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
-const [name, out] = process.argv.slice(2);
+const [name, out, maxArg] = process.argv.slice(2);
+const maxRank = maxArg ? Number(maxArg) : Infinity;
 if (!["gpt2", "cl100k_base"].includes(name) || !out) {
   console.error("usage: tiktoken_to_json.mjs gpt2|cl100k_base OUT.json");
   process.exit(2);
@@ -38,6 +42,7 @@ for (const line of data.bpe_ranks.split("\n")) {
   b64.forEach((t, i) => {
     const bytes = Buffer.from(t, "base64");
     const r = Number(offset) + i;
+    if (r >= maxRank) return;
     tokens[r] = bytes;
     rankOf.set(bytes.toString("latin1"), r);
   });
@@ -68,7 +73,8 @@ for (let r = 0; r < tokens.length; r++) {
   merges.push([show(parts[0]), show(parts[1])]);
 }
 
-const added = Object.entries(data.special_tokens).map(([content, id]) => {
+const added = Object.entries(data.special_tokens).map(([content, id], k) => {
+  if (maxRank !== Infinity) id = maxRank + k;
   vocab[content] = id;
   return { id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true };
 });
