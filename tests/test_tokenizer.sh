@@ -43,6 +43,14 @@ if cmp -s "$T/bad.out" "$T/bad.txt" && grep -q "warning: 9 bytes were not valid 
     ok "invalid UTF-8: tokenized as bytes, round trip exact, $(grep -o '9 bytes were not valid UTF-8' $T/log)"
 else bad "invalid UTF-8"; cat "$T/log"; fi
 
+# a 300 KB pre-token (one run of letters) merges through the heap in well under a second, not in O(n^2)
+head -c 300000 /dev/zero | tr '\0' 'a' >"$T/long.txt"
+t0=$(date +%s%N)
+timeout 60 $tok --tokenizer $F/cl100k.json --no-eos --val 0 --out "$T/long" "$T/long.txt" >"$T/log" 2>&1
+ms=$((($(date +%s%N) - t0) / 1000000))
+$tok --tokenizer $F/cl100k.json --decode "$T/long_train_000000.bin" 2>/dev/null | cmp -s - "$T/long.txt" && [ $ms -lt 20000 ] &&
+    ok "a 300 KB pre-token: $ms ms, round trip exact" || bad "a 300 KB pre-token: $ms ms or round trip differs"
+
 # 3. documents, EOS, BOS, added tokens
 printf 'A' >"$T/a.txt"; : >"$T/empty.txt"
 ids=$($tok --tokenizer $F/smol.json --print-ids "$T/a.txt" "$T/empty.txt" "$T/a.txt")

@@ -153,6 +153,78 @@ static size_t merge_parts(const Tokenizer* t, int32_t* parts, uint32_t* ranks, s
     return m;
 }
 
+/* The same merges for long pre-tokens in O(n log n): a min-heap of candidate
+   pairs keyed (rank, position of the left part), so the lowest rank and then
+   the leftmost pair come out first, as in the scan above. A popped pair whose
+   parts have changed since it was pushed is stale and skipped. */
+typedef struct {
+    uint32_t rank;
+    uint32_t left, right;       /* part positions (the index of their first byte) */
+    int32_t id_l, id_r;         /* their ids when pushed */
+} HeapItem;
+
+static inline int heap_less(const HeapItem* a, const HeapItem* b) {
+    return a->rank != b->rank ? a->rank < b->rank : a->left < b->left;
+}
+
+static void heap_push(HeapItem* h, size_t* n, HeapItem it) {
+    size_t i = (*n)++;
+    while (i > 0 && heap_less(&it, &h[(i - 1) / 2])) h[i] = h[(i - 1) / 2], i = (i - 1) / 2;
+    h[i] = it;
+}
+
+static HeapItem heap_pop(HeapItem* h, size_t* n) {
+    HeapItem top = h[0], last = h[--*n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && heap_less(&h[c + 1], &h[c])) c++;
+        if (!heap_less(&h[c], &last)) break;
+        h[i] = h[c], i = c;
+    }
+    if (*n) h[i] = last;
+    return top;
+}
+
+/* parts (n ids, one per byte) merged in place; next/prev link the live parts. Returns the count left. */
+static size_t merge_parts_heap(const Tokenizer* t, int32_t* parts, size_t n) {
+    uint32_t* next = mallocCheck(n * sizeof(uint32_t));
+    uint32_t* prev = mallocCheck(n * sizeof(uint32_t));
+    HeapItem* h = mallocCheck(3 * n * sizeof(HeapItem));   /* n-1 pairs + 2 per merge (<= n-1) */
+    size_t nh = 0;
+    for (size_t i = 0; i < n; i++) next[i] = (uint32_t)(i + 1), prev[i] = (uint32_t)(i - 1);
+    for (size_t i = 0; i + 1 < n; i++) {
+        const MergeSlot* ms = merge_find(t, parts[i], parts[i + 1]);
+        if (ms) heap_push(h, &nh, (HeapItem){ms->rank, (uint32_t)i, (uint32_t)(i + 1), parts[i], parts[i + 1]});
+    }
+    while (nh) {
+        HeapItem it = heap_pop(h, &nh);
+        if (parts[it.left] != it.id_l || next[it.left] != it.right || parts[it.right] != it.id_r) continue;
+        parts[it.left] = merge_find(t, it.id_l, it.id_r)->id;
+        parts[it.right] = -1;                       /* dead */
+        next[it.left] = next[it.right];
+        if (next[it.left] < n) prev[next[it.left]] = it.left;
+        uint32_t p = prev[it.left];                 /* UINT32_MAX before the first part */
+        if (p != UINT32_MAX) {
+            const MergeSlot* ms = merge_find(t, parts[p], parts[it.left]);
+            if (ms) heap_push(h, &nh, (HeapItem){ms->rank, p, it.left, parts[p], parts[it.left]});
+        }
+        if (next[it.left] < n) {
+            uint32_t q = next[it.left];
+            const MergeSlot* ms = merge_find(t, parts[it.left], parts[q]);
+            if (ms) heap_push(h, &nh, (HeapItem){ms->rank, it.left, q, parts[it.left], parts[q]});
+        }
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i = next[i]) parts[m++] = parts[i];
+    free(next), free(prev), free(h);
+    return m;
+}
+
+/* pre-tokens longer than this merge through the heap */
+#define HEAP_ABOVE 128
+
 void bpe_encode_piece(TokEncoder* e, const uint8_t* s, size_t n) {
     const Tokenizer* t = e->t;
     if (n == 1) {
@@ -186,7 +258,7 @@ void bpe_encode_piece(TokEncoder* e, const uint8_t* s, size_t n) {
         e->ranks = mallocCheck(e->cap_parts * sizeof(uint32_t));
     }
     for (size_t k = 0; k < n; k++) e->parts[k] = t->byte_id[s[k]];
-    size_t m = merge_parts(t, e->parts, e->ranks, n);
+    size_t m = n > HEAP_ABOVE ? merge_parts_heap(t, e->parts, n) : merge_parts(t, e->parts, e->ranks, n);
     tok_push_ids(e, e->parts, m);
     if (slot) {
         if (2 * (c->n + 1) > CACHE_SLOTS || c->key_used + n > CACHE_POOL || c->id_used + m > CACHE_POOL) {

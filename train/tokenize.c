@@ -119,6 +119,7 @@ typedef struct {
     int32_t* ids;
     size_t n;
     size_t invalid_utf8;
+    size_t text_bytes;       /* the document's text (a JSONL field after unescaping) */
     char err[512];           /* a JSONL error, reported in input order */
 } DocOut;
 
@@ -169,9 +170,13 @@ static void encode_doc(TokEncoder* e, const Doc* d, const Options* o, const char
         if (!j) snprintf(out->err, sizeof out->err, "'%s' line %zu: not valid JSON", path, d->line);
         else if (!cJSON_IsString(f))
             snprintf(out->err, sizeof out->err, "'%s' line %zu: no string field \"%s\"", path, d->line, o->field);
-        else tok_encode(e, (const uint8_t*)f->valuestring, strlen(f->valuestring));
+        else {
+            out->text_bytes = strlen(f->valuestring);
+            tok_encode(e, (const uint8_t*)f->valuestring, out->text_bytes);
+        }
         cJSON_Delete(j);
     } else {
+        out->text_bytes = d->len;
         tok_encode(e, d->text, d->len);
     }
     if (!o->no_eos) tok_push_ids(e, &eos, 1);
@@ -288,7 +293,7 @@ int main(int argc, char** argv) {
     for (int k = 0; k < n_threads; k++) tok_encoder_init(&enc[k], t);
 
     Doc* docs = NULL;
-    size_t n_docs = 0, cap_docs = 0, doc_index = 0, done_bytes = 0, invalid = 0, n_val_docs = 0;
+    size_t n_docs = 0, cap_docs = 0, doc_index = 0, done_bytes = 0, invalid = 0, n_val_docs = 0, text_bytes = 0;
     DocOut* outs = mallocCheck(BATCH_DOCS * sizeof(DocOut));
     double t0 = now_s(), last_print = 0;
     for (size_t f = 0; f < o.n_files; f++) {
@@ -305,12 +310,14 @@ int main(int argc, char** argv) {
                 k = omp_get_thread_num();
 #endif
                 outs[i - b0].err[0] = 0;
+                outs[i - b0].text_bytes = 0;
                 encode_doc(&enc[k], &docs[i], &o, o.files[f], &outs[i - b0], prefix, n_prefix, eos);
             }
             for (size_t i = b0; i < b1; i++, doc_index++) {
                 DocOut* d = &outs[i - b0];
                 CHECK(!d->err[0], "%s", d->err);
                 invalid += d->invalid_utf8;
+                text_bytes += d->text_bytes;
                 if (o.print_ids) {
                     for (size_t k = 0; k < d->n; k++) printf(k ? " %d" : "%d", d->ids[k]);
                     putchar('\n');
@@ -333,11 +340,14 @@ int main(int argc, char** argv) {
     }
     shard_writer_close(&w[0]);
     shard_writer_close(&w[1]);
+    double secs = now_s() - t0;
     if (!o.print_ids) {
         progress(t0, total, total, w[0].n_tokens + w[1].n_tokens, 1);
         fprintf(stderr, "tokenize: %zu documents: train %zu tokens in %zu shard(s) %s_train_*.bin, val %zu "
                 "documents, %zu tokens in %zu shard(s)%s\n", doc_index, w[0].n_tokens, w[0].n_shards, o.out,
                 n_val_docs, w[1].n_tokens, w[1].n_shards, o.val > 0 && !n_val_docs ? " (no document drew val)" : "");
+        fprintf(stderr, "tokenize: %.3f MB of text in %.3f s: %.2f MB/s with %d thread(s)\n", (double)text_bytes / 1e6,
+                secs, secs > 0 ? (double)text_bytes / 1e6 / secs : 0.0, n_threads);
     }
     if (invalid)
         fprintf(stderr, "tokenize: warning: %zu bytes were not valid UTF-8; they were tokenized as single bytes\n",
