@@ -1,4 +1,5 @@
-# repoc build. Targets: all, deps, test, quickstart, debug, clean (STYLE.md §9).
+# repoc build. Targets: all, deps, test, quickstart, debug, clean (STYLE.md §9);
+# deps-node and compare-tokenizers for the tokenizer check against node packages.
 # Options: PRECISION=32|64 (the training precision of build/train and friends),
 #          NO_OMP=1 (build without OpenMP), CC=... (default cc),
 #          MPI=1 (the same sources built with $(MPICC) and -DREPOC_MPI into build/mpi,
@@ -116,6 +117,18 @@ test: deps
 	@if command -v $(MPICC) >/dev/null 2>&1; then $(MAKE) --no-print-directory MPI=1 build/mpi/train; \
 	  else echo "no $(MPICC): the MPI tests will be skipped"; fi
 	@tests/run.sh
+
+# npm packages for the tokenizer comparison (build/node, never committed): js-tiktoken
+# (gpt2 and cl100k_base ranks), tiktoken (Rust tiktoken as WebAssembly), @huggingface/tokenizers
+NODE_PACKAGES = js-tiktoken@1.0.21 tiktoken@1.0.22 @huggingface/tokenizers@0.2.0
+.PHONY: deps-node compare-tokenizers
+deps-node:
+	@command -v npm >/dev/null || { echo "deps-node: no npm (apt-get install nodejs npm)"; exit 1; }
+	@mkdir -p build/node && npm install --silent --no-audit --no-fund --prefix build/node $(NODE_PACKAGES)
+# build/tokenize's ids against those three on 4 MB of this machine's text, the round
+# trip, and throughput next to tiktoken (tools/tokenizer_compare.sh, docs/tokenizer.md)
+compare-tokenizers: check-deps $(BUILD)/tokenize deps-node
+	@tools/tokenizer_compare.sh --mb 4 --bench
 
 # loading a generated BF16 checkpoint of the OLMo-2 1B shape: peak RSS and time (never part of make test)
 bench-load: check-deps $(BUILD)/bench/bench_load

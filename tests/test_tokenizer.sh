@@ -56,6 +56,11 @@ printf 'A' >"$T/a.txt"; : >"$T/empty.txt"
 ids=$($tok --tokenizer $F/smol.json --print-ids "$T/a.txt" "$T/empty.txt" "$T/a.txt")
 [ "$ids" = "$(printf '1000 32 1000\n1000 32 1000')" ] && ok "BOS + ids + EOS per document; the empty file is no document" \
     || bad "documents: got '$ids'"
+sed 's/"single":\[{"SpecialToken":{"id":"<|endoftext|>","type_id":0}},{"Sequence":{"id":"A","type_id":0}}\]/"single":[{"Sequence":{"id":"A","type_id":0}},{"SpecialToken":{"id":"<|endoftext|>","type_id":0}}]/' \
+    $F/smol.json >"$T/suffix.json"
+ids=$($tok --tokenizer "$T/suffix.json" --print-ids "$T/a.txt")
+[ "$ids" = "32 1000" ] && ok "a template that appends the end of text token: it is not added twice ($ids)" ||
+    bad "template suffix: got '$ids'"
 ids=$(printf 'x<|endoftext|>y' | $tok --tokenizer $F/gpt2.json --print-ids --no-eos /dev/stdin 2>&1)
 [ "$ids" = "87 1000 88" ] && ok "an added token in the text is matched verbatim: $ids" || bad "added token: got '$ids'"
 $tok --tokenizer $F/gpt2.json --out "$T/e" "$T/empty.txt" >"$T/log" 2>&1 && grep -q "0 documents" "$T/log" &&

@@ -121,35 +121,38 @@ static int parse_pre(Ctx* c, const cJSON* p, const char* path, int* byte_level) 
          c->t->name, path, ty);
 }
 
-/* TemplateProcessing's single template: the special tokens before $A become the prefix */
+/* TemplateProcessing's single template: the special tokens before $A are the
+   prefix (BOS), those after it the suffix (an EOS some templates append) */
 static int parse_template(Ctx* c, const cJSON* p, const char* path) {
+    Tokenizer* t = c->t;
     const cJSON* single = cJSON_GetObjectItemCaseSensitive(p, "single");
     const cJSON* specials = cJSON_GetObjectItemCaseSensitive(p, "special_tokens");
-    if (!cJSON_IsArray(single)) FAIL(c, "tokenizer '%s': %s.single: expected an array", c->t->name, path);
+    if (!cJSON_IsArray(single)) FAIL(c, "tokenizer '%s': %s.single: expected an array", t->name, path);
     int seen_a = 0, i = 0;
     for (const cJSON* it = single->child; it; it = it->next, i++) {
         const cJSON* sp = cJSON_GetObjectItemCaseSensitive(it, "SpecialToken");
         if (cJSON_GetObjectItemCaseSensitive(it, "Sequence")) {
+            if (seen_a) FAIL(c, "tokenizer '%s': %s.single[%d]: a second sequence", t->name, path, i);
             seen_a = 1;
             continue;
         }
         const cJSON* name = cJSON_GetObjectItemCaseSensitive(sp, "id");
         if (!cJSON_IsString(name))
-            FAIL(c, "tokenizer '%s': %s.single[%d]: expected SpecialToken or Sequence", c->t->name, path, i);
-        if (seen_a)
-            FAIL(c, "tokenizer '%s': %s.single[%d]: a special token after the sequence is not supported "
-                 "(only a prefix such as BOS)", c->t->name, path, i);
+            FAIL(c, "tokenizer '%s': %s.single[%d]: expected SpecialToken or Sequence", t->name, path, i);
         const cJSON* ids = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(specials, name->valuestring), "ids");
         if (!cJSON_IsArray(ids))
-            FAIL(c, "tokenizer '%s': %s.special_tokens[\"%s\"].ids: expected an array", c->t->name, path, name->valuestring);
+            FAIL(c, "tokenizer '%s': %s.special_tokens[\"%s\"].ids: expected an array", t->name, path, name->valuestring);
+        int32_t* list = seen_a ? t->suffix : t->prefix;
+        size_t* n = seen_a ? &t->n_suffix : &t->n_prefix;
         for (const cJSON* id = ids->child; id; id = id->next) {
-            if (!cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble >= (double)c->t->V || !c->t->has[id->valueint])
-                FAIL(c, "tokenizer '%s': %s.special_tokens[\"%s\"].ids: not a token id", c->t->name, path, name->valuestring);
-            if (c->t->n_prefix == sizeof c->t->prefix / sizeof c->t->prefix[0])
-                FAIL(c, "tokenizer '%s': %s.single: too many prefix tokens", c->t->name, path);
-            c->t->prefix[c->t->n_prefix++] = id->valueint;
+            if (!cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble >= (double)t->V || !t->has[id->valueint])
+                FAIL(c, "tokenizer '%s': %s.special_tokens[\"%s\"].ids: not a token id", t->name, path, name->valuestring);
+            if (*n == MAX_AROUND) FAIL(c, "tokenizer '%s': %s.single: more than %d special tokens on one side",
+                                       t->name, path, MAX_AROUND);
+            list[(*n)++] = id->valueint;
         }
     }
+    if (!seen_a) FAIL(c, "tokenizer '%s': %s.single: no sequence ($A)", t->name, path);
     return 0;
 }
 

@@ -31,6 +31,7 @@ typedef struct {
 } PreStep;
 
 #define MAX_STEPS 16
+#define MAX_AROUND 8   /* special tokens a template puts on one side of the text */
 
 /* The end of the regex match that starts at i of piece [0, n) (> i). */
 size_t pretok_gpt2(const uint8_t* s, size_t n, size_t i);
@@ -62,8 +63,10 @@ struct Tokenizer {
     int32_t* added;                  /* (n_added) added token ids, longest content first */
     size_t n_added;
     uint8_t added_first[256];        /* 1 when some added token starts with this byte */
-    int32_t prefix[8];               /* post-processor ids before a sequence (BOS) */
+    int32_t prefix[MAX_AROUND];      /* post-processor ids before a sequence (BOS) */
     size_t n_prefix;
+    int32_t suffix[MAX_AROUND];      /* and after it */
+    size_t n_suffix;
     int32_t eos;
 };
 

@@ -122,6 +122,11 @@ const int32_t* tok_prefix(const Tokenizer* t, size_t* n) {
     return t->prefix;
 }
 
+const int32_t* tok_suffix(const Tokenizer* t, size_t* n) {
+    *n = t->n_suffix;
+    return t->suffix;
+}
+
 const uint8_t* tok_token_bytes(const Tokenizer* t, int32_t id, size_t* len) {
     if (id < 0 || (size_t)id >= t->V || !t->has[id]) return NULL;
     *len = t->off[id + 1] - t->off[id];

@@ -38,8 +38,10 @@ size_t tok_vocab_size(const Tokenizer* t);     /* the largest id + 1 */
 int32_t tok_eos(const Tokenizer* t);           /* -1 when unknown */
 /* Set the end of text token by its content; false when no token has it. */
 bool tok_set_eos(Tokenizer* t, const char* content);
-/* The ids the post-processor puts before a single sequence (Llama-3's BOS); count in *n. */
+/* The ids the post-processor puts before a single sequence (Llama-3's BOS) and
+   after it (an EOS, in some templates); count in *n. */
 const int32_t* tok_prefix(const Tokenizer* t, size_t* n);
+const int32_t* tok_suffix(const Tokenizer* t, size_t* n);
 /* The bytes of token id (the decoded text of an added token); NULL for an id without a token. */
 const uint8_t* tok_token_bytes(const Tokenizer* t, int32_t id, size_t* len);
 /* The id of the token with exactly these bytes (vocab or added), -1 when none. */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/check.h"
+#include "common/fileio.h"
 #include "common/threads.h"
 #include "data/shard_write.h"
 #include "data/tokens.h"
@@ -58,7 +59,7 @@ static void usage(FILE* fp) {
         "  --val F             fraction of documents for validation, by a hash of the document's\n"
         "                      index (default 0.005; 0 = none)\n"
         "  --shard-tokens N    tokens per shard (default 100000000)\n"
-        "  --no-eos            no end of text token after each document\n"
+        "  --no-eos            no end of text token after each document (a template's own suffix stays)\n"
         "  --eos TOKEN         the end of text token's text (default: tokenizer_config.json's eos_token,\n"
         "                      else <|endoftext|>, <|end_of_text|>, </s> or <eos> among the added tokens)\n"
         "  --print-ids         print each document's ids as one line instead of writing shards\n"
@@ -159,11 +160,16 @@ static const uint8_t* map_file(const char* path, size_t* len, int* mapped) {
 }
 
 /* one document (or JSONL line) into out through e; errors go to out->err */
-static void encode_doc(TokEncoder* e, const Doc* d, const Options* o, const char* path, DocOut* out,
-                       const int32_t* prefix, size_t n_prefix, int32_t eos) {
+typedef struct {
+    const int32_t *prefix, *suffix;
+    size_t n_prefix, n_suffix;
+    int32_t eos;             /* -1: none (--no-eos, or the suffix ends with it) */
+} Around;
+
+static void encode_doc(TokEncoder* e, const Doc* d, const Options* o, const char* path, DocOut* out, const Around* ar) {
     e->n_ids = 0;
     size_t invalid0 = e->invalid_utf8;
-    for (size_t k = 0; k < n_prefix; k++) tok_push_ids(e, &prefix[k], 1);
+    tok_push_ids(e, ar->prefix, ar->n_prefix);
     if (o->jsonl) {
         cJSON* j = cJSON_ParseWithLength((const char*)d->text, d->len);
         const cJSON* f = cJSON_GetObjectItemCaseSensitive(j, o->field);
@@ -179,7 +185,8 @@ static void encode_doc(TokEncoder* e, const Doc* d, const Options* o, const char
         out->text_bytes = d->len;
         tok_encode(e, d->text, d->len);
     }
-    if (!o->no_eos) tok_push_ids(e, &eos, 1);
+    tok_push_ids(e, ar->suffix, ar->n_suffix);
+    if (ar->eos >= 0) tok_push_ids(e, &ar->eos, 1);
     out->invalid_utf8 = e->invalid_utf8 - invalid0;
     out->n = e->n_ids;
     out->ids = mallocCheck((e->n_ids ? e->n_ids : 1) * sizeof(int32_t));
@@ -264,8 +271,11 @@ int main(int argc, char** argv) {
     int32_t eos = tok_eos(t);
     CHECK(o.no_eos || eos >= 0, "tokenizer '%s' names no end of text token: give --eos TOKEN or --no-eos",
           o.tokenizer);
-    size_t n_prefix;
-    const int32_t* prefix = tok_prefix(t, &n_prefix);
+    Around ar;
+    ar.prefix = tok_prefix(t, &ar.n_prefix);
+    ar.suffix = tok_suffix(t, &ar.n_suffix);
+    int suffix_eos = ar.n_suffix && ar.suffix[ar.n_suffix - 1] == eos;   /* the template appends it already */
+    ar.eos = o.no_eos || suffix_eos ? -1 : eos;
     size_t V = tok_vocab_size(t);
 
     /* map every file; count the bytes for the progress line */
@@ -276,14 +286,19 @@ int main(int argc, char** argv) {
     for (size_t f = 0; f < o.n_files; f++) maps[f] = map_file(o.files[f], &lens[f], &mapped[f]), total += lens[f];
 
     char prefix_path[4096 + 8];
+    if (o.out) {   /* the directory of PREFIX, made when missing */
+        dir_of(o.out, prefix_path, sizeof prefix_path);
+        mkdir_p(prefix_path);
+    }
     ShardWriter w[2];   /* train, val */
     snprintf(prefix_path, sizeof prefix_path, "%s_train", o.out ? o.out : "");
     shard_writer_init(&w[0], prefix_path, V, o.shard_tokens);
     snprintf(prefix_path, sizeof prefix_path, "%s_val", o.out ? o.out : "");
     shard_writer_init(&w[1], prefix_path, V, o.shard_tokens);
     if (!o.print_ids)
-        fprintf(stderr, "tokenize: %zu files, %.1f MB, vocab %zu (%s tokens), eos %d, %zu prefix token(s)\n",
-                o.n_files, (double)total / 1e6, V, V > 65536 ? "uint32" : "uint16", o.no_eos ? -1 : eos, n_prefix);
+        fprintf(stderr, "tokenize: %zu files, %.1f MB, vocab %zu (%s tokens), eos %d%s, %zu prefix and %zu suffix "
+                "token(s)\n", o.n_files, (double)total / 1e6, V, V > 65536 ? "uint32" : "uint16", o.no_eos ? -1 : eos,
+                suffix_eos ? " (the template's)" : "", ar.n_prefix, ar.n_suffix);
 
     int n_threads = 1;
 #ifdef OMP
@@ -311,7 +326,7 @@ int main(int argc, char** argv) {
 #endif
                 outs[i - b0].err[0] = 0;
                 outs[i - b0].text_bytes = 0;
-                encode_doc(&enc[k], &docs[i], &o, o.files[f], &outs[i - b0], prefix, n_prefix, eos);
+                encode_doc(&enc[k], &docs[i], &o, o.files[f], &outs[i - b0], &ar);
             }
             for (size_t i = b0; i < b1; i++, doc_index++) {
                 DocOut* d = &outs[i - b0];
