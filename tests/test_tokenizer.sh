@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # build/tokenize and tokenizer/: ids of the checked-in fixtures against the ids
 # independent implementations gave (tools/node/make_tokenizer_fixture.mjs:
-# js-tiktoken for gpt2 and cl100k, @huggingface/tokenizers for the SmolLM2-style
+# js-tiktoken for gpt2 and cl100k, @huggingface/tokenizers for ByteLevel with
+# add_prefix_space and for the SmolLM2-style
 # Digits + ByteLevel pipeline with a BOS prefix), byte-exact round trips through
 # shards, invalid UTF-8, malformed or unsupported tokenizer.json files, empty
 # inputs, JSONL, the train/val split, uint32 shards, and the vocab check at
@@ -18,7 +19,7 @@ expect_fail() {  # name phrase command...   exits non-zero and prints phrase
 }
 
 # 1. the fixtures' ids
-for n in gpt2 cl100k smol; do
+for n in gpt2 cl100k smol prefix; do
     if $tok --tokenizer $F/$n.json --print-ids --no-eos $F/sample.txt >"$T/$n.ids" 2>"$T/log" &&
        cmp -s "$T/$n.ids" $F/$n.ids; then ok "$n: $(wc -w <$F/$n.ids) ids identical to the reference"
     else bad "$n: ids differ from $F/$n.ids"; diff <(tr ' ' '\n' <"$T/$n.ids") <(tr ' ' '\n' <$F/$n.ids) | head -5; fi

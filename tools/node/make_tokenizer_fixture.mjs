@@ -6,6 +6,7 @@
 //   smol.json                SmolLM2's pipeline (Digits, individual digits, then
 //                            ByteLevel) over the gpt2 cut, with a BOS prefix
 //                            (TemplateProcessing, as Llama-3's): @huggingface/tokenizers
+//   prefix.json              the gpt2 cut with ByteLevel's add_prefix_space: @huggingface/tokenizers
 //   node tools/node/make_tokenizer_fixture.mjs   (after make deps-node)
 import fs from "node:fs";
 import { execFileSync } from "node:child_process";
@@ -45,4 +46,11 @@ smol.post_processor = { type: "TemplateProcessing",
 fs.writeFileSync(`${dir}/smol.json`, JSON.stringify(smol));
 const hf = new hfMod.Tokenizer(smol, {});
 fs.writeFileSync(`${dir}/smol.ids`, hf.encode(text, { add_special_tokens: true }).ids.join(" ") + "\n");
-console.error(`${dir}: gpt2, cl100k, smol fixtures written`);
+
+// ByteLevel with add_prefix_space (a space before a text that does not start with one)
+const prefix = JSON.parse(fs.readFileSync(`${dir}/gpt2.json`, "utf8"));
+prefix.pre_tokenizer.add_prefix_space = true;
+fs.writeFileSync(`${dir}/prefix.json`, JSON.stringify(prefix));
+const hfp = new hfMod.Tokenizer(prefix, {});
+fs.writeFileSync(`${dir}/prefix.ids`, hfp.encode(text, { add_special_tokens: false }).ids.join(" ") + "\n");
+console.error(`${dir}: gpt2, cl100k, smol, prefix fixtures written`);
