@@ -4,14 +4,17 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/check.h"
 #include "common/fileio.h"
 #include "data/source.h"      /* synthetic_from_json */
 #include "model/hf_checkpoint.h"
+#include "model/hf_config.h"
 #include "train/checkpoint.h"
 
 static const char* prog_name = "repoc";
@@ -26,6 +29,13 @@ _Noreturn void cli_bad_option(const char* fmt, ...) {
     va_end(ap);
     fprintf(stderr, "\n(build/%s --help lists the options)\n", prog_name);
     exit(2);
+}
+
+void cli_check_valued(const char* a, const char* v, const char* const* valued, size_t n) {
+    bool known = false;
+    for (size_t k = 0; k < n; k++) known |= !strcmp(a, valued[k]);
+    if (!known) cli_bad_option("unknown option '%s'", a);
+    if (!v) cli_bad_option("%s: expected a value", a);
 }
 
 size_t cli_parse_size(const char* opt, const char* s, size_t lo, size_t hi) {
@@ -118,6 +128,18 @@ void cli_apply_yarn(ModelConfig* cfg, double factor, double orig, const CkptInfo
                L0, orig ? "--yarn-orig" : "the training length");
     }
     model_config_validate(cfg);
+}
+
+void cli_checkpoint_config(CkptInfo* ci, ModelConfig* cfg, const char* path, double yarn_factor, double yarn_orig) {
+    cli_resolve_checkpoint(ci, path);
+    hf_config_read(ci->dir, cfg);
+    cli_apply_yarn(cfg, yarn_factor, yarn_orig, ci);
+}
+
+double cli_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 void cli_write_json(const char* path, cJSON* root) {

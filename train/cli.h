@@ -19,6 +19,10 @@ void cli_init(const char* prog);
 /* A usage error: "<prog>: <message>", a pointer to --help, exit status 2 */
 _Noreturn void cli_bad_option(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* option a (taking a value v) must be one of valued[0..n) and v present; else a usage error */
+void cli_check_valued(const char* a, const char* v, const char* const* valued, size_t n);
+#define CLI_CHECK_VALUED(a, v, list) cli_check_valued((a), (v), (list), sizeof(list) / sizeof((list)[0]))
+
 /* a whole-string unsigned integer in [lo, hi]; opt names the option in the message */
 size_t cli_parse_size(const char* opt, const char* s, size_t lo, size_t hi);
 /* a whole-string finite number */
@@ -41,6 +45,12 @@ void cli_ckpt_free(CkptInfo* ci);
 /* The generator settings: opt (JSON text or a file of it) when given, else the
    checkpoint's data.synthetic, else the defaults. Returns where they came from. */
 const char* cli_resolve_synthetic(SyntheticConfig* syn, const char* opt, const CkptInfo* ci);
+
+/* cli_resolve_checkpoint, its config.json into cfg, then cli_apply_yarn */
+void cli_checkpoint_config(CkptInfo* ci, ModelConfig* cfg, const char* path, double yarn_factor, double yarn_orig);
+
+/* seconds on CLOCK_MONOTONIC, for rates and timings in the programs' output */
+double cli_now(void);
 
 /* YaRN: the checkpoint's own, or factor > 1 with L0 = orig (> 0) or the
    training length; validates cfg */

@@ -282,10 +282,8 @@ int main(int argc, char** argv) {
     EvalOptions o;
     parse_args(&o, argc, argv);
     CkptInfo ci;
-    cli_resolve_checkpoint(&ci, o.ckpt);
     ModelConfig cfg;
-    hf_config_read(ci.dir, &cfg);
-    cli_apply_yarn(&cfg, o.yarn_factor, o.yarn_orig, &ci);
+    cli_checkpoint_config(&ci, &cfg, o.ckpt, o.yarn_factor, o.yarn_orig);
     SyntheticConfig syn;
     const char* syn_from = cli_resolve_synthetic(&syn, o.synthetic, &ci);
     size_t chunk;

@@ -68,12 +68,9 @@ static void parse_args(GenOptions* o, int argc, char** argv) {
             continue;
         }
         if (!strcmp(a, "--ignore-eos")) { o->ignore_eos = 1; continue; }
-        static const char* valued[] = {"--tokenizer", "--prompt", "--max-new-tokens", "--temperature", "--top-k",
+        static const char* const valued[] = {"--tokenizer", "--prompt", "--max-new-tokens", "--temperature", "--top-k",
                                        "--top-p", "--seed", "--yarn-factor", "--yarn-orig", "--threads"};
-        int known = 0;
-        for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++) known |= !strcmp(a, valued[k]);
-        if (!known) cli_bad_option("unknown option '%s'", a);
-        if (!v) cli_bad_option("%s: expected a value", a);
+        CLI_CHECK_VALUED(a, v, valued);
         if (!strcmp(a, "--tokenizer")) o->tokenizer = v;
         else if (!strcmp(a, "--prompt")) o->prompt = v;
         else if (!strcmp(a, "--max-new-tokens")) o->max_new = cli_parse_size(a, v, 0, (size_t)1 << 30);
@@ -133,12 +130,6 @@ static int32_t sample_top_p(const real* logits, size_t V, double temperature, si
     return cand[n - 1].id;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void put_token(const Tokenizer* t, int32_t id) {
     size_t len;
     const uint8_t* b = tok_token_bytes(t, id, &len);
@@ -152,10 +143,8 @@ int main(int argc, char** argv) {
     GenOptions o;
     parse_args(&o, argc, argv);
     CkptInfo ci;
-    cli_resolve_checkpoint(&ci, o.ckpt);
     ModelConfig cfg;
-    hf_config_read(ci.dir, &cfg);
-    cli_apply_yarn(&cfg, o.yarn_factor, o.yarn_orig, &ci);
+    cli_checkpoint_config(&ci, &cfg, o.ckpt, o.yarn_factor, o.yarn_orig);
     Tokenizer* t = tok_load(o.tokenizer ? o.tokenizer : ci.dir);
     CHECK(tok_vocab_size(t) <= cfg.V, "generate: the tokenizer has %zu tokens, more than the model's vocab_size %zu",
           tok_vocab_size(t), cfg.V);
@@ -183,9 +172,9 @@ int main(int argc, char** argv) {
 
     fwrite(o.prompt, 1, strlen(o.prompt), stdout);
     fflush(stdout);
-    double t0 = now_s();
+    double t0 = cli_now();
     const real* logits = gen_prefill(&g, e.ids, n_prompt);
-    double t1 = now_s();
+    double t1 = cli_now();
     size_t n_new = 0;
     int stopped = 0;
     while (n_new < o.max_new) {
@@ -196,7 +185,7 @@ int main(int argc, char** argv) {
         put_token(t, id);
         if (n_new < o.max_new) logits = gen_step(&g, id);
     }
-    double t2 = now_s();
+    double t2 = cli_now();
     printf("\n");
     fprintf(stderr, "generate: prompt %zu tokens in %.2f s (%.1f tok/s); %zu new tokens in %.2f s: %.1f tok/s%s\n",
             n_prompt, t1 - t0, (double)n_prompt / (t1 - t0), n_new, t2 - t1,

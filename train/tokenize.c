@@ -82,12 +82,9 @@ static void parse_args(Options* o, int argc, char** argv) {
         if (!strcmp(a, "--jsonl")) { o->jsonl = 1; continue; }
         if (!strcmp(a, "--no-eos")) { o->no_eos = 1; continue; }
         if (!strcmp(a, "--print-ids")) { o->print_ids = 1; continue; }
-        static const char* valued[] = {"--tokenizer", "--field", "--val", "--shard-tokens", "--out",
+        static const char* const valued[] = {"--tokenizer", "--field", "--val", "--shard-tokens", "--out",
                                        "--decode", "--threads", "--eos"};
-        int known = 0;
-        for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++) known |= !strcmp(a, valued[k]);
-        if (!known) cli_bad_option("unknown option '%s'", a);
-        if (!v) cli_bad_option("%s: expected a value", a);
+        CLI_CHECK_VALUED(a, v, valued);
         if (!strcmp(a, "--tokenizer")) o->tokenizer = v;
         else if (!strcmp(a, "--field")) o->field = v;
         else if (!strcmp(a, "--val")) {
@@ -224,14 +221,8 @@ static int is_val(size_t i, double val) {
     return (double)(x >> 11) * 0x1.0p-53 < val;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void progress(double t0, size_t done, size_t total, size_t tokens, int last) {
-    double dt = now_s() - t0, mb = (double)done / 1e6;
+    double dt = cli_now() - t0, mb = (double)done / 1e6;
     double rate = dt > 0 ? mb / dt : 0, eta = rate > 0 ? ((double)(total - done) / 1e6) / rate : 0;
     fprintf(stderr, "\r%9.1f / %.1f MB  %7.2f MB/s  %6.2fM tok/s  %zu tokens  ETA %dm%02ds%s", mb,
             (double)total / 1e6, rate, dt > 0 ? (double)tokens / dt / 1e6 : 0.0, tokens, (int)eta / 60,
@@ -310,7 +301,7 @@ int main(int argc, char** argv) {
     Doc* docs = NULL;
     size_t n_docs = 0, cap_docs = 0, doc_index = 0, done_bytes = 0, invalid = 0, n_val_docs = 0, text_bytes = 0;
     DocOut* outs = mallocCheck(BATCH_DOCS * sizeof(DocOut));
-    double t0 = now_s(), last_print = 0;
+    double t0 = cli_now(), last_print = 0;
     for (size_t f = 0; f < o.n_files; f++) {
         n_docs = 0;
         cut_docs(&docs, &n_docs, &cap_docs, maps[f], lens[f], f, o.jsonl);
@@ -345,9 +336,9 @@ int main(int argc, char** argv) {
             }
             done_bytes += bytes;
             b0 = b1;
-            if (!o.print_ids && now_s() - last_print > 0.5) {
+            if (!o.print_ids && cli_now() - last_print > 0.5) {
                 progress(t0, done_bytes, total, w[0].n_tokens + w[1].n_tokens, 0);
-                last_print = now_s();
+                last_print = cli_now();
             }
         }
         if (mapped[f] && maps[f]) munmap((void*)maps[f], lens[f]);
@@ -355,7 +346,7 @@ int main(int argc, char** argv) {
     }
     shard_writer_close(&w[0]);
     shard_writer_close(&w[1]);
-    double secs = now_s() - t0;
+    double secs = cli_now() - t0;
     if (!o.print_ids) {
         progress(t0, total, total, w[0].n_tokens + w[1].n_tokens, 1);
         fprintf(stderr, "tokenize: %zu documents: train %zu tokens in %zu shard(s) %s_train_*.bin, val %zu "
