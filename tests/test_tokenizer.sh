@@ -24,6 +24,10 @@ for n in gpt2 cl100k smol prefix; do
        cmp -s "$T/$n.ids" $F/$n.ids; then ok "$n: $(wc -w <$F/$n.ids) ids identical to the reference"
     else bad "$n: ids differ from $F/$n.ids"; diff <(tr ' ' '\n' <"$T/$n.ids") <(tr ' ' '\n' <$F/$n.ids) | head -5; fi
 done
+# merges as "a b" strings (the form of most tokenizer.json files) give the same ids as [a, b] pairs
+sed 's/\["\([^"]*\)","\([^"]*\)"\]/"\1 \2"/g' $F/cl100k.json >"$T/strings.json"
+if grep -q '"merges":\["' "$T/strings.json" && $tok --tokenizer "$T/strings.json" --print-ids --no-eos $F/sample.txt |
+   cmp -s - $F/cl100k.ids; then ok "merges as \"a b\" strings: the same ids"; else bad "merges as strings"; fi
 for th in 1 2; do   # the same shards at any thread count
     $tok --tokenizer $F/cl100k.json --val 0.3 --threads $th --shard-tokens 300 --out "$T/th$th" \
         $F/sample.txt $F/sample.txt $F/sample.txt $F/sample.txt >"$T/log" 2>&1 || bad "threads $th: $(tail -1 $T/log)"
