@@ -117,6 +117,7 @@ static CacheSlot* cache_find(Cache* c, const uint8_t* s, size_t n, uint64_t h) {
 }
 
 void tok_push_ids(TokEncoder* e, const int32_t* ids, size_t n) {
+    if (!n) return;
     if (e->n_ids + n > e->cap_ids) {
         size_t cap = e->cap_ids ? e->cap_ids : 1024;
         while (cap < e->n_ids + n) cap *= 2;

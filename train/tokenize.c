@@ -257,6 +257,7 @@ int main(int argc, char** argv) {
     if (o.decode) {
         decode_shard(t, o.decode);
         tok_free(t);
+        free(o.files);
         return 0;
     }
     int32_t eos = tok_eos(t);
