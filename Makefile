@@ -130,6 +130,12 @@ deps-node:
 compare-tokenizers: check-deps $(BUILD)/tokenize deps-node
 	@tools/tokenizer_compare.sh --mb 4 --bench
 
+# tokenizer/unicode_table.h from Debian's unicode-data (checked in; regenerate after an upgrade)
+.PHONY: unicode-table
+unicode-table:
+	@[ -f /usr/share/unicode/UnicodeData.txt ] || { echo "unicode-table: apt-get install unicode-data"; exit 1; }
+	python3 tools/gen_unicode_table.py /usr/share/unicode > tokenizer/unicode_table.h
+
 # loading a generated BF16 checkpoint of the OLMo-2 1B shape: peak RSS and time (never part of make test)
 bench-load: check-deps $(BUILD)/bench/bench_load
 	@d=$$(mktemp -d /tmp/repoc_bench_load.XXXXXX) && \
