@@ -14,6 +14,9 @@
 #   fuzz-config  libFuzzer on the config.json parser
 #   study        the small-scale reproduction (tools/study.sh, docs/study.md)
 #   study-quick  the same pipeline in a few minutes, writing into build/ only
+#   deps-node    the npm packages of the tokenizer comparison, into build/node
+#   compare-tokenizers  repoc's tokenizer against js-tiktoken, tiktoken and @huggingface/tokenizers
+#   unicode-table  regenerate tokenizer/unicode_table.h from Debian's unicode-data
 # Options: PRECISION=32|64 (the training precision of build/train and friends),
 #          NO_OMP=1 (build without OpenMP), CC=... (default cc),
 #          MPI=1 (the same sources built with $(MPICC) and -DREPOC_MPI into build/mpi,
@@ -81,7 +84,7 @@ endif
 # sources: every .c of the library folders; a file of train/ that defines
 # `int main` is a program (build/<name>), the rest of train/ is library
 PROG_SRC := $(shell grep -l '^int main' train/*.c 2>/dev/null)
-LIB_SRC = $(wildcard common/*.c model/*.c data/*.c optim/*.c) $(filter-out $(PROG_SRC),$(wildcard train/*.c))
+LIB_SRC = $(wildcard common/*.c model/*.c data/*.c optim/*.c tokenizer/*.c) $(filter-out $(PROG_SRC),$(wildcard train/*.c))
 BUILD ?= build
 OBJ32 = $(patsubst %.c,$(BUILD)/obj32/%.o,$(LIB_SRC))
 OBJ64 = $(patsubst %.c,$(BUILD)/obj64/%.o,$(LIB_SRC))
@@ -146,6 +149,24 @@ test: deps
 	@if command -v $(MPICC) >/dev/null 2>&1; then $(MAKE) --no-print-directory MPI=1 build/mpi/train; \
 	  else echo "no $(MPICC): the MPI tests will be skipped"; fi
 	@tests/run.sh
+
+# npm packages for the tokenizer comparison (build/node, never committed): js-tiktoken
+# (gpt2 and cl100k_base ranks), tiktoken (Rust tiktoken as WebAssembly), @huggingface/tokenizers
+NODE_PACKAGES = js-tiktoken@1.0.21 tiktoken@1.0.22 @huggingface/tokenizers@0.2.0
+.PHONY: deps-node compare-tokenizers
+deps-node:
+	@command -v npm >/dev/null || { echo "deps-node: no npm (apt-get install nodejs npm)"; exit 1; }
+	@mkdir -p build/node && npm install --silent --no-audit --no-fund --prefix build/node $(NODE_PACKAGES)
+# build/tokenize's ids against those three on 4 MB of this machine's text, the round
+# trip, and throughput next to tiktoken (tools/tokenizer_compare.sh, docs/tokenizer.md)
+compare-tokenizers: check-deps $(BUILD)/tokenize deps-node
+	@tools/tokenizer_compare.sh --mb 4 --bench
+
+# tokenizer/unicode_table.h from Debian's unicode-data (checked in; regenerate after an upgrade)
+.PHONY: unicode-table
+unicode-table:
+	@[ -f /usr/share/unicode/UnicodeData.txt ] || { echo "unicode-table: apt-get install unicode-data"; exit 1; }
+	python3 tools/gen_unicode_table.py /usr/share/unicode > tokenizer/unicode_table.h
 
 # loading a generated BF16 checkpoint of the OLMo-2 1B shape: peak RSS and time (never part of make test)
 bench-load: check-deps $(BUILD)/bench/bench_load

@@ -51,6 +51,8 @@ static void parse_llmc(TokenFile* f) {
     }
     CHECK(count >= 0, "token file '%s': negative token count %d at byte offset 8", f->path, count);
     f->n_tokens = (size_t)count;
+    int32_t vocab = (int32_t)load_le(f->map + 12, 4);   /* 0 in shards of other writers */
+    f->tokenizer_vocab = vocab > 0 ? (size_t)vocab : 0;
     f->data_offset = LLMC_HEADER_BYTES;
 }
 
@@ -251,6 +253,9 @@ void token_file_open(TokenFile* f, const char* path, const char* format, size_t 
     else if (strcmp(format, "u32") == 0) parse_raw(f, 4), f->format = "u32";
     else DIE("unknown token data format '%s' (expected auto, bin, npy, u16 or u32)", format);
 
+    CHECK(f->tokenizer_vocab <= vocab_size, "token file '%s' was written with a tokenizer of %zu tokens "
+          "(header int 3), more than the model's vocab_size %zu: give the model a vocab_size of at least %zu",
+          path, f->tokenizer_vocab, vocab_size, f->tokenizer_vocab);
     /* the header's count against the bytes that follow it */
     size_t have = f->map_bytes - f->data_offset;
     CHECK(f->n_tokens <= have / f->token_bytes, "token file '%s': truncated: the header says %zu "

@@ -20,6 +20,7 @@ typedef struct {
     size_t token_bytes;       /* 2 or 4 */
     size_t data_offset;       /* byte offset of the first token in the file */
     size_t n_tokens;
+    size_t tokenizer_vocab;   /* llm.c shard header[3]: the vocab of the tokenizer that wrote it (build/tokenize); 0 = unknown */
     size_t start;             /* stream position of this file's first token */
 } TokenFile;
 

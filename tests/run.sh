@@ -65,6 +65,10 @@ for t in tests/test_*.sh; do
     case "$t" in   # the MPI tests need the MPI build (make MPI=1, when mpicc exists); not counted without it
         tests/test_mpi*) [ -x build/mpi/train ] || { printf 'SKIP %-44s (no build/mpi/train: no mpicc)\n' \
                              "$(basename "$t" .sh)"; continue; } ;;
+        tests/test_tokenizer_node*) { command -v node >/dev/null && [ -d build/node/node_modules/js-tiktoken ] &&
+                [ -d build/node/node_modules/tiktoken ] && [ -d build/node/node_modules/@huggingface/tokenizers ]; } ||
+            { printf 'SKIP %-44s (no node or no build/node/node_modules: make deps-node)\n' "$(basename "$t" .sh)"
+              continue; } ;;
     esac
     run "$(basename "$t" .sh)" bash "$t"
 done

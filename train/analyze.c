@@ -147,8 +147,8 @@ static void parse_args(AnalyzeOptions* o, int argc, char** argv) {
                                            "--layers", "--plot-heads", "--label", "--out", "--threads",
                                            "--yarn-factor", "--yarn-orig"};
             static int seen[sizeof(valued) / sizeof(valued[0])];
-            cli_valued_option(a, valued, sizeof(valued) / sizeof(valued[0]), seen);
-            if (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2)) cli_bad_option("%s: expected a value", a);
+            const char* v = i + 1 < argc && strncmp(argv[i + 1], "--", 2) ? argv[i + 1] : NULL;
+            CLI_VALUED_OPTION(a, v, valued, seen);
             parse_valued(o, a, argv[++i]);
         }
     }

@@ -5,15 +5,18 @@
 #include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
 
 #include "common/check.h"
 #include "common/fileio.h"
 #include "data/source.h"      /* synthetic_from_json */
 #include "model/hf_checkpoint.h"
+#include "model/hf_config.h"
 #include "train/checkpoint.h"
 
 static const char* prog_name = "repoc";
@@ -34,11 +37,12 @@ void cli_once(const char* opt, int* seen) {
     if ((*seen)++) cli_bad_option("%s is given twice", opt);
 }
 
-size_t cli_valued_option(const char* a, const char* const* names, size_t n, int* seen) {
+size_t cli_valued_option(const char* a, const char* v, const char* const* names, size_t n, int* seen) {
     size_t k = 0;
     while (k < n && strcmp(a, names[k])) k++;
     if (k == n) cli_bad_option("unknown option '%s'", a);
     cli_once(a, &seen[k]);
+    if (!v) cli_bad_option("%s: expected a value", a);
     return k;
 }
 
@@ -174,6 +178,18 @@ void cli_check_output_dir(const char* opt, const char* dir) {
     int e = probe_create(probe);
     if (e) DIE("%s: %s '%s' cannot be written: '%s' does not take new files (%s): give a writable directory",
                prog_name, opt, dir, d, strerror(e));
+}
+
+void cli_checkpoint_config(CkptInfo* ci, ModelConfig* cfg, const char* path, double yarn_factor, double yarn_orig) {
+    cli_resolve_checkpoint(ci, path);
+    hf_config_read(ci->dir, cfg);
+    cli_apply_yarn(cfg, yarn_factor, yarn_orig, ci);
+}
+
+double cli_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 void cli_write_json(const char* path, cJSON* root) {

@@ -22,9 +22,11 @@ _Noreturn void cli_bad_option(const char* fmt, ...) __attribute__((format(printf
 /* an option given a second time is a usage error (it would silently replace the first);
    seen counts opt's uses, starting at 0 */
 void cli_once(const char* opt, int* seen);
-/* a, one of the n options in names that take a value: dies when it is unknown or given
-   twice (seen: n counters, zeroed); returns its index */
-size_t cli_valued_option(const char* a, const char* const* names, size_t n, int* seen);
+/* a, one of the n options in names that take a value v: dies when it is unknown, given
+   twice (seen: n counters, zeroed) or has no value; returns its index */
+size_t cli_valued_option(const char* a, const char* v, const char* const* names, size_t n, int* seen);
+#define CLI_VALUED_OPTION(a, v, names, seen) \
+    cli_valued_option((a), (v), (names), sizeof(names) / sizeof((names)[0]), (seen))
 
 /* a whole-string unsigned integer in [lo, hi]; opt names the option in the message */
 size_t cli_parse_size(const char* opt, const char* s, size_t lo, size_t hi);
@@ -48,6 +50,12 @@ void cli_ckpt_free(CkptInfo* ci);
 /* The generator settings: opt (JSON text or a file of it) when given, else the
    checkpoint's data.synthetic, else the defaults. Returns where they came from. */
 const char* cli_resolve_synthetic(SyntheticConfig* syn, const char* opt, const CkptInfo* ci);
+
+/* cli_resolve_checkpoint, its config.json into cfg, then cli_apply_yarn */
+void cli_checkpoint_config(CkptInfo* ci, ModelConfig* cfg, const char* path, double yarn_factor, double yarn_orig);
+
+/* seconds on CLOCK_MONOTONIC, for rates and timings in the programs' output */
+double cli_now(void);
 
 /* YaRN: the checkpoint's own, or factor > 1 with L0 = orig (> 0) or the
    training length; validates cfg */

@@ -107,8 +107,7 @@ static void parse_args(EvalOptions* o, int argc, char** argv) {
                                        "--threads", "--synthetic", "--json", "--depth", "--yarn-factor",
                                        "--yarn-orig"};
         static int seen[sizeof(valued) / sizeof(valued[0])];
-        cli_valued_option(a, valued, sizeof(valued) / sizeof(valued[0]), seen);
-        if (!v) cli_bad_option("%s: expected a value", a);
+        CLI_VALUED_OPTION(a, v, valued, seen);
         if (!strcmp(a, "--tasks")) parse_tasks(o, v);
         else if (!strcmp(a, "--lengths"))
             o->n_lengths = cli_parse_size_list(a, v, 1, MAX_LENGTH, o->lengths, MAX_LIST);
@@ -282,10 +281,8 @@ int main(int argc, char** argv) {
     parse_args(&o, argc, argv);
     if (o.json_out) cli_check_output_file("--json", o.json_out);
     CkptInfo ci;
-    cli_resolve_checkpoint(&ci, o.ckpt);
     ModelConfig cfg;
-    hf_config_read(ci.dir, &cfg);
-    cli_apply_yarn(&cfg, o.yarn_factor, o.yarn_orig, &ci);
+    cli_checkpoint_config(&ci, &cfg, o.ckpt, o.yarn_factor, o.yarn_orig);
     SyntheticConfig syn;
     const char* syn_from = cli_resolve_synthetic(&syn, o.synthetic, &ci);
     size_t chunk;

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# build/tokenize against independent implementations on real text: a 0.1 MB
+# slice of this machine's documentation, code and translated man pages,
+# tokenized with the full gpt2 and cl100k_base vocabularies; every document's
+# ids must equal js-tiktoken's, tiktoken's (WebAssembly) and
+# @huggingface/tokenizers', and decode(encode(x)) == x. tests/run.sh runs it
+# only when node and `make deps-node` are there (SKIP otherwise);
+# `make compare-tokenizers` runs the same on 4 MB with the throughput.
+. "$(dirname "$0")/testlib.sh" tokenizer_node
+tools/tokenizer_compare.sh --mb 0.1 --out "$T"

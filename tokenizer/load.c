@@ -1,0 +1,466 @@
+/* Reading tokenizer.json (and tokenizer_config.json's eos_token) into a
+   Tokenizer. Every key this code implements is checked; everything else that
+   would change the ids (a normalizer, another model, another regex, dropout,
+   truncation, ...) is refused with the JSON path of the key, never skipped. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"
+#include "common/fileio.h"
+#include "tokenizer/tok_internal.h"
+
+/* byte-level BPE writes byte b as the character byte_char[b] (GPT-2's
+   bytes_to_unicode): printable Latin-1 bytes as themselves, the other 68 as
+   U+0100.. in byte order. char_byte is the inverse over U+0000..U+01FF. */
+static uint32_t byte_char[256];
+static int16_t char_byte[512];
+
+static void byte_map_init(void) {
+    uint32_t next = 256;
+    for (int c = 0; c < 512; c++) char_byte[c] = -1;
+    for (int b = 0; b < 256; b++) {
+        int printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+        byte_char[b] = printable ? (uint32_t)b : next++;
+        char_byte[byte_char[b]] = (int16_t)b;
+    }
+}
+
+typedef struct {
+    Tokenizer* t;
+    char* err;
+    size_t err_len;
+} Ctx;
+
+#define FAIL(c, ...) return set_err((c)->err, (c)->err_len, __VA_ARGS__)
+#define TRY(x) do { if (x) return 1; } while (0)
+
+/* a vocab string (byte-level characters) to bytes; out holds at least strlen(s) bytes.
+   Returns the byte count, or -1 (*bad = the code point) for a character outside the alphabet. */
+static long bytes_of_token(const char* s, uint8_t* out, uint32_t* bad) {
+    size_t n = strlen(s), k = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        size_t l;
+        uc_next((const uint8_t*)s + i, n - i, &cp, &l);
+        if (cp >= 512 || char_byte[cp] < 0) { *bad = cp; return -1; }
+        out[k++] = (uint8_t)char_byte[cp];
+        i += l;
+    }
+    return (long)k;
+}
+
+static const char* type_of(const cJSON* o) {
+    const cJSON* ty = cJSON_GetObjectItemCaseSensitive(o, "type");
+    return cJSON_IsString(ty) ? ty->valuestring : NULL;
+}
+
+/* key must be absent, null, false or "" (an option this code does not implement, left off) */
+static int require_off(Ctx* c, const cJSON* o, const char* key, const char* path) {
+    const cJSON* v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!v || cJSON_IsNull(v) || cJSON_IsFalse(v) || (cJSON_IsString(v) && !v->valuestring[0])) return 0;
+    char* txt = cJSON_PrintUnformatted(v);
+    set_err(c->err, c->err_len, "tokenizer '%s': %s.%s = %.60s is not supported (only null)", c->t->name, path, key,
+            txt ? txt : "?");
+    free(txt);
+    return 1;
+}
+
+static int add_step(Ctx* c, PreStep s, const char* path) {
+    if (c->t->n_steps == MAX_STEPS) FAIL(c, "tokenizer '%s': %s: more than %d pre-tokenizer steps", c->t->name, path, MAX_STEPS);
+    c->t->steps[c->t->n_steps++] = s;
+    return 0;
+}
+
+static int parse_pre(Ctx* c, const cJSON* p, const char* path, int* byte_level) {
+    const char* ty = type_of(p);
+    char sub[256];
+    if (!ty) FAIL(c, "tokenizer '%s': %s: expected an object with a \"type\"", c->t->name, path);
+    if (!strcmp(ty, "Sequence")) {
+        const cJSON* arr = cJSON_GetObjectItemCaseSensitive(p, "pretokenizers");
+        if (!cJSON_IsArray(arr)) FAIL(c, "tokenizer '%s': %s.pretokenizers: expected an array", c->t->name, path);
+        int i = 0;
+        for (const cJSON* it = arr->child; it; it = it->next, i++) {
+            snprintf(sub, sizeof sub, "%s.pretokenizers[%d]", path, i);
+            TRY(parse_pre(c, it, sub, byte_level));
+        }
+        return 0;
+    }
+    if (!strcmp(ty, "ByteLevel")) {
+        const cJSON* aps = cJSON_GetObjectItemCaseSensitive(p, "add_prefix_space");
+        const cJSON* re = cJSON_GetObjectItemCaseSensitive(p, "use_regex");
+        if (cJSON_IsTrue(aps)) TRY(add_step(c, (PreStep){.kind = STEP_PREFIX_SPACE}, path));
+        if (!re || cJSON_IsTrue(re)) TRY(add_step(c, (PreStep){.kind = STEP_SPLIT_GPT2}, path));
+        *byte_level = 1;
+        return 0;
+    }
+    if (!strcmp(ty, "Digits")) {
+        PreStep s = {.kind = STEP_DIGITS};
+        s.individual = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "individual_digits"));
+        return add_step(c, s, path);
+    }
+    if (!strcmp(ty, "Split")) {
+        const cJSON* pat = cJSON_GetObjectItemCaseSensitive(p, "pattern");
+        const cJSON* re = cJSON_GetObjectItemCaseSensitive(pat, "Regex");
+        const cJSON* beh = cJSON_GetObjectItemCaseSensitive(p, "behavior");
+        PreStep s;
+        if (!cJSON_IsString(re))
+            FAIL(c, "tokenizer '%s': %s.pattern: only {\"Regex\": ...} patterns are supported", c->t->name, path);
+        if (pretok_recognise(re->valuestring, &s))
+            FAIL(c, "tokenizer '%s': %s.pattern.Regex: unsupported regex \"%.200s\" (known: the GPT-2, "
+                 "cl100k/Llama-3 and Qwen2 patterns)", c->t->name, path, re->valuestring);
+        if (!cJSON_IsString(beh) || strcmp(beh->valuestring, "Isolated"))
+            FAIL(c, "tokenizer '%s': %s.behavior: only \"Isolated\" is supported", c->t->name, path);
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "invert")))
+            FAIL(c, "tokenizer '%s': %s.invert: true is not supported", c->t->name, path);
+        return add_step(c, s, path);
+    }
+    FAIL(c, "tokenizer '%s': %s.type: pre-tokenizer \"%s\" is not supported (ByteLevel, Split, Digits, Sequence)",
+         c->t->name, path, ty);
+}
+
+/* TemplateProcessing's single template: the special tokens before $A are the
+   prefix (BOS), those after it the suffix (an EOS some templates append) */
+static int parse_template(Ctx* c, const cJSON* p, const char* path) {
+    Tokenizer* t = c->t;
+    const cJSON* single = cJSON_GetObjectItemCaseSensitive(p, "single");
+    const cJSON* specials = cJSON_GetObjectItemCaseSensitive(p, "special_tokens");
+    if (!cJSON_IsArray(single)) FAIL(c, "tokenizer '%s': %s.single: expected an array", t->name, path);
+    int seen_a = 0, i = 0;
+    for (const cJSON* it = single->child; it; it = it->next, i++) {
+        const cJSON* sp = cJSON_GetObjectItemCaseSensitive(it, "SpecialToken");
+        if (cJSON_GetObjectItemCaseSensitive(it, "Sequence")) {
+            if (seen_a) FAIL(c, "tokenizer '%s': %s.single[%d]: a second sequence", t->name, path, i);
+            seen_a = 1;
+            continue;
+        }
+        const cJSON* name = cJSON_GetObjectItemCaseSensitive(sp, "id");
+        if (!cJSON_IsString(name))
+            FAIL(c, "tokenizer '%s': %s.single[%d]: expected SpecialToken or Sequence", t->name, path, i);
+        const cJSON* ids = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(specials, name->valuestring), "ids");
+        if (!cJSON_IsArray(ids))
+            FAIL(c, "tokenizer '%s': %s.special_tokens[\"%s\"].ids: expected an array", t->name, path, name->valuestring);
+        int32_t* list = seen_a ? t->suffix : t->prefix;
+        size_t* n = seen_a ? &t->n_suffix : &t->n_prefix;
+        for (const cJSON* id = ids->child; id; id = id->next) {
+            if (!cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble >= (double)t->V || !t->has[id->valueint])
+                FAIL(c, "tokenizer '%s': %s.special_tokens[\"%s\"].ids: not a token id", t->name, path, name->valuestring);
+            if (*n == MAX_AROUND) FAIL(c, "tokenizer '%s': %s.single: more than %d special tokens on one side",
+                                       t->name, path, MAX_AROUND);
+            list[(*n)++] = id->valueint;
+        }
+    }
+    if (!seen_a) FAIL(c, "tokenizer '%s': %s.single: no sequence ($A)", t->name, path);
+    return 0;
+}
+
+static int parse_post(Ctx* c, const cJSON* p, const char* path) {
+    if (!p || cJSON_IsNull(p)) return 0;
+    const char* ty = type_of(p);
+    char sub[256];
+    if (!ty) FAIL(c, "tokenizer '%s': %s: expected an object with a \"type\"", c->t->name, path);
+    if (!strcmp(ty, "ByteLevel")) return 0;   /* offsets only */
+    if (!strcmp(ty, "TemplateProcessing")) return parse_template(c, p, path);
+    if (!strcmp(ty, "Sequence")) {
+        const cJSON* arr = cJSON_GetObjectItemCaseSensitive(p, "processors");
+        if (!cJSON_IsArray(arr)) FAIL(c, "tokenizer '%s': %s.processors: expected an array", c->t->name, path);
+        int i = 0;
+        for (const cJSON* it = arr->child; it; it = it->next, i++) {
+            snprintf(sub, sizeof sub, "%s.processors[%d]", path, i);
+            TRY(parse_post(c, it, sub));
+        }
+        return 0;
+    }
+    FAIL(c, "tokenizer '%s': %s.type: post-processor \"%s\" is not supported (ByteLevel, TemplateProcessing, "
+         "Sequence)", c->t->name, path, ty);
+}
+
+static int id_of(Ctx* c, const cJSON* v, const char* what, const char* key) {
+    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > (double)INT32_MAX - 1 ||
+        v->valuedouble != (double)(int64_t)v->valuedouble)
+    {
+        set_err(c->err, c->err_len, "tokenizer '%s': %s[\"%.80s\"]: expected a token id (an integer in [0, 2^31-1))",
+                c->t->name, what, key);
+        return -1;
+    }
+    return v->valueint;
+}
+
+/* a merge's two sides as ids: from "a b" or ["a", "b"] */
+static int merge_sides(Ctx* c, const cJSON* m, size_t i, int32_t ids[3], uint8_t* buf, size_t buf_len) {
+    const char* side[2];
+    char* copy = NULL;
+    if (cJSON_IsString(m)) {
+        copy = strdup(m->valuestring);
+        CHECK(copy, "out of memory");
+        char* sp = strchr(copy, ' ');
+        if (!sp || strchr(sp + 1, ' ')) {
+            free(copy);
+            FAIL(c, "tokenizer '%s': model.merges[%zu]: expected \"left right\" with one space, got \"%.80s\"",
+                 c->t->name, i, m->valuestring);
+        }
+        *sp = 0;
+        side[0] = copy, side[1] = sp + 1;
+    } else if (cJSON_IsArray(m) && cJSON_GetArraySize(m) == 2 && cJSON_IsString(m->child) &&
+               cJSON_IsString(m->child->next)) {
+        side[0] = m->child->valuestring, side[1] = m->child->next->valuestring;
+    } else {
+        FAIL(c, "tokenizer '%s': model.merges[%zu]: expected a string \"left right\" or a pair [left, right]",
+             c->t->name, i);
+    }
+    size_t total = 0;
+    int rc = 0;
+    for (int k = 0; k < 2 && !rc; k++) {
+        uint32_t bad;
+        long n = strlen(side[k]) + total <= buf_len ? bytes_of_token(side[k], buf + total, &bad) : -1;
+        ids[k] = n > 0 ? tok_lookup(c->t, buf + total, (size_t)n) : -1;
+        if (ids[k] < 0)
+            rc = set_err(c->err, c->err_len, "tokenizer '%s': model.merges[%zu]: \"%.80s\" is not a token of model.vocab",
+                         c->t->name, i, side[k]);
+        total += n > 0 ? (size_t)n : 0;
+    }
+    if (!rc) {
+        ids[2] = tok_lookup(c->t, buf, total);
+        if (ids[2] < 0)
+            rc = set_err(c->err, c->err_len, "tokenizer '%s': model.merges[%zu]: the merged token \"%s%s\" is not in model.vocab",
+                         c->t->name, i, side[0], side[1]);
+    }
+    free(copy);
+    return rc;
+}
+
+static int cmp_added_len(const void* a, const void* b, void* tp) {
+    const Tokenizer* t = tp;
+    size_t la = t->off[*(const int32_t*)a + 1] - t->off[*(const int32_t*)a];
+    size_t lb = t->off[*(const int32_t*)b + 1] - t->off[*(const int32_t*)b];
+    return la < lb ? 1 : la > lb ? -1 : 0;
+}
+
+static int parse_model(Ctx* c, const cJSON* root) {
+    Tokenizer* t = c->t;
+    const cJSON* model = cJSON_GetObjectItemCaseSensitive(root, "model");
+    const char* ty = type_of(model);
+    if (!cJSON_IsObject(model)) FAIL(c, "tokenizer '%s': model: expected an object", t->name);
+    if (!ty || strcmp(ty, "BPE"))
+        FAIL(c, "tokenizer '%s': model.type: \"%s\" is not supported (only BPE)", t->name, ty ? ty : "(none)");
+    TRY(require_off(c, model, "dropout", "model"));
+    TRY(require_off(c, model, "byte_fallback", "model"));
+    TRY(require_off(c, model, "continuing_subword_prefix", "model"));
+    TRY(require_off(c, model, "end_of_word_suffix", "model"));
+    t->ignore_merges = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "ignore_merges"));
+    const cJSON* vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
+    const cJSON* merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
+    const cJSON* added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
+    if (!cJSON_IsObject(vocab)) FAIL(c, "tokenizer '%s': model.vocab: expected an object", t->name);
+    if (!cJSON_IsArray(merges)) FAIL(c, "tokenizer '%s': model.merges: expected an array", t->name);
+    if (added && !cJSON_IsNull(added) && !cJSON_IsArray(added))
+        FAIL(c, "tokenizer '%s': added_tokens: expected an array", t->name);
+
+    /* the id range, then every token's bytes: added tokens as their content, vocab entries through the byte map */
+    size_t V = 0, total = 0;
+    for (const cJSON* v = vocab->child; v; v = v->next) {
+        int id = id_of(c, v, "model.vocab", v->string);
+        if (id < 0) return 1;
+        if ((size_t)id + 1 > V) V = (size_t)id + 1;
+        total += strlen(v->string);
+    }
+    int i = 0;
+    for (const cJSON* a = added ? added->child : NULL; a; a = a->next, i++) {
+        char path[64];
+        snprintf(path, sizeof path, "added_tokens[%d]", i);
+        const cJSON* content = cJSON_GetObjectItemCaseSensitive(a, "content");
+        int id = id_of(c, cJSON_GetObjectItemCaseSensitive(a, "id"), "added_tokens", path);
+        if (id < 0) return 1;
+        if (!cJSON_IsString(content) || !content->valuestring[0])
+            FAIL(c, "tokenizer '%s': %s.content: expected a non-empty string", t->name, path);
+        TRY(require_off(c, a, "single_word", path));
+        TRY(require_off(c, a, "lstrip", path));
+        TRY(require_off(c, a, "rstrip", path));
+        if ((size_t)id + 1 > V) V = (size_t)id + 1;
+        total += strlen(content->valuestring);
+    }
+    if (V == 0) FAIL(c, "tokenizer '%s': model.vocab: empty", t->name);
+    t->V = V;
+    t->bytes = mallocCheck(total + 1);
+    t->off = callocCheck(V + 1, sizeof(size_t));
+    t->has = callocCheck(V, 1);
+    /* lengths first (a token's bytes are at most its string's), then the bytes in id order */
+    char** src = callocCheck(V, sizeof(char*));
+    uint8_t* is_added = callocCheck(V, 1);
+    for (const cJSON* a = added ? added->child : NULL; a; a = a->next) {
+        int id = cJSON_GetObjectItemCaseSensitive(a, "id")->valueint;
+        src[id] = cJSON_GetObjectItemCaseSensitive(a, "content")->valuestring;
+        is_added[id] = 1;
+    }
+    int rc = 0;
+    for (const cJSON* v = vocab->child; v && !rc; v = v->next) {
+        if (is_added[v->valueint]) continue;
+        if (src[v->valueint])
+            rc = set_err(c->err, c->err_len, "tokenizer '%s': model.vocab[\"%.80s\"]: id %d is also \"%.80s\"",
+                         t->name, v->string, v->valueint, src[v->valueint]);
+        src[v->valueint] = v->string;
+    }
+    size_t pos = 0;
+    for (size_t id = 0; id < V && !rc; id++) {
+        t->off[id] = pos;
+        if (!src[id]) continue;
+        t->has[id] = 1;
+        if (is_added[id]) {
+            size_t l = strlen(src[id]);
+            memcpy(t->bytes + pos, src[id], l);
+            pos += l;
+            continue;
+        }
+        uint32_t bad;
+        long n = bytes_of_token(src[id], t->bytes + pos, &bad);
+        if (n <= 0)
+            rc = set_err(c->err, c->err_len, "tokenizer '%s': model.vocab[\"%.80s\"]: %s (byte-level BPE "
+                         "vocab entries are made of the 256 byte characters)", t->name, src[id],
+                         n == 0 ? "empty token" : "a character outside the byte-level alphabet");
+        pos += n > 0 ? (size_t)n : 0;
+    }
+    t->off[V] = pos;
+    if (rc) { free(src); free(is_added); return 1; }
+    vocab_hash_build(t);
+
+    /* added tokens, longest first, for leftmost-longest matching */
+    for (size_t id = 0; id < V; id++) t->n_added += is_added[id];
+    t->added = mallocCheck((t->n_added + 1) * sizeof(int32_t));
+    t->n_added = 0;
+    for (size_t id = 0; id < V; id++)
+        if (is_added[id]) {
+            t->added[t->n_added++] = (int32_t)id;
+            t->added_first[t->bytes[t->off[id]]] = 1;
+        }
+    qsort_r(t->added, t->n_added, sizeof(int32_t), cmp_added_len, t);
+    free(src);
+
+    /* every byte has a single-byte token, so nothing is unknown */
+    for (int b = 0; b < 256; b++) {
+        uint8_t by = (uint8_t)b;
+        t->byte_id[b] = tok_lookup(t, &by, 1);
+        if (t->byte_id[b] < 0 || is_added[t->byte_id[b]]) {
+            free(is_added);
+            FAIL(c, "tokenizer '%s': model.vocab: no token for byte 0x%02X (the character U+%04X): byte-level "
+                 "BPE needs all 256", t->name, b, byte_char[b]);
+        }
+    }
+    free(is_added);
+
+    size_t n_merges = (size_t)cJSON_GetArraySize(merges);
+    t->merge_cap = 16;
+    while (t->merge_cap < 2 * n_merges + 1) t->merge_cap <<= 1;
+    t->merges = mallocCheck(t->merge_cap * sizeof(MergeSlot));
+    for (size_t k = 0; k < t->merge_cap; k++) t->merges[k].id = -1;
+    size_t buf_len = 4096;
+    uint8_t* buf = mallocCheck(buf_len);
+    size_t k = 0;
+    for (const cJSON* m = merges->child; m; m = m->next, k++) {
+        int32_t ids[3];
+        if (merge_sides(c, m, k, ids, buf, buf_len)) { free(buf); return 1; }
+        merge_insert(t, ids[0], ids[1], (uint32_t)k, ids[2]);
+    }
+    free(buf);
+    return 0;
+}
+
+static int parse_root(Ctx* c, const cJSON* root) {
+    Tokenizer* t = c->t;
+    if (!cJSON_IsObject(root)) FAIL(c, "tokenizer '%s': expected a JSON object at the top", t->name);
+    const cJSON* norm = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
+    if (norm && !cJSON_IsNull(norm))
+        FAIL(c, "tokenizer '%s': normalizer: \"%s\" is not supported (only null)", t->name,
+             type_of(norm) ? type_of(norm) : "?");
+    TRY(require_off(c, root, "truncation", "(top)"));
+    TRY(require_off(c, root, "padding", "(top)"));
+    TRY(parse_model(c, root));
+    const cJSON* pre = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
+    int byte_level = 0;
+    if (!pre || cJSON_IsNull(pre)) FAIL(c, "tokenizer '%s': pre_tokenizer: null is not supported (byte-level BPE needs "
+                                        "a ByteLevel pre-tokenizer)", t->name);
+    TRY(parse_pre(c, pre, "pre_tokenizer", &byte_level));
+    if (!byte_level)
+        FAIL(c, "tokenizer '%s': pre_tokenizer: no ByteLevel step (only byte-level BPE is supported)", t->name);
+    const cJSON* dec = cJSON_GetObjectItemCaseSensitive(root, "decoder");
+    if (!type_of(dec) || strcmp(type_of(dec), "ByteLevel"))
+        FAIL(c, "tokenizer '%s': decoder.type: \"%s\" is not supported (only ByteLevel)", t->name,
+             type_of(dec) ? type_of(dec) : "(none)");
+    TRY(parse_post(c, cJSON_GetObjectItemCaseSensitive(root, "post_processor"), "post_processor"));
+    static const char* eos_names[] = {"<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>"};
+    for (size_t k = 0; k < sizeof eos_names / sizeof eos_names[0] && t->eos < 0; k++) {
+        int32_t id = tok_lookup(t, (const uint8_t*)eos_names[k], strlen(eos_names[k]));
+        for (size_t a = 0; a < t->n_added; a++) if (t->added[a] == id) t->eos = id;
+    }
+    return 0;
+}
+
+Tokenizer* tok_load_json(const char* json, size_t len, const char* name, char* err, size_t err_len) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, byte_map_init);
+    uc_init();
+    Tokenizer* t = callocCheck(1, sizeof(Tokenizer));
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->eos = -1;
+    Ctx c = {t, err, err_len};
+    const char* end = NULL;
+    cJSON* root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
+    int rc;
+    if (!root) rc = set_err(err, err_len, "tokenizer '%s': not valid JSON at byte offset %zu", name,
+                            end ? (size_t)(end - json) : 0);
+    else rc = parse_root(&c, root);
+    cJSON_Delete(root);
+    if (rc) {
+        tok_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+void tok_free(Tokenizer* t) {
+    if (!t) return;
+    free(t->bytes);
+    free(t->off);
+    free(t->has);
+    free(t->vocab_hash);
+    free(t->merges);
+    free(t->added);
+    free(t);
+}
+
+/* eos_token of tokenizer_config.json: a string or {"content": ...}; NULL when absent */
+static const char* config_eos(const cJSON* cfg) {
+    const cJSON* e = cJSON_GetObjectItemCaseSensitive(cfg, "eos_token");
+    if (cJSON_IsObject(e)) e = cJSON_GetObjectItemCaseSensitive(e, "content");
+    return cJSON_IsString(e) ? e->valuestring : NULL;
+}
+
+Tokenizer* tok_load(const char* path) {
+    char file[4096], dir[4096], cfg_path[4096 + 32];
+    if (is_dir(path)) {
+        snprintf(file, sizeof file, "%s/tokenizer.json", path);
+        snprintf(dir, sizeof dir, "%s", path);
+    } else {
+        snprintf(file, sizeof file, "%s", path);
+        dir_of(path, dir, sizeof dir);
+    }
+    size_t len;
+    char* json = file_read_all_or_null(file, &len);
+    CHECK(json, "cannot read tokenizer '%s': %s", file, strerror(errno));
+    char err[1024];
+    Tokenizer* t = tok_load_json(json, len, file, err, sizeof err);
+    free(json);
+    CHECK(t, "%s", err);
+    snprintf(cfg_path, sizeof cfg_path, "%s/tokenizer_config.json", dir);
+    char* cfg_txt = file_read_all_or_null(cfg_path, &len);
+    if (cfg_txt) {
+        cJSON* cfg = cJSON_ParseWithLength(cfg_txt, len);
+        CHECK(cfg, "'%s': not valid JSON", cfg_path);
+        const char* eos = config_eos(cfg);
+        CHECK(!eos || tok_set_eos(t, eos), "'%s': eos_token \"%s\" is not a token of '%s'", cfg_path, eos, file);
+        cJSON_Delete(cfg);
+        free(cfg_txt);
+    }
+    return t;
+}

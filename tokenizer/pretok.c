@@ -1,0 +1,131 @@
+/* Hand-written matchers for the pre-tokenizer regexes the supported models use.
+   A regex alternation takes the FIRST alternative that matches at a position
+   (not the longest), and a failed lookahead backtracks a greedy run by one
+   character; each function below walks the alternatives in the regex's order
+   and returns where the match that starts at i ends. A byte that is not valid
+   UTF-8 is one character of class "other" (tokenizer/unicode.c). */
+#include <string.h>
+
+#include "tokenizer/tok_internal.h"
+
+/* the GPT-2 pattern (ByteLevel's regex) */
+static const char RE_GPT2[] =
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+/* cl100k_base, Llama-3 and OLMo-2 (dolma2): at most three digits per pre-token */
+static const char RE_CL100K[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
+    "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+/* Qwen2: the same with one digit per pre-token */
+static const char RE_QWEN[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
+    "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+int pretok_recognise(const char* regex, PreStep* step) {
+    memset(step, 0, sizeof *step);
+    if (!strcmp(regex, RE_GPT2)) step->kind = STEP_SPLIT_GPT2;
+    else if (!strcmp(regex, RE_CL100K)) step->kind = STEP_SPLIT_CL100K, step->max_digits = 3;
+    else if (!strcmp(regex, RE_QWEN)) step->kind = STEP_SPLIT_CL100K, step->max_digits = 1;
+    else return -1;
+    return 0;
+}
+
+/* class of the character at i (its length in *len); UC_OTHER past the end is never asked */
+static inline int cls_at(const uint8_t* s, size_t n, size_t i, size_t* len) {
+    uint32_t cp;
+    return uc_next(s + i, n - i, &cp, len);
+}
+
+/* end of the run of characters from i whose class satisfies (cls & want) == want_val */
+static size_t run_of(const uint8_t* s, size_t n, size_t i, int want) {
+    while (i < n) {
+        size_t l;
+        int c = cls_at(s, n, i, &l);
+        if (want == UC_OTHER ? c != 0 : !(c & want)) break;
+        i += l;
+    }
+    return i;
+}
+
+/* \s+(?!\S) then \s+ from i (a space character): the whole run when it reaches
+   the end or when it is one character; else the run without its last character */
+static size_t space_run(const uint8_t* s, size_t n, size_t i, size_t* last_nl) {
+    size_t j = i, last = i;
+    if (last_nl) *last_nl = (size_t)-1;
+    while (j < n) {
+        size_t l;
+        if (!(cls_at(s, n, j, &l) & UC_SPACE)) break;
+        if (last_nl && (s[j] == '\r' || s[j] == '\n')) *last_nl = j;
+        last = j;
+        j += l;
+    }
+    if (j == n || last == i) return j;
+    return last;
+}
+
+/* 's 't 're 've 'm 'll 'd after the apostrophe at i; 0 when none. fold: ASCII
+   case-insensitive, and U+017F LATIN SMALL LETTER LONG S matches s, as
+   Unicode simple case folding does under (?i). */
+static size_t contraction(const uint8_t* s, size_t n, size_t i, int fold) {
+    if (i + 1 >= n) return 0;
+    uint8_t a = s[i + 1], b = i + 2 < n ? s[i + 2] : 0;
+    if (fold) {
+        if (a == 0xC5 && b == 0xBF) return i + 3;        /* 'ſ */
+        a = (uint8_t)(a | ((a >= 'A' && a <= 'Z') ? 0x20 : 0));
+        b = (uint8_t)(b | ((b >= 'A' && b <= 'Z') ? 0x20 : 0));
+    }
+    if (a == 's' || a == 't' || a == 'm' || a == 'd') return i + 2;
+    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return i + 3;
+    return 0;
+}
+
+size_t pretok_gpt2(const uint8_t* s, size_t n, size_t i) {
+    size_t l, e;
+    if (s[i] == '\'' && (e = contraction(s, n, i, 0))) return e;
+    int c = cls_at(s, n, i, &l);
+    size_t j = i;
+    if (s[i] == ' ' && i + 1 < n) {          /* ' ?' before a letter, number or other run */
+        size_t l2;
+        int c2 = cls_at(s, n, i + 1, &l2);
+        if (!(c2 & UC_SPACE)) { c = c2; j = i + 1; }
+    }
+    if (c & UC_LETTER) return run_of(s, n, j, UC_LETTER);
+    if (c & UC_NUMBER) return run_of(s, n, j, UC_NUMBER);
+    if (c == UC_OTHER) return run_of(s, n, j, UC_OTHER);
+    return space_run(s, n, i, NULL);
+}
+
+size_t pretok_cl100k(const uint8_t* s, size_t n, size_t i, int max_digits) {
+    size_t l, e;
+    if (s[i] == '\'' && (e = contraction(s, n, i, 1))) return e;
+    int c = cls_at(s, n, i, &l);
+    /* [^\r\n\p{L}\p{N}]?\p{L}+ */
+    if (c & UC_LETTER) return run_of(s, n, i, UC_LETTER);
+    if (!(c & UC_NUMBER) && s[i] != '\r' && s[i] != '\n' && i + l < n) {
+        size_t l2;
+        if (cls_at(s, n, i + l, &l2) & UC_LETTER) return run_of(s, n, i + l, UC_LETTER);
+    }
+    /* \p{N}{1,max} */
+    if (c & UC_NUMBER) {
+        size_t j = i;
+        for (int k = 0; k < max_digits && j < n; k++) {
+            size_t l2;
+            if (!(cls_at(s, n, j, &l2) & UC_NUMBER)) break;
+            j += l2;
+        }
+        return j;
+    }
+    /* ' ?[^\s\p{L}\p{N}]+[\r\n]*' */
+    size_t j = i;
+    if (s[i] == ' ' && i + 1 < n) {
+        size_t l2;
+        if (cls_at(s, n, i + 1, &l2) == UC_OTHER) { c = UC_OTHER; j = i + 1; }
+    }
+    if (c == UC_OTHER) {
+        j = run_of(s, n, j, UC_OTHER);
+        while (j < n && (s[j] == '\r' || s[j] == '\n')) j++;
+        return j;
+    }
+    /* \s*[\r\n]+ ends after the last \r or \n of the space run; else \s+(?!\S), \s+ */
+    size_t last_nl, end = space_run(s, n, i, &last_nl);
+    return last_nl != (size_t)-1 ? last_nl + 1 : end;
+}

@@ -1,0 +1,77 @@
+/* A byte-level BPE tokenizer read from a Hugging Face tokenizer.json (GPT-2,
+   OLMo-2 dolma2, Llama-3, SmolLM2, Qwen and tiktoken-converted vocabularies).
+   Encoding follows the Hugging Face library step by step:
+     1. added tokens (special or not) are matched verbatim, leftmost-longest,
+        and split the text into segments;
+     2. each segment goes through the pre-tokenizer (ByteLevel with or without
+        its GPT-2 regex, Split with the GPT-2 / cl100k / Llama-3 / Qwen regex,
+        Digits, Sequence of these) into pre-tokens;
+     3. each pre-token's bytes are merged by BPE (lowest merge rank first,
+        leftmost on a tie; ignore_merges: a pre-token that is a vocab entry is
+        that token).
+   Every byte has a token (checked at load), so no input is unknown. Text that
+   is not valid UTF-8 is tokenized as its bytes: each invalid byte is a
+   character of its own that is neither letter, number nor space. Anything in
+   tokenizer.json this code does not implement exactly (a normalizer, a
+   Unigram or WordPiece model, another regex, dropout, ...) is refused at load
+   with a message naming the JSON path. */
+#ifndef REPOC_TOKENIZER_H
+#define REPOC_TOKENIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct Tokenizer Tokenizer;
+
+/* path: a tokenizer.json, or a directory holding one. Dies with a message
+   naming the file and the JSON path of what is wrong or unsupported. The end
+   of text token (tok_eos) comes from tokenizer_config.json's eos_token next
+   to it when there is one, else from the first added token among
+   <|endoftext|>, <|end_of_text|>, </s>, <eos>. */
+Tokenizer* tok_load(const char* path);
+/* The same from JSON text; name is used in messages. NULL and err filled on failure. */
+Tokenizer* tok_load_json(const char* json, size_t len, const char* name, char* err, size_t err_len);
+void tok_free(Tokenizer* t);
+
+size_t tok_vocab_size(const Tokenizer* t);     /* the largest id + 1 */
+int32_t tok_eos(const Tokenizer* t);           /* -1 when unknown */
+/* Set the end of text token by its content; false when no token has it. */
+bool tok_set_eos(Tokenizer* t, const char* content);
+/* The ids the post-processor puts before a single sequence (Llama-3's BOS) and
+   after it (an EOS, in some templates); count in *n. */
+const int32_t* tok_prefix(const Tokenizer* t, size_t* n);
+const int32_t* tok_suffix(const Tokenizer* t, size_t* n);
+/* The bytes of token id (the decoded text of an added token); NULL for an id without a token. */
+const uint8_t* tok_token_bytes(const Tokenizer* t, int32_t id, size_t* len);
+/* The id of the token with exactly these bytes (vocab or added), -1 when none. */
+int32_t tok_lookup(const Tokenizer* t, const uint8_t* bytes, size_t len);
+
+/* Per-thread encoding state: output ids, a cache of pre-tokens already merged, scratch. */
+typedef struct {
+    const Tokenizer* t;
+    int32_t* ids;              /* output, appended to by tok_encode */
+    size_t n_ids, cap_ids;
+    size_t invalid_utf8;       /* bytes not part of a valid UTF-8 sequence, summed over calls */
+    void* cache;               /* tokenizer/bpe.c */
+    int32_t* parts;            /* BPE work space: (n) ids and (n) ranks of a pre-token */
+    uint32_t* ranks;
+    size_t cap_parts;
+} TokEncoder;
+
+void tok_encoder_init(TokEncoder* e, const Tokenizer* t);
+void tok_encoder_free(TokEncoder* e);
+/* Append the ids of text (len bytes, any bytes) to e->ids. Adds no BOS/EOS. */
+void tok_encode(TokEncoder* e, const uint8_t* text, size_t len);
+
+/* Append n ids to e->ids (a BOS or EOS around a document). */
+void tok_push_ids(TokEncoder* e, const int32_t* ids, size_t n);
+
+/* Bytes of ids appended to *out (realloc'd; *len and *cap updated). Returns the
+   index of the first id without a token, or n when all decode. */
+size_t tok_decode(const Tokenizer* t, const int32_t* ids, size_t n, uint8_t** out, size_t* len, size_t* cap);
+
+/* Count of bytes in text that are not part of a valid UTF-8 sequence. */
+size_t tok_count_invalid_utf8(const uint8_t* s, size_t len);
+
+#endif

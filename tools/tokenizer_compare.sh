@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The tokenizer check against independent implementations (make compare-tokenizers;
+# a small slice of it runs in make test as tests/test_tokenizer_node.sh):
+#   1. convert js-tiktoken's gpt2 and cl100k_base ranks to tokenizer.json
+#      (tools/node/tiktoken_to_json.mjs), once, into build/tok/;
+#   2. collect MB megabytes of real text from this machine (tools/node/make_corpus.mjs);
+#   3. build/tokenize --print-ids on every document, compared with js-tiktoken,
+#      tiktoken (WebAssembly) and @huggingface/tokenizers (tools/node/compare_tokenizers.mjs);
+#   4. the round trip: shards written with --no-eos, --decode, compared byte for byte;
+#   5. with --bench: throughput of build/tokenize at 1 and 2 threads and of npm
+#      tiktoken, side by side, REPEATS rounds, the best of each.
+# Usage: tools/tokenizer_compare.sh [--mb MB] [--bench] [--repeats N] [--out DIR]
+# Needs node and `make deps-node`. Exit status 1 on any difference.
+set -u
+cd "$(dirname "$0")/.."
+mb=4; bench=0; repeats=3; out=build/tok
+while [ $# -gt 0 ]; do
+    case $1 in
+        --mb) mb=$2; shift 2 ;; --bench) bench=1; shift ;; --repeats) repeats=$2; shift 2 ;;
+        --out) out=$2; shift 2 ;; *) echo "unknown option $1"; exit 2 ;;
+    esac
+done
+export NODE_PATH=$PWD/build/node/node_modules
+mkdir -p "$out/gpt2" "$out/cl100k_base"
+fail=0
+for enc in gpt2 cl100k_base; do
+    [ -s build/tok/$enc/tokenizer.json ] || { mkdir -p build/tok/$enc &&
+        node tools/node/tiktoken_to_json.mjs $enc build/tok/$enc/tokenizer.json; } || exit 1
+done
+node tools/node/make_corpus.mjs "$out/corpus.jsonl" "$mb" 2>"$out/corpus.log" || { cat "$out/corpus.log"; exit 1; }
+tail -1 "$out/corpus.log"
+for enc in gpt2 cl100k_base; do
+    build/tokenize --tokenizer build/tok/$enc --jsonl --print-ids --no-eos "$out/corpus.jsonl" >"$out/$enc.ids" || exit 1
+    node tools/node/compare_tokenizers.mjs $enc build/tok/$enc/tokenizer.json "$out/corpus.jsonl" "$out/$enc.ids" || fail=1
+    rm -f "$out/$enc"_train_*.bin
+    build/tokenize --tokenizer build/tok/$enc --jsonl --no-eos --val 0 --out "$out/$enc" "$out/corpus.jsonl" 2>/dev/null &&
+    for s in "$out/$enc"_train_*.bin; do build/tokenize --tokenizer build/tok/$enc --decode "$s"; done >"$out/$enc.decoded"
+    if cmp -s "$out/$enc.decoded" "$out/corpus.txt"; then
+        echo "$enc: round trip: decode(encode(x)) == x for all $(wc -c <"$out/corpus.txt") bytes"
+    else echo "$enc: round trip: decoded text differs from the corpus"; fail=1; fi
+done
+if [ $bench = 1 ]; then
+    echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+    for enc in gpt2 cl100k_base; do
+        best1=0; best2=0; bestw=0
+        for r in $(seq "$repeats"); do   # rounds alternate the three, so load changes hit all of them
+            for th in 1 2; do
+                v=$(build/tokenize --tokenizer build/tok/$enc --jsonl --val 0 --threads $th --out "$out/bench" \
+                    "$out/corpus.jsonl" 2>&1 | sed -n 's/.* s: \([0-9.]*\) MB\/s with.*/\1/p')
+                [ $th = 1 ] && best1=$(echo "$v $best1" | awk '{print ($1>$2)?$1:$2}')
+                [ $th = 2 ] && best2=$(echo "$v $best2" | awk '{print ($1>$2)?$1:$2}')
+            done
+            v=$(node tools/node/bench_tiktoken.mjs $enc "$out/corpus.jsonl" 1 | sed -n 's/.*tokens, \([0-9.]*\) MB\/s/\1/p')
+            bestw=$(echo "$v $bestw" | awk '{print ($1>$2)?$1:$2}')
+        done
+        rm -f "$out"/bench_*.bin
+        echo "$enc: MB/s of text, best of $repeats: repoc 1 thread $best1, 2 threads $best2, tiktoken-wasm $bestw;" \
+             "repoc/tiktoken at 1 thread $(echo "$best1 $bestw" | awk '{printf "%.2f", $1/$2}')x," \
+             "2 threads over 1 $(echo "$best2 $best1" | awk '{printf "%.2f", $1/$2}')x"
+    done
+fi
+exit $fail

@@ -1,0 +1,367 @@
+/* build/tokenize: text files to llm.c token shards with a Hugging Face
+   tokenizer.json (tokenizer/tokenizer.h), and token shards back to text.
+   A plain text file is one document; a JSONL file has one document per line
+   (the string field --field). Each document gets the tokenizer's prefix (BOS,
+   when its post-processor adds one) before it and the end of text token after
+   it, and goes whole to train or to val by a hash of its index (the same
+   split on every run). Documents are tokenized in batches, in parallel over
+   documents, and written in input order, so the output does not depend on the
+   thread count. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/check.h"
+#include "common/fileio.h"
+#include "common/threads.h"
+#include "data/shard_write.h"
+#include "data/tokens.h"
+#include "tokenizer/tokenizer.h"
+#include "train/cli.h"
+
+#ifdef OMP
+#include <omp.h>
+#endif
+
+#define BATCH_BYTES ((size_t)32 << 20)   /* input bytes per parallel batch */
+#define BATCH_DOCS 65536
+
+typedef struct {
+    const char* tokenizer;
+    int jsonl;
+    const char* field;
+    double val;
+    size_t shard_tokens;
+    int no_eos, print_ids, threads;
+    const char* out;
+    const char* decode;
+    const char* eos;
+    char** files;
+    size_t n_files;
+} Options;
+
+static void usage(FILE* fp) {
+    fprintf(fp,
+        "usage: build/tokenize --tokenizer DIR|tokenizer.json [options] --out PREFIX FILES...\n"
+        "       build/tokenize --tokenizer DIR|tokenizer.json --decode SHARD\n"
+        "  --tokenizer P       a Hugging Face tokenizer.json or the directory holding it (its\n"
+        "                      tokenizer_config.json, when present, names the end of text token)\n"
+        "  --out PREFIX        write PREFIX_train_000000.bin ... and PREFIX_val_000000.bin ...\n"
+        "  --jsonl             each line of each file is a JSON object holding one document\n"
+        "  --field NAME        the JSONL field with the text (default text)\n"
+        "  --val F             fraction of documents for validation, by a hash of the document's\n"
+        "                      index (default 0.005; 0 = none)\n"
+        "  --shard-tokens N    tokens per shard (default 100000000)\n"
+        "  --no-eos            no end of text token after each document (a template's own suffix stays)\n"
+        "  --eos TOKEN         the end of text token's text (default: tokenizer_config.json's eos_token,\n"
+        "                      else <|endoftext|>, <|end_of_text|>, </s> or <eos> among the added tokens)\n"
+        "  --print-ids         print each document's ids as one line instead of writing shards\n"
+        "  --decode SHARD      print the text of a token file\n"
+        "  --threads N         OpenMP threads (default: all cores)\n"
+        "  --help              this text\n");
+}
+
+static void parse_args(Options* o, int argc, char** argv) {
+    memset(o, 0, sizeof *o);
+    o->field = "text";
+    o->val = 0.005;
+    o->shard_tokens = 100000000;
+    o->files = mallocCheck((size_t)argc * sizeof(char*));
+    for (int i = 1; i < argc; i++) {
+        const char* a = argv[i];
+        const char* v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
+        if (a[0] != '-' || !strcmp(a, "-")) { o->files[o->n_files++] = argv[i]; continue; }
+        if (!strcmp(a, "--jsonl")) { o->jsonl = 1; continue; }
+        if (!strcmp(a, "--no-eos")) { o->no_eos = 1; continue; }
+        if (!strcmp(a, "--print-ids")) { o->print_ids = 1; continue; }
+        static const char* const valued[] = {"--tokenizer", "--field", "--val", "--shard-tokens", "--out",
+                                       "--decode", "--threads", "--eos"};
+        static int seen[sizeof(valued) / sizeof(valued[0])];
+        CLI_VALUED_OPTION(a, v, valued, seen);
+        if (!strcmp(a, "--tokenizer")) o->tokenizer = v;
+        else if (!strcmp(a, "--field")) o->field = v;
+        else if (!strcmp(a, "--val")) {
+            o->val = cli_parse_double(a, v);
+            if (!(o->val >= 0 && o->val <= 1)) cli_bad_option("--val: expected a fraction in [0, 1], got '%s'", v);
+        } else if (!strcmp(a, "--shard-tokens")) o->shard_tokens = cli_parse_size(a, v, 1, INT32_MAX);
+        else if (!strcmp(a, "--out")) o->out = v;
+        else if (!strcmp(a, "--decode")) o->decode = v;
+        else if (!strcmp(a, "--eos")) o->eos = v;
+        else o->threads = (int)cli_parse_size(a, v, 1, 4096);   /* --threads */
+        i++;
+    }
+    if (!o->tokenizer) cli_bad_option("no --tokenizer given");
+    if (o->decode) {
+        if (o->n_files || o->out) cli_bad_option("--decode takes one shard and no other files or --out");
+        return;
+    }
+    if (!o->n_files) cli_bad_option("no input FILES given");
+    if (!o->out && !o->print_ids) cli_bad_option("no --out PREFIX given");
+}
+
+/* ---- input: files mapped whole, cut into documents ---- */
+typedef struct {
+    const uint8_t* text;     /* the document, or its JSONL line */
+    size_t len;
+    size_t file, line;       /* for messages: file index, 1-based line (JSONL) */
+} Doc;
+
+typedef struct {
+    int32_t* ids;
+    size_t n;
+    size_t invalid_utf8;
+    size_t text_bytes;       /* the document's text (a JSONL field after unescaping) */
+    char err[512];           /* a JSONL error, reported in input order */
+} DocOut;
+
+/* A regular file is mapped (*mapped = 1); a pipe or device (/dev/stdin) is read whole. */
+static const uint8_t* map_file(const char* path, size_t* len, int* mapped) {
+    int fd = open(path, O_RDONLY);
+    CHECK(fd >= 0, "cannot open input '%s': %s", path, strerror(errno));
+    struct stat st;
+    CHECK(fstat(fd, &st) == 0, "cannot stat input '%s': %s", path, strerror(errno));
+    const uint8_t* p = NULL;
+    *mapped = S_ISREG(st.st_mode);
+    if (*mapped) {
+        *len = (size_t)st.st_size;
+        if (*len) {
+            void* m = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0);
+            CHECK(m != MAP_FAILED, "cannot mmap input '%s' (%zu bytes): %s", path, *len, strerror(errno));
+            madvise(m, *len, MADV_SEQUENTIAL);
+            p = m;
+        }
+    } else {
+        size_t cap = 1 << 16;
+        uint8_t* buf = mallocCheck(cap);
+        *len = 0;
+        for (ssize_t got; (got = read(fd, buf + *len, cap - *len)) != 0;) {
+            CHECK(got > 0, "cannot read input '%s': %s", path, strerror(errno));
+            *len += (size_t)got;
+            if (*len == cap) {
+                uint8_t* b = realloc(buf, cap *= 2);
+                CHECK(b, "out of memory reading '%s' (%zu bytes)", path, cap);
+                buf = b;
+            }
+        }
+        p = buf;
+    }
+    close(fd);
+    return p;
+}
+
+/* one document (or JSONL line) into out through e; errors go to out->err */
+typedef struct {
+    const int32_t *prefix, *suffix;
+    size_t n_prefix, n_suffix;
+    int32_t eos;             /* -1: none (--no-eos, or the suffix ends with it) */
+} Around;
+
+static void encode_doc(TokEncoder* e, const Doc* d, const Options* o, const char* path, DocOut* out, const Around* ar) {
+    e->n_ids = 0;
+    size_t invalid0 = e->invalid_utf8;
+    tok_push_ids(e, ar->prefix, ar->n_prefix);
+    if (o->jsonl) {
+        cJSON* j = cJSON_ParseWithLength((const char*)d->text, d->len);
+        const cJSON* f = cJSON_GetObjectItemCaseSensitive(j, o->field);
+        if (!j) snprintf(out->err, sizeof out->err, "'%s' line %zu: not valid JSON", path, d->line);
+        else if (!cJSON_IsString(f))
+            snprintf(out->err, sizeof out->err, "'%s' line %zu: no string field \"%s\"", path, d->line, o->field);
+        else {
+            out->text_bytes = strlen(f->valuestring);
+            tok_encode(e, (const uint8_t*)f->valuestring, out->text_bytes);
+        }
+        cJSON_Delete(j);
+    } else {
+        out->text_bytes = d->len;
+        tok_encode(e, d->text, d->len);
+    }
+    tok_push_ids(e, ar->suffix, ar->n_suffix);
+    if (ar->eos >= 0) tok_push_ids(e, &ar->eos, 1);
+    out->invalid_utf8 = e->invalid_utf8 - invalid0;
+    out->n = e->n_ids;
+    out->ids = mallocCheck((e->n_ids ? e->n_ids : 1) * sizeof(int32_t));
+    memcpy(out->ids, e->ids, e->n_ids * sizeof(int32_t));
+}
+
+/* the documents of file f (mapped at p, len bytes) appended to docs */
+static void cut_docs(Doc** docs, size_t* n, size_t* cap, const uint8_t* p, size_t len, size_t f, int jsonl) {
+    size_t line = 0;
+    for (size_t i = 0; i < len;) {
+        const uint8_t* nl = jsonl ? memchr(p + i, '\n', len - i) : NULL;
+        size_t end = nl ? (size_t)(nl - p) : len;
+        line++;
+        int blank = 1;   /* a JSONL line of only white space holds no document */
+        for (size_t k = i; k < end && blank; k++) blank = p[k] == ' ' || p[k] == '\t' || p[k] == '\r';
+        if (!jsonl || !blank) {
+            if (*n == *cap) {
+                *cap = *cap ? 2 * *cap : 1024;
+                Doc* d = realloc(*docs, *cap * sizeof(Doc));
+                CHECK(d, "out of memory for %zu documents", *cap);
+                *docs = d;
+            }
+            (*docs)[(*n)++] = (Doc){p + i, end - i, f, line};
+        }
+        i = end + 1;
+    }
+}
+
+/* train or val for document index i: a hash of i against the fraction */
+static int is_val(size_t i, double val) {
+    uint64_t x = (uint64_t)i + 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return (double)(x >> 11) * 0x1.0p-53 < val;
+}
+
+static void progress(double t0, size_t done, size_t total, size_t tokens, int last) {
+    double dt = cli_now() - t0, mb = (double)done / 1e6;
+    double rate = dt > 0 ? mb / dt : 0, eta = rate > 0 ? ((double)(total - done) / 1e6) / rate : 0;
+    fprintf(stderr, "\r%9.1f / %.1f MB  %7.2f MB/s  %6.2fM tok/s  %zu tokens  ETA %dm%02ds%s", mb,
+            (double)total / 1e6, rate, dt > 0 ? (double)tokens / dt / 1e6 : 0.0, tokens, (int)eta / 60,
+            (int)eta % 60, last ? "\n" : "");
+}
+
+static void decode_shard(const Tokenizer* t, const char* path) {
+    TokenFile f;
+    token_file_open(&f, path, "auto", tok_vocab_size(t));
+    uint8_t* out = NULL;
+    size_t len = 0, cap = 0;
+    for (size_t i = 0; i < f.n_tokens; i += 65536) {
+        size_t n = f.n_tokens - i < 65536 ? f.n_tokens - i : 65536;
+        int32_t ids[65536];
+        for (size_t k = 0; k < n; k++) ids[k] = (int32_t)token_le(f.tokens + (i + k) * f.token_bytes, f.token_bytes);
+        len = 0;
+        size_t ok = tok_decode(t, ids, n, &out, &len, &cap);
+        CHECK(ok == n, "token file '%s': token index %zu (id %d) has no token in the tokenizer", path, i + ok, ids[ok]);
+        fwrite(out, 1, len, stdout);
+    }
+    free(out);
+    token_file_close(&f);
+}
+
+int main(int argc, char** argv) {
+    cli_init("tokenize");
+    Options o;
+    parse_args(&o, argc, argv);
+    threads_init(o.threads);
+    Tokenizer* t = tok_load(o.tokenizer);
+    if (o.eos && !tok_set_eos(t, o.eos)) cli_bad_option("--eos: no token is \"%s\"", o.eos);
+    if (o.decode) {
+        decode_shard(t, o.decode);
+        tok_free(t);
+        free(o.files);
+        return 0;
+    }
+    int32_t eos = tok_eos(t);
+    CHECK(o.no_eos || eos >= 0, "tokenizer '%s' names no end of text token: give --eos TOKEN or --no-eos",
+          o.tokenizer);
+    Around ar;
+    ar.prefix = tok_prefix(t, &ar.n_prefix);
+    ar.suffix = tok_suffix(t, &ar.n_suffix);
+    int suffix_eos = ar.n_suffix && ar.suffix[ar.n_suffix - 1] == eos;   /* the template appends it already */
+    ar.eos = o.no_eos || suffix_eos ? -1 : eos;
+    size_t V = tok_vocab_size(t);
+
+    /* map every file; count the bytes for the progress line */
+    const uint8_t** maps = mallocCheck(o.n_files * sizeof(uint8_t*));
+    size_t* lens = mallocCheck(o.n_files * sizeof(size_t));
+    int* mapped = mallocCheck(o.n_files * sizeof(int));
+    size_t total = 0;
+    for (size_t f = 0; f < o.n_files; f++) maps[f] = map_file(o.files[f], &lens[f], &mapped[f]), total += lens[f];
+
+    char prefix_path[4096 + 8];
+    if (o.out) {   /* the directory of PREFIX, made when missing */
+        dir_of(o.out, prefix_path, sizeof prefix_path);
+        mkdir_p(prefix_path);
+    }
+    ShardWriter w[2];   /* train, val */
+    snprintf(prefix_path, sizeof prefix_path, "%s_train", o.out ? o.out : "");
+    shard_writer_init(&w[0], prefix_path, V, o.shard_tokens);
+    snprintf(prefix_path, sizeof prefix_path, "%s_val", o.out ? o.out : "");
+    shard_writer_init(&w[1], prefix_path, V, o.shard_tokens);
+    if (!o.print_ids)
+        fprintf(stderr, "tokenize: %zu files, %.1f MB, vocab %zu (%s tokens), eos %d%s, %zu prefix and %zu suffix "
+                "token(s)\n", o.n_files, (double)total / 1e6, V, V > 65536 ? "uint32" : "uint16", o.no_eos ? -1 : eos,
+                suffix_eos ? " (the template's)" : "", ar.n_prefix, ar.n_suffix);
+
+    int n_threads = 1;
+#ifdef OMP
+    n_threads = omp_get_max_threads();
+#endif
+    TokEncoder* enc = mallocCheck((size_t)n_threads * sizeof(TokEncoder));
+    for (int k = 0; k < n_threads; k++) tok_encoder_init(&enc[k], t);
+
+    Doc* docs = NULL;
+    size_t n_docs = 0, cap_docs = 0, doc_index = 0, done_bytes = 0, invalid = 0, n_val_docs = 0, text_bytes = 0;
+    DocOut* outs = mallocCheck(BATCH_DOCS * sizeof(DocOut));
+    double t0 = cli_now(), last_print = 0;
+    for (size_t f = 0; f < o.n_files; f++) {
+        n_docs = 0;
+        cut_docs(&docs, &n_docs, &cap_docs, maps[f], lens[f], f, o.jsonl);
+        for (size_t b0 = 0; b0 < n_docs;) {
+            size_t b1 = b0, bytes = 0;   /* this batch: docs [b0, b1) */
+            while (b1 < n_docs && b1 - b0 < BATCH_DOCS && (b1 == b0 || bytes + docs[b1].len <= BATCH_BYTES))
+                bytes += docs[b1++].len;
+            #pragma omp parallel for schedule(dynamic, 1)
+            for (size_t i = b0; i < b1; i++) {
+                int k = 0;
+#ifdef OMP
+                k = omp_get_thread_num();
+#endif
+                outs[i - b0].err[0] = 0;
+                outs[i - b0].text_bytes = 0;
+                encode_doc(&enc[k], &docs[i], &o, o.files[f], &outs[i - b0], &ar);
+            }
+            for (size_t i = b0; i < b1; i++, doc_index++) {
+                DocOut* d = &outs[i - b0];
+                CHECK(!d->err[0], "%s", d->err);
+                invalid += d->invalid_utf8;
+                text_bytes += d->text_bytes;
+                if (o.print_ids) {
+                    for (size_t k = 0; k < d->n; k++) printf(k ? " %d" : "%d", d->ids[k]);
+                    putchar('\n');
+                } else {
+                    int v = is_val(doc_index, o.val);
+                    n_val_docs += v;
+                    shard_write(&w[v], d->ids, d->n);
+                }
+                free(d->ids);
+            }
+            done_bytes += bytes;
+            b0 = b1;
+            if (!o.print_ids && cli_now() - last_print > 0.5) {
+                progress(t0, done_bytes, total, w[0].n_tokens + w[1].n_tokens, 0);
+                last_print = cli_now();
+            }
+        }
+        if (mapped[f] && maps[f]) munmap((void*)maps[f], lens[f]);
+        if (!mapped[f]) free((void*)maps[f]);
+    }
+    shard_writer_close(&w[0]);
+    shard_writer_close(&w[1]);
+    double secs = cli_now() - t0;
+    if (!o.print_ids) {
+        progress(t0, total, total, w[0].n_tokens + w[1].n_tokens, 1);
+        fprintf(stderr, "tokenize: %zu documents: train %zu tokens in %zu shard(s) %s_train_*.bin, val %zu "
+                "documents, %zu tokens in %zu shard(s)%s\n", doc_index, w[0].n_tokens, w[0].n_shards, o.out,
+                n_val_docs, w[1].n_tokens, w[1].n_shards, o.val > 0 && !n_val_docs ? " (no document drew val)" : "");
+        fprintf(stderr, "tokenize: %.3f MB of text in %.3f s: %.2f MB/s with %d thread(s)\n", (double)text_bytes / 1e6,
+                secs, secs > 0 ? (double)text_bytes / 1e6 / secs : 0.0, n_threads);
+    }
+    if (invalid)
+        fprintf(stderr, "tokenize: warning: %zu bytes were not valid UTF-8; they were tokenized as single bytes\n",
+                invalid);
+    for (int k = 0; k < n_threads; k++) tok_encoder_free(&enc[k]);
+    free(enc), free(outs), free(docs), free(maps), free(lens), free(mapped), free(o.files);
+    tok_free(t);
+    return 0;
+}
