@@ -67,13 +67,14 @@ case_ "init_from naming a run directory, other size" \
     "--set model.d_model=64: model.d_model: 64 disagrees with 32 in $ck/config.json (model.init_from); remove the key" \
     "$base" --set "model.init_from=\"$T/done\"" --set model.d_model=64
 resume_fails() {  # name phrase --set...   the resumed run stops before touching its run directory
+    # (run.lock is the out_dir lock: every run that takes it writes its pid there)
     local name=$1 phrase=$2
     shift 2
     local before
-    before=$(cd "$T/done" && find . -type f -exec md5sum {} + | sort)
+    before=$(cd "$T/done" && find . -type f ! -name run.lock -exec md5sum {} + | sort)
     build/train "$T/done.json" --set train.steps=4 "$@" >"$T/log" 2>&1
     local rc=$?
-    if [ $rc -ne 0 ] && grep -qF -- "$phrase" "$T/log" && [ "$before" = "$(cd "$T/done" && find . -type f -exec md5sum {} + | sort)" ]; then
+    if [ $rc -ne 0 ] && grep -qF -- "$phrase" "$T/log" && [ "$before" = "$(cd "$T/done" && find . -type f ! -name run.lock -exec md5sum {} + | sort)" ]; then
         echo "  OK      $name: exit $rc, run directory untouched: $(grep -m1 "^error" "$T/log")"
     else
         echo "  NOT OK  $name: exit $rc, expected '$phrase' and an untouched run directory:"
