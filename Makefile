@@ -1,11 +1,11 @@
 # repoc build. Targets:
-#   all          (default) the library objects, the programs build/<name> of train/,
+#   all          (default) the library objects, the programs build/<name> of programs/,
 #                build/gradcheck, the tests build/tests/*, the benches build/bench/*
 #   deps         install the missing Debian packages (apt-get)
 #   check-deps   fail with a message when OpenBLAS or cJSON is missing
 #   test         deps, all, the MPI trainer, then tests/run.sh (every test; ends "N passed, N failed")
 #   test-asan    the safetensors and checkpoint tests under ASan+UBSan (make test runs it)
-#   quickstart   build, then train/quickstart.sh (RoPE from scratch, then RePo continued from it)
+#   quickstart   build, then tools/quickstart.sh (RoPE from scratch, then RePo continued from it)
 #   debug        all at -O0 -g with ASan+UBSan into build/debug
 #   clean        remove build/
 #   bench        training-step speed, MFU, RSS, and the PyTorch step (tools/bench.sh)
@@ -81,17 +81,19 @@ ifeq ($(UBSAN),1)
   LDFLAGS += $(UBSAN_FLAGS)
 endif
 
-# sources: every .c of the library folders; a file of train/ that defines
-# `int main` is a program (build/<name>), the rest of train/ is library
-PROG_SRC := $(shell grep -l '^int main' train/*.c 2>/dev/null)
-LIB_SRC = $(wildcard common/*.c model/*.c data/*.c optim/*.c tokenizer/*.c) $(filter-out $(PROG_SRC),$(wildcard train/*.c))
+# sources: every .c of the library folders; a file of programs/ that defines
+# `int main` is a program (build/<name>), the rest of programs/ (the shared
+# command-line helpers) is library
+PROG_SRC := $(shell grep -l '^int main' programs/*.c 2>/dev/null)
+LIB_SRC = $(wildcard common/*.c model/*.c data/*.c optim/*.c tokenizer/*.c train/*.c eval/*.c) \
+          $(filter-out $(PROG_SRC),$(wildcard programs/*.c))
 BUILD ?= build
 OBJ32 = $(patsubst %.c,$(BUILD)/obj32/%.o,$(LIB_SRC))
 OBJ64 = $(patsubst %.c,$(BUILD)/obj64/%.o,$(LIB_SRC))
 OBJ = $(if $(filter 64,$(PRECISION)),$(OBJ64),$(OBJ32))
 PREC_FLAGS = $(if $(filter 64,$(PRECISION)),-DREPOC_F64,)
 
-PROGRAMS = $(patsubst train/%.c,$(BUILD)/%,$(PROG_SRC))
+PROGRAMS = $(patsubst programs/%.c,$(BUILD)/%,$(PROG_SRC))
 TEST_SRC = $(wildcard tests/test_*.c)
 TESTS = $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 TEST_TOOLS = $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(wildcard tests/tools/*.c))
@@ -138,7 +140,7 @@ $(BUILD)/tools/%: tests/tools/%.c $(OBJ32)
 $(BUILD)/bench/%: tests/%.c $(OBJ32)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(OBJ32) -o $@ $(LDFLAGS) $(LDLIBS)
-$(BUILD)/%: train/%.c $(OBJ)
+$(BUILD)/%: programs/%.c $(OBJ)
 	$(CC) $(CFLAGS) $(PREC_FLAGS) $< $(OBJ) -o $@ $(LDFLAGS) $(LDLIBS)
 
 # make test: install what is missing (Open MPI too), build both precisions and
@@ -177,7 +179,7 @@ bench-load: check-deps $(BUILD)/bench/bench_load
 # the main job on a built-in default: RoPE from scratch, then RePo continued from it
 quickstart: deps
 	@$(MAKE) --no-print-directory all
-	@train/quickstart.sh
+	@tools/quickstart.sh
 
 debug:
 	$(MAKE) DEBUG=1 BUILD=build/debug all

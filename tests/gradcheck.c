@@ -20,7 +20,7 @@
 
 #include "common/check.h"
 #include "common/threads.h"
-#include "train/cli.h"
+#include "programs/cli.h"
 
 #ifndef REPOC_F64
 #error "gradcheck must be compiled with -DREPOC_F64 (double precision)"

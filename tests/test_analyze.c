@@ -1,4 +1,4 @@
-/* build/analyze's measurements (train/analyze_stats.h, issue #6), float build:
+/* build/analyze's measurements (eval/analyze_stats.h, issue #6), float build:
    1. the segment classes on hand-made sequences: constant, monotonic up and
       down (with one step against the trend), hybrid (zigzag, and two steps
       against the trend at mono_frac 0.9), and the boundaries (range = eps is
@@ -25,8 +25,8 @@
 #include "model/attention.h"
 #include "model/hf_checkpoint.h"
 #include "model/hf_config.h"
-#include "train/analyze_stats.h"
-#include "train/eval_tasks.h"
+#include "eval/analyze_stats.h"
+#include "eval/eval_tasks.h"
 #include "tests/testutil.h"
 
 #ifdef REPOC_F64

@@ -1,4 +1,4 @@
-/* build/eval's measurements (train/eval_tasks.h, issue #6), float build:
+/* build/eval's measurements (eval/eval_tasks.h, issue #6), float build:
    1. the key-blind reference: on the default generator its mean over items is
       1 (single), 1/4 (multikey), 1/3! (multivalue), 1/(4·3) (multiquery),
       1/4 (distractor) exactly, and about 1/4 for the table (cells may repeat);
@@ -18,7 +18,7 @@
 #include "common/check.h"
 #include "common/rng.h"
 #include "common/threads.h"
-#include "train/eval_tasks.h"
+#include "eval/eval_tasks.h"
 #include "tests/testutil.h"
 
 #ifdef REPOC_F64

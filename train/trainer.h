@@ -1,4 +1,4 @@
-/* One training run (issue #4): everything train/train.c sets up from a
+/* One training run (issue #4): everything programs/train.c sets up from a
    RunConfig, the step, validation, checkpointing. train.c reads like a list:
    trainer_setup, then the loop of trainer_step / trainer_eval / trainer_save.
 

@@ -1,5 +1,5 @@
-/* Shared command-line pieces of build/eval and build/analyze (train/cli.h). */
-#include "train/cli.h"
+/* Shared command-line pieces of build/eval and build/analyze (programs/cli.h). */
+#include "programs/cli.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-/* build/analyze's outputs for one checkpoint (train/analyze.h): the terminal
+/* build/analyze's outputs for one checkpoint (eval/analyze.h): the terminal
    summary, positions.csv, analysis.json (format in docs/analyze.md) and the
    figures positions.svg and attention.svg. */
 #include <cjson/cJSON.h>
@@ -8,9 +8,9 @@
 
 #include "common/check.h"
 #include "common/fileio.h"
-#include "train/analyze.h"
-#include "train/analyze_svg.h"
-#include "train/cli.h"
+#include "eval/analyze.h"
+#include "eval/analyze_svg.h"
+#include "programs/cli.h"
 
 /* heads and layers merged */
 static PosStats layer_stats(const Analysis* an, size_t r) {

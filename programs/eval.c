@@ -13,8 +13,8 @@
 #include "common/threads.h"
 #include "data/source.h"
 #include "model/hf_config.h"
-#include "train/cli.h"
-#include "train/eval_tasks.h"
+#include "programs/cli.h"
+#include "eval/eval_tasks.h"
 
 #define EVAL_JSON_VERSION 1
 #define MAX_LIST 32

@@ -3,7 +3,7 @@
    grouped bars of the attention mass needle / query / rest per checkpoint
    (compare_attention.svg) and of the segment shares constant / monotonic /
    hybrid for those with learned positions (compare_segments.svg), and the same
-   numbers as a Markdown table on stdout (train/analyze.h, docs/analyze.md). */
+   numbers as a Markdown table on stdout (eval/analyze.h, docs/analyze.md). */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,8 +11,8 @@
 
 #include "common/check.h"
 #include "common/fileio.h"
-#include "train/analyze.h"
-#include "train/analyze_svg.h"
+#include "eval/analyze.h"
+#include "eval/analyze_svg.h"
 
 #define MAX_COMPARE 64
 

@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "common/real.h"
-#include "train/analyze_stats.h"
+#include "eval/analyze_stats.h"
 
 #define SVG_MAX_SHADE (SYN_MAX_ITEMS + 1)
 

@@ -1,5 +1,5 @@
 /* Perplexity and synthetic-retrieval accuracy (see eval_tasks.h, docs/eval.md). */
-#include "train/eval_tasks.h"
+#include "eval/eval_tasks.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -24,7 +24,7 @@
 #include "data/shard_write.h"
 #include "data/tokens.h"
 #include "tokenizer/tokenizer.h"
-#include "train/cli.h"
+#include "programs/cli.h"
 
 #ifdef OMP
 #include <omp.h>

@@ -20,7 +20,7 @@
 #include "model/generate.h"
 #include "model/hf_config.h"
 #include "tokenizer/tokenizer.h"
-#include "train/cli.h"
+#include "programs/cli.h"
 
 typedef struct {
     const char* ckpt;

@@ -1,6 +1,6 @@
 /* Position statistics, item spans and recomputed attention mass for
-   build/analyze (train/analyze_stats.h, docs/analyze.md). */
-#include "train/analyze_stats.h"
+   build/analyze (eval/analyze_stats.h, docs/analyze.md). */
+#include "eval/analyze_stats.h"
 
 #include <math.h>
 #include <stdbool.h>

@@ -1,7 +1,7 @@
 /* build/analyze's results and their outputs (docs/analyze.md): the terminal
    summary, positions.csv, analysis.json and the figures of one checkpoint
-   (train/analyze_out.c), and the comparison of several analysis.json files
-   (train/analyze_compare.c). train/analyze.c fills an Analysis. */
+   (eval/analyze_out.c), and the comparison of several analysis.json files
+   (eval/analyze_compare.c). programs/analyze.c fills an Analysis. */
 #ifndef REPOC_ANALYZE_H
 #define REPOC_ANALYZE_H
 
@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "model/config.h"
-#include "train/analyze_stats.h"
+#include "eval/analyze_stats.h"
 
 #define ANALYZE_JSON_VERSION 1
 

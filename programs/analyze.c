@@ -13,9 +13,9 @@
 #include "common/threads.h"
 #include "data/tokens.h"
 #include "model/hf_config.h"
-#include "train/analyze.h"
-#include "train/cli.h"
-#include "train/eval_tasks.h"   /* eval_prompt_len: the same lengths as build/eval */
+#include "eval/analyze.h"
+#include "programs/cli.h"
+#include "eval/eval_tasks.h"   /* eval_prompt_len: the same lengths as build/eval */
 
 #define MAX_COMPARE 64
 #define MAX_LENGTH ((size_t)1 << 31)

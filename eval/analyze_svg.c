@@ -1,7 +1,7 @@
-/* SVG figures for build/analyze (train/analyze_svg.h). A figure is printed into
+/* SVG figures for build/analyze (eval/analyze_svg.h). A figure is printed into
    a memory stream and written atomically; coordinates are pixels, y grows down.
    Ticks are "nice" numbers (1, 2 or 5 times a power of ten), about six per axis. */
-#include "train/analyze_svg.h"
+#include "eval/analyze_svg.h"
 
 #include <errno.h>
 #include <math.h>
