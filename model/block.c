@@ -44,6 +44,8 @@ void layer_acts_layout(LayerActs* a, Cursor* cur, const ModelConfig* c, size_t l
     a->u = cursor_take(cur, N * F);
     a->m = cursor_take(cur, N * F);
     if (olmo2) { a->d = cursor_take(cur, N * D); a->mlp_rstd = cursor_take(cur, N); }
+    for (int t = 0; t < LORA_N_TARGETS; t++)
+        if (cfg_lora_on(c, (LoraTarget)t)) a->lora_ax[t] = cursor_take(cur, N * c->lora_rank);
 }
 
 void block_scratch_layout(BlockScratch* s, Cursor* cur, const ModelConfig* c, size_t N) {
@@ -66,6 +68,26 @@ void block_scratch_layout(BlockScratch* s, Cursor* cur, const ModelConfig* c, si
     s->dv = cursor_take(cur, N * kv);
     s->dz = cursor_take(cur, N * c->KVH);
     s->repo_scratch = cursor_take(cur, 3 * N * (c->D / 8));
+    if (c->lora_rank) s->lora_dax = cursor_take(cur, N * c->lora_rank);
+}
+
+/* A projection of the block, out (N,OC) = inp (N,C) W^T, plus its LoRA term
+   (alpha/r) (inp A^T) B^T when projection t is adapted; W = the base weight. */
+static void proj_forward(real* out, LayerActs* a, const real* inp, const real* W, const LayerWeights* w,
+                         LoraTarget t, const ModelConfig* c, size_t N, size_t C, size_t OC) {
+    linear_forward(out, inp, W, N, C, OC);
+    if (w->lora_a[t])
+        lora_forward(out, a->lora_ax[t], inp, w->lora_a[t], w->lora_b[t], (real)cfg_lora_scale(c), N, C, OC,
+                     c->lora_rank);
+}
+/* dinp (N,C) +=   dW, dA, dB += (NULL: frozen)   for proj_forward's out */
+static void proj_backward(real* dinp, real* dW, const real* dout, const LayerActs* a, const real* inp,
+                          const real* W, const LayerWeights* w, LayerWeights* dw, BlockScratch* s, LoraTarget t,
+                          const ModelConfig* c, size_t N, size_t C, size_t OC) {
+    linear_backward(dinp, dW, dout, inp, W, N, C, OC);
+    if (w->lora_a[t])
+        lora_backward(dinp, dw->lora_a[t], dw->lora_b[t], s->lora_dax, dout, inp, a->lora_ax[t], w->lora_a[t],
+                      w->lora_b[t], (real)cfg_lora_scale(c), N, C, OC, c->lora_rank);
 }
 
 /* the positions a layer rotates by, or NULL for nope */
@@ -89,17 +111,17 @@ void block_qkv_forward(LayerActs* a, const real* x_in, const LayerWeights* w, si
     /* attention input: the raw stream (OLMo-2) or input_layernorm(x) (Llama) */
     const real* h = x_in;
     if (c->block == BLOCK_OLMO2) {
-        linear_forward(a->q_pre, h, w->wq, N, D, qd);
+        proj_forward(a->q_pre, a, h, w->wq, w, LORA_Q, c, N, D, qd);
         rmsnorm_forward(a->q, a->q_rstd, a->q_pre, w->q_norm, N, qd, eps);
-        linear_forward(a->k_pre, h, w->wk, N, D, kvd);
+        proj_forward(a->k_pre, a, h, w->wk, w, LORA_K, c, N, D, kvd);
         rmsnorm_forward(a->k, a->k_rstd, a->k_pre, w->k_norm, N, kvd, eps);
     } else {
         rmsnorm_forward(a->h, a->h_rstd, x_in, w->in_norm, N, D, eps);
         h = a->h;
-        linear_forward(a->q, h, w->wq, N, D, qd);
-        linear_forward(a->k, h, w->wk, N, D, kvd);
+        proj_forward(a->q, a, h, w->wq, w, LORA_Q, c, N, D, qd);
+        proj_forward(a->k, a, h, w->wk, w, LORA_K, c, N, D, kvd);
     }
-    linear_forward(a->v, h, w->wv, N, D, kvd);
+    proj_forward(a->v, a, h, w->wv, w, LORA_V, c, N, D, kvd);
     if (c->pos[l] == POS_REPO) {
         RepoWeights rw = repo_weights(w);
         repo_forward(a->z, &a->repo, h, &rw, (RepoDims){N, D, cfg_dp(c), c->KVH});
@@ -114,7 +136,7 @@ void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerW
     bool olmo2 = c->block == BLOCK_OLMO2;
     double eps = c->norm_eps;
 
-    linear_forward(a->o, a->att, w->wo, N, qd, D);
+    proj_forward(a->o, a, a->att, w->wo, w, LORA_O, c, N, qd, D);
     const real* mlp_in;
     if (olmo2) {   /* x_mid = x + norm(o); a->d holds norm(o) until the MLP overwrites it */
         rmsnorm_forward(a->d, a->attn_rstd, a->o, w->attn_norm, N, D, eps);
@@ -126,15 +148,15 @@ void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerW
         mlp_in = a->h2;
     }
     /* from here on x_in is not read, so x_out may be x_in */
-    linear_forward(a->g, mlp_in, w->gate, N, D, F);
-    linear_forward(a->u, mlp_in, w->up, N, D, F);
+    proj_forward(a->g, a, mlp_in, w->gate, w, LORA_GATE, c, N, D, F);
+    proj_forward(a->u, a, mlp_in, w->up, w, LORA_UP, c, N, D, F);
     swiglu_forward(a->m, a->g, a->u, N * F);
     if (olmo2) {   /* x_out = x_mid + norm(m Wdown^T) */
-        linear_forward(a->d, a->m, w->down, N, F, D);
+        proj_forward(a->d, a, a->m, w->down, w, LORA_DOWN, c, N, F, D);
         rmsnorm_forward(x_out, a->mlp_rstd, a->d, w->mlp_norm, N, D, eps);
         residual_forward(x_out, x_out, a->x_mid, N * D);
     } else {       /* x_out = x_mid + m Wdown^T */
-        linear_forward(x_out, a->m, w->down, N, F, D);
+        proj_forward(x_out, a, a->m, w->down, w, LORA_DOWN, c, N, F, D);
         residual_forward(x_out, x_out, a->x_mid, N * D);
     }
 }
@@ -165,15 +187,15 @@ void block_backward(real* dx_in, LayerWeights* dw, const real* dx_out, const Lay
         rmsnorm_backward(s->dd, dw->mlp_norm, dx_out, a->d, w->mlp_norm, a->mlp_rstd, N, D);
         dd = s->dd;
     }
-    linear_backward(s->dm, dw->down, dd, a->m, w->down, N, F, D);
+    proj_backward(s->dm, dw->down, dd, a, a->m, w->down, w, dw, s, LORA_DOWN, c, N, F, D);
     zero(s->dg, N * F);
     zero(s->du, N * F);
     swiglu_backward(s->dg, s->du, s->dm, a->g, a->u, N * F);
     const real* mlp_in = olmo2 ? a->x_mid : a->h2;
     real* dmlp_in = olmo2 ? s->dx_mid : s->dmlp_in;
     if (!olmo2) zero(s->dmlp_in, N * D);
-    linear_backward(dmlp_in, dw->gate, s->dg, mlp_in, w->gate, N, D, F);
-    linear_backward(dmlp_in, dw->up, s->du, mlp_in, w->up, N, D, F);
+    proj_backward(dmlp_in, dw->gate, s->dg, a, mlp_in, w->gate, w, dw, s, LORA_GATE, c, N, D, F);
+    proj_backward(dmlp_in, dw->up, s->du, a, mlp_in, w->up, w, dw, s, LORA_UP, c, N, D, F);
     if (!olmo2) rmsnorm_backward(s->dx_mid, dw->attn_norm, s->dmlp_in, a->x_mid, w->attn_norm, a->attn_rstd, N, D);
 
     /* attention half: x_mid = x + [norm](att Wo^T) */
@@ -185,7 +207,7 @@ void block_backward(real* dx_in, LayerWeights* dw, const real* dx_out, const Lay
         do_ = s->do_;
     }
     zero(s->datt, N * qd);
-    linear_backward(s->datt, dw->wo, do_, a->att, w->wo, N, qd, D);
+    proj_backward(s->datt, dw->wo, do_, a, a->att, w->wo, w, dw, s, LORA_O, c, N, qd, D);
     zero(s->dq, N * qd);
     zero(s->dk, N * kvd);
     zero(s->dv, N * kvd);
@@ -219,9 +241,9 @@ void block_backward(real* dx_in, LayerWeights* dw, const real* dx_out, const Lay
         dqn = s->dq_pre;
         dkn = s->dk_pre;
     }
-    linear_backward(dh, dw->wq, dqn, h, w->wq, N, D, qd);
-    linear_backward(dh, dw->wk, dkn, h, w->wk, N, D, kvd);
-    linear_backward(dh, dw->wv, s->dv, h, w->wv, N, D, kvd);
+    proj_backward(dh, dw->wq, dqn, a, h, w->wq, w, dw, s, LORA_Q, c, N, D, qd);
+    proj_backward(dh, dw->wk, dkn, a, h, w->wk, w, dw, s, LORA_K, c, N, D, kvd);
+    proj_backward(dh, dw->wv, s->dv, a, h, w->wv, w, dw, s, LORA_V, c, N, D, kvd);
     if (learned) {
         RepoWeights rw = repo_weights(w);
         RepoGrads rg = {dw->repo_gate, dw->repo_content, dw->repo_final};

@@ -33,6 +33,7 @@ typedef struct {
     real *h2;                    /* (N,D)  Llama: post_attention_layernorm(x_mid) */
     real *g, *u, *m;             /* (N,F)  gate, up, silu(gate) ⊙ up */
     real *d, *mlp_rstd;          /* (N,D) (N)  OLMo-2: m Wdown^T before post_feedforward_layernorm */
+    real *lora_ax[LORA_N_TARGETS];   /* (N,r)  x A^T of each LoRA-adapted projection */
 } LayerActs;
 
 /* Backward work space shared by all layers (overwritten by each block_backward). */
@@ -43,6 +44,7 @@ typedef struct {
     real *dk, *dkn, *dk_pre, *dv;             /* (N,KVH*hd) */
     real *dz;                                 /* (N,KVH) */
     real *repo_scratch;                       /* 3*N*D/8 */
+    real *lora_dax;                           /* (N,r) LoRA backward work space */
 } BlockScratch;
 
 /* Everything a block needs besides weights and activations. */

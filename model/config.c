@@ -33,6 +33,9 @@ void model_config_validate(const ModelConfig* c) {
     CHECK(cfg_hd(c) % 2 == 0, "model: head dim d_model/n_heads = %zu must be even for rotary positions", cfg_hd(c));
     CHECK(c->KVH > 0 && c->H % c->KVH == 0, "model: n_heads %zu must be a multiple of n_kv_heads %zu", c->H, c->KVH);
     CHECK(c->F > 0, "model: d_ff must be positive");
+    CHECK(!c->lora_rank || (c->lora_targets && c->lora_targets < (1u << LORA_N_TARGETS)),
+          "model: lora has rank %zu but no target projections", c->lora_rank);
+    CHECK(!c->lora_rank || c->lora_alpha > 0, "model: lora alpha %g must be positive", c->lora_alpha);
     CHECK(c->norm_eps > 0, "model: norm_eps %g must be positive", c->norm_eps);
     CHECK(c->rope_theta > 1, "model: rope_theta %g must be > 1", c->rope_theta);
     CHECK(c->max_position_embeddings <= ((size_t)1 << 53), "model: max_position_embeddings %zu exceeds 2^53, the "
@@ -83,7 +86,24 @@ void model_config_print(const ModelConfig* c, FILE* fp) {
     if (c->yarn_factor > 1.0)
         fprintf(fp, "  yarn: factor=%g original_max=%g beta_fast=%g beta_slow=%g attention_factor=%g\n",
                 c->yarn_factor, c->yarn_orig_max, c->yarn_beta_fast, c->yarn_beta_slow, c->yarn_attention_factor);
+    if (c->lora_rank) {
+        fprintf(fp, "  lora: rank=%zu alpha=%g targets", c->lora_rank, c->lora_alpha);
+        for (int t = 0; t < LORA_N_TARGETS; t++)
+            if (cfg_lora_on(c, (LoraTarget)t)) fprintf(fp, " %s", lora_target_name((LoraTarget)t));
+        fprintf(fp, "\n");
+    }
     fprintf(fp, "  positions:");
     for (size_t l = 0; l < c->L; l++) fprintf(fp, " %s", pos_mode_name(c->pos[l]));
     fprintf(fp, "\n");
+}
+
+static const char* const LORA_NAMES[LORA_N_TARGETS] = {"q_proj", "k_proj", "v_proj", "o_proj",
+                                                       "gate_proj", "up_proj", "down_proj"};
+
+const char* lora_target_name(LoraTarget t) { return LORA_NAMES[t]; }
+
+bool lora_target_parse(const char* s, LoraTarget* out) {
+    for (int t = 0; t < LORA_N_TARGETS; t++)
+        if (!strcmp(s, LORA_NAMES[t])) { *out = (LoraTarget)t; return true; }
+    return false;
 }

@@ -13,6 +13,8 @@
 
 typedef enum { BLOCK_OLMO2, BLOCK_LLAMA } BlockStyle;
 typedef enum { POS_ROPE, POS_REPO, POS_NOPE } PosMode;
+/* The projections a LoRA adapter can wrap, in PEFT's target_modules names (lora_target_name). */
+typedef enum { LORA_Q, LORA_K, LORA_V, LORA_O, LORA_GATE, LORA_UP, LORA_DOWN, LORA_N_TARGETS } LoraTarget;
 
 typedef struct {
     BlockStyle block;
@@ -26,6 +28,9 @@ typedef struct {
     bool tie_embeddings;
     size_t max_position_embeddings;     /* written to config.json; not a limit on T */
     PosMode pos[MAX_LAYERS];            /* one mode per layer */
+    size_t lora_rank;                   /* r of the LoRA adapters; 0 = no LoRA (every tensor is a plain weight) */
+    double lora_alpha;                  /* y = W x + (alpha / r) B A x */
+    unsigned lora_targets;              /* bit (1 << LoraTarget) per wrapped projection */
     char hf_carried[HF_CARRIED_LEN];    /* a JSON object: the source config.json's keys that repoc carries
                                            unchanged into the configs it saves (token ids, ...); "" = none */
 } ModelConfig;
@@ -41,6 +46,11 @@ static inline size_t cfg_dp(const ModelConfig* c) { return c->D / 8; }
 bool cfg_has_repo(const ModelConfig* c);
 
 const char* block_style_name(BlockStyle b);
+/* "q_proj", ..., "down_proj"; lora_target_parse returns false for an unknown name */
+const char* lora_target_name(LoraTarget t);
+bool lora_target_parse(const char* s, LoraTarget* out);
+static inline bool cfg_lora_on(const ModelConfig* c, LoraTarget t) { return c->lora_rank && (c->lora_targets >> t & 1u); }
+static inline double cfg_lora_scale(const ModelConfig* c) { return c->lora_rank ? c->lora_alpha / (double)c->lora_rank : 0; }
 const char* pos_mode_name(PosMode p);
 /* returns false for an unknown name */
 bool pos_mode_parse(const char* s, PosMode* out);

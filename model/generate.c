@@ -52,6 +52,10 @@ static void gen_layout(Generator* g, const ModelConfig* c, Cursor* cur) {
     a->g = cursor_take(cur, NC * F);
     a->u = cursor_take(cur, NC * F);
     a->m = cursor_take(cur, NC * F);
+    if (c->lora_rank) {   /* x A^T is read by backward only: one buffer serves every projection */
+        real* ax = cursor_take(cur, NC * c->lora_rank);
+        for (int t = 0; t < LORA_N_TARGETS; t++) a->lora_ax[t] = ax;
+    }
     if (cfg_has_repo(c)) {
         a->repo.gate = cursor_take(cur, NC * cfg_dp(c));
         a->repo.content = cursor_take(cur, NC * cfg_dp(c));

@@ -140,7 +140,7 @@ static void scan_weights(const char* dir, const TensorTable* tt, real* params, c
     }
     cJSON_Delete(index);
     for (size_t i = 0; i < tt->n; i++) {
-        if (loaded[i] || tt->t[i].is_repo) continue;
+        if (loaded[i] || tt->t[i].is_repo || tt->t[i].is_lora) continue;
         append(missing, sizeof(missing), tt->t[i].name);
         n_missing++;
     }
@@ -169,14 +169,15 @@ size_t hf_load_weights(Model* m, const char* dir, uint64_t init_seed, bool verbo
     size_t n_fresh = 0;
     for (size_t i = 0; i < tt->n; i++) {
         if (loaded[i]) continue;   /* scan_weights allows only RePo tensors to be missing */
-        model_init_tensor(m, i, init_seed, 0.02);   /* a checkpoint without RePo continued with RePo layers */
+        model_init_tensor(m, i, init_seed, 0.02);   /* a checkpoint without RePo (or LoRA) continued with them */
         append(fresh, sizeof(fresh), tt->t[i].name);
         n_fresh++;
     }
     free(loaded);
     if (verbose) {
         printf("loaded %zu tensors from %s\n", tt->n - n_fresh, dir);
-        if (n_fresh) printf("  new RePo weights (N(0, 0.02²) truncated at ±3σ, seed %llu): %s\n",
+        if (n_fresh) printf("  new RePo / LoRA weights (RePo N(0, 0.02²) truncated at ±3σ, LoRA A uniform, B 0; "
+                            "seed %llu): %s\n",
                             (unsigned long long)init_seed, fresh);
     }
     return n_fresh;

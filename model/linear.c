@@ -29,3 +29,24 @@ void linear_forward_naive(real* out, const real* inp, const real* weight, size_t
         }
     }
 }
+
+void lora_forward(real* out, real* ax, const real* inp, const real* A, const real* B, real scale,
+                  size_t N, size_t C, size_t OC, size_t r) {
+    linear_forward(ax, inp, A, N, C, r);   /* ax (N,r) = inp A^T */
+    /* out (N,OC) += scale · ax (N,r) · B^T (r,OC) */
+    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)OC, (int)r,
+               scale, ax, (int)r, B, (int)r, 1, out, (int)OC);
+}
+
+void lora_backward(real* dinp, real* dA, real* dB, real* dax, const real* dout, const real* inp, const real* ax,
+                   const real* A, const real* B, real scale, size_t N, size_t C, size_t OC, size_t r) {
+    /* out = scale · ax B^T:  dB (OC,r) += scale · dout^T (OC,N) · ax (N,r) */
+    if (dB) cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OC, (int)r, (int)N,
+                       scale, dout, (int)OC, ax, (int)r, 1, dB, (int)r);
+    if (!dinp && !dA) return;
+    /* dax (N,r) = scale · dout (N,OC) · B (OC,r) */
+    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)r, (int)OC,
+               scale, dout, (int)OC, B, (int)r, 0, dax, (int)r);
+    /* ax = inp A^T:  dinp += dax A,  dA += dax^T inp */
+    linear_backward(dinp, dA, dax, inp, A, N, C, r);
+}

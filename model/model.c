@@ -110,9 +110,18 @@ void model_init_tensor(Model* m, size_t index, uint64_t seed, double std) {
         for (size_t i = 0; i < t->numel; i++) p[i] = 1;
         return;
     }
-    double s = t->is_repo ? 0.02 : std;
     Rng rng;
     rng_seed(&rng, tensor_seed(seed, t->name));
+    if (t->kind == TK_LORA_B) {   /* PEFT: B = 0, so the adapted model starts as the base model */
+        memset(p, 0, t->numel * sizeof(real));
+        return;
+    }
+    if (t->kind == TK_LORA_A) {   /* PEFT: kaiming_uniform_(a=sqrt(5)) = U(-1/sqrt(in), 1/sqrt(in)) */
+        double bound = 1.0 / sqrt((double)t->shape[1]);
+        for (size_t i = 0; i < t->numel; i++) p[i] = (real)(bound * (2.0 * rng_uniform(&rng) - 1.0));
+        return;
+    }
+    double s = t->is_repo ? 0.02 : std;
     for (size_t i = 0; i < t->numel; i++) p[i] = (real)rng_trunc_normal(&rng, s, 3.0 * s);
 }
 

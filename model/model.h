@@ -59,7 +59,8 @@ void model_build(Model* m, const ModelConfig* cfg, size_t B, size_t T, const cha
 void model_free(Model* m);
 
 /* Fill every weight: matrices N(0, std²) truncated at ±3σ, norms 1; RePo
-   weights N(0, 0.02²) truncated at ±3σ (DESIGN.md §2). Each tensor draws from
+   weights N(0, 0.02²) truncated at ±3σ (DESIGN.md §2); LoRA A uniform in
+   ±1/sqrt(in) and LoRA B zero, as PEFT initialises them. Each tensor draws from
    its own stream seeded by (seed, name), so one tensor's values do not depend
    on which others exist. */
 void model_init_weights(Model* m, uint64_t seed, double std);

@@ -34,10 +34,18 @@ static const LayerKindInfo LAYER_KINDS[] = {
 };
 #define N_LAYER_KINDS (sizeof(LAYER_KINDS) / sizeof(LAYER_KINDS[0]))
 
-/* the shape of a tensor kind under cfg: [out, in] or [n] */
-static size_t kind_shape(TensorKind k, const ModelConfig* c, size_t shape[2]) {
+TensorKind lora_target_kind(LoraTarget t) {
+    static const TensorKind K[LORA_N_TARGETS] = {TK_WQ, TK_WK, TK_WV, TK_WO, TK_GATE, TK_UP, TK_DOWN};
+    return K[t];
+}
+
+/* the shape of a tensor kind under cfg: [out, in] or [n]; lt: the adapted projection of a LoRA kind */
+static size_t kind_shape(TensorKind k, LoraTarget lt, const ModelConfig* c, size_t shape[2]) {
     size_t hd = cfg_hd(c), q = c->H * hd, kv = c->KVH * hd;
+    size_t w[2];
     switch (k) {
+    case TK_LORA_A: kind_shape(lora_target_kind(lt), lt, c, w); shape[0] = c->lora_rank; shape[1] = w[1]; return 2;
+    case TK_LORA_B: kind_shape(lora_target_kind(lt), lt, c, w); shape[0] = w[0]; shape[1] = c->lora_rank; return 2;
     case TK_EMBED: case TK_LM_HEAD: shape[0] = c->V; shape[1] = c->D; return 2;
     case TK_WQ: shape[0] = q; shape[1] = c->D; return 2;
     case TK_WK: case TK_WV: shape[0] = kv; shape[1] = c->D; return 2;
@@ -53,7 +61,7 @@ static size_t kind_shape(TensorKind k, const ModelConfig* c, size_t shape[2]) {
     }
 }
 
-static void add_tensor(TensorTable* tt, size_t* cap, TensorKind kind, int layer, const char* name,
+static void add_tensor(TensorTable* tt, size_t* cap, TensorKind kind, LoraTarget lt, int layer, const char* name,
                        const ModelConfig* c, const char* const* frozen, size_t n_frozen) {
     if (tt->n == *cap) {
         *cap = *cap ? 2 * *cap : 64;
@@ -68,36 +76,46 @@ static void add_tensor(TensorTable* tt, size_t* cap, TensorKind kind, int layer,
     t->layer = layer;
     CHECK(strlen(name) < TENSOR_NAME_LEN, "tensor name too long: %s", name);
     strcpy(t->name, name);
-    t->ndim = kind_shape(kind, c, t->shape);
+    t->ndim = kind_shape(kind, lt, c, t->shape);
     t->numel = t->ndim == 2 ? mulCheck(t->shape[0], t->shape[1], name) : t->shape[0];
     t->offset = tt->n_params;
     tt->n_params += t->numel;
-    bool is_frozen = false;
+    t->is_lora = kind == TK_LORA_A || kind == TK_LORA_B;
+    t->lora_target = lt;
+    t->is_repo = kind == TK_REPO_GATE || kind == TK_REPO_CONTENT || kind == TK_REPO_FINAL;
+    bool is_frozen = c->lora_rank && !t->is_lora && !t->is_repo;   /* LoRA trains adapters (and RePo) only */
     for (size_t i = 0; i < n_frozen; i++) is_frozen |= fnmatch(frozen[i], name, 0) == 0;
     t->grad_offset = is_frozen ? NO_GRAD : tt->n_grads;
     if (!is_frozen) tt->n_grads += t->numel;
     t->is_norm = kind == TK_FINAL_NORM || kind == TK_Q_NORM || kind == TK_K_NORM || kind == TK_IN_NORM ||
                  kind == TK_ATTN_NORM || kind == TK_MLP_NORM;
     t->is_embedding = kind == TK_EMBED;   /* the input embedding only: an untied lm_head is a Linear weight */
-    t->is_repo = kind == TK_REPO_GATE || kind == TK_REPO_CONTENT || kind == TK_REPO_FINAL;
 }
 
 void tensor_table_build(TensorTable* tt, const ModelConfig* c, const char* const* frozen, size_t n_frozen) {
     memset(tt, 0, sizeof(*tt));
     size_t cap = 0;
     char name[TENSOR_NAME_LEN];
-    add_tensor(tt, &cap, TK_EMBED, -1, "model.embed_tokens.weight", c, frozen, n_frozen);
+    add_tensor(tt, &cap, TK_EMBED, 0, -1, "model.embed_tokens.weight", c, frozen, n_frozen);
     for (size_t l = 0; l < c->L; l++) {
         for (size_t i = 0; i < N_LAYER_KINDS; i++) {
             const LayerKindInfo* k = &LAYER_KINDS[i];
             if (c->block == BLOCK_OLMO2 ? !k->olmo2 : !k->llama) continue;
             if (k->repo_only && c->pos[l] != POS_REPO) continue;
             snprintf(name, sizeof(name), "model.layers.%zu.%s", l, k->suffix);
-            add_tensor(tt, &cap, k->kind, (int)l, name, c, frozen, n_frozen);
+            add_tensor(tt, &cap, k->kind, 0, (int)l, name, c, frozen, n_frozen);
+            for (int lt = 0; lt < LORA_N_TARGETS; lt++) {
+                if (lora_target_kind((LoraTarget)lt) != k->kind || !cfg_lora_on(c, (LoraTarget)lt)) continue;
+                size_t stem = strlen(name) - strlen("weight");   /* "...q_proj." */
+                snprintf(name + stem, sizeof(name) - stem, "lora_A.weight");
+                add_tensor(tt, &cap, TK_LORA_A, (LoraTarget)lt, (int)l, name, c, frozen, n_frozen);
+                snprintf(name + stem, sizeof(name) - stem, "lora_B.weight");
+                add_tensor(tt, &cap, TK_LORA_B, (LoraTarget)lt, (int)l, name, c, frozen, n_frozen);
+            }
         }
     }
-    add_tensor(tt, &cap, TK_FINAL_NORM, -1, "model.norm.weight", c, frozen, n_frozen);
-    if (!c->tie_embeddings) add_tensor(tt, &cap, TK_LM_HEAD, -1, "lm_head.weight", c, frozen, n_frozen);
+    add_tensor(tt, &cap, TK_FINAL_NORM, 0, -1, "model.norm.weight", c, frozen, n_frozen);
+    if (!c->tie_embeddings) add_tensor(tt, &cap, TK_LM_HEAD, 0, -1, "lm_head.weight", c, frozen, n_frozen);
 }
 
 void tensor_table_free(TensorTable* tt) {
@@ -142,6 +160,8 @@ void weights_view(ModelWeights* w, const TensorTable* tt, const ModelConfig* c, 
         if (t->kind == TK_EMBED) w->embed = p;
         else if (t->kind == TK_FINAL_NORM) w->final_norm = p;
         else if (t->kind == TK_LM_HEAD) w->lm_head = p;
+        else if (t->kind == TK_LORA_A) w->layer[t->layer].lora_a[t->lora_target] = p;
+        else if (t->kind == TK_LORA_B) w->layer[t->layer].lora_b[t->lora_target] = p;
         else *layer_field(&w->layer[t->layer], t->kind) = p;
     }
     if (c->tie_embeddings) w->lm_head = w->embed;   /* the head's gradient adds into dE */

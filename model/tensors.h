@@ -16,6 +16,7 @@ typedef enum {
     TK_REPO_GATE, TK_REPO_CONTENT, TK_REPO_FINAL,                /* RePo module */
     TK_IN_NORM, TK_ATTN_NORM, TK_MLP_NORM,                       /* block norms */
     TK_GATE, TK_UP, TK_DOWN,                                     /* MLP */
+    TK_LORA_A, TK_LORA_B,                                        /* LoRA adapter of one projection */
     TK_COUNT
 } TensorKind;
 
@@ -32,6 +33,8 @@ typedef struct {
     size_t offset;               /* into the parameter arena */
     size_t grad_offset;          /* into the gradient arena, NO_GRAD when frozen */
     bool is_norm, is_embedding, is_repo;   /* for optimizer groups; is_embedding: embed_tokens only */
+    bool is_lora;                /* TK_LORA_A / TK_LORA_B: A [r, in], B [out, r] */
+    LoraTarget lora_target;      /* the projection a LoRA tensor adapts */
 } TensorInfo;
 
 typedef struct {
@@ -52,6 +55,8 @@ typedef struct {
     real *attn_norm;                     /* [D] post_attention_layernorm */
     real *mlp_norm;                      /* [D] OLMo-2 post_feedforward_layernorm */
     real *gate, *up, *down;              /* [F,D] [F,D] [D,F] */
+    real *lora_a[LORA_N_TARGETS];        /* [r, in] of each adapted projection, by LoraTarget */
+    real *lora_b[LORA_N_TARGETS];        /* [out, r] */
 } LayerWeights;
 
 typedef struct {
@@ -62,9 +67,14 @@ typedef struct {
 } ModelWeights;
 
 /* Build the list for cfg. frozen_patterns: n glob patterns (fnmatch) over the
-   Hugging Face names; matching tensors get no gradient. */
+   Hugging Face names; matching tensors get no gradient. With LoRA (cfg->lora_rank
+   > 0) each adapted projection W is followed by W's "lora_A.weight" and
+   "lora_B.weight" (W's name with ".weight" replaced), and every tensor but
+   those and the RePo module's is frozen. */
 void tensor_table_build(TensorTable* tt, const ModelConfig* cfg, const char* const* frozen_patterns, size_t n_frozen);
 void tensor_table_free(TensorTable* tt);
+/* the tensor kind a LoRA target adapts (TK_WQ, ..., TK_DOWN) */
+TensorKind lora_target_kind(LoraTarget t);
 /* index of the tensor with this name, or -1 */
 long tensor_table_find(const TensorTable* tt, const char* name);
 

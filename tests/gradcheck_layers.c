@@ -1,5 +1,5 @@
 /* Gradient-check problems for the single ops (tests/gradcheck.h): embedding,
-   rmsnorm, linear, rope (with and without YaRN), repo, attention, swiglu, xent,
+   rmsnorm, linear, lora, rope (with and without YaRN), repo, attention, swiglu, xent,
    and two problems the checker must reject: the deliberately wrong RMSNorm
    backward and a pole inside the finite-difference stencil. */
 #include <math.h>
@@ -151,6 +151,43 @@ static size_t build_linear(Problem* out, size_t max, Rng* rng) {
     gc_add(out, "inp", c->in[0], N * C);
     gc_add(out, "weight", c->in[1], OC * C);
     out->loss = lin_loss, out->grad = lin_grad;
+    return 1;
+}
+
+/* ---- lora: out (N,OC) = inp W^T + s (inp A^T) B^T ---- */
+static double lora_loss(Problem* p) {
+    OpCtx* c = p->ctx;
+    size_t N = c->dims[0], C = c->dims[1], OC = c->dims[2], r = c->dims[3];
+    linear_forward(c->out, c->in[0], c->in[1], N, C, OC);
+    lora_forward(c->out, c->work[0], c->in[0], c->in[2], c->in[3], 1.75, N, C, OC, r);
+    return gc_project(c->out, c->proj, N * OC);
+}
+static void lora_grad(Problem* p) {
+    OpCtx* c = p->ctx;
+    size_t N = c->dims[0], C = c->dims[1], OC = c->dims[2], r = c->dims[3];
+    zero_grads(p);
+    lora_loss(p);
+    linear_backward(p->dx[0], p->dx[1], c->proj, c->in[0], c->in[1], N, C, OC);
+    lora_backward(p->dx[0], p->dx[2], p->dx[3], c->work[1], c->proj, c->in[0], c->work[0], c->in[2], c->in[3], 1.75,
+                  N, C, OC, r);
+}
+static size_t build_lora(Problem* out, size_t max, Rng* rng) {
+    OpCtx* c = new_problem(out, "lora (N=4, C=5, OC=3, r=2, scale 1.75)");
+    size_t N = 4, C = 5, OC = 3, r = 2;
+    c->dims[0] = N, c->dims[1] = C, c->dims[2] = OC, c->dims[3] = r;
+    c->in[0] = gc_random(rng, N * C, -1, 1);
+    c->in[1] = gc_random(rng, OC * C, -1, 1);
+    c->in[2] = gc_random(rng, r * C, -1, 1);
+    c->in[3] = gc_random(rng, OC * r, -1, 1);
+    c->out = gc_random(rng, N * OC, 0, 0);
+    c->work[0] = gc_random(rng, N * r, 0, 0);
+    c->work[1] = gc_random(rng, N * r, 0, 0);
+    c->proj = gc_random(rng, N * OC, -1, 1);
+    gc_add(out, "inp", c->in[0], N * C);
+    gc_add(out, "weight", c->in[1], OC * C);
+    gc_add(out, "lora_A", c->in[2], r * C);
+    gc_add(out, "lora_B", c->in[3], OC * r);
+    out->loss = lora_loss, out->grad = lora_grad;
     return 1;
 }
 
@@ -356,11 +393,13 @@ static size_t build_pole(Problem* out, size_t max, Rng* rng) {
 size_t build_block_olmo2(Problem* out, size_t max, Rng* rng);
 size_t build_block_llama(Problem* out, size_t max, Rng* rng);
 size_t build_model(Problem* out, size_t max, Rng* rng);
+size_t build_lora_model(Problem* out, size_t max, Rng* rng);
 
 const LayerEntry GC_LAYERS[] = {
     {"embedding", "token embedding and its scatter-add backward", build_embedding, 1},
     {"rmsnorm", "RMSNorm with weight (block norms, QK-norm, final norm)", build_rmsnorm, 1},
     {"linear", "y = x W^T through BLAS", build_linear, 1},
+    {"lora", "y = x W^T + (alpha/r) (x A^T) B^T, the LoRA adapter on a linear", build_lora, 1},
     {"rope", "rotary positions with real positions per kv head; plain and YaRN", build_rope, 1},
     {"repo", "the RePo position module", build_repo, 1},
     {"attention", "causal attention with grouped-query heads", build_attention, 1},
@@ -369,6 +408,7 @@ const LayerEntry GC_LAYERS[] = {
     {"block-olmo2", "OLMo-2 block, one per position mode (rope, repo, nope)", build_block_olmo2, 1},
     {"block-llama", "Llama block with GQA, one per position mode", build_block_llama, 1},
     {"model", "tiny decoders mixing rope, repo and nope layers, GQA on", build_model, 1},
+    {"lora-model", "tiny decoders with LoRA adapters on a frozen base (OLMo-2 and Llama)", build_lora_model, 1},
     {"rmsnorm-wrong", "a deliberately wrong backward; the check must FAIL", build_rmsnorm_wrong, 0},
     {"pole", "an infinite numeric gradient; the check must FAIL", build_pole, 0},
 };

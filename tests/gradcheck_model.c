@@ -35,11 +35,11 @@ static void randomise_weights(Model* m, Rng* rng) {
     }
 }
 
-/* register the tensors of layer (or every tensor when layer < 0) as checked inputs */
+/* register the trainable tensors of layer (or of the model when layer < 0) as checked inputs */
 static void add_params(Problem* p, Model* m, int layer) {
     for (size_t i = 0; i < m->tensors.n; i++) {
         const TensorInfo* t = &m->tensors.t[i];
-        if (layer >= 0 && t->layer != layer) continue;
+        if ((layer >= 0 && t->layer != layer) || t->grad_offset == NO_GRAD) continue;
         gc_add(p, t->name, m->params + t->offset, t->numel);
     }
 }
@@ -154,5 +154,22 @@ size_t build_model(Problem* out, size_t max, Rng* rng) {
     cfg.pos[0] = POS_REPO, cfg.pos[1] = POS_NOPE, cfg.pos[2] = POS_ROPE;
     cfg.yarn_factor = 2.0, cfg.yarn_orig_max = 4;
     setup_model(&out[1], rng, &cfg, "model: Llama, layers repo/nope/rope, GQA 4/2, tied, YaRN x2", 0);
+    return 2;
+}
+
+/* LoRA on a frozen base: only the adapters (and RePo) are trainable, and the
+   check covers them; B starts random here (PEFT's B = 0 would hide A's gradient). */
+size_t build_lora_model(Problem* out, size_t max, Rng* rng) {
+    ModelConfig cfg;
+    model_config_default(&cfg);
+    cfg.V = 11, cfg.D = 16, cfg.L = 2, cfg.H = 4, cfg.KVH = 2, cfg.F = 24;
+    cfg.norm_eps = 1e-5;
+    cfg.pos[0] = POS_ROPE, cfg.pos[1] = POS_REPO;
+    cfg.lora_rank = 3, cfg.lora_alpha = 6.0, cfg.lora_targets = (1u << LORA_N_TARGETS) - 1;
+    setup_model(&out[0], rng, &cfg, "lora-model: OLMo-2, rank 3 on all seven projections, layers rope/repo", 0);
+    cfg.block = BLOCK_LLAMA;
+    cfg.lora_rank = 2, cfg.lora_alpha = 5.0;
+    cfg.lora_targets = 1u << LORA_Q | 1u << LORA_V | 1u << LORA_DOWN;
+    setup_model(&out[1], rng, &cfg, "lora-model: Llama, rank 2 on q_proj, v_proj, down_proj, layers rope/repo", 0);
     return 2;
 }

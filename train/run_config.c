@@ -62,6 +62,11 @@ const RcKey RC_KEYS[] = {
     REAL(RS ".beta_slow", model.positions.rope_scaling.beta_slow, 0, HUGE_VAL, KF_CKPT | KF_LO_OPEN, NULL),
     REAL(RS ".attention_factor", model.positions.rope_scaling.attention_factor, 0, HUGE_VAL,
          KF_CKPT | KF_NULL | KF_LO_OPEN, "mscale"),
+    { "model.lora", KT_OBJ, O(model.lora), 0, sizeof(RcLora), KF_NULL, NULL, "peft|lora_config" },
+    SIZE("model.lora.rank", model.lora.rank, 0, 65536, 0, "r"),
+    REAL("model.lora.alpha", model.lora.alpha, 0, HUGE_VAL, KF_LO_OPEN, "lora_alpha"),
+    LIST("model.lora.targets", model.lora.targets, 32, 0, "target_modules"),
+    REAL("model.lora.dropout", model.lora.dropout, 0, 1, KF_HI_OPEN, "lora_dropout"),
     SEC("data"),
     LIST("data.train", data.train, RC_PATH_LEN, 0, "train_files|files|train_data"),
     LIST("data.val", data.val, RC_PATH_LEN, 0, "val_files|valid|validation|eval"),
@@ -134,6 +139,11 @@ void run_config_defaults(RunConfig* rc) {
     rc->model.positions.rope_scaling.beta_fast = 32.0;
     rc->model.positions.rope_scaling.beta_slow = 1.0;
     rc->model.positions.rope_scaling.attention_factor = 0.0;
+
+    rc->model.lora.rank = 0;
+    rc->model.lora.alpha = 32.0;
+    rc->model.lora.targets.n = 0;
+    rc->model.lora.dropout = 0.0;
 
     rc->data.train.n = 0;
     rc->data.val.n = 0;
@@ -254,6 +264,17 @@ static int validate(RcCtx* c) {
     if (p->rope_scaling.beta_fast <= p->rope_scaling.beta_slow)
         return rc_fail(c, RS ".beta_fast", "%g must exceed beta_slow %g", p->rope_scaling.beta_fast,
                        p->rope_scaling.beta_slow);
+
+    const RcLora* lo = &m->lora;
+    for (size_t i = 0; i < lo->targets.n; i++) {
+        LoraTarget t;
+        if (!lora_target_parse(lo->targets.v[i], &t))
+            return rc_fail(c, "model.lora.targets", "'%s' matches no projection; the valid names are q_proj, k_proj, "
+                           "v_proj, o_proj, gate_proj, up_proj, down_proj", lo->targets.v[i]);
+    }
+    if (lo->dropout != 0)
+        return rc_fail(c, "model.lora.dropout", "%g: only 0 is supported (no dropout on the adapter input)",
+                       lo->dropout);
 
     if (rc->optim.min_lr > rc->optim.lr)
         return rc_fail(c, "optim.min_lr", "%g exceeds optim.lr %g", rc->optim.min_lr, rc->optim.lr);

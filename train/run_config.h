@@ -69,6 +69,13 @@ typedef struct {
     RcRopeScaling rope_scaling;
 } RcPositions;
 
+typedef struct {                        /* LoRA adapters on the projections (PEFT's LoraConfig keys) */
+    size_t rank;                        /* 0: no LoRA */
+    double alpha;                       /* 32: the update is (alpha / rank) B A */
+    RcList targets;                     /* empty = all seven: q_proj k_proj v_proj o_proj gate_proj up_proj down_proj */
+    double dropout;                     /* 0 (the only value supported) */
+} RcLora;
+
 typedef struct {
     char init_from[RC_PATH_LEN];        /* "" (JSON null) = a fresh model; else an HF checkpoint dir */
     BlockStyle arch;                    /* olmo2 */
@@ -83,6 +90,7 @@ typedef struct {
     bool tie_embeddings;                /* false */
     double init_std;                    /* 0.02: std of new matrices (RePo's own init is DESIGN.md §2's) */
     RcPositions positions;
+    RcLora lora;
 } RcModel;
 
 typedef struct {

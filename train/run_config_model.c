@@ -47,6 +47,19 @@ static void set_yarn(const RunConfig* rc, ModelConfig* c, bool from_checkpoint) 
     if (c->yarn_factor > 1) c->max_position_embeddings = (size_t)(c->yarn_orig_max * c->yarn_factor);
 }
 
+/* model.lora into c (targets checked by run_config_load); a checkpoint's config never carries it */
+static void set_lora(const RunConfig* rc, ModelConfig* c) {
+    const RcLora* lo = &rc->model.lora;
+    c->lora_rank = lo->rank;
+    c->lora_alpha = lo->alpha;
+    c->lora_targets = lo->targets.n ? 0 : (1u << LORA_N_TARGETS) - 1;
+    for (size_t i = 0; i < lo->targets.n; i++) {
+        LoraTarget t;
+        CHECK(lora_target_parse(lo->targets.v[i], &t), "model.lora.targets: unknown projection '%s'", lo->targets.v[i]);
+        c->lora_targets |= 1u << t;
+    }
+}
+
 void run_config_model(const RunConfig* rc, ModelConfig* c) {
     const RcModel* m = &rc->model;
     model_config_default(c);
@@ -64,6 +77,7 @@ void run_config_model(const RunConfig* rc, ModelConfig* c) {
     c->max_position_embeddings = rc->data.seq_len;
     set_yarn(rc, c, false);
     set_positions(rc, c);
+    set_lora(rc, c);
 }
 
 /* "rope, repo, repo": the layers' position modes, for messages */
@@ -111,6 +125,7 @@ int run_config_apply_checkpoint(const RunConfig* rc, ModelConfig* c, const char*
         }
         return rc_fail(&x, key, "%s disagrees with %s in %s; %s", want, have, from, fix);
     }
+    set_lora(rc, c);
     if (run_config_was_set(rc, "model.rope_theta")) c->rope_theta = m->rope_theta;
     if (run_config_was_set(rc, "model.norm_eps")) c->norm_eps = m->norm_eps;
     if (run_config_was_set(rc, "model.positions.rope_scaling")) set_yarn(rc, c, true);
