@@ -15,6 +15,7 @@
 #include "common/check.h"
 #include "common/fileio.h"
 #include "model/hf_config.h"
+#include "model/peft.h"
 
 #define MAX_SHARDS 1024
 
@@ -164,6 +165,9 @@ size_t hf_load_weights(Model* m, const char* dir, uint64_t init_seed, bool verbo
     const TensorTable* tt = &m->tensors;
     char* loaded = callocCheck(tt->n, 1);
     scan_weights(dir, tt, m->params, loaded);
+    char adapter[4096];
+    snprintf(adapter, sizeof(adapter), "%s/adapter_model.safetensors", dir);
+    if (m->cfg.lora_rank && path_exists(adapter)) peft_load(m, dir, loaded);
     static char fresh[4096];
     fresh[0] = 0;
     size_t n_fresh = 0;
@@ -188,20 +192,23 @@ void hf_save(const Model* m, const char* dir, StDtype dtype) {
     mkdir_p(dir);
     const TensorTable* tt = &m->tensors;
     StWriteTensor* w = callocCheck(tt->n, sizeof(StWriteTensor));
+    size_t n = 0;
     for (size_t i = 0; i < tt->n; i++) {
         const TensorInfo* t = &tt->t[i];
-        w[i].name = t->name;
-        w[i].dtype = dtype;
-        w[i].ndim = t->ndim;
-        for (size_t d = 0; d < t->ndim; d++) w[i].shape[d] = t->shape[d];
-        w[i].data = m->params + t->offset;
+        if (t->is_lora) continue;   /* adapters go to the PEFT files */
+        w[n].name = t->name;
+        w[n].dtype = dtype;
+        w[n].ndim = t->ndim;
+        for (size_t d = 0; d < t->ndim; d++) w[n].shape[d] = t->shape[d];
+        w[n++].data = m->params + t->offset;
     }
     char path[4096];
     const char* keys[] = {"format", "producer"};
     const char* values[] = {"pt", "repoc"};
     snprintf(path, sizeof(path), "%s/model.safetensors", dir);
-    st_write(path, w, tt->n, keys, values, 2);
+    st_write(path, w, n, keys, values, 2);
     free(w);
+    if (m->cfg.lora_rank) peft_save(m, dir, m->lora_base);
     char* cfg = hf_config_write(&m->cfg, dtype == ST_BF16 ? "bfloat16" : "float32");
     snprintf(path, sizeof(path), "%s/config.json", dir);
     file_write_atomic(path, cfg, strlen(cfg));

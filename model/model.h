@@ -45,6 +45,8 @@ typedef struct {
     const real* target_weights;  /* (N) loss weight of each target for the next forward, NULL = all 1 (the
                                     plain mean); set by the caller, unchanged until its backward (xent.h) */
 
+    const char* lora_base;       /* the base checkpoint a LoRA model's adapters are saved against (not owned) */
+
     bool has_loss;               /* forward ran with targets, so backward may run */
     double loss;
     size_t n_valid;              /* targets that are not -1 */

@@ -16,6 +16,7 @@
 #include "common/fileio.h"
 #include "data/source.h"      /* synthetic_from_json */
 #include "model/hf_checkpoint.h"
+#include "model/peft.h"
 #include "model/hf_config.h"
 #include "train/checkpoint.h"
 
@@ -183,6 +184,7 @@ void cli_check_output_dir(const char* opt, const char* dir) {
 void cli_checkpoint_config(CkptInfo* ci, ModelConfig* cfg, const char* path, double yarn_factor, double yarn_orig) {
     cli_resolve_checkpoint(ci, path);
     hf_config_read(ci->dir, cfg);
+    peft_read_config(ci->dir, cfg);   /* a LoRA checkpoint: base plus its PEFT adapter */
     cli_apply_yarn(cfg, yarn_factor, yarn_orig, ci);
 }
 

@@ -146,6 +146,7 @@ void trainer_setup(Trainer* tr) {
     const char* freeze[OPTIM_MAX_PATTERNS];
     size_t n_freeze = optim_freeze_patterns(&tr->ocfg, freeze);
     model_build(&tr->model, &tr->mcfg, tr->B, tr->T, freeze, n_freeze, true);
+    tr->model.lora_base = rc->model.init_from;
     tr->model.z_loss = rc->optim.z_loss;
     build_optimizer(tr);
     tr->tokens = mallocCheck(tr->B * tr->T * sizeof(int32_t));

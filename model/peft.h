@@ -1,0 +1,28 @@
+/* LoRA adapters in PEFT's on-disk format, next to a Hugging Face checkpoint:
+   adapter_config.json (peft_type LORA, r, lora_alpha, target_modules, ...) and
+   adapter_model.safetensors with PEFT's names, "base_model.model." + the base
+   tensor's module + ".lora_A.weight" [r, in] / ".lora_B.weight" [out, r].
+   Trainable RePo tensors are PEFT "modules_to_save" (gate_map, content_map,
+   final_map): PEFT saves such a module's weight under its plain name with the
+   same "base_model.model." prefix, and so do we. */
+#ifndef REPOC_PEFT_H
+#define REPOC_PEFT_H
+
+#include <stdbool.h>
+
+#include "model/model.h"
+
+#define PEFT_PREFIX "base_model.model."
+
+/* Write dir/adapter_config.json and dir/adapter_model.safetensors (F32) for m's LoRA tensors and its
+   trainable RePo tensors; base_model: the base checkpoint's path or hub name ("" = unknown). */
+void peft_save(const Model* m, const char* dir, const char* base_model);
+/* When dir holds adapter_config.json: set cfg's lora_rank, lora_alpha and lora_targets from it (dies on a
+   config repoc cannot run: another peft_type, an unknown target module, dropout) and return true. */
+bool peft_read_config(const char* dir, ModelConfig* cfg);
+/* Load dir/adapter_model.safetensors into m: every LoRA tensor of m must be there with m's shape (the
+   error names the tensor and both shapes); RePo tensors found there are loaded too. loaded (m->tensors.n
+   flags, may be NULL) gets 1 for each tensor read. Returns the count. */
+size_t peft_load(Model* m, const char* dir, char* loaded);
+
+#endif
