@@ -143,3 +143,19 @@ size_t peft_load(Model* m, const char* dir, char* loaded) {
     st_close(&f);
     return n;
 }
+
+void peft_merge(Model* m) {
+    const TensorTable* tt = &m->tensors;
+    real scale = (real)cfg_lora_scale(&m->cfg);
+    size_t r = m->cfg.lora_rank;
+    for (size_t i = 0; i < tt->n; i++) {   /* the table lists W, W's lora_A, W's lora_B in a row */
+        const TensorInfo* a = &tt->t[i];
+        if (a->kind != TK_LORA_A) continue;
+        const TensorInfo *w = &tt->t[i - 1], *b = &tt->t[i + 1];
+        CHECK(w->kind == lora_target_kind(a->lora_target) && b->kind == TK_LORA_B, "peft_merge: table order of %s",
+              a->name);
+        size_t out = w->shape[0], in = w->shape[1];
+        cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)out, (int)in, (int)r, scale,
+                   m->params + b->offset, (int)r, m->params + a->offset, (int)in, 1, m->params + w->offset, (int)in);
+    }
+}

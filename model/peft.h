@@ -25,4 +25,8 @@ bool peft_read_config(const char* dir, ModelConfig* cfg);
    flags, may be NULL) gets 1 for each tensor read. Returns the count. */
 size_t peft_load(Model* m, const char* dir, char* loaded);
 
+/* Fold every adapter into its base weight: W (out,in) += (alpha / r) B (out,r) A (r,in). The adapters
+   stay as they were, so forwards now count them twice: save or copy the base tensors next. */
+void peft_merge(Model* m);
+
 #endif

@@ -242,6 +242,17 @@ static int validate(RcCtx* c) {
         return rc_fail(c, RS ".factor", "%g x original_max_position_embeddings %g = %g positions exceeds 2^53, the "
                        "largest max_position_embeddings a checkpoint's config.json holds exactly", ys->factor,
                        ys->original_max_position_embeddings, ys->factor * ys->original_max_position_embeddings);
+    const RcLora* lo = &m->lora;
+    for (size_t i = 0; i < lo->targets.n; i++) {
+        LoraTarget t;
+        if (!lora_target_parse(lo->targets.v[i], &t))
+            return rc_fail(c, "model.lora.targets", "'%s' matches no projection; the valid names are q_proj, k_proj, "
+                           "v_proj, o_proj, gate_proj, up_proj, down_proj", lo->targets.v[i]);
+    }
+    if (lo->dropout != 0)
+        return rc_fail(c, "model.lora.dropout", "%g: only 0 is supported (no dropout on the adapter input)",
+                       lo->dropout);
+
     if (!m->init_from[0]) {   /* with init_from the sizes come from the checkpoint (run_config_apply_checkpoint) */
         if (m->n_kv_heads == RC_UNSET) m->n_kv_heads = m->n_heads;
         if (m->d_model % m->n_heads)
@@ -264,17 +275,6 @@ static int validate(RcCtx* c) {
     if (p->rope_scaling.beta_fast <= p->rope_scaling.beta_slow)
         return rc_fail(c, RS ".beta_fast", "%g must exceed beta_slow %g", p->rope_scaling.beta_fast,
                        p->rope_scaling.beta_slow);
-
-    const RcLora* lo = &m->lora;
-    for (size_t i = 0; i < lo->targets.n; i++) {
-        LoraTarget t;
-        if (!lora_target_parse(lo->targets.v[i], &t))
-            return rc_fail(c, "model.lora.targets", "'%s' matches no projection; the valid names are q_proj, k_proj, "
-                           "v_proj, o_proj, gate_proj, up_proj, down_proj", lo->targets.v[i]);
-    }
-    if (lo->dropout != 0)
-        return rc_fail(c, "model.lora.dropout", "%g: only 0 is supported (no dropout on the adapter input)",
-                       lo->dropout);
 
     if (rc->optim.min_lr > rc->optim.lr)
         return rc_fail(c, "optim.min_lr", "%g exceeds optim.lr %g", rc->optim.min_lr, rc->optim.lr);

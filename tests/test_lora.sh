@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# LoRA training end to end on a tiny model: the frozen base is saved unchanged,
+# the adapters go to PEFT's files, a run stopped at step 10 and resumed gives
+# the same losses and adapters as one straight run, build/eval reads the LoRA
+# checkpoint, build/merge folds it into a plain checkpoint with the same
+# validation loss, and a LoRA target that matches no projection is refused.
+. "$(dirname "$0")/testlib.sh" lora
+
+build/tools/gen_tokens "$T/train.u16" 50000 64 1 || exit 1
+config() {  # file out_dir steps init_from lora
+    cat >"$1" <<JSON
+{"run": {"out_dir": "$2", "seed": 3, "threads": 2, "resume": "auto"},
+ "model": {"init_from": $4, "vocab_size": 64, "d_model": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2,
+           "d_ff": 128, "lora": $5},
+ "data": {"train": ["$T/train.u16"], "val": ["$T/train.u16"], "seq_len": 32},
+ "optim": {"lr": 1e-2, "warmup_steps": 2, "schedule": "constant"},
+ "train": {"batch_size": 2, "steps": $3, "log_every": 1, "eval_every": 0, "save_every": 10, "keep_last": 2}}
+JSON
+}
+config "$T/base.json" "$T/base" 10 null null
+build/train "$T/base.json" >"$T/base.log" 2>&1 || { bad "base run failed"; cat "$T/base.log"; }
+LORA='{"rank": 4, "alpha": 8, "targets": ["q_proj", "v_proj", "down_proj"]}'
+config "$T/a.json" "$T/a" 20 "\"$T/base/step_0000010\"" "$LORA"
+config "$T/b.json" "$T/b" 10 "\"$T/base/step_0000010\"" "$LORA"
+build/train "$T/a.json" >"$T/a.log" 2>&1 || { bad "LoRA run failed"; tail -5 "$T/a.log"; }
+build/train "$T/b.json" >"$T/b.log" 2>&1 && config "$T/b.json" "$T/b" 20 "\"$T/base/step_0000010\"" "$LORA" &&
+    build/train "$T/b.json" >>"$T/b.log" 2>&1 || { bad "stopped + resumed LoRA run failed"; tail -5 "$T/b.log"; }
+
+A="$T/a/step_0000020"
+cmp -s "$T/base/step_0000010/model.safetensors" "$A/model.safetensors" &&
+    ok "the frozen base is saved unchanged after 20 LoRA steps" || bad "the base weights changed"
+grep -q '"peft_type":.*"LORA"' "$A/adapter_config.json" && grep -q '"r":.*4' "$A/adapter_config.json" &&
+    grep -q '"target_modules":.*\["q_proj", "v_proj", "down_proj"\]' "$A/adapter_config.json" &&
+    ok "adapter_config.json: LORA, r 4, the three target modules" || { bad "adapter_config.json"; cat "$A/adapter_config.json"; }
+head -c 2000 "$A/adapter_model.safetensors" | grep -q 'base_model.model.model.layers.1.mlp.down_proj.lora_B.weight":{"dtype":"F32","shape":\[64,4\]' &&
+    ok "adapter_model.safetensors: PEFT names, lora_B [out, r]" || bad "adapter tensor names or shapes"
+losses() { grep -o '"step": [0-9]*, "loss": [^,]*' "$1/metrics.jsonl"; }
+[ "$(losses "$T/a")" = "$(losses "$T/b")" ] && cmp -s "$A/adapter_model.safetensors" "$T/b/step_0000020/adapter_model.safetensors" &&
+    cmp -s "$A/optimizer.safetensors" "$T/b/step_0000020/optimizer.safetensors" &&
+    ok "resume at step 10: losses, adapters and AdamW moments bit-identical" || bad "resumed LoRA run differs"
+
+build/eval "$A" --ppl "$T/train.u16" --seq-len 32 --max-windows 4 >"$T/eval_a.log" 2>&1 || { bad "eval of the LoRA checkpoint failed"; tail -3 "$T/eval_a.log"; }
+build/merge "$T/base/step_0000010" "$A" "$T/merged" >"$T/merge.log" 2>&1 || { bad "merge failed"; cat "$T/merge.log"; }
+[ ! -e "$T/merged/adapter_config.json" ] && ok "merge writes a plain checkpoint" || bad "merge wrote adapter files"
+build/eval "$T/merged" --ppl "$T/train.u16" --seq-len 32 --max-windows 4 >"$T/eval_m.log" 2>&1 || { bad "eval of the merged checkpoint failed"; tail -3 "$T/eval_m.log"; }
+la=$(grep -o 'nll [0-9.]*  ppl [0-9.]*' "$T/eval_a.log" | head -n 1); lm=$(grep -o 'nll [0-9.]*  ppl [0-9.]*' "$T/eval_m.log" | head -n 1)
+[ -n "$la" ] && [ "$la" = "$lm" ] && ok "merged checkpoint: same validation $la as the adapter model" || bad "eval losses differ: '$la' vs '$lm'"
+
+config "$T/bad.json" "$T/bad" 5 null '{"rank": 4, "targets": ["q_proj", "qkv_proj"]}'
+out=$(build/train "$T/bad.json" 2>&1); rc=$?
+[ $rc -ne 0 ] && echo "$out" | grep -q "model.lora.targets" && echo "$out" | grep -q "qkv_proj" && echo "$out" | grep -q "gate_proj" &&
+    ok "a target matching no projection: error naming it and the valid names" || { bad "bad target accepted (rc $rc)"; echo "$out" | tail -3; }
+
+echo "test_lora: $([ $failures -eq 0 ] && echo all OK || echo FAILED)"
+[ $failures -eq 0 ]
