@@ -105,8 +105,28 @@ void data_source_open(DataSource* ds, const cJSON* synthetic, const char* const*
     }
 }
 
+void data_source_open_jsonl(DataSource* ds, const char* const* train, size_t n_train, const char* const* val,
+                            size_t n_val, const char* tokenizer, DataOrder order, uint64_t seed, size_t vocab_size,
+                            size_t T) {
+    memset(ds, 0, sizeof(*ds));
+    ds->order = order;
+    ds->seed = seed;
+    ds->jsonl = true;
+    CHECK(n_train > 0, "data.train: no training files given for data.format \"jsonl\"");
+    packed_open(&ds->jtrain, train, n_train, tokenizer, vocab_size, T);
+    packed_print(&ds->jtrain, "data.train (jsonl)", stdout);
+    if (n_val) {
+        packed_open(&ds->jval, val, n_val, tokenizer, vocab_size, T);
+        packed_print(&ds->jval, "data.val (jsonl)", stdout);
+        ds->has_val = true;
+    }
+}
+
 void data_source_close(DataSource* ds) {
-    if (!ds->synthetic) {
+    if (ds->jsonl) {
+        packed_close(&ds->jtrain);
+        if (ds->has_val) packed_close(&ds->jval);
+    } else if (!ds->synthetic) {
         token_data_close(&ds->train);
         if (ds->has_val) token_data_close(&ds->val);
     }
@@ -122,7 +142,22 @@ void data_source_rows(const DataSource* ds, bool val, size_t step, size_t rows_p
     }
     if (answer_mask) memset(answer_mask, 0, n * T);   /* token files have no answers */
     CHECK(!val || ds->has_val, "no validation data (data.val)");
+    if (ds->jsonl) {   /* validation reads its rows in order, like files */
+        packed_rows(val ? &ds->jval : &ds->jtrain, val ? ORDER_SEQUENTIAL : ds->order, ds->seed, step, rows_per_step,
+                    row0, n, tokens, targets, NULL);
+        return;
+    }
     /* validation reads its files in order, batch after batch */
     token_data_rows(val ? &ds->val : &ds->train, val ? ORDER_SEQUENTIAL : ds->order, ds->seed, step, rows_per_step,
                     row0, n, T, tokens, targets);
+}
+
+void data_source_doc_ids(const DataSource* ds, bool val, size_t step, size_t rows_per_step, size_t row0, size_t n,
+                         size_t T, int32_t* doc_ids) {
+    if (!ds->jsonl) {
+        memset(doc_ids, 0, n * T * sizeof(int32_t));
+        return;
+    }
+    packed_rows(val ? &ds->jval : &ds->jtrain, val ? ORDER_SEQUENTIAL : ds->order, ds->seed, step, rows_per_step, row0,
+                n, NULL, NULL, doc_ids);
 }

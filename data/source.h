@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "data/jsonl.h"
 #include "data/synthetic.h"
 #include "data/tokens.h"
 
@@ -17,6 +18,8 @@ typedef struct {
     bool synthetic;
     SyntheticConfig syn;
     TokenData train, val;
+    bool jsonl;            /* data.format "jsonl": packed instruction rows instead of token files */
+    PackedRows jtrain, jval;
     bool has_val;          /* val files given, or synthetic (a held-out stream) */
     DataOrder order;
     uint64_t seed;
@@ -33,11 +36,22 @@ int synthetic_from_json(SyntheticConfig* cfg, const cJSON* obj, char* err, size_
 void data_source_open(DataSource* ds, const cJSON* synthetic, const char* const* train, size_t n_train,
                       const char* const* val, size_t n_val, const char* format, DataOrder order, uint64_t seed,
                       size_t vocab_size, size_t T);
+/* data.format "jsonl": the files are JSON Lines records (data/jsonl.h), tokenized with tokenizer (NULL:
+   pre-tokenized lines only) and packed into rows of T; prints the record counts and loss-token fraction. */
+void data_source_open_jsonl(DataSource* ds, const char* const* train, size_t n_train, const char* const* val,
+                            size_t n_val, const char* tokenizer, DataOrder order, uint64_t seed, size_t vocab_size,
+                            size_t T);
 void data_source_close(DataSource* ds);
 
 /* rows row0 .. row0+n-1 of step `step` (rows_per_step global rows); val = the held-out stream.
    answer_mask (n*T, may be NULL): 1 where targets[i] is a synthetic answer token, else 0 */
 void data_source_rows(const DataSource* ds, bool val, size_t step, size_t rows_per_step, size_t row0, size_t n,
                       size_t T, int32_t* tokens, int32_t* targets, uint8_t* answer_mask);
+
+/* The per-token document ids of the same rows: doc_ids (n*T) int32, 0, 1, ... for the documents of a
+   row in order (a document split over rows is doc 0 of its later rows; padding is a document of its
+   own). Packed JSONL rows know them; token files and synthetic rows give 0 everywhere (one document). */
+void data_source_doc_ids(const DataSource* ds, bool val, size_t step, size_t rows_per_step, size_t row0, size_t n,
+                         size_t T, int32_t* doc_ids);
 
 #endif

@@ -96,7 +96,8 @@ typedef struct {
 typedef struct {
     RcList train;                       /* empty: files or globs (DESIGN.md §5 token formats) */
     RcList val;                         /* empty: files or globs for evaluation */
-    char format[RC_WORD_LEN];           /* "auto" | "bin" | "npy" | "u16" | "u32" */
+    char format[RC_WORD_LEN];           /* "auto" | "bin" | "npy" | "u16" | "u32" | "jsonl" (data/jsonl.h) */
+    char tokenizer[RC_PATH_LEN];        /* "" (JSON null): jsonl text records use model.init_from's tokenizer.json */
     size_t seq_len;                     /* 256: T, tokens per row */
     DataOrder order;                    /* shuffle | sequential */
     cJSON* synthetic;                   /* NULL (JSON null): generator settings, owned; the data module

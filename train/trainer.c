@@ -139,8 +139,22 @@ void trainer_setup(Trainer* tr) {
     const char* val_files[RC_LIST_MAX];
     for (size_t i = 0; i < rc->data.train.n; i++) train_files[i] = rc->data.train.v[i];
     for (size_t i = 0; i < rc->data.val.n; i++) val_files[i] = rc->data.val.v[i];
-    data_source_open(&tr->data, rc->data.synthetic, train_files, rc->data.train.n, val_files, rc->data.val.n,
-                     rc->data.format, rc->data.order, rc->run.seed, tr->mcfg.V, tr->T);
+    if (!strcmp(rc->data.format, "jsonl")) {
+        CHECK(!rc->data.synthetic, "data.format \"jsonl\" reads data.train files; remove data.synthetic");
+        char tok[4096] = "";   /* data.tokenizer, else model.init_from's tokenizer.json when it has one */
+        if (rc->data.tokenizer[0]) snprintf(tok, sizeof(tok), "%s", rc->data.tokenizer);
+        else if (rc->model.init_from[0]) {
+            char dir[4000];
+            resolve_init_from(rc->model.init_from, dir, sizeof(dir));
+            snprintf(tok, sizeof(tok), "%s/tokenizer.json", dir);
+            if (!path_exists(tok)) tok[0] = 0;
+        }
+        data_source_open_jsonl(&tr->data, train_files, rc->data.train.n, val_files, rc->data.val.n,
+                               tok[0] ? tok : NULL, rc->data.order, rc->run.seed, tr->mcfg.V, tr->T);
+    } else {
+        data_source_open(&tr->data, rc->data.synthetic, train_files, rc->data.train.n, val_files, rc->data.val.n,
+                         rc->data.format, rc->data.order, rc->run.seed, tr->mcfg.V, tr->T);
+    }
 
     run_config_optim(rc, &tr->ocfg);
     const char* freeze[OPTIM_MAX_PATTERNS];

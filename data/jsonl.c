@@ -1,0 +1,220 @@
+/* JSON Lines instruction data, tokenized and packed at open; see jsonl.h. */
+#include "data/jsonl.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"
+#include "common/fileio.h"
+#include "common/rng.h"
+#include "data/mix.h"
+#include "tokenizer/tokenizer.h"
+
+#define JSONL_SHUFFLE_DOMAIN 0x6a736f6e6c726f77ull   /* "jsonlrow" */
+
+/* a growing int32 array */
+typedef struct { int32_t* v; size_t n, cap; } Ints;
+static void ints_push(Ints* a, int32_t x) {
+    if (a->n == a->cap) {
+        a->cap = a->cap ? 2 * a->cap : 4096;
+        int32_t* g = mallocCheck(a->cap * sizeof(int32_t));
+        if (a->n) memcpy(g, a->v, a->n * sizeof(int32_t));
+        free(a->v);
+        a->v = g;
+    }
+    a->v[a->n++] = x;
+}
+
+/* The packer: rows of T (token, target, doc id) filled in order. */
+typedef struct {
+    size_t T, used;               /* tokens in the current row */
+    int32_t doc;                  /* id of the next document in the current row */
+    int32_t pad;                  /* the padding token */
+    Ints tok, tgt, ids;           /* all rows so far, current row last */
+} Packer;
+
+static void pack_put(Packer* k, int32_t tok, int32_t tgt, int32_t doc) {
+    ints_push(&k->tok, tok), ints_push(&k->tgt, tgt), ints_push(&k->ids, doc);
+    if (++k->used == k->T) k->used = 0, k->doc = 0;
+}
+static void pack_pad_row(Packer* k) {   /* pad the current row to T; padding is a document of its own */
+    int32_t doc = k->doc;
+    while (k->used) pack_put(k, k->pad, -1, doc);
+}
+/* one document: ids (n) and targets (n), targets[i] = label of ids[i+1] */
+static void pack_doc(Packer* k, const int32_t* ids, const int32_t* tgt, size_t n) {
+    if (n <= k->T && k->used + n > k->T) pack_pad_row(k);   /* kept whole: start a new row */
+    for (size_t i = 0; i < n; i++) pack_put(k, ids[i], tgt[i], k->doc);   /* a split one is the next row's doc 0 */
+    if (k->used) k->doc++;
+}
+
+/* "a string" field of a record, or NULL when absent; dies when present but not a string */
+static const char* string_field(const cJSON* o, const char* key, const char* file, size_t line) {
+    const cJSON* v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!v) return NULL;
+    CHECK(cJSON_IsString(v), "%s:%zu: \"%s\" must be a string", file, line, key);
+    return v->valuestring;
+}
+
+/* a list of integer ids in [lo, vocab) (lo = -100 for labels), into out */
+static void id_list(Ints* out, const cJSON* v, const char* key, long lo, size_t vocab, const char* file, size_t line) {
+    CHECK(cJSON_IsArray(v), "%s:%zu: \"%s\" must be a list of integers", file, line, key);
+    const cJSON* it;
+    size_t i = 0;
+    cJSON_ArrayForEach(it, v) {
+        CHECK(cJSON_IsNumber(it) && it->valuedouble == (double)(long)it->valuedouble && it->valuedouble >= (double)lo &&
+                  it->valuedouble < (double)vocab,
+              "%s:%zu: \"%s\"[%zu] must be an integer id in [%s, %zu)", file, line, key, i, lo < 0 ? "-100" : "0",
+              vocab);
+        ints_push(out, (int32_t)it->valuedouble);
+        i++;
+    }
+}
+
+typedef struct {
+    Tokenizer* tok;
+    TokEncoder enc;
+    const char* tok_path;
+    size_t vocab;
+    Ints ids, labels;             /* the current document */
+} Reader;
+
+static void encode(Reader* r, const char* text, const char* file, size_t line) {
+    CHECK(r->tok, "%s:%zu: a text record needs a tokenizer: set data.tokenizer (a tokenizer.json or its directory), "
+          "or give model.init_from a checkpoint with tokenizer.json", file, line);
+    r->enc.n_ids = 0;
+    tok_encode(&r->enc, (const uint8_t*)text, strlen(text));
+}
+
+/* one record into r->ids and r->labels; returns the number of leading prompt tokens (-1 = no prompt) */
+static long read_record(Reader* r, PackedRows* p, const cJSON* o, const char* file, size_t line) {
+    r->ids.n = r->labels.n = 0;
+    const char* prompt = string_field(o, "prompt", file, line);
+    const char* completion = string_field(o, "completion", file, line);
+    const char* text = string_field(o, "text", file, line);
+    const cJSON* input_ids = cJSON_GetObjectItemCaseSensitive(o, "input_ids");
+    if (input_ids) {
+        id_list(&r->ids, input_ids, "input_ids", 0, r->vocab, file, line);
+        const cJSON* labels = cJSON_GetObjectItemCaseSensitive(o, "labels");
+        if (labels) {
+            id_list(&r->labels, labels, "labels", -100, r->vocab, file, line);
+            CHECK(r->labels.n == r->ids.n, "%s:%zu: \"labels\" has %zu entries, \"input_ids\" %zu", file, line,
+                  r->labels.n, r->ids.n);
+        } else {
+            for (size_t i = 0; i < r->ids.n; i++) ints_push(&r->labels, r->ids.v[i]);
+        }
+        for (size_t i = 0; i < r->labels.n; i++) if (r->labels.v[i] < 0) r->labels.v[i] = -1;
+        p->n_pretokenized++;
+        return -1;
+    }
+    CHECK(text || (prompt && completion), "%s:%zu: a record needs \"prompt\" and \"completion\", \"text\", or "
+          "\"input_ids\" (and optional \"labels\")", file, line);
+    size_t n_prefix = 0;
+    const int32_t* prefix = r->tok ? tok_prefix(r->tok, &n_prefix) : NULL;
+    for (size_t i = 0; i < n_prefix; i++) ints_push(&r->ids, prefix[i]), ints_push(&r->labels, -1);
+    long n_prompt = -1;
+    if (!text) {
+        encode(r, prompt, file, line);
+        for (size_t i = 0; i < r->enc.n_ids; i++) ints_push(&r->ids, r->enc.ids[i]), ints_push(&r->labels, -1);
+        n_prompt = (long)r->ids.n;
+    }
+    encode(r, text ? text : completion, file, line);
+    for (size_t i = 0; i < r->enc.n_ids; i++) ints_push(&r->ids, r->enc.ids[i]), ints_push(&r->labels, r->enc.ids[i]);
+    int32_t eos = tok_eos(r->tok);
+    if (eos >= 0) ints_push(&r->ids, eos), ints_push(&r->labels, eos);
+    for (size_t i = 0; i < r->ids.n; i++)
+        CHECK((size_t)r->ids.v[i] < r->vocab, "%s:%zu: token id %d is outside the model's vocabulary [0, %zu) (is "
+              "data.tokenizer the model's tokenizer?)", file, line, r->ids.v[i], r->vocab);
+    if (text) p->n_text++;
+    else p->n_prompt_completion++;
+    return n_prompt;
+}
+
+static void read_file(Reader* r, Packer* k, PackedRows* p, const char* file, Ints* tgt) {
+    size_t len;
+    char* text = file_read_all(file, &len);
+    size_t line = 0;
+    for (char* s = text; s < text + len;) {
+        char* e = memchr(s, '\n', (size_t)(text + len - s));
+        if (!e) e = text + len;
+        *e = 0;
+        line++;
+        char* c = s;
+        s = e + 1;
+        while (*c == ' ' || *c == '\t' || *c == '\r') c++;
+        if (!*c) continue;   /* blank lines are allowed */
+        cJSON* o = cJSON_Parse(c);
+        CHECK(o, "%s:%zu: not valid JSON", file, line);
+        CHECK(cJSON_IsObject(o), "%s:%zu: expected a JSON object", file, line);
+        long n_prompt = read_record(r, p, o, file, line);
+        cJSON_Delete(o);
+        p->n_records++;
+        if (n_prompt >= (long)p->T) { p->n_skipped_prompt++; continue; }   /* no room for the completion */
+        size_t n = r->ids.n;
+        if (n < 2) continue;   /* nothing to predict */
+        tgt->n = 0;
+        for (size_t i = 0; i + 1 < n; i++) ints_push(tgt, r->labels.v[i + 1]);
+        ints_push(tgt, -1);
+        if (n > p->T) p->n_split++;
+        pack_doc(k, r->ids.v, tgt->v, n);
+    }
+    free(text);
+}
+
+void packed_open(PackedRows* p, const char* const* files, size_t n_files, const char* tokenizer, size_t vocab_size,
+                 size_t T) {
+    memset(p, 0, sizeof(*p));
+    p->T = T;
+    Reader r = {.vocab = vocab_size, .tok_path = tokenizer};
+    if (tokenizer) {
+        r.tok = tok_load(tokenizer);
+        tok_encoder_init(&r.enc, r.tok);
+    }
+    Packer k = {.T = T, .pad = r.tok && tok_eos(r.tok) >= 0 ? tok_eos(r.tok) : 0};
+    Ints tgt = {0};
+    for (size_t f = 0; f < n_files; f++) read_file(&r, &k, p, files[f], &tgt);
+    if (k.used) pack_pad_row(&k);
+    p->n_rows = k.tok.n / T;
+    CHECK(p->n_rows > 0, "%s%s: no documents to train on (%zu records, %zu prompts longer than data.seq_len %zu)",
+          n_files ? files[0] : "data", n_files > 1 ? " ..." : "", p->n_records, p->n_skipped_prompt, T);
+    p->tokens = k.tok.v, p->targets = k.tgt.v, p->doc_ids = k.ids.v;
+    for (size_t i = 0; i < p->n_rows * T; i++) p->n_loss_tokens += p->targets[i] != -1;
+    free(tgt.v), free(r.ids.v), free(r.labels.v);
+    if (r.tok) tok_encoder_free(&r.enc), tok_free(r.tok);
+}
+
+void packed_close(PackedRows* p) {
+    free(p->tokens), free(p->targets), free(p->doc_ids);
+    memset(p, 0, sizeof(*p));
+}
+
+void packed_print(const PackedRows* p, const char* label, FILE* out) {
+    fprintf(out, "%s: %zu records (%zu prompt/completion, %zu text, %zu pre-tokenized) -> %zu rows of %zu; "
+            "%.1f%% of tokens carry loss", label, p->n_records, p->n_prompt_completion, p->n_text, p->n_pretokenized,
+            p->n_rows, p->T, 100.0 * (double)p->n_loss_tokens / (double)(p->n_rows * p->T));
+    if (p->n_split) fprintf(out, "; %zu documents longer than seq_len split over rows", p->n_split);
+    fprintf(out, "\n");
+    if (p->n_skipped_prompt)
+        fprintf(out, "  skipped %zu records whose prompt fills data.seq_len %zu (no room for the completion)\n",
+                p->n_skipped_prompt, p->T);
+}
+
+void packed_rows(const PackedRows* p, DataOrder order, uint64_t seed, size_t step, size_t rows_per_step, size_t row0,
+                 size_t n, int32_t* tokens, int32_t* targets, int32_t* doc_ids) {
+    CHECK(row0 + n <= rows_per_step, "packed_rows: rows %zu..%zu past the step's %zu", row0, row0 + n, rows_per_step);
+    size_t T = p->T;
+    for (size_t b = 0; b < n; b++) {
+        size_t r = row0 + b, src;
+        if (order == ORDER_SEQUENTIAL) {
+            src = (size_t)(((unsigned __int128)step * rows_per_step + r) % p->n_rows);
+        } else {
+            Rng rng;
+            rng_seed(&rng, mix_triple(JSONL_SHUFFLE_DOMAIN, seed, step, r));
+            src = (size_t)rng_below(&rng, p->n_rows);
+        }
+        if (tokens) memcpy(tokens + b * T, p->tokens + src * T, T * sizeof(int32_t));
+        if (targets) memcpy(targets + b * T, p->targets + src * T, T * sizeof(int32_t));
+        if (doc_ids) memcpy(doc_ids + b * T, p->doc_ids + src * T, T * sizeof(int32_t));
+    }
+}
