@@ -81,6 +81,20 @@ static void load_tensor(const StFile* f, const StTensor* st, real* dst) {
     }
 }
 
+/* load_tensor into a BF16 arena (a frozen base, cfg.base_bf16), one chunk at a time through tmp */
+static void load_tensor_bf16(const StFile* f, const StTensor* st, uint16_t* dst, real* tmp) {
+    size_t es = st_dtype_size(st->dtype);
+    for (size_t off = 0; off < st->numel; off += LOAD_CHUNK) {
+        StTensor part = *st;
+        part.numel = st->numel - off < LOAD_CHUNK ? st->numel - off : LOAD_CHUNK;
+        part.begin = st->begin + off * es;
+        part.end = part.begin + part.numel * es;
+        st_read_real(f, &part, tmp);
+        for (size_t k = 0; k < part.numel; k++) dst[off + k] = st_f32_to_bf16((float)tmp[k]);
+        release_pages(f, &part);
+    }
+}
+
 static int shape_matches(const StTensor* st, const TensorInfo* t) {
     if (st->ndim != t->ndim) return 0;
     for (size_t d = 0; d < t->ndim; d++)
@@ -105,7 +119,8 @@ static void append(char* list, size_t cap, const char* name) {
    safetensors headers; with params, convert each into the arena at its offset. Dies, listing them all, on
    tensors missing from the files (RePo tensors excepted: a plain checkpoint continued with RePo) or unknown
    to the model. loaded (tt->n bytes) gets 1 for every tensor found. */
-static void scan_weights(const char* dir, const TensorTable* tt, real* params, char* loaded) {
+static void scan_weights(const char* dir, const TensorTable* tt, real* params, uint16_t* bf16, char* loaded) {
+    real* tmp = tt->n_bf16 && params ? mallocCheck(LOAD_CHUNK * sizeof(real)) : NULL;
     Shards s;
     memset(&s, 0, sizeof(s));
     cJSON* index;
@@ -133,13 +148,15 @@ static void scan_weights(const char* dir, const TensorTable* tt, real* params, c
                 format_shape(want, sizeof(want), t->shape, t->ndim);
                 DIE("%s: tensor '%s' has shape %s but the model expects %s", path, st->name, got, want);
             }
-            if (params) load_tensor(f, st, params + t->offset);
+            if (params && t->bf16) load_tensor_bf16(f, st, bf16 + t->offset, tmp);
+            else if (params) load_tensor(f, st, params + t->offset);
             loaded[i] = 1;
         }
         st_close(&s.st[k]);
         free(s.file[k]);
     }
     cJSON_Delete(index);
+    free(tmp);
     for (size_t i = 0; i < tt->n; i++) {
         if (loaded[i] || tt->t[i].is_repo || tt->t[i].is_lora) continue;
         append(missing, sizeof(missing), tt->t[i].name);
@@ -156,7 +173,7 @@ void hf_check_weights(const char* dir, const ModelConfig* cfg) {
     TensorTable tt;
     tensor_table_build(&tt, cfg, NULL, 0);
     char* found = callocCheck(tt.n, 1);
-    scan_weights(dir, &tt, NULL, found);
+    scan_weights(dir, &tt, NULL, NULL, found);
     free(found);
     tensor_table_free(&tt);
 }
@@ -164,7 +181,7 @@ void hf_check_weights(const char* dir, const ModelConfig* cfg) {
 size_t hf_load_weights(Model* m, const char* dir, uint64_t init_seed, bool verbose) {
     const TensorTable* tt = &m->tensors;
     char* loaded = callocCheck(tt->n, 1);
-    scan_weights(dir, tt, m->params, loaded);
+    scan_weights(dir, tt, m->params, m->base_bf16, loaded);
     char adapter[4096];
     snprintf(adapter, sizeof(adapter), "%s/adapter_model.safetensors", dir);
     if (m->cfg.lora_rank && path_exists(adapter)) peft_load(m, dir, loaded);
@@ -187,11 +204,18 @@ size_t hf_load_weights(Model* m, const char* dir, uint64_t init_seed, bool verbo
     return n_fresh;
 }
 
+/* StFill of a BF16 base tensor: its values widened */
+static void fill_bf16(void* ctx, size_t first, size_t count, real* out) {
+    const uint16_t* src = ctx;
+    for (size_t k = 0; k < count; k++) out[k] = (real)st_bf16_to_f32(src[first + k]);
+}
+
 void hf_save(const Model* m, const char* dir, StDtype dtype) {
     CHECK(dtype == ST_F32 || dtype == ST_BF16, "hf_save: dtype must be F32 or BF16");
     mkdir_p(dir);
     const TensorTable* tt = &m->tensors;
     StWriteTensor* w = callocCheck(tt->n, sizeof(StWriteTensor));
+    StFill* fills = callocCheck(tt->n, sizeof(StFill));
     size_t n = 0;
     for (size_t i = 0; i < tt->n; i++) {
         const TensorInfo* t = &tt->t[i];
@@ -200,14 +224,17 @@ void hf_save(const Model* m, const char* dir, StDtype dtype) {
         w[n].dtype = dtype;
         w[n].ndim = t->ndim;
         for (size_t d = 0; d < t->ndim; d++) w[n].shape[d] = t->shape[d];
-        w[n++].data = m->params + t->offset;
+        if (t->bf16) fills[n] = (StFill){fill_bf16, m->base_bf16 + t->offset};
+        else w[n].data = m->params + t->offset;
+        n++;
     }
     char path[4096];
     const char* keys[] = {"format", "producer"};
     const char* values[] = {"pt", "repoc"};
     snprintf(path, sizeof(path), "%s/model.safetensors", dir);
-    st_write(path, w, n, keys, values, 2);
+    st_write_filled(path, w, fills, n, keys, values, 2);
     free(w);
+    free(fills);
     if (m->cfg.lora_rank) peft_save(m, dir, m->lora_base);
     char* cfg = hf_config_write(&m->cfg, dtype == ST_BF16 ? "bfloat16" : "float32");
     snprintf(path, sizeof(path), "%s/config.json", dir);

@@ -51,6 +51,8 @@ void model_build(Model* m, const ModelConfig* cfg, size_t B, size_t T, const cha
     tensor_table_build(&m->tensors, c, frozen_patterns, n_frozen);
     m->params = arenaAlloc(mulCheck(m->tensors.n_params, sizeof(real), "parameter arena"));
     m->grads = arenaAlloc(mulCheck(m->tensors.n_grads, sizeof(real), "gradient arena"));
+    m->base_bf16 = arenaAlloc(mulCheck(m->tensors.n_bf16, sizeof(uint16_t), "BF16 base arena"));
+    m->widened = arenaAlloc(mulCheck(m->tensors.max_layer_bf16, sizeof(real), "BF16 widening buffer"));
     weights_view(&m->w, &m->tensors, c, m->params, false);
     weights_view(&m->dw, &m->tensors, c, m->grads, true);
 
@@ -78,6 +80,9 @@ void model_build(Model* m, const ModelConfig* cfg, size_t B, size_t T, const cha
     if (verbose) {
         model_config_print(c, stdout);
         double mb = 1.0 / 1048576.0 * sizeof(real);
+        if (m->tensors.n_bf16)
+            printf("  frozen base in BF16: %zu parameters (%.1f MiB), widened per layer (%.1f MiB)\n",
+                   m->tensors.n_bf16, m->tensors.n_bf16 * 2.0 / 1048576.0, m->tensors.max_layer_bf16 * mb);
         printf("  parameters %zu (%.1f MiB)  trainable %zu  activations %zu (%.1f MiB, B=%zu T=%zu)  "
                "scratch %.1f MiB  precision %s\n",
                m->tensors.n_params, m->tensors.n_params * mb, m->tensors.n_grads, m->n_acts, m->n_acts * mb, B, T,
@@ -87,6 +92,8 @@ void model_build(Model* m, const ModelConfig* cfg, size_t B, size_t T, const cha
 
 void model_free(Model* m) {
     free(m->params);
+    free(m->base_bf16);
+    free(m->widened);
     free(m->grads);
     free(m->acts);
     free(m->scratch);
@@ -105,6 +112,8 @@ static uint64_t tensor_seed(uint64_t seed, const char* name) {
 
 void model_init_tensor(Model* m, size_t index, uint64_t seed, double std) {
     const TensorInfo* t = &m->tensors.t[index];
+    CHECK(!t->bf16, "%s: a BF16 base (model.base_dtype \"bf16\") is loaded from model.init_from, not initialised",
+          t->name);
     real* p = m->params + t->offset;
     if (t->is_norm) {
         for (size_t i = 0; i < t->numel; i++) p[i] = 1;
@@ -127,6 +136,13 @@ void model_init_tensor(Model* m, size_t index, uint64_t seed, double std) {
 
 void model_init_weights(Model* m, uint64_t seed, double std) {
     for (size_t i = 0; i < m->tensors.n; i++) model_init_tensor(m, i, seed, std);
+}
+
+/* layer l's weights, its BF16 base tensors widened into m->widened */
+static const LayerWeights* layer_weights(Model* m, size_t l) {
+    if (!m->tensors.n_bf16) return &m->w.layer[l];
+    layer_weights_widen(&m->wl, &m->w.layer[l], &m->tensors, m->base_bf16, m->widened, (int)l);
+    return &m->wl;
 }
 
 static BlockCtx block_ctx(const Model* m) {
@@ -152,7 +168,7 @@ double model_forward(Model* m, const int32_t* tokens, const int32_t* targets) {
     BlockCtx ctx = block_ctx(m);
 
     embedding_forward(m->res[0], tokens, m->w.embed, N, D);
-    for (size_t l = 0; l < c->L; l++) block_forward(m->res[l + 1], &m->la[l], m->res[l], &m->w.layer[l], l, &ctx);
+    for (size_t l = 0; l < c->L; l++) block_forward(m->res[l + 1], &m->la[l], m->res[l], layer_weights(m, l), l, &ctx);
     model_head_forward(m->logits, m->final_out, m->final_rstd, m->res[c->L], m, N);
 
     m->has_loss = targets != NULL;
@@ -181,7 +197,7 @@ void model_backward(Model* m, double dloss) {
     rmsnorm_backward(dx, m->dw.final_norm, dfinal, m->res[c->L], m->w.final_norm, m->final_rstd, N, D);
     for (size_t l = c->L; l-- > 0;) {
         memset(dx_prev, 0, N * D * sizeof(real));
-        block_backward(dx_prev, &m->dw.layer[l], dx, &m->la[l], m->res[l], &m->w.layer[l], l, &m->bs, &ctx);
+        block_backward(dx_prev, &m->dw.layer[l], dx, &m->la[l], m->res[l], layer_weights(m, l), l, &m->bs, &ctx);
         real* t = dx;
         dx = dx_prev;
         dx_prev = t;

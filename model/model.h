@@ -22,7 +22,10 @@ typedef struct {
 
     real* params;                /* tensors.n_params */
     real* grads;                 /* tensors.n_grads (frozen tensors have none) */
-    ModelWeights w, dw;          /* named views */
+    ModelWeights w, dw;          /* named views (w's BF16 tensors are NULL: see layer_weights_widen) */
+    uint16_t* base_bf16;         /* tensors.n_bf16: frozen layer matrices in BF16 (cfg.base_bf16) */
+    real* widened;               /* tensors.max_layer_bf16: the current layer's BF16 tensors as real */
+    LayerWeights wl;             /* the current layer's view with widened tensors */
 
     real* acts;                  /* activation arena */
     size_t n_acts;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/check.h"
+#include "common/safetensors.h"   /* st_bf16_to_f32 */
 
 /* one row per per-layer tensor kind: its HF suffix and where it exists */
 typedef struct {
@@ -78,13 +79,14 @@ static void add_tensor(TensorTable* tt, size_t* cap, TensorKind kind, LoraTarget
     strcpy(t->name, name);
     t->ndim = kind_shape(kind, lt, c, t->shape);
     t->numel = t->ndim == 2 ? mulCheck(t->shape[0], t->shape[1], name) : t->shape[0];
-    t->offset = tt->n_params;
-    tt->n_params += t->numel;
     t->is_lora = kind == TK_LORA_A || kind == TK_LORA_B;
     t->lora_target = lt;
     t->is_repo = kind == TK_REPO_GATE || kind == TK_REPO_CONTENT || kind == TK_REPO_FINAL;
     bool is_frozen = c->lora_rank && !t->is_lora && !t->is_repo;   /* LoRA trains adapters (and RePo) only */
     for (size_t i = 0; i < n_frozen; i++) is_frozen |= fnmatch(frozen[i], name, 0) == 0;
+    t->bf16 = c->base_bf16 && is_frozen && t->ndim == 2 && layer >= 0;
+    t->offset = t->bf16 ? tt->n_bf16 : tt->n_params;
+    *(t->bf16 ? &tt->n_bf16 : &tt->n_params) += t->numel;
     t->grad_offset = is_frozen ? NO_GRAD : tt->n_grads;
     if (!is_frozen) tt->n_grads += t->numel;
     t->is_norm = kind == TK_FINAL_NORM || kind == TK_Q_NORM || kind == TK_K_NORM || kind == TK_IN_NORM ||
@@ -113,6 +115,11 @@ void tensor_table_build(TensorTable* tt, const ModelConfig* c, const char* const
                 add_tensor(tt, &cap, TK_LORA_B, (LoraTarget)lt, (int)l, name, c, frozen, n_frozen);
             }
         }
+    }
+    for (size_t l = 0; l < c->L; l++) {   /* the widening buffer: the largest layer's BF16 tensors */
+        size_t n = 0;
+        for (size_t i = 0; i < tt->n; i++) n += tt->t[i].bf16 && tt->t[i].layer == (int)l ? tt->t[i].numel : 0;
+        if (n > tt->max_layer_bf16) tt->max_layer_bf16 = n;
     }
     add_tensor(tt, &cap, TK_FINAL_NORM, 0, -1, "model.norm.weight", c, frozen, n_frozen);
     if (!c->tie_embeddings) add_tensor(tt, &cap, TK_LM_HEAD, 0, -1, "lm_head.weight", c, frozen, n_frozen);
@@ -155,7 +162,7 @@ void weights_view(ModelWeights* w, const TensorTable* tt, const ModelConfig* c, 
     memset(w, 0, sizeof(*w));
     for (size_t i = 0; i < tt->n; i++) {
         const TensorInfo* t = &tt->t[i];
-        size_t off = use_grad ? t->grad_offset : t->offset;
+        size_t off = use_grad ? t->grad_offset : t->bf16 ? NO_GRAD : t->offset;
         real* p = off == NO_GRAD ? NULL : base + off;
         if (t->kind == TK_EMBED) w->embed = p;
         else if (t->kind == TK_FINAL_NORM) w->final_norm = p;
@@ -165,4 +172,18 @@ void weights_view(ModelWeights* w, const TensorTable* tt, const ModelConfig* c, 
         else *layer_field(&w->layer[t->layer], t->kind) = p;
     }
     if (c->tie_embeddings) w->lm_head = w->embed;   /* the head's gradient adds into dE */
+}
+
+void layer_weights_widen(LayerWeights* out, const LayerWeights* w, const TensorTable* tt, const uint16_t* bf16,
+                         real* buf, int layer) {
+    *out = *w;
+    for (size_t i = 0; i < tt->n; i++) {
+        const TensorInfo* t = &tt->t[i];
+        if (!t->bf16 || t->layer != layer) continue;
+        const uint16_t* src = bf16 + t->offset;
+        #pragma omp parallel for
+        for (size_t k = 0; k < t->numel; k++) buf[k] = (real)st_bf16_to_f32(src[k]);
+        *layer_field(out, t->kind) = buf;
+        buf += t->numel;
+    }
 }

@@ -34,6 +34,8 @@ typedef struct {
     size_t grad_offset;          /* into the gradient arena, NO_GRAD when frozen */
     bool is_norm, is_embedding, is_repo;   /* for optimizer groups; is_embedding: embed_tokens only */
     bool is_lora;                /* TK_LORA_A / TK_LORA_B: A [r, in], B [out, r] */
+    bool bf16;                   /* a frozen layer matrix kept in BF16 (cfg->base_bf16): offset is into the
+                                    BF16 arena, and the layer views hold NULL until layer_weights_widen */
     LoraTarget lora_target;      /* the projection a LoRA tensor adapts */
 } TensorInfo;
 
@@ -42,6 +44,8 @@ typedef struct {
     size_t n;
     size_t n_params;             /* total reals of the parameter arena */
     size_t n_grads;              /* total reals of the gradient arena */
+    size_t n_bf16;               /* total elements of the BF16 arena */
+    size_t max_layer_bf16;       /* the most BF16 elements of one layer: the widening buffer */
 } TensorTable;
 
 /* Per-layer views; a pointer is NULL when the layer has no such tensor (or, for
@@ -80,5 +84,9 @@ long tensor_table_find(const TensorTable* tt, const char* name);
 
 /* Named views into an arena: params (use_grad false) or grads (use_grad true). */
 void weights_view(ModelWeights* w, const TensorTable* tt, const ModelConfig* cfg, real* base, bool use_grad);
+
+/* A copy of layer l's view with its BF16 tensors widened to real into buf (tt->max_layer_bf16). */
+void layer_weights_widen(LayerWeights* out, const LayerWeights* w, const TensorTable* tt, const uint16_t* bf16,
+                         real* buf, int layer);
 
 #endif

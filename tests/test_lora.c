@@ -7,6 +7,7 @@
 
 #include "common/check.h"
 #include "common/rng.h"
+#include "common/safetensors.h"
 #include "model/model.h"
 #include "model/peft.h"
 #include "tests/testutil.h"
@@ -90,6 +91,39 @@ static void run(const char* label, ModelConfig cfg, const char* tmp) {
     model_free(&lora);
 }
 
+/* A BF16 base (cfg.base_bf16) computes exactly what an F32 model holding the
+   same BF16-rounded base computes: logits and the adapters' gradients. */
+static void check_bf16_base(ModelConfig cfg) {
+    printf("bf16 base\n");
+    int32_t tokens[NT], targets[NT];
+    for (size_t n = 0; n < NT; n++) tokens[n] = (int32_t)((n * 5 + 1) % cfg.V), targets[n] = (int32_t)((n * 3) % cfg.V);
+    Model ref, half;
+    model_build(&ref, &cfg, 2, NT / 2, NULL, 0, false);
+    cfg.base_bf16 = true;
+    model_build(&half, &cfg, 2, NT / 2, NULL, 0, false);
+    EXPECT(half.tensors.n_bf16 > 0 && half.tensors.n_params < ref.tensors.n_params,
+           "the frozen layer matrices leave the F32 arena: %zu BF16 values, F32 %zu -> %zu", half.tensors.n_bf16,
+           ref.tensors.n_params, half.tensors.n_params);
+    random_weights(&ref, 17);
+    for (size_t i = 0; i < ref.tensors.n; i++) {   /* round the base to BF16 and give both models the same values */
+        const TensorInfo *r = &ref.tensors.t[i], *h = &half.tensors.t[i];
+        for (size_t k = 0; k < r->numel; k++) {
+            real* x = ref.params + r->offset + k;
+            if (!h->bf16) { half.params[h->offset + k] = *x; continue; }
+            half.base_bf16[h->offset + k] = st_f32_to_bf16((float)*x);
+            *x = (real)st_bf16_to_f32(half.base_bf16[h->offset + k]);
+        }
+    }
+    double lr = model_forward(&ref, tokens, targets), lh = model_forward(&half, tokens, targets);
+    EXPECT(lr == lh, "the same loss (%.9g, %.9g)", lr, lh);
+    model_zero_grad(&ref), model_zero_grad(&half);
+    model_backward(&ref, 1.0), model_backward(&half, 1.0);
+    EXPECT(ref.tensors.n_grads == half.tensors.n_grads &&
+               !memcmp(ref.grads, half.grads, ref.tensors.n_grads * sizeof(real)),
+           "the same adapter gradients (%zu values)", ref.tensors.n_grads);
+    model_free(&ref), model_free(&half);
+}
+
 typedef struct { ModelConfig cfg; const char* dir; } LoadArg;
 static void load_child(void* p) {
     LoadArg* a = p;
@@ -111,6 +145,9 @@ int main(void) {
     llama.block = BLOCK_LLAMA, llama.tie_embeddings = true;
     llama.lora_rank = 2, llama.lora_alpha = 16, llama.lora_targets = 1u << LORA_Q | 1u << LORA_O | 1u << LORA_UP;
     run("llama, rank 2 on q_proj, o_proj, up_proj", llama, tmp);
+
+    check_bf16_base(olmo);
+    check_bf16_base(llama);
 
     printf("errors\n");
     LoadArg arg = {olmo, tmp};   /* tmp holds llama's rank-2 adapter; olmo asks for rank 3 */

@@ -83,7 +83,7 @@ static void save_optimizer(const char* path, const Model* m, const AdamW* opt, b
         const TensorInfo* t = &tt->t[i];
         for (int kind = 0; kind < 3; kind++) {
             if (kind < 2 && t->grad_offset == NO_GRAD) continue;   /* frozen: no state */
-            if (kind == 2 && !with_master) continue;
+            if (kind == 2 && (!with_master || t->bf16)) continue;   /* a BF16 base is its own master */
             static const char* prefix[] = {"exp_avg.", "exp_avg_sq.", "master."};
             snprintf(names[n], sizeof(names[n]), "%s%s", prefix[kind], t->name);
             w[n] = (StWriteTensor){names[n], ST_F32, t->ndim, {t->shape[0], t->shape[1]}, m->params + t->offset};
@@ -245,7 +245,7 @@ static void load_optimizer(const char* path, Model* m, AdamW* opt, bool with_mas
         const TensorInfo* t = &tt->t[i];
         for (int kind = 0; kind < 3; kind++) {
             if (kind < 2 && t->grad_offset == NO_GRAD) continue;
-            if (kind == 2 && !with_master) continue;
+            if (kind == 2 && (!with_master || t->bf16)) continue;   /* a BF16 base is its own master */
             static const char* prefix[] = {"exp_avg.", "exp_avg_sq.", "master."};
             snprintf(name, sizeof(name), "%s%s", prefix[kind], t->name);
             const StTensor* s = st_find(&f, name);

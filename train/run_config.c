@@ -48,6 +48,7 @@ const RcKey RC_KEYS[] = {
     REAL("model.norm_eps", model.norm_eps, 0, 1, KF_CKPT | KF_LO_OPEN | KF_HI_OPEN, "rms_norm_eps|eps"),
     BOOL("model.tie_embeddings", model.tie_embeddings, KF_CKPT, "tie_word_embeddings|tied"),
     REAL("model.init_std", model.init_std, 0, HUGE_VAL, KF_LO_OPEN, "initializer_range|std"),
+    WORD("model.base_dtype", model.base_dtype, "f32|bf16", 0, "frozen_dtype"),
     SEC("model.positions"),
     WORD("model.positions.mode", model.positions.mode, "rope|repo|nope|r2n1|n2r1", KF_CKPT, "dynamic_pe_mode|plan"),
     SIZE("model.positions.repo_start_layer", model.positions.repo_start_layer, 0, MAX_LAYERS, KF_CKPT | KF_NULL,
@@ -141,6 +142,7 @@ void run_config_defaults(RunConfig* rc) {
     rc->model.positions.rope_scaling.beta_slow = 1.0;
     rc->model.positions.rope_scaling.attention_factor = 0.0;
 
+    strcpy(rc->model.base_dtype, "f32");
     rc->model.lora.rank = 0;
     rc->model.lora.alpha = 32.0;
     rc->model.lora.targets.n = 0;
@@ -254,6 +256,9 @@ static int validate(RcCtx* c) {
         return rc_fail(c, "model.lora.dropout", "%g: only 0 is supported (no dropout on the adapter input)",
                        lo->dropout);
 
+    if (!strcmp(m->base_dtype, "bf16") && !m->init_from[0])
+        return rc_fail(c, "model.base_dtype", "\"bf16\" keeps a frozen base loaded from model.init_from; give one "
+                       "(a fresh model has nothing frozen to keep)");
     if (!m->init_from[0]) {   /* with init_from the sizes come from the checkpoint (run_config_apply_checkpoint) */
         if (m->n_kv_heads == RC_UNSET) m->n_kv_heads = m->n_heads;
         if (m->d_model % m->n_heads)

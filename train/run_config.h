@@ -91,6 +91,7 @@ typedef struct {
     double init_std;                    /* 0.02: std of new matrices (RePo's own init is DESIGN.md §2's) */
     RcPositions positions;
     RcLora lora;
+    char base_dtype[RC_WORD_LEN];       /* "f32" | "bf16": frozen layer matrices kept in BF16 (needs init_from) */
 } RcModel;
 
 typedef struct {

@@ -51,6 +51,7 @@ static void set_yarn(const RunConfig* rc, ModelConfig* c, bool from_checkpoint) 
 static void set_lora(const RunConfig* rc, ModelConfig* c) {
     const RcLora* lo = &rc->model.lora;
     c->lora_rank = lo->rank;
+    c->base_bf16 = !strcmp(rc->model.base_dtype, "bf16");
     c->lora_alpha = lo->alpha;
     c->lora_targets = lo->targets.n ? 0 : (1u << LORA_N_TARGETS) - 1;
     for (size_t i = 0; i < lo->targets.n; i++) {
