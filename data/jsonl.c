@@ -31,6 +31,7 @@ typedef struct {
     size_t T, used;               /* tokens in the current row */
     int32_t doc;                  /* id of the next document in the current row */
     int32_t pad;                  /* the padding token */
+    bool one_per_row;             /* every document alone in its row */
     Ints tok, tgt, ids;           /* all rows so far, current row last */
 } Packer;
 
@@ -47,6 +48,7 @@ static void pack_doc(Packer* k, const int32_t* ids, const int32_t* tgt, size_t n
     if (n <= k->T && k->used + n > k->T) pack_pad_row(k);   /* kept whole: start a new row */
     for (size_t i = 0; i < n; i++) pack_put(k, ids[i], tgt[i], k->doc);   /* a split one is the next row's doc 0 */
     if (k->used) k->doc++;
+    if (k->one_per_row) pack_pad_row(k);
 }
 
 /* "a string" field of a record, or NULL when absent; dies when present but not a string */
@@ -156,6 +158,7 @@ static void read_file(Reader* r, Packer* k, PackedRows* p, const char* file, Int
         tgt->n = 0;
         for (size_t i = 0; i + 1 < n; i++) ints_push(tgt, r->labels.v[i + 1]);
         ints_push(tgt, -1);
+        if (n > p->T && k->one_per_row) { p->n_too_long++; continue; }
         if (n > p->T) p->n_split++;
         pack_doc(k, r->ids.v, tgt->v, n);
     }
@@ -163,7 +166,7 @@ static void read_file(Reader* r, Packer* k, PackedRows* p, const char* file, Int
 }
 
 void packed_open(PackedRows* p, const char* const* files, size_t n_files, const char* tokenizer, size_t vocab_size,
-                 size_t T) {
+                 size_t T, bool one_per_row) {
     memset(p, 0, sizeof(*p));
     p->T = T;
     Reader r = {.vocab = vocab_size, .tok_path = tokenizer};
@@ -171,7 +174,7 @@ void packed_open(PackedRows* p, const char* const* files, size_t n_files, const 
         r.tok = tok_load(tokenizer);
         tok_encoder_init(&r.enc, r.tok);
     }
-    Packer k = {.T = T, .pad = r.tok && tok_eos(r.tok) >= 0 ? tok_eos(r.tok) : 0};
+    Packer k = {.T = T, .one_per_row = one_per_row, .pad = r.tok && tok_eos(r.tok) >= 0 ? tok_eos(r.tok) : 0};
     Ints tgt = {0};
     for (size_t f = 0; f < n_files; f++) read_file(&r, &k, p, files[f], &tgt);
     if (k.used) pack_pad_row(&k);

@@ -19,6 +19,7 @@
 #ifndef REPOC_DATA_JSONL_H
 #define REPOC_DATA_JSONL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,14 +35,16 @@ typedef struct {
     size_t n_skipped_prompt;      /* prompts too long for T */
     size_t n_split;               /* documents longer than T, split over rows */
     size_t n_loss_tokens;         /* targets != -1 over all rows */
+    size_t n_too_long;            /* one_per_row: documents longer than T, left out */
 } PackedRows;
 
 /* Read, tokenize and pack every line of the files. tokenizer: a tokenizer.json
    or its directory, NULL when every line is pre-tokenized. Dies naming the file
    and line on a line that is not a JSON object with one of the field sets above,
-   a token id >= vocab_size, and on files that give no rows. */
+   a token id >= vocab_size, and on files that give no rows. one_per_row (for
+   evaluation): each document alone in a padded row, those longer than T left out and counted. */
 void packed_open(PackedRows* p, const char* const* files, size_t n_files, const char* tokenizer, size_t vocab_size,
-                 size_t T);
+                 size_t T, bool one_per_row);
 void packed_close(PackedRows* p);
 /* records, skipped prompts, rows and the fraction of tokens that carry loss */
 void packed_print(const PackedRows* p, const char* label, FILE* out);

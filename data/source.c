@@ -113,10 +113,10 @@ void data_source_open_jsonl(DataSource* ds, const char* const* train, size_t n_t
     ds->seed = seed;
     ds->jsonl = true;
     CHECK(n_train > 0, "data.train: no training files given for data.format \"jsonl\"");
-    packed_open(&ds->jtrain, train, n_train, tokenizer, vocab_size, T);
+    packed_open(&ds->jtrain, train, n_train, tokenizer, vocab_size, T, false);
     packed_print(&ds->jtrain, "data.train (jsonl)", stdout);
     if (n_val) {
-        packed_open(&ds->jval, val, n_val, tokenizer, vocab_size, T);
+        packed_open(&ds->jval, val, n_val, tokenizer, vocab_size, T, false);
         packed_print(&ds->jval, "data.val (jsonl)", stdout);
         ds->has_val = true;
     }

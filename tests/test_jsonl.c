@@ -27,7 +27,7 @@ typedef struct { const char* file; const char* tok; } OpenArg;
 static void open_child(void* a) {
     OpenArg* o = a;
     PackedRows p;
-    packed_open(&p, &o->file, 1, o->tok, 1024, 8);
+    packed_open(&p, &o->file, 1, o->tok, 1024, 8, false);
 }
 
 int main(void) {
@@ -41,7 +41,7 @@ int main(void) {
         "{\"input_ids\": [30, 31, 32, 33]}\n"
         "{\"input_ids\": [40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50]}\n");
     PackedRows p;
-    packed_open(&p, &f, 1, NULL, 1024, 8);
+    packed_open(&p, &f, 1, NULL, 1024, 8, false);
     /* row 0: A(5) B(3); row 1: C(4) D(first 4); row 2: D(7 more) pad(1) */
     int32_t want_tok[24] = {10, 11, 12, 13, 14, 20, 21, 22,  30, 31, 32, 33, 40, 41, 42, 43,
                             44, 45, 46, 47, 48, 49, 50, 0};
@@ -69,6 +69,10 @@ int main(void) {
                !memcmp(c, want_doc + 16, 8 * sizeof(int32_t)),
            "sequential: step 1 of 2 rows reads packed rows 2, 0 (wraps)");
     packed_close(&p);
+    packed_open(&p, &f, 1, NULL, 1024, 8, true);
+    EXPECT(p.n_rows == 3 && p.n_too_long == 1 && p.tokens[8] == 20 && p.targets[7] == -1 && p.tokens[16] == 30,
+           "one document per row (evaluation): A, B, C padded, D (11 > 8) left out and counted");
+    packed_close(&p);
 
     /* prompt/completion through a tokenizer: only the completion and EOS carry loss */
     const char* tokpath = "tests/fixtures/tokenizer/gpt2.json";
@@ -83,7 +87,7 @@ int main(void) {
     f = write_file("pc.jsonl", "{\"prompt\": \"Q: hi\", \"completion\": \" yes\"}\n"
                                "{\"prompt\": \"a b c d e f g h i j k l m n o p\", \"completion\": \" x\"}\n");
     PackedRows q;
-    packed_open(&q, &f, 1, tokpath, 1024, 8);
+    packed_open(&q, &f, 1, tokpath, 1024, 8, false);
     bool ok = q.n_rows == 1 && q.n_skipped_prompt == 1 && q.n_records == 2;
     for (size_t i = 0; ok && i < n_all; i++) ok = q.tokens[i] == e.ids[i];
     ok = ok && q.tokens[n_all] == eos;
