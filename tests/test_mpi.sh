@@ -26,10 +26,11 @@ TOL=1e-5
 
 build/tools/gen_tokens "$T/train.u16" 100000 64 1 || exit 1
 
-config() {  # file out_dir order grad_accum steps save_every shard [more JSON for "optim"]; batch_size $BATCH or 2
+config() {  # file out_dir order grad_accum steps save_every shard [more JSON for "optim"]; batch_size $BATCH or 2,
+            # more JSON for "model" in $MODEL
     cat >"$1" <<JSON
 {"run": {"out_dir": "$2", "seed": 3, "threads": 1},
- "model": {"init_from": "$T/init/step_0000001"},
+ "model": {"init_from": "$T/init/step_0000001" ${MODEL:-}},
  "data": {"train": ["$T/train.u16"], "seq_len": 32, "order": "$3"},
  "optim": {"lr": 1e-2, "schedule": "constant", "warmup_steps": 0, "eps": 1.0, "weight_decay": 0.1,
            "grad_clip": 1.0, "z_loss": 1e-4 ${8:-}},
@@ -82,6 +83,12 @@ run1 "$T/c.json" || bad "frozen: the 1-rank run failed"
 config "$T/c.json" "$T/two_frozen" shuffle 1 5 0 true "$frozen"
 run2 "$T/c.json" || bad "frozen: the 2-rank run failed"
 same_run "shuffle, sharded, 4 tensors frozen" "$T/two_frozen" "$T/ref_frozen"
+lora=', "base_dtype": "bf16", "lora": {"rank": 4, "alpha": 8}'
+MODEL=$lora config "$T/c.json" "$T/ref_lora" shuffle 2 5 0 true
+run1 "$T/c.json" || bad "lora: the 1-rank run failed"
+MODEL=$lora config "$T/c.json" "$T/two_lora" shuffle 1 5 0 true
+run2 "$T/c.json" || bad "lora: the 2-rank run failed"
+same_run "shuffle, sharded, LoRA on a BF16 base (RePo trained fully)" "$T/two_lora" "$T/ref_lora"
 
 echo "save with one world size, resume with the other (shuffle, sharded)"
 run_ranks() {  # ranks out_dir steps: shuffle, sharded, a global batch of 4 rows
