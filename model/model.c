@@ -75,6 +75,9 @@ void model_build(Model* m, const ModelConfig* cfg, size_t B, size_t T, const cha
         for (size_t g = 0; g < c->KVH; g++) m->pos_seq[n * c->KVH + g] = (real)(n % T);
     rope_table_init(&m->rope, cfg_hd(c), c->rope_theta, c->yarn_factor, c->yarn_orig_max, c->yarn_beta_fast,
                     c->yarn_beta_slow, c->yarn_attention_factor);
+    if (c->llama3)
+        rope_table_llama3(&m->rope, c->llama3_factor, c->llama3_low_freq_factor, c->llama3_high_freq_factor,
+                          c->llama3_orig_max);
     if (verbose) {
         model_config_print(c, stdout);
         double mb = 1.0 / 1048576.0 * sizeof(real);

@@ -170,11 +170,12 @@ static void rope_grad(Problem* p) {
     rope_loss(p);
     rope_backward(p->dx[0], p->dx[1], p->dx[2], c->proj, c->proj2, c->out, c->out2, c->in[2], &c->rope, N, H, KVH, P);
 }
-static void setup_rope(Problem* out, Rng* rng, const char* name, double yarn_factor) {
+static void setup_rope(Problem* out, Rng* rng, const char* name, double yarn_factor, bool llama3) {
     OpCtx* c = new_problem(out, name);
     size_t N = 3, H = 4, KVH = 2, P = 2, hd = 8;
     c->dims[0] = N, c->dims[1] = H, c->dims[2] = KVH, c->dims[3] = P;
     rope_table_init(&c->rope, hd, 10000.0, yarn_factor, 8, 32, 1, 0);
+    if (llama3) rope_table_llama3(&c->rope, 4.0, 1.0, 4.0, 64);
     c->in[0] = gc_random(rng, N * H * hd, -1, 1);
     c->in[1] = gc_random(rng, N * KVH * hd, -1, 1);
     c->in[2] = gc_random(rng, N * P, -3, 20);   /* real, non-monotonic, some negative */
@@ -188,9 +189,12 @@ static void setup_rope(Problem* out, Rng* rng, const char* name, double yarn_fac
     out->loss = rope_loss, out->grad = rope_grad;
 }
 static size_t build_rope(Problem* out, size_t max, Rng* rng) {
-    setup_rope(&out[0], rng, "rope (N=3, H=4, KVH=2, one position per kv head, hd=8)", 1.0);
-    setup_rope(&out[1], rng, "rope with YaRN (factor 2, original max 8: inv_freq ramp and scale m)", 2.0);
-    return 2;
+    setup_rope(&out[0], rng, "rope (N=3, H=4, KVH=2, one position per kv head, hd=8)", 1.0, false);
+    setup_rope(&out[1], rng, "rope with YaRN (factor 2, original max 8: inv_freq ramp and scale m)", 2.0, false);
+    /* wavelengths 6.3, 63, 628, 6283 against L0/high = 16 and L0/low = 64: kept, blended, divided, divided */
+    setup_rope(&out[2], rng, "rope with llama3 (x4, L0 64: kept, blended, divided pairs)", 1.0,
+               true);
+    return 3;
 }
 
 /* ---- repo module: z = (silu(h Wg^T) ⊙ h Wc^T) Wz^T ---- */

@@ -154,5 +154,10 @@ size_t build_model(Problem* out, size_t max, Rng* rng) {
     cfg.pos[0] = POS_REPO, cfg.pos[1] = POS_NOPE, cfg.pos[2] = POS_ROPE;
     cfg.yarn_factor = 2.0, cfg.yarn_orig_max = 4;
     setup_model(&out[1], rng, &cfg, "model: Llama, layers repo/nope/rope, GQA 4/2, tied, YaRN x2", 0);
-    return 2;
+    cfg.yarn_factor = 1.0;
+    cfg.pos[0] = POS_ROPE, cfg.pos[1] = POS_REPO, cfg.pos[2] = POS_ROPE;
+    cfg.llama3 = true, cfg.llama3_factor = 4, cfg.llama3_low_freq_factor = 1, cfg.llama3_high_freq_factor = 4;
+    cfg.llama3_orig_max = 8;   /* hd 4, theta 1e4: wavelengths 6.3 (blended) and 628 (divided) */
+    setup_model(&out[2], rng, &cfg, "model: Llama, rope/repo/rope, GQA 4/2, tied, llama3 x4", 0);
+    return 3;
 }
