@@ -54,7 +54,7 @@ static void collect_grads(Problem* p, Model* m, size_t first) {
 }
 
 static BlockCtx ctx_of(Model* m) {
-    return (BlockCtx){&m->cfg, m->B, m->T, &m->rope, m->pos_seq, NULL};
+    return (BlockCtx){&m->cfg, m->B, m->T, &m->rope, m->pos_seq, NULL, NULL};
 }
 
 /* ---- one block: L = Σ block(x_in) ⊙ proj ---- */
