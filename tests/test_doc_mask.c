@@ -1,0 +1,129 @@
+/* Document masking against its definition: a packed row with model.doc_ids gives every
+   document the logits, per-token losses and (summed) gradients it gets when run alone
+   in a model of its own length. Two models: OLMo-2 with rope/repo/nope layers (MHA) and
+   Llama with GQA 4/2, tied embeddings and llama3 RoPE. Rows of T = 80 hold 3 documents
+   each, one of them across the attention's 64-key block edge. Also: without doc_ids the
+   same packed row does NOT match (the check can fail), and a masked forward leaves the
+   next unmasked forward bit-identical to one before it. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"
+#include "common/rng.h"
+#include "model/model.h"
+#include "tests/testutil.h"
+
+#define B 2
+#define T 80
+#define N_DOCS 3
+static const size_t DOC_LEN[B][N_DOCS] = {{5, 60, 15}, {30, 3, 47}};
+
+typedef struct {
+    int32_t tokens[B * T], targets[B * T], ids[B * T];
+} Packed;
+
+static void make_batch(Packed* p, size_t V) {
+    Rng rng;
+    rng_seed(&rng, 99);
+    for (size_t b = 0, n = 0; b < B; b++)
+        for (size_t d = 0; d < N_DOCS; d++)
+            for (size_t j = 0; j < DOC_LEN[b][d]; j++, n++) {
+                p->tokens[n] = (int32_t)rng_below(&rng, V);
+                p->targets[n] = n % 11 == 4 ? -1 : (int32_t)rng_below(&rng, V);
+                p->ids[n] = (int32_t)(b * 10 + d);
+            }
+}
+
+/* float copies of n reals */
+static float* to_float(const real* x, size_t n) {
+    float* f = mallocCheck(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) f[i] = (float)x[i];
+    return f;
+}
+
+static void check_model(const char* label, const ModelConfig* cfg) {
+    printf("%s\n", label);
+    size_t V = cfg->V, N = B * T;
+    Model packed;
+    model_build(&packed, cfg, B, T, NULL, 0, false);
+    model_init_weights(&packed, 7, 0.3);
+    Packed p;
+    make_batch(&p, V);
+
+    /* unmasked forward: the reference for "nothing changes without doc_ids" */
+    model_forward(&packed, p.tokens, p.targets);
+    float* plain = to_float(packed.logits, N * V);
+
+    packed.doc_ids = p.ids;
+    model_zero_grad(&packed);
+    model_forward(&packed, p.tokens, p.targets);
+    size_t n_total = packed.n_valid;
+    model_backward(&packed, 1.0);
+
+    /* rerun the masked forward for logits and per-token losses (backward overwrote the logits) */
+    model_forward(&packed, p.tokens, p.targets);
+    float* got_logits = to_float(packed.logits, N * V);
+    float* got_losses = to_float(packed.losses, N);
+    float* ref_logits = mallocCheck(N * V * sizeof(float));
+    float* ref_losses = mallocCheck(N * sizeof(float));
+    real* ref_grads = callocCheck(packed.tensors.n_grads, sizeof(real));
+
+    for (size_t b = 0, n0 = 0; b < B; b++)
+        for (size_t d = 0; d < N_DOCS; d++) {
+            size_t len = DOC_LEN[b][d];
+            Model alone;
+            model_build(&alone, cfg, 1, len, NULL, 0, false);
+            CHECK(alone.tensors.n_params == packed.tensors.n_params, "same tensor list");
+            memcpy(alone.params, packed.params, packed.tensors.n_params * sizeof(real));
+            model_zero_grad(&alone);
+            model_forward(&alone, p.tokens + n0, p.targets + n0);
+            for (size_t i = 0; i < len * V; i++) ref_logits[n0 * V + i] = (float)alone.logits[i];
+            for (size_t i = 0; i < len; i++) ref_losses[n0 + i] = (float)alone.losses[i];
+            /* the packed loss is the mean over all valid targets: document d's share is n_d / n_total */
+            if (alone.n_valid) {
+                model_backward(&alone, (double)alone.n_valid / (double)n_total);
+                for (size_t i = 0; i < packed.tensors.n_grads; i++) ref_grads[i] += alone.grads[i];
+            }
+            model_free(&alone);
+            n0 += len;
+        }
+    expect_close("logits: packed + doc_ids = each document alone", got_logits, ref_logits, N * V, 1e-5, 2e-5,
+                 "float sums in another order");
+    expect_close("per-token losses", got_losses, ref_losses, N, 1e-5, 2e-5, "float sums in another order");
+    float* g = to_float(packed.grads, packed.tensors.n_grads);
+    float* r = to_float(ref_grads, packed.tensors.n_grads);
+    expect_close("every gradient: packed = sum of documents", g, r, packed.tensors.n_grads, 1e-6, 1e-4,
+                 "float sums of 6 backward passes vs one");
+
+    /* negative control: the same row without masking is not the documents alone */
+    double max_diff = 0;
+    for (size_t i = 0; i < N * V; i++) max_diff = fmax(max_diff, fabs((double)plain[i] - ref_logits[i]));
+    EXPECT(max_diff > 1e-2, "without doc_ids the packed logits differ from the documents alone (max %.3e)",
+           max_diff);
+
+    /* back to unmasked: positions and attention are the plain ones again, bit for bit */
+    packed.doc_ids = NULL;
+    model_forward(&packed, p.tokens, p.targets);
+    float* again = to_float(packed.logits, N * V);
+    EXPECT(!memcmp(plain, again, N * V * sizeof(float)), "unmasked forward after a masked one is bit-identical");
+    free(again), free(plain), free(got_logits), free(got_losses), free(ref_logits), free(ref_losses);
+    free(ref_grads), free(g), free(r);
+    model_free(&packed);
+}
+
+int main(void) {
+    ModelConfig cfg;
+    model_config_default(&cfg);
+    cfg.V = 32, cfg.D = 32, cfg.L = 3, cfg.H = 4, cfg.KVH = 4, cfg.F = 48;
+    cfg.pos[0] = POS_ROPE, cfg.pos[1] = POS_REPO, cfg.pos[2] = POS_NOPE;
+    check_model("OLMo-2, layers rope/repo/nope, MHA", &cfg);
+    cfg.block = BLOCK_LLAMA, cfg.KVH = 2, cfg.tie_embeddings = true;
+    cfg.pos[0] = POS_REPO, cfg.pos[1] = POS_ROPE, cfg.pos[2] = POS_ROPE;
+    cfg.llama3 = true, cfg.llama3_factor = 4, cfg.llama3_low_freq_factor = 1, cfg.llama3_high_freq_factor = 4;
+    cfg.llama3_orig_max = 16;
+    check_model("Llama, layers repo/rope/rope, GQA 4/2, tied, llama3 RoPE", &cfg);
+    printf("test_doc_mask: %d passed, %d failed\n", test_passes, test_failures);
+    return test_failures ? 1 : 0;
+}
