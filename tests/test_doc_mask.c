@@ -2,7 +2,9 @@
    document the logits, per-token losses and (summed) gradients it gets when run alone
    in a model of its own length. Two models: OLMo-2 with rope/repo/nope layers (MHA) and
    Llama with GQA 4/2, tied embeddings and llama3 RoPE. Rows of T = 80 hold 3 documents
-   each, one of them across the attention's 64-key block edge. Also: without doc_ids the
+   each, one of them across the attention's 64-key block edge. Rope positions restart at 0
+   per document (checked directly: RoPE scores depend only on t - j, so logits cannot
+   show it). Also: without doc_ids the
    same packed row does NOT match (the check can fail), and a masked forward leaves the
    next unmasked forward bit-identical to one before it. */
 #include <math.h>
@@ -64,6 +66,13 @@ static void check_model(const char* label, const ModelConfig* cfg) {
 
     /* rerun the masked forward for logits and per-token losses (backward overwrote the logits) */
     model_forward(&packed, p.tokens, p.targets);
+    /* RoPE scores depend only on t - j, so the restart is invisible in the logits: check the positions */
+    size_t pos_bad = 0;
+    for (size_t b = 0, n = 0; b < B; b++)
+        for (size_t d = 0; d < N_DOCS; d++)
+            for (size_t j = 0; j < DOC_LEN[b][d]; j++, n++)
+                for (size_t g = 0; g < cfg->KVH; g++) pos_bad += packed.pos_seq[n * cfg->KVH + g] != (real)j;
+    EXPECT(pos_bad == 0, "rope positions restart at 0 in every document (%zu wrong)", pos_bad);
     float* got_logits = to_float(packed.logits, N * V);
     float* got_losses = to_float(packed.losses, N);
     float* ref_logits = mallocCheck(N * V * sizeof(float));
@@ -106,6 +115,8 @@ static void check_model(const char* label, const ModelConfig* cfg) {
     /* back to unmasked: positions and attention are the plain ones again, bit for bit */
     packed.doc_ids = NULL;
     model_forward(&packed, p.tokens, p.targets);
+    EXPECT(packed.pos_seq[(T + 70) * cfg->KVH] == 70, "positions are t again: %g at row 1, t = 70",
+           (double)packed.pos_seq[(T + 70) * cfg->KVH]);
     float* again = to_float(packed.logits, N * V);
     EXPECT(!memcmp(plain, again, N * V * sizeof(float)), "unmasked forward after a masked one is bit-identical");
     free(again), free(plain), free(got_logits), free(got_losses), free(ref_logits), free(ref_losses);
