@@ -14,8 +14,10 @@
 
 #include "common/check.h"
 #include "common/rng.h"
+#include "data/documents.h"
 #include "model/model.h"
 #include "tests/testutil.h"
+#include "train/run_config.h"
 
 #define B 2
 #define T 80
@@ -124,7 +126,49 @@ static void check_model(const char* label, const ModelConfig* cfg) {
     model_free(&packed);
 }
 
+/* the data side: ids from an end-of-document token, and the run config keys */
+static void check_data_side(void) {
+    printf("document ids from data.eos_token_id, and the config keys\n");
+    const int32_t tokens[2 * 6] = {5, 1, 5, 5, 2, 1, /* row 2 */ 1, 1, 4, 4, 4, 4};
+    const int32_t want[2 * 6] = {0, 0, 1, 1, 1, 1, /* row 2 */ 0, 1, 2, 2, 2, 2};
+    int32_t ids[2 * 6];
+    doc_ids_from_eos(ids, tokens, 2, 6, 1);
+    EXPECT(!memcmp(ids, want, sizeof(want)), "eos ends its own document; every row starts at document 0");
+
+    char err[1024] = "";
+    RunConfig rc;
+    const char* no_eos[] = {"data.synthetic={}", "data.document_mask=true"};
+    int bad = run_config_load(&rc, NULL, no_eos, 2, err, sizeof(err));
+    EXPECT(bad && strstr(err, "data.eos_token_id: is required with data.document_mask"), "no eos id: %s", err);
+    run_config_free(&rc);
+
+    const char* with_eos[] = {"data.synthetic={}", "data.document_mask=true", "data.eos_token_id=40"};
+    CHECK(!run_config_load(&rc, NULL, with_eos, 3, err, sizeof(err)), "%s", err);
+    ModelConfig mc;
+    model_config_default(&mc);
+    mc.V = 32;
+    int32_t eos = 0;
+    bad = run_config_eos(&rc, &mc, &eos, err, sizeof(err));
+    EXPECT(bad && strstr(err, "data.eos_token_id: 40 is outside the vocabulary [0, 32)"), "eos >= V: %s", err);
+    mc.V = 64;
+    bad = run_config_eos(&rc, &mc, &eos, err, sizeof(err));
+    EXPECT(!bad && eos == 40, "data.eos_token_id 40 is used: %d", (int)eos);
+    run_config_free(&rc);
+
+    /* init_from: the checkpoint's eos_token_id (number or list) when data.eos_token_id is not given */
+    const char* from_ckpt[] = {"data.synthetic={}", "data.document_mask=true", "model.init_from=ckpt"};
+    CHECK(!run_config_load(&rc, NULL, from_ckpt, 3, err, sizeof(err)), "%s", err);
+    snprintf(mc.hf_carried, sizeof(mc.hf_carried), "{\"eos_token_id\": [7, 9]}");
+    bad = run_config_eos(&rc, &mc, &eos, err, sizeof(err));
+    EXPECT(!bad && eos == 7, "checkpoint eos_token_id [7, 9]: %d", (int)eos);
+    mc.hf_carried[0] = 0;
+    bad = run_config_eos(&rc, &mc, &eos, err, sizeof(err));
+    EXPECT(bad && strstr(err, "data.eos_token_id: is required"), "checkpoint without eos_token_id: %s", err);
+    run_config_free(&rc);
+}
+
 int main(void) {
+    check_data_side();
     ModelConfig cfg;
     model_config_default(&cfg);
     cfg.V = 32, cfg.D = 32, cfg.L = 3, cfg.H = 4, cfg.KVH = 4, cfg.F = 48;
