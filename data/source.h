@@ -48,9 +48,11 @@ void data_source_close(DataSource* ds);
 void data_source_rows(const DataSource* ds, bool val, size_t step, size_t rows_per_step, size_t row0, size_t n,
                       size_t T, int32_t* tokens, int32_t* targets, uint8_t* answer_mask);
 
-/* The per-token document ids of the same rows: doc_ids (n*T) int32, 0, 1, ... for the documents of a
-   row in order (a document split over rows is doc 0 of its later rows; padding is a document of its
-   own). Packed JSONL rows know them; token files and synthetic rows give 0 everywhere (one document). */
+/* Document ids for data.document_mask (data/documents.h: one int32 per token, a run of equal ids within a
+   row being one document). Token files get them from data.eos_token_id (doc_ids_from_eos, in the trainer);
+   packed JSONL rows from their record boundaries, here: doc_ids (n*T) 0, 1, ... for the documents of each
+   of the same rows in order (a document split over rows is doc 0 of its later rows; padding is a document
+   of its own). Other sources give 0 everywhere (one document per row). */
 void data_source_doc_ids(const DataSource* ds, bool val, size_t step, size_t rows_per_step, size_t row0, size_t n,
                          size_t T, int32_t* doc_ids);
 

@@ -49,6 +49,12 @@ typedef struct {
                                     plain mean); set by the caller, unchanged until its backward (xent.h) */
 
     const char* lora_base;       /* the base checkpoint a LoRA model's adapters are saved against (not owned) */
+    const int32_t* doc_ids;      /* (N) document id of each token for the next forward, NULL = one document per
+                                    row; set by the caller, unchanged until its backward. With it, attention stays
+                                    within each document (a run of equal ids) and rope positions restart at 0 */
+    int32_t *doc_start, *doc_end;   /* (N) the spans of doc_ids (attention.h), filled by forward */
+    DocSpans spans;                 /* views of the two, passed to the blocks while masked */
+    bool masked;                    /* the last forward used doc_ids; pos_seq then holds t - start_t */
 
     bool has_loss;               /* forward ran with targets, so backward may run */
     double loss;
