@@ -187,19 +187,21 @@ size_t hf_load_weights(Model* m, const char* dir, uint64_t init_seed, bool verbo
     if (m->cfg.lora_rank && path_exists(adapter)) peft_load(m, dir, loaded);
     static char fresh[4096];
     fresh[0] = 0;
-    size_t n_fresh = 0;
+    size_t n_fresh = 0, n_lora = 0;
     for (size_t i = 0; i < tt->n; i++) {
-        if (loaded[i]) continue;   /* scan_weights allows only RePo tensors to be missing */
+        if (loaded[i]) continue;   /* scan_weights allows only RePo and LoRA tensors to be missing */
         model_init_tensor(m, i, init_seed, 0.02);   /* a checkpoint without RePo (or LoRA) continued with them */
-        append(fresh, sizeof(fresh), tt->t[i].name);
+        if (tt->t[i].is_lora) n_lora++;
+        else append(fresh, sizeof(fresh), tt->t[i].name);
         n_fresh++;
     }
     free(loaded);
     if (verbose) {
         printf("loaded %zu tensors from %s\n", tt->n - n_fresh, dir);
-        if (n_fresh) printf("  new RePo / LoRA weights (RePo N(0, 0.02²) truncated at ±3σ, LoRA A uniform, B 0; "
-                            "seed %llu): %s\n",
-                            (unsigned long long)init_seed, fresh);
+        if (n_fresh > n_lora) printf("  new RePo weights (N(0, 0.02²) truncated at ±3σ, seed %llu): %s\n",
+                                     (unsigned long long)init_seed, fresh);
+        if (n_lora) printf("  new LoRA adapters: %zu tensors (A uniform in ±1/sqrt(in), B = 0, seed %llu)\n", n_lora,
+                           (unsigned long long)init_seed);
     }
     return n_fresh;
 }
