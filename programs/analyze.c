@@ -1,5 +1,5 @@
 /* build/analyze CHECKPOINT [options]: where a checkpoint's attention goes and
-   what positions its RePo layers learn (issue #6, docs/analyze.md):
+   what positions its RePo layers learn (docs/analyze.md):
    - the learned positions z per RePo layer and KV head for synthetic items or
      a window of a token file, with range, step and segment-class statistics;
    - the attention mass of the query rows of synthetic retrieval items on the

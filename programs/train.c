@@ -1,6 +1,6 @@
 /* build/train CONFIG.json [--set a.b.c=value ...]: continual pretraining from a
-   config file (issue #4). Parses the config, sets up, loops, saves, frees.
-   Under mpirun (build/mpi/train, issue #7) every rank runs this same list;
+   config file. Parses the config, sets up, loops, saves, frees.
+   Under mpirun (build/mpi/train) every rank runs this same list;
    only rank 0 prints. */
 #include <signal.h>
 #include <stdio.h>

@@ -1,6 +1,7 @@
 /* build/bench/bench_load: peak resident memory and time of loading a BF16
    checkpoint of the OLMo-2 1B shape (D=2048, L=16, H=16, F=8192, V=100352,
-   untied; N ≈ 1.48e9 parameters) into the F32 parameter arena (issue #3).
+   untied; N ≈ 1.48e9 parameters) into the F32 parameter arena; the load
+   must stay within 4 bytes per parameter + 256 MiB of RSS.
      bench_load --generate DIR   write a random BF16 checkpoint there (~3 GB)
      bench_load --load DIR       load it in this process; print peak RSS and time;
                                  exit 1 if peak RSS > 4N bytes + 256 MiB

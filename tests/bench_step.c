@@ -1,5 +1,5 @@
 /* build/bench/bench_step: time full training steps (zero_grad, forward,
-   backward, clip, AdamW) of a reference size after warm-up (issue #5; the
+   backward, clip, AdamW) of a reference size after warm-up (the
    method and the FLOP count are in docs/performance.md; tools/bench.sh runs it).
      bench_step [--size S|M|L|long] [--mode rope|repo|nope|r2n1|n2r1] [--steps N] [--warmup N]
                 [--threads N] [--block olmo2|llama] [--tokens-seed N] [--json] [--no-attn] [--mfu-sgemm N]
@@ -10,7 +10,7 @@
      bench_step --save-weights DIR [--size ...] [--mode ...] [--tokens-seed N]
                 writes the initialised model as a Hugging Face checkpoint (F32) and the
                 token batch as DIR/batch.i32 (B*T tokens, then B*T targets, int32 LE), then exits
-   Sizes (issue #5): S D=256 L=4 H=8 F=1024 V=4096 B=8 T=256; M D=512 L=8 H=8 F=1376
+   Sizes: S D=256 L=4 H=8 F=1024 V=4096 B=8 T=256; M D=512 L=8 H=8 F=1376
    V=32000 B=4 T=1024; L D=768 L=12 H=12 F=3072 V=50304 B=2 T=1024; long = M at B=1 T=4096. */
 #include <cblas.h>
 #include <stdbool.h>
@@ -67,7 +67,7 @@ static double minor_faults(void) {
     return (double)ru.ru_minflt;
 }
 
-/* the reference sizes of issue #5; false for an unknown name */
+/* the reference sizes S, M, L, long (listed at the top); false for an unknown name */
 static bool size_config(ModelConfig* c, const char* size, size_t* B, size_t* T) {
     *B = 8, *T = 256;   /* S: model_config_default's sizes */
     if (!strcmp(size, "S")) return true;

@@ -1,4 +1,4 @@
-/* build/analyze's measurements (eval/analyze_stats.h, issue #6), float build:
+/* build/analyze's measurements (eval/analyze_stats.h), float build:
    1. the segment classes on hand-made sequences: constant, monotonic up and
       down (with one step against the trend), hybrid (zigzag, and two steps
       against the trend at mono_frac 0.9), and the boundaries (range = eps is

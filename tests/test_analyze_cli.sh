@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# build/analyze end to end (issue #6): on the fixture checkpoints (OLMo-2 with
+# build/analyze end to end: on the fixture checkpoints (OLMo-2 with
 # rope, rope, repo, nope; Llama with GQA, YaRN and two RePo layers) it writes
 # positions.csv, analysis.json and the figures with the expected shapes, the
 # attention masses of every item add up to 1, the same seed gives the same

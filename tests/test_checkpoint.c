@@ -1,4 +1,4 @@
-/* Hugging Face checkpoint directories (issue #3): sharded loading, continuing a
+/* Hugging Face checkpoint directories: sharded loading, continuing a
    plain checkpoint with new RePo weights, and every malformed directory giving
    its own clear error (run in a child process; exit status and message checked). */
 #include <stdio.h>

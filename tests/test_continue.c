@@ -1,5 +1,5 @@
 /* Continuing a plain Hugging Face OLMo-2 checkpoint with RePo from layer
-   floor(L/3) (issue #4), end to end on a tiny generated checkpoint:
+   floor(L/3) (the default first RePo layer), end to end on a tiny generated checkpoint:
    build/train loads it, reports new RePo weights for exactly the upper layers,
    trains, and saves a checkpoint that loads back with the RePo layout; and on
    the first step the layers below the RePo start give exactly (bit for bit) the

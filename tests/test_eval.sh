@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# build/eval end to end (issue #6): on the OLMo-2 fixture checkpoint (vocab 64 =
+# build/eval end to end: on the OLMo-2 fixture checkpoint (vocab 64 =
 # the synthetic range with the defaults) it prints the family x length table and
 # writes JSON, reproducibly from the seed; perplexity on a token file; a run
 # directory from a 2-step build/train run supplies its seq_len and generator

@@ -1,4 +1,4 @@
-/* build/eval's measurements (eval/eval_tasks.h, issue #6), float build:
+/* build/eval's measurements (eval/eval_tasks.h), float build:
    1. the key-blind reference: on the default generator its mean over items is
       1 (single), 1/4 (multikey), 1/3! (multivalue), 1/(4·3) (multiquery),
       1/4 (distractor) exactly, and about 1/4 for the table (cells may repeat);

@@ -1,4 +1,4 @@
-/* KV-cache generation against the full-sequence forward (issue #6, item 1), float build.
+/* KV-cache generation against the full-sequence forward, float build.
    Two random models: OLMo-2 with layers [rope, repo, nope, repo] (QK-norm, MHA)
    and Llama with GQA (H=4, KVH=2), YaRN (factor 4, L0 16) and [repo, rope, nope].
    RePo weights are drawn N(0, 0.3²) so that z spreads over several units and a

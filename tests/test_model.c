@@ -1,4 +1,4 @@
-/* Model-level tests in the float build (issue #2):
+/* Model-level tests in the float build:
    1. a repo layer whose positions are forced to the integer indices gives
       exactly (bit for bit) the rope layer's output, and differs without forcing;
    2. forward and backward allocate nothing (a counting malloc, after warm-up);

@@ -240,7 +240,7 @@ static void test_two_steps(void) {
     tensor_table_free(&tt);
 }
 
-/* ZeRO-1 (issue #7): three optimizers over slices of the gradient arena, cut
+/* ZeRO-1 (the AdamW state sharded over data-parallel ranks): three optimizers over slices of the gradient arena, cut
    inside tensors and with a frozen tensor, step the same weights and hold the
    same moments as one optimizer over the whole arena, bit for bit */
 static void test_slices(void) {

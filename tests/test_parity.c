@@ -1,4 +1,4 @@
-/* PyTorch parity (issue #3): load the fixture checkpoints of tests/fixtures/
+/* PyTorch parity: load the fixture checkpoints of tests/fixtures/
    (written by tools/reference.py, an independent float64 PyTorch model) with
    the Hugging Face loader, and compare loss, logits, RePo positions z and every
    parameter gradient; the loss from the BF16 copy; and the save/load round trip

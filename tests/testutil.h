@@ -1,5 +1,5 @@
 /* Shared by the C tests: one line per check (OK / NOT OK) with counters,
-   tolerance comparisons printed the STYLE.md §8 way (label, first pairs,
+   tolerance comparisons printed (label, first pairs,
    max abs and rel error, the tolerance), and running code that is expected
    to die in a child process with its output captured. Header-only, so a test
    can be built on its own (make test-asan). */

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """tools/reference.py - float64 PyTorch reference for repoc's model and AdamW step.
 
-An independent implementation of DESIGN.md sections 1-3 and 5 (OLMo-2 and Llama
+An independent implementation of the model of docs/design.md (block, positions,
+backward passes, file formats) (OLMo-2 and Llama
 blocks, RoPE / RePo / NoPE positions in the HF rotate_half layout, YaRN, tied
 head, cross-entropy with ignore index -1, optional z-loss, AdamW). It writes the
 committed fixtures under tests/fixtures/ (see tests/fixtures/README.md). It needs

@@ -1,4 +1,4 @@
-/* The training job's configuration (see run_config.h, STYLE.md §5): the schema
+/* The training job's configuration (see run_config.h): the schema
    table (every key once) and the defaults, loading (file, --set overrides,
    checks between keys), printing and JSON output. Applying one JSON value to
    one key, with its messages, is in run_config_parse.c; the bridges to

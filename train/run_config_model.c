@@ -1,6 +1,6 @@
 /* From the run config to the model's and the optimizer's configs: a fresh
-   model's ModelConfig (sizes, DESIGN.md §2 position plans, YaRN), the checks
-   and overrides applied to a checkpoint's config for init_from (DESIGN.md §5),
+   model's ModelConfig (sizes, position plans, YaRN), the checks
+   and overrides applied to a checkpoint's config for init_from,
    the layer-count checks, and the OptimConfig. */
 #include "train/run_config.h"
 

@@ -1,4 +1,4 @@
-/* The training run: setup, step, eval, save (DESIGN.md §1, issue #4). */
+/* The training run: setup, step, eval, save (docs/design.md, "One training step"). */
 #include "train/trainer.h"
 
 #include <math.h>
