@@ -15,6 +15,7 @@
 #include "common/rng.h"
 #include "common/threads.h"
 #include "model/model.h"
+#include "tests/testutil.h"
 
 /* ---- counting allocator: every malloc in the process while `counting` is on,
    split by caller: this program (repoc's code is linked in statically) or a
@@ -44,9 +45,6 @@ void* realloc(void* p, size_t n) { count(CALLER); return __libc_realloc(p, n); }
 void* aligned_alloc(size_t a, size_t n) { count(CALLER); return __libc_memalign(a, n); }
 int posix_memalign(void** p, size_t a, size_t n) { count(CALLER); *p = __libc_memalign(a, n); return *p ? 0 : 12; }
 
-static int failures;
-#define EXPECT(cond, ...) do { int ok_ = (cond); printf("  %-8s ", ok_ ? "OK" : "NOT OK"); printf(__VA_ARGS__); \
-                               printf("\n"); failures += !ok_; } while (0)
 
 static void random_batch(int32_t* tokens, int32_t* targets, size_t N, size_t V, uint64_t seed) {
     Rng rng;
@@ -196,6 +194,6 @@ int main(void) {
     test_forced_repo_equals_rope();
     test_target_weights();
     test_reference_size_no_alloc();
-    printf("test_model: %s\n", failures ? "FAILED" : "all OK");
-    return failures ? 1 : 0;
+    printf("test_model: %s\n", test_failures ? "FAILED" : "all OK");
+    return test_failures ? 1 : 0;
 }

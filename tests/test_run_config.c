@@ -13,10 +13,8 @@
 #include "common/check.h"
 #include "common/fileio.h"
 #include "train/run_config.h"
+#include "tests/testutil.h"
 
-static int failures;
-#define EXPECT(cond, ...) do { printf("  %-8s ", (cond) ? "OK" : "NOT OK"); printf(__VA_ARGS__); printf("\n"); \
-                               failures += !(cond); } while (0)
 
 static char tmpdir[64];
 #define DATA "\"data\": {\"train\": [\"t.bin\"], \"val\": [\"v.bin\"]}"
@@ -363,6 +361,6 @@ int main(void) {
     char path[300];
     for (size_t i = 0; i < 3; i++) snprintf(path, sizeof(path), "%s/%s", tmpdir, names[i]), unlink(path);
     rmdir(tmpdir);
-    printf("%s: %d failed\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    printf("test_run_config: %d passed, %d failed\n", test_passes, test_failures);
+    return test_failures ? 1 : 0;
 }

@@ -56,6 +56,26 @@ static inline int expect_close(const char* label, const float* got, const float*
     return bad == 0;
 }
 
+/* doubles, elementwise |got - ref| <= atol + rtol * |ref| (each element against its own reference);
+   prints one line with the first pairs, the max errors and the tolerances. Returns 1 on pass. */
+static inline int expect_close_each(const char* label, const double* got, const double* ref, size_t n, double atol,
+                                    double rtol) {
+    double max_abs = 0, max_rel = 0;
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs(got[i] - ref[i]);
+        ok &= e <= atol + rtol * fabs(ref[i]);   /* NaN fails */
+        max_abs = fmax(max_abs, e);
+        if (ref[i] != 0) max_rel = fmax(max_rel, e / fabs(ref[i]));
+    }
+    char pairs[128] = "";
+    for (size_t i = 0, k = 0; i < n && i < 3 && k < sizeof(pairs); i++)
+        k += (size_t)snprintf(pairs + k, sizeof(pairs) - k, " (%.9g, %.9g)", got[i], ref[i]);
+    report(ok, "%s: n=%zu%s max abs %.2e rel %.2e (atol %.0e rtol %.0e)", label, n, pairs, max_abs, max_rel, atol,
+           rtol);
+    return ok;
+}
+
 /* Run child(arg) in a forked process with its stdout+stderr captured into out;
    returns its exit status (128+signal when killed). The parent's OpenMP pool
    does not survive fork, so the child runs single-threaded. */

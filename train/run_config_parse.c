@@ -113,7 +113,8 @@ static const char* set_arg_of(const RunConfig* rc, const char* path) {
 /* "<src>: <path>: <message>", where src is "--set <argument>" when one gave path; returns -1 */
 int rc_fail(RcCtx* c, const char* path, const char* fmt, ...) {
     if (!c->err || !c->len) return -1;
-    const char* arg = c->by_key && c->rc && path ? set_arg_of(c->rc, path) : NULL;
+    const RunConfig* rc = c->rc ? c->rc : c->read;
+    const char* arg = c->by_key && rc && path ? set_arg_of(rc, path) : NULL;
     int n = arg ? snprintf(c->err, c->len, "--set %s: %s: ", arg, path)
                 : snprintf(c->err, c->len, "%s%s%s%s", c->src ? c->src : "", c->src ? ": " : "", path ? path : "",
                            path ? ": " : "");
