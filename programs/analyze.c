@@ -87,8 +87,7 @@ static void parse_layers(AnalyzeOptions* o, const char* v) {
 static void parse_valued(AnalyzeOptions* o, const char* a, const char* v) {
     if (!strcmp(a, "--task")) {
         int f = synthetic_family_parse(v);
-        if (f < 0) cli_bad_option("--task: unknown task '%s' (single, multikey, multivalue, multiquery, "
-                                  "distractor, table)", v);
+        if (f < 0) cli_bad_option("--task: unknown task '%s' (%s)", v, synthetic_family_list());
         o->family = (SynFamily)f;
     } else if (!strcmp(a, "--length")) o->length = cli_parse_size(a, v, 2, MAX_LENGTH);
     else if (!strcmp(a, "--items")) o->items = cli_parse_size(a, v, 1, 1000000), o->items_given = true;

@@ -75,8 +75,7 @@ static void parse_tasks(EvalOptions* o, const char* list) {
         }
         int f = synthetic_family_parse(tok);
         if (f < 0)
-            cli_bad_option("--tasks: unknown task '%s' (all, single, multikey, multivalue, multiquery, "
-                           "distractor, table)", tok);
+            cli_bad_option("--tasks: unknown task '%s' (all, %s)", tok, synthetic_family_list());
         o->family_on[f] = true;
     }
 }

@@ -107,7 +107,8 @@ expect_fail "missing checkpoint" "does not exist" "$T/nowhere"
 expect_fail "directory without a checkpoint" "neither a checkpoint" "$T/empty"
 expect_fail "unknown option" "unknown option '--bogus'" $OLMO --bogus
 expect_fail "option without its value" "--items: expected a value" $OLMO --items
-expect_fail "unknown task" "unknown task 'needle'" $OLMO --task needle
+expect_fail "unknown task" "unknown task 'needle' (single, multikey, multivalue, multiquery, distractor, table)" \
+    $OLMO --task needle
 expect_fail "length too short for the family" "length 8 is too short for family 'single'" $OLMO --length 8
 expect_fail "segment longer than the input" "--segment 64 is longer than the input (32 tokens)" \
     $OLMO --length 32 --segment 64

@@ -77,7 +77,8 @@ mkdir -p "$T/empty"
 expect_fail "missing checkpoint" "does not exist" "$T/nowhere"
 expect_fail "directory without a checkpoint" "neither a checkpoint" "$T/empty"
 expect_fail "unknown option" "unknown option '--bogus'" $CK --bogus
-expect_fail "unknown task" "unknown task 'needle'" $CK --tasks single,needle
+expect_fail "unknown task" "unknown task 'needle' (all, single, multikey, multivalue, multiquery, distractor, table)" \
+    $CK --tasks single,needle
 expect_fail "bad length" "--lengths: expected an integer" $CK --lengths 128,abc
 expect_fail "length too short for a family" "too short for family 'table'" $CK --lengths 40
 expect_fail "synthetic range beyond the vocabulary" "do not fit vocab_size 64" $CK --synthetic '{"first_id": 10}'
