@@ -90,7 +90,10 @@ static void parse_valued(AnalyzeOptions* o, const char* a, const char* v) {
         if (f < 0) cli_bad_option("--task: unknown task '%s' (%s)", v, synthetic_family_list());
         o->family = (SynFamily)f;
     } else if (!strcmp(a, "--length")) o->length = cli_parse_size(a, v, 2, MAX_LENGTH);
-    else if (!strcmp(a, "--items")) o->items = cli_parse_size(a, v, 1, 1000000), o->items_given = true;
+    else if (!strcmp(a, "--items")) {
+        o->items = cli_parse_size(a, v, 1, 1000000);
+        o->items_given = true;
+    }
     else if (!strcmp(a, "--seed")) o->seed = cli_parse_size(a, v, 0, (size_t)-1);
     else if (!strcmp(a, "--depth")) {
         o->depth = cli_parse_double(a, v);
@@ -125,7 +128,8 @@ static void parse_args(AnalyzeOptions* o, int argc, char** argv) {
     o->seed = 1;
     o->depth = -1;
     o->seg = (SegParams){16, -1, 0.9};
-    o->layer_hi = 0, o->layer_lo = 1;   /* unset */
+    o->layer_hi = 0;   /* unset */
+    o->layer_lo = 1;
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
@@ -229,8 +233,11 @@ static void plan(Analysis* an, AnalyzeOptions* o, const CkptInfo* ci, SyntheticC
 
     an->length = o->length ? o->length : ci->train_len ? ci->train_len : 256;
     an->items = o->items;
-    an->family = o->family, an->seed = o->seed, an->depth = o->depth;
-    an->tokens_file = o->tokens, an->offset = o->offset;
+    an->family = o->family;
+    an->seed = o->seed;
+    an->depth = o->depth;
+    an->tokens_file = o->tokens;
+    an->offset = o->offset;
     an->seg = o->seg;
     if (an->synthetic) {
         const char* from = cli_resolve_synthetic(syn, o->synthetic, ci);

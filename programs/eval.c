@@ -228,7 +228,9 @@ static size_t plan(EvalOptions* o, const SyntheticConfig* syn, const CkptInfo* c
     if (!any_task && !o->n_ppl) cli_bad_option("nothing to evaluate: no task and no --ppl");
     size_t T0 = ci->train_len ? ci->train_len : 256;
     if (!o->n_lengths) {
-        o->lengths[0] = T0, o->lengths[1] = 2 * T0, o->lengths[2] = 4 * T0;
+        o->lengths[0] = T0;
+        o->lengths[1] = 2 * T0;
+        o->lengths[2] = 4 * T0;
         o->n_lengths = 3;
     }
     if (!o->seq_len) o->seq_len = T0;

@@ -276,7 +276,10 @@ int main(int argc, char** argv) {
     size_t* lens = mallocCheck(o.n_files * sizeof(size_t));
     int* mapped = mallocCheck(o.n_files * sizeof(int));
     size_t total = 0;
-    for (size_t f = 0; f < o.n_files; f++) maps[f] = map_file(o.files[f], &lens[f], &mapped[f]), total += lens[f];
+    for (size_t f = 0; f < o.n_files; f++) {
+        maps[f] = map_file(o.files[f], &lens[f], &mapped[f]);
+        total += lens[f];
+    }
 
     char prefix_path[4096 + 8];
     if (o.out) {   /* the directory of PREFIX, made when missing */

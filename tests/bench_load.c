@@ -33,7 +33,12 @@ static double peak_rss_mib(void) {
 static void olmo2_1b(ModelConfig* c) {
     model_config_default(c);
     c->block = BLOCK_OLMO2;
-    c->V = 100352, c->D = 2048, c->L = 16, c->H = 16, c->KVH = 16, c->F = 8192;
+    c->V = 100352;
+    c->D = 2048;
+    c->L = 16;
+    c->H = 16;
+    c->KVH = 16;
+    c->F = 8192;
     c->rope_theta = 500000;
 }
 

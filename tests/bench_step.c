@@ -72,12 +72,27 @@ static bool size_config(ModelConfig* c, const char* size, size_t* B, size_t* T) 
     *B = 8, *T = 256;   /* S: model_config_default's sizes */
     if (!strcmp(size, "S")) return true;
     if (!strcmp(size, "M") || !strcmp(size, "long")) {
-        c->D = 512, c->L = 8, c->H = c->KVH = 8, c->F = 1376, c->V = 32000, *B = 4, *T = 1024;
-        if (!strcmp(size, "long")) *B = 1, *T = 4096;
+        c->D = 512;
+        c->L = 8;
+        c->H = c->KVH = 8;
+        c->F = 1376;
+        c->V = 32000;
+        *B = 4;
+        *T = 1024;
+        if (!strcmp(size, "long")) {
+            *B = 1;
+            *T = 4096;
+        }
         return true;
     }
     if (!strcmp(size, "L")) {
-        c->D = 768, c->L = 12, c->H = c->KVH = 12, c->F = 3072, c->V = 50304, *B = 2, *T = 1024;
+        c->D = 768;
+        c->L = 12;
+        c->H = c->KVH = 12;
+        c->F = 3072;
+        c->V = 50304;
+        *B = 2;
+        *T = 1024;
         return true;
     }
     return false;
@@ -148,8 +163,14 @@ static double bench_attention(const ModelConfig* c, size_t B, size_t T) {
     real *k = lse + N * c->H, *v = k + N * kvd, *dk = v + N * kvd, *dv = dk + N * kvd;
     Rng rng;
     rng_seed(&rng, 3);
-    for (size_t i = 0; i < N * qd; i++) q[i] = (real)rng_normal(&rng), dout[i] = (real)rng_normal(&rng);
-    for (size_t i = 0; i < N * kvd; i++) k[i] = (real)rng_normal(&rng), v[i] = (real)rng_normal(&rng);
+    for (size_t i = 0; i < N * qd; i++) {
+        q[i] = (real)rng_normal(&rng);
+        dout[i] = (real)rng_normal(&rng);
+    }
+    for (size_t i = 0; i < N * kvd; i++) {
+        k[i] = (real)rng_normal(&rng);
+        v[i] = (real)rng_normal(&rng);
+    }
     double t = 0;
     for (size_t l = 0; l <= c->L; l++) {   /* pass 0 is the warm-up */
         double t0 = now_s();
@@ -232,7 +253,10 @@ int main(int argc, char** argv) {
     int32_t* tgt = mallocCheck(N * sizeof(int32_t));
     Rng rng;
     rng_seed(&rng, o.tokens_seed);
-    for (size_t i = 0; i < N; i++) tok[i] = (int32_t)rng_below(&rng, c.V), tgt[i] = (int32_t)rng_below(&rng, c.V);
+    for (size_t i = 0; i < N; i++) {
+        tok[i] = (int32_t)rng_below(&rng, c.V);
+        tgt[i] = (int32_t)rng_below(&rng, c.V);
+    }
     if (o.save_dir) {
         hf_save(&m, o.save_dir, ST_F32);
         save_batch(o.save_dir, tok, tgt, N);
@@ -269,7 +293,11 @@ int main(int argc, char** argv) {
         if (s == 0) loss0 = loss;
         if (s < o.warmup) continue;
         int i = s - o.warmup;
-        t_step[i] = t3 - t0, t_fwd[i] = t1 - t0, t_bwd[i] = t2 - t1, t_opt[i] = t3 - t2, sum += t3 - t0;
+        t_step[i] = t3 - t0;
+        t_fwd[i] = t1 - t0;
+        t_bwd[i] = t2 - t1;
+        t_opt[i] = t3 - t2;
+        sum += t3 - t0;
     }
     double rss = peak_rss_mib();   /* before the attention timing allocates anything */
     faults = (minor_faults() - faults) / n;

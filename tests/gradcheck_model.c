@@ -81,9 +81,16 @@ static size_t build_blocks(Problem* out, size_t max, Rng* rng, BlockStyle style)
     ModelConfig cfg;
     model_config_default(&cfg);
     cfg.block = style;
-    cfg.V = 11, cfg.D = 16, cfg.L = 3, cfg.H = 4, cfg.KVH = 2, cfg.F = 24;
+    cfg.V = 11;
+    cfg.D = 16;
+    cfg.L = 3;
+    cfg.H = 4;
+    cfg.KVH = 2;
+    cfg.F = 24;
     cfg.norm_eps = 1e-5;
-    cfg.pos[0] = POS_ROPE, cfg.pos[1] = POS_REPO, cfg.pos[2] = POS_NOPE;
+    cfg.pos[0] = POS_ROPE;
+    cfg.pos[1] = POS_REPO;
+    cfg.pos[2] = POS_NOPE;
     size_t B = 2, T = 5, N = B * T;
     for (size_t l = 0; l < 3; l++) {
         Problem* p = &out[l];
@@ -102,7 +109,8 @@ static size_t build_blocks(Problem* out, size_t max, Rng* rng, BlockStyle style)
         c->proj = gc_random(rng, N * cfg.D, -1, 1);
         gc_add(p, "x_in", c->x_in, N * cfg.D);
         add_params(p, &c->m, (int)l);
-        p->loss = block_loss, p->grad = block_grad;
+        p->loss = block_loss;
+        p->grad = block_grad;
     }
     return 3;
 }
@@ -139,20 +147,31 @@ static void setup_model(Problem* p, Rng* rng, const ModelConfig* cfg, const char
         c->targets[n] = n == 3 ? -1 : (int32_t)rng_below(rng, cfg->V);
     }
     add_params(p, &c->m, -1);
-    p->loss = model_loss, p->grad = model_grad;
+    p->loss = model_loss;
+    p->grad = model_grad;
 }
 
 size_t build_model(Problem* out, size_t max, Rng* rng) {
     ModelConfig cfg;
     model_config_default(&cfg);
-    cfg.V = 11, cfg.D = 16, cfg.L = 3, cfg.H = 4, cfg.KVH = 2, cfg.F = 24;
+    cfg.V = 11;
+    cfg.D = 16;
+    cfg.L = 3;
+    cfg.H = 4;
+    cfg.KVH = 2;
+    cfg.F = 24;
     cfg.norm_eps = 1e-5;
-    cfg.pos[0] = POS_ROPE, cfg.pos[1] = POS_REPO, cfg.pos[2] = POS_NOPE;
+    cfg.pos[0] = POS_ROPE;
+    cfg.pos[1] = POS_REPO;
+    cfg.pos[2] = POS_NOPE;
     setup_model(&out[0], rng, &cfg, "model: OLMo-2, layers rope/repo/nope, GQA 4/2, untied, z-loss 1e-3", 1e-3);
     cfg.block = BLOCK_LLAMA;
     cfg.tie_embeddings = true;
-    cfg.pos[0] = POS_REPO, cfg.pos[1] = POS_NOPE, cfg.pos[2] = POS_ROPE;
-    cfg.yarn_factor = 2.0, cfg.yarn_orig_max = 4;
+    cfg.pos[0] = POS_REPO;
+    cfg.pos[1] = POS_NOPE;
+    cfg.pos[2] = POS_ROPE;
+    cfg.yarn_factor = 2.0;
+    cfg.yarn_orig_max = 4;
     setup_model(&out[1], rng, &cfg, "model: Llama, layers repo/nope/rope, GQA 4/2, tied, YaRN x2", 0);
     return 2;
 }

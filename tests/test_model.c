@@ -69,7 +69,12 @@ static void test_forced_repo_equals_rope(void) {
     printf("repo layer with positions forced to t == rope layer\n");
     ModelConfig cfg;
     model_config_default(&cfg);
-    cfg.V = 97, cfg.D = 64, cfg.L = 3, cfg.H = 4, cfg.KVH = 2, cfg.F = 96;
+    cfg.V = 97;
+    cfg.D = 64;
+    cfg.L = 3;
+    cfg.H = 4;
+    cfg.KVH = 2;
+    cfg.F = 96;
     for (int style = 0; style < 2; style++) {
         cfg.block = style ? BLOCK_LLAMA : BLOCK_OLMO2;
         size_t B = 2, T = 33, N = B * T;
@@ -162,7 +167,12 @@ static void test_target_weights(void) {
     printf("weighted loss (data.synthetic.answer_weight)\n");
     ModelConfig cfg;
     model_config_default(&cfg);
-    cfg.V = 61, cfg.D = 32, cfg.L = 2, cfg.H = 4, cfg.KVH = 4, cfg.F = 48;
+    cfg.V = 61;
+    cfg.D = 32;
+    cfg.L = 2;
+    cfg.H = 4;
+    cfg.KVH = 4;
+    cfg.F = 48;
     model_config_plan_positions(&cfg, "repo", 1);
     size_t B = 2, T = 17, N = B * T;
     Model m;
@@ -181,7 +191,10 @@ static void test_target_weights(void) {
     for (size_t n = 0; n < N; n++) w[n] = n % 3 == 0 ? 20 : 1;   /* every third target is an "answer" */
     double weighted = model_forward(&m, tokens, targets), num = 0, den = 0;
     for (size_t n = 0; n < N; n++)
-        if (targets[n] >= 0) num += w[n] * (double)m.losses[n], den += w[n];
+        if (targets[n] >= 0) {
+            num += w[n] * (double)m.losses[n];
+            den += w[n];
+        }
     EXPECT(fabs(weighted - num / den) <= 1e-6 * fabs(num / den) && weighted != plain,
            "weights 20 / 1: loss %.9f == sum w ce / sum w = %.9f (plain %.9f)", weighted, num / den, plain);
     model_free(&m);

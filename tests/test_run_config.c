@@ -334,7 +334,8 @@ static void test_model_bridges(void) {
     r = run_config_apply_checkpoint(&rc, &mc, "ckpt", false, err, sizeof(err));
     EXPECT(r && strstr(err, "model.d_model: 512 disagrees with 256 in ckpt/config.json (model.init_from); remove the "
                             "key to take the checkpoint's value"), "%s", err);
-    mc.D = 512, mc.H = 6;
+    mc.D = 512;
+    mc.H = 6;
     r = run_config_apply_checkpoint(&rc, &mc, "ckpt", false, err, sizeof(err));
     EXPECT(r == 0 && mc.pos[2] == POS_ROPE && mc.pos[3] == POS_REPO && mc.pos[8] == POS_REPO,
            "agreeing sizes pass; positions.mode repo applies to the checkpoint's 9 layers (start 3)");

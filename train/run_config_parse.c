@@ -58,7 +58,10 @@ static int word_index(const char* list, const char* word, size_t* dist) {
         snprintf(w, sizeof(w), "%.*s", (int)n, p);
         size_t d = lev(word, w);
         if (!dist && !strcmp(w, word)) return i;
-        if (dist && d < best_d) best_d = d, best = i;
+        if (dist && d < best_d) {
+            best_d = d;
+            best = i;
+        }
         p = bar ? bar + 1 : NULL;
     }
     if (dist) *dist = best_d;
@@ -86,7 +89,10 @@ static const RcKey* suggest_key(const char* parent, const char* name) {
         if (!is_child(&RC_KEYS[i], parent)) continue;
         size_t dn = lev(name, base_name(&RC_KEYS[i]));
         if (RC_KEYS[i].aliases && (word_index(RC_KEYS[i].aliases, name, &d), d < dn)) dn = d;
-        if (dn < best_d) best_d = dn, best = &RC_KEYS[i];
+        if (dn < best_d) {
+            best_d = dn;
+            best = &RC_KEYS[i];
+        }
     }
     if (best && near(name, best_d)) return best;
     for (size_t i = 0; i < RC_N_KEYS; i++) {
