@@ -132,11 +132,8 @@ static void parse_args(AnalyzeOptions* o, int argc, char** argv) {
     o->layer_lo = 1;
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
-        if (a[0] != '-') {
-            if (o->ckpt) cli_bad_option("unexpected argument '%s' (the checkpoint is '%s')", a, o->ckpt);
-            o->ckpt = a;
-        } else if (!strcmp(a, "--compare")) {
+        if (cli_help_or_checkpoint(a, usage, &o->ckpt)) continue;
+        if (!strcmp(a, "--compare")) {
             while (i + 1 < argc && argv[i + 1][0] != '-') {
                 if (o->n_compare == MAX_COMPARE) cli_bad_option("--compare: more than %d files", MAX_COMPARE);
                 o->compare[o->n_compare++] = argv[++i];

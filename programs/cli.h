@@ -8,7 +8,9 @@
 #define REPOC_CLI_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "data/synthetic.h"
 #include "model/model.h"
@@ -22,6 +24,9 @@ _Noreturn void cli_bad_option(const char* fmt, ...) __attribute__((format(printf
 /* an option given a second time is a usage error (it would silently replace the first);
    seen counts opt's uses, starting at 0 */
 void cli_once(const char* opt, int* seen);
+/* The arguments every program with one checkpoint reads: --help or -h (usage to stdout, exit 0) and
+   the checkpoint, a word not starting with '-', given once. True when a was one of them. */
+bool cli_help_or_checkpoint(const char* a, void (*usage)(FILE*), const char** ckpt);
 /* a, one of the n options in names that take a value v: dies when it is unknown, given
    twice (seen: n counters, zeroed) or has no value; returns its index */
 size_t cli_valued_option(const char* a, const char* v, const char* const* names, size_t n, int* seen);

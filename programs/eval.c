@@ -88,12 +88,7 @@ static void parse_args(EvalOptions* o, int argc, char** argv) {
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
         const char* v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
-        if (a[0] != '-') {
-            if (o->ckpt) cli_bad_option("unexpected argument '%s' (the checkpoint is '%s')", a, o->ckpt);
-            o->ckpt = a;
-            continue;
-        }
+        if (cli_help_or_checkpoint(a, usage, &o->ckpt)) continue;
         if (!strcmp(a, "--ppl")) {
             while (i + 1 < argc && argv[i + 1][0] != '-') {
                 if (o->n_ppl == MAX_LIST) cli_bad_option("--ppl: more than %d files", MAX_LIST);

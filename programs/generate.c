@@ -61,12 +61,7 @@ static void parse_args(GenOptions* o, int argc, char** argv) {
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
         const char* v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
-        if (a[0] != '-') {
-            if (o->ckpt) cli_bad_option("unexpected argument '%s' (the checkpoint is '%s')", a, o->ckpt);
-            o->ckpt = a;
-            continue;
-        }
+        if (cli_help_or_checkpoint(a, usage, &o->ckpt)) continue;
         if (!strcmp(a, "--ignore-eos")) { o->ignore_eos = 1; continue; }
         static const char* const valued[] = {"--tokenizer", "--prompt", "--max-new-tokens", "--temperature", "--top-k",
                                        "--top-p", "--seed", "--yarn-factor", "--yarn-orig", "--threads"};

@@ -17,6 +17,7 @@
 #include "model/hf_checkpoint.h"
 #include "model/hf_config.h"
 #include "model/model.h"
+#include "tests/testutil.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -33,12 +34,7 @@ static double peak_rss_mib(void) {
 static void olmo2_1b(ModelConfig* c) {
     model_config_default(c);
     c->block = BLOCK_OLMO2;
-    c->V = 100352;
-    c->D = 2048;
-    c->L = 16;
-    c->H = 16;
-    c->KVH = 16;
-    c->F = 8192;
+    test_model_sizes(c, 100352, 2048, 16, 16, 16, 8192);
     c->rope_theta = 500000;
 }
 

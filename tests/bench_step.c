@@ -29,6 +29,7 @@
 #include "model/model.h"
 #include "optim/adamw.h"
 #include "optim/clip.h"
+#include "tests/testutil.h"
 
 typedef struct {
     const char *size, *mode, *block, *save_dir;
@@ -69,14 +70,11 @@ static double minor_faults(void) {
 
 /* the reference sizes S, M, L, long (listed at the top); false for an unknown name */
 static bool size_config(ModelConfig* c, const char* size, size_t* B, size_t* T) {
-    *B = 8, *T = 256;   /* S: model_config_default's sizes */
+    *B = 8;   /* S: model_config_default's sizes */
+    *T = 256;
     if (!strcmp(size, "S")) return true;
     if (!strcmp(size, "M") || !strcmp(size, "long")) {
-        c->D = 512;
-        c->L = 8;
-        c->H = c->KVH = 8;
-        c->F = 1376;
-        c->V = 32000;
+        test_model_sizes(c, 32000, 512, 8, 8, 8, 1376);
         *B = 4;
         *T = 1024;
         if (!strcmp(size, "long")) {
@@ -86,11 +84,7 @@ static bool size_config(ModelConfig* c, const char* size, size_t* B, size_t* T) 
         return true;
     }
     if (!strcmp(size, "L")) {
-        c->D = 768;
-        c->L = 12;
-        c->H = c->KVH = 12;
-        c->F = 3072;
-        c->V = 50304;
+        test_model_sizes(c, 50304, 768, 12, 12, 12, 3072);
         *B = 2;
         *T = 1024;
         return true;

@@ -7,6 +7,7 @@
 #include "common/check.h"
 #include "model/model.h"
 #include "tests/gradcheck.h"
+#include "tests/testutil.h"
 
 typedef struct {
     Model m;
@@ -81,12 +82,7 @@ static size_t build_blocks(Problem* out, size_t max, Rng* rng, BlockStyle style)
     ModelConfig cfg;
     model_config_default(&cfg);
     cfg.block = style;
-    cfg.V = 11;
-    cfg.D = 16;
-    cfg.L = 3;
-    cfg.H = 4;
-    cfg.KVH = 2;
-    cfg.F = 24;
+    test_model_sizes(&cfg, 11, 16, 3, 4, 2, 24);
     cfg.norm_eps = 1e-5;
     cfg.pos[0] = POS_ROPE;
     cfg.pos[1] = POS_REPO;
@@ -154,12 +150,7 @@ static void setup_model(Problem* p, Rng* rng, const ModelConfig* cfg, const char
 size_t build_model(Problem* out, size_t max, Rng* rng) {
     ModelConfig cfg;
     model_config_default(&cfg);
-    cfg.V = 11;
-    cfg.D = 16;
-    cfg.L = 3;
-    cfg.H = 4;
-    cfg.KVH = 2;
-    cfg.F = 24;
+    test_model_sizes(&cfg, 11, 16, 3, 4, 2, 24);
     cfg.norm_eps = 1e-5;
     cfg.pos[0] = POS_ROPE;
     cfg.pos[1] = POS_REPO;

@@ -35,9 +35,15 @@ static const cJSON* at(const cJSON* root, const char* path) {
 
 /* text between backticks, without a trailing " (...)" note, trimmed, into out */
 static void clean(const char* s, size_t n, char* out, size_t len) {
-    while (n && *s == ' ') s++, n--;
     while (n && s[n - 1] == ' ') n--;
-    if (n >= 2 && s[0] == '`' && s[n - 1] == '`') s++, n -= 2;
+    while (n && *s == ' ') {
+        s++;
+        n--;
+    }
+    if (n >= 2 && s[0] == '`' && s[n - 1] == '`') {
+        s++;
+        n -= 2;
+    }
     const char* note = NULL;
     for (size_t i = 0; i + 1 < n; i++)
         if (s[i] == ' ' && s[i + 1] == '(') { note = s + i; break; }
@@ -65,8 +71,11 @@ static void check_row(const cJSON* defaults, const char* line) {
     /* the defaults: the whole cell for one key, else n comma-separated parts */
     const char* parts[8];
     size_t lens[8], m = 0;
-    if (n == 1) parts[0] = cell2, lens[0] = strlen(cell2), m = 1;
-    else
+    if (n == 1) {
+        parts[0] = cell2;
+        lens[0] = strlen(cell2);
+        m = 1;
+    } else
         for (const char* p = cell2; p && m < 8; m++) {
             const char* q = strchr(p, ',');
             parts[m] = p;

@@ -30,12 +30,7 @@ int main(void) {
     /* a plain (all-RoPE) OLMo-2 checkpoint, as a downloaded one would be */
     ModelConfig c;
     model_config_default(&c);
-    c.V = 64;
-    c.D = 32;
-    c.L = 3;
-    c.H = 4;
-    c.KVH = 4;
-    c.F = 64;
+    test_model_sizes(&c, 64, 32, 3, 4, 4, 64);
     size_t B = 2, T = 128, N = B * T;
     Model pure;
     model_build(&pure, &c, B, T, NULL, 0, false);

@@ -85,12 +85,7 @@ static void check_task_counts(void) {
     syn.value_len = 3;
     ModelConfig cfg;
     model_config_default(&cfg);
-    cfg.V = 40;
-    cfg.D = 32;
-    cfg.L = 2;
-    cfg.H = 4;
-    cfg.KVH = 4;
-    cfg.F = 48;
+    test_model_sizes(&cfg, 40, 32, 2, 4, 4, 48);
     cfg.pos[0] = POS_ROPE;
     cfg.pos[1] = POS_REPO;
     synthetic_validate(&syn, cfg.V);
@@ -133,12 +128,7 @@ static void check_perplexity(void) {
     printf("eval_perplexity == exp(mean model_forward loss over the windows)\n");
     ModelConfig cfg;
     model_config_default(&cfg);
-    cfg.V = 50;
-    cfg.D = 32;
-    cfg.L = 2;
-    cfg.H = 4;
-    cfg.KVH = 4;
-    cfg.F = 48;
+    test_model_sizes(&cfg, 50, 32, 2, 4, 4, 48);
     size_t T = 16, n = 16 * 7 + 5;   /* 7 whole windows, 5 tokens left over */
     Model m;
     model_build(&m, &cfg, 1, T, NULL, 0, false);

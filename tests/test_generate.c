@@ -207,12 +207,7 @@ static void check_sampling(void) {
     printf("sampling from fixed logits\n");
     ModelConfig cfg;
     model_config_default(&cfg);
-    cfg.V = 16;
-    cfg.D = 16;
-    cfg.L = 1;
-    cfg.H = 2;
-    cfg.KVH = 2;
-    cfg.F = 16;
+    test_model_sizes(&cfg, 16, 16, 1, 2, 2, 16);
     Model m;
     model_build(&m, &cfg, 1, 1, NULL, 0, false);
     Generator g;
@@ -263,12 +258,7 @@ int main(void) {
 
     ModelConfig olmo;
     model_config_default(&olmo);
-    olmo.V = 61;
-    olmo.D = 64;
-    olmo.L = 4;
-    olmo.H = 4;
-    olmo.KVH = 4;
-    olmo.F = 96;
+    test_model_sizes(&olmo, 61, 64, 4, 4, 4, 96);
     PosMode op[] = {POS_ROPE, POS_REPO, POS_NOPE, POS_REPO};
     for (size_t l = 0; l < olmo.L; l++) olmo.pos[l] = op[l];
     run_model("olmo2", &olmo, 21);
@@ -276,12 +266,7 @@ int main(void) {
     ModelConfig llama;
     model_config_default(&llama);
     llama.block = BLOCK_LLAMA;
-    llama.V = 53;
-    llama.D = 64;
-    llama.L = 3;
-    llama.H = 4;
-    llama.KVH = 2;
-    llama.F = 80;
+    test_model_sizes(&llama, 53, 64, 3, 4, 2, 80);
     llama.norm_eps = 1e-5;
     llama.rope_theta = 500000;
     llama.tie_embeddings = true;

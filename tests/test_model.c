@@ -69,12 +69,7 @@ static void test_forced_repo_equals_rope(void) {
     printf("repo layer with positions forced to t == rope layer\n");
     ModelConfig cfg;
     model_config_default(&cfg);
-    cfg.V = 97;
-    cfg.D = 64;
-    cfg.L = 3;
-    cfg.H = 4;
-    cfg.KVH = 2;
-    cfg.F = 96;
+    test_model_sizes(&cfg, 97, 64, 3, 4, 2, 96);
     for (int style = 0; style < 2; style++) {
         cfg.block = style ? BLOCK_LLAMA : BLOCK_OLMO2;
         size_t B = 2, T = 33, N = B * T;
@@ -167,12 +162,7 @@ static void test_target_weights(void) {
     printf("weighted loss (data.synthetic.answer_weight)\n");
     ModelConfig cfg;
     model_config_default(&cfg);
-    cfg.V = 61;
-    cfg.D = 32;
-    cfg.L = 2;
-    cfg.H = 4;
-    cfg.KVH = 4;
-    cfg.F = 48;
+    test_model_sizes(&cfg, 61, 32, 2, 4, 4, 48);
     model_config_plan_positions(&cfg, "repo", 1);
     size_t B = 2, T = 17, N = B * T;
     Model m;

@@ -27,7 +27,7 @@
 static void tiny_table(TensorTable* tt) {
     ModelConfig mc;
     model_config_default(&mc);
-    mc.V = 4; mc.D = 8; mc.L = 1; mc.H = 2; mc.KVH = 2; mc.F = 8;
+    test_model_sizes(&mc, 4, 8, 1, 2, 2, 8);
     mc.pos[0] = POS_REPO;
     model_config_validate(&mc);
     const char* frozen[] = {FROZEN};

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The repository stands alone: no file in it (code, comments, docs, configs)
 # points at a document that is not in it (the old design and style notes, a
-# "shared/" folder next to the checkout) or at an issue tracker by number.
+# folder of shared notes next to the checkout) or at an issue tracker by number.
 # The facts live in docs/design.md and docs/contributing.md; say them there or
 # in place. Searched: every tracked file (every file outside build/ and .git
 # when there is no git); binary files are skipped.

@@ -17,6 +17,8 @@
 #include <omp.h>
 #endif
 
+#include "model/config.h"   /* ModelConfig, for test_model_sizes */
+
 static int test_passes, test_failures;
 
 /* print "OK     <message>" or "NOT OK <message>" and count it */
@@ -32,6 +34,17 @@ static void report(int ok, const char* fmt, ...) {
     else test_failures++;
 }
 #define EXPECT(cond, ...) report((cond) ? 1 : 0, __VA_ARGS__)
+
+/* a test model's sizes in one call; the rest of c stays as it is (model_config_default, usually):
+   V vocabulary, D width, L layers, H query heads, KVH key/value heads, F SwiGLU hidden width */
+static inline void test_model_sizes(ModelConfig* c, size_t V, size_t D, size_t L, size_t H, size_t KVH, size_t F) {
+    c->V = V;
+    c->D = D;
+    c->L = L;
+    c->H = H;
+    c->KVH = KVH;
+    c->F = F;
+}
 
 /* elementwise |got - ref| <= atol + rtol_of_max * max|ref|; prints one line (and the first
    pairs when it fails). Returns 1 on pass. */
