@@ -197,11 +197,6 @@ void cli_checkpoint_config(CkptInfo* ci, ModelConfig* cfg, const char* path, dou
     cli_apply_yarn(cfg, yarn_factor, yarn_orig, ci);
 }
 
-double cli_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 void cli_write_json(const char* path, cJSON* root) {
     char* text = cJSON_Print(root);

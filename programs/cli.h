@@ -59,9 +59,6 @@ const char* cli_resolve_synthetic(SyntheticConfig* syn, const char* opt, const C
 /* cli_resolve_checkpoint, its config.json into cfg, then cli_apply_yarn */
 void cli_checkpoint_config(CkptInfo* ci, ModelConfig* cfg, const char* path, double yarn_factor, double yarn_orig);
 
-/* seconds on CLOCK_MONOTONIC, for rates and timings in the programs' output */
-double cli_now(void);
-
 /* YaRN: the checkpoint's own, or factor > 1 with L0 = orig (> 0) or the
    training length; validates cfg */
 void cli_apply_yarn(ModelConfig* cfg, double factor, double orig, const CkptInfo* ci);

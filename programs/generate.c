@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "common/check.h"
+#include "common/clock.h"
 #include "common/fileio.h"
 #include "common/rng.h"
 #include "common/threads.h"
@@ -168,9 +169,9 @@ int main(int argc, char** argv) {
 
     fwrite(o.prompt, 1, strlen(o.prompt), stdout);
     fflush(stdout);
-    double t0 = cli_now();
+    double t0 = now_s();
     const real* logits = gen_prefill(&g, e.ids, n_prompt);
-    double t1 = cli_now();
+    double t1 = now_s();
     size_t n_new = 0;
     int stopped = 0;
     while (n_new < o.max_new) {
@@ -181,7 +182,7 @@ int main(int argc, char** argv) {
         put_token(t, id);
         if (n_new < o.max_new) logits = gen_step(&g, id);
     }
-    double t2 = cli_now();
+    double t2 = now_s();
     printf("\n");
     fprintf(stderr, "generate: prompt %zu tokens in %.2f s (%.1f tok/s); %zu new tokens in %.2f s: %.1f tok/s%s\n",
             n_prompt, t1 - t0, (double)n_prompt / (t1 - t0), n_new, t2 - t1,

@@ -13,17 +13,12 @@
 #include <time.h>
 
 #include "common/check.h"
+#include "common/clock.h"
 #include "common/threads.h"
 #include "model/hf_checkpoint.h"
 #include "model/hf_config.h"
 #include "model/model.h"
 #include "tests/testutil.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static double peak_rss_mib(void) {
     struct rusage ru;

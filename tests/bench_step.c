@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "common/check.h"
+#include "common/clock.h"
 #include "common/fileio.h"
 #include "common/rng.h"
 #include "common/threads.h"
@@ -38,12 +39,6 @@ typedef struct {
     unsigned long long tokens_seed;
     bool json, attn;
 } BenchOpts;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int cmp_double(const void* a, const void* b) {
     double x = *(const double*)a, y = *(const double*)b;

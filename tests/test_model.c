@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "common/check.h"
+#include "common/clock.h"
 #include "common/rng.h"
 #include "common/threads.h"
 #include "model/model.h"
@@ -101,11 +102,7 @@ static void test_forced_repo_equals_rope(void) {
     }
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
+static double now_ms(void) { return 1e3 * now_s(); }
 
 static void test_reference_size_no_alloc(void) {
     printf("reference size: D=256 L=4 H=8 V=4096 B=4 T=256, RePo from layer 1, no malloc in a step\n");

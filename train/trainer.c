@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "common/check.h"
+#include "common/clock.h"
 #include "common/dist.h"
 #include "common/fileio.h"
 #include "common/threads.h"
@@ -17,12 +18,6 @@
 #include "optim/clip.h"
 #include "optim/schedule.h"
 #include "train/run_dir.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* the checkpoint to resume from, if any (run.resume: auto | never | a path) */
 static bool find_resume(const RunConfig* rc, char* path, size_t len) {
