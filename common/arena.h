@@ -1,4 +1,4 @@
-/* Laying out named views in one arena (STYLE.md §3). A layout function takes
+/* Laying out named views in one arena (docs/contributing.md, "No allocation in a step"). A layout function takes
    every view it needs from a Cursor. Run it first with base NULL to count the
    reals, allocate once, then run it again with the real base: the list of
    views is written once, so counting and assigning cannot disagree. */

@@ -1,4 +1,4 @@
-/* Checked I/O and allocation (STYLE.md §4). */
+/* Checked I/O and allocation (docs/contributing.md, "Errors"). */
 #include "common/check.h"
 
 #include <errno.h>

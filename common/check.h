@@ -1,4 +1,4 @@
-/* Checked helpers used everywhere (STYLE.md §4): every failure prints
+/* Checked helpers used everywhere (docs/contributing.md, "Errors"): every failure prints
    "file:line: message" naming what was expected and what was found, and exits
    with status 1. The checks survive -DNDEBUG. */
 #ifndef REPOC_CHECK_H

@@ -1,4 +1,4 @@
-/* Data-parallel communication (issue #7): the few MPI calls the trainer needs,
+/* Data-parallel communication: the few MPI calls the trainer needs,
    behind one small interface. The MPI build (make MPI=1, -DREPOC_MPI) maps
    them onto MPI_COMM_WORLD; every other build gets trivial versions (rank 0
    of 1), so the trainer calls them unconditionally and has no #ifdefs.

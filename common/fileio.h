@@ -1,4 +1,4 @@
-/* Whole-file reading and atomic writing (DESIGN.md §5 "Training state": write a
+/* Whole-file reading and atomic writing (docs/design.md, "Run directory and checkpoints": write a
    temporary file, fsync, rename, so a crash at any moment leaves either the old
    or the new file, never half of one). */
 #ifndef REPOC_FILEIO_H

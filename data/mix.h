@@ -1,6 +1,6 @@
 /* Stateless 64-bit hashing for the data loaders: turns (seed, step, row) into
    an Rng seed, so that every batch row is a pure function of those numbers
-   and any process can make any row without a shared cursor (DESIGN.md §5).
+   and any process can make any row without a shared cursor (data/README.md, "Batch rows").
    The finaliser is splitmix64's (Steele, Lea, Flood 2014). */
 #ifndef REPOC_DATA_MIX_H
 #define REPOC_DATA_MIX_H

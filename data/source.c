@@ -34,8 +34,8 @@ int synthetic_from_json(SyntheticConfig* cfg, const cJSON* obj, char* err, size_
             cJSON_ArrayForEach(w, it) {
                 int f = synthetic_family_parse(w->string);
                 if (f < 0)
-                    return set_err(err, err_len, "data.synthetic.weights.%s: unknown family (single, multikey, "
-                                "multivalue, multiquery, distractor, table)", w->string);
+                    return set_err(err, err_len, "data.synthetic.weights.%s: unknown family (%s)", w->string,
+                                   synthetic_family_list());
                 if (!cJSON_IsNumber(w) || !(w->valuedouble >= 0) || !isfinite(w->valuedouble))
                     return set_err(err, err_len, "data.synthetic.weights.%s: expected a number >= 0", w->string);
                 cfg->weight[f] = w->valuedouble;

@@ -7,6 +7,7 @@
 #include "data/synthetic.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/check.h"   /* DIE, CHECK */
@@ -57,6 +58,14 @@ SynIds synthetic_ids(const SyntheticConfig* cfg) {
 
 const char* synthetic_family_name(SynFamily f) {
     return (unsigned)f < SYN_N_FAMILIES ? FAMILY_NAMES[f] : "?";
+}
+
+const char* synthetic_family_list(void) {
+    static char list[128];
+    if (!list[0])
+        for (int f = 0, n = 0; f < SYN_N_FAMILIES; f++)
+            n += snprintf(list + n, sizeof(list) - (size_t)n, "%s%s", f ? ", " : "", FAMILY_NAMES[f]);
+    return list;
 }
 
 int synthetic_family_parse(const char* name) {

@@ -65,6 +65,7 @@ size_t synthetic_n_ids(const SyntheticConfig* cfg);   /* 4 + n_cols + alphabet +
 
 const char* synthetic_family_name(SynFamily f);       /* "single", "multikey", ... */
 int synthetic_family_parse(const char* name);         /* the SynFamily, or -1 */
+const char* synthetic_family_list(void);              /* "single, multikey, ..., table", for messages */
 
 /* Answer tokens of a family (value_len x values asked); fixed by the config */
 size_t synthetic_answer_len(const SyntheticConfig* cfg, SynFamily f);

@@ -7,12 +7,7 @@
 #include <time.h>
 
 #include "common/check.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "common/clock.h"
 
 void eval_perplexity(PplResult* r, Model* m, const TokenData* td, size_t max_windows) {
     size_t T = m->T;

@@ -1,4 +1,4 @@
-/* Causal multi-head attention with grouped-query heads (DESIGN.md §3):
+/* Causal multi-head attention with grouped-query heads (docs/design.md, "Attention"):
    per (batch, head) S = q k^T / sqrt(hd) (causal), P = softmax(S), O = P v.
    Query head h reads kv head h / (H/KVH). Only the output and the per-row
    log-sum-exp are kept; backward recomputes P, so no T×T matrix is stored. */

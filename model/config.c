@@ -1,4 +1,4 @@
-/* Model configuration: defaults, validation, printing, position plans (DESIGN.md §2). */
+/* Model configuration: defaults, validation, printing, position plans (docs/design.md, "Positions"). */
 #include "model/config.h"
 
 #include <string.h>

@@ -1,6 +1,6 @@
-/* The model's configuration (DESIGN.md §1–2): sizes, block style, the position
+/* The model's configuration (docs/design.md, "The decoder block", "Positions"): sizes, block style, the position
    mode of every layer, RoPE theta, optional YaRN, norm eps, tied embeddings.
-   Sizes use DESIGN.md §3's letters. */
+   Sizes use the letters of docs/design.md (B, T, D, H, KVH, hd, F, V). */
 #ifndef REPOC_CONFIG_H
 #define REPOC_CONFIG_H
 

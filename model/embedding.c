@@ -1,4 +1,4 @@
-/* Token embedding forward and backward (DESIGN.md §3). */
+/* Token embedding forward and backward (docs/design.md, "Embedding"). */
 #include "model/embedding.h"
 
 #include <string.h>

@@ -1,4 +1,4 @@
-/* Token embedding (DESIGN.md §3 "Embedding"). */
+/* Token embedding (docs/design.md, "Embedding"). */
 #ifndef REPOC_EMBEDDING_H
 #define REPOC_EMBEDDING_H
 

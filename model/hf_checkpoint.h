@@ -1,4 +1,4 @@
-/* Hugging Face checkpoint directories in and out (DESIGN.md §5): config.json +
+/* Hugging Face checkpoint directories in and out (docs/design.md, "Hugging Face checkpoint directory"): config.json +
    model.safetensors, or shards listed by model.safetensors.index.json. Tensors
    are loaded by name with every shape checked, converted from F32/BF16/F16/F64
    straight out of the mmap'd file into the parameter arena (no second copy). */
@@ -14,7 +14,7 @@
 /* Load the weights of checkpoint directory dir into m (built from a config with
    the same sizes). An expected tensor that the checkpoint lacks is an error,
    except RePo weights (continuing a plain checkpoint with RePo), which are
-   initialised as DESIGN.md §2 says from init_seed and reported; a tensor the
+   initialised (N(0, 0.02²) truncated at ±3σ) from init_seed and reported; a tensor the
    model does not have is an error. All missing/unexpected names are listed in
    one message. Returns the number of newly initialised tensors. */
 size_t hf_load_weights(Model* m, const char* dir, uint64_t init_seed, bool verbose);

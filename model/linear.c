@@ -1,4 +1,4 @@
-/* Linear forward/backward through OpenBLAS (DESIGN.md §3, §4): never called
+/* Linear forward/backward through OpenBLAS (docs/design.md, "Linear", "Threads and BLAS"): never called
    inside an OpenMP parallel region; BLAS threads itself. */
 #include "model/linear.h"
 

@@ -1,6 +1,6 @@
 /* Linear layer without bias, y = x W^T with W in the Hugging Face [out, in]
-   layout (DESIGN.md §3). Every matmul goes through one cblas_gemm call; the
-   naive triple loop stays for tests (STYLE.md §1). */
+   layout (docs/design.md, "Linear"). Every matmul goes through one cblas_gemm call; the
+   naive triple loop stays for tests (docs/contributing.md, "Ops"). */
 #ifndef REPOC_LINEAR_H
 #define REPOC_LINEAR_H
 

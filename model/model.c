@@ -1,4 +1,4 @@
-/* Decoder build, forward, backward (DESIGN.md §1, §3, §4). */
+/* Decoder build, forward, backward (docs/design.md: the step, the backward passes, the memory). */
 #include "model/model.h"
 
 #include <inttypes.h>

@@ -1,4 +1,4 @@
-/* The decoder (DESIGN.md §1, §4): one arena each for parameters, gradients and
+/* The decoder (docs/design.md, "One training step", "Memory model"): one arena each for parameters, gradients and
    activations (plus one for backward work space), named views into them, and
    forward / backward / zero_grad. Everything is sized at build time for (B, T);
    nothing is allocated inside a step. */
@@ -70,8 +70,8 @@ void model_build(Model* m, const ModelConfig* cfg, size_t B, size_t T, const cha
 void model_free(Model* m);
 
 /* Fill every weight: matrices N(0, std²) truncated at ±3σ, norms 1; RePo
-   weights N(0, 0.02²) truncated at ±3σ (DESIGN.md §2); LoRA A uniform in
-   ±1/sqrt(in) and LoRA B zero, as PEFT initialises them. Each tensor draws from
+   weights N(0, 0.02²) truncated at ±3σ (docs/design.md, "RePo position module");
+   LoRA A uniform in ±1/sqrt(in) and LoRA B zero, as PEFT initialises them. Each tensor draws from
    its own stream seeded by (seed, name), so one tensor's values do not depend
    on which others exist. */
 void model_init_weights(Model* m, uint64_t seed, double std);

@@ -1,4 +1,4 @@
-/* Rotary position encoding with REAL-valued positions (DESIGN.md §2), in the
+/* Rotary position encoding with REAL-valued positions (docs/design.md, "RoPE and YaRN"), in the
    Hugging Face rotate_half layout: pair i of a head vector is (x[i], x[i+hd/2]).
    One position per (token, position group): positions come as pos (N, P) and
    query head h uses group h / (H/P), kv head g uses group g / (KVH/P).
@@ -12,7 +12,7 @@
 
 #define ROPE_MAX_HALF 512
 
-/* inv_freq and the scale m, from theta and optional YaRN (DESIGN.md §2 "YaRN") */
+/* inv_freq and the scale m, from theta and optional YaRN (docs/design.md, "RoPE and YaRN") */
 typedef struct {
     size_t hd;
     double inv_freq[ROPE_MAX_HALF];   /* hd/2 entries */

@@ -1,4 +1,4 @@
-/* SwiGLU gate m = silu(g) ⊙ u and the residual add (DESIGN.md §3). */
+/* SwiGLU gate m = silu(g) ⊙ u and the residual add (docs/design.md, "SwiGLU", "Residual"). */
 #ifndef REPOC_SWIGLU_H
 #define REPOC_SWIGLU_H
 

@@ -1,4 +1,4 @@
-/* The parameter list and its views (DESIGN.md §4, §5 tensor names). */
+/* The parameter list and its views (docs/design.md, "Memory model"; the names: "Hugging Face checkpoint directory"). */
 #include "model/tensors.h"
 
 #include <fnmatch.h>

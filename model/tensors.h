@@ -1,4 +1,4 @@
-/* The parameter list, written once (STYLE.md §3): every tensor's Hugging Face
+/* The parameter list, written once (docs/design.md, "Memory model"): every tensor's Hugging Face
    name, shape, offset in the parameter arena and offset in the gradient arena
    (frozen tensors have none), plus the named per-layer views built from it. */
 #ifndef REPOC_TENSORS_H

@@ -1,6 +1,6 @@
 /* AdamW with decoupled weight decay and bias correction, exactly torch 1.13's
    torch.optim.AdamW (single-tensor, amsgrad off), per tensor of the table,
-   with t = step + 1 (STYLE.md §6):
+   with t = step + 1 (the first step has t = 1):
 
      lr_t = lr * lr_mult                       (the tensor's group)
      w  = w * (1 - lr_t * wd)                  (tensors in the decay group only)
@@ -14,14 +14,14 @@
    operation for operation (including their fused multiply-adds), so in float
    the result is bit-identical to torch 1.13's AdamW (tests/test_optim.c).
 
-   State layout (DESIGN.md §4): m and v are one arena each of TensorTable.n_grads
+   State layout (docs/design.md, "Memory model"): m and v are one arena each of TensorTable.n_grads
    reals laid out exactly like the gradient arena, so tensor k's moments are
    m + tt->t[k].grad_offset and v + tt->t[k].grad_offset, tt->t[k].numel reals
    each. Frozen tensors (grad_offset == NO_GRAD) have no state and are never
    touched. To save the state, write m and v per tensor under the parameter's
    name; nothing else is needed, as the step number comes from the caller.
 
-   Sharded state (ZeRO stage 1, issue #7): an optimizer built for the slice
+   Sharded state (ZeRO stage 1, for data-parallel runs): an optimizer built for the slice
    [lo, hi) of the gradient arena holds m and v for that slice only
    (gradient-arena element i at m[i - lo]) and updates only the parameters
    of that slice; the full state is [0, n_grads). Each element's update is

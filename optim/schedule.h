@@ -1,4 +1,4 @@
-/* Learning-rate schedules (STYLE.md §6): a pure function of (config, step).
+/* Learning-rate schedules (docs/design.md, "One training step"): a pure function of (config, step).
    W = warmup_steps, N = total_steps (the argument), s = step (0-based),
    lr and min_lr from the config:
 

@@ -1,5 +1,5 @@
 /* build/analyze CHECKPOINT [options]: where a checkpoint's attention goes and
-   what positions its RePo layers learn (issue #6, docs/analyze.md):
+   what positions its RePo layers learn (docs/analyze.md):
    - the learned positions z per RePo layer and KV head for synthetic items or
      a window of a token file, with range, step and segment-class statistics;
    - the attention mass of the query rows of synthetic retrieval items on the
@@ -87,11 +87,13 @@ static void parse_layers(AnalyzeOptions* o, const char* v) {
 static void parse_valued(AnalyzeOptions* o, const char* a, const char* v) {
     if (!strcmp(a, "--task")) {
         int f = synthetic_family_parse(v);
-        if (f < 0) cli_bad_option("--task: unknown task '%s' (single, multikey, multivalue, multiquery, "
-                                  "distractor, table)", v);
+        if (f < 0) cli_bad_option("--task: unknown task '%s' (%s)", v, synthetic_family_list());
         o->family = (SynFamily)f;
     } else if (!strcmp(a, "--length")) o->length = cli_parse_size(a, v, 2, MAX_LENGTH);
-    else if (!strcmp(a, "--items")) o->items = cli_parse_size(a, v, 1, 1000000), o->items_given = true;
+    else if (!strcmp(a, "--items")) {
+        o->items = cli_parse_size(a, v, 1, 1000000);
+        o->items_given = true;
+    }
     else if (!strcmp(a, "--seed")) o->seed = cli_parse_size(a, v, 0, (size_t)-1);
     else if (!strcmp(a, "--depth")) {
         o->depth = cli_parse_double(a, v);
@@ -126,14 +128,12 @@ static void parse_args(AnalyzeOptions* o, int argc, char** argv) {
     o->seed = 1;
     o->depth = -1;
     o->seg = (SegParams){16, -1, 0.9};
-    o->layer_hi = 0, o->layer_lo = 1;   /* unset */
+    o->layer_hi = 0;   /* unset */
+    o->layer_lo = 1;
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
-        if (a[0] != '-') {
-            if (o->ckpt) cli_bad_option("unexpected argument '%s' (the checkpoint is '%s')", a, o->ckpt);
-            o->ckpt = a;
-        } else if (!strcmp(a, "--compare")) {
+        if (cli_help_or_checkpoint(a, usage, &o->ckpt)) continue;
+        if (!strcmp(a, "--compare")) {
             while (i + 1 < argc && argv[i + 1][0] != '-') {
                 if (o->n_compare == MAX_COMPARE) cli_bad_option("--compare: more than %d files", MAX_COMPARE);
                 o->compare[o->n_compare++] = argv[++i];
@@ -230,8 +230,11 @@ static void plan(Analysis* an, AnalyzeOptions* o, const CkptInfo* ci, SyntheticC
 
     an->length = o->length ? o->length : ci->train_len ? ci->train_len : 256;
     an->items = o->items;
-    an->family = o->family, an->seed = o->seed, an->depth = o->depth;
-    an->tokens_file = o->tokens, an->offset = o->offset;
+    an->family = o->family;
+    an->seed = o->seed;
+    an->depth = o->depth;
+    an->tokens_file = o->tokens;
+    an->offset = o->offset;
     an->seg = o->seg;
     if (an->synthetic) {
         const char* from = cli_resolve_synthetic(syn, o->synthetic, ci);

@@ -38,6 +38,17 @@ void cli_once(const char* opt, int* seen) {
     if ((*seen)++) cli_bad_option("%s is given twice", opt);
 }
 
+bool cli_help_or_checkpoint(const char* a, void (*usage)(FILE*), const char** ckpt) {
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        usage(stdout);
+        exit(0);
+    }
+    if (a[0] == '-') return false;
+    if (*ckpt) cli_bad_option("unexpected argument '%s' (the checkpoint is '%s')", a, *ckpt);
+    *ckpt = a;
+    return true;
+}
+
 size_t cli_valued_option(const char* a, const char* v, const char* const* names, size_t n, int* seen) {
     size_t k = 0;
     while (k < n && strcmp(a, names[k])) k++;
@@ -188,11 +199,6 @@ void cli_checkpoint_config(CkptInfo* ci, ModelConfig* cfg, const char* path, dou
     cli_apply_yarn(cfg, yarn_factor, yarn_orig, ci);
 }
 
-double cli_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 void cli_write_json(const char* path, cJSON* root) {
     char* text = cJSON_Print(root);

@@ -8,7 +8,9 @@
 #define REPOC_CLI_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "data/synthetic.h"
 #include "model/model.h"
@@ -22,6 +24,9 @@ _Noreturn void cli_bad_option(const char* fmt, ...) __attribute__((format(printf
 /* an option given a second time is a usage error (it would silently replace the first);
    seen counts opt's uses, starting at 0 */
 void cli_once(const char* opt, int* seen);
+/* The arguments every program with one checkpoint reads: --help or -h (usage to stdout, exit 0) and
+   the checkpoint, a word not starting with '-', given once. True when a was one of them. */
+bool cli_help_or_checkpoint(const char* a, void (*usage)(FILE*), const char** ckpt);
 /* a, one of the n options in names that take a value v: dies when it is unknown, given
    twice (seen: n counters, zeroed) or has no value; returns its index */
 size_t cli_valued_option(const char* a, const char* v, const char* const* names, size_t n, int* seen);
@@ -53,9 +58,6 @@ const char* cli_resolve_synthetic(SyntheticConfig* syn, const char* opt, const C
 
 /* cli_resolve_checkpoint, its config.json into cfg, then cli_apply_yarn */
 void cli_checkpoint_config(CkptInfo* ci, ModelConfig* cfg, const char* path, double yarn_factor, double yarn_orig);
-
-/* seconds on CLOCK_MONOTONIC, for rates and timings in the programs' output */
-double cli_now(void);
 
 /* YaRN: the checkpoint's own, or factor > 1 with L0 = orig (> 0) or the
    training length; validates cfg */

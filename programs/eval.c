@@ -75,8 +75,7 @@ static void parse_tasks(EvalOptions* o, const char* list) {
         }
         int f = synthetic_family_parse(tok);
         if (f < 0)
-            cli_bad_option("--tasks: unknown task '%s' (all, single, multikey, multivalue, multiquery, "
-                           "distractor, table)", tok);
+            cli_bad_option("--tasks: unknown task '%s' (all, %s)", tok, synthetic_family_list());
         o->family_on[f] = true;
     }
 }
@@ -89,12 +88,7 @@ static void parse_args(EvalOptions* o, int argc, char** argv) {
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
         const char* v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
-        if (a[0] != '-') {
-            if (o->ckpt) cli_bad_option("unexpected argument '%s' (the checkpoint is '%s')", a, o->ckpt);
-            o->ckpt = a;
-            continue;
-        }
+        if (cli_help_or_checkpoint(a, usage, &o->ckpt)) continue;
         if (!strcmp(a, "--ppl")) {
             while (i + 1 < argc && argv[i + 1][0] != '-') {
                 if (o->n_ppl == MAX_LIST) cli_bad_option("--ppl: more than %d files", MAX_LIST);
@@ -229,7 +223,9 @@ static size_t plan(EvalOptions* o, const SyntheticConfig* syn, const CkptInfo* c
     if (!any_task && !o->n_ppl) cli_bad_option("nothing to evaluate: no task and no --ppl");
     size_t T0 = ci->train_len ? ci->train_len : 256;
     if (!o->n_lengths) {
-        o->lengths[0] = T0, o->lengths[1] = 2 * T0, o->lengths[2] = 4 * T0;
+        o->lengths[0] = T0;
+        o->lengths[1] = 2 * T0;
+        o->lengths[2] = 4 * T0;
         o->n_lengths = 3;
     }
     if (!o->seq_len) o->seq_len = T0;

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "common/check.h"
+#include "common/clock.h"
 #include "common/fileio.h"
 #include "common/rng.h"
 #include "common/threads.h"
@@ -61,12 +62,7 @@ static void parse_args(GenOptions* o, int argc, char** argv) {
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
         const char* v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
-        if (a[0] != '-') {
-            if (o->ckpt) cli_bad_option("unexpected argument '%s' (the checkpoint is '%s')", a, o->ckpt);
-            o->ckpt = a;
-            continue;
-        }
+        if (cli_help_or_checkpoint(a, usage, &o->ckpt)) continue;
         if (!strcmp(a, "--ignore-eos")) { o->ignore_eos = 1; continue; }
         static const char* const valued[] = {"--tokenizer", "--prompt", "--max-new-tokens", "--temperature", "--top-k",
                                        "--top-p", "--seed", "--yarn-factor", "--yarn-orig", "--threads"};
@@ -173,9 +169,9 @@ int main(int argc, char** argv) {
 
     fwrite(o.prompt, 1, strlen(o.prompt), stdout);
     fflush(stdout);
-    double t0 = cli_now();
+    double t0 = now_s();
     const real* logits = gen_prefill(&g, e.ids, n_prompt);
-    double t1 = cli_now();
+    double t1 = now_s();
     size_t n_new = 0;
     int stopped = 0;
     while (n_new < o.max_new) {
@@ -186,7 +182,7 @@ int main(int argc, char** argv) {
         put_token(t, id);
         if (n_new < o.max_new) logits = gen_step(&g, id);
     }
-    double t2 = cli_now();
+    double t2 = now_s();
     printf("\n");
     fprintf(stderr, "generate: prompt %zu tokens in %.2f s (%.1f tok/s); %zu new tokens in %.2f s: %.1f tok/s%s\n",
             n_prompt, t1 - t0, (double)n_prompt / (t1 - t0), n_new, t2 - t1,

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/check.h"
+#include "common/clock.h"
 #include "common/fileio.h"
 #include "common/threads.h"
 #include "data/shard_write.h"
@@ -223,7 +224,7 @@ static int is_val(size_t i, double val) {
 }
 
 static void progress(double t0, size_t done, size_t total, size_t tokens, int last) {
-    double dt = cli_now() - t0, mb = (double)done / 1e6;
+    double dt = now_s() - t0, mb = (double)done / 1e6;
     double rate = dt > 0 ? mb / dt : 0, eta = rate > 0 ? ((double)(total - done) / 1e6) / rate : 0;
     fprintf(stderr, "\r%9.1f / %.1f MB  %7.2f MB/s  %6.2fM tok/s  %zu tokens  ETA %dm%02ds%s", mb,
             (double)total / 1e6, rate, dt > 0 ? (double)tokens / dt / 1e6 : 0.0, tokens, (int)eta / 60,
@@ -276,7 +277,10 @@ int main(int argc, char** argv) {
     size_t* lens = mallocCheck(o.n_files * sizeof(size_t));
     int* mapped = mallocCheck(o.n_files * sizeof(int));
     size_t total = 0;
-    for (size_t f = 0; f < o.n_files; f++) maps[f] = map_file(o.files[f], &lens[f], &mapped[f]), total += lens[f];
+    for (size_t f = 0; f < o.n_files; f++) {
+        maps[f] = map_file(o.files[f], &lens[f], &mapped[f]);
+        total += lens[f];
+    }
 
     char prefix_path[4096 + 8];
     if (o.out) {   /* the directory of PREFIX, made when missing */
@@ -303,7 +307,7 @@ int main(int argc, char** argv) {
     Doc* docs = NULL;
     size_t n_docs = 0, cap_docs = 0, doc_index = 0, done_bytes = 0, invalid = 0, n_val_docs = 0, text_bytes = 0;
     DocOut* outs = mallocCheck(BATCH_DOCS * sizeof(DocOut));
-    double t0 = cli_now(), last_print = 0;
+    double t0 = now_s(), last_print = 0;
     for (size_t f = 0; f < o.n_files; f++) {
         n_docs = 0;
         cut_docs(&docs, &n_docs, &cap_docs, maps[f], lens[f], f, o.jsonl);
@@ -338,9 +342,9 @@ int main(int argc, char** argv) {
             }
             done_bytes += bytes;
             b0 = b1;
-            if (!o.print_ids && cli_now() - last_print > 0.5) {
+            if (!o.print_ids && now_s() - last_print > 0.5) {
                 progress(t0, done_bytes, total, w[0].n_tokens + w[1].n_tokens, 0);
-                last_print = cli_now();
+                last_print = now_s();
             }
         }
         if (mapped[f] && maps[f]) munmap((void*)maps[f], lens[f]);
@@ -348,7 +352,7 @@ int main(int argc, char** argv) {
     }
     shard_writer_close(&w[0]);
     shard_writer_close(&w[1]);
-    double secs = cli_now() - t0;
+    double secs = now_s() - t0;
     if (!o.print_ids) {
         progress(t0, total, total, w[0].n_tokens + w[1].n_tokens, 1);
         fprintf(stderr, "tokenize: %zu documents: train %zu tokens in %zu shard(s) %s_train_*.bin, val %zu "

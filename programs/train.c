@@ -1,6 +1,6 @@
 /* build/train CONFIG.json [--set a.b.c=value ...]: continual pretraining from a
-   config file (issue #4). Parses the config, sets up, loops, saves, frees.
-   Under mpirun (build/mpi/train, issue #7) every rank runs this same list;
+   config file. Parses the config, sets up, loops, saves, frees.
+   Under mpirun (build/mpi/train) every rank runs this same list;
    only rank 0 prints. */
 #include <signal.h>
 #include <stdio.h>
@@ -101,9 +101,8 @@ int main(int argc, char** argv) {
     } else if (tr.data.has_val && rc->train.eval_every && !trainer_eval(&tr)) {
         printf("the final evaluation was stopped by signal %d\n", (int)stop_requested);
     }
-    printf("done: steps %zu..%zu, loss %.4f -> %.4f%s, checkpoints in %s\n", start, tr.state.step,
-           tr.has_first_loss ? tr.first_loss : 0.0, tr.state.has_loss ? tr.state.last_loss : 0.0,
-           tr.has_val_loss ? "" : "", rc->run.out_dir);
+    printf("done: steps %zu..%zu, loss %.4f -> %.4f, checkpoints in %s\n", start, tr.state.step,
+           tr.has_first_loss ? tr.first_loss : 0.0, tr.state.has_loss ? tr.state.last_loss : 0.0, rc->run.out_dir);
     /* only a loss measured on the weights just saved (an earlier evaluation's is stale) */
     if (tr.has_val_loss && tr.val_step == tr.state.step) printf("final validation loss %.4f\n", tr.last_val_loss);
     print_peak_rss();

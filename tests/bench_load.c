@@ -1,6 +1,7 @@
 /* build/bench/bench_load: peak resident memory and time of loading a BF16
    checkpoint of the OLMo-2 1B shape (D=2048, L=16, H=16, F=8192, V=100352,
-   untied; N ≈ 1.48e9 parameters) into the F32 parameter arena (issue #3).
+   untied; N ≈ 1.48e9 parameters) into the F32 parameter arena; the load
+   must stay within 4 bytes per parameter + 256 MiB of RSS.
      bench_load --generate DIR   write a random BF16 checkpoint there (~3 GB)
      bench_load --load DIR       load it in this process; print peak RSS and time;
                                  exit 1 if peak RSS > 4N bytes + 256 MiB
@@ -12,16 +13,12 @@
 #include <time.h>
 
 #include "common/check.h"
+#include "common/clock.h"
 #include "common/threads.h"
 #include "model/hf_checkpoint.h"
 #include "model/hf_config.h"
 #include "model/model.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "tests/testutil.h"
 
 static double peak_rss_mib(void) {
     struct rusage ru;
@@ -32,7 +29,7 @@ static double peak_rss_mib(void) {
 static void olmo2_1b(ModelConfig* c) {
     model_config_default(c);
     c->block = BLOCK_OLMO2;
-    c->V = 100352, c->D = 2048, c->L = 16, c->H = 16, c->KVH = 16, c->F = 8192;
+    test_model_sizes(c, 100352, 2048, 16, 16, 16, 8192);
     c->rope_theta = 500000;
 }
 

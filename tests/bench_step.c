@@ -1,5 +1,5 @@
 /* build/bench/bench_step: time full training steps (zero_grad, forward,
-   backward, clip, AdamW) of a reference size after warm-up (issue #5; the
+   backward, clip, AdamW) of a reference size after warm-up (the
    method and the FLOP count are in docs/performance.md; tools/bench.sh runs it).
      bench_step [--size S|M|L|long] [--mode rope|repo|nope|r2n1|n2r1] [--steps N] [--warmup N]
                 [--threads N] [--block olmo2|llama] [--tokens-seed N] [--json] [--no-attn] [--mfu-sgemm N]
@@ -10,7 +10,7 @@
      bench_step --save-weights DIR [--size ...] [--mode ...] [--tokens-seed N]
                 writes the initialised model as a Hugging Face checkpoint (F32) and the
                 token batch as DIR/batch.i32 (B*T tokens, then B*T targets, int32 LE), then exits
-   Sizes (issue #5): S D=256 L=4 H=8 F=1024 V=4096 B=8 T=256; M D=512 L=8 H=8 F=1376
+   Sizes: S D=256 L=4 H=8 F=1024 V=4096 B=8 T=256; M D=512 L=8 H=8 F=1376
    V=32000 B=4 T=1024; L D=768 L=12 H=12 F=3072 V=50304 B=2 T=1024; long = M at B=1 T=4096. */
 #include <cblas.h>
 #include <stdbool.h>
@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "common/check.h"
+#include "common/clock.h"
 #include "common/fileio.h"
 #include "common/rng.h"
 #include "common/threads.h"
@@ -29,6 +30,7 @@
 #include "model/model.h"
 #include "optim/adamw.h"
 #include "optim/clip.h"
+#include "tests/testutil.h"
 
 typedef struct {
     const char *size, *mode, *block, *save_dir;
@@ -37,12 +39,6 @@ typedef struct {
     unsigned long long tokens_seed;
     bool json, attn;
 } BenchOpts;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int cmp_double(const void* a, const void* b) {
     double x = *(const double*)a, y = *(const double*)b;
@@ -67,17 +63,25 @@ static double minor_faults(void) {
     return (double)ru.ru_minflt;
 }
 
-/* the reference sizes of issue #5; false for an unknown name */
+/* the reference sizes S, M, L, long (listed at the top); false for an unknown name */
 static bool size_config(ModelConfig* c, const char* size, size_t* B, size_t* T) {
-    *B = 8, *T = 256;   /* S: model_config_default's sizes */
+    *B = 8;   /* S: model_config_default's sizes */
+    *T = 256;
     if (!strcmp(size, "S")) return true;
     if (!strcmp(size, "M") || !strcmp(size, "long")) {
-        c->D = 512, c->L = 8, c->H = c->KVH = 8, c->F = 1376, c->V = 32000, *B = 4, *T = 1024;
-        if (!strcmp(size, "long")) *B = 1, *T = 4096;
+        test_model_sizes(c, 32000, 512, 8, 8, 8, 1376);
+        *B = 4;
+        *T = 1024;
+        if (!strcmp(size, "long")) {
+            *B = 1;
+            *T = 4096;
+        }
         return true;
     }
     if (!strcmp(size, "L")) {
-        c->D = 768, c->L = 12, c->H = c->KVH = 12, c->F = 3072, c->V = 50304, *B = 2, *T = 1024;
+        test_model_sizes(c, 50304, 768, 12, 12, 12, 3072);
+        *B = 2;
+        *T = 1024;
         return true;
     }
     return false;
@@ -148,8 +152,14 @@ static double bench_attention(const ModelConfig* c, size_t B, size_t T) {
     real *k = lse + N * c->H, *v = k + N * kvd, *dk = v + N * kvd, *dv = dk + N * kvd;
     Rng rng;
     rng_seed(&rng, 3);
-    for (size_t i = 0; i < N * qd; i++) q[i] = (real)rng_normal(&rng), dout[i] = (real)rng_normal(&rng);
-    for (size_t i = 0; i < N * kvd; i++) k[i] = (real)rng_normal(&rng), v[i] = (real)rng_normal(&rng);
+    for (size_t i = 0; i < N * qd; i++) {
+        q[i] = (real)rng_normal(&rng);
+        dout[i] = (real)rng_normal(&rng);
+    }
+    for (size_t i = 0; i < N * kvd; i++) {
+        k[i] = (real)rng_normal(&rng);
+        v[i] = (real)rng_normal(&rng);
+    }
     double t = 0;
     for (size_t l = 0; l <= c->L; l++) {   /* pass 0 is the warm-up */
         double t0 = now_s();
@@ -232,7 +242,10 @@ int main(int argc, char** argv) {
     int32_t* tgt = mallocCheck(N * sizeof(int32_t));
     Rng rng;
     rng_seed(&rng, o.tokens_seed);
-    for (size_t i = 0; i < N; i++) tok[i] = (int32_t)rng_below(&rng, c.V), tgt[i] = (int32_t)rng_below(&rng, c.V);
+    for (size_t i = 0; i < N; i++) {
+        tok[i] = (int32_t)rng_below(&rng, c.V);
+        tgt[i] = (int32_t)rng_below(&rng, c.V);
+    }
     if (o.save_dir) {
         hf_save(&m, o.save_dir, ST_F32);
         save_batch(o.save_dir, tok, tgt, N);
@@ -269,7 +282,11 @@ int main(int argc, char** argv) {
         if (s == 0) loss0 = loss;
         if (s < o.warmup) continue;
         int i = s - o.warmup;
-        t_step[i] = t3 - t0, t_fwd[i] = t1 - t0, t_bwd[i] = t2 - t1, t_opt[i] = t3 - t2, sum += t3 - t0;
+        t_step[i] = t3 - t0;
+        t_fwd[i] = t1 - t0;
+        t_bwd[i] = t2 - t1;
+        t_opt[i] = t3 - t2;
+        sum += t3 - t0;
     }
     double rss = peak_rss_mib();   /* before the attention timing allocates anything */
     faults = (minor_faults() - faults) / n;

@@ -7,6 +7,7 @@
 #include "common/check.h"
 #include "model/model.h"
 #include "tests/gradcheck.h"
+#include "tests/testutil.h"
 
 typedef struct {
     Model m;
@@ -83,9 +84,11 @@ static size_t build_blocks(Problem* out, size_t max, Rng* rng, BlockStyle style)
     ModelConfig cfg;
     model_config_default(&cfg);
     cfg.block = style;
-    cfg.V = 11, cfg.D = 16, cfg.L = 3, cfg.H = 4, cfg.KVH = 2, cfg.F = 24;
+    test_model_sizes(&cfg, 11, 16, 3, 4, 2, 24);
     cfg.norm_eps = 1e-5;
-    cfg.pos[0] = POS_ROPE, cfg.pos[1] = POS_REPO, cfg.pos[2] = POS_NOPE;
+    cfg.pos[0] = POS_ROPE;
+    cfg.pos[1] = POS_REPO;
+    cfg.pos[2] = POS_NOPE;
     size_t B = 2, T = 5, N = B * T;
     for (size_t l = 0; l < 3; l++) {
         Problem* p = &out[l];
@@ -104,7 +107,8 @@ static size_t build_blocks(Problem* out, size_t max, Rng* rng, BlockStyle style)
         c->proj = gc_random(rng, N * cfg.D, -1, 1);
         gc_add(p, "x_in", c->x_in, N * cfg.D);
         add_params(p, &c->m, (int)l);
-        p->loss = block_loss, p->grad = block_grad;
+        p->loss = block_loss;
+        p->grad = block_grad;
     }
     return 3;
 }
@@ -148,31 +152,46 @@ static void setup_model(Problem* p, Rng* rng, const ModelConfig* cfg, const char
         c->m.doc_ids = c->doc_ids;
     }
     add_params(p, &c->m, -1);
-    p->loss = model_loss, p->grad = model_grad;
+    p->loss = model_loss;
+    p->grad = model_grad;
 }
 
 size_t build_model(Problem* out, size_t max, Rng* rng) {
     ModelConfig cfg;
     model_config_default(&cfg);
-    cfg.V = 11, cfg.D = 16, cfg.L = 3, cfg.H = 4, cfg.KVH = 2, cfg.F = 24;
+    test_model_sizes(&cfg, 11, 16, 3, 4, 2, 24);
     cfg.norm_eps = 1e-5;
-    cfg.pos[0] = POS_ROPE, cfg.pos[1] = POS_REPO, cfg.pos[2] = POS_NOPE;
+    cfg.pos[0] = POS_ROPE;
+    cfg.pos[1] = POS_REPO;
+    cfg.pos[2] = POS_NOPE;
     setup_model(&out[0], rng, &cfg, "model: OLMo-2, layers rope/repo/nope, GQA 4/2, untied, z-loss 1e-3", 1e-3, NULL);
     cfg.block = BLOCK_LLAMA;
     cfg.tie_embeddings = true;
-    cfg.pos[0] = POS_REPO, cfg.pos[1] = POS_NOPE, cfg.pos[2] = POS_ROPE;
-    cfg.yarn_factor = 2.0, cfg.yarn_orig_max = 4;
+    cfg.pos[0] = POS_REPO;
+    cfg.pos[1] = POS_NOPE;
+    cfg.pos[2] = POS_ROPE;
+    cfg.yarn_factor = 2.0;
+    cfg.yarn_orig_max = 4;
     setup_model(&out[1], rng, &cfg, "model: Llama, layers repo/nope/rope, GQA 4/2, tied, YaRN x2", 0, NULL);
     cfg.yarn_factor = 1.0;
-    cfg.pos[0] = POS_ROPE, cfg.pos[1] = POS_REPO, cfg.pos[2] = POS_ROPE;
-    cfg.llama3 = true, cfg.llama3_factor = 4, cfg.llama3_low_freq_factor = 1, cfg.llama3_high_freq_factor = 4;
+    cfg.pos[0] = POS_ROPE;
+    cfg.pos[1] = POS_REPO;
+    cfg.pos[2] = POS_ROPE;
+    cfg.llama3 = true;
+    cfg.llama3_factor = 4;
+    cfg.llama3_low_freq_factor = 1;
+    cfg.llama3_high_freq_factor = 4;
     cfg.llama3_orig_max = 8;   /* hd 4, theta 1e4: wavelengths 6.3 (blended) and 628 (divided) */
     setup_model(&out[2], rng, &cfg, "model: Llama, rope/repo/rope, GQA 4/2, tied, llama3 x4", 0, NULL);
     /* packed rows of B=2, T=6: documents of 2, 3, 1 and 1, 1, 4 tokens; rope positions restart per document */
     static const int32_t docs[12] = {0, 0, 1, 1, 1, 2, 5, 6, 7, 7, 7, 7};
     setup_model(&out[3], rng, &cfg, "model: Llama llama3, 3 documents per row, masked", 0, docs);
-    cfg.block = BLOCK_OLMO2, cfg.llama3 = false, cfg.tie_embeddings = false;
-    cfg.pos[0] = POS_ROPE, cfg.pos[1] = POS_REPO, cfg.pos[2] = POS_NOPE;
+    cfg.block = BLOCK_OLMO2;
+    cfg.llama3 = false;
+    cfg.tie_embeddings = false;
+    cfg.pos[0] = POS_ROPE;
+    cfg.pos[1] = POS_REPO;
+    cfg.pos[2] = POS_NOPE;
     setup_model(&out[4], rng, &cfg, "model: OLMo-2 rope/repo/nope, 3 documents per row, masked", 1e-3, docs);
     return 5;
 }

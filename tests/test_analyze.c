@@ -1,4 +1,4 @@
-/* build/analyze's measurements (eval/analyze_stats.h, issue #6), float build:
+/* build/analyze's measurements (eval/analyze_stats.h), float build:
    1. the segment classes on hand-made sequences: constant, monotonic up and
       down (with one step against the trend), hybrid (zigzag, and two steps
       against the trend at mono_frac 0.9), and the boundaries (range = eps is
@@ -68,7 +68,10 @@ static void check_pos_stats(void) {
     printf("pos_stats_add\n");
     size_t T = 40;
     real z[80];
-    for (size_t t = 0; t < T; t++) z[2 * t] = (real)t, z[2 * t + 1] = 7;   /* head 0: t; head 1: constant */
+    for (size_t t = 0; t < T; t++) {   /* head 0: t; head 1: constant */
+        z[2 * t] = (real)t;
+        z[2 * t + 1] = 7;
+    }
     PosStats a = {0}, b = {0};
     pos_stats_add(&a, z, 2, T, &SEG);
     pos_stats_add(&b, z + 1, 2, T, &SEG);
@@ -107,7 +110,10 @@ static void check_probs(void) {
     Rng rng;
     rng_seed(&rng, 42);
     for (size_t i = 0; i < T * H * hd; i++) q[i] = (float)(2 * rng_normal(&rng));   /* peaked rows */
-    for (size_t i = 0; i < T * KVH * hd; i++) k[i] = (float)rng_normal(&rng), v[i] = (float)rng_normal(&rng);
+    for (size_t i = 0; i < T * KVH * hd; i++) {
+        k[i] = (float)rng_normal(&rng);
+        v[i] = (float)rng_normal(&rng);
+    }
     attention_forward(out, lse, q, k, v, NULL, 1, T, H, KVH, hd);
     float got[4 * 37 * 37], ref[4 * 37 * 37];
     double p[37], r[37], worst_sum = 0;
@@ -117,7 +123,11 @@ static void check_probs(void) {
             attn_probs_row(p, q, k, lse, t, h, H, KVH, hd);
             naive_row(r, q, k, t, h, H, KVH, hd);
             double sum = 0;
-            for (size_t j = 0; j <= t; j++) got[n] = (float)p[j], ref[n++] = (float)r[j], sum += p[j];
+            for (size_t j = 0; j <= t; j++) {
+                got[n] = (float)p[j];
+                ref[n++] = (float)r[j];
+                sum += p[j];
+            }
             worst_sum = fmax(worst_sum, fabs(sum - 1));
         }
     /* lse is a float computed in float: a few ulps of |lse| shift every p of its row by that relative amount */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# build/analyze end to end (issue #6): on the fixture checkpoints (OLMo-2 with
+# build/analyze end to end: on the fixture checkpoints (OLMo-2 with
 # rope, rope, repo, nope; Llama with GQA, YaRN and two RePo layers) it writes
 # positions.csv, analysis.json and the figures with the expected shapes, the
 # attention masses of every item add up to 1, the same seed gives the same
@@ -107,7 +107,8 @@ expect_fail "missing checkpoint" "does not exist" "$T/nowhere"
 expect_fail "directory without a checkpoint" "neither a checkpoint" "$T/empty"
 expect_fail "unknown option" "unknown option '--bogus'" $OLMO --bogus
 expect_fail "option without its value" "--items: expected a value" $OLMO --items
-expect_fail "unknown task" "unknown task 'needle'" $OLMO --task needle
+expect_fail "unknown task" "unknown task 'needle' (single, multikey, multivalue, multiquery, distractor, table)" \
+    $OLMO --task needle
 expect_fail "length too short for the family" "length 8 is too short for family 'single'" $OLMO --length 8
 expect_fail "segment longer than the input" "--segment 64 is longer than the input (32 tokens)" \
     $OLMO --length 32 --segment 64

@@ -1,4 +1,4 @@
-/* Hugging Face checkpoint directories (issue #3): sharded loading, continuing a
+/* Hugging Face checkpoint directories: sharded loading, continuing a
    plain checkpoint with new RePo weights, and every malformed directory giving
    its own clear error (run in a child process; exit status and message checked). */
 #include <stdio.h>
@@ -65,7 +65,10 @@ static void write_subset(const Model* m, const char* dir, const char* file, size
         if ((long)i == skip) continue;
         const TensorInfo* t = &m->tensors.t[i];
         w[n] = (StWriteTensor){t->name, dtype, t->ndim, {t->shape[0], t->shape[1]}, m->params + t->offset};
-        if (transpose_first && n == 0 && t->ndim == 2) w[n].shape[0] = t->shape[1], w[n].shape[1] = t->shape[0];
+        if (transpose_first && n == 0 && t->ndim == 2) {
+            w[n].shape[0] = t->shape[1];
+            w[n].shape[1] = t->shape[0];
+        }
         n++;
     }
     int32_t dummy[4] = {0};

@@ -1,5 +1,5 @@
 /* Continuing a plain Hugging Face OLMo-2 checkpoint with RePo from layer
-   floor(L/3) (issue #4), end to end on a tiny generated checkpoint:
+   floor(L/3) (the default first RePo layer), end to end on a tiny generated checkpoint:
    build/train loads it, reports new RePo weights for exactly the upper layers,
    trains, and saves a checkpoint that loads back with the RePo layout; and on
    the first step the layers below the RePo start give exactly (bit for bit) the
@@ -30,7 +30,7 @@ int main(void) {
     /* a plain (all-RoPE) OLMo-2 checkpoint, as a downloaded one would be */
     ModelConfig c;
     model_config_default(&c);
-    c.V = 64, c.D = 32, c.L = 3, c.H = 4, c.KVH = 4, c.F = 64;
+    test_model_sizes(&c, 64, 32, 3, 4, 4, 64);
     size_t B = 2, T = 128, N = B * T;
     Model pure;
     model_build(&pure, &c, B, T, NULL, 0, false);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# build/eval end to end (issue #6): on the OLMo-2 fixture checkpoint (vocab 64 =
+# build/eval end to end: on the OLMo-2 fixture checkpoint (vocab 64 =
 # the synthetic range with the defaults) it prints the family x length table and
 # writes JSON, reproducibly from the seed; perplexity on a token file; a run
 # directory from a 2-step build/train run supplies its seq_len and generator
@@ -77,7 +77,8 @@ mkdir -p "$T/empty"
 expect_fail "missing checkpoint" "does not exist" "$T/nowhere"
 expect_fail "directory without a checkpoint" "neither a checkpoint" "$T/empty"
 expect_fail "unknown option" "unknown option '--bogus'" $CK --bogus
-expect_fail "unknown task" "unknown task 'needle'" $CK --tasks single,needle
+expect_fail "unknown task" "unknown task 'needle' (all, single, multikey, multivalue, multiquery, distractor, table)" \
+    $CK --tasks single,needle
 expect_fail "bad length" "--lengths: expected an integer" $CK --lengths 128,abc
 expect_fail "length too short for a family" "too short for family 'table'" $CK --lengths 40
 expect_fail "synthetic range beyond the vocabulary" "do not fit vocab_size 64" $CK --synthetic '{"first_id": 10}'

@@ -1,4 +1,4 @@
-/* build/eval's measurements (eval/eval_tasks.h, issue #6), float build:
+/* build/eval's measurements (eval/eval_tasks.h), float build:
    1. the key-blind reference: on the default generator its mean over items is
       1 (single), 1/4 (multikey), 1/3! (multivalue), 1/(4·3) (multiquery),
       1/4 (distractor) exactly, and about 1/4 for the table (cells may repeat);
@@ -80,11 +80,14 @@ static void check_task_counts(void) {
     printf("eval_task counts == a recount through model_forward\n");
     SyntheticConfig syn;   /* two symbols: answers are guessable, so the counts are not 0 */
     synthetic_defaults(&syn);
-    syn.alphabet = 2, syn.key_len = 3, syn.value_len = 3;
+    syn.alphabet = 2;
+    syn.key_len = 3;
+    syn.value_len = 3;
     ModelConfig cfg;
     model_config_default(&cfg);
-    cfg.V = 40, cfg.D = 32, cfg.L = 2, cfg.H = 4, cfg.KVH = 4, cfg.F = 48;
-    cfg.pos[0] = POS_ROPE, cfg.pos[1] = POS_REPO;
+    test_model_sizes(&cfg, 40, 32, 2, 4, 4, 48);
+    cfg.pos[0] = POS_ROPE;
+    cfg.pos[1] = POS_REPO;
     synthetic_validate(&syn, cfg.V);
     SynIds id = synthetic_ids(&syn);
     size_t length = 60, items = 30;
@@ -125,7 +128,7 @@ static void check_perplexity(void) {
     printf("eval_perplexity == exp(mean model_forward loss over the windows)\n");
     ModelConfig cfg;
     model_config_default(&cfg);
-    cfg.V = 50, cfg.D = 32, cfg.L = 2, cfg.H = 4, cfg.KVH = 4, cfg.F = 48;
+    test_model_sizes(&cfg, 50, 32, 2, 4, 4, 48);
     size_t T = 16, n = 16 * 7 + 5;   /* 7 whole windows, 5 tokens left over */
     Model m;
     model_build(&m, &cfg, 1, T, NULL, 0, false);
@@ -148,7 +151,10 @@ static void check_perplexity(void) {
     double sum = 0;   /* window w: inputs ids[wT .. wT+T-1], targets ids[wT+1 .. wT+T] */
     int32_t tok[16], tgt[16];
     for (size_t w = 0; w < 7; w++) {
-        for (size_t t = 0; t < T; t++) tok[t] = ids[w * T + t], tgt[t] = ids[w * T + t + 1];
+        for (size_t t = 0; t < T; t++) {
+            tok[t] = ids[w * T + t];
+            tgt[t] = ids[w * T + t + 1];
+        }
         sum += model_forward(&m, tok, tgt);
     }
     double ref = exp(sum / 7);

@@ -1,4 +1,4 @@
-/* KV-cache generation against the full-sequence forward (issue #6, item 1), float build.
+/* KV-cache generation against the full-sequence forward, float build.
    Two random models: OLMo-2 with layers [rope, repo, nope, repo] (QK-norm, MHA)
    and Llama with GQA (H=4, KVH=2), YaRN (factor 4, L0 16) and [repo, rope, nope].
    RePo weights are drawn N(0, 0.3²) so that z spreads over several units and a
@@ -89,7 +89,10 @@ static void print_z_spread(const Model* m, size_t T) {
         double lo = 1e30, hi = -1e30, s = 0, s2 = 0;
         for (size_t i = 0; i < n; i++) {
             double z = m->la[l].z[i];
-            lo = fmin(lo, z), hi = fmax(hi, z), s += z, s2 += z * z;
+            lo = fmin(lo, z);
+            hi = fmax(hi, z);
+            s += z;
+            s2 += z * z;
         }
         double mean = s / n;
         printf("  layer %zu RePo z: %.2f .. %.2f (std %.2f)\n", l, lo, hi, sqrt(fmax(s2 / n - mean * mean, 0)));
@@ -204,7 +207,7 @@ static void check_sampling(void) {
     printf("sampling from fixed logits\n");
     ModelConfig cfg;
     model_config_default(&cfg);
-    cfg.V = 16, cfg.D = 16, cfg.L = 1, cfg.H = 2, cfg.KVH = 2, cfg.F = 16;
+    test_model_sizes(&cfg, 16, 16, 1, 2, 2, 16);
     Model m;
     model_build(&m, &cfg, 1, 1, NULL, 0, false);
     Generator g;
@@ -255,7 +258,7 @@ int main(void) {
 
     ModelConfig olmo;
     model_config_default(&olmo);
-    olmo.V = 61, olmo.D = 64, olmo.L = 4, olmo.H = 4, olmo.KVH = 4, olmo.F = 96;
+    test_model_sizes(&olmo, 61, 64, 4, 4, 4, 96);
     PosMode op[] = {POS_ROPE, POS_REPO, POS_NOPE, POS_REPO};
     for (size_t l = 0; l < olmo.L; l++) olmo.pos[l] = op[l];
     run_model("olmo2", &olmo, 21);
@@ -263,9 +266,12 @@ int main(void) {
     ModelConfig llama;
     model_config_default(&llama);
     llama.block = BLOCK_LLAMA;
-    llama.V = 53, llama.D = 64, llama.L = 3, llama.H = 4, llama.KVH = 2, llama.F = 80;
-    llama.norm_eps = 1e-5, llama.rope_theta = 500000, llama.tie_embeddings = true;
-    llama.yarn_factor = 4, llama.yarn_orig_max = 16;
+    test_model_sizes(&llama, 53, 64, 3, 4, 2, 80);
+    llama.norm_eps = 1e-5;
+    llama.rope_theta = 500000;
+    llama.tie_embeddings = true;
+    llama.yarn_factor = 4;
+    llama.yarn_orig_max = 16;
     PosMode lp[] = {POS_REPO, POS_ROPE, POS_NOPE};
     for (size_t l = 0; l < llama.L; l++) llama.pos[l] = lp[l];
     run_model("llama-gqa-yarn", &llama, 33);

@@ -31,7 +31,10 @@ static void test_range(void) {
         if (x < LO) x = LO;
         if (x > HI) x = HI;
         double u = ulps(exp_r(x), x);
-        if (!(u <= worst)) worst = u, at = x;
+        if (!(u <= worst)) {
+            worst = u;
+            at = x;
+        }
     }
     EXPECT(worst <= 2, "%zu points over [ln FLT_MIN, ln FLT_MAX]: max rel error %.2f x 2^-23 at x = %.9g (<= 2)",
            n + 1, worst, at);

@@ -1,4 +1,4 @@
-/* Model-level tests in the float build (issue #2):
+/* Model-level tests in the float build:
    1. a repo layer whose positions are forced to the integer indices gives
       exactly (bit for bit) the rope layer's output, and differs without forcing;
    2. forward and backward allocate nothing (a counting malloc, after warm-up);
@@ -12,9 +12,11 @@
 #include <time.h>
 
 #include "common/check.h"
+#include "common/clock.h"
 #include "common/rng.h"
 #include "common/threads.h"
 #include "model/model.h"
+#include "tests/testutil.h"
 
 /* ---- counting allocator: every malloc in the process while `counting` is on,
    split by caller: this program (repoc's code is linked in statically) or a
@@ -44,9 +46,6 @@ void* realloc(void* p, size_t n) { count(CALLER); return __libc_realloc(p, n); }
 void* aligned_alloc(size_t a, size_t n) { count(CALLER); return __libc_memalign(a, n); }
 int posix_memalign(void** p, size_t a, size_t n) { count(CALLER); *p = __libc_memalign(a, n); return *p ? 0 : 12; }
 
-static int failures;
-#define EXPECT(cond, ...) do { int ok_ = (cond); printf("  %-8s ", ok_ ? "OK" : "NOT OK"); printf(__VA_ARGS__); \
-                               printf("\n"); failures += !ok_; } while (0)
 
 static void random_batch(int32_t* tokens, int32_t* targets, size_t N, size_t V, uint64_t seed) {
     Rng rng;
@@ -71,7 +70,7 @@ static void test_forced_repo_equals_rope(void) {
     printf("repo layer with positions forced to t == rope layer\n");
     ModelConfig cfg;
     model_config_default(&cfg);
-    cfg.V = 97, cfg.D = 64, cfg.L = 3, cfg.H = 4, cfg.KVH = 2, cfg.F = 96;
+    test_model_sizes(&cfg, 97, 64, 3, 4, 2, 96);
     for (int style = 0; style < 2; style++) {
         cfg.block = style ? BLOCK_LLAMA : BLOCK_OLMO2;
         size_t B = 2, T = 33, N = B * T;
@@ -103,11 +102,7 @@ static void test_forced_repo_equals_rope(void) {
     }
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
+static double now_ms(void) { return 1e3 * now_s(); }
 
 static void test_reference_size_no_alloc(void) {
     printf("reference size: D=256 L=4 H=8 V=4096 B=4 T=256, RePo from layer 1, no malloc in a step\n");
@@ -164,7 +159,7 @@ static void test_target_weights(void) {
     printf("weighted loss (data.synthetic.answer_weight)\n");
     ModelConfig cfg;
     model_config_default(&cfg);
-    cfg.V = 61, cfg.D = 32, cfg.L = 2, cfg.H = 4, cfg.KVH = 4, cfg.F = 48;
+    test_model_sizes(&cfg, 61, 32, 2, 4, 4, 48);
     model_config_plan_positions(&cfg, "repo", 1);
     size_t B = 2, T = 17, N = B * T;
     Model m;
@@ -183,7 +178,10 @@ static void test_target_weights(void) {
     for (size_t n = 0; n < N; n++) w[n] = n % 3 == 0 ? 20 : 1;   /* every third target is an "answer" */
     double weighted = model_forward(&m, tokens, targets), num = 0, den = 0;
     for (size_t n = 0; n < N; n++)
-        if (targets[n] >= 0) num += w[n] * (double)m.losses[n], den += w[n];
+        if (targets[n] >= 0) {
+            num += w[n] * (double)m.losses[n];
+            den += w[n];
+        }
     EXPECT(fabs(weighted - num / den) <= 1e-6 * fabs(num / den) && weighted != plain,
            "weights 20 / 1: loss %.9f == sum w ce / sum w = %.9f (plain %.9f)", weighted, num / den, plain);
     model_free(&m);
@@ -196,6 +194,6 @@ int main(void) {
     test_forced_repo_equals_rope();
     test_target_weights();
     test_reference_size_no_alloc();
-    printf("test_model: %s\n", failures ? "FAILED" : "all OK");
-    return failures ? 1 : 0;
+    printf("test_model: %s\n", test_failures ? "FAILED" : "all OK");
+    return test_failures ? 1 : 0;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Data-parallel training under MPI (issue #7): build/mpi/train (make MPI=1)
+# Data-parallel training under MPI: build/mpi/train (make MPI=1)
 # with 2 ranks on a tiny model (vocab 64, d 64, 2 layers, RePo in layer 1).
 #  1. 5 steps with 2 ranks x grad_accum 1 equal 5 steps with 1 rank x
 #     grad_accum 2 (the same global batch): losses within 1e-6 relative, every

@@ -19,27 +19,7 @@
 #include "optim/adamw.h"
 #include "optim/clip.h"
 #include "optim/schedule.h"
-
-static int failures;
-#define EXPECT(cond, ...) do { printf("  %-8s ", (cond) ? "OK" : "NOT OK"); printf(__VA_ARGS__); printf("\n"); \
-                               failures += !(cond); } while (0)
-
-/* |got-ref| <= atol + rtol|ref| elementwise; one line: label, first pairs, max errors, tolerance */
-static void expect_close(const char* label, const double* got, const double* ref, size_t n, double atol,
-                         double rtol) {
-    double max_abs = 0, max_rel = 0;
-    int ok = 1;
-    for (size_t i = 0; i < n; i++) {
-        double e = fabs(got[i] - ref[i]);
-        ok &= e <= atol + rtol * fabs(ref[i]);   /* NaN fails */
-        if (e > max_abs) max_abs = e;
-        if (ref[i] != 0 && e / fabs(ref[i]) > max_rel) max_rel = e / fabs(ref[i]);
-    }
-    printf("  %-8s %s: n=%zu", ok ? "OK" : "NOT OK", label, n);
-    for (size_t i = 0; i < n && i < 3; i++) printf(" (%.9g, %.9g)", got[i], ref[i]);
-    printf(" max abs %.2e rel %.2e (atol %.0e rtol %.0e)\n", max_abs, max_rel, atol, rtol);
-    failures += !ok;
-}
+#include "tests/testutil.h"
 
 /* ---- the tiny model: V=4 D=8 L=1 H=2 KVH=2 F=8, OLMo-2, one RePo layer, up_proj frozen ---- */
 #define FROZEN "model.layers.0.mlp.up_proj.weight"
@@ -47,7 +27,7 @@ static void expect_close(const char* label, const double* got, const double* ref
 static void tiny_table(TensorTable* tt) {
     ModelConfig mc;
     model_config_default(&mc);
-    mc.V = 4; mc.D = 8; mc.L = 1; mc.H = 2; mc.KVH = 2; mc.F = 8;
+    test_model_sizes(&mc, 4, 8, 1, 2, 2, 8);
     mc.pos[0] = POS_REPO;
     model_config_validate(&mc);
     const char* frozen[] = {FROZEN};
@@ -192,8 +172,8 @@ static void test_two_steps(void) {
         ref[1][j] = probes[j].w2;
     }
     /* float32 weights below 1 (ulp <= 6e-8), a few roundings per step; lr x10 moves gate_map by ~1 */
-    expect_close("step 0 (t=1) probes vs literals", got[0], ref[0], np, 1e-6, 1e-6);
-    expect_close("step 1 (t=2) probes vs literals", got[1], ref[1], np, 1e-6, 1e-6);
+    expect_close_each("step 0 (t=1) probes vs literals", got[0], ref[0], np, 1e-6, 1e-6);
+    expect_close_each("step 1 (t=2) probes vs literals", got[1], ref[1], np, 1e-6, 1e-6);
 #ifndef REPOC_F64
     /* the float build follows torch's kernels rounding for rounding (optim/adamw.c) */
     int same = 1;
@@ -227,9 +207,9 @@ static void test_two_steps(void) {
             gv[o] = a.v[o];
         }
     }
-    expect_close("all trainable weights after 2 steps vs scalar reference", gw, rw, n, 1e-6, 1e-6);
-    expect_close("first moments m at grad_offset", gm, rm, n, 1e-8, 1e-6);
-    expect_close("second moments v at grad_offset", gv, rv, n, 1e-10, 1e-6);
+    expect_close_each("all trainable weights after 2 steps vs scalar reference", gw, rw, n, 1e-6, 1e-6);
+    expect_close_each("first moments m at grad_offset", gm, rm, n, 1e-8, 1e-6);
+    expect_close_each("second moments v at grad_offset", gv, rv, n, 1e-10, 1e-6);
 
     const TensorInfo* up = &tt.t[idx(&tt, FROZEN)];
     EXPECT(!memcmp(params + up->offset, before + up->offset, up->numel * sizeof(real)),
@@ -240,7 +220,7 @@ static void test_two_steps(void) {
     tensor_table_free(&tt);
 }
 
-/* ZeRO-1 (issue #7): three optimizers over slices of the gradient arena, cut
+/* ZeRO-1 (the AdamW state sharded over data-parallel ranks): three optimizers over slices of the gradient arena, cut
    inside tensors and with a frozen tensor, step the same weights and hold the
    same moments as one optimizer over the whole arena, bit for bit */
 static void test_slices(void) {
@@ -300,7 +280,7 @@ static void test_decay_norms_off(void) {
     /* q_norm[2]: 0.548 - 0.1*0.152/(0.152 + 1e-8); q_proj[0] as in the two-step test (decays) */
     double got[2] = {params[qn->offset + 2], params[q->offset]};
     double ref[2] = {0.44800000657894701, 0.40490000909090829};
-    expect_close("q_norm undecayed, q_proj decayed", got, ref, 2, 1e-6, 1e-6);
+    expect_close_each("q_norm undecayed, q_proj decayed", got, ref, 2, 1e-6, 1e-6);
     free(params); free(grads);
     adamw_free(&a);
     tensor_table_free(&tt);
@@ -318,7 +298,7 @@ static void test_clip(void) {
     EXPECT(s == 1.0 && x[0] == 3 && x[1] == 4, "max_norm 0 (off): untouched, scale 1");
     s = grad_clip(x, 2, 1.0, 5.0);
     double got[3] = {s, x[0], x[1]}, ref[3] = {0.2, 0.6, 0.8};
-    expect_close("max_norm 1, norm 5: scale 0.2, (0.6, 0.8)", got, ref, 3, 0, 1e-7);
+    expect_close_each("max_norm 1, norm 5: scale 0.2, (0.6, 0.8)", got, ref, 3, 0, 1e-7);
 
     /* the tiny model's gradient arena, every element 0.5: norm 0.5 sqrt(506) */
     TensorTable tt;
@@ -329,7 +309,7 @@ static void test_clip(void) {
     s = grad_clip(grads, tt.n_grads, 1.0, norm);
     double got2[4] = {norm, s, grads[0], grad_global_norm(grads, tt.n_grads)};
     double ref2[4] = {11.247221879201993, 0.088910844894877412, 0.044455422447438706, 1.0};
-    expect_close("arena of 506 x 0.5: norm, scale, element, norm after clip 1.0", got2, ref2, 4, 0, 1e-7);
+    expect_close_each("arena of 506 x 0.5: norm, scale, element, norm after clip 1.0", got2, ref2, 4, 0, 1e-7);
     free(grads);
     tensor_table_free(&tt);
 }
@@ -376,7 +356,7 @@ static void test_schedules(void) {
         for (size_t i = 0; i < 9; i++) got[i] = lr_at(&c, steps[i], N);
         char label[96];
         snprintf(label, sizeof(label), "%s at steps 0 4 9 10 35 60 109 110 500", schedule_name(sched[j]));
-        expect_close(label, got, ref[j], 9, 0, 1e-12);
+        expect_close_each(label, got, ref[j], 9, 0, 1e-12);
     }
     /* no warmup: step 0 is the peak; mid and last of 100 cosine steps, min_lr 0 */
     c.warmup_steps = 0;
@@ -384,7 +364,7 @@ static void test_schedules(void) {
     c.schedule = SCHED_COSINE;
     double got[3] = {lr_at(&c, 0, 100), lr_at(&c, 50, 100), lr_at(&c, 99, 100)};
     double want[3] = {1e-3, 5e-4, 2.4671981713419e-7};   /* 0.5e-3 (1 + cos(0.99 pi)) */
-    expect_close("cosine without warmup at steps 0, 50, 99 of 100", got, want, 3, 0, 1e-12);
+    expect_close_each("cosine without warmup at steps 0, 50, 99 of 100", got, want, 3, 0, 1e-12);
     c.warmup_steps = 20;
     c.min_lr = 1e-4;
     EXPECT(lr_at(&c, 30, 10) == 1e-4, "total_steps 10 <= warmup 20: min_lr after the warmup");
@@ -438,6 +418,6 @@ int main(void) {
     test_nonfinite();
     test_schedules();
     test_norm_threads();
-    printf("test_optim: %s\n", failures ? "FAILED" : "all OK");
-    return failures ? 1 : 0;
+    printf("test_optim: %s\n", test_failures ? "FAILED" : "all OK");
+    return test_failures ? 1 : 0;
 }

@@ -1,4 +1,4 @@
-/* PyTorch parity (issue #3): load the fixture checkpoints of tests/fixtures/
+/* PyTorch parity: load the fixture checkpoints of tests/fixtures/
    (written by tools/reference.py, an independent float64 PyTorch model) with
    the Hugging Face loader, and compare loss, logits, RePo positions z and every
    parameter gradient; the loss from the BF16 copy; and the save/load round trip
@@ -179,7 +179,10 @@ static void check_adamw(const char* dir, Fixture* fx) {
         }
         double rel = sqrt(num / den), tol = t->is_embedding ? exempt_tol : 1e-4;
         printf("%s%s %.1e", i % 4 ? "  " : "\n    ", t->name, rel);
-        if (!t->is_embedding && rel > worst) worst = rel, worst_name = t->name;
+        if (!t->is_embedding && rel > worst) {
+            worst = rel;
+            worst_name = t->name;
+        }
         if (rel > tol) printf("\n"), EXPECT(0, "%s: relative L2 error of the 3-step update %.2e > %.0e", t->name, rel, tol);
         free(ref);
     }

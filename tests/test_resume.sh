@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Exact resume (issue #4), on a tiny model over token files:
+# Exact resume, on a tiny model over token files:
 #  1. a run of 2N steps, and the same run stopped by SIGINT (it finishes the
 #     step, saves, exits 0) then resumed, give bit-identical losses in
 #     metrics.jsonl and bit-identical final weights and AdamW moments;

@@ -13,10 +13,8 @@
 #include "common/check.h"
 #include "common/fileio.h"
 #include "train/run_config.h"
+#include "tests/testutil.h"
 
-static int failures;
-#define EXPECT(cond, ...) do { printf("  %-8s ", (cond) ? "OK" : "NOT OK"); printf(__VA_ARGS__); printf("\n"); \
-                               failures += !(cond); } while (0)
 
 static char tmpdir[64];
 #define DATA "\"data\": {\"train\": [\"t.bin\"], \"val\": [\"v.bin\"]}"
@@ -336,7 +334,8 @@ static void test_model_bridges(void) {
     r = run_config_apply_checkpoint(&rc, &mc, "ckpt", false, err, sizeof(err));
     EXPECT(r && strstr(err, "model.d_model: 512 disagrees with 256 in ckpt/config.json (model.init_from); remove the "
                             "key to take the checkpoint's value"), "%s", err);
-    mc.D = 512, mc.H = 6;
+    mc.D = 512;
+    mc.H = 6;
     r = run_config_apply_checkpoint(&rc, &mc, "ckpt", false, err, sizeof(err));
     EXPECT(r == 0 && mc.pos[2] == POS_ROPE && mc.pos[3] == POS_REPO && mc.pos[8] == POS_REPO,
            "agreeing sizes pass; positions.mode repo applies to the checkpoint's 9 layers (start 3)");
@@ -363,6 +362,6 @@ int main(void) {
     char path[300];
     for (size_t i = 0; i < 3; i++) snprintf(path, sizeof(path), "%s/%s", tmpdir, names[i]), unlink(path);
     rmdir(tmpdir);
-    printf("%s: %d failed\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    printf("test_run_config: %d passed, %d failed\n", test_passes, test_failures);
+    return test_failures ? 1 : 0;
 }

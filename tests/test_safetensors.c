@@ -1,4 +1,4 @@
-/* Tests of common/safetensors.c and safetensors_write.c (DESIGN.md §5):
+/* Tests of common/safetensors.c and safetensors_write.c (docs/design.md, "safetensors"):
    bf16/f16 conversions, a write/read round trip of every writable dtype
    (scalar and zero-size tensors included) compared bit for bit, metadata,
    reading every integer dtype, and the malformed corpus in

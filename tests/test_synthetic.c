@@ -175,7 +175,10 @@ static void test_filler(const SyntheticConfig* cfg) {
         for (size_t i = 0; i + 1 < R * T; i++) {
             if (i % T == T - 1) continue;
             int32_t a = tok[i] - id.filler0, b = tok[i + 1] - id.filler0;
-            if (a >= 0 && a < (int32_t)F && b >= 0 && b < (int32_t)F) next[a * F + b] = 1, pairs++;
+            if (a >= 0 && a < (int32_t)F && b >= 0 && b < (int32_t)F) {
+                next[a * F + b] = 1;
+                pairs++;
+            }
         }
     }
     for (size_t a = 0; a < F; a++) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bad configs and bad data stop build/train before any work (issue #4): each
+# Bad configs and bad data stop build/train before any work: each
 # case exits non-zero, its message names the culprit (key, file, offset), and
 # nothing is written to out_dir.
 set -u

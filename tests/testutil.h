@@ -1,5 +1,5 @@
 /* Shared by the C tests: one line per check (OK / NOT OK) with counters,
-   tolerance comparisons printed the STYLE.md §8 way (label, first pairs,
+   tolerance comparisons printed (label, first pairs,
    max abs and rel error, the tolerance), and running code that is expected
    to die in a child process with its output captured. Header-only, so a test
    can be built on its own (make test-asan). */
@@ -17,6 +17,8 @@
 #include <omp.h>
 #endif
 
+#include "model/config.h"   /* ModelConfig, for test_model_sizes */
+
 static int test_passes, test_failures;
 
 /* print "OK     <message>" or "NOT OK <message>" and count it */
@@ -32,6 +34,17 @@ static void report(int ok, const char* fmt, ...) {
     else test_failures++;
 }
 #define EXPECT(cond, ...) report((cond) ? 1 : 0, __VA_ARGS__)
+
+/* a test model's sizes in one call; the rest of c stays as it is (model_config_default, usually):
+   V vocabulary, D width, L layers, H query heads, KVH key/value heads, F SwiGLU hidden width */
+static inline void test_model_sizes(ModelConfig* c, size_t V, size_t D, size_t L, size_t H, size_t KVH, size_t F) {
+    c->V = V;
+    c->D = D;
+    c->L = L;
+    c->H = H;
+    c->KVH = KVH;
+    c->F = F;
+}
 
 /* elementwise |got - ref| <= atol + rtol_of_max * max|ref|; prints one line (and the first
    pairs when it fails). Returns 1 on pass. */
@@ -54,6 +67,26 @@ static inline int expect_close(const char* label, const float* got, const float*
             printf("            [%zu] got %+.8e ref %+.8e %s\n", i, got[i], ref[i],
                    fabs((double)got[i] - ref[i]) <= tol ? "OK" : "NOT OK");
     return bad == 0;
+}
+
+/* doubles, elementwise |got - ref| <= atol + rtol * |ref| (each element against its own reference);
+   prints one line with the first pairs, the max errors and the tolerances. Returns 1 on pass. */
+static inline int expect_close_each(const char* label, const double* got, const double* ref, size_t n, double atol,
+                                    double rtol) {
+    double max_abs = 0, max_rel = 0;
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs(got[i] - ref[i]);
+        ok &= e <= atol + rtol * fabs(ref[i]);   /* NaN fails */
+        max_abs = fmax(max_abs, e);
+        if (ref[i] != 0) max_rel = fmax(max_rel, e / fabs(ref[i]));
+    }
+    char pairs[128] = "";
+    for (size_t i = 0, k = 0; i < n && i < 3 && k < sizeof(pairs); i++)
+        k += (size_t)snprintf(pairs + k, sizeof(pairs) - k, " (%.9g, %.9g)", got[i], ref[i]);
+    report(ok, "%s: n=%zu%s max abs %.2e rel %.2e (atol %.0e rtol %.0e)", label, n, pairs, max_abs, max_rel, atol,
+           rtol);
+    return ok;
 }
 
 /* Run child(arg) in a forked process with its stdout+stderr captured into out;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/bench.sh: `make bench` (issue #5; method in docs/performance.md).
+# tools/bench.sh: `make bench` (method and results in docs/performance.md).
 # Builds build/bench/bench_step, prints the OpenBLAS sgemm rate (at start and
 # end, for information: MFU uses the rate each repoc run measures itself), then
 # per size times full training steps of repoc in every mode and, when Debian's

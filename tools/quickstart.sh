@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make quickstart: the main job on the built-in default (issue #4). Stage 1
+# make quickstart: the main job on the built-in default. Stage 1
 # trains a small OLMo-2-style model with RoPE from scratch on the synthetic
 # long-context data; stage 2 continues that checkpoint with RePo from layer
 # floor(L/3). Ends with a summary of both stages.

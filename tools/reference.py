@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """tools/reference.py - float64 PyTorch reference for repoc's model and AdamW step.
 
-An independent implementation of DESIGN.md sections 1-3 and 5 (OLMo-2 and Llama
-blocks, RoPE / RePo / NoPE positions in the HF rotate_half layout, YaRN and llama3
-rope_scaling, document masking of packed rows, tied
+An independent implementation of the model of docs/design.md (block, positions,
+backward passes, file formats) (OLMo-2 and Llama blocks, RoPE / RePo / NoPE
+positions in the HF rotate_half layout, YaRN and llama3 rope_scaling, document
+masking of packed rows, tied
 head, cross-entropy with ignore index -1, optional z-loss, AdamW). It writes the
 committed fixtures under tests/fixtures/ (see tests/fixtures/README.md). It needs
 only torch and numpy; safetensors is read and written by the small code below.

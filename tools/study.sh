@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tools/study.sh (`make study`, `make study-quick`): the small-scale reproduction
-# of the RePo paper's comparison (issue #6; docs/study.md says what and why).
+# of the RePo paper's comparison (docs/study.md says what and why).
 #
 #   stage 1  a small OLMo-2 model with RoPE from scratch on the synthetic mixture
 #            (configs/study/stage1.json); it must solve the single-needle family

@@ -19,7 +19,7 @@
 #include "model/hf_checkpoint.h"
 #include "train/run_dir.h"
 
-/* Sharded AdamW state (ZeRO-1, issue #7) is written by rank 0 into the same
+/* Sharded AdamW state (ZeRO-1: each rank holds the moments of one slice) is written by rank 0 into the same
    file as a full one, piece by piece: for each piece st_write asks for,
    rank 0 broadcasts a request (which moment, which range of the gradient
    arena) and every rank sends its part of that range (MPI_Gatherv), while

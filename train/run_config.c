@@ -1,4 +1,4 @@
-/* The training job's configuration (see run_config.h, STYLE.md §5): the schema
+/* The training job's configuration (see run_config.h): the schema
    table (every key once) and the defaults, loading (file, --set overrides,
    checks between keys), printing and JSON output. Applying one JSON value to
    one key, with its messages, is in run_config_parse.c; the bridges to
@@ -114,8 +114,17 @@ _Static_assert(BLOCK_OLMO2 == 0 && BLOCK_LLAMA == 1 && ORDER_SEQUENTIAL == 0 && 
                SCHED_CONSTANT == 0 && SCHED_LINEAR == 1 && SCHED_COSINE == 2, "enum order = `choices` order");
 const size_t RC_N_KEYS = N_KEYS;
 
+/* The model and optimizer defaults are model_config_default's and
+   optim_config_default's (one source each); what is only the run's is set
+   here. One run-level choice differs: warmup_steps 100 (OptimConfig's own
+   default is 0, no warmup). */
 void run_config_defaults(RunConfig* rc) {
     memset(rc, 0, sizeof(*rc));
+    ModelConfig m;
+    model_config_default(&m);
+    OptimConfig o;
+    optim_config_default(&o);
+
     strcpy(rc->run.out_dir, "runs/default");
     rc->run.seed = 1;
     rc->run.threads = 0;
@@ -123,26 +132,27 @@ void run_config_defaults(RunConfig* rc) {
     rc->run.resume_mode = RESUME_AUTO;
 
     rc->model.init_from[0] = 0;
-    rc->model.arch = BLOCK_OLMO2;
-    rc->model.vocab_size = 4096;
-    rc->model.d_model = 256;
-    rc->model.n_layers = 4;
-    rc->model.n_heads = 8;
-    rc->model.n_kv_heads = RC_UNSET;
-    rc->model.d_ff = 1024;
-    rc->model.rope_theta = 10000.0;
-    rc->model.norm_eps = 1e-6;
-    rc->model.tie_embeddings = false;
+    rc->model.arch = m.block;
+    rc->model.vocab_size = m.V;
+    rc->model.d_model = m.D;
+    rc->model.n_layers = m.L;
+    rc->model.n_heads = m.H;
+    rc->model.n_kv_heads = RC_UNSET;                /* = n_heads, as m.KVH = m.H */
+    rc->model.d_ff = m.F;
+    rc->model.rope_theta = m.rope_theta;
+    rc->model.norm_eps = m.norm_eps;
+    rc->model.tie_embeddings = m.tie_embeddings;
     rc->model.init_std = 0.02;
-    strcpy(rc->model.positions.mode, "rope");
+    snprintf(rc->model.positions.mode, RC_WORD_LEN, "%s", pos_mode_name(m.pos[0]));
     rc->model.positions.repo_start_layer = RC_UNSET;
     rc->model.positions.n_layers_list = 0;
-    strcpy(rc->model.positions.rope_scaling.rope_type, "yarn");
-    rc->model.positions.rope_scaling.factor = 1.0;
-    rc->model.positions.rope_scaling.original_max_position_embeddings = 4096;
-    rc->model.positions.rope_scaling.beta_fast = 32.0;
-    rc->model.positions.rope_scaling.beta_slow = 1.0;
-    rc->model.positions.rope_scaling.attention_factor = 0.0;
+    RcRopeScaling* rs = &rc->model.positions.rope_scaling;
+    strcpy(rs->rope_type, "yarn");
+    rs->factor = m.yarn_factor;
+    rs->original_max_position_embeddings = m.yarn_orig_max;
+    rs->beta_fast = m.yarn_beta_fast;
+    rs->beta_slow = m.yarn_beta_slow;
+    rs->attention_factor = m.yarn_attention_factor;
 
     strcpy(rc->model.base_dtype, "f32");
     rc->model.lora.rank = 0;
@@ -159,21 +169,21 @@ void run_config_defaults(RunConfig* rc) {
     rc->data.document_mask = false;
     rc->data.eos_token_id = RC_UNSET;
 
-    rc->optim.lr = 3e-4;
-    rc->optim.min_lr = 0.0;
-    rc->optim.schedule = SCHED_COSINE;
+    rc->optim.lr = o.lr;
+    rc->optim.min_lr = o.min_lr;
+    rc->optim.schedule = o.schedule;
     rc->optim.warmup_steps = 100;
-    rc->optim.beta1 = 0.9;
-    rc->optim.beta2 = 0.95;
-    rc->optim.eps = 1e-8;
-    rc->optim.weight_decay = 0.1;
-    rc->optim.decay_embeddings = false;
-    rc->optim.decay_norms = true;
-    rc->optim.grad_clip = 1.0;
+    rc->optim.beta1 = o.beta1;
+    rc->optim.beta2 = o.beta2;
+    rc->optim.eps = o.eps;
+    rc->optim.weight_decay = o.weight_decay;
+    rc->optim.decay_embeddings = o.decay_embeddings;
+    rc->optim.decay_norms = o.decay_norms;
+    rc->optim.grad_clip = o.grad_clip;
     rc->optim.z_loss = 0.0;
     rc->optim.lr_mult.n = 1;
     strcpy(rc->optim.lr_mult.v[0].pattern, "repo");
-    rc->optim.lr_mult.v[0].mult = 1.0;
+    rc->optim.lr_mult.v[0].mult = o.repo_lr_mult;
     rc->optim.freeze.n = 0;
 
     rc->train.batch_size = 8;
@@ -337,7 +347,7 @@ static void adapt_defaults(RunConfig* rc) {
 int run_config_load(RunConfig* rc, const char* path, const char* const* overrides, size_t n_overrides,
                     char* err, size_t err_len) {
     run_config_defaults(rc);
-    RcCtx c = { rc, path, err, err_len, false };
+    RcCtx c = { rc, path, err, err_len, false, NULL };
     if (err && err_len) err[0] = 0;
     if (path) {
         if (strlen(path) >= sizeof(rc->source)) return rc_fail(&c, NULL, "config path too long");

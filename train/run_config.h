@@ -1,10 +1,12 @@
-/* The training job's configuration (STYLE.md §5): a JSON file (parsed with
+/* The training job's configuration (defaults in one place, unknown keys
+   rejected, the resolved config printed and saved): a JSON file (parsed with
    cJSON) plus `--set a.b.c=value` overrides, checked strictly against one
    schema table in run_config.c. That table drives parsing, range checks, the
    --set paths, printing and the saved JSON; every default is set in
    run_config_defaults and documented next to its field below, and
    configs/example.json shows every key with its default. Positions and YaRN
-   follow DESIGN.md §2; init_from names a checkpoint of DESIGN.md §5. */
+   follow docs/design.md, "Positions"; init_from names a Hugging Face
+   checkpoint directory (docs/design.md, "File formats"). */
 #ifndef REPOC_RUN_CONFIG_H
 #define REPOC_RUN_CONFIG_H
 
@@ -62,7 +64,7 @@ typedef struct {                        /* Hugging Face rope_scaling keys; facto
 } RcRopeScaling;
 
 typedef struct {
-    char mode[RC_WORD_LEN];             /* "rope" | "repo" | "nope" | "r2n1" | "n2r1" (DESIGN.md §2 plans) */
+    char mode[RC_WORD_LEN];             /* "rope" | "repo" | "nope" | "r2n1" | "n2r1" (plans: model/config.h) */
     size_t repo_start_layer;            /* RC_UNSET (JSON null) = floor(n_layers/3); mode "repo" only */
     size_t n_layers_list;               /* 0 (JSON null) = no explicit list; else its length */
     PosMode layers[MAX_LAYERS];         /* explicit per-layer modes; overrides mode */
@@ -88,14 +90,14 @@ typedef struct {
     double rope_theta;                  /* 10000 */
     double norm_eps;                    /* 1e-6 */
     bool tie_embeddings;                /* false */
-    double init_std;                    /* 0.02: std of new matrices (RePo's own init is DESIGN.md §2's) */
+    double init_std;                    /* 0.02: std of new matrices (new RePo weights always use N(0, 0.02²)) */
     RcPositions positions;
     RcLora lora;
     char base_dtype[RC_WORD_LEN];       /* "f32" | "bf16": frozen layer matrices kept in BF16 (needs init_from) */
 } RcModel;
 
 typedef struct {
-    RcList train;                       /* empty: files or globs (DESIGN.md §5 token formats) */
+    RcList train;                       /* empty: files or globs (token formats: data/README.md) */
     RcList val;                         /* empty: files or globs for evaluation */
     char format[RC_WORD_LEN];           /* "auto" | "bin" | "npy" | "u16" | "u32" | "jsonl" (data/jsonl.h) */
     char tokenizer[RC_PATH_LEN];        /* "" (JSON null): jsonl text records use model.init_from's tokenizer.json */
@@ -137,7 +139,7 @@ typedef struct {
     size_t keep_last;                   /* 2: checkpoints kept in out_dir */
     char save_dtype[RC_WORD_LEN];       /* "f32" | "bf16": weights in saved checkpoints */
     bool shard_optimizer;               /* true: with N MPI ranks each keeps the AdamW moments of 1/N of the
-                                           parameters and all-gathers the weights (ZeRO-1, issue #7);
+                                           parameters and all-gathers the weights (ZeRO-1);
                                            false: every rank keeps all moments; one rank: no effect */
 } RcTrain;
 

@@ -1,6 +1,6 @@
 /* From the run config to the model's and the optimizer's configs: a fresh
-   model's ModelConfig (sizes, DESIGN.md §2 position plans, YaRN), the checks
-   and overrides applied to a checkpoint's config for init_from (DESIGN.md §5),
+   model's ModelConfig (sizes, position plans, YaRN), the checks
+   and overrides applied to a checkpoint's config for init_from,
    the layer-count checks, and the OptimConfig. */
 #include "train/run_config.h"
 
@@ -12,7 +12,7 @@
 #define RS_ORIG_MAX "model.positions.rope_scaling.original_max_position_embeddings"
 
 int run_config_check_layers(const RunConfig* rc, size_t n_layers, char* err, size_t err_len) {
-    RcCtx c = { (RunConfig*)rc, rc->source[0] ? rc->source : NULL, err, err_len, true };
+    RcCtx c = { NULL, rc->source[0] ? rc->source : NULL, err, err_len, true, rc };
     const RcPositions* p = &rc->model.positions;
     if (n_layers > MAX_LAYERS) return rc_fail(&c, "model.n_layers", "%zu exceeds the limit %d", n_layers, MAX_LAYERS);
     if (p->n_layers_list && p->n_layers_list != n_layers)
@@ -91,7 +91,7 @@ static void describe_positions(const ModelConfig* c, char* out, size_t n) {
 
 int run_config_apply_checkpoint(const RunConfig* rc, ModelConfig* c, const char* ckpt_dir, bool resuming, char* err,
                                 size_t err_len) {
-    RcCtx x = { (RunConfig*)rc, rc->source[0] ? rc->source : NULL, err, err_len, true };
+    RcCtx x = { NULL, rc->source[0] ? rc->source : NULL, err, err_len, true, rc };
     const RcModel* m = &rc->model;
     /* where c came from, and what to do about a disagreement */
     char from[4200];
@@ -173,7 +173,7 @@ void run_config_optim(const RunConfig* rc, OptimConfig* oc) {
 }
 
 int run_config_eos(const RunConfig* rc, const ModelConfig* c, int32_t* eos, char* err, size_t err_len) {
-    RcCtx x = { (RunConfig*)rc, rc->source[0] ? rc->source : NULL, err, err_len, true };
+    RcCtx x = { NULL, rc->source[0] ? rc->source : NULL, err, err_len, true, rc };
     *eos = -1;
     if (!rc->data.document_mask || !strcmp(rc->data.format, "jsonl")) return 0;   /* jsonl: the packer's ids */
     double id = -1;

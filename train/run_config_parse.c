@@ -58,7 +58,10 @@ static int word_index(const char* list, const char* word, size_t* dist) {
         snprintf(w, sizeof(w), "%.*s", (int)n, p);
         size_t d = lev(word, w);
         if (!dist && !strcmp(w, word)) return i;
-        if (dist && d < best_d) best_d = d, best = i;
+        if (dist && d < best_d) {
+            best_d = d;
+            best = i;
+        }
         p = bar ? bar + 1 : NULL;
     }
     if (dist) *dist = best_d;
@@ -86,7 +89,10 @@ static const RcKey* suggest_key(const char* parent, const char* name) {
         if (!is_child(&RC_KEYS[i], parent)) continue;
         size_t dn = lev(name, base_name(&RC_KEYS[i]));
         if (RC_KEYS[i].aliases && (word_index(RC_KEYS[i].aliases, name, &d), d < dn)) dn = d;
-        if (dn < best_d) best_d = dn, best = &RC_KEYS[i];
+        if (dn < best_d) {
+            best_d = dn;
+            best = &RC_KEYS[i];
+        }
     }
     if (best && near(name, best_d)) return best;
     for (size_t i = 0; i < RC_N_KEYS; i++) {
@@ -113,7 +119,8 @@ static const char* set_arg_of(const RunConfig* rc, const char* path) {
 /* "<src>: <path>: <message>", where src is "--set <argument>" when one gave path; returns -1 */
 int rc_fail(RcCtx* c, const char* path, const char* fmt, ...) {
     if (!c->err || !c->len) return -1;
-    const char* arg = c->by_key && c->rc && path ? set_arg_of(c->rc, path) : NULL;
+    const RunConfig* rc = c->rc ? c->rc : c->read;
+    const char* arg = c->by_key && rc && path ? set_arg_of(rc, path) : NULL;
     int n = arg ? snprintf(c->err, c->len, "--set %s: %s: ", arg, path)
                 : snprintf(c->err, c->len, "%s%s%s%s", c->src ? c->src : "", c->src ? ": " : "", path ? path : "",
                            path ? ": " : "");

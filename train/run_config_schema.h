@@ -46,11 +46,12 @@ const RcKey* rc_find_key(const char* path);
 
 /* Where messages go: "<src>: <path>: <message>" into err */
 typedef struct {
-    RunConfig* rc;
+    RunConfig* rc;       /* the config being written; NULL in checks that only read one */
     const char* src;     /* "configs/x.json", "--set", or NULL */
     char* err;
     size_t len;
     bool by_key;         /* after the overrides: blame a key given by --set on that argument, not on src */
+    const RunConfig* read;   /* the config whose --set arguments by_key looks up when rc is NULL */
 } RcCtx;
 int rc_fail(RcCtx* c, const char* path, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -1,4 +1,4 @@
-/* The training run: setup, step, eval, save (DESIGN.md §1, issue #4). */
+/* The training run: setup, step, eval, save (docs/design.md, "One training step"). */
 #include "train/trainer.h"
 
 #include <inttypes.h>
@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "common/check.h"
+#include "common/clock.h"
 #include "common/dist.h"
 #include "common/fileio.h"
 #include "common/threads.h"
@@ -19,12 +20,6 @@
 #include "optim/clip.h"
 #include "optim/schedule.h"
 #include "train/run_dir.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* the checkpoint to resume from, if any (run.resume: auto | never | a path) */
 static bool find_resume(const RunConfig* rc, char* path, size_t len) {

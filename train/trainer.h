@@ -1,8 +1,8 @@
-/* One training run (issue #4): everything programs/train.c sets up from a
+/* One training run: everything programs/train.c sets up from a
    RunConfig, the step, validation, checkpointing. train.c reads like a list:
    trainer_setup, then the loop of trainer_step / trainer_eval / trainer_save.
 
-   Data parallel (issue #7, common/dist.h): every rank runs the same calls.
+   Data parallel (common/dist.h): every rank runs the same calls.
    The global batch is batch_size x grad_accum x world rows; micro-batch k of
    rank r is global rows [(k*world + r)*B, +B) of the step, so a run's data
    depends on the global batch only. Backward scales by 1/(grad_accum*world),

@@ -1,5 +1,5 @@
 /* build/tools/ckpt_compare BASE A B TOL: are training checkpoints A and B the
-   same run up to rounding? (tests/test_mpi.sh, issue #7)
+   same run up to rounding? (tests/test_mpi.sh)
      weights: per tensor of model.safetensors, the relative L2 error of A's
               update against B's, |(A - BASE) - (B - BASE)| / |B - BASE|, with
               BASE the checkpoint both started from;
