@@ -51,6 +51,8 @@ typedef struct {
     ResumeMode resume_mode;             /* derived from resume by run_config_load */
     bool overwrite;                     /* false: a run that does not continue out_dir's checkpoints refuses an
                                            out_dir holding an earlier run; true: it starts over there */
+    bool check_memory;                  /* true: refuse to start when the memory plan exceeds the memory
+                                           available (MemAvailable, cgroup limit); false: warn only */
 } RcRun;
 
 typedef struct {                        /* Hugging Face rope_scaling keys; factor 1 = no YaRN */
@@ -106,6 +108,8 @@ typedef struct {
     bool decay_norms;                   /* true */
     double grad_clip;                   /* 1.0: max global L2 norm; 0 = off */
     double z_loss;                      /* 0: coefficient of OLMo-2's z-loss (Model.z_loss) */
+    char state_dtype[RC_WORD_LEN];      /* "f32" | "bf16": AdamW moments kept (and saved) in this dtype; bf16
+                                           with stochastic rounding, the master weights stay f32 */
     RcLrMult lr_mult;                   /* {"repo": 1}: any key but "repo" is an fnmatch pattern over HF
                                            names, the first matching one wins; "repo" = the RePo module's
                                            tensors that no pattern matched (OptimConfig.repo_lr_mult) */
@@ -125,6 +129,10 @@ typedef struct {
     bool shard_optimizer;               /* true: with N MPI ranks each keeps the AdamW moments of 1/N of the
                                            parameters and all-gathers the weights (ZeRO-1, issue #7);
                                            false: every rank keeps all moments; one rank: no effect */
+    bool recompute;                     /* false: keep only block inputs and recompute each block's activations
+                                           in backward (ModelOpts.recompute; bit-identical gradients) */
+    size_t head_chunk;                  /* 1024: rows of logits held at once by the LM head and loss; 0 = all
+                                           B*T rows (ModelOpts.head_chunk) */
 } RcTrain;
 
 typedef struct {

@@ -145,7 +145,8 @@ void trainer_setup(Trainer* tr) {
     run_config_optim(rc, &tr->ocfg);
     const char* freeze[OPTIM_MAX_PATTERNS];
     size_t n_freeze = optim_freeze_patterns(&tr->ocfg, freeze);
-    model_build(&tr->model, &tr->mcfg, tr->B, tr->T, freeze, n_freeze, true);
+    ModelOpts mo = {rc->train.recompute, rc->train.head_chunk};
+    model_build_opts(&tr->model, &tr->mcfg, tr->B, tr->T, freeze, n_freeze, &mo, true);
     tr->model.z_loss = rc->optim.z_loss;
     build_optimizer(tr);
     tr->tokens = mallocCheck(tr->B * tr->T * sizeof(int32_t));
