@@ -122,14 +122,15 @@ static void model_grad(Problem* p) {
     collect_grads(p, &c->m, 0);
 }
 
-static void setup_model(Problem* p, Rng* rng, const ModelConfig* cfg, const char* name, double z_loss) {
+static void setup_model(Problem* p, Rng* rng, const ModelConfig* cfg, const char* name, double z_loss,
+                        const ModelOpts* opts) {
     memset(p, 0, sizeof(*p));
     snprintf(p->name, sizeof(p->name), "%s", name);
     ModelCtx* c = callocCheck(1, sizeof(ModelCtx));
     p->ctx = c;
     p->free_ctx = free_model_ctx;
     size_t B = 2, T = 6, N = B * T;
-    model_build(&c->m, cfg, B, T, NULL, 0, false);
+    model_build_opts(&c->m, cfg, B, T, NULL, 0, opts, false);
     randomise_weights(&c->m, rng);
     c->m.z_loss = z_loss;
     c->tokens = mallocCheck(N * sizeof(int32_t));
@@ -148,11 +149,13 @@ size_t build_model(Problem* out, size_t max, Rng* rng) {
     cfg.V = 11, cfg.D = 16, cfg.L = 3, cfg.H = 4, cfg.KVH = 2, cfg.F = 24;
     cfg.norm_eps = 1e-5;
     cfg.pos[0] = POS_ROPE, cfg.pos[1] = POS_REPO, cfg.pos[2] = POS_NOPE;
-    setup_model(&out[0], rng, &cfg, "model: OLMo-2, layers rope/repo/nope, GQA 4/2, untied, z-loss 1e-3", 1e-3);
+    setup_model(&out[0], rng, &cfg, "model: OLMo-2, layers rope/repo/nope, GQA 4/2, untied, z-loss 1e-3", 1e-3, NULL);
+    ModelOpts chunked = {true, 5};   /* 12 rows in chunks of 5, 5, 2; recomputed blocks */
+    if (max > 2) setup_model(&out[2], rng, &cfg, "model: OLMo-2, head chunks of 5 rows, recompute", 1e-3, &chunked);
     cfg.block = BLOCK_LLAMA;
     cfg.tie_embeddings = true;
     cfg.pos[0] = POS_REPO, cfg.pos[1] = POS_NOPE, cfg.pos[2] = POS_ROPE;
     cfg.yarn_factor = 2.0, cfg.yarn_orig_max = 4;
-    setup_model(&out[1], rng, &cfg, "model: Llama, layers repo/nope/rope, GQA 4/2, tied, YaRN x2", 0);
-    return 2;
+    setup_model(&out[1], rng, &cfg, "model: Llama, layers repo/nope/rope, GQA 4/2, tied, YaRN x2", 0, NULL);
+    return max > 2 ? 3 : 2;
 }
