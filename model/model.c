@@ -87,15 +87,15 @@ void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, cons
     model_shape(m, cfg, B, T, frozen_patterns, n_frozen, opts);
     size_t N = B * T;
     const ModelConfig* c = &m->cfg;
-    m->params = arenaAlloc(mulCheck(m->tensors.n_params, sizeof(real), "parameter arena"));
-    m->grads = arenaAlloc(mulCheck(m->tensors.n_grads, sizeof(real), "gradient arena"));
+    m->params = arenaAllocNamed(mulCheck(m->tensors.n_params, sizeof(real), "parameter arena"), "parameter arena");
+    m->grads = arenaAllocNamed(mulCheck(m->tensors.n_grads, sizeof(real), "gradient arena"), "gradient arena");
     weights_view(&m->w, &m->tensors, c, m->params, false);
     weights_view(&m->dw, &m->tensors, c, m->grads, true);
 
     Cursor cur = {NULL, 0};
     acts_layout(m, &cur);
     m->n_acts = cur.used;
-    m->acts = arenaAlloc(mulCheck(m->n_acts, sizeof(real), "activation arena"));
+    m->acts = arenaAllocNamed(mulCheck(m->n_acts, sizeof(real), "activation arena"), "activation arena");
     cur = (Cursor){m->acts, 0};
     acts_layout(m, &cur);
     CHECK(cur.used == m->n_acts, "activation layout disagrees with its count");
@@ -103,7 +103,7 @@ void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, cons
     cur = (Cursor){NULL, 0};
     scratch_layout(m, &cur);
     m->n_scratch = cur.used;
-    m->scratch = arenaAlloc(mulCheck(m->n_scratch, sizeof(real), "backward scratch arena"));
+    m->scratch = arenaAllocNamed(mulCheck(m->n_scratch, sizeof(real), "backward scratch arena"), "backward scratch arena");
     cur = (Cursor){m->scratch, 0};
     scratch_layout(m, &cur);
 

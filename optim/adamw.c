@@ -72,11 +72,11 @@ void adamw_build_slice(AdamW* a, const TensorTable* tt, const OptimConfig* cfg, 
     a->hi = hi;
     size_t bytes = mulCheck(hi - lo, adamw_state_bytes(cfg), "AdamW moments");
     if (cfg->state_bf16) {
-        a->m16 = arenaAlloc(bytes);
-        a->v16 = arenaAlloc(bytes);
+        a->m16 = arenaAllocNamed(bytes, "AdamW first-moment arena");
+        a->v16 = arenaAllocNamed(bytes, "AdamW second-moment arena");
     } else {
-        a->m = arenaAlloc(bytes);
-        a->v = arenaAlloc(bytes);
+        a->m = arenaAllocNamed(bytes, "AdamW first-moment arena");
+        a->v = arenaAllocNamed(bytes, "AdamW second-moment arena");
     }
     adamw_print(a, tt, stdout);
 }

@@ -6,7 +6,9 @@
    2. the chunked LM head (head_chunk 1 and 7 of N = 34 rows) agrees with the
       whole head to rounding, loss and every gradient;
    3. both shrink the activation arena as model_arena_sizes says, and the
-      sizes it counts are those model_build_opts allocates. */
+      sizes it counts are those model_build_opts allocates;
+   4. an arena that cannot be allocated (4 TiB of logits) stops the build
+      with a message naming the arena and its size. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +61,19 @@ static void build(Model* m, const ModelConfig* cfg, bool recompute, size_t chunk
            chunk);
 }
 
+static void build_huge(void* arg) {
+    (void)arg;
+    ModelConfig cfg;
+    model_config_default(&cfg);
+    cfg.V = (size_t)1 << 20, cfg.D = 8, cfg.L = 1, cfg.H = 2, cfg.KVH = 2, cfg.F = 8;
+    model_config_plan_positions(&cfg, "rope", REPO_START_DEFAULT);
+    Model m;
+    model_build(&m, &cfg, 1, (size_t)1 << 20, NULL, 0, false);   /* logits (2^20, 2^20): 4 TiB */
+}
+
 int main(void) {
+    const char* oom[] = {"out of memory allocating the activation arena of", "MiB", NULL};
+    expect_dies_with("a 4 TiB activation arena", build_huge, NULL, oom);
     real weights[N];
     for (size_t n = 0; n < N; n++) weights[n] = n % 3 ? 1.0f : 2.5f;
     for (int style = 0; style < 2; style++) {
