@@ -2,10 +2,10 @@
 # tools/state_dtype_quality.sh [OUT_SVG]: AdamW moments in bf16 (stochastic
 # rounding) vs f32 on real text: the Debian licence texts under
 # /usr/share/common-licenses, as bytes (vocab 256), 90% train / 10% validation.
-# A small OLMo-2 model (D=128, L=4, T=128, B=8), 300 steps, for beta2 0.95 and
-# 0.999; prints the final validation losses and their relative difference and
+# A small OLMo-2 model (D=64, L=4, T=64, B=8), 300 steps, for beta2 0.95 and
+# 0.999, the four runs side by side (one thread each); prints the final validation losses and their relative difference and
 # writes the validation curves as an SVG (default docs/state_dtype_quality.svg).
-# Never part of `make test` (about a minute per run on 2 cores).
+# Never part of `make test` (a few minutes on 2 cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SVG=${1:-docs/state_dtype_quality.svg}
@@ -21,20 +21,24 @@ for s in train val; do   # bytes -> little-endian u16 tokens
     od -An -v -tu1 "$T/$s.txt" | tr -s ' ' '\n' | grep -v '^$' |
         awk 'BEGIN { ORS = "" } { printf "%c%c", $1, 0 }' LC_ALL=C > "$T/$s.u16"
 done
-for b2 in 0.95 0.999; do
-    for dt in f32 bf16; do
-        cat > "$T/c.json" <<JSON
-{"run": {"out_dir": "$T/run_${b2}_$dt", "seed": 1, "threads": ${QUALITY_THREADS:-1}, "resume": "never", "overwrite": true},
- "model": {"vocab_size": 256, "d_model": 128, "n_layers": 4, "n_heads": 4, "d_ff": 384,
+run() {  # beta2 state_dtype
+    local b2=$1 dt=$2
+    cat > "$T/c_${b2}_$dt.json" <<JSON
+{"run": {"out_dir": "$T/run_${b2}_$dt", "seed": 1, "threads": 1, "resume": "never", "overwrite": true},
+ "model": {"vocab_size": 256, "d_model": 64, "n_layers": 4, "n_heads": 4, "d_ff": 192,
            "positions": {"mode": "repo", "repo_start_layer": 2}},
- "data": {"train": ["$T/train.u16"], "val": ["$T/val.u16"], "format": "u16", "seq_len": 128},
+ "data": {"train": ["$T/train.u16"], "val": ["$T/val.u16"], "format": "u16", "seq_len": 64},
  "optim": {"lr": 3e-3, "warmup_steps": 30, "beta2": $b2, "state_dtype": "$dt"},
- "train": {"batch_size": 8, "steps": $STEPS, "log_every": 50, "eval_every": 25, "eval_batches": 8, "save_every": 0}}
+ "train": {"batch_size": 8, "steps": $STEPS, "log_every": 50, "eval_every": 25, "eval_batches": 16, "save_every": 0}}
 JSON
-        build/train "$T/c.json" > "$T/log_${b2}_$dt" 2>&1 || { tail -5 "$T/log_${b2}_$dt"; exit 1; }
-        grep -o '"step": [0-9]*, "val_loss": [0-9.e-]*' "$T/run_${b2}_$dt/metrics.jsonl" |
-            awk '{ gsub(/,/, ""); print $2, $4 }' > "$T/val_${b2}_$dt"
-    done
+    build/train "$T/c_${b2}_$dt.json" > "$T/log_${b2}_$dt" 2>&1 || { tail -5 "$T/log_${b2}_$dt"; return 1; }
+    grep -o '"step": [0-9]*, "val_loss": [0-9.e-]*' "$T/run_${b2}_$dt/metrics.jsonl" |
+        awk '{ gsub(/,/, ""); print $2, $4 }' > "$T/val_${b2}_$dt"
+}
+pids=()
+for b2 in 0.95 0.999; do for dt in f32 bf16; do run $b2 $dt & pids+=($!); done; done
+for p in "${pids[@]}"; do wait "$p"; done
+for b2 in 0.95 0.999; do
     f=$(tail -n 1 "$T/val_${b2}_f32" | cut -d' ' -f2); b=$(tail -n 1 "$T/val_${b2}_bf16" | cut -d' ' -f2)
     awk -v f="$f" -v b="$b" -v b2="$b2" 'BEGIN { printf "beta2 %s: final validation loss f32 %.4f  bf16 %.4f  relative difference %+.3f%%\n", b2, f, b, 100 * (b - f) / f }'
 done
