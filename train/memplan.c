@@ -28,6 +28,14 @@
 static const char* ROW_NAMES[MP_ROWS] = {"parameters", "gradients", "AdamW state", "activations",
                                          "backward scratch", "batch buffers", "token data", "runtime + BLAS"};
 
+size_t memplan_head_chunk(const RunConfig* rc, size_t V) {
+    if (rc->train.head_chunk) return rc->train.head_chunk;
+    double row = (double)V * sizeof(real), N = (double)rc->train.batch_size * (double)rc->data.seq_len;
+    if (N * row <= 512.0 * MIB) return 0;
+    size_t rows = (size_t)(128.0 * MIB / row);
+    return rows ? rows : 1;
+}
+
 void memplan_compute(MemPlan* p, const ModelConfig* cfg, const RunConfig* rc, size_t world, size_t data_bytes) {
     memset(p, 0, sizeof(*p));
     p->B = rc->train.batch_size;
@@ -41,7 +49,7 @@ void memplan_compute(MemPlan* p, const ModelConfig* cfg, const RunConfig* rc, si
     p->sharded = p->world > 1 && rc->train.shard_optimizer;
     const char* freeze[RC_LIST_MAX];
     for (size_t i = 0; i < rc->optim.freeze.n; i++) freeze[i] = rc->optim.freeze.v[i];
-    ModelOpts mo = {rc->train.recompute, rc->train.head_chunk};
+    ModelOpts mo = {rc->train.recompute, memplan_head_chunk(rc, cfg->V)};
     p->n = model_arena_sizes(cfg, p->B, p->T, freeze, rc->optim.freeze.n, &mo);
     size_t N = p->B * p->T;
     p->head_rows = mo.head_chunk && mo.head_chunk < N ? mo.head_chunk : N;

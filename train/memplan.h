@@ -54,6 +54,12 @@ double memplan_available(char* what, size_t len);
 void memplan_check(const MemPlan* p, const ModelConfig* cfg, const RunConfig* rc, double available,
                    const char* available_what);
 
+/* The rows of logits held at once for rc (ModelOpts.head_chunk): train.head_chunk
+   when set, else all B*T rows while their logits take at most 512 MiB, else
+   128 MiB of logit rows (the chunked head recomputes logits in backward: whole
+   batches stay whole where that costs little memory). */
+size_t memplan_head_chunk(const RunConfig* rc, size_t V);
+
 /* Total bytes of the files the patterns name (glob), for the data row. */
 size_t memplan_files_bytes(const RcList* patterns);
 

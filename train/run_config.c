@@ -175,7 +175,7 @@ void run_config_defaults(RunConfig* rc) {
     strcpy(rc->optim.state_dtype, "f32");
     rc->run.check_memory = true;
     rc->train.recompute = false;
-    rc->train.head_chunk = 1024;
+    rc->train.head_chunk = 0;
     rc->train.shard_optimizer = true;
 }
 

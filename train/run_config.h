@@ -131,8 +131,9 @@ typedef struct {
                                            false: every rank keeps all moments; one rank: no effect */
     bool recompute;                     /* false: keep only block inputs and recompute each block's activations
                                            in backward (ModelOpts.recompute; bit-identical gradients) */
-    size_t head_chunk;                  /* 1024: rows of logits held at once by the LM head and loss; 0 = all
-                                           B*T rows (ModelOpts.head_chunk) */
+    size_t head_chunk;                  /* 0 = automatic: all B*T rows while their logits take at most 512 MiB,
+                                           else chunks of 128 MiB of logits; N > 0: N rows at once (>= B*T:
+                                           all); memplan_head_chunk resolves it (ModelOpts.head_chunk) */
 } RcTrain;
 
 typedef struct {

@@ -173,7 +173,7 @@ void trainer_setup(Trainer* tr) {
     trainer_memory_plan(tr, false);   /* may refuse to start: nothing large is allocated yet */
     const char* freeze[OPTIM_MAX_PATTERNS];
     size_t n_freeze = optim_freeze_patterns(&tr->ocfg, freeze);
-    ModelOpts mo = {rc->train.recompute, rc->train.head_chunk};
+    ModelOpts mo = {rc->train.recompute, memplan_head_chunk(rc, tr->mcfg.V)};
     model_build_opts(&tr->model, &tr->mcfg, tr->B, tr->T, freeze, n_freeze, &mo, true);
     tr->model.z_loss = rc->optim.z_loss;
     build_optimizer(tr);
