@@ -1,6 +1,7 @@
 /* The training run: setup, step, eval, save (DESIGN.md §1, issue #4). */
 #include "train/trainer.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "common/dist.h"
 #include "common/fileio.h"
 #include "common/threads.h"
+#include "data/documents.h"
 #include "model/hf_checkpoint.h"
 #include "model/hf_config.h"
 #include "optim/clip.h"
@@ -161,6 +163,8 @@ void trainer_setup(Trainer* tr) {
     dist_bcast(tr->resumed_from, sizeof(tr->resumed_from));   /* rank 0 decides for all */
     resolve_model_config(tr);
     model_config_validate(&tr->mcfg);
+    char err[1024];
+    if (run_config_eos(rc, &tr->mcfg, &tr->eos, err, sizeof(err))) DIE("%s", err);
 
     const char* train_files[RC_LIST_MAX];
     const char* val_files[RC_LIST_MAX];
@@ -179,6 +183,11 @@ void trainer_setup(Trainer* tr) {
     build_optimizer(tr);
     tr->tokens = mallocCheck(tr->B * tr->T * sizeof(int32_t));
     tr->targets = mallocCheck(tr->B * tr->T * sizeof(int32_t));
+    if (tr->eos >= 0) {
+        tr->doc_ids = mallocCheck(tr->B * tr->T * sizeof(int32_t));
+        printf("document masking: attention within documents ended by token %" PRId32 ", positions restart\n",
+               tr->eos);
+    }
     if (tr->data.synthetic && tr->data.syn.answer_weight != 1.0) {
         tr->answer_mask = mallocCheck(tr->B * tr->T);
         tr->target_weights = mallocCheck(tr->B * tr->T * sizeof(real));
@@ -219,6 +228,7 @@ void trainer_free(Trainer* tr) {
     free(tr->tokens);
     free(tr->targets);
     free(tr->answer_mask);
+    free(tr->doc_ids);
     free(tr->target_weights);
     free(tr->config_json);
     free(tr->shard_counts);
@@ -259,6 +269,13 @@ static void gather_params(Trainer* tr) {
     }
 }
 
+/* data.document_mask: the micro-batch's document ids, for the next forward and its backward */
+static void set_documents(Trainer* tr) {
+    if (!tr->doc_ids) return;
+    doc_ids_from_eos(tr->doc_ids, tr->tokens, tr->B, tr->T, tr->eos);
+    tr->model.doc_ids = tr->doc_ids;
+}
+
 void trainer_step(Trainer* tr) {
     Model* m = &tr->model;
     size_t step = tr->state.step, accum = tr->rc.train.grad_accum, world = (size_t)tr->world;
@@ -268,6 +285,7 @@ void trainer_step(Trainer* tr) {
         size_t row0 = (k * world + (size_t)tr->rank) * tr->B;
         data_source_rows(&tr->data, false, step, tr->rows_per_step, row0, tr->B, tr->T, tr->tokens, tr->targets,
                          tr->answer_mask);
+        set_documents(tr);
         if (tr->target_weights) {   /* the answer-weighted training loss (data.synthetic.answer_weight) */
             for (size_t i = 0; i < tr->B * tr->T; i++)
                 tr->target_weights[i] = tr->answer_mask[i] ? (real)tr->data.syn.answer_weight : 1;
@@ -327,6 +345,7 @@ bool trainer_eval(Trainer* tr) {
         size_t k = k0 + (size_t)tr->rank;
         if (k >= n) continue;
         data_source_rows(&tr->data, true, k, tr->B, 0, tr->B, tr->T, tr->tokens, tr->targets, NULL);
+        set_documents(tr);
         tr->model.target_weights = NULL;   /* validation: the plain mean over every target */
         total += model_forward(&tr->model, tr->tokens, tr->targets);
     }
