@@ -19,6 +19,7 @@
 #include "optim/adamw.h"
 #include "optim/clip.h"
 #include "optim/schedule.h"
+#include "optim_fixture.h"
 
 static int failures;
 #define EXPECT(cond, ...) do { printf("  %-8s ", (cond) ? "OK" : "NOT OK"); printf(__VA_ARGS__); printf("\n"); \
@@ -44,15 +45,7 @@ static void expect_close(const char* label, const double* got, const double* ref
 /* ---- the tiny model: V=4 D=8 L=1 H=2 KVH=2 F=8, OLMo-2, one RePo layer, up_proj frozen ---- */
 #define FROZEN "model.layers.0.mlp.up_proj.weight"
 
-static void tiny_table(TensorTable* tt) {
-    ModelConfig mc;
-    model_config_default(&mc);
-    mc.V = 4; mc.D = 8; mc.L = 1; mc.H = 2; mc.KVH = 2; mc.F = 8;
-    mc.pos[0] = POS_REPO;
-    model_config_validate(&mc);
-    const char* frozen[] = {FROZEN};
-    tensor_table_build(tt, &mc, frozen, 1);
-}
+static void tiny_table(TensorTable* tt) { optim_tiny_table(tt, FROZEN); }
 
 /* the hand-chosen values, tensor k (table index), element i */
 static double w_init(size_t k, size_t i) { return 0.5 + 0.01 * k - 0.001 * i; }

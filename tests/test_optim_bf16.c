@@ -15,16 +15,10 @@
 #include "common/check.h"
 #include "model/tensors.h"
 #include "optim/adamw.h"
+#include "optim_fixture.h"
 #include "testutil.h"
 
-static void tiny_table(TensorTable* tt) {
-    ModelConfig mc;
-    model_config_default(&mc);
-    mc.V = 4; mc.D = 8; mc.L = 1; mc.H = 2; mc.KVH = 2; mc.F = 8;
-    mc.pos[0] = POS_REPO;
-    model_config_validate(&mc);
-    tensor_table_build(tt, &mc, NULL, 0);
-}
+static void tiny_table(TensorTable* tt) { optim_tiny_table(tt, NULL); }
 
 static void test_rounding(void) {
     printf("stochastic rounding to bf16\n");
