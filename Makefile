@@ -10,6 +10,7 @@
 #   clean        remove build/
 #   bench        training-step speed, MFU, RSS, and the PyTorch step (tools/bench.sh)
 #   bench-load   peak RSS and time of loading a generated OLMo-2 1B BF16 checkpoint
+#   bench-memory memory plan vs measured peak RSS and s/step: the 1B shape at T=4096 and 1024, and S M L
 #   fuzz         libFuzzer on the safetensors header parser
 #   fuzz-config  libFuzzer on the config.json parser
 #   study        the small-scale reproduction (tools/study.sh, docs/study.md)
@@ -99,7 +100,7 @@ TESTS = $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 TEST_TOOLS = $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(wildcard tests/tools/*.c))
 BENCHES = $(patsubst tests/%.c,$(BUILD)/bench/%,$(wildcard tests/bench_*.c))
 
-.PHONY: all deps test quickstart debug clean check-deps bench-load
+.PHONY: all deps test quickstart debug clean check-deps bench-load bench-memory
 .SECONDARY:   # keep the objects: they are chained through pattern rules
 all: check-deps $(BUILD)/gradcheck $(PROGRAMS) $(TESTS) $(TEST_TOOLS) $(BENCHES)
 	@echo "built with CC=$(CC) PRECISION=$(PRECISION) MPI=$(if $(filter 1,$(MPI)),✓,✗) OpenMP=$(if $(filter yes,$(HAVE_OMP)),✓,✗) $(BLAS_NAME)=$(if $(HAVE_BLAS),✓,✗) cJSON=$(if $(HAVE_CJSON),✓,✗)"
@@ -171,6 +172,9 @@ unicode-table:
 	python3 tools/gen_unicode_table.py /usr/share/unicode > tokenizer/unicode_table.h
 
 # loading a generated BF16 checkpoint of the OLMo-2 1B shape: peak RSS and time (never part of make test)
+bench-memory: check-deps
+	@tools/bench_memory.sh
+
 bench-load: check-deps $(BUILD)/bench/bench_load
 	@d=$$(mktemp -d /tmp/repoc_bench_load.XXXXXX) && \
 	  $(BUILD)/bench/bench_load --generate $$d/olmo2-1b-bf16 && \

@@ -20,10 +20,18 @@ static void acts_layout(Model* m, Cursor* cur) {
     const ModelConfig* c = &m->cfg;
     size_t N = m->B * m->T;
     for (size_t l = 0; l <= c->L; l++) m->res[l] = cursor_take(cur, N * c->D);
-    for (size_t l = 0; l < c->L; l++) layer_acts_layout(&m->la[l], cur, c, l, N);
+    if (m->opts.recompute) {   /* one set for all layers, laid out for a RePo layer when there is one */
+        size_t widest = 0;
+        for (size_t l = 0; l < c->L; l++)
+            if (c->pos[l] == POS_REPO) widest = l;
+        layer_acts_layout(&m->la[0], cur, c, widest, N);
+        for (size_t l = 1; l < c->L; l++) m->la[l] = m->la[0];
+    } else {
+        for (size_t l = 0; l < c->L; l++) layer_acts_layout(&m->la[l], cur, c, l, N);
+    }
     m->final_out = cursor_take(cur, N * c->D);
     m->final_rstd = cursor_take(cur, N);
-    m->logits = cursor_take(cur, N * c->V);
+    m->logits = cursor_take(cur, m->head_rows * c->V);
     m->lse = cursor_take(cur, N);
     m->losses = cursor_take(cur, N);
     m->pos_seq = cursor_take(cur, N * c->KVH);
@@ -36,30 +44,61 @@ static void scratch_layout(Model* m, Cursor* cur) {
     m->dres_b = cursor_take(cur, N * m->cfg.D);
 }
 
-void model_build(Model* m, const ModelConfig* cfg, size_t B, size_t T, const char* const* frozen_patterns,
-                 size_t n_frozen, bool verbose) {
+/* cfg, sizes, options and the tensor table: everything the layouts read */
+static void model_shape(Model* m, const ModelConfig* cfg, size_t B, size_t T, const char* const* frozen_patterns,
+                        size_t n_frozen, const ModelOpts* opts) {
     memset(m, 0, sizeof(*m));
     model_config_validate(cfg);
     m->cfg = *cfg;
     m->B = B;
     m->T = T;
+    if (opts) m->opts = *opts;
     size_t N = mulCheck(B, T, "batch rows B*T");
     CHECK(B > 0 && T > 0, "model: batch %zu x %zu must be non-empty", B, T);
     CHECK(N <= 0x7fffffff && mulCheck(N, cfg->V, "logits B*T*V") <= ((size_t)1 << 40),
           "model: batch B*T = %zu is too large", N);
+    m->head_rows = m->opts.head_chunk && m->opts.head_chunk < N ? m->opts.head_chunk : N;
+    tensor_table_build(&m->tensors, &m->cfg, frozen_patterns, n_frozen);
+}
+
+ModelArenaSizes model_arena_sizes(const ModelConfig* cfg, size_t B, size_t T, const char* const* frozen_patterns,
+                                  size_t n_frozen, const ModelOpts* opts) {
+    Model* m = mallocCheck(sizeof(Model));   /* the struct only: views stay NULL while counting */
+    model_shape(m, cfg, B, T, frozen_patterns, n_frozen, opts);
+    ModelArenaSizes s = {m->tensors.n_params, m->tensors.n_grads, 0, 0, m->tensors.n_bf16, m->tensors.max_layer_bf16};
+    Cursor cur = {NULL, 0};
+    acts_layout(m, &cur);
+    s.acts = cur.used;
+    cur = (Cursor){NULL, 0};
+    scratch_layout(m, &cur);
+    s.scratch = cur.used;
+    tensor_table_free(&m->tensors);
+    free(m);
+    return s;
+}
+
+void model_build(Model* m, const ModelConfig* cfg, size_t B, size_t T, const char* const* frozen_patterns,
+                 size_t n_frozen, bool verbose) {
+    model_build_opts(m, cfg, B, T, frozen_patterns, n_frozen, NULL, verbose);
+}
+
+void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, const char* const* frozen_patterns,
+                      size_t n_frozen, const ModelOpts* opts, bool verbose) {
+    model_shape(m, cfg, B, T, frozen_patterns, n_frozen, opts);
+    size_t N = B * T;
     const ModelConfig* c = &m->cfg;
-    tensor_table_build(&m->tensors, c, frozen_patterns, n_frozen);
-    m->params = arenaAlloc(mulCheck(m->tensors.n_params, sizeof(real), "parameter arena"));
-    m->grads = arenaAlloc(mulCheck(m->tensors.n_grads, sizeof(real), "gradient arena"));
-    m->base_bf16 = arenaAlloc(mulCheck(m->tensors.n_bf16, sizeof(uint16_t), "BF16 base arena"));
-    m->widened = arenaAlloc(mulCheck(m->tensors.max_layer_bf16, sizeof(real), "BF16 widening buffer"));
+    m->params = arenaAllocNamed(mulCheck(m->tensors.n_params, sizeof(real), "parameter arena"), "parameter arena");
+    m->grads = arenaAllocNamed(mulCheck(m->tensors.n_grads, sizeof(real), "gradient arena"), "gradient arena");
+    m->base_bf16 = arenaAllocNamed(mulCheck(m->tensors.n_bf16, sizeof(uint16_t), "BF16 base arena"), "BF16 base arena");
+    m->widened = arenaAllocNamed(mulCheck(m->tensors.max_layer_bf16, sizeof(real), "BF16 widening buffer"),
+                                 "BF16 widening buffer");
     weights_view(&m->w, &m->tensors, c, m->params, false);
     weights_view(&m->dw, &m->tensors, c, m->grads, true);
 
     Cursor cur = {NULL, 0};
     acts_layout(m, &cur);
     m->n_acts = cur.used;
-    m->acts = arenaAlloc(mulCheck(m->n_acts, sizeof(real), "activation arena"));
+    m->acts = arenaAllocNamed(mulCheck(m->n_acts, sizeof(real), "activation arena"), "activation arena");
     cur = (Cursor){m->acts, 0};
     acts_layout(m, &cur);
     CHECK(cur.used == m->n_acts, "activation layout disagrees with its count");
@@ -67,7 +106,7 @@ void model_build(Model* m, const ModelConfig* cfg, size_t B, size_t T, const cha
     cur = (Cursor){NULL, 0};
     scratch_layout(m, &cur);
     m->n_scratch = cur.used;
-    m->scratch = arenaAlloc(mulCheck(m->n_scratch, sizeof(real), "backward scratch arena"));
+    m->scratch = arenaAllocNamed(mulCheck(m->n_scratch, sizeof(real), "backward scratch arena"), "backward scratch arena");
     cur = (Cursor){m->scratch, 0};
     scratch_layout(m, &cur);
 
@@ -89,10 +128,10 @@ void model_build(Model* m, const ModelConfig* cfg, size_t B, size_t T, const cha
         if (m->tensors.n_bf16)
             printf("  frozen base in BF16: %zu parameters (%.1f MiB), widened per layer (%.1f MiB)\n",
                    m->tensors.n_bf16, m->tensors.n_bf16 * 2.0 / 1048576.0, m->tensors.max_layer_bf16 * mb);
-        printf("  parameters %zu (%.1f MiB)  trainable %zu  activations %zu (%.1f MiB, B=%zu T=%zu)  "
-               "scratch %.1f MiB  precision %s\n",
+        printf("  parameters %zu (%.1f MiB)  trainable %zu  activations %zu (%.1f MiB, B=%zu T=%zu%s, logits "
+               "%zu rows)  scratch %.1f MiB  precision %s\n",
                m->tensors.n_params, m->tensors.n_params * mb, m->tensors.n_grads, m->n_acts, m->n_acts * mb, B, T,
-               m->n_scratch * mb, REAL_NAME);
+               m->opts.recompute ? ", recompute" : "", m->head_rows, m->n_scratch * mb, REAL_NAME);
     }
 }
 
@@ -193,14 +232,31 @@ double model_forward(Model* m, const int32_t* tokens, const int32_t* targets) {
 
     embedding_forward(m->res[0], tokens, m->w.embed, N, D);
     for (size_t l = 0; l < c->L; l++) block_forward(m->res[l + 1], &m->la[l], m->res[l], layer_weights(m, l), l, &ctx);
-    model_head_forward(m->logits, m->final_out, m->final_rstd, m->res[c->L], m, N);
 
     m->has_loss = targets != NULL;
     m->loss = 0;
-    if (!targets) return 0;
+    if (!targets) {
+        CHECK(m->head_rows == N, "model_forward without targets returns logits of all %zu rows, but the model "
+              "was built to hold %zu rows at a time (head_chunk)", N, m->head_rows);
+        model_head_forward(m->logits, m->final_out, m->final_rstd, m->res[c->L], m, N);
+        return 0;
+    }
     memcpy(m->targets, targets, N * sizeof(int32_t));
-    m->loss = xent_forward(m->losses, m->lse, m->logits, targets, m->target_weights, N, V, m->z_loss, &m->n_valid,
-                           &m->weight_sum);
+    /* the head and the loss on chunks of head_rows rows; every row's sums are the same either way */
+    double total = 0, wsum = 0;
+    size_t count = 0;
+    for (size_t r0 = 0; r0 < N; r0 += m->head_rows) {
+        size_t n = N - r0 < m->head_rows ? N - r0 : m->head_rows, nv;
+        double ws;
+        model_head_forward(m->logits, m->final_out + r0 * D, m->final_rstd + r0, m->res[c->L] + r0 * D, m, n);
+        total += xent_forward_sum(m->losses + r0, m->lse + r0, m->logits, targets + r0,
+                                  m->target_weights ? m->target_weights + r0 : NULL, n, V, m->z_loss, &nv, &ws);
+        count += nv;
+        wsum += ws;
+    }
+    m->n_valid = count;
+    m->weight_sum = wsum;
+    m->loss = count ? total / wsum : 0.0;
     return m->loss;
 }
 
@@ -210,18 +266,27 @@ void model_backward(Model* m, double dloss) {
     size_t N = m->B * m->T, D = c->D, V = c->V;
     BlockCtx ctx = block_ctx(m);
 
-    xent_backward(m->logits, m->lse, m->targets, m->target_weights, N, V, m->z_loss, m->weight_sum,
-                  dloss);   /* logits → dlogits */
     real* dx = m->dres_a;   /* gradient of the residual stream after the current layer */
     real* dx_prev = m->dres_b;
     memset(m->bs.dx_mid, 0, N * D * sizeof(real));
     real* dfinal = m->bs.dx_mid;   /* free until the first block_backward */
-    linear_backward(dfinal, m->dw.lm_head, m->logits, m->final_out, m->w.lm_head, N, D, V);
+    for (size_t r0 = 0; r0 < N; r0 += m->head_rows) {   /* the chunks of forward */
+        size_t n = N - r0 < m->head_rows ? N - r0 : m->head_rows;
+        const real* normed = m->final_out + r0 * D;
+        if (m->head_rows < N) linear_forward(m->logits, normed, m->w.lm_head, n, D, V);   /* this chunk's logits again */
+        xent_backward(m->logits, m->lse + r0, m->targets + r0, m->target_weights ? m->target_weights + r0 : NULL, n,
+                      V, m->z_loss, m->weight_sum, dloss);   /* logits → dlogits */
+        linear_backward(dfinal + r0 * D, m->dw.lm_head, m->logits, normed, m->w.lm_head, n, D, V);
+    }
     memset(dx, 0, N * D * sizeof(real));
     rmsnorm_backward(dx, m->dw.final_norm, dfinal, m->res[c->L], m->w.final_norm, m->final_rstd, N, D);
     for (size_t l = c->L; l-- > 0;) {
+        /* recompute: layer l's activations again (the last layer's are still there), its output into a
+           scratch buffer that block_backward clears before use */
+        const LayerWeights* w = layer_weights(m, l);   /* a BF16 base is widened once for both */
+        if (m->opts.recompute && l + 1 < c->L) block_forward(m->bs.dd, &m->la[l], m->res[l], w, l, &ctx);
         memset(dx_prev, 0, N * D * sizeof(real));
-        block_backward(dx_prev, &m->dw.layer[l], dx, &m->la[l], m->res[l], layer_weights(m, l), l, &m->bs, &ctx);
+        block_backward(dx_prev, &m->dw.layer[l], dx, &m->la[l], m->res[l], w, l, &m->bs, &ctx);
         real* t = dx;
         dx = dx_prev;
         dx_prev = t;

@@ -15,10 +15,25 @@
 #include "model/rope.h"
 #include "model/tensors.h"
 
+/* How activations are kept; the results do not depend on them (tests/test_recompute.c).
+   recompute: keep only each block's input res[l] and one layer's activations,
+     shared by all layers; backward runs block l's forward again (same kernels,
+     same order) just before block l's backward, so gradients are bit-identical.
+   head_chunk: rows of logits held at once (0 = all B*T rows). With fewer than
+     B*T, forward computes the LM head and the loss chunk by chunk and backward
+     recomputes each chunk's logits; the full (B*T,V) logits never exist, so a
+     forward without targets (which returns logits) needs head_chunk 0. */
+typedef struct {
+    bool recompute;
+    size_t head_chunk;
+} ModelOpts;
+
 typedef struct {
     ModelConfig cfg;
     TensorTable tensors;
     size_t B, T;
+    ModelOpts opts;
+    size_t head_rows;            /* rows of the logits buffer: min(head_chunk, B*T), or B*T */
 
     real* params;                /* tensors.n_params */
     real* grads;                 /* tensors.n_grads (frozen tensors have none) */
@@ -32,7 +47,7 @@ typedef struct {
     real* res[MAX_LAYERS + 1];   /* (N,D) residual stream: res[0] embeddings, res[l+1] after layer l */
     LayerActs la[MAX_LAYERS];
     real *final_out, *final_rstd;    /* (N,D) (N) final norm */
-    real *logits, *lse, *losses;     /* (N,V) (N) (N); backward turns logits into dlogits */
+    real *logits, *lse, *losses;     /* (head_rows,V) (N) (N); backward turns logits into dlogits */
     real* pos_seq;                   /* (N,KVH) integer positions t */
     int32_t *tokens, *targets;       /* (N) copies of the batch */
 
@@ -67,6 +82,18 @@ typedef struct {
    zero them. Prints the sizes when verbose. */
 void model_build(Model* m, const ModelConfig* cfg, size_t B, size_t T, const char* const* frozen_patterns,
                  size_t n_frozen, bool verbose);
+/* The same with activation options (model_build: all activations kept, whole logits). */
+void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, const char* const* frozen_patterns,
+                      size_t n_frozen, const ModelOpts* opts, bool verbose);
+
+/* The reals each arena of model_build_opts would hold, counted by the same
+   layout functions, without allocating any of them (the memory plan). */
+typedef struct {
+    size_t params, grads, acts, scratch;
+    size_t bf16, widened;   /* a BF16 frozen base (2 bytes each) and its per-layer widening buffer (reals) */
+} ModelArenaSizes;
+ModelArenaSizes model_arena_sizes(const ModelConfig* cfg, size_t B, size_t T, const char* const* frozen_patterns,
+                                  size_t n_frozen, const ModelOpts* opts);
 void model_free(Model* m);
 
 /* Fill every weight: matrices N(0, std²) truncated at ±3σ, norms 1; RePo

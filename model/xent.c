@@ -9,8 +9,8 @@
 
 #include "common/mathf.h"
 
-double xent_forward(real* losses, real* lse, const real* logits, const int32_t* targets, const real* weights,
-                    size_t N, size_t V, double z_loss, size_t* n_valid, double* weight_sum) {
+double xent_forward_sum(real* losses, real* lse, const real* logits, const int32_t* targets, const real* weights,
+                        size_t N, size_t V, double z_loss, size_t* n_valid, double* weight_sum) {
     double total = 0.0, wsum = 0.0;
     size_t count = 0;
 #pragma omp parallel for reduction(+ : total, count, wsum)
@@ -35,7 +35,13 @@ double xent_forward(real* losses, real* lse, const real* logits, const int32_t* 
     }
     *n_valid = count;
     *weight_sum = wsum;
-    return count ? total / wsum : 0.0;
+    return total;
+}
+
+double xent_forward(real* losses, real* lse, const real* logits, const int32_t* targets, const real* weights,
+                    size_t N, size_t V, double z_loss, size_t* n_valid, double* weight_sum) {
+    double total = xent_forward_sum(losses, lse, logits, targets, weights, N, V, z_loss, n_valid, weight_sum);
+    return *n_valid ? total / *weight_sum : 0.0;
 }
 
 void xent_backward(real* logits, const real* lse, const int32_t* targets, const real* weights, size_t N, size_t V,

@@ -21,6 +21,11 @@
    weights (N) > 0, or NULL */
 double xent_forward(real* losses, real* lse, const real* logits, const int32_t* targets, const real* weights,
                     size_t N, size_t V, double z_loss, size_t* n_valid, double* weight_sum);
+/* The same rows, returning the weighted sum Σ_valid w_n (ce_n + c lse_n²)
+   instead of the mean: a head computed in chunks of rows adds the chunks' sums
+   (and their n_valid and weight_sum) and divides once. */
+double xent_forward_sum(real* losses, real* lse, const real* logits, const int32_t* targets, const real* weights,
+                        size_t N, size_t V, double z_loss, size_t* n_valid, double* weight_sum);
 /* OVERWRITES logits (N,V) with dlogits = dloss · ∂loss/∂logits (it is not accumulated:
    the logits buffer has no other use after the loss). lse, targets, weights and
    weight_sum as forward saw and returned them. */

@@ -70,9 +70,14 @@ void adamw_build_slice(AdamW* a, const TensorTable* tt, const OptimConfig* cfg, 
     CHECK(lo <= hi && hi <= a->n, "optim: slice [%zu, %zu) is not within the %zu gradients", lo, hi, a->n);
     a->lo = lo;
     a->hi = hi;
-    size_t bytes = mulCheck(hi - lo, sizeof(real), "AdamW moments");
-    a->m = arenaAlloc(bytes);
-    a->v = arenaAlloc(bytes);
+    size_t bytes = mulCheck(hi - lo, adamw_state_bytes(cfg), "AdamW moments");
+    if (cfg->state_bf16) {
+        a->m16 = arenaAllocNamed(bytes, "AdamW first-moment arena");
+        a->v16 = arenaAllocNamed(bytes, "AdamW second-moment arena");
+    } else {
+        a->m = arenaAllocNamed(bytes, "AdamW first-moment arena");
+        a->v = arenaAllocNamed(bytes, "AdamW second-moment arena");
+    }
     adamw_print(a, tt, stdout);
 }
 
@@ -81,6 +86,8 @@ void adamw_free(AdamW* a) {
     free(a->t);
     free(a->m);
     free(a->v);
+    free(a->m16);
+    free(a->v16);
     memset(a, 0, sizeof(*a));
 }
 
@@ -109,8 +116,10 @@ void adamw_print(const AdamW* a, const TensorTable* tt, FILE* fp) {
         n_frozen++;
         p_frozen += a->t[k].numel;
     }
-    fprintf(fp, "adamw: %zu tensors trainable (%zu params), %zu frozen (%zu params, no state); m, v %.1f MiB each",
-            a->n_tensors - n_frozen, a->n, n_frozen, p_frozen, (double)(a->hi - a->lo) * sizeof(real) / 1048576.0);
+    fprintf(fp, "adamw: %zu tensors trainable (%zu params), %zu frozen (%zu params, no state); m, v %.1f MiB each (%s)",
+            a->n_tensors - n_frozen, a->n, n_frozen, p_frozen,
+            (double)(a->hi - a->lo) * adamw_state_bytes(&a->cfg) / 1048576.0,
+            a->cfg.state_bf16 ? "bf16, stochastic rounding" : REAL_NAME);
     if (a->hi - a->lo < a->n) fprintf(fp, " (the slice [%zu, %zu) of this rank)", a->lo, a->hi);
     fputc('\n', fp);
     char label[TENSOR_NAME_LEN + 64];
@@ -158,6 +167,55 @@ static void adamw_tensor(real* w, real* m, real* v, const real* g, size_t n, Ste
     }
 }
 
+/* The same step on bf16 moments m16, v16 (n): widened, updated in float as above,
+   stored with stochastic rounding keyed by (key_m / key_v, gradient-arena index g0 + i) */
+static void adamw_tensor_bf16(real* w, uint16_t* m16, uint16_t* v16, const real* g, size_t n, StepConsts k,
+                              uint64_t key_m, uint64_t key_v, size_t g0) {
+#ifdef OMP
+#pragma omp for schedule(static) nowait
+#endif
+    for (size_t i = 0; i < n; i++) {
+        real m = real_fma(k.omb1, g[i], (real)bf16_widen(m16[i]) * k.b1);
+        real v = real_fma(k.omb2 * g[i], g[i], (real)bf16_widen(v16[i]) * k.b2);
+        w[i] *= k.keep;
+        real denom = real_sqrt(v) / k.bc2_sqrt + k.eps;
+        w[i] += k.neg_step * m / denom;
+        m16[i] = bf16_round_stochastic((float)m, sr_bits(key_m, g0 + i));
+        v16[i] = bf16_round_stochastic((float)v, sr_bits(key_v, g0 + i));
+    }
+}
+
+/* the stochastic-rounding key of moment `which` at `step`: 64 bits from (seed, step, which) */
+static uint64_t sr_key(uint64_t seed, size_t step, int which) {
+    uint64_t ctr = 2 * (uint64_t)step + (uint64_t)which;
+    return (uint64_t)sr_bits(seed, ctr) << 32 | sr_bits(~seed, ctr);
+}
+
+size_t adamw_state_bytes(const OptimConfig* cfg) { return cfg->state_bf16 ? 2 : sizeof(real); }
+
+void adamw_moment_get(const AdamW* a, int which, size_t i0, size_t n, real* out) {
+    if (!a->cfg.state_bf16) {
+        memcpy(out, (which ? a->v : a->m) + i0, n * sizeof(real));
+        return;
+    }
+    const uint16_t* s = (which ? a->v16 : a->m16) + i0;
+    for (size_t i = 0; i < n; i++) out[i] = (real)bf16_widen(s[i]);
+}
+
+void adamw_moment_set(AdamW* a, int which, size_t i0, size_t n, const real* in) {
+    if (!a->cfg.state_bf16) {
+        memcpy((which ? a->v : a->m) + i0, in, n * sizeof(real));
+        return;
+    }
+    uint16_t* s = (which ? a->v16 : a->m16) + i0;
+    for (size_t i = 0; i < n; i++) {   /* round to nearest even: exact for values that came from bf16 */
+        float x = (float)in[i];
+        uint32_t bits;
+        memcpy(&bits, &x, 4);
+        s[i] = isnan(x) ? (uint16_t)(bits >> 16 | 0x40) : (uint16_t)((bits + 0x7fffu + ((bits >> 16) & 1)) >> 16);
+    }
+}
+
 bool adamw_slice_part(const AdamW* a, size_t offset, size_t n, size_t* g0, size_t* g1) {
     *g0 = offset > a->lo ? offset : a->lo;
     *g1 = offset + n < a->hi ? offset + n : a->hi;
@@ -170,6 +228,7 @@ void adamw_step(AdamW* a, real* params, const real* grads, double lr, size_t ste
     double t = (double)step + 1.0;
     double bc1 = 1.0 - pow(c->beta1, t);              /* bias corrections, in double */
     double bc2_sqrt = sqrt(1.0 - pow(c->beta2, t));
+    uint64_t key_m = sr_key(c->seed, step, 0), key_v = sr_key(c->seed, step, 1);   /* bf16 state only */
     StepConsts base = {.b1 = (real)c->beta1, .omb1 = (real)(1.0 - c->beta1), .b2 = (real)c->beta2,
                        .omb2 = (real)(1.0 - c->beta2), .bc2_sqrt = (real)bc2_sqrt, .eps = (real)c->eps};
     /* one parallel region; each tensor's elements are shared out among the
@@ -186,7 +245,11 @@ void adamw_step(AdamW* a, real* params, const real* grads, double lr, size_t ste
         StepConsts sc = base;
         sc.keep = at->decay ? (real)(1.0 - lr_t * c->weight_decay) : (real)1;
         sc.neg_step = (real)(-lr_t / bc1);
-        adamw_tensor(params + at->offset + (g0 - at->grad_offset), a->m + (g0 - a->lo), a->v + (g0 - a->lo),
-                     grads + g0, g1 - g0, sc);
+        real* w = params + at->offset + (g0 - at->grad_offset);
+        if (c->state_bf16)
+            adamw_tensor_bf16(w, a->m16 + (g0 - a->lo), a->v16 + (g0 - a->lo), grads + g0, g1 - g0, sc, key_m, key_v,
+                              g0);
+        else
+            adamw_tensor(w, a->m + (g0 - a->lo), a->v + (g0 - a->lo), grads + g0, g1 - g0, sc);
     }
 }

@@ -28,6 +28,18 @@
    the same operation either way, so the union of the slices' updates is
    bit-identical to the full step.
 
+   BF16 state (OptimConfig.state_bf16): m and v are kept as bfloat16 (m16,
+   v16; m and v are NULL), 2 bytes each instead of 4; the weights stay in
+   `real`. Each step widens an element's moments to float, updates them exactly
+   as above (the weight update reads these float values) and stores them back
+   with stochastic rounding: to one of the two neighbouring bf16 values, the
+   upper one with probability equal to the distance from the lower one, so
+   the stored moment is unbiased and small updates of v at beta2 = 0.999 are
+   not lost as they are under round-to-nearest. The random bits come from a
+   counter-based hash of (seed, step, moment, gradient-arena index): no RNG
+   state, the same bits sharded or not, and a resumed run rounds exactly as
+   the uninterrupted one did.
+
    Gradient accumulation over micro-batches needs nothing here: backward adds
    into the gradients (call model_backward with dloss = 1 / n_micro), the
    gradients are clipped once and adamw_step runs once per optimizer step. */
@@ -36,6 +48,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "common/real.h"
@@ -56,8 +69,9 @@ typedef struct {
     OptimConfig cfg;      /* a copy: betas, eps, weight_decay */
     AdamWTensor* t;       /* n_tensors, in table order */
     size_t n_tensors;
-    real* m;              /* (hi - lo) first moments of gradient-arena elements lo..hi-1 */
-    real* v;              /* (hi - lo) second moments */
+    real* m;              /* (hi - lo) first moments of gradient-arena elements lo..hi-1; NULL with bf16 state */
+    real* v;              /* (hi - lo) second moments; NULL with bf16 state */
+    uint16_t *m16, *v16;  /* (hi - lo) each, bf16 bit patterns, with cfg.state_bf16; else NULL */
     size_t n;             /* == TensorTable.n_grads */
     size_t lo, hi;        /* the slice held and updated: [0, n) unless sharded */
 } AdamW;
@@ -72,6 +86,37 @@ void adamw_build_slice(AdamW* a, const TensorTable* tt, const OptimConfig* cfg, 
 void adamw_free(AdamW* a);
 /* The groups: trainable and frozen counts, decay / no decay, each lr_mult group. */
 void adamw_print(const AdamW* a, const TensorTable* tt, FILE* fp);
+
+/* Moment `which` (0 = m, 1 = v) of slice elements [i0, i0 + n) (indices relative
+   to lo) as reals into out, or set from in (bf16 state: round to nearest even,
+   the dtype conversion of a checkpoint); the state's own dtype either way. */
+void adamw_moment_get(const AdamW* a, int which, size_t i0, size_t n, real* out);
+void adamw_moment_set(AdamW* a, int which, size_t i0, size_t n, const real* in);
+/* bytes of one moment element: 4 (f32; 8 in the double build) or 2 (bf16) */
+size_t adamw_state_bytes(const OptimConfig* cfg);
+
+/* float -> bf16 with stochastic rounding by the 16 random bits r: x + r·ulp/65536, truncated */
+static inline uint16_t bf16_round_stochastic(float x, uint32_t r) {
+    uint32_t bits;
+    __builtin_memcpy(&bits, &x, 4);
+    if ((bits & 0x7f800000u) == 0x7f800000u) return (uint16_t)(bits >> 16 | ((bits & 0xffff) ? 0x40 : 0));
+    uint32_t up = bits + (r & 0xffffu);
+    if ((up & 0x7f800000u) == 0x7f800000u) up = bits;   /* never round a finite value up to infinity */
+    return (uint16_t)(up >> 16);
+}
+static inline float bf16_widen(uint16_t b) {
+    uint32_t bits = (uint32_t)b << 16;
+    float x;
+    __builtin_memcpy(&x, &bits, 4);
+    return x;
+}
+/* 32 random bits of (key, i): the splitmix64 finaliser, a counter-based generator */
+static inline uint32_t sr_bits(uint64_t key, uint64_t i) {
+    uint64_t z = key + i * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return (uint32_t)(z ^ (z >> 31));
+}
 
 /* The part of gradient-arena elements [offset, offset + n) (one tensor) inside
    the optimizer's slice: [*g0, *g1). Returns false when it is empty. */

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdint.h>
 
 #include "model/tensors.h"
 
@@ -46,6 +47,8 @@ typedef struct {
     bool decay_embeddings, decay_norms;
     double grad_clip;
     double repo_lr_mult;
+    bool state_bf16;             /* moments in bf16 with stochastic rounding (false: f32) */
+    uint64_t seed;               /* keys the stochastic rounding: (seed, step, element) */
     LrMult lr_mult[OPTIM_MAX_PATTERNS];
     size_t n_lr_mult;
     char freeze[OPTIM_MAX_PATTERNS][TENSOR_NAME_LEN];

@@ -17,10 +17,13 @@ static void on_signal(int sig) { stop_requested = sig; }
 
 static void usage(FILE* fp) {
     fprintf(fp,
-            "usage: build/train CONFIG.json [--set KEY=VALUE ...]\n"
+            "usage: build/train CONFIG.json [--set KEY=VALUE ...] [--plan]\n"
             "  Trains (or continues training) a model as CONFIG.json says; see README.md for every key.\n"
             "  --set KEY=VALUE   override one key, e.g. --set train.steps=200 --set optim.lr=1e-3\n"
             "                    (VALUE is JSON when it parses as JSON, else a string)\n"
+            "  --plan            print the memory plan (peak RSS by part, what is available) and exit 0,\n"
+            "                    allocating nothing large; every run prints it at start and refuses to\n"
+            "                    start when it does not fit (unless run.check_memory is false)\n"
             "  SIGINT / SIGTERM / SIGHUP / SIGUSR1  finish the current step (or stop an evaluation between\n"
             "                    batches), save a checkpoint, exit 0\n"
             "                    (under mpirun send SIGUSR1 to mpirun: it forwards it to every rank)\n"
@@ -54,9 +57,11 @@ int main(int argc, char** argv) {
     const char* config = NULL;
     const char* overrides[256];
     size_t n_over = 0;
+    bool plan = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return leave(0); }
-        if (!strcmp(argv[i], "--set") && i + 1 < argc && n_over < 256) overrides[n_over++] = argv[++i];
+        if (!strcmp(argv[i], "--plan")) plan = true;
+        else if (!strcmp(argv[i], "--set") && i + 1 < argc && n_over < 256) overrides[n_over++] = argv[++i];
         else if (!strncmp(argv[i], "--set=", 6) && n_over < 256) overrides[n_over++] = argv[i] + 6;
         else if (argv[i][0] != '-' && !config) config = argv[i];
         else { fprintf(stderr, "train: unexpected argument '%s'\n", argv[i]); usage(stderr); return leave(2); }
@@ -69,6 +74,12 @@ int main(int argc, char** argv) {
         fprintf(stderr, "error: %s\n", err);
         run_config_free(&tr.rc);
         return leave(1);
+    }
+    if (plan) {
+        trainer_plan_only(&tr);
+        run_config_free(&tr.rc);
+        dist_finalize();
+        return 0;
     }
     trainer_setup(&tr);
     struct sigaction sa = {0};

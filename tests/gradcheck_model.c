@@ -128,16 +128,16 @@ static void model_grad(Problem* p) {
     collect_grads(p, &c->m, 0);
 }
 
-/* doc_ids: NULL, or (B*T) document ids of packed rows (document masking) */
+/* doc_ids: NULL, or (B*T) document ids of packed rows (document masking); opts: NULL or ModelOpts */
 static void setup_model(Problem* p, Rng* rng, const ModelConfig* cfg, const char* name, double z_loss,
-                        const int32_t* doc_ids) {
+                        const int32_t* doc_ids, const ModelOpts* opts) {
     memset(p, 0, sizeof(*p));
     snprintf(p->name, sizeof(p->name), "%s", name);
     ModelCtx* c = callocCheck(1, sizeof(ModelCtx));
     p->ctx = c;
     p->free_ctx = free_model_ctx;
     size_t B = 2, T = 6, N = B * T;
-    model_build(&c->m, cfg, B, T, NULL, 0, false);
+    model_build_opts(&c->m, cfg, B, T, NULL, 0, opts, false);
     randomise_weights(&c->m, rng);
     c->m.z_loss = z_loss;
     c->tokens = mallocCheck(N * sizeof(int32_t));
@@ -164,7 +164,8 @@ size_t build_model(Problem* out, size_t max, Rng* rng) {
     cfg.pos[0] = POS_ROPE;
     cfg.pos[1] = POS_REPO;
     cfg.pos[2] = POS_NOPE;
-    setup_model(&out[0], rng, &cfg, "model: OLMo-2, layers rope/repo/nope, GQA 4/2, untied, z-loss 1e-3", 1e-3, NULL);
+    setup_model(&out[0], rng, &cfg, "model: OLMo-2, layers rope/repo/nope, GQA 4/2, untied, z-loss 1e-3", 1e-3, NULL,
+                NULL);
     cfg.block = BLOCK_LLAMA;
     cfg.tie_embeddings = true;
     cfg.pos[0] = POS_REPO;
@@ -172,7 +173,7 @@ size_t build_model(Problem* out, size_t max, Rng* rng) {
     cfg.pos[2] = POS_ROPE;
     cfg.yarn_factor = 2.0;
     cfg.yarn_orig_max = 4;
-    setup_model(&out[1], rng, &cfg, "model: Llama, layers repo/nope/rope, GQA 4/2, tied, YaRN x2", 0, NULL);
+    setup_model(&out[1], rng, &cfg, "model: Llama, layers repo/nope/rope, GQA 4/2, tied, YaRN x2", 0, NULL, NULL);
     cfg.yarn_factor = 1.0;
     cfg.pos[0] = POS_ROPE;
     cfg.pos[1] = POS_REPO;
@@ -182,18 +183,21 @@ size_t build_model(Problem* out, size_t max, Rng* rng) {
     cfg.llama3_low_freq_factor = 1;
     cfg.llama3_high_freq_factor = 4;
     cfg.llama3_orig_max = 8;   /* hd 4, theta 1e4: wavelengths 6.3 (blended) and 628 (divided) */
-    setup_model(&out[2], rng, &cfg, "model: Llama, rope/repo/rope, GQA 4/2, tied, llama3 x4", 0, NULL);
+    setup_model(&out[2], rng, &cfg, "model: Llama, rope/repo/rope, GQA 4/2, tied, llama3 x4", 0, NULL, NULL);
     /* packed rows of B=2, T=6: documents of 2, 3, 1 and 1, 1, 4 tokens; rope positions restart per document */
     static const int32_t docs[12] = {0, 0, 1, 1, 1, 2, 5, 6, 7, 7, 7, 7};
-    setup_model(&out[3], rng, &cfg, "model: Llama llama3, 3 documents per row, masked", 0, docs);
+    setup_model(&out[3], rng, &cfg, "model: Llama llama3, 3 documents per row, masked", 0, docs, NULL);
     cfg.block = BLOCK_OLMO2;
     cfg.llama3 = false;
     cfg.tie_embeddings = false;
     cfg.pos[0] = POS_ROPE;
     cfg.pos[1] = POS_REPO;
     cfg.pos[2] = POS_NOPE;
-    setup_model(&out[4], rng, &cfg, "model: OLMo-2 rope/repo/nope, 3 documents per row, masked", 1e-3, docs);
-    return 5;
+    setup_model(&out[4], rng, &cfg, "model: OLMo-2 rope/repo/nope, 3 documents per row, masked", 1e-3, docs, NULL);
+    ModelOpts chunked = {true, 5};   /* 12 rows in chunks of 5, 5, 2; recomputed blocks */
+    if (max <= 5) return 5;
+    setup_model(&out[5], rng, &cfg, "model: OLMo-2, head chunks of 5 rows, recompute", 1e-3, NULL, &chunked);
+    return 6;
 }
 
 /* LoRA on a frozen base: only the adapters (and RePo) are trainable, and the
@@ -201,14 +205,20 @@ size_t build_model(Problem* out, size_t max, Rng* rng) {
 size_t build_lora_model(Problem* out, size_t max, Rng* rng) {
     ModelConfig cfg;
     model_config_default(&cfg);
-    cfg.V = 11, cfg.D = 16, cfg.L = 2, cfg.H = 4, cfg.KVH = 2, cfg.F = 24;
+    test_model_sizes(&cfg, 11, 16, 2, 4, 2, 24);
     cfg.norm_eps = 1e-5;
-    cfg.pos[0] = POS_ROPE, cfg.pos[1] = POS_REPO;
-    cfg.lora_rank = 3, cfg.lora_alpha = 6.0, cfg.lora_targets = (1u << LORA_N_TARGETS) - 1;
-    setup_model(&out[0], rng, &cfg, "lora-model: OLMo-2, rank 3 on all seven projections, layers rope/repo", 0, NULL);
+    cfg.pos[0] = POS_ROPE;
+    cfg.pos[1] = POS_REPO;
+    cfg.lora_rank = 3;
+    cfg.lora_alpha = 6.0;
+    cfg.lora_targets = (1u << LORA_N_TARGETS) - 1;
+    setup_model(&out[0], rng, &cfg, "lora-model: OLMo-2, rank 3 on all seven projections, layers rope/repo", 0, NULL,
+                NULL);
     cfg.block = BLOCK_LLAMA;
-    cfg.lora_rank = 2, cfg.lora_alpha = 5.0;
+    cfg.lora_rank = 2;
+    cfg.lora_alpha = 5.0;
     cfg.lora_targets = 1u << LORA_Q | 1u << LORA_V | 1u << LORA_DOWN;
-    setup_model(&out[1], rng, &cfg, "lora-model: Llama, rank 2 on q_proj, v_proj, down_proj, layers rope/repo", 0, NULL);
+    setup_model(&out[1], rng, &cfg, "lora-model: Llama, rank 2 on q_proj, v_proj, down_proj, layers rope/repo", 0, NULL,
+                NULL);
     return 2;
 }

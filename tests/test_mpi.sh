@@ -90,6 +90,23 @@ MODEL=$lora config "$T/c.json" "$T/two_lora" shuffle 1 5 0 true
 run2 "$T/c.json" || bad "lora: the 2-rank run failed"
 same_run "shuffle, sharded, LoRA on a BF16 base (RePo trained fully)" "$T/two_lora" "$T/ref_lora"
 
+echo "bf16 AdamW state with recompute on 2 ranks: sharded == replicated, and exact resume of the sharded state"
+bf16=', "state_dtype": "bf16"'
+for shard in true false; do
+    config "$T/c.json" "$T/bf16_$shard" shuffle 1 5 0 $shard "$bf16"
+    run2 "$T/c.json" --set train.recompute=true || bad "bf16, shard_optimizer $shard: the 2-rank run failed"
+done
+config "$T/c.json" "$T/bf16_resumed" shuffle 1 3 0 true "$bf16"
+run2 "$T/c.json" --set train.recompute=true && run2 "$T/c.json" --set train.recompute=true --set train.steps=5 ||
+    bad "bf16: the resumed 2-rank run failed"
+a=$(final_ckpt "$T/bf16_true"); b=$(final_ckpt "$T/bf16_false"); c=$(final_ckpt "$T/bf16_resumed")
+if cmp -s "$a/model.safetensors" "$b/model.safetensors" && cmp -s "$a/optimizer.safetensors" "$b/optimizer.safetensors"
+then ok "bf16 state: sharded and replicated give bit-identical weights and moments"
+else bad "bf16 state: sharded and replicated differ"; fi
+if cmp -s "$a/model.safetensors" "$c/model.safetensors" && cmp -s "$a/optimizer.safetensors" "$c/optimizer.safetensors"
+then ok "bf16 state, sharded: 3 steps + resume 2 == 5 steps, bit for bit (the moments gathered from both ranks)"
+else bad "bf16 state, sharded: the resumed run differs"; fi
+
 echo "save with one world size, resume with the other (shuffle, sharded)"
 run_ranks() {  # ranks out_dir steps: shuffle, sharded, a global batch of 4 rows
     config "$T/c.json" "$2" shuffle $((2 / $1)) "$3" 0 true

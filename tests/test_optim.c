@@ -20,19 +20,12 @@
 #include "optim/clip.h"
 #include "optim/schedule.h"
 #include "tests/testutil.h"
+#include "tests/optim_fixture.h"
 
 /* ---- the tiny model: V=4 D=8 L=1 H=2 KVH=2 F=8, OLMo-2, one RePo layer, up_proj frozen ---- */
 #define FROZEN "model.layers.0.mlp.up_proj.weight"
 
-static void tiny_table(TensorTable* tt) {
-    ModelConfig mc;
-    model_config_default(&mc);
-    test_model_sizes(&mc, 4, 8, 1, 2, 2, 8);
-    mc.pos[0] = POS_REPO;
-    model_config_validate(&mc);
-    const char* frozen[] = {FROZEN};
-    tensor_table_build(tt, &mc, frozen, 1);
-}
+static void tiny_table(TensorTable* tt) { optim_tiny_table(tt, FROZEN); }
 
 /* the hand-chosen values, tensor k (table index), element i */
 static double w_init(size_t k, size_t i) { return 0.5 + 0.01 * k - 0.001 * i; }

@@ -45,9 +45,19 @@ static void gather_moments(const AdamW* opt, MomentRequest rq, real* out) {
         size_t from = a > lo ? a : lo, to = b < hi ? b : hi;
         counts[r] = to > from ? to - from : 0;
     }
-    const real* state = rq.kind == MOMENT_M ? opt->m : opt->v;
-    const real* send = counts[me] ? state + ((a > opt->lo ? a : opt->lo) - opt->lo) : state;
+    size_t from = (a > opt->lo ? a : opt->lo) - opt->lo;   /* this rank's part, relative to its slice */
+    real* widened = NULL;   /* bf16 state travels as reals */
+    const real* send = opt->m;
+    if (opt->cfg.state_bf16) {
+        widened = mallocCheck((counts[me] ? counts[me] : 1) * sizeof(real));
+        if (counts[me]) adamw_moment_get(opt, (int)rq.kind, from, counts[me], widened);
+        send = widened;
+    } else {
+        const real* state = rq.kind == MOMENT_M ? opt->m : opt->v;
+        send = counts[me] ? state + from : state;
+    }
     dist_gatherv_real(send, out, counts);
+    free(widened);
     free(counts);
 }
 
@@ -55,6 +65,10 @@ static void gather_moments(const AdamW* opt, MomentRequest rq, real* out) {
 typedef struct { const AdamW* opt; uint64_t kind; size_t grad_offset; } MomentFill;
 static void fill_moments(void* ctx, size_t first, size_t count, real* out) {
     const MomentFill* f = ctx;
+    if (!is_sharded(f->opt)) {   /* bf16 state of one rank: widened piece by piece */
+        adamw_moment_get(f->opt, (int)f->kind, f->grad_offset + first, count, out);
+        return;
+    }
     MomentRequest rq = {f->kind, f->grad_offset + first, count};
     dist_bcast(&rq, sizeof(rq));
     gather_moments(f->opt, rq, out);
@@ -70,8 +84,8 @@ static void serve_moments(const AdamW* opt) {
     }
 }
 
-/* optimizer.safetensors: exp_avg.<name>, exp_avg_sq.<name> (and master.<name> when the model file is not F32);
-   rank 0 only, the other ranks serve_moments when the state is sharded */
+/* optimizer.safetensors: exp_avg.<name>, exp_avg_sq.<name> in the state's dtype (F32, or BF16 for
+   optim.state_dtype bf16: stored exactly as kept), and master.<name> when the model file is not F32; rank 0 only, the other ranks serve_moments when the state is sharded */
 static void save_optimizer(const char* path, const Model* m, const AdamW* opt, bool with_master) {
     const TensorTable* tt = &m->tensors;
     StWriteTensor* w = callocCheck(3 * tt->n, sizeof(StWriteTensor));
@@ -87,7 +101,8 @@ static void save_optimizer(const char* path, const Model* m, const AdamW* opt, b
             static const char* prefix[] = {"exp_avg.", "exp_avg_sq.", "master."};
             snprintf(names[n], sizeof(names[n]), "%s%s", prefix[kind], t->name);
             w[n] = (StWriteTensor){names[n], ST_F32, t->ndim, {t->shape[0], t->shape[1]}, m->params + t->offset};
-            if (kind < 2 && !is_sharded(opt)) {
+            if (kind < 2 && opt->cfg.state_bf16) w[n].dtype = ST_BF16;   /* bf16 -> real -> bf16 is exact */
+            if (kind < 2 && !is_sharded(opt) && !opt->cfg.state_bf16) {
                 w[n].data = (kind == MOMENT_M ? opt->m : opt->v) + t->grad_offset;
             } else if (kind < 2) {   /* gathered piece by piece */
                 sources[2 * i + kind] = (MomentFill){opt, (uint64_t)kind, t->grad_offset};
@@ -236,11 +251,31 @@ bool ckpt_find_latest(const char* out_dir, char* path, size_t len) {
     return found;
 }
 
+/* moment `kind` of gradient-arena elements [g0, g1) from tensor s (element g0 - grad_offset on), any float
+   dtype, into the optimizer's state in its own dtype; checked finite (v also >= 0) */
+static void load_moment(const StFile* f, const StTensor* s, const char* path, const char* name, AdamW* opt, int kind,
+                        size_t grad_offset, size_t g0, size_t g1) {
+    enum { PIECE = 1 << 20 };
+    real* buf = mallocCheck((g1 - g0 < PIECE ? g1 - g0 : PIECE) * sizeof(real));
+    for (size_t a = g0; a < g1; a += PIECE) {
+        size_t n = g1 - a < PIECE ? g1 - a : PIECE;
+        st_read_real_range(f, s, a - grad_offset, n, buf);
+        for (size_t k = 0; k < n; k++)   /* m finite; v (a mean of squares) finite and >= 0 */
+            CHECK(isfinite(buf[k]) && (kind == 0 || buf[k] >= 0), "%s: tensor '%s' element %zu is %g: "
+                  "AdamW %s must be finite%s", path, name, a - grad_offset + k, (double)buf[k],
+                  kind == 0 ? "first moments" : "second moments", kind == 0 ? "" : " and non-negative");
+        adamw_moment_set(opt, kind, a - opt->lo, n, buf);
+    }
+    free(buf);
+}
+
 static void load_optimizer(const char* path, Model* m, AdamW* opt, bool with_master) {
     StFile f;
     st_open_or_die(&f, path);
     const TensorTable* tt = &m->tensors;
     char name[TENSOR_NAME_LEN + 16];
+    StDtype want = opt->cfg.state_bf16 ? ST_BF16 : ST_F32;
+    bool noted = false;
     for (size_t i = 0; i < tt->n; i++) {
         const TensorInfo* t = &tt->t[i];
         for (int kind = 0; kind < 3; kind++) {
@@ -250,20 +285,23 @@ static void load_optimizer(const char* path, Model* m, AdamW* opt, bool with_mas
             snprintf(name, sizeof(name), "%s%s", prefix[kind], t->name);
             const StTensor* s = st_find(&f, name);
             CHECK(s, "%s: no tensor '%s' (was the checkpoint written with other frozen tensors?)", path, name);
-            CHECK(s->numel == t->numel && s->dtype == ST_F32, "%s: tensor '%s' has %zu %s values, expected %zu F32",
-                  path, name, s->numel, st_dtype_name(s->dtype), t->numel);
+            bool moment_dtype = kind < 2 && (s->dtype == ST_F32 || s->dtype == ST_BF16);
+            CHECK(s->numel == t->numel && (s->dtype == ST_F32 || moment_dtype),
+                  "%s: tensor '%s' has %zu %s values, expected %zu %s", path, name, s->numel,
+                  st_dtype_name(s->dtype), t->numel, kind < 2 ? "F32 or BF16" : "F32");
             if (kind == 2) {
                 st_read_real(&f, s, m->params + t->offset);
                 continue;
             }
+            if (s->dtype != want && !noted) {
+                printf("note: %s holds the AdamW moments as %s, this run keeps them as %s (optim.state_dtype): "
+                       "converted%s\n", path, st_dtype_name(s->dtype), st_dtype_name(want),
+                       want == ST_BF16 ? " by rounding to nearest" : " exactly");
+                noted = true;
+            }
             size_t g0, g1;   /* moments: the part inside the optimizer's slice */
             if (!adamw_slice_part(opt, t->grad_offset, t->numel, &g0, &g1)) continue;
-            real* dst = (kind == 0 ? opt->m : opt->v) + (g0 - opt->lo);
-            st_read_real_range(&f, s, g0 - t->grad_offset, g1 - g0, dst);
-            for (size_t k = 0; k < g1 - g0; k++)   /* m finite; v (a mean of squares) finite and >= 0 */
-                CHECK(isfinite(dst[k]) && (kind == 0 || dst[k] >= 0), "%s: tensor '%s' element %zu is %g: "
-                      "AdamW %s must be finite%s", path, name, g0 - t->grad_offset + k, (double)dst[k],
-                      kind == 0 ? "first moments" : "second moments", kind == 0 ? "" : " and non-negative");
+            load_moment(&f, s, path, name, opt, kind, t->grad_offset, g0, g1);
         }
     }
     st_close(&f);

@@ -35,6 +35,7 @@ const RcKey RC_KEYS[] = {
     SIZE("run.threads", run.threads, 0, 4096, 0, "num_threads|n_threads"),
     STR("run.resume", run.resume, KF_NONEMPTY, "resume_from"),
     BOOL("run.overwrite", run.overwrite, 0, NULL),
+    BOOL("run.check_memory", run.check_memory, 0, "memory_check"),
     SEC("model"),
     STR("model.init_from", model.init_from, KF_NULL, "checkpoint|init|model_path|from"),
     ENUM("model.arch", model.arch, "olmo2|llama", KF_CKPT, "architecture|architectures"),
@@ -91,6 +92,7 @@ const RcKey RC_KEYS[] = {
     BOOL("optim.decay_norms", optim.decay_norms, 0, NULL),
     REAL("optim.grad_clip", optim.grad_clip, 0, HUGE_VAL, 0, "clip|max_grad_norm|gradient_clipping"),
     REAL("optim.z_loss", optim.z_loss, 0, HUGE_VAL, 0, "zloss|z_loss_weight"),
+    WORD("optim.state_dtype", optim.state_dtype, "f32|bf16", 0, "moments_dtype|optimizer_dtype"),
     { "optim.lr_mult", KT_LRMULT, 0, 0, TENSOR_NAME_LEN, 0, NULL, "lr_multipliers|lr_scale" },
     LIST("optim.freeze", optim.freeze, TENSOR_NAME_LEN, KF_PATTERN, "frozen|freeze_patterns"),
     SEC("train"),
@@ -104,6 +106,8 @@ const RcKey RC_KEYS[] = {
     SIZE("train.keep_last", train.keep_last, 1, BIG, 0, "keep|save_total_limit"),
     WORD("train.save_dtype", train.save_dtype, "f32|bf16", 0, "dtype|torch_dtype"),
     BOOL("train.shard_optimizer", train.shard_optimizer, 0, "zero"),
+    BOOL("train.recompute", train.recompute, 0, "activation_checkpointing|gradient_checkpointing"),
+    SIZE("train.head_chunk", train.head_chunk, 0, BIG, 0, "logits_chunk"),
 };
 #define N_KEYS (sizeof(RC_KEYS) / sizeof(RC_KEYS[0]))
 _Static_assert(N_KEYS <= RC_KEYS_MAX, "raise RC_KEYS_MAX");
@@ -195,6 +199,10 @@ void run_config_defaults(RunConfig* rc) {
     rc->train.save_every = 500;
     rc->train.keep_last = 2;
     strcpy(rc->train.save_dtype, "f32");
+    strcpy(rc->optim.state_dtype, "f32");
+    rc->run.check_memory = true;
+    rc->train.recompute = false;
+    rc->train.head_chunk = 0;
     rc->train.shard_optimizer = true;
 }
 

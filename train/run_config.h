@@ -53,6 +53,8 @@ typedef struct {
     ResumeMode resume_mode;             /* derived from resume by run_config_load */
     bool overwrite;                     /* false: a run that does not continue out_dir's checkpoints refuses an
                                            out_dir holding an earlier run; true: it starts over there */
+    bool check_memory;                  /* true: refuse to start when the memory plan exceeds the memory
+                                           available (MemAvailable, cgroup limit); false: warn only */
 } RcRun;
 
 typedef struct {                        /* Hugging Face rope_scaling keys; factor 1 = no YaRN */
@@ -122,6 +124,8 @@ typedef struct {
     bool decay_norms;                   /* true */
     double grad_clip;                   /* 1.0: max global L2 norm; 0 = off */
     double z_loss;                      /* 0: coefficient of OLMo-2's z-loss (Model.z_loss) */
+    char state_dtype[RC_WORD_LEN];      /* "f32" | "bf16": AdamW moments kept (and saved) in this dtype; bf16
+                                           with stochastic rounding, the master weights stay f32 */
     RcLrMult lr_mult;                   /* {"repo": 1}: any key but "repo" is an fnmatch pattern over HF
                                            names, the first matching one wins; "repo" = the RePo module's
                                            tensors that no pattern matched (OptimConfig.repo_lr_mult) */
@@ -141,6 +145,11 @@ typedef struct {
     bool shard_optimizer;               /* true: with N MPI ranks each keeps the AdamW moments of 1/N of the
                                            parameters and all-gathers the weights (ZeRO-1);
                                            false: every rank keeps all moments; one rank: no effect */
+    bool recompute;                     /* false: keep only block inputs and recompute each block's activations
+                                           in backward (ModelOpts.recompute; bit-identical gradients) */
+    size_t head_chunk;                  /* 0 = automatic: all B*T rows while their logits take at most 512 MiB,
+                                           else chunks of 128 MiB of logits; N > 0: N rows at once (>= B*T:
+                                           all); memplan_head_chunk resolves it (ModelOpts.head_chunk) */
 } RcTrain;
 
 typedef struct {

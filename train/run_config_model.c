@@ -165,6 +165,8 @@ void run_config_optim(const RunConfig* rc, OptimConfig* oc) {
     oc->decay_embeddings = o->decay_embeddings;
     oc->decay_norms = o->decay_norms;
     oc->grad_clip = o->grad_clip;
+    oc->state_bf16 = !strcmp(o->state_dtype, "bf16");
+    oc->seed = rc->run.seed;
     for (size_t i = 0; i < o->lr_mult.n; i++) {
         if (!strcmp(o->lr_mult.v[i].pattern, "repo")) oc->repo_lr_mult = o->lr_mult.v[i].mult;
         else optim_config_add_lr_mult(oc, o->lr_mult.v[i].pattern, o->lr_mult.v[i].mult);

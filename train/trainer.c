@@ -19,6 +19,7 @@
 #include "model/hf_config.h"
 #include "optim/clip.h"
 #include "optim/schedule.h"
+#include "train/memplan.h"
 #include "train/run_dir.h"
 
 /* the checkpoint to resume from, if any (run.resume: auto | never | a path) */
@@ -111,6 +112,32 @@ static void build_optimizer(Trainer* tr) {
                tr->sharded ? "sharded (train.shard_optimizer)" : "replicated on every rank");
 }
 
+void trainer_memory_plan(Trainer* tr, bool plan_only) {
+    const RunConfig* rc = &tr->rc;
+    MemPlan plan;
+    memplan_compute(&plan, &tr->mcfg, rc, (size_t)tr->world,
+                    memplan_files_bytes(&rc->data.train) + memplan_files_bytes(&rc->data.val));
+    plan.local_ranks = (size_t)dist_local_world();
+    plan.plan_only = plan_only;
+    memplan_print(&plan, stdout);
+    char what[192];
+    double avail = memplan_available(what, sizeof(what));
+    if (plan_only) printf("available: %.2f GiB (%s)\n", avail / 1073741824.0, what);
+    fflush(stdout);
+    memplan_check(&plan, &tr->mcfg, rc, avail, what);
+}
+
+void trainer_plan_only(Trainer* tr) {
+    RunConfig* rc = &tr->rc;
+    tr->rank = dist_rank();
+    tr->world = dist_world();
+    tr->resumed_from[0] = 0;
+    find_resume(rc, tr->resumed_from, sizeof(tr->resumed_from));   /* reads out_dir, locks nothing */
+    resolve_model_config(tr);
+    model_config_validate(&tr->mcfg);
+    trainer_memory_plan(tr, true);
+}
+
 void trainer_setup(Trainer* tr) {
     RunConfig* rc = &tr->rc;
     tr->rank = dist_rank();
@@ -156,9 +183,11 @@ void trainer_setup(Trainer* tr) {
     }
 
     run_config_optim(rc, &tr->ocfg);
+    trainer_memory_plan(tr, false);   /* may refuse to start: nothing large is allocated yet */
     const char* freeze[OPTIM_MAX_PATTERNS];
     size_t n_freeze = optim_freeze_patterns(&tr->ocfg, freeze);
-    model_build(&tr->model, &tr->mcfg, tr->B, tr->T, freeze, n_freeze, true);
+    ModelOpts mo = {rc->train.recompute, memplan_head_chunk(rc, tr->mcfg.V)};
+    model_build_opts(&tr->model, &tr->mcfg, tr->B, tr->T, freeze, n_freeze, &mo, true);
     tr->model.lora_base = rc->model.init_from;
     tr->model.z_loss = rc->optim.z_loss;
     build_optimizer(tr);

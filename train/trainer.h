@@ -60,6 +60,14 @@ typedef struct {
    optimizer, restore or initialise the weights, create out_dir and its logs.
    Every check that can fail on the user's input runs before out_dir is touched. */
 void trainer_setup(Trainer* tr);
+/* The memory plan (train/memplan.h) of the resolved model and config: printed;
+   then, unless plan_only, a run that does not fit is refused (exit 1) when
+   run.check_memory is true. trainer_setup calls it before allocating. */
+void trainer_memory_plan(Trainer* tr, bool plan_only);
+/* build/train --plan: resolve the model config (resume > init_from > fresh,
+   reading headers only), print the plan and what is available; allocates
+   nothing large and writes nothing. */
+void trainer_plan_only(Trainer* tr);
 void trainer_free(Trainer* tr);
 
 /* One optimizer step: grad_accum micro-batches, all-reduce, clip, schedule,

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Memory settings end to end (build/train):
+#  1. --plan prints the plan of a 1B-shape config (and a 7B one) and exits 0 at once,
+#     allocating nothing large; a config whose plan exceeds the memory available
+#     is refused with exit 1 before allocating, naming the estimate, what is
+#     available and settings that fit; run.check_memory false starts it anyway
+#     (checked on a small model whose plan is made to exceed a fake cgroup-free limit: the plan itself);
+#  2. optim.state_dtype bf16 with train.recompute and a chunked head: a run of 6 steps
+#     and a run of 3 resumed to 6 give bit-identical weights, moments and losses; the
+#     moments are saved as BF16; recompute on and off give bit-identical losses;
+#  3. resuming a bf16-state checkpoint with state_dtype f32 (and back) converts with a note.
+. "$(dirname "$0")/testlib.sh" memory
+
+echo "--plan and the refusal"
+big() {  # file d_model n_layers d_ff vocab seq_len state
+    cat >"$1" <<JSON
+{"run": {"out_dir": "$T/never", "threads": 1},
+ "model": {"vocab_size": $5, "d_model": $2, "n_layers": $3, "n_heads": 16, "d_ff": $4,
+           "positions": {"mode": "repo", "repo_start_layer": 5}},
+ "data": {"synthetic": {}, "seq_len": $6},
+ "optim": {"state_dtype": "$7"},
+ "train": {"batch_size": 1, "recompute": true, "steps": 2}}
+JSON
+}
+big "$T/1b.json" 2048 16 8192 100352 4096 bf16
+big "$T/7b.json" 4096 32 11008 100352 4096 f32
+for cfg in 1b 7b; do
+    start=$(date +%s%N)
+    out=$(/usr/bin/time -f "%M" build/train "$T/$cfg.json" --plan 2>"$T/time")
+    rc=$?
+    ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    kib=$(tail -n 1 "$T/time")
+    if [ $rc -eq 0 ] && echo "$out" | grep -q "^  peak RSS .* bytes per parameter" && [ "$kib" -lt 65536 ] && [ $ms -lt 1000 ] &&
+       [ ! -e "$T/never" ]; then ok "$cfg --plan: exit 0 in $ms ms, max RSS $kib KiB, nothing written: $(echo "$out" | grep -o '^  peak RSS.*GiB')"
+    else bad "$cfg --plan: exit $rc, $ms ms, $kib KiB"; echo "$out" | tail -3; fi
+done
+# the 1B shape: 1.48e9 parameters; bf16 state + recompute plans under 14.5 bytes per parameter
+b=$(build/train "$T/1b.json" --plan | grep -o '[0-9.]* bytes per parameter' | grep -o '^[0-9.]*')
+if awk -v b="$b" 'BEGIN { exit !(b > 12 && b <= 14.5) }'; then ok "1B shape, bf16 state, recompute: $b bytes per parameter planned"
+else bad "1B shape: $b bytes per parameter"; fi
+# refused: the 7B config needs far more than this machine has; nothing allocated, exit 1
+/usr/bin/time -f "%M" build/train "$T/7b.json" >"$T/out" 2>"$T/err"
+rc=$?
+kib=$(tail -n 1 "$T/err")
+if [ $rc -eq 1 ] && grep -q "error: the memory plan needs .* GiB, but .* GiB is available" "$T/err" &&
+   grep -q "optim.state_dtype: \"bf16\"" "$T/err" && grep -q "mpirun -np" "$T/err" && grep -q "run.check_memory" "$T/err" &&
+   [ "$kib" -lt 65536 ] && [ ! -e "$T/never" ]; then ok "7B shape refused, exit 1, max RSS $kib KiB: $(grep -o 'needs .* available' "$T/err")"
+else bad "7B shape: exit $rc, $kib KiB"; cat "$T/err" | tail -5; fi
+# run.check_memory false: the warning instead of the refusal (steps 0 and a tiny model so it fits in fact)
+build/train "$T/7b.json" --plan --set run.check_memory=false 2>&1 | grep -q "warning: the memory plan needs" &&
+    ok "--plan of a config that does not fit: a warning, exit 0" || bad "--plan did not warn"
+
+echo "bf16 state, recompute, chunked head: exact resume"
+build/tools/gen_tokens "$T/train.u16" 20000 64 1 || exit 1
+cfg() {  # file out_dir steps state recompute
+    cat >"$1" <<JSON
+{"run": {"out_dir": "$2", "seed": 3, "threads": 2, "resume": "auto"},
+ "model": {"vocab_size": 64, "d_model": 64, "n_layers": 3, "n_heads": 4, "n_kv_heads": 2, "d_ff": 128,
+           "positions": {"mode": "repo", "repo_start_layer": 1}},
+ "data": {"train": ["$T/train.u16"], "seq_len": 32},
+ "optim": {"lr": 3e-3, "schedule": "constant", "warmup_steps": 0, "state_dtype": "$4", "beta2": 0.999},
+ "train": {"batch_size": 2, "grad_accum": 2, "steps": $3, "log_every": 1, "eval_every": 0, "save_every": 0,
+           "recompute": $5, "head_chunk": 24}}
+JSON
+}
+losses() { grep -o '"step": [0-9]*, "loss": [^,]*' "$1/metrics.jsonl"; }
+cfg "$T/a.json" "$T/a" 6 bf16 true
+build/train "$T/a.json" >"$T/a.log" 2>&1 || { bad "bf16 run failed"; tail -3 "$T/a.log"; }
+cfg "$T/b.json" "$T/b" 3 bf16 true
+build/train "$T/b.json" >"$T/b.log" 2>&1 && build/train "$T/b.json" --set train.steps=6 >>"$T/b.log" 2>&1 ||
+    { bad "bf16 run + resume failed"; tail -3 "$T/b.log"; }
+if cmp -s "$T/a/step_0000006/model.safetensors" "$T/b/step_0000006/model.safetensors" &&
+   cmp -s "$T/a/step_0000006/optimizer.safetensors" "$T/b/step_0000006/optimizer.safetensors" &&
+   [ "$(losses "$T/a")" = "$(losses "$T/b")" ]; then ok "6 steps == 3 + resume 3: weights, bf16 moments and losses bit-identical"
+else bad "bf16 resume differs"; fi
+head -c 4000 "$T/a/step_0000006/optimizer.safetensors" | grep -q '"exp_avg.lm_head.weight":{"dtype":"BF16"' &&
+    ok "optimizer.safetensors keeps the moments as BF16" || bad "moments not saved as BF16"
+cfg "$T/c.json" "$T/c" 6 bf16 false
+build/train "$T/c.json" >"$T/c.log" 2>&1
+[ -n "$(losses "$T/a")" ] && [ "$(losses "$T/a")" = "$(losses "$T/c")" ] &&
+    cmp -s "$T/a/step_0000006/model.safetensors" "$T/c/step_0000006/model.safetensors" &&
+    ok "recompute on and off: losses and weights bit-identical" || bad "recompute changes the run"
+
+echo "a checkpoint of another state dtype is converted, with a note"
+build/train "$T/b.json" --set train.steps=7 --set optim.state_dtype=f32 >"$T/d.log" 2>&1
+grep -q "note: .*optimizer.safetensors holds the AdamW moments as BF16, this run keeps them as F32 (optim.state_dtype): converted exactly" "$T/d.log" &&
+    grep -q "^done" "$T/d.log" && head -c 4000 "$T/b/step_0000007/optimizer.safetensors" | grep -q '"exp_avg.lm_head.weight":{"dtype":"F32"' &&
+    ok "bf16 -> f32: converted exactly, with a note; saved as F32" || { bad "bf16 -> f32"; tail -3 "$T/d.log"; }
+build/train "$T/b.json" --set train.steps=8 --set optim.state_dtype=bf16 >"$T/e.log" 2>&1
+grep -q "holds the AdamW moments as F32, this run keeps them as BF16 (optim.state_dtype): converted by rounding to nearest" "$T/e.log" &&
+    grep -q "^done" "$T/e.log" && ok "f32 -> bf16: converted by rounding, with a note" || { bad "f32 -> bf16"; tail -3 "$T/e.log"; }
+[ $failures -eq 0 ] && echo "test_memory: all OK" || echo "test_memory: $failures failed"
+exit $((failures != 0))

@@ -1,0 +1,108 @@
+/* Activation options of model_build_opts (ModelOpts in model/model.h):
+   1. train.recompute: the gradients (and loss) are bit-identical to keeping
+      every activation, for OLMo-2 and Llama blocks, with rope, repo and nope
+      layers in one model, GQA, z-loss, answer weights, ignored targets and two
+      accumulated micro-batches;
+   2. the chunked LM head (head_chunk 1 and 7 of N = 34 rows) agrees with the
+      whole head to rounding, loss and every gradient;
+   3. both shrink the activation arena as model_arena_sizes says, and the
+      sizes it counts are those model_build_opts allocates;
+   4. an arena that cannot be allocated (4 TiB of logits) stops the build
+      with a message naming the arena and its size. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rng.h"
+#include "model/model.h"
+#include "testutil.h"
+
+#define B 2
+#define T 17
+#define N (B * T)
+
+static ModelConfig config(BlockStyle style) {
+    ModelConfig cfg;
+    model_config_default(&cfg);
+    cfg.V = 97, cfg.D = 64, cfg.L = 4, cfg.H = 4, cfg.KVH = 2, cfg.F = 96, cfg.block = style;
+    model_config_plan_positions(&cfg, "rope", REPO_START_DEFAULT);
+    cfg.pos[0] = POS_ROPE, cfg.pos[1] = POS_REPO, cfg.pos[2] = POS_NOPE, cfg.pos[3] = POS_REPO;
+    return cfg;
+}
+
+/* two micro-batches of one optimizer step into m's gradients; returns the summed loss */
+static double run_step(Model* m, const real* weights) {
+    Rng rng;
+    rng_seed(&rng, 7);
+    int32_t tok[N], tgt[N];
+    double loss = 0;
+    model_zero_grad(m);
+    for (int k = 0; k < 2; k++) {
+        for (size_t n = 0; n < N; n++) {
+            tok[n] = (int32_t)rng_below(&rng, m->cfg.V);
+            tgt[n] = n % 5 == 3 ? -1 : (int32_t)rng_below(&rng, m->cfg.V);
+        }
+        m->target_weights = weights;
+        loss += model_forward(m, tok, tgt);
+        model_backward(m, 0.5);
+    }
+    return loss;
+}
+
+static void build(Model* m, const ModelConfig* cfg, bool recompute, size_t chunk) {
+    ModelOpts o = {recompute, chunk};
+    model_build_opts(m, cfg, B, T, NULL, 0, &o, false);
+    model_init_weights(m, 3, 0.05);
+    m->z_loss = 1e-3;
+    ModelArenaSizes s = model_arena_sizes(cfg, B, T, NULL, 0, &o);
+    EXPECT(s.params == m->tensors.n_params && s.grads == m->tensors.n_grads && s.acts == m->n_acts &&
+               s.scratch == m->n_scratch,
+           "model_arena_sizes counts what model_build_opts allocated (recompute %d, head_chunk %zu)", recompute,
+           chunk);
+}
+
+static void build_huge(void* arg) {
+    (void)arg;
+    ModelConfig cfg;
+    model_config_default(&cfg);
+    cfg.V = (size_t)1 << 20, cfg.D = 8, cfg.L = 1, cfg.H = 2, cfg.KVH = 2, cfg.F = 8;
+    model_config_plan_positions(&cfg, "rope", REPO_START_DEFAULT);
+    Model m;
+    model_build(&m, &cfg, 1, (size_t)1 << 20, NULL, 0, false);   /* logits (2^20, 2^20): 4 TiB */
+}
+
+int main(void) {
+    const char* oom[] = {"out of memory allocating the activation arena of", "MiB", NULL};
+    expect_dies_with("a 4 TiB activation arena", build_huge, NULL, oom);
+    real weights[N];
+    for (size_t n = 0; n < N; n++) weights[n] = n % 3 ? 1.0f : 2.5f;
+    for (int style = 0; style < 2; style++) {
+        ModelConfig cfg = config(style ? BLOCK_LLAMA : BLOCK_OLMO2);
+        const char* name = style ? "llama" : "olmo2";
+        printf("%s: rope, repo, nope, repo layers, GQA 4/2\n", name);
+        Model full, rec, chunked;
+        build(&full, &cfg, false, 0);
+        build(&rec, &cfg, true, 0);
+        double l_full = run_step(&full, weights), l_rec = run_step(&rec, weights);
+        EXPECT(l_full == l_rec, "%s recompute: loss %.9g == %.9g", name, l_rec, l_full);
+        EXPECT(!memcmp(full.grads, rec.grads, full.tensors.n_grads * sizeof(real)),
+               "%s recompute: every gradient bit-identical (%zu reals)", name, full.tensors.n_grads);
+        EXPECT(rec.n_acts < full.n_acts, "%s recompute: activations %zu < %zu reals", name, rec.n_acts, full.n_acts);
+        for (size_t chunk = 1; chunk <= 7; chunk += 6) {
+            build(&chunked, &cfg, chunk == 7, chunk);
+            double l_ch = run_step(&chunked, weights);
+            EXPECT(fabs(l_ch - l_full) <= 1e-6 * fabs(l_full), "%s head_chunk %zu: loss %.9g vs %.9g", name, chunk,
+                   l_ch, l_full);
+            char label[96];
+            snprintf(label, sizeof(label), "%s head_chunk %zu%s: gradients", name, chunk, chunk == 7 ? " + recompute" : "");
+            expect_close(label, chunked.grads, full.grads, full.tensors.n_grads, 0, 1e-5, "1e-5 x max|ref|: rounding");
+            EXPECT(chunked.head_rows == chunk && chunked.n_acts + (N - chunk - 1) * cfg.V <= full.n_acts,
+                   "%s head_chunk %zu: logits buffer of %zu rows", name, chunk, chunked.head_rows);
+            model_free(&chunked);
+        }
+        model_free(&full);
+        model_free(&rec);
+    }
+    printf("%d passed, %d failed\n", test_passes, test_failures);
+    return test_failures != 0;
+}
