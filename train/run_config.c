@@ -72,8 +72,11 @@ const RcKey RC_KEYS[] = {
     SEC("optim"),
     REAL("optim.lr", optim.lr, 0, HUGE_VAL, KF_LO_OPEN, "learning_rate"),
     REAL("optim.min_lr", optim.min_lr, 0, HUGE_VAL, 0, "min_learning_rate|final_lr"),
-    ENUM("optim.schedule", optim.schedule, "constant|linear|cosine", 0, "lr_schedule|scheduler"),
+    ENUM("optim.schedule", optim.schedule, "constant|linear|cosine|wsd", 0, "lr_schedule|scheduler"),
     SIZE("optim.warmup_steps", optim.warmup_steps, 0, BIG, 0, "warmup"),
+    SIZE("optim.decay_steps", optim.decay_steps, 0, BIG, KF_NULL, "cooldown_steps|decay"),
+    REAL("optim.decay_fraction", optim.decay_fraction, 0, 1, 0, "cooldown_fraction|decay_frac"),
+    ENUM("optim.decay_shape", optim.decay_shape, "linear|sqrt", 0, "cooldown_shape"),
     REAL("optim.beta1", optim.beta1, 0, 1, KF_HI_OPEN, "adam_beta1"),
     REAL("optim.beta2", optim.beta2, 0, 1, KF_HI_OPEN, "adam_beta2"),
     REAL("optim.eps", optim.eps, 0, HUGE_VAL, KF_LO_OPEN, "adam_eps|adam_epsilon|epsilon"),
@@ -100,9 +103,10 @@ const RcKey RC_KEYS[] = {
 _Static_assert(N_KEYS <= RC_KEYS_MAX, "raise RC_KEYS_MAX");
 _Static_assert(RC_LIST_MAX <= OPTIM_MAX_PATTERNS, "lr_mult / freeze lists must fit OptimConfig");
 _Static_assert(sizeof(BlockStyle) == sizeof(int) && sizeof(DataOrder) == sizeof(int) &&
-               sizeof(Schedule) == sizeof(int), "KT_ENUM fields are stored as int");
+               sizeof(Schedule) == sizeof(int) && sizeof(DecayShape) == sizeof(int), "KT_ENUM fields are stored as int");
 _Static_assert(BLOCK_OLMO2 == 0 && BLOCK_LLAMA == 1 && ORDER_SEQUENTIAL == 0 && ORDER_SHUFFLE == 1 &&
-               SCHED_CONSTANT == 0 && SCHED_LINEAR == 1 && SCHED_COSINE == 2, "enum order = `choices` order");
+               SCHED_CONSTANT == 0 && SCHED_LINEAR == 1 && SCHED_COSINE == 2 && SCHED_WSD == 3 &&
+               DECAY_LINEAR == 0 && DECAY_SQRT == 1, "enum order = `choices` order");
 const size_t RC_N_KEYS = N_KEYS;
 
 void run_config_defaults(RunConfig* rc) {
@@ -146,6 +150,9 @@ void run_config_defaults(RunConfig* rc) {
     rc->optim.min_lr = 0.0;
     rc->optim.schedule = SCHED_COSINE;
     rc->optim.warmup_steps = 100;
+    rc->optim.decay_steps = RC_UNSET;
+    rc->optim.decay_fraction = 0.2;
+    rc->optim.decay_shape = DECAY_LINEAR;
     rc->optim.beta1 = 0.9;
     rc->optim.beta2 = 0.95;
     rc->optim.eps = 1e-8;
@@ -173,7 +180,9 @@ void run_config_defaults(RunConfig* rc) {
 
 void run_config_free(RunConfig* rc) {
     cJSON_Delete(rc->data.synthetic);
-    rc->data.synthetic = NULL;
+    cJSON_Delete(rc->data.train_sources);
+    cJSON_Delete(rc->data.val_sources);
+    rc->data.synthetic = rc->data.train_sources = rc->data.val_sources = NULL;
 }
 
 
@@ -257,6 +266,11 @@ static int validate(RcCtx* c) {
 
     if (rc->optim.min_lr > rc->optim.lr)
         return rc_fail(c, "optim.min_lr", "%g exceeds optim.lr %g", rc->optim.min_lr, rc->optim.lr);
+    if (rc->optim.decay_steps != RC_UNSET && rc->optim.warmup_steps + rc->optim.decay_steps > rc->train.steps)
+        return rc_fail(c, "optim.decay_steps", "%zu plus optim.warmup_steps %zu exceeds train.steps %zu",
+                       rc->optim.decay_steps, rc->optim.warmup_steps, rc->train.steps);
+    if (rc->optim.decay_steps != RC_UNSET && rc->optim.schedule != SCHED_WSD)
+        return rc_fail(c, "optim.decay_steps", "given, but optim.schedule is not \"wsd\"");
     if (rc->optim.warmup_steps > rc->train.steps)
         return rc_fail(c, "optim.warmup_steps", "%zu exceeds train.steps %zu", rc->optim.warmup_steps, rc->train.steps);
 
@@ -271,10 +285,11 @@ static int validate(RcCtx* c) {
                        t->batch_size, rc->data.seq_len);
 
     const RcData* d = &rc->data;
-    if (d->train.n && d->synthetic) return rc_fail(c, "data.synthetic", "given together with data.train: use one");
-    if (!d->train.n && !d->synthetic)
+    bool train = d->train.n || d->train_sources, val = d->val.n || d->val_sources;
+    if (train && d->synthetic) return rc_fail(c, "data.synthetic", "given together with data.train: use one");
+    if (!train && !d->synthetic)
         return rc_fail(c, "data.train", "no training data: give files or globs, or a data.synthetic generator");
-    if (!d->val.n && !d->synthetic && rc->train.eval_every)
+    if (!val && !d->synthetic && rc->train.eval_every)
         return rc_fail(c, "data.val", "empty while train.eval_every is %zu: give files or globs, or set "
                        "train.eval_every to 0", rc->train.eval_every);
     return 0;
@@ -286,7 +301,7 @@ static int validate(RcCtx* c) {
 static void adapt_defaults(RunConfig* rc) {
     size_t n = 0;
     rc->notes[0] = 0;
-    if (!rc->data.val.n && !rc->data.synthetic && rc->train.eval_every && !run_config_was_set(rc, "train.eval_every")) {
+    if (!rc->data.val.n && !rc->data.val_sources && !rc->data.synthetic && rc->train.eval_every && !run_config_was_set(rc, "train.eval_every")) {
         rc->train.eval_every = 0;
         n += (size_t)snprintf(rc->notes + n, sizeof(rc->notes) - n, "note: no data.val given: evaluation is off "
                               "(give data.val files to evaluate every train.eval_every steps)\n");
@@ -360,6 +375,8 @@ static cJSON* value_json(const RunConfig* rc, const RcKey* k) {
     case KT_REAL:
         return (k->flags & KF_NULL) && *(const double*)f == 0 ? cJSON_CreateNull() : number_json(*(const double*)f);
     case KT_LIST:
+        if (f == &rc->data.train && rc->data.train_sources) return cJSON_Duplicate(rc->data.train_sources, 1);
+        if (f == &rc->data.val && rc->data.val_sources) return cJSON_Duplicate(rc->data.val_sources, 1);
         v = cJSON_CreateArray();
         for (size_t i = 0; i < ((const RcList*)f)->n; i++)
             cJSON_AddItemToArray(v, cJSON_CreateString(((const RcList*)f)->v[i]));

@@ -88,6 +88,10 @@ typedef struct {
 typedef struct {
     RcList train;                       /* empty: files or globs (DESIGN.md §5 token formats) */
     RcList val;                         /* empty: files or globs for evaluation */
+    cJSON* train_sources;               /* NULL: data.train in the mixture form, a list of sources {"name",
+                                           "files", "weight", "exhausted"} (data/mixture.h), owned; train is
+                                           then empty */
+    cJSON* val_sources;                 /* NULL: data.val in the same form (weights ignored); one loss each */
     char format[RC_WORD_LEN];           /* "auto" | "bin" | "npy" | "u16" | "u32" */
     size_t seq_len;                     /* 256: T, tokens per row */
     DataOrder order;                    /* shuffle | sequential */
@@ -98,8 +102,11 @@ typedef struct {
 typedef struct {
     double lr;                          /* 3e-4: peak learning rate */
     double min_lr;                      /* 0: floor of linear / cosine decay */
-    Schedule schedule;                  /* cosine | linear | constant */
+    Schedule schedule;                  /* cosine | linear | constant | wsd */
     size_t warmup_steps;                /* 100 */
+    size_t decay_steps;                 /* RC_UNSET (JSON null): wsd's decay steps; null = decay_fraction */
+    double decay_fraction;              /* 0.2: wsd's decay share of train.steps when decay_steps is null */
+    DecayShape decay_shape;             /* linear | sqrt (1 - sqrt) */
     double beta1, beta2, eps;           /* 0.9, 0.95, 1e-8 */
     double weight_decay;                /* 0.1 */
     bool decay_embeddings;              /* false */

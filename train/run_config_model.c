@@ -141,6 +141,9 @@ void run_config_optim(const RunConfig* rc, OptimConfig* oc) {
     oc->min_lr = o->min_lr;
     oc->schedule = o->schedule;
     oc->warmup_steps = o->warmup_steps;
+    oc->decay_steps = o->decay_steps == RC_UNSET ? 0 : o->decay_steps;
+    oc->decay_fraction = o->decay_fraction;
+    oc->decay_shape = o->decay_shape;
     oc->total_steps = rc->train.steps;
     oc->beta1 = o->beta1;
     oc->beta2 = o->beta2;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/check.h"           /* CHECK, mallocCheck */
+#include "data/mixture.h"           /* mixture_given, mixture_parse: data.train / data.val as sources */
 #include "train/run_config_schema.h"
 
 static const char* base_name(const RcKey* k) {
@@ -156,7 +157,8 @@ static int type_error(RcCtx* c, const RcKey* k, const char* path, const cJSON* v
     case KT_BOOL: snprintf(what, sizeof(what), "true or false"); break;
     case KT_SIZE: case KT_U64: snprintf(what, sizeof(what), "an integer"); break;
     case KT_REAL: snprintf(what, sizeof(what), "a number"); break;
-    case KT_LIST: snprintf(what, sizeof(what), "a list of strings"); break;
+    case KT_LIST: snprintf(what, sizeof(what), "a list of strings%s", strncmp(k->path, "data.", 5) ? "" :
+                           " or of sources {\"name\", \"files\", \"weight\"}"); break;
     case KT_LAYERS: snprintf(what, sizeof(what), "a list of %s", k->choices); break;
     case KT_LRMULT: snprintf(what, sizeof(what), "an object of pattern: multiplier"); break;
     }
@@ -259,8 +261,35 @@ static int apply_null(RcCtx* c, const RcKey* k, void* f) {
     return 0;
 }
 
+/* data.train / data.val in the mixture form: checked here (so the message names the config file), kept as JSON */
+static int apply_sources(RcCtx* c, const char* path, const cJSON* v, RcList* out) {
+    cJSON** keep = out == &c->rc->data.train ? &c->rc->data.train_sources : &c->rc->data.val_sources;
+    Mixture mx;
+    char err[512];
+    int bad = mixture_parse(&mx, v, path, err, sizeof(err));
+    mixture_close(&mx);
+    if (bad) {
+        const char* rest = strchr(err, ':');   /* "data.train[1].weight: msg" -> key and message */
+        char at[RC_PATH_LEN];
+        snprintf(at, sizeof(at), "%.*s", rest ? (int)(rest - err) : 0, err);
+        return rc_fail(c, at, "%s", rest ? rest + 2 : err);
+    }
+    cJSON_Delete(*keep);
+    *keep = cJSON_Duplicate(v, 1);
+    CHECK(*keep, "out of memory copying %s", path);
+    out->n = 0;
+    return 0;
+}
+
 static int apply_list(RcCtx* c, const RcKey* k, const char* path, const cJSON* v, RcList* out) {
     char ep[RC_PATH_LEN + 16], got[80];
+    bool data_list = out == &c->rc->data.train || out == &c->rc->data.val;
+    if (data_list && mixture_given(v)) return apply_sources(c, path, v, out);
+    if (data_list) {   /* a list of files replaces the sources */
+        cJSON** keep = out == &c->rc->data.train ? &c->rc->data.train_sources : &c->rc->data.val_sources;
+        cJSON_Delete(*keep);
+        *keep = NULL;
+    }
     bool one = cJSON_IsString(v);
     if (!one && !cJSON_IsArray(v)) return type_error(c, k, path, v);
     size_t n = one ? 1 : (size_t)cJSON_GetArraySize(v), i = 0;

@@ -64,7 +64,12 @@ void trainer_free(Trainer* tr);
    AdamW (and all-gather when sharded), log.
    Dies (after the last good checkpoint) on a NaN or Inf loss or gradient. */
 void trainer_step(Trainer* tr);
-/* Mean validation loss over train.eval_batches batches into last_val_loss (logged); false,
+/* Whether the data lets the next step run: false (with a message) when a
+   data.train source with "exhausted": "stop" would start its second pass in
+   it; a source that wraps prints a note at each new pass. */
+bool trainer_data_left(Trainer* tr);
+/* Mean validation loss over train.eval_batches batches into last_val_loss (logged); with data.val given
+   as sources, each source's loss over its batches and the token-weighted mean of them; false,
    with nothing logged, when *tr->stop was set on any rank before the last batch. */
 bool trainer_eval(Trainer* tr);
 /* A checkpoint of the current step; first checks that every rank holds the same weights. */
