@@ -130,12 +130,16 @@ void metrics_eval(Metrics* mt, const EvalLog* e) {
     printf("step %6zu | val loss %.4f (%zu batches)", e->step, e->val_loss, e->n_batches);
     for (size_t k = 0; k < e->n_sources; k++)
         printf("%s%s %.4f", k ? ", " : " | ", e->source_names[k], e->source_loss[k]);
+    for (size_t k = 0; k < e->n_tasks; k++)
+        printf("%s%s %.2f", k ? ", " : " | retrieval ", e->task_names[k], e->task_acc[k]);
     printf("\n");
     fflush(stdout);
     fprintf(mt->jsonl, "{\"step\": %zu, \"val_loss\": %.17g, \"val_batches\": %zu", e->step, e->val_loss,
             e->n_batches);
     write_named(mt->jsonl, "val_loss_source", e->n_sources, e->source_names, NULL, e->source_loss);
     write_named(mt->jsonl, "val_batches_source", e->n_sources, e->source_names, e->source_batches, NULL);
+    write_named(mt->jsonl, "retrieval", e->n_tasks, e->task_names, NULL, e->task_acc);
+    write_named(mt->jsonl, "retrieval_tokens", e->n_tasks, e->task_names, NULL, e->task_token_acc);
     fprintf(mt->jsonl, "}\n");
     flush_or_die(mt);
 }

@@ -40,6 +40,10 @@ typedef struct {
     const char* const* source_names;     /* (n_sources) */
     const double* source_loss;           /* (n_sources) */
     const size_t* source_batches;        /* (n_sources) */
+    size_t n_tasks;       /* train.eval_tasks: "retrieval" in metrics.jsonl, {"family@length": accuracy} */
+    const char* const* task_names;       /* (n_tasks) */
+    const double* task_acc;              /* (n_tasks) exact-match accuracy in [0, 1] */
+    const double* task_token_acc;        /* (n_tasks) answer tokens right ("retrieval_tokens") */
 } EvalLog;
 
 /* Open out_dir/metrics.jsonl for appending, after dropping the lines of steps

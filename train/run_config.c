@@ -68,7 +68,7 @@ const RcKey RC_KEYS[] = {
     WORD("data.format", data.format, "auto|bin|npy|u16|u32", 0, "dtype"),
     SIZE("data.seq_len", data.seq_len, 2, BIG, 0, "block_size|context_length|max_seq_len|seq_length|T"),
     ENUM("data.order", data.order, "sequential|shuffle", 0, "shuffle"),
-    { "data.synthetic", KT_RAW, 0, 0, 0, KF_NULL, NULL, "generator|synth" },
+    { "data.synthetic", KT_RAW, O(data.synthetic), 0, 0, KF_NULL, NULL, "generator|synth" },
     SEC("optim"),
     REAL("optim.lr", optim.lr, 0, HUGE_VAL, KF_LO_OPEN, "learning_rate"),
     REAL("optim.min_lr", optim.min_lr, 0, HUGE_VAL, 0, "min_learning_rate|final_lr"),
@@ -98,6 +98,7 @@ const RcKey RC_KEYS[] = {
     SIZE("train.keep_last", train.keep_last, 1, BIG, 0, "keep|save_total_limit"),
     WORD("train.save_dtype", train.save_dtype, "f32|bf16", 0, "dtype|torch_dtype"),
     BOOL("train.shard_optimizer", train.shard_optimizer, 0, "zero"),
+    { "train.eval_tasks", KT_RAW, O(train.eval_tasks), 0, 0, KF_NULL, NULL, "tasks|retrieval_eval" },
 };
 #define N_KEYS (sizeof(RC_KEYS) / sizeof(RC_KEYS[0]))
 _Static_assert(N_KEYS <= RC_KEYS_MAX, "raise RC_KEYS_MAX");
@@ -182,6 +183,8 @@ void run_config_free(RunConfig* rc) {
     cJSON_Delete(rc->data.synthetic);
     cJSON_Delete(rc->data.train_sources);
     cJSON_Delete(rc->data.val_sources);
+    cJSON_Delete(rc->train.eval_tasks);
+    rc->train.eval_tasks = NULL;
     rc->data.synthetic = rc->data.train_sources = rc->data.val_sources = NULL;
 }
 
@@ -284,6 +287,14 @@ static int validate(RcCtx* c) {
                        "lower train.batch_size or data.seq_len (train.grad_accum adds rows without memory)",
                        t->batch_size, rc->data.seq_len);
 
+    if (rc->train.eval_tasks) {   /* checked here, so that the message names the config file */
+        EvalPlan plan;
+        SyntheticConfig syn;
+        char e[400];
+        if (run_config_eval_tasks(rc, &plan, &syn, e, sizeof(e))) return rc_fail_keyed(c, e);
+        if (!rc->train.eval_every)
+            return rc_fail(c, "train.eval_tasks", "given, but train.eval_every is 0: the tasks run at evaluations");
+    }
     const RcData* d = &rc->data;
     bool train = d->train.n || d->train_sources, val = d->val.n || d->val_sources;
     if (train && d->synthetic) return rc_fail(c, "data.synthetic", "given together with data.train: use one");
@@ -393,7 +404,7 @@ static cJSON* value_json(const RunConfig* rc, const RcKey* k) {
             cJSON_AddItemToObject(v, rc->optim.lr_mult.v[i].pattern, number_json(rc->optim.lr_mult.v[i].mult));
         return v;
     case KT_RAW:
-        return rc->data.synthetic ? cJSON_Duplicate(rc->data.synthetic, 1) : cJSON_CreateNull();
+        return *(cJSON* const*)f ? cJSON_Duplicate(*(cJSON* const*)f, 1) : cJSON_CreateNull();
     }
     return NULL;
 }

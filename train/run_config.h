@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>         /* data.synthetic is kept as a cJSON object */
 
 #include "data/tokens.h"         /* DataOrder */
+#include "eval/eval_tasks.h"     /* EvalPlan: train.eval_tasks */
 #include "model/config.h"        /* ModelConfig, BlockStyle, PosMode, MAX_LAYERS */
 #include "model/tensors.h"       /* TENSOR_NAME_LEN: the longest name pattern */
 #include "optim/optim_config.h"  /* Schedule, OptimConfig */
@@ -132,6 +133,9 @@ typedef struct {
     bool shard_optimizer;               /* true: with N MPI ranks each keeps the AdamW moments of 1/N of the
                                            parameters and all-gathers the weights (ZeRO-1, issue #7);
                                            false: every rank keeps all moments; one rank: no effect */
+    cJSON* eval_tasks;                  /* NULL (JSON null): synthetic retrieval scored at every evaluation,
+                                           {"families": [...], "lengths": [tokens...], "items": N, "seed": S}
+                                           (eval/eval_tasks.h, train_tasks_parse), owned */
 } RcTrain;
 
 typedef struct {
@@ -192,6 +196,11 @@ void run_config_model(const RunConfig* rc, ModelConfig* c);
    rope_scaling. Validate c afterwards (model_config_validate). */
 int run_config_apply_checkpoint(const RunConfig* rc, ModelConfig* c, const char* ckpt_dir, bool resuming, char* err,
                                 size_t err_len);
+
+/* train.eval_tasks resolved: the items' generator settings (data.synthetic's,
+   else the defaults) and the plan (lengths default to [data.seq_len]).
+   Returns 0, or non-zero with err naming the key. */
+int run_config_eval_tasks(const RunConfig* rc, EvalPlan* plan, SyntheticConfig* syn, char* err, size_t err_len);
 
 /* The optimizer's config: optim.* plus total_steps = train.steps; lr_mult
    "repo" becomes repo_lr_mult, the other entries patterns. */

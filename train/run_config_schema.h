@@ -53,6 +53,8 @@ typedef struct {
     bool by_key;         /* after the overrides: blame a key given by --set on that argument, not on src */
 } RcCtx;
 int rc_fail(RcCtx* c, const char* path, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+/* rc_fail for a message "key: what" from another module's checker (data.train[1].weight: ...) */
+int rc_fail_keyed(RcCtx* c, const char* msg);
 
 /* the nth word of "a|b|c", copied into out */
 const char* rc_word(const char* list, int n, char* out, size_t len);

@@ -114,6 +114,17 @@ static void build_optimizer(Trainer* tr) {
                tr->sharded ? "sharded (train.shard_optimizer)" : "replicated on every rank");
 }
 
+/* train.eval_tasks: the plan (checked at config load), the generator settings and a KV cache for the longest length */
+static void setup_tasks(Trainer* tr) {
+    const RunConfig* rc = &tr->rc;
+    char err[512];
+    if (run_config_eval_tasks(rc, &tr->tasks, &tr->task_syn, err, sizeof(err))) DIE("%s", err);
+    synthetic_validate(&tr->task_syn, tr->mcfg.V);
+    size_t chunk, max_len = eval_plan_sizes(&tr->tasks, &tr->task_syn, &chunk);   /* dies when too short */
+    gen_build(&tr->gen, &tr->model, max_len, chunk);
+    tr->has_tasks = true;
+}
+
 void trainer_setup(Trainer* tr) {
     RunConfig* rc = &tr->rc;
     tr->rank = dist_rank();
@@ -147,6 +158,7 @@ void trainer_setup(Trainer* tr) {
     size_t n_freeze = optim_freeze_patterns(&tr->ocfg, freeze);
     model_build(&tr->model, &tr->mcfg, tr->B, tr->T, freeze, n_freeze, true);
     tr->model.z_loss = rc->optim.z_loss;
+    if (rc->train.eval_tasks) setup_tasks(tr);
     build_optimizer(tr);
     tr->tokens = mallocCheck(tr->B * tr->T * sizeof(int32_t));
     tr->targets = mallocCheck(tr->B * tr->T * sizeof(int32_t));
@@ -186,6 +198,7 @@ void trainer_free(Trainer* tr) {
     metrics_close(&tr->metrics);
     data_source_close(&tr->data);
     adamw_free(&tr->opt);
+    if (tr->has_tasks) gen_free(&tr->gen);
     model_free(&tr->model);
     free(tr->tokens);
     free(tr->targets);
@@ -332,6 +345,27 @@ static bool eval_stream(Trainer* tr, size_t k, size_t n, double* total) {
     return true;
 }
 
+/* Every (family, length) of train.eval_tasks through eval_task (build/eval's code) with the current
+   weights: name "family@length" and exact-match accuracy each. Every rank scores the same items (the
+   generator is not split); the stop check between tasks keeps the ranks together. */
+static bool eval_tasks(Trainer* tr, char (*name)[40], const char** name_ptr, double* acc, double* token_acc,
+                       size_t* n) {
+    const EvalPlan* p = &tr->tasks;
+    for (int f = 0; f < SYN_N_FAMILIES; f++) {
+        if (!p->family_on[f]) continue;
+        for (size_t j = 0; j < p->n_lengths; j++) {
+            if (tr->stop && dist_any(*tr->stop != 0)) return false;
+            TaskResult r;
+            eval_task(&r, &tr->gen, &tr->task_syn, (SynFamily)f, p->lengths[j], p->items, p->seed, -1);
+            snprintf(name[*n], 40, "%s@%zu", synthetic_family_name((SynFamily)f), p->lengths[j]);
+            name_ptr[*n] = name[*n];
+            token_acc[*n] = r.items ? (double)r.tokens_correct / (double)(r.items * r.answer_len) : 0;
+            acc[(*n)++] = r.items ? (double)r.correct / (double)r.items : 0;
+        }
+    }
+    return true;
+}
+
 bool trainer_eval(Trainer* tr) {
     size_t n_streams = data_source_val_streams(&tr->data), all = 0;
     const char* names[MIX_MAX_SOURCES];
@@ -351,10 +385,16 @@ bool trainer_eval(Trainer* tr) {
         all += n;
     }
     tr->model.has_loss = false;   /* an eval forward is never followed by backward */
+    char task_names[EVAL_MAX_TASKS][40];
+    const char* task_ptr[EVAL_MAX_TASKS];
+    double acc[EVAL_MAX_TASKS], token_acc[EVAL_MAX_TASKS];
+    size_t n_tasks = 0;
+    if (tr->has_tasks && !eval_tasks(tr, task_names, task_ptr, acc, token_acc, &n_tasks)) return false;
     tr->last_val_loss = all ? weighted / (double)all : 0;
     tr->has_val_loss = true;
     tr->val_step = tr->state.step;
-    EvalLog e = {tr->state.step, tr->last_val_loss, all, names[0] ? n_streams : 0, names, loss, batches};
+    EvalLog e = {tr->state.step, tr->last_val_loss, all, names[0] ? n_streams : 0, names, loss, batches,
+                 n_tasks, task_ptr, acc, token_acc};
     metrics_eval(&tr->metrics, &e);
     return true;
 }
