@@ -40,6 +40,10 @@ void data_source_open(DataSource* ds, const cJSON* synthetic, const char* const*
                       const char* format, DataOrder order, uint64_t seed, size_t vocab_size, size_t T);
 void data_source_close(DataSource* ds);
 
+/* Document ids for data.document_mask are not filled here: data/documents.h defines them, one int32 per
+   token (n*T) next to tokens and targets, a run of equal ids within a row being one document; token files get
+   them from data.eos_token_id (doc_ids_from_eos), other sources from their own record boundaries. */
+
 /* rows row0 .. row0+n-1 of step `step` (rows_per_step global rows); val = the held-out stream.
    answer_mask (n*T, may be NULL): 1 where targets[i] is a synthetic answer token, else 0 */
 void data_source_rows(const DataSource* ds, bool val, size_t step, size_t rows_per_step, size_t row0, size_t n,

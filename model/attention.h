@@ -6,17 +6,30 @@
 #define REPOC_ATTENTION_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/real.h"
 
+/* Document masking of packed rows: documents are contiguous runs of a row, and token t attends only the keys
+   j of its own document, start[t] <= j <= t. end[t] is one past the last token of t's document. Both are
+   (B,T), indices within the row. A NULL DocSpans* is plain causal attention (start 0, end T). */
+typedef struct {
+    const int32_t* start;
+    const int32_t* end;
+} DocSpans;
+
+/* start, end (B,T) from doc (B,T): a document is a maximal run of equal ids within a row (a row always
+   starts one) */
+void doc_spans_from_ids(int32_t* start, int32_t* end, const int32_t* doc, size_t B, size_t T);
+
 /* out (B,T,H*hd)   lse (B,T,H) saved for backward
-   q (B,T,H*hd)   k, v (B,T,KVH*hd) */
-void attention_forward(real* out, real* lse, const real* q, const real* k, const real* v,
+   q (B,T,H*hd)   k, v (B,T,KVH*hd)   docs: NULL or the document spans */
+void attention_forward(real* out, real* lse, const real* q, const real* k, const real* v, const DocSpans* docs,
                        size_t B, size_t T, size_t H, size_t KVH, size_t hd);
 /* dq (B,T,H*hd) +=   dk, dv (B,T,KVH*hd) +=   dout (B,T,H*hd)
-   out, lse, q, k, v as forward saw/saved them */
+   out, lse, q, k, v, docs as forward saw/saved them */
 void attention_backward(real* dq, real* dk, real* dv, const real* dout,
                         const real* out, const real* lse, const real* q, const real* k, const real* v,
-                        size_t B, size_t T, size_t H, size_t KVH, size_t hd);
+                        const DocSpans* docs, size_t B, size_t T, size_t H, size_t KVH, size_t hd);
 
 #endif

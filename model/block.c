@@ -142,7 +142,7 @@ void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerW
 void block_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeights* w, size_t l, const BlockCtx* ctx) {
     const ModelConfig* c = ctx->cfg;
     block_qkv_forward(a, x_in, w, l, ctx);
-    attention_forward(a->att, a->lse, a->q, a->k, a->v, ctx->B, ctx->T, c->H, c->KVH, cfg_hd(c));
+    attention_forward(a->att, a->lse, a->q, a->k, a->v, ctx->docs, ctx->B, ctx->T, c->H, c->KVH, cfg_hd(c));
     block_out_forward(x_out, a, x_in, w, ctx);
 }
 
@@ -189,8 +189,8 @@ void block_backward(real* dx_in, LayerWeights* dw, const real* dx_out, const Lay
     zero(s->dq, N * qd);
     zero(s->dk, N * kvd);
     zero(s->dv, N * kvd);
-    attention_backward(s->dq, s->dk, s->dv, s->datt, a->att, a->lse, a->q, a->k, a->v, ctx->B, ctx->T, c->H,
-                       c->KVH, hd);
+    attention_backward(s->dq, s->dk, s->dv, s->datt, a->att, a->lse, a->q, a->k, a->v, ctx->docs, ctx->B, ctx->T,
+                       c->H, c->KVH, hd);
 
     /* rotation: gradients of the un-rotated q, k (and of RePo's z) */
     const real* pos = layer_positions(a, l, ctx);

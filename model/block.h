@@ -12,6 +12,7 @@
 
 #include "common/arena.h"
 #include "common/real.h"
+#include "model/attention.h"
 #include "model/config.h"
 #include "model/repo.h"
 #include "model/rope.h"
@@ -52,6 +53,7 @@ typedef struct {
     const RopeTable* rope;
     const real* pos_seq;         /* (N,KVH) integer positions t, for rope layers */
     const real* force_pos;       /* (N,KVH) or NULL: a test hook replacing RePo's z */
+    const DocSpans* docs;        /* NULL, or document masking: attention stays within each document */
 } BlockCtx;
 
 void layer_acts_layout(LayerActs* a, Cursor* cur, const ModelConfig* cfg, size_t l, size_t N);
@@ -67,7 +69,7 @@ void block_qkv_forward(LayerActs* a, const real* x_in, const LayerWeights* w, si
    a->x_mid, the norms and the SwiGLU MLP, into x_out (N,D). x_out may be x_in
    (in place): x_in is read only before x_out is first written. */
 void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeights* w, const BlockCtx* ctx);
-/* block_qkv_forward, causal attention over the N rows, block_out_forward.
+/* block_qkv_forward, causal attention over the N rows (within documents with ctx->docs), block_out_forward.
    x_out (N,D)   a: this layer's saved activations   x_in (N,D)   w: layer l's weights */
 void block_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeights* w, size_t l, const BlockCtx* ctx);
 /* dx_in (N,D) +=   dw: layer l's gradients (NULL fields skipped) +=   dx_out (N,D)

@@ -21,6 +21,11 @@ void model_config_default(ModelConfig* c) {
     c->yarn_beta_fast = 32.0;
     c->yarn_beta_slow = 1.0;
     c->yarn_attention_factor = 0.0;
+    c->llama3 = false;
+    c->llama3_factor = 8.0;
+    c->llama3_low_freq_factor = 1.0;
+    c->llama3_high_freq_factor = 4.0;
+    c->llama3_orig_max = 8192;
     c->tie_embeddings = false;
     c->max_position_embeddings = 4096;
     for (size_t l = 0; l < MAX_LAYERS; l++) c->pos[l] = POS_ROPE;
@@ -41,6 +46,15 @@ void model_config_validate(const ModelConfig* c) {
         CHECK(c->yarn_orig_max >= 1, "model: YaRN original_max_position_embeddings %g must be >= 1", c->yarn_orig_max);
         CHECK(c->yarn_beta_fast > c->yarn_beta_slow && c->yarn_beta_slow > 0,
               "model: YaRN needs beta_fast %g > beta_slow %g > 0", c->yarn_beta_fast, c->yarn_beta_slow);
+    }
+    if (c->llama3) {
+        CHECK(!(c->yarn_factor > 1.0), "model: rope_scaling is either YaRN or llama3, not both");
+        CHECK(c->llama3_factor >= 1, "model: llama3 rope_scaling.factor %g must be >= 1", c->llama3_factor);
+        CHECK(c->llama3_low_freq_factor > 0 && c->llama3_high_freq_factor > c->llama3_low_freq_factor,
+              "model: llama3 rope_scaling needs high_freq_factor %g > low_freq_factor %g > 0",
+              c->llama3_high_freq_factor, c->llama3_low_freq_factor);
+        CHECK(c->llama3_orig_max >= 1, "model: llama3 rope_scaling.original_max_position_embeddings %g must be >= 1",
+              c->llama3_orig_max);
     }
     if (cfg_has_repo(c)) CHECK(c->D % 8 == 0 && c->D >= 8, "model: RePo layers need d_model %zu divisible by 8", c->D);
 }
@@ -83,6 +97,9 @@ void model_config_print(const ModelConfig* c, FILE* fp) {
     if (c->yarn_factor > 1.0)
         fprintf(fp, "  yarn: factor=%g original_max=%g beta_fast=%g beta_slow=%g attention_factor=%g\n",
                 c->yarn_factor, c->yarn_orig_max, c->yarn_beta_fast, c->yarn_beta_slow, c->yarn_attention_factor);
+    if (c->llama3)
+        fprintf(fp, "  llama3 rope: factor=%g low_freq_factor=%g high_freq_factor=%g original_max=%g\n",
+                c->llama3_factor, c->llama3_low_freq_factor, c->llama3_high_freq_factor, c->llama3_orig_max);
     fprintf(fp, "  positions:");
     for (size_t l = 0; l < c->L; l++) fprintf(fp, " %s", pos_mode_name(c->pos[l]));
     fprintf(fp, "\n");

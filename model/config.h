@@ -23,6 +23,11 @@ typedef struct {
     double yarn_orig_max;               /* original_max_position_embeddings */
     double yarn_beta_fast, yarn_beta_slow;
     double yarn_attention_factor;       /* <= 0: the default 0.1 ln(factor) + 1 */
+    bool llama3;                        /* Llama-3.1 rope_scaling (rope_type "llama3"); exclusive with YaRN */
+    double llama3_factor;               /* s >= 1: long wavelengths are divided by s */
+    double llama3_low_freq_factor;      /* wavelengths above L0 / low are divided by s */
+    double llama3_high_freq_factor;     /* wavelengths below L0 / high are kept; between: a smooth blend */
+    double llama3_orig_max;             /* L0: original_max_position_embeddings */
     bool tie_embeddings;
     size_t max_position_embeddings;     /* written to config.json; not a limit on T */
     PosMode pos[MAX_LAYERS];            /* one mode per layer */

@@ -11,7 +11,13 @@
    allocated once by gen_build for a context of max_T tokens; prefill, step
    and sampling allocate nothing. A chunk of little work (a one-token step of
    a small model) runs with the thread count set to 1 and restored afterwards
-   (common/threads.h). */
+   (common/threads.h).
+   Documents: one cache holds one document, attended in full, as Hugging Face
+   generation does. A model trained with document masking (model.doc_ids) starts
+   the next document with gen_reset: positions restart at 0 and no earlier token
+   is attended, which is exactly what the masked training saw (tests/test_doc_mask.c
+   checks it token by token). Generation never masks inside the cache: an
+   end-of-document token in a prompt does not split it. */
 #ifndef REPOC_GENERATE_H
 #define REPOC_GENERATE_H
 

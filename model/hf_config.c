@@ -31,12 +31,65 @@ static int get_real(const cJSON* root, const char* key, double* out, const char*
     return 0;
 }
 
+/* every key of it is one of keys[0..n), else an error naming the first unknown one */
+static int check_keys(const cJSON* rs, const char* const* keys, size_t n, const char* kind, const char* label,
+                      char* err, size_t len) {
+    const cJSON* it;
+    cJSON_ArrayForEach(it, rs) {
+        size_t k = 0;
+        while (k < n && strcmp(it->string, keys[k])) k++;
+        if (k == n) {
+            char list[256] = "";
+            for (size_t j = 2; j < n; j++) snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+                                                    j > 2 ? ", " : "", keys[j]);
+            return set_err(err, len, "%s: rope_scaling.%s is not implemented (%s keys: %s)", label, it->string, kind,
+                           list);
+        }
+    }
+    return 0;
+}
+
+/* the keys of a llama3 rope_scaling; all four numbers are required, as transformers requires them */
+static const char* const LLAMA3_KEYS[] = {"rope_type", "type", "factor", "low_freq_factor", "high_freq_factor",
+                                          "original_max_position_embeddings"};
+
+static int get_required(const cJSON* rs, const char* key, double* out, const char* label, char* err, size_t len) {
+    const cJSON* v = cJSON_GetObjectItemCaseSensitive(rs, key);
+    if (!v || cJSON_IsNull(v)) return set_err(err, len, "%s: llama3 rope_scaling needs '%s'", label, key);
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+        return set_err(err, len, "%s: rope_scaling.%s must be a number", label, key);
+    *out = v->valuedouble;
+    return 0;
+}
+
+static int parse_llama3(const cJSON* rs, ModelConfig* c, const char* label, char* err, size_t len) {
+    if (check_keys(rs, LLAMA3_KEYS, sizeof(LLAMA3_KEYS) / sizeof(LLAMA3_KEYS[0]), "llama3", label, err, len) ||
+        get_required(rs, "factor", &c->llama3_factor, label, err, len) ||
+        get_required(rs, "low_freq_factor", &c->llama3_low_freq_factor, label, err, len) ||
+        get_required(rs, "high_freq_factor", &c->llama3_high_freq_factor, label, err, len) ||
+        get_required(rs, "original_max_position_embeddings", &c->llama3_orig_max, label, err, len))
+        return 1;
+    if (!(c->llama3_factor >= 1))
+        return set_err(err, len, "%s: rope_scaling.factor %g must be >= 1", label, c->llama3_factor);
+    if (!(c->llama3_low_freq_factor > 0))
+        return set_err(err, len, "%s: rope_scaling.low_freq_factor %g must be > 0", label, c->llama3_low_freq_factor);
+    if (!(c->llama3_high_freq_factor > c->llama3_low_freq_factor))
+        return set_err(err, len, "%s: rope_scaling.high_freq_factor %g must be > low_freq_factor %g", label,
+                       c->llama3_high_freq_factor, c->llama3_low_freq_factor);
+    if (!(c->llama3_orig_max >= 1) || c->llama3_orig_max != floor(c->llama3_orig_max))
+        return set_err(err, len, "%s: rope_scaling.original_max_position_embeddings must be a positive integer",
+                       label);
+    c->llama3 = true;
+    return 0;
+}
+
 /* the keys of a YaRN rope_scaling that repoc implements; any other (mscale, truncate, ...) changes the
    table in ways repoc does not compute, so it is refused */
 static const char* const YARN_KEYS[] = {"rope_type", "type", "factor", "original_max_position_embeddings",
                                         "beta_fast", "beta_slow", "attention_factor"};
 
-/* YaRN from rope_scaling; other scaling types (linear, dynamic, llama3, longrope) are refused rather than ignored */
+/* YaRN or llama3 from rope_scaling; other scaling types (linear, dynamic, longrope) are refused rather than
+   ignored */
 static int parse_rope_scaling(const cJSON* rs, ModelConfig* c, const char* label, char* err, size_t len) {
     if (!rs || cJSON_IsNull(rs)) return 0;
     if (!cJSON_IsObject(rs)) return set_err(err, len, "%s: 'rope_scaling' must be an object or null", label);
@@ -44,17 +97,11 @@ static int parse_rope_scaling(const cJSON* rs, ModelConfig* c, const char* label
     if (!type) type = cJSON_GetObjectItemCaseSensitive(rs, "type");
     if (!cJSON_IsString(type)) return set_err(err, len, "%s: rope_scaling needs a string 'rope_type'", label);
     if (!strcmp(type->valuestring, "default")) return 0;
+    if (!strcmp(type->valuestring, "llama3")) return parse_llama3(rs, c, label, err, len);
     if (strcmp(type->valuestring, "yarn") != 0)
-        return set_err(err, len, "%s: rope_scaling type '%s' is not implemented (repoc implements \"yarn\" only)",
-                       label, type->valuestring);
-    const cJSON* it;
-    cJSON_ArrayForEach(it, rs) {
-        size_t k = 0, n = sizeof(YARN_KEYS) / sizeof(YARN_KEYS[0]);
-        while (k < n && strcmp(it->string, YARN_KEYS[k])) k++;
-        if (k == n) return set_err(err, len, "%s: rope_scaling.%s is not implemented (YaRN keys: factor, "
-                                   "original_max_position_embeddings, beta_fast, beta_slow, attention_factor)",
-                                   label, it->string);
-    }
+        return set_err(err, len, "%s: rope_scaling type '%s' is not implemented (repoc implements \"yarn\" and "
+                       "\"llama3\")", label, type->valuestring);
+    if (check_keys(rs, YARN_KEYS, sizeof(YARN_KEYS) / sizeof(YARN_KEYS[0]), "YaRN", label, err, len)) return 1;
     c->yarn_factor = 0;
     c->yarn_orig_max = (double)c->max_position_embeddings;
     if (get_real(rs, "factor", &c->yarn_factor, label, err, len) ||
@@ -278,6 +325,15 @@ static void add_float(cJSON* obj, const char* key, double v) {
 /* YaRN in the form transformers' rope_config_validation accepts: rope_type, float factor, the original context,
    float betas; config.json's max_position_embeddings is original x factor (the writers keep it so) */
 static void write_rope_scaling(cJSON* root, const ModelConfig* c) {
+    if (c->llama3) {   /* the form Llama-3.1/3.2 config.json files use */
+        cJSON* rs = cJSON_AddObjectToObject(root, "rope_scaling");
+        add_float(rs, "factor", c->llama3_factor);
+        add_float(rs, "low_freq_factor", c->llama3_low_freq_factor);
+        add_float(rs, "high_freq_factor", c->llama3_high_freq_factor);
+        cJSON_AddNumberToObject(rs, "original_max_position_embeddings", c->llama3_orig_max);
+        cJSON_AddStringToObject(rs, "rope_type", "llama3");
+        return;
+    }
     if (!(c->yarn_factor > 1.0)) {
         cJSON_AddNullToObject(root, "rope_scaling");
         return;

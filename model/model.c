@@ -71,10 +71,16 @@ void model_build(Model* m, const ModelConfig* cfg, size_t B, size_t T, const cha
 
     m->tokens = mallocCheck(N * sizeof(int32_t));
     m->targets = mallocCheck(N * sizeof(int32_t));
+    m->doc_start = mallocCheck(N * sizeof(int32_t));
+    m->doc_end = mallocCheck(N * sizeof(int32_t));
+    m->spans = (DocSpans){m->doc_start, m->doc_end};
     for (size_t n = 0; n < N; n++)
         for (size_t g = 0; g < c->KVH; g++) m->pos_seq[n * c->KVH + g] = (real)(n % T);
     rope_table_init(&m->rope, cfg_hd(c), c->rope_theta, c->yarn_factor, c->yarn_orig_max, c->yarn_beta_fast,
                     c->yarn_beta_slow, c->yarn_attention_factor);
+    if (c->llama3)
+        rope_table_llama3(&m->rope, c->llama3_factor, c->llama3_low_freq_factor, c->llama3_high_freq_factor,
+                          c->llama3_orig_max);
     if (verbose) {
         model_config_print(c, stdout);
         double mb = 1.0 / 1048576.0 * sizeof(real);
@@ -92,6 +98,8 @@ void model_free(Model* m) {
     free(m->scratch);
     free(m->tokens);
     free(m->targets);
+    free(m->doc_start);
+    free(m->doc_end);
     tensor_table_free(&m->tensors);
     memset(m, 0, sizeof(*m));
 }
@@ -121,7 +129,22 @@ void model_init_weights(Model* m, uint64_t seed, double std) {
 }
 
 static BlockCtx block_ctx(const Model* m) {
-    return (BlockCtx){&m->cfg, m->B, m->T, &m->rope, m->pos_seq, m->force_positions};
+    return (BlockCtx){&m->cfg, m->B, m->T, &m->rope, m->pos_seq, m->force_positions, m->masked ? &m->spans : NULL};
+}
+
+/* Document masking for the next forward: spans from m->doc_ids and rope positions t - start_t; back to one
+   document per row (positions t) when doc_ids is NULL. Positions are rewritten only when the mode changes or
+   the ids are given. */
+static void set_documents(Model* m) {
+    size_t N = m->B * m->T, KVH = m->cfg.KVH;
+    if (!m->doc_ids && !m->masked) return;
+    m->masked = m->doc_ids != NULL;
+    if (m->masked) doc_spans_from_ids(m->doc_start, m->doc_end, m->doc_ids, m->B, m->T);
+    for (size_t n = 0; n < N; n++) {
+        size_t t = n % m->T;
+        real p = (real)(m->masked ? t - (size_t)m->doc_start[n] : t);
+        for (size_t g = 0; g < KVH; g++) m->pos_seq[n * KVH + g] = p;
+    }
 }
 
 void model_head_forward(real* logits, real* normed, real* rstd, const real* x, const Model* m, size_t n) {
@@ -140,6 +163,7 @@ double model_forward(Model* m, const int32_t* tokens, const int32_t* targets) {
               "target %" PRId32 " at row %zu is outside [-1, %zu)", targets ? targets[n] : 0, n, V);
     }
     memcpy(m->tokens, tokens, N * sizeof(int32_t));
+    set_documents(m);
     BlockCtx ctx = block_ctx(m);
 
     embedding_forward(m->res[0], tokens, m->w.embed, N, D);

@@ -45,6 +45,13 @@ typedef struct {
     const real* target_weights;  /* (N) loss weight of each target for the next forward, NULL = all 1 (the
                                     plain mean); set by the caller, unchanged until its backward (xent.h) */
 
+    const int32_t* doc_ids;      /* (N) document id of each token for the next forward, NULL = one document per
+                                    row; set by the caller, unchanged until its backward. With it, attention stays
+                                    within each document (a run of equal ids) and rope positions restart at 0 */
+    int32_t *doc_start, *doc_end;   /* (N) the spans of doc_ids (attention.h), filled by forward */
+    DocSpans spans;                 /* views of the two, passed to the blocks while masked */
+    bool masked;                    /* the last forward used doc_ids; pos_seq then holds t - start_t */
+
     bool has_loss;               /* forward ran with targets, so backward may run */
     double loss;
     size_t n_valid;              /* targets that are not -1 */

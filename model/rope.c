@@ -34,6 +34,21 @@ void rope_table_init(RopeTable* rt, size_t hd, double theta, double yarn_factor,
     rt->mscale = attention_factor > 0 ? attention_factor : 0.1 * log(yarn_factor) + 1.0;
 }
 
+void rope_table_llama3(RopeTable* rt, double factor, double low_freq_factor, double high_freq_factor,
+                       double orig_max) {
+    double two_pi = 6.283185307179586;
+    double low_wavelen = orig_max / low_freq_factor, high_wavelen = orig_max / high_freq_factor;
+    for (size_t i = 0; i < rt->hd / 2; i++) {
+        double f = rt->inv_freq[i], w = two_pi / f;
+        if (w < high_wavelen) continue;                          /* high frequency: unchanged */
+        if (w > low_wavelen) rt->inv_freq[i] = f / factor;       /* low frequency: interpolated by s */
+        else {                                                   /* blend between the two */
+            double a = (orig_max / w - low_freq_factor) / (high_freq_factor - low_freq_factor);
+            rt->inv_freq[i] = (1.0 - a) * f / factor + a * f;
+        }
+    }
+}
+
 /* rotate the nh heads of one token row x (nh*hd) that share position p */
 static void rotate_heads(real* x, size_t nh, const double* cs, const double* sn, size_t hd) {
     size_t half = hd / 2;

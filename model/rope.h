@@ -23,6 +23,12 @@ typedef struct {
 void rope_table_init(RopeTable* rt, size_t hd, double theta, double yarn_factor, double yarn_orig_max,
                      double beta_fast, double beta_slow, double attention_factor);
 
+/* Llama-3.1 scaling of an initialised table (docs/design.md, "llama3 RoPE"): with wavelength w_i = 2π / f_i,
+   w_i < L0/high keeps f_i, w_i > L0/low becomes f_i / s, and in between
+   f_i ((1 - a)/s + a) with a = (L0/w_i - low) / (high - low). m stays 1. */
+void rope_table_llama3(RopeTable* rt, double factor, double low_freq_factor, double high_freq_factor,
+                       double orig_max);
+
 /* IN PLACE: q (N, H*hd) and k (N, KVH*hd) are rotated by pos (N, P); P divides KVH divides H */
 void rope_forward(real* q, real* k, const real* pos, const RopeTable* rt, size_t N, size_t H, size_t KVH, size_t P);
 /* dq_in (N,H*hd) +=   dk_in (N,KVH*hd) +=   dpos (N,P) += (skipped when NULL)

@@ -155,8 +155,8 @@ static double bench_attention(const ModelConfig* c, size_t B, size_t T) {
         double t0 = now_s();
         memset(dq, 0, N * qd * sizeof(real));
         memset(dk, 0, 2 * N * kvd * sizeof(real));   /* dk, dv */
-        attention_forward(out, lse, q, k, v, B, T, c->H, c->KVH, hd);
-        attention_backward(dq, dk, dv, dout, out, lse, q, k, v, B, T, c->H, c->KVH, hd);
+        attention_forward(out, lse, q, k, v, NULL, B, T, c->H, c->KVH, hd);
+        attention_backward(dq, dk, dv, dout, out, lse, q, k, v, NULL, B, T, c->H, c->KVH, hd);
         if (l > 0) t += now_s() - t0;
     }
     free(buf);

@@ -170,11 +170,12 @@ static void rope_grad(Problem* p) {
     rope_loss(p);
     rope_backward(p->dx[0], p->dx[1], p->dx[2], c->proj, c->proj2, c->out, c->out2, c->in[2], &c->rope, N, H, KVH, P);
 }
-static void setup_rope(Problem* out, Rng* rng, const char* name, double yarn_factor) {
+static void setup_rope(Problem* out, Rng* rng, const char* name, double yarn_factor, bool llama3) {
     OpCtx* c = new_problem(out, name);
     size_t N = 3, H = 4, KVH = 2, P = 2, hd = 8;
     c->dims[0] = N, c->dims[1] = H, c->dims[2] = KVH, c->dims[3] = P;
     rope_table_init(&c->rope, hd, 10000.0, yarn_factor, 8, 32, 1, 0);
+    if (llama3) rope_table_llama3(&c->rope, 4.0, 1.0, 4.0, 64);
     c->in[0] = gc_random(rng, N * H * hd, -1, 1);
     c->in[1] = gc_random(rng, N * KVH * hd, -1, 1);
     c->in[2] = gc_random(rng, N * P, -3, 20);   /* real, non-monotonic, some negative */
@@ -188,9 +189,12 @@ static void setup_rope(Problem* out, Rng* rng, const char* name, double yarn_fac
     out->loss = rope_loss, out->grad = rope_grad;
 }
 static size_t build_rope(Problem* out, size_t max, Rng* rng) {
-    setup_rope(&out[0], rng, "rope (N=3, H=4, KVH=2, one position per kv head, hd=8)", 1.0);
-    setup_rope(&out[1], rng, "rope with YaRN (factor 2, original max 8: inv_freq ramp and scale m)", 2.0);
-    return 2;
+    setup_rope(&out[0], rng, "rope (N=3, H=4, KVH=2, one position per kv head, hd=8)", 1.0, false);
+    setup_rope(&out[1], rng, "rope with YaRN (factor 2, original max 8: inv_freq ramp and scale m)", 2.0, false);
+    /* wavelengths 6.3, 63, 628, 6283 against L0/high = 16 and L0/low = 64: kept, blended, divided, divided */
+    setup_rope(&out[2], rng, "rope with llama3 (x4, L0 64: kept, blended, divided pairs)", 1.0,
+               true);
+    return 3;
 }
 
 /* ---- repo module: z = (silu(h Wg^T) ⊙ h Wc^T) Wz^T ---- */
@@ -232,22 +236,30 @@ static size_t build_repo(Problem* out, size_t max, Rng* rng) {
     return 1;
 }
 
-/* ---- attention: causal GQA ---- */
+/* ---- attention: causal GQA, optionally masked to documents (spans in c->ints: start (B,T), end (B,T)) ---- */
+static DocSpans att_docs(const OpCtx* c) {
+    size_t N = c->dims[0] * c->dims[1];
+    return (DocSpans){c->ints, c->ints + N};
+}
 static double att_loss(Problem* p) {
     OpCtx* c = p->ctx;
     size_t B = c->dims[0], T = c->dims[1], H = c->dims[2], KVH = c->dims[3], hd = c->dims[4];
-    attention_forward(c->out, c->work[0], c->in[0], c->in[1], c->in[2], B, T, H, KVH, hd);
+    DocSpans d = att_docs(c);
+    attention_forward(c->out, c->work[0], c->in[0], c->in[1], c->in[2], c->ints ? &d : NULL, B, T, H, KVH, hd);
     return gc_project(c->out, c->proj, B * T * H * hd);
 }
 static void att_grad(Problem* p) {
     OpCtx* c = p->ctx;
     size_t B = c->dims[0], T = c->dims[1], H = c->dims[2], KVH = c->dims[3], hd = c->dims[4];
+    DocSpans d = att_docs(c);
     zero_grads(p);
     att_loss(p);
     attention_backward(p->dx[0], p->dx[1], p->dx[2], c->proj, c->out, c->work[0], c->in[0], c->in[1], c->in[2],
-                       B, T, H, KVH, hd);
+                       c->ints ? &d : NULL, B, T, H, KVH, hd);
 }
-static void setup_attention(Problem* out, Rng* rng, const char* name, size_t T, size_t H, size_t KVH) {
+/* doc_lens: NULL (causal), or per row the document lengths, 0-terminated, summing to T */
+static void setup_attention(Problem* out, Rng* rng, const char* name, size_t T, size_t H, size_t KVH,
+                            const size_t (*doc_lens)[8]) {
     OpCtx* c = new_problem(out, name);
     size_t B = 2, hd = 4;
     c->dims[0] = B, c->dims[1] = T, c->dims[2] = H, c->dims[3] = KVH, c->dims[4] = hd;
@@ -257,15 +269,33 @@ static void setup_attention(Problem* out, Rng* rng, const char* name, size_t T, 
     c->out = gc_random(rng, B * T * H * hd, 0, 0);
     c->work[0] = gc_random(rng, B * T * H, 0, 0);
     c->proj = gc_random(rng, B * T * H * hd, -1, 1);
+    if (doc_lens) {   /* ids 7, 7, 7, 2, 2, 9, ...: any values, a new run is a new document */
+        int32_t* ids = mallocCheck(B * T * sizeof(int32_t));
+        for (size_t b = 0, n = 0; b < B; b++) {
+            size_t t = 0;
+            for (size_t i = 0; doc_lens[b][i]; i++)
+                for (size_t j = 0; j < doc_lens[b][i]; j++, t++) ids[n++] = (int32_t)(i % 2 ? 2 : 7 + b + i);
+            CHECK(t == T, "attention gradcheck: documents of row %zu sum to %zu, not T = %zu", b, t, T);
+        }
+        c->ints = mallocCheck(2 * B * T * sizeof(int32_t));
+        doc_spans_from_ids(c->ints, c->ints + B * T, ids, B, T);
+        free(ids);
+    }
     gc_add(out, "q", c->in[0], B * T * H * hd);
     gc_add(out, "k", c->in[1], B * T * KVH * hd);
     gc_add(out, "v", c->in[2], B * T * KVH * hd);
     out->loss = att_loss, out->grad = att_grad;
 }
 static size_t build_attention(Problem* out, size_t max, Rng* rng) {
-    setup_attention(&out[0], rng, "attention (B=2, T=5, H=4, KVH=2 grouped, hd=4)", 5, 4, 2);
-    setup_attention(&out[1], rng, "attention (B=2, T=70 > one key block, H=2, KVH=2)", 70, 2, 2);
-    return 2;
+    setup_attention(&out[0], rng, "attention (B=2, T=5, H=4, KVH=2 grouped, hd=4)", 5, 4, 2, NULL);
+    setup_attention(&out[1], rng, "attention (B=2, T=70 > one key block, H=2, KVH=2)", 70, 2, 2, NULL);
+    static const size_t small[2][8] = {{2, 1, 2, 0}, {1, 3, 1, 0}};
+    setup_attention(&out[2], rng, "attention, 3 documents per row (T=5, GQA 4/2)", 5, 4, 2, small);
+    /* key blocks of 64, query blocks of 32: documents cross the block edge at 64, the query blocks at 96
+       and 128 start past key block 0 (skipped whole), and key block 0's queries end at 66 and 62 */
+    static const size_t packed[2][8] = {{3, 37, 26, 74, 0}, {62, 3, 65, 10, 0}};
+    setup_attention(&out[3], rng, "attention, 4 documents per row (T=140, GQA 2/1)", 140, 2, 1, packed);
+    return 4;
 }
 
 /* ---- swiglu: out = silu(g) ⊙ u ---- */

@@ -13,12 +13,14 @@ typedef struct {
     size_t layer;            /* block problems: which layer; model problems: unused */
     real *x_in, *x_out, *proj, *dx_in;
     int32_t *tokens, *targets;
+    int32_t* doc_ids;        /* model problems with packed documents, else NULL */
 } ModelCtx;
 
 static void free_model_ctx(Problem* p) {
     ModelCtx* c = p->ctx;
     model_free(&c->m);
-    free(c->x_in), free(c->x_out), free(c->proj), free(c->dx_in), free(c->tokens), free(c->targets), free(c);
+    free(c->x_in), free(c->x_out), free(c->proj), free(c->dx_in), free(c->tokens), free(c->targets);
+    free(c->doc_ids), free(c);
 }
 
 /* Random weights at a scale where every path matters: matrices U(-0.4, 0.4),
@@ -54,7 +56,7 @@ static void collect_grads(Problem* p, Model* m, size_t first) {
 }
 
 static BlockCtx ctx_of(Model* m) {
-    return (BlockCtx){&m->cfg, m->B, m->T, &m->rope, m->pos_seq, NULL};
+    return (BlockCtx){&m->cfg, m->B, m->T, &m->rope, m->pos_seq, NULL, NULL};
 }
 
 /* ---- one block: L = Σ block(x_in) ⊙ proj ---- */
@@ -122,7 +124,9 @@ static void model_grad(Problem* p) {
     collect_grads(p, &c->m, 0);
 }
 
-static void setup_model(Problem* p, Rng* rng, const ModelConfig* cfg, const char* name, double z_loss) {
+/* doc_ids: NULL, or (B*T) document ids of packed rows (document masking) */
+static void setup_model(Problem* p, Rng* rng, const ModelConfig* cfg, const char* name, double z_loss,
+                        const int32_t* doc_ids) {
     memset(p, 0, sizeof(*p));
     snprintf(p->name, sizeof(p->name), "%s", name);
     ModelCtx* c = callocCheck(1, sizeof(ModelCtx));
@@ -138,6 +142,11 @@ static void setup_model(Problem* p, Rng* rng, const ModelConfig* cfg, const char
         c->tokens[n] = (int32_t)rng_below(rng, cfg->V);
         c->targets[n] = n == 3 ? -1 : (int32_t)rng_below(rng, cfg->V);
     }
+    if (doc_ids) {
+        c->doc_ids = mallocCheck(N * sizeof(int32_t));
+        memcpy(c->doc_ids, doc_ids, N * sizeof(int32_t));
+        c->m.doc_ids = c->doc_ids;
+    }
     add_params(p, &c->m, -1);
     p->loss = model_loss, p->grad = model_grad;
 }
@@ -148,11 +157,22 @@ size_t build_model(Problem* out, size_t max, Rng* rng) {
     cfg.V = 11, cfg.D = 16, cfg.L = 3, cfg.H = 4, cfg.KVH = 2, cfg.F = 24;
     cfg.norm_eps = 1e-5;
     cfg.pos[0] = POS_ROPE, cfg.pos[1] = POS_REPO, cfg.pos[2] = POS_NOPE;
-    setup_model(&out[0], rng, &cfg, "model: OLMo-2, layers rope/repo/nope, GQA 4/2, untied, z-loss 1e-3", 1e-3);
+    setup_model(&out[0], rng, &cfg, "model: OLMo-2, layers rope/repo/nope, GQA 4/2, untied, z-loss 1e-3", 1e-3, NULL);
     cfg.block = BLOCK_LLAMA;
     cfg.tie_embeddings = true;
     cfg.pos[0] = POS_REPO, cfg.pos[1] = POS_NOPE, cfg.pos[2] = POS_ROPE;
     cfg.yarn_factor = 2.0, cfg.yarn_orig_max = 4;
-    setup_model(&out[1], rng, &cfg, "model: Llama, layers repo/nope/rope, GQA 4/2, tied, YaRN x2", 0);
-    return 2;
+    setup_model(&out[1], rng, &cfg, "model: Llama, layers repo/nope/rope, GQA 4/2, tied, YaRN x2", 0, NULL);
+    cfg.yarn_factor = 1.0;
+    cfg.pos[0] = POS_ROPE, cfg.pos[1] = POS_REPO, cfg.pos[2] = POS_ROPE;
+    cfg.llama3 = true, cfg.llama3_factor = 4, cfg.llama3_low_freq_factor = 1, cfg.llama3_high_freq_factor = 4;
+    cfg.llama3_orig_max = 8;   /* hd 4, theta 1e4: wavelengths 6.3 (blended) and 628 (divided) */
+    setup_model(&out[2], rng, &cfg, "model: Llama, rope/repo/rope, GQA 4/2, tied, llama3 x4", 0, NULL);
+    /* packed rows of B=2, T=6: documents of 2, 3, 1 and 1, 1, 4 tokens; rope positions restart per document */
+    static const int32_t docs[12] = {0, 0, 1, 1, 1, 2, 5, 6, 7, 7, 7, 7};
+    setup_model(&out[3], rng, &cfg, "model: Llama llama3, 3 documents per row, masked", 0, docs);
+    cfg.block = BLOCK_OLMO2, cfg.llama3 = false, cfg.tie_embeddings = false;
+    cfg.pos[0] = POS_ROPE, cfg.pos[1] = POS_REPO, cfg.pos[2] = POS_NOPE;
+    setup_model(&out[4], rng, &cfg, "model: OLMo-2 rope/repo/nope, 3 documents per row, masked", 1e-3, docs);
+    return 5;
 }

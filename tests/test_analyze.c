@@ -108,7 +108,7 @@ static void check_probs(void) {
     rng_seed(&rng, 42);
     for (size_t i = 0; i < T * H * hd; i++) q[i] = (float)(2 * rng_normal(&rng));   /* peaked rows */
     for (size_t i = 0; i < T * KVH * hd; i++) k[i] = (float)rng_normal(&rng), v[i] = (float)rng_normal(&rng);
-    attention_forward(out, lse, q, k, v, 1, T, H, KVH, hd);
+    attention_forward(out, lse, q, k, v, NULL, 1, T, H, KVH, hd);
     float got[4 * 37 * 37], ref[4 * 37 * 37];
     double p[37], r[37], worst_sum = 0;
     size_t n = 0;

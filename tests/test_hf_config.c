@@ -11,6 +11,7 @@
 #include "common/check.h"
 #include "common/fileio.h"
 #include "model/hf_config.h"
+#include "model/tensors.h"
 #include "tests/testutil.h"
 
 /* parse text; returns 0 or 1 with err set */
@@ -24,7 +25,7 @@ static void test_published(void) {
     const struct { const char* file; const char* refusal; } cases[] = {   /* refusal NULL: loads */
         {"olmo2_1b.json", NULL},       {"olmo2_7b.json", NULL},         {"smollm2_135m.json", NULL},
         {"smollm2_360m.json", NULL},   {"tinyllama_1.1b.json", NULL},
-        {"llama3.2_1b.json", "rope_scaling type 'llama3' is not implemented"},
+        {"llama3.2_1b.json", NULL},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char path[256], err[512] = "";
@@ -67,6 +68,28 @@ static void test_refusals(void) {
          "rope_scaling type 'longrope'"},
         {"\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, \"mscale\": 0.707}",
          "rope_scaling.mscale is not implemented"},
+        {"\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"high_freq_factor\": 4.0, "
+         "\"original_max_position_embeddings\": 8192}", "llama3 rope_scaling needs 'low_freq_factor'"},
+        {"\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, "
+         "\"original_max_position_embeddings\": 8192}", "llama3 rope_scaling needs 'high_freq_factor'"},
+        {"\"rope_scaling\": {\"rope_type\": \"llama3\", \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
+         "\"original_max_position_embeddings\": 8192}", "llama3 rope_scaling needs 'factor'"},
+        {"\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, "
+         "\"high_freq_factor\": 4.0}", "llama3 rope_scaling needs 'original_max_position_embeddings'"},
+        {"\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 0.5, \"low_freq_factor\": 1.0, "
+         "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 8192}", "rope_scaling.factor 0.5 must be >= 1"},
+        {"\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 4.0, "
+         "\"high_freq_factor\": 1.0, \"original_max_position_embeddings\": 8192}",
+         "rope_scaling.high_freq_factor 1 must be > low_freq_factor 4"},
+        {"\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 0, "
+         "\"high_freq_factor\": 1.0, \"original_max_position_embeddings\": 8192}",
+         "rope_scaling.low_freq_factor 0 must be > 0"},
+        {"\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, "
+         "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 8192.5}",
+         "rope_scaling.original_max_position_embeddings must be a positive integer"},
+        {"\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, "
+         "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 8192, \"beta_fast\": 32}",
+         "rope_scaling.beta_fast is not implemented (llama3 keys"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         ModelConfig c;
@@ -337,8 +360,49 @@ static void test_yarn_export(void) {
     }
 }
 
+/* Llama-3.2-1B: the llama3 table is read, written back in the same form, and the full config (vocab 128256,
+   rope_theta 500000, GQA 32/8, head_dim 64, tied) validates and lists 1,235,814,400 parameters without
+   allocating them */
+static void test_llama3(void) {
+    printf("Llama-3.2-1B: llama3 rope_scaling read, written back, full-size config validated\n");
+    const char* path = "tests/corpus/hf_configs/llama3.2_1b.json";
+    size_t n;
+    char err[512] = "";
+    char* text = file_read_all(path, &n);
+    ModelConfig c, back;
+    CHECK(!hf_config_parse(text, n, path, &c, err, sizeof(err)), "%s", err);
+    free(text);
+    EXPECT(c.llama3 && c.llama3_factor == 32 && c.llama3_low_freq_factor == 1 && c.llama3_high_freq_factor == 4 &&
+           c.llama3_orig_max == 8192 && c.rope_theta == 500000 && c.V == 128256 && c.H == 32 && c.KVH == 8 &&
+           cfg_hd(&c) == 64 && c.tie_embeddings && c.max_position_embeddings == 131072,
+           "llama3 factor %g low %g high %g L0 %g theta %g V %zu H %zu KVH %zu hd %zu tied %d", c.llama3_factor,
+           c.llama3_low_freq_factor, c.llama3_high_freq_factor, c.llama3_orig_max, c.rope_theta, c.V, c.H, c.KVH,
+           cfg_hd(&c), c.tie_embeddings);
+    model_config_validate(&c);
+    TensorTable tt;
+    tensor_table_build(&tt, &c, NULL, 0);
+    EXPECT(tt.n_params == 1235814400, "tensor list of the full config: %zu parameters (Llama-3.2-1B: 1235814400)",
+           tt.n_params);
+    tensor_table_free(&tt);
+    char* out = hf_config_write(&c, "bfloat16");
+    cJSON* root = cJSON_Parse(out);
+    const cJSON* rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    const cJSON* type = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
+    EXPECT(cJSON_GetArraySize(rs) == 5 && cJSON_IsString(type) && !strcmp(type->valuestring, "llama3") &&
+           strstr(out, "\"factor\":\t32.0") && strstr(out, "\"low_freq_factor\":\t1.0") &&
+           strstr(out, "\"high_freq_factor\":\t4.0") && strstr(out, "\"original_max_position_embeddings\":\t8192"),
+           "written rope_scaling has the source's five keys, floats written as floats");
+    CHECK(!hf_config_parse(out, strlen(out), "written", &back, err, sizeof(err)), "%s", err);
+    EXPECT(back.llama3 && back.llama3_factor == 32 && back.llama3_low_freq_factor == 1 &&
+           back.llama3_high_freq_factor == 4 && back.llama3_orig_max == 8192 && !(back.yarn_factor > 1),
+           "reads back the same llama3 table");
+    cJSON_Delete(root);
+    free(out);
+}
+
 int main(void) {
     test_published();
+    test_llama3();
     test_refusals();
     test_eps_default();
     test_carried();

@@ -2,7 +2,8 @@
    (written by tools/reference.py, an independent float64 PyTorch model) with
    the Hugging Face loader, and compare loss, logits, RePo positions z and every
    parameter gradient; the loss from the BF16 copy; and the save/load round trip
-   (bit-identical in F32; BF16 saving rounds exactly as torch does). */
+   (bit-identical in F32; BF16 saving rounds exactly as torch does). llama3_docs adds
+   llama3 RoPE and packed rows with document masking (the fixture's doc_ids). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@ typedef struct {
     StFile ref;
     size_t B, T, N;
     int32_t *tokens, *targets;
+    int32_t* doc_ids;   /* (N) packed documents (document masking), NULL when the fixture has none */
     double z_loss;
 } Fixture;
 
@@ -63,12 +65,20 @@ static void fixture_open(Fixture* fx, const char* dir) {
     fx->targets = mallocCheck(fx->N * sizeof(int32_t));
     st_read_i32(&fx->ref, st_find(&fx->ref, "tokens"), fx->tokens);
     st_read_i32(&fx->ref, st_find(&fx->ref, "targets"), fx->targets);
+    const StTensor* docs = st_find(&fx->ref, "doc_ids");
+    fx->doc_ids = NULL;
+    if (docs) {
+        CHECK(docs->numel == fx->N, "fixture doc_ids has %zu elements, expected %zu", docs->numel, fx->N);
+        fx->doc_ids = mallocCheck(fx->N * sizeof(int32_t));
+        st_read_i32(&fx->ref, docs, fx->doc_ids);
+    }
 }
 
 static void fixture_close(Fixture* fx) {
     st_close(&fx->ref);
     free(fx->tokens);
     free(fx->targets);
+    free(fx->doc_ids);
 }
 
 static void load_model(Model* m, const char* ckpt, const Fixture* fx) {
@@ -78,6 +88,7 @@ static void load_model(Model* m, const char* ckpt, const Fixture* fx) {
     size_t fresh = hf_load_weights(m, ckpt, 1, false);
     CHECK(fresh == 0, "%s: %zu tensors were missing", ckpt, fresh);
     m->z_loss = fx->z_loss;
+    m->doc_ids = fx->doc_ids;
 }
 
 /* loss, logits, z, every gradient */
@@ -231,8 +242,8 @@ static void check_round_trip(const char* dir, Fixture* fx) {
 
 int main(void) {
     threads_init(0);
-    const char* fixtures[] = {"tests/fixtures/olmo2_mix", "tests/fixtures/llama_gqa"};
-    for (int k = 0; k < 2; k++) {
+    const char* fixtures[] = {"tests/fixtures/olmo2_mix", "tests/fixtures/llama_gqa", "tests/fixtures/llama3_docs"};
+    for (int k = 0; k < 3; k++) {
         printf("%s\n", fixtures[k]);
         Fixture fx;
         fixture_open(&fx, fixtures[k]);

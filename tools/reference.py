@@ -2,7 +2,8 @@
 """tools/reference.py - float64 PyTorch reference for repoc's model and AdamW step.
 
 An independent implementation of DESIGN.md sections 1-3 and 5 (OLMo-2 and Llama
-blocks, RoPE / RePo / NoPE positions in the HF rotate_half layout, YaRN, tied
+blocks, RoPE / RePo / NoPE positions in the HF rotate_half layout, YaRN and llama3
+rope_scaling, document masking of packed rows, tied
 head, cross-entropy with ignore index -1, optional z-loss, AdamW). It writes the
 committed fixtures under tests/fixtures/ (see tests/fixtures/README.md). It needs
 only torch and numpy; safetensors is read and written by the small code below.
@@ -103,6 +104,20 @@ def rope_tables(c):
     base = [c.theta ** (-2.0 * i / c.hd) for i in range(half)]
     if c.yarn is None:
         return torch.tensor(base, dtype=torch.float64), 1.0
+    if c.yarn["rope_type"] == "llama3":         # Llama-3.1: by wavelength 2 pi / f against L0/high and L0/low
+        s, L0 = float(c.yarn["factor"]), float(c.yarn["original_max_position_embeddings"])
+        lo, hi = float(c.yarn["low_freq_factor"]), float(c.yarn["high_freq_factor"])
+        inv = []
+        for f in base:
+            w = 2 * math.pi / f
+            if w < L0 / hi:
+                inv.append(f)                    # short wavelengths: unchanged
+            elif w > L0 / lo:
+                inv.append(f / s)                # long wavelengths: interpolated by s
+            else:
+                a = (L0 / w - lo) / (hi - lo)    # a = 1 at L0/high, 0 at L0/low
+                inv.append(a * f + (1 - a) * f / s)
+        return torch.tensor(inv, dtype=torch.float64), 1.0
     s, L0 = float(c.yarn["factor"]), float(c.yarn["original_max_position_embeddings"])
     beta_fast, beta_slow = 32.0, 1.0
 
@@ -171,6 +186,15 @@ def init_params(c):
     return P
 
 
+def doc_ids(c):
+    """[B,T] int32 document ids from c.docs (per row: document lengths), or None (one document per row)."""
+    if getattr(c, "docs", None) is None:
+        return None
+    ids = torch.tensor([[d for d, n in enumerate(row) for _ in range(n)] for row in c.docs], dtype=torch.int32)
+    assert ids.shape == (c.B, c.T), ids.shape
+    return ids
+
+
 def make_batch(c):
     """tokens [B,T] and next-token targets [B,T] (int32), n_ignore targets set to -1."""
     seq = torch.randint(0, c.V, (c.B, c.T + 1))
@@ -209,8 +233,16 @@ def attention(c, h, P, p, i, inv_freq, m, zs):
         k = rmsnorm(k, P[p + "self_attn.k_norm.weight"], c.eps)
     q, k, v = q.view(B, T, H, hd), k.view(B, T, KVH, hd), v.view(B, T, KVH, hd)
     mode = c.positions[i]
+    ids = doc_ids(c)
+    if ids is None:
+        same_doc = torch.ones(B, T, T, dtype=torch.bool)
+        t_in_doc = torch.arange(T, dtype=torch.float64)[None, :].expand(B, T)
+    else:                                        # packed documents: attend within one; positions from its start
+        same_doc = ids[:, :, None] == ids[:, None, :]
+        first = torch.stack([torch.nonzero(ids[b] == ids[b, t])[0, 0] for b in range(B) for t in range(T)])
+        t_in_doc = (torch.arange(T)[None, :] - first.view(B, T)).to(torch.float64)
     if mode == "rope":
-        pk = torch.arange(T, dtype=torch.float64)[None, :, None].expand(B, T, KVH)
+        pk = t_in_doc[:, :, None].expand(B, T, KVH)
     elif mode == "repo":                         # one position per KV head
         r = Fn.silu(h @ P[p + "self_attn.gate_map.weight"].T) * (h @ P[p + "self_attn.content_map.weight"].T)
         pk = r @ P[p + "self_attn.final_map.weight"].T
@@ -220,8 +252,8 @@ def attention(c, h, P, p, i, inv_freq, m, zs):
         q, k = rotate(q, pq, inv_freq, m), rotate(k, pk, inv_freq, m)
     k, v = k.repeat_interleave(c.G, dim=2), v.repeat_interleave(c.G, dim=2)
     s = torch.einsum("bthd,bshd->bhts", q, k) / math.sqrt(hd)
-    causal = torch.ones(T, T, dtype=torch.bool).tril()
-    s = s.masked_fill(~causal, float("-inf"))
+    causal = torch.ones(T, T, dtype=torch.bool).tril()[None] & same_doc
+    s = s.masked_fill(~causal[:, None], float("-inf"))
     a = torch.einsum("bhts,bshd->bthd", torch.softmax(s, dim=-1), v).reshape(B, T, H * hd)
     return a @ P[p + "self_attn.o_proj.weight"].T
 
@@ -343,6 +375,22 @@ def check_yarn_table():
         assert abs(a - b) <= 1e-15 * b and abs(a - n) <= 1e-12 * n, (inv, expect)
     assert abs(m - (1.0 + 0.1 * math.log(2.0))) < 1e-15 and abs(m - 1.0693147180559945) < 1e-15
     return inv, m
+
+
+def check_llama3_table():
+    """factor 4, low 1, high 4, L0 256, hd 8, theta 500000: wavelengths 2 pi theta^(i/4) = 6.28, 167.1, 4443,
+    118105 against L0/high = 64 and L0/low = 256: pair 0 kept, pair 1 blended, pairs 2, 3 divided by 4."""
+    c = Cfg(D=32, H=4, KVH=2, theta=500000.0,
+            yarn={"rope_type": "llama3", "factor": 4.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                  "original_max_position_embeddings": 256})
+    inv, m = rope_tables(c)
+    f1 = 500000.0 ** -0.25
+    a = (256 * f1 / (2 * math.pi) - 1) / 3      # L0 / wavelength = L0 f / (2 pi)
+    expect = [1.0, f1 / 4 + a * (f1 - f1 / 4), 500000.0 ** -0.5 / 4, 500000.0 ** -0.75 / 4]
+    assert 0 < a < 1 and m == 1.0, (a, m)
+    for x, y in zip(inv.tolist(), expect):
+        assert abs(x - y) <= 1e-15 * y, (inv, expect)
+    return inv, a
 
 
 def check_rotation():
@@ -503,6 +551,8 @@ def make_fixture(c, hp, seed):
     ref = {"tokens": tokens, "targets": targets, "loss": loss.reshape(1),
            "logits": logits.to(torch.float32), "loss_bf16": torch.tensor([loss16], dtype=torch.float64),
            "adamw_losses": torch.tensor(losses, dtype=torch.float64)}
+    if doc_ids(c) is not None:
+        ref["doc_ids"] = doc_ids(c)
     for i, z in zs.items():
         ref["z.%d" % i] = z.detach().to(torch.float32)
     for i, h in enumerate(hidden):
@@ -565,13 +615,25 @@ def fixtures():
     hp_olmo = {"lr": 6e-2, "beta1": 0.9, "beta2": 0.95, "eps": 2.0, "weight_decay": 0.1,
                "z_loss": 1e-4, "adamw_steps": 3}
     hp_llama = dict(hp_olmo, z_loss=0.0)
-    return [(olmo, hp_olmo, 1234), (llama, hp_llama, 5678)]
+    # Llama-3.2-style RoPE (llama3, factor 4, L0 256: wavelengths 6.3 kept, 167 blended, 4443 and 1.2e5
+    # divided) and three packed documents per row with document masking
+    doc = Cfg(name="llama3_docs", arch="llama", V=64, D=32, L=3, H=4, KVH=2, F=48, eps=1e-5,
+              theta=500000.0, tied=True, max_pos=1024,
+              yarn={"rope_type": "llama3", "factor": 4.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                    "original_max_position_embeddings": 256},
+              positions=["rope", "repo", "rope"], write_layer_positions=False, B=2, T=16, n_ignore=3,
+              docs=[[5, 7, 4], [3, 3, 10]],
+              embed_std=0.3, head_std=None, gain=0.8, norm_noise=0.1, repo_in_std=0.4, repo_out_std=0.4)
+    return [(olmo, hp_olmo, 1234), (llama, hp_llama, 5678), (doc, hp_llama, 4321)]
 
 
 def main():
     check_rotation()
     inv, m = check_yarn_table()
     print("YaRN table (factor 2, L0 8, hd 8, theta 5e5): inv_freq %s, m %.16f" % (inv.tolist(), m))
+    inv, a = check_llama3_table()
+    print("llama3 table (factor 4, low 1, high 4, L0 256, hd 8, theta 5e5): inv_freq %s, blend a %.16f"
+          % (inv.tolist(), a))
     total = sum(make_fixture(c, hp, seed) for c, hp, seed in fixtures())
     print("total fixture bytes: %d" % total)
     assert total < 2 * 1024 * 1024

@@ -69,6 +69,8 @@ const RcKey RC_KEYS[] = {
     SIZE("data.seq_len", data.seq_len, 2, BIG, 0, "block_size|context_length|max_seq_len|seq_length|T"),
     ENUM("data.order", data.order, "sequential|shuffle", 0, "shuffle"),
     { "data.synthetic", KT_RAW, O(data.synthetic), 0, 0, KF_NULL, NULL, "generator|synth" },
+    BOOL("data.document_mask", data.document_mask, 0, "doc_mask|document_masking"),
+    SIZE("data.eos_token_id", data.eos_token_id, 0, 0x7fffffff, KF_NULL, "eos_id|eos"),
     SEC("optim"),
     REAL("optim.lr", optim.lr, 0, HUGE_VAL, KF_LO_OPEN, "learning_rate"),
     REAL("optim.min_lr", optim.min_lr, 0, HUGE_VAL, 0, "min_learning_rate|final_lr"),
@@ -146,6 +148,8 @@ void run_config_defaults(RunConfig* rc) {
     rc->data.seq_len = 256;
     rc->data.order = ORDER_SHUFFLE;
     rc->data.synthetic = NULL;
+    rc->data.document_mask = false;
+    rc->data.eos_token_id = RC_UNSET;
 
     rc->optim.lr = 3e-4;
     rc->optim.min_lr = 0.0;
@@ -303,6 +307,9 @@ static int validate(RcCtx* c) {
     if (!val && !d->synthetic && rc->train.eval_every)
         return rc_fail(c, "data.val", "empty while train.eval_every is %zu: give files or globs, or set "
                        "train.eval_every to 0", rc->train.eval_every);
+    if (d->document_mask && d->eos_token_id == RC_UNSET && !rc->model.init_from[0])
+        return rc_fail(c, "data.eos_token_id", "is required with data.document_mask: the token that ends each "
+                       "document (model.init_from's checkpoint supplies it when its config.json has eos_token_id)");
     return 0;
 }
 

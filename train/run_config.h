@@ -98,6 +98,10 @@ typedef struct {
     DataOrder order;                    /* shuffle | sequential */
     cJSON* synthetic;                   /* NULL (JSON null): generator settings, owned; the data module
                                            validates its keys; given instead of train */
+    bool document_mask;                 /* false: attention within each document of a packed row, rope
+                                           positions restarting per document (data/documents.h) */
+    size_t eos_token_id;                /* RC_UNSET (null): the end-of-document token; null = model.init_from's
+                                           eos_token_id, required with document_mask otherwise */
 } RcData;
 
 typedef struct {
@@ -201,6 +205,12 @@ int run_config_apply_checkpoint(const RunConfig* rc, ModelConfig* c, const char*
    else the defaults) and the plan (lengths default to [data.seq_len]).
    Returns 0, or non-zero with err naming the key. */
 int run_config_eval_tasks(const RunConfig* rc, EvalPlan* plan, SyntheticConfig* syn, char* err, size_t err_len);
+
+/* The end-of-document token of data.document_mask: data.eos_token_id, else the eos_token_id that c carries
+   from its checkpoint's config.json (an integer, or the first of a list). Returns 0 with *eos set (-1 when
+   document_mask is off), or non-zero with err naming data.eos_token_id when none is known or it is outside
+   the vocabulary. */
+int run_config_eos(const RunConfig* rc, const ModelConfig* c, int32_t* eos, char* err, size_t err_len);
 
 /* The optimizer's config: optim.* plus total_steps = train.steps; lr_mult
    "repo" becomes repo_lr_mult, the other entries patterns. */

@@ -167,3 +167,25 @@ int run_config_eval_tasks(const RunConfig* rc, EvalPlan* plan, SyntheticConfig* 
     if (r) return r;
     return eval_plan_from_json(plan, rc->train.eval_tasks, "train.eval_tasks", syn, rc->data.seq_len, err, err_len);
 }
+
+int run_config_eos(const RunConfig* rc, const ModelConfig* c, int32_t* eos, char* err, size_t err_len) {
+    RcCtx x = { (RunConfig*)rc, rc->source[0] ? rc->source : NULL, err, err_len, true };
+    *eos = -1;
+    if (!rc->data.document_mask) return 0;
+    double id = -1;
+    if (rc->data.eos_token_id != RC_UNSET) id = (double)rc->data.eos_token_id;
+    else if (c->hf_carried[0]) {   /* the checkpoint's eos_token_id: a number, or a list (its first entry) */
+        cJSON* carried = cJSON_Parse(c->hf_carried);
+        const cJSON* v = cJSON_GetObjectItemCaseSensitive(carried, "eos_token_id");
+        if (cJSON_IsArray(v)) v = cJSON_GetArrayItem(v, 0);
+        if (cJSON_IsNumber(v)) id = v->valuedouble;
+        cJSON_Delete(carried);
+    }
+    if (id < 0)
+        return rc_fail(&x, "data.eos_token_id", "is required with data.document_mask: the token that ends each "
+                       "document (model.init_from's checkpoint supplies it when its config.json has eos_token_id)");
+    if (id >= (double)c->V)
+        return rc_fail(&x, "data.eos_token_id", "%.0f is outside the vocabulary [0, %zu)", id, c->V);
+    *eos = (int32_t)id;
+    return 0;
+}

@@ -1,6 +1,7 @@
 /* The training run: setup, step, eval, save (DESIGN.md §1, issue #4). */
 #include "train/trainer.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "common/dist.h"
 #include "common/fileio.h"
 #include "common/threads.h"
+#include "data/documents.h"
 #include "model/hf_checkpoint.h"
 #include "model/hf_config.h"
 #include "optim/clip.h"
@@ -145,13 +147,16 @@ void trainer_setup(Trainer* tr) {
     dist_bcast(tr->resumed_from, sizeof(tr->resumed_from));   /* rank 0 decides for all */
     resolve_model_config(tr);
     model_config_validate(&tr->mcfg);
+    char err[1024];
+    if (run_config_eos(rc, &tr->mcfg, &tr->eos, err, sizeof(err))) DIE("%s", err);
 
     const char* train_files[RC_LIST_MAX];
     const char* val_files[RC_LIST_MAX];
     for (size_t i = 0; i < rc->data.train.n; i++) train_files[i] = rc->data.train.v[i];
     for (size_t i = 0; i < rc->data.val.n; i++) val_files[i] = rc->data.val.v[i];
     data_source_open(&tr->data, rc->data.synthetic, train_files, rc->data.train.n, val_files, rc->data.val.n,
-                     rc->data.train_sources, rc->data.val_sources, rc->data.format, rc->data.order, rc->run.seed, tr->mcfg.V, tr->T);
+                     rc->data.train_sources, rc->data.val_sources, rc->data.format, rc->data.order, rc->run.seed,
+                     tr->mcfg.V, tr->T);
 
     run_config_optim(rc, &tr->ocfg);
     const char* freeze[OPTIM_MAX_PATTERNS];
@@ -162,6 +167,11 @@ void trainer_setup(Trainer* tr) {
     build_optimizer(tr);
     tr->tokens = mallocCheck(tr->B * tr->T * sizeof(int32_t));
     tr->targets = mallocCheck(tr->B * tr->T * sizeof(int32_t));
+    if (tr->eos >= 0) {
+        tr->doc_ids = mallocCheck(tr->B * tr->T * sizeof(int32_t));
+        printf("document masking: attention within documents ended by token %" PRId32 ", positions restart\n",
+               tr->eos);
+    }
     if (tr->data.synthetic && tr->data.syn.answer_weight != 1.0) {
         tr->answer_mask = mallocCheck(tr->B * tr->T);
         tr->target_weights = mallocCheck(tr->B * tr->T * sizeof(real));
@@ -203,6 +213,7 @@ void trainer_free(Trainer* tr) {
     free(tr->tokens);
     free(tr->targets);
     free(tr->answer_mask);
+    free(tr->doc_ids);
     free(tr->target_weights);
     free(tr->config_json);
     free(tr->shard_counts);
@@ -243,6 +254,13 @@ static void gather_params(Trainer* tr) {
     }
 }
 
+/* data.document_mask: the micro-batch's document ids, for the next forward and its backward */
+static void set_documents(Trainer* tr) {
+    if (!tr->doc_ids) return;
+    doc_ids_from_eos(tr->doc_ids, tr->tokens, tr->B, tr->T, tr->eos);
+    tr->model.doc_ids = tr->doc_ids;
+}
+
 void trainer_step(Trainer* tr) {
     Model* m = &tr->model;
     size_t step = tr->state.step, accum = tr->rc.train.grad_accum, world = (size_t)tr->world;
@@ -252,6 +270,7 @@ void trainer_step(Trainer* tr) {
         size_t row0 = (k * world + (size_t)tr->rank) * tr->B;
         data_source_rows(&tr->data, false, step, tr->rows_per_step, row0, tr->B, tr->T, tr->tokens, tr->targets,
                          tr->answer_mask);
+        set_documents(tr);
         if (tr->target_weights) {   /* the answer-weighted training loss (data.synthetic.answer_weight) */
             for (size_t i = 0; i < tr->B * tr->T; i++)
                 tr->target_weights[i] = tr->answer_mask[i] ? (real)tr->data.syn.answer_weight : 1;
@@ -338,6 +357,7 @@ static bool eval_stream(Trainer* tr, size_t k, size_t n, double* total) {
         size_t j = j0 + (size_t)tr->rank;
         if (j >= n) continue;
         data_source_val_rows(&tr->data, k, j, tr->B, tr->T, tr->tokens, tr->targets);
+        set_documents(tr);
         tr->model.target_weights = NULL;   /* validation: the plain mean over every target */
         *total += model_forward(&tr->model, tr->tokens, tr->targets);
     }
