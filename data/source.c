@@ -77,9 +77,17 @@ static void check_length(const TokenData* td, const char* key, const char* const
         "or a smaller data.seq_len", key, list, td->n_tokens, T + 1, key);
 }
 
+/* the mixture form of key (data.train / data.val): parse, then open each source */
+static void open_mixture(Mixture* mx, const cJSON* list, const char* key, const char* format, size_t vocab_size,
+                         size_t T) {
+    char err[512];
+    if (mixture_parse(mx, list, key, err, sizeof(err))) DIE("%s", err);
+    mixture_open(mx, key, format, vocab_size, T);
+}
+
 void data_source_open(DataSource* ds, const cJSON* synthetic, const char* const* train, size_t n_train,
-                      const char* const* val, size_t n_val, const char* format, DataOrder order, uint64_t seed,
-                      size_t vocab_size, size_t T) {
+                      const char* const* val, size_t n_val, const cJSON* train_sources, const cJSON* val_sources,
+                      const char* format, DataOrder order, uint64_t seed, size_t vocab_size, size_t T) {
     memset(ds, 0, sizeof(*ds));
     ds->order = order;
     ds->seed = seed;
@@ -95,10 +103,17 @@ void data_source_open(DataSource* ds, const cJSON* synthetic, const char* const*
         ds->has_val = true;
         return;
     }
-    CHECK(n_train > 0, "data.train: no training files given (and no data.synthetic)");
-    token_data_open(&ds->train, train, n_train, format, vocab_size);
-    check_length(&ds->train, "data.train", train, n_train, T);
-    if (n_val) {
+    if (train_sources) {
+        open_mixture(&ds->train_mix, train_sources, "data.train", format, vocab_size, T);
+    } else {
+        CHECK(n_train > 0, "data.train: no training files given (and no data.synthetic)");
+        token_data_open(&ds->train, train, n_train, format, vocab_size);
+        check_length(&ds->train, "data.train", train, n_train, T);
+    }
+    if (val_sources) {
+        open_mixture(&ds->val_mix, val_sources, "data.val", format, vocab_size, T);
+        ds->has_val = true;
+    } else if (n_val) {
         token_data_open(&ds->val, val, n_val, format, vocab_size);
         ds->has_val = true;
         check_length(&ds->val, "data.val", val, n_val, T);
@@ -127,8 +142,10 @@ void data_source_close(DataSource* ds) {
         packed_close(&ds->jtrain);
         if (ds->has_val) packed_close(&ds->jval);
     } else if (!ds->synthetic) {
-        token_data_close(&ds->train);
-        if (ds->has_val) token_data_close(&ds->val);
+        if (ds->train.files) token_data_close(&ds->train);
+        if (ds->val.files) token_data_close(&ds->val);
+        mixture_close(&ds->train_mix);
+        mixture_close(&ds->val_mix);
     }
     memset(ds, 0, sizeof(*ds));
 }
@@ -147,6 +164,11 @@ void data_source_rows(const DataSource* ds, bool val, size_t step, size_t rows_p
                     row0, n, tokens, targets, NULL);
         return;
     }
+    if (!val && ds->train_mix.n) {
+        mixture_rows(&ds->train_mix, ds->order, ds->seed, step, rows_per_step, row0, n, T, tokens, targets, NULL);
+        return;
+    }
+    CHECK(!val || !ds->val_mix.n, "data.val has sources: read them with data_source_val_rows");
     /* validation reads its files in order, batch after batch */
     token_data_rows(val ? &ds->val : &ds->train, val ? ORDER_SEQUENTIAL : ds->order, ds->seed, step, rows_per_step,
                     row0, n, T, tokens, targets);
@@ -160,4 +182,29 @@ void data_source_doc_ids(const DataSource* ds, bool val, size_t step, size_t row
     }
     packed_rows(val ? &ds->jval : &ds->jtrain, val ? ORDER_SEQUENTIAL : ds->order, ds->seed, step, rows_per_step, row0,
                 n, NULL, NULL, doc_ids);
+}
+
+size_t data_source_val_streams(const DataSource* ds) {
+    return ds->val_mix.n ? ds->val_mix.n : 1;
+}
+
+const char* data_source_val_name(const DataSource* ds, size_t k) {
+    return ds->val_mix.n ? ds->val_mix.src[k].name : NULL;
+}
+
+size_t data_source_val_batches(const DataSource* ds, size_t k, size_t eval_batches, size_t B, size_t T) {
+    if (!ds->val_mix.n) return eval_batches;
+    size_t windows = (ds->val_mix.src[k].data.n_tokens - 1) / T;   /* whole windows, as eval_perplexity */
+    size_t n = windows / B < eval_batches ? windows / B : eval_batches;
+    return n ? n : 1;   /* fewer than B windows: one batch, its later rows round the stream */
+}
+
+void data_source_val_rows(const DataSource* ds, size_t k, size_t batch, size_t B, size_t T, int32_t* tokens,
+                          int32_t* targets) {
+    if (!ds->val_mix.n) {
+        data_source_rows(ds, true, batch, B, 0, B, T, tokens, targets, NULL);
+        return;
+    }
+    /* sequential rows (batch*B + j) * T: the windows build/eval --ppl reads, in its order */
+    token_data_rows(&ds->val_mix.src[k].data, ORDER_SEQUENTIAL, ds->seed, batch, B, 0, B, T, tokens, targets);
 }

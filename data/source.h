@@ -11,14 +11,16 @@
 #include <stdint.h>
 
 #include "data/jsonl.h"
+#include "data/mixture.h"
 #include "data/synthetic.h"
 #include "data/tokens.h"
 
 typedef struct {
     bool synthetic;
     SyntheticConfig syn;
-    TokenData train, val;
-    bool jsonl;            /* data.format "jsonl": packed instruction rows instead of token files */
+    TokenData train, val;       /* the single-stream form (a list of files) */
+    Mixture train_mix, val_mix; /* the mixture form (a list of sources, data/mixture.h): n > 0 */
+    bool jsonl;                 /* data.format "jsonl": packed instruction rows instead of token files */
     PackedRows jtrain, jval;
     bool has_val;          /* val files given, or synthetic (a held-out stream) */
     DataOrder order;
@@ -32,10 +34,13 @@ typedef struct {
    Returns 0 or non-zero with err set. */
 int synthetic_from_json(SyntheticConfig* cfg, const cJSON* obj, char* err, size_t err_len);
 
-/* Open files (dies naming file and offset on bad data) or set up the generator. */
+/* Open files (dies naming file and offset on bad data) or set up the
+   generator. train_sources / val_sources: data.train / data.val in the
+   mixture form (a list of source objects), else NULL and the file lists
+   train / val are used. */
 void data_source_open(DataSource* ds, const cJSON* synthetic, const char* const* train, size_t n_train,
-                      const char* const* val, size_t n_val, const char* format, DataOrder order, uint64_t seed,
-                      size_t vocab_size, size_t T);
+                      const char* const* val, size_t n_val, const cJSON* train_sources, const cJSON* val_sources,
+                      const char* format, DataOrder order, uint64_t seed, size_t vocab_size, size_t T);
 /* data.format "jsonl": the files are JSON Lines records (data/jsonl.h), tokenized with tokenizer (NULL:
    pre-tokenized lines only) and packed into rows of T; prints the record counts and loss-token fraction. */
 void data_source_open_jsonl(DataSource* ds, const char* const* train, size_t n_train, const char* const* val,
@@ -55,5 +60,18 @@ void data_source_rows(const DataSource* ds, bool val, size_t step, size_t rows_p
    of its own). Other sources give 0 everywhere (one document per row). */
 void data_source_doc_ids(const DataSource* ds, bool val, size_t step, size_t rows_per_step, size_t row0, size_t n,
                          size_t T, int32_t* doc_ids);
+/* Validation streams: one per data.val source in the mixture form, else one
+   (the val files, or the synthetic held-out stream). name: the source's name,
+   NULL for the single stream. */
+size_t data_source_val_streams(const DataSource* ds);
+const char* data_source_val_name(const DataSource* ds, size_t k);
+/* Batches of B rows that stream k is evaluated on: eval_batches for the
+   single stream; for a source, at most its whole windows of T + 1 tokens
+   (neighbours sharing one token, as build/eval --ppl reads them), so its loss
+   is build/eval's perplexity over the same windows; at least 1. */
+size_t data_source_val_batches(const DataSource* ds, size_t k, size_t eval_batches, size_t B, size_t T);
+/* Batch `batch` of stream k: rows batch*B .. batch*B+B-1, row j the window from j*T */
+void data_source_val_rows(const DataSource* ds, size_t k, size_t batch, size_t B, size_t T, int32_t* tokens,
+                          int32_t* targets);
 
 #endif

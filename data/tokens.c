@@ -172,10 +172,12 @@ void token_data_rows(const TokenData* td, DataOrder order, uint64_t seed, size_t
           "rows %zu..%zu out of range: %zu rows per step", row0, row0 + n_rows, rows_per_step);
     for (size_t b = 0; b < n_rows; b++) {   /* b is the local row, row0 + b the global one */
         size_t start = token_data_row_start(td, order, seed, step, rows_per_step, row0 + b, T);
-        int32_t* x = tokens + b * T;
-        int32_t* y = targets + b * T;
-        stream_read(td, start, T, x);                 /* x[t] = stream[start + t] */
-        memcpy(y, x + 1, (T - 1) * sizeof *y);        /* y[t] = x[t + 1] */
-        y[T - 1] = (int32_t)token_data_at(td, (start + T) % td->n_tokens);
+        token_data_window(td, start, T, tokens + b * T, targets + b * T);
     }
+}
+
+void token_data_window(const TokenData* td, size_t start, size_t T, int32_t* x, int32_t* y) {
+    stream_read(td, start, T, x);                 /* x[t] = stream[start + t] */
+    memcpy(y, x + 1, (T - 1) * sizeof *y);        /* y[t] = x[t + 1] */
+    y[T - 1] = (int32_t)token_data_at(td, (start + T) % td->n_tokens);
 }

@@ -87,6 +87,10 @@ void token_data_rows(const TokenData* td, DataOrder order, uint64_t seed, size_t
                      size_t rows_per_step, size_t row0, size_t n_rows, size_t T,
                      int32_t* tokens, int32_t* targets);
 
+/* One row from stream position start: x[t] = stream[(start + t) mod N] for
+   t < T into tokens, x[t + 1] into targets */
+void token_data_window(const TokenData* td, size_t start, size_t T, int32_t* tokens, int32_t* targets);
+
 /* The stream position where row r of step s starts (the formula above) */
 size_t token_data_row_start(const TokenData* td, DataOrder order, uint64_t seed, size_t step,
                             size_t rows_per_step, size_t row, size_t T);

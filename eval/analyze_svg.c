@@ -1,4 +1,4 @@
-/* SVG figures for build/analyze (eval/analyze_svg.h). A figure is printed into
+/* SVG figures for build/analyze and build/plot (eval/analyze_svg.h). A figure is printed into
    a memory stream and written atomically; coordinates are pixels, y grows down.
    Ticks are "nice" numbers (1, 2 or 5 times a power of ten), about six per axis. */
 #include "eval/analyze_svg.h"
@@ -34,10 +34,8 @@ typedef struct {
 static double px(const Axes* a, double x) { return a->x0 + (x - a->xmin) / (a->xmax - a->xmin) * a->w; }
 static double py(const Axes* a, double y) { return a->y0 + a->h - (y - a->ymin) / (a->ymax - a->ymin) * a->h; }
 
-/* text with the XML specials escaped */
-static void put_text(FILE* f, double x, double y, const char* anchor, int size, const char* extra, const char* s) {
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" font-size=\"%d\"%s%s>", x, y, anchor, size,
-            extra ? " " : "", extra ? extra : "");
+/* s with the XML specials escaped (text and attribute values) */
+static void put_escaped(FILE* f, const char* s) {
     for (; *s; s++) {
         switch (*s) {
         case '&': fputs("&amp;", f); break;
@@ -47,6 +45,12 @@ static void put_text(FILE* f, double x, double y, const char* anchor, int size, 
         default: fputc(*s, f);
         }
     }
+}
+
+static void put_text(FILE* f, double x, double y, const char* anchor, int size, const char* extra, const char* s) {
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" font-size=\"%d\"%s%s>", x, y, anchor, size,
+            extra ? " " : "", extra ? extra : "");
+    put_escaped(f, s);
     fputs("</text>\n", f);
 }
 
@@ -105,6 +109,10 @@ static void draw_axes(FILE* f, const Axes* a, const char* xlabel, const char* yl
     }
     if (title) put_text(f, a->x0 + a->w / 2, a->y0 - 8, "middle", 13, "font-weight=\"bold\"", title);
 }
+
+static const char* const DASHES[] = {"", " stroke-dasharray=\"6 3\"", " stroke-dasharray=\"2 2\"",
+                                     " stroke-dasharray=\"7 3 2 3\""};
+#define N_DASHES (sizeof(DASHES) / sizeof(DASHES[0]))
 
 /* one legend entry at (x, y): a swatch and its label */
 static void legend_entry(FILE* f, double x, double y, const char* color, double opacity, const char* label) {
@@ -234,6 +242,66 @@ void svg_bars(const char* path, const BarChart* bc) {
 }
 
 /* is name an executable file in a directory of PATH? */
+#define LINE_W 1000.0
+#define LINE_PANEL_H 250.0
+#define LINE_MARGIN_R 270.0   /* the legends */
+
+/* a point's y on the panel's scale: log10 for a log panel; NAN when it cannot be drawn */
+static double scale_y(const LinePanel* p, double y) {
+    if (!isfinite(y) || (p->log_y && !(y > 0))) return NAN;
+    return p->log_y ? log10(y) : y;
+}
+
+void svg_lines(const char* path, const char* title, const char* xlabel, const LinePanel* panels, size_t n_panels) {
+    char* buf;
+    size_t len;
+    double H = MARGIN_TOP + n_panels * LINE_PANEL_H;
+    FILE* f = svg_open(&buf, &len, LINE_W, H);
+    put_text(f, LINE_W / 2, 22, "middle", 15, "font-weight=\"bold\"", title);
+    for (size_t pn = 0; pn < n_panels; pn++) {
+        const LinePanel* p = &panels[pn];
+        Axes a = {MARGIN_L, MARGIN_TOP + pn * LINE_PANEL_H + 10, LINE_W - MARGIN_L - LINE_MARGIN_R,
+                  LINE_PANEL_H - 75, INFINITY, -INFINITY, INFINITY, -INFINITY};
+        for (size_t s = 0; s < p->n_series; s++)
+            for (size_t i = 0; i < p->series[s].n; i++) {
+                double y = scale_y(p, p->series[s].y[i]);
+                if (isnan(y)) continue;
+                a.xmin = fmin(a.xmin, p->series[s].x[i]), a.xmax = fmax(a.xmax, p->series[s].x[i]);
+                a.ymin = fmin(a.ymin, y), a.ymax = fmax(a.ymax, y);
+            }
+        if (a.xmin > a.xmax) a.xmin = 0, a.xmax = 1, a.ymin = 0, a.ymax = 1;   /* nothing to draw */
+        if (!(a.xmax > a.xmin)) a.xmax = a.xmin + 1;
+        if (p->unit_y) a.ymin = 0, a.ymax = 1;
+        else nice_range(&a.ymin, &a.ymax);
+        char ylabel[96];
+        snprintf(ylabel, sizeof(ylabel), "%s%s", p->ylabel, p->log_y ? " (log10)" : "");
+        draw_axes(f, &a, pn + 1 == n_panels ? xlabel : NULL, ylabel, p->title, true);
+        double lx = a.x0 + a.w + 15, ly = a.y0 + 12;
+        for (size_t s = 0; s < p->n_series; s++) {
+            const LineSeries* ls = &p->series[s];
+            const char* color = COLORS[ls->color % N_COLORS];
+            fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.4\" stroke-opacity=\"%.2f\"%s "
+                    "data-panel=\"", color, ls->opacity, DASHES[ls->dash % N_DASHES]);
+            put_escaped(f, p->title);
+            fputs("\" data-series=\"", f);
+            put_escaped(f, ls->label);
+            fputs("\" points=\"", f);
+            for (size_t i = 0; i < ls->n; i++) {
+                double y = scale_y(p, ls->y[i]);
+                if (!isnan(y)) fprintf(f, "%.2f,%.2f ", px(&a, ls->x[i]), py(&a, y));
+            }
+            fputs("\"/>\n", f);
+            if (ly > a.y0 + a.h + 40) continue;   /* the legend is full: the panel is crowded anyway */
+            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\" "
+                    "stroke-opacity=\"%.2f\"%s/>\n", lx, ly - 4, lx + 22, ly - 4, color, ls->opacity,
+                    DASHES[ls->dash % N_DASHES]);
+            put_text(f, lx + 27, ly, "start", 11, NULL, ls->label);
+            ly += 15;
+        }
+    }
+    svg_close(f, &buf, &len, path);
+}
+
 static bool on_path(const char* name) {
     const char* path = getenv("PATH");
     char dir[4096], full[4200];

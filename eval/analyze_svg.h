@@ -1,11 +1,13 @@
-/* Figures of build/analyze as SVG written by hand (no plotting library): learned
-   positions z against the token index, one panel per RePo layer and one
-   polyline per chosen head with the needle and query spans shaded; and grouped
-   bar charts (attention mass needle / query / rest, segment shares). Each is
-   also converted to PNG when rsvg-convert is on PATH. */
+/* Figures as SVG written by hand (no plotting library). For build/analyze:
+   learned positions z against the token index, one panel per RePo layer and
+   one polyline per chosen head with the needle and query spans shaded; and
+   grouped bar charts (attention mass needle / query / rest, segment shares).
+   For build/plot: panels of line series over steps (training curves of
+   several runs). Each is also converted to PNG when rsvg-convert is on PATH. */
 #ifndef REPOC_ANALYZE_SVG_H
 #define REPOC_ANALYZE_SVG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/real.h"
@@ -37,9 +39,32 @@ typedef struct {
                                      side, each on its own scale (small needle masses next to a large rest) */
 } BarChart;
 
+/* one polyline of a LinePanel */
+typedef struct {
+    const char* label;            /* legend text, and the polyline's data-series attribute */
+    size_t n;
+    const double* x;              /* (n) */
+    const double* y;              /* (n) non-finite points are left out */
+    size_t color;                 /* index into the palette (runs keep their colour across panels) */
+    size_t dash;                  /* 0 solid, then dashed, dotted, dash-dot (metrics within a panel) */
+    double opacity;               /* 1; lower for a raw curve under its smoothed one */
+} LineSeries;
+
+typedef struct {
+    const char* title;            /* also the polylines' data-panel attribute */
+    const char* ylabel;
+    const LineSeries* series;
+    size_t n_series;
+    bool log_y;                   /* log10 scale (every y > 0 then; others are left out) */
+    bool unit_y;                  /* y axis [0, 1] whatever the data (accuracies) */
+} LinePanel;
+
 /* Write the figure to path (atomically); returns nothing, dies naming the path */
 void svg_positions(const char* path, const PosPlot* pp);
 void svg_bars(const char* path, const BarChart* bc);
+/* Panels stacked, one per LinePanel, sharing the x label; each with its legend on the right.
+   Every polyline carries data-panel="<panel title>" data-series="<label>" (for tests). */
+void svg_lines(const char* path, const char* title, const char* xlabel, const LinePanel* panels, size_t n_panels);
 
 /* path.svg -> path.png with rsvg-convert when it is on PATH; returns 1 when
    written, 0 when the converter is absent; dies when it is present and fails. */

@@ -118,3 +118,76 @@ void eval_task(TaskResult* r, Generator* g, const SyntheticConfig* syn, SynFamil
     r->key_blind = items ? kb / (double)items : 0;
     r->seconds = now_s() - t0;
 }
+
+int eval_plan_from_json(EvalPlan* p, const cJSON* obj, const char* key, const SyntheticConfig* syn,
+                        size_t default_len, char* err, size_t err_len) {
+    memset(p, 0, sizeof(*p));
+    for (int f = 0; f < SYN_N_FAMILIES; f++) p->family_on[f] = syn->weight[f] > 0;
+    p->lengths[0] = default_len;
+    p->n_lengths = 1;
+    p->items = 50;
+    p->seed = 1;
+    if (!cJSON_IsObject(obj)) return set_err(err, err_len, "%s: expected an object", key);
+    const cJSON* it;
+    cJSON_ArrayForEach(it, obj) {
+        const char* k = it->string;
+        if (!strcmp(k, "families")) {
+            if (!cJSON_IsArray(it) || !it->child)
+                return set_err(err, err_len, "%s.families: expected a non-empty list of family names", key);
+            memset(p->family_on, 0, sizeof(p->family_on));
+            const cJSON* e;
+            cJSON_ArrayForEach(e, it) {
+                int f = cJSON_IsString(e) ? synthetic_family_parse(e->valuestring) : -1;
+                if (cJSON_IsString(e) && !strcmp(e->valuestring, "all")) {
+                    for (int g = 0; g < SYN_N_FAMILIES; g++) p->family_on[g] = true;
+                    continue;
+                }
+                if (f < 0)
+                    return set_err(err, err_len, "%s.families: unknown family '%s' (all, single, multikey, "
+                                   "multivalue, multiquery, distractor, table)", key,
+                                   cJSON_IsString(e) ? e->valuestring : "(not a string)");
+                p->family_on[f] = true;
+            }
+        } else if (!strcmp(k, "lengths")) {
+            size_t n = cJSON_IsArray(it) ? (size_t)cJSON_GetArraySize(it) : 0;
+            if (n == 0 || n > EVAL_MAX_LENGTHS)
+                return set_err(err, err_len, "%s.lengths: expected a list of 1 to %d lengths in tokens", key,
+                               EVAL_MAX_LENGTHS);
+            size_t i = 0;
+            for (const cJSON* e = it->child; e; e = e->next, i++) {
+                if (!cJSON_IsNumber(e) || e->valuedouble < 1 || e->valuedouble > 1e9 ||
+                    e->valuedouble != floor(e->valuedouble))
+                    return set_err(err, err_len, "%s.lengths[%zu]: expected a positive integer (tokens)", key, i);
+                p->lengths[i] = (size_t)e->valuedouble;
+            }
+            p->n_lengths = n;
+        } else if (!strcmp(k, "items") || !strcmp(k, "seed")) {
+            if (!cJSON_IsNumber(it) || it->valuedouble < (k[0] == 'i') || it->valuedouble > 1e15 ||
+                it->valuedouble != floor(it->valuedouble))
+                return set_err(err, err_len, "%s.%s: expected a%s integer", key, k,
+                               k[0] == 'i' ? " positive" : " non-negative");
+            if (k[0] == 'i') p->items = (size_t)it->valuedouble;
+            else p->seed = (uint64_t)it->valuedouble;
+        } else {
+            return set_err(err, err_len, "%s.%s: unknown key (families, lengths, items, seed)", key, k);
+        }
+    }
+    bool any = false;
+    for (int f = 0; f < SYN_N_FAMILIES; f++) any |= p->family_on[f];
+    if (!any) return set_err(err, err_len, "%s.families: no family to score", key);
+    return 0;
+}
+
+size_t eval_plan_sizes(const EvalPlan* p, const SyntheticConfig* syn, size_t* chunk) {
+    size_t max_len = 0, max_prompt = 0;
+    for (size_t j = 0; j < p->n_lengths; j++) {
+        max_len = p->lengths[j] > max_len ? p->lengths[j] : max_len;
+        for (int f = 0; f < SYN_N_FAMILIES; f++) {
+            if (!p->family_on[f]) continue;
+            size_t P = eval_prompt_len(syn, (SynFamily)f, p->lengths[j]);   /* dies when too short */
+            max_prompt = P > max_prompt ? P : max_prompt;
+        }
+    }
+    *chunk = max_prompt < EVAL_PREFILL_CHUNK ? max_prompt : EVAL_PREFILL_CHUNK;
+    return max_len;
+}

@@ -6,6 +6,8 @@
 #ifndef REPOC_EVAL_TASKS_H
 #define REPOC_EVAL_TASKS_H
 
+#include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -57,5 +59,29 @@ double eval_chance(const SyntheticConfig* syn, SynFamily f);
    exact-match probability on this item, counted from the prompt. */
 double eval_key_blind(const SyntheticConfig* syn, SynFamily f, const int32_t* prompt, size_t prompt_len,
                       const int32_t* answer);
+
+/* Which items to score: families x lengths, `items` each, from `seed`.
+   build/eval fills it from --tasks/--lengths/--items/--seed, the trainer from
+   train.eval_tasks ({"families": [...], "lengths": [...], "items": N, "seed": S}). */
+#define EVAL_MAX_LENGTHS 32
+#define EVAL_MAX_TASKS (SYN_N_FAMILIES * EVAL_MAX_LENGTHS)
+#define EVAL_PREFILL_CHUNK 1024    /* prompt tokens per forward call: bounds the work space */
+typedef struct {
+    bool family_on[SYN_N_FAMILIES];
+    size_t lengths[EVAL_MAX_LENGTHS];   /* input windows in tokens */
+    size_t n_lengths;
+    size_t items;
+    uint64_t seed;
+} EvalPlan;
+
+/* train.eval_tasks as JSON: families (names, or "all"; default the ones with
+   weight > 0 in syn), lengths (tokens; default [default_len]), items (default
+   50), seed (default 1). Unknown keys and families are errors naming
+   "<key>.<field>". Returns 0, or non-zero with err set. */
+int eval_plan_from_json(EvalPlan* p, const cJSON* obj, const char* key, const SyntheticConfig* syn,
+                        size_t default_len, char* err, size_t err_len);
+/* The longest length (the cache the generator needs) and the prefill chunk;
+   dies naming the family and length when a length is too short for a family. */
+size_t eval_plan_sizes(const EvalPlan* p, const SyntheticConfig* syn, size_t* chunk);
 
 #endif

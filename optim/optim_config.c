@@ -15,6 +15,9 @@ void optim_config_default(OptimConfig* c) {
     c->min_lr = 0.0;
     c->schedule = SCHED_COSINE;
     c->warmup_steps = 0;
+    c->decay_steps = 0;
+    c->decay_fraction = 0.2;
+    c->decay_shape = DECAY_LINEAR;
     c->total_steps = 0;
     c->beta1 = 0.9;
     c->beta2 = 0.95;
@@ -33,8 +36,10 @@ void optim_config_validate(const OptimConfig* c) {
     CHECK(isfinite(c->lr) && c->lr >= 0, "optim: lr %g must be finite and >= 0", c->lr);
     CHECK(isfinite(c->min_lr) && c->min_lr >= 0 && c->min_lr <= c->lr,
           "optim: min_lr %g must be in [0, lr = %g]", c->min_lr, c->lr);
-    CHECK(c->schedule == SCHED_CONSTANT || c->schedule == SCHED_LINEAR || c->schedule == SCHED_COSINE,
-          "optim: schedule %d is not constant | linear | cosine", (int)c->schedule);
+    CHECK(c->schedule == SCHED_CONSTANT || c->schedule == SCHED_LINEAR || c->schedule == SCHED_COSINE ||
+          c->schedule == SCHED_WSD, "optim: schedule %d is not constant | linear | cosine | wsd", (int)c->schedule);
+    CHECK(c->decay_fraction >= 0 && c->decay_fraction <= 1, "optim: decay_fraction %g must be in [0, 1]",
+          c->decay_fraction);
     CHECK(c->beta1 >= 0 && c->beta1 < 1, "optim: beta1 %g must be in [0, 1)", c->beta1);
     CHECK(c->beta2 >= 0 && c->beta2 < 1, "optim: beta2 %g must be in [0, 1)", c->beta2);
     CHECK(isfinite(c->eps) && c->eps > 0, "optim: eps %g must be finite and > 0", c->eps);
@@ -96,7 +101,7 @@ size_t optim_freeze_patterns(const OptimConfig* c, const char* out[OPTIM_MAX_PAT
 
 /* the config spelling of a schedule */
 const char* schedule_name(Schedule s) {
-    return s == SCHED_CONSTANT ? "constant" : (s == SCHED_LINEAR ? "linear" : "cosine");
+    return s == SCHED_CONSTANT ? "constant" : s == SCHED_LINEAR ? "linear" : s == SCHED_COSINE ? "cosine" : "wsd";
 }
 
 /* the inverse of schedule_name; *out is untouched on failure */
@@ -104,6 +109,7 @@ bool schedule_parse(const char* s, Schedule* out) {
     if (!strcmp(s, "constant")) *out = SCHED_CONSTANT;
     else if (!strcmp(s, "linear")) *out = SCHED_LINEAR;
     else if (!strcmp(s, "cosine")) *out = SCHED_COSINE;
+    else if (!strcmp(s, "wsd")) *out = SCHED_WSD;
     else return false;
     return true;
 }

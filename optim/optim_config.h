@@ -13,7 +13,8 @@
 
 #include "model/tensors.h"
 
-typedef enum { SCHED_CONSTANT, SCHED_LINEAR, SCHED_COSINE } Schedule;
+typedef enum { SCHED_CONSTANT, SCHED_LINEAR, SCHED_COSINE, SCHED_WSD } Schedule;
+typedef enum { DECAY_LINEAR, DECAY_SQRT } DecayShape;   /* the WSD decay: linear or 1 - sqrt */
 
 #define OPTIM_MAX_PATTERNS 32        /* per list: lr_mult and freeze */
 
@@ -26,7 +27,10 @@ typedef struct {
 /* Defaults (optim_config_default):
      lr 3e-4            peak learning rate
      min_lr 0           floor of linear / cosine decay
-     schedule cosine    constant | linear | cosine (optim/schedule.h has the formulas)
+     schedule cosine    constant | linear | cosine | wsd (optim/schedule.h has the formulas)
+     decay_steps 0      wsd: steps of the final decay; 0 = decay_fraction of total_steps
+     decay_fraction 0.2 wsd: the decay's share of total_steps when decay_steps is 0
+     decay_shape linear wsd: linear | sqrt (1 - sqrt of the decay's progress)
      warmup_steps 0     linear warmup steps (0 = none)
      total_steps 0      schedule length; 0 = the run's number of steps (the trainer fills it in)
      beta1 0.9, beta2 0.95, eps 1e-8     (OLMo-2's pretraining values)
@@ -42,6 +46,9 @@ typedef struct {
     double lr, min_lr;
     Schedule schedule;
     size_t warmup_steps, total_steps;
+    size_t decay_steps;
+    double decay_fraction;
+    DecayShape decay_shape;
     double beta1, beta2, eps;
     double weight_decay;
     bool decay_embeddings, decay_norms;

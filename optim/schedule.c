@@ -8,6 +8,16 @@ double lr_at(const OptimConfig* c, size_t step, size_t total_steps) {
     size_t W = c->warmup_steps;
     if (step < W) return c->lr * (double)(step + 1) / (double)W;   /* linear warmup, never 0 */
     if (c->schedule == SCHED_CONSTANT) return c->lr;
+    if (c->schedule == SCHED_WSD) {
+        size_t D = c->decay_steps ? c->decay_steps : (size_t)ceil(c->decay_fraction * (double)total_steps);
+        if (D > total_steps - W) D = total_steps > W ? total_steps - W : 0;
+        size_t S = total_steps - D;   /* the first decay step */
+        if (step < S || D == 0) return c->lr;
+        double q = (double)(step - S + 1) / (double)D;
+        if (q > 1.0) q = 1.0;
+        double f = c->decay_shape == DECAY_SQRT ? 1.0 - sqrt(q) : 1.0 - q;
+        return c->min_lr + (c->lr - c->min_lr) * f;
+    }
     /* progress through the decay phase, in [0, 1] */
     double p = total_steps > W ? (double)(step - W) / (double)(total_steps - W) : 1.0;
     if (p > 1.0) p = 1.0;

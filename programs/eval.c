@@ -19,7 +19,6 @@
 #define EVAL_JSON_VERSION 1
 #define MAX_LIST 32
 #define MAX_LENGTH ((size_t)1 << 31)   /* the most tokens a cache or a window may hold */
-#define PREFILL_CHUNK 1024             /* prompt tokens per forward call: bounds the work space */
 
 typedef struct {
     const char* ckpt;
@@ -232,16 +231,11 @@ static size_t plan(EvalOptions* o, const SyntheticConfig* syn, const CkptInfo* c
     *chunk = 0;
     if (!any_task) return 0;
     synthetic_validate(syn, cfg->V);
-    size_t max_len = 0, max_prompt = 0;
-    for (size_t j = 0; j < o->n_lengths; j++) {
-        max_len = o->lengths[j] > max_len ? o->lengths[j] : max_len;
-        for (int f = 0; f < SYN_N_FAMILIES; f++) {
-            if (!o->family_on[f]) continue;
-            size_t P = eval_prompt_len(syn, (SynFamily)f, o->lengths[j]);   /* dies when too short */
-            max_prompt = P > max_prompt ? P : max_prompt;
-        }
-    }
-    *chunk = max_prompt < PREFILL_CHUNK ? max_prompt : PREFILL_CHUNK;
+    EvalPlan p = {.n_lengths = o->n_lengths};
+    _Static_assert(MAX_LIST <= EVAL_MAX_LENGTHS, "--lengths must fit an EvalPlan");
+    memcpy(p.family_on, o->family_on, sizeof(p.family_on));
+    memcpy(p.lengths, o->lengths, o->n_lengths * sizeof(size_t));
+    size_t max_len = eval_plan_sizes(&p, syn, chunk);   /* dies when a length is too short */
     double bytes = (double)gen_arena_reals(cfg, max_len, *chunk) * sizeof(real);
     if (bytes > 0.8 * phys_mem_bytes())
         DIE("eval: length %zu needs %.1f GiB for the KV cache and work space, more than 80%% of this machine's "

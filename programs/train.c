@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
     size_t start = tr.state.step;
     bool saved = false, stop = false;
     /* a signal stops all ranks at the same step: each rank asks the others every step */
-    while (tr.state.step < rc->train.steps && !(stop = dist_any(stop_requested != 0))) {
+    while (tr.state.step < rc->train.steps && !(stop = dist_any(stop_requested != 0)) && trainer_data_left(&tr)) {
         if (rc->train.eval_every && tr.data.has_val && tr.state.step % rc->train.eval_every == 0 &&
             !trainer_eval(&tr)) {
             stop = true;   /* a signal during the evaluation: no further step */

@@ -23,5 +23,9 @@ grep -q 'Single needle at the training length T = 64: exact match \*\*[0-9.]*\*\
 grep -qE '^\| repo \| single x[0-9]+ L=64 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|' "$r" ||
     fail "no attention/segment row for repo"
 grep -q '^  all  ' "$r" || fail "no RePo position statistics"
+# the training curves: stage 2 has one smoothed-loss polyline per mode
+for f in training_stage1 training_stage2; do [ -s "$out/analysis/$f.svg" ] || fail "no $f.svg from build/plot"; done
+n=$(grep -c 'data-panel="training loss" data-series="stage2_[a-z0-9]* loss (smoothed)"' "$out/analysis/training_stage2.svg")
+[ "$n" = 5 ] || fail "training_stage2.svg: expected 5 smoothed training-loss curves, found $n"
 [ -z "$(git status --porcelain docs/ 2>/dev/null)" ] || fail "the quick run changed docs/"
 echo "study --quick: report complete ($(wc -l < "$r") lines)"

@@ -130,6 +130,9 @@ build/analyze --compare $(for m in $MODES; do echo "$out/analysis/$m/analysis.js
     --out "$out/analysis/compare" > "$out/analysis/compare.md" 2>"$out/logs/compare.log"
 build/analyze --compare $(for m in $MODES; do echo "$out/analysis/${m}_distractor/analysis.json"; done) \
     --out "$out/analysis/compare_distractor" > "$out/analysis/compare_distractor.md" 2>>"$out/logs/compare.log"
+build/plot "$out/stage1_rope" --out "$out/analysis/training_stage1.svg" > "$out/logs/plot.log" 2>&1 &&
+build/plot $(for m in $MODES; do echo "$out/stage2_$m"; done) --out "$out/analysis/training_stage2.svg" \
+    >> "$out/logs/plot.log" 2>&1 || { echo "build/plot failed: $out/logs/plot.log" >&2; exit 1; }
 t_end=$(date +%s)
 
 # ---- report
@@ -138,7 +141,8 @@ tools/study_report.sh "$out" "$quick" $((t_stage1 - t_start)) $((t_stage2 - t_st
 log "results: $out/results.md ($((t_end - t_start)) s in all)"
 if [ $quick = 0 ]; then
     mkdir -p docs/study
-    for f in compare/compare_attention compare/compare_segments compare_distractor/compare_attention repo/positions; do
+    for f in compare/compare_attention compare/compare_segments compare_distractor/compare_attention repo/positions \
+             training_stage1 training_stage2; do
         [ -f "$out/analysis/$f.svg" ] && cp "$out/analysis/$f.svg" "docs/study/$(echo "$f" | tr / _).svg"
     done
     tools/study_report.sh --splice docs/study.md "$out/results.md"

@@ -141,7 +141,8 @@ echo '```'
 echo
 echo "Figures: [attention mass per mode](study/compare_compare_attention.svg)," \
      "[distractor](study/compare_distractor_compare_attention.svg)," \
-     "[segment shares](study/compare_compare_segments.svg), [RePo positions z against token index](study/repo_positions.svg)."
+     "[segment shares](study/compare_compare_segments.svg), [RePo positions z against token index](study/repo_positions.svg)," \
+     "training curves of [stage 1](study/training_stage1.svg) and of [stage 2, every mode overlaid](study/training_stage2.svg) (build/plot)."
 echo
 echo "### Commands"
 echo

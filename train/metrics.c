@@ -80,6 +80,25 @@ static void fmt_eta(char* out, size_t len, double seconds) {
     else snprintf(out, len, "%ldh%02ldm", t / 3600, t / 60 % 60);
 }
 
+/* `, "key": {"name": value, ...}` from sizes or (sizes NULL) reals; nothing when n is 0. Source names come
+   from the config checked by data/mixture.c; they are written as JSON strings by cJSON. */
+static void write_named(FILE* fp, const char* key, size_t n, const char* const* names, const size_t* sizes,
+                        const double* reals) {
+    if (!n) return;
+    fprintf(fp, ", \"%s\": {", key);
+    for (size_t k = 0; k < n; k++) {
+        cJSON* j = cJSON_CreateString(names[k]);
+        char* name = j ? cJSON_PrintUnformatted(j) : NULL;
+        CHECK(name, "out of memory writing metrics.jsonl");
+        cJSON_Delete(j);
+        fprintf(fp, "%s%s: ", k ? ", " : "", name);
+        if (sizes) fprintf(fp, "%zu", sizes[k]);
+        else fprintf(fp, "%.17g", reals[k]);
+        cJSON_free(name);
+    }
+    fprintf(fp, "}");
+}
+
 void metrics_step(Metrics* mt, const StepLog* s) {
     if (!mt->jsonl) return;
     char eta[32];
@@ -89,6 +108,9 @@ void metrics_step(Metrics* mt, const StepLog* s) {
            s->loss, s->lr, s->grad_norm, s->tokens_per_s, s->ms);
     if (s->comm_ms >= 0) printf(" (comm %.1f)", s->comm_ms);
     printf(" | ETA %s", eta);
+    for (size_t k = 0; k < s->n_sources; k++)   /* each source's share of the tokens seen */
+        printf("%s%s %.1f%%", k ? ", " : " | ", s->source_names[k],
+               s->tokens_seen ? 100.0 * (double)s->source_tokens[k] / (double)s->tokens_seen : 0.0);
     if (mt->tty) mt->line_open = true;
     else printf("\n");
     fflush(stdout);
@@ -97,15 +119,27 @@ void metrics_step(Metrics* mt, const StepLog* s) {
             "\"ms\": %.3f, \"tokens_seen\": %zu",
             s->step, s->loss, s->lr, s->grad_norm, s->tokens_per_s, s->ms, s->tokens_seen);
     if (s->comm_ms >= 0) fprintf(mt->jsonl, ", \"comm_ms\": %.3f", s->comm_ms);
+    write_named(mt->jsonl, "source_tokens", s->n_sources, s->source_names, s->source_tokens, NULL);
     fprintf(mt->jsonl, "}\n");
     flush_or_die(mt);
 }
 
-void metrics_eval(Metrics* mt, size_t step, double val_loss, size_t n_batches) {
+void metrics_eval(Metrics* mt, const EvalLog* e) {
     if (!mt->jsonl) return;
     metrics_break(mt);
-    printf("step %6zu | val loss %.4f (%zu batches)\n", step, val_loss, n_batches);
+    printf("step %6zu | val loss %.4f (%zu batches)", e->step, e->val_loss, e->n_batches);
+    for (size_t k = 0; k < e->n_sources; k++)
+        printf("%s%s %.4f", k ? ", " : " | ", e->source_names[k], e->source_loss[k]);
+    for (size_t k = 0; k < e->n_tasks; k++)
+        printf("%s%s %.2f", k ? ", " : " | retrieval ", e->task_names[k], e->task_acc[k]);
+    printf("\n");
     fflush(stdout);
-    fprintf(mt->jsonl, "{\"step\": %zu, \"val_loss\": %.17g, \"val_batches\": %zu}\n", step, val_loss, n_batches);
+    fprintf(mt->jsonl, "{\"step\": %zu, \"val_loss\": %.17g, \"val_batches\": %zu", e->step, e->val_loss,
+            e->n_batches);
+    write_named(mt->jsonl, "val_loss_source", e->n_sources, e->source_names, NULL, e->source_loss);
+    write_named(mt->jsonl, "val_batches_source", e->n_sources, e->source_names, e->source_batches, NULL);
+    write_named(mt->jsonl, "retrieval", e->n_tasks, e->task_names, NULL, e->task_acc);
+    write_named(mt->jsonl, "retrieval_tokens", e->n_tasks, e->task_names, NULL, e->task_token_acc);
+    fprintf(mt->jsonl, "}\n");
     flush_or_die(mt);
 }

@@ -25,7 +25,26 @@ typedef struct {
     double eta_s;
     size_t tokens_seen;
     double comm_ms;       /* time in all-reduce and all-gather (several ranks); < 0: one rank, not logged */
+    size_t n_sources;     /* a data mixture: tokens seen per source ("source_tokens" in metrics.jsonl); 0 = none */
+    const char* const* source_names;     /* (n_sources) */
+    const size_t* source_tokens;         /* (n_sources) */
 } StepLog;
+
+/* One evaluation: the token-weighted mean loss over the validation streams
+   and, with data.val given as sources, each source's loss and batches */
+typedef struct {
+    size_t step;
+    double val_loss;      /* sum_k loss_k * tokens_k / sum_k tokens_k */
+    size_t n_batches;     /* over all streams */
+    size_t n_sources;     /* 0: one stream (no per-source losses) */
+    const char* const* source_names;     /* (n_sources) */
+    const double* source_loss;           /* (n_sources) */
+    const size_t* source_batches;        /* (n_sources) */
+    size_t n_tasks;       /* train.eval_tasks: "retrieval" in metrics.jsonl, {"family@length": accuracy} */
+    const char* const* task_names;       /* (n_tasks) */
+    const double* task_acc;              /* (n_tasks) exact-match accuracy in [0, 1] */
+    const double* task_token_acc;        /* (n_tasks) answer tokens right ("retrieval_tokens") */
+} EvalLog;
 
 /* Open out_dir/metrics.jsonl for appending, after dropping the lines of steps
    after keep_step (a run killed after its last checkpoint logged steps that the
@@ -35,7 +54,7 @@ typedef struct {
 void metrics_open(Metrics* mt, const char* out_dir, size_t keep_step);
 void metrics_close(Metrics* mt);
 void metrics_step(Metrics* mt, const StepLog* s);
-void metrics_eval(Metrics* mt, size_t step, double val_loss, size_t n_batches);
+void metrics_eval(Metrics* mt, const EvalLog* e);
 /* end the progress line before other output */
 void metrics_break(Metrics* mt);
 

@@ -76,14 +76,17 @@ const RcKey RC_KEYS[] = {
     STR("data.tokenizer", data.tokenizer, KF_NULL, "tokenizer_path"),
     SIZE("data.seq_len", data.seq_len, 2, BIG, 0, "block_size|context_length|max_seq_len|seq_length|T"),
     ENUM("data.order", data.order, "sequential|shuffle", 0, "shuffle"),
-    { "data.synthetic", KT_RAW, 0, 0, 0, KF_NULL, NULL, "generator|synth" },
+    { "data.synthetic", KT_RAW, O(data.synthetic), 0, 0, KF_NULL, NULL, "generator|synth" },
     BOOL("data.document_mask", data.document_mask, 0, "doc_mask|document_masking"),
     SIZE("data.eos_token_id", data.eos_token_id, 0, 0x7fffffff, KF_NULL, "eos_id|eos"),
     SEC("optim"),
     REAL("optim.lr", optim.lr, 0, HUGE_VAL, KF_LO_OPEN, "learning_rate"),
     REAL("optim.min_lr", optim.min_lr, 0, HUGE_VAL, 0, "min_learning_rate|final_lr"),
-    ENUM("optim.schedule", optim.schedule, "constant|linear|cosine", 0, "lr_schedule|scheduler"),
+    ENUM("optim.schedule", optim.schedule, "constant|linear|cosine|wsd", 0, "lr_schedule|scheduler"),
     SIZE("optim.warmup_steps", optim.warmup_steps, 0, BIG, 0, "warmup"),
+    SIZE("optim.decay_steps", optim.decay_steps, 0, BIG, KF_NULL, "cooldown_steps|decay"),
+    REAL("optim.decay_fraction", optim.decay_fraction, 0, 1, 0, "cooldown_fraction|decay_frac"),
+    ENUM("optim.decay_shape", optim.decay_shape, "linear|sqrt", 0, "cooldown_shape"),
     REAL("optim.beta1", optim.beta1, 0, 1, KF_HI_OPEN, "adam_beta1"),
     REAL("optim.beta2", optim.beta2, 0, 1, KF_HI_OPEN, "adam_beta2"),
     REAL("optim.eps", optim.eps, 0, HUGE_VAL, KF_LO_OPEN, "adam_eps|adam_epsilon|epsilon"),
@@ -108,14 +111,16 @@ const RcKey RC_KEYS[] = {
     BOOL("train.shard_optimizer", train.shard_optimizer, 0, "zero"),
     BOOL("train.recompute", train.recompute, 0, "activation_checkpointing|gradient_checkpointing"),
     SIZE("train.head_chunk", train.head_chunk, 0, BIG, 0, "logits_chunk"),
+    { "train.eval_tasks", KT_RAW, O(train.eval_tasks), 0, 0, KF_NULL, NULL, "tasks|retrieval_eval" },
 };
 #define N_KEYS (sizeof(RC_KEYS) / sizeof(RC_KEYS[0]))
 _Static_assert(N_KEYS <= RC_KEYS_MAX, "raise RC_KEYS_MAX");
 _Static_assert(RC_LIST_MAX <= OPTIM_MAX_PATTERNS, "lr_mult / freeze lists must fit OptimConfig");
 _Static_assert(sizeof(BlockStyle) == sizeof(int) && sizeof(DataOrder) == sizeof(int) &&
-               sizeof(Schedule) == sizeof(int), "KT_ENUM fields are stored as int");
+               sizeof(Schedule) == sizeof(int) && sizeof(DecayShape) == sizeof(int), "KT_ENUM fields are stored as int");
 _Static_assert(BLOCK_OLMO2 == 0 && BLOCK_LLAMA == 1 && ORDER_SEQUENTIAL == 0 && ORDER_SHUFFLE == 1 &&
-               SCHED_CONSTANT == 0 && SCHED_LINEAR == 1 && SCHED_COSINE == 2, "enum order = `choices` order");
+               SCHED_CONSTANT == 0 && SCHED_LINEAR == 1 && SCHED_COSINE == 2 && SCHED_WSD == 3 &&
+               DECAY_LINEAR == 0 && DECAY_SQRT == 1, "enum order = `choices` order");
 const size_t RC_N_KEYS = N_KEYS;
 
 /* The model and optimizer defaults are model_config_default's and
@@ -177,6 +182,9 @@ void run_config_defaults(RunConfig* rc) {
     rc->optim.min_lr = o.min_lr;
     rc->optim.schedule = o.schedule;
     rc->optim.warmup_steps = 100;
+    rc->optim.decay_steps = RC_UNSET;
+    rc->optim.decay_fraction = 0.2;
+    rc->optim.decay_shape = DECAY_LINEAR;
     rc->optim.beta1 = o.beta1;
     rc->optim.beta2 = o.beta2;
     rc->optim.eps = o.eps;
@@ -208,7 +216,11 @@ void run_config_defaults(RunConfig* rc) {
 
 void run_config_free(RunConfig* rc) {
     cJSON_Delete(rc->data.synthetic);
-    rc->data.synthetic = NULL;
+    cJSON_Delete(rc->data.train_sources);
+    cJSON_Delete(rc->data.val_sources);
+    cJSON_Delete(rc->train.eval_tasks);
+    rc->train.eval_tasks = NULL;
+    rc->data.synthetic = rc->data.train_sources = rc->data.val_sources = NULL;
 }
 
 
@@ -306,6 +318,11 @@ static int validate(RcCtx* c) {
 
     if (rc->optim.min_lr > rc->optim.lr)
         return rc_fail(c, "optim.min_lr", "%g exceeds optim.lr %g", rc->optim.min_lr, rc->optim.lr);
+    if (rc->optim.decay_steps != RC_UNSET && rc->optim.warmup_steps + rc->optim.decay_steps > rc->train.steps)
+        return rc_fail(c, "optim.decay_steps", "%zu plus optim.warmup_steps %zu exceeds train.steps %zu",
+                       rc->optim.decay_steps, rc->optim.warmup_steps, rc->train.steps);
+    if (rc->optim.decay_steps != RC_UNSET && rc->optim.schedule != SCHED_WSD)
+        return rc_fail(c, "optim.decay_steps", "given, but optim.schedule is not \"wsd\"");
     if (rc->optim.warmup_steps > rc->train.steps)
         return rc_fail(c, "optim.warmup_steps", "%zu exceeds train.steps %zu", rc->optim.warmup_steps, rc->train.steps);
 
@@ -319,11 +336,20 @@ static int validate(RcCtx* c) {
                        "lower train.batch_size or data.seq_len (train.grad_accum adds rows without memory)",
                        t->batch_size, rc->data.seq_len);
 
+    if (rc->train.eval_tasks) {   /* checked here, so that the message names the config file */
+        EvalPlan plan;
+        SyntheticConfig syn;
+        char e[400];
+        if (run_config_eval_tasks(rc, &plan, &syn, e, sizeof(e))) return rc_fail_keyed(c, e);
+        if (!rc->train.eval_every)
+            return rc_fail(c, "train.eval_tasks", "given, but train.eval_every is 0: the tasks run at evaluations");
+    }
     const RcData* d = &rc->data;
-    if (d->train.n && d->synthetic) return rc_fail(c, "data.synthetic", "given together with data.train: use one");
-    if (!d->train.n && !d->synthetic)
+    bool train = d->train.n || d->train_sources, val = d->val.n || d->val_sources;
+    if (train && d->synthetic) return rc_fail(c, "data.synthetic", "given together with data.train: use one");
+    if (!train && !d->synthetic)
         return rc_fail(c, "data.train", "no training data: give files or globs, or a data.synthetic generator");
-    if (!d->val.n && !d->synthetic && rc->train.eval_every)
+    if (!val && !d->synthetic && rc->train.eval_every)
         return rc_fail(c, "data.val", "empty while train.eval_every is %zu: give files or globs, or set "
                        "train.eval_every to 0", rc->train.eval_every);
     if (d->document_mask && d->eos_token_id == RC_UNSET && !rc->model.init_from[0] && strcmp(d->format, "jsonl"))
@@ -338,7 +364,7 @@ static int validate(RcCtx* c) {
 static void adapt_defaults(RunConfig* rc) {
     size_t n = 0;
     rc->notes[0] = 0;
-    if (!rc->data.val.n && !rc->data.synthetic && rc->train.eval_every && !run_config_was_set(rc, "train.eval_every")) {
+    if (!rc->data.val.n && !rc->data.val_sources && !rc->data.synthetic && rc->train.eval_every && !run_config_was_set(rc, "train.eval_every")) {
         rc->train.eval_every = 0;
         n += (size_t)snprintf(rc->notes + n, sizeof(rc->notes) - n, "note: no data.val given: evaluation is off "
                               "(give data.val files to evaluate every train.eval_every steps)\n");
@@ -412,6 +438,8 @@ static cJSON* value_json(const RunConfig* rc, const RcKey* k) {
     case KT_REAL:
         return (k->flags & KF_NULL) && *(const double*)f == 0 ? cJSON_CreateNull() : number_json(*(const double*)f);
     case KT_LIST:
+        if (f == &rc->data.train && rc->data.train_sources) return cJSON_Duplicate(rc->data.train_sources, 1);
+        if (f == &rc->data.val && rc->data.val_sources) return cJSON_Duplicate(rc->data.val_sources, 1);
         v = cJSON_CreateArray();
         for (size_t i = 0; i < ((const RcList*)f)->n; i++)
             cJSON_AddItemToArray(v, cJSON_CreateString(((const RcList*)f)->v[i]));
@@ -428,7 +456,7 @@ static cJSON* value_json(const RunConfig* rc, const RcKey* k) {
             cJSON_AddItemToObject(v, rc->optim.lr_mult.v[i].pattern, number_json(rc->optim.lr_mult.v[i].mult));
         return v;
     case KT_RAW:
-        return rc->data.synthetic ? cJSON_Duplicate(rc->data.synthetic, 1) : cJSON_CreateNull();
+        return *(cJSON* const*)f ? cJSON_Duplicate(*(cJSON* const*)f, 1) : cJSON_CreateNull();
     }
     return NULL;
 }

@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>         /* data.synthetic is kept as a cJSON object */
 
 #include "data/tokens.h"         /* DataOrder */
+#include "eval/eval_tasks.h"     /* EvalPlan: train.eval_tasks */
 #include "model/config.h"        /* ModelConfig, BlockStyle, PosMode, MAX_LAYERS */
 #include "model/tensors.h"       /* TENSOR_NAME_LEN: the longest name pattern */
 #include "optim/optim_config.h"  /* Schedule, OptimConfig */
@@ -101,6 +102,10 @@ typedef struct {
 typedef struct {
     RcList train;                       /* empty: files or globs (token formats: data/README.md) */
     RcList val;                         /* empty: files or globs for evaluation */
+    cJSON* train_sources;               /* NULL: data.train in the mixture form, a list of sources {"name",
+                                           "files", "weight", "exhausted"} (data/mixture.h), owned; train is
+                                           then empty */
+    cJSON* val_sources;                 /* NULL: data.val in the same form (weights ignored); one loss each */
     char format[RC_WORD_LEN];           /* "auto" | "bin" | "npy" | "u16" | "u32" | "jsonl" (data/jsonl.h) */
     char tokenizer[RC_PATH_LEN];        /* "" (JSON null): jsonl text records use model.init_from's tokenizer.json */
     size_t seq_len;                     /* 256: T, tokens per row */
@@ -116,8 +121,11 @@ typedef struct {
 typedef struct {
     double lr;                          /* 3e-4: peak learning rate */
     double min_lr;                      /* 0: floor of linear / cosine decay */
-    Schedule schedule;                  /* cosine | linear | constant */
+    Schedule schedule;                  /* cosine | linear | constant | wsd */
     size_t warmup_steps;                /* 100 */
+    size_t decay_steps;                 /* RC_UNSET (JSON null): wsd's decay steps; null = decay_fraction */
+    double decay_fraction;              /* 0.2: wsd's decay share of train.steps when decay_steps is null */
+    DecayShape decay_shape;             /* linear | sqrt (1 - sqrt) */
     double beta1, beta2, eps;           /* 0.9, 0.95, 1e-8 */
     double weight_decay;                /* 0.1 */
     bool decay_embeddings;              /* false */
@@ -150,6 +158,9 @@ typedef struct {
     size_t head_chunk;                  /* 0 = automatic: all B*T rows while their logits take at most 512 MiB,
                                            else chunks of 128 MiB of logits; N > 0: N rows at once (>= B*T:
                                            all); memplan_head_chunk resolves it (ModelOpts.head_chunk) */
+    cJSON* eval_tasks;                  /* NULL (JSON null): synthetic retrieval scored at every evaluation,
+                                           {"families": [...], "lengths": [tokens...], "items": N, "seed": S}
+                                           (eval/eval_tasks.h, train_tasks_parse), owned */
 } RcTrain;
 
 typedef struct {
@@ -210,6 +221,11 @@ void run_config_model(const RunConfig* rc, ModelConfig* c);
    rope_scaling. Validate c afterwards (model_config_validate). */
 int run_config_apply_checkpoint(const RunConfig* rc, ModelConfig* c, const char* ckpt_dir, bool resuming, char* err,
                                 size_t err_len);
+
+/* train.eval_tasks resolved: the items' generator settings (data.synthetic's,
+   else the defaults) and the plan (lengths default to [data.seq_len]).
+   Returns 0, or non-zero with err naming the key. */
+int run_config_eval_tasks(const RunConfig* rc, EvalPlan* plan, SyntheticConfig* syn, char* err, size_t err_len);
 
 /* The end-of-document token of data.document_mask: data.eos_token_id, else the eos_token_id that c carries
    from its checkpoint's config.json (an integer, or the first of a list). Returns 0 with *eos set (-1 when

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/check.h"
+#include "data/source.h"            /* synthetic_from_json: the eval tasks' generator settings */
 #include "train/run_config_schema.h"
 
 #define RS_ORIG_MAX "model.positions.rope_scaling.original_max_position_embeddings"
@@ -157,6 +158,9 @@ void run_config_optim(const RunConfig* rc, OptimConfig* oc) {
     oc->min_lr = o->min_lr;
     oc->schedule = o->schedule;
     oc->warmup_steps = o->warmup_steps;
+    oc->decay_steps = o->decay_steps == RC_UNSET ? 0 : o->decay_steps;
+    oc->decay_fraction = o->decay_fraction;
+    oc->decay_shape = o->decay_shape;
     oc->total_steps = rc->train.steps;
     oc->beta1 = o->beta1;
     oc->beta2 = o->beta2;
@@ -172,6 +176,14 @@ void run_config_optim(const RunConfig* rc, OptimConfig* oc) {
         else optim_config_add_lr_mult(oc, o->lr_mult.v[i].pattern, o->lr_mult.v[i].mult);
     }
     for (size_t i = 0; i < o->freeze.n; i++) optim_config_add_freeze(oc, o->freeze.v[i]);
+}
+
+int run_config_eval_tasks(const RunConfig* rc, EvalPlan* plan, SyntheticConfig* syn, char* err, size_t err_len) {
+    cJSON* empty = cJSON_CreateObject();
+    int r = synthetic_from_json(syn, rc->data.synthetic ? rc->data.synthetic : empty, err, err_len);
+    cJSON_Delete(empty);
+    if (r) return r;
+    return eval_plan_from_json(plan, rc->train.eval_tasks, "train.eval_tasks", syn, rc->data.seq_len, err, err_len);
 }
 
 int run_config_eos(const RunConfig* rc, const ModelConfig* c, int32_t* eos, char* err, size_t err_len) {

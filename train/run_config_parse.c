@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/check.h"           /* CHECK, mallocCheck */
+#include "data/mixture.h"           /* mixture_given, mixture_parse: data.train / data.val as sources */
 #include "train/run_config_schema.h"
 
 static const char* base_name(const RcKey* k) {
@@ -133,6 +134,13 @@ int rc_fail(RcCtx* c, const char* path, const char* fmt, ...) {
     return -1;
 }
 
+int rc_fail_keyed(RcCtx* c, const char* msg) {
+    const char* rest = strstr(msg, ": ");
+    char at[RC_PATH_LEN];
+    snprintf(at, sizeof(at), "%.*s", rest ? (int)(rest - msg) : 0, msg);
+    return rest ? rc_fail(c, at, "%s", rest + 2) : rc_fail(c, NULL, "%s", msg);
+}
+
 /* a JSON value as short text for messages */
 static void describe(const cJSON* v, char* out, size_t n) {
     char* s = cJSON_PrintUnformatted(v);
@@ -163,7 +171,8 @@ static int type_error(RcCtx* c, const RcKey* k, const char* path, const cJSON* v
     case KT_BOOL: snprintf(what, sizeof(what), "true or false"); break;
     case KT_SIZE: case KT_U64: snprintf(what, sizeof(what), "an integer"); break;
     case KT_REAL: snprintf(what, sizeof(what), "a number"); break;
-    case KT_LIST: snprintf(what, sizeof(what), "a list of strings"); break;
+    case KT_LIST: snprintf(what, sizeof(what), "a list of strings%s", strncmp(k->path, "data.", 5) ? "" :
+                           " or of sources {\"name\", \"files\", \"weight\"}"); break;
     case KT_LAYERS: snprintf(what, sizeof(what), "a list of %s", k->choices); break;
     case KT_LRMULT: snprintf(what, sizeof(what), "an object of pattern: multiplier"); break;
     }
@@ -253,7 +262,7 @@ static int apply_null(RcCtx* c, const RcKey* k, void* f) {
     case KT_SIZE: *(size_t*)f = RC_UNSET; break;
     case KT_REAL: *(double*)f = 0; break;
     case KT_LAYERS: c->rc->model.positions.n_layers_list = 0; break;
-    case KT_RAW: cJSON_Delete(c->rc->data.synthetic), c->rc->data.synthetic = NULL; break;
+    case KT_RAW: cJSON_Delete(*(cJSON**)f), *(cJSON**)f = NULL; break;
     case KT_OBJ: {   /* a nullable section goes back to its defaults */
         RunConfig* d = mallocCheck(sizeof(*d));
         run_config_defaults(d);
@@ -266,8 +275,30 @@ static int apply_null(RcCtx* c, const RcKey* k, void* f) {
     return 0;
 }
 
+/* data.train / data.val in the mixture form: checked here (so the message names the config file), kept as JSON */
+static int apply_sources(RcCtx* c, const char* path, const cJSON* v, RcList* out) {
+    cJSON** keep = out == &c->rc->data.train ? &c->rc->data.train_sources : &c->rc->data.val_sources;
+    Mixture mx;
+    char err[512];
+    int bad = mixture_parse(&mx, v, path, err, sizeof(err));
+    mixture_close(&mx);
+    if (bad) return rc_fail_keyed(c, err);
+    cJSON_Delete(*keep);
+    *keep = cJSON_Duplicate(v, 1);
+    CHECK(*keep, "out of memory copying %s", path);
+    out->n = 0;
+    return 0;
+}
+
 static int apply_list(RcCtx* c, const RcKey* k, const char* path, const cJSON* v, RcList* out) {
     char ep[RC_PATH_LEN + 16], got[80];
+    bool data_list = out == &c->rc->data.train || out == &c->rc->data.val;
+    if (data_list && mixture_given(v)) return apply_sources(c, path, v, out);
+    if (data_list) {   /* a list of files replaces the sources */
+        cJSON** keep = out == &c->rc->data.train ? &c->rc->data.train_sources : &c->rc->data.val_sources;
+        cJSON_Delete(*keep);
+        *keep = NULL;
+    }
     bool one = cJSON_IsString(v);
     if (!one && !cJSON_IsArray(v)) return type_error(c, k, path, v);
     size_t n = one ? 1 : (size_t)cJSON_GetArraySize(v), i = 0;
@@ -362,9 +393,9 @@ static int apply(RcCtx* c, const RcKey* k, const cJSON* v) {
         return 0;
     case KT_RAW:
         if (!cJSON_IsObject(v)) return type_error(c, k, path, v);
-        cJSON_Delete(c->rc->data.synthetic);
-        c->rc->data.synthetic = cJSON_Duplicate(v, 1);
-        CHECK(c->rc->data.synthetic, "out of memory copying %s", path);
+        cJSON_Delete(*(cJSON**)f);
+        *(cJSON**)f = cJSON_Duplicate(v, 1);
+        CHECK(*(cJSON**)f, "out of memory copying %s", path);
         return 0;
     }
     return 0;
@@ -383,13 +414,14 @@ int rc_apply_object(RcCtx* c, const char* parent, const cJSON* obj) {
     return 0;
 }
 
-/* data.synthetic.<a.b.c> = v, making the objects on the way */
-static int synthetic_set(RcCtx* c, const char* rest, const cJSON* v) {
+/* <raw key>.<a.b.c> = v (data.synthetic, train.eval_tasks), making the objects on the way */
+static int raw_set(RcCtx* c, const RcKey* k, const char* rest, const cJSON* v) {
     char path[RC_PATH_LEN + 16], buf[RC_PATH_LEN];
-    snprintf(path, sizeof(path), "data.synthetic.%s", rest);
+    snprintf(path, sizeof(path), "%s.%s", k->path, rest);
     snprintf(buf, sizeof(buf), "%s", rest);
-    if (!c->rc->data.synthetic) c->rc->data.synthetic = cJSON_CreateObject();
-    cJSON* obj = c->rc->data.synthetic;
+    cJSON** field = (cJSON**)((char*)c->rc + k->off);
+    if (!*field) *field = cJSON_CreateObject();
+    cJSON* obj = *field;
     char* name = buf;
     for (char* dot; obj && (dot = strchr(name, '.')) != NULL; name = dot + 1) {
         *dot = 0;
@@ -445,7 +477,7 @@ int rc_apply_override(RcCtx* c, const char* text) {
         r = apply(c, k, v);
     } else {   /* an entry of lr_mult or data.synthetic */
         mark_set(c->rc, k);
-        r = k->type == KT_LRMULT ? lr_mult_set(c, rest, v) : synthetic_set(c, rest, v);
+        r = k->type == KT_LRMULT ? lr_mult_set(c, rest, v) : raw_set(c, k, rest, v);
     }
     cJSON_Delete(v);
     if (r == 0) c->rc->set_arg[k - RC_KEYS] = text;   /* later messages about this key name the argument */

@@ -54,6 +54,8 @@ typedef struct {
     const RunConfig* read;   /* the config whose --set arguments by_key looks up when rc is NULL */
 } RcCtx;
 int rc_fail(RcCtx* c, const char* path, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+/* rc_fail for a message "key: what" from another module's checker (data.train[1].weight: ...) */
+int rc_fail_keyed(RcCtx* c, const char* msg);
 
 /* the nth word of "a|b|c", copied into out */
 const char* rc_word(const char* list, int n, char* out, size_t len);

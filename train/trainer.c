@@ -138,6 +138,17 @@ void trainer_plan_only(Trainer* tr) {
     trainer_memory_plan(tr, true);
 }
 
+/* train.eval_tasks: the plan (checked at config load), the generator settings and a KV cache for the longest length */
+static void setup_tasks(Trainer* tr) {
+    const RunConfig* rc = &tr->rc;
+    char err[512];
+    if (run_config_eval_tasks(rc, &tr->tasks, &tr->task_syn, err, sizeof(err))) DIE("%s", err);
+    synthetic_validate(&tr->task_syn, tr->mcfg.V);
+    size_t chunk, max_len = eval_plan_sizes(&tr->tasks, &tr->task_syn, &chunk);   /* dies when too short */
+    gen_build(&tr->gen, &tr->model, max_len, chunk);
+    tr->has_tasks = true;
+}
+
 void trainer_setup(Trainer* tr) {
     RunConfig* rc = &tr->rc;
     tr->rank = dist_rank();
@@ -167,6 +178,8 @@ void trainer_setup(Trainer* tr) {
     for (size_t i = 0; i < rc->data.val.n; i++) val_files[i] = rc->data.val.v[i];
     if (!strcmp(rc->data.format, "jsonl")) {
         CHECK(!rc->data.synthetic, "data.format \"jsonl\" reads data.train files; remove data.synthetic");
+        CHECK(!rc->data.train_sources && !rc->data.val_sources,
+              "data.format \"jsonl\" takes data.train and data.val as lists of files, not of sources");
         char tok[4096] = "";   /* data.tokenizer, else model.init_from's tokenizer.json when it has one */
         if (rc->data.tokenizer[0]) snprintf(tok, sizeof(tok), "%s", rc->data.tokenizer);
         else if (rc->model.init_from[0]) {
@@ -179,7 +192,8 @@ void trainer_setup(Trainer* tr) {
                                tok[0] ? tok : NULL, rc->data.order, rc->run.seed, tr->mcfg.V, tr->T);
     } else {
         data_source_open(&tr->data, rc->data.synthetic, train_files, rc->data.train.n, val_files, rc->data.val.n,
-                         rc->data.format, rc->data.order, rc->run.seed, tr->mcfg.V, tr->T);
+                         rc->data.train_sources, rc->data.val_sources, rc->data.format, rc->data.order, rc->run.seed,
+                         tr->mcfg.V, tr->T);
     }
 
     run_config_optim(rc, &tr->ocfg);
@@ -190,6 +204,7 @@ void trainer_setup(Trainer* tr) {
     model_build_opts(&tr->model, &tr->mcfg, tr->B, tr->T, freeze, n_freeze, &mo, true);
     tr->model.lora_base = rc->model.init_from;
     tr->model.z_loss = rc->optim.z_loss;
+    if (rc->train.eval_tasks) setup_tasks(tr);
     build_optimizer(tr);
     tr->tokens = mallocCheck(tr->B * tr->T * sizeof(int32_t));
     tr->targets = mallocCheck(tr->B * tr->T * sizeof(int32_t));
@@ -237,6 +252,7 @@ void trainer_free(Trainer* tr) {
     metrics_close(&tr->metrics);
     data_source_close(&tr->data);
     adamw_free(&tr->opt);
+    if (tr->has_tasks) gen_free(&tr->gen);
     model_free(&tr->model);
     free(tr->tokens);
     free(tr->targets);
@@ -342,34 +358,110 @@ void trainer_step(Trainer* tr) {
     if (tr->state.step % every == 0 || tr->state.step == tr->rc.train.steps) {
         StepLog s = {tr->state.step, tr->rc.train.steps, loss, lr, norm, dt * 1e3,
                      tr->rows_per_step * tr->T / dt, dt * (double)(tr->rc.train.steps - tr->state.step),
-                     tr->state.tokens_seen, tr->world > 1 ? tr->comm_s * 1e3 : -1};
+                     tr->state.tokens_seen, tr->world > 1 ? tr->comm_s * 1e3 : -1, 0, NULL, NULL};
+        const Mixture* mx = &tr->data.train_mix;
+        const char* names[MIX_MAX_SOURCES];
+        size_t tokens[MIX_MAX_SOURCES];
+        for (size_t k = 0; k < mx->n; k++) {   /* a pure function of the step: right after a resume too */
+            names[k] = mx->src[k].name;
+            tokens[k] = (size_t)mixture_count(mx, k, (uint64_t)tr->state.step * tr->rows_per_step) * tr->T;
+        }
+        s.n_sources = mx->n, s.source_names = names, s.source_tokens = tokens;
         metrics_step(&tr->metrics, &s);
     }
 }
 
+bool trainer_data_left(Trainer* tr) {
+    const Mixture* mx = &tr->data.train_mix;
+    uint64_t G0 = (uint64_t)tr->state.step * tr->rows_per_step, G1 = G0 + tr->rows_per_step;
+    for (size_t k = 0; k < mx->n; k++) {
+        const MixSource* s = &mx->src[k];
+        uint64_t before = mixture_pass(mx, k, G0, tr->T), after = mixture_pass(mx, k, G1, tr->T);
+        if (after <= 1 || after == before) continue;
+        if (s->exhausted == MIX_STOP) {
+            metrics_break(&tr->metrics);
+            printf("data.train source '%s' is used up (%zu tokens, read once by step %zu) and has \"exhausted\": "
+                   "\"stop\": ending the run before step %zu\n", s->name, s->data.n_tokens, tr->state.step,
+                   tr->state.step + 1);
+            return false;
+        }
+        metrics_break(&tr->metrics);
+        printf("note: data.train source '%s' (%zu tokens) wraps around in step %zu: pass %llu over its data begins\n",
+               s->name, s->data.n_tokens, tr->state.step + 1, (unsigned long long)after);
+    }
+    return true;
+}
+
+/* The loss of validation stream k over n batches of B rows, summed over the ranks (batch j on rank j mod
+   world); every rank takes part in each round's stop check, so all ranks leave at the same round. False
+   when a signal asked to stop. */
+static bool eval_stream(Trainer* tr, size_t k, size_t n, double* total) {
+    size_t world = (size_t)tr->world;
+    *total = 0;
+    for (size_t j0 = 0; j0 < n; j0 += world) {
+        if (tr->stop && dist_any(*tr->stop != 0)) return false;
+        size_t j = j0 + (size_t)tr->rank;
+        if (j >= n) continue;
+        data_source_val_rows(&tr->data, k, j, tr->B, tr->T, tr->tokens, tr->targets);
+        set_documents(tr, true, j, tr->B, 0);
+        tr->model.target_weights = NULL;   /* validation: the plain mean over every target */
+        *total += model_forward(&tr->model, tr->tokens, tr->targets);
+    }
+    dist_allreduce_sum_double(total, 1);
+    return true;
+}
+
+/* Every (family, length) of train.eval_tasks through eval_task (build/eval's code) with the current
+   weights: name "family@length" and exact-match accuracy each. Every rank scores the same items (the
+   generator is not split); the stop check between tasks keeps the ranks together. */
+static bool eval_tasks(Trainer* tr, char (*name)[40], const char** name_ptr, double* acc, double* token_acc,
+                       size_t* n) {
+    const EvalPlan* p = &tr->tasks;
+    for (int f = 0; f < SYN_N_FAMILIES; f++) {
+        if (!p->family_on[f]) continue;
+        for (size_t j = 0; j < p->n_lengths; j++) {
+            if (tr->stop && dist_any(*tr->stop != 0)) return false;
+            TaskResult r;
+            eval_task(&r, &tr->gen, &tr->task_syn, (SynFamily)f, p->lengths[j], p->items, p->seed, -1);
+            snprintf(name[*n], 40, "%s@%zu", synthetic_family_name((SynFamily)f), p->lengths[j]);
+            name_ptr[*n] = name[*n];
+            token_acc[*n] = r.items ? (double)r.tokens_correct / (double)(r.items * r.answer_len) : 0;
+            acc[(*n)++] = r.items ? (double)r.correct / (double)r.items : 0;
+        }
+    }
+    return true;
+}
+
 bool trainer_eval(Trainer* tr) {
-    size_t n = tr->rc.train.eval_batches, world = (size_t)tr->world;
-    double total = 0;
-    /* validation batch k = rows [k*B, (k+1)*B) of the held-out stream, on rank k mod world; every rank
-       takes part in each round's stop check, so all ranks leave at the same round */
-    for (size_t k0 = 0; k0 < n; k0 += world) {
-        if (tr->stop && dist_any(*tr->stop != 0)) {
+    size_t n_streams = data_source_val_streams(&tr->data), all = 0;
+    const char* names[MIX_MAX_SOURCES];
+    double loss[MIX_MAX_SOURCES], weighted = 0;
+    size_t batches[MIX_MAX_SOURCES];
+    for (size_t k = 0; k < n_streams; k++) {   /* each stream's mean, then the mean weighted by its tokens */
+        size_t n = data_source_val_batches(&tr->data, k, tr->rc.train.eval_batches, tr->B, tr->T);
+        double total;
+        if (!eval_stream(tr, k, n, &total)) {
             tr->model.has_loss = false;
             return false;
         }
-        size_t k = k0 + (size_t)tr->rank;
-        if (k >= n) continue;
-        data_source_rows(&tr->data, true, k, tr->B, 0, tr->B, tr->T, tr->tokens, tr->targets, NULL);
-        set_documents(tr, true, k, tr->B, 0);
-        tr->model.target_weights = NULL;   /* validation: the plain mean over every target */
-        total += model_forward(&tr->model, tr->tokens, tr->targets);
+        names[k] = data_source_val_name(&tr->data, k);
+        loss[k] = n ? total / (double)n : 0;
+        batches[k] = n;
+        weighted += total;   /* = loss_k * n_k: every batch has B*T tokens */
+        all += n;
     }
-    dist_allreduce_sum_double(&total, 1);
     tr->model.has_loss = false;   /* an eval forward is never followed by backward */
-    tr->last_val_loss = n ? total / (double)n : 0;
+    char task_names[EVAL_MAX_TASKS][40];
+    const char* task_ptr[EVAL_MAX_TASKS];
+    double acc[EVAL_MAX_TASKS], token_acc[EVAL_MAX_TASKS];
+    size_t n_tasks = 0;
+    if (tr->has_tasks && !eval_tasks(tr, task_names, task_ptr, acc, token_acc, &n_tasks)) return false;
+    tr->last_val_loss = all ? weighted / (double)all : 0;
     tr->has_val_loss = true;
     tr->val_step = tr->state.step;
-    metrics_eval(&tr->metrics, tr->state.step, tr->last_val_loss, n);
+    EvalLog e = {tr->state.step, tr->last_val_loss, all, names[0] ? n_streams : 0, names, loss, batches,
+                 n_tasks, task_ptr, acc, token_acc};
+    metrics_eval(&tr->metrics, &e);
     return true;
 }
 

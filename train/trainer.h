@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "data/source.h"
+#include "eval/eval_tasks.h"
 #include "model/model.h"
 #include "optim/adamw.h"
 #include "train/checkpoint.h"
@@ -53,6 +54,10 @@ typedef struct {
     double last_val_loss;
     bool has_val_loss;
     size_t val_step;             /* the step last_val_loss was measured at */
+    bool has_tasks;              /* train.eval_tasks given: retrieval scored at every evaluation */
+    EvalPlan tasks;
+    SyntheticConfig task_syn;    /* the items' generator: data.synthetic's settings, else the defaults */
+    Generator gen;               /* KV cache over the training model's weights, for the tasks */
     const volatile sig_atomic_t* stop;   /* non-zero: a signal asked to stop (checked between eval batches); or NULL */
 } Trainer;
 
@@ -74,7 +79,13 @@ void trainer_free(Trainer* tr);
    AdamW (and all-gather when sharded), log.
    Dies (after the last good checkpoint) on a NaN or Inf loss or gradient. */
 void trainer_step(Trainer* tr);
-/* Mean validation loss over train.eval_batches batches into last_val_loss (logged); false,
+/* Whether the data lets the next step run: false (with a message) when a
+   data.train source with "exhausted": "stop" would start its second pass in
+   it; a source that wraps prints a note at each new pass. */
+bool trainer_data_left(Trainer* tr);
+/* Mean validation loss over train.eval_batches batches into last_val_loss (logged); with data.val given
+   as sources, each source's loss over its batches and the token-weighted mean of them; with
+   train.eval_tasks, the exact-match accuracy of each family and length (eval_task, as build/eval); false,
    with nothing logged, when *tr->stop was set on any rank before the last batch. */
 bool trainer_eval(Trainer* tr);
 /* A checkpoint of the current step; first checks that every rank holds the same weights. */

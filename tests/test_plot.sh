@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# build/plot: two runs (rope and repo) on a two-source mixture with per-source
+# validation and train.eval_tasks, overlaid in one SVG. Checked structurally:
+# the SVG parses as XML, and every (run, metric) has exactly one polyline in
+# its panel (training loss raw and smoothed, val_loss and each source, lr,
+# grad norm, tokens/s, each retrieval task) with one point per metrics.jsonl
+# entry; bad arguments are usage errors.
+. "$(dirname "$0")/testlib.sh" plot
+
+build/tools/gen_tokens "$T/web.u16" 20000 64 1 || exit 1
+build/tools/gen_tokens "$T/code.u16" 5000 64 2 || exit 1
+for mode in rope repo; do
+    cat >"$T/$mode.json" <<JSON
+{"run": {"out_dir": "$T/$mode", "seed": 3, "threads": 2},
+ "model": {"vocab_size": 64, "d_model": 32, "n_layers": 2, "n_heads": 2, "d_ff": 64, "positions": {"mode": "$mode"}},
+ "data": {"train": [{"name": "web", "files": ["$T/web.u16"], "weight": 2}, {"name": "code", "files": ["$T/code.u16"], "weight": 1}],
+          "val": [{"name": "web", "files": ["$T/web.u16"]}, {"name": "code", "files": ["$T/code.u16"]}], "seq_len": 32},
+ "optim": {"lr": 3e-3, "warmup_steps": 2, "schedule": "wsd", "decay_fraction": 0.3, "decay_shape": "sqrt"},
+ "train": {"batch_size": 4, "steps": 12, "log_every": 1, "eval_every": 4, "eval_batches": 2,
+           "eval_tasks": {"families": ["single", "distractor"], "items": 5}}}
+JSON
+    build/train "$T/$mode.json" >"$T/$mode.log" 2>&1 || { bad "training $mode failed"; tail -3 "$T/$mode.log"; }
+done
+if build/plot "$T/rope" "$T/repo/" --out "$T/curves.svg" >"$T/plot.log" 2>&1; then ok "build/plot of two runs: $(head -n 1 "$T/plot.log")"
+else bad "build/plot failed: $(cat "$T/plot.log")"; fi
+
+python3 - "$T" <<'PY' && ok "one polyline per run and metric in its panel, one point per logged value (2 runs x 13 series)" || bad "the SVG's series"
+import json, sys, xml.etree.ElementTree as ET
+T = sys.argv[1]
+svg = ET.parse(T + "/curves.svg").getroot()
+lines = {}
+for p in svg.iter("{http://www.w3.org/2000/svg}polyline"):
+    key = (p.get("data-panel"), p.get("data-series"))
+    assert key not in lines, ("twice", key)
+    lines[key] = len(p.get("points").split())
+want = {}
+for mode in ("rope", "repo"):
+    run = mode   # the legend names a run by its directory's last name
+    m = [json.loads(l) for l in open(T + "/" + mode + "/metrics.jsonl")]
+    steps = [j for j in m if "loss" in j]
+    evals = [j for j in m if "val_loss" in j]
+    for name, panel in (("loss", "training loss"), ("loss (smoothed)", "training loss"), ("lr", "learning rate"),
+                        ("grad norm", "gradient norm"), ("tokens/s", "tokens/s")):
+        want[(panel, run + " " + name)] = len(steps)
+    for name in ("val_loss", "web", "code"):
+        want[("validation loss", run + " " + name)] = len(evals)
+    for name in ("single@32", "distractor@32"):
+        want[("retrieval accuracy (exact match)", run + " " + name)] = len(evals)
+assert lines == want, (sorted(set(lines) ^ set(want)), [(k, lines.get(k), want.get(k)) for k in want if lines.get(k) != want[k]])
+PY
+if command -v rsvg-convert >/dev/null; then
+    [ -s "$T/curves.png" ] && ok "rsvg-convert present: curves.png written" || bad "rsvg-convert present but no PNG"
+fi
+for args in "--out $T/x.png $T/rope" "$T/rope" "$T/nothing --out $T/y.svg" "$T/rope --out $T/a.svg --out $T/b.svg"; do
+    if build/plot $args >"$T/err.log" 2>&1; then bad "build/plot $args: accepted"
+    else ok "build/plot ${args//$T\//}: $(head -n 1 "$T/err.log" | sed "s|$T/||g")"; fi
+done
+echo "test_plot: $([ $failures -eq 0 ] && echo all OK || echo FAILED)"
+[ $failures -eq 0 ]
