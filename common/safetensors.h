@@ -106,7 +106,14 @@ void st_write_filled(const char* path, const StWriteTensor* tensors, const StFil
 
 /* bf16 <-> f32 helpers (round to nearest even, NaN kept quiet) */
 uint16_t st_f32_to_bf16(float x);
-float st_bf16_to_f32(uint16_t b);
+/* bf16 is the top half of an f32: widening is exact, `(uint32)bits << 16` (inline: AdamW's bf16 state
+   widens every moment in its step loop) */
+static inline float st_bf16_to_f32(uint16_t b) {
+    uint32_t u = (uint32_t)b << 16;
+    float x;
+    __builtin_memcpy(&x, &u, 4);
+    return x;
+}
 float st_f16_to_f32(uint16_t h);
 
 /* Offset of the first byte of s[0..n) that does not start a valid UTF-8

@@ -39,14 +39,6 @@ uint16_t st_f32_to_bf16(float x) {
     return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 
-/* bf16 is the top half of an f32: widening is exact, `(uint32)bits << 16`. */
-float st_bf16_to_f32(uint16_t b) {
-    uint32_t u = (uint32_t)b << 16;
-    float x;
-    memcpy(&x, &u, 4);
-    return x;
-}
-
 /* IEEE half (1 sign, 5 exponent with bias 15, 10 mantissa bits) to float;
    every half is exactly representable as a float. */
 float st_f16_to_f32(uint16_t h) {

@@ -175,8 +175,8 @@ static void adamw_tensor_bf16(real* w, uint16_t* m16, uint16_t* v16, const real*
 #pragma omp for schedule(static) nowait
 #endif
     for (size_t i = 0; i < n; i++) {
-        real m = real_fma(k.omb1, g[i], (real)bf16_widen(m16[i]) * k.b1);
-        real v = real_fma(k.omb2 * g[i], g[i], (real)bf16_widen(v16[i]) * k.b2);
+        real m = real_fma(k.omb1, g[i], (real)st_bf16_to_f32(m16[i]) * k.b1);
+        real v = real_fma(k.omb2 * g[i], g[i], (real)st_bf16_to_f32(v16[i]) * k.b2);
         w[i] *= k.keep;
         real denom = real_sqrt(v) / k.bc2_sqrt + k.eps;
         w[i] += k.neg_step * m / denom;
@@ -199,7 +199,7 @@ void adamw_moment_get(const AdamW* a, int which, size_t i0, size_t n, real* out)
         return;
     }
     const uint16_t* s = (which ? a->v16 : a->m16) + i0;
-    for (size_t i = 0; i < n; i++) out[i] = (real)bf16_widen(s[i]);
+    for (size_t i = 0; i < n; i++) out[i] = (real)st_bf16_to_f32(s[i]);
 }
 
 void adamw_moment_set(AdamW* a, int which, size_t i0, size_t n, const real* in) {
@@ -208,12 +208,7 @@ void adamw_moment_set(AdamW* a, int which, size_t i0, size_t n, const real* in) 
         return;
     }
     uint16_t* s = (which ? a->v16 : a->m16) + i0;
-    for (size_t i = 0; i < n; i++) {   /* round to nearest even: exact for values that came from bf16 */
-        float x = (float)in[i];
-        uint32_t bits;
-        memcpy(&bits, &x, 4);
-        s[i] = isnan(x) ? (uint16_t)(bits >> 16 | 0x40) : (uint16_t)((bits + 0x7fffu + ((bits >> 16) & 1)) >> 16);
-    }
+    for (size_t i = 0; i < n; i++) s[i] = st_f32_to_bf16((float)in[i]);   /* nearest even: exact for bf16 values */
 }
 
 bool adamw_slice_part(const AdamW* a, size_t offset, size_t n, size_t* g0, size_t* g1) {

@@ -52,6 +52,7 @@
 #include <stdio.h>
 
 #include "common/real.h"
+#include "common/safetensors.h"
 #include "model/tensors.h"
 #include "optim/optim_config.h"
 
@@ -103,12 +104,6 @@ static inline uint16_t bf16_round_stochastic(float x, uint32_t r) {
     uint32_t up = bits + (r & 0xffffu);
     if ((up & 0x7f800000u) == 0x7f800000u) up = bits;   /* never round a finite value up to infinity */
     return (uint16_t)(up >> 16);
-}
-static inline float bf16_widen(uint16_t b) {
-    uint32_t bits = (uint32_t)b << 16;
-    float x;
-    __builtin_memcpy(&x, &bits, 4);
-    return x;
 }
 /* 32 random bits of (key, i): the splitmix64 finaliser, a counter-based generator */
 static inline uint32_t sr_bits(uint64_t key, uint64_t i) {
