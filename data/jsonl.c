@@ -77,7 +77,6 @@ static void id_list(Ints* out, const cJSON* v, const char* key, long lo, size_t 
 typedef struct {
     Tokenizer* tok;
     TokEncoder enc;
-    const char* tok_path;
     size_t vocab;
     Ints ids, labels;             /* the current document */
 } Reader;
@@ -169,7 +168,7 @@ void packed_open(PackedRows* p, const char* const* files, size_t n_files, const 
                  size_t T, bool one_per_row) {
     memset(p, 0, sizeof(*p));
     p->T = T;
-    Reader r = {.vocab = vocab_size, .tok_path = tokenizer};
+    Reader r = {.vocab = vocab_size};
     if (tokenizer) {
         r.tok = tok_load(tokenizer);
         tok_encoder_init(&r.enc, r.tok);

@@ -143,9 +143,8 @@ int eval_plan_from_json(EvalPlan* p, const cJSON* obj, const char* key, const Sy
                     continue;
                 }
                 if (f < 0)
-                    return set_err(err, err_len, "%s.families: unknown family '%s' (all, single, multikey, "
-                                   "multivalue, multiquery, distractor, table)", key,
-                                   cJSON_IsString(e) ? e->valuestring : "(not a string)");
+                    return set_err(err, err_len, "%s.families: unknown family '%s' (all, %s)", key,
+                                   cJSON_IsString(e) ? e->valuestring : "(not a string)", synthetic_family_list());
                 p->family_on[f] = true;
             }
         } else if (!strcmp(k, "lengths")) {

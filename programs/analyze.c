@@ -319,11 +319,9 @@ int main(int argc, char** argv) {
         return 0;
     }
     CkptInfo ci;
-    cli_resolve_checkpoint(&ci, o.ckpt);
     Analysis an;
     memset(&an, 0, sizeof(an));
-    hf_config_read(ci.dir, &an.cfg);
-    cli_apply_yarn(&an.cfg, o.yarn_factor, o.yarn_orig, &ci);
+    cli_checkpoint_config(&ci, &an.cfg, o.ckpt, o.yarn_factor, o.yarn_orig);   /* a LoRA adapter's config too */
     SyntheticConfig syn;
     plan(&an, &o, &ci, &syn);
     TokenData td = {0};

@@ -1,4 +1,4 @@
-/* What the programs that read a checkpoint share (build/eval, build/analyze):
+/* What the programs share (build/eval, analyze, generate, tokenize, plot, sft_eval):
    usage errors, whole-string number parsing, resolving CHECKPOINT (a Hugging
    Face directory or a run directory) with what its trainer_state.json says
    about training, the generator settings, YaRN from the command line, and

@@ -21,7 +21,9 @@
 #include "common/check.h"
 #include "common/clock.h"
 #include "common/fileio.h"
+#include "common/mapped.h"
 #include "common/threads.h"
+#include "data/mix.h"
 #include "data/shard_write.h"
 #include "data/tokens.h"
 #include "tokenizer/tokenizer.h"
@@ -137,6 +139,7 @@ static const uint8_t* map_file(const char* path, size_t* len, int* mapped) {
             void* m = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0);
             CHECK(m != MAP_FAILED, "cannot mmap input '%s' (%zu bytes): %s", path, *len, strerror(errno));
             madvise(m, *len, MADV_SEQUENTIAL);
+            mapped_add(m, *len, path);   /* a file that shrinks meanwhile: a named error, not a bare SIGBUS */
             p = m;
         }
     } else {
@@ -216,11 +219,7 @@ static void cut_docs(Doc** docs, size_t* n, size_t* cap, const uint8_t* p, size_
 
 /* train or val for document index i: a hash of i against the fraction */
 static int is_val(size_t i, double val) {
-    uint64_t x = (uint64_t)i + 0x9E3779B97F4A7C15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return (double)(x >> 11) * 0x1.0p-53 < val;
+    return (double)(mix64((uint64_t)i) >> 11) * 0x1.0p-53 < val;
 }
 
 static void progress(double t0, size_t done, size_t total, size_t tokens, int last) {
@@ -347,7 +346,10 @@ int main(int argc, char** argv) {
                 last_print = now_s();
             }
         }
-        if (mapped[f] && maps[f]) munmap((void*)maps[f], lens[f]);
+        if (mapped[f] && maps[f]) {
+            mapped_remove(maps[f]);
+            munmap((void*)maps[f], lens[f]);
+        }
         if (!mapped[f]) free((void*)maps[f]);
     }
     shard_writer_close(&w[0]);
