@@ -35,10 +35,10 @@ static Mass total_mass(const Mass* m, size_t n) {
 }
 
 static void print_pos_line(const char* name, const PosStats* s) {
-    double n = s->n_seq ? (double)s->n_seq : 1;
+    PosSummary m = pos_stats_summary(s);
     printf("  %-14s range %9.3f  mean|step| %8.4f  mean step %+8.4f  segments %5zu: constant %.3f  monotonic %.3f  "
-           "hybrid %.3f\n", name, s->range / n, s->mean_abs_step / n, s->mean_step / n, pos_stats_segments(s),
-           pos_stats_share(s, SEG_CONSTANT), pos_stats_share(s, SEG_MONOTONIC), pos_stats_share(s, SEG_HYBRID));
+           "hybrid %.3f\n", name, m.range, m.mean_abs_step, m.mean_step, m.segments, m.share[SEG_CONSTANT],
+           m.share[SEG_MONOTONIC], m.share[SEG_HYBRID]);
 }
 
 static void print_mass_line(const char* name, Mass m) {
@@ -89,12 +89,12 @@ static void write_csv(const Analysis* an, const char* path) {
 
 static cJSON* pos_json(const PosStats* s) {
     cJSON* o = cJSON_CreateObject();
-    double n = s->n_seq ? (double)s->n_seq : 1;
-    cJSON_AddNumberToObject(o, "range", s->range / n);
-    cJSON_AddNumberToObject(o, "mean_abs_step", s->mean_abs_step / n);
-    cJSON_AddNumberToObject(o, "mean_step", s->mean_step / n);
-    cJSON_AddNumberToObject(o, "segments", (double)pos_stats_segments(s));
-    for (int k = 0; k < SEG_N_KINDS; k++) cJSON_AddNumberToObject(o, seg_kind_name(k), pos_stats_share(s, k));
+    PosSummary m = pos_stats_summary(s);
+    cJSON_AddNumberToObject(o, "range", m.range);
+    cJSON_AddNumberToObject(o, "mean_abs_step", m.mean_abs_step);
+    cJSON_AddNumberToObject(o, "mean_step", m.mean_step);
+    cJSON_AddNumberToObject(o, "segments", (double)m.segments);
+    for (int k = 0; k < SEG_N_KINDS; k++) cJSON_AddNumberToObject(o, seg_kind_name(k), m.share[k]);
     return o;
 }
 

@@ -64,6 +64,22 @@ double pos_stats_share(const PosStats* s, SegKind k) {
     return n ? (double)s->seg[k] / (double)n : 0;
 }
 
+double seg_eps_const_default(size_t len) { return 0.1 * (double)len; }
+
+void pos_stats_add_layer(PosStats* heads, bool heads_merged, const real* z, size_t rows, size_t T, size_t KVH,
+                         const SegParams* p) {
+    for (size_t b = 0; b < rows; b++)
+        for (size_t g = 0; g < KVH; g++)
+            pos_stats_add(&heads[heads_merged ? 0 : g], z + b * T * KVH + g, KVH, T, p);
+}
+
+PosSummary pos_stats_summary(const PosStats* s) {
+    double n = s->n_seq ? (double)s->n_seq : 1;
+    PosSummary r = {s->range / n, s->mean_abs_step / n, s->mean_step / n, pos_stats_segments(s), {0}};
+    for (int k = 0; k < SEG_N_KINDS; k++) r.share[k] = pos_stats_share(s, (SegKind)k);
+    return r;
+}
+
 /* the block that starts with mark at i: NEEDLE key SEP value, or one table row */
 static size_t block_len(const SyntheticConfig* syn, SynFamily f) {
     if (f == SYN_TABLE) return 1 + syn->key_len + syn->n_cols * (1 + syn->value_len);

@@ -9,6 +9,7 @@
 #ifndef REPOC_ANALYZE_STATS_H
 #define REPOC_ANALYZE_STATS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,13 @@ typedef struct {
     double eps_const;    /* near-constant: max - min < eps_const (position units) */
     double mono_frac;    /* monotonic: at least this share of the len - 1 steps has one sign */
 } SegParams;
+
+/* The defaults of build/analyze and of train.log_positions: segments of 16
+   tokens, near-constant below 0.1 x len = 1.6 units (a tenth of the 15 units
+   RoPE spans over a segment), monotonic from 0.9 of the steps */
+#define SEG_LEN_DEFAULT 16
+#define SEG_MONO_FRAC_DEFAULT 0.9
+double seg_eps_const_default(size_t len);   /* 0.1 x len */
 
 /* The class of one segment: z[i * stride], i < n (n >= 2). A step of exactly 0
    counts for neither sign. */
@@ -42,6 +50,21 @@ void pos_stats_add(PosStats* s, const real* z, size_t stride, size_t T, const Se
 void pos_stats_merge(PosStats* into, const PosStats* from);
 size_t pos_stats_segments(const PosStats* s);
 double pos_stats_share(const PosStats* s, SegKind k);   /* 0 when there are no segments */
+
+/* One RePo layer's z after a forward pass, z (rows,T,KVH): every (row, head)
+   sequence added to heads[g] (KVH of them), or, with heads_merged, all into
+   heads[0]. build/analyze (one item per forward, per head) and the trainer's
+   train.log_positions (a batch, heads merged) both measure through this. */
+void pos_stats_add_layer(PosStats* heads, bool heads_merged, const real* z, size_t rows, size_t T, size_t KVH,
+                         const SegParams* p);
+
+/* What is reported of a PosStats: means over its sequences, shares over its segments */
+typedef struct {
+    double range, mean_abs_step, mean_step;
+    size_t segments;
+    double share[SEG_N_KINDS];
+} PosSummary;
+PosSummary pos_stats_summary(const PosStats* s);
 
 /* token ranges [begin, end) */
 typedef struct {

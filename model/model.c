@@ -177,7 +177,8 @@ void model_init_tensor(Model* m, size_t index, uint64_t seed, double std) {
         for (size_t i = 0; i < t->numel; i++) p[i] = (real)(bound * (2.0 * rng_uniform(&rng) - 1.0));
         return;
     }
-    double s = t->is_repo ? 0.02 : std;
+    double s = t->is_repo ? 0.02 : std;   /* RePo's maps start small: z near 0, close to NoPE */
+    if (t->kind == TK_REPO_FINAL && m->repo_final_std > 0) s = m->repo_final_std;
     for (size_t i = 0; i < t->numel; i++) p[i] = (real)rng_trunc_normal(&rng, s, 3.0 * s);
 }
 

@@ -64,6 +64,7 @@ typedef struct {
                                     plain mean); set by the caller, unchanged until its backward (xent.h) */
 
     const char* lora_base;       /* the base checkpoint a LoRA model's adapters are saved against (not owned) */
+    double repo_final_std;       /* std of a newly initialised RePo final projection (final_map); 0 = 0.02 */
     const int32_t* doc_ids;      /* (N) document id of each token for the next forward, NULL = one document per
                                     row; set by the caller, unchanged until its backward. With it, attention stays
                                     within each document (a run of equal ids) and rope positions restart at 0 */
@@ -97,7 +98,8 @@ ModelArenaSizes model_arena_sizes(const ModelConfig* cfg, size_t B, size_t T, co
 void model_free(Model* m);
 
 /* Fill every weight: matrices N(0, std²) truncated at ±3σ, norms 1; RePo
-   weights N(0, 0.02²) truncated at ±3σ (docs/design.md, "RePo position module");
+   weights N(0, 0.02²) truncated at ±3σ (docs/design.md, "RePo position module"),
+   the final projection N(0, repo_final_std²) when that is set;
    LoRA A uniform in ±1/sqrt(in) and LoRA B zero, as PEFT initialises them. Each tensor draws from
    its own stream seeded by (seed, name), so one tensor's values do not depend
    on which others exist. */

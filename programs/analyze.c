@@ -127,7 +127,7 @@ static void parse_args(AnalyzeOptions* o, int argc, char** argv) {
     o->items = 1;
     o->seed = 1;
     o->depth = -1;
-    o->seg = (SegParams){16, -1, 0.9};
+    o->seg = (SegParams){SEG_LEN_DEFAULT, -1, SEG_MONO_FRAC_DEFAULT};
     o->layer_hi = 0;   /* unset */
     o->layer_lo = 1;
     for (int i = 1; i < argc; i++) {
@@ -156,7 +156,7 @@ static void parse_args(AnalyzeOptions* o, int argc, char** argv) {
                                                 o->ckpt);
     if (o->n_compare && !o->out) cli_bad_option("--compare needs --out DIR for its figures");
     if (!o->n_compare && !o->ckpt) cli_bad_option("no CHECKPOINT given");
-    if (o->seg.eps_const < 0) o->seg.eps_const = 0.1 * (double)o->seg.len;
+    if (o->seg.eps_const < 0) o->seg.eps_const = seg_eps_const_default(o->seg.len);
 }
 
 /* "rope,rope,repo" (sep ","), cut where out ends */
@@ -284,7 +284,7 @@ static void run(Analysis* an, Model* m, const SyntheticConfig* syn, const TokenD
         for (size_t r = 0; an->has_pos && r < an->n_repo; r++) {
             const real* z = m->la[an->repo_layer[r]].z;   /* (T,KVH) */
             if (i == 0) memcpy(an->z0 + r * T * KVH, z, T * KVH * sizeof(real));
-            for (size_t g = 0; g < KVH; g++) pos_stats_add(&an->head_stats[r * KVH + g], z + g, KVH, T, &an->seg);
+            pos_stats_add_layer(&an->head_stats[r * KVH], false, z, 1, T, KVH, &an->seg);
         }
         if (!an->has_att) continue;
         attn_mass_item(rows, sep, m, &an->spans[i], an->att_layer, an->n_att);

@@ -3,10 +3,13 @@
    colour per run: training loss (raw, faint, and smoothed), validation loss
    (the mean, and each data.val source dashed), learning rate, gradient norm
    (log scale), tokens/s and, with train.eval_tasks, the retrieval accuracies.
-   A panel without data in any run is left out. Drawn by svg_lines
+   A panel without data in any run is left out. With --positions, instead:
+   the learned positions that train.log_positions logged, per RePo layer
+   (one dash per layer): range, mean |step| and the three segment shares. Drawn by svg_lines
    (eval/analyze_svg.h); FILE.png too when rsvg-convert is on PATH. */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +20,7 @@
 #include "programs/cli.h"
 
 #define MAX_RUNS 10        /* one palette colour each */
-#define MAX_CURVES 64      /* per run: 5 step metrics, val_loss, sources, tasks */
+#define MAX_CURVES 96      /* per run: 5 step metrics, val_loss, sources, tasks, 5 per RePo layer */
 #define SMOOTH 0.9         /* EMA weight of the smoothed training loss (debiased, as TensorBoard) */
 
 typedef struct {           /* one metric of one run over steps, growable */
@@ -53,12 +56,36 @@ static void push(Curve* c, double x, double y) {
     c->x[c->n] = x, c->y[c->n++] = y;
 }
 
+/* the position statistics of a "positions" line (train.log_positions) as "positions/<layer>/<field>" */
+static const char* const POS_FIELDS[] = {"range", "mean_abs_step", "constant", "monotonic", "hybrid"};
+#define N_POS_FIELDS (sizeof(POS_FIELDS) / sizeof(POS_FIELDS[0]))
+
+static void read_positions(Run* r, double step, const cJSON* pos) {
+    const cJSON* layers = cJSON_GetObjectItemCaseSensitive(pos, "layers");
+    const cJSON* l;
+    char name[96];
+    cJSON_ArrayForEach(l, layers) {
+        const cJSON* layer = cJSON_GetObjectItemCaseSensitive(l, "layer");
+        if (!cJSON_IsNumber(layer)) continue;
+        for (size_t f = 0; f < N_POS_FIELDS; f++) {
+            const cJSON* v = cJSON_GetObjectItemCaseSensitive(l, POS_FIELDS[f]);
+            if (!cJSON_IsNumber(v)) continue;
+            snprintf(name, sizeof(name), "positions/%d/%s", layer->valueint, POS_FIELDS[f]);
+            push(curve(r, name), step, v->valuedouble);
+        }
+    }
+}
+
 /* every number of one metrics.jsonl line; objects of numbers (val_loss_source, retrieval) as "key/name" */
 static void read_line(Run* r, const cJSON* j) {
     const cJSON* step = cJSON_GetObjectItemCaseSensitive(j, "step");
     const cJSON* it;
     cJSON_ArrayForEach(it, j) {
         if (it == step || !strcmp(it->string, "tokens_seen") || !strcmp(it->string, "ms")) continue;
+        if (!strcmp(it->string, "positions")) {
+            read_positions(r, step->valuedouble, it);
+            continue;
+        }
         if (cJSON_IsNumber(it)) push(curve(r, it->string), step->valuedouble, it->valuedouble);
         if (!cJSON_IsObject(it) || !strcmp(it->string, "source_tokens") || strstr(it->string, "batches")) continue;
         const cJSON* e;
@@ -133,21 +160,65 @@ static void add(Panel* pn, const Run* r, size_t run, const Curve* c, const doubl
     pn->p.series = pn->s;
 }
 
+static void free_runs(Run* runs, size_t n_runs) {
+    for (size_t r = 0; r < n_runs; r++)
+        for (size_t i = 0; i < runs[r].n; i++) free(runs[r].c[i].x), free(runs[r].c[i].y);
+}
+
+/* --positions: one panel per statistic, one polyline per (run, RePo layer): colour = run, dash = layer */
+static void plot_positions(const Run* runs, size_t n_runs, const char* out) {
+    static Panel pn[N_POS_FIELDS];
+    const char* titles[N_POS_FIELDS] = {"RePo positions: range of z over the row", "mean |z[t+1] - z[t]|",
+                                        "near-constant segments", "monotonic segments", "hybrid segments"};
+    const char* ylabels[N_POS_FIELDS] = {"position units", "position units", "share", "share", "share"};
+    for (size_t r = 0; r < n_runs; r++) {
+        size_t n_layer = 0;
+        for (size_t i = 0; i < runs[r].n; i++) {
+            const Curve* c = &runs[r].c[i];
+            int layer;
+            char field[64];
+            if (sscanf(c->name, "positions/%d/%63s", &layer, field) != 2) continue;
+            char what[32];
+            snprintf(what, sizeof(what), "layer %d", layer);
+            for (size_t f = 0; f < N_POS_FIELDS; f++)
+                if (!strcmp(field, POS_FIELDS[f])) add(&pn[f], &runs[r], r, c, NULL, what, n_layer % 4, 1);
+            if (!strcmp(field, POS_FIELDS[N_POS_FIELDS - 1])) n_layer++;   /* the last field closes a layer */
+        }
+    }
+    LinePanel panels[N_POS_FIELDS];
+    for (size_t f = 0; f < N_POS_FIELDS; f++) {
+        pn[f].p.title = titles[f];
+        pn[f].p.ylabel = ylabels[f];
+        pn[f].p.log_y = f < 2;   /* ranges from near 0 (fresh RePo) to tens of units */
+        pn[f].p.unit_y = f >= 2;
+        panels[f] = pn[f].p;
+    }
+    if (!pn[0].p.n_series)
+        DIE("plot: no \"positions\" lines in the metrics.jsonl of %s%s (train.log_positions logs them, for a model "
+            "with RePo layers)", runs[0].label, n_runs > 1 ? " or the others" : "");
+    svg_lines(out, "RePo's learned positions over training (train.log_positions)", "step", panels, N_POS_FIELDS);
+    svg_to_png(out);
+}
+
 int main(int argc, char** argv) {
     cli_init("plot");
     const char* out = NULL;
     const char* dirs[MAX_RUNS];
     size_t n_runs = 0;
     int seen_out = 0;
+    bool positions = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: build/plot RUN_DIR [RUN_DIR ...] --out FILE.svg\n"
+            printf("usage: build/plot RUN_DIR [RUN_DIR ...] [--positions] --out FILE.svg\n"
                    "  training loss (raw and smoothed), validation loss (and per data.val source), learning\n"
                    "  rate, gradient norm, tokens/s and retrieval accuracies (train.eval_tasks) over steps,\n"
-                   "  from each RUN_DIR/metrics.jsonl, one colour per run; FILE.png too with rsvg-convert\n");
+                   "  from each RUN_DIR/metrics.jsonl, one colour per run; FILE.png too with rsvg-convert\n"
+                   "  --positions: instead, RePo's learned positions logged by train.log_positions: range,\n"
+                   "  mean |step| and the constant / monotonic / hybrid segment shares, one dash per layer\n");
             return 0;
         }
-        if (!strcmp(argv[i], "--out")) {
+        if (!strcmp(argv[i], "--positions")) positions = true;
+        else if (!strcmp(argv[i], "--out")) {
             cli_once("--out", &seen_out);
             if (i + 1 >= argc) cli_bad_option("--out: expected a file name ending in .svg");
             out = argv[++i];
@@ -166,6 +237,11 @@ int main(int argc, char** argv) {
     static Run runs[MAX_RUNS];
     for (size_t r = 0; r < n_runs; r++) read_run(&runs[r], dirs[r]);
     short_labels(runs, n_runs);
+    if (positions) {
+        plot_positions(runs, n_runs, out);
+        free_runs(runs, n_runs);
+        return 0;
+    }
 
     /* panel order: training loss, validation, lr, grad norm, tokens/s, retrieval */
     static Panel pn[6];
@@ -216,7 +292,7 @@ int main(int argc, char** argv) {
     for (size_t r = 0; r < n_runs; r++) {
         free(smoothed[r]);
         free(k_tokens[r]);
-        for (size_t i = 0; i < runs[r].n; i++) free(runs[r].c[i].x), free(runs[r].c[i].y);
     }
+    free_runs(runs, n_runs);
     return 0;
 }

@@ -100,11 +100,13 @@ int main(int argc, char** argv) {
             stop = true;   /* a signal during the evaluation: no further step */
             break;
         }
+        if (rc->train.log_positions && tr.state.step % rc->train.log_positions == 0) trainer_log_positions(&tr);
         trainer_step(&tr);
         saved = rc->train.save_every && tr.state.step % rc->train.save_every == 0;
         if (saved) trainer_save(&tr);
     }
     if (!saved && tr.state.step > start) trainer_save(&tr);
+    if (!stop && rc->train.log_positions && tr.state.step > start) trainer_log_positions(&tr);   /* the last step's */
     if (stop) {
         if (stop_requested) printf("stopped by signal %d", (int)stop_requested);
         else printf("stopped by a signal to another rank");

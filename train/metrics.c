@@ -10,7 +10,7 @@
 #include "common/check.h"
 #include "common/fileio.h"
 
-/* keep the step lines of steps <= keep_step and the eval lines of steps < keep_step
+/* keep the step lines of steps <= keep_step and the eval and positions lines of steps < keep_step
    (the resumed run evaluates at keep_step again before its next step); rewritten
    atomically. Lines are split on '\n' over the whole length: a damaged line (a NUL
    byte, cut JSON, no step) is dropped with a warning and the lines after it are kept. */
@@ -27,7 +27,7 @@ static void truncate_after(const char* path, size_t keep_step) {
         at += n;
         cJSON* j = memchr(line, 0, n) ? NULL : cJSON_ParseWithLength(line, n);
         const cJSON* s = j ? cJSON_GetObjectItemCaseSensitive(j, "step") : NULL;
-        bool eval = j && cJSON_GetObjectItemCaseSensitive(j, "val_loss") != NULL;
+        bool eval = j && (cJSON_GetObjectItemCaseSensitive(j, "val_loss") || cJSON_GetObjectItemCaseSensitive(j, "positions"));
         if (!cJSON_IsNumber(s) || !nl) {   /* a last line without '\n' was cut by a crash */
             if (n > 1 || *line != '\n')
                 printf("warning: %s line %zu (byte offset %zu): damaged line dropped\n", path, lineno + 1,
@@ -141,5 +141,30 @@ void metrics_eval(Metrics* mt, const EvalLog* e) {
     write_named(mt->jsonl, "retrieval", e->n_tasks, e->task_names, NULL, e->task_acc);
     write_named(mt->jsonl, "retrieval_tokens", e->n_tasks, e->task_names, NULL, e->task_token_acc);
     fprintf(mt->jsonl, "}\n");
+    flush_or_die(mt);
+}
+
+void metrics_positions(Metrics* mt, const PositionsLog* p) {
+    if (!mt->jsonl) return;
+    metrics_break(mt);
+    printf("step %6zu | positions", p->step);
+    for (size_t i = 0; i < p->n_layers; i++) {
+        const PosSummary* s = &p->s[i];
+        printf("%s layer %zu range %.3f |step| %.4f c/m/h %.2f/%.2f/%.2f", i ? ";" : "", p->layer[i], s->range,
+               s->mean_abs_step, s->share[SEG_CONSTANT], s->share[SEG_MONOTONIC], s->share[SEG_HYBRID]);
+    }
+    printf(" (%.0f ms)\n", p->ms);
+    fflush(stdout);
+    fprintf(mt->jsonl, "{\"step\": %zu, \"positions\": {\"rows\": %zu, \"T\": %zu, \"batch\": \"%s\", "
+            "\"segment\": %zu, \"eps_const\": %.17g, \"mono_frac\": %.17g, \"ms\": %.3f, \"layers\": [",
+            p->step, p->rows, p->T, p->val ? "val" : "train", p->seg->len, p->seg->eps_const, p->seg->mono_frac, p->ms);
+    for (size_t i = 0; i < p->n_layers; i++) {
+        const PosSummary* s = &p->s[i];
+        fprintf(mt->jsonl, "%s{\"layer\": %zu, \"range\": %.17g, \"mean_abs_step\": %.17g, \"mean_step\": %.17g, "
+                "\"segments\": %zu", i ? ", " : "", p->layer[i], s->range, s->mean_abs_step, s->mean_step, s->segments);
+        for (int k = 0; k < SEG_N_KINDS; k++) fprintf(mt->jsonl, ", \"%s\": %.17g", seg_kind_name((SegKind)k), s->share[k]);
+        fprintf(mt->jsonl, "}");
+    }
+    fprintf(mt->jsonl, "]}}\n");
     flush_or_die(mt);
 }

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "eval/analyze_stats.h"   /* SegParams, PosSummary */
+
 typedef struct {
     FILE* jsonl;          /* out_dir/metrics.jsonl, appended */
     bool tty;             /* stdout is a terminal: redraw one progress line */
@@ -46,6 +48,18 @@ typedef struct {
     const double* task_token_acc;        /* (n_tasks) answer tokens right ("retrieval_tokens") */
 } EvalLog;
 
+/* train.log_positions: the learned positions of each RePo layer on one fixed batch */
+typedef struct {
+    size_t step;
+    size_t rows, T;       /* the batch: rows of T tokens */
+    bool val;             /* the first validation batch (else the first training batch) */
+    const SegParams* seg; /* the segment classes' thresholds */
+    size_t n_layers;
+    const size_t* layer;  /* (n_layers) the RePo layers */
+    const PosSummary* s;  /* (n_layers) over the batch's rows and all KV heads */
+    double ms;            /* the measurement's wall time */
+} PositionsLog;
+
 /* Open out_dir/metrics.jsonl for appending, after dropping the lines of steps
    after keep_step (a run killed after its last checkpoint logged steps that the
    resumed run will log again): keep_step is the resumed step, 0 for a run that
@@ -55,6 +69,10 @@ void metrics_open(Metrics* mt, const char* out_dir, size_t keep_step);
 void metrics_close(Metrics* mt);
 void metrics_step(Metrics* mt, const StepLog* s);
 void metrics_eval(Metrics* mt, const EvalLog* e);
+/* {"step": S, "positions": {"rows", "T", "batch": "val"|"train", "segment", "eps_const", "mono_frac", "ms",
+   "layers": [{"layer", "range", "mean_abs_step", "mean_step", "segments", "constant", "monotonic",
+   "hybrid"}, ...]}}; measured before step S + 1, like an evaluation */
+void metrics_positions(Metrics* mt, const PositionsLog* p);
 /* end the progress line before other output */
 void metrics_break(Metrics* mt);
 

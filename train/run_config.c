@@ -55,6 +55,8 @@ const RcKey RC_KEYS[] = {
     SIZE("model.positions.repo_start_layer", model.positions.repo_start_layer, 0, MAX_LAYERS, KF_CKPT | KF_NULL,
          "dynamic_pe_start_layer|start_layer"),
     { "model.positions.layers", KT_LAYERS, 0, 0, 0, KF_CKPT | KF_NULL, "rope|repo|nope", "dynamic_pe_layer_ids" },
+    REAL("model.positions.repo_final_init_std", model.positions.repo_final_init_std, 0, HUGE_VAL, KF_LO_OPEN,
+         "repo_init_std|final_map_std"),
     { RS, KT_OBJ, O(model.positions.rope_scaling), 0, sizeof(RcRopeScaling), KF_CKPT | KF_NULL, NULL, "yarn" },
     WORD(RS ".rope_type", model.positions.rope_scaling.rope_type, "yarn", KF_CKPT, "type"),
     REAL(RS ".factor", model.positions.rope_scaling.factor, 1, HUGE_VAL, KF_CKPT, "scale"),
@@ -105,6 +107,7 @@ const RcKey RC_KEYS[] = {
     SIZE("train.log_every", train.log_every, 1, BIG, 0, "log_interval"),
     SIZE("train.eval_every", train.eval_every, 0, BIG, 0, "eval_interval"),
     SIZE("train.eval_batches", train.eval_batches, 1, BIG, 0, "eval_steps|eval_iters"),
+    SIZE("train.log_positions", train.log_positions, 0, BIG, 0, "positions_every|log_repo_positions"),
     SIZE("train.save_every", train.save_every, 0, BIG, 0, "save_interval|checkpoint_every"),
     SIZE("train.keep_last", train.keep_last, 1, BIG, 0, "keep|save_total_limit"),
     WORD("train.save_dtype", train.save_dtype, "f32|bf16", 0, "dtype|torch_dtype"),
@@ -155,6 +158,7 @@ void run_config_defaults(RunConfig* rc) {
     snprintf(rc->model.positions.mode, RC_WORD_LEN, "%s", pos_mode_name(m.pos[0]));
     rc->model.positions.repo_start_layer = RC_UNSET;
     rc->model.positions.n_layers_list = 0;
+    rc->model.positions.repo_final_init_std = 0.02;
     RcRopeScaling* rs = &rc->model.positions.rope_scaling;
     strcpy(rs->rope_type, "yarn");
     rs->factor = m.yarn_factor;
@@ -204,6 +208,7 @@ void run_config_defaults(RunConfig* rc) {
     rc->train.log_every = 10;
     rc->train.eval_every = 100;
     rc->train.eval_batches = 10;
+    rc->train.log_positions = 0;
     rc->train.save_every = 500;
     rc->train.keep_last = 2;
     strcpy(rc->train.save_dtype, "f32");

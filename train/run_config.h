@@ -71,6 +71,8 @@ typedef struct {
     size_t repo_start_layer;            /* RC_UNSET (JSON null) = floor(n_layers/3); mode "repo" only */
     size_t n_layers_list;               /* 0 (JSON null) = no explicit list; else its length */
     PosMode layers[MAX_LAYERS];         /* explicit per-layer modes; overrides mode */
+    double repo_final_init_std;         /* 0.02: std of a newly initialised RePo final projection
+                                           (final_map, Wz), which sets how far z spreads at the start */
     RcRopeScaling rope_scaling;
 } RcPositions;
 
@@ -93,7 +95,8 @@ typedef struct {
     double rope_theta;                  /* 10000 */
     double norm_eps;                    /* 1e-6 */
     bool tie_embeddings;                /* false */
-    double init_std;                    /* 0.02: std of new matrices (new RePo weights always use N(0, 0.02²)) */
+    double init_std;                    /* 0.02: std of new matrices (new RePo weights use N(0, 0.02²), the
+                                           final projection model.positions.repo_final_init_std) */
     RcPositions positions;
     RcLora lora;
     char base_dtype[RC_WORD_LEN];       /* "f32" | "bf16": frozen layer matrices kept in BF16 (needs init_from) */
@@ -147,6 +150,8 @@ typedef struct {
     size_t log_every;                   /* 10 */
     size_t eval_every;                  /* 100; 0 = never */
     size_t eval_batches;                /* 10 */
+    size_t log_positions;               /* 0 = off; N: every N steps (and at the last), per RePo layer the
+                                           statistics of z on one fixed validation batch into metrics.jsonl */
     size_t save_every;                  /* 500; 0 = only the final checkpoint */
     size_t keep_last;                   /* 2: checkpoints kept in out_dir */
     char save_dtype[RC_WORD_LEN];       /* "f32" | "bf16": weights in saved checkpoints */

@@ -204,6 +204,7 @@ void trainer_setup(Trainer* tr) {
     model_build_opts(&tr->model, &tr->mcfg, tr->B, tr->T, freeze, n_freeze, &mo, true);
     tr->model.lora_base = rc->model.init_from;
     tr->model.z_loss = rc->optim.z_loss;
+    tr->model.repo_final_std = rc->model.positions.repo_final_init_std;   /* for new RePo weights below */
     if (rc->train.eval_tasks) setup_tasks(tr);
     build_optimizer(tr);
     tr->tokens = mallocCheck(tr->B * tr->T * sizeof(int32_t));
@@ -298,9 +299,7 @@ static void gather_params(Trainer* tr) {
     }
 }
 
-/* data.document_mask: the micro-batch's document ids (rows row0.. of step of the train or val stream), for
-   the next forward and its backward */
-static void set_documents(Trainer* tr, bool val, size_t step, size_t rows_per_step, size_t row0) {
+void trainer_set_documents(Trainer* tr, bool val, size_t step, size_t rows_per_step, size_t row0) {
     if (!tr->doc_ids) return;
     if (tr->data.jsonl) data_source_doc_ids(&tr->data, val, step, rows_per_step, row0, tr->B, tr->T, tr->doc_ids);
     else doc_ids_from_eos(tr->doc_ids, tr->tokens, tr->B, tr->T, tr->eos);
@@ -316,7 +315,7 @@ void trainer_step(Trainer* tr) {
         size_t row0 = (k * world + (size_t)tr->rank) * tr->B;
         data_source_rows(&tr->data, false, step, tr->rows_per_step, row0, tr->B, tr->T, tr->tokens, tr->targets,
                          tr->answer_mask);
-        set_documents(tr, false, step, tr->rows_per_step, row0);
+        trainer_set_documents(tr, false, step, tr->rows_per_step, row0);
         if (tr->target_weights) {   /* the answer-weighted training loss (data.synthetic.answer_weight) */
             for (size_t i = 0; i < tr->B * tr->T; i++)
                 tr->target_weights[i] = tr->answer_mask[i] ? (real)tr->data.syn.answer_weight : 1;
@@ -403,7 +402,7 @@ static bool eval_stream(Trainer* tr, size_t k, size_t n, double* total) {
         size_t j = j0 + (size_t)tr->rank;
         if (j >= n) continue;
         data_source_val_rows(&tr->data, k, j, tr->B, tr->T, tr->tokens, tr->targets);
-        set_documents(tr, true, j, tr->B, 0);
+        trainer_set_documents(tr, true, j, tr->B, 0);
         tr->model.target_weights = NULL;   /* validation: the plain mean over every target */
         *total += model_forward(&tr->model, tr->tokens, tr->targets);
     }

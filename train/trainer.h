@@ -90,5 +90,11 @@ bool trainer_data_left(Trainer* tr);
 bool trainer_eval(Trainer* tr);
 /* A checkpoint of the current step; first checks that every rank holds the same weights. */
 void trainer_save(Trainer* tr);
+/* train.log_positions (train/trainer_positions.c): the learned positions of every RePo layer on one fixed
+   batch, summarised into a "positions" line of metrics.jsonl (rank 0; the others return) */
+void trainer_log_positions(Trainer* tr);
+/* data.document_mask: the document ids of the micro-batch in tr->tokens (rows row0.. of step `step` of the
+   train or val stream) for the next forward and its backward; nothing without document masking */
+void trainer_set_documents(Trainer* tr, bool val, size_t step, size_t rows_per_step, size_t row0);
 
 #endif

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# train.log_positions: a short RePo run logs, at steps 0, N, 2N, ... and after
+# the last, one "positions" line per measurement into metrics.jsonl, with one
+# entry per RePo layer whose numbers are well-formed (shares in [0, 1] adding
+# up to 1, segments = rows x heads x floor(T/16)); a resumed run logs no step
+# twice; build/plot --positions draws every layer's five curves with one point
+# per line; a RoPE model logs nothing and says so. model.positions.repo_final_init_std
+# scales the newly initialised final projection, so z at step 0 scales with it.
+. "$(dirname "$0")/testlib.sh" log_positions
+
+conf() {   # conf NAME MODE STEPS [EXTRA_MODEL_JSON]
+    cat >"$T/$1.json" <<JSON
+{"run": {"out_dir": "$T/$1", "seed": 3, "threads": 1},
+ "model": {"vocab_size": 64, "d_model": 32, "n_layers": 3, "n_heads": 2, "d_ff": 64,
+           "positions": {"mode": "$2"${4:-}}},
+ "data": {"seq_len": 48, "synthetic": {"weights": {"single": 1, "multikey": 1, "multivalue": 0, "multiquery": 0,
+                                       "distractor": 0, "table": 0}}},
+ "optim": {"lr": 3e-3, "warmup_steps": 1},
+ "train": {"batch_size": 4, "steps": $3, "log_every": 5, "eval_every": 100, "eval_batches": 1, "log_positions": 5,
+           "save_every": 0}}
+JSON
+}
+# the steps of the "positions" lines of a run, space-separated
+pos_steps() { grep '"positions"' "$T/$1/metrics.jsonl" | sed 's/^{"step": \([0-9]*\),.*/\1/' | tr '\n' ' '; }
+
+conf repo repo 10
+build/train "$T/repo.json" >"$T/repo.log" 2>&1 || { bad "training failed: $(tail -n 3 "$T/repo.log")"; }
+[ "$(pos_steps repo)" = "0 5 10 " ] && ok "positions at steps 0 5 10" || bad "positions steps: '$(pos_steps repo)'"
+grep -q '^step      5 | positions layer 1 range' "$T/repo.log" && ok "terminal line at step 5" ||
+    bad "no terminal positions line: $(grep positions "$T/repo.log" | head -n 2)"
+
+# every line: the batch description, then layers 1 and 2 (mode repo, L = 3: rope below floor(L/3) = 1)
+num='-?[0-9.]+(e[-+][0-9]+)?'
+entry() { echo "\\{\"layer\": $1, \"range\": $num, \"mean_abs_step\": $num, \"mean_step\": $num, \"segments\": 24, \"constant\": $num, \"monotonic\": $num, \"hybrid\": $num\\}"; }
+line="^\\{\"step\": [0-9]+, \"positions\": \\{\"rows\": 4, \"T\": 48, \"batch\": \"val\", \"segment\": 16, \"eps_const\": $num, \"mono_frac\": $num, \"ms\": $num, \"layers\": \\[$(entry 1), $(entry 2)\\]\\}\\}$"
+n_ok=$(grep '"positions"' "$T/repo/metrics.jsonl" | grep -cE "$line")
+[ "$n_ok" = 3 ] && ok "3 well-formed lines (4 rows x 2 heads x 3 segments = 24 per layer)" ||
+    bad "well-formed lines: $n_ok of 3: $(grep '"positions"' "$T/repo/metrics.jsonl" | head -n 1)"
+shares=$(grep '"positions"' "$T/repo/metrics.jsonl" | grep -oE '"constant": [^,]*, "monotonic": [^,]*, "hybrid": [^}]*' |
+         awk -F'[:,]' '{ s = $2 + $4 + $6; if ($2 < 0 || $4 < 0 || $6 < 0 || s < 1 - 1e-12 || s > 1 + 1e-12) bad++ }
+                       END { print NR, bad + 0 }')
+[ "$shares" = "6 0" ] && ok "segment shares in [0, 1] and summing to 1 (6 entries)" || bad "shares: '$shares' (entries, bad)"
+
+# resumed to 17 steps: the line of step 10 is measured again, none twice, and the last step's follows
+sed -i 's/"steps": 10/"steps": 17/' "$T/repo.json"
+build/train "$T/repo.json" >"$T/resume.log" 2>&1 || bad "resume failed: $(tail -n 3 "$T/resume.log")"
+[ "$(pos_steps repo)" = "0 5 10 15 17 " ] && ok "after resuming: 0 5 10 15 17" || bad "after resuming: '$(pos_steps repo)'"
+
+if build/plot --positions "$T/repo" --out "$T/pos.svg" >"$T/plot.log" 2>&1; then
+    n=0
+    for p in "RePo positions: range of z over the row" "mean |z[t+1] - z[t]|" "near-constant segments" \
+             "monotonic segments" "hybrid segments"; do
+        for l in 1 2; do
+            pts=$(grep -F "data-panel=\"$p\" data-series=\"repo layer $l\"" "$T/pos.svg" |
+                  sed 's/.*points="\([^"]*\)".*/\1/' | wc -w)
+            [ "$pts" = 5 ] && n=$((n + 1)) || bad "plot: $p, layer $l: $pts points, expected 5"
+        done
+    done
+    [ $n = 10 ] && ok "build/plot --positions: 5 panels x 2 layers, 5 points each"
+else bad "build/plot --positions failed: $(cat "$T/plot.log")"; fi
+
+conf rope rope 6
+build/train "$T/rope.json" >"$T/rope.log" 2>&1 || bad "rope training failed"
+grep -q 'no RePo layers; no positions are logged' "$T/rope.log" && ! grep -q '"positions"' "$T/rope/metrics.jsonl" &&
+    ok "a RoPE model: a note, no lines" || bad "RoPE model: $(grep -c positions "$T/rope/metrics.jsonl") lines"
+if build/plot --positions "$T/rope" --out "$T/none.svg" >"$T/none.log" 2>&1; then bad "plot --positions of a RoPE run accepted"
+else grep -q 'no "positions" lines' "$T/none.log" && ok "plot --positions of a RoPE run: refused" || bad "$(cat "$T/none.log")"; fi
+
+# repo_final_init_std 2 = 100 x the default: z = r Wz^T is linear in Wz and the other weights are the same
+# draws, so the step-0 range of z is 100 times larger (float rounding aside)
+conf big repo 1 ', "repo_final_init_std": 2'
+conf small repo 1
+for r in big small; do build/train "$T/$r.json" >"$T/$r.log" 2>&1 || bad "$r failed"; done
+range0() { grep '"step": 0, "positions"' "$T/$1/metrics.jsonl" | grep -oE '"layer": 2, "range": [^,]*' | awk '{ print $4 }'; }
+ratio=$(awk -v a="$(range0 big)" -v b="$(range0 small)" 'BEGIN { printf "%.6f", a / b }')
+awk -v r="$ratio" 'BEGIN { exit !(r > 99.99 && r < 100.01) }' && ok "repo_final_init_std 2: step-0 range x $ratio" ||
+    bad "repo_final_init_std 2: range ratio $ratio, expected 100"
+echo "test_log_positions: $([ $failures -eq 0 ] && echo all OK || echo FAILED)"
+[ $failures -eq 0 ]
