@@ -59,12 +59,14 @@ S2=configs/study/stage2.json
 T=$(sed -n 's/.*"seq_len": *\([0-9]*\).*/\1/p' "$S1" | head -n 1)
 GATE=0.90
 if [ $quick = 1 ]; then
-    s1_set=(--set train.steps=60 --set optim.warmup_steps=10 --set train.eval_every=60 --set train.eval_batches=2
+    s1_steps=60
+    s1_set=(--set train.steps=$s1_steps --set optim.warmup_steps=10 --set train.eval_every=60 --set train.eval_batches=2
             --set train.batch_size=8 --set train.log_every=20 --set run.threads=1)
     s2_set=(--set train.steps=20 --set optim.warmup_steps=5 --set train.eval_every=20 --set train.eval_batches=2
             --set train.batch_size=8 --set train.log_every=5 --set train.log_positions=5)
     ITEMS=10; GATE_ITEMS=20; AN_ITEMS=4
 else
+    s1_steps=$(sed -n 's/.*"steps": *\([0-9]*\).*/\1/p' "$S1" | head -n 1)
     s1_set=(); s2_set=()
     ITEMS=100; GATE_ITEMS=200; AN_ITEMS=50
 fi
@@ -93,17 +95,16 @@ if [ -n "$stage1" ]; then
     # stage1's run_config.json against the one this config resolves to (a 0-step run writes it), out_dir and
     # steps aside (its checkpoint must be at the configured last step); keys that a later version added
     # with their defaults (log_positions, repo_final_init_std) may be absent from an older run's file
-    steps1=$(sed -n 's/.*"steps": *\([0-9]*\).*/\1/p' "$S1" | head -n 1)
     rm -rf "$out/stage1_check"
-    build/train "$S1" --set run.out_dir="\"$out/stage1_check\"" --set train.steps=0 --set optim.warmup_steps=0 \
-        --set train.eval_every=0 "${s1_set[@]}" > "$out/logs/stage1_check.log" 2>&1 ||
+    build/train "$S1" "${s1_set[@]}" --set run.out_dir="\"$out/stage1_check\"" --set train.steps=0 \
+        --set optim.warmup_steps=0 --set train.eval_every=0 > "$out/logs/stage1_check.log" 2>&1 ||
         { echo "tools/study.sh: resolving $S1 failed: $out/logs/stage1_check.log" >&2; exit 1; }
     strip() { grep -vE '"(out_dir|steps|warmup_steps|eval_every|log_positions|repo_final_init_std)":' "$1"; }
-    last=$(sed -n 's/.*"step": *\([0-9]*\).*/\1/p' "$stage1/$(cat "$stage1/latest" 2>/dev/null)/trainer_state.json" \
+    last=$(sed -n 's/.*"step":[[:space:]]*\([0-9]*\).*/\1/p' "$stage1/$(cat "$stage1/latest" 2>/dev/null)/trainer_state.json" \
            2>/dev/null | head -n 1)
     if ! diff <(strip "$out/stage1_check/run_config.json") <(strip "$stage1/run_config.json") > "$out/logs/stage1_diff.txt" ||
-       [ "$last" != "$steps1" ] || [ ! -s "$stage1/train.log" ]; then
-        echo "tools/study.sh: --stage1 $stage1 is not a finished run of $S1 (last step '$last' of $steps1; config" \
+       [ "$last" != "$s1_steps" ] || [ ! -s "$stage1/train.log" ]; then
+        echo "tools/study.sh: --stage1 $stage1 is not a finished run of $S1 (last step '$last' of $s1_steps; config" \
              "differences in $out/logs/stage1_diff.txt; its log must be $stage1/train.log)" >&2
         exit 2
     fi
