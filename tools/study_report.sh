@@ -73,8 +73,8 @@ rope_ms=$(median_ms "$out/stage2_rope")
 
 echo "Produced by \`$([ "$quick" = 1 ] && echo "tools/study.sh --quick" || echo "make study")\` on $(date -u +%Y-%m-%d)," \
      "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) cores" \
-     "($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)). Wall time:" \
-     "$([ -s "$out/logs/stage1_from" ] && echo "stage 1 taken from $(cat "$out/logs/stage1_from") (\`--stage1\`, trained earlier with the same config; its own wall time $(stage1_wall) s)," || echo "stage 1 ${s1} s,")" \
+     "($(lscpu 2>/dev/null | sed -n 's/^Model name:[[:space:]]*//p' | head -n 1), lscpu; $(free -g | awk '/^Mem:/ { print $2 }') GiB). Wall time:" \
+     "$([ -s "$out/logs/stage1_from" ] && echo "stage 1 taken from $(cat "$out/logs/stage1_from") (\`--stage1\`, trained earlier with the same config; its steps took about $(stage1_wall) s)," || echo "stage 1 ${s1} s,")" \
      "stage 2 ${s2} s ($n_modes runs, two at a time), evaluation and analysis ${s3} s."
 echo
 echo "### Budget"
