@@ -100,7 +100,9 @@ int main(int argc, char** argv) {
             stop = true;   /* a signal during the evaluation: no further step */
             break;
         }
-        if (rc->train.log_positions && tr.state.step % rc->train.log_positions == 0) trainer_log_positions(&tr);
+        /* every log_positions steps, and at a resumed step (metrics_open dropped its line) */
+        if (rc->train.log_positions && (tr.state.step % rc->train.log_positions == 0 || tr.state.step == start))
+            trainer_log_positions(&tr);
         trainer_step(&tr);
         saved = rc->train.save_every && tr.state.step % rc->train.save_every == 0;
         if (saved) trainer_save(&tr);

@@ -23,9 +23,9 @@ JSON
 # the steps of the "positions" lines of a run, space-separated
 pos_steps() { grep '"positions"' "$T/$1/metrics.jsonl" | sed 's/^{"step": \([0-9]*\),.*/\1/' | tr '\n' ' '; }
 
-conf repo repo 10
+conf repo repo 12
 build/train "$T/repo.json" >"$T/repo.log" 2>&1 || { bad "training failed: $(tail -n 3 "$T/repo.log")"; }
-[ "$(pos_steps repo)" = "0 5 10 " ] && ok "positions at steps 0 5 10" || bad "positions steps: '$(pos_steps repo)'"
+[ "$(pos_steps repo)" = "0 5 10 12 " ] && ok "positions at steps 0 5 10 12" || bad "positions steps: '$(pos_steps repo)'"
 grep -q '^step      5 | positions layer 1 range' "$T/repo.log" && ok "terminal line at step 5" ||
     bad "no terminal positions line: $(grep positions "$T/repo.log" | head -n 2)"
 
@@ -34,17 +34,18 @@ num='-?[0-9.]+(e[-+][0-9]+)?'
 entry() { echo "\\{\"layer\": $1, \"range\": $num, \"mean_abs_step\": $num, \"mean_step\": $num, \"segments\": 24, \"constant\": $num, \"monotonic\": $num, \"hybrid\": $num\\}"; }
 line="^\\{\"step\": [0-9]+, \"positions\": \\{\"rows\": 4, \"T\": 48, \"batch\": \"val\", \"segment\": 16, \"eps_const\": $num, \"mono_frac\": $num, \"ms\": $num, \"layers\": \\[$(entry 1), $(entry 2)\\]\\}\\}$"
 n_ok=$(grep '"positions"' "$T/repo/metrics.jsonl" | grep -cE "$line")
-[ "$n_ok" = 3 ] && ok "3 well-formed lines (4 rows x 2 heads x 3 segments = 24 per layer)" ||
-    bad "well-formed lines: $n_ok of 3: $(grep '"positions"' "$T/repo/metrics.jsonl" | head -n 1)"
+[ "$n_ok" = 4 ] && ok "4 well-formed lines (4 rows x 2 heads x 3 segments = 24 per layer)" ||
+    bad "well-formed lines: $n_ok of 4: $(grep '"positions"' "$T/repo/metrics.jsonl" | head -n 1)"
 shares=$(grep '"positions"' "$T/repo/metrics.jsonl" | grep -oE '"constant": [^,]*, "monotonic": [^,]*, "hybrid": [^}]*' |
          awk -F'[:,]' '{ s = $2 + $4 + $6; if ($2 < 0 || $4 < 0 || $6 < 0 || s < 1 - 1e-12 || s > 1 + 1e-12) bad++ }
                        END { print NR, bad + 0 }')
-[ "$shares" = "6 0" ] && ok "segment shares in [0, 1] and summing to 1 (6 entries)" || bad "shares: '$shares' (entries, bad)"
+[ "$shares" = "8 0" ] && ok "segment shares in [0, 1] and summing to 1 (8 entries)" || bad "shares: '$shares' (entries, bad)"
 
-# resumed to 17 steps: the line of step 10 is measured again, none twice, and the last step's follows
-sed -i 's/"steps": 10/"steps": 17/' "$T/repo.json"
+# resumed to 17 steps: the line of the resumed step 12 (not a multiple of 5) is dropped and measured again,
+# none is there twice, and the last step's follows
+sed -i 's/"steps": 12/"steps": 17/' "$T/repo.json"
 build/train "$T/repo.json" >"$T/resume.log" 2>&1 || bad "resume failed: $(tail -n 3 "$T/resume.log")"
-[ "$(pos_steps repo)" = "0 5 10 15 17 " ] && ok "after resuming: 0 5 10 15 17" || bad "after resuming: '$(pos_steps repo)'"
+[ "$(pos_steps repo)" = "0 5 10 12 15 17 " ] && ok "after resuming: 0 5 10 12 15 17" || bad "after resuming: '$(pos_steps repo)'"
 
 if build/plot --positions "$T/repo" --out "$T/pos.svg" >"$T/plot.log" 2>&1; then
     n=0
@@ -53,10 +54,10 @@ if build/plot --positions "$T/repo" --out "$T/pos.svg" >"$T/plot.log" 2>&1; then
         for l in 1 2; do
             pts=$(grep -F "data-panel=\"$p\" data-series=\"repo layer $l\"" "$T/pos.svg" |
                   sed 's/.*points="\([^"]*\)".*/\1/' | wc -w)
-            [ "$pts" = 5 ] && n=$((n + 1)) || bad "plot: $p, layer $l: $pts points, expected 5"
+            [ "$pts" = 6 ] && n=$((n + 1)) || bad "plot: $p, layer $l: $pts points, expected 6"
         done
     done
-    [ $n = 10 ] && ok "build/plot --positions: 5 panels x 2 layers, 5 points each"
+    [ $n = 10 ] && ok "build/plot --positions: 5 panels x 2 layers, 6 points each"
 else bad "build/plot --positions failed: $(cat "$T/plot.log")"; fi
 
 conf rope rope 6
