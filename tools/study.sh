@@ -52,7 +52,7 @@ done
 
 MODES="rope repo nope r2n1 n2r1 repo_lr10 repo_lr100 repo_init"
 REPO_MODES="repo repo_lr10 repo_lr100 repo_init"
-REPO_INIT_STD=2         # repo_init: model.positions.repo_final_init_std (docs/study.md says how it was chosen)
+REPO_INIT_STD=20         # repo_init: model.positions.repo_final_init_std (docs/study.md says how it was chosen)
 NOISY_DISTRACTORS=7     # the noisy setting: the needle among 7 near-duplicates (training items have 3)
 S1=configs/study/stage1.json
 S2=configs/study/stage2.json
