@@ -262,7 +262,7 @@ bench: check-deps
 	@tools/bench.sh
 
 # make study: the small-scale reproduction of the paper's comparison (tools/study.sh,
-# docs/study.md; 27 minutes on 2 cores here). make study-quick: the same pipeline in
+# docs/study.md, which gives its measured wall time). make study-quick: the same pipeline in
 # a few minutes, without the stage-1 gate and without touching docs/ (make test runs it).
 .PHONY: study study-quick
 study: deps
