@@ -71,7 +71,10 @@ gate_chance=$(jnum chance "$out/eval/stage1_gate.json")
 items=$(jnum items "$out/eval/rope.json")
 rope_ms=$(median_ms "$out/stage2_rope")
 
-echo "Produced by \`$([ "$quick" = 1 ] && echo "tools/study.sh --quick" || echo "make study")\` on $(date -u +%Y-%m-%d)," \
+how="make study"
+[ "$quick" = 1 ] && how="tools/study.sh --quick"
+[ -s "$out/logs/stage1_from" ] && how="tools/study.sh$([ "$quick" = 1 ] && echo " --quick") --stage1 $(cat "$out/logs/stage1_from")"
+echo "Produced by \`$how\` on $(date -u +%Y-%m-%d)," \
      "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) cores" \
      "($(lscpu 2>/dev/null | sed -n 's/^Model name:[[:space:]]*//p' | head -n 1), lscpu; $(free -g | awk '/^Mem:/ { print $2 }') GiB). Wall time:" \
      "$([ -s "$out/logs/stage1_from" ] && echo "stage 1 taken from $(cat "$out/logs/stage1_from") (\`--stage1\`, trained earlier with the same config; its steps took about $(stage1_wall) s)," || echo "stage 1 ${s1} s,")" \
