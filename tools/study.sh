@@ -92,9 +92,10 @@ t_start=$(date +%s)
 
 # ---- stage 1
 if [ -n "$stage1" ]; then
-    # stage1's run_config.json against the one this config resolves to (a 0-step run writes it), out_dir and
-    # steps aside (its checkpoint must be at the configured last step); keys that a later version added
-    # with their defaults (log_positions, repo_final_init_std) may be absent from an older run's file
+    # stage1's run_config.json against the one this config resolves to (a 0-step run writes it), apart from
+    # out_dir, the step count (its checkpoint must be at the configured last step instead), the check run's
+    # own warmup_steps and eval_every, and keys that a later version added with their defaults
+    # (log_positions, repo_final_init_std), which an older run's file lacks
     rm -rf "$out/stage1_check"
     build/train "$S1" "${s1_set[@]}" --set run.out_dir="\"$out/stage1_check\"" --set train.steps=0 \
         --set optim.warmup_steps=0 --set train.eval_every=0 > "$out/logs/stage1_check.log" 2>&1 ||
@@ -114,6 +115,7 @@ if [ -n "$stage1" ]; then
     echo "$stage1" > "$out/logs/stage1_from"
     log "stage 1: taken from $stage1 (--stage1): the same config, trained earlier"
 else
+    rm -f "$out/logs/stage1_from"
     log "stage 1: RoPE from scratch ($S1${s1_set:+, quick})"
     build/train "$S1" --set run.out_dir="\"$out/stage1_rope\"" "${s1_set[@]}" > "$out/logs/stage1_rope.log" 2>&1 ||
         { tail -n 20 "$out/logs/stage1_rope.log"; echo "stage 1 failed (log: $out/logs/stage1_rope.log)" >&2; exit 1; }
