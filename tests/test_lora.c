@@ -1,11 +1,15 @@
 /* LoRA adapters: PEFT's zero B leaves the base model's logits unchanged; a
    merged checkpoint (W + (alpha/r) B A) gives the adapter model's logits within
-   float rounding; the PEFT files round-trip; an adapter whose shapes do not
-   match the base is refused, naming the tensor and both shapes. */
+   float rounding; the PEFT files round-trip; trained RePo weights are saved
+   under PEFT's adapter-file names for modules_to_save and listed there; an
+   adapter whose shapes do not match the base is refused, naming the tensor and
+   both shapes, and so is one whose RePo weights and modules_to_save disagree. */
+#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/check.h"
+#include "common/fileio.h"
 #include "common/rng.h"
 #include "common/safetensors.h"
 #include "model/model.h"
@@ -124,12 +128,80 @@ static void check_bf16_base(ModelConfig cfg) {
     model_free(&ref), model_free(&half);
 }
 
-typedef struct { ModelConfig cfg; const char* dir; } LoadArg;
+typedef struct { ModelConfig cfg; const char* dir; const char* const* frozen; size_t n_frozen; } LoadArg;
 static void load_child(void* p) {
     LoadArg* a = p;
     Model m;
-    model_build(&m, &a->cfg, 1, 2, NULL, 0, false);
+    model_build(&m, &a->cfg, 1, 2, a->frozen, a->n_frozen, false);
     peft_load(&m, a->dir, NULL);
+}
+
+static void write_text(const char* dir, const char* file, const char* text) {
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    file_write_atomic(path, text, strlen(text));
+}
+
+/* RePo layers 1 and 2 trained with LoRA, layer 2's gate_map frozen: PEFT's adapter-file names
+   (base_model.model.<module>.weight, never the in-model <module>.modules_to_save.default.weight), and
+   modules_to_save by short name where every module of a kind is saved, by path otherwise */
+static void check_modules_to_save(ModelConfig cfg, const char* tmp) {
+    printf("modules_to_save\n");
+    cfg.L = 3, cfg.pos[1] = POS_REPO, cfg.pos[2] = POS_REPO;
+    const char* frozen[] = {"model.layers.2.self_attn.gate_map.weight"};
+    Model m;
+    model_build(&m, &cfg, 1, 2, frozen, 1, false);
+    model_init_weights(&m, 3, 0.02);
+    peft_save(&m, tmp, "base");
+    char path[512];
+    snprintf(path, sizeof(path), "%s/adapter_model.safetensors", tmp);
+    StFile f;
+    st_open_or_die(&f, path);
+    bool plain = true;
+    for (size_t j = 0; j < f.n_tensors; j++)
+        plain &= !strstr(f.tensors[j].name, "modules_to_save") && !strstr(f.tensors[j].name, ".default");
+    EXPECT(plain && st_find(&f, "base_model.model.model.layers.1.self_attn.gate_map.weight") &&
+               st_find(&f, "base_model.model.model.layers.2.self_attn.content_map.weight") &&
+               st_find(&f, "base_model.model.model.layers.2.self_attn.final_map.weight") &&
+               !st_find(&f, "base_model.model.model.layers.2.self_attn.gate_map.weight"),
+           "adapter_model.safetensors: trained RePo weights as base_model.model.<module>.weight, the frozen one out");
+    st_close(&f);
+    snprintf(path, sizeof(path), "%s/adapter_config.json", tmp);
+    size_t len;
+    char* text = file_read_all_or_null(path, &len);
+    cJSON* j = cJSON_ParseWithLength(text, len);
+    char* mts = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(j, "modules_to_save"));
+    EXPECT(!strcmp(mts, "[\"model.layers.1.self_attn.gate_map\",\"content_map\",\"final_map\"]"),
+           "adapter_config.json modules_to_save %s: the path of the one saved gate_map, short names for the rest",
+           mts);
+    Model back;
+    model_build(&back, &cfg, 1, 2, frozen, 1, false);
+    size_t n = peft_load(&back, tmp, NULL), lora = 0;
+    for (size_t i = 0; i < m.tensors.n; i++) lora += m.tensors.t[i].is_lora;
+    EXPECT(n == lora + 5, "peft_load reads the %zu LoRA tensors and the 5 saved RePo weights (%zu)", lora, n);
+    model_free(&back);
+
+    LoadArg arg = {cfg, tmp, frozen, 1};
+    write_text(tmp, "adapter_config.json", "{\"peft_type\": \"LORA\", \"r\": 3, \"lora_alpha\": 5, "
+               "\"target_modules\": [\"q_proj\"], \"modules_to_save\": [\"gate_map\", \"content_map\", \"final_map\"]}");
+    const char* missing[] = {"no tensor 'base_model.model.model.layers.2.self_attn.gate_map.weight'",
+                             "modules_to_save lists its module", NULL};
+    expect_dies_with("modules_to_save names a module the file lacks", load_child, &arg, missing);
+    write_text(tmp, "adapter_config.json", "{\"peft_type\": \"LORA\", \"r\": 3, \"lora_alpha\": 5, "
+               "\"target_modules\": [\"q_proj\"], \"modules_to_save\": null}");
+    const char* unlisted[] = {"layers.1.self_attn.gate_map.weight' is a RePo weight", "does not list", NULL};
+    expect_dies_with("a RePo weight modules_to_save does not name", load_child, &arg, unlisted);
+    real w[4] = {0};
+    StWriteTensor in_model = {.name = "base_model.model.model.layers.1.self_attn.gate_map.modules_to_save.default"
+                                      ".weight", .dtype = ST_F32, .ndim = 2, .shape = {2, 2}, .data = w};
+    snprintf(path, sizeof(path), "%s/adapter_model.safetensors", tmp);
+    st_write(path, &in_model, 1, NULL, NULL, 0);
+    const char* named[] = {"has PEFT's in-model name", "without 'modules_to_save.<adapter name>.'", NULL};
+    expect_dies_with("PEFT's in-model name in the adapter file", load_child, &arg, named);
+    cJSON_free(mts);
+    cJSON_Delete(j);
+    free(text);
+    model_free(&m);
 }
 
 int main(void) {
@@ -144,13 +216,15 @@ int main(void) {
     ModelConfig llama = olmo;
     llama.block = BLOCK_LLAMA, llama.tie_embeddings = true;
     llama.lora_rank = 2, llama.lora_alpha = 16, llama.lora_targets = 1u << LORA_Q | 1u << LORA_O | 1u << LORA_UP;
+    check_modules_to_save(olmo, tmp);
     run("llama, rank 2 on q_proj, o_proj, up_proj", llama, tmp);
 
     check_bf16_base(olmo);
     check_bf16_base(llama);
 
+
     printf("errors\n");
-    LoadArg arg = {olmo, tmp};   /* tmp holds llama's rank-2 adapter; olmo asks for rank 3 */
+    LoadArg arg = {olmo, tmp, NULL, 0};   /* tmp holds llama's rank-2 adapter; olmo asks for rank 3 */
     arg.cfg.lora_rank = 2, arg.cfg.lora_targets = llama.lora_targets, arg.cfg.D = 64;
     const char* shapes[] = {"adapter_model.safetensors", "q_proj.lora_A.weight", "[2, 32]", "[2, 64]", NULL};
     expect_dies_with("an adapter for another base: tensor and both shapes", load_child, &arg, shapes);
