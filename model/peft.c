@@ -90,7 +90,7 @@ void peft_save(const Model* m, const char* dir, const char* base_model) {
     cJSON_AddStringToObject(j, "base_model_name_or_path", base_model ? base_model : "");
     cJSON_AddNumberToObject(j, "r", (double)c->lora_rank);
     cJSON_AddNumberToObject(j, "lora_alpha", c->lora_alpha);
-    cJSON_AddNumberToObject(j, "lora_dropout", 0.0);
+    cJSON_AddNumberToObject(j, "lora_dropout", c->lora_dropout);
     cJSON_AddStringToObject(j, "bias", "none");
     cJSON_AddBoolToObject(j, "fan_in_fan_out", false);
     cJSON_AddBoolToObject(j, "inference_mode", true);
@@ -122,8 +122,9 @@ bool peft_read_config(const char* dir, ModelConfig* cfg) {
           "%s: 'r' must be an integer in [1, 65536]", path);
     CHECK(cJSON_IsNumber(alpha) && alpha->valuedouble > 0, "%s: 'lora_alpha' must be a positive number", path);
     const cJSON* dropout = cJSON_GetObjectItemCaseSensitive(j, "lora_dropout");
-    if (dropout && !cJSON_IsNull(dropout) && !(cJSON_IsNumber(dropout) && dropout->valuedouble == 0))
-        fprintf(stderr, "note: %s: lora_dropout is ignored (repoc applies no adapter dropout)\n", path);
+    CHECK(!dropout || cJSON_IsNull(dropout) ||
+              (cJSON_IsNumber(dropout) && dropout->valuedouble >= 0 && dropout->valuedouble < 1),
+          "%s: 'lora_dropout' must be a number in [0, 1)", path);
     const cJSON* bias = cJSON_GetObjectItemCaseSensitive(j, "bias");
     CHECK(!bias || cJSON_IsNull(bias) || (cJSON_IsString(bias) && !strcmp(bias->valuestring, "none")),
           "%s: 'bias' must be \"none\" (no bias adapters)", path);
@@ -132,6 +133,7 @@ bool peft_read_config(const char* dir, ModelConfig* cfg) {
           path);
     cfg->lora_rank = (size_t)r->valuedouble;
     cfg->lora_alpha = alpha->valuedouble;
+    cfg->lora_dropout = cJSON_IsNumber(dropout) ? dropout->valuedouble : 0;   /* applies only while training */
     cfg->lora_targets = 0;
     const cJSON* it;
     cJSON_ArrayForEach(it, targets) {

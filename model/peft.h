@@ -22,7 +22,7 @@
    trained, else the full path of each trained module; base_model: the base checkpoint's path or hub name ("" = unknown). */
 void peft_save(const Model* m, const char* dir, const char* base_model);
 /* When dir holds adapter_config.json: set cfg's lora_rank, lora_alpha and lora_targets from it (dies on a
-   config repoc cannot run: another peft_type, an unknown target module, dropout) and return true. */
+   config repoc cannot run: another peft_type, an unknown target module, a lora_dropout outside [0, 1)) and return true. */
 bool peft_read_config(const char* dir, ModelConfig* cfg);
 /* Load dir/adapter_model.safetensors into m: every LoRA tensor of m must be there with m's shape (the
    error names the tensor and both shapes), and so must every RePo tensor whose module adapter_config.json's

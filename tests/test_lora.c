@@ -5,6 +5,7 @@
    adapter whose shapes do not match the base is refused, naming the tensor and
    both shapes, and so is one whose RePo weights and modules_to_save disagree. */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 #include "common/fileio.h"
 #include "common/rng.h"
 #include "common/safetensors.h"
+#include "model/linear.h"
 #include "model/model.h"
 #include "model/peft.h"
 #include "tests/testutil.h"
@@ -128,6 +130,52 @@ static void check_bf16_base(ModelConfig cfg) {
     model_free(&ref), model_free(&half);
 }
 
+/* LoRA dropout: the mask keeps about 1 - p of the inputs, scaled by 1/(1 - p), the same for the same key;
+   a model's dropout changes the loss only while on, and recompute remakes the same masks (bit-identical
+   gradients) */
+static void check_dropout(ModelConfig cfg) {
+    printf("dropout\n");
+    size_t n = 1 << 16;
+    real* ones = mallocCheck(n * sizeof(real));
+    real* a = mallocCheck(n * sizeof(real));
+    real* b = mallocCheck(n * sizeof(real));
+    for (size_t i = 0; i < n; i++) ones[i] = 1;
+    LoraDropout d = {0.25, 42, NULL};
+    lora_dropout_apply(a, ones, false, &d, 256, n / 256);
+    size_t kept = 0, scaled = 0;
+    for (size_t i = 0; i < n; i++) kept += a[i] != 0, scaled += a[i] == 0 || a[i] == (real)(1 / 0.75);
+    double frac = (double)kept / (double)n;   /* binomial: sd sqrt(p (1-p) / n) = 0.0017 */
+    EXPECT(fabs(frac - 0.75) < 0.01 && scaled == n, "p 0.25 keeps %.4f of %zu inputs (0.75 +- 0.01), each x 1/0.75",
+           frac, n);
+    lora_dropout_apply(b, ones, false, &d, 256, n / 256);
+    EXPECT(!memcmp(a, b, n * sizeof(real)), "the same key gives the same mask");
+    d.key = 43;
+    lora_dropout_apply(b, ones, false, &d, 256, n / 256);
+    EXPECT(memcmp(a, b, n * sizeof(real)), "another key gives another mask");
+    free(ones), free(a), free(b);
+
+    int32_t tokens[NT], targets[NT];
+    for (size_t i = 0; i < NT; i++) tokens[i] = (int32_t)((i * 5 + 2) % cfg.V), targets[i] = (int32_t)((i * 7) % cfg.V);
+    cfg.lora_dropout = 0.3;
+    Model m[2];
+    double loss[2];
+    for (int rec = 0; rec < 2; rec++) {
+        ModelOpts o = {rec, 0};
+        model_build_opts(&m[rec], &cfg, 2, NT / 2, NULL, 0, &o, false);
+        random_weights(&m[rec], 19);
+        m[rec].lora_dropout_key = 7;
+        double off = model_forward(&m[rec], tokens, targets);
+        m[rec].lora_dropout_on = true;
+        loss[rec] = model_forward(&m[rec], tokens, targets);
+        if (!rec) EXPECT(off != loss[rec], "dropout changes the loss only while on (%.9g off, %.9g on)", off, loss[rec]);
+        model_zero_grad(&m[rec]);
+        model_backward(&m[rec], 1.0);
+    }
+    EXPECT(loss[0] == loss[1] && !memcmp(m[0].grads, m[1].grads, m[0].tensors.n_grads * sizeof(real)),
+           "recompute with dropout: the same loss and bit-identical gradients (%zu values)", m[0].tensors.n_grads);
+    model_free(&m[0]), model_free(&m[1]);
+}
+
 typedef struct { ModelConfig cfg; const char* dir; const char* const* frozen; size_t n_frozen; } LoadArg;
 static void load_child(void* p) {
     LoadArg* a = p;
@@ -221,6 +269,7 @@ int main(void) {
 
     check_bf16_base(olmo);
     check_bf16_base(llama);
+    check_dropout(olmo);
 
 
     printf("errors\n");

@@ -46,6 +46,25 @@ build/eval "$T/merged" --ppl "$T/train.u16" --seq-len 32 --max-windows 4 >"$T/ev
 la=$(grep -o 'nll [0-9.]*  ppl [0-9.]*' "$T/eval_a.log" | head -n 1); lm=$(grep -o 'nll [0-9.]*  ppl [0-9.]*' "$T/eval_m.log" | head -n 1)
 [ -n "$la" ] && [ "$la" = "$lm" ] && ok "merged checkpoint: same validation $la as the adapter model" || bad "eval losses differ: '$la' vs '$lm'"
 
+# LoRA dropout 0.3: a run of 20 steps and one stopped at 10 and resumed match bit for bit, differ from the
+# run without dropout, and adapter_config.json records lora_dropout
+DROP='{"rank": 4, "alpha": 8, "targets": ["q_proj", "v_proj", "down_proj"], "dropout": 0.3}'
+config "$T/c.json" "$T/c" 20 "\"$T/base/step_0000010\"" "$DROP"
+config "$T/d.json" "$T/d" 10 "\"$T/base/step_0000010\"" "$DROP"
+build/train "$T/c.json" >"$T/c.log" 2>&1 || { bad "LoRA dropout run failed"; tail -5 "$T/c.log"; }
+build/train "$T/d.json" >"$T/d.log" 2>&1 && config "$T/d.json" "$T/d" 20 "\"$T/base/step_0000010\"" "$DROP" &&
+    build/train "$T/d.json" >>"$T/d.log" 2>&1 || { bad "stopped + resumed LoRA dropout run failed"; tail -5 "$T/d.log"; }
+C="$T/c/step_0000020"
+[ -n "$(losses "$T/c")" ] && [ "$(losses "$T/c")" = "$(losses "$T/d")" ] &&
+    cmp -s "$C/adapter_model.safetensors" "$T/d/step_0000020/adapter_model.safetensors" &&
+    cmp -s "$C/optimizer.safetensors" "$T/d/step_0000020/optimizer.safetensors" &&
+    ok "dropout 0.3, resume at step 10: losses, adapters and AdamW moments bit-identical" || bad "resumed LoRA dropout run differs"
+[ "$(losses "$T/c" | sed -n 2p)" != "$(losses "$T/a" | sed -n 2p)" ] &&
+    ok "dropout changes the training loss: $(losses "$T/c" | sed -n 2p | cut -d, -f2) vs$(losses "$T/a" | sed -n 2p | cut -d, -f2)" ||
+    bad "dropout 0.3 gave the losses of dropout 0"
+grep -q '"lora_dropout":.*0.3' "$C/adapter_config.json" && ok "adapter_config.json: lora_dropout 0.3" ||
+    { bad "adapter_config.json lora_dropout"; grep dropout "$C/adapter_config.json"; }
+
 config "$T/bad.json" "$T/bad" 5 null '{"rank": 4, "targets": ["q_proj", "qkv_proj"]}'
 out=$(build/train "$T/bad.json" 2>&1); rc=$?
 [ $rc -ne 0 ] && echo "$out" | grep -q "model.lora.targets" && echo "$out" | grep -q "qkv_proj" && echo "$out" | grep -q "gate_proj" &&

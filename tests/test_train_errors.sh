@@ -51,7 +51,7 @@ build/tools/gen_tokens "$T/short.u16" 10 64 1 || exit 1
 case_ "validation data shorter than seq_len + 1" \
     "data.val ('$T/short.u16'): 10 tokens, fewer than data.seq_len + 1 = 17 that one row needs" \
     "$base" --set "data.val=[\"$T/short.u16\"]" --set train.eval_every=1
-case_ "LoRA dropout" "model.lora.dropout: 0.1: only 0 is supported" "$base" --set 'model.lora={"rank": 2, "dropout": 0.1}'
+case_ "LoRA dropout 1" "model.lora.dropout" "$base" --set 'model.lora={"rank": 2, "dropout": 1}'
 case_ "mixture source shorter than seq_len + 1" \
     "data.train (source 'tiny'): 10 tokens, fewer than data.seq_len + 1 = 17 that one row needs" \
     "$base" --set "data.train=[{\"name\": \"tiny\", \"files\": [\"$T/short.u16\"]}]"

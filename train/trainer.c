@@ -14,6 +14,7 @@
 #include "common/dist.h"
 #include "common/fileio.h"
 #include "common/threads.h"
+#include "data/mix.h"      /* mix_triple: the LoRA dropout key of a micro-batch */
 #include "model/hf_checkpoint.h"
 #include "model/hf_config.h"
 #include "optim/clip.h"
@@ -307,6 +308,9 @@ void trainer_step(Trainer* tr) {
         size_t row0 = (k * world + (size_t)tr->rank) * tr->B;
         data_source_rows(&tr->data, false, step, tr->rows_per_step, row0, tr->B, tr->T, tr->tokens, tr->targets,
                          tr->answer_mask, tr->doc_ids);
+        /* LoRA dropout masks: a pure function of (seed, step, global micro-batch), so resume stays exact */
+        m->lora_dropout_on = true;
+        m->lora_dropout_key = mix_triple(0x6c6f72612d64726full, tr->rc.run.seed, step, k * world + (size_t)tr->rank);
         if (tr->target_weights) {   /* the answer-weighted training loss (data.synthetic.answer_weight) */
             for (size_t i = 0; i < tr->B * tr->T; i++)
                 tr->target_weights[i] = tr->answer_mask[i] ? (real)tr->data.syn.answer_weight : 1;
@@ -393,6 +397,7 @@ static bool eval_stream(Trainer* tr, size_t k, size_t n, double* total) {
         size_t j = j0 + (size_t)tr->rank;
         if (j >= n) continue;
         data_source_val_rows(&tr->data, k, j, tr->B, tr->T, tr->tokens, tr->targets, tr->doc_ids);
+        tr->model.lora_dropout_on = false;   /* validation: the adapters without dropout */
         tr->model.target_weights = NULL;   /* validation: the plain mean over every target */
         *total += model_forward(&tr->model, tr->tokens, tr->targets);
     }
