@@ -3,8 +3,8 @@
 # build/train against its measured peak RSS (getrusage, printed at the end of
 # the run), seconds per step (the last of 2 steps) and model GFLOP/s
 # (6·P·tokens + causal attention 6·B·H·T²·hd per layer, per step; the recomputed
-# forward is not counted; with LoRA the frozen base's weight gradients are not computed, so
-# the figure overstates the work done). Cases (BENCH_MEMORY_CASES, default "1b-4096 1b-1024 S M L"):
+# forward is not counted; with a frozen BF16 base (LoRA) 4·P·tokens, P counting the BF16
+# base too: frozen weights get no gradient). Cases (BENCH_MEMORY_CASES, default "1b-4096 1b-1024 S M L"):
 #   1b-4096  a generated OLMo-2-1B-shape BF16 checkpoint (tests/bench_load.c --generate),
 #            model.init_from it, RePo layers 5-15, T=4096 B=1, recompute, bf16 AdamW state
 #   1b-1024  the same at T=1024
@@ -73,13 +73,14 @@ for c in $CASES; do
     plan=$(grep -o "^  peak RSS  *[0-9.]* MiB" "$log" | grep -o "[0-9.]*")
     meas=$(grep "^peak RSS" "$log" | grep -o "[0-9][0-9]*")
     ms=$(grep "^step .*ms" "$log" | tail -n 1 | grep -o "[0-9.]* ms" | grep -o "[0-9.]*")
-    read -r P B seq D L <<< "$(awk '
+    read -r P B seq D L per <<< "$(awk '
         /^  parameters [0-9]/ { P = $2 }
+        /^  frozen base in BF16: [0-9]/ { P16 = $5 }
         /^model: [a-z0-9]+  V=/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }
         /^memory plan \(B=/ { split($3, b, "="); split($4, t, "[=,]"); v["B"] = b[2]; v["T"] = t[2] }
-        END { print P, v["B"], v["T"], v["D"], v["L"] }' "$log")"
-    awk -v c="$c" -v plan="$plan" -v meas="$meas" -v ms="$ms" -v P="$P" -v B="$B" -v T="$seq" -v D="$D" -v L="$L" \
+        END { print P + P16, v["B"], v["T"], v["D"], v["L"], (P16 > 0 ? 4 : 6) }' "$log")"
+    awk -v c="$c" -v plan="$plan" -v meas="$meas" -v ms="$ms" -v P="$P" -v B="$B" -v T="$seq" -v D="$D" -v L="$L" -v per="$per" \
         -v cmd="BENCH_MEMORY_CASES=$c make bench-memory" 'BEGIN {
-        flops = 6 * P * B * T + L * 6 * B * T * T * D   # H·hd = D
+        flops = per * P * B * T + L * 6 * B * T * T * D   # H·hd = D
         printf "| %s | `%s` | %.0f | %.0f | %.3f | %.1f | %.1f |\n", c, cmd, plan, meas, plan / meas, ms / 1000, flops / (ms / 1000) / 1e9 }'
 done
