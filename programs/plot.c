@@ -149,8 +149,8 @@ int main(int argc, char** argv) {
         }
         if (!strcmp(argv[i], "--out")) {
             cli_once("--out", &seen_out);
-            if (i + 1 >= argc) cli_bad_option("--out: expected a file name ending in .svg");
-            out = argv[++i];
+            out = cli_value("--out", i + 1 < argc ? argv[i + 1] : NULL);
+            i++;
         } else if (argv[i][0] == '-') {
             cli_bad_option("unknown option '%s'", argv[i]);
         } else {
