@@ -10,7 +10,6 @@
 #include "common/fileio.h"
 #include "eval/analyze.h"
 #include "eval/analyze_svg.h"
-#include "programs/cli.h"
 
 /* heads and layers merged */
 static PosStats layer_stats(const Analysis* an, size_t r) {
@@ -197,7 +196,8 @@ static void write_json(const Analysis* an, const char* path) {
     else cJSON_AddNullToObject(root, "positions");
     if (an->has_att) cJSON_AddItemToObject(root, "attention", attention_json(an));
     else cJSON_AddNullToObject(root, "attention");
-    cli_write_json(path, root);
+    file_write_json(path, root);
+    printf("wrote %s\n", path);
 }
 
 static void plot_positions(const Analysis* an, const char* path, const size_t* heads, size_t n_heads) {

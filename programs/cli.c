@@ -223,17 +223,6 @@ void cli_checkpoint_config(CkptInfo* ci, ModelConfig* cfg, const char* path, con
     cli_apply_yarn(cfg, sh->yarn_factor, sh->yarn_orig, ci);
 }
 
-
-void cli_write_json(const char* path, cJSON* root) {
-    char* text = cJSON_Print(root);
-    cJSON_Delete(root);
-    size_t len = strlen(text);
-    text[len] = '\n';   /* the terminating NUL becomes a final newline */
-    file_write_atomic(path, text, len + 1);
-    free(text);
-    printf("wrote %s\n", path);
-}
-
 void cli_load_model(Model* m, const ModelConfig* cfg, const CkptInfo* ci, size_t B, size_t T) {
     const char* no_grads[] = {"*"};   /* inference only: no gradient arena */
     model_build(m, cfg, B, T, no_grads, 1, false);

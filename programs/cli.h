@@ -92,9 +92,6 @@ void cli_apply_yarn(ModelConfig* cfg, double factor, double orig, const CkptInfo
 void cli_check_output_file(const char* opt, const char* path);
 void cli_check_output_dir(const char* opt, const char* dir);
 
-/* Print root as JSON into path atomically, with a final newline, and free root */
-void cli_write_json(const char* path, cJSON* root);
-
 /* Build m for batches (B, T) without gradients and load the checkpoint's
    weights; dies when config.json asks for RePo weights the checkpoint lacks. */
 void cli_load_model(Model* m, const ModelConfig* cfg, const CkptInfo* ci, size_t B, size_t T);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/check.h"
+#include "common/fileio.h"
 #include "common/threads.h"
 #include "data/source.h"
 #include "model/hf_config.h"
@@ -203,7 +204,8 @@ static void write_json(const char* path, const EvalOptions* o, const CkptInfo* c
         cJSON_AddNumberToObject(t, "ppl", ppl[i].ppl);
         cJSON_AddItemToArray(pp, t);
     }
-    cli_write_json(path, root);
+    file_write_json(path, root);
+    printf("wrote %s\n", path);
 }
 
 /* Resolve the defaults that depend on the checkpoint (families, lengths, seq_len)
