@@ -23,6 +23,8 @@
 #include <cjson/cJSON.h>    /* the header JSON */
 
 #include "common/check.h"   /* DIE, CHECK, mallocCheck, callocCheck */
+#include "common/mapped.h"  /* mapped_add: a SIGBUS while reading a mapping names the file */
+#include "common/utf8.h"    /* utf8_decode */
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "safetensors.c assumes a little-endian host (the file format is little-endian)"
@@ -42,29 +44,13 @@ size_t st_dtype_size(StDtype dt) { return (size_t)dt < ST_N_DTYPES ? DTYPE_SIZES
 
 const char* st_dtype_name(StDtype dt) { return (size_t)dt < ST_N_DTYPES ? DTYPE_NAMES[dt] : "?"; }
 
-/* Strict UTF-8 (RFC 3629), as Rust's str::from_utf8 in the reference reader:
-   a lead byte announces 1-4 bytes, each continuation byte is 10xxxxxx, and
-   the decoded code point must need that many bytes, must not be a UTF-16
-   surrogate, and must be at most U+10FFFF. */
+/* the header is JSON text, so UTF-8: the first byte where utf8_decode fails */
 size_t st_utf8_check(const uint8_t* s, size_t n) {
     size_t i = 0;
     while (i < n) {
-        uint8_t c = s[i];
-        size_t len;
         uint32_t cp;
-        if (c < 0x80) { i++; continue; }
-        if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; }
-        else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0F; }
-        else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; }
-        else return i;                               /* continuation byte, C0/C1 or F5..FF */
-        if (n - i < len) return i;                   /* sequence cut off by the end */
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) return i;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        /* overlong forms, UTF-16 surrogates, beyond U+10FFFF */
-        if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || (cp >= 0xD800 && cp <= 0xDFFF) ||
-            cp > 0x10FFFF) return i;
+        size_t len = utf8_decode(s + i, n - i, &cp);
+        if (!len) return i;
         i += len;
     }
     return n;

@@ -103,14 +103,11 @@ static int cand_desc(const void* a, const void* b) {
 
 /* top-p (nucleus) on top of the top-k softmax: probabilities over the top-k
    logits, sorted, the shortest prefix whose sum reaches top_p, sampled.
-   cand holds V entries. */
+   w and cand hold V entries. */
 static int32_t sample_top_p(const real* logits, size_t V, double temperature, size_t top_k, double top_p,
-                            Cand* cand, Rng* rng) {
-    real mx = logits[gen_argmax(logits, V)];
-    for (size_t i = 0; i < V; i++) {
-        CHECK(isfinite(logits[i]), "sampling: logit %zu is %g", i, (double)logits[i]);
-        cand[i] = (Cand){(real)exp(((double)logits[i] - mx) / temperature), (int32_t)i};
-    }
+                            real* w, Cand* cand, Rng* rng) {
+    gen_softmax_weights(w, logits, V, temperature, -INFINITY);
+    for (size_t i = 0; i < V; i++) cand[i] = (Cand){w[i], (int32_t)i};
     qsort(cand, V, sizeof(Cand), cand_desc);
     size_t k = top_k > 0 && top_k < V ? top_k : V;
     while (k < V && cand[k].p == cand[k - 1].p) k++;   /* ties with the k-th are kept, as gen_sample does */
@@ -162,6 +159,7 @@ int main(int argc, char** argv) {
     size_t max_T = n_prompt + (o.max_new ? o.max_new : 1);
     gen_build(&g, &m, max_T, n_prompt < 512 ? n_prompt : 512);
     Cand* cand = o.top_p < 1 && o.temperature > 0 ? mallocCheck(cfg.V * sizeof(Cand)) : NULL;
+    real* w = cand ? mallocCheck(cfg.V * sizeof(real)) : NULL;
     Rng rng;
     rng_seed(&rng, o.seed);
     int32_t eos = tok_eos(t);
@@ -174,7 +172,7 @@ int main(int argc, char** argv) {
     size_t n_new = 0;
     int stopped = 0;
     while (n_new < o.max_new) {
-        int32_t id = cand ? sample_top_p(logits, cfg.V, o.temperature, o.top_k, o.top_p, cand, &rng)
+        int32_t id = cand ? sample_top_p(logits, cfg.V, o.temperature, o.top_k, o.top_p, w, cand, &rng)
                           : gen_sample(&g, logits, o.temperature, o.top_k, &rng);
         n_new++;
         if (id == eos && !o.ignore_eos) { stopped = 1; break; }
@@ -187,6 +185,7 @@ int main(int argc, char** argv) {
             n_prompt, t1 - t0, (double)n_prompt / (t1 - t0), n_new, t2 - t1,
             t2 > t1 ? (double)n_new / (t2 - t1) : 0.0, stopped ? " (stopped at the end of text token)" : "");
     free(cand);
+    free(w);
     gen_free(&g);
     model_free(&m);
     tok_encoder_free(&e);
