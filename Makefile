@@ -197,7 +197,7 @@ clean:
 # ASan+UBSan into build/asan, every sanitizer report fatal. `make test` runs it.
 ASAN_BUILD = build/asan
 ASAN_SRC = tests/test_safetensors.c common/safetensors.c common/safetensors_convert.c \
-           common/safetensors_write.c common/check.c
+           common/safetensors_write.c common/check.c common/mapped.c
 ASAN_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 ASAN_RUN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 .PHONY: test-asan fuzz
@@ -205,7 +205,8 @@ test-asan: $(ASAN_BUILD)/test_safetensors
 	$(ASAN_RUN_ENV) $(ASAN_BUILD)/test_safetensors tests/corpus
 	@$(MAKE) --no-print-directory DEBUG=1 BUILD=$(ASAN_BUILD)/lib $(ASAN_BUILD)/lib/tests/test_checkpoint
 	$(ASAN_RUN_ENV) $(ASAN_BUILD)/lib/tests/test_checkpoint
-$(ASAN_BUILD)/test_safetensors: $(ASAN_SRC) common/safetensors.h common/check.h common/real.h
+$(ASAN_BUILD)/test_safetensors: $(ASAN_SRC) common/safetensors.h common/check.h common/real.h common/mapped.h \
+                               common/utf8.h
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -O3,$(CFLAGS)) $(ASAN_FLAGS) $(ASAN_SRC) -o $@ -lcjson -lm
 
@@ -229,7 +230,8 @@ FUZZ_SECONDS ?= 600
 FUZZ_FLAGS ?=
 FUZZ_DIR = build/fuzz
 FUZZ_BIN = $(FUZZ_DIR)/fuzz_safetensors_p$(PRECISION)
-FUZZ_SRC = tests/fuzz/fuzz_safetensors.c common/safetensors.c common/safetensors_convert.c common/check.c
+FUZZ_SRC = tests/fuzz/fuzz_safetensors.c common/safetensors.c common/safetensors_convert.c common/check.c \
+           common/mapped.c
 fuzz: $(FUZZ_BIN)
 	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/artifacts
 	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -dict=tests/fuzz/safetensors.dict \

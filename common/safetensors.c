@@ -350,9 +350,11 @@ int st_parse_bytes(StFile* f, const uint8_t* buf, size_t size, const char* label
     return rc;
 }
 
-/* open + fstat + mmap (read-only, private), then st_parse_bytes on the
-   mapping. The descriptor is closed at once (the mapping outlives it); on
-   any error the mapping is undone, so nothing is left open. */
+/* open + fstat + mmap (read-only, private), registered with common/mapped.h
+   (a file truncated while mapped ends with its name and the byte offset, not
+   a bare SIGBUS), then st_parse_bytes on the mapping. The descriptor is
+   closed at once (the mapping outlives it); on any error the mapping is
+   undone, so nothing is left open. */
 int st_open(StFile* f, const char* path, char* err, size_t err_len) {
     memset(f, 0, sizeof(*f));
     f->fd = -1;
@@ -379,15 +381,21 @@ int st_open(StFile* f, const char* path, char* err, size_t err_len) {
         }
     }
     close(fd);              /* the mapping stays valid without the descriptor */
+    char* name = strdup(path);
+    CHECK(name, "out of memory copying a path");
+    if (map) mapped_add(map, size, name);   /* the file shrinking under us: SIGBUS names it and the offset */
     int rc = st_parse_bytes(f, map, size, path, err, err_len);
     if (rc) {
-        if (map) munmap(map, size);
+        if (map) {
+            mapped_remove(map);
+            munmap(map, size);
+        }
+        free(name);
         memset(f, 0, sizeof(*f));
         f->fd = -1;
         return rc;
     }
-    f->path = strdup(path);
-    CHECK(f->path, "out of memory copying a path");
+    f->path = name;
     f->map = map;
     f->file_size = size;
     return 0;
@@ -403,7 +411,10 @@ void st_open_or_die(StFile* f, const char* path) {
    and on a zero-initialised StFile). No descriptor is held: st_open closed it. */
 void st_close(StFile* f) {
     st_free_table(f);
-    if (f->map) munmap((void*)f->map, f->file_size);
+    if (f->map) {
+        mapped_remove(f->map);
+        munmap((void*)f->map, f->file_size);
+    }
     free(f->path);
     memset(f, 0, sizeof(*f));
     f->fd = -1;
