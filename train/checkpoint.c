@@ -345,9 +345,9 @@ static size_t state_int(const cJSON* root, const char* p, const char* key, size_
     return (size_t)v->valuedouble;
 }
 
-/* Read and check trainer_state.json: every field typed and in range, and the step equal to the
-   one the directory name (step_NNNNNNN) states */
-static void load_state(const char* dir, TrainerState* st) {
+/* trainer_state.json: every field typed and in range, and the step equal to the one the directory
+   name (step_NNNNNNN) states */
+void ckpt_load_state(const char* dir, TrainerState* st) {
     char p[4096];
     snprintf(p, sizeof(p), "%s/trainer_state.json", dir);
     cJSON* root = read_state_json(dir);
@@ -366,14 +366,13 @@ static void load_state(const char* dir, TrainerState* st) {
     cJSON_Delete(root);
     const char* base = strrchr(dir, '/');
     base = base && base[1] ? base + 1 : dir;
-    unsigned long long named;
-    int used = 0;
-    if (sscanf(base, "step_%llu%n", &named, &used) == 1 && base[used] == 0)
+    size_t named;
+    if (step_of(base, &named))
         CHECK(named == st->step, "%s: key 'step' is %zu, but the directory is named %s", p, st->step, base);
 }
 
 void ckpt_load(const char* dir, Model* m, AdamW* opt, TrainerState* st) {
-    load_state(dir, st);   /* first: a bad state file fails before the large reads */
+    ckpt_load_state(dir, st);   /* first: a bad state file fails before the large reads */
     hf_load_weights(m, dir, 0, false);
     char p[4096];
     snprintf(p, sizeof(p), "%s/config.json", dir);

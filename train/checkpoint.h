@@ -57,6 +57,10 @@ bool ckpt_find_latest(const char* out_dir, char* path, size_t len);
    optimizer reads the moments of its own slice only. */
 void ckpt_load(const char* dir, Model* m, AdamW* opt, TrainerState* st);
 
+/* Read and check a checkpoint's trainer_state.json alone (ckpt_load's first
+   step), so a run can refuse to resume before building anything large */
+void ckpt_load_state(const char* dir, TrainerState* st);
+
 /* The resolved config JSON stored in a checkpoint's trainer_state.json (malloc'd). */
 char* ckpt_read_config(const char* dir);
 
