@@ -131,8 +131,7 @@ static void build_optimizer(Trainer* tr) {
 void trainer_memory_plan(Trainer* tr, bool plan_only) {
     const RunConfig* rc = &tr->rc;
     MemPlan plan;
-    memplan_compute(&plan, &tr->mcfg, rc, (size_t)tr->world,
-                    memplan_files_bytes(&rc->data.train) + memplan_files_bytes(&rc->data.val));
+    memplan_compute(&plan, &tr->mcfg, rc, (size_t)tr->world, memplan_data_bytes(rc));
     plan.local_ranks = (size_t)dist_local_world();
     plan.plan_only = plan_only;
     memplan_print(&plan, stdout);
