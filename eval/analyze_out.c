@@ -232,7 +232,9 @@ static void plot_attention(const Analysis* an, const char* path) {
                : total_mass(i == an->n_att ? an->layer_rows : an->layer_sep, an->n_att);
         if (i < an->n_att) snprintf(names[i], sizeof(names[i]), "layer %zu", an->att_layer[i]);
         group[i] = i < an->n_att ? names[i] : i == an->n_att ? "mean" : "SEP row";
-        v[i * 3] = m.needle, v[i * 3 + 1] = m.query, v[i * 3 + 2] = m.rest;
+        v[i * 3] = m.needle;
+        v[i * 3 + 1] = m.query;
+        v[i * 3 + 2] = m.rest;
     }
     char title[256];
     snprintf(title, sizeof(title), "attention mass of the query rows: %s, %zu %s item(s), length %zu", an->label,

@@ -371,7 +371,13 @@ int main(int argc, char** argv) {
         fprintf(stderr, "tokenize: warning: %zu bytes were not valid UTF-8; they were tokenized as single bytes\n",
                 invalid);
     for (int k = 0; k < n_threads; k++) tok_encoder_free(&enc[k]);
-    free(enc), free(outs), free(docs), free(maps), free(lens), free(mapped), free(o.files);
+    free(enc);
+    free(outs);
+    free(docs);
+    free(maps);
+    free(lens);
+    free(mapped);
+    free(o.files);
     tok_free(t);
     return 0;
 }

@@ -129,7 +129,9 @@ static double sgemm_rate(int n, double* best_ms) {
         double dt = now_s() - t0;
         if (r > 0 && dt < best) best = dt;
     }
-    free(a), free(b), free(c);
+    free(a);
+    free(b);
+    free(c);
     *best_ms = best * 1e3;
     return 2.0 * n * (double)n * n / best * 1e-9;
 }
@@ -196,7 +198,10 @@ static void parse_args(BenchOpts* o, int argc, char** argv) {
     *o = (BenchOpts){"S", "repo", "olmo2", NULL, 5, 2, 0, 0, 2048, 0, 0, 1, false, true};
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) usage(stdout), exit(0);
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            exit(0);
+        }
         if (!strcmp(a, "--json")) { o->json = true; continue; }
         if (!strcmp(a, "--no-attn")) { o->attn = false; continue; }
         if (i + 1 >= argc) { fprintf(stderr, "bench_step: %s needs a value\n", a); usage(stderr); exit(2); }
@@ -250,7 +255,9 @@ int main(int argc, char** argv) {
         hf_save(&m, o.save_dir, ST_F32);
         save_batch(o.save_dir, tok, tgt, N);
         printf("wrote %s (config.json, model.safetensors, batch.i32)\n", o.save_dir);
-        free(tok), free(tgt), model_free(&m);
+        free(tok);
+        free(tgt);
+        model_free(&m);
         return 0;
     }
 
@@ -317,7 +324,9 @@ int main(int argc, char** argv) {
             printf("  attention forward+backward alone, %zu layers: %.1f ms, %.2f us/token\n", c.L, attn_ms,
                    attn_ms * 1e3 / N);
     }
-    free(t_step), free(tok), free(tgt);
+    free(t_step);
+    free(tok);
+    free(tgt);
     adamw_free(&opt);
     model_free(&m);
     return 0;

@@ -365,7 +365,10 @@ void trainer_step(Trainer* tr) {
     tr->state.tokens_seen += tr->rows_per_step * tr->T;
     tr->state.last_loss = loss;
     tr->state.has_loss = true;
-    if (!tr->has_first_loss) tr->first_loss = loss, tr->has_first_loss = true;
+    if (!tr->has_first_loss) {
+        tr->first_loss = loss;
+        tr->has_first_loss = true;
+    }
     size_t every = tr->rc.train.log_every ? tr->rc.train.log_every : 1;
     if (tr->state.step % every == 0 || tr->state.step == tr->rc.train.steps) {
         StepLog s = {tr->state.step, tr->rc.train.steps, loss, lr, norm, dt * 1e3,
@@ -378,7 +381,9 @@ void trainer_step(Trainer* tr) {
             names[k] = mx->src[k].name;
             tokens[k] = (size_t)mixture_count(mx, k, (uint64_t)tr->state.step * tr->rows_per_step) * tr->T;
         }
-        s.n_sources = mx->n, s.source_names = names, s.source_tokens = tokens;
+        s.n_sources = mx->n;
+        s.source_names = names;
+        s.source_tokens = tokens;
         metrics_step(&tr->metrics, &s);
     }
 }
