@@ -9,6 +9,7 @@
 #   debug        all at -O0 -g with ASan+UBSan into build/debug
 #   clean        remove build/
 #   bench        training-step speed, MFU, RSS, and the PyTorch step (tools/bench.sh)
+#   bench-attention  attention forward+backward against same-process sgemm, T 256/1024 x hd 32/64/128
 #   bench-load   peak RSS and time of loading a generated OLMo-2 1B BF16 checkpoint
 #   bench-memory memory plan vs measured peak RSS and s/step: the 1B shape at T=4096 and 1024, and S M L
 #   fuzz         libFuzzer on the safetensors header parser
@@ -41,7 +42,7 @@ probe = $(shell printf '$(HASH)include <$(2)>\nint main(void){return 0;}\n' | $(
 
 # -fno-math-errno lets sqrt vectorise (AdamW); it changes no IEEE result. Never -ffast-math:
 # exp, log and the -INFINITY masks of softmax need IEEE semantics.
-CFLAGS_BASE = -O3 -march=native -fno-math-errno -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I.
+CFLAGS_BASE = -O3 -march=native -ffp-contract=fast -fno-math-errno -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I.
 LDLIBS = -lm -ldl
 
 # OpenBLAS: prefer Debian's OpenMP build so BLAS and our loops share one thread pool
@@ -259,9 +260,15 @@ $(FUZZ_CONFIG_BIN): $(FUZZ_CONFIG_SRC) model/hf_config.h model/config.h common/c
 # make bench: training-step speed, MFU against OpenBLAS sgemm, peak RSS, and the same
 # step in PyTorch when /usr/bin/python3 imports torch (tools/bench.sh, docs/performance.md).
 # BENCH_SIZES="S M" BENCH_REPEATS=3 BENCH_THREADS=2 select a quicker run. Never part of make test.
-.PHONY: bench
+.PHONY: bench bench-attention
 bench: check-deps
 	@tools/bench.sh
+
+# make bench-attention: the attention kernel alone against OpenBLAS sgemm measured in the same
+# process just before each case (docs/performance.md, "Attention kernel"). ATT_ARGS adds options,
+# e.g. ATT_ARGS="--threads 1 --cpu".
+bench-attention: check-deps $(BUILD)/bench/bench_attention
+	@$(BUILD)/bench/bench_attention $(ATT_ARGS)
 
 # make study: the small-scale reproduction of the paper's comparison (tools/study.sh,
 # docs/study.md; 27 minutes on 2 cores here). make study-quick: the same pipeline in

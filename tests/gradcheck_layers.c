@@ -296,11 +296,8 @@ static size_t build_repo(Problem* out, size_t max, Rng* rng) {
     return 1;
 }
 
-/* ---- attention: causal GQA, optionally masked to documents (spans in c->ints: start (B,T), end (B,T)) ---- */
-static DocSpans att_docs(const OpCtx* c) {
-    size_t N = c->dims[0] * c->dims[1];
-    return (DocSpans){c->ints, c->ints + N};
-}
+/* ---- attention: causal GQA, optionally masked to documents (document starts (B,T) in c->ints) ---- */
+static DocSpans att_docs(const OpCtx* c) { return (DocSpans){c->ints}; }
 static double att_loss(Problem* p) {
     OpCtx* c = p->ctx;
     size_t B = c->dims[0], T = c->dims[1], H = c->dims[2], KVH = c->dims[3], hd = c->dims[4];
@@ -318,10 +315,9 @@ static void att_grad(Problem* p) {
                        c->ints ? &d : NULL, B, T, H, KVH, hd);
 }
 /* doc_lens: NULL (causal), or per row the document lengths, 0-terminated, summing to T */
-static void setup_attention(Problem* out, Rng* rng, const char* name, size_t T, size_t H, size_t KVH,
-                            const size_t (*doc_lens)[8]) {
+static void setup_attention(Problem* out, Rng* rng, const char* name, size_t B, size_t T, size_t H, size_t KVH,
+                            size_t hd, const size_t (*doc_lens)[8]) {
     OpCtx* c = new_problem(out, name);
-    size_t B = 2, hd = 4;
     c->dims[0] = B;
     c->dims[1] = T;
     c->dims[2] = H;
@@ -341,8 +337,8 @@ static void setup_attention(Problem* out, Rng* rng, const char* name, size_t T, 
                 for (size_t j = 0; j < doc_lens[b][i]; j++, t++) ids[n++] = (int32_t)(i % 2 ? 2 : 7 + b + i);
             CHECK(t == T, "attention gradcheck: documents of row %zu sum to %zu, not T = %zu", b, t, T);
         }
-        c->ints = mallocCheck(2 * B * T * sizeof(int32_t));
-        doc_spans_from_ids(c->ints, c->ints + B * T, ids, B, T);
+        c->ints = mallocCheck(B * T * sizeof(int32_t));
+        doc_starts_from_ids(c->ints, ids, B, T);
         free(ids);
     }
     gc_add(out, "q", c->in[0], B * T * H * hd);
@@ -352,15 +348,18 @@ static void setup_attention(Problem* out, Rng* rng, const char* name, size_t T, 
     out->grad = att_grad;
 }
 static size_t build_attention(Problem* out, size_t max, Rng* rng) {
-    setup_attention(&out[0], rng, "attention (B=2, T=5, H=4, KVH=2 grouped, hd=4)", 5, 4, 2, NULL);
-    setup_attention(&out[1], rng, "attention (B=2, T=70 > one key block, H=2, KVH=2)", 70, 2, 2, NULL);
+    setup_attention(&out[0], rng, "attention (B=2, T=5, H=4, KVH=2 grouped, hd=4)", 2, 5, 4, 2, 4, NULL);
+    setup_attention(&out[1], rng, "attention (B=2, T=70 > one key block, H=2, KVH=2)", 2, 70, 2, 2, 4, NULL);
     static const size_t small[2][8] = {{2, 1, 2, 0}, {1, 3, 1, 0}};
-    setup_attention(&out[2], rng, "attention, 3 documents per row (T=5, GQA 4/2)", 5, 4, 2, small);
-    /* key blocks of 64, query blocks of 32: documents cross the block edge at 64, the query blocks at 96
-       and 128 start past key block 0 (skipped whole), and key block 0's queries end at 66 and 62 */
+    setup_attention(&out[2], rng, "attention, 3 documents per row (T=5, GQA 4/2)", 2, 5, 4, 2, 4, small);
+    /* key and query blocks of 64: documents cross the block edge at 64, and the query block at 128 starts
+       past key block 0 (skipped whole) */
     static const size_t packed[2][8] = {{3, 37, 26, 74, 0}, {62, 3, 65, 10, 0}};
-    setup_attention(&out[3], rng, "attention, 4 documents per row (T=140, GQA 2/1)", 140, 2, 1, packed);
-    return 4;
+    setup_attention(&out[3], rng, "attention, 4 documents per row (T=140, GQA 2/1)", 2, 140, 2, 1, 4, packed);
+    /* hd 20: the tile kernel's vector columns (2 vectors of 8 doubles with AVX-512, 5 of 4 with AVX2) and
+       its single-column tail, on partial query and key blocks */
+    setup_attention(&out[4], rng, "attention (B=1, T=70, H=2, KVH=1, hd=20)", 1, 70, 2, 1, 20, NULL);
+    return 5;
 }
 
 /* ---- swiglu: out = silu(g) ⊙ u ---- */
