@@ -40,7 +40,9 @@ endif
 HASH := \#
 probe = $(shell printf '$(HASH)include <$(2)>\nint main(void){return 0;}\n' | $(CC) -x c - $(1) -o /dev/null 2>/dev/null && echo yes)
 
-# -fno-math-errno lets sqrt vectorise (AdamW); it changes no IEEE result. Never -ffast-math:
+# -fno-math-errno lets sqrt vectorise (AdamW); it changes no IEEE result. -ffp-contract=fast
+# (GCC's default in GNU mode, which -std=c11 turns off) lets a*b + c compile to one fused
+# multiply-add: the attention kernel's inner loop is nothing else. Never -ffast-math:
 # exp, log and the -INFINITY masks of softmax need IEEE semantics.
 CFLAGS_BASE = -O3 -march=native -ffp-contract=fast -fno-math-errno -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I.
 LDLIBS = -lm -ldl
