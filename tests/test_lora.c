@@ -66,7 +66,8 @@ static void run(const char* label, ModelConfig cfg, const char* tmp) {
     float* ref = logits_of(&base, tokens);
     float* got = logits_of(&lora, tokens);
     expect_close("B = 0 at init: the base model's logits", got, ref, lora.B * lora.T * cfg.V, 0, 0, "exact");
-    free(ref), free(got);
+    free(ref);
+    free(got);
 
     /* the PEFT files round-trip */
     random_weights(&lora, 11);
@@ -91,7 +92,8 @@ static void run(const char* label, ModelConfig cfg, const char* tmp) {
     float* merged = logits_of(&base, tokens);
     expect_close("merged checkpoint = adapter model", merged, adapted, lora.B * lora.T * cfg.V, 0, 1e-5,
                  "float rounding");
-    free(merged), free(adapted);
+    free(merged);
+    free(adapted);
     model_free(&back);
     model_free(&base);
     model_free(&lora);
@@ -102,7 +104,10 @@ static void run(const char* label, ModelConfig cfg, const char* tmp) {
 static void check_bf16_base(ModelConfig cfg) {
     printf("bf16 base\n");
     int32_t tokens[NT], targets[NT];
-    for (size_t n = 0; n < NT; n++) tokens[n] = (int32_t)((n * 5 + 1) % cfg.V), targets[n] = (int32_t)((n * 3) % cfg.V);
+    for (size_t n = 0; n < NT; n++) {
+        tokens[n] = (int32_t)((n * 5 + 1) % cfg.V);
+        targets[n] = (int32_t)((n * 3) % cfg.V);
+    }
     Model ref, half;
     model_build(&ref, &cfg, 2, NT / 2, NULL, 0, false);
     cfg.base_bf16 = true;
@@ -122,12 +127,15 @@ static void check_bf16_base(ModelConfig cfg) {
     }
     double lr = model_forward(&ref, tokens, targets), lh = model_forward(&half, tokens, targets);
     EXPECT(lr == lh, "the same loss (%.9g, %.9g)", lr, lh);
-    model_zero_grad(&ref), model_zero_grad(&half);
-    model_backward(&ref, 1.0), model_backward(&half, 1.0);
+    model_zero_grad(&ref);
+    model_zero_grad(&half);
+    model_backward(&ref, 1.0);
+    model_backward(&half, 1.0);
     EXPECT(ref.tensors.n_grads == half.tensors.n_grads &&
                !memcmp(ref.grads, half.grads, ref.tensors.n_grads * sizeof(real)),
            "the same adapter gradients (%zu values)", ref.tensors.n_grads);
-    model_free(&ref), model_free(&half);
+    model_free(&ref);
+    model_free(&half);
 }
 
 /* LoRA dropout: the mask keeps about 1 - p of the inputs, scaled by 1/(1 - p), the same for the same key;
@@ -143,7 +151,10 @@ static void check_dropout(ModelConfig cfg) {
     LoraDropout d = {0.25, 42, NULL};
     lora_dropout_apply(a, ones, false, &d, 256, n / 256);
     size_t kept = 0, scaled = 0;
-    for (size_t i = 0; i < n; i++) kept += a[i] != 0, scaled += a[i] == 0 || a[i] == (real)(1 / 0.75);
+    for (size_t i = 0; i < n; i++) {
+        kept += a[i] != 0;
+        scaled += a[i] == 0 || a[i] == (real)(1 / 0.75);
+    }
     double frac = (double)kept / (double)n;   /* binomial: sd sqrt(p (1-p) / n) = 0.0017 */
     EXPECT(fabs(frac - 0.75) < 0.01 && scaled == n, "p 0.25 keeps %.4f of %zu inputs (0.75 +- 0.01), each x 1/0.75",
            frac, n);
@@ -152,10 +163,15 @@ static void check_dropout(ModelConfig cfg) {
     d.key = 43;
     lora_dropout_apply(b, ones, false, &d, 256, n / 256);
     EXPECT(memcmp(a, b, n * sizeof(real)), "another key gives another mask");
-    free(ones), free(a), free(b);
+    free(ones);
+    free(a);
+    free(b);
 
     int32_t tokens[NT], targets[NT];
-    for (size_t i = 0; i < NT; i++) tokens[i] = (int32_t)((i * 5 + 2) % cfg.V), targets[i] = (int32_t)((i * 7) % cfg.V);
+    for (size_t i = 0; i < NT; i++) {
+        tokens[i] = (int32_t)((i * 5 + 2) % cfg.V);
+        targets[i] = (int32_t)((i * 7) % cfg.V);
+    }
     cfg.lora_dropout = 0.3;
     Model m[2];
     double loss[2];
@@ -173,7 +189,8 @@ static void check_dropout(ModelConfig cfg) {
     }
     EXPECT(loss[0] == loss[1] && !memcmp(m[0].grads, m[1].grads, m[0].tensors.n_grads * sizeof(real)),
            "recompute with dropout: the same loss and bit-identical gradients (%zu values)", m[0].tensors.n_grads);
-    model_free(&m[0]), model_free(&m[1]);
+    model_free(&m[0]);
+    model_free(&m[1]);
 }
 
 typedef struct { ModelConfig cfg; const char* dir; const char* const* frozen; size_t n_frozen; } LoadArg;
@@ -195,7 +212,9 @@ static void write_text(const char* dir, const char* file, const char* text) {
    modules_to_save by short name where every module of a kind is saved, by path otherwise */
 static void check_modules_to_save(ModelConfig cfg, const char* tmp) {
     printf("modules_to_save\n");
-    cfg.L = 3, cfg.pos[1] = POS_REPO, cfg.pos[2] = POS_REPO;
+    cfg.L = 3;
+    cfg.pos[1] = POS_REPO;
+    cfg.pos[2] = POS_REPO;
     const char* frozen[] = {"model.layers.2.self_attn.gate_map.weight"};
     Model m;
     model_build(&m, &cfg, 1, 2, frozen, 1, false);
@@ -257,13 +276,18 @@ int main(void) {
     CHECK(mkdtemp(tmp), "mkdtemp");
     ModelConfig olmo;
     model_config_default(&olmo);
-    olmo.V = 29, olmo.D = 32, olmo.L = 2, olmo.H = 4, olmo.KVH = 2, olmo.F = 48;
+    test_model_sizes(&olmo, 29, 32, 2, 4, 2, 48);
     olmo.pos[1] = POS_REPO;
-    olmo.lora_rank = 3, olmo.lora_alpha = 5, olmo.lora_targets = (1u << LORA_N_TARGETS) - 1;
+    olmo.lora_rank = 3;
+    olmo.lora_alpha = 5;
+    olmo.lora_targets = (1u << LORA_N_TARGETS) - 1;
     run("olmo2, rank 3 on all seven projections, a RePo layer", olmo, tmp);
     ModelConfig llama = olmo;
-    llama.block = BLOCK_LLAMA, llama.tie_embeddings = true;
-    llama.lora_rank = 2, llama.lora_alpha = 16, llama.lora_targets = 1u << LORA_Q | 1u << LORA_O | 1u << LORA_UP;
+    llama.block = BLOCK_LLAMA;
+    llama.tie_embeddings = true;
+    llama.lora_rank = 2;
+    llama.lora_alpha = 16;
+    llama.lora_targets = 1u << LORA_Q | 1u << LORA_O | 1u << LORA_UP;
     check_modules_to_save(olmo, tmp);
     run("llama, rank 2 on q_proj, o_proj, up_proj", llama, tmp);
 
@@ -274,10 +298,13 @@ int main(void) {
 
     printf("errors\n");
     LoadArg arg = {olmo, tmp, NULL, 0};   /* tmp holds llama's rank-2 adapter; olmo asks for rank 3 */
-    arg.cfg.lora_rank = 2, arg.cfg.lora_targets = llama.lora_targets, arg.cfg.D = 64;
+    arg.cfg.lora_rank = 2;
+    arg.cfg.lora_targets = llama.lora_targets;
+    arg.cfg.D = 64;
     const char* shapes[] = {"adapter_model.safetensors", "q_proj.lora_A.weight", "[2, 32]", "[2, 64]", NULL};
     expect_dies_with("an adapter for another base: tensor and both shapes", load_child, &arg, shapes);
-    arg.cfg.D = 32, arg.cfg.lora_rank = 3;
+    arg.cfg.D = 32;
+    arg.cfg.lora_rank = 3;
     const char* rank[] = {"lora_A.weight", "[2, 32]", "[3, 32]", NULL};
     expect_dies_with("an adapter of another rank", load_child, &arg, rank);
 
