@@ -9,6 +9,7 @@
 #   debug        all at -O0 -g with ASan+UBSan into build/debug
 #   clean        remove build/
 #   bench        training-step speed, MFU, RSS, and the PyTorch step (tools/bench.sh)
+#   bench-attention  attention forward+backward against same-process sgemm, T 256/1024 x hd 32/64/128
 #   bench-load   peak RSS and time of loading a generated OLMo-2 1B BF16 checkpoint
 #   bench-memory memory plan vs measured peak RSS and s/step: the 1B shape at T=4096 and 1024, and S M L
 #   fuzz         libFuzzer on the safetensors header parser
@@ -39,9 +40,11 @@ endif
 HASH := \#
 probe = $(shell printf '$(HASH)include <$(2)>\nint main(void){return 0;}\n' | $(CC) -x c - $(1) -o /dev/null 2>/dev/null && echo yes)
 
-# -fno-math-errno lets sqrt vectorise (AdamW); it changes no IEEE result. Never -ffast-math:
+# -fno-math-errno lets sqrt vectorise (AdamW); it changes no IEEE result. -ffp-contract=fast
+# (GCC's default in GNU mode, which -std=c11 turns off) lets a*b + c compile to one fused
+# multiply-add: the attention kernel's inner loop is nothing else. Never -ffast-math:
 # exp, log and the -INFINITY masks of softmax need IEEE semantics.
-CFLAGS_BASE = -O3 -march=native -fno-math-errno -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I.
+CFLAGS_BASE = -O3 -march=native -ffp-contract=fast -fno-math-errno -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I.
 LDLIBS = -lm -ldl
 
 # OpenBLAS: prefer Debian's OpenMP build so BLAS and our loops share one thread pool
@@ -197,7 +200,7 @@ clean:
 # ASan+UBSan into build/asan, every sanitizer report fatal. `make test` runs it.
 ASAN_BUILD = build/asan
 ASAN_SRC = tests/test_safetensors.c common/safetensors.c common/safetensors_convert.c \
-           common/safetensors_write.c common/check.c
+           common/safetensors_write.c common/check.c common/mapped.c
 ASAN_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 ASAN_RUN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 .PHONY: test-asan fuzz
@@ -205,7 +208,8 @@ test-asan: $(ASAN_BUILD)/test_safetensors
 	$(ASAN_RUN_ENV) $(ASAN_BUILD)/test_safetensors tests/corpus
 	@$(MAKE) --no-print-directory DEBUG=1 BUILD=$(ASAN_BUILD)/lib $(ASAN_BUILD)/lib/tests/test_checkpoint
 	$(ASAN_RUN_ENV) $(ASAN_BUILD)/lib/tests/test_checkpoint
-$(ASAN_BUILD)/test_safetensors: $(ASAN_SRC) common/safetensors.h common/check.h common/real.h
+$(ASAN_BUILD)/test_safetensors: $(ASAN_SRC) common/safetensors.h common/check.h common/real.h common/mapped.h \
+                               common/utf8.h
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -O3,$(CFLAGS)) $(ASAN_FLAGS) $(ASAN_SRC) -o $@ -lcjson -lm
 
@@ -229,7 +233,8 @@ FUZZ_SECONDS ?= 600
 FUZZ_FLAGS ?=
 FUZZ_DIR = build/fuzz
 FUZZ_BIN = $(FUZZ_DIR)/fuzz_safetensors_p$(PRECISION)
-FUZZ_SRC = tests/fuzz/fuzz_safetensors.c common/safetensors.c common/safetensors_convert.c common/check.c
+FUZZ_SRC = tests/fuzz/fuzz_safetensors.c common/safetensors.c common/safetensors_convert.c common/check.c \
+           common/mapped.c
 fuzz: $(FUZZ_BIN)
 	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/artifacts
 	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -dict=tests/fuzz/safetensors.dict \
@@ -257,9 +262,15 @@ $(FUZZ_CONFIG_BIN): $(FUZZ_CONFIG_SRC) model/hf_config.h model/config.h common/c
 # make bench: training-step speed, MFU against OpenBLAS sgemm, peak RSS, and the same
 # step in PyTorch when /usr/bin/python3 imports torch (tools/bench.sh, docs/performance.md).
 # BENCH_SIZES="S M" BENCH_REPEATS=3 BENCH_THREADS=2 select a quicker run. Never part of make test.
-.PHONY: bench
+.PHONY: bench bench-attention
 bench: check-deps
 	@tools/bench.sh
+
+# make bench-attention: the attention kernel alone against OpenBLAS sgemm measured in the same
+# process just before each case (docs/performance.md, "Attention kernel"). ATT_ARGS adds options,
+# e.g. ATT_ARGS="--threads 1 --cpu".
+bench-attention: check-deps $(BUILD)/bench/bench_attention
+	@$(BUILD)/bench/bench_attention $(ATT_ARGS)
 
 # make study: the small-scale reproduction of the paper's comparison (tools/study.sh,
 # docs/study.md, which gives its measured wall time). make study-quick: the same pipeline in

@@ -65,11 +65,15 @@ typedef struct {
 
     const char* lora_base;       /* the base checkpoint a LoRA model's adapters are saved against (not owned) */
     double repo_final_std;       /* std of a newly initialised RePo final projection (final_map); 0 = 0.02 */
+    bool lora_dropout_on;        /* the next forward and its backward apply cfg.lora_dropout (training); set by
+                                    the caller with lora_dropout_key, one key per micro-batch; off by default */
+    uint64_t lora_dropout_key;
+    real* lora_xd;               /* (N, max(D, H*hd, F)) the dropout's work space, when cfg.lora_dropout > 0 */
     const int32_t* doc_ids;      /* (N) document id of each token for the next forward, NULL = one document per
                                     row; set by the caller, unchanged until its backward. With it, attention stays
                                     within each document (a run of equal ids) and rope positions restart at 0 */
-    int32_t *doc_start, *doc_end;   /* (N) the spans of doc_ids (attention.h), filled by forward */
-    DocSpans spans;                 /* views of the two, passed to the blocks while masked */
+    int32_t* doc_start;             /* (N) the document starts of doc_ids (attention.h), filled by forward */
+    DocSpans spans;                 /* a view of it, passed to the blocks while masked */
     bool masked;                    /* the last forward used doc_ids; pos_seq then holds t - start_t */
 
     bool has_loss;               /* forward ran with targets, so backward may run */

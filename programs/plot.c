@@ -49,11 +49,17 @@ static void push(Curve* c, double x, double y) {
         c->cap = c->cap ? 2 * c->cap : 256;
         double* nx = mallocCheck(c->cap * sizeof(double));
         double* ny = mallocCheck(c->cap * sizeof(double));
-        if (c->n) memcpy(nx, c->x, c->n * sizeof(double)), memcpy(ny, c->y, c->n * sizeof(double));
-        free(c->x), free(c->y);
-        c->x = nx, c->y = ny;
+        if (c->n) {
+            memcpy(nx, c->x, c->n * sizeof(double));
+            memcpy(ny, c->y, c->n * sizeof(double));
+        }
+        free(c->x);
+        free(c->y);
+        c->x = nx;
+        c->y = ny;
     }
-    c->x[c->n] = x, c->y[c->n++] = y;
+    c->x[c->n] = x;
+    c->y[c->n++] = y;
 }
 
 /* the position statistics of a "positions" line (train.log_positions) as "positions/<layer>/<field>" */
@@ -162,7 +168,10 @@ static void add(Panel* pn, const Run* r, size_t run, const Curve* c, const doubl
 
 static void free_runs(Run* runs, size_t n_runs) {
     for (size_t r = 0; r < n_runs; r++)
-        for (size_t i = 0; i < runs[r].n; i++) free(runs[r].c[i].x), free(runs[r].c[i].y);
+        for (size_t i = 0; i < runs[r].n; i++) {
+            free(runs[r].c[i].x);
+            free(runs[r].c[i].y);
+        }
 }
 
 /* --positions: one panel per statistic, one polyline per (run, RePo layer): colour = run, dash = layer */
@@ -220,8 +229,8 @@ int main(int argc, char** argv) {
         if (!strcmp(argv[i], "--positions")) positions = true;
         else if (!strcmp(argv[i], "--out")) {
             cli_once("--out", &seen_out);
-            if (i + 1 >= argc) cli_bad_option("--out: expected a file name ending in .svg");
-            out = argv[++i];
+            out = cli_value("--out", i + 1 < argc ? argv[i + 1] : NULL);
+            i++;
         } else if (argv[i][0] == '-') {
             cli_bad_option("unknown option '%s'", argv[i]);
         } else {

@@ -14,7 +14,7 @@
 #include "common/dist.h"
 #include "common/fileio.h"
 #include "common/threads.h"
-#include "data/documents.h"
+#include "data/mix.h"      /* mix_triple: the LoRA dropout key of a micro-batch */
 #include "model/hf_checkpoint.h"
 #include "model/hf_config.h"
 #include "optim/clip.h"
@@ -63,6 +63,22 @@ static void check_earlier_run(const Trainer* tr) {
         DIE("run.out_dir '%s' holds an earlier run (%s) that this run does not continue (run.resume \"%s\"): "
             "set run.resume to \"auto\" to continue it, run.overwrite to true to start over there, or choose "
             "another run.out_dir", out, what, rc->run.resume);
+}
+
+/* Row r of step s is a function of (s * rows_per_step + r) in every data order
+   (data/tokens.h, data/mixture.h): resumed with another global batch, step s
+   would start elsewhere in the data, skipping or repeating rows. Refused
+   before anything large is built; checkpoints older than the field pass. */
+static void check_resume_batch(const Trainer* tr) {
+    TrainerState st;
+    ckpt_load_state(tr->resumed_from, &st);
+    if (!st.rows_per_step || st.rows_per_step == tr->rows_per_step) return;
+    DIE("cannot resume from %s: it was trained with %zu rows per step (batch_size x grad_accum x ranks, %zu "
+        "rank%s), this run takes %zu (train.batch_size %zu x train.grad_accum %zu x %d rank%s); the rows of "
+        "each step depend on that number, so the data order would change. Set batch_size x grad_accum x ranks "
+        "to %zu, or start a new run from these weights with model.init_from", tr->resumed_from,
+        st.rows_per_step, st.world_size, st.world_size == 1 ? "" : "s", tr->rows_per_step, tr->B,
+        tr->rc.train.grad_accum, tr->world, tr->world == 1 ? "" : "s", st.rows_per_step);
 }
 
 /* init_from names a checkpoint directory, or a run directory whose `latest` names one */
@@ -115,8 +131,7 @@ static void build_optimizer(Trainer* tr) {
 void trainer_memory_plan(Trainer* tr, bool plan_only) {
     const RunConfig* rc = &tr->rc;
     MemPlan plan;
-    memplan_compute(&plan, &tr->mcfg, rc, (size_t)tr->world,
-                    memplan_files_bytes(&rc->data.train) + memplan_files_bytes(&rc->data.val));
+    memplan_compute(&plan, &tr->mcfg, rc, (size_t)tr->world, memplan_data_bytes(rc));
     plan.local_ranks = (size_t)dist_local_world();
     plan.plan_only = plan_only;
     memplan_print(&plan, stdout);
@@ -167,10 +182,12 @@ void trainer_setup(Trainer* tr) {
         check_earlier_run(tr);
     }
     dist_bcast(tr->resumed_from, sizeof(tr->resumed_from));   /* rank 0 decides for all */
+    if (tr->resumed_from[0]) check_resume_batch(tr);
     resolve_model_config(tr);
     model_config_validate(&tr->mcfg);
     char err[1024];
-    if (run_config_eos(rc, &tr->mcfg, &tr->eos, err, sizeof(err))) DIE("%s", err);
+    int32_t eos;
+    if (run_config_eos(rc, &tr->mcfg, &eos, err, sizeof(err))) DIE("%s", err);
 
     const char* train_files[RC_LIST_MAX];
     const char* val_files[RC_LIST_MAX];
@@ -194,6 +211,7 @@ void trainer_setup(Trainer* tr) {
         data_source_open(&tr->data, rc->data.synthetic, train_files, rc->data.train.n, val_files, rc->data.val.n,
                          rc->data.train_sources, rc->data.val_sources, rc->data.format, rc->data.order, rc->run.seed,
                          tr->mcfg.V, tr->T);
+        tr->data.eos = eos;
     }
 
     run_config_optim(rc, &tr->ocfg);
@@ -209,13 +227,12 @@ void trainer_setup(Trainer* tr) {
     build_optimizer(tr);
     tr->tokens = mallocCheck(tr->B * tr->T * sizeof(int32_t));
     tr->targets = mallocCheck(tr->B * tr->T * sizeof(int32_t));
-    if (tr->data.jsonl && rc->data.document_mask) {   /* the packer's record boundaries */
+    if (rc->data.document_mask) {   /* the data source fills them with every batch */
         tr->doc_ids = mallocCheck(tr->B * tr->T * sizeof(int32_t));
-        printf("document masking: attention within the packed JSONL records, positions restart\n");
-    } else if (tr->eos >= 0) {
-        tr->doc_ids = mallocCheck(tr->B * tr->T * sizeof(int32_t));
-        printf("document masking: attention within documents ended by token %" PRId32 ", positions restart\n",
-               tr->eos);
+        tr->model.doc_ids = tr->doc_ids;
+        if (tr->data.jsonl) printf("document masking: attention within the packed JSONL records, positions restart\n");
+        else printf("document masking: attention within documents ended by token %" PRId32 ", positions restart\n",
+                    eos);
     }
     if (tr->data.synthetic && tr->data.syn.answer_weight != 1.0) {
         tr->answer_mask = mallocCheck(tr->B * tr->T);
@@ -226,10 +243,6 @@ void trainer_setup(Trainer* tr) {
     if (tr->resumed_from[0]) {
         ckpt_load(tr->resumed_from, &tr->model, &tr->opt, &tr->state);
         printf("resumed from %s at step %zu\n", tr->resumed_from, tr->state.step);
-        if (tr->state.rows_per_step && tr->state.rows_per_step != tr->rows_per_step)
-            printf("note: the checkpoint was trained with %zu rows per step (%zu ranks), this run takes %zu; "
-                   "batch_size x grad_accum x ranks sets the data order\n", tr->state.rows_per_step,
-                   tr->state.world_size, tr->rows_per_step);
     } else if (rc->model.init_from[0]) {
         hf_load_weights(&tr->model, tr->init_dir, rc->run.seed, true);
     } else {
@@ -299,13 +312,6 @@ static void gather_params(Trainer* tr) {
     }
 }
 
-void trainer_set_documents(Trainer* tr, bool val, size_t step, size_t rows_per_step, size_t row0) {
-    if (!tr->doc_ids) return;
-    if (tr->data.jsonl) data_source_doc_ids(&tr->data, val, step, rows_per_step, row0, tr->B, tr->T, tr->doc_ids);
-    else doc_ids_from_eos(tr->doc_ids, tr->tokens, tr->B, tr->T, tr->eos);
-    tr->model.doc_ids = tr->doc_ids;
-}
-
 void trainer_step(Trainer* tr) {
     Model* m = &tr->model;
     size_t step = tr->state.step, accum = tr->rc.train.grad_accum, world = (size_t)tr->world;
@@ -314,8 +320,10 @@ void trainer_step(Trainer* tr) {
     for (size_t k = 0; k < accum; k++) {   /* micro-batch k of rank r is global rows [(k*world + r)*B, +B) */
         size_t row0 = (k * world + (size_t)tr->rank) * tr->B;
         data_source_rows(&tr->data, false, step, tr->rows_per_step, row0, tr->B, tr->T, tr->tokens, tr->targets,
-                         tr->answer_mask);
-        trainer_set_documents(tr, false, step, tr->rows_per_step, row0);
+                         tr->answer_mask, tr->doc_ids);
+        /* LoRA dropout masks: a pure function of (seed, step, global micro-batch), so resume stays exact */
+        m->lora_dropout_on = true;
+        m->lora_dropout_key = mix_triple(0x6c6f72612d64726full, tr->rc.run.seed, step, k * world + (size_t)tr->rank);
         if (tr->target_weights) {   /* the answer-weighted training loss (data.synthetic.answer_weight) */
             for (size_t i = 0; i < tr->B * tr->T; i++)
                 tr->target_weights[i] = tr->answer_mask[i] ? (real)tr->data.syn.answer_weight : 1;
@@ -352,7 +360,10 @@ void trainer_step(Trainer* tr) {
     tr->state.tokens_seen += tr->rows_per_step * tr->T;
     tr->state.last_loss = loss;
     tr->state.has_loss = true;
-    if (!tr->has_first_loss) tr->first_loss = loss, tr->has_first_loss = true;
+    if (!tr->has_first_loss) {
+        tr->first_loss = loss;
+        tr->has_first_loss = true;
+    }
     size_t every = tr->rc.train.log_every ? tr->rc.train.log_every : 1;
     if (tr->state.step % every == 0 || tr->state.step == tr->rc.train.steps) {
         StepLog s = {tr->state.step, tr->rc.train.steps, loss, lr, norm, dt * 1e3,
@@ -365,7 +376,9 @@ void trainer_step(Trainer* tr) {
             names[k] = mx->src[k].name;
             tokens[k] = (size_t)mixture_count(mx, k, (uint64_t)tr->state.step * tr->rows_per_step) * tr->T;
         }
-        s.n_sources = mx->n, s.source_names = names, s.source_tokens = tokens;
+        s.n_sources = mx->n;
+        s.source_names = names;
+        s.source_tokens = tokens;
         metrics_step(&tr->metrics, &s);
     }
 }
@@ -401,8 +414,8 @@ static bool eval_stream(Trainer* tr, size_t k, size_t n, double* total) {
         if (tr->stop && dist_any(*tr->stop != 0)) return false;
         size_t j = j0 + (size_t)tr->rank;
         if (j >= n) continue;
-        data_source_val_rows(&tr->data, k, j, tr->B, tr->T, tr->tokens, tr->targets);
-        trainer_set_documents(tr, true, j, tr->B, 0);
+        data_source_val_rows(&tr->data, k, j, tr->B, tr->T, tr->tokens, tr->targets, tr->doc_ids);
+        tr->model.lora_dropout_on = false;   /* validation: the adapters without dropout */
         tr->model.target_weights = NULL;   /* validation: the plain mean over every target */
         *total += model_forward(&tr->model, tr->tokens, tr->targets);
     }

@@ -44,7 +44,6 @@ typedef struct {
     double comm_s;               /* seconds in all-reduce / all-gather in the last step */
     int32_t *tokens, *targets;   /* (B,T) one micro-batch */
     int32_t* doc_ids;            /* (B,T) with data.document_mask (data/documents.h), else NULL */
-    int32_t eos;                 /* its end-of-document token, -1 without it */
     uint8_t* answer_mask;        /* (B,T) with data.synthetic.answer_weight != 1, else NULL */
     real* target_weights;        /* (B,T) answer_weight on answer targets, 1 elsewhere; or NULL */
     char resumed_from[4096];     /* "" when the run started fresh */
@@ -93,8 +92,5 @@ void trainer_save(Trainer* tr);
 /* train.log_positions (train/trainer_positions.c): the learned positions of every RePo layer on one fixed
    batch, summarised into a "positions" line of metrics.jsonl (rank 0; the others return) */
 void trainer_log_positions(Trainer* tr);
-/* data.document_mask: the document ids of the micro-batch in tr->tokens (rows row0.. of step `step` of the
-   train or val stream) for the next forward and its backward; nothing without document masking */
-void trainer_set_documents(Trainer* tr, bool val, size_t step, size_t rows_per_step, size_t row0);
 
 #endif

@@ -27,13 +27,12 @@ void trainer_log_positions(Trainer* tr) {
         return;
     }
     double t0 = now_s();
-    if (tr->data.has_val) {
-        data_source_val_rows(&tr->data, 0, 0, tr->B, tr->T, tr->tokens, tr->targets);
-        trainer_set_documents(tr, true, 0, tr->B, 0);
-    } else {
-        data_source_rows(&tr->data, false, 0, tr->rows_per_step, 0, tr->B, tr->T, tr->tokens, tr->targets, NULL);
-        trainer_set_documents(tr, false, 0, tr->rows_per_step, 0);
-    }
+    if (tr->data.has_val)
+        data_source_val_rows(&tr->data, 0, 0, tr->B, tr->T, tr->tokens, tr->targets, tr->doc_ids);
+    else
+        data_source_rows(&tr->data, false, 0, tr->rows_per_step, 0, tr->B, tr->T, tr->tokens, tr->targets, NULL,
+                         tr->doc_ids);
+    m->lora_dropout_on = false;   /* as in validation: the adapters without dropout */
     m->target_weights = NULL;
     model_forward(m, tr->tokens, tr->targets);
     m->has_loss = false;   /* no backward follows */
