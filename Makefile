@@ -4,6 +4,7 @@
 #   deps         install the missing Debian packages (apt-get)
 #   check-deps   fail with a message when OpenBLAS or cJSON is missing
 #   test         deps, all, the MPI trainer, then tests/run.sh (every test; ends "N passed, N failed")
+#   test-portable  the PORTABLE=1 build (x86-64-v3) builds, has no AVX-512 instruction, passes a subset
 #   test-asan    the safetensors and checkpoint tests under ASan+UBSan (make test runs it)
 #   quickstart   build, then tools/quickstart.sh (RoPE from scratch, then RePo continued from it)
 #   debug        all at -O0 -g with ASan+UBSan into build/debug
@@ -19,6 +20,7 @@
 #   compare-tokenizers  repoc's tokenizer against js-tiktoken, tiktoken and @huggingface/tokenizers
 #   unicode-table  regenerate tokenizer/unicode_table.h from Debian's unicode-data
 # Options: PRECISION=32|64 (the training precision of build/train and friends),
+#          PORTABLE=1 (for any x86-64-v3 CPU, into build/portable; MARCH=... another -march),
 #          NO_OMP=1 (build without OpenMP), CC=... (default cc),
 #          MPI=1 (the same sources built with $(MPICC) and -DREPOC_MPI into build/mpi,
 #          for data-parallel runs under mpirun; `make deps MPI=1` installs Open MPI).
@@ -31,6 +33,13 @@ CC ?= cc
 PRECISION ?= 32
 MPICC ?= mpicc
 MPI_PACKAGES = libopenmpi-dev openmpi-bin
+# PORTABLE=1: code for any x86-64-v3 CPU (AVX2 + FMA) instead of this machine's,
+# into its own build folder (build/portable, or build/mpi-portable with MPI=1)
+ifeq ($(PORTABLE),1)
+  MARCH = x86-64-v3
+  BUILD ?= $(if $(filter 1,$(MPI)),build/mpi-portable,build/portable)
+endif
+MARCH ?= native
 ifeq ($(MPI),1)
   CC = $(MPICC)
   BUILD ?= build/mpi
@@ -41,7 +50,7 @@ probe = $(shell printf '$(HASH)include <$(2)>\nint main(void){return 0;}\n' | $(
 
 # -fno-math-errno lets sqrt vectorise (AdamW); it changes no IEEE result. Never -ffast-math:
 # exp, log and the -INFINITY masks of softmax need IEEE semantics.
-CFLAGS_BASE = -O3 -march=native -fno-math-errno -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I.
+CFLAGS_BASE = -O3 -march=$(MARCH) -fno-math-errno -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I.
 LDLIBS = -lm -ldl
 
 # OpenBLAS: prefer Debian's OpenMP build so BLAS and our loops share one thread pool
@@ -103,7 +112,7 @@ BENCHES = $(patsubst tests/%.c,$(BUILD)/bench/%,$(wildcard tests/bench_*.c))
 .PHONY: all deps test quickstart debug clean check-deps bench-load bench-memory
 .SECONDARY:   # keep the objects: they are chained through pattern rules
 all: check-deps $(BUILD)/gradcheck $(PROGRAMS) $(TESTS) $(TEST_TOOLS) $(BENCHES)
-	@echo "built with CC=$(CC) PRECISION=$(PRECISION) MPI=$(if $(filter 1,$(MPI)),✓,✗) OpenMP=$(if $(filter yes,$(HAVE_OMP)),✓,✗) $(BLAS_NAME)=$(if $(HAVE_BLAS),✓,✗) cJSON=$(if $(HAVE_CJSON),✓,✗)"
+	@echo "built with CC=$(CC) -march=$(MARCH) PRECISION=$(PRECISION) MPI=$(if $(filter 1,$(MPI)),✓,✗) OpenMP=$(if $(filter yes,$(HAVE_OMP)),✓,✗) $(BLAS_NAME)=$(if $(HAVE_BLAS),✓,✗) cJSON=$(if $(HAVE_CJSON),✓,✗)"
 
 check-deps:
 	@if [ "$(HAVE_BLAS)" != yes ] || [ "$(HAVE_CJSON)" != yes ]; then \
@@ -208,6 +217,13 @@ test-asan: $(ASAN_BUILD)/test_safetensors
 $(ASAN_BUILD)/test_safetensors: $(ASAN_SRC) common/safetensors.h common/check.h common/real.h
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -O3,$(CFLAGS)) $(ASAN_FLAGS) $(ASAN_SRC) -o $@ -lcjson -lm
+
+# make test-portable: the PORTABLE=1 build (x86-64-v3, build/portable) builds, has no
+# AVX-512 instruction, and passes gradcheck on a block and the tiny decoders and
+# test_parity (tests/portable.sh). Not part of make test: it rebuilds the library twice.
+.PHONY: test-portable
+test-portable: check-deps
+	@tests/portable.sh
 
 # make test-ubsan: every C test program, build/gradcheck and the programs built
 # with UBSan alone (UBSAN=1: -O1, every report fatal) into build/ubsan, then

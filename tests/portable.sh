@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# make test-portable: the PORTABLE=1 build (-march=x86-64-v3, into build/portable)
+# builds and passes a float and a double subset. Not part of `make test`, because
+# it rebuilds the whole library in both precisions (about 16 s of CPU on 2 cores);
+# run it after changing the Makefile's flags, common/cpu.c or a vectorised loop.
+#  1. make PORTABLE=1 builds build/portable/gradcheck, tests/test_parity and bench_step;
+#  2. bench_step --cpu says the binary was built for x86-64-v3;
+#  3. no instruction of the portable binaries uses an AVX-512 register (zmm, the
+#     mask registers k0-k7, xmm16-31 / ymm16-31): they run on AVX2-only CPUs.
+#     The native build on an AVX-512 machine has such instructions, so the check can fail;
+#  4. build/portable/gradcheck: the OLMo-2 block and the tiny decoders (double);
+#  5. build/portable/tests/test_parity: PyTorch parity of the float build.
+. "$(dirname "$0")/testlib.sh" portable
+
+P=build/portable
+make --no-print-directory -s PORTABLE=1 $P/gradcheck $P/tests/test_parity $P/bench/bench_step >"$T/build.log" 2>&1 \
+    && ok "make PORTABLE=1 builds gradcheck, test_parity and bench_step" \
+    || { bad "make PORTABLE=1: $(tail -c 400 "$T/build.log")"; exit 1; }
+
+if $P/bench/bench_step --cpu >"$T/cpu.log" 2>&1 && grep -q '^built for: x86-64-v3 (' "$T/cpu.log"; then
+    ok "$(grep '^built for' "$T/cpu.log")"
+else
+    bad "bench_step --cpu: $(cat "$T/cpu.log")"
+fi
+
+AVX512_REG='%zmm|%k[0-7]|%[xy]mm(1[6-9]|2[0-9]|3[01])'
+if command -v objdump >/dev/null; then
+    for b in $P/gradcheck $P/tests/test_parity $P/bench/bench_step; do
+        n=$(objdump -d "$b" | grep -cE "$AVX512_REG")
+        [ "$n" = 0 ] && ok "$b: no AVX-512 register in any instruction" || bad "$b: $n instructions use AVX-512 registers"
+    done
+else
+    echo "  SKIP    no objdump: the instruction check"
+fi
+
+for layer in block-olmo2 model; do
+    $P/gradcheck --layer $layer >"$T/gc.log" 2>&1 && ok "portable gradcheck --layer $layer: $(tail -1 "$T/gc.log")" \
+        || bad "portable gradcheck --layer $layer: $(tail -3 "$T/gc.log")"
+done
+$P/tests/test_parity >"$T/parity.log" 2>&1 && ok "portable test_parity ($(grep -c ' OK' "$T/parity.log") checks OK)" \
+    || bad "portable test_parity: $(grep 'NOT OK' "$T/parity.log" | head -3)"
+
+echo "$failures failed"
+[ "$failures" = 0 ]
