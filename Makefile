@@ -10,6 +10,7 @@
 #   debug        all at -O0 -g with ASan+UBSan into build/debug
 #   clean        remove build/
 #   bench        training-step speed, MFU, RSS, and the PyTorch step (tools/bench.sh)
+#   bench-threads  the speed-up from 1 to 2 threads per size and phase (tools/bench_threads.sh)
 #   bench-load   peak RSS and time of loading a generated OLMo-2 1B BF16 checkpoint
 #   bench-memory memory plan vs measured peak RSS and s/step: the 1B shape at T=4096 and 1024, and S M L
 #   fuzz         libFuzzer on the safetensors header parser
@@ -279,6 +280,11 @@ $(FUZZ_CONFIG_BIN): $(FUZZ_CONFIG_SRC) model/hf_config.h model/config.h common/c
 .PHONY: bench
 bench: check-deps
 	@BENCH_BUILD=$(BUILD) PORTABLE=$(PORTABLE) tools/bench.sh
+
+# make bench-threads: the speed-up from 1 to 2 threads per size and phase (tools/bench_threads.sh)
+.PHONY: bench-threads
+bench-threads: check-deps
+	@tools/bench_threads.sh
 
 # make study: the small-scale reproduction of the paper's comparison (tools/study.sh,
 # docs/study.md; 27 minutes on 2 cores here). make study-quick: the same pipeline in
