@@ -1,7 +1,8 @@
 /* The CPU at hand and the instruction set this binary was built for.
    `make` compiles for the build machine (-march=native); `make PORTABLE=1`
-   for x86-64-v3 (AVX2 + FMA, every x86-64 CPU since 2013-2015), so one binary
-   runs on every host of an MPI job. Before main, every program checks that
+   for x86-64-v3 (AVX2, FMA, BMI2: Intel Haswell, AMD Zen and later cores,
+   but not every Atom, Celeron or Pentium), so one binary runs on every host
+   of an MPI job. Before main, every program checks that
    the CPU has each extension the compiler was allowed to use and otherwise
    exits with a message naming the missing ones, instead of dying of SIGILL
    somewhere in a step. */
