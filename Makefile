@@ -11,6 +11,7 @@
 #   clean        remove build/
 #   bench        training-step speed, MFU, RSS, and the PyTorch step (tools/bench.sh)
 #   bench-threads  the speed-up from 1 to 2 threads per size and phase (tools/bench_threads.sh)
+#   bench-attention  attention forward+backward against same-process sgemm, T 256/1024 x hd 32/64/128
 #   bench-load   peak RSS and time of loading a generated OLMo-2 1B BF16 checkpoint
 #   bench-memory memory plan vs measured peak RSS and s/step: the 1B shape at T=4096 and 1024, and S M L
 #   fuzz         libFuzzer on the safetensors header parser
@@ -52,9 +53,11 @@ probe = $(shell printf '$(HASH)include <$(2)>\nint main(void){return 0;}\n' | $(
 # -fno-math-errno lets sqrt vectorise (AdamW); -fno-trapping-math lets a loop with a float
 # compare-and-select vectorise without AVX-512's masks (exp_r's clamps: with x86-64-v3 and
 # trapping math, SiLU and softmax stayed scalar and SwiGLU took 4x as long). Neither changes an
-# IEEE result; no code enables floating-point traps. Never -ffast-math: exp, log and the
-# -INFINITY masks of softmax need IEEE semantics.
-CFLAGS_BASE = -O3 -march=$(MARCH) -fno-math-errno -fno-trapping-math -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I.
+# IEEE result; no code enables floating-point traps. -ffp-contract=fast (GCC's default in GNU
+# mode, which -std=c11 turns off) lets a*b + c compile to one fused multiply-add: the attention
+# kernel's inner loop is nothing else. Never -ffast-math: exp, log and the -INFINITY masks of
+# softmax need IEEE semantics.
+CFLAGS_BASE = -O3 -march=$(MARCH) -ffp-contract=fast -fno-math-errno -fno-trapping-math -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I.
 LDLIBS = -lm -ldl
 
 # OpenBLAS: prefer Debian's OpenMP build so BLAS and our loops share one thread pool
@@ -210,7 +213,7 @@ clean:
 # ASan+UBSan into build/asan, every sanitizer report fatal. `make test` runs it.
 ASAN_BUILD = build/asan
 ASAN_SRC = tests/test_safetensors.c common/safetensors.c common/safetensors_convert.c \
-           common/safetensors_write.c common/check.c
+           common/safetensors_write.c common/check.c common/mapped.c
 ASAN_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 ASAN_RUN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 .PHONY: test-asan fuzz
@@ -218,7 +221,8 @@ test-asan: $(ASAN_BUILD)/test_safetensors
 	$(ASAN_RUN_ENV) $(ASAN_BUILD)/test_safetensors tests/corpus
 	@$(MAKE) --no-print-directory DEBUG=1 BUILD=$(ASAN_BUILD)/lib $(ASAN_BUILD)/lib/tests/test_checkpoint
 	$(ASAN_RUN_ENV) $(ASAN_BUILD)/lib/tests/test_checkpoint
-$(ASAN_BUILD)/test_safetensors: $(ASAN_SRC) common/safetensors.h common/check.h common/real.h
+$(ASAN_BUILD)/test_safetensors: $(ASAN_SRC) common/safetensors.h common/check.h common/real.h common/mapped.h \
+                               common/utf8.h
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -O3,$(CFLAGS)) $(ASAN_FLAGS) $(ASAN_SRC) -o $@ -lcjson -lm
 
@@ -249,7 +253,8 @@ FUZZ_SECONDS ?= 600
 FUZZ_FLAGS ?=
 FUZZ_DIR = build/fuzz
 FUZZ_BIN = $(FUZZ_DIR)/fuzz_safetensors_p$(PRECISION)
-FUZZ_SRC = tests/fuzz/fuzz_safetensors.c common/safetensors.c common/safetensors_convert.c common/check.c
+FUZZ_SRC = tests/fuzz/fuzz_safetensors.c common/safetensors.c common/safetensors_convert.c common/check.c \
+           common/mapped.c
 fuzz: $(FUZZ_BIN)
 	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/artifacts
 	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -dict=tests/fuzz/safetensors.dict \
@@ -277,7 +282,7 @@ $(FUZZ_CONFIG_BIN): $(FUZZ_CONFIG_SRC) model/hf_config.h model/config.h common/c
 # make bench: training-step speed, MFU against OpenBLAS sgemm, peak RSS, and the same
 # step in PyTorch when /usr/bin/python3 imports torch (tools/bench.sh, docs/performance.md).
 # BENCH_SIZES="S M" BENCH_REPEATS=3 BENCH_THREADS=2 select a quicker run. Never part of make test.
-.PHONY: bench
+.PHONY: bench bench-attention
 bench: check-deps
 	@BENCH_BUILD=$(BUILD) PORTABLE=$(PORTABLE) tools/bench.sh
 
@@ -285,6 +290,12 @@ bench: check-deps
 .PHONY: bench-threads
 bench-threads: check-deps
 	@tools/bench_threads.sh
+
+# make bench-attention: the attention kernel alone against OpenBLAS sgemm measured in the same
+# process just before each case (docs/performance.md, "Attention kernel"). ATT_ARGS adds options,
+# e.g. ATT_ARGS="--threads 1 --cpu".
+bench-attention: check-deps $(BUILD)/bench/bench_attention
+	@$(BUILD)/bench/bench_attention $(ATT_ARGS)
 
 # make study: the small-scale reproduction of the paper's comparison (tools/study.sh,
 # docs/study.md; 27 minutes on 2 cores here). make study-quick: the same pipeline in

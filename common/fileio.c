@@ -1,6 +1,7 @@
 /* Whole-file reading and atomic writing; see fileio.h. */
 #include "common/fileio.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -91,6 +92,16 @@ void file_write_atomic(const char* path, const void* data, size_t len) {
     }
     dir_of(path, dir, sizeof(dir));
     fsync_dir(dir);
+}
+
+void file_write_json(const char* path, cJSON* root) {
+    char* text = cJSON_Print(root);
+    cJSON_Delete(root);
+    CHECK(text, "out of memory printing the JSON of '%s'", path);
+    size_t len = strlen(text);
+    text[len] = '\n';   /* the terminating NUL becomes a final newline */
+    file_write_atomic(path, text, len + 1);
+    free(text);
 }
 
 bool path_exists(const char* path) {

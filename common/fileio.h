@@ -13,6 +13,9 @@ char* file_read_all(const char* path, size_t* len);
 char* file_read_all_or_null(const char* path, size_t* len);
 /* Write path atomically: path.tmp.<pid>, fsync, rename, fsync of the directory. */
 void file_write_atomic(const char* path, const void* data, size_t len);
+struct cJSON;
+/* Print root as indented JSON with a final newline into path (file_write_atomic), and free root */
+void file_write_json(const char* path, struct cJSON* root);
 /* fsync a directory so a rename inside it is durable; dies naming it */
 void fsync_dir(const char* dir);
 /* the directory part of path ("." when none) into out */

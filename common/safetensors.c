@@ -23,6 +23,8 @@
 #include <cjson/cJSON.h>    /* the header JSON */
 
 #include "common/check.h"   /* DIE, CHECK, mallocCheck, callocCheck */
+#include "common/mapped.h"  /* mapped_add: a SIGBUS while reading a mapping names the file */
+#include "common/utf8.h"    /* utf8_decode */
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "safetensors.c assumes a little-endian host (the file format is little-endian)"
@@ -42,29 +44,13 @@ size_t st_dtype_size(StDtype dt) { return (size_t)dt < ST_N_DTYPES ? DTYPE_SIZES
 
 const char* st_dtype_name(StDtype dt) { return (size_t)dt < ST_N_DTYPES ? DTYPE_NAMES[dt] : "?"; }
 
-/* Strict UTF-8 (RFC 3629), as Rust's str::from_utf8 in the reference reader:
-   a lead byte announces 1-4 bytes, each continuation byte is 10xxxxxx, and
-   the decoded code point must need that many bytes, must not be a UTF-16
-   surrogate, and must be at most U+10FFFF. */
+/* the header is JSON text, so UTF-8: the first byte where utf8_decode fails */
 size_t st_utf8_check(const uint8_t* s, size_t n) {
     size_t i = 0;
     while (i < n) {
-        uint8_t c = s[i];
-        size_t len;
         uint32_t cp;
-        if (c < 0x80) { i++; continue; }
-        if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; }
-        else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0F; }
-        else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; }
-        else return i;                               /* continuation byte, C0/C1 or F5..FF */
-        if (n - i < len) return i;                   /* sequence cut off by the end */
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) return i;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        /* overlong forms, UTF-16 surrogates, beyond U+10FFFF */
-        if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || (cp >= 0xD800 && cp <= 0xDFFF) ||
-            cp > 0x10FFFF) return i;
+        size_t len = utf8_decode(s + i, n - i, &cp);
+        if (!len) return i;
         i += len;
     }
     return n;
@@ -364,9 +350,11 @@ int st_parse_bytes(StFile* f, const uint8_t* buf, size_t size, const char* label
     return rc;
 }
 
-/* open + fstat + mmap (read-only, private), then st_parse_bytes on the
-   mapping. The descriptor is closed at once (the mapping outlives it); on
-   any error the mapping is undone, so nothing is left open. */
+/* open + fstat + mmap (read-only, private), registered with common/mapped.h
+   (a file truncated while mapped ends with its name and the byte offset, not
+   a bare SIGBUS), then st_parse_bytes on the mapping. The descriptor is
+   closed at once (the mapping outlives it); on any error the mapping is
+   undone, so nothing is left open. */
 int st_open(StFile* f, const char* path, char* err, size_t err_len) {
     memset(f, 0, sizeof(*f));
     f->fd = -1;
@@ -393,15 +381,21 @@ int st_open(StFile* f, const char* path, char* err, size_t err_len) {
         }
     }
     close(fd);              /* the mapping stays valid without the descriptor */
+    char* name = strdup(path);
+    CHECK(name, "out of memory copying a path");
+    if (map) mapped_add(map, size, name);   /* the file shrinking under us: SIGBUS names it and the offset */
     int rc = st_parse_bytes(f, map, size, path, err, err_len);
     if (rc) {
-        if (map) munmap(map, size);
+        if (map) {
+            mapped_remove(map);
+            munmap(map, size);
+        }
+        free(name);
         memset(f, 0, sizeof(*f));
         f->fd = -1;
         return rc;
     }
-    f->path = strdup(path);
-    CHECK(f->path, "out of memory copying a path");
+    f->path = name;
     f->map = map;
     f->file_size = size;
     return 0;
@@ -417,7 +411,10 @@ void st_open_or_die(StFile* f, const char* path) {
    and on a zero-initialised StFile). No descriptor is held: st_open closed it. */
 void st_close(StFile* f) {
     st_free_table(f);
-    if (f->map) munmap((void*)f->map, f->file_size);
+    if (f->map) {
+        mapped_remove(f->map);
+        munmap((void*)f->map, f->file_size);
+    }
     free(f->path);
     memset(f, 0, sizeof(*f));
     f->fd = -1;

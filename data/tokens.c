@@ -7,8 +7,9 @@
 #include <glob.h>           /* glob, globfree */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>       /* stat: the sizes of the expanded files */
 
-#include "common/check.h"   /* DIE, CHECK, mallocCheck */
+#include "common/check.h"   /* DIE, CHECK, mallocCheck, set_err */
 #include "common/rng.h"     /* the shuffle's per-row generator */
 #include "data/mix.h"       /* mix_triple: (seed, step, row) -> Rng seed */
 
@@ -16,23 +17,18 @@
 
 /* ---- expanding the patterns ---- */
 
-typedef struct {            /* a growable list of owned path strings */
-    char** paths;
-    size_t n, cap;
-} PathList;
-
 /* append a copy of path, doubling the array when full */
-static void path_push(PathList* l, const char* path) {
-    if (l->n == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 16;
-        char** grown = mallocCheck(l->cap * sizeof *grown);
-        if (l->n) memcpy(grown, l->paths, l->n * sizeof *grown);
-        free(l->paths);
-        l->paths = grown;
+static void path_push(DataFiles* df, size_t* cap, const char* path) {
+    if (df->n == *cap) {
+        *cap = *cap ? 2 * *cap : 16;
+        char** grown = mallocCheck(*cap * sizeof *grown);
+        if (df->n) memcpy(grown, df->paths, df->n * sizeof *grown);
+        free(df->paths);
+        df->paths = grown;
     }
     size_t len = strlen(path);
-    l->paths[l->n] = mallocCheck(len + 1);
-    memcpy(l->paths[l->n++], path, len + 1);
+    df->paths[df->n] = mallocCheck(len + 1);
+    memcpy(df->paths[df->n++], path, len + 1);
 }
 
 /* qsort comparator: byte-wise, so the stream order is the same under any locale */
@@ -40,50 +36,74 @@ static int cmp_path(const void* a, const void* b) {
     return strcmp(*(char* const*)a, *(char* const*)b);
 }
 
-/* A pattern with a glob metacharacter must match at least one file; a plain
-   path is kept as is, so that a missing file is reported by open(2) with its
-   reason ("No such file or directory") rather than as an empty glob. */
-static void expand_pattern(PathList* l, const char* pattern) {
+/* append pattern's files; 0, or set_err's -1 naming the pattern */
+static int expand_pattern(DataFiles* df, size_t* cap, const char* pattern, char* err, size_t err_len) {
     if (strpbrk(pattern, "*?[") == NULL) {
-        path_push(l, pattern);
-        return;
+        path_push(df, cap, pattern);
+        return 0;
     }
     glob_t g;
     int rc = glob(pattern, GLOB_ERR, NULL, &g);
-    CHECK(rc != GLOB_NOMATCH, "token data pattern '%s' matches no file", pattern);
-    CHECK(rc == 0, "token data pattern '%s': glob failed (%s)", pattern,
-          rc == GLOB_ABORTED ? "a directory could not be read" : "out of memory");
-    for (size_t i = 0; i < g.gl_pathc; i++) path_push(l, g.gl_pathv[i]);
+    if (rc != 0) {
+        globfree(&g);
+        if (rc == GLOB_NOMATCH) return set_err(err, err_len, "token data pattern '%s' matches no file", pattern);
+        return set_err(err, err_len, "token data pattern '%s': glob failed (%s)", pattern,
+                       rc == GLOB_ABORTED ? "a directory could not be read" : "out of memory");
+    }
+    for (size_t i = 0; i < g.gl_pathc; i++) path_push(df, cap, g.gl_pathv[i]);
     globfree(&g);
+    return 0;
+}
+
+int data_files_expand(DataFiles* df, const char* const* patterns, size_t n_patterns, char* err, size_t err_len) {
+    memset(df, 0, sizeof *df);
+    size_t cap = 0;
+    int bad = 0;
+    for (size_t i = 0; i < n_patterns; i++) {
+        char e[512];
+        if (expand_pattern(df, &cap, patterns[i], e, sizeof e) && !bad++) set_err(err, err_len, "%s", e);
+    }
+    /* byte-wise order (glob sorts by the locale's collation) and no file twice */
+    if (df->n) qsort(df->paths, df->n, sizeof *df->paths, cmp_path);
+    size_t kept = 0;
+    for (size_t i = 0; i < df->n; i++) {
+        if (kept > 0 && strcmp(df->paths[i], df->paths[kept - 1]) == 0) {
+            free(df->paths[i]);
+            continue;
+        }
+        df->paths[kept++] = df->paths[i];
+        struct stat st;
+        if (stat(df->paths[i], &st) == 0 && S_ISREG(st.st_mode)) df->bytes += (size_t)st.st_size;
+    }
+    df->n = kept;
+    return bad ? -1 : 0;
+}
+
+void data_files_free(DataFiles* df) {
+    for (size_t i = 0; i < df->n; i++) free(df->paths[i]);
+    free(df->paths);
+    memset(df, 0, sizeof *df);
 }
 
 void token_data_open(TokenData* td, const char* const* patterns, size_t n_patterns,
                      const char* format, size_t vocab_size) {
     memset(td, 0, sizeof *td);
     CHECK(n_patterns > 0, "token data: no files given");
-    PathList l = {0};
-    for (size_t i = 0; i < n_patterns; i++) expand_pattern(&l, patterns[i]);
-
-    /* byte-wise order (glob sorts by the locale's collation) and no file twice */
-    qsort(l.paths, l.n, sizeof *l.paths, cmp_path);
-    size_t kept = 0;
-    for (size_t i = 0; i < l.n; i++) {
-        if (kept > 0 && strcmp(l.paths[i], l.paths[kept - 1]) == 0) free(l.paths[i]);
-        else l.paths[kept++] = l.paths[i];
-    }
+    DataFiles df;
+    char err[600];
+    if (data_files_expand(&df, patterns, n_patterns, err, sizeof err)) DIE("%s", err);
 
     /* map and check each file; its tokens follow the previous file's in the stream */
-    td->files = callocCheck(kept, sizeof *td->files);
+    td->files = callocCheck(df.n, sizeof *td->files);
     td->vocab_size = vocab_size;
-    for (size_t i = 0; i < kept; i++) {
-        token_file_open(&td->files[i], l.paths[i], format, vocab_size);
+    for (size_t i = 0; i < df.n; i++) {
+        token_file_open(&td->files[i], df.paths[i], format, vocab_size);
         td->files[i].start = td->n_tokens;
         CHECK(td->n_tokens <= SIZE_MAX - td->files[i].n_tokens, "token data: total overflows");
         td->n_tokens += td->files[i].n_tokens;
         td->n_files++;
-        free(l.paths[i]);
     }
-    free(l.paths);
+    data_files_free(&df);
 }
 
 void token_data_close(TokenData* td) {

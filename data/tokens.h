@@ -31,8 +31,26 @@ typedef struct {
     size_t vocab_size;
 } TokenData;
 
-/* Expand each pattern with glob(3) (a pattern without * ? [ is a plain path),
-   sort the union byte-wise (strcmp), drop duplicates, map every file and check
+/* The files a list of patterns names: each pattern with a glob metacharacter
+   (* ? [) expanded by glob(3) and required to match at least one file; a plain
+   path kept as is (a missing file is then reported by open(2) with its
+   reason); the union sorted byte-wise (strcmp: the same order under any
+   locale, where glob(3) sorts by the locale's collation), duplicates dropped.
+   bytes: the sum of the sizes of those that are regular files (the memory
+   plan's data row). */
+typedef struct {
+    char** paths;             /* (n), owned */
+    size_t n;
+    size_t bytes;
+} DataFiles;
+
+/* Expand patterns into df. Returns 0, or -1 with err naming the first pattern
+   that matched nothing or could not be read (the others are still expanded).
+   Release with data_files_free. */
+int data_files_expand(DataFiles* df, const char* const* patterns, size_t n_patterns, char* err, size_t err_len);
+void data_files_free(DataFiles* df);
+
+/* Expand the patterns (data_files_expand), map every file and check
    every token id < vocab_size. format: "auto" (per file: llm.c magic, NumPy
    magic, else the extension .u16/.u32; .bin must carry the llm.c magic), or
    "bin", "npy", "u16", "u32" for every file. Dies naming the file (and byte

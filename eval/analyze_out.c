@@ -10,7 +10,6 @@
 #include "common/fileio.h"
 #include "eval/analyze.h"
 #include "eval/analyze_svg.h"
-#include "programs/cli.h"
 
 /* heads and layers merged */
 static PosStats layer_stats(const Analysis* an, size_t r) {
@@ -197,7 +196,8 @@ static void write_json(const Analysis* an, const char* path) {
     else cJSON_AddNullToObject(root, "positions");
     if (an->has_att) cJSON_AddItemToObject(root, "attention", attention_json(an));
     else cJSON_AddNullToObject(root, "attention");
-    cli_write_json(path, root);
+    file_write_json(path, root);
+    printf("wrote %s\n", path);
 }
 
 static void plot_positions(const Analysis* an, const char* path, const size_t* heads, size_t n_heads) {
@@ -232,7 +232,9 @@ static void plot_attention(const Analysis* an, const char* path) {
                : total_mass(i == an->n_att ? an->layer_rows : an->layer_sep, an->n_att);
         if (i < an->n_att) snprintf(names[i], sizeof(names[i]), "layer %zu", an->att_layer[i]);
         group[i] = i < an->n_att ? names[i] : i == an->n_att ? "mean" : "SEP row";
-        v[i * 3] = m.needle, v[i * 3 + 1] = m.query, v[i * 3 + 2] = m.rest;
+        v[i * 3] = m.needle;
+        v[i * 3 + 1] = m.query;
+        v[i * 3 + 2] = m.rest;
     }
     char title[256];
     snprintf(title, sizeof(title), "attention mass of the query rows: %s, %zu %s item(s), length %zu", an->label,

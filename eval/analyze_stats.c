@@ -19,7 +19,8 @@ SegKind seg_classify(const real* z, size_t stride, size_t n, const SegParams* p)
     size_t up = 0, down = 0;
     for (size_t i = 1; i < n; i++) {
         double a = z[(i - 1) * stride], b = z[i * stride];
-        lo = fmin(lo, b), hi = fmax(hi, b);
+        lo = fmin(lo, b);
+        hi = fmax(hi, b);
         up += b > a;
         down += b < a;
     }
@@ -38,7 +39,8 @@ void pos_stats_add(PosStats* s, const real* z, size_t stride, size_t T, const Se
     for (size_t t = 1; t < T; t++) {
         double d = (double)z[t * stride] - (double)z[(t - 1) * stride];
         abs_sum += fabs(d);
-        lo = fmin(lo, z[t * stride]), hi = fmax(hi, z[t * stride]);
+        lo = fmin(lo, z[t * stride]);
+        hi = fmax(hi, z[t * stride]);
     }
     s->range += hi - lo;
     s->mean_abs_step += abs_sum / (double)(T - 1);
@@ -114,9 +116,14 @@ void attn_mass_add_row(Mass* m, const double* p, size_t t, const ItemSpans* s) {
     for (size_t j = 0; j <= t; j++) {
         bool is_needle = false;
         for (size_t b = 0; b < s->n_needles; b++) is_needle |= in_span(j, s->needle[b]);
-        if (is_needle) needle += p[j], n_needle++;
-        else if (in_span(j, s->query)) query += p[j];
-        else rest += p[j];
+        if (is_needle) {
+            needle += p[j];
+            n_needle++;
+        } else if (in_span(j, s->query)) {
+            query += p[j];
+        } else {
+            rest += p[j];
+        }
     }
     m->needle += needle;
     m->query += query;

@@ -66,9 +66,13 @@ static double nice_step(double lo, double hi, double want) {
 
 /* widen [lo, hi] to multiples of its nice step (a flat range gets +-0.5) */
 static void nice_range(double* lo, double* hi) {
-    if (!(*hi - *lo > 1e-12)) *lo -= 0.5, *hi += 0.5;
+    if (!(*hi - *lo > 1e-12)) {
+        *lo -= 0.5;
+        *hi += 0.5;
+    }
     double st = nice_step(*lo, *hi, 5);
-    *lo = floor(*lo / st) * st, *hi = ceil(*hi / st) * st;
+    *lo = floor(*lo / st) * st;
+    *hi = ceil(*hi / st) * st;
 }
 
 static void tick_label(char* buf, size_t n, double v, double step) {
@@ -158,7 +162,8 @@ void svg_positions(const char* path, const PosPlot* pp) {
         for (size_t i = 0; i < pp->n_heads; i++)
             for (size_t t = 0; t < pp->T; t++) {
                 double v = z[t * pp->KVH + pp->heads[i]];
-                a.ymin = fmin(a.ymin, v), a.ymax = fmax(a.ymax, v);
+                a.ymin = fmin(a.ymin, v);
+                a.ymax = fmax(a.ymax, v);
             }
         nice_range(&a.ymin, &a.ymax);
         for (size_t s = 0; s < pp->n_shade; s++) {   /* spans behind everything */
@@ -194,7 +199,10 @@ void svg_positions(const char* path, const PosPlot* pp) {
 /* series s0 .. s0+ns-1 of every group into axes a (its x0, y0, w, h set), on their own scale */
 static void bar_panel(FILE* f, Axes* a, const BarChart* bc, size_t s0, size_t ns, const char* ylabel) {
     double group_w = ns * BAR_W + BAR_GAP;
-    a->xmin = 0, a->xmax = 1, a->ymin = 0, a->ymax = 0;
+    a->xmin = 0;
+    a->xmax = 1;
+    a->ymin = 0;
+    a->ymax = 0;
     for (size_t g = 0; g < bc->n_groups; g++)
         for (size_t s = s0; s < s0 + ns; s++) a->ymax = fmax(a->ymax, bc->value[g * bc->n_series + s]);
     a->ymax = a->ymax > 0 ? a->ymax * 1.15 : 1;   /* room for the value labels */
@@ -225,7 +233,10 @@ void svg_bars(const char* path, const BarChart* bc) {
         W += pw[p];
     }
     double title_w = 8.6 * (double)strlen(bc->title) + 40;   /* bold 14 px: about 8.6 px a character */
-    if (title_w > W) pw[0] += title_w - W, W = title_w;
+    if (title_w > W) {
+        pw[0] += title_w - W;
+        W = title_w;
+    }
     char* buf;
     size_t len;
     FILE* f = svg_open(&buf, &len, W, H);
@@ -266,13 +277,24 @@ void svg_lines(const char* path, const char* title, const char* xlabel, const Li
             for (size_t i = 0; i < p->series[s].n; i++) {
                 double y = scale_y(p, p->series[s].y[i]);
                 if (isnan(y)) continue;
-                a.xmin = fmin(a.xmin, p->series[s].x[i]), a.xmax = fmax(a.xmax, p->series[s].x[i]);
-                a.ymin = fmin(a.ymin, y), a.ymax = fmax(a.ymax, y);
+                a.xmin = fmin(a.xmin, p->series[s].x[i]);
+                a.xmax = fmax(a.xmax, p->series[s].x[i]);
+                a.ymin = fmin(a.ymin, y);
+                a.ymax = fmax(a.ymax, y);
             }
-        if (a.xmin > a.xmax) a.xmin = 0, a.xmax = 1, a.ymin = 0, a.ymax = 1;   /* nothing to draw */
+        if (a.xmin > a.xmax) {   /* nothing to draw */
+            a.xmin = 0;
+            a.xmax = 1;
+            a.ymin = 0;
+            a.ymax = 1;
+        }
         if (!(a.xmax > a.xmin)) a.xmax = a.xmin + 1;
-        if (p->unit_y) a.ymin = 0, a.ymax = 1;
-        else nice_range(&a.ymin, &a.ymax);
+        if (p->unit_y) {
+            a.ymin = 0;
+            a.ymax = 1;
+        } else {
+            nice_range(&a.ymin, &a.ymax);
+        }
         char ylabel[96];
         snprintf(ylabel, sizeof(ylabel), "%s%s", p->ylabel, p->log_y ? " (log10)" : "");
         draw_axes(f, &a, pn + 1 == n_panels ? xlabel : NULL, ylabel, p->title, true);

@@ -1,113 +1,217 @@
 /* Causal GQA attention, forward and backward (docs/design.md, "Attention"), tiled
-   in the FlashAttention-2 manner so no T×T matrix is ever stored:
-   - forward, one task per (batch, head, block of ATT_BQ queries): keys and values
-     stream by in blocks of ATT_BK (the key block transposed once, so each score
-     row is a vectorised loop over keys); an online softmax keeps the running max
-     and sum per row; only O and lse = log Σ_j exp(s_j) are written;
+   in the FlashAttention-2 manner so no T×T matrix is ever stored, and with every
+   product of a tile an OpenBLAS GEMM (called inside the OpenMP loop, where OpenBLAS
+   runs single-threaded on the calling thread):
+   - forward, one task per (batch, head, block of ATT_BQ queries): for each block of
+     ATT_BK keys, S = scale Q K^T (one GEMM), an online softmax over S keeps each row's
+     running max m and sum l and rescales the row's accumulator, then O += P V (one
+     GEMM). Only O / l and lse = m + log l are written.
    - backward, one task per (batch, kv head), so the query heads sharing a kv head
-     never race on its dk, dv: for each key block, every later query row
-     recomputes p_j = exp(s_j - lse) and applies
+     never race on its dk, dv: for each key block and each query block at or after it,
+       S = scale Q K^T,  P = exp(S - lse),  dP = dO V^T,
        delta = rowsum(dP ⊙ P) = dO·O,  dS = P ⊙ (dP - delta),
-       dq += dS k / sqrt(hd),  dk += dS^T q / sqrt(hd),  dv += P^T dO.
-   Works for any T (partial blocks) and any hd <= ATT_MAX_HD.
-   Document masking narrows each query row's keys from [0, t] to [start_t, t]: the forward
-   begins at the key block holding the query block's first start (starts never decrease
-   along a row), the backward ends each key block's query loop at the end of the document
-   holding the block's last key, and inside a block each row uses the key range
-   [max(start_t - j0, 0), n). Whole key blocks outside a document are never visited, and
-   without masking the ranges are the causal ones: no per-key test. */
+       dQ += scale dS K,  dK += scale dS^T Q,  dV += P^T dO      (five GEMMs).
+   Masked entries (keys after the query; with document masking, keys before the
+   query's document start) get P = 0. Only the tiles that cross the diagonal or a
+   document start have any; whole key blocks before a query block's first document
+   start are skipped (forward), and query rows after the document of a key block's
+   last key are never visited (backward).
+   Works for any T (partial blocks) and any hd <= ATT_MAX_HD. */
 #include "model/attention.h"
 
 #include <math.h>
+#include <stdbool.h>
 
 #include "common/check.h"
 #include "common/mathf.h"
 
-#define ATT_BQ 32
+#define ATT_BQ 64
 #define ATT_BK 64
 #define ATT_MAX_HD 256
 
-/* kT[d][j] = k[j][d] for the nk rows of one key block (row stride ks) */
-static void transpose_block(real* kT, const real* k, size_t nk, size_t ks, size_t hd) {
-    for (size_t j = 0; j < nk; j++)
-        for (size_t d = 0; d < hd; d++) kT[d * ATT_BK + j] = k[j * ks + d];
+/* The tile products run in one register-blocked kernel, C (+)= alpha A B, written with GCC vector
+   types so it compiles to the widest vectors the build targets (AVX-512, AVX2 or SSE2): each inner step
+   loads NV vectors of one row of B, broadcasts one element of A for each of MR rows, and does MR·NV
+   multiply-adds into accumulators that stay in registers for the whole contraction (MR·NV = 16 of the
+   32 AVX-512 registers, 8 of the 16 AVX2 ones). A is read through strides (a_rs between rows, a_cs
+   between columns), so A^T costs nothing; B and C are row-major.
+   On a tile that crosses the causal diagonal, each row needs only part of the product; `tri` says which
+   part, relative to the row index r (with the tile's offset `off` = key block start - query block start
+   or its negative): TRI_C_FROM columns c >= r + off, TRI_K_FROM contraction steps k >= r + off,
+   TRI_K_UPTO steps k <= r + off. A block of MR rows computes the union of its rows' parts; the entries
+   computed beyond a row's part are masked (zero) anyway, and the columns left out are hidden keys. */
+#if defined(__AVX512F__)
+#define ATT_VBYTES 64
+#define ATT_NV 4
+#elif defined(__AVX__)
+#define ATT_VBYTES 32
+#define ATT_NV 2
+#else
+#define ATT_VBYTES 16
+#define ATT_NV 2
+#endif
+typedef real vreal __attribute__((vector_size(ATT_VBYTES), aligned(sizeof(real))));   /* unaligned loads */
+#define VL (ATT_VBYTES / sizeof(real))
+#define ATT_INLINE static inline __attribute__((always_inline))
+
+typedef enum { TRI_NONE, TRI_C_FROM, TRI_K_FROM, TRI_K_UPTO } TileTri;
+
+typedef struct {
+    const real* a;       /* A (m, kk): element (r, k) at a[r * a_rs + k * a_cs] */
+    size_t a_rs, a_cs;
+    const real* b;       /* B (kk, n), row stride ldb */
+    size_t ldb;
+    real* c;             /* C (m, n), row stride ldc */
+    size_t ldc;
+    size_t kk;
+    real alpha;
+    bool acc;            /* C += alpha A B, else C = alpha A B */
+    TileTri tri;         /* the part each row needs (above); TRI_NONE: all of it */
+    ptrdiff_t off;
+} TileGemm;
+
+/* the contraction steps [*k0, *k1) and the first column *c0 (a whole vector) that rows [r0, r0 + MR) need */
+ATT_INLINE void tile_part(const TileGemm* g, size_t r0, size_t MR, size_t* k0, size_t* k1, size_t* c0) {
+    ptrdiff_t lo = (ptrdiff_t)r0 + g->off, hi = (ptrdiff_t)(r0 + MR) + g->off, kk = (ptrdiff_t)g->kk;
+    *k0 = g->tri == TRI_K_FROM && lo > 0 ? (size_t)(lo < kk ? lo : kk) : 0;
+    *k1 = g->tri == TRI_K_UPTO && hi < kk ? (size_t)(hi > 0 ? hi : 0) : g->kk;
+    *c0 = g->tri == TRI_C_FROM && lo > 0 ? (size_t)lo / VL * VL : 0;
 }
 
-/* s[j] = scale q·k_j for j < n, from the transposed block */
-static inline void scores(real* s, const real* q, const real* kT, size_t n, size_t hd, real scale) {
-    for (size_t j = 0; j < n; j++) s[j] = 0;
-    for (size_t d = 0; d < hd; d++) {
-        real qd = q[d] * scale;
-        const real* row = kT + d * ATT_BK;
-#pragma omp simd
-        for (size_t j = 0; j < n; j++) s[j] += qd * row[j];
+/* rows [r0, r0 + MR), columns [c0, c0 + NV·VL) of C, contraction steps [k0, k1) */
+ATT_INLINE void tile_micro(const TileGemm* g, size_t r0, size_t c0, size_t k0, size_t k1, size_t MR, size_t NV) {
+    vreal acc[8][4];
+    for (size_t r = 0; r < MR; r++)
+        for (size_t v = 0; v < NV; v++) acc[r][v] = (vreal){0};
+    const real* ar = g->a + r0 * g->a_rs;
+    const real* bp = g->b + k0 * g->ldb + c0;
+    for (size_t k = k0; k < k1; k++, bp += g->ldb) {
+        vreal bv[4];
+        for (size_t v = 0; v < NV; v++) bv[v] = *(const vreal*)(bp + v * VL);
+        for (size_t r = 0; r < MR; r++) {
+            real x = ar[r * g->a_rs + k * g->a_cs];
+            for (size_t v = 0; v < NV; v++) acc[r][v] += x * bv[v];
+        }
+    }
+    for (size_t r = 0; r < MR; r++)
+        for (size_t v = 0; v < NV; v++) {
+            vreal* cp = (vreal*)(g->c + (r0 + r) * g->ldc + c0 + v * VL);
+            *cp = g->acc ? *cp + g->alpha * acc[r][v] : g->alpha * acc[r][v];
+        }
+}
+
+/* rows [r0, r0 + MR), the columns they need of n: NVMAX, 2, 1 vectors at a time, then single columns */
+ATT_INLINE void tile_rows(const TileGemm* g, size_t r0, size_t n, size_t MR, size_t NVMAX) {
+    size_t k0, k1, c0;
+    tile_part(g, r0, MR, &k0, &k1, &c0);
+    for (; NVMAX == 4 && c0 + 4 * VL <= n; c0 += 4 * VL) tile_micro(g, r0, c0, k0, k1, MR, 4);
+    for (; c0 + 2 * VL <= n; c0 += 2 * VL) tile_micro(g, r0, c0, k0, k1, MR, 2);
+    for (; c0 + VL <= n; c0 += VL) tile_micro(g, r0, c0, k0, k1, MR, 1);
+    for (; c0 < n; c0++)
+        for (size_t r = r0; r < r0 + MR; r++) {
+            real s = 0;
+            for (size_t k = k0; k < k1; k++) s += g->a[r * g->a_rs + k * g->a_cs] * g->b[k * g->ldb + c0];
+            real* cp = g->c + r * g->ldc + c0;
+            *cp = g->acc ? *cp + g->alpha * s : g->alpha * s;
+        }
+}
+
+/* C (m, n) (+)= alpha A B. Narrow C (n <= 2 vectors, e.g. hd 32 in AVX-512) takes 8 rows at a time so that
+   16 accumulators still hide the multiply-add latency. */
+static void tile_gemm(const TileGemm* g, size_t m, size_t n) {
+    size_t r0 = 0;
+    if (ATT_NV == 4 && n <= 2 * VL)
+        for (; r0 + 8 <= m; r0 += 8) tile_rows(g, r0, n, 8, 2);
+    for (; r0 + 4 <= m; r0 += 4) tile_rows(g, r0, n, 4, ATT_NV);
+    for (; r0 < m; r0++) tile_rows(g, r0, n, 1, ATT_NV);
+}
+
+/* S^T (nk, ATT_BQ) of key block [j0, j0 + nk) against query block [t0, t0 + nq): the entries of keys hidden
+   from a query set to -inf, so exp gives P = 0 there. A key is hidden when after the query or, with document
+   starts st (of the query block), before the query's document. Only blocks crossing the diagonal or a
+   document start have any. */
+static void hide_keys(real* St, size_t t0, size_t nq, size_t j0, size_t nk, const int32_t* st) {
+    if (j0 + nk <= t0 + 1 && !(st && (size_t)st[nq - 1] > j0)) return;
+    for (size_t j = 0; j < nk; j++) {
+        real* s = St + j * ATT_BQ;
+        size_t key = j0 + j;
+        for (size_t i = 0; i < nq; i++)
+            if (key > t0 + i || (st && (size_t)st[i] > key)) s[i] = -INFINITY;
     }
 }
 
-/* forward for query rows [t0, t1) of head h in batch row b */
-/* Both block functions are inlined at two call sites, one with the spans NULL: there every span test folds
-   away, and the unmasked path runs the plain causal code. */
-#define ATT_INLINE static inline __attribute__((always_inline))
+/* xT (hd, ATT_BQ) = alpha x^T for the nq rows of x, row stride xs */
+static void transpose_block(real* xT, const real* x, size_t nq, size_t xs, size_t hd, real alpha) {
+    for (size_t i = 0; i < nq; i++)
+        for (size_t d = 0; d < hd; d++) xT[d * ATT_BQ + i] = alpha * x[i * xs + d];
+}
 
-ATT_INLINE void forward_block(real* out, real* lse, const real* q, const real* k, const real* v, const int32_t* start,
+/* forward for query rows [t0, t1) of head h in batch row b; starts: the row's document starts or NULL.
+   The block works on S^T (keys × queries), so the query block is transposed once per task and every
+   softmax reduction runs down the columns, vectorised across the queries. */
+static void forward_block(real* out, real* lse, const real* q, const real* k, const real* v, const int32_t* starts,
                           size_t b, size_t h, size_t t0, size_t t1, size_t T, size_t H, size_t KVH, size_t hd) {
     size_t g = h / (H / KVH), qs = H * hd, ks = KVH * hd, nq = t1 - t0;
     real scale = (real)(1.0 / sqrt((double)hd));
-    real acc[ATT_BQ][ATT_MAX_HD], m[ATT_BQ], l[ATT_BQ], s[ATT_BK], kT[ATT_MAX_HD * ATT_BK];
+    real acc[ATT_BQ * ATT_MAX_HD], qT[ATT_MAX_HD * ATT_BQ], St[ATT_BK * ATT_BQ];   /* (nq, hd) (hd, BQ) (nk, BQ) */
+    real m[ATT_BQ], l[ATT_BQ], ref[ATT_BQ], corr[ATT_BQ], sum[ATT_BQ];
     for (size_t i = 0; i < nq; i++) {
         m[i] = -INFINITY;
         l[i] = 0;
-        for (size_t d = 0; d < hd; d++) acc[i][d] = 0;
     }
-    const real* kb_base = k + b * T * ks + g * hd;
-    const real* vb_base = v + b * T * ks + g * hd;
-    size_t jfirst = start ? (size_t)start[b * T + t0] / ATT_BK * ATT_BK : 0;   /* blocks before it: other docs */
+    for (size_t i = 0; i < nq * hd; i++) acc[i] = 0;
+    const real* qb = q + (b * T + t0) * qs + h * hd;
+    transpose_block(qT, qb, nq, qs, hd, scale);
+    const real* kb = k + b * T * ks + g * hd;
+    const real* vb = v + b * T * ks + g * hd;
+    const int32_t* st = starts ? starts + t0 : NULL;
+    size_t jfirst = st ? (size_t)st[0] / ATT_BK * ATT_BK : 0;   /* blocks before it: other documents */
     for (size_t j0 = jfirst; j0 < t1; j0 += ATT_BK) {
         size_t nk = j0 + ATT_BK < t1 ? ATT_BK : t1 - j0;
-        transpose_block(kT, kb_base + j0 * ks, nk, ks, hd);
-        for (size_t i = 0; i < nq; i++) {
-            size_t t = t0 + i;
-            if (j0 > t) continue;
-            size_t n = t + 1 - j0 < nk ? t + 1 - j0 : nk;   /* causal: keys j <= t */
-            size_t st = start ? (size_t)start[b * T + t] : 0, jlo = st > j0 ? st - j0 : 0;   /* keys j >= start_t */
-            if (jlo >= n) continue;
-            scores(s + jlo, q + (b * T + t) * qs + h * hd, kT + jlo, n - jlo, hd, scale);
-            real bm = m[i];
-            for (size_t j = jlo; j < n; j++) bm = s[j] > bm ? s[j] : bm;
-            real corr = exp_r(m[i] - bm);   /* rescale what was summed under the old max */
-            real sum = 0;
-#pragma omp simd reduction(+ : sum)
-            for (size_t j = jlo; j < n; j++) {
-                s[j] = exp_r(s[j] - bm);
-                sum += s[j];
-            }
-            l[i] = l[i] * corr + sum;
-            m[i] = bm;
-            real* a = acc[i];
-            for (size_t d = 0; d < hd; d++) a[d] *= corr;
-            for (size_t j = jlo; j < n; j++) {
-                const real* vj = vb_base + (j0 + j) * ks;
-                real p = s[j];
+        ptrdiff_t dj = (ptrdiff_t)j0 - (ptrdiff_t)t0;   /* the diagonal's offset in this tile */
+        tile_gemm(&(TileGemm){kb + j0 * ks, ks, 1, qT, ATT_BQ, St, ATT_BQ, hd, 1, false, TRI_C_FROM, dj}, nk, nq); /* S^T = K Q^T */
+        hide_keys(St, t0, nq, j0, nk, st);
+        for (size_t i = 0; i < nq; i++) ref[i] = m[i];
+        for (size_t j = 0; j < nk; j++) {
+            const real* s = St + j * ATT_BQ;
 #pragma omp simd
-                for (size_t d = 0; d < hd; d++) a[d] += p * vj[d];
+            for (size_t i = 0; i < nq; i++) ref[i] = s[i] > ref[i] ? s[i] : ref[i];
+        }
+        for (size_t i = 0; i < nq; i++) {   /* the new running max; a row with no key yet keeps -inf */
+            real mi = ref[i];
+            ref[i] = mi == -INFINITY ? 0 : mi;
+            corr[i] = exp_r(m[i] - ref[i]);   /* rescales what was summed under the old max */
+            m[i] = mi;
+            sum[i] = 0;
+        }
+        for (size_t j = 0; j < nk; j++) {
+            real* s = St + j * ATT_BQ;
+#pragma omp simd
+            for (size_t i = 0; i < nq; i++) {
+                s[i] = exp_r(s[i] - ref[i]);   /* P^T; hidden keys give exp(-inf) = 0 */
+                sum[i] += s[i];
             }
         }
+        for (size_t i = 0; i < nq; i++) {
+            l[i] = l[i] * corr[i] + sum[i];
+            if (corr[i] != 1)
+                for (size_t d = 0; d < hd; d++) acc[i * hd + d] *= corr[i];
+        }
+        tile_gemm(&(TileGemm){St, 1, ATT_BQ, vb + j0 * ks, ks, acc, hd, nk, 1, true, TRI_K_UPTO, -dj}, nq, hd); /* acc += P V */
     }
     for (size_t i = 0; i < nq; i++) {
-        size_t row = (b * T + t0 + i);
+        size_t row = b * T + t0 + i;
         real inv = 1 / l[i];
-        for (size_t d = 0; d < hd; d++) out[row * qs + h * hd + d] = acc[i][d] * inv;
+        for (size_t d = 0; d < hd; d++) out[row * qs + h * hd + d] = acc[i * hd + d] * inv;
         lse[row * H + h] = m[i] + (real)log(l[i]);
     }
 }
 
-void doc_spans_from_ids(int32_t* start, int32_t* end, const int32_t* doc, size_t B, size_t T) {
+void doc_starts_from_ids(int32_t* start, const int32_t* doc, size_t B, size_t T) {
     for (size_t b = 0; b < B; b++) {
         const int32_t* d = doc + b * T;
         int32_t* s = start + b * T;
-        int32_t* e = end + b * T;
         for (size_t t = 0; t < T; t++) s[t] = t > 0 && d[t] == d[t - 1] ? s[t - 1] : (int32_t)t;
-        for (size_t t = T; t-- > 0;) e[t] = t + 1 < T && d[t] == d[t + 1] ? e[t + 1] : (int32_t)(t + 1);
     }
 }
 
@@ -121,62 +225,60 @@ void attention_forward(real* out, real* lse, const real* q, const real* k, const
         for (size_t h = 0; h < H; h++)
             for (size_t qb = 0; qb < nqb; qb++) {
                 size_t t0 = qb * ATT_BQ, t1 = t0 + ATT_BQ < T ? t0 + ATT_BQ : T;
-                if (docs) forward_block(out, lse, q, k, v, docs->start, b, h, t0, t1, T, H, KVH, hd);
-                else forward_block(out, lse, q, k, v, NULL, b, h, t0, t1, T, H, KVH, hd);
+                forward_block(out, lse, q, k, v, docs ? docs->start + b * T : NULL, b, h, t0, t1, T, H, KVH, hd);
             }
 }
 
-/* backward for kv head g of batch row b: all its query heads, all key blocks */
-ATT_INLINE void backward_group(real* dq, real* dk, real* dv, const real* dout, const real* out, const real* lse,
+/* backward for kv head g of batch row b: all its query heads, query blocks, and the key blocks they see.
+   Like the forward it works on S^T (keys × queries) with the query block transposed once. */
+static void backward_group(real* dq, real* dk, real* dv, const real* dout, const real* out, const real* lse,
                            const real* q, const real* k, const real* v, const DocSpans* docs, size_t b, size_t g,
                            size_t T, size_t H, size_t KVH, size_t hd) {
     size_t group = H / KVH, qs = H * hd, ks = KVH * hd;
     real scale = (real)(1.0 / sqrt((double)hd));
-    real kT[ATT_MAX_HD * ATT_BK], vT[ATT_MAX_HD * ATT_BK], p[ATT_BK], ds[ATT_BK];
-    const real* kb_base = k + b * T * ks + g * hd;
-    const real* vb_base = v + b * T * ks + g * hd;
+    real qT[ATT_MAX_HD * ATT_BQ], doT[ATT_MAX_HD * ATT_BQ];   /* (hd, BQ) */
+    real Pt[ATT_BK * ATT_BQ], dSt[ATT_BK * ATT_BQ];           /* (nk, BQ) */
+    real l[ATT_BQ], delta[ATT_BQ];
+    const real* kb = k + b * T * ks + g * hd;
+    const real* vb = v + b * T * ks + g * hd;
     real* dkb = dk + b * T * ks + g * hd;
     real* dvb = dv + b * T * ks + g * hd;
-    for (size_t j0 = 0; j0 < T; j0 += ATT_BK) {
-        size_t nk = j0 + ATT_BK < T ? ATT_BK : T - j0;
-        transpose_block(kT, kb_base + j0 * ks, nk, ks, hd);
-        transpose_block(vT, vb_base + j0 * ks, nk, ks, hd);
-        /* queries after the document of the block's last key see none of its keys */
-        size_t tend = docs ? (size_t)docs->end[b * T + j0 + nk - 1] : T;
-        for (size_t h = g * group; h < (g + 1) * group; h++) {
-            for (size_t t = j0; t < tend; t++) {
-                size_t row = (b * T + t) * qs + h * hd;
-                const real* q_t = q + row;
-                const real* do_t = dout + row;
-                real* dq_t = dq + row;
-                size_t n = t + 1 - j0 < nk ? t + 1 - j0 : nk;
-                size_t st = docs ? (size_t)docs->start[b * T + t] : 0, jlo = st > j0 ? st - j0 : 0;
-                if (jlo >= n) continue;   /* every key of this block is in an earlier document */
-                real delta = 0;   /* rowsum(dP ⊙ P) = dO·O, not the model width D */
-#pragma omp simd reduction(+ : delta)
-                for (size_t d = 0; d < hd; d++) delta += do_t[d] * out[row + d];
-                real l = lse[(b * T + t) * H + h];
-                scores(p + jlo, q_t, kT + jlo, n - jlo, hd, scale);
+    for (size_t h = g * group; h < (g + 1) * group; h++)
+        for (size_t t0 = 0; t0 < T; t0 += ATT_BQ) {
+            size_t nq = t0 + ATT_BQ < T ? ATT_BQ : T - t0, row0 = (b * T + t0) * qs + h * hd;
+            const real *qb = q + row0, *dob = dout + row0, *ob = out + row0;
+            const int32_t* st = docs ? docs->start + b * T + t0 : NULL;
+            transpose_block(qT, qb, nq, qs, hd, scale);
+            transpose_block(doT, dob, nq, qs, hd, 1);
+            for (size_t i = 0; i < nq; i++) {   /* delta = rowsum(dP ⊙ P) = dO·O over hd, not the model width */
+                real dl = 0;
+#pragma omp simd reduction(+ : dl)
+                for (size_t d = 0; d < hd; d++) dl += dob[i * qs + d] * ob[i * qs + d];
+                delta[i] = dl;
+                l[i] = lse[(b * T + t0 + i) * H + h];
+            }
+            size_t jfirst = st ? (size_t)st[0] / ATT_BK * ATT_BK : 0;   /* blocks before it: other documents */
+            for (size_t j0 = jfirst; j0 < t0 + nq; j0 += ATT_BK) {
+                size_t nk = j0 + ATT_BK < t0 + nq ? ATT_BK : t0 + nq - j0;
+                ptrdiff_t dj = (ptrdiff_t)j0 - (ptrdiff_t)t0;   /* the diagonal's offset in this tile */
+                const real *kj = kb + j0 * ks, *vj = vb + j0 * ks;
+                tile_gemm(&(TileGemm){kj, ks, 1, qT, ATT_BQ, Pt, ATT_BQ, hd, 1, false, TRI_C_FROM, dj}, nk, nq);    /* S^T = K Q^T */
+                tile_gemm(&(TileGemm){vj, ks, 1, doT, ATT_BQ, dSt, ATT_BQ, hd, 1, false, TRI_C_FROM, dj}, nk, nq);  /* dP^T = V dO^T */
+                hide_keys(Pt, t0, nq, j0, nk, st);
+                for (size_t j = 0; j < nk; j++) {
+                    real *p = Pt + j * ATT_BQ, *ds = dSt + j * ATT_BQ;
 #pragma omp simd
-                for (size_t j = jlo; j < n; j++) p[j] = exp_r(p[j] - l);
-                scores(ds + jlo, do_t, vT + jlo, n - jlo, hd, 1);   /* dP = dO v^T */
-#pragma omp simd
-                for (size_t j = jlo; j < n; j++) ds[j] = p[j] * (ds[j] - delta) * scale;   /* dS / sqrt(hd) */
-                for (size_t j = jlo; j < n; j++) {
-                    const real* k_j = kb_base + (j0 + j) * ks;
-                    real* dk_j = dkb + (j0 + j) * ks;
-                    real* dv_j = dvb + (j0 + j) * ks;
-                    real sj = ds[j], pj = p[j];
-#pragma omp simd
-                    for (size_t d = 0; d < hd; d++) {
-                        dq_t[d] += sj * k_j[d];
-                        dk_j[d] += sj * q_t[d];
-                        dv_j[d] += pj * do_t[d];
+                    for (size_t i = 0; i < nq; i++) {
+                        p[i] = exp_r(p[i] - l[i]);   /* P; 0 where hidden */
+                        ds[i] = p[i] > 0 ? p[i] * (ds[i] - delta[i]) : 0;   /* dS; dP^T skips hidden columns */
                     }
                 }
+                /* dQ += scale dS K,  dK += scale dS^T Q,  dV += P^T dO */
+                tile_gemm(&(TileGemm){dSt, 1, ATT_BQ, kj, ks, dq + row0, qs, nk, scale, true, TRI_K_UPTO, -dj}, nq, hd);
+                tile_gemm(&(TileGemm){dSt, ATT_BQ, 1, qb, qs, dkb + j0 * ks, ks, nq, scale, true, TRI_K_FROM, dj}, nk, hd);
+                tile_gemm(&(TileGemm){Pt, ATT_BQ, 1, dob, qs, dvb + j0 * ks, ks, nq, 1, true, TRI_K_FROM, dj}, nk, hd);
             }
         }
-    }
 }
 
 void attention_backward(real* dq, real* dk, real* dv, const real* dout,
@@ -185,6 +287,5 @@ void attention_backward(real* dq, real* dk, real* dv, const real* dout,
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)
     for (size_t b = 0; b < B; b++)
         for (size_t g = 0; g < KVH; g++)
-            if (docs) backward_group(dq, dk, dv, dout, out, lse, q, k, v, docs, b, g, T, H, KVH, hd);
-            else backward_group(dq, dk, dv, dout, out, lse, q, k, v, NULL, b, g, T, H, KVH, hd);
+            backward_group(dq, dk, dv, dout, out, lse, q, k, v, docs, b, g, T, H, KVH, hd);
 }

@@ -11,16 +11,15 @@
 #include "common/real.h"
 
 /* Document masking of packed rows: documents are contiguous runs of a row, and token t attends only the keys
-   j of its own document, start[t] <= j <= t. end[t] is one past the last token of t's document. Both are
-   (B,T), indices within the row. A NULL DocSpans* is plain causal attention (start 0, end T). */
+   j of its own document, start[t] <= j <= t. start is (B,T), indices within the row. A NULL DocSpans* is
+   plain causal attention (start 0). */
 typedef struct {
     const int32_t* start;
-    const int32_t* end;
 } DocSpans;
 
-/* start, end (B,T) from doc (B,T): a document is a maximal run of equal ids within a row (a row always
-   starts one) */
-void doc_spans_from_ids(int32_t* start, int32_t* end, const int32_t* doc, size_t B, size_t T);
+/* start (B,T) from doc (B,T): a document is a maximal run of equal ids within a row (a row always starts
+   one) */
+void doc_starts_from_ids(int32_t* start, const int32_t* doc, size_t B, size_t T);
 
 /* out (B,T,H*hd)   lse (B,T,H) saved for backward
    q (B,T,H*hd)   k, v (B,T,KVH*hd)   docs: NULL or the document spans */

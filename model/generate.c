@@ -247,21 +247,26 @@ static real kth_largest(real* a, size_t n, size_t k) {
     return a[want];
 }
 
+double gen_softmax_weights(real* w, const real* logits, size_t V, double temperature, real thr) {
+    for (size_t i = 0; i < V; i++) CHECK(isfinite(logits[i]), "sampling: logit %zu is %g", i, (double)logits[i]);
+    real mx = logits[gen_argmax(logits, V)];
+    double sum = 0;
+    for (size_t i = 0; i < V; i++) {
+        w[i] = logits[i] >= thr ? (real)exp(((double)logits[i] - mx) / temperature) : 0;
+        sum += w[i];
+    }
+    return sum;
+}
+
 int32_t gen_sample(Generator* g, const real* logits, double temperature, size_t top_k, Rng* rng) {
     size_t V = g->m->cfg.V;
     if (temperature <= 0) return gen_argmax(logits, V);
-    for (size_t i = 0; i < V; i++) CHECK(isfinite(logits[i]), "sampling: logit %zu is %g", i, (double)logits[i]);
     real thr = -INFINITY;   /* keep logits >= the k-th largest */
-    if (top_k > 0 && top_k < V) {
+    if (top_k > 0 && top_k < V) {   /* quickselect ends on any input: a NaN is named just below */
         memcpy(g->work, logits, V * sizeof(real));
         thr = kth_largest(g->work, V, top_k);
     }
-    real mx = logits[gen_argmax(logits, V)];
-    double sum = 0;   /* p_i ∝ exp((l_i - max) / temperature) over the kept logits */
-    for (size_t i = 0; i < V; i++) {
-        g->work[i] = logits[i] >= thr ? (real)exp(((double)logits[i] - mx) / temperature) : 0;
-        sum += g->work[i];
-    }
+    double sum = gen_softmax_weights(g->work, logits, V, temperature, thr);
     double u = rng_uniform(rng) * sum, acc = 0;
     size_t last = 0;
     for (size_t i = 0; i < V; i++) {

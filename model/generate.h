@@ -75,6 +75,11 @@ const real* gen_step(Generator* g, int32_t token);
 
 /* Index of the largest logit (the first one on a tie), as torch.argmax. */
 int32_t gen_argmax(const real* logits, size_t V);
+/* softmax(logits / temperature) up to its sum, the weights every sampler draws from:
+   w[i] = exp((l_i - max_j l_j) / temperature) for every logit l_i >= thr, else 0
+   (thr = -INFINITY keeps all). Dies naming the first logit that is not finite.
+   Returns the sum of w.   w (V)   logits (V) */
+double gen_softmax_weights(real* w, const real* logits, size_t V, double temperature, real thr);
 /* temperature <= 0: argmax. Otherwise softmax(logits / temperature) over the
    top_k largest logits (top_k 0 or >= V: all; ties with the k-th are kept, as
    Hugging Face's top-k does), sampled with rng. */

@@ -120,8 +120,7 @@ void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, cons
     m->tokens = mallocCheck(N * sizeof(int32_t));
     m->targets = mallocCheck(N * sizeof(int32_t));
     m->doc_start = mallocCheck(N * sizeof(int32_t));
-    m->doc_end = mallocCheck(N * sizeof(int32_t));
-    m->spans = (DocSpans){m->doc_start, m->doc_end};
+    m->spans = (DocSpans){m->doc_start};
     for (size_t n = 0; n < N; n++)
         for (size_t g = 0; g < c->KVH; g++) m->pos_seq[n * c->KVH + g] = (real)(n % T);
     rope_table_init(&m->rope, cfg_hd(c), c->rope_theta, c->yarn_factor, c->yarn_orig_max, c->yarn_beta_fast,
@@ -153,7 +152,6 @@ void model_free(Model* m) {
     free(m->tokens);
     free(m->targets);
     free(m->doc_start);
-    free(m->doc_end);
     tensor_table_free(&m->tensors);
     memset(m, 0, sizeof(*m));
 }
@@ -211,7 +209,7 @@ static void set_documents(Model* m) {
     size_t N = m->B * m->T, KVH = m->cfg.KVH;
     if (!m->doc_ids && !m->masked) return;
     m->masked = m->doc_ids != NULL;
-    if (m->masked) doc_spans_from_ids(m->doc_start, m->doc_end, m->doc_ids, m->B, m->T);
+    if (m->masked) doc_starts_from_ids(m->doc_start, m->doc_ids, m->B, m->T);
     for (size_t n = 0; n < N; n++) {
         size_t t = n % m->T;
         real p = (real)(m->masked ? t - (size_t)m->doc_start[n] : t);

@@ -68,8 +68,8 @@ typedef struct {
     const int32_t* doc_ids;      /* (N) document id of each token for the next forward, NULL = one document per
                                     row; set by the caller, unchanged until its backward. With it, attention stays
                                     within each document (a run of equal ids) and rope positions restart at 0 */
-    int32_t *doc_start, *doc_end;   /* (N) the spans of doc_ids (attention.h), filled by forward */
-    DocSpans spans;                 /* views of the two, passed to the blocks while masked */
+    int32_t* doc_start;             /* (N) the document starts of doc_ids (attention.h), filled by forward */
+    DocSpans spans;                 /* a view of it, passed to the blocks while masked */
     bool masked;                    /* the last forward used doc_ids; pos_seq then holds t - start_t */
 
     bool has_loss;               /* forward ran with targets, so backward may run */

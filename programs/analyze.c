@@ -38,8 +38,7 @@ typedef struct {
     size_t plot_heads[MAX_LAYERS], n_plot_heads;
     const char* label;
     const char* out;
-    double yarn_factor, yarn_orig;
-    int threads;
+    CliShared sh;                      /* --threads, --yarn-factor, --yarn-orig */
 } AnalyzeOptions;
 
 static void usage(FILE* fp) {
@@ -113,12 +112,7 @@ static void parse_valued(AnalyzeOptions* o, const char* a, const char* v) {
     else if (!strcmp(a, "--plot-heads"))
         o->n_plot_heads = cli_parse_size_list(a, v, 0, 1 << 20, o->plot_heads, MAX_LAYERS);
     else if (!strcmp(a, "--label")) o->label = v;
-    else if (!strcmp(a, "--out")) o->out = v;
-    else if (!strcmp(a, "--threads")) o->threads = (int)cli_parse_size(a, v, 1, 4096);
-    else if (!strcmp(a, "--yarn-factor")) {
-        o->yarn_factor = cli_parse_double(a, v);
-        if (!(o->yarn_factor >= 1)) cli_bad_option("--yarn-factor: expected a factor >= 1, got '%s'", v);
-    } else o->yarn_orig = (double)cli_parse_size(a, v, 1, MAX_LENGTH);   /* --yarn-orig */
+    else o->out = v;   /* --out */
 }
 
 static void parse_args(AnalyzeOptions* o, int argc, char** argv) {
@@ -144,12 +138,14 @@ static void parse_args(AnalyzeOptions* o, int argc, char** argv) {
         else {
             static const char* valued[] = {"--task", "--length", "--items", "--seed", "--depth", "--synthetic",
                                            "--tokens", "--offset", "--segment", "--eps-const", "--mono-frac",
-                                           "--layers", "--plot-heads", "--label", "--out", "--threads",
-                                           "--yarn-factor", "--yarn-orig"};
+                                           "--layers", "--plot-heads", "--label", "--out"};
             static int seen[sizeof(valued) / sizeof(valued[0])];
-            const char* v = i + 1 < argc && strncmp(argv[i + 1], "--", 2) ? argv[i + 1] : NULL;
-            CLI_VALUED_OPTION(a, v, valued, seen);
-            parse_valued(o, a, argv[++i]);
+            const char* v = i + 1 < argc ? argv[i + 1] : NULL;
+            if (!cli_shared_option(&o->sh, CLI_THREADS | CLI_YARN, a, v)) {
+                CLI_VALUED_OPTION(a, v, valued, seen);
+                parse_valued(o, a, v);
+            }
+            i++;
         }
     }
     if (o->n_compare && o->ckpt) cli_bad_option("--compare reads analysis.json files; give no CHECKPOINT ('%s')",
@@ -321,7 +317,7 @@ int main(int argc, char** argv) {
     CkptInfo ci;
     Analysis an;
     memset(&an, 0, sizeof(an));
-    cli_checkpoint_config(&ci, &an.cfg, o.ckpt, o.yarn_factor, o.yarn_orig);   /* a LoRA adapter's config too */
+    cli_checkpoint_config(&ci, &an.cfg, o.ckpt, &o.sh);   /* a LoRA adapter's config too */
     SyntheticConfig syn;
     plan(&an, &o, &ci, &syn);
     TokenData td = {0};
@@ -332,7 +328,7 @@ int main(int argc, char** argv) {
               "window of %zu from offset %zu runs past its end", o.tokens, td.n_tokens, an.length, o.offset);
     }
 
-    threads_init(o.threads);
+    threads_init(o.sh.threads);
     threads_print(stdout);
     printf("checkpoint %s (%s)\n", ci.dir, an.label);
     model_config_print(&an.cfg, stdout);

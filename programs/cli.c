@@ -1,4 +1,4 @@
-/* Shared command-line pieces of build/eval and build/analyze (programs/cli.h). */
+/* Shared command-line pieces of the programs (programs/cli.h). */
 #include "programs/cli.h"
 
 #include <errno.h>
@@ -49,13 +49,37 @@ bool cli_help_or_checkpoint(const char* a, void (*usage)(FILE*), const char** ck
     return true;
 }
 
+const char* cli_value(const char* opt, const char* v) {
+    if (!v) cli_bad_option("%s: expected a value", opt);
+    if (!strncmp(v, "--", 2)) cli_bad_option("%s: expected a value, got the option '%s'", opt, v);
+    return v;
+}
+
 size_t cli_valued_option(const char* a, const char* v, const char* const* names, size_t n, int* seen) {
     size_t k = 0;
     while (k < n && strcmp(a, names[k])) k++;
     if (k == n) cli_bad_option("unknown option '%s'", a);
     cli_once(a, &seen[k]);
-    if (!v) cli_bad_option("%s: expected a value", a);
+    cli_value(a, v);
     return k;
+}
+
+bool cli_shared_option(CliShared* sh, unsigned which, const char* a, const char* v) {
+    static const char* const names[] = {"--threads", "--yarn-factor", "--yarn-orig"};
+    size_t k = 0;
+    while (k < 3 && strcmp(a, names[k])) k++;
+    if (k == 3 || !(which & (k == 0 ? CLI_THREADS : CLI_YARN))) return false;
+    cli_once(a, &sh->seen[k]);
+    v = cli_value(a, v);
+    if (k == 0) {
+        sh->threads = (int)cli_parse_size(a, v, 1, 4096);
+    } else if (k == 1) {
+        sh->yarn_factor = cli_parse_double(a, v);
+        if (!(sh->yarn_factor >= 1)) cli_bad_option("--yarn-factor: expected a factor >= 1, got '%s'", v);
+    } else {
+        sh->yarn_orig = (double)cli_parse_size(a, v, 1, (size_t)1 << 31);
+    }
+    return true;
 }
 
 size_t cli_parse_size(const char* opt, const char* s, size_t lo, size_t hi) {
@@ -192,22 +216,11 @@ void cli_check_output_dir(const char* opt, const char* dir) {
                prog_name, opt, dir, d, strerror(e));
 }
 
-void cli_checkpoint_config(CkptInfo* ci, ModelConfig* cfg, const char* path, double yarn_factor, double yarn_orig) {
+void cli_checkpoint_config(CkptInfo* ci, ModelConfig* cfg, const char* path, const CliShared* sh) {
     cli_resolve_checkpoint(ci, path);
     hf_config_read(ci->dir, cfg);
     peft_read_config(ci->dir, cfg);   /* a LoRA checkpoint: base plus its PEFT adapter */
-    cli_apply_yarn(cfg, yarn_factor, yarn_orig, ci);
-}
-
-
-void cli_write_json(const char* path, cJSON* root) {
-    char* text = cJSON_Print(root);
-    cJSON_Delete(root);
-    size_t len = strlen(text);
-    text[len] = '\n';   /* the terminating NUL becomes a final newline */
-    file_write_atomic(path, text, len + 1);
-    free(text);
-    printf("wrote %s\n", path);
+    cli_apply_yarn(cfg, sh->yarn_factor, sh->yarn_orig, ci);
 }
 
 void cli_load_model(Model* m, const ModelConfig* cfg, const CkptInfo* ci, size_t B, size_t T) {

@@ -1,5 +1,6 @@
-/* What the programs share (build/eval, analyze, generate, tokenize, plot, sft_eval):
-   usage errors, whole-string number parsing, resolving CHECKPOINT (a Hugging
+/* What the programs share (build/train, eval, analyze, generate, tokenize, plot, merge,
+   sft_eval): usage errors, option values (never a word starting with "--"), the
+   shared options --threads and --yarn-*, whole-string number parsing, resolving CHECKPOINT (a Hugging
    Face directory or a run directory) with what its trainer_state.json says
    about training, the generator settings, YaRN from the command line, and
    loading the weights for inference. Every message starts with the program's
@@ -27,11 +28,30 @@ void cli_once(const char* opt, int* seen);
 /* The arguments every program with one checkpoint reads: --help or -h (usage to stdout, exit 0) and
    the checkpoint, a word not starting with '-', given once. True when a was one of them. */
 bool cli_help_or_checkpoint(const char* a, void (*usage)(FILE*), const char** ckpt);
+/* v, the word after option opt, as its value: a usage error naming opt when there is none
+   (v NULL) or when v starts with "--" (an option: `--json --threads 4` must not write a
+   file called "--threads"). A single "-" (stdin) and negative numbers pass. */
+const char* cli_value(const char* opt, const char* v);
 /* a, one of the n options in names that take a value v: dies when it is unknown, given
-   twice (seen: n counters, zeroed) or has no value; returns its index */
+   twice (seen: n counters, zeroed) or has no value (cli_value); returns its index */
 size_t cli_valued_option(const char* a, const char* v, const char* const* names, size_t n, int* seen);
 #define CLI_VALUED_OPTION(a, v, names, seen) \
     cli_valued_option((a), (v), (names), sizeof(names) / sizeof((names)[0]), (seen))
+
+/* The options several programs share, parsed here alone:
+     --threads N         OpenMP and BLAS threads, N in [1, 4096] (0 when not given: all cores)
+     --yarn-factor F     YaRN with factor F >= 1 at inference (cli_apply_yarn)
+     --yarn-orig L0      its original length, L0 in [1, 2^31]
+   which: the ones a program takes (CLI_THREADS | CLI_YARN). */
+enum { CLI_THREADS = 1, CLI_YARN = 2 };
+typedef struct {
+    int threads;                    /* 0: not given */
+    double yarn_factor, yarn_orig;  /* 0: not given */
+    int seen[3];                    /* uses of each, for "given twice" */
+} CliShared;
+/* When a is one of the shared options in which: checks and parses its value v into sh and
+   returns true (the caller skips v); false for any other a */
+bool cli_shared_option(CliShared* sh, unsigned which, const char* a, const char* v);
 
 /* a whole-string unsigned integer in [lo, hi]; opt names the option in the message */
 size_t cli_parse_size(const char* opt, const char* s, size_t lo, size_t hi);
@@ -56,8 +76,9 @@ void cli_ckpt_free(CkptInfo* ci);
    checkpoint's data.synthetic, else the defaults. Returns where they came from. */
 const char* cli_resolve_synthetic(SyntheticConfig* syn, const char* opt, const CkptInfo* ci);
 
-/* cli_resolve_checkpoint, its config.json into cfg, then cli_apply_yarn */
-void cli_checkpoint_config(CkptInfo* ci, ModelConfig* cfg, const char* path, double yarn_factor, double yarn_orig);
+/* cli_resolve_checkpoint, its config.json (and a LoRA adapter's) into cfg, then cli_apply_yarn with
+   sh's --yarn-factor and --yarn-orig */
+void cli_checkpoint_config(CkptInfo* ci, ModelConfig* cfg, const char* path, const CliShared* sh);
 
 /* YaRN: the checkpoint's own, or factor > 1 with L0 = orig (> 0) or the
    training length; validates cfg */
@@ -70,9 +91,6 @@ void cli_apply_yarn(ModelConfig* cfg, double factor, double orig, const CkptInfo
    and the fix. */
 void cli_check_output_file(const char* opt, const char* path);
 void cli_check_output_dir(const char* opt, const char* dir);
-
-/* Print root as JSON into path atomically, with a final newline, and free root */
-void cli_write_json(const char* path, cJSON* root);
 
 /* Build m for batches (B, T) without gradients and load the checkpoint's
    weights; dies when config.json asks for RePo weights the checkpoint lacks. */

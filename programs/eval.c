@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/check.h"
+#include "common/fileio.h"
 #include "common/threads.h"
 #include "data/source.h"
 #include "model/hf_config.h"
@@ -30,10 +31,9 @@ typedef struct {
     size_t items;
     uint64_t seed;
     double depth;                      /* < 0: drawn per item */
-    double yarn_factor, yarn_orig;     /* 0: off / the training length */
     const char* synthetic;             /* JSON text or a file of it; NULL: the checkpoint's, else defaults */
     const char* json_out;
-    int threads;
+    CliShared sh;                      /* --threads, --yarn-factor, --yarn-orig */
 } EvalOptions;
 
 static void usage(FILE* fp) {
@@ -96,9 +96,12 @@ static void parse_args(EvalOptions* o, int argc, char** argv) {
             if (!o->n_ppl) cli_bad_option("--ppl: expected at least one token file");
             continue;
         }
+        if (cli_shared_option(&o->sh, CLI_THREADS | CLI_YARN, a, v)) {
+            i++;
+            continue;
+        }
         static const char* valued[] = {"--tasks", "--lengths", "--items", "--seed", "--seq-len", "--max-windows",
-                                       "--threads", "--synthetic", "--json", "--depth", "--yarn-factor",
-                                       "--yarn-orig"};
+                                       "--synthetic", "--json", "--depth"};
         static int seen[sizeof(valued) / sizeof(valued[0])];
         CLI_VALUED_OPTION(a, v, valued, seen);
         if (!strcmp(a, "--tasks")) parse_tasks(o, v);
@@ -108,17 +111,13 @@ static void parse_args(EvalOptions* o, int argc, char** argv) {
         else if (!strcmp(a, "--seed")) o->seed = cli_parse_size(a, v, 0, (size_t)-1);
         else if (!strcmp(a, "--seq-len")) o->seq_len = cli_parse_size(a, v, 1, MAX_LENGTH);
         else if (!strcmp(a, "--max-windows")) o->max_windows = cli_parse_size(a, v, 1, (size_t)-1);
-        else if (!strcmp(a, "--threads")) o->threads = (int)cli_parse_size(a, v, 1, 4096);
         else if (!strcmp(a, "--synthetic")) o->synthetic = v;
         else if (!strcmp(a, "--json")) o->json_out = v;
-        else if (!strcmp(a, "--depth")) {
+        else {   /* --depth */
             o->depth = cli_parse_double(a, v);
             if (!(o->depth >= 0 && o->depth <= 1))
                 cli_bad_option("--depth: expected a fraction in [0, 1], got '%s'", v);
-        } else if (!strcmp(a, "--yarn-factor")) {
-            o->yarn_factor = cli_parse_double(a, v);
-            if (!(o->yarn_factor >= 1)) cli_bad_option("--yarn-factor: expected a factor >= 1, got '%s'", v);
-        } else o->yarn_orig = (double)cli_parse_size(a, v, 1, MAX_LENGTH);   /* --yarn-orig */
+        }
         i++;
     }
     if (!o->ckpt) cli_bad_option("no CHECKPOINT given");
@@ -205,7 +204,8 @@ static void write_json(const char* path, const EvalOptions* o, const CkptInfo* c
         cJSON_AddNumberToObject(t, "ppl", ppl[i].ppl);
         cJSON_AddItemToArray(pp, t);
     }
-    cli_write_json(path, root);
+    file_write_json(path, root);
+    printf("wrote %s\n", path);
 }
 
 /* Resolve the defaults that depend on the checkpoint (families, lengths, seq_len)
@@ -272,7 +272,7 @@ int main(int argc, char** argv) {
     if (o.json_out) cli_check_output_file("--json", o.json_out);
     CkptInfo ci;
     ModelConfig cfg;
-    cli_checkpoint_config(&ci, &cfg, o.ckpt, o.yarn_factor, o.yarn_orig);
+    cli_checkpoint_config(&ci, &cfg, o.ckpt, &o.sh);
     SyntheticConfig syn;
     const char* syn_from = cli_resolve_synthetic(&syn, o.synthetic, &ci);
     size_t chunk;
@@ -287,7 +287,7 @@ int main(int argc, char** argv) {
     }
 
     /* the model: B = 1, T = the perplexity window (1 when there is none), weights only */
-    threads_init(o.threads);
+    threads_init(o.sh.threads);
     threads_print(stdout);
     printf("checkpoint %s%s\n", ci.dir, ci.train_len ? "" : " (no trainer_state.json: training length unknown)");
     if (ci.train_len) printf("  trained with seq_len %zu\n", ci.train_len);

@@ -30,8 +30,8 @@ typedef struct {
     size_t max_new, top_k;
     double temperature, top_p;
     uint64_t seed;
-    double yarn_factor, yarn_orig;
-    int threads, ignore_eos;
+    CliShared sh;   /* --threads, --yarn-factor, --yarn-orig */
+    int ignore_eos;
 } GenOptions;
 
 static void usage(FILE* fp) {
@@ -64,8 +64,12 @@ static void parse_args(GenOptions* o, int argc, char** argv) {
         const char* v = i + 1 < argc ? argv[i + 1] : NULL;
         if (cli_help_or_checkpoint(a, usage, &o->ckpt)) continue;
         if (!strcmp(a, "--ignore-eos")) { o->ignore_eos = 1; continue; }
+        if (cli_shared_option(&o->sh, CLI_THREADS | CLI_YARN, a, v)) {
+            i++;
+            continue;
+        }
         static const char* const valued[] = {"--tokenizer", "--prompt", "--max-new-tokens", "--temperature", "--top-k",
-                                       "--top-p", "--seed", "--yarn-factor", "--yarn-orig", "--threads"};
+                                             "--top-p", "--seed"};
         static int seen[sizeof(valued) / sizeof(valued[0])];
         CLI_VALUED_OPTION(a, v, valued, seen);
         if (!strcmp(a, "--tokenizer")) o->tokenizer = v;
@@ -73,19 +77,14 @@ static void parse_args(GenOptions* o, int argc, char** argv) {
         else if (!strcmp(a, "--max-new-tokens")) o->max_new = cli_parse_size(a, v, 0, (size_t)1 << 30);
         else if (!strcmp(a, "--top-k")) o->top_k = cli_parse_size(a, v, 0, (size_t)INT32_MAX);
         else if (!strcmp(a, "--seed")) o->seed = cli_parse_size(a, v, 0, (size_t)-1);
-        else if (!strcmp(a, "--threads")) o->threads = (int)cli_parse_size(a, v, 1, 4096);
-        else if (!strcmp(a, "--yarn-orig")) o->yarn_orig = (double)cli_parse_size(a, v, 1, (size_t)1 << 31);
         else {
             double d = cli_parse_double(a, v);
             if (!strcmp(a, "--temperature")) {
                 if (!(d >= 0)) cli_bad_option("--temperature: expected a number >= 0, got '%s'", v);
                 o->temperature = d;
-            } else if (!strcmp(a, "--top-p")) {
+            } else {   /* --top-p */
                 if (!(d > 0 && d <= 1)) cli_bad_option("--top-p: expected a probability in (0, 1], got '%s'", v);
                 o->top_p = d;
-            } else {   /* --yarn-factor */
-                if (!(d >= 1)) cli_bad_option("--yarn-factor: expected a factor >= 1, got '%s'", v);
-                o->yarn_factor = d;
             }
         }
         i++;
@@ -104,14 +103,11 @@ static int cand_desc(const void* a, const void* b) {
 
 /* top-p (nucleus) on top of the top-k softmax: probabilities over the top-k
    logits, sorted, the shortest prefix whose sum reaches top_p, sampled.
-   cand holds V entries. */
+   w and cand hold V entries. */
 static int32_t sample_top_p(const real* logits, size_t V, double temperature, size_t top_k, double top_p,
-                            Cand* cand, Rng* rng) {
-    real mx = logits[gen_argmax(logits, V)];
-    for (size_t i = 0; i < V; i++) {
-        CHECK(isfinite(logits[i]), "sampling: logit %zu is %g", i, (double)logits[i]);
-        cand[i] = (Cand){(real)exp(((double)logits[i] - mx) / temperature), (int32_t)i};
-    }
+                            real* w, Cand* cand, Rng* rng) {
+    gen_softmax_weights(w, logits, V, temperature, -INFINITY);
+    for (size_t i = 0; i < V; i++) cand[i] = (Cand){w[i], (int32_t)i};
     qsort(cand, V, sizeof(Cand), cand_desc);
     size_t k = top_k > 0 && top_k < V ? top_k : V;
     while (k < V && cand[k].p == cand[k - 1].p) k++;   /* ties with the k-th are kept, as gen_sample does */
@@ -141,7 +137,7 @@ int main(int argc, char** argv) {
     parse_args(&o, argc, argv);
     CkptInfo ci;
     ModelConfig cfg;
-    cli_checkpoint_config(&ci, &cfg, o.ckpt, o.yarn_factor, o.yarn_orig);
+    cli_checkpoint_config(&ci, &cfg, o.ckpt, &o.sh);
     Tokenizer* t = tok_load(o.tokenizer ? o.tokenizer : ci.dir);
     CHECK(tok_vocab_size(t) <= cfg.V, "generate: the tokenizer has %zu tokens, more than the model's vocab_size %zu",
           tok_vocab_size(t), cfg.V);
@@ -156,13 +152,14 @@ int main(int argc, char** argv) {
     CHECK(e.n_ids > 0, "generate: the prompt is empty and the tokenizer adds no BOS: give a --prompt");
     size_t n_prompt = e.n_ids;
 
-    threads_init(o.threads);
+    threads_init(o.sh.threads);
     Model m;
     cli_load_model(&m, &cfg, &ci, 1, 1);
     Generator g;
     size_t max_T = n_prompt + (o.max_new ? o.max_new : 1);
     gen_build(&g, &m, max_T, n_prompt < 512 ? n_prompt : 512);
     Cand* cand = o.top_p < 1 && o.temperature > 0 ? mallocCheck(cfg.V * sizeof(Cand)) : NULL;
+    real* w = cand ? mallocCheck(cfg.V * sizeof(real)) : NULL;
     Rng rng;
     rng_seed(&rng, o.seed);
     int32_t eos = tok_eos(t);
@@ -175,7 +172,7 @@ int main(int argc, char** argv) {
     size_t n_new = 0;
     int stopped = 0;
     while (n_new < o.max_new) {
-        int32_t id = cand ? sample_top_p(logits, cfg.V, o.temperature, o.top_k, o.top_p, cand, &rng)
+        int32_t id = cand ? sample_top_p(logits, cfg.V, o.temperature, o.top_k, o.top_p, w, cand, &rng)
                           : gen_sample(&g, logits, o.temperature, o.top_k, &rng);
         n_new++;
         if (id == eos && !o.ignore_eos) { stopped = 1; break; }
@@ -188,6 +185,7 @@ int main(int argc, char** argv) {
             n_prompt, t1 - t0, (double)n_prompt / (t1 - t0), n_new, t2 - t1,
             t2 > t1 ? (double)n_new / (t2 - t1) : 0.0, stopped ? " (stopped at the end of text token)" : "");
     free(cand);
+    free(w);
     gen_free(&g);
     model_free(&m);
     tok_encoder_free(&e);

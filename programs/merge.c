@@ -14,15 +14,28 @@
 #include "model/hf_checkpoint.h"
 #include "model/hf_config.h"
 #include "model/peft.h"
+#include "programs/cli.h"
 
 int main(int argc, char** argv) {
-    bool bf16 = argc == 5 && !strcmp(argv[4], "--bf16");
-    if (argc != 4 && !bf16) {
-        fprintf(stderr, "usage: build/merge BASE ADAPTER OUT [--bf16]\n"
-                        "  writes OUT, a Hugging Face checkpoint with the LoRA adapter of ADAPTER folded into BASE\n");
-        return 2;
+    cli_init("merge");
+    const char* paths[3];   /* BASE ADAPTER OUT */
+    size_t n_paths = 0;
+    bool bf16 = false;
+    for (int i = 1; i < argc; i++) {
+        const char* a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            printf("usage: build/merge BASE ADAPTER OUT [--bf16]\n"
+                   "  writes OUT, a Hugging Face checkpoint with the LoRA adapter of ADAPTER folded into BASE\n"
+                   "  --bf16   write the weights as BF16 (default F32)\n");
+            return 0;
+        }
+        if (!strcmp(a, "--bf16")) bf16 = true;
+        else if (a[0] == '-') cli_bad_option("unknown option '%s'", a);   /* never a path: OUT could be "--bf16" */
+        else if (n_paths == 3) cli_bad_option("unexpected argument '%s' (expected BASE ADAPTER OUT)", a);
+        else paths[n_paths++] = a;
     }
-    const char *base = argv[1], *adapter = argv[2], *out = argv[3];
+    if (n_paths < 3) cli_bad_option("expected BASE ADAPTER OUT, got %zu path%s", n_paths, n_paths == 1 ? "" : "s");
+    const char *base = paths[0], *adapter = paths[1], *out = paths[2];
     ModelConfig cfg;
     hf_config_read(base, &cfg);
     CHECK(peft_read_config(adapter, &cfg), "%s: no adapter_config.json (is it a PEFT LoRA directory?)", adapter);

@@ -46,11 +46,17 @@ static void push(Curve* c, double x, double y) {
         c->cap = c->cap ? 2 * c->cap : 256;
         double* nx = mallocCheck(c->cap * sizeof(double));
         double* ny = mallocCheck(c->cap * sizeof(double));
-        if (c->n) memcpy(nx, c->x, c->n * sizeof(double)), memcpy(ny, c->y, c->n * sizeof(double));
-        free(c->x), free(c->y);
-        c->x = nx, c->y = ny;
+        if (c->n) {
+            memcpy(nx, c->x, c->n * sizeof(double));
+            memcpy(ny, c->y, c->n * sizeof(double));
+        }
+        free(c->x);
+        free(c->y);
+        c->x = nx;
+        c->y = ny;
     }
-    c->x[c->n] = x, c->y[c->n++] = y;
+    c->x[c->n] = x;
+    c->y[c->n++] = y;
 }
 
 /* every number of one metrics.jsonl line; objects of numbers (val_loss_source, retrieval) as "key/name" */
@@ -149,8 +155,8 @@ int main(int argc, char** argv) {
         }
         if (!strcmp(argv[i], "--out")) {
             cli_once("--out", &seen_out);
-            if (i + 1 >= argc) cli_bad_option("--out: expected a file name ending in .svg");
-            out = argv[++i];
+            out = cli_value("--out", i + 1 < argc ? argv[i + 1] : NULL);
+            i++;
         } else if (argv[i][0] == '-') {
             cli_bad_option("unknown option '%s'", argv[i]);
         } else {
@@ -216,7 +222,10 @@ int main(int argc, char** argv) {
     for (size_t r = 0; r < n_runs; r++) {
         free(smoothed[r]);
         free(k_tokens[r]);
-        for (size_t i = 0; i < runs[r].n; i++) free(runs[r].c[i].x), free(runs[r].c[i].y);
+        for (size_t i = 0; i < runs[r].n; i++) {
+            free(runs[r].c[i].x);
+            free(runs[r].c[i].y);
+        }
     }
     return 0;
 }

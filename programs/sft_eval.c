@@ -31,9 +31,9 @@ int main(int argc, char** argv) {
     cli_init("sft_eval");
     const char *ckpt = NULL, *file = NULL, *tokenizer = NULL;
     size_t seq_len = 0;
-    int threads = 0;
-    static const char* const valued[] = {"--tokenizer", "--seq-len", "--threads"};
-    int seen[3] = {0};
+    CliShared sh = {0};   /* --threads */
+    static const char* const valued[] = {"--tokenizer", "--seq-len"};
+    int seen[2] = {0};
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
@@ -43,16 +43,16 @@ int main(int argc, char** argv) {
             else cli_bad_option("unexpected argument '%s'", a);
             continue;
         }
-        size_t k = CLI_VALUED_OPTION(a, i + 1 < argc ? argv[i + 1] : NULL, valued, seen);
-        const char* v = argv[++i];
-        if (k == 0) tokenizer = v;
-        else if (k == 1) seq_len = cli_parse_size(a, v, 2, (size_t)1 << 20);
-        else threads = (int)cli_parse_size(a, v, 1, 4096);
+        const char* v = i + 1 < argc ? argv[i + 1] : NULL;
+        i++;
+        if (cli_shared_option(&sh, CLI_THREADS, a, v)) continue;
+        if (CLI_VALUED_OPTION(a, v, valued, seen) == 0) tokenizer = v;
+        else seq_len = cli_parse_size(a, v, 2, (size_t)1 << 20);
     }
     if (!ckpt || !file) cli_bad_option("expected CHECKPOINT and FILE.jsonl");
     CkptInfo ci;
     ModelConfig cfg;
-    cli_checkpoint_config(&ci, &cfg, ckpt, 1.0, 0);
+    cli_checkpoint_config(&ci, &cfg, ckpt, &sh);
     size_t T = seq_len ? seq_len : ci.train_len ? ci.train_len : 256;
     char tok[4200];
     snprintf(tok, sizeof(tok), "%s/tokenizer.json", ci.dir);
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
     PackedRows p;
     packed_open(&p, &file, 1, tokenizer, cfg.V, T, true);
 
-    threads_init(threads);
+    threads_init(sh.threads);
     Model m;
     cli_load_model(&m, &cfg, &ci, 1, T);
     size_t n_tok = 0, n_right = 0, n_exact = 0, n_docs = 0;

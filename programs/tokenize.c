@@ -42,7 +42,8 @@ typedef struct {
     const char* field;
     double val;
     size_t shard_tokens;
-    int no_eos, print_ids, threads;
+    int no_eos, print_ids;
+    CliShared sh;   /* --threads */
     const char* out;
     const char* decode;
     const char* eos;
@@ -85,8 +86,12 @@ static void parse_args(Options* o, int argc, char** argv) {
         if (!strcmp(a, "--jsonl")) { o->jsonl = 1; continue; }
         if (!strcmp(a, "--no-eos")) { o->no_eos = 1; continue; }
         if (!strcmp(a, "--print-ids")) { o->print_ids = 1; continue; }
+        if (cli_shared_option(&o->sh, CLI_THREADS, a, v)) {
+            i++;
+            continue;
+        }
         static const char* const valued[] = {"--tokenizer", "--field", "--val", "--shard-tokens", "--out",
-                                       "--decode", "--threads", "--eos"};
+                                             "--decode", "--eos"};
         static int seen[sizeof(valued) / sizeof(valued[0])];
         CLI_VALUED_OPTION(a, v, valued, seen);
         if (!strcmp(a, "--tokenizer")) o->tokenizer = v;
@@ -97,8 +102,7 @@ static void parse_args(Options* o, int argc, char** argv) {
         } else if (!strcmp(a, "--shard-tokens")) o->shard_tokens = cli_parse_size(a, v, 1, INT32_MAX);
         else if (!strcmp(a, "--out")) o->out = v;
         else if (!strcmp(a, "--decode")) o->decode = v;
-        else if (!strcmp(a, "--eos")) o->eos = v;
-        else o->threads = (int)cli_parse_size(a, v, 1, 4096);   /* --threads */
+        else o->eos = v;   /* --eos */
         i++;
     }
     if (!o->tokenizer) cli_bad_option("no --tokenizer given");
@@ -252,7 +256,7 @@ int main(int argc, char** argv) {
     cli_init("tokenize");
     Options o;
     parse_args(&o, argc, argv);
-    threads_init(o.threads);
+    threads_init(o.sh.threads);
     Tokenizer* t = tok_load(o.tokenizer);
     if (o.eos && !tok_set_eos(t, o.eos)) cli_bad_option("--eos: no token is \"%s\"", o.eos);
     if (o.decode) {
@@ -367,7 +371,13 @@ int main(int argc, char** argv) {
         fprintf(stderr, "tokenize: warning: %zu bytes were not valid UTF-8; they were tokenized as single bytes\n",
                 invalid);
     for (int k = 0; k < n_threads; k++) tok_encoder_free(&enc[k]);
-    free(enc), free(outs), free(docs), free(maps), free(lens), free(mapped), free(o.files);
+    free(enc);
+    free(outs);
+    free(docs);
+    free(maps);
+    free(lens);
+    free(mapped);
+    free(o.files);
     tok_free(t);
     return 0;
 }

@@ -10,6 +10,7 @@
 
 #include "common/check.h"
 #include "common/dist.h"
+#include "programs/cli.h"
 #include "train/trainer.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -58,15 +59,21 @@ int main(int argc, char** argv) {
     const char* overrides[256];
     size_t n_over = 0;
     bool plan = false;
+    cli_init("train");
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return leave(0); }
-        if (!strcmp(argv[i], "--plan")) plan = true;
-        else if (!strcmp(argv[i], "--set") && i + 1 < argc && n_over < 256) overrides[n_over++] = argv[++i];
-        else if (!strncmp(argv[i], "--set=", 6) && n_over < 256) overrides[n_over++] = argv[i] + 6;
-        else if (argv[i][0] != '-' && !config) config = argv[i];
-        else { fprintf(stderr, "train: unexpected argument '%s'\n", argv[i]); usage(stderr); return leave(2); }
+        const char* a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return leave(0); }
+        if (!strcmp(a, "--plan")) { plan = true; continue; }
+        const char* over = NULL;
+        if (!strcmp(a, "--set")) over = cli_value(a, i + 1 < argc ? argv[++i] : NULL);
+        else if (!strncmp(a, "--set=", 6)) over = a + 6;
+        else if (a[0] == '-') cli_bad_option("unknown option '%s'", a);
+        else if (config) cli_bad_option("unexpected argument '%s' (the config is '%s')", a, config);
+        else config = a;
+        if (over && n_over == 256) cli_bad_option("--set: more than 256 overrides");
+        if (over) overrides[n_over++] = over;
     }
-    if (!config) { usage(stderr); return leave(2); }
+    if (!config) cli_bad_option("no CONFIG.json given");
 
     static Trainer tr;
     char err[2048];

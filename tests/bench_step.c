@@ -29,7 +29,7 @@
 #include "common/fileio.h"
 #include "common/rng.h"
 #include "common/threads.h"
-#include "model/attention.h"
+#include "tests/bench_common.h"
 #include "model/hf_checkpoint.h"
 #include "model/model.h"
 #include "optim/adamw.h"
@@ -111,69 +111,20 @@ static double model_flops(const ModelConfig* c, size_t B, size_t T, double* attn
     return 6.0 * N * in_out + *attn;
 }
 
-static void fill_uniform(float* x, size_t n, Rng* rng) {
-    for (size_t i = 0; i < n; i++) x[i] = (float)(rng_uniform(rng) - 0.5);
-}
-
-/* best GFLOP/s of cblas_sgemm C = A B on n×n matrices over 5 calls, after one
-   warm-up call; *best_ms: the time of the best call */
-static double sgemm_rate(int n, double* best_ms) {
-    CHECK(n > 0 && n <= 16384, "sgemm size %d must be in [1, 16384]", n);
-    size_t nn = (size_t)n * n;
-    float *a = mallocCheck(nn * sizeof(float)), *b = mallocCheck(nn * sizeof(float));
-    float* c = mallocCheck(nn * sizeof(float));
-    Rng rng;
-    rng_seed(&rng, 7);
-    fill_uniform(a, nn, &rng);
-    fill_uniform(b, nn, &rng);
-    double best = 1e30;
-    for (int r = 0; r < 6; r++) {
-        double t0 = now_s();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-        double dt = now_s() - t0;
-        if (r > 0 && dt < best) best = dt;
-    }
-    free(a), free(b), free(c);
-    *best_ms = best * 1e3;
-    return 2.0 * n * (double)n * n / best * 1e-9;
-}
-
 static void bench_sgemm(int n, int threads, bool json) {
-    double ms, gflops = sgemm_rate(n, &ms);
+    double ms, gflops = sgemm_rate(n, now_s, &ms);
     if (json) printf("{\"sgemm_n\": %d, \"threads\": %d, \"gflops\": %.2f, \"ms\": %.2f}\n", n, threads, gflops, ms);
     else printf("sgemm %d x %d, threads %d: best %.2f ms, %.1f GFLOP/s\n", n, n, threads, ms, gflops);
 }
 
 /* milliseconds of attention forward + backward for all L layers (one call pair
-   per layer) on random q, k, v of the model's shapes, after one warm-up pair.
-   The buffers come from arenaAlloc like the model's activations: with 4 KiB
-   pages (plain malloc) the same calls run up to 1.5x slower on this VM. */
+   per layer) on random q, k, v of the model's shapes, after one warm-up pair */
 static double bench_attention(const ModelConfig* c, size_t B, size_t T) {
-    size_t N = B * T, hd = cfg_hd(c), qd = c->H * hd, kvd = c->KVH * hd;
-    size_t n = 5 * N * qd + 6 * N * kvd + N * c->H;
-    real* buf = arenaAlloc(n * sizeof(real));
-    real *q = buf, *out = q + N * qd, *dq = out + N * qd, *dout = dq + N * qd, *lse = dout + N * qd;
-    real *k = lse + N * c->H, *v = k + N * kvd, *dk = v + N * kvd, *dv = dk + N * kvd;
-    Rng rng;
-    rng_seed(&rng, 3);
-    for (size_t i = 0; i < N * qd; i++) {
-        q[i] = (real)rng_normal(&rng);
-        dout[i] = (real)rng_normal(&rng);
-    }
-    for (size_t i = 0; i < N * kvd; i++) {
-        k[i] = (real)rng_normal(&rng);
-        v[i] = (real)rng_normal(&rng);
-    }
+    AttBench a = att_bench_init(B, T, c->H, c->KVH, cfg_hd(c));
     double t = 0;
-    for (size_t l = 0; l <= c->L; l++) {   /* pass 0 is the warm-up */
-        double t0 = now_s();
-        memset(dq, 0, N * qd * sizeof(real));
-        memset(dk, 0, 2 * N * kvd * sizeof(real));   /* dk, dv */
-        attention_forward(out, lse, q, k, v, NULL, B, T, c->H, c->KVH, hd);
-        attention_backward(dq, dk, dv, dout, out, lse, q, k, v, NULL, B, T, c->H, c->KVH, hd);
-        if (l > 0) t += now_s() - t0;
-    }
-    free(buf);
+    att_bench_pair(&a, now_s);
+    for (size_t l = 0; l < c->L; l++) t += att_bench_pair(&a, now_s);
+    att_bench_free(&a);
     return t * 1e3;
 }
 
@@ -201,7 +152,10 @@ static void parse_args(BenchOpts* o, int argc, char** argv) {
     *o = (BenchOpts){"S", "repo", "olmo2", NULL, 5, 2, 0, 0, 2048, 0, 0, 1, false, true, false};
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) usage(stdout), exit(0);
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            exit(0);
+        }
         if (!strcmp(a, "--json")) { o->json = true; continue; }
         if (!strcmp(a, "--no-attn")) { o->attn = false; continue; }
         if (!strcmp(a, "--cpu")) { o->cpu = true; continue; }
@@ -257,7 +211,9 @@ int main(int argc, char** argv) {
         hf_save(&m, o.save_dir, ST_F32);
         save_batch(o.save_dir, tok, tgt, N);
         printf("wrote %s (config.json, model.safetensors, batch.i32)\n", o.save_dir);
-        free(tok), free(tgt), model_free(&m);
+        free(tok);
+        free(tgt);
+        model_free(&m);
         return 0;
     }
 
@@ -299,7 +255,7 @@ int main(int argc, char** argv) {
     faults = (minor_faults() - faults) / n;
     double ms = median(t_step, n) * 1e3, fwd = median(t_fwd, n) * 1e3, bwd = median(t_bwd, n) * 1e3;
     double optm = median(t_opt, n) * 1e3, attn_flops, flops = model_flops(&c, B, T, &attn_flops);
-    double sg_ms, sg = o.mfu_n > 0 ? sgemm_rate(o.mfu_n, &sg_ms) : 0;   /* same process, same threads, same moment */
+    double sg_ms, sg = o.mfu_n > 0 ? sgemm_rate(o.mfu_n, now_s, &sg_ms) : 0;   /* same process, same threads, same moment */
     double attn_ms = o.attn ? bench_attention(&c, B, T) : 0;
     double tps = N / (ms * 1e-3), gflops = flops / (ms * 1e-3) * 1e-9;
     char cpu_name[256];
@@ -329,7 +285,9 @@ int main(int argc, char** argv) {
             printf("  attention forward+backward alone, %zu layers: %.1f ms, %.2f us/token\n", c.L, attn_ms,
                    attn_ms * 1e3 / N);
     }
-    free(t_step), free(tok), free(tgt);
+    free(t_step);
+    free(tok);
+    free(tgt);
     adamw_free(&opt);
     model_free(&m);
     return 0;

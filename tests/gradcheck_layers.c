@@ -36,7 +36,12 @@ static void free_op(Problem* p) {
     OpCtx* c = p->ctx;
     for (int i = 0; i < 8; i++) free(c->in[i]);
     for (int i = 0; i < 4; i++) free(c->work[i]);
-    free(c->out), free(c->out2), free(c->proj), free(c->proj2), free(c->ints), free(c);
+    free(c->out);
+    free(c->out2);
+    free(c->proj);
+    free(c->proj2);
+    free(c->ints);
+    free(c);
 }
 
 static OpCtx* new_problem(Problem* p, const char* name) {
@@ -67,14 +72,16 @@ static void emb_grad(Problem* p) {
 static size_t build_embedding(Problem* out, size_t max, Rng* rng) {
     OpCtx* c = new_problem(out, "embedding (V=7, C=5, N=9, repeated tokens)");
     size_t V = 7, C = 5, N = 9;
-    c->dims[0] = N, c->dims[1] = C;
+    c->dims[0] = N;
+    c->dims[1] = C;
     c->in[0] = gc_random(rng, V * C, -1, 1);
     c->ints = mallocCheck(N * sizeof(int32_t));
     for (size_t n = 0; n < N; n++) c->ints[n] = (int32_t)(n < 6 ? rng_below(rng, V) : 2);   /* token 2 repeats */
     c->out = gc_random(rng, N * C, 0, 0);
     c->proj = gc_random(rng, N * C, -1, 1);
     gc_add(out, "table", c->in[0], V * C);
-    out->loss = emb_loss, out->grad = emb_grad;
+    out->loss = emb_loss;
+    out->grad = emb_grad;
     return 1;
 }
 
@@ -93,7 +100,8 @@ static void rms_grad(Problem* p) {
 static OpCtx* setup_rmsnorm(Problem* out, Rng* rng, const char* name) {
     OpCtx* c = new_problem(out, name);
     size_t N = 4, C = 6;
-    c->dims[0] = N, c->dims[1] = C;
+    c->dims[0] = N;
+    c->dims[1] = C;
     c->in[0] = gc_random(rng, N * C, -2, 2);
     c->in[1] = gc_random(rng, C, 0.5, 1.5);
     c->out = gc_random(rng, N * C, 0, 0);
@@ -143,14 +151,17 @@ static void lin_grad(Problem* p) {
 static size_t build_linear(Problem* out, size_t max, Rng* rng) {
     OpCtx* c = new_problem(out, "linear (N=4, C=5, OC=3)");
     size_t N = 4, C = 5, OC = 3;
-    c->dims[0] = N, c->dims[1] = C, c->dims[2] = OC;
+    c->dims[0] = N;
+    c->dims[1] = C;
+    c->dims[2] = OC;
     c->in[0] = gc_random(rng, N * C, -1, 1);
     c->in[1] = gc_random(rng, OC * C, -1, 1);
     c->out = gc_random(rng, N * OC, 0, 0);
     c->proj = gc_random(rng, N * OC, -1, 1);
     gc_add(out, "inp", c->in[0], N * C);
     gc_add(out, "weight", c->in[1], OC * C);
-    out->loss = lin_loss, out->grad = lin_grad;
+    out->loss = lin_loss;
+    out->grad = lin_grad;
     return 1;
 }
 
@@ -174,7 +185,10 @@ static void lora_grad(Problem* p) {
 static size_t build_lora(Problem* out, size_t max, Rng* rng) {
     OpCtx* c = new_problem(out, "lora (N=4, C=5, OC=3, r=2, scale 1.75)");
     size_t N = 4, C = 5, OC = 3, r = 2;
-    c->dims[0] = N, c->dims[1] = C, c->dims[2] = OC, c->dims[3] = r;
+    c->dims[0] = N;
+    c->dims[1] = C;
+    c->dims[2] = OC;
+    c->dims[3] = r;
     c->in[0] = gc_random(rng, N * C, -1, 1);
     c->in[1] = gc_random(rng, OC * C, -1, 1);
     c->in[2] = gc_random(rng, r * C, -1, 1);
@@ -187,7 +201,8 @@ static size_t build_lora(Problem* out, size_t max, Rng* rng) {
     gc_add(out, "weight", c->in[1], OC * C);
     gc_add(out, "lora_A", c->in[2], r * C);
     gc_add(out, "lora_B", c->in[3], OC * r);
-    out->loss = lora_loss, out->grad = lora_grad;
+    out->loss = lora_loss;
+    out->grad = lora_grad;
     return 1;
 }
 
@@ -210,7 +225,10 @@ static void rope_grad(Problem* p) {
 static void setup_rope(Problem* out, Rng* rng, const char* name, double yarn_factor, bool llama3) {
     OpCtx* c = new_problem(out, name);
     size_t N = 3, H = 4, KVH = 2, P = 2, hd = 8;
-    c->dims[0] = N, c->dims[1] = H, c->dims[2] = KVH, c->dims[3] = P;
+    c->dims[0] = N;
+    c->dims[1] = H;
+    c->dims[2] = KVH;
+    c->dims[3] = P;
     rope_table_init(&c->rope, hd, 10000.0, yarn_factor, 8, 32, 1, 0);
     if (llama3) rope_table_llama3(&c->rope, 4.0, 1.0, 4.0, 64);
     c->in[0] = gc_random(rng, N * H * hd, -1, 1);
@@ -223,7 +241,8 @@ static void setup_rope(Problem* out, Rng* rng, const char* name, double yarn_fac
     gc_add(out, "q", c->in[0], N * H * hd);
     gc_add(out, "k", c->in[1], N * KVH * hd);
     gc_add(out, "positions", c->in[2], N * P);
-    out->loss = rope_loss, out->grad = rope_grad;
+    out->loss = rope_loss;
+    out->grad = rope_grad;
 }
 static size_t build_rope(Problem* out, size_t max, Rng* rng) {
     setup_rope(&out[0], rng, "rope (N=3, H=4, KVH=2, one position per kv head, hd=8)", 1.0, false);
@@ -256,7 +275,10 @@ static void repo_grad(Problem* p) {
 static size_t build_repo(Problem* out, size_t max, Rng* rng) {
     OpCtx* c = new_problem(out, "repo module (N=4, D=16, d_p=2, P=2 kv heads)");
     size_t N = 4, D = 16, dp = 2, P = 2;
-    c->dims[0] = N, c->dims[1] = D, c->dims[2] = dp, c->dims[3] = P;
+    c->dims[0] = N;
+    c->dims[1] = D;
+    c->dims[2] = dp;
+    c->dims[3] = P;
     c->in[0] = gc_random(rng, N * D, -1, 1);
     c->in[1] = gc_random(rng, dp * D, -0.5, 0.5);
     c->in[2] = gc_random(rng, dp * D, -0.5, 0.5);
@@ -269,15 +291,13 @@ static size_t build_repo(Problem* out, size_t max, Rng* rng) {
     gc_add(out, "gate_map (Wg)", c->in[1], dp * D);
     gc_add(out, "content_map (Wc)", c->in[2], dp * D);
     gc_add(out, "final_map (Wz)", c->in[3], P * dp);
-    out->loss = repo_loss, out->grad = repo_grad;
+    out->loss = repo_loss;
+    out->grad = repo_grad;
     return 1;
 }
 
-/* ---- attention: causal GQA, optionally masked to documents (spans in c->ints: start (B,T), end (B,T)) ---- */
-static DocSpans att_docs(const OpCtx* c) {
-    size_t N = c->dims[0] * c->dims[1];
-    return (DocSpans){c->ints, c->ints + N};
-}
+/* ---- attention: causal GQA, optionally masked to documents (document starts (B,T) in c->ints) ---- */
+static DocSpans att_docs(const OpCtx* c) { return (DocSpans){c->ints}; }
 static double att_loss(Problem* p) {
     OpCtx* c = p->ctx;
     size_t B = c->dims[0], T = c->dims[1], H = c->dims[2], KVH = c->dims[3], hd = c->dims[4];
@@ -295,11 +315,14 @@ static void att_grad(Problem* p) {
                        c->ints ? &d : NULL, B, T, H, KVH, hd);
 }
 /* doc_lens: NULL (causal), or per row the document lengths, 0-terminated, summing to T */
-static void setup_attention(Problem* out, Rng* rng, const char* name, size_t T, size_t H, size_t KVH,
-                            const size_t (*doc_lens)[8]) {
+static void setup_attention(Problem* out, Rng* rng, const char* name, size_t B, size_t T, size_t H, size_t KVH,
+                            size_t hd, const size_t (*doc_lens)[8]) {
     OpCtx* c = new_problem(out, name);
-    size_t B = 2, hd = 4;
-    c->dims[0] = B, c->dims[1] = T, c->dims[2] = H, c->dims[3] = KVH, c->dims[4] = hd;
+    c->dims[0] = B;
+    c->dims[1] = T;
+    c->dims[2] = H;
+    c->dims[3] = KVH;
+    c->dims[4] = hd;
     c->in[0] = gc_random(rng, B * T * H * hd, -1.5, 1.5);
     c->in[1] = gc_random(rng, B * T * KVH * hd, -1.5, 1.5);
     c->in[2] = gc_random(rng, B * T * KVH * hd, -1, 1);
@@ -314,25 +337,29 @@ static void setup_attention(Problem* out, Rng* rng, const char* name, size_t T, 
                 for (size_t j = 0; j < doc_lens[b][i]; j++, t++) ids[n++] = (int32_t)(i % 2 ? 2 : 7 + b + i);
             CHECK(t == T, "attention gradcheck: documents of row %zu sum to %zu, not T = %zu", b, t, T);
         }
-        c->ints = mallocCheck(2 * B * T * sizeof(int32_t));
-        doc_spans_from_ids(c->ints, c->ints + B * T, ids, B, T);
+        c->ints = mallocCheck(B * T * sizeof(int32_t));
+        doc_starts_from_ids(c->ints, ids, B, T);
         free(ids);
     }
     gc_add(out, "q", c->in[0], B * T * H * hd);
     gc_add(out, "k", c->in[1], B * T * KVH * hd);
     gc_add(out, "v", c->in[2], B * T * KVH * hd);
-    out->loss = att_loss, out->grad = att_grad;
+    out->loss = att_loss;
+    out->grad = att_grad;
 }
 static size_t build_attention(Problem* out, size_t max, Rng* rng) {
-    setup_attention(&out[0], rng, "attention (B=2, T=5, H=4, KVH=2 grouped, hd=4)", 5, 4, 2, NULL);
-    setup_attention(&out[1], rng, "attention (B=2, T=70 > one key block, H=2, KVH=2)", 70, 2, 2, NULL);
+    setup_attention(&out[0], rng, "attention (B=2, T=5, H=4, KVH=2 grouped, hd=4)", 2, 5, 4, 2, 4, NULL);
+    setup_attention(&out[1], rng, "attention (B=2, T=70 > one key block, H=2, KVH=2)", 2, 70, 2, 2, 4, NULL);
     static const size_t small[2][8] = {{2, 1, 2, 0}, {1, 3, 1, 0}};
-    setup_attention(&out[2], rng, "attention, 3 documents per row (T=5, GQA 4/2)", 5, 4, 2, small);
-    /* key blocks of 64, query blocks of 32: documents cross the block edge at 64, the query blocks at 96
-       and 128 start past key block 0 (skipped whole), and key block 0's queries end at 66 and 62 */
+    setup_attention(&out[2], rng, "attention, 3 documents per row (T=5, GQA 4/2)", 2, 5, 4, 2, 4, small);
+    /* key and query blocks of 64: documents cross the block edge at 64, and the query block at 128 starts
+       past key block 0 (skipped whole) */
     static const size_t packed[2][8] = {{3, 37, 26, 74, 0}, {62, 3, 65, 10, 0}};
-    setup_attention(&out[3], rng, "attention, 4 documents per row (T=140, GQA 2/1)", 140, 2, 1, packed);
-    return 4;
+    setup_attention(&out[3], rng, "attention, 4 documents per row (T=140, GQA 2/1)", 2, 140, 2, 1, 4, packed);
+    /* hd 20: the tile kernel's vector columns (2 vectors of 8 doubles with AVX-512, 5 of 4 with AVX2) and
+       its single-column tail, on partial query and key blocks */
+    setup_attention(&out[4], rng, "attention (B=1, T=70, H=2, KVH=1, hd=20)", 1, 70, 2, 1, 20, NULL);
+    return 5;
 }
 
 /* ---- swiglu: out = silu(g) ⊙ u ---- */
@@ -356,7 +383,8 @@ static size_t build_swiglu(Problem* out, size_t max, Rng* rng) {
     c->proj = gc_random(rng, n, -1, 1);
     gc_add(out, "gate", c->in[0], n);
     gc_add(out, "up", c->in[1], n);
-    out->loss = swi_loss, out->grad = swi_grad;
+    out->loss = swi_loss;
+    out->grad = swi_grad;
     return 1;
 }
 
@@ -379,7 +407,8 @@ static void xent_grad(Problem* p) {
 static void setup_xent(Problem* out, Rng* rng, const char* name, bool weighted) {
     OpCtx* c = new_problem(out, name);
     size_t N = 5, V = 7;
-    c->dims[0] = N, c->dims[1] = V;
+    c->dims[0] = N;
+    c->dims[1] = V;
     c->z_loss = 0.01;
     c->in[0] = gc_random(rng, N * V, -3, 3);
     c->work[0] = gc_random(rng, N, 0, 0);
@@ -387,7 +416,8 @@ static void setup_xent(Problem* out, Rng* rng, const char* name, bool weighted) 
     c->ints = mallocCheck(N * sizeof(int32_t));
     for (size_t n = 0; n < N; n++) c->ints[n] = n == 2 ? -1 : (int32_t)rng_below(rng, V);
     gc_add(out, "logits", c->in[0], N * V);
-    out->loss = xent_loss, out->grad = xent_grad;
+    out->loss = xent_loss;
+    out->grad = xent_grad;
 }
 static size_t build_xent(Problem* out, size_t max, Rng* rng) {
     setup_xent(&out[0], rng, "xent (N=5, V=7, one ignored target, z_loss 0.01)", false);
@@ -416,7 +446,8 @@ static size_t build_pole(Problem* out, size_t max, Rng* rng) {
     c->in[0][0] = 2e-4;
     c->proj = gc_random(rng, N, -1, 1);
     gc_add(out, "x", c->in[0], N);
-    out->loss = pole_loss, out->grad = pole_grad;
+    out->loss = pole_loss;
+    out->grad = pole_grad;
     return 1;
 }
 

@@ -20,8 +20,14 @@ typedef struct {
 static void free_model_ctx(Problem* p) {
     ModelCtx* c = p->ctx;
     model_free(&c->m);
-    free(c->x_in), free(c->x_out), free(c->proj), free(c->dx_in), free(c->tokens), free(c->targets);
-    free(c->doc_ids), free(c);
+    free(c->x_in);
+    free(c->x_out);
+    free(c->proj);
+    free(c->dx_in);
+    free(c->tokens);
+    free(c->targets);
+    free(c->doc_ids);
+    free(c);
 }
 
 /* Random weights at a scale where every path matters: matrices U(-0.4, 0.4),

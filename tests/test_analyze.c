@@ -138,7 +138,11 @@ static void check_probs(void) {
     expect_close("p = exp(q.k/sqrt(hd) - lse), H 4, KVH 2, T 37", got, ref, n, 8 * ldexp(fmax(max_lse, 1), -24), 0,
                  why);
     EXPECT(worst_sum <= 1e-5, "every row sums to 1: worst |sum - 1| %.2e", worst_sum);
-    free(q), free(k), free(v), free(out), free(lse);
+    free(q);
+    free(k);
+    free(v);
+    free(out);
+    free(lse);
 }
 
 static void check_mass_row(void) {

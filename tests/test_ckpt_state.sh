@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # A checkpoint's trainer_state.json and AdamW moments are checked on resume:
 # each damaged field stops build/train with exit 1 naming the file and the key
-# (or tensor), before any step; the undamaged checkpoint then resumes.
+# (or tensor), before any step; the undamaged checkpoint then resumes. A
+# resume with another global batch (batch_size x grad_accum x ranks rows per
+# step, on which the rows of every step depend) is refused the same way,
+# naming both numbers and the checkpoint; the same number split otherwise resumes.
 . "$(dirname "$0")/testlib.sh" ckpt_state
 
 build/tools/gen_tokens "$T/train.u16" 5000 64 1 || exit 1
@@ -18,12 +21,14 @@ ck="$d/step_0000002"
 cp "$ck/trainer_state.json" "$T/state.json"
 cp "$ck/optimizer.safetensors" "$T/opt.safetensors"
 
-resume_fails() {  # name phrase
-    build/train "$T/cfg.json" --set train.steps=4 >"$T/log" 2>&1
+resume_fails() {  # name phrase [more arguments of build/train]
+    local name=$1 phrase=$2
+    shift 2
+    build/train "$T/cfg.json" --set train.steps=4 "$@" >"$T/log" 2>&1
     local rc=$?
-    if [ $rc -eq 1 ] && grep -qF -- "$2" "$T/log" && ! grep -q "^step " "$T/log" && [ ! -e "$d/step_0000004" ]
-    then ok "$1: exit 1: $(grep -m1 -o 'trainer_state.json: .*\|optimizer.safetensors: .*' "$T/log")"
-    else bad "$1: exit $rc, expected '$2'"; tail -2 "$T/log"; fi
+    if [ $rc -eq 1 ] && grep -qF -- "$phrase" "$T/log" && ! grep -q "^step " "$T/log" && [ ! -e "$d/step_0000004" ]
+    then ok "$name: exit 1: $(grep -m1 -o 'trainer_state.json: .*\|optimizer.safetensors: .*\|cannot resume.*' "$T/log")"
+    else bad "$name: exit $rc, expected '$phrase'"; tail -2 "$T/log"; fi
     cp "$T/state.json" "$ck/trainer_state.json"
     cp "$T/opt.safetensors" "$ck/optimizer.safetensors"
 }
@@ -59,8 +64,19 @@ moment exp_avg_sq. inf;            resume_fails "an infinite second moment" "Ada
 moment exp_avg_sq. -1;             resume_fails "a negative second moment" "element 0 is -1: AdamW second moments"
 moment exp_avg. nan;               resume_fails "a NaN first moment" "AdamW first moments must be finite"
 
+resume_fails "grad_accum 2: 4 rows per step against the checkpoint's 2" \
+    "cannot resume from $ck: it was trained with 2 rows per step (batch_size x grad_accum x ranks, 1 rank), this run takes 4 (train.batch_size 2 x train.grad_accum 2 x 1 rank)" \
+    --set train.grad_accum=2
+resume_fails "batch_size 1: 1 row per step against the checkpoint's 2" \
+    "this run takes 1 (train.batch_size 1 x train.grad_accum 1 x 1 rank); the rows of each step depend on that number" \
+    --set train.batch_size=1
+
 build/train "$T/cfg.json" --set train.steps=4 >"$T/log" 2>&1 && grep -q "resumed from $ck at step 2" "$T/log" &&
     ok "the restored checkpoint resumes at step 2" || { bad "the restored checkpoint does not resume"; tail -3 "$T/log"; }
+build/train "$T/cfg.json" --set train.steps=5 --set train.batch_size=1 --set train.grad_accum=2 >"$T/log" 2>&1 &&
+    grep -q "resumed from $d/step_0000004 at step 4" "$T/log" &&
+    ok "batch_size 1 x grad_accum 2 (the same 2 rows per step) resumes at step 4" ||
+    { bad "batch_size 1 x grad_accum 2 does not resume"; tail -3 "$T/log"; }
 
 echo "test_ckpt_state: $([ $failures -eq 0 ] && echo all OK || echo FAILED)"
 [ $failures -eq 0 ]

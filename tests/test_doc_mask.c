@@ -141,8 +141,15 @@ static void check_model(const char* label, const ModelConfig* cfg) {
            (double)packed.pos_seq[(T + 70) * cfg->KVH]);
     float* again = to_float(packed.logits, N * V);
     EXPECT(!memcmp(plain, again, N * V * sizeof(float)), "unmasked forward after a masked one is bit-identical");
-    free(again), free(plain), free(got_logits), free(got_losses), free(ref_logits), free(ref_losses);
-    free(ref_grads), free(g), free(r);
+    free(again);
+    free(plain);
+    free(got_logits);
+    free(got_losses);
+    free(ref_logits);
+    free(ref_losses);
+    free(ref_grads);
+    free(g);
+    free(r);
     model_free(&packed);
 }
 
@@ -191,12 +198,21 @@ int main(void) {
     check_data_side();
     ModelConfig cfg;
     model_config_default(&cfg);
-    cfg.V = 32, cfg.D = 32, cfg.L = 3, cfg.H = 4, cfg.KVH = 4, cfg.F = 48;
-    cfg.pos[0] = POS_ROPE, cfg.pos[1] = POS_REPO, cfg.pos[2] = POS_NOPE;
+    test_model_sizes(&cfg, 32, 32, 3, 4, 4, 48);
+    cfg.pos[0] = POS_ROPE;
+    cfg.pos[1] = POS_REPO;
+    cfg.pos[2] = POS_NOPE;
     check_model("OLMo-2, layers rope/repo/nope, MHA", &cfg);
-    cfg.block = BLOCK_LLAMA, cfg.KVH = 2, cfg.tie_embeddings = true;
-    cfg.pos[0] = POS_REPO, cfg.pos[1] = POS_ROPE, cfg.pos[2] = POS_ROPE;
-    cfg.llama3 = true, cfg.llama3_factor = 4, cfg.llama3_low_freq_factor = 1, cfg.llama3_high_freq_factor = 4;
+    cfg.block = BLOCK_LLAMA;
+    cfg.KVH = 2;
+    cfg.tie_embeddings = true;
+    cfg.pos[0] = POS_REPO;
+    cfg.pos[1] = POS_ROPE;
+    cfg.pos[2] = POS_ROPE;
+    cfg.llama3 = true;
+    cfg.llama3_factor = 4;
+    cfg.llama3_low_freq_factor = 1;
+    cfg.llama3_high_freq_factor = 4;
     cfg.llama3_orig_max = 16;
     check_model("Llama, layers repo/rope/rope, GQA 4/2, tied, llama3 RoPE", &cfg);
     printf("test_doc_mask: %d passed, %d failed\n", test_passes, test_failures);

@@ -169,7 +169,9 @@ static void check_greedy(Model* m, const int32_t* tokens, size_t n_prompt, size_
     /* sampling through the same path: top_k 1 is greedy; a seed repeats itself */
     int32_t a[16], b[16], k1[16];
     Rng r1, r2, r3;
-    rng_seed(&r1, 5), rng_seed(&r2, 5), rng_seed(&r3, 6);
+    rng_seed(&r1, 5);
+    rng_seed(&r2, 5);
+    rng_seed(&r3, 6);
     gen_reset(&g);
     gen_generate(&g, tokens, n_prompt, n_new, 1.0, 1, &r3, k1);
     gen_reset(&g);

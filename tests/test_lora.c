@@ -60,7 +60,8 @@ static void run(const char* label, ModelConfig cfg, const char* tmp) {
     float* ref = logits_of(&base, tokens);
     float* got = logits_of(&lora, tokens);
     expect_close("B = 0 at init: the base model's logits", got, ref, lora.B * lora.T * cfg.V, 0, 0, "exact");
-    free(ref), free(got);
+    free(ref);
+    free(got);
 
     /* the PEFT files round-trip */
     random_weights(&lora, 11);
@@ -85,7 +86,8 @@ static void run(const char* label, ModelConfig cfg, const char* tmp) {
     float* merged = logits_of(&base, tokens);
     expect_close("merged checkpoint = adapter model", merged, adapted, lora.B * lora.T * cfg.V, 0, 1e-5,
                  "float rounding");
-    free(merged), free(adapted);
+    free(merged);
+    free(adapted);
     model_free(&back);
     model_free(&base);
     model_free(&lora);
@@ -96,7 +98,10 @@ static void run(const char* label, ModelConfig cfg, const char* tmp) {
 static void check_bf16_base(ModelConfig cfg) {
     printf("bf16 base\n");
     int32_t tokens[NT], targets[NT];
-    for (size_t n = 0; n < NT; n++) tokens[n] = (int32_t)((n * 5 + 1) % cfg.V), targets[n] = (int32_t)((n * 3) % cfg.V);
+    for (size_t n = 0; n < NT; n++) {
+        tokens[n] = (int32_t)((n * 5 + 1) % cfg.V);
+        targets[n] = (int32_t)((n * 3) % cfg.V);
+    }
     Model ref, half;
     model_build(&ref, &cfg, 2, NT / 2, NULL, 0, false);
     cfg.base_bf16 = true;
@@ -116,12 +121,15 @@ static void check_bf16_base(ModelConfig cfg) {
     }
     double lr = model_forward(&ref, tokens, targets), lh = model_forward(&half, tokens, targets);
     EXPECT(lr == lh, "the same loss (%.9g, %.9g)", lr, lh);
-    model_zero_grad(&ref), model_zero_grad(&half);
-    model_backward(&ref, 1.0), model_backward(&half, 1.0);
+    model_zero_grad(&ref);
+    model_zero_grad(&half);
+    model_backward(&ref, 1.0);
+    model_backward(&half, 1.0);
     EXPECT(ref.tensors.n_grads == half.tensors.n_grads &&
                !memcmp(ref.grads, half.grads, ref.tensors.n_grads * sizeof(real)),
            "the same adapter gradients (%zu values)", ref.tensors.n_grads);
-    model_free(&ref), model_free(&half);
+    model_free(&ref);
+    model_free(&half);
 }
 
 typedef struct { ModelConfig cfg; const char* dir; } LoadArg;
@@ -137,13 +145,18 @@ int main(void) {
     CHECK(mkdtemp(tmp), "mkdtemp");
     ModelConfig olmo;
     model_config_default(&olmo);
-    olmo.V = 29, olmo.D = 32, olmo.L = 2, olmo.H = 4, olmo.KVH = 2, olmo.F = 48;
+    test_model_sizes(&olmo, 29, 32, 2, 4, 2, 48);
     olmo.pos[1] = POS_REPO;
-    olmo.lora_rank = 3, olmo.lora_alpha = 5, olmo.lora_targets = (1u << LORA_N_TARGETS) - 1;
+    olmo.lora_rank = 3;
+    olmo.lora_alpha = 5;
+    olmo.lora_targets = (1u << LORA_N_TARGETS) - 1;
     run("olmo2, rank 3 on all seven projections, a RePo layer", olmo, tmp);
     ModelConfig llama = olmo;
-    llama.block = BLOCK_LLAMA, llama.tie_embeddings = true;
-    llama.lora_rank = 2, llama.lora_alpha = 16, llama.lora_targets = 1u << LORA_Q | 1u << LORA_O | 1u << LORA_UP;
+    llama.block = BLOCK_LLAMA;
+    llama.tie_embeddings = true;
+    llama.lora_rank = 2;
+    llama.lora_alpha = 16;
+    llama.lora_targets = 1u << LORA_Q | 1u << LORA_O | 1u << LORA_UP;
     run("llama, rank 2 on q_proj, o_proj, up_proj", llama, tmp);
 
     check_bf16_base(olmo);
@@ -151,10 +164,13 @@ int main(void) {
 
     printf("errors\n");
     LoadArg arg = {olmo, tmp};   /* tmp holds llama's rank-2 adapter; olmo asks for rank 3 */
-    arg.cfg.lora_rank = 2, arg.cfg.lora_targets = llama.lora_targets, arg.cfg.D = 64;
+    arg.cfg.lora_rank = 2;
+    arg.cfg.lora_targets = llama.lora_targets;
+    arg.cfg.D = 64;
     const char* shapes[] = {"adapter_model.safetensors", "q_proj.lora_A.weight", "[2, 32]", "[2, 64]", NULL};
     expect_dies_with("an adapter for another base: tensor and both shapes", load_child, &arg, shapes);
-    arg.cfg.D = 32, arg.cfg.lora_rank = 3;
+    arg.cfg.D = 32;
+    arg.cfg.lora_rank = 3;
     const char* rank[] = {"lora_A.weight", "[2, 32]", "[3, 32]", NULL};
     expect_dies_with("an adapter of another rank", load_child, &arg, rank);
 

@@ -8,7 +8,9 @@
 #  2. a newer model/attention.h rebuilds block.o (which includes it), in both
 #     precisions;
 #  3. it does not rebuild embedding.o or common/rng.o (which do not include it);
-#  4. a newer common/real.h (included everywhere) rebuilds embedding.o.
+#  4. a newer common/real.h (included everywhere) rebuilds embedding.o;
+#  5. the library folders include nothing of programs/ (the programs sit on top
+#     of the library, never under it).
 . "$(dirname "$0")/testlib.sh" make_deps
 
 # what `make -n` would compile for TARGET if HEADER were new: the .c files on cc lines
@@ -41,6 +43,10 @@ done
 got=$(would_compile common/real.h build/obj32/model/embedding.o)
 [ "$got" = "model/embedding.c" ] && ok "a newer common/real.h rebuilds obj32/model/embedding.o" \
     || bad "a newer common/real.h: expected model/embedding.c rebuilt, got '$got'"
+
+up=$(grep -lE '^#include "programs/' common/* model/* data/* optim/* train/* eval/* tokenizer/* 2>/dev/null)
+[ -z "$up" ] && ok "no library file includes a header of programs/" \
+    || bad "library files include programs/ headers: $(echo $up)"
 
 echo "test_make_deps: $([ "$failures" -eq 0 ] && echo "all OK" || echo "$failures FAILED")"
 [ "$failures" -eq 0 ]

@@ -8,7 +8,9 @@
 #  2. optim.state_dtype bf16 with train.recompute and a chunked head: a run of 6 steps
 #     and a run of 3 resumed to 6 give bit-identical weights, moments and losses; the
 #     moments are saved as BF16; recompute on and off give bit-identical losses;
-#  3. resuming a bf16-state checkpoint with state_dtype f32 (and back) converts with a note.
+#  3. resuming a bf16-state checkpoint with state_dtype f32 (and back) converts with a note;
+#  4. the plan's token data row counts the files of mixture sources (data.train
+#     and data.val in the mixture form) and JSONL files.
 . "$(dirname "$0")/testlib.sh" memory
 
 echo "--plan and the refusal"
@@ -49,6 +51,31 @@ else bad "7B shape: exit $rc, $kib KiB"; cat "$T/err" | tail -5; fi
 # run.check_memory false: the warning instead of the refusal (steps 0 and a tiny model so it fits in fact)
 build/train "$T/7b.json" --plan --set run.check_memory=false 2>&1 | grep -q "warning: the memory plan needs" &&
     ok "--plan of a config that does not fit: a warning, exit 0" || bad "--plan did not warn"
+
+echo "the plan's token data row counts every file the config names"
+build/tools/gen_tokens "$T/web.u16" 300000 64 1 >/dev/null &&
+    build/tools/gen_tokens "$T/code_a.u16" 100000 64 2 >/dev/null &&
+    build/tools/gen_tokens "$T/code_b.u16" 60000 64 3 >/dev/null &&
+    build/tools/gen_tokens "$T/val.u16" 50000 64 4 >/dev/null || exit 1
+for i in $(seq 2000); do echo '{"text": "a line of text to count"}'; done >"$T/sft.jsonl"
+mib() { awk -v b="$(cat "$@" | wc -c)" 'BEGIN { printf "%.1f", b / 1048576 }'; }
+data_row() { build/train "$1" --plan | grep -o '^  token data *[0-9.]*' | grep -o '[0-9.]*$'; }
+cat >"$T/mix.json" <<JSON
+{"run": {"out_dir": "$T/never", "threads": 1},
+ "model": {"vocab_size": 64, "d_model": 32, "n_layers": 2, "n_heads": 2, "d_ff": 64},
+ "data": {"train": [{"name": "web", "files": ["$T/web.u16"], "weight": 3},
+                    {"name": "code", "files": ["$T/code_*.u16", "$T/code_a.u16"], "weight": 1}],
+          "val": [{"name": "held", "files": "$T/val.u16"}], "seq_len": 32},
+ "train": {"batch_size": 2, "steps": 2, "eval_every": 1}}
+JSON
+got=$(data_row "$T/mix.json"); want=$(mib "$T/web.u16" "$T/code_a.u16" "$T/code_b.u16" "$T/val.u16")
+[ -n "$got" ] && [ "$got" = "$want" ] && ok "mixture sources (a glob, a file twice, val as one string): token data $got MiB" ||
+    bad "mixture sources: the plan's token data row is '$got' MiB, the files hold $want MiB"
+sed -e 's|"train": \[{.*|"train": ["'"$T"'/sft.jsonl"], "format": "jsonl",|' -e '/"name": "code"/d' \
+    -e 's|"val": \[{[^]]*\]|"val": ["'"$T"'/sft.jsonl", "'"$T"'/val.u16"]|' "$T/mix.json" >"$T/jsonl.json"
+got=$(data_row "$T/jsonl.json"); want=$(mib "$T/sft.jsonl" "$T/sft.jsonl" "$T/val.u16")
+[ -n "$got" ] && [ "$got" = "$want" ] && ok "JSONL files in the list form: token data $got MiB" ||
+    bad "JSONL files: the plan's token data row is '$got' MiB, the files hold $want MiB"
 
 echo "bf16 state, recompute, chunked head: exact resume"
 build/tools/gen_tokens "$T/train.u16" 20000 64 1 || exit 1

@@ -185,7 +185,9 @@ static void test_target_weights(void) {
     EXPECT(fabs(weighted - num / den) <= 1e-6 * fabs(num / den) && weighted != plain,
            "weights 20 / 1: loss %.9f == sum w ce / sum w = %.9f (plain %.9f)", weighted, num / den, plain);
     model_free(&m);
-    free(tokens), free(targets), free(w);
+    free(tokens);
+    free(targets);
+    free(w);
 }
 
 int main(void) {

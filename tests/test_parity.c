@@ -183,7 +183,10 @@ static void check_adamw(const char* dir, Fixture* fx) {
             worst = rel;
             worst_name = t->name;
         }
-        if (rel > tol) printf("\n"), EXPECT(0, "%s: relative L2 error of the 3-step update %.2e > %.0e", t->name, rel, tol);
+        if (rel > tol) {
+            printf("\n");
+            EXPECT(0, "%s: relative L2 error of the 3-step update %.2e > %.0e", t->name, rel, tol);
+        }
         free(ref);
     }
     printf("\n");
@@ -237,7 +240,10 @@ static void check_round_trip(const char* dir, Fixture* fx) {
     load_model(&c, out_bf16, fx);
     load_model(&d, bf16, fx);
     EXPECT(arenas_equal(&c, &d), "BF16 save of the F32 weights == PyTorch's .to(torch.bfloat16) copy, bit for bit");
-    model_free(&a), model_free(&b), model_free(&c), model_free(&d);
+    model_free(&a);
+    model_free(&b);
+    model_free(&c);
+    model_free(&d);
     char cmd[700];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
     CHECK(system(cmd) == 0, "cleaning %s", tmp);

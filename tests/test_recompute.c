@@ -24,9 +24,13 @@
 static ModelConfig config(BlockStyle style) {
     ModelConfig cfg;
     model_config_default(&cfg);
-    cfg.V = 97, cfg.D = 64, cfg.L = 4, cfg.H = 4, cfg.KVH = 2, cfg.F = 96, cfg.block = style;
+    test_model_sizes(&cfg, 97, 64, 4, 4, 2, 96);
+    cfg.block = style;
     model_config_plan_positions(&cfg, "rope", REPO_START_DEFAULT);
-    cfg.pos[0] = POS_ROPE, cfg.pos[1] = POS_REPO, cfg.pos[2] = POS_NOPE, cfg.pos[3] = POS_REPO;
+    cfg.pos[0] = POS_ROPE;
+    cfg.pos[1] = POS_REPO;
+    cfg.pos[2] = POS_NOPE;
+    cfg.pos[3] = POS_REPO;
     return cfg;
 }
 
@@ -65,7 +69,7 @@ static void build_huge(void* arg) {
     (void)arg;
     ModelConfig cfg;
     model_config_default(&cfg);
-    cfg.V = (size_t)1 << 20, cfg.D = 8, cfg.L = 1, cfg.H = 2, cfg.KVH = 2, cfg.F = 8;
+    test_model_sizes(&cfg, (size_t)1 << 20, 8, 1, 2, 2, 8);
     model_config_plan_positions(&cfg, "rope", REPO_START_DEFAULT);
     Model m;
     model_build(&m, &cfg, 1, (size_t)1 << 20, NULL, 0, false);   /* logits (2^20, 2^20): 4 TiB */

@@ -280,7 +280,10 @@ static void test_round_trip(void) {
            run_config_was_set(&a, "model.positions") && run_config_was_set(&a, "model") &&
            !run_config_was_set(&a, "data.train"), "was_set: set keys and their sections only");
     printf("  resolved config:\n%s", pa);
-    free(pa), free(pb), free(text), free(text2);
+    free(pa);
+    free(pb);
+    free(text);
+    free(text2);
     run_config_free(&a);
     run_config_free(&b);
 }
@@ -327,7 +330,9 @@ static void test_model_bridges(void) {
     r = run_config_load(&back, write_tmp("init.json", text), NULL, 0, err, sizeof(err));
     char* p2 = printed(&back);
     EXPECT(r == 0 && !strcmp(p, p2) && !run_config_was_set(&back, "model.n_layers"), "and round-trip so");
-    free(text), free(p), free(p2);
+    free(text);
+    free(p);
+    free(p2);
     run_config_free(&back);
     model_config_default(&mc);   /* stands for the checkpoint's config.json: D 256, H 8, L 4 */
     mc.L = 9;
@@ -360,7 +365,10 @@ int main(void) {
     test_model_bridges();
     const char* names[] = { "c.json", "round.json", "init.json" };
     char path[300];
-    for (size_t i = 0; i < 3; i++) snprintf(path, sizeof(path), "%s/%s", tmpdir, names[i]), unlink(path);
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "%s/%s", tmpdir, names[i]);
+        unlink(path);
+    }
     rmdir(tmpdir);
     printf("test_run_config: %d passed, %d failed\n", test_passes, test_failures);
     return test_failures ? 1 : 0;

@@ -53,6 +53,14 @@ kept=$(ls -d "$d"/step_0000002.kept.* 2>/dev/null | head -1)
     ok "re-saving step 2 over a directory holding a user's file: it is kept as $(basename "$kept")" ||
     bad "re-saving step 2: $(ls "$d" | tr '\n' ' ')"
 
+d="$T/names"   # only step_<digits> is a step: a user's step_+9 or step_-1 does not take a keep_last place
+mkdir -p "$d/step_+9" "$d/step_-1" "$d/step_ 7"
+config "$d" 3 1 2
+build/train "$T/cfg.json" >"$T/log" 2>&1 || bad "names: the run failed: $(tail -1 "$T/log")"
+[ -f "$d/step_0000002/model.safetensors" ] && [ -f "$d/step_0000003/model.safetensors" ] && [ ! -e "$d/step_0000001" ] &&
+    [ -d "$d/step_+9" ] && [ -d "$d/step_-1" ] && ok "keep_last 2 keeps steps 2 and 3 next to step_+9, step_-1, 'step_ 7'" ||
+    bad "keep_last 2 with step_+9 and step_-1 present: $(ls "$d" | tr '\n' ' ')"
+
 echo "start-up cleanup removes only repoc's exact leftovers of dead processes"
 d="$T/clean"
 config "$d" 1 1 2

@@ -1,4 +1,5 @@
 /* Tests of common/safetensors.c and safetensors_write.c (docs/design.md, "safetensors"):
+   a file truncated while mapped (named with its byte offset, not a bare SIGBUS),
    bf16/f16 conversions, a write/read round trip of every writable dtype
    (scalar and zero-size tensors included) compared bit for bit, metadata,
    reading every integer dtype, and the malformed corpus in
@@ -390,6 +391,40 @@ static void test_missing(const char* dir) {
     report(rc && strstr(err, dir) && strstr(err, "directory"), "a directory -> %s", err);
 }
 
+/* The child of test_truncated_while_mapped: open, truncate the file to its
+   first page, then read the tensor whose later pages are gone. */
+static void read_after_truncate(void* arg) {
+    const char* path = arg;
+    StFile f;
+    st_open_or_die(&f, path);
+    const StTensor* t = st_find(&f, "w");
+    CHECK(t && truncate(path, 4096) == 0, "truncating '%s'", path);
+    real* out = mallocCheck(4 * 4096 * sizeof(real));
+    st_read_real(&f, t, out);   /* SIGBUS past byte 4096 */
+    printf("read %g past the end\n", (double)out[4 * 4096 - 1]);
+    free(out);
+    st_close(&f);
+}
+
+/* A safetensors file that shrinks while mapped (a checkpoint overwritten or
+   truncated under a loading run): the SIGBUS handler of common/mapped.h names
+   the file and the byte offset, exit 1, instead of a bare SIGBUS (exit 135). */
+static void test_truncated_while_mapped(const char* dir) {
+    char path[512];
+    snprintf(path, sizeof(path), "%s/shrinks.safetensors", dir);
+    real* w = callocCheck(4 * 4096, sizeof(real));
+    StWriteTensor t = {"w", ST_F32, 2, {4, 4096}, w};   /* 64 KiB of data: many pages */
+    st_write(path, &t, 1, NULL, NULL, 0);
+    free(w);
+    char out[8192], want[600];
+    int st = capture_child(read_after_truncate, path, out, sizeof(out));
+    snprintf(want, sizeof(want), "error: SIGBUS reading '%s' at byte offset ", path);
+    const char* at = strstr(out, want);
+    unsigned long long offset = at ? strtoull(at + strlen(want), NULL, 10) : 0;
+    report(st == 1 && at && offset >= 4096 && offset < 16 * 4096 + 4096 && strstr(out, "the file shrank"),
+           "a file truncated while mapped: exit %d, offset %llu: %s", st, offset, at ? at : out);
+}
+
 /* Remove the temporary directory and what the tests wrote into it. */
 static void remove_dir(const char* dir) {
     DIR* d = opendir(dir);
@@ -416,6 +451,7 @@ int main(int argc, char** argv) {
     test_read_dtypes(dir);
     test_i64_parallel(dir);
     test_missing(dir);
+    test_truncated_while_mapped(dir);
     test_corpus(corpus);
     remove_dir(dir);
     printf("test_safetensors (%s): %d passed, %d failed\n", REAL_NAME, test_passes, test_failures);

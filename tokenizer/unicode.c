@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 
+#include "common/utf8.h"          /* utf8_decode */
 #include "tokenizer/unicode_table.h"
 
 static uint8_t bmp_class[0x10000];
@@ -43,30 +44,10 @@ static int class_of(uint32_t cp) {
            (in_ranges(UNI_NUMBER, N_OF(UNI_NUMBER), cp) ? UC_NUMBER : 0);
 }
 
-/* Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing above U+10FFFF. */
+/* strict UTF-8 by common/utf8.h; an invalid byte is one UC_OTHER unit of its own */
 int uc_next(const uint8_t* s, size_t n, uint32_t* cp, size_t* len) {
-    uint8_t b = s[0];
-    if (b < 0x80) {
-        *cp = b;
-        *len = 1;
-        return bmp_class[b];
-    }
-    size_t need;
-    uint32_t c, min;
-    if (b >= 0xC2 && b <= 0xDF) need = 1, c = b & 0x1F, min = 0x80;
-    else if (b >= 0xE0 && b <= 0xEF) need = 2, c = b & 0x0F, min = 0x800;
-    else if (b >= 0xF0 && b <= 0xF4) need = 3, c = b & 0x07, min = 0x10000;
-    else goto invalid;
-    if (need >= n) goto invalid;
-    for (size_t k = 1; k <= need; k++) {
-        if ((s[k] & 0xC0) != 0x80) goto invalid;
-        c = (c << 6) | (s[k] & 0x3F);
-    }
-    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) goto invalid;
-    *cp = c;
-    *len = need + 1;
-    return class_of(c);
-invalid:
+    *len = utf8_decode(s, n, cp);
+    if (*len) return class_of(*cp);
     *cp = 0xFFFFFFFFu;
     *len = 1;
     return UC_OTHER;

@@ -142,26 +142,36 @@ static void save_state(const char* path, const TrainerState* st, const char* con
     free(text);
 }
 
-/* step directories of out_dir, ascending; the caller frees the list */
-static size_t list_steps(const char* out_dir, size_t** steps_out) {
+const char* const CKPT_FILES[CKPT_N_FILES] = {"config.json", "model.safetensors", "optimizer.safetensors",
+                                              "trainer_state.json"};
+
+/* N of a name step_N: digits only, at most 19 of them (below 2^64); false for any other name */
+static bool step_of(const char* name, size_t* step) {
+    if (strncmp(name, "step_", 5) != 0) return false;
+    const char* d = name + 5;
+    size_t n = strspn(d, "0123456789");
+    if (n == 0 || n > 19 || d[n] != 0) return false;
+    *step = (size_t)strtoull(d, NULL, 10);
+    return true;
+}
+
+size_t ckpt_list_steps(const char* out_dir, size_t** steps_out) {
     DIR* d = opendir(out_dir);
     size_t n = 0, cap = 16;
     size_t* steps = mallocCheck(cap * sizeof(size_t));
     if (d) {
         struct dirent* e;
         while ((e = readdir(d))) {
-            unsigned long long s;
-            int used = 0;
-            if (sscanf(e->d_name, "step_%llu%n", &s, &used) == 1 && e->d_name[used] == 0) {
-                if (n == cap) {
-                    size_t* grown = mallocCheck(2 * cap * sizeof(size_t));
-                    memcpy(grown, steps, n * sizeof(size_t));
-                    free(steps);
-                    steps = grown;
-                    cap *= 2;
-                }
-                steps[n++] = (size_t)s;
+            size_t s;
+            if (!step_of(e->d_name, &s)) continue;
+            if (n == cap) {
+                size_t* grown = mallocCheck(2 * cap * sizeof(size_t));
+                memcpy(grown, steps, n * sizeof(size_t));
+                free(steps);
+                steps = grown;
+                cap *= 2;
             }
+            steps[n++] = s;
         }
         closedir(d);
     }
@@ -175,12 +185,11 @@ static size_t list_steps(const char* out_dir, size_t** steps_out) {
     return n;
 }
 
-/* a complete checkpoint has all four files (the directory only appears after they were fsynced) */
+/* a complete checkpoint has all its files (the directory only appears after they were fsynced) */
 static bool complete(const char* dir) {
-    const char* files[] = {"config.json", "model.safetensors", "optimizer.safetensors", "trainer_state.json"};
     char p[4096];
-    for (int i = 0; i < 4; i++) {
-        snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
+    for (size_t i = 0; i < CKPT_N_FILES; i++) {
+        snprintf(p, sizeof(p), "%s/%s", dir, CKPT_FILES[i]);
         if (!path_exists(p)) return false;
     }
     return true;
@@ -219,7 +228,7 @@ void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const Trai
     snprintf(path, sizeof(path), "%s/latest", out_dir);
     file_write_atomic(path, name, (size_t)len);
     size_t* steps;
-    size_t n = list_steps(out_dir, &steps);
+    size_t n = ckpt_list_steps(out_dir, &steps);
     for (size_t i = 0; i + keep_last < n; i++) {   /* prune the oldest, never the one just written */
         if (steps[i] == st->step) continue;
         snprintf(path, sizeof(path), "%s/step_%07zu", out_dir, steps[i]);
@@ -240,7 +249,7 @@ bool ckpt_find_latest(const char* out_dir, char* path, size_t len) {
         if (complete(path)) return true;
     }
     size_t* steps;
-    size_t n = list_steps(out_dir, &steps);
+    size_t n = ckpt_list_steps(out_dir, &steps);
     bool found = false;
     for (size_t i = n; i-- > 0 && !found;) {
         snprintf(path, len, "%s/step_%07zu", out_dir, steps[i]);
@@ -336,9 +345,9 @@ static size_t state_int(const cJSON* root, const char* p, const char* key, size_
     return (size_t)v->valuedouble;
 }
 
-/* Read and check trainer_state.json: every field typed and in range, and the step equal to the
-   one the directory name (step_NNNNNNN) states */
-static void load_state(const char* dir, TrainerState* st) {
+/* trainer_state.json: every field typed and in range, and the step equal to the one the directory
+   name (step_NNNNNNN) states */
+void ckpt_load_state(const char* dir, TrainerState* st) {
     char p[4096];
     snprintf(p, sizeof(p), "%s/trainer_state.json", dir);
     cJSON* root = read_state_json(dir);
@@ -357,14 +366,13 @@ static void load_state(const char* dir, TrainerState* st) {
     cJSON_Delete(root);
     const char* base = strrchr(dir, '/');
     base = base && base[1] ? base + 1 : dir;
-    unsigned long long named;
-    int used = 0;
-    if (sscanf(base, "step_%llu%n", &named, &used) == 1 && base[used] == 0)
+    size_t named;
+    if (step_of(base, &named))
         CHECK(named == st->step, "%s: key 'step' is %zu, but the directory is named %s", p, st->step, base);
 }
 
 void ckpt_load(const char* dir, Model* m, AdamW* opt, TrainerState* st) {
-    load_state(dir, st);   /* first: a bad state file fails before the large reads */
+    ckpt_load_state(dir, st);   /* first: a bad state file fails before the large reads */
     hf_load_weights(m, dir, 0, false);
     char p[4096];
     snprintf(p, sizeof(p), "%s/config.json", dir);

@@ -20,6 +20,15 @@
 
 #define TRAINER_STATE_VERSION 1
 
+/* The four files of a complete checkpoint directory (the layout above) */
+#define CKPT_N_FILES 4
+extern const char* const CKPT_FILES[CKPT_N_FILES];
+
+/* The steps N of out_dir's entries named step_N (N decimal digits only, as
+   ckpt_save writes them; step_N.tmp.<pid>, step_+N and the like are not
+   steps), ascending, into *steps (malloc'd; the caller frees); returns their count */
+size_t ckpt_list_steps(const char* out_dir, size_t** steps);
+
 typedef struct {
     size_t step;          /* optimizer steps completed; also the data cursor and the schedule position */
     size_t tokens_seen;   /* training tokens consumed so far */
@@ -47,6 +56,10 @@ bool ckpt_find_latest(const char* out_dir, char* path, size_t len);
    into a model and optimizer built with the same configuration. A sharded
    optimizer reads the moments of its own slice only. */
 void ckpt_load(const char* dir, Model* m, AdamW* opt, TrainerState* st);
+
+/* Read and check a checkpoint's trainer_state.json alone (ckpt_load's first
+   step), so a run can refuse to resume before building anything large */
+void ckpt_load_state(const char* dir, TrainerState* st);
 
 /* The resolved config JSON stored in a checkpoint's trainer_state.json (malloc'd). */
 char* ckpt_read_config(const char* dir);

@@ -1,14 +1,14 @@
 /* The memory plan (train/memplan.h): the peak resident memory of a run from its config. */
 #include "train/memplan.h"
 
-#include <glob.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/check.h"
 #include "common/dist.h"
+#include "data/mixture.h"   /* mixture_parse: the files of each source */
+#include "data/tokens.h"    /* data_files_expand: the files and their sizes */
 
 #define MIB (1024.0 * 1024.0)
 #define GIB (1024.0 * MIB)
@@ -60,7 +60,7 @@ void memplan_compute(MemPlan* p, const ModelConfig* cfg, const RunConfig* rc, si
     p->bytes[MP_STATE] = 2.0 * (p->state_bf16 ? 2.0 : r) * state_elems;
     p->bytes[MP_ACTS] = r * (double)p->n.acts;
     p->bytes[MP_SCRATCH] = r * (double)p->n.scratch;
-    /* tokens and targets in the model and the trainer, answer mask, weights, document spans */
+    /* tokens and targets in the model and the trainer, answer mask, weights, document ids and starts */
     p->bytes[MP_BATCH] = (6 * sizeof(int32_t) + 1 + sizeof(real)) * (double)N;
     p->bytes[MP_DATA] = (double)data_bytes;
     double widest = (double)(cfg->V > cfg->F ? cfg->V : cfg->F);
@@ -199,16 +199,33 @@ void memplan_check(const MemPlan* p, const ModelConfig* cfg, const RunConfig* rc
     }
 }
 
-size_t memplan_files_bytes(const RcList* patterns) {
-    size_t total = 0;
-    for (size_t i = 0; i < patterns->n; i++) {
-        glob_t g;
-        if (glob(patterns->v[i], 0, NULL, &g) != 0) continue;
-        for (size_t k = 0; k < g.gl_pathc; k++) {
-            struct stat st;
-            if (stat(g.gl_pathv[k], &st) == 0 && S_ISREG(st.st_mode)) total += (size_t)st.st_size;
-        }
-        globfree(&g);
+/* the files of one list of patterns; a pattern that matches nothing counts 0 (opening the data names it) */
+static size_t files_bytes(const char* const* patterns, size_t n) {
+    DataFiles df;
+    char err[600];
+    data_files_expand(&df, patterns, n, err, sizeof err);
+    size_t bytes = df.bytes;
+    data_files_free(&df);
+    return bytes;
+}
+
+/* data.train or data.val: a list of files, or the mixture form's sources (each source's files) */
+static size_t list_bytes(const RcList* list, const cJSON* sources, const char* key) {
+    if (!sources) {
+        const char* v[RC_LIST_MAX];
+        for (size_t i = 0; i < list->n; i++) v[i] = list->v[i];
+        return files_bytes(v, list->n);
     }
-    return total;
+    Mixture mx;
+    char err[512];
+    size_t bytes = 0;
+    if (mixture_parse(&mx, sources, key, err, sizeof err) == 0)
+        for (size_t k = 0; k < mx.n; k++) bytes += files_bytes((const char* const*)mx.src[k].files, mx.src[k].n_files);
+    mixture_close(&mx);
+    return bytes;
+}
+
+size_t memplan_data_bytes(const RunConfig* rc) {
+    return list_bytes(&rc->data.train, rc->data.train_sources, "data.train") +
+           list_bytes(&rc->data.val, rc->data.val_sources, "data.val");
 }

@@ -60,7 +60,10 @@ void memplan_check(const MemPlan* p, const ModelConfig* cfg, const RunConfig* rc
    batches stay whole where that costs little memory). */
 size_t memplan_head_chunk(const RunConfig* rc, size_t V);
 
-/* Total bytes of the files the patterns name (glob), for the data row. */
-size_t memplan_files_bytes(const RcList* patterns);
+/* The data row: the bytes of every file data.train and data.val name, as
+   token_data_open expands them (data_files_expand), in the list form or the
+   mixture form (each source's files); token files are mapped whole, JSONL
+   files counted at their size. */
+size_t memplan_data_bytes(const RunConfig* rc);
 
 #endif

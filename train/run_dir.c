@@ -13,11 +13,7 @@
 #include <unistd.h>
 
 #include "common/check.h"
-
-/* the files of a checkpoint directory (train/checkpoint.c, model/hf_checkpoint.c) */
-static const char* const CKPT_FILES[] = {"config.json", "model.safetensors", "optimizer.safetensors",
-                                         "trainer_state.json"};
-#define N_CKPT_FILES (sizeof(CKPT_FILES) / sizeof(CKPT_FILES[0]))
+#include "train/checkpoint.h"   /* CKPT_FILES, ckpt_list_steps */
 
 /* the pid of a ".tmp.<pid>" suffix right after name[0..stem), or 0 when name is not stem.tmp.<digits> */
 static long tmp_pid(const char* name, size_t stem) {
@@ -31,7 +27,7 @@ static long tmp_pid(const char* name, size_t stem) {
 
 /* name is file, or file.tmp.<pid> (a file_write_atomic or st_write leftover) */
 static bool is_ckpt_file(const char* name) {
-    for (size_t i = 0; i < N_CKPT_FILES; i++) {
+    for (size_t i = 0; i < CKPT_N_FILES; i++) {
         size_t n = strlen(CKPT_FILES[i]);
         if (!strncmp(name, CKPT_FILES[i], n) && (name[n] == 0 || tmp_pid(name, n) > 0)) return true;
     }
@@ -106,14 +102,9 @@ RunDirContents run_dir_contents(const char* out_dir) {
     snprintf(path, sizeof(path), "%s/metrics.jsonl", out_dir);
     struct stat st;
     c.metrics = stat(path, &st) == 0 && st.st_size > 0;
-    DIR* d = opendir(out_dir);
-    if (!d) return c;
-    struct dirent* e;
-    while ((e = readdir(d))) {
-        const char* s = e->d_name;
-        if (!strncmp(s, "step_", 5) && s[5] && strspn(s + 5, "0123456789") == strlen(s + 5)) c.n_steps++;
-    }
-    closedir(d);
+    size_t* steps;
+    c.n_steps = ckpt_list_steps(out_dir, &steps);
+    free(steps);
     return c;
 }
 

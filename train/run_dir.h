@@ -26,7 +26,7 @@ void run_dir_remove_checkpoint(const char* dir);
    this process and no live process has that pid. Call with the lock held. */
 void run_dir_clean_stale(const char* out_dir);
 
-/* What out_dir holds of an earlier run: step_* entries and whether
+/* What out_dir holds of an earlier run: step_N entries (ckpt_list_steps) and whether
    metrics.jsonl has any content. */
 typedef struct { size_t n_steps; bool metrics; } RunDirContents;
 RunDirContents run_dir_contents(const char* out_dir);

@@ -65,6 +65,22 @@ static void check_earlier_run(const Trainer* tr) {
             "another run.out_dir", out, what, rc->run.resume);
 }
 
+/* Row r of step s is a function of (s * rows_per_step + r) in every data order
+   (data/tokens.h, data/mixture.h): resumed with another global batch, step s
+   would start elsewhere in the data, skipping or repeating rows. Refused
+   before anything large is built; checkpoints older than the field pass. */
+static void check_resume_batch(const Trainer* tr) {
+    TrainerState st;
+    ckpt_load_state(tr->resumed_from, &st);
+    if (!st.rows_per_step || st.rows_per_step == tr->rows_per_step) return;
+    DIE("cannot resume from %s: it was trained with %zu rows per step (batch_size x grad_accum x ranks, %zu "
+        "rank%s), this run takes %zu (train.batch_size %zu x train.grad_accum %zu x %d rank%s); the rows of "
+        "each step depend on that number, so the data order would change. Set batch_size x grad_accum x ranks "
+        "to %zu, or start a new run from these weights with model.init_from", tr->resumed_from,
+        st.rows_per_step, st.world_size, st.world_size == 1 ? "" : "s", tr->rows_per_step, tr->B,
+        tr->rc.train.grad_accum, tr->world, tr->world == 1 ? "" : "s", st.rows_per_step);
+}
+
 /* init_from names a checkpoint directory, or a run directory whose `latest` names one */
 static void resolve_init_from(const char* from, char* dir, size_t len) {
     char p[4096];
@@ -115,8 +131,7 @@ static void build_optimizer(Trainer* tr) {
 void trainer_memory_plan(Trainer* tr, bool plan_only) {
     const RunConfig* rc = &tr->rc;
     MemPlan plan;
-    memplan_compute(&plan, &tr->mcfg, rc, (size_t)tr->world,
-                    memplan_files_bytes(&rc->data.train) + memplan_files_bytes(&rc->data.val));
+    memplan_compute(&plan, &tr->mcfg, rc, (size_t)tr->world, memplan_data_bytes(rc));
     plan.local_ranks = (size_t)dist_local_world();
     plan.plan_only = plan_only;
     memplan_print(&plan, stdout);
@@ -167,6 +182,7 @@ void trainer_setup(Trainer* tr) {
         check_earlier_run(tr);
     }
     dist_bcast(tr->resumed_from, sizeof(tr->resumed_from));   /* rank 0 decides for all */
+    if (tr->resumed_from[0]) check_resume_batch(tr);
     resolve_model_config(tr);
     model_config_validate(&tr->mcfg);
     char err[1024];
@@ -225,10 +241,6 @@ void trainer_setup(Trainer* tr) {
     if (tr->resumed_from[0]) {
         ckpt_load(tr->resumed_from, &tr->model, &tr->opt, &tr->state);
         printf("resumed from %s at step %zu\n", tr->resumed_from, tr->state.step);
-        if (tr->state.rows_per_step && tr->state.rows_per_step != tr->rows_per_step)
-            printf("note: the checkpoint was trained with %zu rows per step (%zu ranks), this run takes %zu; "
-                   "batch_size x grad_accum x ranks sets the data order\n", tr->state.rows_per_step,
-                   tr->state.world_size, tr->rows_per_step);
     } else if (rc->model.init_from[0]) {
         hf_load_weights(&tr->model, tr->init_dir, rc->run.seed, true);
     } else {
@@ -353,7 +365,10 @@ void trainer_step(Trainer* tr) {
     tr->state.tokens_seen += tr->rows_per_step * tr->T;
     tr->state.last_loss = loss;
     tr->state.has_loss = true;
-    if (!tr->has_first_loss) tr->first_loss = loss, tr->has_first_loss = true;
+    if (!tr->has_first_loss) {
+        tr->first_loss = loss;
+        tr->has_first_loss = true;
+    }
     size_t every = tr->rc.train.log_every ? tr->rc.train.log_every : 1;
     if (tr->state.step % every == 0 || tr->state.step == tr->rc.train.steps) {
         StepLog s = {tr->state.step, tr->rc.train.steps, loss, lr, norm, dt * 1e3,
@@ -366,7 +381,9 @@ void trainer_step(Trainer* tr) {
             names[k] = mx->src[k].name;
             tokens[k] = (size_t)mixture_count(mx, k, (uint64_t)tr->state.step * tr->rows_per_step) * tr->T;
         }
-        s.n_sources = mx->n, s.source_names = names, s.source_tokens = tokens;
+        s.n_sources = mx->n;
+        s.source_names = names;
+        s.source_tokens = tokens;
         metrics_step(&tr->metrics, &s);
     }
 }

@@ -54,7 +54,10 @@ static int compare(const char* file, const char* base_dir, const char* a_dir, co
             printf("  NOT OK  %s: %s relative L2 error %.3e > %.1e\n", file, tb->name, rel, tol);
             bad++;
         }
-        if (!(rel <= worst)) worst = rel, worst_name = tb->name;
+        if (!(rel <= worst)) {
+            worst = rel;
+            worst_name = tb->name;
+        }
         free(xa);
         free(xb);
         free(x0);

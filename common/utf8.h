@@ -1,0 +1,50 @@
+/* Strict UTF-8 decoding (RFC 3629, as Rust's str::from_utf8, which the
+   safetensors reference reader uses): a lead byte announces 1-4 bytes, each
+   continuation byte is 10xxxxxx, and the decoded code point must need that
+   many bytes (no overlong form), must not be a UTF-16 surrogate and must be
+   at most U+10FFFF. The one decoder of the safetensors header check
+   (st_utf8_check) and the tokenizer's pre-tokenizer (uc_next). */
+#ifndef REPOC_UTF8_H
+#define REPOC_UTF8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The sequence at s[0..n) (n >= 1): its length (1-4) with its code point in
+   *cp, or 0 when s does not start a valid sequence (a continuation byte, C0,
+   C1 or F5..FF, a bad continuation, one cut off by n, an overlong form, a
+   surrogate, a code point above U+10FFFF). */
+static inline size_t utf8_decode(const uint8_t* s, size_t n, uint32_t* cp) {
+    uint8_t b = s[0];
+    if (b < 0x80) {
+        *cp = b;
+        return 1;
+    }
+    size_t len;
+    uint32_t c, min;
+    if (b >= 0xC2 && b <= 0xDF) {
+        len = 2;
+        c = b & 0x1F;
+        min = 0x80;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+        len = 3;
+        c = b & 0x0F;
+        min = 0x800;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+        len = 4;
+        c = b & 0x07;
+        min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (n < len) return 0;
+    for (size_t k = 1; k < len; k++) {
+        if ((s[k] & 0xC0) != 0x80) return 0;
+        c = (c << 6) | (s[k] & 0x3F);
+    }
+    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
+    *cp = c;
+    return len;
+}
+
+#endif

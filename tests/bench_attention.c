@@ -1,0 +1,125 @@
+/* build/bench/bench_attention: causal attention forward + backward against the
+   sgemm rate of the same process (docs/performance.md, "Attention kernel").
+     bench_attention [--T 256,1024] [--hd 32,64,128] [--B N] [--H N] [--KVH N]
+                     [--reps N] [--threads N] [--sgemm N] [--cpu] [--json]
+   For each (T, hd): the sgemm rate on N×N (best of 5), then one warm-up call
+   pair of attention and the median of --reps pairs, so each ratio compares two
+   rates measured at the same moment. --cpu times with the process's CPU time
+   instead of wall time: with --threads 1 on a busy machine, a steadier measure
+   of the kernel itself (other processes' time slices do not count).
+   FLOPs: forward 2·B·H·T²·hd (the causal halves of QK^T and PV), backward
+   twice that, as in bench_step's model count; backward's recomputation of S is
+   not counted. Defaults: B 2, H = KVH = 8, reps 5, sgemm 1024 (0 = off). */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/check.h"
+#include "common/clock.h"
+#include "common/threads.h"
+#include "tests/bench_common.h"
+
+#define MAX_LIST 8
+
+typedef struct {
+    size_t T[MAX_LIST], hd[MAX_LIST], nT, nhd, B, H, KVH;
+    int reps, threads, sgemm_n;
+    bool json, cpu;
+} Opts;
+
+static bool use_cpu_time;
+
+static double seconds(void) {
+    if (!use_cpu_time) return now_s();
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void* a, const void* b) {
+    double x = *(const double*)a, y = *(const double*)b;
+    return (x > y) - (x < y);
+}
+
+/* median milliseconds of one forward + backward pair, after a warm-up pair */
+static double time_attention(const Opts* o, size_t T, size_t hd) {
+    AttBench a = att_bench_init(o->B, T, o->H, o->KVH, hd);
+    double ms[64];
+    int reps = o->reps < 64 ? o->reps : 64;
+    att_bench_pair(&a, seconds);
+    for (int r = 0; r < reps; r++) ms[r] = att_bench_pair(&a, seconds) * 1e3;
+    att_bench_free(&a);
+    qsort(ms, (size_t)reps, sizeof(double), cmp_double);
+    return reps % 2 ? ms[reps / 2] : 0.5 * (ms[reps / 2 - 1] + ms[reps / 2]);
+}
+
+static void usage(void) {
+    fprintf(stderr, "usage: bench_attention [--T 256,1024] [--hd 32,64,128] [--B N] [--H N] [--KVH N]\n"
+                    "                       [--reps N] [--threads N] [--sgemm N] [--json]\n");
+    exit(2);
+}
+
+static size_t parse_list(size_t* out, const char* s) {
+    size_t n = 0;
+    char* end;
+    for (;;) {
+        long x = strtol(s, &end, 10);
+        if (end == s || x <= 0 || n == MAX_LIST) usage();
+        out[n++] = (size_t)x;
+        if (*end == 0) return n;
+        if (*end != ',') usage();
+        s = end + 1;
+    }
+}
+
+static long parse_int(const char* s) {
+    char* end;
+    long x = strtol(s, &end, 10);
+    if (end == s || *end || x < 0) usage();
+    return x;
+}
+
+int main(int argc, char** argv) {
+    Opts o = {.T = {256, 1024}, .hd = {32, 64, 128}, .nT = 2, .nhd = 3, .B = 2, .H = 8, .KVH = 8, .reps = 5,
+              .sgemm_n = 1024};
+    for (int i = 1; i < argc; i++) {
+        const char* a = argv[i];
+        if (!strcmp(a, "--json")) { o.json = true; continue; }
+        if (!strcmp(a, "--cpu")) { o.cpu = use_cpu_time = true; continue; }
+        if (i + 1 >= argc) usage();
+        const char* v = argv[++i];
+        if (!strcmp(a, "--T")) o.nT = parse_list(o.T, v);
+        else if (!strcmp(a, "--hd")) o.nhd = parse_list(o.hd, v);
+        else if (!strcmp(a, "--B")) o.B = (size_t)parse_int(v);
+        else if (!strcmp(a, "--H")) o.H = (size_t)parse_int(v);
+        else if (!strcmp(a, "--KVH")) o.KVH = (size_t)parse_int(v);
+        else if (!strcmp(a, "--reps")) o.reps = (int)parse_int(v);
+        else if (!strcmp(a, "--threads")) o.threads = (int)parse_int(v);
+        else if (!strcmp(a, "--sgemm")) o.sgemm_n = (int)parse_int(v);
+        else usage();
+    }
+    if (o.B == 0 || o.H == 0 || o.KVH == 0 || o.H % o.KVH || o.reps < 1) usage();
+    int threads = threads_init(o.threads);
+    if (!o.json) {
+        threads_print(stdout);
+        printf("%s time; sgemm on %d x %d before each case\n%6s %4s %10s %10s %10s %10s %8s\n", o.cpu ? "CPU" : "wall",
+               o.sgemm_n, o.sgemm_n, "T", "hd", "ms", "us/token", "GFLOP/s", "sgemm", "of sgemm");
+    }
+    for (size_t i = 0; i < o.nT; i++)
+        for (size_t j = 0; j < o.nhd; j++) {
+            size_t T = o.T[i], hd = o.hd[j];
+            double sg_ms, sg = o.sgemm_n > 0 ? sgemm_rate(o.sgemm_n, seconds, &sg_ms) : 0;
+            double ms = time_attention(&o, T, hd);
+            double flops = 3 * 2.0 * o.B * o.H * (double)T * T * hd, gf = flops / ms * 1e-6;
+            double us_tok = ms * 1e3 / (double)(o.B * T), frac = sg > 0 ? gf / sg : 0;
+            if (o.json)
+                printf("{\"T\": %zu, \"hd\": %zu, \"B\": %zu, \"H\": %zu, \"KVH\": %zu, \"threads\": %d, \"ms\": %.3f, "
+                       "\"us_per_token\": %.3f, \"gflops\": %.2f, \"sgemm_gflops\": %.2f, \"of_sgemm\": %.4f, "
+                       "\"time\": \"%s\"}\n",
+                       T, hd, o.B, o.H, o.KVH, threads, ms, us_tok, gf, sg, frac, o.cpu ? "cpu" : "wall");
+            else printf("%6zu %4zu %10.2f %10.2f %10.1f %10.1f %7.1f%%\n", T, hd, ms, us_tok, gf, sg, 100 * frac);
+        }
+    return 0;
+}

@@ -1,0 +1,84 @@
+/* Shared by build/bench/bench_step and build/bench/bench_attention: the sgemm rate (the denominator of
+   MFU), and random q, k, v, dO of one attention shape with one timed forward + backward call pair. The
+   attention buffers come from arenaAlloc like the model's activations: with 4 KiB pages (plain malloc)
+   the same calls run up to 1.5x slower on this VM. */
+#ifndef REPOC_TESTS_BENCH_COMMON_H
+#define REPOC_TESTS_BENCH_COMMON_H
+
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/arena.h"
+#include "common/check.h"
+#include "common/rng.h"
+#include "model/attention.h"
+
+/* best GFLOP/s of cblas_sgemm C = A B on n×n matrices over 5 calls, after one warm-up call, timed by
+   `clock` (seconds); *best_ms: the time of the best call */
+static inline double sgemm_rate(int n, double (*clock)(void), double* best_ms) {
+    CHECK(n > 0 && n <= 16384, "sgemm size %d must be in [1, 16384]", n);
+    size_t nn = (size_t)n * n;
+    float* a = mallocCheck(3 * nn * sizeof(float));
+    float *b = a + nn, *c = b + nn;
+    Rng rng;
+    rng_seed(&rng, 7);
+    for (size_t i = 0; i < 2 * nn; i++) a[i] = (float)(rng_uniform(&rng) - 0.5);
+    double best = 1e30;
+    for (int r = 0; r < 6; r++) {
+        double t0 = clock();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+        double dt = clock() - t0;
+        if (r > 0 && dt < best) best = dt;
+    }
+    free(a);
+    *best_ms = best * 1e3;
+    return 2.0 * n * (double)n * n / best * 1e-9;
+}
+
+typedef struct {
+    size_t B, T, H, KVH, hd;
+    real *buf, *q, *out, *dq, *dout, *lse, *k, *v, *dk, *dv;
+} AttBench;
+
+static inline AttBench att_bench_init(size_t B, size_t T, size_t H, size_t KVH, size_t hd) {
+    AttBench a = {.B = B, .T = T, .H = H, .KVH = KVH, .hd = hd};
+    size_t N = B * T, qd = H * hd, kvd = KVH * hd;
+    a.buf = arenaAlloc((4 * N * qd + 4 * N * kvd + N * H) * sizeof(real));
+    a.q = a.buf;
+    a.out = a.q + N * qd;
+    a.dq = a.out + N * qd;
+    a.dout = a.dq + N * qd;
+    a.lse = a.dout + N * qd;
+    a.k = a.lse + N * H;
+    a.v = a.k + N * kvd;
+    a.dk = a.v + N * kvd;
+    a.dv = a.dk + N * kvd;
+    Rng rng;
+    rng_seed(&rng, 3);
+    for (size_t i = 0; i < N * qd; i++) {
+        a.q[i] = (real)rng_normal(&rng);
+        a.dout[i] = (real)rng_normal(&rng);
+    }
+    for (size_t i = 0; i < N * kvd; i++) {
+        a.k[i] = (real)rng_normal(&rng);
+        a.v[i] = (real)rng_normal(&rng);
+    }
+    return a;
+}
+
+/* seconds (by `clock`) of one forward + backward pair; the gradients are zeroed before, untimed */
+static inline double att_bench_pair(AttBench* a, double (*clock)(void)) {
+    size_t N = a->B * a->T, qd = a->H * a->hd, kvd = a->KVH * a->hd;
+    memset(a->dq, 0, N * qd * sizeof(real));
+    memset(a->dk, 0, 2 * N * kvd * sizeof(real));   /* dk, dv */
+    double t0 = clock();
+    attention_forward(a->out, a->lse, a->q, a->k, a->v, NULL, a->B, a->T, a->H, a->KVH, a->hd);
+    attention_backward(a->dq, a->dk, a->dv, a->dout, a->out, a->lse, a->q, a->k, a->v, NULL, a->B, a->T, a->H,
+                       a->KVH, a->hd);
+    return clock() - t0;
+}
+
+static inline void att_bench_free(AttBench* a) { free(a->buf); }
+
+#endif /* REPOC_TESTS_BENCH_COMMON_H */
