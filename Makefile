@@ -107,6 +107,17 @@ LIB_SRC = $(wildcard common/*.c model/*.c data/*.c optim/*.c tokenizer/*.c train
 BUILD ?= build
 OBJ32 = $(patsubst %.c,$(BUILD)/obj32/%.o,$(LIB_SRC))
 OBJ64 = $(patsubst %.c,$(BUILD)/obj64/%.o,$(LIB_SRC))
+# PORTABLE=1: model/attention.c sizes its tiles by the target's vector width, so it is built
+# twice, for x86-64-v3 (attention.o) and x86-64-v4 (attention_v4.o), each with its entry points
+# renamed to <name>_v3 / <name>_v4, and model/dispatch.c picks one per CPU at load time
+DISPATCH_NAMES = attention_forward attention_backward doc_starts_from_ids
+ifeq ($(PORTABLE),1)
+  CFLAGS += -DREPOC_DISPATCH
+  OBJ32 += $(BUILD)/obj32/model/attention_v4.o
+  OBJ64 += $(BUILD)/obj64/model/attention_v4.o
+  $(BUILD)/obj32/model/attention.o $(BUILD)/obj64/model/attention.o: CFLAGS += $(foreach f,$(DISPATCH_NAMES),-D$(f)=$(f)_v3)
+endif
+DISPATCH_V4 = -march=x86-64-v4 $(foreach f,$(DISPATCH_NAMES),-D$(f)=$(f)_v4)
 OBJ = $(if $(filter 64,$(PRECISION)),$(OBJ64),$(OBJ32))
 PREC_FLAGS = $(if $(filter 64,$(PRECISION)),-DREPOC_F64,)
 
@@ -143,6 +154,12 @@ $(BUILD)/obj32/%.o: %.c Makefile
 $(BUILD)/obj64/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -DREPOC_F64 -c $< -o $@
+$(BUILD)/obj32/model/attention_v4.o: model/attention.c Makefile
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DISPATCH_V4) $(DEPFLAGS) -c $< -o $@
+$(BUILD)/obj64/model/attention_v4.o: model/attention.c Makefile
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DISPATCH_V4) $(DEPFLAGS) -DREPOC_F64 -c $< -o $@
 -include $(wildcard $(OBJ32:.o=.d) $(OBJ64:.o=.d))
 
 GRADCHECK_SRC = $(wildcard tests/gradcheck*.c)

@@ -205,6 +205,6 @@ const char* cpu_blas_core(void) { return openblas_get_corename(); }
 void cpu_print(FILE* fp) {
     char model[256];
     cpu_model(model, sizeof(model));
-    fprintf(fp, "cpu: %s (%s)\nbuilt for: %s\nOpenBLAS: core %s, %s\n", model, cpu_level(), cpu_isa_built(),
-            cpu_blas_core(), openblas_get_config());
+    fprintf(fp, "cpu: %s (%s)\nbuilt for: %s\ndispatch: %s\nOpenBLAS: core %s, %s\n", model, cpu_level(),
+            cpu_isa_built(), cpu_dispatch(), cpu_blas_core(), openblas_get_config());
 }

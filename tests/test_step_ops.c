@@ -6,18 +6,30 @@
    2. model_build fills the cache for the T positions when a layer is rope, and
       leaves it out when none is;
    3. a whole training step (loss, every gradient) of a model with rope and
-      RePo layers, with the cache and with it taken away. */
+      RePo layers, with the cache and with it taken away;
+   4. in a portable build (make PORTABLE=1, REPOC_DISPATCH), the x86-64-v3 and
+      x86-64-v4 variants of attention, when this CPU runs both (model/dispatch.c
+      chooses between them at load time): forward to the bit, backward to
+      float rounding. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/check.h"
 #include "common/rng.h"
+#include "model/attention.h"
 #include "model/model.h"
 #include "model/rope.h"
 #include "tests/testutil.h"
 
-static void fill_normal(real* x, size_t n, Rng* rng) {
-    for (size_t i = 0; i < n; i++) x[i] = (real)rng_normal(rng);
+/* a (na), b (nb), c (nc), d (nd): N(0,1) draws, in that order, from one stream seeded by seed */
+static void fill_normal4(uint64_t seed, real* a, size_t na, real* b, size_t nb, real* c, size_t nc, real* d,
+                         size_t nd) {
+    Rng rng;
+    rng_seed(&rng, seed);
+    real* x[4] = {a, b, c, d};
+    size_t n[4] = {na, nb, nc, nd};
+    for (int j = 0; j < 4; j++)
+        for (size_t i = 0; i < n[j]; i++) x[j][i] = (real)rng_normal(&rng);
 }
 
 static int same_bits(const real* a, const real* b, size_t n) { return memcmp(a, b, n * sizeof(real)) == 0; }
@@ -35,12 +47,7 @@ static void check_rope_cache(const real* pos, size_t N, size_t n_cache, const ch
     real* buf = calloc(6 * nq + 6 * nk + 2 * N * KVH, sizeof(real));
     real *q1 = buf, *q2 = q1 + nq, *dq = q2 + nq, *dqin1 = dq + nq, *dqin2 = dqin1 + nq, *k1 = dqin2 + nq;
     real *k2 = k1 + nk, *dk = k2 + nk, *dkin1 = dk + nk, *dkin2 = dkin1 + nk, *dp1 = dkin2 + nk, *dp2 = dp1 + N * KVH;
-    Rng rng;
-    rng_seed(&rng, 5);
-    fill_normal(q1, nq, &rng);
-    fill_normal(k1, nk, &rng);
-    fill_normal(dq, nq, &rng);
-    fill_normal(dk, nk, &rng);
+    fill_normal4(5, q1, nq, k1, nk, dq, nq, dk, nk);
     memcpy(q2, q1, nq * sizeof(real));
     memcpy(k2, k1, nk * sizeof(real));
     rope_forward(q1, k1, pos, &plain, N, H, KVH, KVH);
@@ -124,10 +131,53 @@ static void test_model_step(void) {
     free(g2);
 }
 
+#ifdef REPOC_DISPATCH
+extern __typeof__(attention_forward) attention_forward_v3, attention_forward_v4;
+extern __typeof__(attention_backward) attention_backward_v3, attention_backward_v4;
+
+/* out, lse, dq, dk, dv of both variants on random q, k, v, dout with GQA and a causal T not a tile multiple */
+static void test_dispatch_variants(void) {
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("x86-64-v4")) {
+        printf("  SKIP    this CPU has no x86-64-v4: only the v3 attention variant runs here\n");
+        return;
+    }
+    size_t B = 2, T = 77, H = 4, KVH = 2, hd = 32, N = B * T, nq = N * H * hd, nk = N * KVH * hd;
+    real* buf = calloc(2 * (2 * nq + N * H + 2 * nk) + 2 * nq + 2 * nk, sizeof(real));
+    real *q = buf, *k = q + nq, *v = k + nk, *dout = v + nk, *r[2][6];
+    real* p = dout + nq;
+    for (int i = 0; i < 2; i++) {   /* out, lse, dq, dk, dv per variant */
+        r[i][0] = p;
+        r[i][1] = r[i][0] + nq;
+        r[i][2] = r[i][1] + N * H;
+        r[i][3] = r[i][2] + nq;
+        r[i][4] = r[i][3] + nk;
+        p = r[i][4] + nk;
+    }
+    fill_normal4(11, q, nq, k, nk, v, nk, dout, nq);
+    attention_forward_v3(r[0][0], r[0][1], q, k, v, NULL, B, T, H, KVH, hd);
+    attention_forward_v4(r[1][0], r[1][1], q, k, v, NULL, B, T, H, KVH, hd);
+    attention_backward_v3(r[0][2], r[0][3], r[0][4], dout, r[0][0], r[0][1], q, k, v, NULL, B, T, H, KVH, hd);
+    attention_backward_v4(r[1][2], r[1][3], r[1][4], dout, r[1][0], r[1][1], q, k, v, NULL, B, T, H, KVH, hd);
+    EXPECT(same_bits(r[0][0], r[1][0], nq) && same_bits(r[0][1], r[1][1], N * H),
+           "attention forward: the x86-64-v3 and x86-64-v4 variants give the same bits");
+    /* backward's tiles on the causal diagonal and at the ragged end (T = 77) group the sums differently per
+       vector width, so the variants agree to float rounding there, not to the bit */
+    const char* why = "float rounding of sums of ~T terms grouped by another vector width";
+    expect_close("attention backward dq, v3 vs v4", r[1][2], r[0][2], nq, 0, 1e-6, why);
+    expect_close("attention backward dk, v3 vs v4", r[1][3], r[0][3], nk, 0, 1e-6, why);
+    expect_close("attention backward dv, v3 vs v4", r[1][4], r[0][4], nk, 0, 1e-6, why);
+    free(buf);
+}
+#endif
+
 int main(void) {
     test_rope_cache();
     test_model_cache();
     test_model_step();
+#ifdef REPOC_DISPATCH
+    test_dispatch_variants();
+#endif
     printf("%d passed, %d failed\n", test_passes, test_failures);
     return test_failures ? 1 : 0;
 }
