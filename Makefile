@@ -4,7 +4,7 @@
 #   deps         install the missing Debian packages (apt-get)
 #   check-deps   fail with a message when OpenBLAS or cJSON is missing
 #   test         deps, all, the MPI trainer, then tests/run.sh (every test; ends "N passed, N failed")
-#   test-portable  the PORTABLE=1 build (x86-64-v3) builds, has no AVX-512 instruction, passes a subset
+#   test-portable  the PORTABLE=1 build (x86-64-v3, attention also for v4, chosen at load time) passes a subset
 #   test-asan    the safetensors and checkpoint tests under ASan+UBSan (make test runs it)
 #   quickstart   build, then tools/quickstart.sh (RoPE from scratch, then RePo continued from it)
 #   debug        all at -O0 -g with ASan+UBSan into build/debug
@@ -243,9 +243,10 @@ $(ASAN_BUILD)/test_safetensors: $(ASAN_SRC) common/safetensors.h common/check.h 
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -O3,$(CFLAGS)) $(ASAN_FLAGS) $(ASAN_SRC) -o $@ -lcjson -lm
 
-# make test-portable: the PORTABLE=1 build (x86-64-v3, build/portable) builds, has no
-# AVX-512 instruction, and passes gradcheck on a block and the tiny decoders and
-# test_parity (tests/portable.sh). Not part of make test: it rebuilds the library twice.
+# make test-portable: the PORTABLE=1 build (x86-64-v3, build/portable) builds, has AVX-512
+# instructions only in the dispatched attention_v4.o, and passes gradcheck on a block and the
+# tiny decoders, test_parity and test_step_ops (tests/portable.sh). Not part of make test: it
+# rebuilds the library twice.
 .PHONY: test-portable
 test-portable: check-deps
 	@tests/portable.sh
