@@ -3,6 +3,7 @@
 #include "data/mixture.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,8 +86,9 @@ void mixture_open(Mixture* mx, const char* key, const char* format, size_t vocab
     for (size_t k = 0; k < mx->n; k++) {
         MixSource* s = &mx->src[k];
         token_data_open(&s->data, (const char* const*)s->files, s->n_files, format, vocab_size);
-        CHECK(s->data.n_tokens > T, "%s: source '%s' has %zu tokens, fewer than data.seq_len + 1 = %zu that one "
-              "row needs: give longer files or a smaller data.seq_len", key, s->name, s->data.n_tokens, T + 1);
+        char what[128];
+        snprintf(what, sizeof(what), "source '%s'", s->name);
+        token_data_check_row(&s->data, key, what, T);
     }
 }
 

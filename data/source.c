@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/check.h"
+#include "data/documents.h"
 #include "data/mix.h"
 
 typedef struct {
@@ -67,14 +68,12 @@ int synthetic_from_json(SyntheticConfig* cfg, const cJSON* obj, char* err, size_
 
 /* every row needs seq_len + 1 tokens; key is "data.train" or "data.val", files what it lists */
 static void check_length(const TokenData* td, const char* key, const char* const* files, size_t n, size_t T) {
-    if (td->n_tokens > T) return;
     char list[1024];
     size_t used = 0;
     list[0] = 0;
     for (size_t i = 0; i < n && used < sizeof(list); i++)
         used += (size_t)snprintf(list + used, sizeof(list) - used, "%s'%s'", i ? ", " : "", files[i]);
-    DIE("%s (%s): %zu tokens, fewer than data.seq_len + 1 = %zu that one row needs: give longer %s files "
-        "or a smaller data.seq_len", key, list, td->n_tokens, T + 1, key);
+    token_data_check_row(td, key, list, T);
 }
 
 /* the mixture form of key (data.train / data.val): parse, then open each source */
@@ -89,6 +88,7 @@ void data_source_open(DataSource* ds, const cJSON* synthetic, const char* const*
                       const char* const* val, size_t n_val, const cJSON* train_sources, const cJSON* val_sources,
                       const char* format, DataOrder order, uint64_t seed, size_t vocab_size, size_t T) {
     memset(ds, 0, sizeof(*ds));
+    ds->eos = -1;
     ds->order = order;
     ds->seed = seed;
     if (synthetic) {
@@ -124,6 +124,7 @@ void data_source_open_jsonl(DataSource* ds, const char* const* train, size_t n_t
                             size_t n_val, const char* tokenizer, DataOrder order, uint64_t seed, size_t vocab_size,
                             size_t T) {
     memset(ds, 0, sizeof(*ds));
+    ds->eos = -1;
     ds->order = order;
     ds->seed = seed;
     ds->jsonl = true;
@@ -150,38 +151,37 @@ void data_source_close(DataSource* ds) {
     memset(ds, 0, sizeof(*ds));
 }
 
+/* document ids of rows whose tokens are filled: from the end-of-document token, else one document per row */
+static void eos_doc_ids(const DataSource* ds, size_t n, size_t T, const int32_t* tokens, int32_t* doc_ids) {
+    if (!doc_ids) return;
+    if (ds->eos >= 0) doc_ids_from_eos(doc_ids, tokens, n, T, ds->eos);
+    else memset(doc_ids, 0, n * T * sizeof(int32_t));
+}
+
 void data_source_rows(const DataSource* ds, bool val, size_t step, size_t rows_per_step, size_t row0, size_t n,
-                      size_t T, int32_t* tokens, int32_t* targets, uint8_t* answer_mask) {
+                      size_t T, int32_t* tokens, int32_t* targets, uint8_t* answer_mask, int32_t* doc_ids) {
     if (ds->synthetic) {   /* the held-out stream: another seed, never drawn in training */
         uint64_t seed = val ? mix64(ds->seed ^ 0x76616c6964617465ull) : ds->seed;
         synthetic_rows(&ds->syn, seed, step, rows_per_step, row0, n, T, tokens, targets, answer_mask);
+        eos_doc_ids(ds, n, T, tokens, doc_ids);
         return;
     }
     if (answer_mask) memset(answer_mask, 0, n * T);   /* token files have no answers */
     CHECK(!val || ds->has_val, "no validation data (data.val)");
     if (ds->jsonl) {   /* validation reads its rows in order, like files */
         packed_rows(val ? &ds->jval : &ds->jtrain, val ? ORDER_SEQUENTIAL : ds->order, ds->seed, step, rows_per_step,
-                    row0, n, tokens, targets, NULL);
+                    row0, n, tokens, targets, doc_ids);
         return;
     }
     if (!val && ds->train_mix.n) {
         mixture_rows(&ds->train_mix, ds->order, ds->seed, step, rows_per_step, row0, n, T, tokens, targets, NULL);
-        return;
+    } else {
+        CHECK(!val || !ds->val_mix.n, "data.val has sources: read them with data_source_val_rows");
+        /* validation reads its files in order, batch after batch */
+        token_data_rows(val ? &ds->val : &ds->train, val ? ORDER_SEQUENTIAL : ds->order, ds->seed, step,
+                        rows_per_step, row0, n, T, tokens, targets);
     }
-    CHECK(!val || !ds->val_mix.n, "data.val has sources: read them with data_source_val_rows");
-    /* validation reads its files in order, batch after batch */
-    token_data_rows(val ? &ds->val : &ds->train, val ? ORDER_SEQUENTIAL : ds->order, ds->seed, step, rows_per_step,
-                    row0, n, T, tokens, targets);
-}
-
-void data_source_doc_ids(const DataSource* ds, bool val, size_t step, size_t rows_per_step, size_t row0, size_t n,
-                         size_t T, int32_t* doc_ids) {
-    if (!ds->jsonl) {
-        memset(doc_ids, 0, n * T * sizeof(int32_t));
-        return;
-    }
-    packed_rows(val ? &ds->jval : &ds->jtrain, val ? ORDER_SEQUENTIAL : ds->order, ds->seed, step, rows_per_step, row0,
-                n, NULL, NULL, doc_ids);
+    eos_doc_ids(ds, n, T, tokens, doc_ids);
 }
 
 size_t data_source_val_streams(const DataSource* ds) {
@@ -200,11 +200,12 @@ size_t data_source_val_batches(const DataSource* ds, size_t k, size_t eval_batch
 }
 
 void data_source_val_rows(const DataSource* ds, size_t k, size_t batch, size_t B, size_t T, int32_t* tokens,
-                          int32_t* targets) {
+                          int32_t* targets, int32_t* doc_ids) {
     if (!ds->val_mix.n) {
-        data_source_rows(ds, true, batch, B, 0, B, T, tokens, targets, NULL);
+        data_source_rows(ds, true, batch, B, 0, B, T, tokens, targets, NULL, doc_ids);
         return;
     }
     /* sequential rows (batch*B + j) * T: the windows build/eval --ppl reads, in its order */
     token_data_rows(&ds->val_mix.src[k].data, ORDER_SEQUENTIAL, ds->seed, batch, B, 0, B, T, tokens, targets);
+    eos_doc_ids(ds, B, T, tokens, doc_ids);
 }

@@ -25,6 +25,9 @@ typedef struct {
     bool has_val;          /* val files given, or synthetic (a held-out stream) */
     DataOrder order;
     uint64_t seed;
+    int32_t eos;           /* the end-of-document token of token-file, mixture and synthetic rows (document
+                              ids, data/documents.h); -1: none, each row is one document. Set by the caller
+                              after open; JSONL rows take their record boundaries instead. */
 } DataSource;
 
 /* data.synthetic as JSON: an object of SyntheticConfig fields ("weights": {family: w},
@@ -49,17 +52,13 @@ void data_source_open_jsonl(DataSource* ds, const char* const* train, size_t n_t
 void data_source_close(DataSource* ds);
 
 /* rows row0 .. row0+n-1 of step `step` (rows_per_step global rows); val = the held-out stream.
-   answer_mask (n*T, may be NULL): 1 where targets[i] is a synthetic answer token, else 0 */
+   answer_mask (n*T, may be NULL): 1 where targets[i] is a synthetic answer token, else 0.
+   doc_ids (n*T, may be NULL): the document id of each token for data.document_mask (data/documents.h: a run
+   of equal ids within a row is one document): packed JSONL rows from their record boundaries (0, 1, ... in
+   each row; a document split over rows is doc 0 of its later rows; padding is a document of its own); every
+   other source from ds->eos (doc_ids_from_eos), or 0 everywhere when eos < 0. */
 void data_source_rows(const DataSource* ds, bool val, size_t step, size_t rows_per_step, size_t row0, size_t n,
-                      size_t T, int32_t* tokens, int32_t* targets, uint8_t* answer_mask);
-
-/* Document ids for data.document_mask (data/documents.h: one int32 per token, a run of equal ids within a
-   row being one document). Token files get them from data.eos_token_id (doc_ids_from_eos, in the trainer);
-   packed JSONL rows from their record boundaries, here: doc_ids (n*T) 0, 1, ... for the documents of each
-   of the same rows in order (a document split over rows is doc 0 of its later rows; padding is a document
-   of its own). Other sources give 0 everywhere (one document per row). */
-void data_source_doc_ids(const DataSource* ds, bool val, size_t step, size_t rows_per_step, size_t row0, size_t n,
-                         size_t T, int32_t* doc_ids);
+                      size_t T, int32_t* tokens, int32_t* targets, uint8_t* answer_mask, int32_t* doc_ids);
 /* Validation streams: one per data.val source in the mixture form, else one
    (the val files, or the synthetic held-out stream). name: the source's name,
    NULL for the single stream. */
@@ -70,8 +69,9 @@ const char* data_source_val_name(const DataSource* ds, size_t k);
    (neighbours sharing one token, as build/eval --ppl reads them), so its loss
    is build/eval's perplexity over the same windows; at least 1. */
 size_t data_source_val_batches(const DataSource* ds, size_t k, size_t eval_batches, size_t B, size_t T);
-/* Batch `batch` of stream k: rows batch*B .. batch*B+B-1, row j the window from j*T */
+/* Batch `batch` of stream k: rows batch*B .. batch*B+B-1, row j the window from j*T; doc_ids (may be NULL)
+   as data_source_rows fills them */
 void data_source_val_rows(const DataSource* ds, size_t k, size_t batch, size_t B, size_t T, int32_t* tokens,
-                          int32_t* targets);
+                          int32_t* targets, int32_t* doc_ids);
 
 #endif

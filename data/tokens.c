@@ -106,6 +106,11 @@ void token_data_open(TokenData* td, const char* const* patterns, size_t n_patter
     data_files_free(&df);
 }
 
+void token_data_check_row(const TokenData* td, const char* key, const char* what, size_t T) {
+    CHECK(td->n_tokens > T, "%s (%s): %zu tokens, fewer than data.seq_len + 1 = %zu that one row needs: give longer "
+          "files or a smaller data.seq_len", key, what, td->n_tokens, T + 1);
+}
+
 void token_data_close(TokenData* td) {
     for (size_t i = 0; i < td->n_files; i++) token_file_close(&td->files[i]);
     free(td->files);

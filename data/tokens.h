@@ -64,6 +64,10 @@ void token_data_open(TokenData* td, const char* const* patterns, size_t n_patter
                      const char* format, size_t vocab_size);
 void token_data_close(TokenData* td);
 
+/* Dies unless td holds the seq_len + 1 = T + 1 tokens that one row needs. key: "data.train" or
+   "data.val"; what names the data in the message (the file list, or a mixture source) */
+void token_data_check_row(const TokenData* td, const char* key, const char* what, size_t T);
+
 /* Map and check one file (token_data_open's per-file step); start is left 0 */
 void token_file_open(TokenFile* f, const char* path, const char* format, size_t vocab_size);
 void token_file_close(TokenFile* f);

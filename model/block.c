@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+#include "data/mix.h"          /* mix_triple: the LoRA dropout key of a projection */
 #include "model/attention.h"
 #include "model/linear.h"
 #include "model/repo.h"
@@ -71,23 +72,35 @@ void block_scratch_layout(BlockScratch* s, Cursor* cur, const ModelConfig* c, si
     if (c->lora_rank) s->lora_dax = cursor_take(cur, N * c->lora_rank);
 }
 
+/* The LoRA dropout of projection t in this forward: NULL without dropout, else *d keyed by (micro-batch
+   key, layer, t) */
+static const LoraDropout* proj_dropout(LoraDropout* d, LoraTarget t, const BlockCtx* ctx) {
+    if (!(ctx->lora_p > 0)) return NULL;
+    *d = (LoraDropout){ctx->lora_p, mix_triple(ctx->lora_key, ctx->layer, (uint64_t)t, 0), ctx->lora_xd};
+    return d;
+}
+
 /* A projection of the block, out (N,OC) = inp (N,C) W^T, plus its LoRA term
-   (alpha/r) (inp A^T) B^T when projection t is adapted; W = the base weight. */
+   (alpha/r) (x A^T) B^T when projection t is adapted (x = inp, or its dropout); W = the base weight. */
 static void proj_forward(real* out, LayerActs* a, const real* inp, const real* W, const LayerWeights* w,
-                         LoraTarget t, const ModelConfig* c, size_t N, size_t C, size_t OC) {
+                         LoraTarget t, const BlockCtx* ctx, size_t N, size_t C, size_t OC) {
+    const ModelConfig* c = ctx->cfg;
     linear_forward(out, inp, W, N, C, OC);
+    LoraDropout d;
     if (w->lora_a[t])
-        lora_forward(out, a->lora_ax[t], inp, w->lora_a[t], w->lora_b[t], (real)cfg_lora_scale(c), N, C, OC,
-                     c->lora_rank);
+        lora_forward(out, a->lora_ax[t], inp, w->lora_a[t], w->lora_b[t], (real)cfg_lora_scale(c),
+                     proj_dropout(&d, t, ctx), N, C, OC, c->lora_rank);
 }
 /* dinp (N,C) +=   dW, dA, dB += (NULL: frozen)   for proj_forward's out */
 static void proj_backward(real* dinp, real* dW, const real* dout, const LayerActs* a, const real* inp,
                           const real* W, const LayerWeights* w, LayerWeights* dw, BlockScratch* s, LoraTarget t,
-                          const ModelConfig* c, size_t N, size_t C, size_t OC) {
+                          const BlockCtx* ctx, size_t N, size_t C, size_t OC) {
+    const ModelConfig* c = ctx->cfg;
     linear_backward(dinp, dW, dout, inp, W, N, C, OC);
+    LoraDropout d;
     if (w->lora_a[t])
         lora_backward(dinp, dw->lora_a[t], dw->lora_b[t], s->lora_dax, dout, inp, a->lora_ax[t], w->lora_a[t],
-                      w->lora_b[t], (real)cfg_lora_scale(c), N, C, OC, c->lora_rank);
+                      w->lora_b[t], (real)cfg_lora_scale(c), proj_dropout(&d, t, ctx), N, C, OC, c->lora_rank);
 }
 
 /* the positions a layer rotates by, or NULL for nope */
@@ -111,17 +124,17 @@ void block_qkv_forward(LayerActs* a, const real* x_in, const LayerWeights* w, si
     /* attention input: the raw stream (OLMo-2) or input_layernorm(x) (Llama) */
     const real* h = x_in;
     if (c->block == BLOCK_OLMO2) {
-        proj_forward(a->q_pre, a, h, w->wq, w, LORA_Q, c, N, D, qd);
+        proj_forward(a->q_pre, a, h, w->wq, w, LORA_Q, ctx, N, D, qd);
         rmsnorm_forward(a->q, a->q_rstd, a->q_pre, w->q_norm, N, qd, eps);
-        proj_forward(a->k_pre, a, h, w->wk, w, LORA_K, c, N, D, kvd);
+        proj_forward(a->k_pre, a, h, w->wk, w, LORA_K, ctx, N, D, kvd);
         rmsnorm_forward(a->k, a->k_rstd, a->k_pre, w->k_norm, N, kvd, eps);
     } else {
         rmsnorm_forward(a->h, a->h_rstd, x_in, w->in_norm, N, D, eps);
         h = a->h;
-        proj_forward(a->q, a, h, w->wq, w, LORA_Q, c, N, D, qd);
-        proj_forward(a->k, a, h, w->wk, w, LORA_K, c, N, D, kvd);
+        proj_forward(a->q, a, h, w->wq, w, LORA_Q, ctx, N, D, qd);
+        proj_forward(a->k, a, h, w->wk, w, LORA_K, ctx, N, D, kvd);
     }
-    proj_forward(a->v, a, h, w->wv, w, LORA_V, c, N, D, kvd);
+    proj_forward(a->v, a, h, w->wv, w, LORA_V, ctx, N, D, kvd);
     if (c->pos[l] == POS_REPO) {
         RepoWeights rw = repo_weights(w);
         repo_forward(a->z, &a->repo, h, &rw, (RepoDims){N, D, cfg_dp(c), c->KVH});
@@ -136,7 +149,7 @@ void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerW
     bool olmo2 = c->block == BLOCK_OLMO2;
     double eps = c->norm_eps;
 
-    proj_forward(a->o, a, a->att, w->wo, w, LORA_O, c, N, qd, D);
+    proj_forward(a->o, a, a->att, w->wo, w, LORA_O, ctx, N, qd, D);
     const real* mlp_in;
     if (olmo2) {   /* x_mid = x + norm(o); a->d holds norm(o) until the MLP overwrites it */
         rmsnorm_forward(a->d, a->attn_rstd, a->o, w->attn_norm, N, D, eps);
@@ -148,20 +161,24 @@ void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerW
         mlp_in = a->h2;
     }
     /* from here on x_in is not read, so x_out may be x_in */
-    proj_forward(a->g, a, mlp_in, w->gate, w, LORA_GATE, c, N, D, F);
-    proj_forward(a->u, a, mlp_in, w->up, w, LORA_UP, c, N, D, F);
+    proj_forward(a->g, a, mlp_in, w->gate, w, LORA_GATE, ctx, N, D, F);
+    proj_forward(a->u, a, mlp_in, w->up, w, LORA_UP, ctx, N, D, F);
     swiglu_forward(a->m, a->g, a->u, N * F);
     if (olmo2) {   /* x_out = x_mid + norm(m Wdown^T) */
-        proj_forward(a->d, a, a->m, w->down, w, LORA_DOWN, c, N, F, D);
+        proj_forward(a->d, a, a->m, w->down, w, LORA_DOWN, ctx, N, F, D);
         rmsnorm_forward(x_out, a->mlp_rstd, a->d, w->mlp_norm, N, D, eps);
         residual_forward(x_out, x_out, a->x_mid, N * D);
     } else {       /* x_out = x_mid + m Wdown^T */
-        proj_forward(x_out, a, a->m, w->down, w, LORA_DOWN, c, N, F, D);
+        proj_forward(x_out, a, a->m, w->down, w, LORA_DOWN, ctx, N, F, D);
         residual_forward(x_out, x_out, a->x_mid, N * D);
     }
 }
 
-void block_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeights* w, size_t l, const BlockCtx* ctx) {
+void block_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeights* w, size_t l,
+                   const BlockCtx* ctx_all) {
+    BlockCtx at = *ctx_all;   /* this layer's: its LoRA dropout keys */
+    at.layer = l;
+    const BlockCtx* ctx = &at;
     const ModelConfig* c = ctx->cfg;
     block_qkv_forward(a, x_in, w, l, ctx);
     attention_forward(a->att, a->lse, a->q, a->k, a->v, ctx->docs, ctx->B, ctx->T, c->H, c->KVH, cfg_hd(c));
@@ -171,7 +188,10 @@ void block_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeigh
 static void zero(real* p, size_t n) { memset(p, 0, n * sizeof(real)); }
 
 void block_backward(real* dx_in, LayerWeights* dw, const real* dx_out, const LayerActs* a, const real* x_in,
-                    const LayerWeights* w, size_t l, BlockScratch* s, const BlockCtx* ctx) {
+                    const LayerWeights* w, size_t l, BlockScratch* s, const BlockCtx* ctx_all) {
+    BlockCtx at = *ctx_all;   /* this layer's: its LoRA dropout keys, as block_forward made them */
+    at.layer = l;
+    const BlockCtx* ctx = &at;
     const ModelConfig* c = ctx->cfg;
     size_t N = ctx->B * ctx->T, D = c->D, hd = cfg_hd(c), F = c->F;
     size_t qd = c->H * hd, kvd = c->KVH * hd;
@@ -187,15 +207,15 @@ void block_backward(real* dx_in, LayerWeights* dw, const real* dx_out, const Lay
         rmsnorm_backward(s->dd, dw->mlp_norm, dx_out, a->d, w->mlp_norm, a->mlp_rstd, N, D);
         dd = s->dd;
     }
-    proj_backward(s->dm, dw->down, dd, a, a->m, w->down, w, dw, s, LORA_DOWN, c, N, F, D);
+    proj_backward(s->dm, dw->down, dd, a, a->m, w->down, w, dw, s, LORA_DOWN, ctx, N, F, D);
     zero(s->dg, N * F);
     zero(s->du, N * F);
     swiglu_backward(s->dg, s->du, s->dm, a->g, a->u, N * F);
     const real* mlp_in = olmo2 ? a->x_mid : a->h2;
     real* dmlp_in = olmo2 ? s->dx_mid : s->dmlp_in;
     if (!olmo2) zero(s->dmlp_in, N * D);
-    proj_backward(dmlp_in, dw->gate, s->dg, a, mlp_in, w->gate, w, dw, s, LORA_GATE, c, N, D, F);
-    proj_backward(dmlp_in, dw->up, s->du, a, mlp_in, w->up, w, dw, s, LORA_UP, c, N, D, F);
+    proj_backward(dmlp_in, dw->gate, s->dg, a, mlp_in, w->gate, w, dw, s, LORA_GATE, ctx, N, D, F);
+    proj_backward(dmlp_in, dw->up, s->du, a, mlp_in, w->up, w, dw, s, LORA_UP, ctx, N, D, F);
     if (!olmo2) rmsnorm_backward(s->dx_mid, dw->attn_norm, s->dmlp_in, a->x_mid, w->attn_norm, a->attn_rstd, N, D);
 
     /* attention half: x_mid = x + [norm](att Wo^T) */
@@ -207,7 +227,7 @@ void block_backward(real* dx_in, LayerWeights* dw, const real* dx_out, const Lay
         do_ = s->do_;
     }
     zero(s->datt, N * qd);
-    proj_backward(s->datt, dw->wo, do_, a, a->att, w->wo, w, dw, s, LORA_O, c, N, qd, D);
+    proj_backward(s->datt, dw->wo, do_, a, a->att, w->wo, w, dw, s, LORA_O, ctx, N, qd, D);
     zero(s->dq, N * qd);
     zero(s->dk, N * kvd);
     zero(s->dv, N * kvd);
@@ -241,9 +261,9 @@ void block_backward(real* dx_in, LayerWeights* dw, const real* dx_out, const Lay
         dqn = s->dq_pre;
         dkn = s->dk_pre;
     }
-    proj_backward(dh, dw->wq, dqn, a, h, w->wq, w, dw, s, LORA_Q, c, N, D, qd);
-    proj_backward(dh, dw->wk, dkn, a, h, w->wk, w, dw, s, LORA_K, c, N, D, kvd);
-    proj_backward(dh, dw->wv, s->dv, a, h, w->wv, w, dw, s, LORA_V, c, N, D, kvd);
+    proj_backward(dh, dw->wq, dqn, a, h, w->wq, w, dw, s, LORA_Q, ctx, N, D, qd);
+    proj_backward(dh, dw->wk, dkn, a, h, w->wk, w, dw, s, LORA_K, ctx, N, D, kvd);
+    proj_backward(dh, dw->wv, s->dv, a, h, w->wv, w, dw, s, LORA_V, ctx, N, D, kvd);
     if (learned) {
         RepoWeights rw = repo_weights(w);
         RepoGrads rg = {dw->repo_gate, dw->repo_content, dw->repo_final};

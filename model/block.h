@@ -56,6 +56,10 @@ typedef struct {
     const real* pos_seq;         /* (N,KVH) integer positions t, for rope layers */
     const real* force_pos;       /* (N,KVH) or NULL: a test hook replacing RePo's z */
     const DocSpans* docs;        /* NULL, or document masking: attention stays within each document */
+    size_t layer;                /* the block being run (set per layer by the model): a LoRA dropout key */
+    double lora_p;               /* LoRA dropout of this forward and its backward; 0: none (evaluation) */
+    uint64_t lora_key;           /* its key for this micro-batch */
+    real* lora_xd;               /* (N, max(D, H*hd, F)): its work space */
 } BlockCtx;
 
 void layer_acts_layout(LayerActs* a, Cursor* cur, const ModelConfig* cfg, size_t l, size_t N);

@@ -41,6 +41,7 @@ void model_config_validate(const ModelConfig* c) {
     CHECK(!c->lora_rank || (c->lora_targets && c->lora_targets < (1u << LORA_N_TARGETS)),
           "model: lora has rank %zu but no target projections", c->lora_rank);
     CHECK(!c->lora_rank || c->lora_alpha > 0, "model: lora alpha %g must be positive", c->lora_alpha);
+    CHECK(c->lora_dropout >= 0 && c->lora_dropout < 1, "model: lora dropout %g must be in [0, 1)", c->lora_dropout);
     CHECK(c->norm_eps > 0, "model: norm_eps %g must be positive", c->norm_eps);
     CHECK(c->rope_theta > 1, "model: rope_theta %g must be > 1", c->rope_theta);
     CHECK(c->max_position_embeddings <= ((size_t)1 << 53), "model: max_position_embeddings %zu exceeds 2^53, the "

@@ -36,6 +36,7 @@ typedef struct {
     size_t lora_rank;                   /* r of the LoRA adapters; 0 = no LoRA (every tensor is a plain weight) */
     double lora_alpha;                  /* y = W x + (alpha / r) B A x */
     unsigned lora_targets;              /* bit (1 << LoraTarget) per wrapped projection */
+    double lora_dropout;                /* p in [0, 1) of dropout on each adapter's input while training */
     bool base_bf16;                     /* frozen layer matrices kept in BF16 and widened per layer (training memory;
                                            never written to config.json) */
     char hf_carried[HF_CARRIED_LEN];    /* a JSON object: the source config.json's keys that repoc carries

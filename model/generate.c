@@ -161,7 +161,7 @@ static void layer_forward(Generator* g, size_t l, size_t n, size_t p0) {
     a->k = g->k[l] + p0 * kvd;   /* this chunk's cache rows */
     a->v = g->v[l] + p0 * kvd;
     a->z = g->z[l] ? g->z[l] + p0 * KVH : NULL;
-    BlockCtx ctx = {c, 1, n, &m->rope, g->pos, NULL, NULL};
+    BlockCtx ctx = {.cfg = c, .B = 1, .T = n, .rope = &m->rope, .pos_seq = g->pos};   /* no dropout */
     block_qkv_forward(a, g->x, w, l, &ctx);
     if (p0 == 0) attention_forward(a->att, a->lse, a->q, g->k[l], g->v[l], NULL, 1, n, c->H, KVH, cfg_hd(c));
     else cache_attention(g, l, n, p0);

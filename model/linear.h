@@ -4,7 +4,9 @@
 #ifndef REPOC_LINEAR_H
 #define REPOC_LINEAR_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/real.h"
 
@@ -17,14 +19,27 @@ void linear_backward(real* dinp, real* dweight, const real* dout, const real* in
 /* the reference: same contract as linear_forward, plain loops */
 void linear_forward_naive(real* out, const real* inp, const real* weight, size_t N, size_t C, size_t OC);
 
-/* LoRA on a frozen linear: out (N,OC) += scale · (inp A^T) B^T, scale = alpha / r.
-   ax (N,r) = inp A^T, saved for backward   inp (N,C)   A (r,C)   B (OC,r) */
+/* LoRA dropout on the adapter's input, as PEFT's lora_dropout: xd = inp * mask / (1 - p), element i of
+   inp (N,C) kept (mask 1) when u_i >= p, u_i in [0,1) from the top 53 bits of mix64(key + i). The mask is
+   a pure function of (key, i), so backward and a recomputed forward make the same one. NULL = no dropout. */
+typedef struct {
+    double p;                    /* the probability of dropping, in (0, 1) */
+    uint64_t key;                /* one per (run seed, step, micro-batch, layer, projection) */
+    real* xd;                    /* (N,C) work space: the dropped input */
+} LoraDropout;
+/* out (N,C) = (add ? out : 0) + inp * mask / (1 - p)   inp (N,C) */
+void lora_dropout_apply(real* out, const real* inp, bool add, const LoraDropout* d, size_t N, size_t C);
+
+/* LoRA on a frozen linear: out (N,OC) += scale · (x A^T) B^T, scale = alpha / r, x = inp or its dropout.
+   ax (N,r) = x A^T, saved for backward   inp (N,C)   A (r,C)   B (OC,r)   drop: NULL or the dropout */
 void lora_forward(real* out, real* ax, const real* inp, const real* A, const real* B, real scale,
-                  size_t N, size_t C, size_t OC, size_t r);
-/* dinp (N,C) += scale · (dout B) A (skipped when NULL)   dA (r,C) += scale · (dout B)^T inp
+                  const LoraDropout* drop, size_t N, size_t C, size_t OC, size_t r);
+/* dinp (N,C) += scale · ((dout B) A) * mask / (1 - p) (skipped when NULL)   dA (r,C) += scale · (dout B)^T x
    dB (OC,r) += scale · dout^T ax   (dA, dB skipped when NULL; a frozen adapter)
-   dax (N,r): work space, overwritten   dout (N,OC)   inp, ax, A, B as forward saw/saved them */
+   dax (N,r): work space, overwritten   dout (N,OC)   inp, ax, A, B, drop as forward saw/saved them
+   (drop->xd is overwritten) */
 void lora_backward(real* dinp, real* dA, real* dB, real* dax, const real* dout, const real* inp, const real* ax,
-                   const real* A, const real* B, real scale, size_t N, size_t C, size_t OC, size_t r);
+                   const real* A, const real* B, real scale, const LoraDropout* drop, size_t N, size_t C, size_t OC,
+                   size_t r);
 
 #endif

@@ -42,6 +42,10 @@ static void acts_layout(Model* m, Cursor* cur) {
         m->rope_cos = (double*)cursor_take(cur, n);
         m->rope_sin = (double*)cursor_take(cur, n);
     }
+    if (c->lora_rank && c->lora_dropout > 0) {   /* the widest projection input: D, H*hd (o_proj) or F */
+        size_t widest = c->D > c->F ? c->D : c->F, qd = c->H * cfg_hd(c);
+        m->lora_xd = cursor_take(cur, N * (qd > widest ? qd : widest));
+    }
 }
 
 static void scratch_layout(Model* m, Cursor* cur) {
@@ -199,7 +203,8 @@ static const LayerWeights* layer_weights(Model* m, size_t l) {
 }
 
 static BlockCtx block_ctx(const Model* m) {
-    return (BlockCtx){&m->cfg, m->B, m->T, &m->rope, m->pos_seq, m->force_positions, m->masked ? &m->spans : NULL};
+    return (BlockCtx){&m->cfg, m->B, m->T, &m->rope, m->pos_seq, m->force_positions, m->masked ? &m->spans : NULL,
+                      0, m->lora_dropout_on ? m->cfg.lora_dropout : 0, m->lora_dropout_key, m->lora_xd};
 }
 
 /* Document masking for the next forward: spans from m->doc_ids and rope positions t - start_t; back to one

@@ -65,6 +65,10 @@ typedef struct {
                                     plain mean); set by the caller, unchanged until its backward (xent.h) */
 
     const char* lora_base;       /* the base checkpoint a LoRA model's adapters are saved against (not owned) */
+    bool lora_dropout_on;        /* the next forward and its backward apply cfg.lora_dropout (training); set by
+                                    the caller with lora_dropout_key, one key per micro-batch; off by default */
+    uint64_t lora_dropout_key;
+    real* lora_xd;               /* (N, max(D, H*hd, F)) the dropout's work space, when cfg.lora_dropout > 0 */
     const int32_t* doc_ids;      /* (N) document id of each token for the next forward, NULL = one document per
                                     row; set by the caller, unchanged until its backward. With it, attention stays
                                     within each document (a run of equal ids) and rope positions restart at 0 */

@@ -16,6 +16,50 @@ static void peft_name(char* out, size_t len, const TensorInfo* t) { snprintf(out
 /* the tensors an adapter holds: LoRA A and B, and trainable RePo weights */
 static bool in_adapter(const TensorInfo* t) { return t->is_lora || (t->is_repo && t->grad_offset != NO_GRAD); }
 
+/* A RePo tensor's module: its name without ".weight" (model.layers.N.self_attn.gate_map) and the short name
+   (gate_map) that modules_to_save may give instead */
+static void module_of(const TensorInfo* t, char* path, size_t len, const char** short_name) {
+    snprintf(path, len, "%s", t->name);
+    char* dot = strrchr(path, '.');
+    if (dot) *dot = 0;
+    dot = strrchr(path, '.');
+    *short_name = dot ? dot + 1 : path;
+}
+
+/* modules_to_save: per RePo kind, its short name when every tensor of the kind is saved (PEFT then wraps
+   every such module), else the full path of each saved one (PEFT matches a module whose name ends with an
+   entry); null without saved RePo tensors */
+static void add_modules_to_save(cJSON* j, const TensorTable* tt) {
+    cJSON* list = cJSON_CreateArray();
+    const TensorKind kinds[] = {TK_REPO_GATE, TK_REPO_CONTENT, TK_REPO_FINAL};
+    for (int k = 0; k < 3; k++) {
+        size_t all = 0, saved = 0;
+        const char* short_name = NULL;
+        char path[TENSOR_NAME_LEN];
+        for (size_t i = 0; i < tt->n; i++) {
+            if (tt->t[i].kind != kinds[k]) continue;
+            all++;
+            saved += in_adapter(&tt->t[i]);
+            module_of(&tt->t[i], path, sizeof(path), &short_name);
+        }
+        if (saved && saved == all) {
+            cJSON_AddItemToArray(list, cJSON_CreateString(short_name));
+            continue;
+        }
+        for (size_t i = 0; saved && i < tt->n; i++) {
+            if (tt->t[i].kind != kinds[k] || !in_adapter(&tt->t[i])) continue;
+            module_of(&tt->t[i], path, sizeof(path), &short_name);
+            cJSON_AddItemToArray(list, cJSON_CreateString(path));
+        }
+    }
+    if (cJSON_GetArraySize(list)) {
+        cJSON_AddItemToObject(j, "modules_to_save", list);
+    } else {
+        cJSON_Delete(list);
+        cJSON_AddNullToObject(j, "modules_to_save");
+    }
+}
+
 void peft_save(const Model* m, const char* dir, const char* base_model) {
     const ModelConfig* c = &m->cfg;
     CHECK(c->lora_rank, "peft_save: the model has no LoRA adapters");
@@ -24,11 +68,9 @@ void peft_save(const Model* m, const char* dir, const char* base_model) {
     StWriteTensor* w = callocCheck(tt->n, sizeof(StWriteTensor));
     char (*names)[TENSOR_NAME_LEN + 32] = callocCheck(tt->n, TENSOR_NAME_LEN + 32);
     size_t n = 0;
-    bool repo = false;
     for (size_t i = 0; i < tt->n; i++) {
         const TensorInfo* t = &tt->t[i];
         if (!in_adapter(t)) continue;
-        repo |= t->is_repo;
         peft_name(names[n], TENSOR_NAME_LEN + 32, t);
         w[n] = (StWriteTensor){.name = names[n], .dtype = ST_F32, .ndim = t->ndim, .data = m->params + t->offset};
         for (size_t d = 0; d < t->ndim; d++) w[n].shape[d] = t->shape[d];
@@ -48,20 +90,14 @@ void peft_save(const Model* m, const char* dir, const char* base_model) {
     cJSON_AddStringToObject(j, "base_model_name_or_path", base_model ? base_model : "");
     cJSON_AddNumberToObject(j, "r", (double)c->lora_rank);
     cJSON_AddNumberToObject(j, "lora_alpha", c->lora_alpha);
-    cJSON_AddNumberToObject(j, "lora_dropout", 0.0);
+    cJSON_AddNumberToObject(j, "lora_dropout", c->lora_dropout);
     cJSON_AddStringToObject(j, "bias", "none");
     cJSON_AddBoolToObject(j, "fan_in_fan_out", false);
     cJSON_AddBoolToObject(j, "inference_mode", true);
     cJSON* targets = cJSON_AddArrayToObject(j, "target_modules");
     for (int t = 0; t < LORA_N_TARGETS; t++)
         if (cfg_lora_on(c, (LoraTarget)t)) cJSON_AddItemToArray(targets, cJSON_CreateString(lora_target_name((LoraTarget)t)));
-    if (repo) {
-        cJSON* mts = cJSON_AddArrayToObject(j, "modules_to_save");
-        const char* repo_modules[] = {"gate_map", "content_map", "final_map"};
-        for (int k = 0; k < 3; k++) cJSON_AddItemToArray(mts, cJSON_CreateString(repo_modules[k]));
-    } else {
-        cJSON_AddNullToObject(j, "modules_to_save");
-    }
+    add_modules_to_save(j, tt);
     char* text = cJSON_Print(j);
     cJSON_Delete(j);
     snprintf(path, sizeof(path), "%s/adapter_config.json", dir);
@@ -86,8 +122,9 @@ bool peft_read_config(const char* dir, ModelConfig* cfg) {
           "%s: 'r' must be an integer in [1, 65536]", path);
     CHECK(cJSON_IsNumber(alpha) && alpha->valuedouble > 0, "%s: 'lora_alpha' must be a positive number", path);
     const cJSON* dropout = cJSON_GetObjectItemCaseSensitive(j, "lora_dropout");
-    if (dropout && !cJSON_IsNull(dropout) && !(cJSON_IsNumber(dropout) && dropout->valuedouble == 0))
-        fprintf(stderr, "note: %s: lora_dropout is ignored (repoc applies no adapter dropout)\n", path);
+    CHECK(!dropout || cJSON_IsNull(dropout) ||
+              (cJSON_IsNumber(dropout) && dropout->valuedouble >= 0 && dropout->valuedouble < 1),
+          "%s: 'lora_dropout' must be a number in [0, 1)", path);
     const cJSON* bias = cJSON_GetObjectItemCaseSensitive(j, "bias");
     CHECK(!bias || cJSON_IsNull(bias) || (cJSON_IsString(bias) && !strcmp(bias->valuestring, "none")),
           "%s: 'bias' must be \"none\" (no bias adapters)", path);
@@ -96,6 +133,7 @@ bool peft_read_config(const char* dir, ModelConfig* cfg) {
           path);
     cfg->lora_rank = (size_t)r->valuedouble;
     cfg->lora_alpha = alpha->valuedouble;
+    cfg->lora_dropout = cJSON_IsNumber(dropout) ? dropout->valuedouble : 0;   /* applies only while training */
     cfg->lora_targets = 0;
     const cJSON* it;
     cJSON_ArrayForEach(it, targets) {
@@ -109,15 +147,50 @@ bool peft_read_config(const char* dir, ModelConfig* cfg) {
     return true;
 }
 
+/* adapter_config.json's modules_to_save (an array, or NULL when null or absent); *root to cJSON_Delete */
+static const cJSON* read_modules_to_save(const char* dir, cJSON** root) {
+    char path[4096];
+    size_t len;
+    snprintf(path, sizeof(path), "%s/adapter_config.json", dir);
+    char* text = file_read_all_or_null(path, &len);
+    *root = text ? cJSON_ParseWithLength(text, len) : NULL;
+    free(text);
+    const cJSON* mts = cJSON_GetObjectItemCaseSensitive(*root, "modules_to_save");
+    if (!mts || cJSON_IsNull(mts)) return NULL;
+    const cJSON* it;
+    CHECK(cJSON_IsArray(mts), "%s: 'modules_to_save' must be null or a list of module names", path);
+    cJSON_ArrayForEach(it, mts) CHECK(cJSON_IsString(it), "%s: 'modules_to_save' entries must be strings", path);
+    return mts;
+}
+
+/* whether modules_to_save names t's module: as PEFT matches, the module's path ends with an entry */
+static bool listed(const cJSON* mts, const TensorInfo* t) {
+    char path[TENSOR_NAME_LEN];
+    const char* short_name;
+    module_of(t, path, sizeof(path), &short_name);
+    size_t n = strlen(path);
+    const cJSON* it;
+    cJSON_ArrayForEach(it, mts) {
+        size_t k = strlen(it->valuestring);
+        if (k <= n && !strcmp(path + n - k, it->valuestring)) return true;
+    }
+    return false;
+}
+
 size_t peft_load(Model* m, const char* dir, char* loaded) {
     char path[4096], name[TENSOR_NAME_LEN + 32];
     snprintf(path, sizeof(path), "%s/adapter_model.safetensors", dir);
+    cJSON* root;
+    const cJSON* mts = read_modules_to_save(dir, &root);
     StFile f;
     st_open_or_die(&f, path);
     const TensorTable* tt = &m->tensors;
     size_t n = 0;
     for (size_t j = 0; j < f.n_tensors; j++) {   /* every tensor of the file must belong to the model */
         const StTensor* st = &f.tensors[j];
+        CHECK(!strstr(st->name, ".modules_to_save."), "%s: tensor '%s' has PEFT's in-model name; the adapter file "
+              "stores a modules_to_save weight without 'modules_to_save.<adapter name>.' (e.g. "
+              "base_model.model.model.layers.N.self_attn.gate_map.weight)", path, st->name);
         size_t pl = strlen(PEFT_PREFIX);
         long i = strncmp(st->name, PEFT_PREFIX, pl) ? -1 : tensor_table_find(tt, st->name + pl);
         CHECK(i >= 0 && (tt->t[i].is_lora || tt->t[i].is_repo),
@@ -129,8 +202,12 @@ size_t peft_load(Model* m, const char* dir, char* loaded) {
         if (!t->is_lora && !t->is_repo) continue;
         peft_name(name, sizeof(name), t);
         const StTensor* st = st_find(&f, name);
-        CHECK(st || !t->is_lora, "%s: no tensor '%s' (the adapter's rank or target_modules differ from the model's)",
-              path, name);
+        bool saved = t->is_repo && mts && listed(mts, t);   /* a module PEFT wraps and loads */
+        CHECK(st || !(t->is_lora || saved), "%s: no tensor '%s' (%s)", path, name,
+              t->is_lora ? "the adapter's rank or target_modules differ from the model's"
+                         : "adapter_config.json's modules_to_save lists its module");
+        CHECK(!st || t->is_lora || saved, "%s: tensor '%s' is a RePo weight whose module adapter_config.json's "
+              "modules_to_save does not list (PEFT would not load it)", path, name);
         if (!st) continue;
         bool same = st->ndim == t->ndim;
         for (size_t d = 0; same && d < t->ndim; d++) same = st->shape[d] == t->shape[d];
@@ -141,6 +218,7 @@ size_t peft_load(Model* m, const char* dir, char* loaded) {
         n++;
     }
     st_close(&f);
+    cJSON_Delete(root);
     return n;
 }
 

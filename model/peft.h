@@ -3,8 +3,11 @@
    adapter_model.safetensors with PEFT's names, "base_model.model." + the base
    tensor's module + ".lora_A.weight" [r, in] / ".lora_B.weight" [out, r].
    Trainable RePo tensors are PEFT "modules_to_save" (gate_map, content_map,
-   final_map): PEFT saves such a module's weight under its plain name with the
-   same "base_model.model." prefix, and so do we. */
+   final_map). In a PEFT model such a module's weight is
+   base_model.model.<module>.modules_to_save.<adapter name>.weight; the adapter
+   file drops "modules_to_save.<adapter name>." and stores
+   base_model.model.<module>.weight (get_peft_model_state_dict), which loading
+   maps back. We write and read the file's form. */
 #ifndef REPOC_PEFT_H
 #define REPOC_PEFT_H
 
@@ -15,14 +18,17 @@
 #define PEFT_PREFIX "base_model.model."
 
 /* Write dir/adapter_config.json and dir/adapter_model.safetensors (F32) for m's LoRA tensors and its
-   trainable RePo tensors; base_model: the base checkpoint's path or hub name ("" = unknown). */
+   trainable RePo tensors; modules_to_save lists a RePo kind by its short name (gate_map) when every one is
+   trained, else the full path of each trained module; base_model: the base checkpoint's path or hub name ("" = unknown). */
 void peft_save(const Model* m, const char* dir, const char* base_model);
 /* When dir holds adapter_config.json: set cfg's lora_rank, lora_alpha and lora_targets from it (dies on a
-   config repoc cannot run: another peft_type, an unknown target module, dropout) and return true. */
+   config repoc cannot run: another peft_type, an unknown target module, a lora_dropout outside [0, 1)) and return true. */
 bool peft_read_config(const char* dir, ModelConfig* cfg);
 /* Load dir/adapter_model.safetensors into m: every LoRA tensor of m must be there with m's shape (the
-   error names the tensor and both shapes); RePo tensors found there are loaded too. loaded (m->tensors.n
-   flags, may be NULL) gets 1 for each tensor read. Returns the count. */
+   error names the tensor and both shapes), and so must every RePo tensor whose module adapter_config.json's
+   modules_to_save names (an entry matches a module whose path ends with it, as in PEFT); a RePo tensor of
+   a module it does not name, or one under PEFT's in-model name (".modules_to_save.<adapter>."), is refused.
+   loaded (m->tensors.n flags, may be NULL) gets 1 for each tensor read. Returns the count. */
 size_t peft_load(Model* m, const char* dir, char* loaded);
 
 /* Fold every adapter into its base weight: W (out,in) += (alpha / r) B (out,r) A (r,in). The adapters

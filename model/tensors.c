@@ -116,9 +116,23 @@ void tensor_table_build(TensorTable* tt, const ModelConfig* c, const char* const
             }
         }
     }
-    for (size_t l = 0; l < c->L; l++) {   /* the widening buffer: the largest layer's BF16 tensors */
-        size_t n = 0;
-        for (size_t i = 0; i < tt->n; i++) n += tt->t[i].bf16 && tt->t[i].layer == (int)l ? tt->t[i].numel : 0;
+    for (size_t i = 1; i < tt->n; i++) {   /* t[0] is embed_tokens, then layer 0's tensors, layer 1's, ... */
+        int l = tt->t[i].layer, prev = tt->t[i - 1].layer;
+        CHECK(l == prev || l == prev + 1, "tensor table: %s out of layer order", tt->t[i].name);
+        if (l != prev) tt->layer_range[l].first = i;
+        tt->layer_range[l].end = i + 1;
+    }
+    for (size_t l = 0; l < c->L; l++) {   /* each layer's BF16 run; the widening buffer fits the largest */
+        size_t start = 0, n = 0;
+        for (size_t i = tt->layer_range[l].first; i < tt->layer_range[l].end; i++) {
+            const TensorInfo* t = &tt->t[i];
+            if (!t->bf16) continue;
+            if (!n) start = t->offset;
+            CHECK(t->offset == start + n, "tensor table: %s is not next in its layer's BF16 run", t->name);
+            n += t->numel;
+        }
+        tt->layer_range[l].bf16_start = start;
+        tt->layer_range[l].n_bf16 = n;
         if (n > tt->max_layer_bf16) tt->max_layer_bf16 = n;
     }
     add_tensor(tt, &cap, TK_FINAL_NORM, 0, -1, "model.norm.weight", c, frozen, n_frozen);
@@ -177,13 +191,11 @@ void weights_view(ModelWeights* w, const TensorTable* tt, const ModelConfig* c, 
 void layer_weights_widen(LayerWeights* out, const LayerWeights* w, const TensorTable* tt, const uint16_t* bf16,
                          real* buf, int layer) {
     *out = *w;
-    for (size_t i = 0; i < tt->n; i++) {
-        const TensorInfo* t = &tt->t[i];
-        if (!t->bf16 || t->layer != layer) continue;
-        const uint16_t* src = bf16 + t->offset;
-        #pragma omp parallel for
-        for (size_t k = 0; k < t->numel; k++) buf[k] = (real)st_bf16_to_f32(src[k]);
-        *layer_field(out, t->kind) = buf;
-        buf += t->numel;
-    }
+    size_t first = tt->layer_range[layer].first, end = tt->layer_range[layer].end;
+    size_t start = tt->layer_range[layer].bf16_start, n = tt->layer_range[layer].n_bf16;
+    const uint16_t* src = bf16 + start;
+    #pragma omp parallel for
+    for (size_t k = 0; k < n; k++) buf[k] = (real)st_bf16_to_f32(src[k]);
+    for (size_t i = first; i < end; i++)
+        if (tt->t[i].bf16) *layer_field(out, tt->t[i].kind) = buf + (tt->t[i].offset - start);
 }

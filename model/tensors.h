@@ -46,6 +46,10 @@ typedef struct {
     size_t n_grads;              /* total reals of the gradient arena */
     size_t n_bf16;               /* total elements of the BF16 arena */
     size_t max_layer_bf16;       /* the most BF16 elements of one layer: the widening buffer */
+    struct {                     /* per layer: its tensors t[first..end) and its BF16 tensors, one run
+                                    bf16[bf16_start, bf16_start + n_bf16) of the BF16 arena in table order */
+        size_t first, end, bf16_start, n_bf16;
+    } layer_range[MAX_LAYERS];
 } TensorTable;
 
 /* Per-layer views; a pointer is NULL when the layer has no such tensor (or, for
@@ -85,7 +89,8 @@ long tensor_table_find(const TensorTable* tt, const char* name);
 /* Named views into an arena: params (use_grad false) or grads (use_grad true). */
 void weights_view(ModelWeights* w, const TensorTable* tt, const ModelConfig* cfg, real* base, bool use_grad);
 
-/* A copy of layer l's view with its BF16 tensors widened to real into buf (tt->max_layer_bf16). */
+/* A copy of layer l's view with its BF16 tensors widened to real into buf (tt->max_layer_bf16): the layer's
+   run of the BF16 arena in one parallel loop, then its tensors' views into buf. */
 void layer_weights_widen(LayerWeights* out, const LayerWeights* w, const TensorTable* tt, const uint16_t* bf16,
                          real* buf, int layer);
 

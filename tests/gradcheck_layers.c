@@ -165,30 +165,37 @@ static size_t build_linear(Problem* out, size_t max, Rng* rng) {
     return 1;
 }
 
-/* ---- lora: out (N,OC) = inp W^T + s (inp A^T) B^T ---- */
+/* ---- lora: out (N,OC) = inp W^T + s (x A^T) B^T, x = inp or its dropout (a fixed mask: dims[4] = 1) ---- */
+static const LoraDropout* lora_drop(OpCtx* c, LoraDropout* d) {
+    *d = (LoraDropout){0.4, 0x5eedull, c->work[2]};
+    return c->dims[4] ? d : NULL;
+}
 static double lora_loss(Problem* p) {
     OpCtx* c = p->ctx;
     size_t N = c->dims[0], C = c->dims[1], OC = c->dims[2], r = c->dims[3];
+    LoraDropout d;
     linear_forward(c->out, c->in[0], c->in[1], N, C, OC);
-    lora_forward(c->out, c->work[0], c->in[0], c->in[2], c->in[3], 1.75, N, C, OC, r);
+    lora_forward(c->out, c->work[0], c->in[0], c->in[2], c->in[3], 1.75, lora_drop(c, &d), N, C, OC, r);
     return gc_project(c->out, c->proj, N * OC);
 }
 static void lora_grad(Problem* p) {
     OpCtx* c = p->ctx;
     size_t N = c->dims[0], C = c->dims[1], OC = c->dims[2], r = c->dims[3];
+    LoraDropout d;
     zero_grads(p);
     lora_loss(p);
     linear_backward(p->dx[0], p->dx[1], c->proj, c->in[0], c->in[1], N, C, OC);
     lora_backward(p->dx[0], p->dx[2], p->dx[3], c->work[1], c->proj, c->in[0], c->work[0], c->in[2], c->in[3], 1.75,
-                  N, C, OC, r);
+                  lora_drop(c, &d), N, C, OC, r);
 }
-static size_t build_lora(Problem* out, size_t max, Rng* rng) {
-    OpCtx* c = new_problem(out, "lora (N=4, C=5, OC=3, r=2, scale 1.75)");
+static void setup_lora(Problem* out, Rng* rng, const char* name, bool dropout) {
+    OpCtx* c = new_problem(out, name);
     size_t N = 4, C = 5, OC = 3, r = 2;
     c->dims[0] = N;
     c->dims[1] = C;
     c->dims[2] = OC;
     c->dims[3] = r;
+    c->dims[4] = dropout;
     c->in[0] = gc_random(rng, N * C, -1, 1);
     c->in[1] = gc_random(rng, OC * C, -1, 1);
     c->in[2] = gc_random(rng, r * C, -1, 1);
@@ -196,6 +203,7 @@ static size_t build_lora(Problem* out, size_t max, Rng* rng) {
     c->out = gc_random(rng, N * OC, 0, 0);
     c->work[0] = gc_random(rng, N * r, 0, 0);
     c->work[1] = gc_random(rng, N * r, 0, 0);
+    c->work[2] = gc_random(rng, N * C, 0, 0);
     c->proj = gc_random(rng, N * OC, -1, 1);
     gc_add(out, "inp", c->in[0], N * C);
     gc_add(out, "weight", c->in[1], OC * C);
@@ -203,7 +211,12 @@ static size_t build_lora(Problem* out, size_t max, Rng* rng) {
     gc_add(out, "lora_B", c->in[3], OC * r);
     out->loss = lora_loss;
     out->grad = lora_grad;
-    return 1;
+}
+static size_t build_lora(Problem* out, size_t max, Rng* rng) {
+    (void)max;
+    setup_lora(&out[0], rng, "lora (N=4, C=5, OC=3, r=2, scale 1.75)", false);
+    setup_lora(&out[1], rng, "lora with dropout 0.4 on its input (one fixed mask)", true);
+    return 2;
 }
 
 /* ---- rope: q, k rotated in place by real positions; inputs copied first ---- */

@@ -63,7 +63,7 @@ static void collect_grads(Problem* p, Model* m, size_t first) {
 }
 
 static BlockCtx ctx_of(Model* m) {
-    return (BlockCtx){&m->cfg, m->B, m->T, &m->rope, m->pos_seq, NULL, NULL};
+    return (BlockCtx){.cfg = &m->cfg, .B = m->B, .T = m->T, .rope = &m->rope, .pos_seq = m->pos_seq};
 }
 
 /* ---- one block: L = Σ block(x_in) ⊙ proj ---- */
@@ -226,5 +226,10 @@ size_t build_lora_model(Problem* out, size_t max, Rng* rng) {
     cfg.lora_targets = 1u << LORA_Q | 1u << LORA_V | 1u << LORA_DOWN;
     setup_model(&out[1], rng, &cfg, "lora-model: Llama, rank 2 on q_proj, v_proj, down_proj, layers rope/repo", 0, NULL,
                 NULL);
-    return 2;
+    cfg.lora_dropout = 0.3;   /* one fixed key: the masks of every layer and projection stay put */
+    setup_model(&out[2], rng, &cfg, "lora-model: the same with LoRA dropout 0.3 (fixed masks)", 0, NULL, NULL);
+    ModelCtx* c = out[2].ctx;
+    c->m.lora_dropout_on = true;
+    c->m.lora_dropout_key = 0x5eedull;
+    return 3;
 }

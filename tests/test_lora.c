@@ -1,13 +1,19 @@
 /* LoRA adapters: PEFT's zero B leaves the base model's logits unchanged; a
    merged checkpoint (W + (alpha/r) B A) gives the adapter model's logits within
-   float rounding; the PEFT files round-trip; an adapter whose shapes do not
-   match the base is refused, naming the tensor and both shapes. */
+   float rounding; the PEFT files round-trip; trained RePo weights are saved
+   under PEFT's adapter-file names for modules_to_save and listed there; an
+   adapter whose shapes do not match the base is refused, naming the tensor and
+   both shapes, and so is one whose RePo weights and modules_to_save disagree. */
+#include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/check.h"
+#include "common/fileio.h"
 #include "common/rng.h"
 #include "common/safetensors.h"
+#include "model/linear.h"
 #include "model/model.h"
 #include "model/peft.h"
 #include "tests/testutil.h"
@@ -132,12 +138,137 @@ static void check_bf16_base(ModelConfig cfg) {
     model_free(&half);
 }
 
-typedef struct { ModelConfig cfg; const char* dir; } LoadArg;
+/* LoRA dropout: the mask keeps about 1 - p of the inputs, scaled by 1/(1 - p), the same for the same key;
+   a model's dropout changes the loss only while on, and recompute remakes the same masks (bit-identical
+   gradients) */
+static void check_dropout(ModelConfig cfg) {
+    printf("dropout\n");
+    size_t n = 1 << 16;
+    real* ones = mallocCheck(n * sizeof(real));
+    real* a = mallocCheck(n * sizeof(real));
+    real* b = mallocCheck(n * sizeof(real));
+    for (size_t i = 0; i < n; i++) ones[i] = 1;
+    LoraDropout d = {0.25, 42, NULL};
+    lora_dropout_apply(a, ones, false, &d, 256, n / 256);
+    size_t kept = 0, scaled = 0;
+    for (size_t i = 0; i < n; i++) {
+        kept += a[i] != 0;
+        scaled += a[i] == 0 || a[i] == (real)(1 / 0.75);
+    }
+    double frac = (double)kept / (double)n;   /* binomial: sd sqrt(p (1-p) / n) = 0.0017 */
+    EXPECT(fabs(frac - 0.75) < 0.01 && scaled == n, "p 0.25 keeps %.4f of %zu inputs (0.75 +- 0.01), each x 1/0.75",
+           frac, n);
+    lora_dropout_apply(b, ones, false, &d, 256, n / 256);
+    EXPECT(!memcmp(a, b, n * sizeof(real)), "the same key gives the same mask");
+    d.key = 43;
+    lora_dropout_apply(b, ones, false, &d, 256, n / 256);
+    EXPECT(memcmp(a, b, n * sizeof(real)), "another key gives another mask");
+    free(ones);
+    free(a);
+    free(b);
+
+    int32_t tokens[NT], targets[NT];
+    for (size_t i = 0; i < NT; i++) {
+        tokens[i] = (int32_t)((i * 5 + 2) % cfg.V);
+        targets[i] = (int32_t)((i * 7) % cfg.V);
+    }
+    cfg.lora_dropout = 0.3;
+    Model m[2];
+    double loss[2];
+    for (int rec = 0; rec < 2; rec++) {
+        ModelOpts o = {rec, 0};
+        model_build_opts(&m[rec], &cfg, 2, NT / 2, NULL, 0, &o, false);
+        random_weights(&m[rec], 19);
+        m[rec].lora_dropout_key = 7;
+        double off = model_forward(&m[rec], tokens, targets);
+        m[rec].lora_dropout_on = true;
+        loss[rec] = model_forward(&m[rec], tokens, targets);
+        if (!rec) EXPECT(off != loss[rec], "dropout changes the loss only while on (%.9g off, %.9g on)", off, loss[rec]);
+        model_zero_grad(&m[rec]);
+        model_backward(&m[rec], 1.0);
+    }
+    EXPECT(loss[0] == loss[1] && !memcmp(m[0].grads, m[1].grads, m[0].tensors.n_grads * sizeof(real)),
+           "recompute with dropout: the same loss and bit-identical gradients (%zu values)", m[0].tensors.n_grads);
+    model_free(&m[0]);
+    model_free(&m[1]);
+}
+
+typedef struct { ModelConfig cfg; const char* dir; const char* const* frozen; size_t n_frozen; } LoadArg;
 static void load_child(void* p) {
     LoadArg* a = p;
     Model m;
-    model_build(&m, &a->cfg, 1, 2, NULL, 0, false);
+    model_build(&m, &a->cfg, 1, 2, a->frozen, a->n_frozen, false);
     peft_load(&m, a->dir, NULL);
+}
+
+static void write_text(const char* dir, const char* file, const char* text) {
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    file_write_atomic(path, text, strlen(text));
+}
+
+/* RePo layers 1 and 2 trained with LoRA, layer 2's gate_map frozen: PEFT's adapter-file names
+   (base_model.model.<module>.weight, never the in-model <module>.modules_to_save.default.weight), and
+   modules_to_save by short name where every module of a kind is saved, by path otherwise */
+static void check_modules_to_save(ModelConfig cfg, const char* tmp) {
+    printf("modules_to_save\n");
+    cfg.L = 3;
+    cfg.pos[1] = POS_REPO;
+    cfg.pos[2] = POS_REPO;
+    const char* frozen[] = {"model.layers.2.self_attn.gate_map.weight"};
+    Model m;
+    model_build(&m, &cfg, 1, 2, frozen, 1, false);
+    model_init_weights(&m, 3, 0.02);
+    peft_save(&m, tmp, "base");
+    char path[512];
+    snprintf(path, sizeof(path), "%s/adapter_model.safetensors", tmp);
+    StFile f;
+    st_open_or_die(&f, path);
+    bool plain = true;
+    for (size_t j = 0; j < f.n_tensors; j++)
+        plain &= !strstr(f.tensors[j].name, "modules_to_save") && !strstr(f.tensors[j].name, ".default");
+    EXPECT(plain && st_find(&f, "base_model.model.model.layers.1.self_attn.gate_map.weight") &&
+               st_find(&f, "base_model.model.model.layers.2.self_attn.content_map.weight") &&
+               st_find(&f, "base_model.model.model.layers.2.self_attn.final_map.weight") &&
+               !st_find(&f, "base_model.model.model.layers.2.self_attn.gate_map.weight"),
+           "adapter_model.safetensors: trained RePo weights as base_model.model.<module>.weight, the frozen one out");
+    st_close(&f);
+    snprintf(path, sizeof(path), "%s/adapter_config.json", tmp);
+    size_t len;
+    char* text = file_read_all_or_null(path, &len);
+    cJSON* j = cJSON_ParseWithLength(text, len);
+    char* mts = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(j, "modules_to_save"));
+    EXPECT(!strcmp(mts, "[\"model.layers.1.self_attn.gate_map\",\"content_map\",\"final_map\"]"),
+           "adapter_config.json modules_to_save %s: the path of the one saved gate_map, short names for the rest",
+           mts);
+    Model back;
+    model_build(&back, &cfg, 1, 2, frozen, 1, false);
+    size_t n = peft_load(&back, tmp, NULL), lora = 0;
+    for (size_t i = 0; i < m.tensors.n; i++) lora += m.tensors.t[i].is_lora;
+    EXPECT(n == lora + 5, "peft_load reads the %zu LoRA tensors and the 5 saved RePo weights (%zu)", lora, n);
+    model_free(&back);
+
+    LoadArg arg = {cfg, tmp, frozen, 1};
+    write_text(tmp, "adapter_config.json", "{\"peft_type\": \"LORA\", \"r\": 3, \"lora_alpha\": 5, "
+               "\"target_modules\": [\"q_proj\"], \"modules_to_save\": [\"gate_map\", \"content_map\", \"final_map\"]}");
+    const char* missing[] = {"no tensor 'base_model.model.model.layers.2.self_attn.gate_map.weight'",
+                             "modules_to_save lists its module", NULL};
+    expect_dies_with("modules_to_save names a module the file lacks", load_child, &arg, missing);
+    write_text(tmp, "adapter_config.json", "{\"peft_type\": \"LORA\", \"r\": 3, \"lora_alpha\": 5, "
+               "\"target_modules\": [\"q_proj\"], \"modules_to_save\": null}");
+    const char* unlisted[] = {"layers.1.self_attn.gate_map.weight' is a RePo weight", "does not list", NULL};
+    expect_dies_with("a RePo weight modules_to_save does not name", load_child, &arg, unlisted);
+    real w[4] = {0};
+    StWriteTensor in_model = {.name = "base_model.model.model.layers.1.self_attn.gate_map.modules_to_save.default"
+                                      ".weight", .dtype = ST_F32, .ndim = 2, .shape = {2, 2}, .data = w};
+    snprintf(path, sizeof(path), "%s/adapter_model.safetensors", tmp);
+    st_write(path, &in_model, 1, NULL, NULL, 0);
+    const char* named[] = {"has PEFT's in-model name", "without 'modules_to_save.<adapter name>.'", NULL};
+    expect_dies_with("PEFT's in-model name in the adapter file", load_child, &arg, named);
+    cJSON_free(mts);
+    cJSON_Delete(j);
+    free(text);
+    model_free(&m);
 }
 
 int main(void) {
@@ -157,13 +288,16 @@ int main(void) {
     llama.lora_rank = 2;
     llama.lora_alpha = 16;
     llama.lora_targets = 1u << LORA_Q | 1u << LORA_O | 1u << LORA_UP;
+    check_modules_to_save(olmo, tmp);
     run("llama, rank 2 on q_proj, o_proj, up_proj", llama, tmp);
 
     check_bf16_base(olmo);
     check_bf16_base(llama);
+    check_dropout(olmo);
+
 
     printf("errors\n");
-    LoadArg arg = {olmo, tmp};   /* tmp holds llama's rank-2 adapter; olmo asks for rank 3 */
+    LoadArg arg = {olmo, tmp, NULL, 0};   /* tmp holds llama's rank-2 adapter; olmo asks for rank 3 */
     arg.cfg.lora_rank = 2;
     arg.cfg.lora_targets = llama.lora_targets;
     arg.cfg.D = 64;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # LoRA training end to end on a tiny model: the frozen base is saved unchanged,
 # the adapters go to PEFT's files, a run stopped at step 10 and resumed gives
-# the same losses and adapters as one straight run, build/eval reads the LoRA
-# checkpoint, build/merge folds it into a plain checkpoint with the same
+# the same losses and adapters as one straight run (also with LoRA dropout,
+# which changes the losses and is recorded in adapter_config.json), build/eval
+# reads the LoRA checkpoint, build/merge folds it into a plain checkpoint with the same
 # validation loss, and a LoRA target that matches no projection is refused.
 . "$(dirname "$0")/testlib.sh" lora
 
@@ -19,12 +20,23 @@ JSON
 }
 config "$T/base.json" "$T/base" 10 null null
 build/train "$T/base.json" >"$T/base.log" 2>&1 || { bad "base run failed"; cat "$T/base.log"; }
-LORA='{"rank": 4, "alpha": 8, "targets": ["q_proj", "v_proj", "down_proj"]}'
-config "$T/a.json" "$T/a" 20 "\"$T/base/step_0000010\"" "$LORA"
-config "$T/b.json" "$T/b" 10 "\"$T/base/step_0000010\"" "$LORA"
-build/train "$T/a.json" >"$T/a.log" 2>&1 || { bad "LoRA run failed"; tail -5 "$T/a.log"; }
-build/train "$T/b.json" >"$T/b.log" 2>&1 && config "$T/b.json" "$T/b" 20 "\"$T/base/step_0000010\"" "$LORA" &&
-    build/train "$T/b.json" >>"$T/b.log" 2>&1 || { bad "stopped + resumed LoRA run failed"; tail -5 "$T/b.log"; }
+losses() { grep -o '"step": [0-9]*, "loss": [^,]*' "$1/metrics.jsonl"; }
+# straight_and_resumed LABEL A B LORA: LoRA run A of 20 steps from the base, and B stopped at 10 then resumed,
+# must give bit-identical losses, adapters and AdamW moments
+straight_and_resumed() {
+    local base="\"$T/base/step_0000010\""
+    config "$T/$2.json" "$T/$2" 20 "$base" "$4"
+    config "$T/$3.json" "$T/$3" 10 "$base" "$4"
+    build/train "$T/$2.json" >"$T/$2.log" 2>&1 || { bad "$1: run failed"; tail -5 "$T/$2.log"; }
+    build/train "$T/$3.json" >"$T/$3.log" 2>&1 && config "$T/$3.json" "$T/$3" 20 "$base" "$4" &&
+        build/train "$T/$3.json" >>"$T/$3.log" 2>&1 || { bad "$1: stopped + resumed run failed"; tail -5 "$T/$3.log"; }
+    local a="$T/$2/step_0000020" b="$T/$3/step_0000020"
+    [ -n "$(losses "$T/$2")" ] && [ "$(losses "$T/$2")" = "$(losses "$T/$3")" ] &&
+        cmp -s "$a/adapter_model.safetensors" "$b/adapter_model.safetensors" &&
+        cmp -s "$a/optimizer.safetensors" "$b/optimizer.safetensors" &&
+        ok "$1, resume at step 10: losses, adapters and AdamW moments bit-identical" || bad "$1: resumed run differs"
+}
+straight_and_resumed "LoRA" a b '{"rank": 4, "alpha": 8, "targets": ["q_proj", "v_proj", "down_proj"]}'
 
 A="$T/a/step_0000020"
 cmp -s "$T/base/step_0000010/model.safetensors" "$A/model.safetensors" &&
@@ -34,10 +46,6 @@ grep -q '"peft_type":.*"LORA"' "$A/adapter_config.json" && grep -q '"r":.*4' "$A
     ok "adapter_config.json: LORA, r 4, the three target modules" || { bad "adapter_config.json"; cat "$A/adapter_config.json"; }
 head -c 2000 "$A/adapter_model.safetensors" | grep -q 'base_model.model.model.layers.1.mlp.down_proj.lora_B.weight":{"dtype":"F32","shape":\[64,4\]' &&
     ok "adapter_model.safetensors: PEFT names, lora_B [out, r]" || bad "adapter tensor names or shapes"
-losses() { grep -o '"step": [0-9]*, "loss": [^,]*' "$1/metrics.jsonl"; }
-[ "$(losses "$T/a")" = "$(losses "$T/b")" ] && cmp -s "$A/adapter_model.safetensors" "$T/b/step_0000020/adapter_model.safetensors" &&
-    cmp -s "$A/optimizer.safetensors" "$T/b/step_0000020/optimizer.safetensors" &&
-    ok "resume at step 10: losses, adapters and AdamW moments bit-identical" || bad "resumed LoRA run differs"
 
 build/eval "$A" --ppl "$T/train.u16" --seq-len 32 --max-windows 4 >"$T/eval_a.log" 2>&1 || { bad "eval of the LoRA checkpoint failed"; tail -3 "$T/eval_a.log"; }
 build/merge "$T/base/step_0000010" "$A" "$T/merged" >"$T/merge.log" 2>&1 || { bad "merge failed"; cat "$T/merge.log"; }
@@ -45,6 +53,16 @@ build/merge "$T/base/step_0000010" "$A" "$T/merged" >"$T/merge.log" 2>&1 || { ba
 build/eval "$T/merged" --ppl "$T/train.u16" --seq-len 32 --max-windows 4 >"$T/eval_m.log" 2>&1 || { bad "eval of the merged checkpoint failed"; tail -3 "$T/eval_m.log"; }
 la=$(grep -o 'nll [0-9.]*  ppl [0-9.]*' "$T/eval_a.log" | head -n 1); lm=$(grep -o 'nll [0-9.]*  ppl [0-9.]*' "$T/eval_m.log" | head -n 1)
 [ -n "$la" ] && [ "$la" = "$lm" ] && ok "merged checkpoint: same validation $la as the adapter model" || bad "eval losses differ: '$la' vs '$lm'"
+
+# LoRA dropout 0.3: a run of 20 steps and one stopped at 10 and resumed match bit for bit, differ from the
+# run without dropout, and adapter_config.json records lora_dropout
+straight_and_resumed "LoRA dropout 0.3" c d '{"rank": 4, "alpha": 8, "targets": ["q_proj", "v_proj", "down_proj"], "dropout": 0.3}'
+C="$T/c/step_0000020"
+[ "$(losses "$T/c" | sed -n 2p)" != "$(losses "$T/a" | sed -n 2p)" ] &&
+    ok "dropout changes the training loss: $(losses "$T/c" | sed -n 2p | cut -d, -f2) vs$(losses "$T/a" | sed -n 2p | cut -d, -f2)" ||
+    bad "dropout 0.3 gave the losses of dropout 0"
+grep -q '"lora_dropout":.*0.3' "$C/adapter_config.json" && ok "adapter_config.json: lora_dropout 0.3" ||
+    { bad "adapter_config.json lora_dropout"; grep dropout "$C/adapter_config.json"; }
 
 config "$T/bad.json" "$T/bad" 5 null '{"rank": 4, "targets": ["q_proj", "qkv_proj"]}'
 out=$(build/train "$T/bad.json" 2>&1); rc=$?

@@ -2,7 +2,8 @@
    1. train.recompute: the gradients (and loss) are bit-identical to keeping
       every activation, for OLMo-2 and Llama blocks, with rope, repo and nope
       layers in one model, GQA, z-loss, answer weights, ignored targets and two
-      accumulated micro-batches;
+      accumulated micro-batches, with and without document masking (several
+      documents per row, other boundaries in each micro-batch);
    2. the chunked LM head (head_chunk 1 and 7 of N = 34 rows) agrees with the
       whole head to rounding, loss and every gradient;
    3. both shrink the activation arena as model_arena_sizes says, and the
@@ -34,18 +35,22 @@ static ModelConfig config(BlockStyle style) {
     return cfg;
 }
 
-/* two micro-batches of one optimizer step into m's gradients; returns the summed loss */
-static double run_step(Model* m, const real* weights) {
+/* two micro-batches of one optimizer step into m's gradients; returns the summed loss. docs: document
+   masking, row b of micro-batch k cut into documents at t = 3 + b + 2k and at 11 - k (three per row) */
+static double run_step(Model* m, const real* weights, bool docs) {
     Rng rng;
     rng_seed(&rng, 7);
-    int32_t tok[N], tgt[N];
+    int32_t tok[N], tgt[N], ids[N];
     double loss = 0;
     model_zero_grad(m);
     for (int k = 0; k < 2; k++) {
         for (size_t n = 0; n < N; n++) {
+            size_t b = n / T, t = n % T;
             tok[n] = (int32_t)rng_below(&rng, m->cfg.V);
             tgt[n] = n % 5 == 3 ? -1 : (int32_t)rng_below(&rng, m->cfg.V);
+            ids[n] = (int32_t)(t >= 3 + b + 2 * (size_t)k) + (int32_t)(t >= 11 - (size_t)k);
         }
+        m->doc_ids = docs ? ids : NULL;
         m->target_weights = weights;
         loss += model_forward(m, tok, tgt);
         model_backward(m, 0.5);
@@ -87,14 +92,20 @@ int main(void) {
         Model full, rec, chunked;
         build(&full, &cfg, false, 0);
         build(&rec, &cfg, true, 0);
-        double l_full = run_step(&full, weights), l_rec = run_step(&rec, weights);
-        EXPECT(l_full == l_rec, "%s recompute: loss %.9g == %.9g", name, l_rec, l_full);
-        EXPECT(!memcmp(full.grads, rec.grads, full.tensors.n_grads * sizeof(real)),
-               "%s recompute: every gradient bit-identical (%zu reals)", name, full.tensors.n_grads);
+        double l_masked = 0, l_full = 0;
+        for (int docs = 1; docs >= 0; docs--) {   /* unmasked last: the chunked runs below compare with it */
+            double l = run_step(&full, weights, docs), l_rec = run_step(&rec, weights, docs);
+            const char* how = docs ? " + document masking" : "";
+            EXPECT(l == l_rec, "%s recompute%s: loss %.9g == %.9g", name, how, l_rec, l);
+            EXPECT(!memcmp(full.grads, rec.grads, full.tensors.n_grads * sizeof(real)),
+                   "%s recompute%s: every gradient bit-identical (%zu reals)", name, how, full.tensors.n_grads);
+            *(docs ? &l_masked : &l_full) = l;
+        }
+        EXPECT(l_masked != l_full, "%s: masking changes the loss (%.9g vs %.9g)", name, l_masked, l_full);
         EXPECT(rec.n_acts < full.n_acts, "%s recompute: activations %zu < %zu reals", name, rec.n_acts, full.n_acts);
         for (size_t chunk = 1; chunk <= 7; chunk += 6) {
             build(&chunked, &cfg, chunk == 7, chunk);
-            double l_ch = run_step(&chunked, weights);
+            double l_ch = run_step(&chunked, weights, false);
             EXPECT(fabs(l_ch - l_full) <= 1e-6 * fabs(l_full), "%s head_chunk %zu: loss %.9g vs %.9g", name, chunk,
                    l_ch, l_full);
             char label[96];

@@ -51,6 +51,10 @@ build/tools/gen_tokens "$T/short.u16" 10 64 1 || exit 1
 case_ "validation data shorter than seq_len + 1" \
     "data.val ('$T/short.u16'): 10 tokens, fewer than data.seq_len + 1 = 17 that one row needs" \
     "$base" --set "data.val=[\"$T/short.u16\"]" --set train.eval_every=1
+case_ "LoRA dropout 1" "model.lora.dropout" "$base" --set 'model.lora={"rank": 2, "dropout": 1}'
+case_ "mixture source shorter than seq_len + 1" \
+    "data.train (source 'tiny'): 10 tokens, fewer than data.seq_len + 1 = 17 that one row needs" \
+    "$base" --set "data.train=[{\"name\": \"tiny\", \"files\": [\"$T/short.u16\"]}]"
 case_ "rows per step overflow" \
     "--set train.grad_accum=9007199254740992: train.grad_accum: 9007199254740992 x train.batch_size 2048 rows per step" \
     "$base" --set train.batch_size=2048 --set train.grad_accum=9007199254740992

@@ -286,9 +286,6 @@ static int validate(RcCtx* c) {
             return rc_fail(c, "model.lora.targets", "'%s' matches no projection; the valid names are q_proj, k_proj, "
                            "v_proj, o_proj, gate_proj, up_proj, down_proj", lo->targets.v[i]);
     }
-    if (lo->dropout != 0)
-        return rc_fail(c, "model.lora.dropout", "%g: only 0 is supported (no dropout on the adapter input)",
-                       lo->dropout);
 
     if (!strcmp(m->base_dtype, "bf16") && !m->init_from[0])
         return rc_fail(c, "model.base_dtype", "\"bf16\" keeps a frozen base loaded from model.init_from; give one "

@@ -78,7 +78,7 @@ typedef struct {                        /* LoRA adapters on the projections (PEF
     size_t rank;                        /* 0: no LoRA */
     double alpha;                       /* 32: the update is (alpha / rank) B A */
     RcList targets;                     /* empty = all seven: q_proj k_proj v_proj o_proj gate_proj up_proj down_proj */
-    double dropout;                     /* 0 (the only value supported) */
+    double dropout;                     /* p in [0, 1): dropout on each adapter's input while training */
 } RcLora;
 
 typedef struct {

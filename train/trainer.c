@@ -14,7 +14,7 @@
 #include "common/dist.h"
 #include "common/fileio.h"
 #include "common/threads.h"
-#include "data/documents.h"
+#include "data/mix.h"      /* mix_triple: the LoRA dropout key of a micro-batch */
 #include "model/hf_checkpoint.h"
 #include "model/hf_config.h"
 #include "optim/clip.h"
@@ -186,7 +186,8 @@ void trainer_setup(Trainer* tr) {
     resolve_model_config(tr);
     model_config_validate(&tr->mcfg);
     char err[1024];
-    if (run_config_eos(rc, &tr->mcfg, &tr->eos, err, sizeof(err))) DIE("%s", err);
+    int32_t eos;
+    if (run_config_eos(rc, &tr->mcfg, &eos, err, sizeof(err))) DIE("%s", err);
 
     const char* train_files[RC_LIST_MAX];
     const char* val_files[RC_LIST_MAX];
@@ -210,6 +211,7 @@ void trainer_setup(Trainer* tr) {
         data_source_open(&tr->data, rc->data.synthetic, train_files, rc->data.train.n, val_files, rc->data.val.n,
                          rc->data.train_sources, rc->data.val_sources, rc->data.format, rc->data.order, rc->run.seed,
                          tr->mcfg.V, tr->T);
+        tr->data.eos = eos;
     }
 
     run_config_optim(rc, &tr->ocfg);
@@ -224,13 +226,12 @@ void trainer_setup(Trainer* tr) {
     build_optimizer(tr);
     tr->tokens = mallocCheck(tr->B * tr->T * sizeof(int32_t));
     tr->targets = mallocCheck(tr->B * tr->T * sizeof(int32_t));
-    if (tr->data.jsonl && rc->data.document_mask) {   /* the packer's record boundaries */
+    if (rc->data.document_mask) {   /* the data source fills them with every batch */
         tr->doc_ids = mallocCheck(tr->B * tr->T * sizeof(int32_t));
-        printf("document masking: attention within the packed JSONL records, positions restart\n");
-    } else if (tr->eos >= 0) {
-        tr->doc_ids = mallocCheck(tr->B * tr->T * sizeof(int32_t));
-        printf("document masking: attention within documents ended by token %" PRId32 ", positions restart\n",
-               tr->eos);
+        tr->model.doc_ids = tr->doc_ids;
+        if (tr->data.jsonl) printf("document masking: attention within the packed JSONL records, positions restart\n");
+        else printf("document masking: attention within documents ended by token %" PRId32 ", positions restart\n",
+                    eos);
     }
     if (tr->data.synthetic && tr->data.syn.answer_weight != 1.0) {
         tr->answer_mask = mallocCheck(tr->B * tr->T);
@@ -310,15 +311,6 @@ static void gather_params(Trainer* tr) {
     }
 }
 
-/* data.document_mask: the micro-batch's document ids (rows row0.. of step of the train or val stream), for
-   the next forward and its backward */
-static void set_documents(Trainer* tr, bool val, size_t step, size_t rows_per_step, size_t row0) {
-    if (!tr->doc_ids) return;
-    if (tr->data.jsonl) data_source_doc_ids(&tr->data, val, step, rows_per_step, row0, tr->B, tr->T, tr->doc_ids);
-    else doc_ids_from_eos(tr->doc_ids, tr->tokens, tr->B, tr->T, tr->eos);
-    tr->model.doc_ids = tr->doc_ids;
-}
-
 void trainer_step(Trainer* tr) {
     Model* m = &tr->model;
     size_t step = tr->state.step, accum = tr->rc.train.grad_accum, world = (size_t)tr->world;
@@ -327,8 +319,10 @@ void trainer_step(Trainer* tr) {
     for (size_t k = 0; k < accum; k++) {   /* micro-batch k of rank r is global rows [(k*world + r)*B, +B) */
         size_t row0 = (k * world + (size_t)tr->rank) * tr->B;
         data_source_rows(&tr->data, false, step, tr->rows_per_step, row0, tr->B, tr->T, tr->tokens, tr->targets,
-                         tr->answer_mask);
-        set_documents(tr, false, step, tr->rows_per_step, row0);
+                         tr->answer_mask, tr->doc_ids);
+        /* LoRA dropout masks: a pure function of (seed, step, global micro-batch), so resume stays exact */
+        m->lora_dropout_on = true;
+        m->lora_dropout_key = mix_triple(0x6c6f72612d64726full, tr->rc.run.seed, step, k * world + (size_t)tr->rank);
         if (tr->target_weights) {   /* the answer-weighted training loss (data.synthetic.answer_weight) */
             for (size_t i = 0; i < tr->B * tr->T; i++)
                 tr->target_weights[i] = tr->answer_mask[i] ? (real)tr->data.syn.answer_weight : 1;
@@ -419,8 +413,8 @@ static bool eval_stream(Trainer* tr, size_t k, size_t n, double* total) {
         if (tr->stop && dist_any(*tr->stop != 0)) return false;
         size_t j = j0 + (size_t)tr->rank;
         if (j >= n) continue;
-        data_source_val_rows(&tr->data, k, j, tr->B, tr->T, tr->tokens, tr->targets);
-        set_documents(tr, true, j, tr->B, 0);
+        data_source_val_rows(&tr->data, k, j, tr->B, tr->T, tr->tokens, tr->targets, tr->doc_ids);
+        tr->model.lora_dropout_on = false;   /* validation: the adapters without dropout */
         tr->model.target_weights = NULL;   /* validation: the plain mean over every target */
         *total += model_forward(&tr->model, tr->tokens, tr->targets);
     }

@@ -44,7 +44,6 @@ typedef struct {
     double comm_s;               /* seconds in all-reduce / all-gather in the last step */
     int32_t *tokens, *targets;   /* (B,T) one micro-batch */
     int32_t* doc_ids;            /* (B,T) with data.document_mask (data/documents.h), else NULL */
-    int32_t eos;                 /* its end-of-document token, -1 without it */
     uint8_t* answer_mask;        /* (B,T) with data.synthetic.answer_weight != 1, else NULL */
     real* target_weights;        /* (B,T) answer_weight on answer targets, 1 elsewhere; or NULL */
     char resumed_from[4096];     /* "" when the run started fresh */
