@@ -4,11 +4,13 @@
 #   deps         install the missing Debian packages (apt-get)
 #   check-deps   fail with a message when OpenBLAS or cJSON is missing
 #   test         deps, all, the MPI trainer, then tests/run.sh (every test; ends "N passed, N failed")
+#   test-portable  the PORTABLE=1 build (x86-64-v3, attention also for v4, chosen at load time) passes a subset
 #   test-asan    the safetensors and checkpoint tests under ASan+UBSan (make test runs it)
 #   quickstart   build, then tools/quickstart.sh (RoPE from scratch, then RePo continued from it)
 #   debug        all at -O0 -g with ASan+UBSan into build/debug
 #   clean        remove build/
 #   bench        training-step speed, MFU, RSS, and the PyTorch step (tools/bench.sh)
+#   bench-threads  the speed-up from 1 to 2 threads per size and phase (tools/bench_threads.sh)
 #   bench-attention  attention forward+backward against same-process sgemm, T 256/1024 x hd 32/64/128
 #   bench-load   peak RSS and time of loading a generated OLMo-2 1B BF16 checkpoint
 #   bench-memory memory plan vs measured peak RSS and s/step: the 1B shape at T=4096 and 1024, and S M L
@@ -20,6 +22,7 @@
 #   compare-tokenizers  repoc's tokenizer against js-tiktoken, tiktoken and @huggingface/tokenizers
 #   unicode-table  regenerate tokenizer/unicode_table.h from Debian's unicode-data
 # Options: PRECISION=32|64 (the training precision of build/train and friends),
+#          PORTABLE=1 (for any x86-64-v3 CPU, into build/portable; MARCH=... another -march),
 #          NO_OMP=1 (build without OpenMP), CC=... (default cc),
 #          MPI=1 (the same sources built with $(MPICC) and -DREPOC_MPI into build/mpi,
 #          for data-parallel runs under mpirun; `make deps MPI=1` installs Open MPI).
@@ -32,6 +35,13 @@ CC ?= cc
 PRECISION ?= 32
 MPICC ?= mpicc
 MPI_PACKAGES = libopenmpi-dev openmpi-bin
+# PORTABLE=1: code for any x86-64-v3 CPU (AVX2 + FMA) instead of this machine's,
+# into its own build folder (build/portable, or build/mpi-portable with MPI=1)
+ifeq ($(PORTABLE),1)
+  MARCH = x86-64-v3
+  BUILD ?= $(if $(filter 1,$(MPI)),build/mpi-portable,build/portable)
+endif
+MARCH ?= native
 ifeq ($(MPI),1)
   CC = $(MPICC)
   BUILD ?= build/mpi
@@ -40,11 +50,14 @@ endif
 HASH := \#
 probe = $(shell printf '$(HASH)include <$(2)>\nint main(void){return 0;}\n' | $(CC) -x c - $(1) -o /dev/null 2>/dev/null && echo yes)
 
-# -fno-math-errno lets sqrt vectorise (AdamW); it changes no IEEE result. -ffp-contract=fast
-# (GCC's default in GNU mode, which -std=c11 turns off) lets a*b + c compile to one fused
-# multiply-add: the attention kernel's inner loop is nothing else. Never -ffast-math:
-# exp, log and the -INFINITY masks of softmax need IEEE semantics.
-CFLAGS_BASE = -O3 -march=native -ffp-contract=fast -fno-math-errno -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I.
+# -fno-math-errno lets sqrt vectorise (AdamW); -fno-trapping-math lets a loop with a float
+# compare-and-select vectorise without AVX-512's masks (exp_r's clamps: with x86-64-v3 and
+# trapping math, SiLU and softmax stayed scalar and SwiGLU took 4x as long). Neither changes an
+# IEEE result; no code enables floating-point traps. -ffp-contract=fast (GCC's default in GNU
+# mode, which -std=c11 turns off) lets a*b + c compile to one fused multiply-add: the attention
+# kernel's inner loop is nothing else. Never -ffast-math: exp, log and the -INFINITY masks of
+# softmax need IEEE semantics.
+CFLAGS_BASE = -O3 -march=$(MARCH) -ffp-contract=fast -fno-math-errno -fno-trapping-math -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I.
 LDLIBS = -lm -ldl
 
 # OpenBLAS: prefer Debian's OpenMP build so BLAS and our loops share one thread pool
@@ -94,6 +107,17 @@ LIB_SRC = $(wildcard common/*.c model/*.c data/*.c optim/*.c tokenizer/*.c train
 BUILD ?= build
 OBJ32 = $(patsubst %.c,$(BUILD)/obj32/%.o,$(LIB_SRC))
 OBJ64 = $(patsubst %.c,$(BUILD)/obj64/%.o,$(LIB_SRC))
+# PORTABLE=1: model/attention.c sizes its tiles by the target's vector width, so it is built
+# twice, for x86-64-v3 (attention.o) and x86-64-v4 (attention_v4.o), each with its entry points
+# renamed to <name>_v3 / <name>_v4, and model/dispatch.c picks one per CPU at load time
+DISPATCH_NAMES = attention_forward attention_backward doc_starts_from_ids
+ifeq ($(PORTABLE),1)
+  CFLAGS += -DREPOC_DISPATCH
+  OBJ32 += $(BUILD)/obj32/model/attention_v4.o
+  OBJ64 += $(BUILD)/obj64/model/attention_v4.o
+  $(BUILD)/obj32/model/attention.o $(BUILD)/obj64/model/attention.o: CFLAGS += $(foreach f,$(DISPATCH_NAMES),-D$(f)=$(f)_v3)
+endif
+DISPATCH_V4 = -march=x86-64-v4 $(foreach f,$(DISPATCH_NAMES),-D$(f)=$(f)_v4)
 OBJ = $(if $(filter 64,$(PRECISION)),$(OBJ64),$(OBJ32))
 PREC_FLAGS = $(if $(filter 64,$(PRECISION)),-DREPOC_F64,)
 
@@ -106,7 +130,7 @@ BENCHES = $(patsubst tests/%.c,$(BUILD)/bench/%,$(wildcard tests/bench_*.c))
 .PHONY: all deps test quickstart debug clean check-deps bench-load bench-memory
 .SECONDARY:   # keep the objects: they are chained through pattern rules
 all: check-deps $(BUILD)/gradcheck $(PROGRAMS) $(TESTS) $(TEST_TOOLS) $(BENCHES)
-	@echo "built with CC=$(CC) PRECISION=$(PRECISION) MPI=$(if $(filter 1,$(MPI)),✓,✗) OpenMP=$(if $(filter yes,$(HAVE_OMP)),✓,✗) $(BLAS_NAME)=$(if $(HAVE_BLAS),✓,✗) cJSON=$(if $(HAVE_CJSON),✓,✗)"
+	@echo "built with CC=$(CC) -march=$(MARCH) PRECISION=$(PRECISION) MPI=$(if $(filter 1,$(MPI)),✓,✗) OpenMP=$(if $(filter yes,$(HAVE_OMP)),✓,✗) $(BLAS_NAME)=$(if $(HAVE_BLAS),✓,✗) cJSON=$(if $(HAVE_CJSON),✓,✗)"
 
 check-deps:
 	@if [ "$(HAVE_BLAS)" != yes ] || [ "$(HAVE_CJSON)" != yes ]; then \
@@ -130,6 +154,12 @@ $(BUILD)/obj32/%.o: %.c Makefile
 $(BUILD)/obj64/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -DREPOC_F64 -c $< -o $@
+$(BUILD)/obj32/model/attention_v4.o: model/attention.c Makefile
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DISPATCH_V4) $(DEPFLAGS) -c $< -o $@
+$(BUILD)/obj64/model/attention_v4.o: model/attention.c Makefile
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DISPATCH_V4) $(DEPFLAGS) -DREPOC_F64 -c $< -o $@
 -include $(wildcard $(OBJ32:.o=.d) $(OBJ64:.o=.d))
 
 GRADCHECK_SRC = $(wildcard tests/gradcheck*.c)
@@ -213,6 +243,14 @@ $(ASAN_BUILD)/test_safetensors: $(ASAN_SRC) common/safetensors.h common/check.h 
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -O3,$(CFLAGS)) $(ASAN_FLAGS) $(ASAN_SRC) -o $@ -lcjson -lm
 
+# make test-portable: the PORTABLE=1 build (x86-64-v3, build/portable) builds, has AVX-512
+# instructions only in the dispatched attention_v4.o, and passes gradcheck on a block and the
+# tiny decoders, test_parity and test_step_ops (tests/portable.sh). Not part of make test: it
+# rebuilds the library twice.
+.PHONY: test-portable
+test-portable: check-deps
+	@tests/portable.sh
+
 # make test-ubsan: every C test program, build/gradcheck and the programs built
 # with UBSan alone (UBSAN=1: -O1, every report fatal) into build/ubsan, then
 # tests/ubsan.sh runs the test programs, gradcheck --all and short train, eval
@@ -264,7 +302,12 @@ $(FUZZ_CONFIG_BIN): $(FUZZ_CONFIG_SRC) model/hf_config.h model/config.h common/c
 # BENCH_SIZES="S M" BENCH_REPEATS=3 BENCH_THREADS=2 select a quicker run. Never part of make test.
 .PHONY: bench bench-attention
 bench: check-deps
-	@tools/bench.sh
+	@BENCH_BUILD=$(BUILD) PORTABLE=$(PORTABLE) tools/bench.sh
+
+# make bench-threads: the speed-up from 1 to 2 threads per size and phase (tools/bench_threads.sh)
+.PHONY: bench-threads
+bench-threads: check-deps
+	@tools/bench_threads.sh
 
 # make bench-attention: the attention kernel alone against OpenBLAS sgemm measured in the same
 # process just before each case (docs/performance.md, "Attention kernel"). ATT_ARGS adds options,

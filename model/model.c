@@ -35,6 +35,13 @@ static void acts_layout(Model* m, Cursor* cur) {
     m->lse = cursor_take(cur, N);
     m->losses = cursor_take(cur, N);
     m->pos_seq = cursor_take(cur, N * c->KVH);
+    bool any_rope = false;
+    for (size_t l = 0; l < c->L; l++) any_rope |= c->pos[l] == POS_ROPE;
+    if (any_rope) {   /* the angles of positions 0 .. T-1 (rope_cache_fill), in double */
+        size_t n = m->T * (cfg_hd(c) / 2) * (sizeof(double) / sizeof(real));
+        m->rope_cos = (double*)cursor_take(cur, n);
+        m->rope_sin = (double*)cursor_take(cur, n);
+    }
     if (c->lora_rank && c->lora_dropout > 0) {   /* the widest projection input: D, H*hd (o_proj) or F */
         size_t widest = c->D > c->F ? c->D : c->F, qd = c->H * cfg_hd(c);
         m->lora_xd = cursor_take(cur, N * (qd > widest ? qd : widest));
@@ -125,6 +132,7 @@ void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, cons
     if (c->llama3)
         rope_table_llama3(&m->rope, c->llama3_factor, c->llama3_low_freq_factor, c->llama3_high_freq_factor,
                           c->llama3_orig_max);
+    if (m->rope_cos) rope_cache_fill(&m->rope, m->rope_cos, m->rope_sin, T);
     if (verbose) {
         model_config_print(c, stdout);
         double mb = 1.0 / 1048576.0 * sizeof(real);

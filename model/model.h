@@ -49,6 +49,7 @@ typedef struct {
     real *final_out, *final_rstd;    /* (N,D) (N) final norm */
     real *logits, *lse, *losses;     /* (head_rows,V) (N) (N); backward turns logits into dlogits */
     real* pos_seq;                   /* (N,KVH) integer positions t */
+    double *rope_cos, *rope_sin;     /* (T,hd/2) the angles of positions 0 .. T-1 when a layer is rope, else NULL */
     int32_t *tokens, *targets;       /* (N) copies of the batch */
 
     real* scratch;               /* backward work space */

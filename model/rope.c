@@ -15,6 +15,8 @@ void rope_table_init(RopeTable* rt, size_t hd, double theta, double yarn_factor,
           2 * ROPE_MAX_HALF);
     rt->hd = hd;
     rt->mscale = 1.0;
+    rt->cos_t = rt->sin_t = NULL;
+    rt->n_cached = 0;
     size_t half = hd / 2;
     for (size_t i = 0; i < half; i++) rt->inv_freq[i] = pow(theta, -2.0 * (double)i / (double)hd);
     if (yarn_factor <= 1.0) return;
@@ -72,13 +74,36 @@ static void angles(double* cs, double* sn, double p, const RopeTable* rt) {
     }
 }
 
+void rope_cache_fill(RopeTable* rt, double* cos_t, double* sin_t, size_t n) {
+    size_t half = rt->hd / 2;
+    for (size_t t = 0; t < n; t++) angles(cos_t + t * half, sin_t + t * half, (double)t, rt);
+    rt->cos_t = cos_t;
+    rt->sin_t = sin_t;
+    rt->n_cached = n;
+}
+
+/* the angles of position p: the cached row when p is an integer below n_cached, else computed into cs, sn */
+static void angles_at(const double** cs, const double** sn, double* cbuf, double* sbuf, double p,
+                      const RopeTable* rt) {
+    if (rt->cos_t && p >= 0 && p < (double)rt->n_cached && p == (double)(size_t)p) {
+        size_t row = (size_t)p * (rt->hd / 2);
+        *cs = rt->cos_t + row;
+        *sn = rt->sin_t + row;
+        return;
+    }
+    angles(cbuf, sbuf, p, rt);
+    *cs = cbuf;
+    *sn = sbuf;
+}
+
 void rope_forward(real* q, real* k, const real* pos, const RopeTable* rt, size_t N, size_t H, size_t KVH, size_t P) {
     size_t hd = rt->hd, qh = H / P, kh = KVH / P;
 #pragma omp parallel for collapse(2)
     for (size_t n = 0; n < N; n++) {
         for (size_t g = 0; g < P; g++) {
-            double cs[ROPE_MAX_HALF], sn[ROPE_MAX_HALF];
-            angles(cs, sn, (double)pos[n * P + g], rt);
+            double cbuf[ROPE_MAX_HALF], sbuf[ROPE_MAX_HALF];
+            const double *cs, *sn;
+            angles_at(&cs, &sn, cbuf, sbuf, (double)pos[n * P + g], rt);
             rotate_heads(q + n * H * hd + g * qh * hd, qh, cs, sn, hd);
             rotate_heads(k + n * KVH * hd + g * kh * hd, kh, cs, sn, hd);
         }
@@ -113,8 +138,9 @@ void rope_backward(real* dq_in, real* dk_in, real* dpos, const real* dq, const r
 #pragma omp parallel for collapse(2)
     for (size_t n = 0; n < N; n++) {
         for (size_t g = 0; g < P; g++) {
-            double cs[ROPE_MAX_HALF], sn[ROPE_MAX_HALF];
-            angles(cs, sn, (double)pos[n * P + g], rt);
+            double cbuf[ROPE_MAX_HALF], sbuf[ROPE_MAX_HALF];
+            const double *cs, *sn;
+            angles_at(&cs, &sn, cbuf, sbuf, (double)pos[n * P + g], rt);
             size_t qo = n * H * hd + g * qh * hd, ko = n * KVH * hd + g * kh * hd;
             double dp = unrotate_heads(dq_in + qo, dq + qo, q + qo, qh, cs, sn, rt);
             dp += unrotate_heads(dk_in + ko, dk + ko, k + ko, kh, cs, sn, rt);

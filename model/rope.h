@@ -17,11 +17,21 @@ typedef struct {
     size_t hd;
     double inv_freq[ROPE_MAX_HALF];   /* hd/2 entries */
     double mscale;                    /* m: 1, or YaRN's attention factor */
+    /* m cos(t inv_freq) and m sin(t inv_freq) of the integer positions t < n_cached, (n_cached, hd/2) each,
+       or NULL (rope_table_init): a rope layer's positions are the same every step, so rope_cache_fill
+       computes their angles once at build and forward and backward look them up; any other
+       position (RePo's z, generation past n_cached) is computed as before, to the same bits */
+    const double *cos_t, *sin_t;
+    size_t n_cached;
 } RopeTable;
 
 /* yarn_factor <= 1 means no YaRN. attention_factor <= 0 means the default 0.1 ln(s) + 1. */
 void rope_table_init(RopeTable* rt, size_t hd, double theta, double yarn_factor, double yarn_orig_max,
                      double beta_fast, double beta_slow, double attention_factor);
+
+/* Fill cos_t, sin_t (n, hd/2) each, owned by the caller, for positions 0 .. n-1 and point rt at them.
+   Call it after rope_table_init and rope_table_llama3, which change inv_freq and m. */
+void rope_cache_fill(RopeTable* rt, double* cos_t, double* sin_t, size_t n);
 
 /* Llama-3.1 scaling of an initialised table (docs/design.md, "llama3 RoPE"): with wavelength w_i = 2π / f_i,
    w_i < L0/high keeps f_i, w_i > L0/low becomes f_i / s, and in between

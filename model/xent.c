@@ -16,7 +16,8 @@ double xent_forward_sum(real* losses, real* lse, const real* logits, const int32
 #pragma omp parallel for reduction(+ : total, count, wsum)
     for (size_t n = 0; n < N; n++) {
         const real* x = logits + n * V;
-        real mx = x[0];
+        real mx = x[0];   /* the row's max: a vector reduction (the same value; a NaN row's loss is NaN either way) */
+#pragma omp simd reduction(max : mx)
         for (size_t i = 1; i < V; i++) mx = x[i] > mx ? x[i] : mx;
         double m = mx, sum = 0.0;
 #pragma omp simd reduction(+ : sum)

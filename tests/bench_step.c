@@ -7,6 +7,9 @@
      --mfu-sgemm N (default 2048, 0 = off): right after the timed steps, the sgemm rate on
                 N×N in the same process with the same threads, the denominator of MFU
      bench_step --sgemm N [--threads N] [--json]       OpenBLAS sgemm GFLOP/s on N×N matrices
+     bench_step --cpu   the CPU model, the instruction set the binary was built for and OpenBLAS's core
+   Every run prints (with --json: has keys for) the CPU model and level, the build's
+   instruction set and OpenBLAS's core, so a result says which machine and which code it measured.
      bench_step --save-weights DIR [--size ...] [--mode ...] [--tokens-seed N]
                 writes the initialised model as a Hugging Face checkpoint (F32) and the
                 token batch as DIR/batch.i32 (B*T tokens, then B*T targets, int32 LE), then exits
@@ -22,6 +25,7 @@
 
 #include "common/check.h"
 #include "common/clock.h"
+#include "common/cpu.h"
 #include "common/fileio.h"
 #include "common/rng.h"
 #include "common/threads.h"
@@ -37,7 +41,7 @@ typedef struct {
     int steps, warmup, threads, sgemm_n, mfu_n;
     long batch, seq_len;          /* --B, --T: override the size's B and T (0 = keep) */
     unsigned long long tokens_seed;
-    bool json, attn;
+    bool json, attn, cpu;
 } BenchOpts;
 
 static int cmp_double(const void* a, const void* b) {
@@ -140,11 +144,12 @@ static void usage(FILE* fp) {
                 "                  [--threads N] [--block olmo2|llama] [--tokens-seed N] [--json] [--no-attn] [--mfu-sgemm N]\n"
                 "                  [--B N] [--T N]   (the size's model at another batch size / sequence length)\n"
                 "       bench_step --sgemm N [--threads N] [--json]\n"
+                "       bench_step --cpu\n"
                 "       bench_step --save-weights DIR [--size ...] [--mode ...] [--block ...] [--tokens-seed N]\n");
 }
 
 static void parse_args(BenchOpts* o, int argc, char** argv) {
-    *o = (BenchOpts){"S", "repo", "olmo2", NULL, 5, 2, 0, 0, 2048, 0, 0, 1, false, true};
+    *o = (BenchOpts){"S", "repo", "olmo2", NULL, 5, 2, 0, 0, 2048, 0, 0, 1, false, true, false};
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -153,6 +158,7 @@ static void parse_args(BenchOpts* o, int argc, char** argv) {
         }
         if (!strcmp(a, "--json")) { o->json = true; continue; }
         if (!strcmp(a, "--no-attn")) { o->attn = false; continue; }
+        if (!strcmp(a, "--cpu")) { o->cpu = true; continue; }
         if (i + 1 >= argc) { fprintf(stderr, "bench_step: %s needs a value\n", a); usage(stderr); exit(2); }
         const char* v = argv[++i];
         if (!strcmp(a, "--size")) o->size = v;
@@ -178,6 +184,7 @@ int main(int argc, char** argv) {
     BenchOpts o;
     parse_args(&o, argc, argv);
     int threads = threads_init(o.threads);
+    if (o.cpu) { cpu_print(stdout); return 0; }
     if (o.sgemm_n) { bench_sgemm(o.sgemm_n, threads, o.json); return 0; }
 
     ModelConfig c;
@@ -251,17 +258,22 @@ int main(int argc, char** argv) {
     double sg_ms, sg = o.mfu_n > 0 ? sgemm_rate(o.mfu_n, now_s, &sg_ms) : 0;   /* same process, same threads, same moment */
     double attn_ms = o.attn ? bench_attention(&c, B, T) : 0;
     double tps = N / (ms * 1e-3), gflops = flops / (ms * 1e-3) * 1e-9;
+    char cpu_name[256];
+    cpu_model(cpu_name, sizeof(cpu_name));
     if (o.json) {
         printf("{\"impl\": \"repoc\", \"size\": \"%s\", \"mode\": \"%s\", \"block\": \"%s\", \"params\": %zu, "
                "\"B\": %zu, \"T\": %zu, \"threads\": %d, \"steps\": %d, \"warmup\": %d, \"ms_step\": %.2f, "
                "\"ms_mean\": %.2f, \"tokens_per_s\": %.1f, \"gflop_step\": %.3f, \"gflops\": %.2f, "
                "\"attn_gflop_step\": %.3f, \"peak_rss_mib\": %.1f, \"loss0\": %.6f, \"fwd_ms\": %.2f, "
                "\"bwd_ms\": %.2f, \"opt_ms\": %.2f, \"attn_ms\": %.2f, \"attn_us_per_token\": %.3f, "
-               "\"sgemm_gflops\": %.2f, \"mfu\": %.4f, \"minflt_per_step\": %.0f}\n",
+               "\"sgemm_gflops\": %.2f, \"mfu\": %.4f, \"minflt_per_step\": %.0f, \"cpu\": \"%s\", "
+               "\"cpu_level\": \"%s\", \"isa\": \"%s\", \"blas_core\": \"%s\"}\n",
                o.size, o.mode, o.block, m.tensors.n_params, B, T, threads, n, o.warmup, ms, sum / n * 1e3, tps,
                flops * 1e-9, gflops, attn_flops * 1e-9, rss, loss0, fwd, bwd, optm, attn_ms,
-               o.attn ? attn_ms * 1e3 / N : 0, sg, sg > 0 ? gflops / sg : 0, faults);
+               o.attn ? attn_ms * 1e3 / N : 0, sg, sg > 0 ? gflops / sg : 0, faults, cpu_name, cpu_level(),
+               cpu_isa_built(), cpu_blas_core());
     } else {
+        cpu_print(stdout);
         printf("size %s mode %s: params %zu, B=%zu T=%zu, threads %d: median %.1f ms/step (forward %.1f, backward "
                "%.1f, clip+AdamW+zero %.1f), %.0f tokens/s, %.2f GFLOP/step, %.1f GFLOP/s, peak RSS %.0f MiB, "
                "loss %.6f\n",

@@ -371,7 +371,7 @@ static size_t build_attention(Problem* out, size_t max, Rng* rng) {
     setup_attention(&out[3], rng, "attention, 4 documents per row (T=140, GQA 2/1)", 2, 140, 2, 1, 4, packed);
     /* hd 20: the tile kernel's vector columns (2 vectors of 8 doubles with AVX-512, 5 of 4 with AVX2) and
        its single-column tail, on partial query and key blocks */
-    setup_attention(&out[4], rng, "attention (B=1, T=70, H=2, KVH=1, hd=20)", 1, 70, 2, 1, 20, NULL);
+    setup_attention(&out[4], rng, "attention (B=1, T=70, H=1, hd=20)", 1, 70, 1, 1, 20, NULL);
     return 5;
 }
 

@@ -113,6 +113,17 @@ build/train "$T/cfg.json" --set train.steps=$(( $(head -1 "$d/latest" | sed 's/s
     grep -q "resumed from $d/step_" "$T/d.log" && ok "after kill -9 of the holder a new run starts, and resumes after another kill -9" ||
     bad "no run after kill -9: $(tail -2 "$T/d.log")"
 
+d="$T/lockwrite"   # the holder has the lock but has not written its pid yet (a moment after its flock)
+config "$d" 3 0 2
+mkdir -p "$d" && : >"$d/run.lock"
+flock "$d/run.lock" sh -c "sleep 0.4; echo 424242 >'$d/run.lock'; sleep 3" & holder=$!
+sleep 0.1
+build/train "$T/cfg.json" >"$T/log" 2>&1; rc=$?
+[ $rc -eq 1 ] && grep -q "in use by another run (pid 424242 holds" "$T/log" &&
+    ok "a lock whose pid is still being written: the message waits for the pid" ||
+    bad "lock before its pid: exit $rc: $(tail -1 "$T/log")"
+kill $holder 2>/dev/null; wait $holder 2>/dev/null
+
 echo "metrics.jsonl holds each step once"
 d="$T/never"
 config "$d" 3 0 2 never

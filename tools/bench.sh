@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tools/bench.sh: `make bench` (method and results in docs/performance.md).
-# Builds build/bench/bench_step, prints the OpenBLAS sgemm rate (at start and
+# Builds build/bench/bench_step, prints the CPU (model, x86-64 level), the instruction
+# set the binary was built for and OpenBLAS's core type, the OpenBLAS sgemm rate (at start and
 # end, for information: MFU uses the rate each repoc run measures itself), then
 # per size times full training steps of repoc in every mode and, when Debian's
 # python3-torch imports, the same step in PyTorch (tools/bench_torch.py, same
@@ -17,6 +18,7 @@
 #   BENCH_SIZES="S M L long"  BENCH_REPEATS=3  BENCH_THREADS=2  BENCH_SGEMM_N=2048
 #   BENCH_MODES (default: "rope repo nope r2n1 n2r1" for S and M, "rope repo" for L and long)
 #   BENCH_STEPS, BENCH_WARMUP (timed and warm-up steps per run; default S 5 and 2, M L long 2 and 1)
+#   BENCH_BUILD=build/portable PORTABLE=1 (what `make bench PORTABLE=1` sets) times the portable build
 #   BENCH_TORCH=0 skips PyTorch   BENCH_TORCH_MODE=repo (the mode compared; sizes S M L only)
 #   BENCH_TORCH_ENV="VAR=value ..." extra environment for the PyTorch runs only (e.g.
 #     GLIBC_TUNABLES=glibc.malloc.hugetlb=1; docs/performance.md "Page faults")
@@ -30,10 +32,10 @@ THREADS=${BENCH_THREADS:-2}
 SGEMM_N=${BENCH_SGEMM_N:-2048}
 TORCH_MODE=${BENCH_TORCH_MODE:-repo}
 PY=/usr/bin/python3
-BIN=build/bench/bench_step
+BIN=${BENCH_BUILD:-build}/bench/bench_step   # make bench PORTABLE=1: build/portable
 RESULTS=build/bench/results.jsonl
 
-make --no-print-directory -s check-deps "$BIN"
+make --no-print-directory -s check-deps "$BIN" ${BENCH_BUILD:+BUILD=$BENCH_BUILD} ${PORTABLE:+PORTABLE=$PORTABLE}
 tmp=$(mktemp -d /tmp/repoc_bench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 cp "$BIN" "$tmp/bench_step"   # one binary for the whole run, whatever is rebuilt meanwhile
@@ -81,6 +83,7 @@ record() {
 : > "$tmp/runs.tsv"
 start=$(date +%s)
 echo "== make bench: sizes [$SIZES], repeats $REPEATS, threads $THREADS, $(date -u '+%Y-%m-%d %H:%M UTC')"
+"$BIN" --cpu | sed 's/^/   /'   # the CPU model and level, the build's instruction set, OpenBLAS's core
 echo "   $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ $have_torch = 1 ]; then echo "   PyTorch $torch_version ($PY): compared in mode $TORCH_MODE on S, M, L${BENCH_TORCH_ENV:+, with $BENCH_TORCH_ENV}"
 else echo "   PyTorch: not importable with $PY (or BENCH_TORCH=0): the PyTorch columns are skipped"; fi

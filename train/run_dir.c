@@ -119,7 +119,13 @@ void run_dir_lock(const char* out_dir) {
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
         char holder[32] = "";
-        ssize_t n = read(fd, holder, sizeof(holder) - 1);
+        /* the holder writes its pid just after taking the lock: give it up to a second to appear */
+        ssize_t n = 0;
+        for (int tries = 0; e == EWOULDBLOCK && tries < 50; tries++) {
+            n = pread(fd, holder, sizeof(holder) - 1, 0);
+            if (n > 0 && memchr(holder, '\n', (size_t)n)) break;
+            usleep(20000);
+        }
         holder[n > 0 ? n : 0] = 0;
         holder[strcspn(holder, "\n")] = 0;
         close(fd);

@@ -1,0 +1,183 @@
+/* The speed-ups of the training step give the same bits as the plain code:
+   1. rope_forward / rope_backward with the angle cache of positions 0..n-1
+      (rope_cache_fill) against the same calls computing every angle, on
+      integer positions, on positions with a fractional part and on positions
+      past the cache (those two are computed either way);
+   2. model_build fills the cache for the T positions when a layer is rope, and
+      leaves it out when none is;
+   3. a whole training step (loss, every gradient) of a model with rope and
+      RePo layers, with the cache and with it taken away;
+   4. in a portable build (make PORTABLE=1, REPOC_DISPATCH), the x86-64-v3 and
+      x86-64-v4 variants of attention, when this CPU runs both (model/dispatch.c
+      chooses between them at load time): forward to the bit, backward to
+      float rounding. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"
+#include "common/rng.h"
+#include "model/attention.h"
+#include "model/model.h"
+#include "model/rope.h"
+#include "tests/testutil.h"
+
+/* a (na), b (nb), c (nc), d (nd): N(0,1) draws, in that order, from one stream seeded by seed */
+static void fill_normal4(uint64_t seed, real* a, size_t na, real* b, size_t nb, real* c, size_t nc, real* d,
+                         size_t nd) {
+    Rng rng;
+    rng_seed(&rng, seed);
+    real* x[4] = {a, b, c, d};
+    size_t n[4] = {na, nb, nc, nd};
+    for (int j = 0; j < 4; j++)
+        for (size_t i = 0; i < n[j]; i++) x[j][i] = (real)rng_normal(&rng);
+}
+
+static int same_bits(const real* a, const real* b, size_t n) { return memcmp(a, b, n * sizeof(real)) == 0; }
+
+/* rope forward and backward on (N, H, KVH, P=KVH) with and without the cache of n_cache positions */
+static void check_rope_cache(const real* pos, size_t N, size_t n_cache, const char* what) {
+    size_t H = 4, KVH = 2, hd = 16, half = hd / 2, qd = H * hd, kvd = KVH * hd;
+    RopeTable plain, cached;
+    rope_table_init(&plain, hd, 10000.0, 4.0, 64, 32, 1, 0);   /* YaRN on: m != 1 goes through the cache too */
+    cached = plain;
+    double* cs = mallocCheck(n_cache * half * sizeof(double));
+    double* sn = mallocCheck(n_cache * half * sizeof(double));
+    rope_cache_fill(&cached, cs, sn, n_cache);
+    size_t nq = N * qd, nk = N * kvd;
+    real* buf = calloc(6 * nq + 6 * nk + 2 * N * KVH, sizeof(real));
+    real *q1 = buf, *q2 = q1 + nq, *dq = q2 + nq, *dqin1 = dq + nq, *dqin2 = dqin1 + nq, *k1 = dqin2 + nq;
+    real *k2 = k1 + nk, *dk = k2 + nk, *dkin1 = dk + nk, *dkin2 = dkin1 + nk, *dp1 = dkin2 + nk, *dp2 = dp1 + N * KVH;
+    fill_normal4(5, q1, nq, k1, nk, dq, nq, dk, nk);
+    memcpy(q2, q1, nq * sizeof(real));
+    memcpy(k2, k1, nk * sizeof(real));
+    rope_forward(q1, k1, pos, &plain, N, H, KVH, KVH);
+    rope_forward(q2, k2, pos, &cached, N, H, KVH, KVH);
+    EXPECT(same_bits(q1, q2, nq) && same_bits(k1, k2, nk), "rope_forward, %s: cached angles give the same bits", what);
+    rope_backward(dqin1, dkin1, dp1, dq, dk, q1, k1, pos, &plain, N, H, KVH, KVH);
+    rope_backward(dqin2, dkin2, dp2, dq, dk, q2, k2, pos, &cached, N, H, KVH, KVH);
+    EXPECT(same_bits(dqin1, dqin2, nq) && same_bits(dkin1, dkin2, nk) && same_bits(dp1, dp2, N * KVH),
+           "rope_backward, %s: dq, dk and dpos have the same bits", what);
+    free(buf);
+    free(cs);
+    free(sn);
+}
+
+static void test_rope_cache(void) {
+    size_t N = 24, KVH = 2, T = 12;
+    real* pos = mallocCheck(N * KVH * sizeof(real));
+    for (size_t n = 0; n < N; n++)   /* two rows of T, the second with a document starting at t = 5 */
+        for (size_t g = 0; g < KVH; g++) pos[n * KVH + g] = (real)(n < T ? n : (n - T < 5 ? n - T : n - T - 5));
+    check_rope_cache(pos, N, T, "integer positions 0..T-1");
+    for (size_t i = 0; i < N * KVH; i++) pos[i] = (real)(0.37 * i + 0.5 * (i % 3));
+    check_rope_cache(pos, N, T, "fractional positions (RePo)");
+    for (size_t i = 0; i < N * KVH; i++) pos[i] = (real)(T + i);
+    check_rope_cache(pos, N, T, "positions past the cache");
+    free(pos);
+}
+
+static void small_config(ModelConfig* c, const char* plan) {
+    model_config_default(c);
+    test_model_sizes(c, 64, 32, 3, 4, 2, 48);
+    CHECK(model_config_plan_positions(c, plan, 1), "plan %s", plan);
+}
+
+static void test_model_cache(void) {
+    ModelConfig c;
+    Model m;
+    small_config(&c, "repo");   /* layer 0 rope, 1..2 repo */
+    model_build(&m, &c, 2, 16, NULL, 0, false);
+    EXPECT(m.rope.cos_t == m.rope_cos && m.rope_cos && m.rope.n_cached == 16,
+           "a model with a rope layer caches the angles of its T = 16 positions (n_cached %zu)", m.rope.n_cached);
+    model_free(&m);
+    small_config(&c, "nope");
+    model_build(&m, &c, 2, 16, NULL, 0, false);
+    EXPECT(!m.rope.cos_t && !m.rope_cos, "a model without rope layers has no angle cache");
+    model_free(&m);
+}
+
+/* loss and gradients of one step; with_cache false takes the cache away after build */
+static double step_grads(real* grads, size_t* n_grads, bool with_cache) {
+    ModelConfig c;
+    small_config(&c, "repo");
+    Model m;
+    size_t B = 2, T = 16, N = B * T;
+    model_build(&m, &c, B, T, NULL, 0, false);
+    model_init_weights(&m, 3, 0.05);
+    if (!with_cache) m.rope.cos_t = m.rope.sin_t = NULL;
+    int32_t tok[32], tgt[32];
+    Rng rng;
+    rng_seed(&rng, 9);
+    for (size_t i = 0; i < N; i++) {
+        tok[i] = (int32_t)rng_below(&rng, c.V);
+        tgt[i] = (int32_t)rng_below(&rng, c.V);
+    }
+    double loss = model_forward(&m, tok, tgt);
+    model_backward(&m, 1.0);
+    *n_grads = m.tensors.n_grads;
+    if (grads) memcpy(grads, m.grads, m.tensors.n_grads * sizeof(real));
+    model_free(&m);
+    return loss;
+}
+
+static void test_model_step(void) {
+    size_t n;
+    step_grads(NULL, &n, true);
+    real* g1 = mallocCheck(n * sizeof(real));
+    real* g2 = mallocCheck(n * sizeof(real));
+    double l1 = step_grads(g1, &n, true), l2 = step_grads(g2, &n, false);
+    EXPECT(l1 == l2 && same_bits(g1, g2, n), "a training step with the angle cache: the same loss (%.9g, %.9g) and "
+           "the same bits in all %zu gradients as computing every angle", l1, l2, n);
+    free(g1);
+    free(g2);
+}
+
+#ifdef REPOC_DISPATCH
+extern __typeof__(attention_forward) attention_forward_v3, attention_forward_v4;
+extern __typeof__(attention_backward) attention_backward_v3, attention_backward_v4;
+
+/* out, lse, dq, dk, dv of both variants on random q, k, v, dout with GQA and a causal T not a tile multiple */
+static void test_dispatch_variants(void) {
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("x86-64-v4")) {
+        printf("  SKIP    this CPU has no x86-64-v4: only the v3 attention variant runs here\n");
+        return;
+    }
+    size_t B = 2, T = 77, H = 4, KVH = 2, hd = 32, N = B * T, nq = N * H * hd, nk = N * KVH * hd;
+    real* buf = calloc(2 * (2 * nq + N * H + 2 * nk) + 2 * nq + 2 * nk, sizeof(real));
+    real *q = buf, *k = q + nq, *v = k + nk, *dout = v + nk, *r[2][6];
+    real* p = dout + nq;
+    for (int i = 0; i < 2; i++) {   /* out, lse, dq, dk, dv per variant */
+        r[i][0] = p;
+        r[i][1] = r[i][0] + nq;
+        r[i][2] = r[i][1] + N * H;
+        r[i][3] = r[i][2] + nq;
+        r[i][4] = r[i][3] + nk;
+        p = r[i][4] + nk;
+    }
+    fill_normal4(11, q, nq, k, nk, v, nk, dout, nq);
+    attention_forward_v3(r[0][0], r[0][1], q, k, v, NULL, B, T, H, KVH, hd);
+    attention_forward_v4(r[1][0], r[1][1], q, k, v, NULL, B, T, H, KVH, hd);
+    attention_backward_v3(r[0][2], r[0][3], r[0][4], dout, r[0][0], r[0][1], q, k, v, NULL, B, T, H, KVH, hd);
+    attention_backward_v4(r[1][2], r[1][3], r[1][4], dout, r[1][0], r[1][1], q, k, v, NULL, B, T, H, KVH, hd);
+    EXPECT(same_bits(r[0][0], r[1][0], nq) && same_bits(r[0][1], r[1][1], N * H),
+           "attention forward: the x86-64-v3 and x86-64-v4 variants give the same bits");
+    /* backward's tiles on the causal diagonal and at the ragged end (T = 77) group the sums differently per
+       vector width, so the variants agree to float rounding there, not to the bit */
+    const char* why = "float rounding of sums of ~T terms grouped by another vector width";
+    expect_close("attention backward dq, v3 vs v4", r[1][2], r[0][2], nq, 0, 1e-6, why);
+    expect_close("attention backward dk, v3 vs v4", r[1][3], r[0][3], nk, 0, 1e-6, why);
+    expect_close("attention backward dv, v3 vs v4", r[1][4], r[0][4], nk, 0, 1e-6, why);
+    free(buf);
+}
+#endif
+
+int main(void) {
+    test_rope_cache();
+    test_model_cache();
+    test_model_step();
+#ifdef REPOC_DISPATCH
+    test_dispatch_variants();
+#endif
+    printf("%d passed, %d failed\n", test_passes, test_failures);
+    return test_failures ? 1 : 0;
+}
