@@ -6,9 +6,10 @@
    entry points renamed to <name>_v3 and <name>_v4 (Makefile, DISPATCH_NAMES),
    and this file defines each entry point as a GNU indirect function: the
    dynamic loader calls the resolver once, and every later call goes straight to
-   the variant for this CPU. Both variants give the same bits (each output is
-   accumulated in the same order; only the number of outputs per instruction
-   differs). In a native build (no REPOC_DISPATCH) attention.c is compiled once
+   the variant for this CPU. The forward gives the same bits in both; the
+   backward agrees to float rounding, because its tiles on the causal diagonal
+   and at a ragged end group their sums by the vector width
+   (tests/test_step_ops.c). In a native build (no REPOC_DISPATCH) attention.c is compiled once
    for this machine and only cpu_dispatch is defined here. */
 #include "common/cpu.h"
 
