@@ -21,6 +21,7 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <string.h>
 
 #include "common/check.h"
 #include "common/mathf.h"
@@ -243,6 +244,11 @@ static void backward_group(real* dq, real* dk, real* dv, const real* dout, const
     const real* vb = v + b * T * ks + g * hd;
     real* dkb = dk + b * T * ks + g * hd;
     real* dvb = dv + b * T * ks + g * hd;
+    for (size_t t = 0; t < T; t++) {   /* this task's slices of dq, dk, dv: overwritten, then summed into */
+        memset(dq + (b * T + t) * qs + g * group * hd, 0, group * hd * sizeof(real));
+        memset(dkb + t * ks, 0, hd * sizeof(real));
+        memset(dvb + t * ks, 0, hd * sizeof(real));
+    }
     for (size_t h = g * group; h < (g + 1) * group; h++)
         for (size_t t0 = 0; t0 < T; t0 += ATT_BQ) {
             size_t nq = t0 + ATT_BQ < T ? ATT_BQ : T - t0, row0 = (b * T + t0) * qs + h * hd;

@@ -91,12 +91,12 @@ static void proj_forward(real* out, LayerActs* a, const real* inp, const real* W
         lora_forward(out, a->lora_ax[t], inp, w->lora_a[t], w->lora_b[t], (real)cfg_lora_scale(c),
                      proj_dropout(&d, t, ctx), N, C, OC, c->lora_rank);
 }
-/* dinp (N,C) +=   dW, dA, dB += (NULL: frozen)   for proj_forward's out */
-static void proj_backward(real* dinp, real* dW, const real* dout, const LayerActs* a, const real* inp,
+/* dinp (N,C) = (or += when add)   dW, dA, dB += (NULL: frozen)   for proj_forward's out */
+static void proj_backward(real* dinp, bool add, real* dW, const real* dout, const LayerActs* a, const real* inp,
                           const real* W, const LayerWeights* w, LayerWeights* dw, BlockScratch* s, LoraTarget t,
                           const BlockCtx* ctx, size_t N, size_t C, size_t OC) {
     const ModelConfig* c = ctx->cfg;
-    linear_backward(dinp, dW, dout, inp, W, N, C, OC);
+    linear_backward(dinp, dW, dout, inp, W, N, C, OC, add);
     LoraDropout d;
     if (w->lora_a[t])
         lora_backward(dinp, dw->lora_a[t], dw->lora_b[t], s->lora_dax, dout, inp, a->lora_ax[t], w->lora_a[t],
@@ -185,8 +185,8 @@ void block_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeigh
     block_out_forward(x_out, a, x_in, w, ctx);
 }
 
-static void zero(real* p, size_t n) { memset(p, 0, n * sizeof(real)); }
-
+/* Every buffer of the backward is written first (add = false) and then summed into (add = true), so
+   nothing is cleared before use. */
 void block_backward(real* dx_in, LayerWeights* dw, const real* dx_out, const LayerActs* a, const real* x_in,
                     const LayerWeights* w, size_t l, BlockScratch* s, const BlockCtx* ctx_all) {
     BlockCtx at = *ctx_all;   /* this layer's: its LoRA dropout keys, as block_forward made them */
@@ -198,39 +198,29 @@ void block_backward(real* dx_in, LayerWeights* dw, const real* dx_out, const Lay
     bool olmo2 = c->block == BLOCK_OLMO2;
 
     /* MLP half: x_out = x_mid + [norm](m Wdown^T) */
-    zero(s->dx_mid, N * D);
-    zero(s->dm, N * F);
-    residual_backward(s->dx_mid, NULL, dx_out, N * D);   /* the other branch reads dx_out itself */
+    residual_backward(s->dx_mid, dx_out, N * D);   /* the other branch reads dx_out itself */
     const real* dd = dx_out;
     if (olmo2) {
-        zero(s->dd, N * D);
-        rmsnorm_backward(s->dd, dw->mlp_norm, dx_out, a->d, w->mlp_norm, a->mlp_rstd, N, D);
+        rmsnorm_backward(s->dd, dw->mlp_norm, dx_out, a->d, w->mlp_norm, a->mlp_rstd, N, D, false);
         dd = s->dd;
     }
-    proj_backward(s->dm, dw->down, dd, a, a->m, w->down, w, dw, s, LORA_DOWN, ctx, N, F, D);
-    zero(s->dg, N * F);
-    zero(s->du, N * F);
+    proj_backward(s->dm, false, dw->down, dd, a, a->m, w->down, w, dw, s, LORA_DOWN, ctx, N, F, D);
     swiglu_backward(s->dg, s->du, s->dm, a->g, a->u, N * F);
     const real* mlp_in = olmo2 ? a->x_mid : a->h2;
     real* dmlp_in = olmo2 ? s->dx_mid : s->dmlp_in;
-    if (!olmo2) zero(s->dmlp_in, N * D);
-    proj_backward(dmlp_in, dw->gate, s->dg, a, mlp_in, w->gate, w, dw, s, LORA_GATE, ctx, N, D, F);
-    proj_backward(dmlp_in, dw->up, s->du, a, mlp_in, w->up, w, dw, s, LORA_UP, ctx, N, D, F);
-    if (!olmo2) rmsnorm_backward(s->dx_mid, dw->attn_norm, s->dmlp_in, a->x_mid, w->attn_norm, a->attn_rstd, N, D);
+    proj_backward(dmlp_in, olmo2, dw->gate, s->dg, a, mlp_in, w->gate, w, dw, s, LORA_GATE, ctx, N, D, F);
+    proj_backward(dmlp_in, true, dw->up, s->du, a, mlp_in, w->up, w, dw, s, LORA_UP, ctx, N, D, F);
+    if (!olmo2)
+        rmsnorm_backward(s->dx_mid, dw->attn_norm, s->dmlp_in, a->x_mid, w->attn_norm, a->attn_rstd, N, D, true);
 
     /* attention half: x_mid = x + [norm](att Wo^T) */
-    residual_backward(dx_in, NULL, s->dx_mid, N * D);
+    residual_backward(dx_in, s->dx_mid, N * D);
     const real* do_ = s->dx_mid;
     if (olmo2) {
-        zero(s->do_, N * D);
-        rmsnorm_backward(s->do_, dw->attn_norm, s->dx_mid, a->o, w->attn_norm, a->attn_rstd, N, D);
+        rmsnorm_backward(s->do_, dw->attn_norm, s->dx_mid, a->o, w->attn_norm, a->attn_rstd, N, D, false);
         do_ = s->do_;
     }
-    zero(s->datt, N * qd);
-    proj_backward(s->datt, dw->wo, do_, a, a->att, w->wo, w, dw, s, LORA_O, ctx, N, qd, D);
-    zero(s->dq, N * qd);
-    zero(s->dk, N * kvd);
-    zero(s->dv, N * kvd);
+    proj_backward(s->datt, false, dw->wo, do_, a, a->att, w->wo, w, dw, s, LORA_O, ctx, N, qd, D);
     attention_backward(s->dq, s->dk, s->dv, s->datt, a->att, a->lse, a->q, a->k, a->v, ctx->docs, ctx->B, ctx->T,
                        c->H, c->KVH, hd);
 
@@ -240,9 +230,6 @@ void block_backward(real* dx_in, LayerWeights* dw, const real* dx_out, const Lay
     real* dkn = s->dk;
     bool learned = c->pos[l] == POS_REPO && !ctx->force_pos;
     if (pos) {
-        zero(s->dqn, N * qd);
-        zero(s->dkn, N * kvd);
-        if (learned) zero(s->dz, N * c->KVH);
         rope_backward(s->dqn, s->dkn, learned ? s->dz : NULL, s->dq, s->dk, a->q, a->k, pos, ctx->rope, N, c->H,
                       c->KVH, c->KVH);
         dqn = s->dqn;
@@ -252,22 +239,19 @@ void block_backward(real* dx_in, LayerWeights* dw, const real* dx_out, const Lay
     /* projections into the attention input h (x itself for OLMo-2) */
     const real* h = olmo2 ? x_in : a->h;
     real* dh = olmo2 ? dx_in : s->dh;
-    if (!olmo2) zero(s->dh, N * D);
     if (olmo2) {
-        zero(s->dq_pre, N * qd);
-        zero(s->dk_pre, N * kvd);
-        rmsnorm_backward(s->dq_pre, dw->q_norm, dqn, a->q_pre, w->q_norm, a->q_rstd, N, qd);
-        rmsnorm_backward(s->dk_pre, dw->k_norm, dkn, a->k_pre, w->k_norm, a->k_rstd, N, kvd);
+        rmsnorm_backward(s->dq_pre, dw->q_norm, dqn, a->q_pre, w->q_norm, a->q_rstd, N, qd, false);
+        rmsnorm_backward(s->dk_pre, dw->k_norm, dkn, a->k_pre, w->k_norm, a->k_rstd, N, kvd, false);
         dqn = s->dq_pre;
         dkn = s->dk_pre;
     }
-    proj_backward(dh, dw->wq, dqn, a, h, w->wq, w, dw, s, LORA_Q, ctx, N, D, qd);
-    proj_backward(dh, dw->wk, dkn, a, h, w->wk, w, dw, s, LORA_K, ctx, N, D, kvd);
-    proj_backward(dh, dw->wv, s->dv, a, h, w->wv, w, dw, s, LORA_V, ctx, N, D, kvd);
+    proj_backward(dh, olmo2, dw->wq, dqn, a, h, w->wq, w, dw, s, LORA_Q, ctx, N, D, qd);
+    proj_backward(dh, true, dw->wk, dkn, a, h, w->wk, w, dw, s, LORA_K, ctx, N, D, kvd);
+    proj_backward(dh, true, dw->wv, s->dv, a, h, w->wv, w, dw, s, LORA_V, ctx, N, D, kvd);
     if (learned) {
         RepoWeights rw = repo_weights(w);
         RepoGrads rg = {dw->repo_gate, dw->repo_content, dw->repo_final};
         repo_backward(dh, &rg, s->dz, &a->repo, h, &rw, s->repo_scratch, (RepoDims){N, D, cfg_dp(c), c->KVH});
     }
-    if (!olmo2) rmsnorm_backward(dx_in, dw->in_norm, s->dh, x_in, w->in_norm, a->h_rstd, N, D);
+    if (!olmo2) rmsnorm_backward(dx_in, dw->in_norm, s->dh, x_in, w->in_norm, a->h_rstd, N, D, true);
 }

@@ -78,7 +78,7 @@ void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerW
 /* block_qkv_forward, causal attention over the N rows (within documents with ctx->docs), block_out_forward.
    x_out (N,D)   a: this layer's saved activations   x_in (N,D)   w: layer l's weights */
 void block_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeights* w, size_t l, const BlockCtx* ctx);
-/* dx_in (N,D) +=   dw: layer l's gradients (NULL fields skipped) +=   dx_out (N,D)
+/* dx_in (N,D) =   dw: layer l's gradients (NULL fields skipped) +=   dx_out (N,D)
    a, x_in, w as forward saw/saved them */
 void block_backward(real* dx_in, LayerWeights* dw, const real* dx_out, const LayerActs* a, const real* x_in,
                     const LayerWeights* w, size_t l, BlockScratch* s, const BlockCtx* ctx);

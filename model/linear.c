@@ -11,10 +11,10 @@ void linear_forward(real* out, const real* inp, const real* weight, size_t N, si
 }
 
 void linear_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
-                     size_t N, size_t C, size_t OC) {
-    if (dinp) {      /* dinp (N,C) += dout (N,OC) · W (OC,C) */
+                     size_t N, size_t C, size_t OC, bool add) {
+    if (dinp) {      /* dinp (N,C) (+)= dout (N,OC) · W (OC,C) */
         cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)OC,
-                   1, dout, (int)OC, weight, (int)C, 1, dinp, (int)C);
+                   1, dout, (int)OC, weight, (int)C, add ? 1 : 0, dinp, (int)C);
     }
     if (dweight) {   /* dW (OC,C) += dout^T (OC,N) · inp (N,C) */
         cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OC, (int)C, (int)N,
@@ -66,12 +66,12 @@ void lora_backward(real* dinp, real* dA, real* dB, real* dax, const real* dout, 
     cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)r, (int)OC,
                scale, dout, (int)OC, B, (int)r, 0, dax, (int)r);
     if (!drop) {   /* ax = inp A^T:  dinp += dax A,  dA += dax^T inp */
-        linear_backward(dinp, dA, dax, inp, A, N, C, r);
+        linear_backward(dinp, dA, dax, inp, A, N, C, r, true);
         return;
     }
     if (dA) {      /* ax = x A^T, x = dropout(inp):  dA += dax^T x */
         lora_dropout_apply(drop->xd, inp, false, drop, N, C);
-        linear_backward(NULL, dA, dax, drop->xd, A, N, C, r);
+        linear_backward(NULL, dA, dax, drop->xd, A, N, C, r, true);
     }
     if (dinp) {    /* dx = dax A (into xd), then dinp += dx * mask / (1 - p) */
         cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)r,

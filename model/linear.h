@@ -12,10 +12,10 @@
 
 /* out (N,OC)   inp (N,C)   weight (OC,C) */
 void linear_forward(real* out, const real* inp, const real* weight, size_t N, size_t C, size_t OC);
-/* dinp (N,C) += dout W (skipped when NULL)   dweight (OC,C) += dout^T inp (skipped when NULL)
+/* dinp (N,C) = dout W, or += when add (skipped when NULL)   dweight (OC,C) += dout^T inp (skipped when NULL)
    dout (N,OC)   inp (N,C)   weight (OC,C) */
 void linear_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
-                     size_t N, size_t C, size_t OC);
+                     size_t N, size_t C, size_t OC, bool add);
 /* the reference: same contract as linear_forward, plain loops */
 void linear_forward_naive(real* out, const real* inp, const real* weight, size_t N, size_t C, size_t OC);
 

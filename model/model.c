@@ -280,7 +280,6 @@ void model_backward(Model* m, double dloss) {
 
     real* dx = m->dres_a;   /* gradient of the residual stream after the current layer */
     real* dx_prev = m->dres_b;
-    memset(m->bs.dx_mid, 0, N * D * sizeof(real));
     real* dfinal = m->bs.dx_mid;   /* free until the first block_backward */
     for (size_t r0 = 0; r0 < N; r0 += m->head_rows) {   /* the chunks of forward */
         size_t n = N - r0 < m->head_rows ? N - r0 : m->head_rows;
@@ -288,16 +287,14 @@ void model_backward(Model* m, double dloss) {
         if (m->head_rows < N) linear_forward(m->logits, normed, m->w.lm_head, n, D, V);   /* this chunk's logits again */
         xent_backward(m->logits, m->lse + r0, m->targets + r0, m->target_weights ? m->target_weights + r0 : NULL, n,
                       V, m->z_loss, m->weight_sum, dloss);   /* logits → dlogits */
-        linear_backward(dfinal + r0 * D, m->dw.lm_head, m->logits, normed, m->w.lm_head, n, D, V);
+        linear_backward(dfinal + r0 * D, m->dw.lm_head, m->logits, normed, m->w.lm_head, n, D, V, false);
     }
-    memset(dx, 0, N * D * sizeof(real));
-    rmsnorm_backward(dx, m->dw.final_norm, dfinal, m->res[c->L], m->w.final_norm, m->final_rstd, N, D);
+    rmsnorm_backward(dx, m->dw.final_norm, dfinal, m->res[c->L], m->w.final_norm, m->final_rstd, N, D, false);
     for (size_t l = c->L; l-- > 0;) {
         /* recompute: layer l's activations again (the last layer's are still there), its output into a
-           scratch buffer that block_backward clears before use */
+           scratch buffer that block_backward overwrites */
         const LayerWeights* w = layer_weights(m, l);   /* a BF16 base is widened once for both */
         if (m->opts.recompute && l + 1 < c->L) block_forward(m->bs.dd, &m->la[l], m->res[l], w, l, &ctx);
-        memset(dx_prev, 0, N * D * sizeof(real));
         block_backward(dx_prev, &m->dw.layer[l], dx, &m->la[l], m->res[l], w, l, &m->bs, &ctx);
         real* t = dx;
         dx = dx_prev;

@@ -3,7 +3,6 @@
      dWg += dgate^T h ; dWc += dcontent^T h ; dh += dgate Wg + dcontent Wc */
 #include "model/repo.h"
 
-#include <string.h>
 
 #include "model/linear.h"
 #include "model/swiglu.h"
@@ -21,9 +20,8 @@ void repo_backward(real* dh, const RepoGrads* dw, const real* dz, const RepoActs
     real* dr = scratch;
     real* dgate = scratch + rows;
     real* dcontent = scratch + 2 * rows;
-    memset(scratch, 0, 3 * rows * sizeof(real));
-    linear_backward(dr, dw->dWz, dz, s->r, w->Wz, n.N, n.dp, n.P);                 /* z = r Wz^T */
+    linear_backward(dr, dw->dWz, dz, s->r, w->Wz, n.N, n.dp, n.P, false);           /* z = r Wz^T */
     swiglu_backward(dgate, dcontent, dr, s->gate, s->content, rows);              /* r = silu(gate) ⊙ content */
-    linear_backward(dh, dw->dWg, dgate, h, w->Wg, n.N, n.D, n.dp);                /* gate = h Wg^T */
-    linear_backward(dh, dw->dWc, dcontent, h, w->Wc, n.N, n.D, n.dp);             /* content = h Wc^T */
+    linear_backward(dh, dw->dWg, dgate, h, w->Wg, n.N, n.D, n.dp, true);            /* gate = h Wg^T */
+    linear_backward(dh, dw->dWc, dcontent, h, w->Wc, n.N, n.D, n.dp, true);         /* content = h Wc^T */
 }

@@ -19,8 +19,8 @@ void rmsnorm_forward(real* out, real* rstd, const real* inp, const real* weight,
 }
 
 void rmsnorm_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
-                      const real* rstd, size_t N, size_t C) {
-    /* g = dy ⊙ w ;  dx += r g - x r³ (g·x) / C */
+                      const real* rstd, size_t N, size_t C, bool add) {
+    /* g = dy ⊙ w ;  dx (+)= r g - x r³ (g·x) / C */
 #pragma omp parallel for
     for (size_t n = 0; n < N; n++) {
         const real* x = inp + n * C;
@@ -31,7 +31,10 @@ void rmsnorm_backward(real* dinp, real* dweight, const real* dout, const real* i
         for (size_t c = 0; c < C; c++) gx += (double)dy[c] * weight[c] * x[c];
         real proj = (real)(gx * r * r * r / (double)C);
         real* dx = dinp + n * C;
-        for (size_t c = 0; c < C; c++) dx[c] += r * (dy[c] * weight[c]) - x[c] * proj;
+        if (add)
+            for (size_t c = 0; c < C; c++) dx[c] += r * (dy[c] * weight[c]) - x[c] * proj;
+        else
+            for (size_t c = 0; c < C; c++) dx[c] = r * (dy[c] * weight[c]) - x[c] * proj;
     }
     if (!dweight) return;
     /* dw += Σ_n dy ⊙ x r : partitioned by column so threads never share a dw element */

@@ -4,14 +4,16 @@
 #ifndef REPOC_RMSNORM_H
 #define REPOC_RMSNORM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/real.h"
 
 /* out (N,C)   rstd (N) saved for backward   inp (N,C)   weight (C) */
 void rmsnorm_forward(real* out, real* rstd, const real* inp, const real* weight, size_t N, size_t C, double eps);
-/* dinp (N,C) +=   dweight (C) += (skipped when NULL)   dout (N,C);   inp, weight, rstd as forward saw/saved them */
+/* dinp (N,C) = (or += when add)   dweight (C) += (skipped when NULL)   dout (N,C);
+   inp, weight, rstd as forward saw/saved them */
 void rmsnorm_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
-                      const real* rstd, size_t N, size_t C);
+                      const real* rstd, size_t N, size_t C, bool add);
 
 #endif

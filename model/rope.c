@@ -6,8 +6,10 @@
 #include "model/rope.h"
 
 #include <math.h>
+#include <stdbool.h>
 
 #include "common/check.h"
+#include "common/mathf.h"
 
 void rope_table_init(RopeTable* rt, size_t hd, double theta, double yarn_factor, double yarn_orig_max,
                      double beta_fast, double beta_slow, double attention_factor) {
@@ -65,12 +67,23 @@ static void rotate_heads(real* x, size_t nh, const double* cs, const double* sn,
     }
 }
 
-/* cs = m cos(p inv_freq), sn = m sin(p inv_freq) */
+/* cs = m cos(p inv_freq), sn = m sin(p inv_freq): sincos_fast, vectorised over the pairs, and libm
+   for an angle beyond its range (or NaN) */
 static void angles(double* cs, double* sn, double p, const RopeTable* rt) {
-    for (size_t i = 0; i < rt->hd / 2; i++) {
+    size_t half = rt->hd / 2;
+    double m = rt->mscale;
+    for (size_t i = 0; i < half; i++) {
+        double s, c;
+        sincos_fast(p * rt->inv_freq[i], &s, &c);
+        cs[i] = m * c;
+        sn[i] = m * s;
+    }
+    for (size_t i = 0; i < half; i++) {
         double a = p * rt->inv_freq[i];
-        cs[i] = rt->mscale * cos(a);
-        sn[i] = rt->mscale * sin(a);
+        if (!(fabs(a) < SINCOS_FAST_MAX)) {
+            cs[i] = m * cos(a);
+            sn[i] = m * sin(a);
+        }
     }
 }
 
@@ -110,9 +123,9 @@ void rope_forward(real* q, real* k, const real* pos, const RopeTable* rt, size_t
     }
 }
 
-/* backward through the rotation of nh heads; returns Σ_i inv_freq[i] da_i for those heads */
+/* backward through the rotation of nh heads; returns Σ_i inv_freq[i] da_i for those heads when want_dp */
 static double unrotate_heads(real* dx, const real* dy, const real* y, size_t nh, const double* cs,
-                             const double* sn, const RopeTable* rt) {
+                             const double* sn, const RopeTable* rt, bool want_dp) {
     size_t hd = rt->hd, half = hd / 2;
     double dp = 0.0;
     for (size_t h = 0; h < nh; h++) {
@@ -123,10 +136,12 @@ static double unrotate_heads(real* dx, const real* dy, const real* y, size_t nh,
         real* dx1 = dx + h * hd;
         real* dx2 = dx1 + half;
         for (size_t i = 0; i < half; i++) {
-            dx1[i] += (real)(dy1[i] * cs[i] + dy2[i] * sn[i]);
-            dx2[i] += (real)(-dy1[i] * sn[i] + dy2[i] * cs[i]);
-            dp += rt->inv_freq[i] * ((double)dy2[i] * y1[i] - (double)dy1[i] * y2[i]);
+            dx1[i] = (real)(dy1[i] * cs[i] + dy2[i] * sn[i]);
+            dx2[i] = (real)(-dy1[i] * sn[i] + dy2[i] * cs[i]);
         }
+        if (!want_dp) continue;
+#pragma omp simd reduction(+ : dp)
+        for (size_t i = 0; i < half; i++) dp += rt->inv_freq[i] * ((double)dy2[i] * y1[i] - (double)dy1[i] * y2[i]);
     }
     return dp;
 }
@@ -142,9 +157,9 @@ void rope_backward(real* dq_in, real* dk_in, real* dpos, const real* dq, const r
             const double *cs, *sn;
             angles_at(&cs, &sn, cbuf, sbuf, (double)pos[n * P + g], rt);
             size_t qo = n * H * hd + g * qh * hd, ko = n * KVH * hd + g * kh * hd;
-            double dp = unrotate_heads(dq_in + qo, dq + qo, q + qo, qh, cs, sn, rt);
-            dp += unrotate_heads(dk_in + ko, dk + ko, k + ko, kh, cs, sn, rt);
-            if (dpos) dpos[n * P + g] += (real)dp;
+            double dp = unrotate_heads(dq_in + qo, dq + qo, q + qo, qh, cs, sn, rt, dpos != NULL);
+            dp += unrotate_heads(dk_in + ko, dk + ko, k + ko, kh, cs, sn, rt, dpos != NULL);
+            if (dpos) dpos[n * P + g] = (real)dp;
         }
     }
 }

@@ -41,7 +41,7 @@ void rope_table_llama3(RopeTable* rt, double factor, double low_freq_factor, dou
 
 /* IN PLACE: q (N, H*hd) and k (N, KVH*hd) are rotated by pos (N, P); P divides KVH divides H */
 void rope_forward(real* q, real* k, const real* pos, const RopeTable* rt, size_t N, size_t H, size_t KVH, size_t P);
-/* dq_in (N,H*hd) +=   dk_in (N,KVH*hd) +=   dpos (N,P) += (skipped when NULL)
+/* dq_in (N,H*hd) =   dk_in (N,KVH*hd) =   dpos (N,P) = (skipped when NULL)
    dq, dk: gradients of the rotated outputs   q, k: the rotated outputs forward left   pos (N,P) */
 void rope_backward(real* dq_in, real* dk_in, real* dpos, const real* dq, const real* dk,
                    const real* q, const real* k, const real* pos, const RopeTable* rt,

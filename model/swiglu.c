@@ -19,8 +19,8 @@ void swiglu_backward(real* dg, real* du, const real* dout, const real* g, const 
     for (size_t i = 0; i < n; i++) {
         real s = (real)1 / ((real)1 + exp_r(-g[i]));
         real silu = g[i] * s;
-        dg[i] += dout[i] * u[i] * s * ((real)1 + g[i] * ((real)1 - s));   /* ∂m/∂g = u silu'(g) */
-        du[i] += dout[i] * silu;                                          /* ∂m/∂u = silu(g) */
+        dg[i] = dout[i] * u[i] * s * ((real)1 + g[i] * ((real)1 - s));   /* ∂m/∂g = u silu'(g) */
+        du[i] = dout[i] * silu;                                          /* ∂m/∂u = silu(g) */
     }
 }
 
@@ -29,10 +29,7 @@ void residual_forward(real* out, const real* a, const real* b, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
-void residual_backward(real* da, real* db, const real* dout, size_t n) {
+void residual_backward(real* da, const real* dout, size_t n) {
 #pragma omp parallel for simd
-    for (size_t i = 0; i < n; i++) {
-        da[i] += dout[i];
-        if (db) db[i] += dout[i];
-    }
+    for (size_t i = 0; i < n; i++) da[i] = dout[i];
 }

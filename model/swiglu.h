@@ -8,12 +8,12 @@
 
 /* out (n)   g (n)   u (n);  n = N*F for the MLP, N*d_p for the RePo module */
 void swiglu_forward(real* out, const real* g, const real* u, size_t n);
-/* dg (n) +=   du (n) +=   dout (n);   g, u as forward saw them */
+/* dg (n) =   du (n) =   dout (n);   g, u as forward saw them */
 void swiglu_backward(real* dg, real* du, const real* dout, const real* g, const real* u, size_t n);
 
 /* out (n) = a + b; out may alias a */
 void residual_forward(real* out, const real* a, const real* b, size_t n);
-/* da (n) +=   db (n) += (skipped when NULL: the caller reads dout itself)   dout (n) */
-void residual_backward(real* da, real* db, const real* dout, size_t n);
+/* da (n) = dout (n): the gradient of out = a + b reaching one input (the other input's is dout itself) */
+void residual_backward(real* da, const real* dout, size_t n);
 
 #endif

@@ -95,7 +95,7 @@ static void rms_grad(Problem* p) {
     OpCtx* c = p->ctx;
     zero_grads(p);
     rms_loss(p);
-    rmsnorm_backward(p->dx[0], p->dx[1], c->proj, c->in[0], c->in[1], c->work[0], c->dims[0], c->dims[1]);
+    rmsnorm_backward(p->dx[0], p->dx[1], c->proj, c->in[0], c->in[1], c->work[0], c->dims[0], c->dims[1], false);
 }
 static OpCtx* setup_rmsnorm(Problem* out, Rng* rng, const char* name) {
     OpCtx* c = new_problem(out, name);
@@ -146,7 +146,7 @@ static double lin_loss(Problem* p) {
 static void lin_grad(Problem* p) {
     OpCtx* c = p->ctx;
     zero_grads(p);
-    linear_backward(p->dx[0], p->dx[1], c->proj, c->in[0], c->in[1], c->dims[0], c->dims[1], c->dims[2]);
+    linear_backward(p->dx[0], p->dx[1], c->proj, c->in[0], c->in[1], c->dims[0], c->dims[1], c->dims[2], false);
 }
 static size_t build_linear(Problem* out, size_t max, Rng* rng) {
     OpCtx* c = new_problem(out, "linear (N=4, C=5, OC=3)");
@@ -184,7 +184,7 @@ static void lora_grad(Problem* p) {
     LoraDropout d;
     zero_grads(p);
     lora_loss(p);
-    linear_backward(p->dx[0], p->dx[1], c->proj, c->in[0], c->in[1], N, C, OC);
+    linear_backward(p->dx[0], p->dx[1], c->proj, c->in[0], c->in[1], N, C, OC, false);
     lora_backward(p->dx[0], p->dx[2], p->dx[3], c->work[1], c->proj, c->in[0], c->work[0], c->in[2], c->in[3], 1.75,
                   lora_drop(c, &d), N, C, OC, r);
 }

@@ -1,4 +1,6 @@
-/* exp_r (common/mathf.h), the float build's vectorised exp: its error against
+/* sincos_fast (common/mathf.h): its error against libm's sin and cos over the angles RoPE forms,
+   one value at a time and in a vectorised loop, and at the quadrant edges.
+   exp_r (common/mathf.h), the float build's vectorised exp: its error against
    libm's exp over the whole range where expf is a finite normal float, and its
    value for every kind of input outside it (NaN, ±Inf, overflow, underflow),
    both called one value at a time and in a loop the compiler vectorises.
@@ -6,6 +8,7 @@
    overflows or shifts a negative value, NaN included. */
 #include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,7 +86,47 @@ static void test_outside(void) {
     EXPECT(bad == 0, "the same %zu inputs in a vectorisable loop: %zu differ", n, bad);
 }
 
+/* |got - libm| in units of 2^-52 (double's ulp at 1): sin and cos are at most 1 in magnitude */
+static double err_sincos(double a, double s, double c) {
+    double es = fabs(s - sin(a)), ec = fabs(c - cos(a));
+    return (es > ec ? es : ec) * 4503599627370496.0;
+}
+
+static void test_sincos(void) {
+    enum { N = 1 << 20 };
+    static double as[N], ss[N], cs[N];
+    uint64_t st = 12345;
+    for (size_t i = 0; i < N; i++) {   /* positions up to 2^20 times frequencies in (0, 1]; both signs */
+        st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+        double u = (double)(st >> 11) * 0x1.0p-53;
+        as[i] = (i % 2 ? -1 : 1) * (i % 3 ? u * 64 : u * 1048576.0);
+    }
+    for (size_t i = 0; i < N; i++) sincos_fast(as[i], &ss[i], &cs[i]);   /* the vectorised loop */
+    double worst = 0, at = 0;
+    for (size_t i = 0; i < N; i++) {
+        double e = err_sincos(as[i], ss[i], cs[i]);
+        if (!(e <= worst)) {
+            worst = e;
+            at = as[i];
+        }
+    }
+    EXPECT(worst <= 2, "%d angles in (-2^20, 2^20): max error %.2f x 2^-52 at a = %.17g (<= 2)", N, worst, at);
+    double edges[] = {0.0, -0.0, 1e-300, 0.78539816339744828, 0.78539816339744839, 1.5707963267948966,
+                      3.1415926535897931, -3.1415926535897931, 4.7123889803846897, 6.2831853071795862,
+                      1e5, 12345.678, 0x1p29, -0x1p29 - 0.5};
+    for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
+        double s, c;
+        sincos_fast(edges[i], &s, &c);
+        EXPECT(err_sincos(edges[i], s, c) <= 2, "sincos_fast(%.17g) = (%.17g, %.17g), libm (%.17g, %.17g)",
+               edges[i], s, c, sin(edges[i]), cos(edges[i]));
+    }
+    double s, c;
+    sincos_fast(NAN, &s, &c);
+    EXPECT(isnan(s) && isnan(c), "sincos_fast(NaN) = (%g, %g), want NaN", s, c);
+}
+
 int main(void) {
+    test_sincos();
     test_range();
     test_outside();
     printf("test_mathf: %d OK, %d NOT OK\n", test_passes, test_failures);

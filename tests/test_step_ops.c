@@ -6,11 +6,14 @@
    2. model_build fills the cache for the T positions when a layer is rope, and
       leaves it out when none is;
    3. a whole training step (loss, every gradient) of a model with rope and
-      RePo layers, with the cache and with it taken away;
+      RePo layers, OLMo-2 and Llama blocks, with the cache and with it taken
+      away, and with the backward's work space filled with NaN beforehand
+      (every backward buffer is written before it is read: nothing is cleared);
    4. in a portable build (make PORTABLE=1, REPOC_DISPATCH), the x86-64-v3 and
       x86-64-v4 variants of attention, when this CPU runs both (model/dispatch.c
       chooses between them at load time): forward to the bit, backward to
       float rounding. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,15 +98,27 @@ static void test_model_cache(void) {
     model_free(&m);
 }
 
-/* loss and gradients of one step; with_cache false takes the cache away after build */
-static double step_grads(real* grads, size_t* n_grads, bool with_cache) {
+static void fill_nan(real* p, size_t n) {
+    for (size_t i = 0; i < n; i++) p[i] = (real)NAN;
+}
+
+/* loss and gradients of one step of an OLMo-2 (llama false) or Llama block with rope and RePo layers;
+   with_cache false takes the cache away after build; poison fills the backward's work space and the
+   residual-stream gradients with NaN first */
+static double step_grads(real* grads, size_t* n_grads, bool with_cache, bool llama, bool poison) {
     ModelConfig c;
     small_config(&c, "repo");
+    if (llama) c.block = BLOCK_LLAMA;
     Model m;
     size_t B = 2, T = 16, N = B * T;
     model_build(&m, &c, B, T, NULL, 0, false);
     model_init_weights(&m, 3, 0.05);
     if (!with_cache) m.rope.cos_t = m.rope.sin_t = NULL;
+    if (poison) {
+        fill_nan(m.scratch, m.n_scratch);
+        fill_nan(m.dres_a, N * c.D);
+        fill_nan(m.dres_b, N * c.D);
+    }
     int32_t tok[32], tgt[32];
     Rng rng;
     rng_seed(&rng, 9);
@@ -120,15 +135,22 @@ static double step_grads(real* grads, size_t* n_grads, bool with_cache) {
 }
 
 static void test_model_step(void) {
-    size_t n;
-    step_grads(NULL, &n, true);
-    real* g1 = mallocCheck(n * sizeof(real));
-    real* g2 = mallocCheck(n * sizeof(real));
-    double l1 = step_grads(g1, &n, true), l2 = step_grads(g2, &n, false);
-    EXPECT(l1 == l2 && same_bits(g1, g2, n), "a training step with the angle cache: the same loss (%.9g, %.9g) and "
-           "the same bits in all %zu gradients as computing every angle", l1, l2, n);
-    free(g1);
-    free(g2);
+    for (int llama = 0; llama < 2; llama++) {
+        const char* block = llama ? "Llama" : "OLMo-2";
+        size_t n;
+        step_grads(NULL, &n, true, llama, false);
+        real* g1 = mallocCheck(n * sizeof(real));
+        real* g2 = mallocCheck(n * sizeof(real));
+        double l1 = step_grads(g1, &n, true, llama, false), l2 = step_grads(g2, &n, false, llama, false);
+        EXPECT(l1 == l2 && same_bits(g1, g2, n), "%s: a training step with the angle cache: the same loss (%.9g, "
+               "%.9g) and the same bits in all %zu gradients as computing every angle", block, l1, l2, n);
+        /* the backward writes every buffer before it reads it (model/block.c): NaN left in them changes nothing */
+        l2 = step_grads(g2, &n, true, llama, true);
+        EXPECT(l1 == l2 && same_bits(g1, g2, n), "%s: the backward's work space and residual gradients filled with "
+               "NaN beforehand: the same loss and the same bits in all %zu gradients", block, n);
+        free(g1);
+        free(g2);
+    }
 }
 
 #ifdef REPOC_DISPATCH
