@@ -136,8 +136,12 @@ static void hide_keys(real* St, size_t t0, size_t nq, size_t j0, size_t nk, cons
     for (size_t j = 0; j < nk; j++) {
         real* s = St + j * ATT_BQ;
         size_t key = j0 + j;
-        for (size_t i = 0; i < nq; i++)
-            if (key > t0 + i || (st && (size_t)st[i] > key)) s[i] = -INFINITY;
+        size_t after = key <= t0 ? 0 : (key - t0 < nq ? key - t0 : nq);   /* queries i < after come before it */
+        for (size_t i = 0; i < after; i++) s[i] = -INFINITY;
+        if (!st) continue;
+        int32_t kj = (int32_t)key;
+#pragma omp simd
+        for (size_t i = after; i < nq; i++) s[i] = st[i] > kj ? -INFINITY : s[i];   /* another document's */
     }
 }
 
