@@ -21,6 +21,7 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "common/check.h"
@@ -145,10 +146,39 @@ static void hide_keys(real* St, size_t t0, size_t nq, size_t j0, size_t nk, cons
     }
 }
 
-/* xT (hd, ATT_BQ) = alpha x^T for the nq rows of x, row stride xs */
+/* 8 x 8 blocks of the transpose below, through three rounds of two-vector shuffles (unpack pairs,
+   then pairs of pairs, then halves) */
+typedef real v8r __attribute__((vector_size(8 * sizeof(real)), aligned(sizeof(real))));   /* unaligned loads */
+#ifdef REPOC_F64
+typedef int64_t v8i __attribute__((vector_size(8 * sizeof(real))));
+#else
+typedef int32_t v8i __attribute__((vector_size(8 * sizeof(real))));
+#endif
+ATT_INLINE void transpose8(real* out, size_t os, const real* in, size_t is, real alpha) {
+    v8r r[8], t[8], u[8];
+    for (int k = 0; k < 8; k++) r[k] = *(const v8r*)(in + k * is);
+    for (int k = 0; k < 8; k += 2) {
+        t[k] = __builtin_shuffle(r[k], r[k + 1], (v8i){0, 8, 1, 9, 4, 12, 5, 13});
+        t[k + 1] = __builtin_shuffle(r[k], r[k + 1], (v8i){2, 10, 3, 11, 6, 14, 7, 15});
+    }
+    for (int k = 0; k < 8; k += 4)
+        for (int h = 0; h < 2; h++) {
+            u[k + 2 * h] = __builtin_shuffle(t[k + h], t[k + h + 2], (v8i){0, 1, 8, 9, 4, 5, 12, 13});
+            u[k + 2 * h + 1] = __builtin_shuffle(t[k + h], t[k + h + 2], (v8i){2, 3, 10, 11, 6, 7, 14, 15});
+        }
+    for (int j = 0; j < 4; j++) {   /* u[j] holds columns j and j + 4 of rows 0-3, u[j + 4] of rows 4-7 */
+        *(v8r*)(out + j * os) = alpha * __builtin_shuffle(u[j], u[j + 4], (v8i){0, 1, 2, 3, 8, 9, 10, 11});
+        *(v8r*)(out + (j + 4) * os) = alpha * __builtin_shuffle(u[j], u[j + 4], (v8i){4, 5, 6, 7, 12, 13, 14, 15});
+    }
+}
+
+/* xT (hd, ATT_BQ) = alpha x^T for the nq rows of x, row stride xs: 8 x 8 blocks, then the edges */
 static void transpose_block(real* xT, const real* x, size_t nq, size_t xs, size_t hd, real alpha) {
+    size_t n8 = nq / 8 * 8, h8 = hd / 8 * 8;
+    for (size_t i = 0; i < n8; i += 8)
+        for (size_t d = 0; d < h8; d += 8) transpose8(xT + d * ATT_BQ + i, ATT_BQ, x + i * xs + d, xs, alpha);
     for (size_t i = 0; i < nq; i++)
-        for (size_t d = 0; d < hd; d++) xT[d * ATT_BQ + i] = alpha * x[i * xs + d];
+        for (size_t d = i < n8 ? h8 : 0; d < hd; d++) xT[d * ATT_BQ + i] = alpha * x[i * xs + d];
 }
 
 /* forward for query rows [t0, t1) of head h in batch row b; starts: the row's document starts or NULL.
@@ -248,11 +278,6 @@ static void backward_group(real* dq, real* dk, real* dv, const real* dout, const
     const real* vb = v + b * T * ks + g * hd;
     real* dkb = dk + b * T * ks + g * hd;
     real* dvb = dv + b * T * ks + g * hd;
-    for (size_t t = 0; t < T; t++) {   /* this task's slices of dq, dk, dv: overwritten, then summed into */
-        memset(dq + (b * T + t) * qs + g * group * hd, 0, group * hd * sizeof(real));
-        memset(dkb + t * ks, 0, hd * sizeof(real));
-        memset(dvb + t * ks, 0, hd * sizeof(real));
-    }
     for (size_t h = g * group; h < (g + 1) * group; h++)
         for (size_t t0 = 0; t0 < T; t0 += ATT_BQ) {
             size_t nq = t0 + ATT_BQ < T ? ATT_BQ : T - t0, row0 = (b * T + t0) * qs + h * hd;
@@ -283,10 +308,16 @@ static void backward_group(real* dq, real* dk, real* dv, const real* dout, const
                         ds[i] = p[i] > 0 ? p[i] * (ds[i] - delta[i]) : 0;   /* dS; dP^T skips hidden columns */
                     }
                 }
-                /* dQ += scale dS K,  dK += scale dS^T Q,  dV += P^T dO */
-                tile_gemm(&(TileGemm){dSt, 1, ATT_BQ, kj, ks, dq + row0, qs, nk, scale, true, TRI_K_UPTO, -dj}, nq, hd);
-                tile_gemm(&(TileGemm){dSt, ATT_BQ, 1, qb, qs, dkb + j0 * ks, ks, nq, scale, true, TRI_K_FROM, dj}, nk, hd);
-                tile_gemm(&(TileGemm){Pt, ATT_BQ, 1, dob, qs, dvb + j0 * ks, ks, nq, 1, true, TRI_K_FROM, dj}, nk, hd);
+                /* dQ += scale dS K,  dK += scale dS^T Q,  dV += P^T dO; each written (not added) by its first
+                   tile: a query block's first key block, and a key block's diagonal tile with the group's first
+                   head (no earlier query block sees that key block) */
+                bool dq_add = j0 != jfirst, dkv_add = !(h == g * group && j0 == t0);
+                tile_gemm(&(TileGemm){dSt, 1, ATT_BQ, kj, ks, dq + row0, qs, nk, scale, dq_add, TRI_K_UPTO, -dj}, nq,
+                          hd);
+                tile_gemm(&(TileGemm){dSt, ATT_BQ, 1, qb, qs, dkb + j0 * ks, ks, nq, scale, dkv_add, TRI_K_FROM, dj},
+                          nk, hd);
+                tile_gemm(&(TileGemm){Pt, ATT_BQ, 1, dob, qs, dvb + j0 * ks, ks, nq, 1, dkv_add, TRI_K_FROM, dj}, nk,
+                          hd);
             }
         }
 }

@@ -3,7 +3,8 @@
    whole vector groups, leave a vector or single columns over, or are narrower than one vector (the
    8-row blocks); T below, at and across the 64-row blocks; GQA; and document masks with boundaries
    inside and on block edges. The gradient checker covers the same code in double at small sizes; this
-   test covers the float build at the sizes training uses. */
+   test covers the float build at the sizes training uses. The gradient buffers start as NaN: backward
+   writes each before it adds into it. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -92,8 +93,8 @@ static void check_case(size_t B, size_t T, size_t H, size_t KVH, size_t hd, size
     }
     DocSpans docs = {start};
     attention_forward(out, lse, q, k, v, start ? &docs : NULL, B, T, H, KVH, hd);
-    for (size_t i = 0; i < nq; i++) dq[i] = 0;
-    for (size_t i = 0; i < nk; i++) dk[i] = dv[i] = 0;
+    for (size_t i = 0; i < nq; i++) dq[i] = NAN;   /* backward writes every gradient before it adds into it */
+    for (size_t i = 0; i < nk; i++) dk[i] = dv[i] = NAN;
     attention_backward(dq, dk, dv, dout, out, lse, q, k, v, start ? &docs : NULL, B, T, H, KVH, hd);
     reference(ro, rlse, rdq, rdk, rdv, q, k, v, dout, start, B, T, H, KVH, hd);
     to_float(out_ref, ro, nq);
