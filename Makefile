@@ -56,8 +56,11 @@ probe = $(shell printf '$(HASH)include <$(2)>\nint main(void){return 0;}\n' | $(
 # IEEE result; no code enables floating-point traps. -ffp-contract=fast (GCC's default in GNU
 # mode, which -std=c11 turns off) lets a*b + c compile to one fused multiply-add: the attention
 # kernel's inner loop is nothing else. Never -ffast-math: exp, log and the -INFINITY masks of
-# softmax need IEEE semantics.
-CFLAGS_BASE = -O3 -march=$(MARCH) -ffp-contract=fast -fno-math-errno -fno-trapping-math -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I.
+# softmax need IEEE semantics. -mprefer-vector-width=512 lets loops the compiler vectorises use
+# AVX-512's full width where the target has it (GCC 12 picks 256 bits for -march=native on
+# Intel): attention at T=256, hd=32 went from 43% to 50% of sgemm, a step of S 2% faster; on a
+# CPU without AVX-512 it changes nothing.
+CFLAGS_BASE = -O3 -march=$(MARCH) -mprefer-vector-width=512 -ffp-contract=fast -fno-math-errno -fno-trapping-math -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I.
 LDLIBS = -lm -ldl
 
 # OpenBLAS: prefer Debian's OpenMP build so BLAS and our loops share one thread pool
