@@ -10,16 +10,21 @@ void linear_forward(real* out, const real* inp, const real* weight, size_t N, si
                1, inp, (int)C, weight, (int)C, 0, out, (int)OC);
 }
 
+void linear_backward_scaled(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
+                            size_t N, size_t C, size_t OC, real alpha, bool add) {
+    if (dinp) {      /* dinp (N,C) (+)= alpha dout (N,OC) · W (OC,C) */
+        cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)OC,
+                   alpha, dout, (int)OC, weight, (int)C, add ? 1 : 0, dinp, (int)C);
+    }
+    if (dweight) {   /* dW (OC,C) += alpha dout^T (OC,N) · inp (N,C) */
+        cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OC, (int)C, (int)N,
+                   alpha, dout, (int)OC, inp, (int)C, 1, dweight, (int)C);
+    }
+}
+
 void linear_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
                      size_t N, size_t C, size_t OC, bool add) {
-    if (dinp) {      /* dinp (N,C) (+)= dout (N,OC) · W (OC,C) */
-        cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)OC,
-                   1, dout, (int)OC, weight, (int)C, add ? 1 : 0, dinp, (int)C);
-    }
-    if (dweight) {   /* dW (OC,C) += dout^T (OC,N) · inp (N,C) */
-        cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OC, (int)C, (int)N,
-                   1, dout, (int)OC, inp, (int)C, 1, dweight, (int)C);
-    }
+    linear_backward_scaled(dinp, dweight, dout, inp, weight, N, C, OC, 1, add);
 }
 
 void linear_forward_naive(real* out, const real* inp, const real* weight, size_t N, size_t C, size_t OC) {

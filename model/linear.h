@@ -16,6 +16,9 @@ void linear_forward(real* out, const real* inp, const real* weight, size_t N, si
    dout (N,OC)   inp (N,C)   weight (OC,C) */
 void linear_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
                      size_t N, size_t C, size_t OC, bool add);
+/* linear_backward with dout scaled by alpha: dinp (=|+=) alpha dout W, dweight += alpha dout^T inp */
+void linear_backward_scaled(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
+                            size_t N, size_t C, size_t OC, real alpha, bool add);
 /* the reference: same contract as linear_forward, plain loops */
 void linear_forward_naive(real* out, const real* inp, const real* weight, size_t N, size_t C, size_t OC);
 

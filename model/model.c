@@ -229,7 +229,8 @@ void model_head_forward(real* logits, real* normed, real* rstd, const real* x, c
     linear_forward(logits, normed, m->w.lm_head, n, c->D, c->V);
 }
 
-double model_forward(Model* m, const int32_t* tokens, const int32_t* targets) {
+/* model_forward; train: model_forward_train (G in the logits buffer when it holds every row) */
+static double forward(Model* m, const int32_t* tokens, const int32_t* targets, bool train) {
     const ModelConfig* c = &m->cfg;
     size_t N = m->B * m->T, D = c->D, V = c->V;
     for (size_t n = 0; n < N; n++) {
@@ -246,6 +247,7 @@ double model_forward(Model* m, const int32_t* tokens, const int32_t* targets) {
     for (size_t l = 0; l < c->L; l++) block_forward(m->res[l + 1], &m->la[l], m->res[l], layer_weights(m, l), l, &ctx);
 
     m->has_loss = targets != NULL;
+    m->logits_hold_grad = train && targets && m->head_rows == N;
     m->loss = 0;
     if (!targets) {
         CHECK(m->head_rows == N, "model_forward without targets returns logits of all %zu rows, but the model "
@@ -261,8 +263,10 @@ double model_forward(Model* m, const int32_t* tokens, const int32_t* targets) {
         size_t n = N - r0 < m->head_rows ? N - r0 : m->head_rows, nv;
         double ws;
         model_head_forward(m->logits, m->final_out + r0 * D, m->final_rstd + r0, m->res[c->L] + r0 * D, m, n);
-        total += xent_forward_sum(m->losses + r0, m->lse + r0, m->logits, targets + r0,
-                                  m->target_weights ? m->target_weights + r0 : NULL, n, V, m->z_loss, &nv, &ws);
+        const real* wr = m->target_weights ? m->target_weights + r0 : NULL;
+        total += m->logits_hold_grad
+                     ? xent_forward_grad(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V, m->z_loss, &nv, &ws)
+                     : xent_forward_sum(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V, m->z_loss, &nv, &ws);
         count += nv;
         wsum += ws;
     }
@@ -270,6 +274,12 @@ double model_forward(Model* m, const int32_t* tokens, const int32_t* targets) {
     m->weight_sum = wsum;
     m->loss = count ? total / wsum : 0.0;
     return m->loss;
+}
+
+double model_forward(Model* m, const int32_t* tokens, const int32_t* targets) { return forward(m, tokens, targets, false); }
+
+double model_forward_train(Model* m, const int32_t* tokens, const int32_t* targets) {
+    return forward(m, tokens, targets, true);
 }
 
 void model_backward(Model* m, double dloss) {
@@ -281,7 +291,11 @@ void model_backward(Model* m, double dloss) {
     real* dx = m->dres_a;   /* gradient of the residual stream after the current layer */
     real* dx_prev = m->dres_b;
     real* dfinal = m->bs.dx_mid;   /* free until the first block_backward */
-    for (size_t r0 = 0; r0 < N; r0 += m->head_rows) {   /* the chunks of forward */
+    if (m->logits_hold_grad) {   /* dlogits = G dloss / weight_sum: the scalar goes into the GEMMs */
+        real alpha = (real)(m->weight_sum > 0 ? dloss / m->weight_sum : 0.0);
+        linear_backward_scaled(dfinal, m->dw.lm_head, m->logits, m->final_out, m->w.lm_head, N, D, V, alpha, false);
+    }
+    for (size_t r0 = 0; r0 < N && !m->logits_hold_grad; r0 += m->head_rows) {   /* the chunks of forward */
         size_t n = N - r0 < m->head_rows ? N - r0 : m->head_rows;
         const real* normed = m->final_out + r0 * D;
         if (m->head_rows < N) linear_forward(m->logits, normed, m->w.lm_head, n, D, V);   /* this chunk's logits again */
@@ -301,7 +315,8 @@ void model_backward(Model* m, double dloss) {
         dx_prev = t;
     }
     if (m->dw.embed) embedding_backward(m->dw.embed, dx, m->tokens, N, D);
-    m->has_loss = false;   /* the logits buffer now holds dlogits */
+    m->has_loss = false;   /* the logits buffer now holds dlogits (or G) */
+    m->logits_hold_grad = false;
 }
 
 void model_zero_grad(Model* m) { memset(m->grads, 0, m->tensors.n_grads * sizeof(real)); }

@@ -78,6 +78,7 @@ typedef struct {
     bool masked;                    /* the last forward used doc_ids; pos_seq then holds t - start_t */
 
     bool has_loss;               /* forward ran with targets, so backward may run */
+    bool logits_hold_grad;       /* model_forward_train left G (xent_forward_grad) in the logits buffer */
     double loss;
     size_t n_valid;              /* targets that are not -1 */
     double weight_sum;           /* their summed weights (= n_valid without target_weights) */
@@ -114,6 +115,10 @@ void model_init_tensor(Model* m, size_t index, uint64_t seed, double std);
 /* tokens (B,T) in [0,V); targets (B,T) in [-1,V) with -1 = ignored, or NULL for
    logits only. Returns the mean loss (0 without targets). */
 double model_forward(Model* m, const int32_t* tokens, const int32_t* targets);
+/* model_forward for a training step that model_backward follows: the same loss, and when the logits
+   buffer holds all rows (head_chunk 0) it is left holding the loss gradient rather than the logits
+   (xent_forward_grad), which saves backward a pass over the B*T*V logits. */
+double model_forward_train(Model* m, const int32_t* tokens, const int32_t* targets);
 /* The head after the last block, on n rows: normed = final_norm(x) and
    logits = normed lm_head^T. Training and generation both call it.
    logits (n,V)   normed (n,D), rstd (n) saved for backward   x (n,D) */

@@ -9,6 +9,14 @@
 
 #include "common/mathf.h"
 
+/* max_i x_i of a row: a vector reduction (the same value; a NaN row's loss is NaN either way) */
+static real row_max(const real* x, size_t V) {
+    real mx = x[0];
+#pragma omp simd reduction(max : mx)
+    for (size_t i = 1; i < V; i++) mx = x[i] > mx ? x[i] : mx;
+    return mx;
+}
+
 double xent_forward_sum(real* losses, real* lse, const real* logits, const int32_t* targets, const real* weights,
                         size_t N, size_t V, double z_loss, size_t* n_valid, double* weight_sum) {
     double total = 0.0, wsum = 0.0;
@@ -16,9 +24,7 @@ double xent_forward_sum(real* losses, real* lse, const real* logits, const int32
 #pragma omp parallel for reduction(+ : total, count, wsum)
     for (size_t n = 0; n < N; n++) {
         const real* x = logits + n * V;
-        real mx = x[0];   /* the row's max: a vector reduction (the same value; a NaN row's loss is NaN either way) */
-#pragma omp simd reduction(max : mx)
-        for (size_t i = 1; i < V; i++) mx = x[i] > mx ? x[i] : mx;
+        real mx = row_max(x, V);
         double m = mx, sum = 0.0;
 #pragma omp simd reduction(+ : sum)
         for (size_t i = 0; i < V; i++) sum += exp_r(x[i] - mx);   /* each term in [0, 1]; summed in double */
@@ -33,6 +39,48 @@ double xent_forward_sum(real* losses, real* lse, const real* logits, const int32
             count++;
         }
         if (losses) losses[n] = (real)row;
+    }
+    *n_valid = count;
+    *weight_sum = wsum;
+    return total;
+}
+
+double xent_forward_grad(real* losses, real* lse, real* logits, const int32_t* targets, const real* weights,
+                         size_t N, size_t V, double z_loss, size_t* n_valid, double* weight_sum) {
+    double total = 0.0, wsum = 0.0;
+    size_t count = 0;
+#pragma omp parallel for reduction(+ : total, count, wsum)
+    for (size_t n = 0; n < N; n++) {
+        real* x = logits + n * V;
+        if (targets[n] < 0) {   /* its lse as the plain forward gives it, then G = 0 */
+            real mx = row_max(x, V);
+            double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+            for (size_t i = 0; i < V; i++) sum += exp_r(x[i] - mx);
+            lse[n] = (real)((double)mx + log(sum));
+            if (losses) losses[n] = 0;
+            memset(x, 0, V * sizeof(real));
+            continue;
+        }
+        real mx = row_max(x, V), xt = x[targets[n]];
+        double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+        for (size_t i = 0; i < V; i++) {   /* e_i = exp(x_i - max), kept in place of the logit */
+            x[i] = exp_r(x[i] - mx);
+            sum += x[i];
+        }
+        double l = (double)mx + log(sum), w = weights ? (double)weights[n] : 1.0, row = l - (double)xt;
+        lse[n] = (real)l;
+        if (losses) losses[n] = (real)row;
+        total += w * (row + z_loss * l * l);
+        wsum += w;
+        count++;
+        /* ∂/∂x_i of w (lse + c lse² - x_t) = w (1 + 2 c lse) softmax_i - w [i = t]; softmax_i = e_i / sum.
+           The row is still in cache from the pass above. */
+        real coef = (real)(w * (1.0 + 2.0 * z_loss * l) / sum);
+#pragma omp simd
+        for (size_t i = 0; i < V; i++) x[i] *= coef;
+        x[targets[n]] -= (real)w;
     }
     *n_valid = count;
     *weight_sum = wsum;

@@ -26,6 +26,12 @@ double xent_forward(real* losses, real* lse, const real* logits, const int32_t* 
    (and their n_valid and weight_sum) and divides once. */
 double xent_forward_sum(real* losses, real* lse, const real* logits, const int32_t* targets, const real* weights,
                         size_t N, size_t V, double z_loss, size_t* n_valid, double* weight_sum);
+/* The forward of a training step: xent_forward_sum's sum, n_valid, weight_sum, losses and lse, and
+   the logits (N,V) OVERWRITTEN with G = w_n ((1 + 2c lse_n) softmax_n - onehot(target_n)), 0 on ignored
+   rows, so that dlogits = G · dloss / weight_sum: the caller folds that one scalar into the GEMMs of
+   the LM head's backward, and xent_backward's pass over the logits is not needed. */
+double xent_forward_grad(real* losses, real* lse, real* logits, const int32_t* targets, const real* weights,
+                         size_t N, size_t V, double z_loss, size_t* n_valid, double* weight_sum);
 /* OVERWRITES logits (N,V) with dlogits = dloss · ∂loss/∂logits (it is not accumulated:
    the logits buffer has no other use after the loss). lse, targets, weights and
    weight_sum as forward saw and returned them. */

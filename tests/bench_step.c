@@ -233,7 +233,7 @@ int main(int argc, char** argv) {
     for (int s = 0; s < o.warmup + n; s++) {
         if (s == o.warmup) faults = minor_faults();
         double t0 = now_s();
-        double loss = model_forward(&m, tok, tgt);
+        double loss = model_forward_train(&m, tok, tgt);
         double t1 = now_s();
         model_backward(&m, 1.0);
         double t2 = now_s();

@@ -15,6 +15,7 @@ typedef struct {
     real *x_in, *x_out, *proj, *dx_in;
     int32_t *tokens, *targets;
     int32_t* doc_ids;        /* model problems with packed documents, else NULL */
+    real* weights;           /* model problems with per-row target weights, else NULL */
 } ModelCtx;
 
 static void free_model_ctx(Problem* p) {
@@ -27,6 +28,7 @@ static void free_model_ctx(Problem* p) {
     free(c->tokens);
     free(c->targets);
     free(c->doc_ids);
+    free(c->weights);
     free(c);
 }
 
@@ -129,7 +131,7 @@ static double model_loss(Problem* p) {
 static void model_grad(Problem* p) {
     ModelCtx* c = p->ctx;
     model_zero_grad(&c->m);
-    model_forward(&c->m, c->tokens, c->targets);
+    model_forward_train(&c->m, c->tokens, c->targets);
     model_backward(&c->m, 1.0);
     collect_grads(p, &c->m, 0);
 }
@@ -203,7 +205,13 @@ size_t build_model(Problem* out, size_t max, Rng* rng) {
     ModelOpts chunked = {true, 5};   /* 12 rows in chunks of 5, 5, 2; recomputed blocks */
     if (max <= 5) return 5;
     setup_model(&out[5], rng, &cfg, "model: OLMo-2, head chunks of 5 rows, recompute", 1e-3, NULL, &chunked);
-    return 6;
+    if (max <= 6) return 6;
+    setup_model(&out[6], rng, &cfg, "model: OLMo-2, per-row target weights in [0.5, 2], z-loss 1e-3", 1e-3, NULL, NULL);
+    ModelCtx* c = out[6].ctx;
+    c->weights = mallocCheck(12 * sizeof(real));
+    for (size_t n = 0; n < 12; n++) c->weights[n] = (real)(0.5 + 1.5 * rng_uniform(rng));
+    c->m.target_weights = c->weights;
+    return 7;
 }
 
 /* LoRA on a frozen base: only the adapters (and RePo) are trainable, and the

@@ -52,7 +52,7 @@ static double run_step(Model* m, const real* weights, bool docs) {
         }
         m->doc_ids = docs ? ids : NULL;
         m->target_weights = weights;
-        loss += model_forward(m, tok, tgt);
+        loss += model_forward_train(m, tok, tgt);
         model_backward(m, 0.5);
     }
     return loss;

@@ -1,4 +1,5 @@
-/* The speed-ups of the training step give the same bits as the plain code:
+/* The speed-ups of the training step give the same bits as the plain code (or, where they sum in
+   another order, the same values to float rounding):
    1. rope_forward / rope_backward with the angle cache of positions 0..n-1
       (rope_cache_fill) against the same calls computing every angle, on
       integer positions, on positions with a fractional part and on positions
@@ -9,7 +10,11 @@
       RePo layers, OLMo-2 and Llama blocks, with the cache and with it taken
       away, and with the backward's work space filled with NaN beforehand
       (every backward buffer is written before it is read: nothing is cleared);
-   4. in a portable build (make PORTABLE=1, REPOC_DISPATCH), the x86-64-v3 and
+   4. the fused head of a training step (model_forward_train: G in the logits
+      buffer, dloss / W in the LM head's GEMMs) against model_forward and
+      xent_backward, with weights, z-loss and an ignored row: the same loss,
+      gradients to float rounding;
+   5. in a portable build (make PORTABLE=1, REPOC_DISPATCH), the x86-64-v3 and
       x86-64-v4 variants of attention, when this CPU runs both (model/dispatch.c
       chooses between them at load time): forward to the bit, backward to
       float rounding. */
@@ -126,7 +131,7 @@ static double step_grads(real* grads, size_t* n_grads, bool with_cache, bool lla
         tok[i] = (int32_t)rng_below(&rng, c.V);
         tgt[i] = (int32_t)rng_below(&rng, c.V);
     }
-    double loss = model_forward(&m, tok, tgt);
+    double loss = model_forward_train(&m, tok, tgt);
     model_backward(&m, 1.0);
     *n_grads = m.tensors.n_grads;
     if (grads) memcpy(grads, m.grads, m.tensors.n_grads * sizeof(real));
@@ -151,6 +156,52 @@ static void test_model_step(void) {
         free(g1);
         free(g2);
     }
+}
+
+/* model_forward_train leaves G in the logits buffer and backward folds dloss / weight_sum into the LM
+   head's GEMMs; model_forward + model_backward take the logits through xent_backward. With per-row
+   weights, z-loss and an ignored row: the same loss and the same gradients to float rounding. */
+static void test_fused_head(void) {
+    ModelConfig c;
+    small_config(&c, "repo");
+    size_t B = 2, T = 16, N = B * T;
+    int32_t tok[32], tgt[32];
+    real w[32];
+    Rng rng;
+    rng_seed(&rng, 11);
+    for (size_t i = 0; i < N; i++) {
+        tok[i] = (int32_t)rng_below(&rng, c.V);
+        tgt[i] = i == 5 ? -1 : (int32_t)rng_below(&rng, c.V);
+        w[i] = (real)(0.5 + 1.5 * rng_uniform(&rng));
+    }
+    Model m;
+    model_build(&m, &c, B, T, NULL, 0, false);
+    model_init_weights(&m, 3, 0.05);
+    m.z_loss = 1e-3;
+    m.target_weights = w;
+    size_t n = m.tensors.n_grads;
+    real* g = mallocCheck(2 * n * sizeof(real));
+    double loss[2];
+    for (int fused = 0; fused < 2; fused++) {
+        model_zero_grad(&m);
+        loss[fused] = fused ? model_forward_train(&m, tok, tgt) : model_forward(&m, tok, tgt);
+        EXPECT(m.logits_hold_grad == (fused == 1), "model_forward%s: the logits buffer holds %s",
+               fused ? "_train" : "", fused ? "the loss gradient" : "the logits");
+        model_backward(&m, 0.5);
+        memcpy(g + fused * n, m.grads, n * sizeof(real));
+    }
+    EXPECT(fabs(loss[1] - loss[0]) <= 1e-12 * fabs(loss[0]), "the loss: %.12g fused, %.12g plain", loss[1], loss[0]);
+    expect_close("gradients, fused head vs xent_backward", g + n, g, n, 0, 2e-6,
+                 "float rounding: softmax as e/sum vs exp(x - lse), dloss/W in the GEMM");
+    free(g);
+    model_free(&m);
+    ModelOpts chunked = {false, 10};
+    model_build_opts(&m, &c, B, T, NULL, 0, &chunked, false);
+    model_init_weights(&m, 3, 0.05);
+    model_forward_train(&m, tok, tgt);
+    EXPECT(!m.logits_hold_grad, "model_forward_train with head chunks of 10 rows keeps xent_backward's path");
+    model_backward(&m, 1.0);
+    model_free(&m);
 }
 
 #ifdef REPOC_DISPATCH
@@ -197,6 +248,7 @@ int main(void) {
     test_rope_cache();
     test_model_cache();
     test_model_step();
+    test_fused_head();
 #ifdef REPOC_DISPATCH
     test_dispatch_variants();
 #endif

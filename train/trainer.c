@@ -329,7 +329,7 @@ void trainer_step(Trainer* tr) {
                 tr->target_weights[i] = tr->answer_mask[i] ? (real)tr->data.syn.answer_weight : 1;
             m->target_weights = tr->target_weights;
         }
-        double l = model_forward(m, tr->tokens, tr->targets);
+        double l = model_forward_train(m, tr->tokens, tr->targets);
         if (!isfinite(l)) die_nonfinite(tr, step + 1, "the loss is not finite");
         loss += l / (double)(accum * world);
         model_backward(m, 1.0 / (double)(accum * world));
