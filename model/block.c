@@ -68,6 +68,7 @@ void block_scratch_layout(BlockScratch* s, Cursor* cur, const ModelConfig* c, si
     s->dk_pre = cursor_take(cur, N * kv);
     s->dv = cursor_take(cur, N * kv);
     s->dz = cursor_take(cur, N * c->KVH);
+    s->norm_work = cursor_take(cur, RMSNORM_CHUNKS * (q > D ? q : D));
     s->repo_scratch = cursor_take(cur, 3 * N * (c->D / 8));
     if (c->lora_rank) s->lora_dax = cursor_take(cur, N * c->lora_rank);
 }
@@ -201,7 +202,7 @@ void block_backward(real* dx_in, LayerWeights* dw, const real* dx_out, const Lay
     residual_backward(s->dx_mid, dx_out, N * D);   /* the other branch reads dx_out itself */
     const real* dd = dx_out;
     if (olmo2) {
-        rmsnorm_backward(s->dd, dw->mlp_norm, dx_out, a->d, w->mlp_norm, a->mlp_rstd, N, D, false);
+        rmsnorm_backward(s->dd, dw->mlp_norm, dx_out, a->d, w->mlp_norm, a->mlp_rstd, s->norm_work, N, D, false);
         dd = s->dd;
     }
     proj_backward(s->dm, false, dw->down, dd, a, a->m, w->down, w, dw, s, LORA_DOWN, ctx, N, F, D);
@@ -211,13 +212,15 @@ void block_backward(real* dx_in, LayerWeights* dw, const real* dx_out, const Lay
     proj_backward(dmlp_in, olmo2, dw->gate, s->dg, a, mlp_in, w->gate, w, dw, s, LORA_GATE, ctx, N, D, F);
     proj_backward(dmlp_in, true, dw->up, s->du, a, mlp_in, w->up, w, dw, s, LORA_UP, ctx, N, D, F);
     if (!olmo2)
-        rmsnorm_backward(s->dx_mid, dw->attn_norm, s->dmlp_in, a->x_mid, w->attn_norm, a->attn_rstd, N, D, true);
+        rmsnorm_backward(s->dx_mid, dw->attn_norm, s->dmlp_in, a->x_mid, w->attn_norm, a->attn_rstd, s->norm_work,
+                         N, D, true);
 
     /* attention half: x_mid = x + [norm](att Wo^T) */
     residual_backward(dx_in, s->dx_mid, N * D);
     const real* do_ = s->dx_mid;
     if (olmo2) {
-        rmsnorm_backward(s->do_, dw->attn_norm, s->dx_mid, a->o, w->attn_norm, a->attn_rstd, N, D, false);
+        rmsnorm_backward(s->do_, dw->attn_norm, s->dx_mid, a->o, w->attn_norm, a->attn_rstd, s->norm_work, N, D,
+                         false);
         do_ = s->do_;
     }
     proj_backward(s->datt, false, dw->wo, do_, a, a->att, w->wo, w, dw, s, LORA_O, ctx, N, qd, D);
@@ -240,8 +243,8 @@ void block_backward(real* dx_in, LayerWeights* dw, const real* dx_out, const Lay
     const real* h = olmo2 ? x_in : a->h;
     real* dh = olmo2 ? dx_in : s->dh;
     if (olmo2) {
-        rmsnorm_backward(s->dq_pre, dw->q_norm, dqn, a->q_pre, w->q_norm, a->q_rstd, N, qd, false);
-        rmsnorm_backward(s->dk_pre, dw->k_norm, dkn, a->k_pre, w->k_norm, a->k_rstd, N, kvd, false);
+        rmsnorm_backward(s->dq_pre, dw->q_norm, dqn, a->q_pre, w->q_norm, a->q_rstd, s->norm_work, N, qd, false);
+        rmsnorm_backward(s->dk_pre, dw->k_norm, dkn, a->k_pre, w->k_norm, a->k_rstd, s->norm_work, N, kvd, false);
         dqn = s->dq_pre;
         dkn = s->dk_pre;
     }
@@ -253,5 +256,5 @@ void block_backward(real* dx_in, LayerWeights* dw, const real* dx_out, const Lay
         RepoGrads rg = {dw->repo_gate, dw->repo_content, dw->repo_final};
         repo_backward(dh, &rg, s->dz, &a->repo, h, &rw, s->repo_scratch, (RepoDims){N, D, cfg_dp(c), c->KVH});
     }
-    if (!olmo2) rmsnorm_backward(dx_in, dw->in_norm, s->dh, x_in, w->in_norm, a->h_rstd, N, D, true);
+    if (!olmo2) rmsnorm_backward(dx_in, dw->in_norm, s->dh, x_in, w->in_norm, a->h_rstd, s->norm_work, N, D, true);
 }

@@ -44,6 +44,7 @@ typedef struct {
     real *datt, *dq, *dqn, *dq_pre;           /* (N,H*hd) */
     real *dk, *dkn, *dk_pre, *dv;             /* (N,KVH*hd) */
     real *dz;                                 /* (N,KVH) */
+    real *norm_work;                          /* (RMSNORM_CHUNKS, max(D, H*hd)): rmsnorm_backward */
     real *repo_scratch;                       /* 3*N*D/8 */
     real *lora_dax;                           /* (N,r) LoRA backward work space */
 } BlockScratch;

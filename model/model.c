@@ -303,7 +303,8 @@ void model_backward(Model* m, double dloss) {
                       V, m->z_loss, m->weight_sum, dloss);   /* logits → dlogits */
         linear_backward(dfinal + r0 * D, m->dw.lm_head, m->logits, normed, m->w.lm_head, n, D, V, false);
     }
-    rmsnorm_backward(dx, m->dw.final_norm, dfinal, m->res[c->L], m->w.final_norm, m->final_rstd, N, D, false);
+    rmsnorm_backward(dx, m->dw.final_norm, dfinal, m->res[c->L], m->w.final_norm, m->final_rstd, m->bs.norm_work, N,
+                     D, false);
     for (size_t l = c->L; l-- > 0;) {
         /* recompute: layer l's activations again (the last layer's are still there), its output into a
            scratch buffer that block_backward overwrites */

@@ -19,33 +19,38 @@ void rmsnorm_forward(real* out, real* rstd, const real* inp, const real* weight,
 }
 
 void rmsnorm_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
-                      const real* rstd, size_t N, size_t C, bool add) {
-    /* g = dy ⊙ w ;  dx (+)= r g - x r³ (g·x) / C */
-#pragma omp parallel for
-    for (size_t n = 0; n < N; n++) {
-        const real* x = inp + n * C;
-        const real* dy = dout + n * C;
-        real r = rstd[n];
-        double gx = 0.0;
-#pragma omp simd reduction(+ : gx)
-        for (size_t c = 0; c < C; c++) gx += (double)dy[c] * weight[c] * x[c];
-        real proj = (real)(gx * r * r * r / (double)C);
-        real* dx = dinp + n * C;
-        if (add)
-            for (size_t c = 0; c < C; c++) dx[c] += r * (dy[c] * weight[c]) - x[c] * proj;
-        else
-            for (size_t c = 0; c < C; c++) dx[c] = r * (dy[c] * weight[c]) - x[c] * proj;
-    }
-    if (!dweight) return;
-    /* dw += Σ_n dy ⊙ x r : partitioned by column so threads never share a dw element */
-#pragma omp parallel for
-    for (size_t c0 = 0; c0 < C; c0 += 64) {
-        size_t c1 = c0 + 64 < C ? c0 + 64 : C;
-        for (size_t n = 0; n < N; n++) {
+                      const real* rstd, real* work, size_t N, size_t C, bool add) {
+    /* g = dy ⊙ w ;  dx (+)= r g - x r³ (g·x) / C ;  dw += Σ_n dy ⊙ x r, summed per chunk of rows into
+       work (one pass over dy and x), then over the chunks in order: the same bits for any thread count */
+    size_t rows = (N + RMSNORM_CHUNKS - 1) / RMSNORM_CHUNKS;
+#pragma omp parallel for schedule(static)
+    for (size_t k = 0; k < RMSNORM_CHUNKS; k++) {
+        real* part = dweight ? work + k * C : NULL;
+        if (part)
+            for (size_t c = 0; c < C; c++) part[c] = 0;
+        size_t n1 = (k + 1) * rows < N ? (k + 1) * rows : N;
+        for (size_t n = k * rows; n < n1; n++) {
             const real* x = inp + n * C;
             const real* dy = dout + n * C;
             real r = rstd[n];
-            for (size_t c = c0; c < c1; c++) dweight[c] += dy[c] * x[c] * r;
+            double gx = 0.0;
+#pragma omp simd reduction(+ : gx)
+            for (size_t c = 0; c < C; c++) gx += (double)dy[c] * weight[c] * x[c];
+            real proj = (real)(gx * r * r * r / (double)C);
+            real* dx = dinp + n * C;
+            if (add)
+                for (size_t c = 0; c < C; c++) dx[c] += r * (dy[c] * weight[c]) - x[c] * proj;
+            else
+                for (size_t c = 0; c < C; c++) dx[c] = r * (dy[c] * weight[c]) - x[c] * proj;
+            if (part)
+                for (size_t c = 0; c < C; c++) part[c] += dy[c] * x[c] * r;
         }
+    }
+    if (!dweight) return;
+#pragma omp parallel for
+    for (size_t c = 0; c < C; c++) {
+        real s = 0;
+        for (size_t k = 0; k < RMSNORM_CHUNKS; k++) s += work[k * C + c];
+        dweight[c] += s;
     }
 }

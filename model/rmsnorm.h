@@ -11,9 +11,11 @@
 
 /* out (N,C)   rstd (N) saved for backward   inp (N,C)   weight (C) */
 void rmsnorm_forward(real* out, real* rstd, const real* inp, const real* weight, size_t N, size_t C, double eps);
+/* backward sums dweight over this many chunks of rows, then over the chunks */
+#define RMSNORM_CHUNKS 32
 /* dinp (N,C) = (or += when add)   dweight (C) += (skipped when NULL)   dout (N,C);
-   inp, weight, rstd as forward saw/saved them */
+   inp, weight, rstd as forward saw/saved them;   work (RMSNORM_CHUNKS, C) overwritten when dweight */
 void rmsnorm_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
-                      const real* rstd, size_t N, size_t C, bool add);
+                      const real* rstd, real* work, size_t N, size_t C, bool add);
 
 #endif

@@ -95,17 +95,18 @@ static void rms_grad(Problem* p) {
     OpCtx* c = p->ctx;
     zero_grads(p);
     rms_loss(p);
-    rmsnorm_backward(p->dx[0], p->dx[1], c->proj, c->in[0], c->in[1], c->work[0], c->dims[0], c->dims[1], false);
+    rmsnorm_backward(p->dx[0], p->dx[1], c->proj, c->in[0], c->in[1], c->work[0], c->work[1], c->dims[0], c->dims[1],
+                     false);
 }
-static OpCtx* setup_rmsnorm(Problem* out, Rng* rng, const char* name) {
+static OpCtx* setup_rmsnorm(Problem* out, Rng* rng, const char* name, size_t N, size_t C) {
     OpCtx* c = new_problem(out, name);
-    size_t N = 4, C = 6;
     c->dims[0] = N;
     c->dims[1] = C;
     c->in[0] = gc_random(rng, N * C, -2, 2);
     c->in[1] = gc_random(rng, C, 0.5, 1.5);
     c->out = gc_random(rng, N * C, 0, 0);
     c->work[0] = gc_random(rng, N, 0, 0);
+    c->work[1] = gc_random(rng, RMSNORM_CHUNKS * C, 0, 0);
     c->proj = gc_random(rng, N * C, -1, 1);
     gc_add(out, "inp", c->in[0], N * C);
     gc_add(out, "weight", c->in[1], C);
@@ -113,9 +114,12 @@ static OpCtx* setup_rmsnorm(Problem* out, Rng* rng, const char* name) {
     return c;
 }
 static size_t build_rmsnorm(Problem* out, size_t max, Rng* rng) {
-    setup_rmsnorm(out, rng, "rmsnorm (N=4, C=6)");
-    out->grad = rms_grad;
-    return 1;
+    setup_rmsnorm(&out[0], rng, "rmsnorm (N=4, C=6)", 4, 6);
+    out[0].grad = rms_grad;
+    if (max < 2) return 1;
+    setup_rmsnorm(&out[1], rng, "rmsnorm (N=70, C=5: 32 row chunks, the last short or empty)", 70, 5);
+    out[1].grad = rms_grad;
+    return 2;
 }
 
 /* The deliberately wrong backward: RMSNorm's input gradient without the
@@ -132,7 +136,7 @@ static void rms_wrong_grad(Problem* p) {
         }
 }
 static size_t build_rmsnorm_wrong(Problem* out, size_t max, Rng* rng) {
-    setup_rmsnorm(out, rng, "rmsnorm-wrong (deliberately wrong backward: no projection term)");
+    setup_rmsnorm(out, rng, "rmsnorm-wrong (deliberately wrong backward: no projection term)", 4, 6);
     out->grad = rms_wrong_grad;
     return 1;
 }
