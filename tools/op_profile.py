@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""tools/op_profile.py: milliseconds per training step of each op of the step (docs/performance.md,
+"Second round on the step"). Never part of `make test`; standard library only.
+
+    tools/op_profile.py [--ref REV] [--reps N] -- BENCH_STEP_ARGS...
+    tools/op_profile.py --ref afa3e44 -- --size S --mode repo --threads 2 --steps 10 --warmup 2
+
+It copies the sources (the working tree, or `git archive REV`) into a temporary directory, puts a
+monotonic-clock timer around every op call of model/block.c and model/model.c and around the
+optimizer calls of tests/bench_step.c (the ops already run one after another, so the timers
+serialise nothing), builds build/bench/bench_step there and runs it N times with the given
+arguments. It prints the median step time of each run and, per group of ops, the mean over the
+runs of the milliseconds per timed step. The sources in this repository are not changed."""
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+TIMER_H = r'''/* op timers for tools/op_profile.py (not part of repoc) */
+#include <string.h>
+#include <time.h>
+static inline double op_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+void op_add(const char* name, double seconds);
+void op_reset(void);
+void op_dump(void);
+#define OP(name, stmt) do { double op_t0_ = op_now(); stmt; op_add(name, op_now() - op_t0_); } while (0)
+'''
+
+TIMER_C = r'''#include <stdio.h>
+#include "common/op_timer.h"
+static struct { const char* name; double s; } tab[128];
+static int n_tab;
+void op_add(const char* name, double s) {
+    for (int i = 0; i < n_tab; i++)
+        if (!strcmp(tab[i].name, name)) { tab[i].s += s; return; }
+    if (n_tab < 128) { tab[n_tab].name = name; tab[n_tab].s = s; n_tab++; }
+}
+void op_reset(void) { n_tab = 0; }
+void op_dump(void) {
+    for (int i = 0; i < n_tab; i++) fprintf(stderr, "op %s %.6f\n", tab[i].name, tab[i].s);
+}
+'''
+
+# calls timed when a statement starts with them (model/model.c also times the LM head's backward GEMM)
+OPS = ("proj_forward proj_backward rmsnorm_forward rmsnorm_backward residual_forward residual_backward "
+       "swiglu_forward swiglu_backward attention_forward attention_backward rope_forward rope_backward "
+       "repo_forward repo_backward zero memset xent_backward embedding_forward embedding_backward "
+       "model_head_forward grad_clip adamw_step model_zero_grad").split()
+MODEL_ONLY = ("linear_backward", "linear_backward_scaled")
+
+GROUPS = [
+    ("GEMMs of the forward linears (the LM head with the final norm)",
+     lambda k: k.startswith("proj_forward") or k == "model_head_forward"),
+    ("GEMMs of the backward linears (the LM head's included)",
+     lambda k: k.startswith("proj_backward") or k.startswith("linear_backward")),
+    ("attention forward + backward", lambda k: k.startswith("attention_")),
+    ("clearing backward buffers", lambda k: k == "zero" or k.startswith("memset:d")),
+    ("cross-entropy forward + backward", lambda k: k.startswith("xent")),
+    ("RMSNorm forward + backward", lambda k: k.startswith("rmsnorm")),
+    ("SwiGLU forward + backward", lambda k: k.startswith("swiglu")),
+    ("RoPE forward + backward", lambda k: k.startswith("rope_")),
+    ("RePo module forward + backward (its GEMMs included)", lambda k: k.startswith("repo_")),
+    ("residual adds and copies", lambda k: k.startswith("residual")),
+    ("embedding forward + backward", lambda k: k.startswith("embedding")),
+    ("gradient norm, clip, AdamW, zero_grad",
+     lambda k: k in ("grad_norm", "grad_clip", "adamw_step", "model_zero_grad")),
+]
+
+
+def strip_comments(line):
+    return re.sub(r"/\*.*?\*/", "", line)
+
+
+def instrument(path, extra):
+    lines = open(path).read().split("\n")
+    out, i = [], 0
+    while i < len(lines):
+        line = lines[i]
+        m = re.match(r"^(\s+)(?:if \([^;{]*\) )?(\w+)\(", line)
+        if m and (m.group(2) in OPS or m.group(2) in extra) and not line.rstrip().endswith("{") \
+                and "static" not in line:
+            j = i
+            while not strip_comments(lines[j]).rstrip().endswith(";"):
+                j += 1
+            stmt = "\n".join(strip_comments(x) for x in lines[i:j + 1]).rstrip()[:-1]
+            indent, cond = m.group(1), ""
+            mc = re.match(r"^(\s+)(if \([^;{]*\) )(.*)$", stmt, re.S)
+            if mc:
+                cond, stmt = mc.group(2), mc.group(1) + mc.group(3)
+            name = m.group(2)
+            if name in ("proj_forward", "proj_backward", "memset"):   # named by the buffer they write
+                first = re.search(r"\((.*?),", stmt).group(1).strip()
+                name += ":" + first.split("->")[-1].split(".")[-1].strip()[:10]
+            out.append('%s%sOP("%s", %s);' % (indent, cond, name, stmt.strip()))
+            i = j + 1
+            continue
+        out.append(line)
+        i += 1
+    return '#include "common/op_timer.h"\n' + "\n".join(out)
+
+
+def prepare(src, ref):
+    if ref:
+        archive = subprocess.run(["git", "-C", REPO, "archive", ref], check=True, capture_output=True).stdout
+        subprocess.run(["tar", "xf", "-", "-C", src], input=archive, check=True)
+    else:
+        files = subprocess.run(["git", "-C", REPO, "ls-files", "-co", "--exclude-standard", "-z"], check=True,
+                               capture_output=True).stdout.split(b"\0")
+        for f in filter(None, files):
+            f = f.decode()
+            if os.path.isfile(os.path.join(REPO, f)):
+                os.makedirs(os.path.join(src, os.path.dirname(f)), exist_ok=True)
+                shutil.copy2(os.path.join(REPO, f), os.path.join(src, f))
+    open(os.path.join(src, "common/op_timer.h"), "w").write(TIMER_H)
+    open(os.path.join(src, "common/op_timer.c"), "w").write(TIMER_C)
+    for rel in ("model/block.c", "model/model.c"):
+        p = os.path.join(src, rel)
+        s = instrument(p, MODEL_ONLY if rel == "model/model.c" else ())
+        for head in ("        total += xent_forward_sum(", "        total += m->logits_hold_grad"):
+            s = s.replace(head, "        double op_x0_ = op_now();\n" + head, 1)
+        s = s.replace("        count += nv;", '        op_add("xent_forward", op_now() - op_x0_);\n        count += nv;', 1)
+        open(p, "w").write(s)
+    p = os.path.join(src, "tests/bench_step.c")
+    s = instrument(p, ())
+    for old, new in [
+        ("        if (s == o.warmup) faults = minor_faults();",
+         "        if (s == o.warmup) {\n            faults = minor_faults();\n            op_reset();\n        }"),
+        ("        double norm = grad_global_norm(", "        double op_n0_ = op_now();\n        double norm = grad_global_norm("),
+        ('        OP("grad_clip"', '        op_add("grad_norm", op_now() - op_n0_);\n        OP("grad_clip"'),
+        ("    return 0;\n}", "    op_dump();\n    return 0;\n}"),
+    ]:
+        if old not in s:
+            sys.exit("op_profile: tests/bench_step.c has changed; update tools/op_profile.py (%r)" % old.strip())
+        s = s.replace(old, new, 1)
+    open(p, "w").write(s)
+    build = subprocess.run(["make", "-C", src, "-j2", "build/bench/bench_step"], capture_output=True, text=True)
+    if build.returncode:
+        sys.exit("op_profile: the instrumented build failed:\n" + build.stdout[-3000:] + build.stderr[-3000:])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ref", help="git revision to profile (default: the working tree)")
+    ap.add_argument("--reps", type=int, default=3, help="runs to average (default 3)")
+    ap.add_argument("bench_args", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    args = [x for x in a.bench_args if x != "--"]
+    steps = int(args[args.index("--steps") + 1]) if "--steps" in args else 5
+    with tempfile.TemporaryDirectory(prefix="repoc_op_profile.") as src:
+        prepare(src, a.ref)
+        runs = []
+        for _ in range(a.reps):
+            r = subprocess.run([os.path.join(src, "build/bench/bench_step"), "--mfu-sgemm", "0", "--no-attn"] + args,
+                               capture_output=True, text=True, cwd=src)
+            if r.returncode:
+                sys.exit("op_profile: bench_step failed:\n" + r.stderr[-2000:])
+            ops = {}
+            for line in r.stderr.splitlines():
+                if line.startswith("op "):
+                    _, name, sec = line.split()
+                    ops[name] = float(sec) * 1e3 / steps
+            med = re.search(r"median ([0-9.]+) ms/step", r.stdout)
+            print("run: median %s ms/step, timed ops %.1f ms/step" % (med.group(1) if med else "?",
+                                                                     sum(ops.values())))
+            runs.append(ops)
+    print("\n| part | ms per step (%s, mean of %d runs) |\n|---|---:|" % (a.ref or "working tree", a.reps))
+    for label, match in GROUPS:
+        vals = [sum(v for k, v in ops.items() if match(k)) for ops in runs]
+        print("| %s | %.1f |" % (label, statistics.mean(vals)))
+    print("| sum of the timed ops | %.1f |" % statistics.mean(sum(ops.values()) for ops in runs))
+
+
+REPO = subprocess.run(["git", "rev-parse", "--show-toplevel"], check=True, capture_output=True, text=True,
+                      cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
+
+if __name__ == "__main__":
+    main()
