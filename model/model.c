@@ -265,8 +265,10 @@ static double forward(Model* m, const int32_t* tokens, const int32_t* targets, b
         model_head_forward(m->logits, m->final_out + r0 * D, m->final_rstd + r0, m->res[c->L] + r0 * D, m, n);
         const real* wr = m->target_weights ? m->target_weights + r0 : NULL;
         total += m->logits_hold_grad
-                     ? xent_forward_grad(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V, m->z_loss, &nv, &ws)
-                     : xent_forward_sum(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V, m->z_loss, &nv, &ws);
+                     ? xent_forward_grad(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V, m->z_loss,
+                                         &nv, &ws)
+                     : xent_forward_sum(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V, m->z_loss,
+                                        &nv, &ws);
         count += nv;
         wsum += ws;
     }
@@ -276,7 +278,9 @@ static double forward(Model* m, const int32_t* tokens, const int32_t* targets, b
     return m->loss;
 }
 
-double model_forward(Model* m, const int32_t* tokens, const int32_t* targets) { return forward(m, tokens, targets, false); }
+double model_forward(Model* m, const int32_t* tokens, const int32_t* targets) {
+    return forward(m, tokens, targets, false);
+}
 
 double model_forward_train(Model* m, const int32_t* tokens, const int32_t* targets) {
     return forward(m, tokens, targets, true);
@@ -294,14 +298,15 @@ void model_backward(Model* m, double dloss) {
     if (m->logits_hold_grad) {   /* dlogits = G dloss / weight_sum: the scalar goes into the GEMMs */
         real alpha = (real)(m->weight_sum > 0 ? dloss / m->weight_sum : 0.0);
         linear_backward_scaled(dfinal, m->dw.lm_head, m->logits, m->final_out, m->w.lm_head, N, D, V, alpha, false);
-    }
-    for (size_t r0 = 0; r0 < N && !m->logits_hold_grad; r0 += m->head_rows) {   /* the chunks of forward */
-        size_t n = N - r0 < m->head_rows ? N - r0 : m->head_rows;
-        const real* normed = m->final_out + r0 * D;
-        if (m->head_rows < N) linear_forward(m->logits, normed, m->w.lm_head, n, D, V);   /* this chunk's logits again */
-        xent_backward(m->logits, m->lse + r0, m->targets + r0, m->target_weights ? m->target_weights + r0 : NULL, n,
-                      V, m->z_loss, m->weight_sum, dloss);   /* logits → dlogits */
-        linear_backward(dfinal + r0 * D, m->dw.lm_head, m->logits, normed, m->w.lm_head, n, D, V, false);
+    } else {
+        for (size_t r0 = 0; r0 < N; r0 += m->head_rows) {   /* the chunks of forward */
+            size_t n = N - r0 < m->head_rows ? N - r0 : m->head_rows;
+            const real* normed = m->final_out + r0 * D;
+            if (m->head_rows < N) linear_forward(m->logits, normed, m->w.lm_head, n, D, V);   /* its logits again */
+            xent_backward(m->logits, m->lse + r0, m->targets + r0, m->target_weights ? m->target_weights + r0 : NULL,
+                          n, V, m->z_loss, m->weight_sum, dloss);   /* logits → dlogits */
+            linear_backward(dfinal + r0 * D, m->dw.lm_head, m->logits, normed, m->w.lm_head, n, D, V, false);
+        }
     }
     rmsnorm_backward(dx, m->dw.final_norm, dfinal, m->res[c->L], m->w.final_norm, m->final_rstd, m->bs.norm_work, N,
                      D, false);

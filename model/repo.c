@@ -3,7 +3,6 @@
      dWg += dgate^T h ; dWc += dcontent^T h ; dh += dgate Wg + dcontent Wc */
 #include "model/repo.h"
 
-
 #include "model/linear.h"
 #include "model/swiglu.h"
 

@@ -17,6 +17,15 @@ static real row_max(const real* x, size_t V) {
     return mx;
 }
 
+/* lse = log Σ_i exp(x_i) of a row, as max + log Σ exp(x_i - max) */
+static double row_lse(const real* x, size_t V) {
+    real mx = row_max(x, V);
+    double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+    for (size_t i = 0; i < V; i++) sum += exp_r(x[i] - mx);   /* each term in [0, 1]; summed in double */
+    return (double)mx + log(sum);
+}
+
 double xent_forward_sum(real* losses, real* lse, const real* logits, const int32_t* targets, const real* weights,
                         size_t N, size_t V, double z_loss, size_t* n_valid, double* weight_sum) {
     double total = 0.0, wsum = 0.0;
@@ -24,11 +33,7 @@ double xent_forward_sum(real* losses, real* lse, const real* logits, const int32
 #pragma omp parallel for reduction(+ : total, count, wsum)
     for (size_t n = 0; n < N; n++) {
         const real* x = logits + n * V;
-        real mx = row_max(x, V);
-        double m = mx, sum = 0.0;
-#pragma omp simd reduction(+ : sum)
-        for (size_t i = 0; i < V; i++) sum += exp_r(x[i] - mx);   /* each term in [0, 1]; summed in double */
-        double l = m + log(sum);
+        double l = row_lse(x, V);
         lse[n] = (real)l;
         double row = 0.0;
         if (targets[n] >= 0) {
@@ -53,11 +58,7 @@ double xent_forward_grad(real* losses, real* lse, real* logits, const int32_t* t
     for (size_t n = 0; n < N; n++) {
         real* x = logits + n * V;
         if (targets[n] < 0) {   /* its lse as the plain forward gives it, then G = 0 */
-            real mx = row_max(x, V);
-            double sum = 0.0;
-#pragma omp simd reduction(+ : sum)
-            for (size_t i = 0; i < V; i++) sum += exp_r(x[i] - mx);
-            lse[n] = (real)((double)mx + log(sum));
+            lse[n] = (real)row_lse(x, V);
             if (losses) losses[n] = 0;
             memset(x, 0, V * sizeof(real));
             continue;
