@@ -51,7 +51,6 @@ void layer_acts_layout(LayerActs* a, Cursor* cur, const ModelConfig* c, size_t l
 
 void block_scratch_layout(BlockScratch* s, Cursor* cur, const ModelConfig* c, size_t N) {
     size_t D = c->D, q = c->H * cfg_hd(c), kv = c->KVH * cfg_hd(c), F = c->F;
-    s->dx_mid = cursor_take(cur, N * D);
     s->dd = cursor_take(cur, N * D);
     s->dmlp_in = cursor_take(cur, N * D);
     s->do_ = cursor_take(cur, N * D);
@@ -152,9 +151,8 @@ void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerW
 
     proj_forward(a->o, a, a->att, w->wo, w, LORA_O, ctx, N, qd, D);
     const real* mlp_in;
-    if (olmo2) {   /* x_mid = x + norm(o); a->d holds norm(o) until the MLP overwrites it */
-        rmsnorm_forward(a->d, a->attn_rstd, a->o, w->attn_norm, N, D, eps);
-        residual_forward(a->x_mid, x_in, a->d, N * D);
+    if (olmo2) {   /* x_mid = x + norm(o) */
+        rmsnorm_residual_forward(a->x_mid, a->attn_rstd, x_in, a->o, w->attn_norm, N, D, eps);
         mlp_in = a->x_mid;
     } else {       /* x_mid = x + o; the MLP reads norm(x_mid) */
         residual_forward(a->x_mid, x_in, a->o, N * D);
@@ -167,8 +165,7 @@ void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerW
     swiglu_forward(a->m, a->g, a->u, N * F);
     if (olmo2) {   /* x_out = x_mid + norm(m Wdown^T) */
         proj_forward(a->d, a, a->m, w->down, w, LORA_DOWN, ctx, N, F, D);
-        rmsnorm_forward(x_out, a->mlp_rstd, a->d, w->mlp_norm, N, D, eps);
-        residual_forward(x_out, x_out, a->x_mid, N * D);
+        rmsnorm_residual_forward(x_out, a->mlp_rstd, a->x_mid, a->d, w->mlp_norm, N, D, eps);
     } else {       /* x_out = x_mid + m Wdown^T */
         proj_forward(x_out, a, a->m, w->down, w, LORA_DOWN, ctx, N, F, D);
         residual_forward(x_out, x_out, a->x_mid, N * D);
@@ -187,9 +184,10 @@ void block_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeigh
 }
 
 /* Every buffer of the backward is written first (add = false) and then summed into (add = true), so
-   nothing is cleared before use. */
-void block_backward(real* dx_in, LayerWeights* dw, const real* dx_out, const LayerActs* a, const real* x_in,
-                    const LayerWeights* w, size_t l, BlockScratch* s, const BlockCtx* ctx_all) {
+   nothing is cleared before use. The residual stream's gradient dx is summed into in place: each skip path
+   passes it through unchanged, and each branch adds its input gradient once its own norm has read dx. */
+void block_backward(real* dx, LayerWeights* dw, const LayerActs* a, const real* x_in, const LayerWeights* w,
+                    size_t l, BlockScratch* s, const BlockCtx* ctx_all) {
     BlockCtx at = *ctx_all;   /* this layer's: its LoRA dropout keys, as block_forward made them */
     at.layer = l;
     const BlockCtx* ctx = &at;
@@ -198,28 +196,26 @@ void block_backward(real* dx_in, LayerWeights* dw, const real* dx_out, const Lay
     size_t qd = c->H * hd, kvd = c->KVH * hd;
     bool olmo2 = c->block == BLOCK_OLMO2;
 
-    /* MLP half: x_out = x_mid + [norm](m Wdown^T) */
-    residual_backward(s->dx_mid, dx_out, N * D);   /* the other branch reads dx_out itself */
-    const real* dd = dx_out;
+    /* MLP half: x_out = x_mid + [norm](m Wdown^T); dx: dx_out, then dx_mid */
+    const real* dd = dx;
     if (olmo2) {
-        rmsnorm_backward(s->dd, dw->mlp_norm, dx_out, a->d, w->mlp_norm, a->mlp_rstd, s->norm_work, N, D, false);
+        rmsnorm_backward(s->dd, dw->mlp_norm, dx, a->d, w->mlp_norm, a->mlp_rstd, s->norm_work, N, D, false);
         dd = s->dd;
     }
     proj_backward(s->dm, false, dw->down, dd, a, a->m, w->down, w, dw, s, LORA_DOWN, ctx, N, F, D);
     swiglu_backward(s->dg, s->du, s->dm, a->g, a->u, N * F);
     const real* mlp_in = olmo2 ? a->x_mid : a->h2;
-    real* dmlp_in = olmo2 ? s->dx_mid : s->dmlp_in;
+    real* dmlp_in = olmo2 ? dx : s->dmlp_in;   /* Llama: after dm has read dx (as dd) */
     proj_backward(dmlp_in, olmo2, dw->gate, s->dg, a, mlp_in, w->gate, w, dw, s, LORA_GATE, ctx, N, D, F);
     proj_backward(dmlp_in, true, dw->up, s->du, a, mlp_in, w->up, w, dw, s, LORA_UP, ctx, N, D, F);
     if (!olmo2)
-        rmsnorm_backward(s->dx_mid, dw->attn_norm, s->dmlp_in, a->x_mid, w->attn_norm, a->attn_rstd, s->norm_work,
-                         N, D, true);
+        rmsnorm_backward(dx, dw->attn_norm, s->dmlp_in, a->x_mid, w->attn_norm, a->attn_rstd, s->norm_work, N, D,
+                         true);
 
-    /* attention half: x_mid = x + [norm](att Wo^T) */
-    residual_backward(dx_in, s->dx_mid, N * D);
-    const real* do_ = s->dx_mid;
+    /* attention half: x_mid = x + [norm](att Wo^T); dx: dx_mid, then dx_in */
+    const real* do_ = dx;
     if (olmo2) {
-        rmsnorm_backward(s->do_, dw->attn_norm, s->dx_mid, a->o, w->attn_norm, a->attn_rstd, s->norm_work, N, D,
+        rmsnorm_backward(s->do_, dw->attn_norm, dx, a->o, w->attn_norm, a->attn_rstd, s->norm_work, N, D,
                          false);
         do_ = s->do_;
     }
@@ -241,7 +237,7 @@ void block_backward(real* dx_in, LayerWeights* dw, const real* dx_out, const Lay
 
     /* projections into the attention input h (x itself for OLMo-2) */
     const real* h = olmo2 ? x_in : a->h;
-    real* dh = olmo2 ? dx_in : s->dh;
+    real* dh = olmo2 ? dx : s->dh;   /* Llama: after datt has read dx (as do_) */
     if (olmo2) {
         rmsnorm_backward(s->dq_pre, dw->q_norm, dqn, a->q_pre, w->q_norm, a->q_rstd, s->norm_work, N, qd, false);
         rmsnorm_backward(s->dk_pre, dw->k_norm, dkn, a->k_pre, w->k_norm, a->k_rstd, s->norm_work, N, kvd, false);
@@ -256,5 +252,5 @@ void block_backward(real* dx_in, LayerWeights* dw, const real* dx_out, const Lay
         RepoGrads rg = {dw->repo_gate, dw->repo_content, dw->repo_final};
         repo_backward(dh, &rg, s->dz, &a->repo, h, &rw, s->repo_scratch, (RepoDims){N, D, cfg_dp(c), c->KVH});
     }
-    if (!olmo2) rmsnorm_backward(dx_in, dw->in_norm, s->dh, x_in, w->in_norm, a->h_rstd, s->norm_work, N, D, true);
+    if (!olmo2) rmsnorm_backward(dx, dw->in_norm, s->dh, x_in, w->in_norm, a->h_rstd, s->norm_work, N, D, true);
 }

@@ -39,7 +39,7 @@ typedef struct {
 
 /* Backward work space shared by all layers (overwritten by each block_backward). */
 typedef struct {
-    real *dx_mid, *dd, *dmlp_in, *do_, *dh;   /* (N,D) */
+    real *dd, *dmlp_in, *do_, *dh;            /* (N,D) */
     real *dm, *dg, *du;                       /* (N,F) */
     real *datt, *dq, *dqn, *dq_pre;           /* (N,H*hd) */
     real *dk, *dkn, *dk_pre, *dv;             /* (N,KVH*hd) */
@@ -79,9 +79,9 @@ void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerW
 /* block_qkv_forward, causal attention over the N rows (within documents with ctx->docs), block_out_forward.
    x_out (N,D)   a: this layer's saved activations   x_in (N,D)   w: layer l's weights */
 void block_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeights* w, size_t l, const BlockCtx* ctx);
-/* dx_in (N,D) =   dw: layer l's gradients (NULL fields skipped) +=   dx_out (N,D)
-   a, x_in, w as forward saw/saved them */
-void block_backward(real* dx_in, LayerWeights* dw, const real* dx_out, const LayerActs* a, const real* x_in,
-                    const LayerWeights* w, size_t l, BlockScratch* s, const BlockCtx* ctx);
+/* dx (N,D): on entry the gradient of the block's output, on return that of its input (in place)
+   dw: layer l's gradients (NULL fields skipped) +=   a, x_in, w as forward saw/saved them */
+void block_backward(real* dx, LayerWeights* dw, const LayerActs* a, const real* x_in, const LayerWeights* w,
+                    size_t l, BlockScratch* s, const BlockCtx* ctx);
 
 #endif

@@ -51,8 +51,8 @@ static void acts_layout(Model* m, Cursor* cur) {
 static void scratch_layout(Model* m, Cursor* cur) {
     size_t N = m->B * m->T;
     block_scratch_layout(&m->bs, cur, &m->cfg, N);
-    m->dres_a = cursor_take(cur, N * m->cfg.D);
-    m->dres_b = cursor_take(cur, N * m->cfg.D);
+    m->dres = cursor_take(cur, N * m->cfg.D);
+    m->dfinal = cursor_take(cur, N * m->cfg.D);
 }
 
 /* cfg, sizes, options and the tensor table: everything the layouts read */
@@ -292,9 +292,8 @@ void model_backward(Model* m, double dloss) {
     size_t N = m->B * m->T, D = c->D, V = c->V;
     BlockCtx ctx = block_ctx(m);
 
-    real* dx = m->dres_a;   /* gradient of the residual stream after the current layer */
-    real* dx_prev = m->dres_b;
-    real* dfinal = m->bs.dx_mid;   /* free until the first block_backward */
+    real* dx = m->dres;   /* gradient of the residual stream, summed into by each block in turn */
+    real* dfinal = m->dfinal;
     if (m->logits_hold_grad) {   /* dlogits = G dloss / weight_sum: the scalar goes into the GEMMs */
         real alpha = (real)(m->weight_sum > 0 ? dloss / m->weight_sum : 0.0);
         linear_backward_scaled(dfinal, m->dw.lm_head, m->logits, m->final_out, m->w.lm_head, N, D, V, alpha, false);
@@ -315,10 +314,7 @@ void model_backward(Model* m, double dloss) {
            scratch buffer that block_backward overwrites */
         const LayerWeights* w = layer_weights(m, l);   /* a BF16 base is widened once for both */
         if (m->opts.recompute && l + 1 < c->L) block_forward(m->bs.dd, &m->la[l], m->res[l], w, l, &ctx);
-        block_backward(dx_prev, &m->dw.layer[l], dx, &m->la[l], m->res[l], w, l, &m->bs, &ctx);
-        real* t = dx;
-        dx = dx_prev;
-        dx_prev = t;
+        block_backward(dx, &m->dw.layer[l], &m->la[l], m->res[l], w, l, &m->bs, &ctx);
     }
     if (m->dw.embed) embedding_backward(m->dw.embed, dx, m->tokens, N, D);
     m->has_loss = false;   /* the logits buffer now holds dlogits (or G) */

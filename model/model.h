@@ -55,7 +55,8 @@ typedef struct {
     real* scratch;               /* backward work space */
     size_t n_scratch;
     BlockScratch bs;
-    real *dres_a, *dres_b;       /* (N,D) residual-stream gradients, swapped per layer */
+    real *dres;                  /* (N,D) the residual stream's gradient, summed into by each block_backward */
+    real *dfinal;                /* (N,D) the final norm's output gradient */
 
     RopeTable rope;
     double z_loss;               /* coefficient of OLMo-2's z-loss (0 = off) */

@@ -4,7 +4,9 @@
 
 #include <math.h>
 
-void rmsnorm_forward(real* out, real* rstd, const real* inp, const real* weight, size_t N, size_t C, double eps) {
+/* out = w ⊙ x r, plus res when res is not NULL (out may be res) */
+static void norm_rows(real* out, real* rstd, const real* res, const real* inp, const real* weight, size_t N, size_t C,
+                      double eps) {
 #pragma omp parallel for
     for (size_t n = 0; n < N; n++) {
         const real* x = inp + n * C;
@@ -13,9 +15,21 @@ void rmsnorm_forward(real* out, real* rstd, const real* inp, const real* weight,
         for (size_t c = 0; c < C; c++) ss += (double)x[c] * x[c];
         real r = (real)(1.0 / sqrt(ss / (double)C + eps));
         real* y = out + n * C;
-        for (size_t c = 0; c < C; c++) y[c] = weight[c] * (x[c] * r);
+        if (res)
+            for (size_t c = 0; c < C; c++) y[c] = res[n * C + c] + weight[c] * (x[c] * r);
+        else
+            for (size_t c = 0; c < C; c++) y[c] = weight[c] * (x[c] * r);
         rstd[n] = r;
     }
+}
+
+void rmsnorm_forward(real* out, real* rstd, const real* inp, const real* weight, size_t N, size_t C, double eps) {
+    norm_rows(out, rstd, NULL, inp, weight, N, C, eps);
+}
+
+void rmsnorm_residual_forward(real* out, real* rstd, const real* res, const real* inp, const real* weight, size_t N,
+                              size_t C, double eps) {
+    norm_rows(out, rstd, res, inp, weight, N, C, eps);
 }
 
 void rmsnorm_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,

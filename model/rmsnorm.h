@@ -11,6 +11,10 @@
 
 /* out (N,C)   rstd (N) saved for backward   inp (N,C)   weight (C) */
 void rmsnorm_forward(real* out, real* rstd, const real* inp, const real* weight, size_t N, size_t C, double eps);
+/* out (N,C) = res + rmsnorm(inp): OLMo-2's post-norm residual in one pass (out may be res); the backward of
+   the norm part is rmsnorm_backward's, the residual passes its gradient through */
+void rmsnorm_residual_forward(real* out, real* rstd, const real* res, const real* inp, const real* weight, size_t N,
+                              size_t C, double eps);
 /* backward sums dweight over this many chunks of rows, then over the chunks */
 #define RMSNORM_CHUNKS 32
 /* dinp (N,C) = (or += when add)   dweight (C) += (skipped when NULL)   dout (N,C);

@@ -28,8 +28,3 @@ void residual_forward(real* out, const real* a, const real* b, size_t n) {
 #pragma omp parallel for simd
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
-
-void residual_backward(real* da, const real* dout, size_t n) {
-#pragma omp parallel for simd
-    for (size_t i = 0; i < n; i++) da[i] = dout[i];
-}

@@ -11,9 +11,8 @@ void swiglu_forward(real* out, const real* g, const real* u, size_t n);
 /* dg (n) =   du (n) =   dout (n);   g, u as forward saw them */
 void swiglu_backward(real* dg, real* du, const real* dout, const real* g, const real* u, size_t n);
 
-/* out (n) = a + b; out may alias a */
+/* out (n) = a + b; out may alias a. Its backward is the identity on both inputs: block_backward sums the
+   branch's gradient into the residual stream's in place. */
 void residual_forward(real* out, const real* a, const real* b, size_t n);
-/* da (n) = dout (n): the gradient of out = a + b reaching one input (the other input's is dout itself) */
-void residual_backward(real* da, const real* dout, size_t n);
 
 #endif

@@ -81,9 +81,9 @@ static void block_grad(Problem* p) {
     BlockCtx ctx = ctx_of(&c->m);
     size_t l = c->layer, N = c->m.B * c->m.T;
     model_zero_grad(&c->m);
-    memset(c->dx_in, 0, N * c->m.cfg.D * sizeof(real));
     block_loss(p);
-    block_backward(c->dx_in, &c->m.dw.layer[l], c->proj, &c->m.la[l], c->x_in, &c->m.w.layer[l], l, &c->m.bs, &ctx);
+    memcpy(c->dx_in, c->proj, N * c->m.cfg.D * sizeof(real));   /* dL/dx_out, turned into dL/dx_in in place */
+    block_backward(c->dx_in, &c->m.dw.layer[l], &c->m.la[l], c->x_in, &c->m.w.layer[l], l, &c->m.bs, &ctx);
     memcpy(p->dx[0], c->dx_in, N * c->m.cfg.D * sizeof(real));
     collect_grads(p, &c->m, 1);
 }

@@ -120,9 +120,7 @@ static double step_grads(real* grads, size_t* n_grads, bool with_cache, bool lla
     model_init_weights(&m, 3, 0.05);
     if (!with_cache) m.rope.cos_t = m.rope.sin_t = NULL;
     if (poison) {
-        fill_nan(m.scratch, m.n_scratch);
-        fill_nan(m.dres_a, N * c.D);
-        fill_nan(m.dres_b, N * c.D);
+        fill_nan(m.scratch, m.n_scratch);   /* the residual gradients dres and dfinal too */
     }
     int32_t tok[32], tgt[32];
     Rng rng;
