@@ -144,9 +144,11 @@ typedef struct {
     real keep;        /* 1 - lr_t*wd (1 when the tensor does not decay) */
     real neg_step;    /* -lr_t / (1 - b1^t) */
     real b1, omb1, b2, omb2, bc2_sqrt, eps;
+    real gs;          /* the gradient's clip scale (1: no clipping) */
 } StepConsts;
 
-/* One tensor: w (n) updated in place, g (n) read, m, v (n) its moments.
+/* One tensor: w (n) updated in place, g (n) read as g·gs (the clip scale), then zeroed when `zero`,
+   m, v (n) its moments.
    Called by every thread of adamw_step's parallel region; the elements are
    shared among them (an orphaned `omp for`, no barrier at the end).
    The operations and roundings are those of torch's CPU kernels, one line
@@ -154,14 +156,16 @@ typedef struct {
    GCC vectorises this loop only under -fno-math-errno (sqrtf may set errno,
    so it stays a call); with that flag the step runs about 5x faster. The
    optimize("no-math-errno") function attribute does not do it (GCC 12). */
-static void adamw_tensor(real* w, real* m, real* v, const real* g, size_t n, StepConsts k) {
+static void adamw_tensor(real* w, real* m, real* v, real* g, size_t n, StepConsts k, bool zero) {
 #ifdef OMP
 #pragma omp for simd schedule(static) nowait
 #endif
     for (size_t i = 0; i < n; i++) {
+        real gi = g[i] * k.gs;                                   /* clip_grad_norm_'s g.mul_(scale) */
+        if (zero) g[i] = 0;                                      /* the next step's zero_grad */
         w[i] *= k.keep;                                          /* param.mul_(1 - lr*wd) */
-        m[i] = real_fma(k.omb1, g[i], m[i] * k.b1);              /* exp_avg.mul_(b1).add_(g, alpha=1-b1) */
-        v[i] = real_fma(k.omb2 * g[i], g[i], v[i] * k.b2);       /* exp_avg_sq.mul_(b2).addcmul_(g, g, value=1-b2) */
+        m[i] = real_fma(k.omb1, gi, m[i] * k.b1);                /* exp_avg.mul_(b1).add_(g, alpha=1-b1) */
+        v[i] = real_fma(k.omb2 * gi, gi, v[i] * k.b2);           /* exp_avg_sq.mul_(b2).addcmul_(g, g, value=1-b2) */
         real denom = real_sqrt(v[i]) / k.bc2_sqrt + k.eps;       /* (exp_avg_sq.sqrt() / sqrt(bc2)).add_(eps) */
         w[i] += k.neg_step * m[i] / denom;                       /* param.addcdiv_(m, denom, value=-lr/bc1) */
     }
@@ -169,14 +173,16 @@ static void adamw_tensor(real* w, real* m, real* v, const real* g, size_t n, Ste
 
 /* The same step on bf16 moments m16, v16 (n): widened, updated in float as above,
    stored with stochastic rounding keyed by (key_m / key_v, gradient-arena index g0 + i) */
-static void adamw_tensor_bf16(real* w, uint16_t* m16, uint16_t* v16, const real* g, size_t n, StepConsts k,
+static void adamw_tensor_bf16(real* w, uint16_t* m16, uint16_t* v16, real* g, size_t n, StepConsts k, bool zero,
                               uint64_t key_m, uint64_t key_v, size_t g0) {
 #ifdef OMP
 #pragma omp for schedule(static) nowait
 #endif
     for (size_t i = 0; i < n; i++) {
-        real m = real_fma(k.omb1, g[i], (real)st_bf16_to_f32(m16[i]) * k.b1);
-        real v = real_fma(k.omb2 * g[i], g[i], (real)st_bf16_to_f32(v16[i]) * k.b2);
+        real gi = g[i] * k.gs;
+        if (zero) g[i] = 0;
+        real m = real_fma(k.omb1, gi, (real)st_bf16_to_f32(m16[i]) * k.b1);
+        real v = real_fma(k.omb2 * gi, gi, (real)st_bf16_to_f32(v16[i]) * k.b2);
         w[i] *= k.keep;
         real denom = real_sqrt(v) / k.bc2_sqrt + k.eps;
         w[i] += k.neg_step * m / denom;
@@ -218,14 +224,15 @@ bool adamw_slice_part(const AdamW* a, size_t offset, size_t n, size_t* g0, size_
 }
 
 /* constants in double, rounded once to real; then every trainable tensor (see adamw.h) */
-void adamw_step(AdamW* a, real* params, const real* grads, double lr, size_t step) {
+void adamw_step(AdamW* a, real* params, real* grads, double lr, size_t step, double grad_scale, bool zero_grads) {
     const OptimConfig* c = &a->cfg;
     double t = (double)step + 1.0;
     double bc1 = 1.0 - pow(c->beta1, t);              /* bias corrections, in double */
     double bc2_sqrt = sqrt(1.0 - pow(c->beta2, t));
     uint64_t key_m = sr_key(c->seed, step, 0), key_v = sr_key(c->seed, step, 1);   /* bf16 state only */
     StepConsts base = {.b1 = (real)c->beta1, .omb1 = (real)(1.0 - c->beta1), .b2 = (real)c->beta2,
-                       .omb2 = (real)(1.0 - c->beta2), .bc2_sqrt = (real)bc2_sqrt, .eps = (real)c->eps};
+                       .omb2 = (real)(1.0 - c->beta2), .bc2_sqrt = (real)bc2_sqrt, .eps = (real)c->eps,
+                       .gs = (real)grad_scale};
     /* one parallel region; each tensor's elements are shared out among the
        threads, and no thread waits between tensors (they are independent) */
 #ifdef OMP
@@ -242,9 +249,9 @@ void adamw_step(AdamW* a, real* params, const real* grads, double lr, size_t ste
         sc.neg_step = (real)(-lr_t / bc1);
         real* w = params + at->offset + (g0 - at->grad_offset);
         if (c->state_bf16)
-            adamw_tensor_bf16(w, a->m16 + (g0 - a->lo), a->v16 + (g0 - a->lo), grads + g0, g1 - g0, sc, key_m, key_v,
-                              g0);
+            adamw_tensor_bf16(w, a->m16 + (g0 - a->lo), a->v16 + (g0 - a->lo), grads + g0, g1 - g0, sc, zero_grads,
+                              key_m, key_v, g0);
         else
-            adamw_tensor(w, a->m + (g0 - a->lo), a->v + (g0 - a->lo), grads + g0, g1 - g0, sc);
+            adamw_tensor(w, a->m + (g0 - a->lo), a->v + (g0 - a->lo), grads + g0, g1 - g0, sc, zero_grads);
     }
 }

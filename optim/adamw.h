@@ -118,8 +118,11 @@ static inline uint32_t sr_bits(uint64_t key, uint64_t i) {
 bool adamw_slice_part(const AdamW* a, size_t offset, size_t n, size_t* g0, size_t* g1);
 
 /* One step with base learning rate lr (lr_at's value) at 0-based step `step`.
-   params (tt.n_params) are updated in place, the slice's elements only;
-   grads (tt.n_grads, the whole arena) are read only. */
-void adamw_step(AdamW* a, real* params, const real* grads, double lr, size_t step);
+   params (tt.n_params) are updated in place, the slice's elements only.
+   grads (tt.n_grads, the whole arena): the slice's elements are read as g·grad_scale, rounded to real as
+   an in-place clip would (grad_clip_scale's value; 1 leaves them as they are), and set to 0 after the
+   read when zero_grads, so the next step's zero_grad needs no pass of its own. Only the slice is read
+   or zeroed. */
+void adamw_step(AdamW* a, real* params, real* grads, double lr, size_t step, double grad_scale, bool zero_grads);
 
 #endif

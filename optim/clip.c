@@ -36,15 +36,8 @@ double grad_global_norm(const real* grads, size_t n) {
 }
 
 /* NaN norms and max_norm 0 fall through to "no clipping" (the caller stops on NaN) */
-double grad_clip(real* grads, size_t n, double max_norm, double norm) {
-    if (!(max_norm > 0) || !(norm > max_norm)) return 1.0;
-    double scale = max_norm / norm;
-    real s = (real)scale;
-#ifdef OMP
-#pragma omp parallel for simd schedule(static)
-#endif
-    for (size_t i = 0; i < n; i++) grads[i] *= s;
-    return scale;
+double grad_clip_scale(double max_norm, double norm) {
+    return max_norm > 0 && norm > max_norm ? max_norm / norm : 1.0;
 }
 
 /* table order, so the name reported is the first tensor in the model */

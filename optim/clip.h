@@ -1,5 +1,5 @@
 /* Gradient checks before the optimizer step: the global L2 norm, clipping to
-   a maximum norm (config grad_clip), and the first tensor holding a NaN or Inf.
+   a maximum norm (config grad_clip, applied by adamw_step), and the first tensor holding a NaN or Inf.
    All take the gradient arena (TensorTable.n_grads reals, frozen tensors have
    no slot). */
 #ifndef REPOC_CLIP_H
@@ -17,11 +17,12 @@
 #define NORM_CHUNKS 1024
 double grad_global_norm(const real* grads, size_t n);
 
-/* When max_norm > 0 and norm > max_norm, scale grads (n) by max_norm / norm and
-   return that scale; otherwise leave grads untouched and return 1. norm is the
-   value grad_global_norm returned. (torch's clip_grad_norm_ divides by
-   norm + 1e-6 instead; we clip to exactly max_norm.) */
-double grad_clip(real* grads, size_t n, double max_norm, double norm);
+/* The factor that clips the gradient to max_norm: max_norm / norm when max_norm > 0
+   and norm > max_norm, otherwise 1 (also for a NaN norm). norm is the value
+   grad_global_norm returned; adamw_step applies the factor as it reads each
+   gradient. (torch's clip_grad_norm_ divides by norm + 1e-6 instead; we clip to
+   exactly max_norm.) */
+double grad_clip_scale(double max_norm, double norm);
 
 /* Index of the first tensor (table order) whose gradient holds a NaN or Inf,
    or -1. Scans every trainable tensor serially, so call it only when

@@ -238,9 +238,7 @@ int main(int argc, char** argv) {
         model_backward(&m, 1.0);
         double t2 = now_s();
         double norm = grad_global_norm(m.grads, m.tensors.n_grads);
-        grad_clip(m.grads, m.tensors.n_grads, 1.0, norm);
-        adamw_step(&opt, m.params, m.grads, 1e-4, (size_t)s);
-        model_zero_grad(&m);   /* zeroing for the next step counts to this one */
+        adamw_step(&opt, m.params, m.grads, 1e-4, (size_t)s, grad_clip_scale(1.0, norm), true);   /* zeroes them */
         double t3 = now_s();
         if (s == 0) loss0 = loss;
         if (s < o.warmup) continue;

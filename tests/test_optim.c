@@ -131,11 +131,11 @@ static void test_two_steps(void) {
     real* before = mallocCheck(tt.n_params * sizeof(real));
     fill(&tt, params, grads, g_step0);
     memcpy(before, params, tt.n_params * sizeof(real));
-    adamw_step(&a, params, grads, 0.1, 0);
+    adamw_step(&a, params, grads, 0.1, 0, 1.0, false);
     real* after0 = mallocCheck(tt.n_params * sizeof(real));
     memcpy(after0, params, tt.n_params * sizeof(real));
     fill(&tt, NULL, grads, g_step1);
-    adamw_step(&a, params, grads, 0.1, 1);
+    adamw_step(&a, params, grads, 0.1, 1, 1.0, false);
 
     /* literals from float64 Python; e.g. q_proj[0]: 0.51*(1 - 0.1*0.1) - 0.1*0.11/(0.11 + 1e-8) */
     const Probe probes[] = {
@@ -233,8 +233,8 @@ static void test_slices(void) {
     memcpy(sliced, params, tt.n_params * sizeof(real));
     for (size_t step = 0; step < 2; step++) {
         if (step) fill(&tt, NULL, grads, g_step1);
-        adamw_step(&whole, params, grads, 0.1, step);
-        for (int p = 0; p < 3; p++) adamw_step(&part[p], sliced, grads, 0.1, step);
+        adamw_step(&whole, params, grads, 0.1, step, 1.0, false);
+        for (int p = 0; p < 3; p++) adamw_step(&part[p], sliced, grads, 0.1, step, 1.0, false);
     }
     int same_m = 1, same_v = 1;
     for (int p = 0; p < 3; p++) {
@@ -267,7 +267,7 @@ static void test_decay_norms_off(void) {
     real* params = arenaAlloc(tt.n_params * sizeof(real));
     real* grads = arenaAlloc(tt.n_grads * sizeof(real));
     fill(&tt, params, grads, g_step0);
-    adamw_step(&a, params, grads, 0.1, 0);
+    adamw_step(&a, params, grads, 0.1, 0, 1.0, false);
     const TensorInfo* qn = &tt.t[idx(&tt, "model.layers.0.self_attn.q_norm.weight")];
     const TensorInfo* q = &tt.t[idx(&tt, "model.layers.0.self_attn.q_proj.weight")];
     /* q_norm[2]: 0.548 - 0.1*0.152/(0.152 + 1e-8); q_proj[0] as in the two-step test (decays) */
@@ -279,19 +279,17 @@ static void test_decay_norms_off(void) {
     tensor_table_free(&tt);
 }
 
-/* exact small norms, the three clip cases, and a clip of the tiny model's arena */
+/* exact small norms, the three clip cases, and the clip of the tiny model's arena */
 static void test_clip(void) {
     printf("global norm and clipping\n");
     real x[3] = {3, 4, 12};
     EXPECT(grad_global_norm(x, 2) == 5.0 && grad_global_norm(x, 3) == 13.0 && grad_global_norm(x, 0) == 0.0,
            "norm of (3,4) = 5, of (3,4,12) = 13, of nothing = 0 (exact)");
-    double s = grad_clip(x, 2, 10.0, 5.0);
-    EXPECT(s == 1.0 && x[0] == 3 && x[1] == 4, "max_norm 10 > norm 5: untouched, scale 1");
-    s = grad_clip(x, 2, 0.0, 5.0);
-    EXPECT(s == 1.0 && x[0] == 3 && x[1] == 4, "max_norm 0 (off): untouched, scale 1");
-    s = grad_clip(x, 2, 1.0, 5.0);
-    double got[3] = {s, x[0], x[1]}, ref[3] = {0.2, 0.6, 0.8};
-    expect_close_each("max_norm 1, norm 5: scale 0.2, (0.6, 0.8)", got, ref, 3, 0, 1e-7);
+    EXPECT(grad_clip_scale(10.0, 5.0) == 1.0, "max_norm 10 > norm 5: scale 1");
+    EXPECT(grad_clip_scale(0.0, 5.0) == 1.0, "max_norm 0 (off): scale 1");
+    EXPECT(grad_clip_scale(1.0, NAN) == 1.0, "NaN norm: scale 1 (the trainer stops on it)");
+    double s = grad_clip_scale(1.0, 5.0);
+    expect_close_each("max_norm 1, norm 5: scale 0.2", &s, (double[]){0.2}, 1, 0, 1e-15);
 
     /* the tiny model's gradient arena, every element 0.5: norm 0.5 sqrt(506) */
     TensorTable tt;
@@ -299,11 +297,62 @@ static void test_clip(void) {
     real* grads = arenaAlloc(tt.n_grads * sizeof(real));
     for (size_t i = 0; i < tt.n_grads; i++) grads[i] = 0.5f;
     double norm = grad_global_norm(grads, tt.n_grads);
-    s = grad_clip(grads, tt.n_grads, 1.0, norm);
+    s = grad_clip_scale(1.0, norm);
+    for (size_t i = 0; i < tt.n_grads; i++) grads[i] *= (real)s;
     double got2[4] = {norm, s, grads[0], grad_global_norm(grads, tt.n_grads)};
     double ref2[4] = {11.247221879201993, 0.088910844894877412, 0.044455422447438706, 1.0};
     expect_close_each("arena of 506 x 0.5: norm, scale, element, norm after clip 1.0", got2, ref2, 4, 0, 1e-7);
     free(grads);
+    tensor_table_free(&tt);
+}
+
+/* adamw_step's grad_scale and zero_grads, f32 and bf16 state, on a slice cut inside a tensor: the same weights
+   and moments, bit for bit, as a step on gradients clipped beforehand; the slice's gradients left zero and
+   every other element untouched */
+static void test_scale_zero(void) {
+    printf("adamw: the clip scale and zero_grad applied as the gradients are read\n");
+    TensorTable tt;
+    tiny_table(&tt);
+    for (int bf16 = 0; bf16 < 2; bf16++) {
+        OptimConfig c;
+        config_a(&c);
+        c.state_bf16 = bf16;
+        size_t lo = tt.n_grads / 3 + 1, hi = tt.n_grads - 7;
+        AdamW ref, got;
+        adamw_build_slice(&ref, &tt, &c, lo, hi);
+        adamw_build_slice(&got, &tt, &c, lo, hi);
+        real* p_ref = arenaAlloc(tt.n_params * sizeof(real));
+        real* p_got = arenaAlloc(tt.n_params * sizeof(real));
+        real* g_ref = arenaAlloc(tt.n_grads * sizeof(real));
+        real* g_got = arenaAlloc(tt.n_grads * sizeof(real));
+        real* g_in = arenaAlloc(tt.n_grads * sizeof(real));
+        fill(&tt, p_ref, g_in, g_step0);
+        memcpy(p_got, p_ref, tt.n_params * sizeof(real));
+        double scale = 0.3;
+        bool same_w = true, zeroed = true, kept = true;
+        for (size_t step = 0; step < 2; step++) {
+            for (size_t i = 0; i < tt.n_grads; i++) g_ref[i] = g_in[i] * (real)scale;   /* the old in-place clip */
+            memcpy(g_got, g_in, tt.n_grads * sizeof(real));
+            adamw_step(&ref, p_ref, g_ref, 0.1, step, 1.0, false);
+            adamw_step(&got, p_got, g_got, 0.1, step, scale, true);
+            same_w &= !memcmp(p_ref, p_got, tt.n_params * sizeof(real));
+            for (size_t i = 0; i < tt.n_grads; i++) {
+                if (i >= lo && i < hi) zeroed &= g_got[i] == 0;
+                else kept &= !memcmp(&g_got[i], &g_in[i], sizeof(real));
+            }
+            if (!step) fill(&tt, NULL, g_in, g_step1);
+        }
+        size_t n = hi - lo, bytes = n * (bf16 ? 2 : sizeof(real));
+        bool same_mv = bf16 ? !memcmp(ref.m16, got.m16, bytes) && !memcmp(ref.v16, got.v16, bytes)
+                            : !memcmp(ref.m, got.m, bytes) && !memcmp(ref.v, got.v, bytes);
+        EXPECT(same_w && same_mv, "%s state: weights, m and v after 2 steps as with gradients clipped by 0.3 first",
+               bf16 ? "bf16" : "f32");
+        EXPECT(zeroed && kept, "%s state: gradients [%zu, %zu) zeroed, the other %zu untouched", bf16 ? "bf16" : "f32",
+               lo, hi, tt.n_grads - n);
+        adamw_free(&ref);
+        adamw_free(&got);
+        free(p_ref); free(p_got); free(g_ref); free(g_got); free(g_in);
+    }
     tensor_table_free(&tt);
 }
 
@@ -408,6 +457,7 @@ int main(void) {
     test_slices();
     test_decay_norms_off();
     test_clip();
+    test_scale_zero();
     test_nonfinite();
     test_schedules();
     test_norm_threads();

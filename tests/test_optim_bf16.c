@@ -40,7 +40,7 @@ static void test_rounding(void) {
 static void run(AdamW* a, const TensorTable* tt, real* params, real g, size_t steps) {
     real* grads = arenaAlloc(tt->n_grads * sizeof(real));
     for (size_t i = 0; i < tt->n_grads; i++) grads[i] = g;
-    for (size_t s = 0; s < steps; s++) adamw_step(a, params, grads, 1e-4, s);
+    for (size_t s = 0; s < steps; s++) adamw_step(a, params, grads, 1e-4, s, 1.0, false);
     free(grads);
 }
 
@@ -108,10 +108,10 @@ static void test_determinism(void) {
     real* grads = arenaAlloc(tt.n_grads * sizeof(real));
     for (size_t step = 0; step < 3; step++) {
         for (size_t k = 0; k < tt.n_grads; k++) grads[k] = (real)sin(0.37 * (double)(k + 7 * step)) * 0.01f;
-        adamw_step(&a, w[0], grads, 1e-2, step);
-        adamw_step(&b, w[1], grads, 1e-2, step);
-        for (int p = 0; p < 3; p++) adamw_step(&part[p], w[2], grads, 1e-2, step);
-        adamw_step(&other, w[3], grads, 1e-2, step);
+        adamw_step(&a, w[0], grads, 1e-2, step, 1.0, false);
+        adamw_step(&b, w[1], grads, 1e-2, step, 1.0, false);
+        for (int p = 0; p < 3; p++) adamw_step(&part[p], w[2], grads, 1e-2, step, 1.0, false);
+        adamw_step(&other, w[3], grads, 1e-2, step, 1.0, false);
     }
     size_t bytes = tt.n_grads * 2;
     EXPECT(!memcmp(w[0], w[1], tt.n_params * sizeof(real)) && !memcmp(a.m16, b.m16, bytes) &&

@@ -161,7 +161,7 @@ static void check_adamw(const char* dir, Fixture* fx) {
         double ref = ref_scalar(&fx->ref, "adamw_losses", s);
         EXPECT(fabs(loss - ref) <= 1e-5 * fabs(ref), "AdamW step %zu: loss %.9f vs PyTorch %.9f", s, loss, ref);
         model_backward(&m, 1.0);
-        adamw_step(&opt, m.params, m.grads, oc.lr, s);
+        adamw_step(&opt, m.params, m.grads, oc.lr, s, 1.0, false);
     }
     double worst = 0, exempt_tol = fmax(1e-4, 10 * meta_double(&fx->ref, "f32_weight_rounding_error_exempt"));
     const char* worst_name = "";

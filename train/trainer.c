@@ -316,7 +316,8 @@ void trainer_step(Trainer* tr) {
     Model* m = &tr->model;
     size_t step = tr->state.step, accum = tr->rc.train.grad_accum, world = (size_t)tr->world;
     double t0 = now_s(), loss = 0;
-    model_zero_grad(m);
+    if (!tr->grads_zeroed) model_zero_grad(m);
+    tr->grads_zeroed = false;
     for (size_t k = 0; k < accum; k++) {   /* micro-batch k of rank r is global rows [(k*world + r)*B, +B) */
         size_t row0 = (k * world + (size_t)tr->rank) * tr->B;
         data_source_rows(&tr->data, false, step, tr->rows_per_step, row0, tr->B, tr->T, tr->tokens, tr->targets,
@@ -346,9 +347,10 @@ void trainer_step(Trainer* tr) {
                  bad >= 0 ? m->tensors.t[bad].name : "the model (sum of squares overflowed)");
         die_nonfinite(tr, step + 1, what);
     }
-    grad_clip(m->grads, m->tensors.n_grads, tr->ocfg.grad_clip, norm);
     double lr = lr_at(&tr->ocfg, step, tr->rc.train.steps);
-    adamw_step(&tr->opt, m->params, m->grads, lr, step);
+    /* clipped and zeroed as AdamW reads them; sharded, the all-gather below reuses the arena */
+    adamw_step(&tr->opt, m->params, m->grads, lr, step, grad_clip_scale(tr->ocfg.grad_clip, norm), !tr->sharded);
+    tr->grads_zeroed = !tr->sharded;
     if (tr->sharded) {
         t_comm = now_s();
         gather_params(tr);

@@ -42,6 +42,7 @@ typedef struct {
     bool sharded;                /* AdamW state split over the ranks (train.shard_optimizer, world > 1) */
     size_t *shard_counts, *shard_displs;   /* (world) each rank's slice of the gradient arena */
     double comm_s;               /* seconds in all-reduce / all-gather in the last step */
+    bool grads_zeroed;           /* the last adamw_step zeroed the whole gradient arena (not sharded) */
     int32_t *tokens, *targets;   /* (B,T) one micro-batch */
     int32_t* doc_ids;            /* (B,T) with data.document_mask (data/documents.h), else NULL */
     uint8_t* answer_mask;        /* (B,T) with data.synthetic.answer_weight != 1, else NULL */
