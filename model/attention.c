@@ -15,7 +15,9 @@
    query's document start) get P = 0. Only the tiles that cross the diagonal or a
    document start have any; whole key blocks before a query block's first document
    start are skipped (forward), and query rows after the document of a key block's
-   last key are never visited (backward).
+   last key are never visited (backward). On a diagonal tile, the products skip the
+   hidden part (`TileTri` below) and the softmax loops start each key at its first
+   visible query, rounded down to a vector (`first_visited`).
    Works for any T (partial blocks) and any hd <= ATT_MAX_HD. */
 #include "model/attention.h"
 
@@ -128,6 +130,15 @@ static void tile_gemm(const TileGemm* g, size_t m, size_t n) {
     for (; r0 < m; r0++) tile_rows(g, r0, n, 1, ATT_NV);
 }
 
+/* the queries of block [t0, t0 + nq) that come before key `key` (causally hidden from it): the first `after` */
+ATT_INLINE size_t queries_before(size_t key, size_t t0, size_t nq) {
+    return key <= t0 ? 0 : (key - t0 < nq ? key - t0 : nq);
+}
+
+/* the first query the softmax loops visit for key `key`: queries_before rounded down to a whole vector.
+   The entries before it are hidden (P = 0) and, on a diagonal tile, never computed by tile_gemm. */
+ATT_INLINE size_t first_visited(size_t key, size_t t0, size_t nq) { return queries_before(key, t0, nq) / VL * VL; }
+
 /* S^T (nk, ATT_BQ) of key block [j0, j0 + nk) against query block [t0, t0 + nq): the entries of keys hidden
    from a query set to -inf, so exp gives P = 0 there. A key is hidden when after the query or, with document
    starts st (of the query block), before the query's document. Only blocks crossing the diagonal or a
@@ -137,7 +148,7 @@ static void hide_keys(real* St, size_t t0, size_t nq, size_t j0, size_t nk, cons
     for (size_t j = 0; j < nk; j++) {
         real* s = St + j * ATT_BQ;
         size_t key = j0 + j;
-        size_t after = key <= t0 ? 0 : (key - t0 < nq ? key - t0 : nq);   /* queries i < after come before it */
+        size_t after = queries_before(key, t0, nq);
         for (size_t i = 0; i < after; i++) s[i] = -INFINITY;
         if (!st) continue;
         int32_t kj = (int32_t)key;
@@ -207,10 +218,10 @@ static void forward_block(real* out, real* lse, const real* q, const real* k, co
         tile_gemm(&(TileGemm){kb + j0 * ks, ks, 1, qT, ATT_BQ, St, ATT_BQ, hd, 1, false, TRI_C_FROM, dj}, nk, nq); /* S^T = K Q^T */
         hide_keys(St, t0, nq, j0, nk, st);
         for (size_t i = 0; i < nq; i++) ref[i] = m[i];
-        for (size_t j = 0; j < nk; j++) {
+        for (size_t j = 0; j < nk; j++) {   /* entries before first_visited are hidden: -inf */
             const real* s = St + j * ATT_BQ;
 #pragma omp simd
-            for (size_t i = 0; i < nq; i++) ref[i] = s[i] > ref[i] ? s[i] : ref[i];
+            for (size_t i = first_visited(j0 + j, t0, nq); i < nq; i++) ref[i] = s[i] > ref[i] ? s[i] : ref[i];
         }
         for (size_t i = 0; i < nq; i++) {   /* the new running max; a row with no key yet keeps -inf */
             real mi = ref[i];
@@ -221,8 +232,10 @@ static void forward_block(real* out, real* lse, const real* q, const real* k, co
         }
         for (size_t j = 0; j < nk; j++) {
             real* s = St + j * ATT_BQ;
+            size_t i0 = first_visited(j0 + j, t0, nq);
+            for (size_t i = 0; i < i0; i++) s[i] = 0;
 #pragma omp simd
-            for (size_t i = 0; i < nq; i++) {
+            for (size_t i = i0; i < nq; i++) {
                 s[i] = exp_r(s[i] - ref[i]);   /* P^T; hidden keys give exp(-inf) = 0 */
                 sum[i] += s[i];
             }
@@ -302,8 +315,10 @@ static void backward_group(real* dq, real* dk, real* dv, const real* dout, const
                 hide_keys(Pt, t0, nq, j0, nk, st);
                 for (size_t j = 0; j < nk; j++) {
                     real *p = Pt + j * ATT_BQ, *ds = dSt + j * ATT_BQ;
+                    size_t i0 = first_visited(j0 + j, t0, nq);
+                    for (size_t i = 0; i < i0; i++) p[i] = ds[i] = 0;   /* hidden */
 #pragma omp simd
-                    for (size_t i = 0; i < nq; i++) {
+                    for (size_t i = i0; i < nq; i++) {
                         p[i] = exp_r(p[i] - l[i]);   /* P; 0 where hidden */
                         ds[i] = p[i] > 0 ? p[i] * (ds[i] - delta[i]) : 0;   /* dS; dP^T skips hidden columns */
                     }
