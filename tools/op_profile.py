@@ -2,7 +2,7 @@
 """tools/op_profile.py: milliseconds per training step of each op of the step (docs/performance.md,
 "Second round on the step"). Never part of `make test`; standard library only.
 
-    tools/op_profile.py [--ref REV] [--reps N] -- BENCH_STEP_ARGS...
+    tools/op_profile.py [--ref REV] [--reps N] [--ops] -- BENCH_STEP_ARGS...
     tools/op_profile.py --ref afa3e44 -- --size S --mode repo --threads 2 --steps 10 --warmup 2
 
 It copies the sources (the working tree, or `git archive REV`) into a temporary directory, puts a
@@ -50,7 +50,7 @@ void op_dump(void) {
 '''
 
 # calls timed when a statement starts with them (model/model.c also times the LM head's backward GEMM)
-OPS = ("proj_forward proj_backward rmsnorm_forward rmsnorm_backward residual_forward residual_backward "
+OPS = ("proj_forward proj_backward rmsnorm_forward rmsnorm_residual_forward rmsnorm_backward residual_forward "
        "swiglu_forward swiglu_backward attention_forward attention_backward rope_forward rope_backward "
        "repo_forward repo_backward zero memset xent_backward embedding_forward embedding_backward "
        "model_head_forward grad_clip adamw_step model_zero_grad").split()
@@ -70,7 +70,7 @@ GROUPS = [
     ("RePo module forward + backward (its GEMMs included)", lambda k: k.startswith("repo_")),
     ("residual adds and copies", lambda k: k.startswith("residual")),
     ("embedding forward + backward", lambda k: k.startswith("embedding")),
-    ("gradient norm, clip, AdamW, zero_grad",
+    ("gradient norm, clip, AdamW, zero_grad (the last two inside AdamW since 2026-12-01)",
      lambda k: k in ("grad_norm", "grad_clip", "adamw_step", "model_zero_grad")),
 ]
 
@@ -130,11 +130,13 @@ def prepare(src, ref):
         open(p, "w").write(s)
     p = os.path.join(src, "tests/bench_step.c")
     s = instrument(p, ())
+    next_op = '        OP("grad_clip"' if '        OP("grad_clip"' in s else '        OP("adamw_step"'
     for old, new in [
         ("        if (s == o.warmup) faults = minor_faults();",
          "        if (s == o.warmup) {\n            faults = minor_faults();\n            op_reset();\n        }"),
         ("        double norm = grad_global_norm(", "        double op_n0_ = op_now();\n        double norm = grad_global_norm("),
-        ('        OP("grad_clip"', '        op_add("grad_norm", op_now() - op_n0_);\n        OP("grad_clip"'),
+        # the op after the norm: grad_clip before 2026-12-01, adamw_step (which clips) since
+        (next_op, '        op_add("grad_norm", op_now() - op_n0_);\n' + next_op),
         ("    return 0;\n}", "    op_dump();\n    return 0;\n}"),
     ]:
         if old not in s:
@@ -150,6 +152,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ref", help="git revision to profile (default: the working tree)")
     ap.add_argument("--reps", type=int, default=3, help="runs to average (default 3)")
+    ap.add_argument("--ops", action="store_true", help="also print every timed op, not only the groups")
     ap.add_argument("bench_args", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     args = [x for x in a.bench_args if x != "--"]
@@ -176,6 +179,10 @@ def main():
         vals = [sum(v for k, v in ops.items() if match(k)) for ops in runs]
         print("| %s | %.1f |" % (label, statistics.mean(vals)))
     print("| sum of the timed ops | %.1f |" % statistics.mean(sum(ops.values()) for ops in runs))
+    if a.ops:
+        print("\n| op (call site) | ms per step |\n|---|---:|")
+        for name in sorted(runs[0], key=lambda k: -runs[0][k]):
+            print("| %s | %.2f |" % (name, statistics.mean(ops.get(name, 0.0) for ops in runs)))
 
 
 REPO = subprocess.run(["git", "rev-parse", "--show-toplevel"], check=True, capture_output=True, text=True,
