@@ -36,7 +36,7 @@
 /* The tile products run in one register-blocked kernel, C (+)= alpha A B, written with GCC vector
    types so it compiles to the widest vectors the build targets (AVX-512, AVX2 or SSE2): each inner step
    loads NV vectors of one row of B, broadcasts one element of A for each of MR rows, and does MR·NV
-   multiply-adds into accumulators that stay in registers for the whole contraction (MR·NV = 16 of the
+   multiply-adds into accumulators that stay in registers for the whole contraction (MR·NV = 24 of the
    32 AVX-512 registers, 8 of the 16 AVX2 ones). A is read through strides (a_rs between rows, a_cs
    between columns), so A^T costs nothing; B and C are row-major.
    On a tile that crosses the causal diagonal, each row needs only part of the product; `tri` says which
@@ -84,7 +84,7 @@ ATT_INLINE void tile_part(const TileGemm* g, size_t r0, size_t MR, size_t* k0, s
 
 /* rows [r0, r0 + MR), columns [c0, c0 + NV·VL) of C, contraction steps [k0, k1) */
 ATT_INLINE void tile_micro(const TileGemm* g, size_t r0, size_t c0, size_t k0, size_t k1, size_t MR, size_t NV) {
-    vreal acc[8][4];
+    vreal acc[12][4];
     for (size_t r = 0; r < MR; r++)
         for (size_t v = 0; v < NV; v++) acc[r][v] = (vreal){0};
     const real* ar = g->a + r0 * g->a_rs;
@@ -120,12 +120,17 @@ ATT_INLINE void tile_rows(const TileGemm* g, size_t r0, size_t n, size_t MR, siz
         }
 }
 
-/* C (m, n) (+)= alpha A B. Narrow C (n <= 2 vectors, e.g. hd 32 in AVX-512) takes 8 rows at a time so that
-   16 accumulators still hide the multiply-add latency. */
+/* C (m, n) (+)= alpha A B. With AVX-512, 24 accumulators: 6 rows x 4 vectors, or 12 rows x 2 vectors when C
+   is at most 2 vectors wide (hd 32), so that they still hide the multiply-add latency; the rows left over
+   go 8 (narrow C) or 4 at a time, then one at a time. */
 static void tile_gemm(const TileGemm* g, size_t m, size_t n) {
     size_t r0 = 0;
-    if (ATT_NV == 4 && n <= 2 * VL)
+    if (ATT_NV == 4 && n <= 2 * VL) {
+        for (; r0 + 12 <= m; r0 += 12) tile_rows(g, r0, n, 12, 2);
         for (; r0 + 8 <= m; r0 += 8) tile_rows(g, r0, n, 8, 2);
+    } else if (ATT_NV == 4) {
+        for (; r0 + 6 <= m; r0 += 6) tile_rows(g, r0, n, 6, 4);
+    }
     for (; r0 + 4 <= m; r0 += 4) tile_rows(g, r0, n, 4, ATT_NV);
     for (; r0 < m; r0++) tile_rows(g, r0, n, 1, ATT_NV);
 }
