@@ -4,6 +4,9 @@
      bench_step [--size S|M|L|long] [--mode rope|repo|nope|r2n1|n2r1] [--steps N] [--warmup N]
                 [--threads N] [--block olmo2|llama] [--tokens-seed N] [--json] [--no-attn] [--mfu-sgemm N]
                 [--B N] [--T N]   the size's model at another batch size or sequence length
+                [--gemms]   also time the step's linear GEMMs alone (its seven projections per layer and
+                the LM head, forward and backward, in its order and on its buffers): the floor the
+                GEMMs set, and what the rest of the step costs
      --mfu-sgemm N (default 2048, 0 = off): right after the timed steps, the sgemm rate on
                 N×N in the same process with the same threads, the denominator of MFU
      bench_step --sgemm N [--threads N] [--json]       OpenBLAS sgemm GFLOP/s on N×N matrices
@@ -31,6 +34,7 @@
 #include "common/threads.h"
 #include "tests/bench_common.h"
 #include "model/hf_checkpoint.h"
+#include "model/linear.h"
 #include "model/model.h"
 #include "optim/adamw.h"
 #include "optim/clip.h"
@@ -41,7 +45,7 @@ typedef struct {
     int steps, warmup, threads, sgemm_n, mfu_n;
     long batch, seq_len;          /* --B, --T: override the size's B and T (0 = keep) */
     unsigned long long tokens_seed;
-    bool json, attn, cpu;
+    bool json, attn, cpu, gemms;
 } BenchOpts;
 
 static int cmp_double(const void* a, const void* b) {
@@ -128,6 +132,57 @@ static double bench_attention(const ModelConfig* c, size_t B, size_t T) {
     return t * 1e3;
 }
 
+/* Milliseconds of one step's linear GEMMs alone, median of `reps`: the seven projections of every layer and
+   the LM head, forward then backward, in the order and with the beta (write or add) of model.c and block.c,
+   on the model's own buffers (which hold a step's values); RePo's small GEMMs are left out. *gflop: their
+   FLOPs, 6·N·in·out per linear. Outputs are written to buffers of the right size, not always to the
+   ones the step uses (Llama has no a->d; the down projection writes s->dd). */
+static double bench_gemms(Model* m, int reps, double* gflop) {
+    const ModelConfig* c = &m->cfg;
+    size_t N = m->B * m->T, D = c->D, F = c->F, V = c->V, qd = c->H * cfg_hd(c), kvd = c->KVH * cfg_hd(c);
+    BlockScratch* s = &m->bs;
+    double* t = mallocCheck((size_t)reps * sizeof(double));
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_s();
+        for (size_t l = 0; l < c->L; l++) {
+            LayerActs* a = &m->la[l];
+            const LayerWeights* w = &m->w.layer[l];
+            const real* x = m->res[l];
+            linear_forward(a->q, x, w->wq, N, D, qd);
+            linear_forward(a->k, x, w->wk, N, D, kvd);
+            linear_forward(a->v, x, w->wv, N, D, kvd);
+            linear_forward(a->o, a->att, w->wo, N, qd, D);
+            linear_forward(a->g, a->x_mid, w->gate, N, D, F);
+            linear_forward(a->u, a->x_mid, w->up, N, D, F);
+            linear_forward(s->dd, a->m, w->down, N, F, D);
+        }
+        for (size_t r0 = 0; r0 < N; r0 += m->head_rows) {   /* forward and backward per chunk, as model.c */
+            size_t n = N - r0 < m->head_rows ? N - r0 : m->head_rows;
+            linear_forward(m->logits, m->final_out + r0 * D, m->w.lm_head, n, D, V);
+            linear_backward(m->dfinal + r0 * D, m->dw.lm_head, m->logits, m->final_out + r0 * D, m->w.lm_head, n, D,
+                            V, false);
+        }
+        for (size_t l = c->L; l-- > 0;) {
+            const LayerActs* a = &m->la[l];
+            const LayerWeights* w = &m->w.layer[l];
+            LayerWeights* dw = &m->dw.layer[l];
+            const real* x = m->res[l];
+            linear_backward(s->dm, dw->down, s->dd, a->m, w->down, N, F, D, false);
+            linear_backward(s->dmlp_in, dw->gate, s->dg, a->x_mid, w->gate, N, D, F, false);
+            linear_backward(s->dmlp_in, dw->up, s->du, a->x_mid, w->up, N, D, F, true);
+            linear_backward(s->datt, dw->wo, s->do_, a->att, w->wo, N, qd, D, false);
+            linear_backward(s->dh, dw->wq, s->dq, x, w->wq, N, D, qd, false);
+            linear_backward(s->dh, dw->wk, s->dk, x, w->wk, N, D, kvd, true);
+            linear_backward(s->dh, dw->wv, s->dv, x, w->wv, N, D, kvd, true);
+        }
+        t[r] = now_s() - t0;
+    }
+    *gflop = 6.0 * (double)N * ((double)c->L * (D * qd + 2 * D * kvd + qd * D + 3 * D * F) + (double)D * V) * 1e-9;
+    double ms = median(t, (size_t)reps) * 1e3;
+    free(t);
+    return ms;
+}
+
 /* DIR/batch.i32: the N tokens, then the N targets, int32 little-endian (x86) */
 static void save_batch(const char* dir, const int32_t* tok, const int32_t* tgt, size_t N) {
     char path[4096];
@@ -143,13 +198,14 @@ static void usage(FILE* fp) {
     fprintf(fp, "usage: bench_step [--size S|M|L|long] [--mode rope|repo|nope|r2n1|n2r1] [--steps N] [--warmup N]\n"
                 "                  [--threads N] [--block olmo2|llama] [--tokens-seed N] [--json] [--no-attn] [--mfu-sgemm N]\n"
                 "                  [--B N] [--T N]   (the size's model at another batch size / sequence length)\n"
+                "                  [--gemms]   (also the step's linear GEMMs alone)\n"
                 "       bench_step --sgemm N [--threads N] [--json]\n"
                 "       bench_step --cpu\n"
                 "       bench_step --save-weights DIR [--size ...] [--mode ...] [--block ...] [--tokens-seed N]\n");
 }
 
 static void parse_args(BenchOpts* o, int argc, char** argv) {
-    *o = (BenchOpts){"S", "repo", "olmo2", NULL, 5, 2, 0, 0, 2048, 0, 0, 1, false, true, false};
+    *o = (BenchOpts){"S", "repo", "olmo2", NULL, 5, 2, 0, 0, 2048, 0, 0, 1, false, true, false, false};
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -159,6 +215,7 @@ static void parse_args(BenchOpts* o, int argc, char** argv) {
         if (!strcmp(a, "--json")) { o->json = true; continue; }
         if (!strcmp(a, "--no-attn")) { o->attn = false; continue; }
         if (!strcmp(a, "--cpu")) { o->cpu = true; continue; }
+        if (!strcmp(a, "--gemms")) { o->gemms = true; continue; }
         if (i + 1 >= argc) { fprintf(stderr, "bench_step: %s needs a value\n", a); usage(stderr); exit(2); }
         const char* v = argv[++i];
         if (!strcmp(a, "--size")) o->size = v;
@@ -253,6 +310,7 @@ int main(int argc, char** argv) {
     faults = (minor_faults() - faults) / n;
     double ms = median(t_step, n) * 1e3, fwd = median(t_fwd, n) * 1e3, bwd = median(t_bwd, n) * 1e3;
     double optm = median(t_opt, n) * 1e3, attn_flops, flops = model_flops(&c, B, T, &attn_flops);
+    double gemm_gflop = 0, gemm_ms = o.gemms ? bench_gemms(&m, n, &gemm_gflop) : 0;
     double sg_ms, sg = o.mfu_n > 0 ? sgemm_rate(o.mfu_n, now_s, &sg_ms) : 0;   /* same process, same threads, same moment */
     double attn_ms = o.attn ? bench_attention(&c, B, T) : 0;
     double tps = N / (ms * 1e-3), gflops = flops / (ms * 1e-3) * 1e-9;
@@ -265,11 +323,12 @@ int main(int argc, char** argv) {
                "\"attn_gflop_step\": %.3f, \"peak_rss_mib\": %.1f, \"loss0\": %.6f, \"fwd_ms\": %.2f, "
                "\"bwd_ms\": %.2f, \"opt_ms\": %.2f, \"attn_ms\": %.2f, \"attn_us_per_token\": %.3f, "
                "\"sgemm_gflops\": %.2f, \"mfu\": %.4f, \"minflt_per_step\": %.0f, \"cpu\": \"%s\", "
-               "\"cpu_level\": \"%s\", \"isa\": \"%s\", \"blas_core\": \"%s\"}\n",
+               "\"cpu_level\": \"%s\", \"isa\": \"%s\", \"blas_core\": \"%s\", \"gemms_ms\": %.2f, "
+               "\"gemms_gflop\": %.3f}\n",
                o.size, o.mode, o.block, m.tensors.n_params, B, T, threads, n, o.warmup, ms, sum / n * 1e3, tps,
                flops * 1e-9, gflops, attn_flops * 1e-9, rss, loss0, fwd, bwd, optm, attn_ms,
                o.attn ? attn_ms * 1e3 / N : 0, sg, sg > 0 ? gflops / sg : 0, faults, cpu_name, cpu_level(),
-               cpu_isa_built(), cpu_blas_core());
+               cpu_isa_built(), cpu_blas_core(), gemm_ms, gemm_gflop);
     } else {
         cpu_print(stdout);
         printf("size %s mode %s: params %zu, B=%zu T=%zu, threads %d: median %.1f ms/step (forward %.1f, backward "
@@ -279,6 +338,10 @@ int main(int argc, char** argv) {
                loss0);
         if (sg > 0) printf("  sgemm %d x %d right after the steps: %.1f GFLOP/s, MFU %.1f%%\n", o.mfu_n, o.mfu_n, sg,
                            100 * gflops / sg);
+        if (o.gemms)
+            printf("  the step's linear GEMMs alone (--gemms): %.1f ms, %.2f GFLOP, %.1f GFLOP/s%s%.1f%% of sgemm; the "
+                   "rest of the step %.1f ms\n", gemm_ms, gemm_gflop, gemm_gflop / gemm_ms * 1e3, sg > 0 ? ", " : "",
+                   sg > 0 ? 100 * gemm_gflop / gemm_ms * 1e3 / sg : 0, ms - gemm_ms);
         if (o.attn)
             printf("  attention forward+backward alone, %zu layers: %.1f ms, %.2f us/token\n", c.L, attn_ms,
                    attn_ms * 1e3 / N);
