@@ -17,24 +17,31 @@
 
 #ifdef REPOC_F64
 static inline real exp_r(real x) { return exp(x); }
+static inline real exp_nonpos_r(real x) { return exp(x); }
 #else
-static inline float exp_r(float x) {
-    /* exp(x) = 2^n exp(r), n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2] */
-    const float lo = -87.3365402f;    /* the least float whose expf is a normal float */
-    const float hi = 88.7228317f;     /* the greatest float whose expf is finite */
-    float xc = x > lo ? x : lo;       /* NaN compares false: it is clamped to lo here */
-    xc = xc < hi ? xc : hi;
+#define EXP_R_LO (-87.3365402f)   /* the least float whose expf is a normal float */
+#define EXP_R_HI 88.7228317f      /* the greatest float whose expf is finite */
+
+/* exp(xc) = 2^n p for xc in [EXP_R_LO, EXP_R_HI]: n = round(xc / ln 2) into *n, p = exp(r) with
+   r = xc - n ln 2 in [-ln2/2, ln2/2], so p is in [0.70, 1.42] */
+static inline float exp_r_poly(float xc, float* n) {
     float t = xc * 1.44269504088896341f + 12582912.0f;   /* 1.5 * 2^23: rounds to an integer */
-    float n = t - 12582912.0f;                           /* in [-126, 128] */
-    float r = xc - n * 0.693359375f;                     /* ln 2, split so n * hi is exact */
-    r = r + n * 2.12194440e-4f;
+    *n = t - 12582912.0f;                                /* in [-126, 128] */
+    float r = xc - *n * 0.693359375f;                    /* ln 2, split so n * hi is exact */
+    r = r + *n * 2.12194440e-4f;
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
     p = p * r + 8.3334519073e-3f;
     p = p * r + 4.1665795894e-2f;
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
+    return p * r * r + r + 1.0f;
+}
+
+static inline float exp_r(float x) {
+    float xc = x > EXP_R_LO ? x : EXP_R_LO;   /* NaN compares false: it is clamped to lo here */
+    xc = xc < EXP_R_HI ? xc : EXP_R_HI;
+    float n, p = exp_r_poly(xc, &n);
     /* 2^n = 2^n1 2^n2 with n1, n2 in [-63, 64]: both normal floats, also for n = 128 */
     int32_t n1 = (int32_t)n / 2, n2 = (int32_t)n - n1;
     uint32_t b1 = (uint32_t)(n1 + 127) << 23, b2 = (uint32_t)(n2 + 127) << 23;
@@ -42,7 +49,22 @@ static inline float exp_r(float x) {
     memcpy(&s1, &b1, 4);
     memcpy(&s2, &b2, 4);
     float y = p * s1 * s2;
-    return x != x ? x : (x < lo ? 0.0f : (x > hi ? INFINITY : y));
+    return x != x ? x : (x < EXP_R_LO ? 0.0f : (x > EXP_R_HI ? INFINITY : y));
+}
+
+/* exp_r for arguments that are never positive: a softmax after its max or its log-sum-exp is subtracted
+   (attention, cross-entropy, sampling). Bit for bit exp_r's value for every x <= 0, -Inf and NaN included
+   (p 2^n rounds once either way), with one 2^n scale (n in [-126, 0] is a normal float) and no overflow
+   branch; a positive x is taken as 0 and gives 1. */
+static inline float exp_nonpos_r(float x) {
+    float xc = x > EXP_R_LO ? x : EXP_R_LO;
+    xc = xc < 0.0f ? xc : 0.0f;
+    float n, p = exp_r_poly(xc, &n);
+    uint32_t b = (uint32_t)((int32_t)n + 127) << 23;
+    float s;
+    memcpy(&s, &b, 4);
+    float y = p * s;
+    return x != x ? x : (x < EXP_R_LO ? 0.0f : y);
 }
 #endif
 

@@ -231,7 +231,7 @@ static void forward_block(real* out, real* lse, const real* q, const real* k, co
         for (size_t i = 0; i < nq; i++) {   /* the new running max; a row with no key yet keeps -inf */
             real mi = ref[i];
             ref[i] = mi == -INFINITY ? 0 : mi;
-            corr[i] = exp_r(m[i] - ref[i]);   /* rescales what was summed under the old max */
+            corr[i] = exp_nonpos_r(m[i] - ref[i]);   /* rescales what was summed under the old max */
             m[i] = mi;
             sum[i] = 0;
         }
@@ -241,7 +241,7 @@ static void forward_block(real* out, real* lse, const real* q, const real* k, co
             for (size_t i = 0; i < i0; i++) s[i] = 0;
 #pragma omp simd
             for (size_t i = i0; i < nq; i++) {
-                s[i] = exp_r(s[i] - ref[i]);   /* P^T; hidden keys give exp(-inf) = 0 */
+                s[i] = exp_nonpos_r(s[i] - ref[i]);   /* P^T; hidden keys give exp(-inf) = 0 */
                 sum[i] += s[i];
             }
         }
@@ -324,7 +324,7 @@ static void backward_group(real* dq, real* dk, real* dv, const real* dout, const
                     for (size_t i = 0; i < i0; i++) p[i] = ds[i] = 0;   /* hidden */
 #pragma omp simd
                     for (size_t i = i0; i < nq; i++) {
-                        p[i] = exp_r(p[i] - l[i]);   /* P; 0 where hidden */
+                        p[i] = exp_nonpos_r(p[i] - l[i]);   /* P; 0 where hidden */
                         ds[i] = p[i] > 0 ? p[i] * (ds[i] - delta[i]) : 0;   /* dS; dP^T skips hidden columns */
                     }
                 }

@@ -134,7 +134,7 @@ static void cache_attention(Generator* g, size_t l, size_t n, size_t p0) {
             real sum = 0;
 #pragma omp simd reduction(+ : sum)
             for (size_t j = 0; j <= t; j++) {
-                s[j] = exp_r(s[j] - mx);
+                s[j] = exp_nonpos_r(s[j] - mx);
                 sum += s[j];
             }
             real* out = g->a.att + i * qd + h * hd;   /* out = Σ_j softmax_j v_j */

@@ -22,7 +22,7 @@ static double row_lse(const real* x, size_t V) {
     real mx = row_max(x, V);
     double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
-    for (size_t i = 0; i < V; i++) sum += exp_r(x[i] - mx);   /* each term in [0, 1]; summed in double */
+    for (size_t i = 0; i < V; i++) sum += exp_nonpos_r(x[i] - mx);   /* each term in [0, 1]; summed in double */
     return (double)mx + log(sum);
 }
 
@@ -67,7 +67,7 @@ double xent_forward_grad(real* losses, real* lse, real* logits, const int32_t* t
         double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
         for (size_t i = 0; i < V; i++) {   /* e_i = exp(x_i - max), kept in place of the logit */
-            x[i] = exp_r(x[i] - mx);
+            x[i] = exp_nonpos_r(x[i] - mx);
             sum += x[i];
         }
         double l = (double)mx + log(sum), w = weights ? (double)weights[n] : 1.0, row = l - (double)xt;
@@ -108,7 +108,7 @@ void xent_backward(real* logits, const real* lse, const int32_t* targets, const 
         double scale = weights ? unit * (double)weights[n] : unit;
         real coef = (real)(scale * (1.0 + 2.0 * z_loss * l));   /* softmax term, with the z-loss share */
 #pragma omp simd
-        for (size_t i = 0; i < V; i++) x[i] = coef * exp_r(x[i] - l);
+        for (size_t i = 0; i < V; i++) x[i] = coef * exp_nonpos_r(x[i] - l);
         x[targets[n]] -= (real)scale;
     }
 }

@@ -4,6 +4,7 @@
    libm's exp over the whole range where expf is a finite normal float, and its
    value for every kind of input outside it (NaN, ±Inf, overflow, underflow),
    both called one value at a time and in a loop the compiler vectorises.
+   exp_nonpos_r, its variant for arguments that are never positive: equal to exp_r bit for bit.
    Under UBSan (make test-ubsan) this also shows no integer operation in it
    overflows or shifts a negative value, NaN included. */
 #include <float.h>
@@ -86,6 +87,40 @@ static void test_outside(void) {
     EXPECT(bad == 0, "the same %zu inputs in a vectorisable loop: %zu differ", n, bad);
 }
 
+/* exp_nonpos_r against exp_r, bit for bit, on every float in [-88, 0] whose low 8 mantissa bits are zero
+   (about 8 million), through a vectorisable loop, and on the special inputs; a positive x gives 1 */
+static void test_nonpos(void) {
+    enum { CAP = 1 << 24 };
+    float* xs = malloc(CAP * sizeof(float));
+    float* ys = malloc(CAP * sizeof(float));
+    size_t n = 0;
+    for (uint32_t b = 0x80000000u; b <= 0xc2b00000u && n < CAP; b += 256) {   /* -0 .. -88 */
+        memcpy(&xs[n], &b, 4);
+        n++;
+    }
+    const float specials[] = {-INFINITY, NAN, -NAN, -FLT_MAX, -100.0f, LO, nextafterf(LO, -INFINITY),
+                              nextafterf(LO, 0.0f), -1e-40f, -FLT_MIN, -0.0f, 0.0f};
+    for (size_t i = 0; i < sizeof(specials) / sizeof(specials[0]); i++) xs[n++] = specials[i];
+    for (size_t i = 0; i < n; i++) ys[i] = exp_nonpos_r(xs[i]);   /* the vectorised loop */
+    size_t bad = 0;
+    float at = 0;
+    for (size_t i = 0; i < n; i++) {
+        float want = exp_r(xs[i]);
+        if (!(same(ys[i], want) && (isnan(want) || !memcmp(&ys[i], &want, 4)))) {
+            if (!bad) at = xs[i];
+            bad++;
+        }
+    }
+    EXPECT(bad == 0, "exp_nonpos_r = exp_r bit for bit on %zu inputs <= 0 (-Inf, NaN, below ln FLT_MIN, "
+           "subnormal, -0 included): %zu differ, first at %.9g", n, bad, at);
+    float pos[] = {1e-30f, 1.0f, 88.0f, INFINITY};
+    int ones = 1;
+    for (size_t i = 0; i < 4; i++) ones &= exp_nonpos_r(pos[i]) == 1.0f;
+    EXPECT(ones, "a positive x is taken as 0: exp_nonpos_r gives 1");
+    free(xs);
+    free(ys);
+}
+
 /* |got - libm| in units of 2^-52 (double's ulp at 1): sin and cos are at most 1 in magnitude */
 static double err_sincos(double a, double s, double c) {
     double es = fabs(s - sin(a)), ec = fabs(c - cos(a));
@@ -129,6 +164,7 @@ int main(void) {
     test_sincos();
     test_range();
     test_outside();
+    test_nonpos();
     printf("test_mathf: %d OK, %d NOT OK\n", test_passes, test_failures);
     return test_failures ? 1 : 0;
 }
