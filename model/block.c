@@ -51,20 +51,25 @@ void layer_acts_layout(LayerActs* a, Cursor* cur, const ModelConfig* c, size_t l
 
 void block_scratch_layout(BlockScratch* s, Cursor* cur, const ModelConfig* c, size_t N) {
     size_t D = c->D, q = c->H * cfg_hd(c), kv = c->KVH * cfg_hd(c), F = c->F;
+    bool olmo2 = c->block == BLOCK_OLMO2;
     s->dd = cursor_take(cur, N * D);
-    s->dmlp_in = cursor_take(cur, N * D);
     s->do_ = cursor_take(cur, N * D);
-    s->dh = cursor_take(cur, N * D);
+    if (!olmo2) {   /* OLMo-2 sums these into the residual stream's gradient itself */
+        s->dmlp_in = cursor_take(cur, N * D);
+        s->dh = cursor_take(cur, N * D);
+    }
     s->dm = cursor_take(cur, N * F);
     s->dg = cursor_take(cur, N * F);
     s->du = cursor_take(cur, N * F);
     s->datt = cursor_take(cur, N * q);
     s->dq = cursor_take(cur, N * q);
     s->dqn = cursor_take(cur, N * q);
-    s->dq_pre = cursor_take(cur, N * q);
     s->dk = cursor_take(cur, N * kv);
     s->dkn = cursor_take(cur, N * kv);
-    s->dk_pre = cursor_take(cur, N * kv);
+    if (olmo2) {    /* through QK-norm */
+        s->dq_pre = cursor_take(cur, N * q);
+        s->dk_pre = cursor_take(cur, N * kv);
+    }
     s->dv = cursor_take(cur, N * kv);
     s->dz = cursor_take(cur, N * c->KVH);
     s->norm_work = cursor_take(cur, RMSNORM_CHUNKS * (q > D ? q : D));

@@ -39,10 +39,11 @@ typedef struct {
 
 /* Backward work space shared by all layers (overwritten by each block_backward). */
 typedef struct {
-    real *dd, *dmlp_in, *do_, *dh;            /* (N,D) */
+    real *dd, *do_;                           /* (N,D) */
+    real *dmlp_in, *dh;                       /* (N,D), Llama only (OLMo-2 sums into the residual gradient) */
     real *dm, *dg, *du;                       /* (N,F) */
-    real *datt, *dq, *dqn, *dq_pre;           /* (N,H*hd) */
-    real *dk, *dkn, *dk_pre, *dv;             /* (N,KVH*hd) */
+    real *datt, *dq, *dqn, *dq_pre;           /* (N,H*hd); dq_pre OLMo-2 only */
+    real *dk, *dkn, *dk_pre, *dv;             /* (N,KVH*hd); dk_pre OLMo-2 only */
     real *dz;                                 /* (N,KVH) */
     real *norm_work;                          /* (RMSNORM_CHUNKS, max(D, H*hd)): rmsnorm_backward */
     real *repo_scratch;                       /* 3*N*D/8 */

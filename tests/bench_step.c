@@ -136,11 +136,13 @@ static double bench_attention(const ModelConfig* c, size_t B, size_t T) {
    the LM head, forward then backward, in the order and with the beta (write or add) of model.c and block.c,
    on the model's own buffers (which hold a step's values); RePo's small GEMMs are left out. *gflop: their
    FLOPs, 6·N·in·out per linear. Outputs are written to buffers of the right size, not always to the
-   ones the step uses (Llama has no a->d; the down projection writes s->dd). */
+   ones the step uses (Llama has no a->d, so the down projection writes s->dd; the input gradients of the
+   MLP and of q, k, v go to m->dres for both blocks). */
 static double bench_gemms(Model* m, int reps, double* gflop) {
     const ModelConfig* c = &m->cfg;
     size_t N = m->B * m->T, D = c->D, F = c->F, V = c->V, qd = c->H * cfg_hd(c), kvd = c->KVH * cfg_hd(c);
     BlockScratch* s = &m->bs;
+    bool olmo2 = c->block == BLOCK_OLMO2;   /* its first input-gradient GEMMs add into the residual gradient */
     double* t = mallocCheck((size_t)reps * sizeof(double));
     for (int r = 0; r < reps; r++) {
         double t0 = now_s();
@@ -168,12 +170,12 @@ static double bench_gemms(Model* m, int reps, double* gflop) {
             LayerWeights* dw = &m->dw.layer[l];
             const real* x = m->res[l];
             linear_backward(s->dm, dw->down, s->dd, a->m, w->down, N, F, D, false);
-            linear_backward(s->dmlp_in, dw->gate, s->dg, a->x_mid, w->gate, N, D, F, false);
-            linear_backward(s->dmlp_in, dw->up, s->du, a->x_mid, w->up, N, D, F, true);
+            linear_backward(m->dres, dw->gate, s->dg, a->x_mid, w->gate, N, D, F, olmo2);
+            linear_backward(m->dres, dw->up, s->du, a->x_mid, w->up, N, D, F, true);
             linear_backward(s->datt, dw->wo, s->do_, a->att, w->wo, N, qd, D, false);
-            linear_backward(s->dh, dw->wq, s->dq, x, w->wq, N, D, qd, false);
-            linear_backward(s->dh, dw->wk, s->dk, x, w->wk, N, D, kvd, true);
-            linear_backward(s->dh, dw->wv, s->dv, x, w->wv, N, D, kvd, true);
+            linear_backward(m->dres, dw->wq, s->dq, x, w->wq, N, D, qd, olmo2);
+            linear_backward(m->dres, dw->wk, s->dk, x, w->wk, N, D, kvd, true);
+            linear_backward(m->dres, dw->wv, s->dv, x, w->wv, N, D, kvd, true);
         }
         t[r] = now_s() - t0;
     }
