@@ -24,7 +24,6 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "common/check.h"
 #include "common/mathf.h"
@@ -147,14 +146,15 @@ ATT_INLINE size_t first_visited(size_t key, size_t t0, size_t nq) { return queri
 /* S^T (nk, ATT_BQ) of key block [j0, j0 + nk) against query block [t0, t0 + nq): the entries of keys hidden
    from a query set to -inf, so exp gives P = 0 there. A key is hidden when after the query or, with document
    starts st (of the query block), before the query's document. Only blocks crossing the diagonal or a
-   document start have any. */
+   document start have any. Entries before first_visited are left alone: the softmax loops never read them
+   and write P = 0 there. */
 static void hide_keys(real* St, size_t t0, size_t nq, size_t j0, size_t nk, const int32_t* st) {
     if (j0 + nk <= t0 + 1 && !(st && (size_t)st[nq - 1] > j0)) return;
     for (size_t j = 0; j < nk; j++) {
         real* s = St + j * ATT_BQ;
         size_t key = j0 + j;
         size_t after = queries_before(key, t0, nq);
-        for (size_t i = 0; i < after; i++) s[i] = -INFINITY;
+        for (size_t i = first_visited(key, t0, nq); i < after; i++) s[i] = -INFINITY;
         if (!st) continue;
         int32_t kj = (int32_t)key;
 #pragma omp simd

@@ -119,9 +119,7 @@ static double step_grads(real* grads, size_t* n_grads, bool with_cache, bool lla
     model_build(&m, &c, B, T, NULL, 0, false);
     model_init_weights(&m, 3, 0.05);
     if (!with_cache) m.rope.cos_t = m.rope.sin_t = NULL;
-    if (poison) {
-        fill_nan(m.scratch, m.n_scratch);   /* the residual gradients dres and dfinal too */
-    }
+    if (poison) fill_nan(m.scratch, m.n_scratch);   /* the residual gradients dres and dfinal too */
     int32_t tok[32], tgt[32];
     Rng rng;
     rng_seed(&rng, 9);
