@@ -13,6 +13,7 @@
 extern void openblas_set_num_threads(int);
 extern int openblas_get_num_threads(void);
 extern char* openblas_get_config(void);
+extern int openblas_get_parallel(void);   /* 0 sequential, 1 pthreads, 2 OpenMP */
 
 int threads_init(int n) {
 #ifdef OMP
@@ -48,6 +49,15 @@ size_t threads_id(void) {
     return (size_t)omp_get_thread_num();
 #else
     return 0;
+#endif
+}
+
+size_t threads_blas_split(void) {
+#ifdef OMP
+    if (omp_in_parallel() || openblas_get_parallel() != 2) return 1;
+    return (size_t)omp_get_max_threads();
+#else
+    return 1;
 #endif
 }
 

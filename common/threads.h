@@ -16,6 +16,10 @@ int threads_share(int ranks_here);
 size_t threads_max(void);
 /* This thread's number inside a parallel region, 0 .. threads_max()-1 (0 outside one). */
 size_t threads_id(void);
+/* The threads a product may be split among, each calling BLAS on its own part from inside one OpenMP
+   parallel region: threads_max() when OpenBLAS is its OpenMP build (a BLAS call inside a region then runs
+   on the calling thread alone) and this thread is not already inside a region; else 1. */
+size_t threads_blas_split(void);
 /* "threads 2 (OpenMP 2, BLAS 2), OpenBLAS <config>" */
 void threads_print(FILE* fp);
 

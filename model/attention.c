@@ -1,7 +1,7 @@
 /* Causal GQA attention, forward and backward (docs/design.md, "Attention"), tiled
-   in the FlashAttention-2 manner so no T×T matrix is ever stored, and with every
-   product of a tile an OpenBLAS GEMM (called inside the OpenMP loop, where OpenBLAS
-   runs single-threaded on the calling thread):
+   in the FlashAttention-2 manner so no T×T matrix is ever stored, with every
+   product of a tile done by the register-blocked kernel tile_gemm below (inside
+   the OpenMP loop, each thread on its own tiles):
    - forward, one task per (batch, head, block of ATT_BQ queries): for each block of
      ATT_BK keys, S = scale Q K^T (one GEMM), an online softmax over S keeps each row's
      running max m and sum l and rescales the row's accumulator, then O += P V (one

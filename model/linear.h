@@ -1,6 +1,7 @@
 /* Linear layer without bias, y = x W^T with W in the Hugging Face [out, in]
-   layout (docs/design.md, "Linear"). Every matmul goes through one cblas_gemm call; the
-   naive triple loop stays for tests (docs/contributing.md, "Ops"). */
+   layout (docs/design.md, "Linear"). Every matmul goes through OpenBLAS: one cblas_gemm call, or one per
+   thread on its rows for a small weight (docs/design.md, "Threads and BLAS"); the naive triple loop stays
+   for tests (docs/contributing.md, "Ops"). */
 #ifndef REPOC_LINEAR_H
 #define REPOC_LINEAR_H
 

@@ -14,7 +14,9 @@
       buffer, dloss / W in the LM head's GEMMs) against model_forward and
       xent_backward, with weights, z-loss and an ignored row: the same loss,
       gradients to float rounding;
-   5. in a portable build (make PORTABLE=1, REPOC_DISPATCH), the x86-64-v3 and
+   5. linear_forward and linear_backward with a small weight, whose rows the threads split among
+      themselves (each calling BLAS on its own rows), against one BLAS call: the same bits;
+   6. in a portable build (make PORTABLE=1, REPOC_DISPATCH), the x86-64-v3 and
       x86-64-v4 variants of attention, when this CPU runs both (model/dispatch.c
       chooses between them at load time): forward to the bit, backward to
       float rounding. */
@@ -24,7 +26,9 @@
 
 #include "common/check.h"
 #include "common/rng.h"
+#include "common/threads.h"
 #include "model/attention.h"
+#include "model/linear.h"
 #include "model/model.h"
 #include "model/rope.h"
 #include "tests/testutil.h"
@@ -200,6 +204,55 @@ static void test_fused_head(void) {
     model_free(&m);
 }
 
+/* linear_forward and linear_backward_scaled (both ways of adding) on rows the threads split, against one
+   single-threaded cblas_gemm each (made by one thread of an active region, where OpenBLAS does not thread);
+   with 2 threads whatever the cores, so the split runs on a one-core machine too. (OpenBLAS's threaded
+   driver may cut a long contraction into other blocks than its single-threaded one, so a threaded call
+   can differ from these in the last bits, as results already differ between thread counts.) */
+static void check_linear_split(size_t N, size_t C, size_t OC) {
+    size_t nx = N * C, ny = N * OC, nw = OC * C;
+    real* buf = calloc(3 * nx + 3 * ny + 5 * nw, sizeof(real));
+    real *x = buf, *dy = x + nx, *w = dy + ny, *dw0 = w + nw;
+    real *y[2] = {dw0 + nw, dw0 + nw + ny}, *dx[2] = {y[1] + ny, y[1] + ny + nx};
+    real *dw[2] = {dx[1] + nx, dx[1] + nx + nw};
+    fill_normal4(21, x, nx, dy, ny, w, nw, dw0, nw);
+    real alpha = 0.375f;
+    for (int add = 0; add < 2; add++) {
+        memcpy(dx[0], dw0, (nx < nw ? nx : nw) * sizeof(real));   /* something to add to */
+        memcpy(dx[1], dx[0], nx * sizeof(real));
+        memcpy(dw[0], dw0, nw * sizeof(real));
+        memcpy(dw[1], dw0, nw * sizeof(real));
+        linear_forward(y[0], x, w, N, C, OC);
+        linear_backward_scaled(dx[0], dw[0], dy, x, w, N, C, OC, alpha, add);
+#pragma omp parallel num_threads(2)
+        if (threads_id() == 0) {
+            cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)OC, (int)C, 1, x, (int)C, w, (int)C, 0,
+                       y[1], (int)OC);
+            cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)OC, alpha, dy, (int)OC, w,
+                       (int)C, add ? 1 : 0, dx[1], (int)C);
+            cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OC, (int)C, (int)N, alpha, dy, (int)OC, x,
+                       (int)C, 1, dw[1], (int)C);
+        }
+        EXPECT(same_bits(y[0], y[1], ny) && same_bits(dx[0], dx[1], nx) && same_bits(dw[0], dw[1], nw),
+               "linear on rows split among %zu threads (N %zu, C %zu, OC %zu, add %d): the bits of one "
+               "single-threaded BLAS call", 
+               threads_blas_split(), N, C, OC, add);
+    }
+    free(buf);
+}
+
+static void test_linear_split(void) {
+    int team = threads_init(0);
+    threads_init(2);
+    if (threads_blas_split() < 2)
+        printf("  NOTE    this OpenBLAS is not the OpenMP build: linear never splits rows, so this checks one path\n");
+    check_linear_split(1024, 64, 96);     /* backward: dx and dW on two threads at once */
+    check_linear_split(1000, 256, 256);   /* a ragged split, K = 256 */
+    check_linear_split(2048, 1024, 256);  /* K = 1024 forward, 2048 for dW */
+    check_linear_split(512, 256, 4096);   /* the widest weight split (2^20 reals) */
+    threads_init(team);
+}
+
 #ifdef REPOC_DISPATCH
 extern __typeof__(attention_forward) attention_forward_v3, attention_forward_v4;
 extern __typeof__(attention_backward) attention_backward_v3, attention_backward_v4;
@@ -245,6 +298,7 @@ int main(void) {
     test_model_cache();
     test_model_step();
     test_fused_head();
+    test_linear_split();
 #ifdef REPOC_DISPATCH
     test_dispatch_variants();
 #endif
