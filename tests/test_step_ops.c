@@ -245,7 +245,8 @@ static void test_linear_split(void) {
     int team = threads_init(0);
     threads_init(2);
     if (threads_blas_split() < 2)
-        printf("  NOTE    this OpenBLAS is not the OpenMP build: linear never splits rows, so this checks one path\n");
+        printf("  NOTE    built without OpenMP or with another OpenBLAS than its OpenMP build: linear never "
+               "splits rows here, so this checks the one-call path only\n");
     check_linear_split(1024, 64, 96);     /* backward: dx and dW on two threads at once */
     check_linear_split(1000, 256, 256);   /* a ragged split, K = 256 */
     check_linear_split(2048, 1024, 256);  /* K = 1024 forward, 2048 for dW */
