@@ -52,6 +52,14 @@ size_t threads_id(void) {
 #endif
 }
 
+size_t threads_team(void) {
+#ifdef OMP
+    return (size_t)omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
 size_t threads_blas_split(void) {
 #ifdef OMP
     if (omp_in_parallel() || openblas_get_parallel() != 2) return 1;

@@ -16,6 +16,9 @@ int threads_share(int ranks_here);
 size_t threads_max(void);
 /* This thread's number inside a parallel region, 0 .. threads_max()-1 (0 outside one). */
 size_t threads_id(void);
+/* The number of threads of the region this thread is in (1 outside one): what the region got, which an
+   OMP_DYNAMIC or OMP_THREAD_LIMIT setting can make fewer than it asked for. */
+size_t threads_team(void);
 /* The threads a product may be split among, each calling BLAS on its own part from inside one OpenMP
    parallel region: threads_max() when OpenBLAS is its OpenMP build (a BLAS call inside a region then runs
    on the calling thread alone) and this thread is not already inside a region; else 1. */

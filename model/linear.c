@@ -6,10 +6,10 @@
 #include "common/threads.h"
 #include "data/mix.h"   /* mix64: the dropout mask's stateless hash */
 
-/* Splitting by rows skips OpenBLAS's hand-over of packed panels between its threads, which costs most
-   where a product is short; each thread packs the whole weight itself, so only weights up to SPLIT_W reals
-   are split, and only when every thread gets SPLIT_ROWS rows or more (docs/performance.md, "Fourth round":
-   3-12% faster on the projections of S, neutral at 256 x 4096). */
+/* On short products (S: 2048 rows, K = 256 or 1024) one single-threaded call per thread on its own rows
+   measured 2-12% faster than one call that OpenBLAS threads itself, and neutral at 256 x 4096
+   (docs/performance.md, "Fourth round on the step"). Each thread packs the whole weight itself, so only
+   weights up to SPLIT_W reals are split, and only when every thread gets SPLIT_ROWS rows or more. */
 #define SPLIT_W ((size_t)1 << 20)
 #define SPLIT_ROWS 256
 /* the backward's two products (dinp and dweight) at once, on two halves of the threads, up to this weight */
@@ -56,7 +56,7 @@ void linear_forward(real* out, const real* inp, const real* weight, size_t N, si
 #pragma omp parallel num_threads(nt)
     {
         size_t r0, r1;
-        part_rows(N, threads_id(), nt, &r0, &r1);
+        part_rows(N, threads_id(), threads_team(), &r0, &r1);
         gemm_forward(out + r0 * OC, inp + r0 * C, weight, r1 - r0, C, OC);
     }
 }
@@ -69,15 +69,16 @@ void linear_backward_scaled(real* dinp, real* dweight, const real* dout, const r
         if (dweight) gemm_dweight(dweight, dout, inp, N, C, OC, 0, OC, alpha);
         return;
     }
-    /* threads [0, nx) split the rows of dinp, threads [nx, nt) those of dweight */
+    /* threads [0, nx) split the rows of dinp, threads [nx, n) those of dweight (a team of one does both) */
 #pragma omp parallel num_threads(nt)
     {
-        size_t t = threads_id(), nx = nt / 2, r0, r1;
-        if (t < nx) {
-            part_rows(N, t, nx, &r0, &r1);
+        size_t t = threads_id(), n = threads_team(), nx = n / 2, r0, r1;
+        if (t < nx || n == 1) {
+            part_rows(N, t, n == 1 ? 1 : nx, &r0, &r1);
             gemm_dinp(dinp + r0 * C, dout + r0 * OC, weight, r1 - r0, C, OC, alpha, add);
-        } else {
-            part_rows(OC, t - nx, nt - nx, &r0, &r1);
+        }
+        if (t >= nx) {
+            part_rows(OC, t - nx, n - nx, &r0, &r1);
             gemm_dweight(dweight, dout, inp, N, C, OC, r0, r1, alpha);
         }
     }
