@@ -218,8 +218,8 @@ static void check_linear_split(size_t N, size_t C, size_t OC) {
     fill_normal4(21, x, nx, dy, ny, w, nw, dw0, nw);
     real alpha = 0.375f;
     for (int add = 0; add < 2; add++) {
-        memcpy(dx[0], dw0, (nx < nw ? nx : nw) * sizeof(real));   /* something to add to */
-        memcpy(dx[1], dx[0], nx * sizeof(real));
+        memcpy(dx[0], x, nx * sizeof(real));   /* something to add to */
+        memcpy(dx[1], x, nx * sizeof(real));
         memcpy(dw[0], dw0, nw * sizeof(real));
         memcpy(dw[1], dw0, nw * sizeof(real));
         linear_forward(y[0], x, w, N, C, OC);
