@@ -32,7 +32,8 @@ typedef struct {
     real *x_mid;                 /* (N,D)  the residual stream after attention */
     real *attn_rstd;             /* (N)    post_attention_layernorm */
     real *h2;                    /* (N,D)  Llama: post_attention_layernorm(x_mid) */
-    real *g, *u, *m;             /* (N,F)  gate, up, silu(gate) ⊙ up */
+    real *gu;                    /* (N,2F) each row [gate | up]: the two products side by side (block.c) */
+    real *m;                     /* (N,F)  silu(gate) ⊙ up */
     real *d, *mlp_rstd;          /* (N,D) (N)  OLMo-2: m Wdown^T before post_feedforward_layernorm */
     real *lora_ax[LORA_N_TARGETS];   /* (N,r)  x A^T of each LoRA-adapted projection */
 } LayerActs;
@@ -41,7 +42,7 @@ typedef struct {
 typedef struct {
     real *dd, *do_;                           /* (N,D) */
     real *dmlp_in, *dh;                       /* (N,D), Llama only (OLMo-2 sums into the residual gradient) */
-    real *dm, *dg, *du;                       /* (N,F) */
+    real *dm, *dgu;                           /* (N,F) (N,2F): dgu's rows [dgate | dup] as gu's */
     real *datt, *dq, *dqn, *dq_pre;           /* (N,H*hd); dq_pre OLMo-2 only */
     real *dk, *dkn, *dk_pre, *dv;             /* (N,KVH*hd); dk_pre OLMo-2 only */
     real *dz;                                 /* (N,KVH) */

@@ -49,8 +49,7 @@ static void gen_layout(Generator* g, const ModelConfig* c, Cursor* cur) {
     a->lse = cursor_take(cur, NC * c->H);
     real* rstd = cursor_take(cur, NC);   /* read by backward only, so one buffer serves every norm */
     a->h_rstd = a->q_rstd = a->k_rstd = a->attn_rstd = a->mlp_rstd = rstd;
-    a->g = cursor_take(cur, NC * F);
-    a->u = cursor_take(cur, NC * F);
+    a->gu = cursor_take(cur, NC * 2 * F);
     a->m = cursor_take(cur, NC * F);
     if (c->lora_rank) {   /* x A^T is read by backward only: one buffer serves every projection */
         real* ax = cursor_take(cur, NC * c->lora_rank);

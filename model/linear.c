@@ -27,46 +27,50 @@ static void part_rows(size_t N, size_t t, size_t nt, size_t* r0, size_t* r1) {
     *r1 = t + 1 == nt ? N : N * (t + 1) / nt / 16 * 16;
 }
 
-/* out (N,OC) = inp (N,C) · weight^T (C,OC) */
-static void gemm_forward(real* out, const real* inp, const real* weight, size_t N, size_t C, size_t OC) {
+/* out (N,OC), row stride ldo, = inp (N,C) · weight^T (C,OC) */
+static void gemm_forward(real* out, size_t ldo, const real* inp, const real* weight, size_t N, size_t C, size_t OC) {
     cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)OC, (int)C,
-               1, inp, (int)C, weight, (int)C, 0, out, (int)OC);
+               1, inp, (int)C, weight, (int)C, 0, out, (int)ldo);
 }
 
-/* dinp (N,C) (+)= alpha dout (N,OC) · W (OC,C) */
-static void gemm_dinp(real* dinp, const real* dout, const real* weight, size_t N, size_t C, size_t OC, real alpha,
-                      bool add) {
+/* dinp (N,C) (+)= alpha dout (N,OC; row stride ldd) · W (OC,C) */
+static void gemm_dinp(real* dinp, const real* dout, size_t ldd, const real* weight, size_t N, size_t C, size_t OC,
+                      real alpha, bool add) {
     cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)OC,
-               alpha, dout, (int)OC, weight, (int)C, add ? 1 : 0, dinp, (int)C);
+               alpha, dout, (int)ldd, weight, (int)C, add ? 1 : 0, dinp, (int)C);
 }
 
-/* rows [o0, o1) of dW (OC,C) += alpha dout^T (OC,N) · inp (N,C) */
-static void gemm_dweight(real* dweight, const real* dout, const real* inp, size_t N, size_t C, size_t OC, size_t o0,
+/* rows [o0, o1) of dW (OC,C) += alpha dout^T (OC,N; dout's row stride ldd) · inp (N,C) */
+static void gemm_dweight(real* dweight, const real* dout, size_t ldd, const real* inp, size_t N, size_t C, size_t o0,
                          size_t o1, real alpha) {
     cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(o1 - o0), (int)C, (int)N,
-               alpha, dout + o0, (int)OC, inp, (int)C, 1, dweight + o0 * C, (int)C);
+               alpha, dout + o0, (int)ldd, inp, (int)C, 1, dweight + o0 * C, (int)C);
 }
 
-void linear_forward(real* out, const real* inp, const real* weight, size_t N, size_t C, size_t OC) {
+void linear_forward_ld(real* out, size_t ldo, const real* inp, const real* weight, size_t N, size_t C, size_t OC) {
     size_t nt = row_split(N, C * OC, SPLIT_W);
     if (nt == 1) {
-        gemm_forward(out, inp, weight, N, C, OC);
+        gemm_forward(out, ldo, inp, weight, N, C, OC);
         return;
     }
 #pragma omp parallel num_threads(nt)
     {
         size_t r0, r1;
         part_rows(N, threads_id(), threads_team(), &r0, &r1);
-        gemm_forward(out + r0 * OC, inp + r0 * C, weight, r1 - r0, C, OC);
+        gemm_forward(out + r0 * ldo, ldo, inp + r0 * C, weight, r1 - r0, C, OC);
     }
 }
 
-void linear_backward_scaled(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
-                            size_t N, size_t C, size_t OC, real alpha, bool add) {
+void linear_forward(real* out, const real* inp, const real* weight, size_t N, size_t C, size_t OC) {
+    linear_forward_ld(out, OC, inp, weight, N, C, OC);
+}
+
+void linear_backward_ld(real* dinp, real* dweight, const real* dout, size_t ldd, const real* inp, const real* weight,
+                        size_t N, size_t C, size_t OC, real alpha, bool add) {
     size_t nt = dinp && dweight ? row_split(N, C * OC, SPLIT_BACKWARD_W) : 1;
     if (nt == 1) {
-        if (dinp) gemm_dinp(dinp, dout, weight, N, C, OC, alpha, add);
-        if (dweight) gemm_dweight(dweight, dout, inp, N, C, OC, 0, OC, alpha);
+        if (dinp) gemm_dinp(dinp, dout, ldd, weight, N, C, OC, alpha, add);
+        if (dweight) gemm_dweight(dweight, dout, ldd, inp, N, C, 0, OC, alpha);
         return;
     }
     /* threads [0, nx) split the rows of dinp, threads [nx, n) those of dweight (a team of one does both) */
@@ -75,18 +79,18 @@ void linear_backward_scaled(real* dinp, real* dweight, const real* dout, const r
         size_t t = threads_id(), n = threads_team(), nx = n / 2, r0, r1;
         if (t < nx || n == 1) {
             part_rows(N, t, n == 1 ? 1 : nx, &r0, &r1);
-            gemm_dinp(dinp + r0 * C, dout + r0 * OC, weight, r1 - r0, C, OC, alpha, add);
+            gemm_dinp(dinp + r0 * C, dout + r0 * ldd, ldd, weight, r1 - r0, C, OC, alpha, add);
         }
         if (t >= nx) {
             part_rows(OC, t - nx, n - nx, &r0, &r1);
-            gemm_dweight(dweight, dout, inp, N, C, OC, r0, r1, alpha);
+            gemm_dweight(dweight, dout, ldd, inp, N, C, r0, r1, alpha);
         }
     }
 }
 
 void linear_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
                      size_t N, size_t C, size_t OC, bool add) {
-    linear_backward_scaled(dinp, dweight, dout, inp, weight, N, C, OC, 1, add);
+    linear_backward_ld(dinp, dweight, dout, OC, inp, weight, N, C, OC, 1, add);
 }
 
 void linear_forward_naive(real* out, const real* inp, const real* weight, size_t N, size_t C, size_t OC) {
@@ -110,7 +114,7 @@ void lora_dropout_apply(real* out, const real* inp, bool add, const LoraDropout*
     }
 }
 
-void lora_forward(real* out, real* ax, const real* inp, const real* A, const real* B, real scale,
+void lora_forward(real* out, size_t ldo, real* ax, const real* inp, const real* A, const real* B, real scale,
                   const LoraDropout* drop, size_t N, size_t C, size_t OC, size_t r) {
     if (drop) {   /* x = dropout(inp) */
         lora_dropout_apply(drop->xd, inp, false, drop, N, C);
@@ -119,19 +123,19 @@ void lora_forward(real* out, real* ax, const real* inp, const real* A, const rea
     linear_forward(ax, inp, A, N, C, r);   /* ax (N,r) = x A^T */
     /* out (N,OC) += scale · ax (N,r) · B^T (r,OC) */
     cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)OC, (int)r,
-               scale, ax, (int)r, B, (int)r, 1, out, (int)OC);
+               scale, ax, (int)r, B, (int)r, 1, out, (int)ldo);
 }
 
-void lora_backward(real* dinp, real* dA, real* dB, real* dax, const real* dout, const real* inp, const real* ax,
-                   const real* A, const real* B, real scale, const LoraDropout* drop, size_t N, size_t C, size_t OC,
-                   size_t r) {
+void lora_backward(real* dinp, real* dA, real* dB, real* dax, const real* dout, size_t ldd, const real* inp,
+                   const real* ax, const real* A, const real* B, real scale, const LoraDropout* drop, size_t N,
+                   size_t C, size_t OC, size_t r) {
     /* out = scale · ax B^T:  dB (OC,r) += scale · dout^T (OC,N) · ax (N,r) */
     if (dB) cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OC, (int)r, (int)N,
-                       scale, dout, (int)OC, ax, (int)r, 1, dB, (int)r);
+                       scale, dout, (int)ldd, ax, (int)r, 1, dB, (int)r);
     if (!dinp && !dA) return;
     /* dax (N,r) = scale · dout (N,OC) · B (OC,r) */
     cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)r, (int)OC,
-               scale, dout, (int)OC, B, (int)r, 0, dax, (int)r);
+               scale, dout, (int)ldd, B, (int)r, 0, dax, (int)r);
     if (!drop) {   /* ax = inp A^T:  dinp += dax A,  dA += dax^T inp */
         linear_backward(dinp, dA, dax, inp, A, N, C, r, true);
         return;

@@ -13,13 +13,17 @@
 
 /* out (N,OC)   inp (N,C)   weight (OC,C) */
 void linear_forward(real* out, const real* inp, const real* weight, size_t N, size_t C, size_t OC);
+/* linear_forward into rows of stride ldo >= OC: out[n * ldo + o], the columns from OC on left alone
+   (two products side by side in one buffer, e.g. the MLP's gate and up) */
+void linear_forward_ld(real* out, size_t ldo, const real* inp, const real* weight, size_t N, size_t C, size_t OC);
 /* dinp (N,C) = dout W, or += when add (skipped when NULL)   dweight (OC,C) += dout^T inp (skipped when NULL)
    dout (N,OC)   inp (N,C)   weight (OC,C) */
 void linear_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
                      size_t N, size_t C, size_t OC, bool add);
-/* linear_backward with dout scaled by alpha: dinp (=|+=) alpha dout W, dweight += alpha dout^T inp */
-void linear_backward_scaled(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
-                            size_t N, size_t C, size_t OC, real alpha, bool add);
+/* linear_backward with dout scaled by alpha and read through rows of stride ldd >= OC:
+   dinp (=|+=) alpha dout W, dweight += alpha dout^T inp */
+void linear_backward_ld(real* dinp, real* dweight, const real* dout, size_t ldd, const real* inp, const real* weight,
+                        size_t N, size_t C, size_t OC, real alpha, bool add);
 /* the reference: same contract as linear_forward, plain loops */
 void linear_forward_naive(real* out, const real* inp, const real* weight, size_t N, size_t C, size_t OC);
 
@@ -35,15 +39,16 @@ typedef struct {
 void lora_dropout_apply(real* out, const real* inp, bool add, const LoraDropout* d, size_t N, size_t C);
 
 /* LoRA on a frozen linear: out (N,OC) += scale · (x A^T) B^T, scale = alpha / r, x = inp or its dropout.
-   ax (N,r) = x A^T, saved for backward   inp (N,C)   A (r,C)   B (OC,r)   drop: NULL or the dropout */
-void lora_forward(real* out, real* ax, const real* inp, const real* A, const real* B, real scale,
+   out: row stride ldo   ax (N,r) = x A^T, saved for backward   inp (N,C)   A (r,C)   B (OC,r)
+   drop: NULL or the dropout */
+void lora_forward(real* out, size_t ldo, real* ax, const real* inp, const real* A, const real* B, real scale,
                   const LoraDropout* drop, size_t N, size_t C, size_t OC, size_t r);
 /* dinp (N,C) += scale · ((dout B) A) * mask / (1 - p) (skipped when NULL)   dA (r,C) += scale · (dout B)^T x
    dB (OC,r) += scale · dout^T ax   (dA, dB skipped when NULL; a frozen adapter)
-   dax (N,r): work space, overwritten   dout (N,OC)   inp, ax, A, B, drop as forward saw/saved them
-   (drop->xd is overwritten) */
-void lora_backward(real* dinp, real* dA, real* dB, real* dax, const real* dout, const real* inp, const real* ax,
-                   const real* A, const real* B, real scale, const LoraDropout* drop, size_t N, size_t C, size_t OC,
-                   size_t r);
+   dax (N,r): work space, overwritten   dout (N,OC), row stride ldd   inp, ax, A, B, drop as forward
+   saw/saved them (drop->xd is overwritten) */
+void lora_backward(real* dinp, real* dA, real* dB, real* dax, const real* dout, size_t ldd, const real* inp,
+                   const real* ax, const real* A, const real* B, real scale, const LoraDropout* drop, size_t N,
+                   size_t C, size_t OC, size_t r);
 
 #endif

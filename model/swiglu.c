@@ -6,21 +6,32 @@
 
 #include "common/mathf.h"
 
-void swiglu_forward(real* out, const real* g, const real* u, size_t n) {
-#pragma omp parallel for simd
-    for (size_t i = 0; i < n; i++) {
-        real s = (real)1 / ((real)1 + exp_r(-g[i]));
-        out[i] = g[i] * s * u[i];
+void swiglu_forward(real* out, const real* g, const real* u, size_t rows, size_t cols, size_t ld) {
+#pragma omp parallel for
+    for (size_t r = 0; r < rows; r++) {
+        const real *gr = g + r * ld, *ur = u + r * ld;
+        real* o = out + r * cols;
+#pragma omp simd
+        for (size_t i = 0; i < cols; i++) {
+            real s = (real)1 / ((real)1 + exp_r(-gr[i]));
+            o[i] = gr[i] * s * ur[i];
+        }
     }
 }
 
-void swiglu_backward(real* dg, real* du, const real* dout, const real* g, const real* u, size_t n) {
-#pragma omp parallel for simd
-    for (size_t i = 0; i < n; i++) {
-        real s = (real)1 / ((real)1 + exp_r(-g[i]));
-        real silu = g[i] * s;
-        dg[i] = dout[i] * u[i] * s * ((real)1 + g[i] * ((real)1 - s));   /* ∂m/∂g = u silu'(g) */
-        du[i] = dout[i] * silu;                                          /* ∂m/∂u = silu(g) */
+void swiglu_backward(real* dg, real* du, const real* dout, const real* g, const real* u, size_t rows, size_t cols,
+                     size_t ld) {
+#pragma omp parallel for
+    for (size_t r = 0; r < rows; r++) {
+        const real *gr = g + r * ld, *ur = u + r * ld, *d = dout + r * cols;
+        real *dgr = dg + r * ld, *dur = du + r * ld;
+#pragma omp simd
+        for (size_t i = 0; i < cols; i++) {
+            real s = (real)1 / ((real)1 + exp_r(-gr[i]));
+            real silu = gr[i] * s;
+            dgr[i] = d[i] * ur[i] * s * ((real)1 + gr[i] * ((real)1 - s));   /* ∂m/∂g = u silu'(g) */
+            dur[i] = d[i] * silu;                                            /* ∂m/∂u = silu(g) */
+        }
     }
 }
 

@@ -6,10 +6,13 @@
 
 #include "common/real.h"
 
-/* out (n)   g (n)   u (n);  n = N*F for the MLP, N*d_p for the RePo module */
-void swiglu_forward(real* out, const real* g, const real* u, size_t n);
-/* dg (n) =   du (n) =   dout (n);   g, u as forward saw them */
-void swiglu_backward(real* dg, real* du, const real* dout, const real* g, const real* u, size_t n);
+/* out (rows,cols)   g, u (rows,cols), each with row stride ld >= cols: separate buffers (ld = cols), or
+   side by side in one (the MLP's rows [g | u]: u = g + cols, ld = 2 cols). rows, cols = N, F for the MLP,
+   N, d_p for the RePo module. */
+void swiglu_forward(real* out, const real* g, const real* u, size_t rows, size_t cols, size_t ld);
+/* dg, du (rows,cols) =, with row stride ld as g, u   dout (rows,cols)   g, u as forward saw them */
+void swiglu_backward(real* dg, real* du, const real* dout, const real* g, const real* u, size_t rows, size_t cols,
+                     size_t ld);
 
 /* out (n) = a + b; out may alias a. Its backward is the identity on both inputs: block_backward sums the
    branch's gradient into the residual stream's in place. */

@@ -132,8 +132,8 @@ static double bench_attention(const ModelConfig* c, size_t B, size_t T) {
     return t * 1e3;
 }
 
-/* Milliseconds of one step's linear GEMMs alone, median of `reps`: the seven projections of every layer and
-   the LM head, forward then backward, in the order and with the beta (write or add) of model.c and block.c,
+/* Milliseconds of one step's linear GEMMs alone, median of `reps`: the seven projections of every layer (gate
+   and up as one product, as block.c runs them) and the LM head, forward then backward, in the order and with the beta (write or add) of model.c and block.c,
    on the model's own buffers (which hold a step's values); RePo's small GEMMs are left out. *gflop: their
    FLOPs, 6·N·in·out per linear. Outputs are written to buffers of the right size, not always to the
    ones the step uses (Llama has no a->d, so the down projection writes s->dd; the input gradients of the
@@ -154,8 +154,8 @@ static double bench_gemms(Model* m, int reps, double* gflop) {
             linear_forward(a->k, x, w->wk, N, D, kvd);
             linear_forward(a->v, x, w->wv, N, D, kvd);
             linear_forward(a->o, a->att, w->wo, N, qd, D);
-            linear_forward(a->g, a->x_mid, w->gate, N, D, F);
-            linear_forward(a->u, a->x_mid, w->up, N, D, F);
+            CHECK(w->up == w->gate + F * D, "bench_step --gemms: gate and up are one product in the step");
+            linear_forward(a->gu, a->x_mid, w->gate, N, D, 2 * F);
             linear_forward(s->dd, a->m, w->down, N, F, D);
         }
         for (size_t r0 = 0; r0 < N; r0 += m->head_rows) {   /* forward and backward per chunk, as model.c */
@@ -170,8 +170,7 @@ static double bench_gemms(Model* m, int reps, double* gflop) {
             LayerWeights* dw = &m->dw.layer[l];
             const real* x = m->res[l];
             linear_backward(s->dm, dw->down, s->dd, a->m, w->down, N, F, D, false);
-            linear_backward(m->dres, dw->gate, s->dg, a->x_mid, w->gate, N, D, F, olmo2);
-            linear_backward(m->dres, dw->up, s->du, a->x_mid, w->up, N, D, F, true);
+            linear_backward(m->dres, dw->gate, s->dgu, a->x_mid, w->gate, N, D, 2 * F, olmo2);
             linear_backward(s->datt, dw->wo, s->do_, a->att, w->wo, N, qd, D, false);
             linear_backward(m->dres, dw->wq, s->dq, x, w->wq, N, D, qd, olmo2);
             linear_backward(m->dres, dw->wk, s->dk, x, w->wk, N, D, kvd, true);

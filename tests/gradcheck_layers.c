@@ -179,7 +179,7 @@ static double lora_loss(Problem* p) {
     size_t N = c->dims[0], C = c->dims[1], OC = c->dims[2], r = c->dims[3];
     LoraDropout d;
     linear_forward(c->out, c->in[0], c->in[1], N, C, OC);
-    lora_forward(c->out, c->work[0], c->in[0], c->in[2], c->in[3], 1.75, lora_drop(c, &d), N, C, OC, r);
+    lora_forward(c->out, OC, c->work[0], c->in[0], c->in[2], c->in[3], 1.75, lora_drop(c, &d), N, C, OC, r);
     return gc_project(c->out, c->proj, N * OC);
 }
 static void lora_grad(Problem* p) {
@@ -189,7 +189,7 @@ static void lora_grad(Problem* p) {
     zero_grads(p);
     lora_loss(p);
     linear_backward(p->dx[0], p->dx[1], c->proj, c->in[0], c->in[1], N, C, OC, false);
-    lora_backward(p->dx[0], p->dx[2], p->dx[3], c->work[1], c->proj, c->in[0], c->work[0], c->in[2], c->in[3], 1.75,
+    lora_backward(p->dx[0], p->dx[2], p->dx[3], c->work[1], c->proj, OC, c->in[0], c->work[0], c->in[2], c->in[3], 1.75,
                   lora_drop(c, &d), N, C, OC, r);
 }
 static void setup_lora(Problem* out, Rng* rng, const char* name, bool dropout) {
@@ -379,30 +379,48 @@ static size_t build_attention(Problem* out, size_t max, Rng* rng) {
     return 5;
 }
 
-/* ---- swiglu: out = silu(g) ⊙ u ---- */
+/* ---- swiglu: out = silu(g) ⊙ u, g and u in separate buffers (RePo) or side by side in rows [g | u] (MLP) ---- */
 static double swi_loss(Problem* p) {
     OpCtx* c = p->ctx;
-    swiglu_forward(c->out, c->in[0], c->in[1], c->dims[0]);
-    return gc_project(c->out, c->proj, c->dims[0]);
+    size_t rows = c->dims[0], cols = c->dims[1], ld = c->dims[2];
+    const real* u = ld == cols ? c->in[1] : c->in[0] + cols;
+    swiglu_forward(c->out, c->in[0], u, rows, cols, ld);
+    return gc_project(c->out, c->proj, rows * cols);
 }
 static void swi_grad(Problem* p) {
     OpCtx* c = p->ctx;
+    size_t rows = c->dims[0], cols = c->dims[1], ld = c->dims[2];
+    real* du = ld == cols ? p->dx[1] : p->dx[0] + cols;
+    const real* u = ld == cols ? c->in[1] : c->in[0] + cols;
     zero_grads(p);
-    swiglu_backward(p->dx[0], p->dx[1], c->proj, c->in[0], c->in[1], c->dims[0]);
+    swiglu_backward(p->dx[0], du, c->proj, c->in[0], u, rows, cols, ld);
 }
-static size_t build_swiglu(Problem* out, size_t max, Rng* rng) {
-    OpCtx* c = new_problem(out, "swiglu (n=12)");
-    size_t n = 12;
-    c->dims[0] = n;
-    c->in[0] = gc_random(rng, n, -4, 4);
-    c->in[1] = gc_random(rng, n, -2, 2);
+static void setup_swiglu(Problem* out, Rng* rng, const char* name, size_t rows, size_t cols, bool side_by_side) {
+    OpCtx* c = new_problem(out, name);
+    size_t n = rows * cols;
+    c->dims[0] = rows;
+    c->dims[1] = cols;
+    c->dims[2] = side_by_side ? 2 * cols : cols;
+    if (side_by_side) {   /* rows [g | u]: g in [-4, 4], u in [-2, 2] */
+        c->in[0] = gc_random(rng, 2 * n, -2, 2);
+        for (size_t r = 0; r < rows; r++)
+            for (size_t i = 0; i < cols; i++) c->in[0][r * 2 * cols + i] *= 2;
+        gc_add(out, "gate | up", c->in[0], 2 * n);
+    } else {
+        c->in[0] = gc_random(rng, n, -4, 4);
+        c->in[1] = gc_random(rng, n, -2, 2);
+        gc_add(out, "gate", c->in[0], n);
+        gc_add(out, "up", c->in[1], n);
+    }
     c->out = gc_random(rng, n, 0, 0);
     c->proj = gc_random(rng, n, -1, 1);
-    gc_add(out, "gate", c->in[0], n);
-    gc_add(out, "up", c->in[1], n);
     out->loss = swi_loss;
     out->grad = swi_grad;
-    return 1;
+}
+static size_t build_swiglu(Problem* out, size_t max, Rng* rng) {
+    setup_swiglu(&out[0], rng, "swiglu (n=12)", 3, 4, false);
+    setup_swiglu(&out[1], rng, "swiglu (3 rows [g | u] of 2 x 5)", 3, 5, true);
+    return 2;
 }
 
 /* ---- xent: L = weighted mean over valid rows of CE + z_loss lse² (weights NULL = plain mean) ---- */

@@ -204,7 +204,7 @@ static void test_fused_head(void) {
     model_free(&m);
 }
 
-/* linear_forward and linear_backward_scaled (both ways of adding) on rows the threads split, against one
+/* linear_forward and linear_backward_ld (both ways of adding) on rows the threads split, against one
    single-threaded cblas_gemm each (made by one thread of an active region, where OpenBLAS does not thread);
    with 2 threads whatever the cores, so the split runs on a one-core machine too. (OpenBLAS's threaded
    driver may cut a long contraction into other blocks than its single-threaded one, so a threaded call
@@ -223,7 +223,7 @@ static void check_linear_split(size_t N, size_t C, size_t OC) {
         memcpy(dw[0], dw0, nw * sizeof(real));
         memcpy(dw[1], dw0, nw * sizeof(real));
         linear_forward(y[0], x, w, N, C, OC);
-        linear_backward_scaled(dx[0], dw[0], dy, x, w, N, C, OC, alpha, add);
+        linear_backward_ld(dx[0], dw[0], dy, OC, x, w, N, C, OC, alpha, add);
 #pragma omp parallel num_threads(2)
         if (threads_id() == 0) {
             cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)OC, (int)C, 1, x, (int)C, w, (int)C, 0,
