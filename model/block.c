@@ -31,8 +31,7 @@ void layer_acts_layout(LayerActs* a, Cursor* cur, const ModelConfig* c, size_t l
     a->v = cursor_take(cur, N * kv);
     if (c->pos[l] == POS_REPO) {
         a->z = cursor_take(cur, N * c->KVH);
-        a->repo.gate = cursor_take(cur, N * cfg_dp(c));
-        a->repo.content = cursor_take(cur, N * cfg_dp(c));
+        a->repo.gc = cursor_take(cur, N * 2 * cfg_dp(c));
         a->repo.r = cursor_take(cur, N * cfg_dp(c));
     }
     a->att = cursor_take(cur, N * q);
@@ -83,36 +82,39 @@ static const LoraDropout* proj_dropout(LoraDropout* d, LoraTarget t, const Block
     return d;
 }
 
-/* A projection of the block, out (N,OC; row stride ldo) = inp (N,C) W^T, plus its LoRA term
-   (alpha/r) (x A^T) B^T when projection t is adapted (x = inp, or its dropout); W = the base weight. */
-static void proj_forward(real* out, size_t ldo, LayerActs* a, const real* inp, const real* W, const LayerWeights* w,
-                         LoraTarget t, const BlockCtx* ctx, size_t N, size_t C, size_t OC) {
+/* out (N,OC; row stride ldo) += projection t's LoRA term (alpha/r) (x A^T) B^T when it is adapted (x = inp,
+   or its dropout); nothing otherwise */
+static void adapter_forward(real* out, size_t ldo, LayerActs* a, const real* inp, const LayerWeights* w,
+                            LoraTarget t, const BlockCtx* ctx, size_t N, size_t C, size_t OC) {
     const ModelConfig* c = ctx->cfg;
-    linear_forward_ld(out, ldo, inp, W, N, C, OC);
     LoraDropout d;
     if (w->lora_a[t])
         lora_forward(out, ldo, a->lora_ax[t], inp, w->lora_a[t], w->lora_b[t], (real)cfg_lora_scale(c),
                      proj_dropout(&d, t, ctx), N, C, OC, c->lora_rank);
 }
-/* dinp (N,C) = (or += when add)   dW, dA, dB += (NULL: frozen)   for proj_forward's out; dout (N,OC) with
-   row stride ldd */
-static void proj_backward(real* dinp, bool add, real* dW, const real* dout, size_t ldd, const LayerActs* a,
-                          const real* inp, const real* W, const LayerWeights* w, LayerWeights* dw, BlockScratch* s,
-                          LoraTarget t, const BlockCtx* ctx, size_t N, size_t C, size_t OC) {
+/* its backward: dinp (N,C) +=   dA, dB += (NULL: frozen)   dout (N,OC) with row stride ldd */
+static void adapter_backward(real* dinp, const real* dout, size_t ldd, const LayerActs* a, const real* inp,
+                             const LayerWeights* w, LayerWeights* dw, BlockScratch* s, LoraTarget t,
+                             const BlockCtx* ctx, size_t N, size_t C, size_t OC) {
     const ModelConfig* c = ctx->cfg;
-    linear_backward_ld(dinp, dW, dout, ldd, inp, W, N, C, OC, 1, add);
     LoraDropout d;
     if (w->lora_a[t])
         lora_backward(dinp, dw->lora_a[t], dw->lora_b[t], s->lora_dax, dout, ldd, inp, a->lora_ax[t], w->lora_a[t],
                       w->lora_b[t], (real)cfg_lora_scale(c), proj_dropout(&d, t, ctx), N, C, OC, c->lora_rank);
 }
 
-/* Whether the MLP's gate and up run as one product of twice the width, gu = x [Wgate; Wup]^T: when the two
-   weights lie back to back in memory (as the parameter list puts them) and neither has a LoRA adapter.
-   Either way gu holds rows [g | u]. (One product measured 3% faster forward and 5% faster backward than
-   two on S's shapes: docs/performance.md, "Fifth round on the step".) */
-static bool gate_up_fused(const LayerWeights* w, size_t F, size_t D) {
-    return w->up == w->gate + F * D && !w->lora_a[LORA_GATE] && !w->lora_a[LORA_UP];
+/* A projection of the block, out (N,OC) = inp (N,C) W^T plus its adapter term; W = the base weight. */
+static void proj_forward(real* out, LayerActs* a, const real* inp, const real* W, const LayerWeights* w,
+                         LoraTarget t, const BlockCtx* ctx, size_t N, size_t C, size_t OC) {
+    linear_forward(out, inp, W, N, C, OC);
+    adapter_forward(out, OC, a, inp, w, t, ctx, N, C, OC);
+}
+/* dinp (N,C) = (or += when add)   dW, dA, dB += (NULL: frozen)   for proj_forward's out */
+static void proj_backward(real* dinp, bool add, real* dW, const real* dout, const LayerActs* a, const real* inp,
+                          const real* W, const LayerWeights* w, LayerWeights* dw, BlockScratch* s, LoraTarget t,
+                          const BlockCtx* ctx, size_t N, size_t C, size_t OC) {
+    linear_backward(dinp, dW, dout, inp, W, N, C, OC, add);
+    adapter_backward(dinp, dout, OC, a, inp, w, dw, s, t, ctx, N, C, OC);
 }
 
 /* the positions a layer rotates by, or NULL for nope */
@@ -136,17 +138,17 @@ void block_qkv_forward(LayerActs* a, const real* x_in, const LayerWeights* w, si
     /* attention input: the raw stream (OLMo-2) or input_layernorm(x) (Llama) */
     const real* h = x_in;
     if (c->block == BLOCK_OLMO2) {
-        proj_forward(a->q_pre, qd, a, h, w->wq, w, LORA_Q, ctx, N, D, qd);
+        proj_forward(a->q_pre, a, h, w->wq, w, LORA_Q, ctx, N, D, qd);
         rmsnorm_forward(a->q, a->q_rstd, a->q_pre, w->q_norm, N, qd, eps);
-        proj_forward(a->k_pre, kvd, a, h, w->wk, w, LORA_K, ctx, N, D, kvd);
+        proj_forward(a->k_pre, a, h, w->wk, w, LORA_K, ctx, N, D, kvd);
         rmsnorm_forward(a->k, a->k_rstd, a->k_pre, w->k_norm, N, kvd, eps);
     } else {
         rmsnorm_forward(a->h, a->h_rstd, x_in, w->in_norm, N, D, eps);
         h = a->h;
-        proj_forward(a->q, qd, a, h, w->wq, w, LORA_Q, ctx, N, D, qd);
-        proj_forward(a->k, kvd, a, h, w->wk, w, LORA_K, ctx, N, D, kvd);
+        proj_forward(a->q, a, h, w->wq, w, LORA_Q, ctx, N, D, qd);
+        proj_forward(a->k, a, h, w->wk, w, LORA_K, ctx, N, D, kvd);
     }
-    proj_forward(a->v, kvd, a, h, w->wv, w, LORA_V, ctx, N, D, kvd);
+    proj_forward(a->v, a, h, w->wv, w, LORA_V, ctx, N, D, kvd);
     if (c->pos[l] == POS_REPO) {
         RepoWeights rw = repo_weights(w);
         repo_forward(a->z, &a->repo, h, &rw, (RepoDims){N, D, cfg_dp(c), c->KVH});
@@ -161,7 +163,7 @@ void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerW
     bool olmo2 = c->block == BLOCK_OLMO2;
     double eps = c->norm_eps;
 
-    proj_forward(a->o, D, a, a->att, w->wo, w, LORA_O, ctx, N, qd, D);
+    proj_forward(a->o, a, a->att, w->wo, w, LORA_O, ctx, N, qd, D);
     const real* mlp_in;
     if (olmo2) {   /* x_mid = x + norm(o) */
         rmsnorm_residual_forward(a->x_mid, a->attn_rstd, x_in, a->o, w->attn_norm, N, D, eps);
@@ -172,18 +174,15 @@ void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerW
         mlp_in = a->h2;
     }
     /* from here on x_in is not read, so x_out may be x_in */
-    if (gate_up_fused(w, F, D)) {   /* gu (N,2F) = mlp_in [Wgate; Wup]^T */
-        linear_forward(a->gu, mlp_in, w->gate, N, D, 2 * F);
-    } else {
-        proj_forward(a->gu, 2 * F, a, mlp_in, w->gate, w, LORA_GATE, ctx, N, D, F);
-        proj_forward(a->gu + F, 2 * F, a, mlp_in, w->up, w, LORA_UP, ctx, N, D, F);
-    }
+    linear_pair_forward(a->gu, mlp_in, w->gate, w->up, N, D, F);   /* gu (N,2F) rows [gate | up] */
+    adapter_forward(a->gu, 2 * F, a, mlp_in, w, LORA_GATE, ctx, N, D, F);
+    adapter_forward(a->gu + F, 2 * F, a, mlp_in, w, LORA_UP, ctx, N, D, F);
     swiglu_forward(a->m, a->gu, a->gu + F, N, F, 2 * F);
     if (olmo2) {   /* x_out = x_mid + norm(m Wdown^T) */
-        proj_forward(a->d, D, a, a->m, w->down, w, LORA_DOWN, ctx, N, F, D);
+        proj_forward(a->d, a, a->m, w->down, w, LORA_DOWN, ctx, N, F, D);
         rmsnorm_residual_forward(x_out, a->mlp_rstd, a->x_mid, a->d, w->mlp_norm, N, D, eps);
     } else {       /* x_out = x_mid + m Wdown^T */
-        proj_forward(x_out, D, a, a->m, w->down, w, LORA_DOWN, ctx, N, F, D);
+        proj_forward(x_out, a, a->m, w->down, w, LORA_DOWN, ctx, N, F, D);
         residual_forward(x_out, x_out, a->x_mid, N * D);
     }
 }
@@ -218,16 +217,13 @@ void block_backward(real* dx, LayerWeights* dw, const LayerActs* a, const real* 
         rmsnorm_backward(s->dd, dw->mlp_norm, dx, a->d, w->mlp_norm, a->mlp_rstd, s->norm_work, N, D, false);
         dd = s->dd;
     }
-    proj_backward(s->dm, false, dw->down, dd, D, a, a->m, w->down, w, dw, s, LORA_DOWN, ctx, N, F, D);
+    proj_backward(s->dm, false, dw->down, dd, a, a->m, w->down, w, dw, s, LORA_DOWN, ctx, N, F, D);
     swiglu_backward(s->dgu, s->dgu + F, s->dm, a->gu, a->gu + F, N, F, 2 * F);
     const real* mlp_in = olmo2 ? a->x_mid : a->h2;
     real* dmlp_in = olmo2 ? dx : s->dmlp_in;   /* Llama: after dm has read dx (as dd) */
-    if (gate_up_fused(w, F, D) && (dw->gate ? dw->up == dw->gate + F * D : !dw->up)) {
-        linear_backward(dmlp_in, dw->gate, s->dgu, mlp_in, w->gate, N, D, 2 * F, olmo2);
-    } else {
-        proj_backward(dmlp_in, olmo2, dw->gate, s->dgu, 2 * F, a, mlp_in, w->gate, w, dw, s, LORA_GATE, ctx, N, D, F);
-        proj_backward(dmlp_in, true, dw->up, s->dgu + F, 2 * F, a, mlp_in, w->up, w, dw, s, LORA_UP, ctx, N, D, F);
-    }
+    linear_pair_backward(dmlp_in, dw->gate, dw->up, s->dgu, mlp_in, w->gate, w->up, N, D, F, olmo2);
+    adapter_backward(dmlp_in, s->dgu, 2 * F, a, mlp_in, w, dw, s, LORA_GATE, ctx, N, D, F);
+    adapter_backward(dmlp_in, s->dgu + F, 2 * F, a, mlp_in, w, dw, s, LORA_UP, ctx, N, D, F);
     if (!olmo2)
         rmsnorm_backward(dx, dw->attn_norm, s->dmlp_in, a->x_mid, w->attn_norm, a->attn_rstd, s->norm_work, N, D,
                          true);
@@ -239,7 +235,7 @@ void block_backward(real* dx, LayerWeights* dw, const LayerActs* a, const real* 
                          false);
         do_ = s->do_;
     }
-    proj_backward(s->datt, false, dw->wo, do_, D, a, a->att, w->wo, w, dw, s, LORA_O, ctx, N, qd, D);
+    proj_backward(s->datt, false, dw->wo, do_, a, a->att, w->wo, w, dw, s, LORA_O, ctx, N, qd, D);
     attention_backward(s->dq, s->dk, s->dv, s->datt, a->att, a->lse, a->q, a->k, a->v, ctx->docs, ctx->B, ctx->T,
                        c->H, c->KVH, hd);
 
@@ -264,9 +260,9 @@ void block_backward(real* dx, LayerWeights* dw, const LayerActs* a, const real* 
         dqn = s->dq_pre;
         dkn = s->dk_pre;
     }
-    proj_backward(dh, olmo2, dw->wq, dqn, qd, a, h, w->wq, w, dw, s, LORA_Q, ctx, N, D, qd);
-    proj_backward(dh, true, dw->wk, dkn, kvd, a, h, w->wk, w, dw, s, LORA_K, ctx, N, D, kvd);
-    proj_backward(dh, true, dw->wv, s->dv, kvd, a, h, w->wv, w, dw, s, LORA_V, ctx, N, D, kvd);
+    proj_backward(dh, olmo2, dw->wq, dqn, a, h, w->wq, w, dw, s, LORA_Q, ctx, N, D, qd);
+    proj_backward(dh, true, dw->wk, dkn, a, h, w->wk, w, dw, s, LORA_K, ctx, N, D, kvd);
+    proj_backward(dh, true, dw->wv, s->dv, a, h, w->wv, w, dw, s, LORA_V, ctx, N, D, kvd);
     if (learned) {
         RepoWeights rw = repo_weights(w);
         RepoGrads rg = {dw->repo_gate, dw->repo_content, dw->repo_final};

@@ -56,8 +56,7 @@ static void gen_layout(Generator* g, const ModelConfig* c, Cursor* cur) {
         for (int t = 0; t < LORA_N_TARGETS; t++) a->lora_ax[t] = ax;
     }
     if (cfg_has_repo(c)) {
-        a->repo.gate = cursor_take(cur, NC * cfg_dp(c));
-        a->repo.content = cursor_take(cur, NC * cfg_dp(c));
+        a->repo.gc = cursor_take(cur, NC * 2 * cfg_dp(c));
         a->repo.r = cursor_take(cur, NC * cfg_dp(c));
     }
     g->scores = cursor_take(cur, g->n_att_bufs * T);

@@ -93,6 +93,29 @@ void linear_backward(real* dinp, real* dweight, const real* dout, const real* in
     linear_backward_ld(dinp, dweight, dout, OC, inp, weight, N, C, OC, 1, add);
 }
 
+/* Two weights lie back to back when the second starts where the first ends: then [W1; W2] is one (2 OC, C)
+   matrix and the pair is one product of twice the width (docs/design.md, "Linear") */
+static bool back_to_back(const real* W1, const real* W2, size_t C, size_t OC) { return W2 == W1 + OC * C; }
+
+void linear_pair_forward(real* out, const real* inp, const real* W1, const real* W2, size_t N, size_t C, size_t OC) {
+    if (back_to_back(W1, W2, C, OC)) {
+        linear_forward(out, inp, W1, N, C, 2 * OC);
+        return;
+    }
+    linear_forward_ld(out, 2 * OC, inp, W1, N, C, OC);
+    linear_forward_ld(out + OC, 2 * OC, inp, W2, N, C, OC);
+}
+
+void linear_pair_backward(real* dinp, real* dW1, real* dW2, const real* dout, const real* inp, const real* W1,
+                          const real* W2, size_t N, size_t C, size_t OC, bool add) {
+    if (back_to_back(W1, W2, C, OC) && (dW1 ? dW2 && back_to_back(dW1, dW2, C, OC) : !dW2)) {
+        linear_backward(dinp, dW1, dout, inp, W1, N, C, 2 * OC, add);
+        return;
+    }
+    linear_backward_ld(dinp, dW1, dout, 2 * OC, inp, W1, N, C, OC, 1, add);
+    linear_backward_ld(dinp, dW2, dout + OC, 2 * OC, inp, W2, N, C, OC, 1, dinp != NULL);
+}
+
 void linear_forward_naive(real* out, const real* inp, const real* weight, size_t N, size_t C, size_t OC) {
     for (size_t n = 0; n < N; n++) {
         for (size_t o = 0; o < OC; o++) {

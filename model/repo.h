@@ -17,20 +17,20 @@ typedef struct {
 typedef struct {
     real *dWg, *dWc, *dWz;
 } RepoGrads;
-/* What forward keeps for backward, each (N,dp): gate = h Wg^T (before silu),
-   content = h Wc^T, r = silu(gate) ⊙ content. */
+/* What forward keeps for backward: gc (N,2dp) rows [gate | content], gate = h Wg^T (before silu),
+   content = h Wc^T; r (N,dp) = silu(gate) ⊙ content. */
 typedef struct {
-    real *gate, *content, *r;
+    real *gc, *r;
 } RepoActs;
 /* N rows, D model width, dp module width, P positions per row */
 typedef struct {
     size_t N, D, dp, P;
 } RepoDims;
 
-/* z (N,P)   s: gate, content, r written   h (N,D) */
+/* z (N,P)   s: gc, r written   h (N,D) */
 void repo_forward(real* z, const RepoActs* s, const real* h, const RepoWeights* w, RepoDims n);
 /* dh (N,D) +=   dw +=   dz (N,P)   s, h, w as forward saved/saw them
-   scratch: 3*N*dp reals for dr, dgate, dcontent (overwritten) */
+   scratch: 3*N*dp reals for dr and [dgate | dcontent] (overwritten) */
 void repo_backward(real* dh, const RepoGrads* dw, const real* dz, const RepoActs* s, const real* h,
                    const RepoWeights* w, real* scratch, RepoDims n);
 

@@ -270,12 +270,18 @@ static size_t build_rope(Problem* out, size_t max, Rng* rng) {
     return 3;
 }
 
-/* ---- repo module: z = (silu(h Wg^T) ⊙ h Wc^T) Wz^T ---- */
+/* ---- repo module: z = (silu(h Wg^T) ⊙ h Wc^T) Wz^T; Wg and Wc apart, or back to back in one tensor
+   (as in a model's parameters: one product of twice the width) ---- */
+static RepoWeights repo_w(const OpCtx* c) {
+    size_t D = c->dims[1], dp = c->dims[2];
+    bool joined = c->dims[4];
+    return (RepoWeights){c->in[1], joined ? c->in[1] + dp * D : c->in[2], joined ? c->in[2] : c->in[3]};
+}
 static double repo_loss(Problem* p) {
     OpCtx* c = p->ctx;
     size_t N = c->dims[0], D = c->dims[1], dp = c->dims[2], P = c->dims[3];
-    RepoActs s = {c->work[0], c->work[1], c->work[2]};
-    RepoWeights w = {c->in[1], c->in[2], c->in[3]};
+    RepoActs s = {c->work[0], c->work[1]};
+    RepoWeights w = repo_w(c);
     repo_forward(c->out, &s, c->in[0], &w, (RepoDims){N, D, dp, P});
     return gc_project(c->out, c->proj, N * P);
 }
@@ -284,33 +290,47 @@ static void repo_grad(Problem* p) {
     size_t N = c->dims[0], D = c->dims[1], dp = c->dims[2], P = c->dims[3];
     zero_grads(p);
     repo_loss(p);
-    RepoActs s = {c->work[0], c->work[1], c->work[2]};
-    RepoWeights w = {c->in[1], c->in[2], c->in[3]};
-    RepoGrads dw = {p->dx[1], p->dx[2], p->dx[3]};
+    RepoActs s = {c->work[0], c->work[1]};
+    RepoWeights w = repo_w(c);
+    RepoGrads dw = c->dims[4] ? (RepoGrads){p->dx[1], p->dx[1] + dp * D, p->dx[2]}
+                              : (RepoGrads){p->dx[1], p->dx[2], p->dx[3]};
     repo_backward(p->dx[0], &dw, c->proj, &s, c->in[0], &w, c->work[3], (RepoDims){N, D, dp, P});
 }
-static size_t build_repo(Problem* out, size_t max, Rng* rng) {
-    OpCtx* c = new_problem(out, "repo module (N=4, D=16, d_p=2, P=2 kv heads)");
+static void setup_repo(Problem* out, Rng* rng, const char* name, bool joined) {
+    OpCtx* c = new_problem(out, name);
     size_t N = 4, D = 16, dp = 2, P = 2;
     c->dims[0] = N;
     c->dims[1] = D;
     c->dims[2] = dp;
     c->dims[3] = P;
+    c->dims[4] = joined;
     c->in[0] = gc_random(rng, N * D, -1, 1);
-    c->in[1] = gc_random(rng, dp * D, -0.5, 0.5);
-    c->in[2] = gc_random(rng, dp * D, -0.5, 0.5);
-    c->in[3] = gc_random(rng, P * dp, -1, 1);
+    gc_add(out, "h", c->in[0], N * D);
+    if (joined) {
+        c->in[1] = gc_random(rng, 2 * dp * D, -0.5, 0.5);
+        c->in[2] = gc_random(rng, P * dp, -1, 1);
+        gc_add(out, "gate_map; content_map (Wg; Wc)", c->in[1], 2 * dp * D);
+        gc_add(out, "final_map (Wz)", c->in[2], P * dp);
+    } else {
+        c->in[1] = gc_random(rng, dp * D, -0.5, 0.5);
+        c->in[2] = gc_random(rng, dp * D, -0.5, 0.5);
+        c->in[3] = gc_random(rng, P * dp, -1, 1);
+        gc_add(out, "gate_map (Wg)", c->in[1], dp * D);
+        gc_add(out, "content_map (Wc)", c->in[2], dp * D);
+        gc_add(out, "final_map (Wz)", c->in[3], P * dp);
+    }
     c->out = gc_random(rng, N * P, 0, 0);
-    for (int i = 0; i < 3; i++) c->work[i] = gc_random(rng, N * dp, 0, 0);
+    c->work[0] = gc_random(rng, N * 2 * dp, 0, 0);
+    c->work[1] = gc_random(rng, N * dp, 0, 0);
     c->work[3] = gc_random(rng, 3 * N * dp, 0, 0);
     c->proj = gc_random(rng, N * P, -1, 1);
-    gc_add(out, "h", c->in[0], N * D);
-    gc_add(out, "gate_map (Wg)", c->in[1], dp * D);
-    gc_add(out, "content_map (Wc)", c->in[2], dp * D);
-    gc_add(out, "final_map (Wz)", c->in[3], P * dp);
     out->loss = repo_loss;
     out->grad = repo_grad;
-    return 1;
+}
+static size_t build_repo(Problem* out, size_t max, Rng* rng) {
+    setup_repo(&out[0], rng, "repo module (N=4, D=16, d_p=2, P=2 kv heads)", false);
+    setup_repo(&out[1], rng, "repo module, Wg and Wc back to back (one product)", true);
+    return 2;
 }
 
 /* ---- attention: causal GQA, optionally masked to documents (document starts (B,T) in c->ints) ---- */

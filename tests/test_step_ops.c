@@ -241,6 +241,33 @@ static void check_linear_split(size_t N, size_t C, size_t OC) {
     free(buf);
 }
 
+/* linear_forward_ld and linear_backward_ld through rows of stride ld > OC (two products side by side, as
+   the MLP's gate and up when their weights lie apart): the bits of the contiguous calls, with the columns
+   from OC on left alone */
+static void check_linear_stride(size_t N, size_t C, size_t OC) {
+    size_t ld = OC + 5, nx = N * C, ny = N * OC, nw = OC * C;
+    real* buf = calloc(4 * nx + 2 * ny + 2 * N * ld + 4 * nw, sizeof(real));
+    real *x = buf, *dx[2] = {x + nx, x + 2 * nx}, *dy = x + 3 * nx, *y = dy + ny, *ys = y + ny, *dys = ys + N * ld;
+    real *w = dys + N * ld, *dw[2] = {w + nw, w + 2 * nw};
+    fill_normal4(22, x, nx, dy, ny, w, nw, dw[0], nw);
+    memcpy(dw[1], dw[0], nw * sizeof(real));
+    for (size_t i = 0; i < N * ld; i++) ys[i] = 7;
+    for (size_t n = 0; n < N; n++) memcpy(dys + n * ld, dy + n * OC, OC * sizeof(real));
+    linear_forward(y, x, w, N, C, OC);
+    linear_forward_ld(ys, ld, x, w, N, C, OC);
+    linear_backward_ld(dx[0], dw[0], dy, OC, x, w, N, C, OC, 0.5f, false);
+    linear_backward_ld(dx[1], dw[1], dys, ld, x, w, N, C, OC, 0.5f, false);
+    bool same = true, pad = true;
+    for (size_t n = 0; n < N; n++) {
+        same = same && same_bits(y + n * OC, ys + n * ld, OC);
+        for (size_t o = OC; o < ld; o++) pad = pad && ys[n * ld + o] == 7;
+    }
+    EXPECT(same && pad && same_bits(dx[0], dx[1], nx) && same_bits(dw[0], dw[1], nw),
+           "linear through rows of stride %zu (N %zu, C %zu, OC %zu, %zu threads splitting): the bits of the "
+           "contiguous products, the other columns untouched", ld, N, C, OC, threads_blas_split());
+    free(buf);
+}
+
 static void test_linear_split(void) {
     int team = threads_init(0);
     threads_init(2);
@@ -251,6 +278,9 @@ static void test_linear_split(void) {
     check_linear_split(1000, 256, 256);   /* a ragged split, K = 256 */
     check_linear_split(2048, 1024, 256);  /* K = 1024 forward, 2048 for dW */
     check_linear_split(512, 256, 4096);   /* the widest weight split (2^20 reals) */
+    check_linear_stride(1000, 256, 256);  /* split rows, dx and dW at once */
+    check_linear_stride(1024, 64, 1024);  /* split forward, one call each backward */
+    check_linear_stride(7, 16, 12);       /* one call each */
     threads_init(team);
 }
 
