@@ -117,6 +117,11 @@ static void proj_backward(real* dinp, bool add, real* dW, const real* dout, cons
     adapter_backward(dinp, dout, OC, a, inp, w, dw, s, t, ctx, N, C, OC);
 }
 
+/* Whether gate and up may run as one product (linear_pair_forward's join): when neither has a LoRA adapter.
+   An adapter's tensors sit between the two weights in an F32 model but not in a BF16 base, so with one the
+   pair always runs as two products, and both kinds of model compute the same bits. */
+static bool gate_up_join(const LayerWeights* w) { return !w->lora_a[LORA_GATE] && !w->lora_a[LORA_UP]; }
+
 /* the positions a layer rotates by, or NULL for nope */
 static const real* layer_positions(const LayerActs* a, size_t l, const BlockCtx* ctx) {
     switch (ctx->cfg->pos[l]) {
@@ -174,7 +179,7 @@ void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerW
         mlp_in = a->h2;
     }
     /* from here on x_in is not read, so x_out may be x_in */
-    linear_pair_forward(a->gu, mlp_in, w->gate, w->up, N, D, F);   /* gu (N,2F) rows [gate | up] */
+    linear_pair_forward(a->gu, mlp_in, w->gate, w->up, N, D, F, gate_up_join(w));   /* gu (N,2F) rows [gate | up] */
     adapter_forward(a->gu, 2 * F, a, mlp_in, w, LORA_GATE, ctx, N, D, F);
     adapter_forward(a->gu + F, 2 * F, a, mlp_in, w, LORA_UP, ctx, N, D, F);
     swiglu_forward(a->m, a->gu, a->gu + F, N, F, 2 * F);
@@ -221,7 +226,8 @@ void block_backward(real* dx, LayerWeights* dw, const LayerActs* a, const real* 
     swiglu_backward(s->dgu, s->dgu + F, s->dm, a->gu, a->gu + F, N, F, 2 * F);
     const real* mlp_in = olmo2 ? a->x_mid : a->h2;
     real* dmlp_in = olmo2 ? dx : s->dmlp_in;   /* Llama: after dm has read dx (as dd) */
-    linear_pair_backward(dmlp_in, dw->gate, dw->up, s->dgu, mlp_in, w->gate, w->up, N, D, F, olmo2);
+    linear_pair_backward(dmlp_in, dw->gate, dw->up, s->dgu, mlp_in, w->gate, w->up, N, D, F, olmo2,
+                         gate_up_join(w));
     adapter_backward(dmlp_in, s->dgu, 2 * F, a, mlp_in, w, dw, s, LORA_GATE, ctx, N, D, F);
     adapter_backward(dmlp_in, s->dgu + F, 2 * F, a, mlp_in, w, dw, s, LORA_UP, ctx, N, D, F);
     if (!olmo2)

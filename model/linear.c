@@ -97,8 +97,9 @@ void linear_backward(real* dinp, real* dweight, const real* dout, const real* in
    matrix and the pair is one product of twice the width (docs/design.md, "Linear") */
 static bool back_to_back(const real* W1, const real* W2, size_t C, size_t OC) { return W2 == W1 + OC * C; }
 
-void linear_pair_forward(real* out, const real* inp, const real* W1, const real* W2, size_t N, size_t C, size_t OC) {
-    if (back_to_back(W1, W2, C, OC)) {
+void linear_pair_forward(real* out, const real* inp, const real* W1, const real* W2, size_t N, size_t C, size_t OC,
+                         bool join) {
+    if (join && back_to_back(W1, W2, C, OC)) {
         linear_forward(out, inp, W1, N, C, 2 * OC);
         return;
     }
@@ -107,8 +108,8 @@ void linear_pair_forward(real* out, const real* inp, const real* W1, const real*
 }
 
 void linear_pair_backward(real* dinp, real* dW1, real* dW2, const real* dout, const real* inp, const real* W1,
-                          const real* W2, size_t N, size_t C, size_t OC, bool add) {
-    if (back_to_back(W1, W2, C, OC) && (dW1 ? dW2 && back_to_back(dW1, dW2, C, OC) : !dW2)) {
+                          const real* W2, size_t N, size_t C, size_t OC, bool add, bool join) {
+    if (join && back_to_back(W1, W2, C, OC) && (dW1 ? dW2 && back_to_back(dW1, dW2, C, OC) : !dW2)) {
         linear_backward(dinp, dW1, dout, inp, W1, N, C, 2 * OC, add);
         return;
     }

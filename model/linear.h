@@ -25,13 +25,14 @@ void linear_backward(real* dinp, real* dweight, const real* dout, const real* in
 void linear_backward_ld(real* dinp, real* dweight, const real* dout, size_t ldd, const real* inp, const real* weight,
                         size_t N, size_t C, size_t OC, real alpha, bool add);
 /* Two products of one input side by side: out (N,2 OC) rows [inp W1^T | inp W2^T]   W1, W2 (OC,C). One
-   product of twice the width when W2 starts where W1 ends (as the parameter list lays out a layer's gate and
-   up), else two into the halves of each row (docs/design.md, "Linear"). */
-void linear_pair_forward(real* out, const real* inp, const real* W1, const real* W2, size_t N, size_t C, size_t OC);
+   product of twice the width when join and W2 starts where W1 ends (as the parameter list lays out a layer's
+   gate and up), else two into the halves of each row (docs/design.md, "Linear"). */
+void linear_pair_forward(real* out, const real* inp, const real* W1, const real* W2, size_t N, size_t C, size_t OC,
+                         bool join);
 /* its backward: dinp (N,C) = (or += when add) dout W over both halves; dW1, dW2 += (NULL: frozen)
    dout (N,2 OC) rows [dout1 | dout2] */
 void linear_pair_backward(real* dinp, real* dW1, real* dW2, const real* dout, const real* inp, const real* W1,
-                          const real* W2, size_t N, size_t C, size_t OC, bool add);
+                          const real* W2, size_t N, size_t C, size_t OC, bool add, bool join);
 /* the reference: same contract as linear_forward, plain loops */
 void linear_forward_naive(real* out, const real* inp, const real* weight, size_t N, size_t C, size_t OC);
 

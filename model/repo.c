@@ -7,7 +7,7 @@
 #include "model/swiglu.h"
 
 void repo_forward(real* z, const RepoActs* s, const real* h, const RepoWeights* w, RepoDims n) {
-    linear_pair_forward(s->gc, h, w->Wg, w->Wc, n.N, n.D, n.dp);   /* gc (N,2dp) rows [gate | content] */
+    linear_pair_forward(s->gc, h, w->Wg, w->Wc, n.N, n.D, n.dp, true);   /* gc (N,2dp) rows [gate | content] */
     swiglu_forward(s->r, s->gc, s->gc + n.dp, n.N, n.dp, 2 * n.dp);
     linear_forward(z, s->r, w->Wz, n.N, n.dp, n.P);
 }
@@ -18,5 +18,5 @@ void repo_backward(real* dh, const RepoGrads* dw, const real* dz, const RepoActs
     real* dgc = scratch + n.N * n.dp;  /* (N,2dp) rows [dgate | dcontent] */
     linear_backward(dr, dw->dWz, dz, s->r, w->Wz, n.N, n.dp, n.P, false);                    /* z = r Wz^T */
     swiglu_backward(dgc, dgc + n.dp, dr, s->gc, s->gc + n.dp, n.N, n.dp, 2 * n.dp);         /* r = silu(gate) ⊙ content */
-    linear_pair_backward(dh, dw->dWg, dw->dWc, dgc, h, w->Wg, w->Wc, n.N, n.D, n.dp, true);  /* gate, content = h Wg^T, h Wc^T */
+    linear_pair_backward(dh, dw->dWg, dw->dWc, dgc, h, w->Wg, w->Wc, n.N, n.D, n.dp, true, true);  /* gate, content = h Wg^T, h Wc^T */
 }

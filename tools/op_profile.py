@@ -50,17 +50,18 @@ void op_dump(void) {
 '''
 
 # calls timed when a statement starts with them (model/model.c also times the LM head's backward GEMM)
-OPS = ("proj_forward proj_backward rmsnorm_forward rmsnorm_residual_forward rmsnorm_backward residual_forward "
+OPS = ("proj_forward proj_backward linear_pair_forward linear_pair_backward adapter_forward adapter_backward "
+       "rmsnorm_forward rmsnorm_residual_forward rmsnorm_backward residual_forward "
        "swiglu_forward swiglu_backward attention_forward attention_backward rope_forward rope_backward "
        "repo_forward repo_backward zero memset xent_backward embedding_forward embedding_backward "
        "model_head_forward grad_clip adamw_step model_zero_grad").split()
-MODEL_ONLY = ("linear_backward", "linear_backward_scaled")
+MODEL_ONLY = ("linear_backward", "linear_backward_ld", "linear_backward_scaled")   # the last: before 2026-12-01
 
 GROUPS = [
     ("GEMMs of the forward linears (the LM head with the final norm)",
-     lambda k: k.startswith("proj_forward") or k == "model_head_forward"),
+     lambda k: k.startswith(("proj_forward", "linear_pair_forward", "adapter_forward")) or k == "model_head_forward"),
     ("GEMMs of the backward linears (the LM head's included)",
-     lambda k: k.startswith("proj_backward") or k.startswith("linear_backward")),
+     lambda k: k.startswith(("proj_backward", "linear_pair_backward", "adapter_backward", "linear_backward"))),
     ("attention forward + backward", lambda k: k.startswith("attention_")),
     ("clearing backward buffers", lambda k: k == "zero" or k.startswith("memset:d")),
     ("cross-entropy forward + backward", lambda k: k.startswith("xent")),
@@ -96,7 +97,8 @@ def instrument(path, extra):
             if mc:
                 cond, stmt = mc.group(2), mc.group(1) + mc.group(3)
             name = m.group(2)
-            if name in ("proj_forward", "proj_backward", "memset"):   # named by the buffer they write
+            if name in ("proj_forward", "proj_backward", "linear_pair_forward", "linear_pair_backward",
+                        "memset"):   # named by the buffer they write
                 first = re.search(r"\((.*?),", stmt).group(1).strip()
                 name += ":" + first.split("->")[-1].split(".")[-1].strip()[:10]
             out.append('%s%sOP("%s", %s);' % (indent, cond, name, stmt.strip()))
