@@ -52,11 +52,12 @@ void rmsnorm_backward(real* dinp, real* dweight, const real* dout, const real* i
             for (size_t c = 0; c < C; c++) gx += (double)dy[c] * weight[c] * x[c];
             real proj = (real)(gx * r * r * r / (double)C);
             real* dx = dinp + n * C;
-            for (size_t c = 0; c < C; c++) {   /* one pass for dx and dw's part (the tests are hoisted) */
-                real v = r * (dy[c] * weight[c]) - x[c] * proj;
-                dx[c] = add ? dx[c] + v : v;
-                if (part) part[c] += dy[c] * x[c] * r;
-            }
+            if (add)
+                for (size_t c = 0; c < C; c++) dx[c] += r * (dy[c] * weight[c]) - x[c] * proj;
+            else
+                for (size_t c = 0; c < C; c++) dx[c] = r * (dy[c] * weight[c]) - x[c] * proj;
+            if (part)
+                for (size_t c = 0; c < C; c++) part[c] += dy[c] * x[c] * r;
         }
     }
     if (!dweight) return;
