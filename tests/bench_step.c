@@ -133,11 +133,11 @@ static double bench_attention(const ModelConfig* c, size_t B, size_t T) {
 }
 
 /* Milliseconds of one step's linear GEMMs alone, median of `reps`: the seven projections of every layer (gate
-   and up as one product, as block.c runs them) and the LM head, forward then backward, in the order and with the beta (write or add) of model.c and block.c,
-   on the model's own buffers (which hold a step's values); RePo's small GEMMs are left out. *gflop: their
-   FLOPs, 6·N·in·out per linear. Outputs are written to buffers of the right size, not always to the
-   ones the step uses (Llama has no a->d, so the down projection writes s->dd; the input gradients of the
-   MLP and of q, k, v go to m->dres for both blocks). */
+   and up through linear_pair, as block.c runs them) and the LM head, forward then backward, in the order and
+   with the beta (write or add) of model.c and block.c, on the model's own buffers (which hold a step's
+   values); RePo's small GEMMs are left out. *gflop: their FLOPs, 6·N·in·out per linear. Outputs are written
+   to buffers of the right size, not always to the ones the step uses (Llama has no a->d, so the down
+   projection writes s->dd; the input gradients of the MLP and of q, k, v go to m->dres for both blocks). */
 static double bench_gemms(Model* m, int reps, double* gflop) {
     const ModelConfig* c = &m->cfg;
     size_t N = m->B * m->T, D = c->D, F = c->F, V = c->V, qd = c->H * cfg_hd(c), kvd = c->KVH * cfg_hd(c);
@@ -154,8 +154,7 @@ static double bench_gemms(Model* m, int reps, double* gflop) {
             linear_forward(a->k, x, w->wk, N, D, kvd);
             linear_forward(a->v, x, w->wv, N, D, kvd);
             linear_forward(a->o, a->att, w->wo, N, qd, D);
-            CHECK(w->up == w->gate + F * D, "bench_step --gemms: gate and up are one product in the step");
-            linear_forward(a->gu, a->x_mid, w->gate, N, D, 2 * F);
+            linear_pair_forward(a->gu, a->x_mid, w->gate, w->up, N, D, F, true);
             linear_forward(s->dd, a->m, w->down, N, F, D);
         }
         for (size_t r0 = 0; r0 < N; r0 += m->head_rows) {   /* forward and backward per chunk, as model.c */
@@ -170,7 +169,8 @@ static double bench_gemms(Model* m, int reps, double* gflop) {
             LayerWeights* dw = &m->dw.layer[l];
             const real* x = m->res[l];
             linear_backward(s->dm, dw->down, s->dd, a->m, w->down, N, F, D, false);
-            linear_backward(m->dres, dw->gate, s->dgu, a->x_mid, w->gate, N, D, 2 * F, olmo2);
+            linear_pair_backward(m->dres, dw->gate, dw->up, s->dgu, a->x_mid, w->gate, w->up, N, D, F, olmo2,
+                                 true);
             linear_backward(s->datt, dw->wo, s->do_, a->att, w->wo, N, qd, D, false);
             linear_backward(m->dres, dw->wq, s->dq, x, w->wq, N, D, qd, olmo2);
             linear_backward(m->dres, dw->wk, s->dk, x, w->wk, N, D, kvd, true);
