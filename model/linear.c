@@ -114,7 +114,7 @@ void linear_pair_backward(real* dinp, real* dW1, real* dW2, const real* dout, co
         return;
     }
     linear_backward_ld(dinp, dW1, dout, 2 * OC, inp, W1, N, C, OC, 1, add);
-    linear_backward_ld(dinp, dW2, dout + OC, 2 * OC, inp, W2, N, C, OC, 1, dinp != NULL);
+    linear_backward_ld(dinp, dW2, dout + OC, 2 * OC, inp, W2, N, C, OC, 1, true);
 }
 
 void linear_forward_naive(real* out, const real* inp, const real* weight, size_t N, size_t C, size_t OC) {
