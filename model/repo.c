@@ -16,7 +16,10 @@ void repo_backward(real* dh, const RepoGrads* dw, const real* dz, const RepoActs
                    const RepoWeights* w, real* scratch, RepoDims n) {
     real* dr = scratch;                /* (N,dp) */
     real* dgc = scratch + n.N * n.dp;  /* (N,2dp) rows [dgate | dcontent] */
-    linear_backward(dr, dw->dWz, dz, s->r, w->Wz, n.N, n.dp, n.P, false);                    /* z = r Wz^T */
-    swiglu_backward(dgc, dgc + n.dp, dr, s->gc, s->gc + n.dp, n.N, n.dp, 2 * n.dp);         /* r = silu(gate) ⊙ content */
-    linear_pair_backward(dh, dw->dWg, dw->dWc, dgc, h, w->Wg, w->Wc, n.N, n.D, n.dp, true, true);  /* gate, content = h Wg^T, h Wc^T */
+    /* z = r Wz^T */
+    linear_backward(dr, dw->dWz, dz, s->r, w->Wz, n.N, n.dp, n.P, false);
+    /* r = silu(gate) ⊙ content */
+    swiglu_backward(dgc, dgc + n.dp, dr, s->gc, s->gc + n.dp, n.N, n.dp, 2 * n.dp);
+    /* gate, content = h Wg^T, h Wc^T */
+    linear_pair_backward(dh, dw->dWg, dw->dWc, dgc, h, w->Wg, w->Wc, n.N, n.D, n.dp, true, true);
 }

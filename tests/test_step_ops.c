@@ -15,7 +15,8 @@
       xent_backward, with weights, z-loss and an ignored row: the same loss,
       gradients to float rounding;
    5. linear_forward and linear_backward with a small weight, whose rows the threads split among
-      themselves (each calling BLAS on its own rows), against one BLAS call: the same bits;
+      themselves (each calling BLAS on its own rows), against one BLAS call, and through row strides
+      against contiguous rows: the same bits;
    6. in a portable build (make PORTABLE=1, REPOC_DISPATCH), the x86-64-v3 and
       x86-64-v4 variants of attention, when this CPU runs both (model/dispatch.c
       chooses between them at load time): forward to the bit, backward to
@@ -235,7 +236,7 @@ static void check_linear_split(size_t N, size_t C, size_t OC) {
         }
         EXPECT(same_bits(y[0], y[1], ny) && same_bits(dx[0], dx[1], nx) && same_bits(dw[0], dw[1], nw),
                "linear on rows split among %zu threads (N %zu, C %zu, OC %zu, add %d): the bits of one "
-               "single-threaded BLAS call", 
+               "single-threaded BLAS call",
                threads_blas_split(), N, C, OC, add);
     }
     free(buf);
