@@ -57,7 +57,6 @@ void block_scratch_layout(BlockScratch* s, Cursor* cur, const ModelConfig* c, si
         s->dh = cursor_take(cur, N * D);
     }
     s->dm = cursor_take(cur, N * F);
-    s->dgu = cursor_take(cur, N * 2 * F);
     s->datt = cursor_take(cur, N * q);
     s->dq = cursor_take(cur, N * q);
     s->dqn = cursor_take(cur, N * q);
@@ -206,7 +205,7 @@ void block_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeigh
 /* Every buffer of the backward is written first (add = false) and then summed into (add = true), so
    nothing is cleared before use. The residual stream's gradient dx is summed into in place: each skip path
    passes it through unchanged, and each branch adds its input gradient once its own norm has read dx. */
-void block_backward(real* dx, LayerWeights* dw, const LayerActs* a, const real* x_in, const LayerWeights* w,
+void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, const LayerWeights* w,
                     size_t l, BlockScratch* s, const BlockCtx* ctx_all) {
     BlockCtx at = *ctx_all;   /* this layer's: its LoRA dropout keys, as block_forward made them */
     at.layer = l;
@@ -223,13 +222,13 @@ void block_backward(real* dx, LayerWeights* dw, const LayerActs* a, const real* 
         dd = s->dd;
     }
     proj_backward(s->dm, false, dw->down, dd, a, a->m, w->down, w, dw, s, LORA_DOWN, ctx, N, F, D);
-    swiglu_backward(s->dgu, s->dgu + F, s->dm, a->gu, a->gu + F, N, F, 2 * F);
+    real* dgu = a->gu;   /* rows [dgate | dup], in place of [gate | up]: nothing reads those after this */
+    swiglu_backward(dgu, dgu + F, s->dm, a->gu, a->gu + F, N, F, 2 * F);
     const real* mlp_in = olmo2 ? a->x_mid : a->h2;
     real* dmlp_in = olmo2 ? dx : s->dmlp_in;   /* Llama: after dm has read dx (as dd) */
-    linear_pair_backward(dmlp_in, dw->gate, dw->up, s->dgu, mlp_in, w->gate, w->up, N, D, F, olmo2,
-                         gate_up_join(w));
-    adapter_backward(dmlp_in, s->dgu, 2 * F, a, mlp_in, w, dw, s, LORA_GATE, ctx, N, D, F);
-    adapter_backward(dmlp_in, s->dgu + F, 2 * F, a, mlp_in, w, dw, s, LORA_UP, ctx, N, D, F);
+    linear_pair_backward(dmlp_in, dw->gate, dw->up, dgu, mlp_in, w->gate, w->up, N, D, F, olmo2, gate_up_join(w));
+    adapter_backward(dmlp_in, dgu, 2 * F, a, mlp_in, w, dw, s, LORA_GATE, ctx, N, D, F);
+    adapter_backward(dmlp_in, dgu + F, 2 * F, a, mlp_in, w, dw, s, LORA_UP, ctx, N, D, F);
     if (!olmo2)
         rmsnorm_backward(dx, dw->attn_norm, s->dmlp_in, a->x_mid, w->attn_norm, a->attn_rstd, s->norm_work, N, D,
                          true);

@@ -32,7 +32,8 @@ typedef struct {
     real *x_mid;                 /* (N,D)  the residual stream after attention */
     real *attn_rstd;             /* (N)    post_attention_layernorm */
     real *h2;                    /* (N,D)  Llama: post_attention_layernorm(x_mid) */
-    real *gu;                    /* (N,2F) each row [gate | up]: the two products side by side (block.c) */
+    real *gu;                    /* (N,2F) each row [gate | up]: the two products side by side (block.c);
+                                    block_backward overwrites them with their gradients [dgate | dup] */
     real *m;                     /* (N,F)  silu(gate) ⊙ up */
     real *d, *mlp_rstd;          /* (N,D) (N)  OLMo-2: m Wdown^T before post_feedforward_layernorm */
     real *lora_ax[LORA_N_TARGETS];   /* (N,r)  x A^T of each LoRA-adapted projection */
@@ -42,7 +43,7 @@ typedef struct {
 typedef struct {
     real *dd, *do_;                           /* (N,D) */
     real *dmlp_in, *dh;                       /* (N,D), Llama only (OLMo-2 sums into the residual gradient) */
-    real *dm, *dgu;                           /* (N,F) (N,2F): dgu's rows [dgate | dup] as gu's */
+    real *dm;                                 /* (N,F); the gradient of gu goes into LayerActs.gu */
     real *datt, *dq, *dqn, *dq_pre;           /* (N,H*hd); dq_pre OLMo-2 only */
     real *dk, *dkn, *dk_pre, *dv;             /* (N,KVH*hd); dk_pre OLMo-2 only */
     real *dz;                                 /* (N,KVH) */
@@ -82,8 +83,9 @@ void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerW
    x_out (N,D)   a: this layer's saved activations   x_in (N,D)   w: layer l's weights */
 void block_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeights* w, size_t l, const BlockCtx* ctx);
 /* dx (N,D): on entry the gradient of the block's output, on return that of its input (in place)
-   dw: layer l's gradients (NULL fields skipped) +=   a, x_in, w as forward saw/saved them */
-void block_backward(real* dx, LayerWeights* dw, const LayerActs* a, const real* x_in, const LayerWeights* w,
+   dw: layer l's gradients (NULL fields skipped) +=   a, x_in, w as forward saw/saved them. It uses up a:
+   a->gu holds its gradient afterwards, so each block_backward needs a block_forward before it. */
+void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, const LayerWeights* w,
                     size_t l, BlockScratch* s, const BlockCtx* ctx);
 
 #endif

@@ -10,7 +10,8 @@
    side by side in one (the MLP's rows [g | u]: u = g + cols, ld = 2 cols). rows, cols = N, F for the MLP,
    N, d_p for the RePo module. */
 void swiglu_forward(real* out, const real* g, const real* u, size_t rows, size_t cols, size_t ld);
-/* dg, du (rows,cols) =, with row stride ld as g, u   dout (rows,cols)   g, u as forward saw them */
+/* dg, du (rows,cols) =, with row stride ld as g, u   dout (rows,cols)   g, u as forward saw them. In place
+   when dg = g and du = u (the MLP: its gradient overwrites gu, which nothing reads after this). */
 void swiglu_backward(real* dg, real* du, const real* dout, const real* g, const real* u, size_t rows, size_t cols,
                      size_t ld);
 

@@ -169,7 +169,7 @@ static double bench_gemms(Model* m, int reps, double* gflop) {
             LayerWeights* dw = &m->dw.layer[l];
             const real* x = m->res[l];
             linear_backward(s->dm, dw->down, s->dd, a->m, w->down, N, F, D, false);
-            linear_pair_backward(m->dres, dw->gate, dw->up, s->dgu, a->x_mid, w->gate, w->up, N, D, F, olmo2,
+            linear_pair_backward(m->dres, dw->gate, dw->up, a->gu, a->x_mid, w->gate, w->up, N, D, F, olmo2,
                                  true);
             linear_backward(s->datt, dw->wo, s->do_, a->att, w->wo, N, qd, D, false);
             linear_backward(m->dres, dw->wq, s->dq, x, w->wq, N, D, qd, olmo2);

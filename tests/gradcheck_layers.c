@@ -399,7 +399,8 @@ static size_t build_attention(Problem* out, size_t max, Rng* rng) {
     return 5;
 }
 
-/* ---- swiglu: out = silu(g) ⊙ u, g and u in separate buffers (RePo) or side by side in rows [g | u] (MLP) ---- */
+/* ---- swiglu: out = silu(g) ⊙ u, g and u in separate buffers or side by side in rows [g | u] (RePo's module);
+   the MLP's backward writes [dg | du] over [g | u] (dims[3] = 1) ---- */
 static double swi_loss(Problem* p) {
     OpCtx* c = p->ctx;
     size_t rows = c->dims[0], cols = c->dims[1], ld = c->dims[2];
@@ -413,14 +414,21 @@ static void swi_grad(Problem* p) {
     real* du = ld == cols ? p->dx[1] : p->dx[0] + cols;
     const real* u = ld == cols ? c->in[1] : c->in[0] + cols;
     zero_grads(p);
+    if (c->dims[3]) {   /* in place: a copy of [g | u] in the gradient's buffer becomes [dg | du] */
+        memcpy(p->dx[0], c->in[0], rows * ld * sizeof(real));
+        swiglu_backward(p->dx[0], du, c->proj, p->dx[0], du, rows, cols, ld);
+        return;
+    }
     swiglu_backward(p->dx[0], du, c->proj, c->in[0], u, rows, cols, ld);
 }
-static void setup_swiglu(Problem* out, Rng* rng, const char* name, size_t rows, size_t cols, bool side_by_side) {
+static void setup_swiglu(Problem* out, Rng* rng, const char* name, size_t rows, size_t cols, bool side_by_side,
+                         bool in_place) {
     OpCtx* c = new_problem(out, name);
     size_t n = rows * cols;
     c->dims[0] = rows;
     c->dims[1] = cols;
     c->dims[2] = side_by_side ? 2 * cols : cols;
+    c->dims[3] = in_place;
     if (side_by_side) {   /* rows [g | u]: g in [-4, 4], u in [-2, 2] */
         c->in[0] = gc_random(rng, 2 * n, -2, 2);
         for (size_t r = 0; r < rows; r++)
@@ -438,9 +446,10 @@ static void setup_swiglu(Problem* out, Rng* rng, const char* name, size_t rows, 
     out->grad = swi_grad;
 }
 static size_t build_swiglu(Problem* out, size_t max, Rng* rng) {
-    setup_swiglu(&out[0], rng, "swiglu (n=12)", 3, 4, false);
-    setup_swiglu(&out[1], rng, "swiglu (3 rows [g | u] of 2 x 5)", 3, 5, true);
-    return 2;
+    setup_swiglu(&out[0], rng, "swiglu (n=12)", 3, 4, false, false);
+    setup_swiglu(&out[1], rng, "swiglu (3 rows [g | u] of 2 x 5)", 3, 5, true, false);
+    setup_swiglu(&out[2], rng, "swiglu (3 rows [g | u] of 2 x 5, backward in place)", 3, 5, true, true);
+    return 3;
 }
 
 /* ---- xent: L = weighted mean over valid rows of CE + z_loss lse² (weights NULL = plain mean) ---- */
