@@ -28,8 +28,8 @@
 #include "common/check.h"
 #include "common/mathf.h"
 
-#define ATT_BQ 64
-#define ATT_BK 64
+#define ATT_BQ ATT_BLOCK   /* queries of a task's block */
+#define ATT_BK ATT_BLOCK   /* keys of a tile */
 #define ATT_MAX_HD 256
 
 /* The tile products run in one register-blocked kernel, C (+)= alpha A B, written with GCC vector
