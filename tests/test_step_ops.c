@@ -247,12 +247,15 @@ static void check_linear_split(size_t N, size_t C, size_t OC) {
    from OC on left alone */
 static void check_linear_stride(size_t N, size_t C, size_t OC) {
     size_t ld = OC + 5, nx = N * C, ny = N * OC, nw = OC * C;
-    real* buf = calloc(4 * nx + 2 * ny + 2 * N * ld + 4 * nw, sizeof(real));
+    real* buf = calloc(6 * nx + 3 * ny + 2 * N * ld + 4 * nw, sizeof(real));
     real *x = buf, *dx[2] = {x + nx, x + 2 * nx}, *dy = x + 3 * nx, *y = dy + ny, *ys = y + ny, *dys = ys + N * ld;
-    real *w = dys + N * ld, *dw[2] = {w + nw, w + 2 * nw};
+    real *w = dys + N * ld, *dw[2] = {w + nw, w + 2 * nw}, *y_ref = dw[1] + nw, *dx_ref = y_ref + ny;
     fill_normal4(22, x, nx, dy, ny, w, nw, dw[0], nw);
     memcpy(dw[1], dw[0], nw * sizeof(real));
+    /* every output written (not added into) starts as 7: a product that adds instead shows */
     for (size_t i = 0; i < N * ld; i++) ys[i] = 7;
+    for (size_t i = 0; i < ny; i++) y[i] = 7;
+    for (size_t i = 0; i < nx; i++) dx[0][i] = dx[1][i] = 7;
     for (size_t n = 0; n < N; n++) memcpy(dys + n * ld, dy + n * OC, OC * sizeof(real));
     linear_forward(y, x, w, N, C, OC);
     linear_forward_ld(ys, ld, x, w, N, C, OC);
@@ -266,6 +269,16 @@ static void check_linear_stride(size_t N, size_t C, size_t OC) {
     EXPECT(same && pad && same_bits(dx[0], dx[1], nx) && same_bits(dw[0], dw[1], nw),
            "linear through rows of stride %zu (N %zu, C %zu, OC %zu, %zu threads splitting): the bits of the "
            "contiguous products, the other columns untouched", ld, N, C, OC, threads_blas_split());
+    linear_forward_naive(y_ref, x, w, N, C, OC);
+    for (size_t n = 0; n < N; n++)
+        for (size_t c = 0; c < C; c++) {
+            double acc = 0;
+            for (size_t o = 0; o < OC; o++) acc += (double)dy[n * OC + o] * w[o * C + c];
+            dx_ref[n * C + c] = (real)(0.5 * acc);
+        }
+    const char* why = "float sums of C or OC products against double ones";
+    expect_close("  y = x W^T against a double loop (7s overwritten)", y, y_ref, ny, 0, 1e-5, why);
+    expect_close("  dx = 0.5 dy W against a double loop (7s overwritten)", dx[0], dx_ref, nx, 0, 1e-5, why);
     free(buf);
 }
 
@@ -282,6 +295,10 @@ static void test_linear_split(void) {
     check_linear_stride(1000, 256, 256);  /* split rows, dx and dW at once */
     check_linear_stride(1024, 64, 1024);  /* split forward, one call each backward */
     check_linear_stride(7, 16, 12);       /* one call each */
+    /* one call that OpenBLAS threads, its output cleared first (linear.c, write_beta): the forward's rows of
+       stride ld, then a contiguous dx */
+    check_linear_stride(400, 64, 1024);
+    check_linear_stride(400, 1024, 96);
     threads_init(team);
 }
 
