@@ -10,10 +10,10 @@
 
 #include "common/real.h"
 
-/* Queries and keys go in blocks of ATT_BLOCK (docs/design.md, "Attention"): 128 ran the S, M and L shapes
-   5-8% faster than 64 (docs/performance.md, "Sixth round on the step"). The tests place their sequence lengths
-   and document starts around its multiples. */
-#define ATT_BLOCK 128
+/* Queries and keys go in blocks of 128 where the build has AVX-512 and of 64 otherwise (model/attention.c,
+   ATT_BLOCK; docs/performance.md, "Sixth round on the step"). The tests place their sequence lengths and
+   document starts around multiples of the larger, which are multiples of both. */
+#define ATT_BLOCK_MAX 128
 
 /* Document masking of packed rows: documents are contiguous runs of a row, and token t attends only the keys
    j of its own document, start[t] <= j <= t. start is (B,T), indices within the row. A NULL DocSpans* is

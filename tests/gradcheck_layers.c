@@ -386,16 +386,16 @@ static void setup_attention(Problem* out, Rng* rng, const char* name, size_t B, 
 }
 static size_t build_attention(Problem* out, size_t max, Rng* rng) {
     setup_attention(&out[0], rng, "attention (B=2, T=5, H=4, KVH=2 grouped, hd=4)", 2, 5, 4, 2, 4, NULL);
-    setup_attention(&out[1], rng, "attention (B=1, T=ATT_BLOCK+6 > one block, H=2, KVH=2)", 1, ATT_BLOCK + 6, 2,
-                    2, 4, NULL);
+    setup_attention(&out[1], rng, "attention (B=1, T over one block, H=2, KVH=2)", 1, ATT_BLOCK_MAX + 6, 2, 2, 4,
+                    NULL);
     static const size_t small[2][8] = {{2, 1, 2, 0}, {1, 3, 1, 0}};
     setup_attention(&out[2], rng, "attention, 3 documents per row (T=5, GQA 4/2)", 2, 5, 4, 2, 4, small);
-    /* query and key blocks of ATT_BLOCK (model/attention.h): a 4-token document across the first block edge,
-       one across the second, and the third query block starts in a document that starts in the second key
-       block, so it skips key block 0 whole */
-    static const size_t packed[1][8] = {{3, ATT_BLOCK - 6, 4, ATT_BLOCK + 2, 9, 0}};
-    setup_attention(&out[3], rng, "attention, 5 documents across block edges (T=2*ATT_BLOCK+12, GQA 2/1)", 1,
-                    2 * ATT_BLOCK + 12, 2, 1, 4, packed);
+    /* block edges at multiples of ATT_BLOCK_MAX (model/attention.h), which are edges for every block size:
+       a 4-token document across the first, one across the second, and the query block from the second starts
+       in a document that starts after the first, so it skips key block 0 whole */
+    static const size_t packed[1][8] = {{3, ATT_BLOCK_MAX - 6, 4, ATT_BLOCK_MAX + 2, 9, 0}};
+    setup_attention(&out[3], rng, "attention, 5 documents across block edges (GQA 2/1)", 1, 2 * ATT_BLOCK_MAX + 12,
+                    2, 1, 4, packed);
     /* hd 20: the tile kernel's vector columns (2 vectors of 8 doubles with AVX-512, 5 of 4 with AVX2) and
        its single-column tail, on partial query and key blocks */
     setup_attention(&out[4], rng, "attention (B=1, T=70, H=1, hd=20)", 1, 70, 1, 1, 20, NULL);

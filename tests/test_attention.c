@@ -122,16 +122,18 @@ static void check_case(size_t B, size_t T, size_t H, size_t KVH, size_t hd, size
 int main(void) {
     Rng rng;
     rng_seed(&rng, 11);
-    /* sequence lengths and document starts around the kernel's blocks of ATT_BLOCK (model/attention.h) */
+    /* sequence lengths and document starts around multiples of ATT_BLOCK_MAX (model/attention.h): block edges
+       of every block size the kernel uses */
+    const size_t BM = ATT_BLOCK_MAX;
     static const size_t hds[] = {4, 8, 16, 20, 32, 40, 64, 72, 128};   /* vector groups, tails, narrow */
-    for (size_t i = 0; i < sizeof hds / sizeof hds[0]; i++) check_case(1, ATT_BLOCK + 3, 2, 1, hds[i], 0, &rng);
-    static const size_t Ts[] = {1, 5, ATT_BLOCK - 1, ATT_BLOCK, ATT_BLOCK + 1, 2 * ATT_BLOCK,
-                                3 * ATT_BLOCK + 8};   /* below, at, across blocks */
+    for (size_t i = 0; i < sizeof hds / sizeof hds[0]; i++) check_case(1, BM + 3, 2, 1, hds[i], 0, &rng);
+    const size_t Ts[] = {1, 5, BM - 1, BM, BM + 1, 2 * BM, 3 * BM + 8};   /* below, at, across blocks */
     for (size_t i = 0; i < sizeof Ts / sizeof Ts[0]; i++) check_case(2, Ts[i], 4, 2, 32, 0, &rng);
-    check_case(2, 3 * ATT_BLOCK + 8, 4, 2, 64, ATT_BLOCK, &rng);   /* document starts on block edges (row 0) */
-    check_case(2, 3 * ATT_BLOCK + 8, 4, 4, 48, 37, &rng);          /* inside blocks */
-    /* a query block past whole earlier key blocks: the third starts in a document that starts in the second */
-    check_case(1, 2 * ATT_BLOCK + 44, 2, 1, 32, ATT_BLOCK + 22, &rng);
+    check_case(2, 3 * BM + 8, 4, 2, 64, BM, &rng);   /* document starts on block edges (row 0) */
+    check_case(2, 3 * BM + 8, 4, 4, 48, 37, &rng);   /* inside blocks */
+    /* a query block past whole earlier key blocks: the one from 2 BM starts in a document that starts at
+       BM + 22 */
+    check_case(1, 2 * BM + 44, 2, 1, 32, BM + 22, &rng);
     printf("test_attention: %d passed, %d failed\n", test_passes, test_failures);
     return test_failures ? 1 : 0;
 }

@@ -330,11 +330,12 @@ static void test_dispatch_variants(void) {
     attention_forward_v4(r[1][0], r[1][1], q, k, v, NULL, B, T, H, KVH, hd);
     attention_backward_v3(r[0][2], r[0][3], r[0][4], dout, r[0][0], r[0][1], q, k, v, NULL, B, T, H, KVH, hd);
     attention_backward_v4(r[1][2], r[1][3], r[1][4], dout, r[1][0], r[1][1], q, k, v, NULL, B, T, H, KVH, hd);
-    EXPECT(same_bits(r[0][0], r[1][0], nq) && same_bits(r[0][1], r[1][1], N * H),
-           "attention forward: the x86-64-v3 and x86-64-v4 variants give the same bits");
-    /* backward's tiles on the causal diagonal and at the ragged end (T = 77) group the sums differently per
-       vector width, so the variants agree to float rounding there, not to the bit */
-    const char* why = "float rounding of sums of ~T terms grouped by another vector width";
+    /* the variants use blocks of 64 and 128 (attention.c, ATT_BLOCK): the online softmax of the forward meets
+       the keys in other groups, and backward's tiles on the causal diagonal and at the ragged end (T = 77) group
+       the sums differently per vector width, so the variants agree to float rounding, not to the bit */
+    const char* why = "float rounding of sums of ~T terms grouped by another block size and vector width";
+    expect_close("attention forward out, v3 vs v4", r[1][0], r[0][0], nq, 0, 1e-6, why);
+    expect_close("attention forward lse, v3 vs v4", r[1][1], r[0][1], N * H, 0, 1e-6, why);
     expect_close("attention backward dq, v3 vs v4", r[1][2], r[0][2], nq, 0, 1e-6, why);
     expect_close("attention backward dk, v3 vs v4", r[1][3], r[0][3], nk, 0, 1e-6, why);
     expect_close("attention backward dv, v3 vs v4", r[1][4], r[0][4], nk, 0, 1e-6, why);
