@@ -392,10 +392,11 @@ static size_t build_attention(Problem* out, size_t max, Rng* rng) {
     setup_attention(&out[2], rng, "attention, 3 documents per row (T=5, GQA 4/2)", 2, 5, 4, 2, 4, small);
     /* block edges at multiples of ATT_BLOCK_MAX (model/attention.h), which are edges for every block size:
        a 4-token document across the first, one across the second, and the query block from the second starts
-       in a document that starts after the first, so it skips key block 0 whole */
+       in a document that starts after the first, so it skips key block 0 whole. hd 2: the finite differences
+       cost T^3 (each of ~T inputs reruns a T^2 forward), and this T is 268 */
     static const size_t packed[1][8] = {{3, ATT_BLOCK_MAX - 6, 4, ATT_BLOCK_MAX + 2, 9, 0}};
-    setup_attention(&out[3], rng, "attention, 5 documents across block edges (GQA 2/1)", 1, 2 * ATT_BLOCK_MAX + 12,
-                    2, 1, 4, packed);
+    setup_attention(&out[3], rng, "attention, 5 documents across block edges (GQA 2/1, hd 2)", 1,
+                    2 * ATT_BLOCK_MAX + 12, 2, 1, 2, packed);
     /* hd 20: the tile kernel's vector columns (2 vectors of 8 doubles with AVX-512, 5 of 4 with AVX2) and
        its single-column tail, on partial query and key blocks */
     setup_attention(&out[4], rng, "attention (B=1, T=70, H=1, hd=20)", 1, 70, 1, 1, 20, NULL);
