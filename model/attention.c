@@ -29,7 +29,7 @@
 #include "common/mathf.h"
 
 /* Blocks of 128 queries and keys ran the S, M and L shapes 2-9% faster than 64 with AVX-512, and 3.6% slower
-   with AVX2 at T = 1024, hd 64 (docs/performance.md, "Sixth round on the step"). */
+   with AVX2 at T = 1024, hd 64 (docs/performance-rounds.md, "Sixth round on the step"). */
 #if defined(__AVX512F__)
 #define ATT_BLOCK 128
 #else

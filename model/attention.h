@@ -11,7 +11,7 @@
 #include "common/real.h"
 
 /* Queries and keys go in blocks of 128 where the build has AVX-512 and of 64 otherwise (model/attention.c,
-   ATT_BLOCK; docs/performance.md, "Sixth round on the step"). The tests place their sequence lengths and
+   ATT_BLOCK; docs/performance-rounds.md, "Sixth round on the step"). The tests place their sequence lengths and
    document starts around multiples of the larger, which are multiples of both. */
 #define ATT_BLOCK_MAX 128
 

@@ -10,7 +10,7 @@
 
 /* On short products (S: 2048 rows, K = 256 or 1024) one single-threaded call per thread on its own rows
    measured 2-12% faster than one call that OpenBLAS threads itself, and neutral at 256 x 4096
-   (docs/performance.md, "Fourth round on the step"). Each thread packs the whole weight itself, so only
+   (docs/performance-rounds.md, "Fourth round on the step"). Each thread packs the whole weight itself, so only
    weights up to SPLIT_W reals are split, and only when every thread gets SPLIT_ROWS rows or more. */
 #define SPLIT_W ((size_t)1 << 20)
 #define SPLIT_ROWS 256
@@ -32,7 +32,7 @@ static void part_rows(size_t N, size_t t, size_t nt, size_t* r0, size_t* r1) {
 /* The beta for a product that writes (not adds into) c (rows, cols; row stride ld) in one BLAS call. When
    OpenBLAS threads the call itself, its beta = 0 clears c in each thread's strip of columns with stores that
    first read every line; a memset in one OpenMP region and beta = 1 measured 5% faster on S's down projection
-   backward and 1-1.5% on M's and L's large forward products (docs/performance.md, "Sixth round on the
+   backward and 1-1.5% on M's and L's large forward products (docs/performance-rounds.md, "Sixth round on the
    step"). Run in one thread, OpenBLAS clears a contiguous c with memset itself, and below CLEAR_MIN reals the
    clearing is too short to pay for the extra parallel region: beta stays 0 there. */
 #define CLEAR_MIN ((size_t)1 << 18)
