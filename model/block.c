@@ -69,7 +69,7 @@ void block_scratch_layout(BlockScratch* s, Cursor* cur, const ModelConfig* c, si
     s->dv = cursor_take(cur, N * kv);
     s->dz = cursor_take(cur, N * c->KVH);
     s->norm_work = cursor_take(cur, RMSNORM_CHUNKS * (q > D ? q : D));
-    s->repo_scratch = cursor_take(cur, 3 * N * (c->D / 8));
+    s->repo_scratch = cursor_take(cur, N * (c->D / 8));
     if (c->lora_rank) s->lora_dax = cursor_take(cur, N * c->lora_rank);
 }
 

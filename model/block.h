@@ -48,7 +48,7 @@ typedef struct {
     real *dk, *dkn, *dk_pre, *dv;             /* (N,KVH*hd); dk_pre OLMo-2 only */
     real *dz;                                 /* (N,KVH) */
     real *norm_work;                          /* (RMSNORM_CHUNKS, max(D, H*hd)): rmsnorm_backward */
-    real *repo_scratch;                       /* 3*N*D/8 */
+    real *repo_scratch;                       /* N*D/8: the RePo module's dr */
     real *lora_dax;                           /* (N,r) LoRA backward work space */
 } BlockScratch;
 

@@ -12,10 +12,10 @@ void repo_forward(real* z, const RepoActs* s, const real* h, const RepoWeights* 
     linear_forward(z, s->r, w->Wz, n.N, n.dp, n.P);
 }
 
-void repo_backward(real* dh, const RepoGrads* dw, const real* dz, const RepoActs* s, const real* h,
+void repo_backward(real* dh, const RepoGrads* dw, const real* dz, RepoActs* s, const real* h,
                    const RepoWeights* w, real* scratch, RepoDims n) {
-    real* dr = scratch;                /* (N,dp) */
-    real* dgc = scratch + n.N * n.dp;  /* (N,2dp) rows [dgate | dcontent] */
+    real* dr = scratch;   /* (N,dp) */
+    real* dgc = s->gc;    /* (N,2dp) rows [dgate | dcontent], in place of [gate | content] */
     /* z = r Wz^T */
     linear_backward(dr, dw->dWz, dz, s->r, w->Wz, n.N, n.dp, n.P, false);
     /* r = silu(gate) ⊙ content */

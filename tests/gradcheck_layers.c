@@ -322,7 +322,7 @@ static void setup_repo(Problem* out, Rng* rng, const char* name, bool joined) {
     c->out = gc_random(rng, N * P, 0, 0);
     c->work[0] = gc_random(rng, N * 2 * dp, 0, 0);
     c->work[1] = gc_random(rng, N * dp, 0, 0);
-    c->work[3] = gc_random(rng, 3 * N * dp, 0, 0);
+    c->work[3] = gc_random(rng, N * dp, 0, 0);
     c->proj = gc_random(rng, N * P, -1, 1);
     out->loss = repo_loss;
     out->grad = repo_grad;
