@@ -29,4 +29,9 @@ void hf_check_weights(const char* dir, const ModelConfig* cfg);
    creates dir. extra_meta: n key/value pairs for the safetensors __metadata__. */
 void hf_save(const Model* m, const char* dir, StDtype dtype);
 
+/* A 64-bit fingerprint of dir's weights: every tensor's name, dtype, shape and bytes, in any sharding
+   (the same tensors in other files give the same value). Reads every weight byte once (page cache speed);
+   names a LoRA adapter's base so a wrong or changed base is caught at load and merge. */
+uint64_t hf_weights_fingerprint(const char* dir);
+
 #endif
