@@ -2,8 +2,10 @@
 #include "common/threads.h"
 
 #include <cblas.h>
-#include <stdlib.h>   /* getenv */
-#include <unistd.h>   /* sysconf */
+#include <stdio.h>
+#include <stdlib.h>   /* getenv, setenv */
+#include <string.h>
+#include <unistd.h>   /* sysconf, execv */
 
 #ifdef OMP
 #include <omp.h>
@@ -14,6 +16,43 @@ extern void openblas_set_num_threads(int);
 extern int openblas_get_num_threads(void);
 extern char* openblas_get_config(void);
 extern int openblas_get_parallel(void);   /* 0 sequential, 1 pthreads, 2 OpenMP */
+
+/* argv as the kernel holds it (NUL-separated in /proc/self/cmdline), malloc'd; NULL when unreadable */
+static char** own_argv(void) {
+    FILE* f = fopen("/proc/self/cmdline", "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, len = 0;
+    char* buf = malloc(cap);
+    size_t got;
+    while (buf && (got = fread(buf + len, 1, cap - len, f)) > 0) {
+        len += got;
+        if (len == cap) buf = realloc(buf, cap *= 2);
+    }
+    fclose(f);
+    if (!buf || len == 0) { free(buf); return NULL; }
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) n += buf[i] == 0;
+    char** argv = calloc(n + 1, sizeof(char*));
+    if (!argv) { free(buf); return NULL; }
+    for (size_t i = 0, k = 0; i < len && k < n; k++) {
+        argv[k] = buf + i;
+        i += strlen(buf + i) + 1;
+    }
+    return argv;
+}
+
+void threads_startup(void) {
+#ifdef OMP
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
+    char** argv = own_argv();
+    if (!argv) return;   /* no /proc: run with the runtime's default */
+    setenv("GOMP_SPINCOUNT", THREADS_SPINCOUNT, 1);
+    execv("/proc/self/exe", argv);
+    /* exec failed (no /proc/self/exe): go on with the default, the variable stays for child processes */
+    free(argv[0]);
+    free(argv);
+#endif
+}
 
 int threads_init(int n) {
 #ifdef OMP

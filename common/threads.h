@@ -5,6 +5,15 @@
 #include <stddef.h>
 #include <stdio.h>
 
+/* The first call of every program's main, before anything else runs (MPI's start included). libgomp reads
+   its wait policy when it loads, before main: with its default (threads spin at the end of every parallel
+   region) a 2-thread run where another job holds one of two cores took 14x the time of one thread. When the
+   environment names no policy (neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT), this sets GOMP_SPINCOUNT to
+   THREADS_SPINCOUNT (a short spin, then sleep: idle-machine speed kept, a busy core costs little) and
+   re-executes the program with the same arguments (/proc/self/exe), so the runtime starts with it.
+   A policy you set yourself is kept. Returns when nothing needs doing. */
+#define THREADS_SPINCOUNT "10000"
+void threads_startup(void);
 /* n <= 0 keeps the default (all cores, or OMP_NUM_THREADS). Returns the count in use. */
 int threads_init(int n);
 /* The default count for one of `ranks_here` processes sharing this machine

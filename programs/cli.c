@@ -14,6 +14,7 @@
 
 #include "common/check.h"
 #include "common/fileio.h"
+#include "common/threads.h"   /* threads_startup */
 #include "data/source.h"      /* synthetic_from_json */
 #include "model/hf_checkpoint.h"
 #include "model/peft.h"
@@ -22,7 +23,10 @@
 
 static const char* prog_name = "repoc";
 
-void cli_init(const char* prog) { prog_name = prog; }
+void cli_init(const char* prog) {
+    threads_startup();   /* may re-execute the program with a wait policy (common/threads.h) */
+    prog_name = prog;
+}
 
 _Noreturn void cli_bad_option(const char* fmt, ...) {
     va_list ap;

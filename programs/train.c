@@ -10,6 +10,7 @@
 
 #include "common/check.h"
 #include "common/dist.h"
+#include "common/threads.h"   /* threads_startup */
 #include "programs/cli.h"
 #include "train/trainer.h"
 
@@ -53,6 +54,7 @@ static int leave(int code) {
 }
 
 int main(int argc, char** argv) {
+    threads_startup();   /* before MPI starts: it may re-execute the program (common/threads.h) */
     dist_init(&argc, &argv);
     if (dist_rank() > 0 && !freopen("/dev/null", "w", stdout)) DIE("cannot redirect stdout of rank %d", dist_rank());
     const char* config = NULL;

@@ -239,6 +239,7 @@ static void parse_args(BenchOpts* o, int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
+    threads_startup();   /* the programs' wait policy (common/threads.h), so a bench times what they run */
     BenchOpts o;
     parse_args(&o, argc, argv);
     int threads = threads_init(o.threads);
