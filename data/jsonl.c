@@ -8,6 +8,7 @@
 #include "common/check.h"
 #include "common/fileio.h"
 #include "common/rng.h"
+#include "data/chat.h"
 #include "data/mix.h"
 #include "tokenizer/tokenizer.h"
 
@@ -74,8 +75,13 @@ static void id_list(Ints* out, const cJSON* v, const char* key, long lo, size_t 
     }
 }
 
+#define CHAT_MAX_TURNS 1024   /* assistant turns in one conversation */
+
 typedef struct {
     Tokenizer* tok;
+    const char* tok_path;         /* where tokenizer_config.json's chat template is looked for */
+    ChatFormat chat;              /* loaded at the first "messages" record */
+    ChatSpan* spans;              /* (CHAT_MAX_TURNS) */
     TokEncoder enc;
     size_t vocab;
     Ints ids, labels;             /* the current document */
@@ -88,9 +94,56 @@ static void encode(Reader* r, const char* text, const char* file, size_t line) {
     tok_encode(&r->enc, (const uint8_t*)text, strlen(text));
 }
 
+/* a chat record: the conversation rendered with the tokenizer's template (data/chat.h) and tokenized whole
+   (special tokens in the text are the tokenizer's added tokens, as apply_chat_template's ids); a token
+   carries loss when it starts inside an assistant turn's span. No BOS or EOS is added: the template has its
+   own. */
+static void read_chat(Reader* r, PackedRows* p, const cJSON* messages, const char* file, size_t line) {
+    CHECK(r->tok, "%s:%zu: a \"messages\" record needs a tokenizer with a chat template: set data.tokenizer (a "
+          "tokenizer.json or its directory, with tokenizer_config.json beside it)", file, line);
+    if (!r->chat.tmpl) {
+        chat_format_load(&r->chat, r->tok_path);
+        r->spans = mallocCheck(CHAT_MAX_TURNS * sizeof(ChatSpan));
+    }
+    char* text;
+    size_t len, n_spans;
+    char err[1024];
+    CHECK(chat_render_record(&r->chat, messages, &text, &len, r->spans, CHAT_MAX_TURNS, &n_spans, err, sizeof(err)),
+          "%s:%zu: %s", file, line, err);
+    r->enc.n_ids = 0;
+    tok_encode(&r->enc, (const uint8_t*)text, len);
+    size_t at = 0, s = 0;   /* the byte offset of token i in text; the first span not yet behind it */
+    for (size_t i = 0; i < r->enc.n_ids; i++) {
+        int32_t id = r->enc.ids[i];
+        size_t n = 0;
+        tok_token_bytes(r->tok, id, &n);
+        while (s < n_spans && r->spans[s].end <= at) s++;
+        bool loss = s < n_spans && at >= r->spans[s].begin;
+        ints_push(&r->ids, id), ints_push(&r->labels, loss ? id : -1);
+        at += n;
+    }
+    CHECK(at == len, "%s:%zu: the tokens of the rendered conversation hold %zu bytes, its text %zu: the tokenizer "
+          "changes the text it encodes (a normalizer), so the assistant turns cannot be mapped to tokens", file, line,
+          at, len);
+    free(text);
+    p->n_chat++;
+}
+
 /* one record into r->ids and r->labels; returns the number of leading prompt tokens (-1 = no prompt) */
 static long read_record(Reader* r, PackedRows* p, const cJSON* o, const char* file, size_t line) {
     r->ids.n = r->labels.n = 0;
+    const cJSON* messages = cJSON_GetObjectItemCaseSensitive(o, "messages");
+    if (messages) {
+        static const char* const others[] = {"prompt", "completion", "text", "input_ids", "labels"};
+        for (size_t k = 0; k < sizeof(others) / sizeof(others[0]); k++)
+            CHECK(!cJSON_GetObjectItemCaseSensitive(o, others[k]), "%s:%zu: a record has both \"messages\" and "
+                  "\"%s\": which one to train on is ambiguous", file, line, others[k]);
+        read_chat(r, p, messages, file, line);
+        for (size_t i = 0; i < r->ids.n; i++)
+            CHECK((size_t)r->ids.v[i] < r->vocab, "%s:%zu: token id %d is outside the model's vocabulary [0, %zu) (is "
+                  "data.tokenizer the model's tokenizer?)", file, line, r->ids.v[i], r->vocab);
+        return -1;
+    }
     const char* prompt = string_field(o, "prompt", file, line);
     const char* completion = string_field(o, "completion", file, line);
     const char* text = string_field(o, "text", file, line);
@@ -109,8 +162,8 @@ static long read_record(Reader* r, PackedRows* p, const cJSON* o, const char* fi
         p->n_pretokenized++;
         return -1;
     }
-    CHECK(text || (prompt && completion), "%s:%zu: a record needs \"prompt\" and \"completion\", \"text\", or "
-          "\"input_ids\" (and optional \"labels\")", file, line);
+    CHECK(text || (prompt && completion), "%s:%zu: a record needs \"prompt\" and \"completion\", \"text\", "
+          "\"messages\", or \"input_ids\" (and optional \"labels\")", file, line);
     size_t n_prefix = 0;
     const int32_t* prefix = r->tok ? tok_prefix(r->tok, &n_prefix) : NULL;
     for (size_t i = 0; i < n_prefix; i++) ints_push(&r->ids, prefix[i]), ints_push(&r->labels, -1);
@@ -168,7 +221,7 @@ void packed_open(PackedRows* p, const char* const* files, size_t n_files, const 
                  size_t T, bool one_per_row) {
     memset(p, 0, sizeof(*p));
     p->T = T;
-    Reader r = {.vocab = vocab_size};
+    Reader r = {.vocab = vocab_size, .tok_path = tokenizer};
     if (tokenizer) {
         r.tok = tok_load(tokenizer);
         tok_encoder_init(&r.enc, r.tok);
@@ -184,6 +237,8 @@ void packed_open(PackedRows* p, const char* const* files, size_t n_files, const 
     for (size_t i = 0; i < p->n_rows * T; i++) p->n_loss_tokens += p->targets[i] != -1;
     free(tgt.v), free(r.ids.v), free(r.labels.v);
     if (r.tok) tok_encoder_free(&r.enc), tok_free(r.tok);
+    if (r.chat.tmpl) chat_format_free(&r.chat);
+    free(r.spans);
 }
 
 void packed_close(PackedRows* p) {
@@ -192,8 +247,9 @@ void packed_close(PackedRows* p) {
 }
 
 void packed_print(const PackedRows* p, const char* label, FILE* out) {
-    fprintf(out, "%s: %zu records (%zu prompt/completion, %zu text, %zu pre-tokenized) -> %zu rows of %zu; "
-            "%.1f%% of tokens carry loss", label, p->n_records, p->n_prompt_completion, p->n_text, p->n_pretokenized,
+    fprintf(out, "%s: %zu records (%zu prompt/completion, %zu text, %zu chat, %zu pre-tokenized) -> %zu rows of %zu; "
+            "%.1f%% of tokens carry loss", label, p->n_records, p->n_prompt_completion, p->n_text, p->n_chat,
+            p->n_pretokenized,
             p->n_rows, p->T, 100.0 * (double)p->n_loss_tokens / (double)(p->n_rows * p->T));
     if (p->n_split) fprintf(out, "; %zu documents longer than seq_len split over rows", p->n_split);
     fprintf(out, "\n");

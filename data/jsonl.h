@@ -3,6 +3,8 @@
    A line is one of
      {"prompt": P, "completion": C}   BOS + P + C + EOS; only C and EOS carry loss
      {"text": S}                      BOS + S + EOS; every token carries loss
+     {"messages": [{"role", "content"}, ...]}   the conversation rendered with the tokenizer's chat
+                                      template (data/chat.h); the assistant turns carry loss
      {"input_ids": [...], "labels": [...]}   pre-tokenized; labels (optional, the
                                       same length, aligned with input_ids as in
                                       Hugging Face: -100 or -1 = no loss) default
@@ -31,7 +33,7 @@ typedef struct {
     int32_t* tokens;              /* (n_rows, T) */
     int32_t* targets;             /* (n_rows, T): -1 = no loss (prompt, padding, a document's last token) */
     int32_t* doc_ids;             /* (n_rows, T): 0, 1, ... per document within a row, padding one more */
-    size_t n_records, n_prompt_completion, n_text, n_pretokenized;
+    size_t n_records, n_prompt_completion, n_text, n_chat, n_pretokenized;
     size_t n_skipped_prompt;      /* prompts too long for T */
     size_t n_split;               /* documents longer than T, split over rows */
     size_t n_loss_tokens;         /* targets != -1 over all rows */

@@ -1,0 +1,36 @@
+/* Chat templates: the Jinja subset that tokenizer_config.json's "chat_template" is written in, rendered the
+   way transformers' apply_chat_template renders it (Jinja with trim_blocks and lstrip_blocks, loop controls).
+
+   Supported: text, {{ expr }}, {% if / elif / else / endif %}, {% for x in xs %} (several targets, an
+   else branch, loop.index / index0 / first / last / length / revindex / revindex0 / previtem / nextitem),
+   {% set name = expr %}, {% set ns.attr = expr %} with namespace(...), {% break %}, {% continue %},
+   {% generation %} (transparent), comments, the whitespace controls {%- -%} {{- -}} {#- -#} {%+.
+   Expressions: string, number, true/false/none literals (either case), lists, dicts, attribute and item
+   access, slices with steps, calls, `a if c else b`, or / and / not, == != < <= > >=, in / not in, + - * /
+   // % ~, unary -, filters (length count trim upper lower title capitalize first last join default list
+   string int float tojson items reverse replace abs), tests (defined undefined none string number integer
+   float boolean true false mapping iterable sequence even odd), string methods (startswith endswith strip
+   lstrip rstrip split upper lower title capitalize replace), dict methods (items keys values get), and the
+   globals raise_exception, namespace and range. Anything else — a macro, a block set, an unknown filter,
+   test, method or tag — is refused at parse or render time with its name and line: repoc renders a
+   template exactly or not at all. strftime_now is left undefined (templates that test for it fall back
+   to their fixed date), so a rendering never depends on the day it ran. */
+#ifndef REPOC_DATA_CHAT_TEMPLATE_H
+#define REPOC_DATA_CHAT_TEMPLATE_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+typedef struct ChatTemplate ChatTemplate;
+
+/* Parse src. NULL with err ("line L: ...") when it uses something outside the subset above. */
+ChatTemplate* chat_template_parse(const char* src, char* err, size_t err_len);
+void chat_template_free(ChatTemplate* t);
+
+/* Render t with the variables of context (a JSON object: messages, bos_token, eos_token,
+   add_generation_prompt, ...). Returns the text (malloc'd, NUL-terminated, *len bytes), or NULL with err
+   (an unsupported construct met at render time, an undefined value used, or the template's own
+   raise_exception message). */
+char* chat_template_render(const ChatTemplate* t, const cJSON* context, size_t* len, char* err, size_t err_len);
+
+#endif

@@ -1,0 +1,387 @@
+/* Chat template values (data/chat_value.h): construction, Python's str() and ==, the operators, and the
+   iteration and slicing rules. The filters, tests and methods are in data/chat_builtins.c. A string's
+   length, index and slice count code points, as Python's do. */
+#include "data/chat_value.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"
+
+Value V_UNDEFINED = {.k = V_UNDEF}, V_NONE_VALUE = {.k = V_NONE};
+static Value V_TRUE = {.k = V_BOOL, .i = 1}, V_FALSE = {.k = V_BOOL, .i = 0};
+
+void render_fail(Render* R, const char* fmt, ...) {
+    int n = snprintf(R->err, R->err_len, "line %d: ", R->line);
+    va_list ap;
+    va_start(ap, fmt);
+    if (n >= 0 && (size_t)n < R->err_len) vsnprintf(R->err + n, R->err_len - (size_t)n, fmt, ap);
+    va_end(ap);
+    longjmp(R->fail, 1);
+}
+
+void out_append(Render* R, const char* s, size_t n) {
+    if (R->out_len + n + 1 > R->out_cap) {
+        size_t cap = R->out_cap ? R->out_cap : 256;
+        while (cap < R->out_len + n + 1) cap *= 2;
+        char* p = realloc(R->out, cap);
+        if (!p) render_fail(R, "out of memory");
+        R->out = p, R->out_cap = cap;
+    }
+    if (n) memcpy(R->out + R->out_len, s, n);
+    R->out_len += n;
+    R->out[R->out_len] = 0;
+}
+
+static Value* value_new(Render* R, ValueKind k) {
+    Value* v = pool_alloc(R->pool, sizeof(Value));
+    v->k = k;
+    return v;
+}
+Value* value_str(Render* R, const char* s, size_t n) {
+    Value* v = value_new(R, V_STR);
+    v->s = pool_strndup(R->pool, s, n), v->len = n;
+    return v;
+}
+Value* value_int(Render* R, long long i) {
+    Value* v = value_new(R, V_INT);
+    v->i = i;
+    return v;
+}
+Value* value_float(Render* R, double f) {
+    Value* v = value_new(R, V_FLOAT);
+    v->f = f;
+    return v;
+}
+Value* value_bool(bool b) { return b ? &V_TRUE : &V_FALSE; }
+Value* value_list(Render* R) { return value_new(R, V_LIST); }
+Value* value_dict(Render* R) { return value_new(R, V_DICT); }
+
+void list_push(Render* R, Value* l, Value* x) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 4;
+        Value** items = pool_alloc(R->pool, cap * sizeof(Value*));
+        const char** keys = l->k == V_DICT ? pool_alloc(R->pool, cap * sizeof(char*)) : NULL;
+        if (l->n) memcpy(items, l->items, l->n * sizeof(Value*));
+        if (keys && l->n) memcpy(keys, l->keys, l->n * sizeof(char*));
+        l->items = items, l->cap = cap;
+        if (keys) l->keys = keys;
+    }
+    l->items[l->n++] = x;
+}
+
+Value* dict_get(const Value* d, const char* key) {
+    for (size_t k = 0; k < d->n; k++) if (!strcmp(d->keys[k], key)) return d->items[k];
+    return NULL;
+}
+
+void dict_set(Render* R, Value* d, const char* key, Value* x) {
+    for (size_t k = 0; k < d->n; k++) if (!strcmp(d->keys[k], key)) { d->items[k] = x; return; }
+    list_push(R, d, x);
+    d->keys[d->n - 1] = pool_strndup(R->pool, key, strlen(key));
+}
+
+Value* value_from_json(Render* R, const cJSON* j) {
+    if (!j || cJSON_IsNull(j)) return &V_NONE_VALUE;
+    if (cJSON_IsBool(j)) return value_bool(cJSON_IsTrue(j));
+    if (cJSON_IsNumber(j)) {
+        double d = j->valuedouble;
+        if (d == floor(d) && fabs(d) < 9007199254740992.0) return value_int(R, (long long)d);
+        return value_float(R, d);
+    }
+    if (cJSON_IsString(j)) return value_str(R, j->valuestring, strlen(j->valuestring));
+    Value* v = cJSON_IsArray(j) ? value_list(R) : value_dict(R);
+    const cJSON* it;
+    cJSON_ArrayForEach(it, j) {
+        if (v->k == V_LIST) list_push(R, v, value_from_json(R, it));
+        else dict_set(R, v, it->string, value_from_json(R, it));
+    }
+    return v;
+}
+
+const char* value_type_name(const Value* v) {
+    static const char* const names[] = {"undefined value", "none", "bool", "int", "float", "str", "list", "dict"};
+    return names[v->k];
+}
+
+bool value_truthy(const Value* v) {
+    switch (v->k) {
+    case V_UNDEF: case V_NONE: return false;
+    case V_BOOL: case V_INT: return v->i != 0;
+    case V_FLOAT: return v->f != 0;
+    case V_STR: return v->len > 0;
+    case V_LIST: case V_DICT: return v->n > 0;
+    }
+    return false;
+}
+
+/* ---- Python's str() and repr() ---- */
+
+static void put(Render* R, const char* s) { out_append(R, s, strlen(s)); }
+
+static void put_float(Render* R, double f) {
+    char buf[64];
+    if (isnan(f)) { put(R, "nan"); return; }
+    if (isinf(f)) { put(R, f > 0 ? "inf" : "-inf"); return; }
+    int p = 1;   /* the fewest significant digits that read back as f, as repr() */
+    for (; p < 17; p++) {
+        snprintf(buf, sizeof(buf), "%.*e", p - 1, f);
+        if (strtod(buf, NULL) == f) break;
+    }
+    snprintf(buf, sizeof(buf), "%.*e", p - 1, f);
+    int x = atoi(strchr(buf, 'e') + 1);   /* the decimal exponent */
+    if (x >= -4 && x < 16) {              /* positional, with at least one decimal: 1.0, 0.0001, 123.5 */
+        snprintf(buf, sizeof(buf), "%.*f", p - 1 - x > 0 ? p - 1 - x : 0, f);
+        if (!strchr(buf, '.')) strcat(buf, ".0");
+    }
+    put(R, buf);
+}
+
+static void put_repr(Render* R, const Value* v);
+
+static void put_str(Render* R, const Value* v) {
+    char buf[32];
+    switch (v->k) {
+    case V_UNDEF: return;
+    case V_NONE: put(R, "None"); return;
+    case V_BOOL: put(R, v->i ? "True" : "False"); return;
+    case V_INT: snprintf(buf, sizeof(buf), "%lld", v->i), put(R, buf); return;
+    case V_FLOAT: put_float(R, v->f); return;
+    case V_STR: out_append(R, v->s, v->len); return;
+    case V_LIST: case V_DICT: put_repr(R, v); return;
+    }
+}
+
+static void put_repr(Render* R, const Value* v) {
+    if (v->k == V_STR) {   /* single quotes unless the text holds one and no double quote */
+        char q = memchr(v->s, '\'', v->len) && !memchr(v->s, '"', v->len) ? '"' : '\'';
+        out_append(R, &q, 1);
+        for (size_t i = 0; i < v->len; i++) {
+            unsigned char c = (unsigned char)v->s[i];
+            char esc[8];
+            if (c == '\\' || c == (unsigned char)q) snprintf(esc, sizeof(esc), "\\%c", c);
+            else if (c == '\n') strcpy(esc, "\\n");
+            else if (c == '\t') strcpy(esc, "\\t");
+            else if (c == '\r') strcpy(esc, "\\r");
+            else if (c < 0x20 || c == 0x7f) snprintf(esc, sizeof(esc), "\\x%02x", c);
+            else esc[0] = (char)c, esc[1] = 0;
+            put(R, esc);
+        }
+        out_append(R, &q, 1);
+        return;
+    }
+    if (v->k == V_LIST || v->k == V_DICT) {
+        put(R, v->k == V_LIST ? "[" : "{");
+        for (size_t k = 0; k < v->n; k++) {
+            if (k) put(R, ", ");
+            if (v->k == V_DICT) {
+                Value key = {.k = V_STR, .s = v->keys[k], .len = strlen(v->keys[k])};
+                put_repr(R, &key);
+                put(R, ": ");
+            }
+            put_repr(R, v->items[k]);
+        }
+        put(R, v->k == V_LIST ? "]" : "}");
+        return;
+    }
+    if (v->k == V_UNDEF) render_fail(R, "an undefined value inside a list or dict cannot be printed");
+    put_str(R, v);
+}
+
+void value_print(Render* R, const Value* v) { put_str(R, v); }
+
+/* str(v) as a pooled string value */
+static Value* to_str(Render* R, const Value* v) {
+    if (v->k == V_STR) return (Value*)v;
+    size_t mark = R->out_len;
+    put_str(R, v);
+    Value* s = value_str(R, R->out + mark, R->out_len - mark);
+    R->out_len = mark;
+    if (R->out) R->out[mark] = 0;
+    return s;
+}
+
+/* ---- comparison and arithmetic ---- */
+
+static bool is_num(const Value* v) { return v->k == V_INT || v->k == V_FLOAT || v->k == V_BOOL; }
+static double num(const Value* v) { return v->k == V_FLOAT ? v->f : (double)v->i; }
+
+static bool equal(const Value* a, const Value* b) {
+    if (is_num(a) && is_num(b)) return a->k == V_FLOAT || b->k == V_FLOAT ? num(a) == num(b) : a->i == b->i;
+    if (a->k != b->k) return false;
+    switch (a->k) {
+    case V_UNDEF: case V_NONE: return true;
+    case V_STR: return a->len == b->len && !memcmp(a->s, b->s, a->len);
+    case V_LIST: case V_DICT:
+        if (a->n != b->n) return false;
+        for (size_t k = 0; k < a->n; k++) {
+            if (a->k == V_DICT && strcmp(a->keys[k], b->keys[k])) return false;
+            if (!equal(a->items[k], b->items[k])) return false;
+        }
+        return true;
+    default: return false;
+    }
+}
+
+static int compare(Render* R, const char* op, const Value* a, const Value* b) {
+    if (is_num(a) && is_num(b)) return num(a) < num(b) ? -1 : num(a) > num(b);
+    if (a->k == V_STR && b->k == V_STR) {
+        size_t n = a->len < b->len ? a->len : b->len;
+        int c = memcmp(a->s, b->s, n);
+        return c ? c : (a->len > b->len) - (a->len < b->len);
+    }
+    render_fail(R, "'%s' between a %s and a %s", op, value_type_name(a), value_type_name(b));
+}
+
+static bool contains(Render* R, const Value* item, const Value* in) {
+    if (in->k == V_STR) {
+        if (item->k != V_STR) render_fail(R, "'in <string>' needs a string on its left, not a %s", value_type_name(item));
+        return item->len == 0 || memmem(in->s, in->len, item->s, item->len) != NULL;
+    }
+    if (in->k == V_LIST) {
+        for (size_t k = 0; k < in->n; k++) if (equal(item, in->items[k])) return true;
+        return false;
+    }
+    if (in->k == V_DICT) return item->k == V_STR && dict_get(in, item->s) != NULL;
+    render_fail(R, "'in' a %s", value_type_name(in));
+}
+
+static Value* concat(Render* R, const Value* a, const Value* b) {
+    Value* v = value_new(R, V_STR);
+    char* s = pool_alloc(R->pool, a->len + b->len + 1);
+    memcpy(s, a->s, a->len), memcpy(s + a->len, b->s, b->len);
+    v->s = s, v->len = a->len + b->len;
+    return v;
+}
+
+static long long floor_div(long long a, long long b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+Value* value_binary(Render* R, const char* op, Value* a, Value* b) {
+    if (!strcmp(op, "==")) return value_bool(equal(a, b));
+    if (!strcmp(op, "!=")) return value_bool(!equal(a, b));
+    if (!strcmp(op, "<")) return value_bool(compare(R, op, a, b) < 0);
+    if (!strcmp(op, "<=")) return value_bool(compare(R, op, a, b) <= 0);
+    if (!strcmp(op, ">")) return value_bool(compare(R, op, a, b) > 0);
+    if (!strcmp(op, ">=")) return value_bool(compare(R, op, a, b) >= 0);
+    if (!strcmp(op, "in")) return value_bool(contains(R, a, b));
+    if (!strcmp(op, "not in")) return value_bool(!contains(R, a, b));
+    if (!strcmp(op, "~")) return concat(R, to_str(R, a), to_str(R, b));
+    if (!strcmp(op, "+") && a->k == V_STR && b->k == V_STR) return concat(R, a, b);
+    if (!strcmp(op, "+") && a->k == V_LIST && b->k == V_LIST) {
+        Value* l = value_list(R);
+        for (size_t k = 0; k < a->n; k++) list_push(R, l, a->items[k]);
+        for (size_t k = 0; k < b->n; k++) list_push(R, l, b->items[k]);
+        return l;
+    }
+    if (!strcmp(op, "*") && a->k == V_STR && (b->k == V_INT || b->k == V_BOOL)) {
+        Value* s = value_str(R, "", 0);
+        for (long long k = 0; k < b->i; k++) s = concat(R, s, a);
+        return s;
+    }
+    if (!is_num(a) || !is_num(b))
+        render_fail(R, "'%s' between a %s and a %s", op, value_type_name(a), value_type_name(b));
+    bool ints = a->k != V_FLOAT && b->k != V_FLOAT;
+    double x = num(a), y = num(b);
+    switch (op[0]) {
+    case '+': return ints ? value_int(R, a->i + b->i) : value_float(R, x + y);
+    case '-': return ints ? value_int(R, a->i - b->i) : value_float(R, x - y);
+    case '*': return ints ? value_int(R, a->i * b->i) : value_float(R, x * y);
+    case '/':
+        if (y == 0) render_fail(R, "division by zero");
+        if (op[1] == '/') return ints ? value_int(R, floor_div(a->i, b->i)) : value_float(R, floor(x / y));
+        return value_float(R, x / y);
+    case '%':
+        if (y == 0) render_fail(R, "modulo by zero");
+        if (ints) return value_int(R, a->i - b->i * floor_div(a->i, b->i));
+        return value_float(R, x - y * floor(x / y));
+    }
+    render_fail(R, "the operator '%s' is not supported", op);
+}
+
+/* ---- code points, slices, iteration ---- */
+
+/* byte offsets of s's code points into *off (n + 1 entries, pooled); returns n */
+static size_t code_points(Render* R, const Value* s, size_t** off) {
+    size_t n = 0;
+    for (size_t i = 0; i < s->len; i++) n += ((unsigned char)s->s[i] & 0xC0) != 0x80;
+    *off = pool_alloc(R->pool, (n + 1) * sizeof(size_t));
+    size_t k = 0;
+    for (size_t i = 0; i < s->len; i++) if (((unsigned char)s->s[i] & 0xC0) != 0x80) (*off)[k++] = i;
+    (*off)[n] = s->len;
+    return n;
+}
+
+size_t value_length(Render* R, const Value* v) {
+    if (v->k == V_STR) { size_t* off; return code_points(R, v, &off); }
+    if (v->k == V_LIST || v->k == V_DICT) return v->n;
+    if (v->k == V_UNDEF) return 0;
+    render_fail(R, "the length of a %s", value_type_name(v));
+}
+
+static long long slice_bound(Render* R, const Value* v, long long dflt, long long n, bool neg_step) {
+    if (!v || v->k == V_NONE) return dflt;
+    if (v->k != V_INT && v->k != V_BOOL) render_fail(R, "a slice bound must be an integer");
+    long long i = v->i;
+    if (i < 0) i += n;
+    long long lo = neg_step ? -1 : 0, hi = neg_step ? n - 1 : n;
+    return i < lo ? lo : i > hi ? hi : i;
+}
+
+Value* value_slice(Render* R, Value* obj, const Value* start, const Value* stop, const Value* step) {
+    if (obj->k != V_LIST && obj->k != V_STR) render_fail(R, "a slice of a %s", value_type_name(obj));
+    long long st = 1;
+    if (step && step->k != V_NONE) {
+        if (step->k != V_INT) render_fail(R, "a slice step must be an integer");
+        st = step->i;
+        if (st == 0) render_fail(R, "a slice step of 0");
+    }
+    size_t* off = NULL;
+    long long n = obj->k == V_LIST ? (long long)obj->n : (long long)code_points(R, obj, &off);
+    long long a = slice_bound(R, start, st > 0 ? 0 : n - 1, n, st < 0);
+    long long b = slice_bound(R, stop, st > 0 ? n : -1, n, st < 0);
+    Value* out = obj->k == V_LIST ? value_list(R) : value_str(R, "", 0);
+    for (long long i = a; st > 0 ? i < b : i > b; i += st) {
+        if (obj->k == V_LIST) list_push(R, out, obj->items[i]);
+        else out = concat(R, out, &(Value){.k = V_STR, .s = obj->s + off[i], .len = off[i + 1] - off[i]});
+    }
+    return out;
+}
+
+Value* value_iterable(Render* R, Value* v) {
+    if (v->k == V_LIST) return v;
+    if (v->k == V_UNDEF) return value_list(R);
+    Value* l = value_list(R);
+    if (v->k == V_DICT) {
+        for (size_t k = 0; k < v->n; k++) list_push(R, l, value_str(R, v->keys[k], strlen(v->keys[k])));
+        return l;
+    }
+    if (v->k == V_STR) {
+        size_t* off;
+        size_t n = code_points(R, v, &off);
+        for (size_t k = 0; k < n; k++) list_push(R, l, value_str(R, v->s + off[k], off[k + 1] - off[k]));
+        return l;
+    }
+    render_fail(R, "a %s is not iterable", value_type_name(v));
+}
+
+Value* value_range(Render* R, const Args* a) {
+    long long lim[3] = {0, 0, 1};
+    if (a->n < 1 || a->n > 3) render_fail(R, "range() takes 1 to 3 arguments");
+    for (size_t k = 0; k < a->n; k++) {
+        if (a->v[k]->k != V_INT) render_fail(R, "range() takes integers");
+        lim[a->n == 1 ? 1 : k] = a->v[k]->i;
+    }
+    if (lim[2] == 0) render_fail(R, "range() with a step of 0");
+    Value* l = value_list(R);
+    for (long long i = lim[0]; lim[2] > 0 ? i < lim[1] : i > lim[1]; i += lim[2]) {
+        if (l->n >= 1000000) render_fail(R, "range() of more than 10^6 items");
+        list_push(R, l, value_int(R, i));
+    }
+    return l;
+}
+
+Value* value_to_str(Render* R, const Value* v) { return to_str(R, v); }
+bool value_equal(const Value* a, const Value* b) { return equal(a, b); }

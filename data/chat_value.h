@@ -1,0 +1,80 @@
+/* The values a chat template computes with (data/chat_value.c), as Jinja has them from Python: undefined,
+   none, bool, int, float, str, list and dict (a namespace() is a dict that `set ns.x` may change), and
+   the rendering's state: its output, its pool and where a failure jumps to. */
+#ifndef REPOC_DATA_CHAT_VALUE_H
+#define REPOC_DATA_CHAT_VALUE_H
+
+#include <cjson/cJSON.h>
+#include <setjmp.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "data/chat_template_ast.h"
+
+typedef enum { V_UNDEF, V_NONE, V_BOOL, V_INT, V_FLOAT, V_STR, V_LIST, V_DICT } ValueKind;
+
+typedef struct Value Value;
+struct Value {
+    ValueKind k;
+    long long i;          /* V_INT, V_BOOL (0 or 1) */
+    double f;             /* V_FLOAT */
+    const char* s;        /* V_STR: len bytes, NUL-terminated */
+    size_t len;
+    Value** items;        /* V_LIST: n items; V_DICT: n values in insertion order */
+    const char** keys;    /* V_DICT: n keys */
+    size_t n, cap;
+    bool is_namespace;
+};
+
+extern Value V_UNDEFINED, V_NONE_VALUE;
+
+typedef struct {
+    Pool* pool;
+    char* out;            /* the text so far (malloc'd) */
+    size_t out_len, out_cap;
+    int line;             /* of the statement or expression being evaluated, for messages */
+    jmp_buf fail;
+    char* err;
+    size_t err_len;
+} Render;
+
+typedef struct {
+    Value** v;
+    const char** kw;      /* per argument: its keyword or NULL */
+    size_t n;
+} Args;
+
+_Noreturn void render_fail(Render* R, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void out_append(Render* R, const char* s, size_t n);
+
+Value* value_str(Render* R, const char* s, size_t n);
+Value* value_int(Render* R, long long i);
+Value* value_float(Render* R, double f);
+Value* value_bool(bool b);
+Value* value_list(Render* R);
+Value* value_dict(Render* R);
+void list_push(Render* R, Value* list, Value* v);
+Value* dict_get(const Value* dict, const char* key);   /* NULL when absent */
+void dict_set(Render* R, Value* dict, const char* key, Value* v);
+Value* value_from_json(Render* R, const cJSON* j);
+const char* value_type_name(const Value* v);
+
+bool value_truthy(const Value* v);
+bool value_equal(const Value* a, const Value* b);
+/* len(): code points of a string, items of a list or dict, 0 for undefined */
+size_t value_length(Render* R, const Value* v);
+/* str(v) as a string value */
+Value* value_to_str(Render* R, const Value* v);
+/* the text {{ v }} writes (Python's str(), undefined as "") appended to the output */
+void value_print(Render* R, const Value* v);
+/* a b with op one of + - * / // % ~ == != < <= > >= in "not in" */
+Value* value_binary(Render* R, const char* op, Value* a, Value* b);
+Value* value_slice(Render* R, Value* obj, const Value* start, const Value* stop, const Value* step);
+/* what `for x in v` walks: a list's items, a dict's keys, a string's characters (undefined: none) */
+Value* value_iterable(Render* R, Value* v);
+Value* value_range(Render* R, const Args* a);
+Value* value_filter(Render* R, Value* v, const char* name, const Args* a);
+bool value_test(Render* R, const Value* v, const char* name, const Args* a);
+Value* value_method(Render* R, Value* self, const char* name, const Args* a);
+
+#endif
