@@ -146,8 +146,8 @@ bool peft_read_config(const char* dir, ModelConfig* cfg) {
     CHECK(cJSON_IsNumber(r) && r->valuedouble >= 1 && r->valuedouble <= 65536 && r->valuedouble == (int)r->valuedouble,
           "%s: 'r' must be an integer in [1, 65536]", path);
     CHECK(cJSON_IsNumber(alpha) && isfinite(alpha->valuedouble) && alpha->valuedouble > 0,
-          "%s: 'lora_alpha' must be a finite number > 0 (got %s)", path,
-          !cJSON_IsNumber(alpha) ? "no number" : isfinite(alpha->valuedouble) ? "<= 0" : "a number beyond double");
+          "%s: 'lora_alpha' must be a finite number > 0 (it is %s)", path, !cJSON_IsNumber(alpha) ? "not a number"
+          : isfinite(alpha->valuedouble) ? "<= 0" : "beyond a double's range, which reads as infinity");
     const cJSON* rslora = cJSON_GetObjectItemCaseSensitive(j, "use_rslora");
     CHECK(!rslora || cJSON_IsNull(rslora) || cJSON_IsBool(rslora), "%s: 'use_rslora' must be true or false", path);
     peft_check_options(j, path);

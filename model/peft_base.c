@@ -4,11 +4,13 @@
    (hf_weights_fingerprint: names, dtypes, shapes and bytes of every tensor) and its architecture in
    adapter_model.safetensors' __metadata__; a PEFT adapter from elsewhere records neither, so only its
    shapes and layer count can be compared. */
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/check.h"
+#include "common/fileio.h"
 #include "common/safetensors.h"
 #include "model/hf_checkpoint.h"
 #include "model/peft.h"
@@ -49,6 +51,18 @@ void peft_layer_positions(const ModelConfig* c, char* out, size_t len) {
         snprintf(out + strlen(out), len - strlen(out), "%s%s", l ? "," : "", pos_mode_name(c->pos[l]));
 }
 
+/* adapter_config.json's base_model_name_or_path into out ("" when absent) */
+static void config_base_name(const char* dir, char* out, size_t len) {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/adapter_config.json", dir);
+    char* text = file_read_all_or_null(path, NULL);
+    cJSON* j = text ? cJSON_Parse(text) : NULL;
+    const cJSON* name = cJSON_GetObjectItemCaseSensitive(j, "base_model_name_or_path");
+    snprintf(out, len, "%s", cJSON_IsString(name) ? name->valuestring : "");
+    cJSON_Delete(j);
+    free(text);
+}
+
 /* a mismatch: dies, or with force only warns */
 static void mismatch(bool force, const char* what) {
     if (!force) DIE("%s; merge onto the base it was trained on, or pass --force to merge anyway", what);
@@ -76,10 +90,13 @@ void peft_check_base(const char* adapter_dir, const char* base_dir, const ModelC
         mismatch(force, what);
     }
     if (!rec.has_fingerprint) {
+        char name[1024];
+        config_base_name(adapter_dir, name, sizeof(name));
         fprintf(stderr, "warning: %s/adapter_model.safetensors records no repoc.base_fingerprint (an adapter from "
                 "elsewhere, or saved without its base's): the base %s could not be verified; compared only the "
-                "tensor shapes and the layer count%s\n", adapter_dir, base_dir,
-                rec.model_type[0] ? ", the model type and the layer positions" : "");
+                "tensor shapes and the layer count%s; adapter_config.json names the base '%s' "
+                "(base_model_name_or_path)\n", adapter_dir, base_dir,
+                rec.model_type[0] ? ", the model type and the layer positions" : "", name);
         return;
     }
     uint64_t have = hf_weights_fingerprint(base_dir);
