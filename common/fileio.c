@@ -2,8 +2,10 @@
 #include "common/fileio.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>   /* kill(pid, 0): is a pid alive */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,4 +130,37 @@ void mkdir_p(const char* path) {
             if (c == 0) break;
         }
     }
+}
+
+long tmp_name_pid(const char* name, size_t stem) {
+    if (strncmp(name + stem, ".tmp.", 5) != 0) return 0;
+    const char* d = name + stem + 5;
+    if (*d < '0' || *d > '9' || strlen(d) > 9) return 0;
+    for (const char* c = d; *c; c++)
+        if (*c < '0' || *c > '9') return 0;
+    return atol(d);
+}
+
+bool pid_alive(long pid) { return kill((pid_t)pid, 0) == 0 || errno == EPERM; }
+
+size_t file_remove_stale_tmp(const char* dir, const char* const* stems, size_t n) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR* d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return 0;
+    }
+    size_t removed = 0;
+    struct dirent* e;
+    while ((e = readdir(d))) {
+        long pid = 0;
+        for (size_t i = 0; i < n && !pid; i++)
+            if (!strncmp(e->d_name, stems[i], strlen(stems[i]))) pid = tmp_name_pid(e->d_name, strlen(stems[i]));
+        if (pid <= 0 || pid == (long)getpid() || pid_alive(pid)) continue;
+        struct stat st;
+        if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+        removed += unlinkat(fd, e->d_name, 0) == 0;
+    }
+    closedir(d);
+    return removed;
 }

@@ -25,4 +25,13 @@ void mkdir_p(const char* path);
 bool path_exists(const char* path);
 bool is_dir(const char* path);
 
+/* The temporary names file_write_atomic and st_write leave behind when killed: <stem>.tmp.<pid>.
+   tmp_name_pid: pid when name is name[0..stem) + ".tmp." + 1 to 9 digits, else 0. pid_alive: whether a
+   process has that pid (another user's too). file_remove_stale_tmp: unlink every regular file (a link or
+   directory stays) dir/<stems[i]>.tmp.<pid> whose pid is not this process's and no live process has;
+   nothing else is touched. Returns how many it removed. */
+long tmp_name_pid(const char* name, size_t stem);
+bool pid_alive(long pid);
+size_t file_remove_stale_tmp(const char* dir, const char* const* stems, size_t n);
+
 #endif

@@ -102,7 +102,7 @@ void model_config_print(const ModelConfig* c, FILE* fp) {
         fprintf(fp, "  yarn: factor=%g original_max=%g beta_fast=%g beta_slow=%g attention_factor=%g\n",
                 c->yarn_factor, c->yarn_orig_max, c->yarn_beta_fast, c->yarn_beta_slow, c->yarn_attention_factor);
     if (c->lora_rank) {
-        fprintf(fp, "  lora: rank=%zu alpha=%g targets", c->lora_rank, c->lora_alpha);
+        fprintf(fp, "  lora: rank=%zu alpha=%g%s targets", c->lora_rank, c->lora_alpha, c->lora_rslora ? " rslora" : "");
         for (int t = 0; t < LORA_N_TARGETS; t++)
             if (cfg_lora_on(c, (LoraTarget)t)) fprintf(fp, " %s", lora_target_name((LoraTarget)t));
         fprintf(fp, "\n");

@@ -4,6 +4,7 @@
 #ifndef REPOC_CONFIG_H
 #define REPOC_CONFIG_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -34,7 +35,8 @@ typedef struct {
     size_t max_position_embeddings;     /* written to config.json; not a limit on T */
     PosMode pos[MAX_LAYERS];            /* one mode per layer */
     size_t lora_rank;                   /* r of the LoRA adapters; 0 = no LoRA (every tensor is a plain weight) */
-    double lora_alpha;                  /* y = W x + (alpha / r) B A x */
+    double lora_alpha;                  /* y = W x + s B A x, s = alpha / r (alpha / sqrt(r) with lora_rslora) */
+    bool lora_rslora;                   /* rank-stabilised LoRA, PEFT's use_rslora: s = alpha / sqrt(r) */
     unsigned lora_targets;              /* bit (1 << LoraTarget) per wrapped projection */
     double lora_dropout;                /* p in [0, 1) of dropout on each adapter's input while training */
     bool base_bf16;                     /* frozen layer matrices kept in BF16 and widened per layer (training memory;
@@ -58,7 +60,11 @@ const char* block_style_name(BlockStyle b);
 const char* lora_target_name(LoraTarget t);
 bool lora_target_parse(const char* s, LoraTarget* out);
 static inline bool cfg_lora_on(const ModelConfig* c, LoraTarget t) { return c->lora_rank && (c->lora_targets >> t & 1u); }
-static inline double cfg_lora_scale(const ModelConfig* c) { return c->lora_rank ? c->lora_alpha / (double)c->lora_rank : 0; }
+/* s of y = W x + s B A x: alpha / r, or alpha / sqrt(r) with rsLoRA (PEFT's use_rslora) */
+static inline double cfg_lora_scale(const ModelConfig* c) {
+    if (!c->lora_rank) return 0;
+    return c->lora_alpha / (c->lora_rslora ? sqrt((double)c->lora_rank) : (double)c->lora_rank);
+}
 const char* pos_mode_name(PosMode p);
 /* returns false for an unknown name */
 bool pos_mode_parse(const char* s, PosMode* out);

@@ -238,7 +238,7 @@ void hf_save(const Model* m, const char* dir, StDtype dtype) {
     st_write_filled(path, w, fills, n, keys, values, 2);
     free(w);
     free(fills);
-    if (m->cfg.lora_rank) peft_save(m, dir, m->lora_base);
+    if (m->cfg.lora_rank) peft_save(m, dir, m->lora_base, NULL);
     char* cfg = hf_config_write(&m->cfg, dtype == ST_BF16 ? "bfloat16" : "float32");
     snprintf(path, sizeof(path), "%s/config.json", dir);
     file_write_atomic(path, cfg, strlen(cfg));

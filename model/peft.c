@@ -2,6 +2,7 @@
 #include "model/peft.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +61,28 @@ static void add_modules_to_save(cJSON* j, const TensorTable* tt) {
     }
 }
 
-void peft_save(const Model* m, const char* dir, const char* base_model) {
+/* repoc.base_* metadata (peft.h): the model's own architecture and layer positions, and base when known */
+static size_t base_metadata(const ModelConfig* c, const PeftBaseId* base, const char** keys, const char** values,
+                            char* fingerprint, char* positions, size_t positions_len) {
+    size_t n = 0;
+    keys[n] = "repoc.base_model_type";
+    values[n++] = c->block == BLOCK_OLMO2 ? "olmo2" : "llama";
+    peft_layer_positions(c, positions, positions_len);
+    keys[n] = "repoc.base_layer_positions";
+    values[n++] = positions;
+    if (base && base->has_fingerprint) {
+        snprintf(fingerprint, 17, "%016llx", (unsigned long long)base->fingerprint);
+        keys[n] = "repoc.base_fingerprint";
+        values[n++] = fingerprint;
+    }
+    if (base && base->path && base->path[0]) {
+        keys[n] = "repoc.base_path";
+        values[n++] = base->path;
+    }
+    return n;
+}
+
+void peft_save(const Model* m, const char* dir, const char* base_model, const PeftBaseId* base) {
     const ModelConfig* c = &m->cfg;
     CHECK(c->lora_rank, "peft_save: the model has no LoRA adapters");
     mkdir_p(dir);
@@ -77,10 +99,12 @@ void peft_save(const Model* m, const char* dir, const char* base_model) {
         n++;
     }
     char path[4096];
-    const char* keys[] = {"format", "producer"};
-    const char* values[] = {"pt", "repoc"};
+    const char* keys[6] = {"format", "producer"};
+    const char* values[6] = {"pt", "repoc"};
+    char fingerprint[17], positions[8 * MAX_LAYERS];
+    size_t n_meta = 2 + base_metadata(c, base, keys + 2, values + 2, fingerprint, positions, sizeof(positions));
     snprintf(path, sizeof(path), "%s/adapter_model.safetensors", dir);
-    st_write(path, w, n, keys, values, 2);
+    st_write(path, w, n, keys, values, n_meta);
     free(w);
     free(names);
 
@@ -91,6 +115,7 @@ void peft_save(const Model* m, const char* dir, const char* base_model) {
     cJSON_AddNumberToObject(j, "r", (double)c->lora_rank);
     cJSON_AddNumberToObject(j, "lora_alpha", c->lora_alpha);
     cJSON_AddNumberToObject(j, "lora_dropout", c->lora_dropout);
+    cJSON_AddBoolToObject(j, "use_rslora", c->lora_rslora);
     cJSON_AddStringToObject(j, "bias", "none");
     cJSON_AddBoolToObject(j, "fan_in_fan_out", false);
     cJSON_AddBoolToObject(j, "inference_mode", true);
@@ -120,7 +145,12 @@ bool peft_read_config(const char* dir, ModelConfig* cfg) {
     const cJSON* alpha = cJSON_GetObjectItemCaseSensitive(j, "lora_alpha");
     CHECK(cJSON_IsNumber(r) && r->valuedouble >= 1 && r->valuedouble <= 65536 && r->valuedouble == (int)r->valuedouble,
           "%s: 'r' must be an integer in [1, 65536]", path);
-    CHECK(cJSON_IsNumber(alpha) && alpha->valuedouble > 0, "%s: 'lora_alpha' must be a positive number", path);
+    CHECK(cJSON_IsNumber(alpha) && isfinite(alpha->valuedouble) && alpha->valuedouble > 0,
+          "%s: 'lora_alpha' must be a finite number > 0 (it is %s)", path, !cJSON_IsNumber(alpha) ? "not a number"
+          : isfinite(alpha->valuedouble) ? "<= 0" : "beyond a double's range, which reads as infinity");
+    const cJSON* rslora = cJSON_GetObjectItemCaseSensitive(j, "use_rslora");
+    CHECK(!rslora || cJSON_IsNull(rslora) || cJSON_IsBool(rslora), "%s: 'use_rslora' must be true or false", path);
+    peft_check_options(j, path);
     const cJSON* dropout = cJSON_GetObjectItemCaseSensitive(j, "lora_dropout");
     CHECK(!dropout || cJSON_IsNull(dropout) ||
               (cJSON_IsNumber(dropout) && dropout->valuedouble >= 0 && dropout->valuedouble < 1),
@@ -133,6 +163,7 @@ bool peft_read_config(const char* dir, ModelConfig* cfg) {
           path);
     cfg->lora_rank = (size_t)r->valuedouble;
     cfg->lora_alpha = alpha->valuedouble;
+    cfg->lora_rslora = cJSON_IsTrue(rslora);
     cfg->lora_dropout = cJSON_IsNumber(dropout) ? dropout->valuedouble : 0;   /* applies only while training */
     cfg->lora_targets = 0;
     const cJSON* it;
@@ -177,6 +208,22 @@ static bool listed(const cJSON* mts, const TensorInfo* t) {
     return false;
 }
 
+/* The layers the adapter file has LoRA tensors for: 1 + the largest N of a
+   "base_model.model.model.layers.N.*.lora_[AB].weight" name (0 without any) */
+static size_t adapter_layers(const StFile* f) {
+    const char* stem = PEFT_PREFIX "model.layers.";
+    size_t n = 0;
+    for (size_t j = 0; j < f->n_tensors; j++) {
+        const char* name = f->tensors[j].name;
+        if (strncmp(name, stem, strlen(stem)) || name[strlen(stem)] < '0' || name[strlen(stem)] > '9' ||
+            !(strstr(name, ".lora_A.") || strstr(name, ".lora_B.")))
+            continue;
+        size_t l = strtoul(name + strlen(stem), NULL, 10);
+        if (l + 1 > n) n = l + 1;
+    }
+    return n;
+}
+
 size_t peft_load(Model* m, const char* dir, char* loaded) {
     char path[4096], name[TENSOR_NAME_LEN + 32];
     snprintf(path, sizeof(path), "%s/adapter_model.safetensors", dir);
@@ -185,7 +232,10 @@ size_t peft_load(Model* m, const char* dir, char* loaded) {
     StFile f;
     st_open_or_die(&f, path);
     const TensorTable* tt = &m->tensors;
-    size_t n = 0;
+    size_t n = 0, layers = adapter_layers(&f);
+    CHECK(!layers || layers == m->cfg.L, "%s: the adapter has LoRA tensors for %zu layers (model.layers.0 to %zu) "
+          "but the base model has %zu (num_hidden_layers): it was trained on another base", path, layers,
+          layers - 1, m->cfg.L);
     for (size_t j = 0; j < f.n_tensors; j++) {   /* every tensor of the file must belong to the model */
         const StTensor* st = &f.tensors[j];
         CHECK(!strstr(st->name, ".modules_to_save."), "%s: tensor '%s' has PEFT's in-model name; the adapter file "
@@ -204,15 +254,18 @@ size_t peft_load(Model* m, const char* dir, char* loaded) {
         const StTensor* st = st_find(&f, name);
         bool saved = t->is_repo && mts && listed(mts, t);   /* a module PEFT wraps and loads */
         CHECK(st || !(t->is_lora || saved), "%s: no tensor '%s' (%s)", path, name,
-              t->is_lora ? "the adapter's rank or target_modules differ from the model's"
+              t->is_lora ? "the model adapts this projection in every layer, as target_modules asks, and the file "
+                           "lacks it in this one"
                          : "adapter_config.json's modules_to_save lists its module");
         CHECK(!st || t->is_lora || saved, "%s: tensor '%s' is a RePo weight whose module adapter_config.json's "
               "modules_to_save does not list (PEFT would not load it)", path, name);
         if (!st) continue;
         bool same = st->ndim == t->ndim;
         for (size_t d = 0; same && d < t->ndim; d++) same = st->shape[d] == t->shape[d];
-        CHECK(same, "%s: tensor '%s' has shape [%zu, %zu] but the base model expects [%zu, %zu]", path, name,
-              st->shape[0], st->ndim > 1 ? st->shape[1] : 0, t->shape[0], t->ndim > 1 ? t->shape[1] : 0);
+        CHECK(same, "%s: tensor '%s' has shape [%zu, %zu] but the base model expects [%zu, %zu]%s", path, name,
+              st->shape[0], st->ndim > 1 ? st->shape[1] : 0, t->shape[0], t->ndim > 1 ? t->shape[1] : 0,
+              !t->is_lora ? "" : t->kind == TK_LORA_A ? " ([r, in]: r is adapter_config.json's, in the base's width)"
+                                                     : " ([out, r]: out is the base's width, r adapter_config.json's)");
         st_read_real(&f, st, m->params + t->offset);
         if (loaded) loaded[i] = 1;
         n++;

@@ -11,19 +11,62 @@
 #ifndef REPOC_PEFT_H
 #define REPOC_PEFT_H
 
+#include <cjson/cJSON.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "model/model.h"
 
 #define PEFT_PREFIX "base_model.model."
 
+/* The base an adapter was trained on, as adapter_model.safetensors' __metadata__ records it:
+     repoc.base_fingerprint       16 lowercase hex digits, printf "%016llx" of hf_weights_fingerprint(base dir)
+     repoc.base_path              the base directory's absolute path (for the messages)
+     repoc.base_model_type        config.json's model_type of the base: "olmo2" or "llama"
+     repoc.base_layer_positions   one position mode per layer, comma-separated: "rope,repo,rope"
+   The last two come from the model itself and are always written; the first two only when the saver
+   knows the base (peft_save's base argument). PEFT ignores the metadata. */
+typedef struct {
+    bool has_fingerprint;
+    uint64_t fingerprint;
+    const char* path;            /* absolute; NULL = not recorded */
+} PeftBaseId;
+
 /* Write dir/adapter_config.json and dir/adapter_model.safetensors (F32) for m's LoRA tensors and its
    trainable RePo tensors; modules_to_save lists a RePo kind by its short name (gate_map) when every one is
-   trained, else the full path of each trained module; base_model: the base checkpoint's path or hub name ("" = unknown). */
-void peft_save(const Model* m, const char* dir, const char* base_model);
-/* When dir holds adapter_config.json: set cfg's lora_rank, lora_alpha and lora_targets from it (dies on a
-   config repoc cannot run: another peft_type, an unknown target module, a lora_dropout outside [0, 1)) and return true. */
+   trained, else the full path of each trained module; base_model: the base checkpoint's path or hub name
+   ("" = unknown); base: the base's fingerprint and path for the metadata above (NULL = unknown). */
+void peft_save(const Model* m, const char* dir, const char* base_model, const PeftBaseId* base);
+/* When dir holds adapter_config.json: set cfg's lora_rank, lora_alpha, lora_rslora (use_rslora) and
+   lora_targets from it and return true. Dies naming the file and key on a config repoc cannot run as
+   written: another peft_type, r not a positive integer, lora_alpha not finite and > 0, an unknown target
+   module, a lora_dropout outside [0, 1), or any option peft_check_options refuses. */
 bool peft_read_config(const char* dir, ModelConfig* cfg);
+/* Every key of adapter_config.json (j, read from path) against PEFT's LoraConfig: a key that changes the
+   math away from W + s B A unless it has its default value (fan_in_fan_out, use_dora, rank_pattern,
+   alpha_pattern, layers_to_transform, lora_bias, an initialisation that rewrites the base, ...) must have
+   that value, and a key PEFT does not define is refused; each message names the key and the file
+   (model/peft_options.c lists them all). */
+void peft_check_options(const cJSON* j, const char* path);
+
+/* What adapter_model.safetensors in dir records of its base (PeftBaseId's keys); "" for an absent key.
+   Dies naming the file and key on a malformed repoc.base_fingerprint. */
+typedef struct {
+    bool has_fingerprint;
+    uint64_t fingerprint;
+    char path[4096];
+    char model_type[16];
+    char positions[8 * MAX_LAYERS];
+} PeftBaseRecord;
+void peft_read_base(const char* dir, PeftBaseRecord* rec);
+/* c's position mode of every layer, comma-separated (repoc.base_layer_positions): "rope,repo,rope" */
+void peft_layer_positions(const ModelConfig* c, char* out, size_t len);
+/* Check that base_dir (its config in base_cfg) is the base the adapter in adapter_dir was trained on:
+   with repoc.base_fingerprint, hf_weights_fingerprint(base_dir) must equal it; with model_type and layer
+   positions recorded, base_cfg's must match. A mismatch dies naming both sides, unless force, which
+   prints it as a warning. An adapter that records no fingerprint gets a warning that the base could not
+   be verified (only the shapes, layer count and what it records are compared). Prints what it verified. */
+void peft_check_base(const char* adapter_dir, const char* base_dir, const ModelConfig* base_cfg, bool force);
 /* Load dir/adapter_model.safetensors into m: every LoRA tensor of m must be there with m's shape (the
    error names the tensor and both shapes), and so must every RePo tensor whose module adapter_config.json's
    modules_to_save names (an entry matches a module whose path ends with it, as in PEFT); a RePo tensor of
@@ -31,7 +74,8 @@ bool peft_read_config(const char* dir, ModelConfig* cfg);
    loaded (m->tensors.n flags, may be NULL) gets 1 for each tensor read. Returns the count. */
 size_t peft_load(Model* m, const char* dir, char* loaded);
 
-/* Fold every adapter into its base weight: W (out,in) += (alpha / r) B (out,r) A (r,in). The adapters
+/* Fold every adapter into its base weight: W (out,in) += s B (out,r) A (r,in), s = cfg_lora_scale
+   (alpha / r, or alpha / sqrt(r) with use_rslora). The adapters
    stay as they were, so forwards now count them twice: save or copy the base tensors next. */
 void peft_merge(Model* m);
 

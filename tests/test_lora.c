@@ -1,6 +1,7 @@
 /* LoRA adapters: PEFT's zero B leaves the base model's logits unchanged; a
    merged checkpoint (W + (alpha/r) B A) gives the adapter model's logits within
-   float rounding; the PEFT files round-trip; trained RePo weights are saved
+   float rounding, also with use_rslora (alpha/sqrt(r)), whose merge adds exactly
+   that scale; the PEFT files round-trip; trained RePo weights are saved
    under PEFT's adapter-file names for modules_to_save and listed there; an
    adapter whose shapes do not match the base is refused, naming the tensor and
    both shapes, and so is one whose RePo weights and modules_to_save disagree. */
@@ -72,10 +73,11 @@ static void run(const char* label, ModelConfig cfg, const char* tmp) {
     /* the PEFT files round-trip */
     random_weights(&lora, 11);
     float* adapted = logits_of(&lora, tokens);
-    peft_save(&lora, tmp, "base");
+    peft_save(&lora, tmp, "base", NULL);
     ModelConfig read = plain;
     EXPECT(peft_read_config(tmp, &read) && read.lora_rank == cfg.lora_rank && read.lora_alpha == cfg.lora_alpha &&
-               read.lora_targets == cfg.lora_targets, "adapter_config.json gives back r, lora_alpha, target_modules");
+               read.lora_targets == cfg.lora_targets && read.lora_rslora == cfg.lora_rslora,
+           "adapter_config.json gives back r, lora_alpha, use_rslora, target_modules");
     Model back;
     model_build(&back, &read, 2, NT / 2, NULL, 0, false);
     random_weights(&back, 13);
@@ -97,6 +99,49 @@ static void run(const char* label, ModelConfig cfg, const char* tmp) {
     model_free(&back);
     model_free(&base);
     model_free(&lora);
+}
+
+/* use_rslora: the merge adds s B A with s = alpha / sqrt(r) (3 for alpha 6, r 4; alpha / r would be 1.5) to
+   every adapted W, checked against B A summed in double; adapter_config.json records use_rslora */
+static void check_rslora(ModelConfig cfg, const char* tmp) {
+    printf("rslora merge\n");
+    cfg.lora_rank = 4;
+    cfg.lora_alpha = 6;
+    cfg.lora_rslora = true;
+    Model m;
+    model_build(&m, &cfg, 1, 2, NULL, 0, false);
+    random_weights(&m, 21);
+    peft_save(&m, tmp, "base", NULL);
+    ModelConfig read = cfg;
+    read.lora_rslora = false;
+    EXPECT(peft_read_config(tmp, &read) && read.lora_rslora, "adapter_config.json: use_rslora true read back");
+    real* before = mallocCheck(m.tensors.n_params * sizeof(real));
+    memcpy(before, m.params, m.tensors.n_params * sizeof(real));
+    peft_merge(&m);
+    size_t total = 0, r = cfg.lora_rank;
+    for (size_t i = 0; i < m.tensors.n; i++)
+        if (m.tensors.t[i].kind == TK_LORA_A) total += m.tensors.t[i - 1].numel;
+    float* got = mallocCheck(total * sizeof(float));
+    float* want = mallocCheck(total * sizeof(float));
+    size_t n = 0;
+    for (size_t i = 0; i < m.tensors.n; i++) {   /* the table lists W, its lora_A, its lora_B in a row */
+        const TensorInfo *a = &m.tensors.t[i], *w = a - 1, *b = a + 1;
+        if (a->kind != TK_LORA_A) continue;
+        size_t out = w->shape[0], in = w->shape[1];
+        for (size_t o = 0; o < out; o++)
+            for (size_t k = 0; k < in; k++, n++) {
+                double ba = 0;
+                for (size_t j = 0; j < r; j++)
+                    ba += (double)before[b->offset + o * r + j] * before[a->offset + j * in + k];
+                got[n] = (float)(m.params[w->offset + o * in + k] - before[w->offset + o * in + k]);
+                want[n] = (float)(6.0 / sqrt(4.0) * ba);
+            }
+    }
+    expect_close("merged W - W = (alpha / sqrt(r)) B A", got, want, total, 0, 1e-5, "float rounding of W + s B A");
+    free(got);
+    free(want);
+    free(before);
+    model_free(&m);
 }
 
 /* A BF16 base (cfg.base_bf16) computes exactly what an F32 model holding the
@@ -219,7 +264,7 @@ static void check_modules_to_save(ModelConfig cfg, const char* tmp) {
     Model m;
     model_build(&m, &cfg, 1, 2, frozen, 1, false);
     model_init_weights(&m, 3, 0.02);
-    peft_save(&m, tmp, "base");
+    peft_save(&m, tmp, "base", NULL);
     char path[512];
     snprintf(path, sizeof(path), "%s/adapter_model.safetensors", tmp);
     StFile f;
@@ -289,6 +334,10 @@ int main(void) {
     llama.lora_alpha = 16;
     llama.lora_targets = 1u << LORA_Q | 1u << LORA_O | 1u << LORA_UP;
     check_modules_to_save(olmo, tmp);
+    check_rslora(olmo, tmp);
+    ModelConfig rslora = olmo;
+    rslora.lora_rslora = true;
+    run("olmo2, rank 3, use_rslora (scale alpha / sqrt(r)): training forward and merge agree", rslora, tmp);
     run("llama, rank 2 on q_proj, o_proj, up_proj", llama, tmp);
 
     check_bf16_base(olmo);

@@ -71,6 +71,7 @@ const RcKey RC_KEYS[] = {
     REAL("model.lora.alpha", model.lora.alpha, 0, HUGE_VAL, KF_LO_OPEN, "lora_alpha"),
     LIST("model.lora.targets", model.lora.targets, 32, 0, "target_modules"),
     REAL("model.lora.dropout", model.lora.dropout, 0, 1, KF_HI_OPEN, "lora_dropout"),
+    BOOL("model.lora.rslora", model.lora.rslora, 0, "use_rslora"),
     SEC("data"),
     LIST("data.train", data.train, RC_PATH_LEN, 0, "train_files|files|train_data"),
     LIST("data.val", data.val, RC_PATH_LEN, 0, "val_files|valid|validation|eval"),
@@ -172,6 +173,7 @@ void run_config_defaults(RunConfig* rc) {
     rc->model.lora.alpha = 32.0;
     rc->model.lora.targets.n = 0;
     rc->model.lora.dropout = 0.0;
+    rc->model.lora.rslora = false;
 
     rc->data.train.n = 0;
     rc->data.val.n = 0;

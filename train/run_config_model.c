@@ -55,6 +55,7 @@ static void set_lora(const RunConfig* rc, ModelConfig* c) {
     c->base_bf16 = !strcmp(rc->model.base_dtype, "bf16");
     c->lora_alpha = lo->alpha;
     c->lora_dropout = lo->dropout;
+    c->lora_rslora = lo->rslora;
     c->lora_targets = lo->targets.n ? 0 : (1u << LORA_N_TARGETS) - 1;
     for (size_t i = 0; i < lo->targets.n; i++) {
         LoraTarget t;

@@ -4,7 +4,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>          /* open, openat, O_NOFOLLOW */
-#include <signal.h>         /* kill(pid, 0): is a pid alive */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,23 +12,14 @@
 #include <unistd.h>
 
 #include "common/check.h"
+#include "common/fileio.h"   /* tmp_name_pid, pid_alive, file_remove_stale_tmp */
 #include "train/checkpoint.h"   /* CKPT_FILES, ckpt_list_steps */
-
-/* the pid of a ".tmp.<pid>" suffix right after name[0..stem), or 0 when name is not stem.tmp.<digits> */
-static long tmp_pid(const char* name, size_t stem) {
-    if (strncmp(name + stem, ".tmp.", 5) != 0) return 0;
-    const char* d = name + stem + 5;
-    if (*d < '0' || *d > '9' || strlen(d) > 9) return 0;
-    for (const char* c = d; *c; c++)
-        if (*c < '0' || *c > '9') return 0;
-    return atol(d);
-}
 
 /* name is file, or file.tmp.<pid> (a file_write_atomic or st_write leftover) */
 static bool is_ckpt_file(const char* name) {
     for (size_t i = 0; i < CKPT_N_FILES; i++) {
         size_t n = strlen(CKPT_FILES[i]);
-        if (!strncmp(name, CKPT_FILES[i], n) && (name[n] == 0 || tmp_pid(name, n) > 0)) return true;
+        if (!strncmp(name, CKPT_FILES[i], n) && (name[n] == 0 || tmp_name_pid(name, n) > 0)) return true;
     }
     return false;
 }
@@ -66,32 +56,21 @@ void run_dir_remove_checkpoint(const char* dir) {
     else if (rmdir(dir) != 0) printf("note: cannot remove '%s': %s\n", dir, strerror(errno));
 }
 
-/* a pid another process has: the leftover of a live process is not stale */
-static bool pid_alive(long pid) { return kill((pid_t)pid, 0) == 0 || errno == EPERM; }
-
 void run_dir_clean_stale(const char* out_dir) {
+    static const char* const files[] = {"latest", "run_config.json", "metrics.jsonl"};
+    file_remove_stale_tmp(out_dir, files, 3);
     DIR* d = opendir(out_dir);
     if (!d) return;
-    static const char* const files[] = {"latest", "run_config.json", "metrics.jsonl"};
     struct dirent* e;
     char path[4096];
     while ((e = readdir(d))) {
         const char* name = e->d_name;
-        long pid = 0;
-        bool dir = false;
         size_t digits = strspn(name + 5, "0123456789");
-        if (!strncmp(name, "step_", 5) && digits >= 7) {
-            pid = tmp_pid(name, 5 + digits);
-            dir = true;
-        }
-        for (size_t i = 0; i < 3 && !pid; i++)
-            if (!strncmp(name, files[i], strlen(files[i]))) pid = tmp_pid(name, strlen(files[i]));
+        long pid = !strncmp(name, "step_", 5) && digits >= 7 ? tmp_name_pid(name, 5 + digits) : 0;
         if (pid <= 0 || pid == (long)getpid() || pid_alive(pid)) continue;
         snprintf(path, sizeof(path), "%s/%s", out_dir, name);
         struct stat st;
-        if (lstat(path, &st) != 0) continue;
-        if (dir && S_ISDIR(st.st_mode)) run_dir_remove_checkpoint(path);
-        else if (!dir && S_ISREG(st.st_mode)) unlink(path);
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) run_dir_remove_checkpoint(path);
     }
     closedir(d);
 }
