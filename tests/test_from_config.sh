@@ -61,8 +61,9 @@ cat >"$T/tiny/config.json" <<'JSON'
  "attention_bias": false, "mlp_bias": false}
 JSON
 config "$T/tiny.json" "{\"from_config\": \"$T/tiny\"}"
-if build/train "$T/tiny.json" >"$T/tiny.log" 2>&1 && grep -q "N(0, 0.05²)" "$T/tiny.log"; then
-    ok "trains 2 steps, initialised with the config's initializer_range"
+if build/train "$T/tiny.json" >"$T/tiny.log" 2>&1 && grep -q "N(0, 0.05²)" "$T/tiny.log" &&
+    grep -q "^time: ≈ .*, 2 steps ≈" "$T/tiny.log"; then
+    ok "trains 2 steps (the start gives a time estimate), initialised with the config's initializer_range"
 else bad "the tiny run: $(tail -n 3 "$T/tiny.log")"; fi
 saved="$T/run/step_0000002/config.json"
 miss=""

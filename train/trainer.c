@@ -21,6 +21,7 @@
 #include "optim/schedule.h"
 #include "train/memplan.h"
 #include "train/run_dir.h"
+#include "train/timeplan.h"
 
 /* the checkpoint to resume from, if any (run.resume: auto | never | a path) */
 static bool find_resume(const RunConfig* rc, char* path, size_t len) {
@@ -112,14 +113,26 @@ void trainer_memory_plan(Trainer* tr, bool plan_only) {
     char what[192];
     double avail = memplan_available(what, sizeof(what));
     if (plan_only) printf("available: %.2f GiB (%s)\n", avail / 1073741824.0, what);
+    TimePlan tp;
+    TrainerState st = {0};
+    if (tr->resumed_from[0]) ckpt_load_state(tr->resumed_from, &st);
+    timeplan_compute(&tp, &tr->mcfg, rc, st.step);
+    timeplan_print(&tp, stdout);
     fflush(stdout);
     memplan_check(&plan, &tr->mcfg, rc, avail, what);
+}
+
+/* run.threads, else the cores shared among this machine's ranks: for the run, and for --plan's sgemm probe */
+static void init_threads(const RunConfig* rc) {
+    int threads = (int)rc->run.threads;
+    threads_init(threads ? threads : threads_share(dist_local_world()));
 }
 
 void trainer_plan_only(Trainer* tr) {
     RunConfig* rc = &tr->rc;
     tr->rank = dist_rank();
     tr->world = dist_world();
+    init_threads(rc);
     tr->resumed_from[0] = 0;
     find_resume(rc, tr->resumed_from, sizeof(tr->resumed_from));   /* reads out_dir, locks nothing */
     trainer_resolve_model(tr, true);
@@ -142,8 +155,7 @@ void trainer_setup(Trainer* tr) {
     RunConfig* rc = &tr->rc;
     tr->rank = dist_rank();
     tr->world = dist_world();
-    int threads = (int)rc->run.threads;
-    threads_init(threads ? threads : threads_share(dist_local_world()));
+    init_threads(rc);
     threads_print(stdout);
     run_config_print(rc, stdout);
     tr->B = rc->train.batch_size;
