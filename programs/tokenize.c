@@ -226,12 +226,16 @@ static int is_val(size_t i, double val) {
     return (double)(mix64((uint64_t)i) >> 11) * 0x1.0p-53 < val;
 }
 
+/* One live line on a terminal (rewritten in place every 0.5 s); in a log file, plain lines every 10 s */
+static double progress_every(void) { return isatty(2) ? 0.5 : 10.0; }
+
 static void progress(double t0, size_t done, size_t total, size_t tokens, int last) {
     double dt = now_s() - t0, mb = (double)done / 1e6;
     double rate = dt > 0 ? mb / dt : 0, eta = rate > 0 ? ((double)(total - done) / 1e6) / rate : 0;
-    fprintf(stderr, "\r%9.1f / %.1f MB  %7.2f MB/s  %6.2fM tok/s  %zu tokens  ETA %dm%02ds%s", mb,
+    bool tty = isatty(2);
+    fprintf(stderr, "%s%9.1f / %.1f MB  %7.2f MB/s  %6.2fM tok/s  %zu tokens  ETA %dm%02ds%s", tty ? "\r" : "", mb,
             (double)total / 1e6, rate, dt > 0 ? (double)tokens / dt / 1e6 : 0.0, tokens, (int)eta / 60,
-            (int)eta % 60, last ? "\n" : "");
+            (int)eta % 60, last || !tty ? "\n" : "");
 }
 
 static void decode_shard(const Tokenizer* t, const char* path) {
@@ -345,7 +349,7 @@ int main(int argc, char** argv) {
             }
             done_bytes += bytes;
             b0 = b1;
-            if (!o.print_ids && now_s() - last_print > 0.5) {
+            if (!o.print_ids && now_s() - last_print > progress_every()) {
                 progress(t0, done_bytes, total, w[0].n_tokens + w[1].n_tokens, 0);
                 last_print = now_s();
             }

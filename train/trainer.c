@@ -489,7 +489,10 @@ void trainer_save(Trainer* tr) {
     tr->state.world_size = (size_t)tr->world;
     StDtype dt = strcmp(tr->rc.train.save_dtype, "bf16") ? ST_F32 : ST_BF16;
     double t0 = now_s();
-    ckpt_save(tr->rc.run.out_dir, &tr->model, &tr->opt, &tr->state, tr->config_json, dt, tr->rc.train.keep_last);
+    ckpt_save(tr->rc.run.out_dir, &tr->model, &tr->opt, &tr->state, tr->config_json, dt, tr->rc.train.keep_last,
+              tr->tok_dir);
     printf("saved %s/step_%07zu (%.1f s)\n", tr->rc.run.out_dir, tr->state.step, now_s() - t0);
+    /* the next save copies from this checkpoint: keep_last may prune the one the files came from */
+    if (tr->tok_dir[0]) snprintf(tr->tok_dir, sizeof(tr->tok_dir), "%s/step_%07zu", tr->rc.run.out_dir, tr->state.step);
     fflush(stdout);
 }
