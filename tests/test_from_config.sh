@@ -72,9 +72,13 @@ for kv in hidden_size:32 intermediate_size:64 num_key_value_heads:2 num_hidden_l
     grep -qE -- "\"${kv%%:*}\":[[:space:]]*${kv#*:}" "$saved" 2>/dev/null || miss="$miss $kv"
 done
 [ -z "$miss" ] && ok "the checkpoint's config.json has the architecture" || bad "the saved config.json lacks:$miss"
+if build/train "$T/tiny.json" --set train.steps=3 >"$T/resume.log" 2>&1 && grep -q "resumed from .* at step 2" "$T/resume.log" &&
+    build/train "$T/run/run_config.json" --plan >"$T/saved.log" 2>&1; then
+    ok "the run resumes, and its saved run_config.json loads (from_config kept, the sizes left to the file)"
+else bad "resume / saved config: $(tail -n 2 "$T/resume.log" "$T/saved.log")"; fi
 config "$T/again.json" "{\"init_from\": \"$T/run\"}"
 sed -i "s|\"out_dir\": \"$T/run\"|\"out_dir\": \"$T/run2\"|" "$T/again.json"
-if build/train "$T/again.json" >"$T/again.log" 2>&1 && grep -q "loaded .* tensors from $T/run/step_0000002" "$T/again.log"
+if build/train "$T/again.json" >"$T/again.log" 2>&1 && grep -q "loaded .* tensors from $T/run/step_0000003" "$T/again.log"
 then ok "init_from continues the from_config checkpoint"
 else bad "continuing: $(tail -n 3 "$T/again.log")"; fi
 exit $((failures > 0))
