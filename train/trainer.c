@@ -16,7 +16,6 @@
 #include "common/threads.h"
 #include "data/mix.h"      /* mix_triple: the LoRA dropout key of a micro-batch */
 #include "model/hf_checkpoint.h"
-#include "model/hf_config.h"
 #include "optim/clip.h"
 #include "optim/schedule.h"
 #include "train/memplan.h"
