@@ -88,8 +88,8 @@ typedef struct {
 } Reader;
 
 static void encode(Reader* r, const char* text, const char* file, size_t line) {
-    CHECK(r->tok, "%s:%zu: a text record needs a tokenizer: set data.tokenizer (a tokenizer.json or its directory), "
-          "or give model.init_from a checkpoint with tokenizer.json", file, line);
+    CHECK(r->tok, "%s:%zu: a text record needs a tokenizer: set data.tokenizer (build/train) or pass --tokenizer "
+          "(build/sft_eval), a tokenizer.json or its directory, or use a checkpoint with tokenizer.json", file, line);
     r->enc.n_ids = 0;
     tok_encode(&r->enc, (const uint8_t*)text, strlen(text));
 }

@@ -170,6 +170,14 @@ static void scan_weights(const char* dir, const TensorTable* tt, real* params, u
                            "embeddings differ from the checkpoint's)" : "");
 }
 
+bool hf_has_weights(const char* dir) {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/model.safetensors.index.json", dir);
+    if (path_exists(path)) return true;
+    snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+    return path_exists(path);
+}
+
 void hf_check_weights(const char* dir, const ModelConfig* cfg) {
     TensorTable tt;
     tensor_table_build(&tt, cfg, NULL, 0);

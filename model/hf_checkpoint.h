@@ -19,6 +19,10 @@
    one message. Returns the number of newly initialised tensors. */
 size_t hf_load_weights(Model* m, const char* dir, uint64_t init_seed, bool verbose);
 
+/* Whether dir has weight files (model.safetensors or model.safetensors.index.json): a directory of a
+   published config.json alone has none */
+bool hf_has_weights(const char* dir);
+
 /* The same checks from the safetensors headers alone (weight files present, every name, dtype and shape
    against cfg), before anything of the model's size is allocated; dies with the message. */
 void hf_check_weights(const char* dir, const ModelConfig* cfg);

@@ -2,6 +2,7 @@
 #include "model/hf_config.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -302,16 +303,22 @@ int hf_config_parse(const char* json, size_t len, const char* label, ModelConfig
     return rc;
 }
 
-void hf_config_read(const char* dir, ModelConfig* cfg) {
-    char path[4096], err[512];
-    snprintf(path, sizeof(path), "%s/config.json", dir);
+void hf_config_read_file(const char* path, ModelConfig* cfg) {
+    char err[512];
     size_t len;
     char* text = file_read_all_or_null(path, &len);
-    if (!text) DIE("%s: cannot read the checkpoint's config.json (is '%s' a Hugging Face checkpoint directory?)",
-                   path, dir);
+    if (!text) DIE("%s: cannot read the config.json: %s", path, strerror(errno));
     int rc = hf_config_parse(text, len, path, cfg, err, sizeof(err));
     free(text);
     if (rc) DIE("%s", err);
+}
+
+void hf_config_read(const char* dir, ModelConfig* cfg) {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    if (!path_exists(path)) DIE("%s: cannot read the checkpoint's config.json (is '%s' a Hugging Face checkpoint "
+                                "directory?)", path, dir);
+    hf_config_read_file(path, cfg);
 }
 
 /* a JSON number that Python reads as a float (transformers' rope validation checks isinstance(x, float)) */

@@ -19,6 +19,8 @@
 int hf_config_parse(const char* json, size_t len, const char* label, ModelConfig* cfg, char* err, size_t err_len);
 /* Read <dir>/config.json; dies with the message. */
 void hf_config_read(const char* dir, ModelConfig* cfg);
+/* Read the config.json at path (any file name); dies with the message. */
+void hf_config_read_file(const char* path, ModelConfig* cfg);
 /* config.json text for cfg (malloc'd); torch_dtype "float32" or "bfloat16". The source config's carried keys
    (token ids, ...) are written back; pe_config is written in the released RePo loader's reading whenever the
    layout is expressible there (all RoPE, RoPE + RePo, RoPE + NoPE) and left out when it mixes RePo and NoPE. */

@@ -108,6 +108,19 @@ static void print_group(const AdamW* a, FILE* fp, const char* label, bool (*keep
 static bool is_decay(const AdamWTensor* at, long want) { return at->decay == (want != 0); }
 static bool has_source(const AdamWTensor* at, long src) { return at->lr_source == src; }
 
+/* One line for the frozen tensors, however many (a LoRA run freezes every base tensor): their count and
+   parameters, and the first FROZEN_NAMES names */
+#define FROZEN_NAMES 4
+static void print_frozen(const AdamW* a, const TensorTable* tt, FILE* fp, size_t n_frozen, size_t p_frozen) {
+    if (!n_frozen) return;
+    fprintf(fp, "  frozen: %zu tensor%s (%zu params):", n_frozen, n_frozen == 1 ? "" : "s", p_frozen);
+    size_t shown = 0;
+    for (size_t k = 0; k < a->n_tensors && shown < FROZEN_NAMES; k++)
+        if (a->t[k].grad_offset == NO_GRAD) fprintf(fp, "%s %s", shown++ ? "," : "", tt->t[k].name);
+    if (n_frozen > shown) fprintf(fp, ", and %zu more", n_frozen - shown);
+    fputc('\n', fp);
+}
+
 /* the summary adamw_build prints: what decays, which lr multiplier each group has, what is frozen */
 void adamw_print(const AdamW* a, const TensorTable* tt, FILE* fp) {
     size_t n_frozen = 0, p_frozen = 0;
@@ -135,8 +148,7 @@ void adamw_print(const AdamW* a, const TensorTable* tt, FILE* fp) {
         print_group(a, fp, label, has_source, (long)p);
     }
     print_group(a, fp, "lr x1 (the rest)", has_source, LR_MULT_NONE);
-    for (size_t k = 0; k < a->n_tensors; k++)
-        if (a->t[k].grad_offset == NO_GRAD) fprintf(fp, "  frozen: %s\n", tt->t[k].name);
+    print_frozen(a, tt, fp, n_frozen, p_frozen);
 }
 
 /* the step's constants, in real, as torch's kernels see them */

@@ -227,6 +227,17 @@ void cli_checkpoint_config(CkptInfo* ci, ModelConfig* cfg, const char* path, con
     cli_apply_yarn(cfg, sh->yarn_factor, sh->yarn_orig, ci);
 }
 
+const char* cli_tokenizer(const CkptInfo* ci, const char* given, bool required, char* buf, size_t len) {
+    if (given) return given;
+    snprintf(buf, len, "%s/tokenizer.json", ci->dir);
+    if (path_exists(buf)) return buf;
+    if (required)
+        DIE("%s: the checkpoint '%s' has no tokenizer.json (checkpoints carry model.init_from's when it has one): "
+            "pass --tokenizer PATH, a tokenizer.json or the directory holding it (e.g. the Hugging Face checkpoint "
+            "it was trained from)", prog_name, ci->dir);
+    return NULL;
+}
+
 void cli_load_model(Model* m, const ModelConfig* cfg, const CkptInfo* ci, size_t B, size_t T) {
     const char* no_grads[] = {"*"};   /* inference only: no gradient arena */
     model_build(m, cfg, B, T, no_grads, 1, false);

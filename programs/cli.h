@@ -92,6 +92,11 @@ void cli_apply_yarn(ModelConfig* cfg, double factor, double orig, const CkptInfo
 void cli_check_output_file(const char* opt, const char* path);
 void cli_check_output_dir(const char* opt, const char* dir);
 
+/* The tokenizer of a checkpoint's program: `given` (--tokenizer) when not NULL, else the checkpoint's own
+   tokenizer.json (training copies model.init_from's into every checkpoint) into buf. None: NULL, or, when
+   required, die saying how to pass one. */
+const char* cli_tokenizer(const CkptInfo* ci, const char* given, bool required, char* buf, size_t len);
+
 /* Build m for batches (B, T) without gradients and load the checkpoint's
    weights; dies when config.json asks for RePo weights the checkpoint lacks. */
 void cli_load_model(Model* m, const ModelConfig* cfg, const CkptInfo* ci, size_t B, size_t T);

@@ -138,7 +138,8 @@ int main(int argc, char** argv) {
     CkptInfo ci;
     ModelConfig cfg;
     cli_checkpoint_config(&ci, &cfg, o.ckpt, &o.sh);
-    Tokenizer* t = tok_load(o.tokenizer ? o.tokenizer : ci.dir);
+    char tok_path[4200];
+    Tokenizer* t = tok_load(cli_tokenizer(&ci, o.tokenizer, true, tok_path, sizeof(tok_path)));
     CHECK(tok_vocab_size(t) <= cfg.V, "generate: the tokenizer has %zu tokens, more than the model's vocab_size %zu",
           tok_vocab_size(t), cfg.V);
 
@@ -181,6 +182,7 @@ int main(int argc, char** argv) {
     }
     double t2 = now_s();
     printf("\n");
+    fflush(stdout);   /* the text ends its line before the statistics (stderr) start theirs, in a shared log too */
     fprintf(stderr, "generate: prompt %zu tokens in %.2f s (%.1f tok/s); %zu new tokens in %.2f s: %.1f tok/s%s\n",
             n_prompt, t1 - t0, (double)n_prompt / (t1 - t0), n_new, t2 - t1,
             t2 > t1 ? (double)n_new / (t2 - t1) : 0.0, stopped ? " (stopped at the end of text token)" : "");

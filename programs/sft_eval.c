@@ -55,8 +55,7 @@ int main(int argc, char** argv) {
     cli_checkpoint_config(&ci, &cfg, ckpt, &sh);
     size_t T = seq_len ? seq_len : ci.train_len ? ci.train_len : 256;
     char tok[4200];
-    snprintf(tok, sizeof(tok), "%s/tokenizer.json", ci.dir);
-    if (!tokenizer && path_exists(tok)) tokenizer = tok;
+    tokenizer = cli_tokenizer(&ci, tokenizer, false, tok, sizeof(tok));   /* id records need none */
     PackedRows p;
     packed_open(&p, &file, 1, tokenizer, cfg.V, T, true);
 

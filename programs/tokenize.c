@@ -4,7 +4,7 @@
    (the string field --field). Each document gets the tokenizer's prefix (BOS,
    when its post-processor adds one) before it and the end of text token after
    it, and goes whole to train or to val by a hash of its index (the same
-   split on every run). Documents are tokenized in batches, in parallel over
+   split on every run; a small corpus gets a minimum of whole val documents). Documents are tokenized in batches, in parallel over
    documents, and written in input order, so the output does not depend on the
    thread count. */
 #include <cjson/cJSON.h>
@@ -61,7 +61,8 @@ static void usage(FILE* fp) {
         "  --jsonl             each line of each file is a JSON object holding one document\n"
         "  --field NAME        the JSONL field with the text (default text)\n"
         "  --val F             fraction of documents for validation, by a hash of the document's\n"
-        "                      index (default 0.005; 0 = none)\n"
+        "                      index (default 0.005; 0 = none); at least 8 whole documents (at most\n"
+        "                      a tenth of them), with a warning when the split is small\n"
         "  --shard-tokens N    tokens per shard (default 100000000)\n"
         "  --no-eos            no end of text token after each document (a template's own suffix stays)\n"
         "  --eos TOKEN         the end of text token's text (default: tokenizer_config.json's eos_token,\n"
@@ -221,17 +222,70 @@ static void cut_docs(Doc** docs, size_t* n, size_t* cap, const uint8_t* p, size_
     }
 }
 
-/* train or val for document index i: a hash of i against the fraction */
+/* drawn for val: a hash of document index i against the fraction */
 static int is_val(size_t i, double val) {
     return (double)(mix64((uint64_t)i) >> 11) * 0x1.0p-53 < val;
 }
 
+/* The validation split takes whole documents, at least VAL_MIN_DOCS of the n (never more than a tenth):
+   when the hash draws fewer (0.5% of 200 documents is one), every (n/forced)-th document goes to val too,
+   forced of them, so that a small corpus still leaves a run rows to evaluate. A run reads rows of
+   data.seq_len + 1 tokens; a split below VAL_WARN_TOKENS is warned about. */
+#define VAL_MIN_DOCS 8
+#define VAL_WARN_TOKENS 4097
+typedef struct { double val; size_t n, drawn, forced; } ValSplit;
+
+static ValSplit val_split(double val, size_t n) {
+    ValSplit s = {val, n, 0, 0};
+    if (val <= 0) return s;
+    for (size_t i = 0; i < n; i++) s.drawn += is_val(i, val);
+    size_t k = n / 10 < VAL_MIN_DOCS ? n / 10 : VAL_MIN_DOCS;
+    if (s.drawn < k) s.forced = k;
+    return s;
+}
+
+static int in_val(const ValSplit* s, size_t i) {
+    if (is_val(i, s->val)) return 1;
+    return s->forced && (i + 1) * s->forced / s->n > i * s->forced / s->n;   /* forced indices, evenly spaced */
+}
+
+/* the documents of every file, as the main loop will cut them */
+static size_t count_docs(const Options* o, const uint8_t* const* maps, const size_t* lens) {
+    Doc* docs = NULL;
+    size_t n = 0, cap = 0, total = 0;
+    for (size_t f = 0; f < o->n_files; f++) {
+        n = 0;
+        cut_docs(&docs, &n, &cap, maps[f], lens[f], f, o->jsonl);
+        total += n;
+    }
+    free(docs);
+    return total;
+}
+
+/* what the split holds, when it is small */
+static void val_report(const ValSplit* s, size_t val_docs, size_t val_tokens) {
+    if (s->val <= 0) return;
+    if (s->forced)
+        fprintf(stderr, "tokenize: --val %g drew %zu of %zu documents: the validation split takes at least %zu whole "
+                "documents (every %zu-th as well), %zu in all\n", s->val, s->drawn, s->n, s->forced,
+                s->n / s->forced, val_docs);
+    if (val_tokens < VAL_WARN_TOKENS)
+        fprintf(stderr, "tokenize: warning: the validation split holds %zu tokens in %zu documents; a run reads "
+                "rows of data.seq_len + 1 tokens from it (%d at seq_len %d) and stops at start when it holds fewer: "
+                "give more text or a larger --val, or set data.seq_len below %zu\n", val_tokens, val_docs,
+                VAL_WARN_TOKENS, VAL_WARN_TOKENS - 1, val_tokens);
+}
+
+/* One live line on a terminal (rewritten in place every 0.5 s); in a log file, plain lines every 10 s */
+static double progress_every(void) { return isatty(2) ? 0.5 : 10.0; }
+
 static void progress(double t0, size_t done, size_t total, size_t tokens, int last) {
     double dt = now_s() - t0, mb = (double)done / 1e6;
     double rate = dt > 0 ? mb / dt : 0, eta = rate > 0 ? ((double)(total - done) / 1e6) / rate : 0;
-    fprintf(stderr, "\r%9.1f / %.1f MB  %7.2f MB/s  %6.2fM tok/s  %zu tokens  ETA %dm%02ds%s", mb,
+    bool tty = isatty(2);
+    fprintf(stderr, "%s%9.1f / %.1f MB  %7.2f MB/s  %6.2fM tok/s  %zu tokens  ETA %dm%02ds%s", tty ? "\r" : "", mb,
             (double)total / 1e6, rate, dt > 0 ? (double)tokens / dt / 1e6 : 0.0, tokens, (int)eta / 60,
-            (int)eta % 60, last ? "\n" : "");
+            (int)eta % 60, last || !tty ? "\n" : "");
 }
 
 static void decode_shard(const Tokenizer* t, const char* path) {
@@ -307,6 +361,7 @@ int main(int argc, char** argv) {
     TokEncoder* enc = mallocCheck((size_t)n_threads * sizeof(TokEncoder));
     for (int k = 0; k < n_threads; k++) tok_encoder_init(&enc[k], t);
 
+    ValSplit split = val_split(o.print_ids ? 0 : o.val, o.print_ids || o.val <= 0 ? 0 : count_docs(&o, maps, lens));
     Doc* docs = NULL;
     size_t n_docs = 0, cap_docs = 0, doc_index = 0, done_bytes = 0, invalid = 0, n_val_docs = 0, text_bytes = 0;
     DocOut* outs = mallocCheck(BATCH_DOCS * sizeof(DocOut));
@@ -337,7 +392,7 @@ int main(int argc, char** argv) {
                     for (size_t k = 0; k < d->n; k++) printf(k ? " %d" : "%d", d->ids[k]);
                     putchar('\n');
                 } else {
-                    int v = is_val(doc_index, o.val);
+                    int v = in_val(&split, doc_index);
                     n_val_docs += v;
                     shard_write(&w[v], d->ids, d->n);
                 }
@@ -345,7 +400,7 @@ int main(int argc, char** argv) {
             }
             done_bytes += bytes;
             b0 = b1;
-            if (!o.print_ids && now_s() - last_print > 0.5) {
+            if (!o.print_ids && now_s() - last_print > progress_every()) {
                 progress(t0, done_bytes, total, w[0].n_tokens + w[1].n_tokens, 0);
                 last_print = now_s();
             }
@@ -366,6 +421,7 @@ int main(int argc, char** argv) {
                 n_val_docs, w[1].n_tokens, w[1].n_shards, o.val > 0 && !n_val_docs ? " (no document drew val)" : "");
         fprintf(stderr, "tokenize: %.3f MB of text in %.3f s: %.2f MB/s with %d thread(s)\n", (double)text_bytes / 1e6,
                 secs, secs > 0 ? (double)text_bytes / 1e6 / secs : 0.0, n_threads);
+        val_report(&split, n_val_docs, w[1].n_tokens);
     }
     if (invalid)
         fprintf(stderr, "tokenize: warning: %zu bytes were not valid UTF-8; they were tokenized as single bytes\n",

@@ -13,27 +13,13 @@
 #include "common/check.h"
 #include "common/rng.h"
 #include "model/attention.h"
+#include "train/timeplan.h"   /* sgemm_gflops */
 
 /* best GFLOP/s of cblas_sgemm C = A B on n×n matrices over 5 calls, after one warm-up call, timed by
    `clock` (seconds); *best_ms: the time of the best call */
 static inline double sgemm_rate(int n, double (*clock)(void), double* best_ms) {
     CHECK(n > 0 && n <= 16384, "sgemm size %d must be in [1, 16384]", n);
-    size_t nn = (size_t)n * n;
-    float* a = mallocCheck(3 * nn * sizeof(float));
-    float *b = a + nn, *c = b + nn;
-    Rng rng;
-    rng_seed(&rng, 7);
-    for (size_t i = 0; i < 2 * nn; i++) a[i] = (float)(rng_uniform(&rng) - 0.5);
-    double best = 1e30;
-    for (int r = 0; r < 6; r++) {
-        double t0 = clock();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-        double dt = clock() - t0;
-        if (r > 0 && dt < best) best = dt;
-    }
-    free(a);
-    *best_ms = best * 1e3;
-    return 2.0 * n * (double)n * n / best * 1e-9;
+    return sgemm_gflops((size_t)n, (size_t)n, (size_t)n, 5, 0, clock, best_ms);
 }
 
 typedef struct {

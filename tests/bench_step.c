@@ -95,26 +95,6 @@ static bool size_config(ModelConfig* c, const char* size, size_t* B, size_t* T) 
     return false;
 }
 
-/* Model FLOPs of one training step (docs/performance.md "FLOP count"):
-   every linear y = x W^T with W [out, in] costs 2·N·in·out forward and twice
-   that backward (dx and dW), 6·N·in·out in all, the LM head and the RePo module
-   included; causal attention forward 2·B·H·T²·hd (QK^T and PV, each the causal
-   half of 2·B·H·T²·hd), backward twice the forward. Norms, RoPE, softmax,
-   SwiGLU, cross-entropy and AdamW are not counted, nor is backward's
-   recomputation of P; embedding lookups are not FLOPs.
-   *attn: the attention part of the total. */
-static double model_flops(const ModelConfig* c, size_t B, size_t T, double* attn) {
-    double N = (double)B * T, D = c->D, hd = cfg_hd(c), qd = c->H * hd, kvd = c->KVH * hd, F = c->F;
-    double dp = cfg_dp(c), in_out = D * c->V;   /* LM head */
-    for (size_t l = 0; l < c->L; l++) {
-        in_out += D * qd + 2 * D * kvd + qd * D + 3 * D * F;   /* q, k, v, o, gate, up, down */
-        if (c->pos[l] == POS_REPO) in_out += 2 * D * dp + dp * c->KVH;   /* gate_map, content_map, final_map */
-    }
-    double attn_fwd = 2.0 * B * c->H * (double)T * T * hd;
-    *attn = 3.0 * attn_fwd * c->L;
-    return 6.0 * N * in_out + *attn;
-}
-
 static void bench_sgemm(int n, int threads, bool json) {
     double ms, gflops = sgemm_rate(n, now_s, &ms);
     if (json) printf("{\"sgemm_n\": %d, \"threads\": %d, \"gflops\": %.2f, \"ms\": %.2f}\n", n, threads, gflops, ms);
@@ -311,7 +291,7 @@ int main(int argc, char** argv) {
     double rss = peak_rss_mib();   /* before the attention timing allocates anything */
     faults = (minor_faults() - faults) / n;
     double ms = median(t_step, n) * 1e3, fwd = median(t_fwd, n) * 1e3, bwd = median(t_bwd, n) * 1e3;
-    double optm = median(t_opt, n) * 1e3, attn_flops, flops = model_flops(&c, B, T, &attn_flops);
+    double optm = median(t_opt, n) * 1e3, attn_flops, flops = model_train_flops(&c, B, T, &attn_flops);
     double gemm_gflop = 0, gemm_ms = o.gemms ? bench_gemms(&m, n, &gemm_gflop) : 0;
     double sg_ms, sg = o.mfu_n > 0 ? sgemm_rate(o.mfu_n, now_s, &sg_ms) : 0;   /* same process, same threads, same moment */
     double attn_ms = o.attn ? bench_attention(&c, B, T) : 0;

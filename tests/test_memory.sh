@@ -9,7 +9,10 @@
 #     and a run of 3 resumed to 6 give bit-identical weights, moments and losses; the
 #     moments are saved as BF16; recompute on and off give bit-identical losses;
 #  3. resuming a bf16-state checkpoint with state_dtype f32 (and back) converts with a note;
-#  4. the plan's token data row counts the files of mixture sources (data.train
+#  4. the time estimate of --plan (the FLOP count of docs/performance.md, recompute's extra forward) and
+#     the process counts it suggests: none when sharding the state cannot make it fit, never a count
+#     that does not fit;
+#  5. the plan's token data row counts the files of mixture sources (data.train
 #     and data.val in the mixture form) and JSONL files.
 . "$(dirname "$0")/testlib.sh" memory
 
@@ -51,6 +54,35 @@ else bad "7B shape: exit $rc, $kib KiB"; cat "$T/err" | tail -5; fi
 # run.check_memory false: the warning instead of the refusal (steps 0 and a tiny model so it fits in fact)
 build/train "$T/7b.json" --plan --set run.check_memory=false 2>&1 | grep -q "warning: the memory plan needs" &&
     ok "--plan of a config that does not fit: a warning, exit 0" || bad "--plan did not warn"
+
+echo "the time estimate, and which process counts the plan suggests"
+small() {  # file recompute
+    cat >"$1" <<JSON
+{"run": {"out_dir": "$T/never", "threads": 1},
+ "model": {"vocab_size": 4096, "d_model": 256, "n_layers": 4, "n_heads": 8, "d_ff": 1024},
+ "data": {"synthetic": {}, "seq_len": 256}, "train": {"batch_size": 8, "steps": 2000, "recompute": $2}}
+JSON
+}
+# docs/performance.md's FLOP count of S: 67.6 GFLOP per step; recompute adds the blocks' forward (18.2)
+small "$T/s.json" false
+small "$T/s_re.json" true
+for c in "s 68" "s_re 86"; do
+    line=$(build/train "$T/${c% *}.json" --plan | grep '^time: ')
+    if echo "$line" | grep -qE "^time: ≈ [0-9.]+ (ms|s|min|h)/step, 2000 steps ≈ [0-9.]+ (s|min|h|d) \(estimate: model ${c#* } GFLOP/step at [0-9]+ GFLOP/s measured sgemm 1024x256x1024, x0.78 efficiency"
+    then ok "${c% *} --plan: $line"; else bad "${c% *} --plan time line: '$line'"; fi
+done
+# a model whose parameters, gradients and activations alone exceed any machine's memory: no process count
+big "$T/huge.json" 8192 48 28672 100352 4096 f32
+build/train "$T/huge.json" --plan >"$T/huge.log" 2>&1
+if grep -q "mpirun -np N does not help: sharding (train.shard_optimizer) divides only the AdamW state" "$T/huge.log" &&
+    ! grep -q "mpirun -np [0-9]" "$T/huge.log"; then ok "no process count suggested: $(grep -o 'the rest takes .*' "$T/huge.log")"
+else bad "huge --plan suggests: $(grep mpirun "$T/huge.log")"; fi
+# the 1B shape with f32 state: whatever this machine has, a suggested count is one that fits, at most 64
+build/train "$T/1b.json" --plan --set optim.state_dtype=f32 >"$T/1b_f32.log" 2>&1
+counts=$(grep -o "mpirun -np [0-9]*.*" "$T/1b_f32.log")
+if grep -q "^time: ≈" "$T/1b_f32.log" && ! echo "$counts" | grep -v "fits$" | grep -q . &&
+    ! echo "$counts" | grep -qE "np [0-9]{3,}"; then ok "the 1B shape's suggestions: ${counts:-(it fits here)}"
+else bad "the 1B shape's suggestions: $counts"; fi
 
 echo "the plan's token data row counts every file the config names"
 build/tools/gen_tokens "$T/web.u16" 300000 64 1 >/dev/null &&

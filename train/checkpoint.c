@@ -144,6 +144,22 @@ static void save_state(const char* path, const TrainerState* st, const char* con
 
 const char* const CKPT_FILES[CKPT_N_FILES] = {"config.json", "model.safetensors", "optimizer.safetensors",
                                               "trainer_state.json"};
+const char* const CKPT_CARRIED[CKPT_N_CARRIED] = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                                                  "generation_config.json"};
+
+/* the CKPT_CARRIED files of from (those it has) into dir, each atomically */
+static void copy_carried(const char* from, const char* dir) {
+    char src[4200], dst[4300];   /* dir: a step directory path of up to 4200 bytes */
+    for (size_t i = 0; i < CKPT_N_CARRIED; i++) {
+        snprintf(src, sizeof(src), "%s/%s", from, CKPT_CARRIED[i]);
+        size_t len;
+        char* text = file_read_all_or_null(src, &len);
+        if (!text) continue;
+        snprintf(dst, sizeof(dst), "%s/%s", dir, CKPT_CARRIED[i]);
+        file_write_atomic(dst, text, len);
+        free(text);
+    }
+}
 
 /* N of a name step_N: digits only, at most 19 of them (below 2^64); false for any other name */
 static bool step_of(const char* name, size_t* step) {
@@ -196,7 +212,7 @@ static bool complete(const char* dir) {
 }
 
 void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const TrainerState* st, const char* config_json,
-               StDtype model_dtype, size_t keep_last) {
+               StDtype model_dtype, size_t keep_last, const char* carry_dir) {
     if (dist_rank() != 0) {   /* rank 0 writes; the others send their optimizer state */
         if (is_sharded(opt)) serve_moments(opt);
         dist_barrier();
@@ -214,6 +230,7 @@ void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const Trai
     save_optimizer(path, m, opt, model_dtype != ST_F32);
     snprintf(path, sizeof(path), "%s/trainer_state.json", tmp_dir);
     save_state(path, st, config_json);
+    if (carry_dir && carry_dir[0]) copy_carried(carry_dir, tmp_dir);
     fsync_dir(tmp_dir);
     run_dir_remove_checkpoint(final_dir);   /* a re-save of the same step (e.g. after a resume) */
     if (lstat(final_dir, &old) == 0) {   /* kept: it holds what repoc did not write; set it aside, whole */

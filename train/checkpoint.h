@@ -3,6 +3,7 @@
                             optimizer.safetensors             (AdamW moments under the parameter names,
                                                                plus F32 master weights when the model is BF16)
                             trainer_state.json                (step, tokens, the resolved run config)
+                            tokenizer.json, ... (CKPT_CARRIED: those the source model has)
      out_dir/latest         the name of the newest complete checkpoint
    A checkpoint is written into step_NNNNNNN.tmp.<pid>/, every file fsynced, the
    directory renamed into place and the parent fsynced, then `latest` is
@@ -23,6 +24,11 @@
 /* The four files of a complete checkpoint directory (the layout above) */
 #define CKPT_N_FILES 4
 extern const char* const CKPT_FILES[CKPT_N_FILES];
+/* The tokenizer and generation files a checkpoint carries from the model it was made from, when that has them
+   (tokenizer.json, tokenizer_config.json, special_tokens_map.json, generation_config.json): repoc's files too,
+   for pruning and cleanup */
+#define CKPT_N_CARRIED 4
+extern const char* const CKPT_CARRIED[CKPT_N_CARRIED];
 
 /* The steps N of out_dir's entries named step_N (N decimal digits only, as
    ckpt_save writes them; step_N.tmp.<pid>, step_+N and the like are not
@@ -43,9 +49,10 @@ typedef struct {
    Collective under MPI (common/dist.h): every rank calls it; rank 0 writes,
    gathering the AdamW state when it is sharded (the file is the same as from
    one rank, so any number of ranks can resume from it), and every rank
-   returns once the checkpoint is complete. */
+   returns once the checkpoint is complete. carry_dir: the directory whose CKPT_CARRIED files are copied in
+   (each written atomically like the others; those it lacks are left out), or NULL. */
 void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const TrainerState* st, const char* config_json,
-               StDtype model_dtype, size_t keep_last);
+               StDtype model_dtype, size_t keep_last, const char* carry_dir);
 
 /* The newest complete checkpoint of out_dir into path: the one `latest` names
    if it is complete, else the highest-numbered complete step directory.

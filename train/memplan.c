@@ -131,6 +131,31 @@ static void suggest(FILE* fp, const char* label, const RunConfig* rc, const Mode
     fprintf(fp, "  %-62s %7.2f GiB%s\n", label, q.total / GIB, q.total <= available ? "  fits" : "");
 }
 
+/* More ranks, one per machine, with the AdamW state sharded: the smallest count up to MAX_RANKS_SUGGESTED
+   that fits. Sharding divides only the state, so when even the rest alone does not fit, no count does. */
+#define MAX_RANKS_SUGGESTED 64
+static void suggest_ranks(FILE* fp, const RunConfig* sharded, const ModelConfig* cfg, size_t world,
+                          size_t data_bytes, double available) {
+    MemPlan q;
+    memplan_compute(&q, cfg, sharded, (size_t)1 << 40, data_bytes);   /* the state shrunk to nothing */
+    double rest = q.total;
+    if (rest > available) {
+        fprintf(fp, "  mpirun -np N does not help: sharding (train.shard_optimizer) divides only the AdamW state; the "
+                "rest takes %.2f GiB per rank at any N\n", rest / GIB);
+        return;
+    }
+    for (size_t w = world * 2; w <= MAX_RANKS_SUGGESTED; w *= 2) {
+        memplan_compute(&q, cfg, sharded, w, data_bytes);
+        if (q.total > available) continue;
+        char label[128];
+        snprintf(label, sizeof(label), "mpirun -np %zu, train.shard_optimizer, one rank per machine", w);
+        fprintf(fp, "  %-62s %7.2f GiB per rank  fits\n", label, q.total / GIB);
+        return;
+    }
+    fprintf(fp, "  mpirun -np N fits only above %d ranks (one per machine, state sharded; %.2f GiB per rank without "
+            "the state): change the settings above instead\n", MAX_RANKS_SUGGESTED, rest / GIB);
+}
+
 void memplan_check(const MemPlan* p, const ModelConfig* cfg, const RunConfig* rc, double available,
                    const char* available_what) {
     double need = p->total * (double)(p->local_ranks ? p->local_ranks : 1);
@@ -179,18 +204,9 @@ void memplan_check(const MemPlan* p, const ModelConfig* cfg, const RunConfig* rc
     strcpy(alt->optim.state_dtype, "bf16");
     alt->train.batch_size = 1;
     suggest(fp, "all of recompute, bf16 state and batch_size 1", alt, cfg, p->world, data, available);
-    for (size_t w = p->world * 2; w <= 1024; w *= 2) {   /* ranks on separate machines: the state shards */
-        *alt = *rc;
-        alt->train.shard_optimizer = true;
-        MemPlan q;
-        memplan_compute(&q, cfg, alt, w, data);
-        if (q.total <= available || w == 1024) {
-            char label[128];
-            snprintf(label, sizeof(label), "mpirun -np %zu, train.shard_optimizer, one rank per machine", w);
-            fprintf(fp, "  %-62s %7.2f GiB per rank%s\n", label, q.total / GIB, q.total <= available ? "  fits" : "");
-            break;
-        }
-    }
+    *alt = *rc;
+    alt->train.shard_optimizer = true;
+    suggest_ranks(fp, alt, cfg, p->world, data, available);
     free(alt);
     if (refuse) {
         fprintf(fp, "nothing was allocated. Set run.check_memory to false to start anyway.\n");

@@ -38,6 +38,7 @@ const RcKey RC_KEYS[] = {
     BOOL("run.check_memory", run.check_memory, 0, "memory_check"),
     SEC("model"),
     STR("model.init_from", model.init_from, KF_NULL, "checkpoint|init|model_path|from"),
+    STR("model.from_config", model.from_config, KF_NULL, "config|config_json|architecture_config"),
     ENUM("model.arch", model.arch, "olmo2|llama", KF_CKPT, "architecture|architectures"),
     SIZE("model.vocab_size", model.vocab_size, 1, 2147483647.0, KF_CKPT, "vocab|n_vocab"),
     SIZE("model.d_model", model.d_model, 1, BIG, KF_CKPT, "hidden_size|dim|n_embd"),
@@ -145,6 +146,7 @@ void run_config_defaults(RunConfig* rc) {
     rc->run.resume_mode = RESUME_AUTO;
 
     rc->model.init_from[0] = 0;
+    rc->model.from_config[0] = 0;
     rc->model.arch = m.block;
     rc->model.vocab_size = m.V;
     rc->model.d_model = m.D;
@@ -270,6 +272,23 @@ static int load_file(RcCtx* c, const char* path) {
     return r;
 }
 
+bool run_config_sizes_from_file(const RunConfig* rc) { return rc->model.init_from[0] || rc->model.from_config[0]; }
+
+/* model.from_config names the whole architecture: neither a checkpoint to load nor typed sizes go with it */
+static int check_from_config(RcCtx* c) {
+    const RcModel* m = &c->rc->model;
+    if (m->init_from[0])
+        return rc_fail(c, "model.from_config", "given together with model.init_from: from_config starts a fresh model "
+                       "of a config.json's architecture, init_from continues a checkpoint's weights; use one");
+    static const char* sizes[] = {"model.arch", "model.vocab_size", "model.d_model", "model.n_layers",
+                                  "model.n_heads", "model.n_kv_heads", "model.d_ff", "model.tie_embeddings"};
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+        if (run_config_was_set(c->rc, sizes[i]))
+            return rc_fail(c, sizes[i], "given together with model.from_config '%s', which sets the architecture: "
+                           "remove %s, or drop model.from_config to give every size", m->from_config, sizes[i]);
+    return 0;
+}
+
 /* Checks between keys, after the file and the overrides. Derives resume_mode
    and, for a fresh model, n_kv_heads = n_heads when it was null. */
 static int validate(RcCtx* c) {
@@ -297,7 +316,8 @@ static int validate(RcCtx* c) {
     if (!strcmp(m->base_dtype, "bf16") && !m->init_from[0])
         return rc_fail(c, "model.base_dtype", "\"bf16\" keeps a frozen base loaded from model.init_from; give one "
                        "(a fresh model has nothing frozen to keep)");
-    if (!m->init_from[0]) {   /* with init_from the sizes come from the checkpoint (run_config_apply_checkpoint) */
+    if (m->from_config[0] && check_from_config(c)) return -1;
+    if (!run_config_sizes_from_file(rc)) {   /* else from config.json (run_config_apply_checkpoint) */
         if (m->n_kv_heads == RC_UNSET) m->n_kv_heads = m->n_heads;
         if (m->d_model % m->n_heads)
             return rc_fail(c, "model.n_heads", "%zu does not divide model.d_model %zu", m->n_heads, m->d_model);
@@ -356,7 +376,7 @@ static int validate(RcCtx* c) {
     if (!val && !d->synthetic && rc->train.eval_every)
         return rc_fail(c, "data.val", "empty while train.eval_every is %zu: give files or globs, or set "
                        "train.eval_every to 0", rc->train.eval_every);
-    if (d->document_mask && d->eos_token_id == RC_UNSET && !rc->model.init_from[0] && strcmp(d->format, "jsonl"))
+    if (d->document_mask && d->eos_token_id == RC_UNSET && !run_config_sizes_from_file(rc) && strcmp(d->format, "jsonl"))
         return rc_fail(c, "data.eos_token_id", "is required with data.document_mask: the token that ends each "
                        "document (model.init_from's checkpoint supplies it when its config.json has eos_token_id)");
     return 0;
@@ -406,9 +426,9 @@ int run_config_load(RunConfig* rc, const char* path, const char* const* override
 
 /* ---- output: the print and the JSON share value_json ---- */
 
-/* left out: with init_from, a key the checkpoint provides that was not set */
+/* left out: with init_from or from_config, a key the config.json provides that was not set */
 static bool from_checkpoint(const RunConfig* rc, const RcKey* k) {
-    return rc->model.init_from[0] && (k->flags & KF_CKPT) && !rc->set[k - RC_KEYS];
+    return run_config_sizes_from_file(rc) && (k->flags & KF_CKPT) && !rc->set[k - RC_KEYS];
 }
 
 /* the shortest text that reads back as the same double */
@@ -478,7 +498,7 @@ void run_config_print(const RunConfig* rc, FILE* fp) {
         CHECK(dot && (size_t)(dot - k->path) == strlen(section) && !strncmp(k->path, section, strlen(section)),
               "schema order: %s is not a key of section %s", k->path, section);
         if (from_checkpoint(rc, k)) {
-            fprintf(fp, " %s=(init_from)", dot + 1);
+            fprintf(fp, " %s=(%s)", dot + 1, rc->model.init_from[0] ? "init_from" : "from_config");
             continue;
         }
         cJSON* v = value_json(rc, k);

@@ -86,6 +86,8 @@ typedef struct {                        /* LoRA adapters on the projections (PEF
 
 typedef struct {
     char init_from[RC_PATH_LEN];        /* "" (JSON null) = a fresh model; else an HF checkpoint dir */
+    char from_config[RC_PATH_LEN];      /* "" (JSON null); else a config.json (or a directory holding one): a fresh
+                                           model of that architecture, sizes from the file */
     BlockStyle arch;                    /* olmo2 */
     size_t vocab_size;                  /* 4096 */
     size_t d_model;                     /* 256 */
@@ -195,6 +197,9 @@ void run_config_defaults(RunConfig* rc);
 int run_config_load(RunConfig* rc, const char* path, const char* const* overrides, size_t n_overrides,
                     char* err, size_t err_len);
 void run_config_free(RunConfig* rc);
+
+/* Whether the model's sizes come from a config.json: model.init_from or model.from_config is set */
+bool run_config_sizes_from_file(const RunConfig* rc);
 
 /* Whether the key at path (e.g. "model.d_model", or a section "model") was
    given explicitly (for a section: it or any key inside it). */

@@ -16,11 +16,11 @@
 #include "common/threads.h"
 #include "data/mix.h"      /* mix_triple: the LoRA dropout key of a micro-batch */
 #include "model/hf_checkpoint.h"
-#include "model/hf_config.h"
 #include "optim/clip.h"
 #include "optim/schedule.h"
 #include "train/memplan.h"
 #include "train/run_dir.h"
+#include "train/timeplan.h"
 
 /* the checkpoint to resume from, if any (run.resume: auto | never | a path) */
 static bool find_resume(const RunConfig* rc, char* path, size_t len) {
@@ -81,32 +81,6 @@ static void check_resume_batch(const Trainer* tr) {
         tr->rc.train.grad_accum, tr->world, tr->world == 1 ? "" : "s", st.rows_per_step);
 }
 
-/* init_from names a checkpoint directory, or a run directory whose `latest` names one */
-static void resolve_init_from(const char* from, char* dir, size_t len) {
-    char p[4096];
-    snprintf(p, sizeof(p), "%s/config.json", from);
-    if (path_exists(p) || !is_dir(from)) { snprintf(dir, len, "%s", from); return; }
-    CHECK(ckpt_find_latest(from, dir, len), "model.init_from: '%s' has no config.json and no checkpoint", from);
-}
-
-static void resolve_model_config(Trainer* tr) {
-    char err[1024];
-    RunConfig* rc = &tr->rc;
-    if (tr->resumed_from[0]) {   /* the checkpoint's own config: positions as they were trained */
-        hf_config_read(tr->resumed_from, &tr->mcfg);
-        if (run_config_apply_checkpoint(rc, &tr->mcfg, tr->resumed_from, true, err, sizeof(err))) DIE("%s", err);
-        return;
-    }
-    if (rc->model.init_from[0]) {
-        resolve_init_from(rc->model.init_from, tr->init_dir, sizeof(tr->init_dir));
-        hf_config_read(tr->init_dir, &tr->mcfg);
-        if (run_config_apply_checkpoint(rc, &tr->mcfg, tr->init_dir, false, err, sizeof(err))) DIE("%s", err);
-        hf_check_weights(tr->init_dir, &tr->mcfg);   /* from the headers, before the model is allocated */
-        return;
-    }
-    run_config_model(rc, &tr->mcfg);
-}
-
 /* The optimizer: the whole state, or this rank's slice of it (ZeRO-1); each rank's slice recorded for the gathers */
 static void build_optimizer(Trainer* tr) {
     const TensorTable* tt = &tr->model.tensors;
@@ -138,17 +112,29 @@ void trainer_memory_plan(Trainer* tr, bool plan_only) {
     char what[192];
     double avail = memplan_available(what, sizeof(what));
     if (plan_only) printf("available: %.2f GiB (%s)\n", avail / 1073741824.0, what);
+    TimePlan tp;
+    TrainerState st = {0};
+    if (tr->resumed_from[0]) ckpt_load_state(tr->resumed_from, &st);
+    timeplan_compute(&tp, &tr->mcfg, rc, st.step);
+    timeplan_print(&tp, stdout);
     fflush(stdout);
     memplan_check(&plan, &tr->mcfg, rc, avail, what);
+}
+
+/* run.threads, else the cores shared among this machine's ranks: for the run, and for --plan's sgemm probe */
+static void init_threads(const RunConfig* rc) {
+    int threads = (int)rc->run.threads;
+    threads_init(threads ? threads : threads_share(dist_local_world()));
 }
 
 void trainer_plan_only(Trainer* tr) {
     RunConfig* rc = &tr->rc;
     tr->rank = dist_rank();
     tr->world = dist_world();
+    init_threads(rc);
     tr->resumed_from[0] = 0;
     find_resume(rc, tr->resumed_from, sizeof(tr->resumed_from));   /* reads out_dir, locks nothing */
-    resolve_model_config(tr);
+    trainer_resolve_model(tr, true);
     model_config_validate(&tr->mcfg);
     trainer_memory_plan(tr, true);
 }
@@ -168,8 +154,7 @@ void trainer_setup(Trainer* tr) {
     RunConfig* rc = &tr->rc;
     tr->rank = dist_rank();
     tr->world = dist_world();
-    int threads = (int)rc->run.threads;
-    threads_init(threads ? threads : threads_share(dist_local_world()));
+    init_threads(rc);
     threads_print(stdout);
     run_config_print(rc, stdout);
     tr->B = rc->train.batch_size;
@@ -183,7 +168,7 @@ void trainer_setup(Trainer* tr) {
     }
     dist_bcast(tr->resumed_from, sizeof(tr->resumed_from));   /* rank 0 decides for all */
     if (tr->resumed_from[0]) check_resume_batch(tr);
-    resolve_model_config(tr);
+    trainer_resolve_model(tr, false);
     model_config_validate(&tr->mcfg);
     char err[1024];
     int32_t eos;
@@ -197,14 +182,8 @@ void trainer_setup(Trainer* tr) {
         CHECK(!rc->data.synthetic, "data.format \"jsonl\" reads data.train files; remove data.synthetic");
         CHECK(!rc->data.train_sources && !rc->data.val_sources,
               "data.format \"jsonl\" takes data.train and data.val as lists of files, not of sources");
-        char tok[4096] = "";   /* data.tokenizer, else model.init_from's tokenizer.json when it has one */
-        if (rc->data.tokenizer[0]) snprintf(tok, sizeof(tok), "%s", rc->data.tokenizer);
-        else if (rc->model.init_from[0]) {
-            char dir[4000];
-            resolve_init_from(rc->model.init_from, dir, sizeof(dir));
-            snprintf(tok, sizeof(tok), "%s/tokenizer.json", dir);
-            if (!path_exists(tok)) tok[0] = 0;
-        }
+        char tok[4200];   /* data.tokenizer, else the model's tokenizer.json when it has one */
+        if (!trainer_tokenizer_json(tr, tok, sizeof(tok))) tok[0] = 0;
         data_source_open_jsonl(&tr->data, train_files, rc->data.train.n, val_files, rc->data.val.n,
                                tok[0] ? tok : NULL, rc->data.order, rc->run.seed, tr->mcfg.V, tr->T);
     } else {
@@ -246,7 +225,11 @@ void trainer_setup(Trainer* tr) {
     } else if (rc->model.init_from[0]) {
         hf_load_weights(&tr->model, tr->init_dir, rc->run.seed, true);
     } else {
-        model_init_weights(&tr->model, rc->run.seed, rc->model.init_std);
+        double std = trainer_init_std(tr);
+        model_init_weights(&tr->model, rc->run.seed, std);
+        if (rc->model.from_config[0])
+            printf("fresh weights of the architecture in %s: N(0, %g²) truncated at ±3σ, seed %llu\n",
+                   rc->model.from_config, std, (unsigned long long)rc->run.seed);
     }
     /* every rank starts from rank 0's weights */
     dist_bcast(tr->model.params, tr->model.tensors.n_params * sizeof(real));
@@ -505,7 +488,10 @@ void trainer_save(Trainer* tr) {
     tr->state.world_size = (size_t)tr->world;
     StDtype dt = strcmp(tr->rc.train.save_dtype, "bf16") ? ST_F32 : ST_BF16;
     double t0 = now_s();
-    ckpt_save(tr->rc.run.out_dir, &tr->model, &tr->opt, &tr->state, tr->config_json, dt, tr->rc.train.keep_last);
+    ckpt_save(tr->rc.run.out_dir, &tr->model, &tr->opt, &tr->state, tr->config_json, dt, tr->rc.train.keep_last,
+              tr->tok_dir);
     printf("saved %s/step_%07zu (%.1f s)\n", tr->rc.run.out_dir, tr->state.step, now_s() - t0);
+    /* the next save copies from this checkpoint: keep_last may prune the one the files came from */
+    if (tr->tok_dir[0]) snprintf(tr->tok_dir, sizeof(tr->tok_dir), "%s/step_%07zu", tr->rc.run.out_dir, tr->state.step);
     fflush(stdout);
 }

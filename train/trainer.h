@@ -49,6 +49,8 @@ typedef struct {
     real* target_weights;        /* (B,T) answer_weight on answer targets, 1 elsewhere; or NULL */
     char resumed_from[4096];     /* "" when the run started fresh */
     char init_dir[4096];         /* the checkpoint model.init_from resolved to */
+    char tok_dir[4096];          /* whose tokenizer files every checkpoint carries: the resumed checkpoint,
+                                    init_dir, model.from_config's directory; "" = none */
     double first_loss;           /* loss of the first step this process ran */
     bool has_first_loss;
     double last_val_loss;
@@ -74,6 +76,18 @@ void trainer_memory_plan(Trainer* tr, bool plan_only);
    nothing large and writes nothing. */
 void trainer_plan_only(Trainer* tr);
 void trainer_free(Trainer* tr);
+
+/* train/trainer_model.c. The model config into tr->mcfg (resume > init_from > from_config > typed sizes) and
+   tr->init_dir, tr->tok_dir; dies on a config that disagrees, or on init_from without weights (plan_only: a
+   note that the weights were not checked). */
+void trainer_resolve_model(Trainer* tr, bool plan_only);
+/* init_from names a checkpoint directory, or a run directory whose `latest` names one: the checkpoint into dir */
+void trainer_resolve_init_from(const char* from, char* dir, size_t len);
+/* The tokenizer.json of the run: data.tokenizer, else tok_dir's, else init_from's; false when there is none */
+bool trainer_tokenizer_json(const Trainer* tr, char* path, size_t len);
+/* The std of a fresh model's matrices: model.init_std, or with model.from_config (init_std not set) the
+   config.json's initializer_range when it has one, as transformers initialises from a config */
+double trainer_init_std(const Trainer* tr);
 
 /* One optimizer step: grad_accum micro-batches, all-reduce, clip, schedule,
    AdamW (and all-gather when sharded), log.

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# model.from_config: a fresh model of a published config.json's architecture
+# (tests/corpus/hf_configs), for pretraining from scratch; its checkpoints'
+# config.json reads back as the same architecture and continues with
+# init_from. It excludes init_from and the size keys. --plan works from
+# from_config and from a config-only init_from directory (the weights not
+# checked), which a run refuses with a pointer to from_config.
+. "$(dirname "$0")/testlib.sh" from_config
+H=tests/corpus/hf_configs
+
+config() {  # file model-json [extra top-level json]
+    cat >"$1" <<JSON
+{"run": {"out_dir": "$T/run", "threads": 1, "seed": 2},
+ "model": $2,
+ "data": {"synthetic": {}, "seq_len": 128},
+ "optim": {"warmup_steps": 0},
+ "train": {"batch_size": 1, "steps": 2, "log_every": 1, "eval_every": 0, "save_every": 0, "keep_last": 1}}
+JSON
+}
+plan_ok() {  # label config pattern...
+    local label=$1 cfg=$2 miss=""
+    shift 2
+    build/train "$cfg" --plan >"$T/plan.log" 2>&1
+    local rc=$?
+    for p in "$@"; do grep -qF -- "$p" "$T/plan.log" || miss="$miss '$p'"; done
+    if [ $rc -eq 0 ] && [ -z "$miss" ]; then ok "$label"
+    else bad "$label: exit $rc, missing:$miss: $(tail -n 2 "$T/plan.log")"; fi
+}
+
+echo "--plan from published configs, without weights"
+for f in smollm2_135m olmo2_1b llama3.2_1b; do
+    config "$T/$f.json" "{\"from_config\": \"$H/$f.json\"}"
+    plan_ok "from_config $f.json plans" "$T/$f.json" "memory plan" "peak RSS"
+done
+mkdir -p "$T/olmo2_1b" && cp "$H/olmo2_1b.json" "$T/olmo2_1b/config.json"
+config "$T/dir.json" "{\"from_config\": \"$T/olmo2_1b\", \"positions\": {\"mode\": \"repo\"}}"
+plan_ok "from_config names a directory (with RePo)" "$T/dir.json" "memory plan"
+config "$T/init.json" "{\"init_from\": \"$T/olmo2_1b\"}"
+plan_ok "--plan from a config-only init_from directory" "$T/init.json" "memory plan" "weights were not checked"
+expect_refused "a run from a config-only init_from directory" "give it as model.from_config instead" "$T/init.json"
+[ ! -e "$T/run" ] && ok "  ... and wrote nothing" || bad "the refused run created $T/run"
+
+echo "from_config excludes init_from and the size keys"
+config "$T/both.json" "{\"from_config\": \"$H/olmo2_1b.json\", \"init_from\": \"$T/olmo2_1b\"}"
+expect_refused "with init_from" "model.from_config: given together with model.init_from" "$T/both.json"
+config "$T/size.json" "{\"from_config\": \"$H/olmo2_1b.json\", \"d_model\": 512}"
+expect_refused "with model.d_model" "model.d_model: given together with model.from_config" "$T/size.json"
+expect_refused "with --set model.n_layers" "model.n_layers: given together with model.from_config" \
+    "$T/dir.json" --set model.n_layers=2
+config "$T/missing.json" "{\"from_config\": \"$T/nothing\"}"
+expect_refused "a path that does not exist" "model.from_config: '$T/nothing' does not exist" \
+    "$T/missing.json"
+
+echo "a tiny architecture trains from scratch, saves a config.json that loads back"
+mkdir -p "$T/tiny"
+cat >"$T/tiny/config.json" <<'JSON'
+{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu", "hidden_size": 32,
+ "intermediate_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2,
+ "vocab_size": 64, "max_position_embeddings": 256, "rms_norm_eps": 1e-05, "rope_theta": 50000.0,
+ "tie_word_embeddings": true, "initializer_range": 0.05, "bos_token_id": 1, "eos_token_id": 2,
+ "attention_bias": false, "mlp_bias": false}
+JSON
+config "$T/tiny.json" "{\"from_config\": \"$T/tiny\"}"
+if build/train "$T/tiny.json" >"$T/tiny.log" 2>&1 && grep -q "N(0, 0.05²)" "$T/tiny.log" &&
+    grep -q "^time: ≈ .*, 2 steps ≈" "$T/tiny.log"; then
+    ok "trains 2 steps (the start gives a time estimate), initialised with the config's initializer_range"
+else bad "the tiny run: $(tail -n 3 "$T/tiny.log")"; fi
+saved="$T/run/step_0000002/config.json"
+miss=""
+for kv in hidden_size:32 intermediate_size:64 num_key_value_heads:2 num_hidden_layers:2 vocab_size:64 \
+    tie_word_embeddings:true max_position_embeddings:256 eos_token_id:2 'architectures:\["LlamaForCausalLM"\]'; do
+    grep -qE -- "\"${kv%%:*}\":[[:space:]]*${kv#*:}" "$saved" 2>/dev/null || miss="$miss $kv"
+done
+[ -z "$miss" ] && ok "the checkpoint's config.json has the architecture" || bad "the saved config.json lacks:$miss"
+if build/train "$T/tiny.json" --set train.steps=3 >"$T/resume.log" 2>&1 && grep -q "resumed from .* at step 2" "$T/resume.log" &&
+    build/train "$T/run/run_config.json" --plan >"$T/saved.log" 2>&1; then
+    ok "the run resumes, and its saved run_config.json loads (from_config kept, the sizes left to the file)"
+else bad "resume / saved config: $(tail -n 2 "$T/resume.log" "$T/saved.log")"; fi
+config "$T/again.json" "{\"init_from\": \"$T/run\"}"
+sed -i "s|\"out_dir\": \"$T/run\"|\"out_dir\": \"$T/run2\"|" "$T/again.json"
+if build/train "$T/again.json" >"$T/again.log" 2>&1 && grep -q "loaded .* tensors from $T/run/step_0000003" "$T/again.log"
+then ok "init_from continues the from_config checkpoint"
+else bad "continuing: $(tail -n 3 "$T/again.log")"; fi
+exit $((failures > 0))
