@@ -56,9 +56,17 @@ build/train "$out/lora.json"
 ckpt="$out/lora/$(head -n 1 "$out/lora/latest")"
 build/merge "$(readlink -f "$out/base/$(head -n 1 "$out/base/latest")")" "$ckpt" "$out/merged"
 echo "== held-out records ($out/sft_val.jsonl)"
+row() {   # label checkpoint: sft_eval's line, then the row of docs/finetune.md's table
+    build/sft_eval "$2" "$out/sft_val.jsonl" --tokenizer "$tok" --seq-len 64 | tee "$out/eval.txt"
+    sed -n 's/.*completion loss \([0-9.]*\)  token accuracy \([0-9.]*\) .*exact match \([0-9.]*\) .*/\1 \2 \3/p' \
+        "$out/eval.txt" | awk -v l="$1" '{printf "| %s | %.4f | %.3f | %.3f |\n", l, $1, $2, $3}' >>"$out/table.md"
+}
+: >"$out/table.md"
 echo "-- before (the base model):"
-build/sft_eval "$out/base" "$out/sft_val.jsonl" --tokenizer "$tok" --seq-len 64
+row "base (before)" "$out/base"
 echo "-- after (base + LoRA adapter):"
-build/sft_eval "$ckpt" "$out/sft_val.jsonl" --tokenizer "$tok" --seq-len 64
+row "base + LoRA adapter (after, 300 steps)" "$ckpt"
 echo "-- after, merged into a plain checkpoint ($out/merged):"
-build/sft_eval "$out/merged" "$out/sft_val.jsonl" --tokenizer "$tok" --seq-len 64
+row "merged (\`build/merge\`)" "$out/merged"
+echo "== docs/finetune.md's table"
+cat "$out/table.md"
