@@ -14,8 +14,9 @@
 #      run's others removed, other names untouched); a second tokenize to a
 #      prefix in use stops naming the holder's pid;
 #   5. a file-size limit (ulimit -f): exit 1 naming the file, no partial
-#      output, for tokenize and plot; temporary shards of killed runs are
-#      removed by the next run, those of live processes kept;
+#      output, for tokenize and plot; a tokenize killed while writing leaves
+#      only temporary shards, which the next run removes (those of live
+#      processes are kept);
 #   6. \u0000 in a JSONL string is refused naming file, line and key
 #      (tokenize --jsonl and the JSONL reader of sft_eval and train).
 # Tiny inputs, one thread: a few seconds.
@@ -151,6 +152,21 @@ check "  the message says why, and no shard or temporary file is left" \
 expect "plot under ulimit -f 1: exit 1 naming the file" 1 "File too large" \
     bash -c "set -o pipefail; ulimit -f 1; build/plot $T/run --out $T/u/big.svg 2>&1 | cat"
 check "  no SVG and no temporary file is left" '[ "$(ls "$T/u")" = web.lock ]'
+cp "$P"_train_000000.bin "$T/before_kill.bin"
+for i in $(seq 300); do cat $F/sample.txt; done >"$T/big.txt"   # 270 KB; 80 of them take seconds
+big=()
+for i in $(seq 80); do big+=("$T/big.txt"); done
+$tok --tokenizer $F/gpt2.json --threads 1 --val 0 --shard-tokens 5000 --out "$P" "${big[@]}" >"$T/killed.log" 2>&1 &
+k=$!
+wait_for "ls '$P'_train_000001.bin.tmp.$k >/dev/null 2>&1"
+kill -KILL $k
+wait $k 2>/dev/null
+check "a tokenize killed while writing (pid $k) leaves temporary shards only, the earlier shard intact" \
+    'cmp -s "$T/before_kill.bin" "$P"_train_000000.bin && [ ! -e "$P"_train_000001.bin ] &&
+     ls "$P"_train_*.bin.tmp.$k >/dev/null 2>&1'
+expect "the next tokenize to the prefix removes them" 0 "temporary shard(s) that killed runs" \
+    $tok --tokenizer $F/gpt2.json --val 0 --out "$P" "$T/small.txt"
+check "  none is left" '! ls "$P"_*.tmp.$k >/dev/null 2>&1'
 sh -c 'exit 0' & gone=$!
 wait $gone
 touch "$P"_train_000003.bin.tmp.$gone "$P"_val_000000.bin.tmp.$$
