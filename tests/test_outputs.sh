@@ -136,7 +136,7 @@ check "  only its own shard is left of the shard names, every other name kept" \
     '[ "$(cd "$T/d" && ls | LC_ALL=C sort | tr "\n" " ")" = "web.lock web_train_000000.bin web_train_0000001.bin \
 web_train_000001.bin.bak web_train_1.bin web_train_notes.txt web_train_x_000001.bin webx_train_000001.bin " ]'
 cp "$P"_train_000000.bin "$T/second.bin"
-( exec 9<>"$P.lock"; flock -n 9 || exit 1; echo $BASHPID >"$P.lock"; sleep 30 ) &
+( exec 9<>"$P.lock"; flock -n 9 || exit 1; echo $BASHPID >"$P.lock"; exec sleep 30 ) &   # the lock dies with it
 holder=$!
 wait_for "grep -q $holder '$P.lock' 2>/dev/null"
 expect "a tokenize to a prefix that another holds" 1 "is being written by another tokenize (pid $holder holds '$P.lock')" \
