@@ -7,6 +7,7 @@
 #include <signal.h>   /* kill(pid, 0): is a pid alive */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/check.h"
@@ -110,8 +111,10 @@ static int parse_shard_name(const char* name, const char* base, size_t* index, l
     return 2;
 }
 
-/* Remove, in the prefix's directory, the final shards numbered stale_from and up (none for
-   SIZE_MAX) and the temporary ones of processes that are gone; returns how many files */
+/* In the prefix's directory: remove the temporary shards of processes that are gone and the
+   final shards numbered stale_from and up (none for SIZE_MAX); returns how many files. At the
+   start (SIZE_MAX), a final name that is not a regular file (a link, FIFO, device) is refused:
+   the rename at commit would replace it, not write where it points. */
 static size_t remove_shards(const ShardWriter* w, size_t stale_from) {
     char dir[4096], path[8300];
     dir_of(w->prefix, dir, sizeof dir);
@@ -125,8 +128,12 @@ static size_t remove_shards(const ShardWriter* w, size_t stale_from) {
         long pid = 0;
         int kind = parse_shard_name(e->d_name, base, &index, &pid);
         bool gone = kind == 2 && pid != (long)getpid() && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
-        if (!(kind == 1 && index >= stale_from) && !gone) continue;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (kind == 1 && stale_from == SIZE_MAX && lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+            DIE("shard '%s' is not a regular file (a symbolic link, FIFO or device): shards are replaced by "
+                "renaming a new file over them, which would replace it; remove it or write to another prefix", path);
+        if (!(kind == 1 && index >= stale_from) && !gone) continue;
         CHECK(unlink(path) == 0 || errno == ENOENT, "cannot remove '%s': %s", path, strerror(errno));
         removed++;
     }

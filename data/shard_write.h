@@ -14,7 +14,9 @@
    that naming: at least six digits as %06zu prints them, nothing else). A
    failed run removes its temporary files (shard_writer_discard); a killed
    one leaves them, and the next run to the prefix removes those whose pid is
-   gone (shard_writer_sweep). */
+   gone (shard_writer_sweep), and refuses to start when a shard name of the
+   prefix is not a regular file (a symbolic link, FIFO or device): the rename
+   would replace it rather than write where it points. */
 #ifndef REPOC_SHARD_WRITE_H
 #define REPOC_SHARD_WRITE_H
 
@@ -42,7 +44,8 @@ void shard_writer_close(ShardWriter* w);
 size_t shard_writer_commit(ShardWriter* w);
 /* A failed run: its temporary files removed (unless committed); never dies (an exit handler) */
 void shard_writer_discard(ShardWriter* w);
-/* Remove the temporary shards of the prefix left by processes that are gone; returns how many */
+/* Remove the temporary shards of the prefix left by processes that are gone; returns how many.
+   Dies when one of the prefix's shard names is not a regular file (a link, FIFO or device). */
 size_t shard_writer_sweep(const ShardWriter* w);
 
 #endif

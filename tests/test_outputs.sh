@@ -12,7 +12,8 @@
 #      byte for byte and leaves no temporary file;
 #   4. a tokenize that succeeds leaves exactly its own shards (the earlier
 #      run's others removed, other names untouched); a second tokenize to a
-#      prefix in use stops naming the holder's pid;
+#      prefix in use stops naming the holder's pid; a shard name that is a
+#      symbolic link is refused (a rename would replace the link);
 #   5. a file-size limit (ulimit -f): exit 1 naming the file, no partial
 #      output, for tokenize and plot; a tokenize killed while writing leaves
 #      only temporary shards, which the next run removes (those of live
@@ -143,6 +144,14 @@ expect "a tokenize to a prefix that another holds" 1 "is being written by anothe
     $tok --tokenizer $F/gpt2.json --val 0 --out "$P" $F/sample.txt
 kill $holder; wait $holder 2>/dev/null
 check "  the holder's shards are untouched" 'cmp -s "$T/second.bin" "$P"_train_000000.bin'
+
+mkdir -p "$T/l"
+echo mine >"$T/l/real.bin"
+ln -s real.bin "$T/l/web_train_000000.bin"
+expect "a shard name that is a symbolic link: refused before any work" 1 "shard '$T/l/web_train_000000.bin' is not a regular file" \
+    $tok --tokenizer $F/gpt2.json --val 0 --out "$T/l/web" $F/sample.txt
+check "  the link and its target are untouched" \
+    '[ -L "$T/l/web_train_000000.bin" ] && [ "$(cat "$T/l/real.bin")" = mine ] && [ $(ls "$T/l" | wc -l) = 3 ]'
 
 echo "5. a file-size limit, killed runs"
 expect "tokenize under ulimit -f 1: exit 1 naming the file" 1 "_train_000000.bin.tmp." \
