@@ -1,4 +1,4 @@
-/* Whole-file reading and atomic writing; see fileio.h. */
+/* Whole-file reading, atomic writing, user-named outputs and lock files; see fileio.h. */
 #include "common/fileio.h"
 
 #include <cjson/cJSON.h>
@@ -6,9 +6,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>   /* kill(pid, 0): is a pid alive */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,25 +64,33 @@ void fsync_dir(const char* dir) {
     close(fd);
 }
 
+/* all len bytes of data to fd: 0, or -1 with errno set */
+static int write_all(int fd, const void* data, size_t len) {
+    const char* p = data;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            if (w == 0) errno = EIO;
+            return -1;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
 void file_write_atomic(const char* path, const void* data, size_t len) {
     char tmp[4096], dir[4096];
     CHECK(snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) < (int)sizeof(tmp), "path too long: %s", path);
     unlink(tmp);   /* a leftover, or a link someone put there: removed, never written through */
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) DIE("cannot create '%s': %s", tmp, strerror(errno));
-    const char* p = data;
-    size_t left = len;
-    while (left > 0) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            int e = errno;
-            close(fd);
-            unlink(tmp);
-            DIE("writing '%s': %s", tmp, strerror(e));
-        }
-        p += w;
-        left -= (size_t)w;
+    if (write_all(fd, data, len) != 0) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        DIE("writing '%s': %s", tmp, strerror(e));
     }
     if (fsync(fd) != 0 || close(fd) != 0) {
         int e = errno;
@@ -96,13 +106,110 @@ void file_write_atomic(const char* path, const void* data, size_t len) {
     fsync_dir(dir);
 }
 
+/* path lies in /proc, or is a link into it (/dev/stdout -> /proc/self/fd/1, /dev/fd/N): a
+   descriptor's own link, which names that descriptor's stream even when it is a regular file */
+static bool names_descriptor(const char* path, const struct stat* lst) {
+    char buf[4096], real[PATH_MAX];
+    if (S_ISLNK(lst->st_mode)) {
+        ssize_t n = readlink(path, buf, sizeof(buf) - 1);
+        if (n > 0) {
+            buf[n] = 0;
+            if (!strncmp(buf, "/proc/", 6)) return true;
+        }
+    }
+    dir_of(path, buf, sizeof(buf));
+    return realpath(buf, real) && (!strcmp(real, "/proc") || !strncmp(real, "/proc/", 6));
+}
+
+int file_output_kind(const char* path, OutputKind* kind, char* target, size_t target_len, char* err, size_t err_len) {
+    struct stat lst, st;
+    *kind = OUT_REPLACE;
+    if (lstat(path, &lst) != 0) {   /* nothing there yet: a new regular file (creating it says why not) */
+        if ((size_t)snprintf(target, target_len, "%s", path) >= target_len)
+            return set_err(err, err_len, "'%s': path too long", path);
+        return 0;
+    }
+    bool link = S_ISLNK(lst.st_mode);
+    if (stat(path, &st) != 0) {
+        if (link && errno == ENOENT)
+            return set_err(err, err_len, "'%s' is a symbolic link to a file that does not exist: create the file "
+                           "or remove the link", path);
+        return set_err(err, err_len, "'%s': %s", path, strerror(errno));
+    }
+    if (S_ISDIR(st.st_mode)) return set_err(err, err_len, "'%s' is a directory", path);
+    if (!S_ISREG(st.st_mode) || names_descriptor(path, &lst)) *kind = OUT_STREAM;
+    char real[PATH_MAX];
+    if (*kind == OUT_REPLACE && link && !realpath(path, real))
+        return set_err(err, err_len, "'%s': cannot resolve the symbolic link: %s", path, strerror(errno));
+    if ((size_t)snprintf(target, target_len, "%s", *kind == OUT_REPLACE && link ? real : path) >= target_len)
+        return set_err(err, err_len, "'%s': path too long", path);
+    return 0;
+}
+
+void file_write_output(const char* path, const void* data, size_t len) {
+    OutputKind kind;
+    char target[4096], err[4400];
+    if (file_output_kind(path, &kind, target, sizeof(target), err, sizeof(err))) DIE("cannot write %s", err);
+    if (kind == OUT_REPLACE) {
+        file_write_atomic(target, data, len);
+        return;
+    }
+    fflush(stdout);
+    int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);   /* a FIFO waits here for its reader */
+    if (fd < 0) DIE("cannot open '%s' for writing: %s", path, strerror(errno));
+    /* our own stdout or stderr (/dev/stdout into a file): written through that descriptor, so the
+       text printed after it goes after it instead of over it (an open of its own has its own offset) */
+    struct stat a, b;
+    int out = fd;
+    for (int std = 1; std <= 2; std++)
+        if (fstat(fd, &a) == 0 && fstat(std, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) out = std;
+    if (write_all(out, data, len) != 0) {
+        int e = errno;
+        close(fd);
+        DIE("writing '%s': %s", path, strerror(e));
+    }
+    if (close(fd) != 0) DIE("closing '%s': %s", path, strerror(errno));
+}
+
+int file_lock(const char* path, char* holder, size_t holder_len) {
+    snprintf(holder, holder_len, "unknown");
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) return -1;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        char buf[32] = "";
+        ssize_t n = 0;
+        /* the holder writes its pid just after taking the lock: give it up to a second to appear */
+        for (int tries = 0; e == EWOULDBLOCK && tries < 50; tries++) {
+            n = pread(fd, buf, sizeof(buf) - 1, 0);
+            if (n > 0 && memchr(buf, '\n', (size_t)n)) break;
+            usleep(20000);
+        }
+        buf[n > 0 ? n : 0] = 0;
+        buf[strcspn(buf, "\n")] = 0;
+        if (buf[0]) snprintf(holder, holder_len, "%s", buf);
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    char pid[32];
+    int len = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
 void file_write_json(const char* path, cJSON* root) {
     char* text = cJSON_Print(root);
     cJSON_Delete(root);
     CHECK(text, "out of memory printing the JSON of '%s'", path);
     size_t len = strlen(text);
     text[len] = '\n';   /* the terminating NUL becomes a final newline */
-    file_write_atomic(path, text, len + 1);
+    file_write_output(path, text, len + 1);
     free(text);
 }
 

@@ -1,6 +1,7 @@
 /* Whole-file reading and atomic writing (docs/design.md, "Run directory and checkpoints": write a
    temporary file, fsync, rename, so a crash at any moment leaves either the old
-   or the new file, never half of one). */
+   or the new file, never half of one); the outputs a user names, which are
+   replaced so only when they are regular files; lock files. */
 #ifndef REPOC_FILEIO_H
 #define REPOC_FILEIO_H
 
@@ -11,11 +12,34 @@
 char* file_read_all(const char* path, size_t* len);
 /* NULL (and errno set) instead of dying, for optional files */
 char* file_read_all_or_null(const char* path, size_t* len);
-/* Write path atomically: path.tmp.<pid>, fsync, rename, fsync of the directory. */
+/* Write path atomically: path.tmp.<pid>, fsync, rename, fsync of the directory. repoc's own
+   files (checkpoints, the run directory) are written so: whatever is at path is replaced. */
 void file_write_atomic(const char* path, const void* data, size_t len);
+
+/* An output path a user names (--json, --out): how file_write_output writes it.
+   OUT_REPLACE: atomically (file_write_atomic) at target, which is path itself when it is a
+   regular file or does not exist yet, or the regular file a symbolic link at path points to
+   (the link is kept). OUT_STREAM: path is written through, never renamed over: a FIFO, a
+   device (/dev/null, /dev/full), or a descriptor's link (/dev/stdout, /dev/fd/N,
+   /proc/self/fd/N, whatever the descriptor is); opened to append, and when it is our own
+   stdout or stderr, written through that descriptor so its offset moves on. */
+typedef enum { OUT_REPLACE, OUT_STREAM } OutputKind;
+/* The kind of path and, for OUT_REPLACE, the file to replace into target. Returns 0, or 1
+   with the reason in err: a directory, a symbolic link to nothing, a link loop. */
+int file_output_kind(const char* path, OutputKind* kind, char* target, size_t target_len, char* err, size_t err_len);
+/* Write data to the user-named output path as file_output_kind says; dies naming path on
+   any error (a write error such as ENOSPC from /dev/full too). A stream gets stdout
+   flushed first, so what the program printed before comes first on a shared descriptor. */
+void file_write_output(const char* path, const void* data, size_t len);
 struct cJSON;
-/* Print root as indented JSON with a final newline into path (file_write_atomic), and free root */
+/* Print root as indented JSON with a final newline into the user-named output path
+   (file_write_output), and free root */
 void file_write_json(const char* path, struct cJSON* root);
+/* flock(LOCK_EX | LOCK_NB) on path (created when missing, never through a link), which then
+   holds our pid. Returns the open descriptor (held until the process exits), or -1 with
+   errno set; for EWOULDBLOCK, the holder's pid (waited for up to a second) in holder, else
+   "unknown". */
+int file_lock(const char* path, char* holder, size_t holder_len);
 /* fsync a directory so a rename inside it is durable; dies naming it */
 void fsync_dir(const char* dir);
 /* the directory part of path ("." when none) into out */

@@ -81,7 +81,7 @@ static void write_csv(const Analysis* an, const char* path) {
             for (size_t t = 0; t < T; t++)
                 fprintf(f, "%zu,%zu,%zu,%.9g\n", an->repo_layer[r], g, t, (double)an->z0[(r * T + t) * KVH + g]);
     fclose(f);
-    file_write_atomic(path, buf, len);
+    file_write_output(path, buf, len);
     free(buf);
     printf("wrote %s\n", path);
 }

@@ -138,7 +138,7 @@ static FILE* svg_open(char** buf, size_t* len, double W, double H) {
 static void svg_close(FILE* f, char** buf, size_t* len, const char* path) {
     fputs("</svg>\n", f);
     fclose(f);
-    file_write_atomic(path, *buf, *len);
+    file_write_output(path, *buf, *len);
     free(*buf);
     printf("wrote %s\n", path);
 }
@@ -339,6 +339,12 @@ static bool on_path(const char* name) {
 
 int svg_to_png(const char* svg_path) {
     if (!on_path("rsvg-convert")) return 0;
+    OutputKind kind;
+    char target[4096], err[4400];
+    if (file_output_kind(svg_path, &kind, target, sizeof(target), err, sizeof(err)) || kind == OUT_STREAM) {
+        printf("note: %s is not a regular file, so no PNG is made from it\n", svg_path);   /* it cannot be read back */
+        return 0;
+    }
     char png[4200];
     size_t n = strlen(svg_path);
     CHECK(n > 4 && !strcmp(svg_path + n - 4, ".svg"), "svg_to_png: '%s' does not end in .svg", svg_path);

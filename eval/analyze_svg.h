@@ -67,7 +67,8 @@ void svg_bars(const char* path, const BarChart* bc);
 void svg_lines(const char* path, const char* title, const char* xlabel, const LinePanel* panels, size_t n_panels);
 
 /* path.svg -> path.png with rsvg-convert when it is on PATH; returns 1 when
-   written, 0 when the converter is absent; dies when it is present and fails. */
+   written, 0 when the converter is absent or path.svg is a stream (a FIFO, a
+   device: file_output_kind) that cannot be read back; dies when it fails. */
 int svg_to_png(const char* svg_path);
 
 #endif

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -23,9 +24,33 @@
 
 static const char* prog_name = "repoc";
 
+/* At exit, every program: standard output flushed and closed, and a failure there (a full disk,
+   /dev/full, a closed descriptor) turns the exit status into 1 with a message; otherwise the
+   results would be lost with status 0. Runs last of the exit handlers (it is registered first);
+   _exit keeps the status out of exit's undefined second call. */
+static void check_stdout_at_exit(void) {
+    errno = 0;
+    bool failed = fflush(stdout) != 0;
+    int e = errno;
+    failed |= ferror(stdout) != 0;
+    if (fclose(stdout) != 0 && !failed) {
+        failed = true;
+        e = errno;
+    }
+    if (!failed) return;
+    fprintf(stderr, "%s: writing standard output failed: %s\n", prog_name,
+            e ? strerror(e) : "an earlier write failed");
+    fflush(stderr);
+    _exit(1);
+}
+
 void cli_init(const char* prog) {
     threads_startup();   /* may re-execute the program with a wait policy (common/threads.h) */
     prog_name = prog;
+    atexit(check_stdout_at_exit);
+    /* past a file-size limit (ulimit -f), a write fails with EFBIG and the program dies naming
+       the file it was writing, instead of being killed by SIGXFSZ without a word */
+    signal(SIGXFSZ, SIG_IGN);
 }
 
 _Noreturn void cli_bad_option(const char* fmt, ...) {
@@ -199,9 +224,14 @@ static int probe_create(const char* path) {
 
 void cli_check_output_file(const char* opt, const char* path) {
     if (is_dir(path)) DIE("%s: %s '%s' is a directory: give a file name", prog_name, opt, path);
-    int e = probe_create(path);
+    OutputKind kind;
+    char target[4096], err[4400];
+    if (file_output_kind(path, &kind, target, sizeof(target), err, sizeof(err))) DIE("%s: %s %s", prog_name, opt, err);
+    if (kind == OUT_STREAM && access(path, W_OK) != 0)   /* a FIFO or device: written to, never created */
+        DIE("%s: %s '%s' cannot be written (%s)", prog_name, opt, path, strerror(errno));
+    int e = kind == OUT_REPLACE ? probe_create(target) : 0;
     if (e) DIE("%s: %s '%s' cannot be written (%s): give a path in an existing, writable directory",
-               prog_name, opt, path, strerror(e));
+               prog_name, opt, strcmp(target, path) ? target : path, strerror(e));
 }
 
 void cli_check_output_dir(const char* opt, const char* dir) {

@@ -16,7 +16,10 @@
 #include "data/synthetic.h"
 #include "model/model.h"
 
-/* prog: "eval", "analyze"; names the program in every message below */
+/* prog: "eval", "analyze"; names the program in every message below. Also, for every
+   program: at exit, a failed write to standard output (fflush, ferror, fclose) is an error
+   exit 1 "<prog>: writing standard output failed: <reason>"; SIGXFSZ is ignored, so a write
+   past `ulimit -f` fails with EFBIG and dies naming its file. */
 void cli_init(const char* prog);
 
 /* A usage error: "<prog>: <message>", a pointer to --help, exit status 2 */
@@ -86,7 +89,8 @@ void cli_apply_yarn(ModelConfig* cfg, double factor, double orig, const CkptInfo
 
 /* Outputs are checked before any work, so a long run never ends in "cannot
    create": a file (--json) is created and removed again next to where it will
-   go; a directory (--out) that does not exist yet is not created, but its
+   go (next to a symbolic link's target; a FIFO or device must be writable:
+   file_output_kind); a directory (--out) that does not exist yet is not created, but its
    nearest existing parent must take a new file. Each dies naming opt, the path
    and the fix. */
 void cli_check_output_file(const char* opt, const char* path);

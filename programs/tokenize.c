@@ -6,7 +6,11 @@
    it, and goes whole to train or to val by a hash of its index (the same
    split on every run; a small corpus gets a minimum of whole val documents). Documents are tokenized in batches, in parallel over
    documents, and written in input order, so the output does not depend on the
-   thread count. */
+   thread count. The shards of PREFIX are written under a lock (PREFIX.lock)
+   to temporary names and renamed into place only when the whole run has
+   succeeded; then the shards of an earlier run to PREFIX that this one did
+   not write are removed (data/shard_write.h), so PREFIX_train_*.bin is
+   exactly this run's output. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +27,7 @@
 #include "common/fileio.h"
 #include "common/mapped.h"
 #include "common/threads.h"
+#include "data/jsonl.h"
 #include "data/mix.h"
 #include "data/shard_write.h"
 #include "data/tokens.h"
@@ -177,7 +182,11 @@ static void encode_doc(TokEncoder* e, const Doc* d, const Options* o, const char
     e->n_ids = 0;
     size_t invalid0 = e->invalid_utf8;
     tok_push_ids(e, ar->prefix, ar->n_prefix);
-    if (o->jsonl) {
+    char key[128];
+    if (o->jsonl && jsonl_nul_string((const char*)d->text, d->len, key, sizeof key)) {
+        snprintf(out->err, sizeof out->err, "'%s' line %zu: the string of \"%s\" holds \\u0000 (a NUL character), "
+                 "which would cut the text there: remove it", path, d->line, key);
+    } else if (o->jsonl) {
         cJSON* j = cJSON_ParseWithLength((const char*)d->text, d->len);
         const cJSON* f = cJSON_GetObjectItemCaseSensitive(j, o->field);
         if (!j) snprintf(out->err, sizeof out->err, "'%s' line %zu: not valid JSON", path, d->line);
@@ -197,7 +206,7 @@ static void encode_doc(TokEncoder* e, const Doc* d, const Options* o, const char
     out->invalid_utf8 = e->invalid_utf8 - invalid0;
     out->n = e->n_ids;
     out->ids = mallocCheck((e->n_ids ? e->n_ids : 1) * sizeof(int32_t));
-    memcpy(out->ids, e->ids, e->n_ids * sizeof(int32_t));
+    if (e->n_ids) memcpy(out->ids, e->ids, e->n_ids * sizeof(int32_t));   /* an empty document may have no ids array */
 }
 
 /* the documents of file f (mapped at p, len bytes) appended to docs */
@@ -306,6 +315,41 @@ static void decode_shard(const Tokenizer* t, const char* path) {
     token_file_close(&f);
 }
 
+/* ---- output: the shards of PREFIX, under PREFIX.lock, replaced only when the run succeeds ---- */
+static ShardWriter* out_writers;   /* train, val: their temporary shards are removed at a failed exit */
+
+static void discard_shards(void) {
+    if (!out_writers) return;
+    shard_writer_discard(&out_writers[0]);
+    shard_writer_discard(&out_writers[1]);
+}
+
+/* PREFIX.lock taken (held to exit: a second tokenize to PREFIX stops naming the first), the
+   temporary shards of killed runs removed, and a failed exit set to remove this run's own */
+static void shards_begin(const char* prefix, ShardWriter w[2]) {
+    char lock[4096 + 8], holder[32];
+    snprintf(lock, sizeof lock, "%s.lock", prefix);
+    int fd = file_lock(lock, holder, sizeof holder);
+    if (fd < 0 && errno == EWOULDBLOCK)
+        DIE("tokenize: --out '%s' is being written by another tokenize (pid %s holds '%s'): wait for it, or give "
+            "another --out", prefix, holder, lock);
+    if (fd < 0) DIE("tokenize: cannot lock '%s': %s", lock, strerror(errno));
+    size_t swept = shard_writer_sweep(&w[0]) + shard_writer_sweep(&w[1]);
+    if (swept)
+        fprintf(stderr, "tokenize: removed %zu temporary shard(s) that killed runs to %s left\n", swept, prefix);
+    out_writers = w;
+    atexit(discard_shards);
+}
+
+/* every shard renamed into place, then the earlier run's shards of PREFIX this one did not write removed */
+static void shards_commit(const char* prefix, ShardWriter w[2]) {
+    size_t stale = shard_writer_commit(&w[0]);
+    stale += shard_writer_commit(&w[1]);
+    if (stale)
+        fprintf(stderr, "tokenize: removed %zu shard(s) of an earlier run to %s that this run did not write\n", stale,
+                prefix);
+}
+
 int main(int argc, char** argv) {
     cli_init("tokenize");
     Options o;
@@ -349,6 +393,7 @@ int main(int argc, char** argv) {
     shard_writer_init(&w[0], prefix_path, V, o.shard_tokens);
     snprintf(prefix_path, sizeof prefix_path, "%s_val", o.out ? o.out : "");
     shard_writer_init(&w[1], prefix_path, V, o.shard_tokens);
+    if (!o.print_ids) shards_begin(o.out, w);
     if (!o.print_ids)
         fprintf(stderr, "tokenize: %zu files, %.1f MB, vocab %zu (%s tokens), eos %d%s, %zu prefix and %zu suffix "
                 "token(s)\n", o.n_files, (double)total / 1e6, V, V > 65536 ? "uint32" : "uint16", o.no_eos ? -1 : eos,
@@ -411,8 +456,7 @@ int main(int argc, char** argv) {
         }
         if (!mapped[f]) free((void*)maps[f]);
     }
-    shard_writer_close(&w[0]);
-    shard_writer_close(&w[1]);
+    if (!o.print_ids) shards_commit(o.out, w);
     double secs = now_s() - t0;
     if (!o.print_ids) {
         progress(t0, total, total, w[0].n_tokens + w[1].n_tokens, 1);

@@ -2,10 +2,11 @@
 # The C side of the suite once more under UBSan (make test-ubsan; tests/run.sh
 # runs it): the programs of build/ubsan (UBSAN=1: -O1, every report fatal,
 # float-cast-overflow on) on every C test program, gradcheck --all, and short
-# runs of train, eval and analyze: a run over token files with validation,
-# RePo layers, grad_accum 2 and checkpoints, resumed to a later step; a run
-# continued from the OLMo-2 fixture checkpoint on synthetic data; eval and
-# analyze on the result. The shell tests' many other build/train runs (errors,
+# runs of train, eval, analyze and tokenize: a run over token files with
+# validation, RePo layers, grad_accum 2 and checkpoints, resumed to a later
+# step; a run continued from the OLMo-2 fixture checkpoint on synthetic data;
+# eval and analyze on the result; tokenize on a JSONL file whose first
+# document has no ids. The shell tests' many other build/train runs (errors,
 # signals, MPI) stay with the normal build: under UBSan they would double the
 # suite's time for little more coverage of the same code.
 . "$(dirname "$0")/testlib.sh" ubsan
@@ -50,5 +51,8 @@ step "train: 2 steps continued from the OLMo-2 fixture on synthetic data" $B/tra
 step "eval: two task families on the resumed run" \
     $B/eval "$T/run" --items 2 --lengths 128 --tasks single,table --json "$T/eval.json" --threads 2
 step "analyze: the resumed run" $B/analyze "$T/run" --out "$T/analyze" --threads 2
+printf '{"text": ""}\n{"text": "a"}\n' >"$T/empty.jsonl"
+step "tokenize: a JSONL file whose first document has no ids (--no-eos)" $B/tokenize --threads 1 \
+    --tokenizer tests/fixtures/tokenizer/gpt2.json --jsonl --no-eos --val 0 --out "$T/empty" "$T/empty.jsonl"
 echo "ubsan: $failures failed"
 [ "$failures" -eq 0 ]

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>       /* flock */
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -96,31 +95,12 @@ static int lock_fd = -1;   /* held open (and locked) until the process exits */
 
 void run_dir_lock(const char* out_dir) {
     if (lock_fd >= 0) return;
-    char path[4096];
+    char path[4096], holder[32];
     snprintf(path, sizeof(path), "%s/run.lock", out_dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0) DIE("cannot open the lock file '%s': %s", path, strerror(errno));
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        int e = errno;
-        char holder[32] = "";
-        /* the holder writes its pid just after taking the lock: give it up to a second to appear */
-        ssize_t n = 0;
-        for (int tries = 0; e == EWOULDBLOCK && tries < 50; tries++) {
-            n = pread(fd, holder, sizeof(holder) - 1, 0);
-            if (n > 0 && memchr(holder, '\n', (size_t)n)) break;
-            usleep(20000);
-        }
-        holder[n > 0 ? n : 0] = 0;
-        holder[strcspn(holder, "\n")] = 0;
-        close(fd);
-        if (e == EWOULDBLOCK)
-            DIE("run.out_dir '%s' is in use by another run (pid %s holds '%s'); one run per out_dir: wait for it, "
-                "stop it, or choose another run.out_dir", out_dir, holder[0] ? holder : "unknown", path);
-        DIE("cannot lock '%s': %s", path, strerror(e));
-    }
-    char pid[32];
-    int len = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len)
-        DIE("cannot write the lock file '%s': %s", path, strerror(errno));
+    int fd = file_lock(path, holder, sizeof(holder));
+    if (fd < 0 && errno == EWOULDBLOCK)
+        DIE("run.out_dir '%s' is in use by another run (pid %s holds '%s'); one run per out_dir: wait for it, "
+            "stop it, or choose another run.out_dir", out_dir, holder, path);
+    if (fd < 0) DIE("cannot lock '%s': %s", path, strerror(errno));
     lock_fd = fd;
 }
