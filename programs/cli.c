@@ -28,10 +28,17 @@ static const char* prog_name = "repoc";
    /dev/full, a closed descriptor) turns the exit status into 1 with a message; otherwise the
    results would be lost with status 0. Runs last of the exit handlers (it is registered first);
    _exit keeps the status out of exit's undefined second call. */
+static int stdout_errno;   /* the first failed cli_flush_stdout's errno */
+
+void cli_flush_stdout(void) {
+    errno = 0;
+    if (fflush(stdout) != 0 && !stdout_errno) stdout_errno = errno;
+}
+
 static void check_stdout_at_exit(void) {
     errno = 0;
     bool failed = fflush(stdout) != 0;
-    int e = errno;
+    int e = errno ? errno : stdout_errno;
     failed |= ferror(stdout) != 0;
     if (fclose(stdout) != 0 && !failed) {
         failed = true;

@@ -22,6 +22,10 @@
    past `ulimit -f` fails with EFBIG and dies naming its file. */
 void cli_init(const char* prog);
 
+/* fflush(stdout) for a program that shows its output as it goes; a failure is remembered for the exit
+   check cli_init sets up, so its message names the cause (No space left on device) */
+void cli_flush_stdout(void);
+
 /* A usage error: "<prog>: <message>", a pointer to --help, exit status 2 */
 _Noreturn void cli_bad_option(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 

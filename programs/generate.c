@@ -128,7 +128,7 @@ static void put_token(const Tokenizer* t, int32_t id) {
     const uint8_t* b = tok_token_bytes(t, id, &len);
     if (b) fwrite(b, 1, len, stdout);
     else printf("<id %d>", id);   /* an id of the model's padded vocab that the tokenizer lacks */
-    fflush(stdout);
+    cli_flush_stdout();
 }
 
 int main(int argc, char** argv) {
@@ -166,7 +166,7 @@ int main(int argc, char** argv) {
     int32_t eos = tok_eos(t);
 
     fwrite(o.prompt, 1, strlen(o.prompt), stdout);
-    fflush(stdout);
+    cli_flush_stdout();
     double t0 = now_s();
     const real* logits = gen_prefill(&g, e.ids, n_prompt);
     double t1 = now_s();
@@ -182,7 +182,7 @@ int main(int argc, char** argv) {
     }
     double t2 = now_s();
     printf("\n");
-    fflush(stdout);   /* the text ends its line before the statistics (stderr) start theirs, in a shared log too */
+    cli_flush_stdout();   /* the text ends its line before the statistics (stderr) start theirs, in a shared log too */
     fprintf(stderr, "generate: prompt %zu tokens in %.2f s (%.1f tok/s); %zu new tokens in %.2f s: %.1f tok/s%s\n",
             n_prompt, t1 - t0, (double)n_prompt / (t1 - t0), n_new, t2 - t1,
             t2 > t1 ? (double)n_new / (t2 - t1) : 0.0, stopped ? " (stopped at the end of text token)" : "");
