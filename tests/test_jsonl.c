@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/check.h"
+#include "common/fileio.h"
 #include "data/jsonl.h"
 #include "tests/testutil.h"
 #include "tokenizer/tokenizer.h"
@@ -114,6 +115,37 @@ int main(void) {
     o.tok = NULL;
     const char* notok[] = {"bad4.jsonl:1:", "data.tokenizer", NULL};
     expect_dies_with("text without a tokenizer", open_child, &o, notok);
+
+    o.tok = tokpath;
+    o.file = write_file("two.jsonl", "{\"text\": \"a\"}\n {\"text\": \"b\"} {\"text\": \"c\"}\n");
+    const char* two[] = {"two.jsonl:2:", "byte column 16: more after the JSON object", NULL};
+    expect_dies_with("two objects on a line: file, line and byte column", open_child, &o, two);
+    o.file = write_file("trail.jsonl", "{\"text\": \"a\"}x\n");
+    const char* trail[] = {"trail.jsonl:1:", "byte column 14", NULL};
+    expect_dies_with("trailing garbage after the object", open_child, &o, trail);
+    o.file = write_file("syntax.jsonl", "{\"text\": \"a\", }\n");
+    const char* syntax[] = {"syntax.jsonl:1:", "not valid JSON (byte column 16)", NULL};
+    expect_dies_with("a syntax error: its byte column", open_child, &o, syntax);
+    o.file = write_file("both.jsonl", "{\"text\": \"a\", \"prompt\": \"q\", \"completion\": \"c\"}\n");
+    const char* both[] = {"both.jsonl:1:", "ambiguous record", "\"text\" and \"prompt\"/\"completion\"", NULL};
+    expect_dies_with("text and prompt/completion: ambiguous", open_child, &o, both);
+    o.file = write_file("both2.jsonl", "{\"text\": \"a\", \"input_ids\": [1, 2]}\n");
+    const char* both2[] = {"both2.jsonl:1:", "ambiguous record", "\"text\" and \"input_ids\"", NULL};
+    expect_dies_with("text and input_ids: ambiguous", open_child, &o, both2);
+    o.file = write_file("lab.jsonl", "{\"input_ids\": [1, 2, 3], \"labels\": [-100, -5, 3]}\n");
+    const char* lab[] = {"lab.jsonl:1:", "\"labels\"[1] must be an integer id in [0, 1024), or -100 or -1", NULL};
+    expect_dies_with("label -5: refused", open_child, &o, lab);
+
+    /* a tokenizer without an end of text token: refused as build/tokenize does (it trained without EOS) */
+    size_t len;
+    char* json = file_read_all(tokpath, &len);
+    for (char* at = json; (at = strstr(at, "<|endoftext|>")); at += 13) memcpy(at, "<|nothing__|>", 13);
+    const char* noeos = write_file("noeos.json", json);
+    free(json);
+    o.tok = noeos;
+    o.file = write_file("sft.jsonl", "{\"prompt\": \"q\", \"completion\": \"a\"}\n");
+    const char* eos_msg[] = {"sft.jsonl:1:", "noeos.json' names no end of text token", NULL};
+    expect_dies_with("a tokenizer without an end of text token", open_child, &o, eos_msg);
 
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
