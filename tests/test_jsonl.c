@@ -116,25 +116,28 @@ int main(void) {
     const char* notok[] = {"bad4.jsonl:1:", "data.tokenizer", NULL};
     expect_dies_with("text without a tokenizer", open_child, &o, notok);
 
+    /* lines that are not exactly one record: {file name, its text, what the message names, and what else} */
+    static const char* bad_lines[][5] = {
+        {"two objects on a line: file, line and byte column", "two.jsonl",
+         "{\"text\": \"a\"}\n {\"text\": \"b\"} {\"text\": \"c\"}\n", "two.jsonl:2:",
+         "byte column 16: more after the JSON object"},
+        {"trailing garbage after the object", "trail.jsonl", "{\"text\": \"a\"}x\n", "trail.jsonl:1:", "byte column 14"},
+        {"a syntax error: its byte column", "syntax.jsonl", "{\"text\": \"a\", }\n", "syntax.jsonl:1:",
+         "not valid JSON (byte column 16)"},
+        {"text and prompt/completion: ambiguous", "both.jsonl",
+         "{\"text\": \"a\", \"prompt\": \"q\", \"completion\": \"c\"}\n", "both.jsonl:1:",
+         "ambiguous record: it has \"text\" and \"prompt\"/\"completion\""},
+        {"text and input_ids: ambiguous", "both2.jsonl", "{\"text\": \"a\", \"input_ids\": [1, 2]}\n", "both2.jsonl:1:",
+         "ambiguous record: it has \"text\" and \"input_ids\""},
+        {"label -5: refused", "lab.jsonl", "{\"input_ids\": [1, 2, 3], \"labels\": [-100, -5, 3]}\n", "lab.jsonl:1:",
+         "\"labels\"[1] must be an integer id in [0, 1024), or -100 or -1"},
+    };
     o.tok = tokpath;
-    o.file = write_file("two.jsonl", "{\"text\": \"a\"}\n {\"text\": \"b\"} {\"text\": \"c\"}\n");
-    const char* two[] = {"two.jsonl:2:", "byte column 16: more after the JSON object", NULL};
-    expect_dies_with("two objects on a line: file, line and byte column", open_child, &o, two);
-    o.file = write_file("trail.jsonl", "{\"text\": \"a\"}x\n");
-    const char* trail[] = {"trail.jsonl:1:", "byte column 14", NULL};
-    expect_dies_with("trailing garbage after the object", open_child, &o, trail);
-    o.file = write_file("syntax.jsonl", "{\"text\": \"a\", }\n");
-    const char* syntax[] = {"syntax.jsonl:1:", "not valid JSON (byte column 16)", NULL};
-    expect_dies_with("a syntax error: its byte column", open_child, &o, syntax);
-    o.file = write_file("both.jsonl", "{\"text\": \"a\", \"prompt\": \"q\", \"completion\": \"c\"}\n");
-    const char* both[] = {"both.jsonl:1:", "ambiguous record", "\"text\" and \"prompt\"/\"completion\"", NULL};
-    expect_dies_with("text and prompt/completion: ambiguous", open_child, &o, both);
-    o.file = write_file("both2.jsonl", "{\"text\": \"a\", \"input_ids\": [1, 2]}\n");
-    const char* both2[] = {"both2.jsonl:1:", "ambiguous record", "\"text\" and \"input_ids\"", NULL};
-    expect_dies_with("text and input_ids: ambiguous", open_child, &o, both2);
-    o.file = write_file("lab.jsonl", "{\"input_ids\": [1, 2, 3], \"labels\": [-100, -5, 3]}\n");
-    const char* lab[] = {"lab.jsonl:1:", "\"labels\"[1] must be an integer id in [0, 1024), or -100 or -1", NULL};
-    expect_dies_with("label -5: refused", open_child, &o, lab);
+    for (size_t k = 0; k < sizeof bad_lines / sizeof bad_lines[0]; k++) {
+        o.file = write_file(bad_lines[k][1], bad_lines[k][2]);
+        const char* want[] = {bad_lines[k][3], bad_lines[k][4], NULL};
+        expect_dies_with(bad_lines[k][0], open_child, &o, want);
+    }
 
     /* a tokenizer without an end of text token: refused as build/tokenize does (it trained without EOS) */
     size_t len;
