@@ -77,7 +77,6 @@ static void id_list(Ints* out, const cJSON* v, const char* key, bool labels, siz
 
 typedef struct {
     Tokenizer* tok;
-    const char* tok_path;         /* for messages */
     TokEncoder enc;
     size_t vocab;
     Ints ids, labels;             /* the current document */
@@ -130,7 +129,7 @@ static long read_record(Reader* r, PackedRows* p, const cJSON* o, const char* fi
     int32_t eos = tok_eos(r->tok);
     CHECK(eos >= 0, "%s:%zu: tokenizer '%s' names no end of text token, which ends every text and prompt/completion "
           "record: name one in tokenizer_config.json's eos_token next to it, or give pre-tokenized input_ids records",
-          file, line, r->tok_path);
+          file, line, tok_name(r->tok));
     ints_push(&r->ids, eos), ints_push(&r->labels, eos);
     for (size_t i = 0; i < r->ids.n; i++)
         CHECK((size_t)r->ids.v[i] < r->vocab, "%s:%zu: token id %d is outside the model's vocabulary [0, %zu) (is "
@@ -181,14 +180,20 @@ void packed_open(PackedRows* p, const char* const* files, size_t n_files, const 
                  size_t T, bool one_per_row) {
     memset(p, 0, sizeof(*p));
     p->T = T;
-    Reader r = {.vocab = vocab_size, .tok_path = tokenizer};
+    Reader r = {.vocab = vocab_size};
     if (tokenizer) {
         r.tok = tok_load(tokenizer);
         tok_encoder_init(&r.enc, r.tok);
     }
     Packer k = {.T = T, .one_per_row = one_per_row, .pad = r.tok && tok_eos(r.tok) >= 0 ? tok_eos(r.tok) : 0};
     Ints tgt = {0};
-    for (size_t f = 0; f < n_files; f++) read_file(&r, &k, p, files[f], &tgt);
+    for (size_t f = 0; f < n_files; f++) {   /* in the order given; a glob's files in byte-wise order */
+        DataFiles df;
+        char err[600];
+        if (data_files_expand(&df, &files[f], 1, err, sizeof err)) DIE("%s", err);
+        for (size_t i = 0; i < df.n; i++) read_file(&r, &k, p, df.paths[i], &tgt);
+        data_files_free(&df);
+    }
     if (k.used) pack_pad_row(&k);
     p->n_rows = k.tok.n / T;
     CHECK(p->n_rows > 0, "%s%s: no documents to train on (%zu records, %zu prompts longer than data.seq_len %zu)",

@@ -31,6 +31,12 @@ static void open_child(void* a) {
     packed_open(&p, &o->file, 1, o->tok, 1024, 8, false);
 }
 
+static void auto_child(void* pattern) {
+    TokenData td;
+    const char* files[1] = {pattern};
+    token_data_open(&td, files, 1, "auto", 1024);
+}
+
 int main(void) {
     CHECK(mkdtemp(dir), "mkdtemp");
     /* pre-tokenized: T = 8. doc A (5 ids, labels hide the first two), doc B (3), doc C (4, no labels),
@@ -138,6 +144,23 @@ int main(void) {
         const char* want[] = {bad_lines[k][3], bad_lines[k][4], NULL};
         expect_dies_with(bad_lines[k][0], open_child, &o, want);
     }
+
+    /* a glob expands (in byte-wise order) as for token files; the patterns keep their order */
+    write_file("g2.jsonl", "{\"input_ids\": [5, 6, 7]}\n");
+    const char* g1 = write_file("g1.jsonl", "{\"input_ids\": [1, 2, 3]}\n{\"input_ids\": [2, 3, 4]}\n");
+    char pattern[300];
+    snprintf(pattern, sizeof pattern, "%s/g*.jsonl", dir);
+    const char* globbed[2] = {write_file("h0.jsonl", "{\"input_ids\": [9, 9, 9]}\n"), pattern};
+    packed_open(&p, globbed, 2, NULL, 1024, 4, true);
+    EXPECT(p.n_records == 4 && p.n_rows == 4 && p.tokens[0] == 9 && p.tokens[4] == 1 && p.tokens[8] == 2 &&
+               p.tokens[12] == 5, "data.train [h0.jsonl, g*.jsonl]: h0, then g1 and g2 (%zu records)", p.n_records);
+    packed_close(&p);
+    snprintf(pattern, sizeof pattern, "%s/none*.jsonl", dir);
+    o.file = pattern;
+    const char* nomatch[] = {"none*.jsonl' matches no file", NULL};
+    expect_dies_with("a glob that matches no JSONL file", open_child, &o, nomatch);
+    const char* auto_args[] = {"token file", "g1.jsonl': a JSON Lines file: set data.format to \"jsonl\"", NULL};
+    expect_dies_with("a .jsonl file read as token data (format auto)", auto_child, (void*)g1, auto_args);
 
     /* a tokenizer without an end of text token: refused as build/tokenize does (it trained without EOS) */
     size_t len;

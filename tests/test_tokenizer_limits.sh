@@ -2,7 +2,8 @@
 # tokenizer/ against abusive or malformed tokenizer.json files and inputs: ids
 # bounded by the number of entries, added tokens that share an id (with each
 # other or with a vocab entry of another text), a NUL in a string, a
-# non-integer template id, a path that is not a regular file; 100 000 added
+# non-integer template id, a path that is not a regular file, --decode with
+# another tokenizer; 100 000 added
 # tokens with one first byte (the trie keeps encoding fast, leftmost-longest),
 # and a pre-token over TOK_MAX_PRETOKEN refused instead of allocating ~84
 # bytes per byte.
@@ -58,6 +59,15 @@ expect_fail "a FIFO" "cannot read tokenizer '$T/fifo.json': not a regular file" 
     timeout 10 $tok --tokenizer "$T/fifo.json" --print-ids "$T/a.txt"
 expect_fail "/dev/zero" "cannot read tokenizer '/dev/zero': not a regular file" \
     timeout 10 $tok --tokenizer /dev/zero --print-ids "$T/a.txt"
+
+# a shard decoded with another tokenizer: named as such (it advised a larger model vocab_size)
+sed 's/"<|endoftext|>":1000/"<|endoftext|>":70000/; s/"id":1000,/"id":70000,/' $F/gpt2.json >"$T/wide.json"
+$tok --tokenizer "$T/wide.json" --val 0 --out "$T/w" "$T/a.txt" >"$T/log" 2>&1
+expect_fail "--decode with another tokenizer" "was written with a tokenizer of 70001 tokens (header int 3), but '$F/gpt2.json' has 1001: decode with the tokenizer that wrote it" \
+    $tok --tokenizer $F/gpt2.json --decode "$T/w_train_000000.bin"
+printf '\x41\x00\x50\xc3' >"$T/ids.u16"   # ids 65 and 50000
+expect_fail "--decode of an id the tokenizer lacks" "token index 1 (id 50000) has no token in tokenizer '$F/gpt2.json' (of 1001 ids)" \
+    $tok --tokenizer $F/gpt2.json --decode "$T/ids.u16"
 
 # 6. 100 000 added tokens <t0> .. <t99999> (ids 1001 ..) and <t1>> (id 101001): 200 KB of '<' encode in
 #    well under a second (every byte scanned every added token: 0.005 MB/s); leftmost-longest as before

@@ -106,6 +106,7 @@ size_t tok_decode(const Tokenizer* t, const int32_t* ids, size_t n, uint8_t** ou
 }
 
 size_t tok_vocab_size(const Tokenizer* t) { return t->V; }
+const char* tok_name(const Tokenizer* t) { return t->name; }
 int32_t tok_eos(const Tokenizer* t) { return t->eos; }
 
 const int32_t* tok_prefix(const Tokenizer* t, size_t* n) {

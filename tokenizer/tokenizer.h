@@ -37,6 +37,7 @@ Tokenizer* tok_load_json(const char* json, size_t len, const char* name, char* e
 void tok_free(Tokenizer* t);
 
 size_t tok_vocab_size(const Tokenizer* t);     /* the largest id + 1 */
+const char* tok_name(const Tokenizer* t);      /* the file it was read from, for messages */
 int32_t tok_eos(const Tokenizer* t);           /* -1 when unknown */
 /* Set the end of text token by its content; false when no token has it. */
 bool tok_set_eos(Tokenizer* t, const char* content);
