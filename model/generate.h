@@ -9,7 +9,10 @@
    layer, block_qkv_forward and block_out_forward of model/block.h (the same
    code as training) and attends over the cache in between. Everything is
    allocated once by gen_build for a context of max_T tokens; prefill, step
-   and sampling allocate nothing. A chunk of little work (a one-token step of
+   and sampling allocate nothing, except that after gen_allow_growth a call
+   that needs more room doubles the cache (up to its limit), copying the
+   cached rows: the same values, so the same outputs as a cache built at full
+   size. A chunk of little work (a one-token step of
    a small model) runs with the thread count set to 1 and restored afterwards
    (common/threads.h).
    Documents: one cache holds one document, attended in full, as Hugging Face
@@ -31,7 +34,8 @@
 
 typedef struct {
     const Model* m;              /* weights, config and RopeTable (not owned) */
-    size_t max_T;                /* cache capacity in tokens */
+    size_t max_T;                /* cache capacity in tokens (allocated) */
+    size_t limit_T;              /* the most it may grow to (gen_allow_growth; else max_T) */
     size_t max_chunk;            /* most tokens one gen_forward call takes */
     size_t len;                  /* tokens in the cache */
     size_t n_att_bufs;           /* per-thread score rows of the cache attention */
@@ -60,11 +64,13 @@ size_t gen_arena_reals(const ModelConfig* cfg, size_t max_T, size_t max_chunk);
 /* Allocate the cache for max_T tokens and work space for chunks of max_chunk
    (<= max_T) tokens; the cache starts empty. m must outlive the generator. */
 void gen_build(Generator* g, const Model* m, size_t max_T, size_t max_chunk);
+/* Let the cache grow on demand, by doubling, to limit_T tokens (>= max_T). */
+void gen_allow_growth(Generator* g, size_t limit_T);
 void gen_free(Generator* g);
 /* Empty the cache (keeps the allocation). */
 void gen_reset(Generator* g);
 
-/* Append tokens (n, 1 <= n <= max_chunk, len + n <= max_T) at positions
+/* Append tokens (n, 1 <= n <= max_chunk, len + n <= limit_T) at positions
    len .. len+n-1 and return the logits (V) that follow the last of them
    (valid until the next call). */
 const real* gen_forward(Generator* g, const int32_t* tokens, size_t n);
