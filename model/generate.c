@@ -132,6 +132,8 @@ void gen_free(Generator* g) {
 
 void gen_reset(Generator* g) { g->len = 0; }
 
+bool gen_stopping(const Generator* g) { return g->stop && *g->stop; }
+
 /* att (n,H*hd) for query rows at positions p0+i over cache rows 0..p0+i of layer l.
    One task per (row, head); each thread keeps its scores in its own row of g->scores. */
 static void cache_attention(Generator* g, size_t l, size_t n, size_t p0) {
@@ -145,6 +147,7 @@ static void cache_attention(Generator* g, size_t l, size_t n, size_t p0) {
 #pragma omp parallel for collapse(2) schedule(dynamic, 1) num_threads((int)team)
     for (size_t i = 0; i < n; i++) {
         for (size_t h = 0; h < H; h++) {
+            if (gen_stopping(g)) continue;   /* a row of a long context takes milliseconds: stop within one */
             size_t t = p0 + i, kvo = (h / group) * hd;
             real* s = g->scores + threads_id() * T;
             const real* q = g->a.q + i * qd + h * hd;
@@ -225,7 +228,7 @@ const real* gen_forward(Generator* g, const int32_t* tokens, size_t n) {
     embedding_forward(g->x, tokens, m->w.embed, n, c->D);
     for (size_t i = 0; i < n; i++)   /* rope layers rotate by t */
         for (size_t gr = 0; gr < c->KVH; gr++) g->pos[i * c->KVH + gr] = (real)(g->len + i);
-    for (size_t l = 0; l < c->L; l++) layer_forward(g, l, n, g->len);
+    for (size_t l = 0; l < c->L && !gen_stopping(g); l++) layer_forward(g, l, n, g->len);
     g->len += n;
     /* only the last row's next-token distribution is needed */
     model_head_forward(g->logits, g->final_out, g->final_rstd, g->x + (n - 1) * c->D, m, 1);
@@ -236,7 +239,7 @@ const real* gen_forward(Generator* g, const int32_t* tokens, size_t n) {
 const real* gen_prefill(Generator* g, const int32_t* tokens, size_t n) {
     CHECK(n >= 1, "generate: empty prompt");
     const real* logits = NULL;
-    for (size_t i = 0; i < n; i += g->max_chunk) {
+    for (size_t i = 0; i < n && !(i && gen_stopping(g)); i += g->max_chunk) {
         size_t k = n - i < g->max_chunk ? n - i : g->max_chunk;
         logits = gen_forward(g, tokens + i, k);
     }

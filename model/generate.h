@@ -24,6 +24,8 @@
 #ifndef REPOC_GENERATE_H
 #define REPOC_GENERATE_H
 
+#include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +42,7 @@ typedef struct {
     size_t len;                  /* tokens in the cache */
     size_t n_att_bufs;           /* per-thread score rows of the cache attention */
     double serial_below;         /* chunks of fewer multiply-adds run on one thread (gen_build: 4e6; 0 = never) */
+    const volatile sig_atomic_t* stop;   /* non-zero: a signal asked to stop; or NULL (gen_stopping) */
 
     real* arena;                 /* one allocation: cache + work space */
     size_t n_arena;              /* its reals */
@@ -74,7 +77,12 @@ void gen_reset(Generator* g);
    len .. len+n-1 and return the logits (V) that follow the last of them
    (valid until the next call). */
 const real* gen_forward(Generator* g, const int32_t* tokens, size_t n);
-/* Append any number of tokens (n >= 1) in chunks of max_chunk; the logits after the last. */
+/* True once *g->stop is set. From then on gen_forward skips the rest of its
+   work (each layer, each (row, head) of the cache attention) and its logits and
+   cache rows are garbage: the caller stops too, and gen_reset before reuse. */
+bool gen_stopping(const Generator* g);
+/* Append any number of tokens (n >= 1) in chunks of max_chunk; the logits after
+   the last (after the chunk where gen_stopping turned true). */
 const real* gen_prefill(Generator* g, const int32_t* tokens, size_t n);
 /* One token: gen_forward of n = 1. */
 const real* gen_step(Generator* g, int32_t token);
