@@ -53,20 +53,26 @@ void* calloc_check(size_t n, size_t size, const char* file, int line) {
     return p;
 }
 
-void* arena_alloc_named(size_t size, const char* name, const char* file, int line) {
+void* arena_try_alloc(size_t size) {
     /* arenas of 4 MiB and more sit on 2 MiB boundaries and ask for transparent
        huge pages: 512x fewer page faults when they are first touched (zeroing a
        6 GB arena took 31 s in 4 KiB faults on this VM) and fewer TLB misses */
     size_t align = size >= ((size_t)4 << 20) ? ((size_t)2 << 20) : 64;
     size_t rounded = (size + align - 1) / align * align;
-    if (rounded < size) die_at(file, line, "arena size %zu overflows", size);
+    if (rounded < size) return NULL;
     void* p = aligned_alloc(align, rounded ? rounded : align);
-    if (!p) die_at(file, line, "out of memory allocating the %s of %zu bytes (%.1f MiB); the memory plan at "
-                   "the start of the run lists what else is held", name, size, size / 1048576.0);
+    if (!p) return NULL;
 #ifdef MADV_HUGEPAGE
     if (align > 64) madvise(p, rounded, MADV_HUGEPAGE);   /* advice only: failure is harmless */
 #endif
     memset(p, 0, rounded);
+    return p;
+}
+
+void* arena_alloc_named(size_t size, const char* name, const char* file, int line) {
+    void* p = arena_try_alloc(size);
+    if (!p) die_at(file, line, "out of memory allocating the %s of %zu bytes (%.1f MiB); the memory plan at "
+                   "the start of the run lists what else is held", name, size, size / 1048576.0);
     return p;
 }
 

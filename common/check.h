@@ -31,6 +31,8 @@ void fclose_check(FILE* fp, const char* path, const char* file, int line);
 #define arenaAlloc(n)          arena_alloc_check((n), __FILE__, __LINE__)
 /* the same, naming the arena in the out-of-memory message */
 void* arena_alloc_named(size_t size, const char* name, const char* file, int line);
+/* the same zeroed, aligned arena, or NULL when out of memory (the caller names what it was for) */
+void* arena_try_alloc(size_t size);
 #define arenaAllocNamed(n, name) arena_alloc_named((n), (name), __FILE__, __LINE__)
 #define fopenCheck(p, m)       fopen_check((p), (m), __FILE__, __LINE__)
 #define freadCheck(b, s, n, f, p)  fread_check((b), (s), (n), (f), (p), __FILE__, __LINE__)

@@ -43,10 +43,13 @@ char* file_read_all_or_null(const char* path, size_t* len) {
     return buf;
 }
 
+const char* file_read_error(int err) {
+    return err == EINVAL ? "not a regular file (a FIFO, device or socket)" : strerror(err);
+}
+
 char* file_read_all(const char* path, size_t* len) {
     char* buf = file_read_all_or_null(path, len);
-    if (!buf && errno == EINVAL) DIE("cannot read '%s': not a regular file (a FIFO, device or socket)", path);
-    if (!buf) DIE("cannot read '%s': %s", path, strerror(errno));
+    if (!buf) DIE("cannot read '%s': %s", path, file_read_error(errno));
     return buf;
 }
 

@@ -12,6 +12,8 @@
 char* file_read_all(const char* path, size_t* len);
 /* NULL (and errno set) instead of dying, for optional files */
 char* file_read_all_or_null(const char* path, size_t* len);
+/* the reason file_read_all_or_null failed with errno err ("not a regular file ..." for EINVAL) */
+const char* file_read_error(int err);
 /* Write path atomically: path.tmp.<pid>, fsync, rename, fsync of the directory. repoc's own
    files (checkpoints, the run directory) are written so: whatever is at path is replaced. */
 void file_write_atomic(const char* path, const void* data, size_t len);

@@ -101,16 +101,17 @@ static const char* string_field(const cJSON* o, const char* key, const char* fil
     return v->valuestring;
 }
 
-/* a list of integer ids in [lo, vocab) (lo = -100 for labels), into out */
-static void id_list(Ints* out, const cJSON* v, const char* key, long lo, size_t vocab, const char* file, size_t line) {
+/* a list of integer ids in [0, vocab) (labels: or -100 / -1, no loss), into out */
+static void id_list(Ints* out, const cJSON* v, const char* key, bool labels, size_t vocab, const char* file,
+                    size_t line) {
     CHECK(cJSON_IsArray(v), "%s:%zu: \"%s\" must be a list of integers", file, line, key);
     const cJSON* it;
     size_t i = 0;
     cJSON_ArrayForEach(it, v) {
-        CHECK(cJSON_IsNumber(it) && it->valuedouble == (double)(long)it->valuedouble && it->valuedouble >= (double)lo &&
-                  it->valuedouble < (double)vocab,
-              "%s:%zu: \"%s\"[%zu] must be an integer id in [%s, %zu)", file, line, key, i, lo < 0 ? "-100" : "0",
-              vocab);
+        double x = cJSON_IsNumber(it) ? it->valuedouble : -1.5;
+        CHECK(x == (double)(long)x && ((x >= 0 && x < (double)vocab) || (labels && (x == -100 || x == -1))),
+              "%s:%zu: \"%s\"[%zu] must be an integer id in [0, %zu)%s", file, line, key, i, vocab,
+              labels ? ", or -100 or -1 (no loss)" : "");
         ints_push(out, (int32_t)it->valuedouble);
         i++;
     }
@@ -189,11 +190,14 @@ static long read_record(Reader* r, PackedRows* p, const cJSON* o, const char* fi
     const char* completion = string_field(o, "completion", file, line);
     const char* text = string_field(o, "text", file, line);
     const cJSON* input_ids = cJSON_GetObjectItemCaseSensitive(o, "input_ids");
+    CHECK((text != NULL) + (prompt || completion) + (input_ids != NULL) <= 1, "%s:%zu: ambiguous record: it has %s "
+          "and %s (a record is one of {\"prompt\", \"completion\"}, {\"text\"} or {\"input_ids\", \"labels\"})",
+          file, line, text ? "\"text\"" : "\"prompt\"/\"completion\"", input_ids ? "\"input_ids\"" : "\"prompt\"/\"completion\"");
     if (input_ids) {
-        id_list(&r->ids, input_ids, "input_ids", 0, r->vocab, file, line);
+        id_list(&r->ids, input_ids, "input_ids", false, r->vocab, file, line);
         const cJSON* labels = cJSON_GetObjectItemCaseSensitive(o, "labels");
         if (labels) {
-            id_list(&r->labels, labels, "labels", -100, r->vocab, file, line);
+            id_list(&r->labels, labels, "labels", true, r->vocab, file, line);
             CHECK(r->labels.n == r->ids.n, "%s:%zu: \"labels\" has %zu entries, \"input_ids\" %zu", file, line,
                   r->labels.n, r->ids.n);
         } else {
@@ -217,7 +221,10 @@ static long read_record(Reader* r, PackedRows* p, const cJSON* o, const char* fi
     encode(r, text ? text : completion, file, line);
     for (size_t i = 0; i < r->enc.n_ids; i++) ints_push(&r->ids, r->enc.ids[i]), ints_push(&r->labels, r->enc.ids[i]);
     int32_t eos = tok_eos(r->tok);
-    if (eos >= 0) ints_push(&r->ids, eos), ints_push(&r->labels, eos);
+    CHECK(eos >= 0, "%s:%zu: tokenizer '%s' names no end of text token, which ends every text and prompt/completion "
+          "record: name one in tokenizer_config.json's eos_token next to it, or give pre-tokenized input_ids records",
+          file, line, tok_name(r->tok));
+    ints_push(&r->ids, eos), ints_push(&r->labels, eos);
     for (size_t i = 0; i < r->ids.n; i++)
         CHECK((size_t)r->ids.v[i] < r->vocab, "%s:%zu: token id %d is outside the model's vocabulary [0, %zu) (is "
               "data.tokenizer the model's tokenizer?)", file, line, r->ids.v[i], r->vocab);
@@ -236,15 +243,20 @@ static void read_file(Reader* r, Packer* k, PackedRows* p, const char* file, Int
         *e = 0;
         line++;
         char* c = s;
+        const char* start = s;
         s = e + 1;
         while (*c == ' ' || *c == '\t' || *c == '\r') c++;
         if (!*c) continue;   /* blank lines are allowed */
-        cJSON* o = cJSON_Parse(c);
-        CHECK(o, "%s:%zu: not valid JSON", file, line);
+        const char* end = NULL;
+        cJSON* o = cJSON_ParseWithOpts(c, &end, 0);
+        CHECK(o, "%s:%zu: not valid JSON (byte column %zu)", file, line, (size_t)((end ? end : c) - start) + 1);
         char key[128];
         CHECK(!jsonl_nul_string(c, strlen(c), key, sizeof key), "%s:%zu: the string of \"%s\" holds \\u0000 (a NUL "
               "character), which would cut the text there: remove it", file, line, key);
         CHECK(cJSON_IsObject(o), "%s:%zu: expected a JSON object", file, line);
+        end += strspn(end, " \t\r");
+        CHECK(!*end, "%s:%zu: byte column %zu: more after the JSON object (one object per line)", file, line,
+              (size_t)(end - start) + 1);
         long n_prompt = read_record(r, p, o, file, line);
         cJSON_Delete(o);
         p->n_records++;
@@ -272,7 +284,13 @@ void packed_open(PackedRows* p, const char* const* files, size_t n_files, const 
     }
     Packer k = {.T = T, .one_per_row = one_per_row, .pad = r.tok && tok_eos(r.tok) >= 0 ? tok_eos(r.tok) : 0};
     Ints tgt = {0};
-    for (size_t f = 0; f < n_files; f++) read_file(&r, &k, p, files[f], &tgt);
+    for (size_t f = 0; f < n_files; f++) {   /* in the order given; a glob's files in byte-wise order */
+        DataFiles df;
+        char err[600];
+        if (data_files_expand(&df, &files[f], 1, err, sizeof err)) DIE("%s", err);
+        for (size_t i = 0; i < df.n; i++) read_file(&r, &k, p, df.paths[i], &tgt);
+        data_files_free(&df);
+    }
     if (k.used) pack_pad_row(&k);
     p->n_rows = k.tok.n / T;
     CHECK(p->n_rows > 0, "%s%s: no documents to train on (%zu records, %zu prompts longer than data.seq_len %zu)",

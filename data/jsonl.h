@@ -42,8 +42,10 @@ typedef struct {
 
 /* Read, tokenize and pack every line of the files. tokenizer: a tokenizer.json
    or its directory, NULL when every line is pre-tokenized. Dies naming the file
-   and line on a line that is not a JSON object with one of the field sets above,
-   a token id >= vocab_size, and on files that give no rows. one_per_row (for
+   and line on a line that is not one JSON object with exactly one of the field
+   sets above (the byte column of a syntax error or of text after the object), a
+   token id >= vocab_size, a label other than an id, -100 or -1, a text record
+   when the tokenizer names no end of text token, and on files that give no rows. one_per_row (for
    evaluation): each document alone in a padded row, those longer than T left out and counted. */
 void packed_open(PackedRows* p, const char* const* files, size_t n_files, const char* tokenizer, size_t vocab_size,
                  size_t T, bool one_per_row);

@@ -78,7 +78,14 @@ int mixture_parse(Mixture* mx, const cJSON* list, const char* key, char* err, si
                                mx->src[i].name, key, j);
         total += mx->src[i].weight;
     }
-    for (size_t i = 0; i < n; i++) mx->src[i].share = mx->src[i].weight / total;
+    /* weights near DBL_MAX overflow the sum: then divide by the largest first (shares as exact as before) */
+    double scale = 1;
+    if (!isfinite(total)) {
+        for (size_t i = 0; i < n; i++) scale = fmax(scale, mx->src[i].weight);
+        total = 0;
+        for (size_t i = 0; i < n; i++) total += mx->src[i].weight / scale;
+    }
+    for (size_t i = 0; i < n; i++) mx->src[i].share = mx->src[i].weight / scale / total;
     return 0;
 }
 

@@ -202,8 +202,12 @@ static const char* detect_format(const TokenFile* f) {
     if (strcmp(ext, ".npy") == 0) return "npy";
     if (strcmp(ext, ".u16") == 0) return "u16";
     if (strcmp(ext, ".u32") == 0) return "u32";
+    if (strcmp(ext, ".jsonl") == 0)
+        DIE("token file '%s': a JSON Lines file: set data.format to \"jsonl\" for prompt/completion, text or "
+            "input_ids records (format auto reads token files only: bin, npy, u16, u32)", f->path);
     DIE("token file '%s': unknown format: no llm.c or NumPy magic at byte offset 0 and the "
-        "extension is not .bin/.npy/.u16/.u32 (set the data format to bin, npy, u16 or u32)", f->path);
+        "extension is not .bin/.npy/.u16/.u32 (set the data format to bin, npy, u16 or u32, or jsonl for "
+        "JSON Lines records)", f->path);
 }
 
 /* The first token index with id >= vocab_size, or n_tokens when all are valid.

@@ -102,20 +102,25 @@ void eval_task(TaskResult* r, Generator* g, const SyntheticConfig* syn, SynFamil
     double kb = 0;
     for (size_t i = 0; i < items; i++) {
         synthetic_item(syn, f, seed, i, P, depth, prompt, answer);
-        kb += eval_key_blind(syn, f, prompt, P, answer);
         gen_reset(g);
         const real* logits = gen_prefill(g, prompt, P);
         size_t ok = 0;
-        for (size_t a = 0; a < A; a++) {   /* greedy, each token fed back (not teacher-forced) */
+        for (size_t a = 0; a < A && !gen_stopping(g); a++) {   /* greedy, each token fed back (not teacher-forced) */
             int32_t tok = gen_argmax(logits, g->m->cfg.V);
             ok += tok == answer[a];
             if (a + 1 < A) logits = gen_step(g, tok);
         }
+        if (gen_stopping(g)) {
+            r->stopped = true;
+            r->items = i;
+            break;
+        }
+        kb += eval_key_blind(syn, f, prompt, P, answer);
         r->tokens_correct += ok;
         r->correct += ok == A;
     }
     free(prompt);
-    r->key_blind = items ? kb / (double)items : 0;
+    r->key_blind = r->items ? kb / (double)r->items : 0;
     r->seconds = now_s() - t0;
 }
 

@@ -39,6 +39,7 @@ typedef struct {
     double chance;            /* 1 / alphabet^answer_len: guessing the symbols uniformly */
     double key_blind;         /* mean over the items of the key-blind reader's success probability */
     double seconds;
+    bool stopped;             /* g->stop was set: the counts cover the items before it, the rest is not scored */
 } TaskResult;
 
 /* The prompt length for an input window of `length` tokens; dies naming the
@@ -48,7 +49,9 @@ size_t eval_prompt_len(const SyntheticConfig* syn, SynFamily f, size_t length);
 /* Items 0 .. items-1 of (seed, family) with prompts of eval_prompt_len tokens
    (depth in [0,1] pins the asked needle, < 0 draws it): prefill the prompt into
    the cache, then answer_len greedy tokens, each fed back. g must hold length
-   tokens. Pure function of its arguments and the weights. */
+   tokens. Pure function of its arguments and the weights. Returns early with
+   r->stopped when gen_stopping(g) turns true (within about a millisecond of
+   work, even inside one long prefill). */
 void eval_task(TaskResult* r, Generator* g, const SyntheticConfig* syn, SynFamily f, size_t length, size_t items,
                uint64_t seed, double depth);
 

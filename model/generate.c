@@ -80,21 +80,49 @@ size_t gen_arena_reals(const ModelConfig* cfg, size_t max_T, size_t max_chunk) {
     return cur.used;
 }
 
+/* the arena for g->max_T tokens, its views laid out */
+static void gen_alloc(Generator* g) {
+    Cursor cur = {NULL, 0};
+    gen_layout(g, &g->m->cfg, &cur);
+    g->n_arena = cur.used;
+    size_t bytes = mulCheck(g->n_arena, sizeof(real), "generator arena (KV cache and work space)");
+    g->arena = arena_try_alloc(bytes);
+    CHECK(g->arena, "generate: out of memory allocating the KV cache and work space for a context of %zu tokens "
+          "(%zu bytes, %.1f MiB)", g->max_T, bytes, (double)bytes / 1048576.0);
+    cur = (Cursor){g->arena, 0};
+    gen_layout(g, &g->m->cfg, &cur);
+    CHECK(cur.used == g->n_arena, "generator layout disagrees with its count");
+}
+
 void gen_build(Generator* g, const Model* m, size_t max_T, size_t max_chunk) {
     memset(g, 0, sizeof(*g));
     check_sizes(max_T, max_chunk);
     g->m = m;
-    g->max_T = max_T;
+    g->max_T = g->limit_T = max_T;
     g->max_chunk = max_chunk;
     g->n_att_bufs = threads_max();
     g->serial_below = GEN_SERIAL_WORK;
-    Cursor cur = {NULL, 0};
-    gen_layout(g, &m->cfg, &cur);
-    g->n_arena = cur.used;
-    g->arena = arenaAlloc(mulCheck(g->n_arena, sizeof(real), "generator arena (KV cache and work space)"));
-    cur = (Cursor){g->arena, 0};
-    gen_layout(g, &m->cfg, &cur);
-    CHECK(cur.used == g->n_arena, "generator layout disagrees with its count");
+    gen_alloc(g);
+}
+
+void gen_allow_growth(Generator* g, size_t limit_T) {
+    check_sizes(limit_T, g->max_chunk);
+    g->limit_T = limit_T > g->max_T ? limit_T : g->max_T;
+}
+
+/* a cache of at least need (<= limit_T) tokens: doubled, the cached rows copied over */
+static void gen_grow(Generator* g, size_t need) {
+    const ModelConfig* c = &g->m->cfg;
+    size_t T = 2 * g->max_T > need ? 2 * g->max_T : need, kvd = c->KVH * cfg_hd(c);
+    Generator old = *g;
+    g->max_T = T < g->limit_T ? T : g->limit_T;
+    gen_alloc(g);
+    for (size_t l = 0; l < c->L; l++) {
+        memcpy(g->k[l], old.k[l], old.len * kvd * sizeof(real));
+        memcpy(g->v[l], old.v[l], old.len * kvd * sizeof(real));
+        if (g->z[l]) memcpy(g->z[l], old.z[l], old.len * c->KVH * sizeof(real));
+    }
+    free(old.arena);
 }
 
 void gen_free(Generator* g) {
@@ -103,6 +131,8 @@ void gen_free(Generator* g) {
 }
 
 void gen_reset(Generator* g) { g->len = 0; }
+
+bool gen_stopping(const Generator* g) { return g->stop && *g->stop; }
 
 /* att (n,H*hd) for query rows at positions p0+i over cache rows 0..p0+i of layer l.
    One task per (row, head); each thread keeps its scores in its own row of g->scores. */
@@ -117,6 +147,7 @@ static void cache_attention(Generator* g, size_t l, size_t n, size_t p0) {
 #pragma omp parallel for collapse(2) schedule(dynamic, 1) num_threads((int)team)
     for (size_t i = 0; i < n; i++) {
         for (size_t h = 0; h < H; h++) {
+            if (gen_stopping(g)) continue;   /* a row of a long context takes milliseconds: stop within one */
             size_t t = p0 + i, kvo = (h / group) * hd;
             real* s = g->scores + threads_id() * T;
             const real* q = g->a.q + i * qd + h * hd;
@@ -179,8 +210,9 @@ const real* gen_forward(Generator* g, const int32_t* tokens, size_t n) {
     const Model* m = g->m;
     const ModelConfig* c = &m->cfg;
     CHECK(n >= 1 && n <= g->max_chunk, "generate: %zu tokens in one call (expected 1 .. %zu)", n, g->max_chunk);
-    CHECK(g->len + n <= g->max_T, "generate: %zu tokens after %zu would exceed the cache of %zu", n, g->len,
-          g->max_T);
+    CHECK(g->len + n <= g->limit_T, "generate: %zu tokens after %zu would exceed the cache of %zu", n, g->len,
+          g->limit_T);
+    if (g->len + n > g->max_T) gen_grow(g, g->len + n);
     for (size_t i = 0; i < n; i++)
         CHECK(tokens[i] >= 0 && (size_t)tokens[i] < c->V,
               "generate: token %" PRId32 " at position %zu is outside the vocabulary [0, %zu)", tokens[i],
@@ -196,7 +228,7 @@ const real* gen_forward(Generator* g, const int32_t* tokens, size_t n) {
     embedding_forward(g->x, tokens, m->w.embed, n, c->D);
     for (size_t i = 0; i < n; i++)   /* rope layers rotate by t */
         for (size_t gr = 0; gr < c->KVH; gr++) g->pos[i * c->KVH + gr] = (real)(g->len + i);
-    for (size_t l = 0; l < c->L; l++) layer_forward(g, l, n, g->len);
+    for (size_t l = 0; l < c->L && !gen_stopping(g); l++) layer_forward(g, l, n, g->len);
     g->len += n;
     /* only the last row's next-token distribution is needed */
     model_head_forward(g->logits, g->final_out, g->final_rstd, g->x + (n - 1) * c->D, m, 1);
@@ -207,7 +239,7 @@ const real* gen_forward(Generator* g, const int32_t* tokens, size_t n) {
 const real* gen_prefill(Generator* g, const int32_t* tokens, size_t n) {
     CHECK(n >= 1, "generate: empty prompt");
     const real* logits = NULL;
-    for (size_t i = 0; i < n; i += g->max_chunk) {
+    for (size_t i = 0; i < n && !(i && gen_stopping(g)); i += g->max_chunk) {
         size_t k = n - i < g->max_chunk ? n - i : g->max_chunk;
         logits = gen_forward(g, tokens + i, k);
     }
@@ -278,9 +310,9 @@ int32_t gen_sample(Generator* g, const real* logits, double temperature, size_t 
 
 void gen_generate(Generator* g, const int32_t* prompt, size_t n_prompt, size_t n_new, double temperature,
                   size_t top_k, Rng* rng, int32_t* out) {
-    CHECK(n_new == 0 || g->len + n_prompt + n_new - 1 <= g->max_T,
+    CHECK(n_new == 0 || g->len + n_prompt + n_new - 1 <= g->limit_T,
           "generate: %zu cached + %zu prompt + %zu new tokens exceed the cache of %zu", g->len, n_prompt, n_new,
-          g->max_T);
+          g->limit_T);
     const real* logits = gen_prefill(g, prompt, n_prompt);
     for (size_t i = 0; i < n_new; i++) {
         out[i] = gen_sample(g, logits, temperature, top_k, rng);

@@ -9,7 +9,10 @@
    layer, block_qkv_forward and block_out_forward of model/block.h (the same
    code as training) and attends over the cache in between. Everything is
    allocated once by gen_build for a context of max_T tokens; prefill, step
-   and sampling allocate nothing. A chunk of little work (a one-token step of
+   and sampling allocate nothing, except that after gen_allow_growth a call
+   that needs more room doubles the cache (up to its limit), copying the
+   cached rows: the same values, so the same outputs as a cache built at full
+   size. A chunk of little work (a one-token step of
    a small model) runs with the thread count set to 1 and restored afterwards
    (common/threads.h).
    Documents: one cache holds one document, attended in full, as Hugging Face
@@ -21,6 +24,8 @@
 #ifndef REPOC_GENERATE_H
 #define REPOC_GENERATE_H
 
+#include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,11 +36,13 @@
 
 typedef struct {
     const Model* m;              /* weights, config and RopeTable (not owned) */
-    size_t max_T;                /* cache capacity in tokens */
+    size_t max_T;                /* cache capacity in tokens (allocated) */
+    size_t limit_T;              /* the most it may grow to (gen_allow_growth; else max_T) */
     size_t max_chunk;            /* most tokens one gen_forward call takes */
     size_t len;                  /* tokens in the cache */
     size_t n_att_bufs;           /* per-thread score rows of the cache attention */
     double serial_below;         /* chunks of fewer multiply-adds run on one thread (gen_build: 4e6; 0 = never) */
+    const volatile sig_atomic_t* stop;   /* non-zero: a signal asked to stop; or NULL (gen_stopping) */
 
     real* arena;                 /* one allocation: cache + work space */
     size_t n_arena;              /* its reals */
@@ -60,15 +67,22 @@ size_t gen_arena_reals(const ModelConfig* cfg, size_t max_T, size_t max_chunk);
 /* Allocate the cache for max_T tokens and work space for chunks of max_chunk
    (<= max_T) tokens; the cache starts empty. m must outlive the generator. */
 void gen_build(Generator* g, const Model* m, size_t max_T, size_t max_chunk);
+/* Let the cache grow on demand, by doubling, to limit_T tokens (>= max_T). */
+void gen_allow_growth(Generator* g, size_t limit_T);
 void gen_free(Generator* g);
 /* Empty the cache (keeps the allocation). */
 void gen_reset(Generator* g);
 
-/* Append tokens (n, 1 <= n <= max_chunk, len + n <= max_T) at positions
+/* Append tokens (n, 1 <= n <= max_chunk, len + n <= limit_T) at positions
    len .. len+n-1 and return the logits (V) that follow the last of them
    (valid until the next call). */
 const real* gen_forward(Generator* g, const int32_t* tokens, size_t n);
-/* Append any number of tokens (n >= 1) in chunks of max_chunk; the logits after the last. */
+/* True once *g->stop is set. From then on gen_forward skips the rest of its
+   work (each layer, each (row, head) of the cache attention) and its logits and
+   cache rows are garbage: the caller stops too, and gen_reset before reuse. */
+bool gen_stopping(const Generator* g);
+/* Append any number of tokens (n >= 1) in chunks of max_chunk; the logits after
+   the last (after the chunk where gen_stopping turned true). */
 const real* gen_prefill(Generator* g, const int32_t* tokens, size_t n);
 /* One token: gen_forward of n = 1. */
 const real* gen_step(Generator* g, int32_t token);

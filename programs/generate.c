@@ -157,8 +157,10 @@ int main(int argc, char** argv) {
     Model m;
     cli_load_model(&m, &cfg, &ci, 1, 1);
     Generator g;
-    size_t max_T = n_prompt + (o.max_new ? o.max_new : 1);
-    gen_build(&g, &m, max_T, n_prompt < 512 ? n_prompt : 512);
+    /* the cache starts at prompt + 256 tokens and doubles as the new tokens need it */
+    size_t max_T = n_prompt + (o.max_new ? o.max_new : 1), first_T = n_prompt + 256;
+    gen_build(&g, &m, first_T < max_T ? first_T : max_T, n_prompt < 512 ? n_prompt : 512);
+    gen_allow_growth(&g, max_T);
     Cand* cand = o.top_p < 1 && o.temperature > 0 ? mallocCheck(cfg.V * sizeof(Cand)) : NULL;
     real* w = cand ? mallocCheck(cfg.V * sizeof(real)) : NULL;
     Rng rng;

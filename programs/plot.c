@@ -20,7 +20,6 @@
 #include "programs/cli.h"
 
 #define MAX_RUNS 10        /* one palette colour each */
-#define MAX_CURVES 96      /* per run: 5 step metrics, val_loss, sources, tasks, 5 per RePo layer */
 #define SMOOTH 0.9         /* EMA weight of the smoothed training loss (debiased, as TensorBoard) */
 
 typedef struct {           /* one metric of one run over steps, growable */
@@ -31,33 +30,34 @@ typedef struct {           /* one metric of one run over steps, growable */
 
 typedef struct {
     char label[128];       /* the run's name in legends: its directory */
-    Curve c[MAX_CURVES];
-    size_t n;
+    Curve* c;              /* (cap): 5 step metrics, val_loss, sources, tasks, 5 per RePo layer, ... */
+    size_t n, cap;
 } Run;
+
+/* n_items (n, with room for cap) grown by doubling to hold one more of size bytes */
+static void* grow(void* items, size_t n, size_t* cap, size_t size) {
+    if (n < *cap) return items;
+    *cap = *cap ? 2 * *cap : 16;
+    void* g = mallocCheck(*cap * size);
+    if (n) memcpy(g, items, n * size);
+    free(items);
+    return g;
+}
 
 static Curve* curve(Run* r, const char* name) {
     for (size_t i = 0; i < r->n; i++)
         if (!strcmp(r->c[i].name, name)) return &r->c[i];
-    CHECK(r->n < MAX_CURVES, "plot: %s: more than %d metrics", r->label, MAX_CURVES);
+    r->c = grow(r->c, r->n, &r->cap, sizeof(Curve));
     Curve* c = &r->c[r->n++];
+    *c = (Curve){0};
     snprintf(c->name, sizeof(c->name), "%s", name);
     return c;
 }
 
 static void push(Curve* c, double x, double y) {
-    if (c->n == c->cap) {
-        c->cap = c->cap ? 2 * c->cap : 256;
-        double* nx = mallocCheck(c->cap * sizeof(double));
-        double* ny = mallocCheck(c->cap * sizeof(double));
-        if (c->n) {
-            memcpy(nx, c->x, c->n * sizeof(double));
-            memcpy(ny, c->y, c->n * sizeof(double));
-        }
-        free(c->x);
-        free(c->y);
-        c->x = nx;
-        c->y = ny;
-    }
+    size_t cap = c->cap;
+    c->x = grow(c->x, c->n, &cap, sizeof(double));
+    c->y = grow(c->y, c->n, &c->cap, sizeof(double));
     c->x[c->n] = x;
     c->y[c->n++] = y;
 }
@@ -154,16 +154,28 @@ static void smooth(const Curve* c, double* out) {
 
 typedef struct {           /* a panel being filled */
     LinePanel p;
-    LineSeries s[MAX_RUNS * MAX_CURVES];
-    char labels[MAX_RUNS * MAX_CURVES][240];
+    LineSeries* s;         /* (cap) */
+    char** labels;         /* (cap) one allocation each, so that growing s keeps them */
+    size_t cap;
 } Panel;
 
 static void add(Panel* pn, const Run* r, size_t run, const Curve* c, const double* y, const char* what,
                 size_t dash, double opacity) {
-    size_t k = pn->p.n_series++;
-    snprintf(pn->labels[k], sizeof(pn->labels[k]), "%.127s %.100s", r->label, what);
+    size_t k = pn->p.n_series++, cap = pn->cap;
+    pn->s = grow(pn->s, k, &pn->cap, sizeof(LineSeries));
+    pn->labels = grow(pn->labels, k, &cap, sizeof(char*));
+    pn->labels[k] = mallocCheck(240);
+    snprintf(pn->labels[k], 240, "%.127s %.100s", r->label, what);
     pn->s[k] = (LineSeries){pn->labels[k], c->n, c->x, y ? y : c->y, run, dash, opacity};
     pn->p.series = pn->s;
+}
+
+static void free_panels(Panel* pn, size_t n) {
+    for (size_t k = 0; k < n; k++) {
+        for (size_t i = 0; i < pn[k].p.n_series; i++) free(pn[k].labels[i]);
+        free(pn[k].labels);
+        free(pn[k].s);
+    }
 }
 
 static void free_runs(Run* runs, size_t n_runs) {
@@ -172,6 +184,7 @@ static void free_runs(Run* runs, size_t n_runs) {
             free(runs[r].c[i].x);
             free(runs[r].c[i].y);
         }
+    for (size_t r = 0; r < n_runs; r++) free(runs[r].c);
 }
 
 /* --positions: one panel per statistic, one polyline per (run, RePo layer): colour = run, dash = layer */
@@ -207,6 +220,7 @@ static void plot_positions(const Run* runs, size_t n_runs, const char* out) {
             "with RePo layers)", runs[0].label, n_runs > 1 ? " or the others" : "");
     svg_lines(out, "RePo's learned positions over training (train.log_positions)", "step", panels, N_POS_FIELDS);
     svg_to_png(out);
+    free_panels(pn, N_POS_FIELDS);
 }
 
 int main(int argc, char** argv) {
@@ -302,6 +316,7 @@ int main(int argc, char** argv) {
         free(smoothed[r]);
         free(k_tokens[r]);
     }
+    free_panels(pn, 6);
     free_runs(runs, n_runs);
     return 0;
 }

@@ -299,7 +299,11 @@ static void progress(double t0, size_t done, size_t total, size_t tokens, int la
 
 static void decode_shard(const Tokenizer* t, const char* path) {
     TokenFile f;
-    token_file_open(&f, path, "auto", tok_vocab_size(t));
+    size_t V = tok_vocab_size(t);
+    token_file_open(&f, path, "auto", (size_t)INT32_MAX + 1);   /* any id: the tokenizer is checked below */
+    CHECK(!f.tokenizer_vocab || f.tokenizer_vocab == V, "token file '%s' was written with a tokenizer of %zu tokens "
+          "(header int 3), but '%s' has %zu: decode with the tokenizer that wrote it", path, f.tokenizer_vocab,
+          tok_name(t), V);
     uint8_t* out = NULL;
     size_t len = 0, cap = 0;
     for (size_t i = 0; i < f.n_tokens; i += 65536) {
@@ -308,7 +312,8 @@ static void decode_shard(const Tokenizer* t, const char* path) {
         for (size_t k = 0; k < n; k++) ids[k] = (int32_t)token_le(f.tokens + (i + k) * f.token_bytes, f.token_bytes);
         len = 0;
         size_t ok = tok_decode(t, ids, n, &out, &len, &cap);
-        CHECK(ok == n, "token file '%s': token index %zu (id %d) has no token in the tokenizer", path, i + ok, ids[ok]);
+        CHECK(ok == n, "token file '%s': token index %zu (id %d) has no token in tokenizer '%s' (of %zu ids): decode "
+              "with the tokenizer that wrote it", path, i + ok, ids[ok], tok_name(t), V);
         fwrite(out, 1, len, stdout);
     }
     free(out);

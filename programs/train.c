@@ -127,8 +127,12 @@ int main(int argc, char** argv) {
     } else if (tr.data.has_val && rc->train.eval_every && !trainer_eval(&tr)) {
         printf("the final evaluation was stopped by signal %d\n", (int)stop_requested);
     }
-    printf("done: steps %zu..%zu, loss %.4f -> %.4f, checkpoints in %s\n", start, tr.state.step,
-           tr.has_first_loss ? tr.first_loss : 0.0, tr.state.has_loss ? tr.state.last_loss : 0.0, rc->run.out_dir);
+    if (tr.state.step == start)
+        printf("done: no step ran (the run stays at step %zu of %zu); run directory %s\n", start, rc->train.steps,
+               rc->run.out_dir);
+    else
+        printf("done: steps %zu..%zu, loss %.4f -> %.4f, checkpoints in %s\n", start, tr.state.step,
+               tr.has_first_loss ? tr.first_loss : 0.0, tr.state.has_loss ? tr.state.last_loss : 0.0, rc->run.out_dir);
     /* only a loss measured on the weights just saved (an earlier evaluation's is stale) */
     if (tr.has_val_loss && tr.val_step == tr.state.step) printf("final validation loss %.4f\n", tr.last_val_loss);
     print_peak_rss();

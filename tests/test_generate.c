@@ -127,6 +127,17 @@ static void check_steps_and_prefill(Model* m, const int32_t* tokens, size_t T, c
     expect_close(label, steps, m->logits, T * V, 0, REL_TOL, "1e-5 of max|logit|");
     compare_all_caches(&g, m, T, name);
 
+    /* a cache that starts at 3 tokens and doubles on demand (6, 12, 24, T): the same logits, bit for bit */
+    Generator grown;
+    gen_build(&grown, m, 3, 3);
+    gen_allow_growth(&grown, T);
+    if (threaded) grown.serial_below = 0;
+    bool same = true;
+    for (size_t t = 0; t < T; t++) same &= !memcmp(gen_step(&grown, tokens[t]), steps + t * V, V * sizeof(real));
+    EXPECT(same && grown.max_T == T, "%s: a cache grown from 3 to %zu tokens by doubling: step logits bit-identical",
+           name, grown.max_T);
+    gen_free(&grown);
+
     /* chunked prefill: chunks 0..6 (attention_forward), 7..13, ... (cache attention) */
     gen_reset(&g);
     const real* last = gen_prefill(&g, tokens, T);

@@ -3,7 +3,8 @@
 # tokenized fixture text (rope, repo and nope positions, vocab 1024 >= the
 # fixture tokenizer's 1001) continue a prompt; the output starts with the
 # prompt, greedy decoding is the same through --temperature 0, --top-k 1 and
-# a tiny --top-p, sampling is reproducible from --seed, and a tokenizer larger
+# a tiny --top-p, sampling is reproducible from --seed, --max-new-tokens 10^9
+# grows the cache as needed (same greedy text), and a tokenizer larger
 # than the model's vocabulary is refused with both numbers.
 . "$(dirname "$0")/testlib.sh" generate_cli
 F=tests/fixtures/tokenizer
@@ -27,6 +28,12 @@ for mode in rope repo nope; do
         bad "$mode: greedy differs: '$greedy' / '$k1' / '$p0'"
     [ "$s1" = "$s2" ] && [ -n "$s3" ] && ok "$mode: sampling reproducible from --seed" || bad "$mode: seed 7 gave '$s1' then '$s2'"
     grep -q "new tokens in .* tok/s" "$T/err" && ok "$mode: $(cut -c1-120 "$T/err")" || bad "$mode: no tok/s line"
+    # --max-new-tokens 10^9: the cache grows as tokens come (it was allocated for prompt + N first: 512 GB here);
+    # greedy output is the same, under an 8 GB address-space limit (read up to the 12-token run's length)
+    huge=$( (ulimit -v 8000000; build/generate "$T/$mode" --tokenizer "$T" --threads 1 --prompt "int main(void) {" \
+        --max-new-tokens 1000000000 --temperature 0 2>"$T/err_huge") | LC_ALL=C head -c "$(printf '%s' "$greedy" | wc -c)")
+    [ -n "$greedy" ] && [ "$huge" = "$greedy" ] && ok "$mode: --max-new-tokens 10^9 under ulimit -v 8 GB: the same greedy text" ||
+        bad "$mode: --max-new-tokens 10^9: '$huge' vs '$greedy' ($(head -c 200 "$T/err_huge"))"
 done
 build/generate tests/fixtures/olmo2_mix/ckpt --tokenizer $F/gpt2.json --prompt x >"$T/log" 2>&1
 [ $? -ne 0 ] && grep -q "tokenizer has 1001 tokens, more than the model's vocab_size 64" "$T/log" &&

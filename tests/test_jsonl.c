@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/check.h"
+#include "common/fileio.h"
 #include "data/jsonl.h"
 #include "tests/testutil.h"
 #include "tokenizer/tokenizer.h"
@@ -28,6 +29,12 @@ static void open_child(void* a) {
     OpenArg* o = a;
     PackedRows p;
     packed_open(&p, &o->file, 1, o->tok, 1024, 8, false);
+}
+
+static void auto_child(void* pattern) {
+    TokenData td;
+    const char* files[1] = {pattern};
+    token_data_open(&td, files, 1, "auto", 1024);
 }
 
 int main(void) {
@@ -114,6 +121,57 @@ int main(void) {
     o.tok = NULL;
     const char* notok[] = {"bad4.jsonl:1:", "data.tokenizer", NULL};
     expect_dies_with("text without a tokenizer", open_child, &o, notok);
+
+    /* lines that are not exactly one record: {file name, its text, what the message names, and what else} */
+    static const char* bad_lines[][5] = {
+        {"two objects on a line: file, line and byte column", "two.jsonl",
+         "{\"text\": \"a\"}\n {\"text\": \"b\"} {\"text\": \"c\"}\n", "two.jsonl:2:",
+         "byte column 16: more after the JSON object"},
+        {"trailing garbage after the object", "trail.jsonl", "{\"text\": \"a\"}x\n", "trail.jsonl:1:", "byte column 14"},
+        {"a syntax error: its byte column", "syntax.jsonl", "{\"text\": \"a\", }\n", "syntax.jsonl:1:",
+         "not valid JSON (byte column 16)"},
+        {"text and prompt/completion: ambiguous", "both.jsonl",
+         "{\"text\": \"a\", \"prompt\": \"q\", \"completion\": \"c\"}\n", "both.jsonl:1:",
+         "ambiguous record: it has \"text\" and \"prompt\"/\"completion\""},
+        {"text and input_ids: ambiguous", "both2.jsonl", "{\"text\": \"a\", \"input_ids\": [1, 2]}\n", "both2.jsonl:1:",
+         "ambiguous record: it has \"text\" and \"input_ids\""},
+        {"label -5: refused", "lab.jsonl", "{\"input_ids\": [1, 2, 3], \"labels\": [-100, -5, 3]}\n", "lab.jsonl:1:",
+         "\"labels\"[1] must be an integer id in [0, 1024), or -100 or -1"},
+    };
+    o.tok = tokpath;
+    for (size_t k = 0; k < sizeof bad_lines / sizeof bad_lines[0]; k++) {
+        o.file = write_file(bad_lines[k][1], bad_lines[k][2]);
+        const char* want[] = {bad_lines[k][3], bad_lines[k][4], NULL};
+        expect_dies_with(bad_lines[k][0], open_child, &o, want);
+    }
+
+    /* a glob expands (in byte-wise order) as for token files; the patterns keep their order */
+    write_file("g2.jsonl", "{\"input_ids\": [5, 6, 7]}\n");
+    const char* g1 = write_file("g1.jsonl", "{\"input_ids\": [1, 2, 3]}\n{\"input_ids\": [2, 3, 4]}\n");
+    char pattern[300];
+    snprintf(pattern, sizeof pattern, "%s/g*.jsonl", dir);
+    const char* globbed[2] = {write_file("h0.jsonl", "{\"input_ids\": [9, 9, 9]}\n"), pattern};
+    packed_open(&p, globbed, 2, NULL, 1024, 4, true);
+    EXPECT(p.n_records == 4 && p.n_rows == 4 && p.tokens[0] == 9 && p.tokens[4] == 1 && p.tokens[8] == 2 &&
+               p.tokens[12] == 5, "data.train [h0.jsonl, g*.jsonl]: h0, then g1 and g2 (%zu records)", p.n_records);
+    packed_close(&p);
+    snprintf(pattern, sizeof pattern, "%s/none*.jsonl", dir);
+    o.file = pattern;
+    const char* nomatch[] = {"none*.jsonl' matches no file", NULL};
+    expect_dies_with("a glob that matches no JSONL file", open_child, &o, nomatch);
+    const char* auto_args[] = {"token file", "g1.jsonl': a JSON Lines file: set data.format to \"jsonl\"", NULL};
+    expect_dies_with("a .jsonl file read as token data (format auto)", auto_child, (void*)g1, auto_args);
+
+    /* a tokenizer without an end of text token: refused as build/tokenize does (it trained without EOS) */
+    size_t len;
+    char* json = file_read_all(tokpath, &len);
+    for (char* at = json; (at = strstr(at, "<|endoftext|>")); at += 13) memcpy(at, "<|nothing__|>", 13);
+    const char* noeos = write_file("noeos.json", json);
+    free(json);
+    o.tok = noeos;
+    o.file = write_file("sft.jsonl", "{\"prompt\": \"q\", \"completion\": \"a\"}\n");
+    const char* eos_msg[] = {"sft.jsonl:1:", "noeos.json' names no end of text token", NULL};
+    expect_dies_with("a tokenizer without an end of text token", open_child, &o, eos_msg);
 
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

@@ -13,7 +13,8 @@
 #     the process counts it suggests: none when sharding the state cannot make it fit, never a count
 #     that does not fit;
 #  5. the plan's token data row counts the files of mixture sources (data.train
-#     and data.val in the mixture form) and JSONL files.
+#     and data.val in the mixture form) and JSONL files; its eval tasks row the
+#     KV cache of train.eval_tasks' longest length (10^9 tokens: refused at once).
 . "$(dirname "$0")/testlib.sh" memory
 
 echo "--plan and the refusal"
@@ -108,6 +109,21 @@ sed -e 's|"train": \[{.*|"train": ["'"$T"'/sft.jsonl"], "format": "jsonl",|' -e 
 got=$(data_row "$T/jsonl.json"); want=$(mib "$T/sft.jsonl" "$T/sft.jsonl" "$T/val.u16")
 [ -n "$got" ] && [ "$got" = "$want" ] && ok "JSONL files in the list form: token data $got MiB" ||
     bad "JSONL files: the plan's token data row is '$got' MiB, the files hold $want MiB"
+
+echo "train.eval_tasks: the KV cache of the longest length is in the plan"
+# d_model 32, 2 layers: keys and values of 2 x 2 x 32 reals = 512 bytes per token, 10^9 tokens: 488281 MiB and more
+tasks='train.eval_tasks={"families": ["single"], "lengths": [64, 1000000000], "items": 1}'
+got=$(build/train "$T/mix.json" --plan --set "$tasks" | grep -o '^  eval tasks (KV) *[0-9.]*' | grep -o '[0-9.]*$')
+awk -v m="${got:-0}" 'BEGIN { exit !(m >= 488281 && m < 600000) }' && ok "lengths [64, 10^9]: eval tasks (KV) $got MiB in the plan" ||
+    bad "eval tasks row: '$got' MiB"
+build/train "$T/mix.json" --plan | grep -q "eval tasks" && bad "a plan without eval_tasks has an eval tasks row" ||
+    ok "no eval tasks row without train.eval_tasks"
+t0=$(date +%s%N)
+build/train "$T/mix.json" --set "$tasks" >"$T/out" 2>"$T/err"
+rc=$?; ms=$((($(date +%s%N) - t0) / 1000000))
+[ $rc -eq 1 ] && grep -q "error: the memory plan needs .* GiB, but .* GiB is available" "$T/err" && [ ! -e "$T/never" ] &&
+    ok "refused before allocating, exit 1 in $ms ms: $(grep -o 'needs .* available' "$T/err")" ||
+    bad "eval tasks of 10^9 tokens: exit $rc after $ms ms: $(tail -2 "$T/err")"
 
 echo "bf16 state, recompute, chunked head: exact resume"
 build/tools/gen_tokens "$T/train.u16" 20000 64 1 || exit 1

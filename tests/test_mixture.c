@@ -98,6 +98,14 @@ static void test_proportions(void) {
         EXPECT(fabs(n[k] - 1e4 * share[k]) <= 3 * sqrt(1e4 * share[k] * (1 - share[k])),
                "three sources: %s got %zu of 10000 rows (share %.1f)", mx.src[k].name, n[k], share[k]);
     mixture_close(&mx);
+
+    /* weights whose sum overflows a double: still dealt evenly (the infinite sum dealt 0% / 100%) */
+    if (open_mix(&mx, 1e308, 1e308)) { report(0, "open"); return; }
+    EXPECT(mx.src[0].share == 0.5 && mx.src[1].share == 0.5 && mixture_count(&mx, 0, 1000) == 500 &&
+               mixture_count(&mx, 1, 1000) == 500,
+           "weights [1e308, 1e308]: shares %g / %g, 1000 rows dealt %llu / %llu", mx.src[0].share, mx.src[1].share,
+           (unsigned long long)mixture_count(&mx, 0, 1000), (unsigned long long)mixture_count(&mx, 1, 1000));
+    mixture_close(&mx);
 }
 
 static void test_resume_and_split(DataOrder order, const char* label) {

@@ -100,6 +100,12 @@ if grep -q "data.train source 'code' is used up (300 tokens, read once by step 1
    && [ "$(head -n 1 "$T/c/latest")" = step_0000010 ]; then ok "exhausted stop: the run ends after step 10 with a checkpoint"
 else bad "exhausted stop did not end the run at step 10"; tail -4 "$T/c.log"; fi
 
+# before step 1: 64 rows a step, 16 of them from code's 9 windows
+build/train "$T/c.json" --set train.batch_size=64 --set run.out_dir="$T/c0" >"$T/c0.log" 2>&1 || bad "the run stopping at once failed"
+if grep -q "ending the run before step 1" "$T/c0.log" && grep -q "done: no step ran (the run stays at step 0 of 12)" "$T/c0.log" &&
+   ! grep -q "loss 0.0000 -> 0.0000" "$T/c0.log"; then ok "exhausted stop before step 1: $(grep '^done' "$T/c0.log")"
+else bad "exhausted stop before step 1"; tail -3 "$T/c0.log"; fi
+
 # 5. bad sources, named in the error
 expect_err() { expect_refused "$1" "$3" "$T/a.json" --set "data.train=$2" --set run.out_dir="$T/err"; }
 expect_err "weight 0" '[{"name": "w", "files": ["x"], "weight": 0}]' "data.train[0].weight: expected a finite number > 0"

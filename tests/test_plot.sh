@@ -55,5 +55,24 @@ for args in "--out $T/x.png $T/rope" "$T/rope" "$T/nothing --out $T/y.svg" "$T/r
     if build/plot $args >"$T/err.log" 2>&1; then bad "build/plot $args: accepted"
     else ok "build/plot ${args//$T\//}: $(head -n 1 "$T/err.log" | sed "s|$T/||g")"; fi
 done
+# more than 96 metrics: 6 families x 16 lengths of eval_tasks (and loss, lr), and 20 RePo layers x 5 statistics
+mkdir -p "$T/wide" "$T/layers"
+for step in 1 2 3; do
+    printf '{"step": %d, "loss": 2.5, "lr": 0.001, "retrieval": {' $step
+    for f in 0 1 2 3 4 5; do for l in $(seq 1 16); do printf '%s"f%d@%d": 0.5' "$([ $f$l = 01 ] || echo ,)" $f $((l * 16)); done; done
+    printf '}}\n'
+    printf '{"step": %d, "positions": {"layers": [' $step >>"$T/layers/metrics.jsonl"
+    for l in $(seq 0 19); do
+        printf '%s{"layer": %d, "range": 1.5, "mean_abs_step": 0.1, "constant": 0.2, "monotonic": 0.3, "hybrid": 0.5}' \
+            "$([ $l = 0 ] || echo ,)" $l >>"$T/layers/metrics.jsonl"
+    done
+    printf ']}}\n' >>"$T/layers/metrics.jsonl"
+done >"$T/wide/metrics.jsonl"
+if build/plot "$T/wide" --out "$T/wide.svg" >"$T/plot.log" 2>&1 && n=$(grep -o '<polyline' "$T/wide.svg" | wc -l) &&
+   [ "$n" = 99 ]; then ok "98 metrics (96 retrieval tasks): $n polylines (loss raw and smoothed, lr, 96 tasks)"
+else bad "98 metrics: $(head -c 300 "$T/plot.log") ${n:-}"; fi
+if build/plot "$T/layers" --positions --out "$T/layers.svg" >"$T/plot.log" 2>&1 && n=$(grep -o '<polyline' "$T/layers.svg" | wc -l) &&
+   [ "$n" = 100 ]; then ok "--positions with 20 RePo layers: $n polylines (5 statistics x 20 layers)"
+else bad "--positions with 20 layers: $(head -c 300 "$T/plot.log") ${n:-}"; fi
 echo "test_plot: $([ $failures -eq 0 ] && echo all OK || echo FAILED)"
 [ $failures -eq 0 ]

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A signal during a long evaluation stops build/train between eval batches:
+# A signal during a long evaluation stops build/train between eval batches (or
+# inside one long train.eval_tasks item, within a row of its cache attention):
 # no further step, a checkpoint of the step reached, exit 0, and no "final
 # validation loss" unless it was measured on the saved weights. SIGHUP (a
 # closed terminal) is handled like SIGTERM.
@@ -39,6 +40,29 @@ for sig in TERM HUP INT; do
     then ok "SIG$sig during an evaluation: exit 0 after $ms ms, no further step, no stale final loss"
     else bad "SIG$sig during an evaluation: exit $rc after $ms ms, last step $(last_step "$d"), $(tail -2 "$T/log")"; fi
 done
+
+# a signal inside one long eval task (one item of 40000 tokens: a prefill of tens of seconds, a chunk
+# of 1024 tokens of several) stops it within a row of the cache attention, as between eval batches
+d="$T/run_task"
+config "$d" 1
+tasks='train.eval_tasks={"families": ["single"], "lengths": [40000], "items": 1}'
+build/train "$T/cfg.json" --set train.eval_every=0 --set train.steps=2 >/dev/null 2>&1 || bad "setup run failed"
+touch "$T/marker"; sleep 0.01
+build/train "$T/cfg.json" --set "$tasks" >"$T/log" 2>&1 &
+p=$!
+(sleep 60; kill -KILL $p 2>/dev/null) & watchdog=$!
+wait_for "[ '$d/run_config.json' -nt '$T/marker' ]"
+sleep 1   # inside the task's prefill
+t0=$(date +%s%N)
+kill -TERM $p
+wait $p
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+kill $watchdog 2>/dev/null; wait $watchdog 2>/dev/null
+if [ $rc -eq 0 ] && [ "$(last_step "$d")" = 2 ] && grep -q "stopped by signal 15" "$T/log" &&
+    ! grep -q '"val_loss"' "$d/metrics.jsonl" && [ $ms -lt 3000 ]
+then ok "SIGTERM inside a 40000-token eval task: exit 0 after $ms ms, no further step, nothing logged"
+else bad "SIGTERM inside an eval task: exit $rc after $ms ms, last step $(last_step "$d"), $(tail -2 "$T/log")"; fi
 
 echo "the final validation loss is the one of the saved weights"
 d="$T/stop_after_eval"

@@ -11,14 +11,6 @@
 #include "common/check.h"
 #include "tokenizer/tok_internal.h"
 
-static inline uint64_t mix64(uint64_t x) {   /* splitmix64's finaliser */
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
 uint64_t tok_hash_bytes(const uint8_t* s, size_t n) {
     uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
     size_t i = 0;
@@ -30,7 +22,7 @@ uint64_t tok_hash_bytes(const uint8_t* s, size_t n) {
     }
     uint64_t tail = 0;
     for (size_t k = 0; i + k < n; k++) tail |= (uint64_t)s[i + k] << (8 * k);
-    return mix64(h ^ tail);
+    return tok_mix64(h ^ tail);
 }
 
 static size_t pow2_at_least(size_t n) {
@@ -67,7 +59,7 @@ static inline uint64_t pair_key(int32_t a, int32_t b) { return ((uint64_t)(uint3
 
 static inline const MergeSlot* merge_find(const Tokenizer* t, int32_t a, int32_t b) {
     uint64_t key = pair_key(a, b);
-    for (size_t h = mix64(key) & (t->merge_cap - 1);; h = (h + 1) & (t->merge_cap - 1)) {
+    for (size_t h = tok_mix64(key) & (t->merge_cap - 1);; h = (h + 1) & (t->merge_cap - 1)) {
         const MergeSlot* m = &t->merges[h];
         if (m->id < 0) return NULL;
         if (m->key == key) return m;
@@ -78,7 +70,7 @@ static inline const MergeSlot* merge_find(const Tokenizer* t, int32_t a, int32_t
    library (its merges become a hash map in order). Returns 1 for a duplicate. */
 int merge_insert(Tokenizer* t, int32_t a, int32_t b, uint32_t rank, int32_t id) {
     uint64_t key = pair_key(a, b);
-    for (size_t h = mix64(key) & (t->merge_cap - 1);; h = (h + 1) & (t->merge_cap - 1)) {
+    for (size_t h = tok_mix64(key) & (t->merge_cap - 1);; h = (h + 1) & (t->merge_cap - 1)) {
         MergeSlot* m = &t->merges[h];
         if (m->id < 0 || m->key == key) {
             int dup = m->id >= 0;
@@ -239,6 +231,9 @@ void bpe_encode_piece(TokEncoder* e, const uint8_t* s, size_t n) {
             return;
         }
     }
+    CHECK(n <= TOK_MAX_PRETOKEN, "tokenizer '%s': a pre-token of %zu bytes (one run of letters, digits, spaces or "
+          "other characters) is longer than the limit of %zu bytes (TOK_MAX_PRETOKEN, which bounds the merge's "
+          "work space at about 90 MB)", t->name, n, TOK_MAX_PRETOKEN);
     Cache* c = e->cache;
     CacheSlot* slot = NULL;
     uint64_t h = 0;

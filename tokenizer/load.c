@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,6 +122,12 @@ static int parse_pre(Ctx* c, const cJSON* p, const char* path, int* byte_level) 
          c->t->name, path, ty);
 }
 
+/* an integer id in [0, 2^31-1) */
+static bool is_id(const cJSON* v) {
+    return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= (double)INT32_MAX - 1 &&
+           v->valuedouble == (double)(int64_t)v->valuedouble;
+}
+
 /* TemplateProcessing's single template: the special tokens before $A are the
    prefix (BOS), those after it the suffix (an EOS some templates append) */
 static int parse_template(Ctx* c, const cJSON* p, const char* path) {
@@ -145,8 +152,13 @@ static int parse_template(Ctx* c, const cJSON* p, const char* path) {
         int32_t* list = seen_a ? t->suffix : t->prefix;
         size_t* n = seen_a ? &t->n_suffix : &t->n_prefix;
         for (const cJSON* id = ids->child; id; id = id->next) {
-            if (!cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble >= (double)t->V || !t->has[id->valueint])
-                FAIL(c, "tokenizer '%s': %s.special_tokens[\"%s\"].ids: not a token id", t->name, path, name->valuestring);
+            if (!is_id(id) || id->valuedouble >= (double)t->V || !t->has[id->valueint]) {
+                char* txt = cJSON_PrintUnformatted(id);
+                set_err(c->err, c->err_len, "tokenizer '%s': %s.special_tokens[\"%s\"].ids: %.40s is not a token id "
+                        "(an integer id of the vocabulary)", t->name, path, name->valuestring, txt ? txt : "?");
+                free(txt);
+                return 1;
+            }
             if (*n == MAX_AROUND) FAIL(c, "tokenizer '%s': %s.single: more than %d special tokens on one side",
                                        t->name, path, MAX_AROUND);
             list[(*n)++] = id->valueint;
@@ -178,9 +190,7 @@ static int parse_post(Ctx* c, const cJSON* p, const char* path) {
 }
 
 static int id_of(Ctx* c, const cJSON* v, const char* what, const char* key) {
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > (double)INT32_MAX - 1 ||
-        v->valuedouble != (double)(int64_t)v->valuedouble)
-    {
+    if (!is_id(v)) {
         set_err(c->err, c->err_len, "tokenizer '%s': %s[\"%.80s\"]: expected a token id (an integer in [0, 2^31-1))",
                 c->t->name, what, key);
         return -1;
@@ -231,11 +241,16 @@ static int merge_sides(Ctx* c, const cJSON* m, size_t i, int32_t ids[3], uint8_t
     return rc;
 }
 
-static int cmp_added_len(const void* a, const void* b, void* tp) {
-    const Tokenizer* t = tp;
-    size_t la = t->off[*(const int32_t*)a + 1] - t->off[*(const int32_t*)a];
-    size_t lb = t->off[*(const int32_t*)b + 1] - t->off[*(const int32_t*)b];
-    return la < lb ? 1 : la > lb ? -1 : 0;
+/* a vocab string (byte-level characters, or the text itself) that means the added token's content */
+static bool same_text(const char* vocab_string, const char* content) {
+    if (!strcmp(vocab_string, content)) return true;
+    size_t n = strlen(vocab_string);
+    uint8_t* buf = mallocCheck(n + 1);
+    uint32_t bad;
+    long k = bytes_of_token(vocab_string, buf, &bad);
+    bool same = k >= 0 && (size_t)k == strlen(content) && !memcmp(buf, content, (size_t)k);
+    free(buf);
+    return same;
 }
 
 static int parse_model(Ctx* c, const cJSON* root) {
@@ -259,15 +274,16 @@ static int parse_model(Ctx* c, const cJSON* root) {
         FAIL(c, "tokenizer '%s': added_tokens: expected an array", t->name);
 
     /* the id range, then every token's bytes: added tokens as their content, vocab entries through the byte map */
-    size_t V = 0, total = 0;
-    for (const cJSON* v = vocab->child; v; v = v->next) {
+    size_t V = 0, total = 0, entries = 0;
+    const char* top = NULL;   /* the token of the largest id */
+    for (const cJSON* v = vocab->child; v; v = v->next, entries++) {
         int id = id_of(c, v, "model.vocab", v->string);
         if (id < 0) return 1;
-        if ((size_t)id + 1 > V) V = (size_t)id + 1;
+        if ((size_t)id + 1 > V) V = (size_t)id + 1, top = v->string;
         total += strlen(v->string);
     }
     int i = 0;
-    for (const cJSON* a = added ? added->child : NULL; a; a = a->next, i++) {
+    for (const cJSON* a = added ? added->child : NULL; a; a = a->next, i++, entries++) {
         char path[64];
         snprintf(path, sizeof path, "added_tokens[%d]", i);
         const cJSON* content = cJSON_GetObjectItemCaseSensitive(a, "content");
@@ -278,10 +294,14 @@ static int parse_model(Ctx* c, const cJSON* root) {
         TRY(require_off(c, a, "single_word", path));
         TRY(require_off(c, a, "lstrip", path));
         TRY(require_off(c, a, "rstrip", path));
-        if ((size_t)id + 1 > V) V = (size_t)id + 1;
+        if ((size_t)id + 1 > V) V = (size_t)id + 1, top = content->valuestring;
         total += strlen(content->valuestring);
     }
     if (V == 0) FAIL(c, "tokenizer '%s': model.vocab: empty", t->name);
+    if (V > 2 * entries + TOK_ID_SLACK)
+        FAIL(c, "tokenizer '%s': token \"%.80s\" has id %zu, far above the %zu entries of model.vocab and added_tokens "
+             "(ids must be below 2 x entries + %d: memory goes to every id up to the largest)", t->name, top, V - 1,
+             entries, TOK_ID_SLACK);
     t->V = V;
     t->bytes = mallocCheck(total + 1);
     t->off = callocCheck(V + 1, sizeof(size_t));
@@ -289,14 +309,25 @@ static int parse_model(Ctx* c, const cJSON* root) {
     /* lengths first (a token's bytes are at most its string's), then the bytes in id order */
     char** src = callocCheck(V, sizeof(char*));
     uint8_t* is_added = callocCheck(V, 1);
-    for (const cJSON* a = added ? added->child : NULL; a; a = a->next) {
+    int rc = 0;
+    i = 0;
+    for (const cJSON* a = added ? added->child : NULL; a && !rc; a = a->next, i++) {
         int id = cJSON_GetObjectItemCaseSensitive(a, "id")->valueint;
-        src[id] = cJSON_GetObjectItemCaseSensitive(a, "content")->valuestring;
+        char* content = cJSON_GetObjectItemCaseSensitive(a, "content")->valuestring;
+        if (src[id])
+            rc = set_err(c->err, c->err_len, "tokenizer '%s': added_tokens[%d] \"%.80s\": id %d is also the added "
+                         "token \"%.80s\" (each added token needs an id of its own)", t->name, i, content, id, src[id]);
+        src[id] = content;
         is_added[id] = 1;
     }
-    int rc = 0;
     for (const cJSON* v = vocab->child; v && !rc; v = v->next) {
-        if (is_added[v->valueint]) continue;
+        if (is_added[v->valueint]) {
+            if (!same_text(v->string, src[v->valueint]))
+                rc = set_err(c->err, c->err_len, "tokenizer '%s': model.vocab[\"%.80s\"]: id %d is also the added "
+                             "token \"%.80s\" (an added token may share its id only with a vocab entry of the same "
+                             "text)", t->name, v->string, v->valueint, src[v->valueint]);
+            continue;
+        }
         if (src[v->valueint])
             rc = set_err(c->err, c->err_len, "tokenizer '%s': model.vocab[\"%.80s\"]: id %d is also \"%.80s\"",
                          t->name, v->string, v->valueint, src[v->valueint]);
@@ -322,20 +353,10 @@ static int parse_model(Ctx* c, const cJSON* root) {
         pos += n > 0 ? (size_t)n : 0;
     }
     t->off[V] = pos;
-    if (rc) { free(src); free(is_added); return 1; }
-    vocab_hash_build(t);
-
-    /* added tokens, longest first, for leftmost-longest matching */
-    for (size_t id = 0; id < V; id++) t->n_added += is_added[id];
-    t->added = mallocCheck((t->n_added + 1) * sizeof(int32_t));
-    t->n_added = 0;
-    for (size_t id = 0; id < V; id++)
-        if (is_added[id]) {
-            t->added[t->n_added++] = (int32_t)id;
-            t->added_first[t->bytes[t->off[id]]] = 1;
-        }
-    qsort_r(t->added, t->n_added, sizeof(int32_t), cmp_added_len, t);
     free(src);
+    if (rc) { free(is_added); return 1; }
+    vocab_hash_build(t);
+    added_build(t, is_added);
 
     /* every byte has a single-byte token, so nothing is unknown */
     for (int b = 0; b < 256; b++) {
@@ -390,10 +411,24 @@ static int parse_root(Ctx* c, const cJSON* root) {
     TRY(parse_post(c, cJSON_GetObjectItemCaseSensitive(root, "post_processor"), "post_processor"));
     static const char* eos_names[] = {"<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>"};
     for (size_t k = 0; k < sizeof eos_names / sizeof eos_names[0] && t->eos < 0; k++) {
-        int32_t id = tok_lookup(t, (const uint8_t*)eos_names[k], strlen(eos_names[k]));
-        for (size_t a = 0; a < t->n_added; a++) if (t->added[a] == id) t->eos = id;
+        size_t n = strlen(eos_names[k]), len = 0;
+        int32_t id = added_longest(t, (const uint8_t*)eos_names[k], n, &len);
+        if (id >= 0 && len == n) t->eos = id;
     }
     return 0;
+}
+
+/* cJSON ends a string at a NUL, so "a\u0000b" would become "a": the offset of the first NUL character
+   (a raw 0 byte or the escape \u0000), or len. A backslash only occurs in a string in valid JSON. */
+static size_t first_nul(const char* json, size_t len) {
+    const char* z = memchr(json, 0, len);
+    size_t end = z ? (size_t)(z - json) : len;
+    for (size_t i = 0; i + 1 < end; i++) {
+        if (json[i] != '\\') continue;
+        if (json[i + 1] == 'u' && i + 6 <= len && !memcmp(json + i + 2, "0000", 4)) return i;
+        i++;   /* the escaped character */
+    }
+    return end;
 }
 
 Tokenizer* tok_load_json(const char* json, size_t len, const char* name, char* err, size_t err_len) {
@@ -407,8 +442,11 @@ Tokenizer* tok_load_json(const char* json, size_t len, const char* name, char* e
     const char* end = NULL;
     cJSON* root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
     int rc;
-    if (!root) rc = set_err(err, err_len, "tokenizer '%s': not valid JSON at byte offset %zu", name,
-                            end ? (size_t)(end - json) : 0);
+    size_t nul = first_nul(json, len);
+    if (nul < len) rc = set_err(err, err_len, "tokenizer '%s': byte offset %zu: a NUL character (\\u0000) is not "
+                                "supported in tokenizer.json", name, nul);
+    else if (!root) rc = set_err(err, err_len, "tokenizer '%s': not valid JSON at byte offset %zu", name,
+                                 end ? (size_t)(end - json) : 0);
     else rc = parse_root(&c, root);
     cJSON_Delete(root);
     if (rc) {
@@ -425,7 +463,7 @@ void tok_free(Tokenizer* t) {
     free(t->has);
     free(t->vocab_hash);
     free(t->merges);
-    free(t->added);
+    added_free(t);
     free(t);
 }
 
@@ -447,7 +485,7 @@ Tokenizer* tok_load(const char* path) {
     }
     size_t len;
     char* json = file_read_all_or_null(file, &len);
-    CHECK(json, "cannot read tokenizer '%s': %s", file, strerror(errno));
+    CHECK(json, "cannot read tokenizer '%s': %s", file, file_read_error(errno));
     char err[1024];
     Tokenizer* t = tok_load_json(json, len, file, err, sizeof err);
     free(json);

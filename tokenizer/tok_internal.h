@@ -60,8 +60,12 @@ struct Tokenizer {
     int ignore_merges;
     PreStep steps[MAX_STEPS];
     size_t n_steps;
-    int32_t* added;                  /* (n_added) added token ids, longest content first */
-    size_t n_added;
+    size_t n_added;                  /* added tokens, in a trie over their bytes (tokenizer/added.c) */
+    uint64_t* edge_keys;             /* (edge_cap) (node << 8 | byte) + 1 of each edge; 0 = empty slot */
+    int32_t* edge_to;                /* (edge_cap) the edge's child node */
+    size_t edge_cap;
+    int32_t* node_id;                /* (n_nodes) the added token that ends at the node, -1 when none; 0 = root */
+    size_t n_nodes;
     uint8_t added_first[256];        /* 1 when some added token starts with this byte */
     int32_t prefix[MAX_AROUND];      /* post-processor ids before a sequence (BOS) */
     size_t n_prefix;
@@ -69,6 +73,26 @@ struct Tokenizer {
     size_t n_suffix;
     int32_t eos;
 };
+
+/* ids must lie below 2 x (vocab entries + added tokens) + TOK_ID_SLACK (memory goes to every id below the largest) */
+#define TOK_ID_SLACK (1 << 20)
+/* the longest pre-token BPE merges (bytes); a longer one is refused (tokenizer.h) */
+#define TOK_MAX_PRETOKEN ((size_t)1 << 20)
+
+static inline uint64_t tok_mix64(uint64_t x) {   /* splitmix64's finaliser */
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* ---- added tokens (tokenizer/added.c) ---- */
+/* the trie of the ids with is_added[id] (V entries) */
+void added_build(Tokenizer* t, const uint8_t* is_added);
+void added_free(Tokenizer* t);
+/* The longest added token that s[0..n) starts with (its length in *len), -1 when none. */
+int32_t added_longest(const Tokenizer* t, const uint8_t* s, size_t n, size_t* len);
 
 /* BPE of one pre-token into e->ids, through e's cache */
 void bpe_encode_piece(TokEncoder* e, const uint8_t* s, size_t n);

@@ -70,27 +70,18 @@ static void encode_segment(TokEncoder* e, const uint8_t* s, size_t n) {
     if (n) run_steps(e, s, n, 0);
 }
 
-/* the longest added token at s[0..n), or -1 */
-static int32_t added_at(const Tokenizer* t, const uint8_t* s, size_t n) {
-    for (size_t k = 0; k < t->n_added; k++) {   /* longest first */
-        int32_t id = t->added[k];
-        size_t len = t->off[id + 1] - t->off[id];
-        if (len <= n && memcmp(s, t->bytes + t->off[id], len) == 0) return id;
-    }
-    return -1;
-}
-
 void tok_encode(TokEncoder* e, const uint8_t* text, size_t len) {
     const Tokenizer* t = e->t;
     e->invalid_utf8 += tok_count_invalid_utf8(text, len);
     size_t seg = 0;
     if (t->n_added) {
         for (size_t i = 0; i < len;) {
-            int32_t id = t->added_first[text[i]] ? added_at(t, text + i, len - i) : -1;
+            size_t n = 0;
+            int32_t id = t->added_first[text[i]] ? added_longest(t, text + i, len - i, &n) : -1;
             if (id < 0) { i++; continue; }
             encode_segment(e, text + seg, i - seg);
             tok_push_ids(e, &id, 1);
-            i += t->off[id + 1] - t->off[id];
+            i += n;
             seg = i;
         }
     }
@@ -115,6 +106,7 @@ size_t tok_decode(const Tokenizer* t, const int32_t* ids, size_t n, uint8_t** ou
 }
 
 size_t tok_vocab_size(const Tokenizer* t) { return t->V; }
+const char* tok_name(const Tokenizer* t) { return t->name; }
 int32_t tok_eos(const Tokenizer* t) { return t->eos; }
 
 const int32_t* tok_prefix(const Tokenizer* t, size_t* n) {

@@ -9,7 +9,9 @@
      3. each pre-token's bytes are merged by BPE (lowest merge rank first,
         leftmost on a tie; ignore_merges: a pre-token that is a vocab entry is
         that token).
-   Every byte has a token (checked at load), so no input is unknown. Text that
+   Every byte has a token (checked at load), so no input is unknown. Ids
+   must lie below 2 x (vocab entries + added tokens) + 2^20, no string may hold
+   a NUL, and a pre-token longer than 1 MiB is refused (tokenizer/tok_internal.h). Text that
    is not valid UTF-8 is tokenized as its bytes: each invalid byte is a
    character of its own that is neither letter, number nor space. Anything in
    tokenizer.json this code does not implement exactly (a normalizer, a
@@ -35,6 +37,7 @@ Tokenizer* tok_load_json(const char* json, size_t len, const char* name, char* e
 void tok_free(Tokenizer* t);
 
 size_t tok_vocab_size(const Tokenizer* t);     /* the largest id + 1 */
+const char* tok_name(const Tokenizer* t);      /* the file it was read from, for messages */
 int32_t tok_eos(const Tokenizer* t);           /* -1 when unknown */
 /* Set the end of text token by its content; false when no token has it. */
 bool tok_set_eos(Tokenizer* t, const char* content);

@@ -9,6 +9,8 @@
 #include "common/dist.h"
 #include "data/mixture.h"   /* mixture_parse: the files of each source */
 #include "data/tokens.h"    /* data_files_expand: the files and their sizes */
+#include "eval/eval_tasks.h" /* eval_plan_sizes: the longest eval task length */
+#include "model/generate.h"  /* gen_arena_reals: its KV cache */
 
 #define MIB (1024.0 * 1024.0)
 #define GIB (1024.0 * MIB)
@@ -26,7 +28,18 @@
 #define BLAS_PANEL_MAX_COLS 87381.0
 
 static const char* ROW_NAMES[MP_ROWS] = {"parameters", "gradients", "AdamW state", "activations",
-                                         "backward scratch", "batch buffers", "token data", "runtime + BLAS"};
+                                         "backward scratch", "batch buffers", "token data", "eval tasks (KV)",
+                                         "runtime + BLAS"};
+
+/* train.eval_tasks' generator: a KV cache and work space for the longest length (the trainer's setup_tasks) */
+static double eval_tasks_bytes(const ModelConfig* cfg, const RunConfig* rc) {
+    EvalPlan plan;
+    SyntheticConfig syn;
+    char err[400];
+    if (!rc->train.eval_tasks || run_config_eval_tasks(rc, &plan, &syn, err, sizeof err)) return 0;
+    size_t chunk, max_len = eval_plan_sizes(&plan, &syn, &chunk);   /* dies naming a length too short */
+    return (double)sizeof(real) * (double)gen_arena_reals(cfg, max_len, chunk);
+}
 
 size_t memplan_head_chunk(const RunConfig* rc, size_t V) {
     if (rc->train.head_chunk) return rc->train.head_chunk;
@@ -63,6 +76,7 @@ void memplan_compute(MemPlan* p, const ModelConfig* cfg, const RunConfig* rc, si
     /* tokens and targets in the model and the trainer, answer mask, weights, document ids and starts */
     p->bytes[MP_BATCH] = (6 * sizeof(int32_t) + 1 + sizeof(real)) * (double)N;
     p->bytes[MP_DATA] = (double)data_bytes;
+    p->bytes[MP_EVAL] = eval_tasks_bytes(cfg, rc);
     double widest = (double)(cfg->V > cfg->F ? cfg->V : cfg->F);
     p->bytes[MP_RUNTIME] = RUNTIME_BASE_BYTES + BLAS_PANEL_BYTES_PER_COL *
                            (widest < BLAS_PANEL_MAX_COLS ? widest : BLAS_PANEL_MAX_COLS);
@@ -82,7 +96,7 @@ void memplan_print(const MemPlan* p, FILE* fp) {
             p->recompute ? "on" : "off", p->state_bf16 ? "bf16" : REAL_NAME, p->sharded ? " sharded" : "",
             p->head_rows);
     for (int i = 0; i < MP_ROWS; i++)
-        fprintf(fp, "  %-18s %10.1f MiB\n", ROW_NAMES[i], p->bytes[i] / MIB);
+        if (i != MP_EVAL || p->bytes[i] > 0) fprintf(fp, "  %-18s %10.1f MiB\n", ROW_NAMES[i], p->bytes[i] / MIB);
     fprintf(fp, "  %-18s %10.1f MiB  (%.2f GiB; %.2f bytes per parameter; activations %.0f bytes per token per "
             "layer kept%s)\n", p->world > 1 ? "peak RSS per rank" : "peak RSS", p->total / MIB, p->total / GIB,
             p->n.params ? p->total / (double)p->n.params : 0, p->act_bytes_per_token_layer,

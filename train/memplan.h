@@ -4,13 +4,15 @@
    against the memory available to the process (docs/design.md "Memory").
 
    peak = params + grads + AdamW state + activations + backward scratch
-          + batch buffers + token data + runtime, where
+          + batch buffers + token data + eval tasks + runtime, where
      params   4 B x all parameters (8 in the double build)
      grads    4 B x trainable parameters
      state    2 moments x (4 B f32 | 2 B bf16) x trainable parameters / ranks (sharded)
      acts, scratch   the arenas model_build_opts lays out, counted by the same layout
               functions (model_arena_sizes): exact, including the logits chunk
      data     the token files' bytes (mapped; pages read count as resident)
+     eval     train.eval_tasks: the generator's KV cache and work space for the
+              longest length (gen_arena_reals; printed only when there are tasks)
      runtime  libraries, OpenBLAS/OpenMP buffers per thread, the checkpoint
               writer's and reader's staging buffers: a fixed allowance */
 #ifndef REPOC_MEMPLAN_H
@@ -24,7 +26,8 @@
 #include "model/model.h"
 #include "train/run_config.h"
 
-typedef enum { MP_PARAMS, MP_GRADS, MP_STATE, MP_ACTS, MP_SCRATCH, MP_BATCH, MP_DATA, MP_RUNTIME, MP_ROWS } MemRow;
+typedef enum { MP_PARAMS, MP_GRADS, MP_STATE, MP_ACTS, MP_SCRATCH, MP_BATCH, MP_DATA, MP_EVAL, MP_RUNTIME,
+               MP_ROWS } MemRow;
 
 typedef struct {
     size_t B, T, world, threads;

@@ -410,10 +410,12 @@ static bool eval_stream(Trainer* tr, size_t k, size_t n, double* total) {
 
 /* Every (family, length) of train.eval_tasks through eval_task (build/eval's code) with the current
    weights: name "family@length" and exact-match accuracy each. Every rank scores the same items (the
-   generator is not split); the stop check between tasks keeps the ranks together. */
+   generator is not split); the stop check between tasks (and after the last) keeps the ranks together, and a
+   signal ends a task early on the rank it reaches. */
 static bool eval_tasks(Trainer* tr, char (*name)[40], const char** name_ptr, double* acc, double* token_acc,
                        size_t* n) {
     const EvalPlan* p = &tr->tasks;
+    tr->gen.stop = tr->stop;   /* a signal stops a long task within about a millisecond of work */
     for (int f = 0; f < SYN_N_FAMILIES; f++) {
         if (!p->family_on[f]) continue;
         for (size_t j = 0; j < p->n_lengths; j++) {
@@ -426,7 +428,7 @@ static bool eval_tasks(Trainer* tr, char (*name)[40], const char** name_ptr, dou
             acc[(*n)++] = r.items ? (double)r.correct / (double)r.items : 0;
         }
     }
-    return true;
+    return !(tr->stop && dist_any(*tr->stop != 0));   /* the last task may have stopped: nothing is logged */
 }
 
 bool trainer_eval(Trainer* tr) {
