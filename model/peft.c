@@ -60,7 +60,7 @@ static void add_modules_to_save(cJSON* j, const TensorTable* tt) {
     }
 }
 
-void peft_save(const Model* m, const char* dir, const char* base_model) {
+void peft_save(const Model* m, const char* dir) {
     const ModelConfig* c = &m->cfg;
     CHECK(c->lora_rank, "peft_save: the model has no LoRA adapters");
     mkdir_p(dir);
@@ -76,18 +76,20 @@ void peft_save(const Model* m, const char* dir, const char* base_model) {
         for (size_t d = 0; d < t->ndim; d++) w[n].shape[d] = t->shape[d];
         n++;
     }
-    char path[4096];
-    const char* keys[] = {"format", "producer"};
-    const char* values[] = {"pt", "repoc"};
+    char path[4096], fingerprint[32];
+    const LoraBase* base = &m->lora_base;
+    snprintf(fingerprint, sizeof(fingerprint), "%016llx", (unsigned long long)base->fingerprint);
+    const char* keys[] = {"format", "producer", PEFT_META_BASE_PATH, PEFT_META_BASE_FINGERPRINT};
+    const char* values[] = {"pt", "repoc", base->path, fingerprint};
     snprintf(path, sizeof(path), "%s/adapter_model.safetensors", dir);
-    st_write(path, w, n, keys, values, 2);
+    st_write(path, w, n, keys, values, base->path[0] ? 4 : 2);   /* the base is named when it is on disk */
     free(w);
     free(names);
 
     cJSON* j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "peft_type", "LORA");
     cJSON_AddStringToObject(j, "task_type", "CAUSAL_LM");
-    cJSON_AddStringToObject(j, "base_model_name_or_path", base_model ? base_model : "");
+    cJSON_AddStringToObject(j, "base_model_name_or_path", base->path);
     cJSON_AddNumberToObject(j, "r", (double)c->lora_rank);
     cJSON_AddNumberToObject(j, "lora_alpha", c->lora_alpha);
     cJSON_AddNumberToObject(j, "lora_dropout", c->lora_dropout);
@@ -222,18 +224,96 @@ size_t peft_load(Model* m, const char* dir, char* loaded) {
     return n;
 }
 
+/* W (out,in) += scale B (out,r) A (r,in) */
+static void fold(real* w, const real* b, const real* a, size_t out, size_t in, size_t r, real scale) {
+    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)out, (int)in, (int)r, scale, b, (int)r, a, (int)in, 1,
+               w, (int)in);
+}
+
 void peft_merge(Model* m) {
     const TensorTable* tt = &m->tensors;
     real scale = (real)cfg_lora_scale(&m->cfg);
-    size_t r = m->cfg.lora_rank;
     for (size_t i = 0; i < tt->n; i++) {   /* the table lists W, W's lora_A, W's lora_B in a row */
         const TensorInfo* a = &tt->t[i];
         if (a->kind != TK_LORA_A) continue;
         const TensorInfo *w = &tt->t[i - 1], *b = &tt->t[i + 1];
         CHECK(w->kind == lora_target_kind(a->lora_target) && b->kind == TK_LORA_B, "peft_merge: table order of %s",
               a->name);
-        size_t out = w->shape[0], in = w->shape[1];
-        cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)out, (int)in, (int)r, scale,
-                   m->params + b->offset, (int)r, m->params + a->offset, (int)in, 1, m->params + w->offset, (int)in);
+        fold(m->params + w->offset, m->params + b->offset, m->params + a->offset, w->shape[0], w->shape[1],
+             m->cfg.lora_rank, scale);
     }
+}
+
+bool peft_read_base(const char* dir, LoraBase* base) {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/adapter_model.safetensors", dir);
+    memset(base, 0, sizeof(*base));
+    if (!path_exists(path)) return false;
+    StFile f;
+    st_open_or_die(&f, path);
+    const char* p = st_meta(&f, PEFT_META_BASE_PATH);
+    const char* fp = st_meta(&f, PEFT_META_BASE_FINGERPRINT);
+    if (p) {
+        CHECK(p[0] && strlen(p) < sizeof(base->path), "%s: __metadata__ '%s' must be a path", path, PEFT_META_BASE_PATH);
+        CHECK(fp && strlen(fp) == 16 && strspn(fp, "0123456789abcdef") == 16, "%s: __metadata__ '%s' must be 16 "
+              "lowercase hex digits (the base's hf_weights_fingerprint)", path, PEFT_META_BASE_FINGERPRINT);
+        snprintf(base->path, sizeof(base->path), "%s", p);
+        base->fingerprint = strtoull(fp, NULL, 16);
+    }
+    st_close(&f);
+    return p != NULL;
+}
+
+/* tensor `name` of f into a new buffer, shape checked against [d0, d1] */
+static real* read_factor(const StFile* f, const char* path, const char* name, size_t d0, size_t d1) {
+    const StTensor* st = st_find(f, name);
+    CHECK(st, "%s: no tensor '%s' (each lora_A needs its lora_B)", path, name);
+    CHECK(st->ndim == 2 && st->shape[0] == d0 && st->shape[1] == d1, "%s: tensor '%s' has shape [%zu, %zu] but the "
+          "base model expects [%zu, %zu]", path, name, st->shape[0], st->ndim > 1 ? st->shape[1] : 0, d0, d1);
+    real* v = mallocCheck(d0 * d1 * sizeof(real));
+    st_read_real(f, st, v);
+    return v;
+}
+
+size_t peft_merge_file(Model* m, const char* dir) {
+    ModelConfig ac = m->cfg;
+    CHECK(peft_read_config(dir, &ac), "%s: no adapter_config.json", dir);
+    char path[4096], name[TENSOR_NAME_LEN + 32];
+    snprintf(path, sizeof(path), "%s/adapter_model.safetensors", dir);
+    StFile f;
+    st_open_or_die(&f, path);
+    const TensorTable* tt = &m->tensors;
+    const size_t pl = strlen(PEFT_PREFIX), al = strlen(".lora_A.weight");
+    size_t n = 0;
+    for (size_t j = 0; j < f.n_tensors; j++) {
+        const StTensor* st = &f.tensors[j];
+        const char* inner = strncmp(st->name, PEFT_PREFIX, pl) ? NULL : st->name + pl;
+        size_t len = inner ? strlen(inner) : 0;
+        CHECK(inner, "%s: tensor '%s' lacks PEFT's prefix '%s'", path, st->name, PEFT_PREFIX);
+        if (len > al && !strcmp(inner + len - al, ".lora_B.weight")) continue;   /* read with its lora_A */
+        bool is_a = len > al && !strcmp(inner + len - al, ".lora_A.weight");
+        snprintf(name, sizeof(name), "%.*s.weight", (int)(is_a ? len - al : len - strlen(".weight")), inner);
+        long i = tensor_table_find(tt, name);
+        CHECK(i >= 0 && (is_a ? !tt->t[i].is_repo : tt->t[i].is_repo), "%s: tensor '%s' is neither a LoRA factor "
+              "of a projection of this model nor one of its RePo weights", path, st->name);
+        const TensorInfo* t = &tt->t[i];
+        CHECK(!t->bf16, "%s: cannot fold the adapter into '%s', kept in BF16 (model.base_dtype)", path, t->name);
+        if (is_a) {
+            size_t out = t->shape[0], in = t->shape[1], r = ac.lora_rank;
+            real* a = read_factor(&f, path, st->name, r, in);
+            snprintf(name, sizeof(name), "%.*slora_B.weight", (int)(strlen(st->name) - strlen("lora_A.weight")),
+                     st->name);
+            real* b = read_factor(&f, path, name, out, r);
+            fold(m->params + t->offset, b, a, out, in, r, (real)cfg_lora_scale(&ac));
+            free(a);
+            free(b);
+        } else {
+            CHECK(st->numel == t->numel, "%s: tensor '%s' has %zu values but the model's '%s' has %zu", path,
+                  st->name, st->numel, t->name, t->numel);
+            st_read_real(&f, st, m->params + t->offset);
+        }
+        n++;
+    }
+    st_close(&f);
+    return n;
 }

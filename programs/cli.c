@@ -15,6 +15,7 @@
 #include "common/check.h"
 #include "common/fileio.h"
 #include "data/source.h"      /* synthetic_from_json */
+#include "model/ckpt_weights.h"
 #include "model/hf_checkpoint.h"
 #include "model/peft.h"
 #include "model/hf_config.h"
@@ -226,7 +227,7 @@ void cli_checkpoint_config(CkptInfo* ci, ModelConfig* cfg, const char* path, con
 void cli_load_model(Model* m, const ModelConfig* cfg, const CkptInfo* ci, size_t B, size_t T) {
     const char* no_grads[] = {"*"};   /* inference only: no gradient arena */
     model_build(m, cfg, B, T, no_grads, 1, false);
-    size_t fresh = hf_load_weights(m, ci->dir, 0, false);
+    size_t fresh = ckpt_weights_load(m, ci->dir, 0, false, NULL);   /* a LoRA base: the one the adapter names */
     if (fresh)
         DIE("%s: the checkpoint lacks the weights of %zu RePo tensors its config.json asks for", prog_name, fresh);
 }

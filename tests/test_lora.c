@@ -72,7 +72,7 @@ static void run(const char* label, ModelConfig cfg, const char* tmp) {
     /* the PEFT files round-trip */
     random_weights(&lora, 11);
     float* adapted = logits_of(&lora, tokens);
-    peft_save(&lora, tmp, "base");
+    peft_save(&lora, tmp);
     ModelConfig read = plain;
     EXPECT(peft_read_config(tmp, &read) && read.lora_rank == cfg.lora_rank && read.lora_alpha == cfg.lora_alpha &&
                read.lora_targets == cfg.lora_targets, "adapter_config.json gives back r, lora_alpha, target_modules");
@@ -219,7 +219,7 @@ static void check_modules_to_save(ModelConfig cfg, const char* tmp) {
     Model m;
     model_build(&m, &cfg, 1, 2, frozen, 1, false);
     model_init_weights(&m, 3, 0.02);
-    peft_save(&m, tmp, "base");
+    peft_save(&m, tmp);
     char path[512];
     snprintf(path, sizeof(path), "%s/adapter_model.safetensors", tmp);
     StFile f;

@@ -71,6 +71,7 @@ const RcKey RC_KEYS[] = {
     REAL("model.lora.alpha", model.lora.alpha, 0, HUGE_VAL, KF_LO_OPEN, "lora_alpha"),
     LIST("model.lora.targets", model.lora.targets, 32, 0, "target_modules"),
     REAL("model.lora.dropout", model.lora.dropout, 0, 1, KF_HI_OPEN, "lora_dropout"),
+    BOOL("model.lora.save_base", model.lora.save_base, 0, "keep_base|save_base_model"),
     SEC("data"),
     LIST("data.train", data.train, RC_PATH_LEN, 0, "train_files|files|train_data"),
     LIST("data.val", data.val, RC_PATH_LEN, 0, "val_files|valid|validation|eval"),
@@ -172,6 +173,7 @@ void run_config_defaults(RunConfig* rc) {
     rc->model.lora.alpha = 32.0;
     rc->model.lora.targets.n = 0;
     rc->model.lora.dropout = 0.0;
+    rc->model.lora.save_base = false;
 
     rc->data.train.n = 0;
     rc->data.val.n = 0;
@@ -295,6 +297,10 @@ static int validate(RcCtx* c) {
     if (!strcmp(m->base_dtype, "bf16") && !m->init_from[0])
         return rc_fail(c, "model.base_dtype", "\"bf16\" keeps a frozen base loaded from model.init_from; give one "
                        "(a fresh model has nothing frozen to keep)");
+    if (!strcmp(m->base_dtype, "bf16") && !lo->rank && !c->rc->optim.freeze.n)
+        return rc_fail(c, "model.base_dtype", "\"bf16\" keeps the frozen layer matrices in BF16, but this run "
+                       "freezes none: model.lora.rank is 0 (no LoRA) and optim.freeze is empty; set model.lora.rank, "
+                       "or remove the key (a model without LoRA trains in F32)");
     if (!m->init_from[0]) {   /* with init_from the sizes come from the checkpoint (run_config_apply_checkpoint) */
         if (m->n_kv_heads == RC_UNSET) m->n_kv_heads = m->n_heads;
         if (m->d_model % m->n_heads)

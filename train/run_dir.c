@@ -28,8 +28,8 @@ static long tmp_pid(const char* name, size_t stem) {
 /* name is file, or file.tmp.<pid> (a file_write_atomic or st_write leftover) */
 static bool is_ckpt_file(const char* name) {
     for (size_t i = 0; i < CKPT_N_FILES; i++) {
-        size_t n = strlen(CKPT_FILES[i]);
-        if (!strncmp(name, CKPT_FILES[i], n) && (name[n] == 0 || tmp_pid(name, n) > 0)) return true;
+        size_t n = strlen(CKPT_FILES[i].name);
+        if (!strncmp(name, CKPT_FILES[i].name, n) && (name[n] == 0 || tmp_pid(name, n) > 0)) return true;
     }
     return false;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>   /* getpid: a new run's id */
 
 #include "common/check.h"
 #include "common/clock.h"
@@ -15,8 +16,10 @@
 #include "common/fileio.h"
 #include "common/threads.h"
 #include "data/mix.h"      /* mix_triple: the LoRA dropout key of a micro-batch */
+#include "model/ckpt_weights.h"
 #include "model/hf_checkpoint.h"
 #include "model/hf_config.h"
+#include "model/peft.h"
 #include "optim/clip.h"
 #include "optim/schedule.h"
 #include "train/memplan.h"
@@ -81,6 +84,29 @@ static void check_resume_batch(const Trainer* tr) {
         tr->rc.train.grad_accum, tr->world, tr->world == 1 ? "" : "s", st.rows_per_step);
 }
 
+/* A resumed run keeps the adapters it saved: the same rank and targets (else the AdamW state and the
+   adapter tensors would not fit) and the same alpha (the saved B A is scaled by alpha / r: another alpha
+   changes the model); another dropout only changes the noise of the steps to come, with a note. */
+static void check_resume_lora(const char* dir, const ModelConfig* c) {
+    ModelConfig saved = *c;
+    bool had = peft_read_config(dir, &saved);
+    const char* fix = "a resumed run keeps its adapters: set the checkpoint's value, or start a new run (another "
+                      "run.out_dir, or run.resume \"never\") with model.init_from";
+    CHECK(had == (c->lora_rank > 0), "cannot resume from %s: it was trained %s LoRA adapters, this config has %s "
+          "(model.lora.rank %zu); %s", dir, had ? "with" : "without", had ? "none" : "them", c->lora_rank, fix);
+    if (!had) return;
+    CHECK(saved.lora_rank == c->lora_rank && saved.lora_targets == c->lora_targets, "cannot resume from %s: "
+          "model.lora.rank %zu or model.lora.targets differ from the checkpoint's adapter_config.json (r %zu); %s",
+          dir, c->lora_rank, saved.lora_rank, fix);
+    CHECK(saved.lora_alpha == c->lora_alpha, "cannot resume from %s: model.lora.alpha %g differs from the "
+          "checkpoint's lora_alpha %g, which scales its saved adapters (alpha / r): the resumed model would not "
+          "be the saved one; %s", dir, c->lora_alpha, saved.lora_alpha, fix);
+    if (saved.lora_dropout != c->lora_dropout)
+        printf("note: model.lora.dropout %g differs from the checkpoint's lora_dropout %g: the steps from here "
+               "on draw dropout %g (the saved adapters are unchanged; the run is no longer the one a straight run "
+               "would give)\n", c->lora_dropout, saved.lora_dropout, c->lora_dropout);
+}
+
 /* init_from names a checkpoint directory, or a run directory whose `latest` names one */
 static void resolve_init_from(const char* from, char* dir, size_t len) {
     char p[4096];
@@ -95,13 +121,15 @@ static void resolve_model_config(Trainer* tr) {
     if (tr->resumed_from[0]) {   /* the checkpoint's own config: positions as they were trained */
         hf_config_read(tr->resumed_from, &tr->mcfg);
         if (run_config_apply_checkpoint(rc, &tr->mcfg, tr->resumed_from, true, err, sizeof(err))) DIE("%s", err);
+        check_resume_lora(tr->resumed_from, &tr->mcfg);
         return;
     }
     if (rc->model.init_from[0]) {
         resolve_init_from(rc->model.init_from, tr->init_dir, sizeof(tr->init_dir));
         hf_config_read(tr->init_dir, &tr->mcfg);
         if (run_config_apply_checkpoint(rc, &tr->mcfg, tr->init_dir, false, err, sizeof(err))) DIE("%s", err);
-        hf_check_weights(tr->init_dir, &tr->mcfg);   /* from the headers, before the model is allocated */
+        char base[4096];   /* a LoRA checkpoint without a base copy: the base it names */
+        hf_check_weights(ckpt_weights_dir(tr->init_dir, base, sizeof(base)), &tr->mcfg);   /* headers only */
         return;
     }
     run_config_model(rc, &tr->mcfg);
@@ -164,6 +192,17 @@ static void setup_tasks(Trainer* tr) {
     tr->has_tasks = true;
 }
 
+/* what a LoRA run's checkpoints hold of the base */
+static void note_lora_base(const Trainer* tr) {
+    if (!tr->mcfg.lora_rank || tr->rank != 0) return;
+    const LoraBase* b = &tr->model.lora_base;
+    if (!b->path[0]) printf("note: the LoRA base is a fresh model (no model.init_from): each checkpoint keeps a "
+                            "copy of it (model.safetensors)\n");
+    else printf("LoRA base: %s (weights fingerprint %016llx); checkpoints %s\n", b->path,
+                (unsigned long long)b->fingerprint, tr->rc.model.lora.save_base
+                ? "keep a copy of it too (model.lora.save_base)" : "name it and hold the adapter alone");
+}
+
 void trainer_setup(Trainer* tr) {
     RunConfig* rc = &tr->rc;
     tr->rank = dist_rank();
@@ -220,7 +259,10 @@ void trainer_setup(Trainer* tr) {
     size_t n_freeze = optim_freeze_patterns(&tr->ocfg, freeze);
     ModelOpts mo = {rc->train.recompute, memplan_head_chunk(rc, tr->mcfg.V)};
     model_build_opts(&tr->model, &tr->mcfg, tr->B, tr->T, freeze, n_freeze, &mo, true);
-    tr->model.lora_base = rc->model.init_from;
+    CHECK(tr->model.tensors.n_grads, "nothing to train: every tensor is frozen (%s); remove the optim.freeze "
+          "patterns that match %s", tr->mcfg.lora_rank ? "with model.lora only the adapters and RePo weights "
+          "train, and optim.freeze matches them all" : "optim.freeze matches every tensor",
+          tr->mcfg.lora_rank ? "the adapters (e.g. \"*lora*\")" : "them");
     tr->model.z_loss = rc->optim.z_loss;
     tr->model.repo_final_std = rc->model.positions.repo_final_init_std;   /* for new RePo weights below */
     if (rc->train.eval_tasks) setup_tasks(tr);
@@ -243,11 +285,14 @@ void trainer_setup(Trainer* tr) {
     if (tr->resumed_from[0]) {
         ckpt_load(tr->resumed_from, &tr->model, &tr->opt, &tr->state);
         printf("resumed from %s at step %zu\n", tr->resumed_from, tr->state.step);
-    } else if (rc->model.init_from[0]) {
-        hf_load_weights(&tr->model, tr->init_dir, rc->run.seed, true);
     } else {
-        model_init_weights(&tr->model, rc->run.seed, rc->model.init_std);
+        if (rc->model.init_from[0])
+            ckpt_weights_load(&tr->model, tr->init_dir, rc->run.seed, true,
+                              tr->mcfg.lora_rank ? &tr->model.lora_base : NULL);
+        else model_init_weights(&tr->model, rc->run.seed, rc->model.init_std);
+        tr->state.run_id = mix_triple(0x72756e2d6964ull, (uint64_t)time(NULL), (uint64_t)getpid(), 0) | 1;
     }
+    note_lora_base(tr);
     /* every rank starts from rank 0's weights */
     dist_bcast(tr->model.params, tr->model.tensors.n_params * sizeof(real));
     tr->config_json = run_config_to_json(rc);
@@ -505,7 +550,8 @@ void trainer_save(Trainer* tr) {
     tr->state.world_size = (size_t)tr->world;
     StDtype dt = strcmp(tr->rc.train.save_dtype, "bf16") ? ST_F32 : ST_BF16;
     double t0 = now_s();
-    ckpt_save(tr->rc.run.out_dir, &tr->model, &tr->opt, &tr->state, tr->config_json, dt, tr->rc.train.keep_last);
+    ckpt_save(tr->rc.run.out_dir, &tr->model, &tr->opt, &tr->state, tr->config_json, dt, tr->rc.train.keep_last,
+              tr->rc.model.lora.save_base);
     printf("saved %s/step_%07zu (%.1f s)\n", tr->rc.run.out_dir, tr->state.step, now_s() - t0);
     fflush(stdout);
 }
