@@ -242,7 +242,7 @@ void hf_save(const Model* m, const char* dir, StDtype dtype) {
     st_write_filled(path, w, fills, n, keys, values, 2);
     free(w);
     free(fills);
-    if (m->cfg.lora_rank) peft_save(m, dir);
+    if (m->cfg.lora_rank) peft_save(m, dir, false);
     hf_save_config(m, dir, dtype);
 }
 

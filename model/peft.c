@@ -13,8 +13,10 @@
 /* the adapter file's name of tensor t */
 static void peft_name(char* out, size_t len, const TensorInfo* t) { snprintf(out, len, PEFT_PREFIX "%s", t->name); }
 
-/* the tensors an adapter holds: LoRA A and B, and trainable RePo weights */
-static bool in_adapter(const TensorInfo* t) { return t->is_lora || (t->is_repo && t->grad_offset != NO_GRAD); }
+/* the tensors an adapter holds: LoRA A and B, and trainable RePo weights (every RePo weight with all_repo) */
+static bool in_adapter(const TensorInfo* t, bool all_repo) {
+    return t->is_lora || (t->is_repo && (all_repo || t->grad_offset != NO_GRAD));
+}
 
 /* A RePo tensor's module: its name without ".weight" (model.layers.N.self_attn.gate_map) and the short name
    (gate_map) that modules_to_save may give instead */
@@ -29,7 +31,7 @@ static void module_of(const TensorInfo* t, char* path, size_t len, const char** 
 /* modules_to_save: per RePo kind, its short name when every tensor of the kind is saved (PEFT then wraps
    every such module), else the full path of each saved one (PEFT matches a module whose name ends with an
    entry); null without saved RePo tensors */
-static void add_modules_to_save(cJSON* j, const TensorTable* tt) {
+static void add_modules_to_save(cJSON* j, const TensorTable* tt, bool all_repo) {
     cJSON* list = cJSON_CreateArray();
     const TensorKind kinds[] = {TK_REPO_GATE, TK_REPO_CONTENT, TK_REPO_FINAL};
     for (int k = 0; k < 3; k++) {
@@ -39,7 +41,7 @@ static void add_modules_to_save(cJSON* j, const TensorTable* tt) {
         for (size_t i = 0; i < tt->n; i++) {
             if (tt->t[i].kind != kinds[k]) continue;
             all++;
-            saved += in_adapter(&tt->t[i]);
+            saved += in_adapter(&tt->t[i], all_repo);
             module_of(&tt->t[i], path, sizeof(path), &short_name);
         }
         if (saved && saved == all) {
@@ -47,7 +49,7 @@ static void add_modules_to_save(cJSON* j, const TensorTable* tt) {
             continue;
         }
         for (size_t i = 0; saved && i < tt->n; i++) {
-            if (tt->t[i].kind != kinds[k] || !in_adapter(&tt->t[i])) continue;
+            if (tt->t[i].kind != kinds[k] || !in_adapter(&tt->t[i], all_repo)) continue;
             module_of(&tt->t[i], path, sizeof(path), &short_name);
             cJSON_AddItemToArray(list, cJSON_CreateString(path));
         }
@@ -60,7 +62,7 @@ static void add_modules_to_save(cJSON* j, const TensorTable* tt) {
     }
 }
 
-void peft_save(const Model* m, const char* dir) {
+void peft_save(const Model* m, const char* dir, bool all_repo) {
     const ModelConfig* c = &m->cfg;
     CHECK(c->lora_rank, "peft_save: the model has no LoRA adapters");
     mkdir_p(dir);
@@ -70,7 +72,7 @@ void peft_save(const Model* m, const char* dir) {
     size_t n = 0;
     for (size_t i = 0; i < tt->n; i++) {
         const TensorInfo* t = &tt->t[i];
-        if (!in_adapter(t)) continue;
+        if (!in_adapter(t, all_repo)) continue;
         peft_name(names[n], TENSOR_NAME_LEN + 32, t);
         w[n] = (StWriteTensor){.name = names[n], .dtype = ST_F32, .ndim = t->ndim, .data = m->params + t->offset};
         for (size_t d = 0; d < t->ndim; d++) w[n].shape[d] = t->shape[d];
@@ -99,7 +101,7 @@ void peft_save(const Model* m, const char* dir) {
     cJSON* targets = cJSON_AddArrayToObject(j, "target_modules");
     for (int t = 0; t < LORA_N_TARGETS; t++)
         if (cfg_lora_on(c, (LoraTarget)t)) cJSON_AddItemToArray(targets, cJSON_CreateString(lora_target_name((LoraTarget)t)));
-    add_modules_to_save(j, tt);
+    add_modules_to_save(j, tt, all_repo);
     char* text = cJSON_Print(j);
     cJSON_Delete(j);
     snprintf(path, sizeof(path), "%s/adapter_config.json", dir);
@@ -254,7 +256,8 @@ bool peft_read_base(const char* dir, LoraBase* base) {
     const char* p = st_meta(&f, PEFT_META_BASE_PATH);
     const char* fp = st_meta(&f, PEFT_META_BASE_FINGERPRINT);
     if (p) {
-        CHECK(p[0] && strlen(p) < sizeof(base->path), "%s: __metadata__ '%s' must be a path", path, PEFT_META_BASE_PATH);
+        CHECK(p[0] && strlen(p) < sizeof(base->path), "%s: __metadata__ '%s' must be a path", path,
+              PEFT_META_BASE_PATH);
         CHECK(fp && strlen(fp) == 16 && strspn(fp, "0123456789abcdef") == 16, "%s: __metadata__ '%s' must be 16 "
               "lowercase hex digits (the base's hf_weights_fingerprint)", path, PEFT_META_BASE_FINGERPRINT);
         snprintf(base->path, sizeof(base->path), "%s", p);

@@ -23,9 +23,10 @@
 
 /* Write dir/adapter_config.json and dir/adapter_model.safetensors (F32) for m's LoRA tensors and its
    trainable RePo tensors; modules_to_save lists a RePo kind by its short name (gate_map) when every one is
-   trained, else the full path of each trained module. m->lora_base, when its path is set, is named in both
-   files: base_model_name_or_path, and the __metadata__ keys above. */
-void peft_save(const Model* m, const char* dir);
+   trained, else the full path of each trained module; all_repo: every RePo tensor, trained or frozen (an
+   adapter saved without its base, which may lack them). m->lora_base, when its path is set, is named in
+   both files: base_model_name_or_path, and the __metadata__ keys above. */
+void peft_save(const Model* m, const char* dir, bool all_repo);
 /* The base dir/adapter_model.safetensors names (the __metadata__ keys above) into *base; false (and base
    zeroed) when the file or the keys are absent. Dies on a malformed fingerprint. */
 bool peft_read_base(const char* dir, LoraBase* base);

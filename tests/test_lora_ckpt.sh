@@ -4,7 +4,8 @@
 # __metadata__, adapter_config.json and trainer_state.json) instead of copying it, unless
 # model.lora.save_base; loading it (build/eval, resume) reads the base from that path and refuses a base
 # that changed; keep_last prunes LoRA step directories and start-up removes a killed LoRA run's
-# step_N.tmp.<pid>/. init_from a LoRA checkpoint without model.lora folds the adapter in. run.overwrite
+# step_N.tmp.<pid>/; resumes stay bit-identical with a BF16 base and with new RePo layers (a frozen one
+# included, held by the adapter). init_from a LoRA checkpoint without model.lora folds the adapter in. run.overwrite
 # with keep_last prunes the earlier run's checkpoints first. A resumed LoRA run refuses another
 # lora.alpha and notes another dropout. Messages name the real cause: optim.freeze of every adapter,
 # a LoRA checkpoint without adapter_model.safetensors, base_dtype bf16 without LoRA.
@@ -80,6 +81,36 @@ build/train "$T/s.json" >"$T/s.log" 2>&1 || { bad "save_base run failed"; tail -
 S="$T/s/step_0000005"
 [ -f "$S/model.safetensors" ] && head -c 4000 "$S/adapter_model.safetensors" | grep -aqF "\"repoc.base_path\":\"$ABS\"" &&
     ok "model.lora.save_base: model.safetensors kept, the base still named" || bad "save_base: $(ls "$S" | tr '\n' ' ')"
+
+# resumed from the save_base checkpoint without save_base: the checkpoints name the same base
+config "$T/s.json" "$T/s" 10 "\"$BASE\"" "$LORA"
+build/train "$T/s.json" >>"$T/s.log" 2>&1 || { bad "resume of the save_base run failed"; tail -3 "$T/s.log"; }
+[ ! -e "$T/s/step_0000010/model.safetensors" ] &&
+    head -c 4000 "$T/s/step_0000010/adapter_model.safetensors" | grep -aqF "\"repoc.base_path\":\"$ABS\"" &&
+    ok "resumed from a checkpoint with a base copy: the next one names the same base, no copy" ||
+    bad "after resuming the save_base run: $(ls "$T/s/step_0000010" | tr '\n' ' ')"
+# with a BF16 base (rounded at load from the named base): 10 straight steps == 5 + resume 5, bit for bit
+config "$T/x.json" "$T/x" 10 "\"$BASE\"" "$LORA" ', "base_dtype": "bf16"'
+config "$T/y.json" "$T/y" 5 "\"$BASE\"" "$LORA" ', "base_dtype": "bf16"'
+build/train "$T/x.json" >"$T/x.log" 2>&1 && build/train "$T/y.json" >"$T/y.log" 2>&1 &&
+    config "$T/y.json" "$T/y" 10 "\"$BASE\"" "$LORA" ', "base_dtype": "bf16"' && build/train "$T/y.json" >>"$T/y.log" 2>&1 ||
+    { bad "BF16 base runs failed"; tail -3 "$T/y.log"; }
+cmp -s "$T/x/step_0000010/adapter_model.safetensors" "$T/y/step_0000010/adapter_model.safetensors" &&
+    cmp -s "$T/x/step_0000010/optimizer.safetensors" "$T/y/step_0000010/optimizer.safetensors" &&
+    ok "BF16 base, base named: resumed at step 5, adapters and AdamW moments bit-identical" || bad "BF16 base resume differs"
+
+# RePo layers added to a plain base, one kind frozen: the adapter holds them all (the base has none)
+REPO=', "positions": {"mode": "repo", "repo_start_layer": 1}'
+config "$T/p.json" "$T/p" 10 "\"$BASE\"" "$LORA" "$REPO" ', "freeze": ["*.gate_map.*"]'
+config "$T/q.json" "$T/q" 5 "\"$BASE\"" "$LORA" "$REPO" ', "freeze": ["*.gate_map.*"]'
+build/train "$T/p.json" >"$T/p.log" 2>&1 && build/train "$T/q.json" >"$T/q.log" 2>&1 &&
+    config "$T/q.json" "$T/q" 10 "\"$BASE\"" "$LORA" "$REPO" ', "freeze": ["*.gate_map.*"]' &&
+    build/train "$T/q.json" >>"$T/q.log" 2>&1 || { bad "RePo LoRA runs failed"; tail -3 "$T/q.log"; }
+cmp -s "$T/p/step_0000010/adapter_model.safetensors" "$T/q/step_0000010/adapter_model.safetensors" &&
+    cmp -s "$T/p/step_0000010/optimizer.safetensors" "$T/q/step_0000010/optimizer.safetensors" &&
+    build/eval "$T/p/step_0000010" --ppl "$T/train.u16" --seq-len 32 --max-windows 2 >"$T/eval_p.log" 2>&1 &&
+    ok "new RePo layers, gate_map frozen: resume bit-identical, build/eval reads it (frozen RePo weights in the adapter)" ||
+    { bad "RePo LoRA: resume differs or eval failed"; tail -2 "$T/eval_p.log"; }
 
 echo "item: init_from a LoRA checkpoint without model.lora folds the adapter in"
 build/merge "$BASE" "$L" "$T/merged" >"$T/merge.log" 2>&1 || { bad "merge failed"; tail -3 "$T/merge.log"; }

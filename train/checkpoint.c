@@ -266,7 +266,7 @@ void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const Trai
     bool adapter_only = m->cfg.lora_rank && !save_base && m->lora_base.path[0];
     if (adapter_only) {   /* the adapter and the model's config.json; the base is named, not copied */
         hf_save_config(m, tmp_dir, ST_F32);   /* creates tmp_dir */
-        peft_save(m, tmp_dir);
+        peft_save(m, tmp_dir, true);   /* frozen RePo weights too: the base may lack them */
     } else {
         hf_save(m, tmp_dir, model_dtype);   /* creates tmp_dir */
     }
@@ -431,7 +431,10 @@ void ckpt_load_state(const char* dir, TrainerState* st) {
 
 void ckpt_load(const char* dir, Model* m, AdamW* opt, TrainerState* st) {
     ckpt_load_state(dir, st);   /* first: a bad state file fails before the large reads */
-    ckpt_weights_load(m, dir, 0, false, &m->lora_base);   /* a LoRA base: the one the checkpoint names */
+    ckpt_weights_load(m, dir, 0, false, NULL);
+    /* the base later checkpoints name: the one this one names (checked by the load when it holds no copy);
+       none (so they keep a copy) for a checkpoint that names none: its own copy may be pruned */
+    if (m->cfg.lora_rank) peft_read_base(dir, &m->lora_base);
     char p[4096];
     snprintf(p, sizeof(p), "%s/config.json", dir);
     char* cfg = file_read_all(p, NULL);

@@ -196,8 +196,9 @@ static void setup_tasks(Trainer* tr) {
 static void note_lora_base(const Trainer* tr) {
     if (!tr->mcfg.lora_rank || tr->rank != 0) return;
     const LoraBase* b = &tr->model.lora_base;
-    if (!b->path[0]) printf("note: the LoRA base is a fresh model (no model.init_from): each checkpoint keeps a "
-                            "copy of it (model.safetensors)\n");
+    if (!b->path[0]) printf("note: this LoRA run's base is not on disk by itself (a fresh model without "
+                            "model.init_from, or resumed from a checkpoint that names no base): each checkpoint "
+                            "keeps a copy of it (model.safetensors)\n");
     else printf("LoRA base: %s (weights fingerprint %016llx); checkpoints %s\n", b->path,
                 (unsigned long long)b->fingerprint, tr->rc.model.lora.save_base
                 ? "keep a copy of it too (model.lora.save_base)" : "name it and hold the adapter alone");
@@ -242,6 +243,9 @@ void trainer_setup(Trainer* tr) {
             char dir[4000];
             resolve_init_from(rc->model.init_from, dir, sizeof(dir));
             snprintf(tok, sizeof(tok), "%s/tokenizer.json", dir);
+            char base[4000];   /* a LoRA checkpoint that names its base: the base's tokenizer */
+            if (!path_exists(tok))
+                snprintf(tok, sizeof(tok), "%s/tokenizer.json", ckpt_weights_dir(dir, base, sizeof(base)));
             if (!path_exists(tok)) tok[0] = 0;
         }
         data_source_open_jsonl(&tr->data, train_files, rc->data.train.n, val_files, rc->data.val.n,
