@@ -297,6 +297,7 @@ uint64_t hf_weights_fingerprint(const char* dir) {
             h = mix64(h ^ (uint64_t)st->dtype);
             for (size_t d = 0; d < st->ndim; d++) h = mix64(h ^ st->shape[d]);
             sum += hash_bytes(f->data + st->begin, st->end - st->begin, h);   /* a sum: shard order is free */
+            release_pages(f, st);   /* resident memory grows by one tensor at most, as in loading */
         }
         st_close(&s.st[k]);
         free(s.file[k]);
