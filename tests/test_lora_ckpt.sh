@@ -8,7 +8,7 @@
 # included, held by the adapter). init_from a LoRA checkpoint without model.lora folds the adapter in. run.overwrite
 # with keep_last prunes the earlier run's checkpoints first. A resumed LoRA run refuses another
 # lora.alpha and notes another dropout. Messages name the real cause: optim.freeze of every adapter,
-# a LoRA checkpoint without adapter_model.safetensors, base_dtype bf16 without LoRA.
+# a LoRA checkpoint without adapter_model.safetensors, base_dtype bf16 or lora.save_base without LoRA.
 . "$(dirname "$0")/testlib.sh" lora_ckpt
 
 build/tools/gen_tokens "$T/train.u16" 50000 64 1 || exit 1
@@ -151,6 +151,8 @@ out=$(build/eval "$T/noadapter" --ppl "$T/train.u16" --seq-len 32 --max-windows 
     { bad "missing adapter file (rc $rc)"; echo "$out" | tail -2; }
 config "$T/b.json" "$T/b" 2 "\"$BASE\"" null ', "base_dtype": "bf16"'
 expect_refused "base_dtype bf16 without LoRA" "model.base_dtype" "$T/b.json"
+config "$T/b.json" "$T/b" 2 "\"$BASE\"" '{"rank": 0, "save_base": true}'
+expect_refused "lora.save_base without LoRA" "model.lora.save_base" "$T/b.json"
 
 echo "test_lora_ckpt: $([ $failures -eq 0 ] && echo all OK || echo FAILED)"
 [ $failures -eq 0 ]

@@ -297,6 +297,9 @@ static int validate(RcCtx* c) {
     if (!strcmp(m->base_dtype, "bf16") && !m->init_from[0])
         return rc_fail(c, "model.base_dtype", "\"bf16\" keeps a frozen base loaded from model.init_from; give one "
                        "(a fresh model has nothing frozen to keep)");
+    if (lo->save_base && !lo->rank)
+        return rc_fail(c, "model.lora.save_base", "keeps a copy of a LoRA run's base in each checkpoint, but "
+                       "model.lora.rank is 0 (no LoRA: every checkpoint holds the whole model); remove the key");
     if (!strcmp(m->base_dtype, "bf16") && !lo->rank && !c->rc->optim.freeze.n)
         return rc_fail(c, "model.base_dtype", "\"bf16\" keeps the frozen layer matrices in BF16, but this run "
                        "freezes none: model.lora.rank is 0 (no LoRA) and optim.freeze is empty; set model.lora.rank, "
