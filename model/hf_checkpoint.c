@@ -188,12 +188,16 @@ void hf_check_weights(const char* dir, const ModelConfig* cfg) {
 }
 
 size_t hf_load_weights(Model* m, const char* dir, uint64_t init_seed, bool verbose) {
+    return hf_load_adapted(m, dir, dir, init_seed, verbose);
+}
+
+size_t hf_load_adapted(Model* m, const char* dir, const char* adapter_dir, uint64_t init_seed, bool verbose) {
     const TensorTable* tt = &m->tensors;
     char* loaded = callocCheck(tt->n, 1);
     scan_weights(dir, tt, m->params, m->base_bf16, loaded);
     char adapter[4096];
-    snprintf(adapter, sizeof(adapter), "%s/adapter_model.safetensors", dir);
-    if (m->cfg.lora_rank && path_exists(adapter)) peft_load(m, dir, loaded);
+    snprintf(adapter, sizeof(adapter), "%s/adapter_model.safetensors", adapter_dir ? adapter_dir : "");
+    if (m->cfg.lora_rank && adapter_dir && path_exists(adapter)) peft_load(m, adapter_dir, loaded);
     static char fresh[4096];
     fresh[0] = 0;
     size_t n_fresh = 0, n_lora = 0;
@@ -246,7 +250,13 @@ void hf_save(const Model* m, const char* dir, StDtype dtype) {
     st_write_filled(path, w, fills, n, keys, values, 2);
     free(w);
     free(fills);
-    if (m->cfg.lora_rank) peft_save(m, dir, m->lora_base, NULL);
+    if (m->cfg.lora_rank) peft_save(m, dir, false);
+    hf_save_config(m, dir, dtype);
+}
+
+void hf_save_config(const Model* m, const char* dir, StDtype dtype) {
+    char path[4096];
+    mkdir_p(dir);
     char* cfg = hf_config_write(&m->cfg, dtype == ST_BF16 ? "bfloat16" : "float32");
     snprintf(path, sizeof(path), "%s/config.json", dir);
     file_write_atomic(path, cfg, strlen(cfg));
@@ -295,6 +305,7 @@ uint64_t hf_weights_fingerprint(const char* dir) {
             h = mix64(h ^ (uint64_t)st->dtype);
             for (size_t d = 0; d < st->ndim; d++) h = mix64(h ^ st->shape[d]);
             sum += hash_bytes(f->data + st->begin, st->end - st->begin, h);   /* a sum: shard order is free */
+            release_pages(f, st);   /* resident memory grows by one tensor at most, as in loading */
         }
         st_close(&s.st[k]);
         free(s.file[k]);

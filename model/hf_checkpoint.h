@@ -18,6 +18,9 @@
    model does not have is an error. All missing/unexpected names are listed in
    one message. Returns the number of newly initialised tensors. */
 size_t hf_load_weights(Model* m, const char* dir, uint64_t init_seed, bool verbose);
+/* The same with the base weights from dir and the PEFT adapter (for a model with LoRA) from adapter_dir
+   (NULL: none; hf_load_weights passes dir): a LoRA checkpoint that names its base instead of holding it. */
+size_t hf_load_adapted(Model* m, const char* dir, const char* adapter_dir, uint64_t init_seed, bool verbose);
 
 /* Whether dir has weight files (model.safetensors or model.safetensors.index.json): a directory of a
    published config.json alone has none */
@@ -32,6 +35,8 @@ void hf_check_weights(const char* dir, const ModelConfig* cfg);
 /* Write dir/config.json and dir/model.safetensors (F32 or BF16), each atomically;
    creates dir. extra_meta: n key/value pairs for the safetensors __metadata__. */
 void hf_save(const Model* m, const char* dir, StDtype dtype);
+/* hf_save's dir/config.json alone (m's architecture; torch_dtype from dtype); creates dir */
+void hf_save_config(const Model* m, const char* dir, StDtype dtype);
 
 /* A 64-bit fingerprint of dir's weights: every tensor's name, dtype, shape and bytes, in any sharding
    (the same tensors in other files give the same value). Reads every weight byte once (page cache speed);

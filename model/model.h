@@ -15,6 +15,13 @@
 #include "model/rope.h"
 #include "model/tensors.h"
 
+/* The base checkpoint of a LoRA model: the absolute path of the directory its frozen weights came from and
+   their hf_weights_fingerprint; path "" = none on disk (a fresh model), so a checkpoint must keep a copy */
+typedef struct {
+    char path[4096];
+    uint64_t fingerprint;
+} LoraBase;
+
 /* How activations are kept; the results do not depend on them (tests/test_recompute.c).
    recompute: keep only each block's input res[l] and one layer's activations,
      shared by all layers; backward runs block l's forward again (same kernels,
@@ -65,7 +72,7 @@ typedef struct {
     const real* target_weights;  /* (N) loss weight of each target for the next forward, NULL = all 1 (the
                                     plain mean); set by the caller, unchanged until its backward (xent.h) */
 
-    const char* lora_base;       /* the base checkpoint a LoRA model's adapters are saved against (not owned) */
+    LoraBase lora_base;          /* the base checkpoint a LoRA model's adapters are saved against */
     double repo_final_std;       /* std of a newly initialised RePo final projection (final_map); 0 = 0.02 */
     bool lora_dropout_on;        /* the next forward and its backward apply cfg.lora_dropout (training); set by
                                     the caller with lora_dropout_key, one key per micro-batch; off by default */

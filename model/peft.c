@@ -14,8 +14,10 @@
 /* the adapter file's name of tensor t */
 static void peft_name(char* out, size_t len, const TensorInfo* t) { snprintf(out, len, PEFT_PREFIX "%s", t->name); }
 
-/* the tensors an adapter holds: LoRA A and B, and trainable RePo weights */
-static bool in_adapter(const TensorInfo* t) { return t->is_lora || (t->is_repo && t->grad_offset != NO_GRAD); }
+/* the tensors an adapter holds: LoRA A and B, and trainable RePo weights (every RePo weight with all_repo) */
+static bool in_adapter(const TensorInfo* t, bool all_repo) {
+    return t->is_lora || (t->is_repo && (all_repo || t->grad_offset != NO_GRAD));
+}
 
 /* A RePo tensor's module: its name without ".weight" (model.layers.N.self_attn.gate_map) and the short name
    (gate_map) that modules_to_save may give instead */
@@ -30,7 +32,7 @@ static void module_of(const TensorInfo* t, char* path, size_t len, const char** 
 /* modules_to_save: per RePo kind, its short name when every tensor of the kind is saved (PEFT then wraps
    every such module), else the full path of each saved one (PEFT matches a module whose name ends with an
    entry); null without saved RePo tensors */
-static void add_modules_to_save(cJSON* j, const TensorTable* tt) {
+static void add_modules_to_save(cJSON* j, const TensorTable* tt, bool all_repo) {
     cJSON* list = cJSON_CreateArray();
     const TensorKind kinds[] = {TK_REPO_GATE, TK_REPO_CONTENT, TK_REPO_FINAL};
     for (int k = 0; k < 3; k++) {
@@ -40,7 +42,7 @@ static void add_modules_to_save(cJSON* j, const TensorTable* tt) {
         for (size_t i = 0; i < tt->n; i++) {
             if (tt->t[i].kind != kinds[k]) continue;
             all++;
-            saved += in_adapter(&tt->t[i]);
+            saved += in_adapter(&tt->t[i], all_repo);
             module_of(&tt->t[i], path, sizeof(path), &short_name);
         }
         if (saved && saved == all) {
@@ -48,7 +50,7 @@ static void add_modules_to_save(cJSON* j, const TensorTable* tt) {
             continue;
         }
         for (size_t i = 0; saved && i < tt->n; i++) {
-            if (tt->t[i].kind != kinds[k] || !in_adapter(&tt->t[i])) continue;
+            if (tt->t[i].kind != kinds[k] || !in_adapter(&tt->t[i], all_repo)) continue;
             module_of(&tt->t[i], path, sizeof(path), &short_name);
             cJSON_AddItemToArray(list, cJSON_CreateString(path));
         }
@@ -61,8 +63,8 @@ static void add_modules_to_save(cJSON* j, const TensorTable* tt) {
     }
 }
 
-/* repoc.base_* metadata (peft.h): the model's own architecture and layer positions, and base when known */
-static size_t base_metadata(const ModelConfig* c, const PeftBaseId* base, const char** keys, const char** values,
+/* repoc.base_* metadata (peft.h): the model's own architecture and layer positions, and its base when named */
+static size_t base_metadata(const ModelConfig* c, const LoraBase* base, const char** keys, const char** values,
                             char* fingerprint, char* positions, size_t positions_len) {
     size_t n = 0;
     keys[n] = "repoc.base_model_type";
@@ -70,19 +72,17 @@ static size_t base_metadata(const ModelConfig* c, const PeftBaseId* base, const 
     peft_layer_positions(c, positions, positions_len);
     keys[n] = "repoc.base_layer_positions";
     values[n++] = positions;
-    if (base && base->has_fingerprint) {
+    if (base->path[0]) {   /* the base is named when it is on disk */
         snprintf(fingerprint, 17, "%016llx", (unsigned long long)base->fingerprint);
-        keys[n] = "repoc.base_fingerprint";
+        keys[n] = PEFT_META_BASE_FINGERPRINT;
         values[n++] = fingerprint;
-    }
-    if (base && base->path && base->path[0]) {
-        keys[n] = "repoc.base_path";
+        keys[n] = PEFT_META_BASE_PATH;
         values[n++] = base->path;
     }
     return n;
 }
 
-void peft_save(const Model* m, const char* dir, const char* base_model, const PeftBaseId* base) {
+void peft_save(const Model* m, const char* dir, bool all_repo) {
     const ModelConfig* c = &m->cfg;
     CHECK(c->lora_rank, "peft_save: the model has no LoRA adapters");
     mkdir_p(dir);
@@ -92,13 +92,14 @@ void peft_save(const Model* m, const char* dir, const char* base_model, const Pe
     size_t n = 0;
     for (size_t i = 0; i < tt->n; i++) {
         const TensorInfo* t = &tt->t[i];
-        if (!in_adapter(t)) continue;
+        if (!in_adapter(t, all_repo)) continue;
         peft_name(names[n], TENSOR_NAME_LEN + 32, t);
         w[n] = (StWriteTensor){.name = names[n], .dtype = ST_F32, .ndim = t->ndim, .data = m->params + t->offset};
         for (size_t d = 0; d < t->ndim; d++) w[n].shape[d] = t->shape[d];
         n++;
     }
     char path[4096];
+    const LoraBase* base = &m->lora_base;
     const char* keys[6] = {"format", "producer"};
     const char* values[6] = {"pt", "repoc"};
     char fingerprint[17], positions[8 * MAX_LAYERS];
@@ -111,7 +112,7 @@ void peft_save(const Model* m, const char* dir, const char* base_model, const Pe
     cJSON* j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "peft_type", "LORA");
     cJSON_AddStringToObject(j, "task_type", "CAUSAL_LM");
-    cJSON_AddStringToObject(j, "base_model_name_or_path", base_model ? base_model : "");
+    cJSON_AddStringToObject(j, "base_model_name_or_path", base->path);
     cJSON_AddNumberToObject(j, "r", (double)c->lora_rank);
     cJSON_AddNumberToObject(j, "lora_alpha", c->lora_alpha);
     cJSON_AddNumberToObject(j, "lora_dropout", c->lora_dropout);
@@ -122,7 +123,7 @@ void peft_save(const Model* m, const char* dir, const char* base_model, const Pe
     cJSON* targets = cJSON_AddArrayToObject(j, "target_modules");
     for (int t = 0; t < LORA_N_TARGETS; t++)
         if (cfg_lora_on(c, (LoraTarget)t)) cJSON_AddItemToArray(targets, cJSON_CreateString(lora_target_name((LoraTarget)t)));
-    add_modules_to_save(j, tt);
+    add_modules_to_save(j, tt, all_repo);
     char* text = cJSON_Print(j);
     cJSON_Delete(j);
     snprintf(path, sizeof(path), "%s/adapter_config.json", dir);
@@ -275,18 +276,76 @@ size_t peft_load(Model* m, const char* dir, char* loaded) {
     return n;
 }
 
+/* W (out,in) += scale B (out,r) A (r,in) */
+static void fold(real* w, const real* b, const real* a, size_t out, size_t in, size_t r, real scale) {
+    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)out, (int)in, (int)r, scale, b, (int)r, a, (int)in, 1,
+               w, (int)in);
+}
+
 void peft_merge(Model* m) {
     const TensorTable* tt = &m->tensors;
     real scale = (real)cfg_lora_scale(&m->cfg);
-    size_t r = m->cfg.lora_rank;
     for (size_t i = 0; i < tt->n; i++) {   /* the table lists W, W's lora_A, W's lora_B in a row */
         const TensorInfo* a = &tt->t[i];
         if (a->kind != TK_LORA_A) continue;
         const TensorInfo *w = &tt->t[i - 1], *b = &tt->t[i + 1];
         CHECK(w->kind == lora_target_kind(a->lora_target) && b->kind == TK_LORA_B, "peft_merge: table order of %s",
               a->name);
-        size_t out = w->shape[0], in = w->shape[1];
-        cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)out, (int)in, (int)r, scale,
-                   m->params + b->offset, (int)r, m->params + a->offset, (int)in, 1, m->params + w->offset, (int)in);
+        fold(m->params + w->offset, m->params + b->offset, m->params + a->offset, w->shape[0], w->shape[1],
+             m->cfg.lora_rank, scale);
     }
+}
+
+/* tensor `name` of f into a new buffer, shape checked against [d0, d1] */
+static real* read_factor(const StFile* f, const char* path, const char* name, size_t d0, size_t d1) {
+    const StTensor* st = st_find(f, name);
+    CHECK(st, "%s: no tensor '%s' (each lora_A needs its lora_B)", path, name);
+    CHECK(st->ndim == 2 && st->shape[0] == d0 && st->shape[1] == d1, "%s: tensor '%s' has shape [%zu, %zu] but the "
+          "base model expects [%zu, %zu]", path, name, st->shape[0], st->ndim > 1 ? st->shape[1] : 0, d0, d1);
+    real* v = mallocCheck(d0 * d1 * sizeof(real));
+    st_read_real(f, st, v);
+    return v;
+}
+
+size_t peft_merge_file(Model* m, const char* dir) {
+    ModelConfig ac = m->cfg;
+    CHECK(peft_read_config(dir, &ac), "%s: no adapter_config.json", dir);
+    char path[4096], name[TENSOR_NAME_LEN + 32];
+    snprintf(path, sizeof(path), "%s/adapter_model.safetensors", dir);
+    StFile f;
+    st_open_or_die(&f, path);
+    const TensorTable* tt = &m->tensors;
+    const size_t pl = strlen(PEFT_PREFIX), al = strlen(".lora_A.weight");
+    size_t n = 0;
+    for (size_t j = 0; j < f.n_tensors; j++) {
+        const StTensor* st = &f.tensors[j];
+        const char* inner = strncmp(st->name, PEFT_PREFIX, pl) ? NULL : st->name + pl;
+        size_t len = inner ? strlen(inner) : 0;
+        CHECK(inner, "%s: tensor '%s' lacks PEFT's prefix '%s'", path, st->name, PEFT_PREFIX);
+        if (len > al && !strcmp(inner + len - al, ".lora_B.weight")) continue;   /* read with its lora_A */
+        bool is_a = len > al && !strcmp(inner + len - al, ".lora_A.weight");
+        snprintf(name, sizeof(name), "%.*s.weight", (int)(is_a ? len - al : len - strlen(".weight")), inner);
+        long i = tensor_table_find(tt, name);
+        CHECK(i >= 0 && (is_a ? !tt->t[i].is_repo : tt->t[i].is_repo), "%s: tensor '%s' is neither a LoRA factor "
+              "of a projection of this model nor one of its RePo weights", path, st->name);
+        const TensorInfo* t = &tt->t[i];
+        CHECK(!t->bf16, "%s: cannot fold the adapter into '%s', kept in BF16 (model.base_dtype)", path, t->name);
+        if (is_a) {
+            size_t out = t->shape[0], in = t->shape[1], r = ac.lora_rank;
+            real* a = read_factor(&f, path, st->name, r, in);
+            snprintf(name, sizeof(name), "%.*slora_B.weight", (int)(strlen(st->name) - strlen("lora_A.weight")),
+                     st->name);
+            real* b = read_factor(&f, path, name, out, r);
+            fold(m->params + t->offset, b, a, out, in, r, (real)cfg_lora_scale(&ac));
+            free(a);
+            free(b);
+        } else {
+            CHECK(st->numel == t->numel, "%s: tensor '%s' has %zu values but the model's '%s' has %zu", path,
+                  st->name, st->numel, t->name, t->numel);
+            st_read_real(&f, st, m->params + t->offset);
+        }
+        n++;
+    }
+    st_close(&f);
+    return n;
 }

@@ -18,6 +18,10 @@
 #include "model/model.h"
 
 #define PEFT_PREFIX "base_model.model."
+/* adapter_model.safetensors' __metadata__ naming the base: its absolute path, and its hf_weights_fingerprint as
+   16 lowercase hex digits (printf "%016llx"); build/merge checks the second */
+#define PEFT_META_BASE_PATH "repoc.base_path"
+#define PEFT_META_BASE_FINGERPRINT "repoc.base_fingerprint"
 
 /* The base an adapter was trained on, as adapter_model.safetensors' __metadata__ records it:
      repoc.base_fingerprint       16 lowercase hex digits, printf "%016llx" of hf_weights_fingerprint(base dir)
@@ -25,18 +29,14 @@
      repoc.base_model_type        config.json's model_type of the base: "olmo2" or "llama"
      repoc.base_layer_positions   one position mode per layer, comma-separated: "rope,repo,rope"
    The last two come from the model itself and are always written; the first two only when the saver
-   knows the base (peft_save's base argument). PEFT ignores the metadata. */
-typedef struct {
-    bool has_fingerprint;
-    uint64_t fingerprint;
-    const char* path;            /* absolute; NULL = not recorded */
-} PeftBaseId;
+   knows the base (m->lora_base names a path). PEFT ignores the metadata. */
 
 /* Write dir/adapter_config.json and dir/adapter_model.safetensors (F32) for m's LoRA tensors and its
    trainable RePo tensors; modules_to_save lists a RePo kind by its short name (gate_map) when every one is
-   trained, else the full path of each trained module; base_model: the base checkpoint's path or hub name
-   ("" = unknown); base: the base's fingerprint and path for the metadata above (NULL = unknown). */
-void peft_save(const Model* m, const char* dir, const char* base_model, const PeftBaseId* base);
+   trained, else the full path of each trained module; all_repo: every RePo tensor, trained or frozen (an
+   adapter saved without its base, which may lack them). m->lora_base, when its path is set, is named in
+   both files: base_model_name_or_path, and the __metadata__ keys above. */
+void peft_save(const Model* m, const char* dir, bool all_repo);
 /* When dir holds adapter_config.json: set cfg's lora_rank, lora_alpha, lora_rslora (use_rslora) and
    lora_targets from it and return true. Dies naming the file and key on a config repoc cannot run as
    written: another peft_type, r not a positive integer, lora_alpha not finite and > 0, an unknown target
@@ -59,6 +59,9 @@ typedef struct {
     char positions[8 * MAX_LAYERS];
 } PeftBaseRecord;
 void peft_read_base(const char* dir, PeftBaseRecord* rec);
+/* The base dir's adapter names (path and fingerprint) into *base; false (and base zeroed) when dir has no
+   adapter_model.safetensors or it names no base path. Dies when it names a path without a fingerprint. */
+bool peft_read_lora_base(const char* dir, LoraBase* base);
 /* c's position mode of every layer, comma-separated (repoc.base_layer_positions): "rope,repo,rope" */
 void peft_layer_positions(const ModelConfig* c, char* out, size_t len);
 /* Check that base_dir (its config in base_cfg) is the base the adapter in adapter_dir was trained on:
@@ -78,5 +81,10 @@ size_t peft_load(Model* m, const char* dir, char* loaded);
    (alpha / r, or alpha / sqrt(r) with use_rslora). The adapters
    stay as they were, so forwards now count them twice: save or copy the base tensors next. */
 void peft_merge(Model* m);
+/* The same from dir's adapter files into m, a model without LoRA (its config need not name the adapter):
+   every lora_A / lora_B pair is folded into its projection with adapter_config.json's alpha / r, every RePo
+   weight (modules_to_save) replaces the model's. Each tensor is checked against the model by name and shape.
+   Returns the count of adapted projections plus RePo weights. */
+size_t peft_merge_file(Model* m, const char* dir);
 
 #endif

@@ -45,6 +45,21 @@ void peft_read_base(const char* dir, PeftBaseRecord* rec) {
     st_close(&f);
 }
 
+bool peft_read_lora_base(const char* dir, LoraBase* base) {
+    memset(base, 0, sizeof(*base));
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/adapter_model.safetensors", dir);
+    if (!path_exists(path)) return false;
+    PeftBaseRecord rec;
+    peft_read_base(dir, &rec);
+    if (!rec.path[0]) return false;
+    CHECK(rec.has_fingerprint, "%s: __metadata__ names the base '%s' (%s) but has no %s", path, rec.path,
+          PEFT_META_BASE_PATH, PEFT_META_BASE_FINGERPRINT);
+    snprintf(base->path, sizeof(base->path), "%s", rec.path);
+    base->fingerprint = rec.fingerprint;
+    return true;
+}
+
 void peft_layer_positions(const ModelConfig* c, char* out, size_t len) {
     out[0] = 0;
     for (size_t l = 0; l < c->L; l++)

@@ -84,7 +84,8 @@ static void add_tensor(TensorTable* tt, size_t* cap, TensorKind kind, LoraTarget
     t->is_repo = kind == TK_REPO_GATE || kind == TK_REPO_CONTENT || kind == TK_REPO_FINAL;
     bool is_frozen = c->lora_rank && !t->is_lora && !t->is_repo;   /* LoRA trains adapters (and RePo) only */
     for (size_t i = 0; i < n_frozen; i++) is_frozen |= fnmatch(frozen[i], name, 0) == 0;
-    t->bf16 = c->base_bf16 && is_frozen && t->ndim == 2 && layer >= 0;
+    /* a frozen adapter stays F32: it is initialised and lives in the adapter file, not the base */
+    t->bf16 = c->base_bf16 && is_frozen && t->ndim == 2 && layer >= 0 && !t->is_lora;
     t->offset = t->bf16 ? tt->n_bf16 : tt->n_params;
     *(t->bf16 ? &tt->n_bf16 : &tt->n_params) += t->numel;
     t->grad_offset = is_frozen ? NO_GRAD : tt->n_grads;

@@ -17,6 +17,7 @@
 #include "common/fileio.h"
 #include "common/threads.h"   /* threads_startup */
 #include "data/source.h"      /* synthetic_from_json */
+#include "model/ckpt_weights.h"
 #include "model/hf_checkpoint.h"
 #include "model/peft.h"
 #include "model/hf_config.h"
@@ -278,7 +279,7 @@ const char* cli_tokenizer(const CkptInfo* ci, const char* given, bool required, 
 void cli_load_model(Model* m, const ModelConfig* cfg, const CkptInfo* ci, size_t B, size_t T) {
     const char* no_grads[] = {"*"};   /* inference only: no gradient arena */
     model_build(m, cfg, B, T, no_grads, 1, false);
-    size_t fresh = hf_load_weights(m, ci->dir, 0, false);
+    size_t fresh = ckpt_weights_load(m, ci->dir, 0, false, NULL);   /* a LoRA base: the one the adapter names */
     if (fresh)
         DIE("%s: the checkpoint lacks the weights of %zu RePo tensors its config.json asks for", prog_name, fresh);
 }

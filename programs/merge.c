@@ -4,8 +4,9 @@
    in every checkpoint). OUT gets a plain Hugging Face checkpoint (config.json
    and model.safetensors, F32 or --bf16) whose every adapted projection is
    W + s B A (s = alpha / r, alpha / sqrt(r) with use_rslora); RePo tensors saved with the adapter (PEFT's
-   modules_to_save) replace the base's. A run's own checkpoint directory holds
-   both halves, so `build/merge CKPT CKPT OUT` merges it.
+   modules_to_save) replace the base's. BASE may also be a LoRA checkpoint that holds no base copy (what
+   repoc's LoRA runs save by default): its config.json is the model's, and the weights come from the base
+   its adapter names (model/ckpt_weights.h), so `build/merge CKPT CKPT OUT` merges a run's checkpoint.
    Refused before anything is read: an OUT that is BASE or ADAPTER (by device and inode, through any link:
    the merged weights would sit next to the adapter files, and loaders would apply the adapter twice), and an
    OUT holding adapter files or a shard index (loaders would read those, not the merged model). Refused
@@ -22,6 +23,7 @@
 
 #include "common/check.h"
 #include "common/fileio.h"
+#include "model/ckpt_weights.h"
 #include "model/hf_checkpoint.h"
 #include "model/hf_config.h"
 #include "model/peft.h"
@@ -121,16 +123,22 @@ int main(int argc, char** argv) {
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     signal(SIGHUP, on_signal);
+    char named[4096];   /* BASE a LoRA checkpoint without a base copy: the base its adapter names */
+    const char* weights = ckpt_weights_dir(base, named, sizeof(named));
+    if (weights != base) {
+        check_out(out, weights, adapter);
+        printf("%s holds no base weights: they come from the base its adapter names, %s\n", base, weights);
+    }
     ModelConfig cfg;
     hf_config_read(base, &cfg);
     CHECK(peft_read_config(adapter, &cfg), "%s: no adapter_config.json (is it a PEFT LoRA directory?)", adapter);
-    hf_check_weights(base, &cfg);
+    hf_check_weights(weights, &cfg);
     Model m;
     const char* no_grads[] = {"*"};
     model_build(&m, &cfg, 1, 1, no_grads, 1, false);
-    hf_load_weights(&m, base, 0, false);   /* the adapter of BASE, if any, is replaced next */
+    hf_load_weights(&m, weights, 0, false);   /* the adapter of BASE, if any, is replaced next */
     size_t n = peft_load(&m, adapter, NULL);
-    peft_check_base(adapter, base, &cfg, force);
+    peft_check_base(adapter, weights, &cfg, force);
     peft_merge(&m);
     check_finite(&m, bf16);
     m.cfg.lora_rank = 0;   /* the merged model is a plain one: hf_save writes no adapter files */

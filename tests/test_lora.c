@@ -73,7 +73,25 @@ static void run(const char* label, ModelConfig cfg, const char* tmp) {
     /* the PEFT files round-trip */
     random_weights(&lora, 11);
     float* adapted = logits_of(&lora, tokens);
-    peft_save(&lora, tmp, "base", NULL);
+    snprintf(lora.lora_base.path, sizeof(lora.lora_base.path), "/abs/base dir");
+    lora.lora_base.fingerprint = 0x00ab00cd00ef0012ull;
+    peft_save(&lora, tmp, false);
+    LoraBase named;
+    EXPECT(peft_read_lora_base(tmp, &named) && !strcmp(named.path, "/abs/base dir") &&
+               named.fingerprint == lora.lora_base.fingerprint,
+           "adapter_model.safetensors' __metadata__ gives back the base's path and fingerprint");
+    char hdr[4096] = "", path[600];
+    snprintf(path, sizeof(path), "%s/adapter_model.safetensors", tmp);
+    FILE* fh = fopen(path, "rb");
+    size_t got_hdr = fh ? fread(hdr, 1, sizeof(hdr) - 1, fh) : 0;
+    hdr[got_hdr] = 0;
+    if (fh) fclose(fh);
+    EXPECT(strstr(hdr + 8, "\"repoc.base_fingerprint\":\"00ab00cd00ef0012\"") &&
+               strstr(hdr + 8, "\"repoc.base_path\":\"/abs/base dir\""),
+           "the metadata keys build/merge reads: repoc.base_path, repoc.base_fingerprint as %%016llx");
+    Model unmerged;   /* the base, for folding the adapter in from its files */
+    model_build(&unmerged, &plain, 2, NT / 2, NULL, 0, false);
+    copy_by_name(&unmerged, &lora, false);
     ModelConfig read = plain;
     EXPECT(peft_read_config(tmp, &read) && read.lora_rank == cfg.lora_rank && read.lora_alpha == cfg.lora_alpha &&
                read.lora_targets == cfg.lora_targets && read.lora_rslora == cfg.lora_rslora,
@@ -94,6 +112,13 @@ static void run(const char* label, ModelConfig cfg, const char* tmp) {
     float* merged = logits_of(&base, tokens);
     expect_close("merged checkpoint = adapter model", merged, adapted, lora.B * lora.T * cfg.V, 0, 1e-5,
                  "float rounding");
+    size_t folded = peft_merge_file(&unmerged, tmp);
+    float* from_files = logits_of(&unmerged, tokens);
+    expect_close("peft_merge_file into a model without LoRA = peft_merge", from_files, merged,
+                 lora.B * lora.T * cfg.V, 0, 0, "the same products on the same values");
+    EXPECT(folded > 0, "peft_merge_file folded %zu projections and RePo weights", folded);
+    free(from_files);
+    model_free(&unmerged);
     free(merged);
     free(adapted);
     model_free(&back);
@@ -111,7 +136,7 @@ static void check_rslora(ModelConfig cfg, const char* tmp) {
     Model m;
     model_build(&m, &cfg, 1, 2, NULL, 0, false);
     random_weights(&m, 21);
-    peft_save(&m, tmp, "base", NULL);
+    peft_save(&m, tmp, false);
     ModelConfig read = cfg;
     read.lora_rslora = false;
     EXPECT(peft_read_config(tmp, &read) && read.lora_rslora, "adapter_config.json: use_rslora true read back");
@@ -264,7 +289,7 @@ static void check_modules_to_save(ModelConfig cfg, const char* tmp) {
     Model m;
     model_build(&m, &cfg, 1, 2, frozen, 1, false);
     model_init_weights(&m, 3, 0.02);
-    peft_save(&m, tmp, "base", NULL);
+    peft_save(&m, tmp, false);
     char path[512];
     snprintf(path, sizeof(path), "%s/adapter_model.safetensors", tmp);
     StFile f;
@@ -313,6 +338,15 @@ static void check_modules_to_save(ModelConfig cfg, const char* tmp) {
     cJSON_free(mts);
     cJSON_Delete(j);
     free(text);
+    peft_save(&m, tmp, true);   /* a checkpoint without a base copy: the frozen RePo weight too */
+    snprintf(path, sizeof(path), "%s/adapter_model.safetensors", tmp);
+    st_open_or_die(&f, path);
+    EXPECT(st_find(&f, "base_model.model.model.layers.2.self_attn.gate_map.weight") != NULL,
+           "all_repo: the frozen gate_map is in the adapter (the base may lack it)");
+    st_close(&f);
+    model_build(&back, &cfg, 1, 2, frozen, 1, false);
+    EXPECT(peft_load(&back, tmp, NULL) == lora + 6, "peft_load reads it back with the 5 others");
+    model_free(&back);
     model_free(&m);
 }
 

@@ -16,7 +16,9 @@
 #include "common/check.h"
 #include "common/dist.h"
 #include "common/fileio.h"
+#include "model/ckpt_weights.h"
 #include "model/hf_checkpoint.h"
+#include "model/peft.h"
 #include "train/run_dir.h"
 
 /* Sharded AdamW state (ZeRO-1: each rank holds the moments of one slice) is written by rank 0 into the same
@@ -125,9 +127,23 @@ static void save_optimizer(const char* path, const Model* m, const AdamW* opt, b
     free(names);
 }
 
-static void save_state(const char* path, const TrainerState* st, const char* config_json) {
+/* 16 lowercase hex digits, as adapter_model.safetensors' repoc.base_fingerprint */
+static void hex64(char out[17], uint64_t v) { snprintf(out, 17, "%016llx", (unsigned long long)v); }
+
+static void save_state(const char* path, const TrainerState* st, const char* config_json, const LoraBase* base) {
     cJSON* root = cJSON_CreateObject();
+    char hex[17];
     cJSON_AddNumberToObject(root, "format_version", TRAINER_STATE_VERSION);
+    if (st->run_id) {
+        hex64(hex, st->run_id);
+        cJSON_AddStringToObject(root, "run_id", hex);
+    }
+    if (base) {   /* a LoRA checkpoint: the base it belongs to */
+        cJSON* b = cJSON_AddObjectToObject(root, "lora_base");
+        hex64(hex, base->fingerprint);
+        cJSON_AddStringToObject(b, "path", base->path);
+        cJSON_AddStringToObject(b, "fingerprint", hex);
+    }
     cJSON_AddNumberToObject(root, "step", (double)st->step);
     cJSON_AddNumberToObject(root, "tokens_seen", (double)st->tokens_seen);
     cJSON_AddNumberToObject(root, "rows_per_step", (double)st->rows_per_step);
@@ -142,8 +158,11 @@ static void save_state(const char* path, const TrainerState* st, const char* con
     free(text);
 }
 
-const char* const CKPT_FILES[CKPT_N_FILES] = {"config.json", "model.safetensors", "optimizer.safetensors",
-                                              "trainer_state.json"};
+const CkptFile CKPT_FILES[CKPT_N_FILES] = {
+    {"config.json", CKPT_ALWAYS},         {"optimizer.safetensors", CKPT_ALWAYS},
+    {"trainer_state.json", CKPT_ALWAYS},  {"model.safetensors", CKPT_BASE},
+    {"adapter_config.json", CKPT_ADAPTER}, {"adapter_model.safetensors", CKPT_ADAPTER},
+};
 const char* const CKPT_CARRIED[CKPT_N_CARRIED] = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                                                   "generation_config.json"};
 
@@ -204,15 +223,50 @@ size_t ckpt_list_steps(const char* out_dir, size_t** steps_out) {
 /* a complete checkpoint has all its files (the directory only appears after they were fsynced) */
 static bool complete(const char* dir) {
     char p[4096];
+    bool missing[3] = {false, false, false};   /* by CkptRole */
     for (size_t i = 0; i < CKPT_N_FILES; i++) {
-        snprintf(p, sizeof(p), "%s/%s", dir, CKPT_FILES[i]);
-        if (!path_exists(p)) return false;
+        snprintf(p, sizeof(p), "%s/%s", dir, CKPT_FILES[i].name);
+        if (!path_exists(p)) missing[CKPT_FILES[i].role] = true;
     }
-    return true;
+    return !missing[CKPT_ALWAYS] && (!missing[CKPT_BASE] || !missing[CKPT_ADAPTER]);
+}
+
+/* run_id of out_dir/step_N/trainer_state.json; 0 when absent or unreadable */
+static uint64_t run_id_of(const char* out_dir, size_t step) {
+    char p[4200];
+    snprintf(p, sizeof(p), "%s/step_%07zu/trainer_state.json", out_dir, step);
+    size_t len;
+    char* text = file_read_all_or_null(p, &len);
+    cJSON* root = text ? cJSON_ParseWithLength(text, len) : NULL;
+    free(text);
+    const cJSON* v = cJSON_GetObjectItemCaseSensitive(root, "run_id");
+    uint64_t id = cJSON_IsString(v) ? strtoull(v->valuestring, NULL, 16) : 0;
+    cJSON_Delete(root);
+    return id;
+}
+
+/* keep the newest keep_last step directories, never the one just written: the oldest of other runs
+   (another run_id: an earlier run that run.overwrite starts over from) go first, then this run's oldest */
+static void prune(const char* out_dir, const TrainerState* st, size_t keep_last) {
+    size_t* steps;
+    size_t n = ckpt_list_steps(out_dir, &steps);
+    bool* other = callocCheck(n ? n : 1, 1);
+    for (size_t i = 0; n > keep_last && i < n; i++) other[i] = run_id_of(out_dir, steps[i]) != st->run_id;
+    size_t excess = n > keep_last ? n - keep_last : 0;
+    char path[4200];
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < n && excess; i++) {
+            if (steps[i] == st->step || other[i] != (pass == 0)) continue;
+            snprintf(path, sizeof(path), "%s/step_%07zu", out_dir, steps[i]);
+            run_dir_remove_checkpoint(path);
+            excess--;
+        }
+    free(other);
+    free(steps);
 }
 
 void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const TrainerState* st, const char* config_json,
-               StDtype model_dtype, size_t keep_last, const char* carry_dir) {
+               StDtype model_dtype, size_t keep_last, bool save_base, const char* carry_dir) {
     if (dist_rank() != 0) {   /* rank 0 writes; the others send their optimizer state */
         if (is_sharded(opt)) serve_moments(opt);
         dist_barrier();
@@ -225,11 +279,17 @@ void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const Trai
     struct stat old;
     CHECK(lstat(tmp_dir, &old) != 0, "cannot write the checkpoint: '%s' is in the way (a link, or it holds files "
           "repoc did not write)", tmp_dir);   /* never write through a link */
-    hf_save(m, tmp_dir, model_dtype);   /* creates tmp_dir */
+    bool adapter_only = m->cfg.lora_rank && !save_base && m->lora_base.path[0];
+    if (adapter_only) {   /* the adapter and the model's config.json; the base is named, not copied */
+        hf_save_config(m, tmp_dir, ST_F32);   /* creates tmp_dir */
+        peft_save(m, tmp_dir, true);   /* frozen RePo weights too: the base may lack them */
+    } else {
+        hf_save(m, tmp_dir, model_dtype);   /* creates tmp_dir */
+    }
     snprintf(path, sizeof(path), "%s/optimizer.safetensors", tmp_dir);
-    save_optimizer(path, m, opt, model_dtype != ST_F32);
+    save_optimizer(path, m, opt, !adapter_only && model_dtype != ST_F32);
     snprintf(path, sizeof(path), "%s/trainer_state.json", tmp_dir);
-    save_state(path, st, config_json);
+    save_state(path, st, config_json, m->cfg.lora_rank && m->lora_base.path[0] ? &m->lora_base : NULL);
     if (carry_dir && carry_dir[0]) copy_carried(carry_dir, tmp_dir);
     fsync_dir(tmp_dir);
     run_dir_remove_checkpoint(final_dir);   /* a re-save of the same step (e.g. after a resume) */
@@ -244,14 +304,7 @@ void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const Trai
     int len = snprintf(name, sizeof(name), "step_%07zu\n", st->step);
     snprintf(path, sizeof(path), "%s/latest", out_dir);
     file_write_atomic(path, name, (size_t)len);
-    size_t* steps;
-    size_t n = ckpt_list_steps(out_dir, &steps);
-    for (size_t i = 0; i + keep_last < n; i++) {   /* prune the oldest, never the one just written */
-        if (steps[i] == st->step) continue;
-        snprintf(path, sizeof(path), "%s/step_%07zu", out_dir, steps[i]);
-        run_dir_remove_checkpoint(path);
-    }
-    free(steps);
+    prune(out_dir, st, keep_last);
     dist_barrier();   /* the checkpoint is complete when any rank returns */
 }
 
@@ -378,6 +431,11 @@ void ckpt_load_state(const char* dir, TrainerState* st) {
           "%s: key 'last_loss': expected a finite number", p);
     st->has_loss = loss != NULL;
     st->last_loss = loss ? loss->valuedouble : 0;
+    const cJSON* id = cJSON_GetObjectItemCaseSensitive(root, "run_id");
+    CHECK(!id || (cJSON_IsString(id) && strlen(id->valuestring) == 16 &&
+                  strspn(id->valuestring, "0123456789abcdef") == 16),
+          "%s: key 'run_id': expected 16 lowercase hex digits", p);
+    st->run_id = id ? strtoull(id->valuestring, NULL, 16) : 0;
     const cJSON* cfg = cJSON_GetObjectItemCaseSensitive(root, "config");
     CHECK(!cfg || cJSON_IsObject(cfg), "%s: key 'config': expected a JSON object", p);
     cJSON_Delete(root);
@@ -390,7 +448,10 @@ void ckpt_load_state(const char* dir, TrainerState* st) {
 
 void ckpt_load(const char* dir, Model* m, AdamW* opt, TrainerState* st) {
     ckpt_load_state(dir, st);   /* first: a bad state file fails before the large reads */
-    hf_load_weights(m, dir, 0, false);
+    ckpt_weights_load(m, dir, 0, false, NULL);
+    /* the base later checkpoints name: the one this one names (checked by the load when it holds no copy);
+       none (so they keep a copy) for a checkpoint that names none: its own copy may be pruned */
+    if (m->cfg.lora_rank) peft_read_lora_base(dir, &m->lora_base);
     char p[4096];
     snprintf(p, sizeof(p), "%s/config.json", dir);
     char* cfg = file_read_all(p, NULL);

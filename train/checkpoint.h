@@ -2,9 +2,14 @@
      out_dir/step_NNNNNNN/  config.json + model.safetensors   (a Hugging Face model)
                             optimizer.safetensors             (AdamW moments under the parameter names,
                                                                plus F32 master weights when the model is BF16)
-                            trainer_state.json                (step, tokens, the resolved run config)
+                            trainer_state.json                (step, tokens, run id, the resolved run config)
                             tokenizer.json, ... (CKPT_CARRIED: those the source model has)
      out_dir/latest         the name of the newest complete checkpoint
+   A LoRA run's checkpoint holds PEFT's adapter_config.json + adapter_model.safetensors instead of
+   model.safetensors: the adapters and trained RePo weights; the frozen base is named by its path and
+   weights fingerprint (model/ckpt_weights.h) and not copied, unless model.lora.save_base (or a base
+   that is not on disk, a fresh model) asks for model.safetensors too. config.json stays: the model's
+   architecture, its RePo layers included.
    A checkpoint is written into step_NNNNNNN.tmp.<pid>/, every file fsynced, the
    directory renamed into place and the parent fsynced, then `latest` is
    replaced atomically: a crash at any moment leaves the previous checkpoint
@@ -14,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/safetensors.h"
 #include "model/model.h"
@@ -21,9 +27,12 @@
 
 #define TRAINER_STATE_VERSION 1
 
-/* The four files of a complete checkpoint directory (the layout above) */
-#define CKPT_N_FILES 4
-extern const char* const CKPT_FILES[CKPT_N_FILES];
+/* Every file repoc writes in a checkpoint directory (the layout above), for completeness checks and
+   removal: a complete checkpoint has every CKPT_ALWAYS file and all CKPT_BASE or all CKPT_ADAPTER ones */
+typedef enum { CKPT_ALWAYS, CKPT_BASE, CKPT_ADAPTER } CkptRole;
+typedef struct { const char* name; CkptRole role; } CkptFile;
+#define CKPT_N_FILES 6
+extern const CkptFile CKPT_FILES[CKPT_N_FILES];
 /* The tokenizer and generation files a checkpoint carries from the model it was made from, when that has them
    (tokenizer.json, tokenizer_config.json, special_tokens_map.json, generation_config.json): repoc's files too,
    for pruning and cleanup */
@@ -42,17 +51,21 @@ typedef struct {
     size_t world_size;    /* data-parallel ranks that wrote it; 0 = not recorded */
     double last_loss;     /* loss of the last completed step */
     bool has_loss;
+    uint64_t run_id;      /* the run that wrote it (kept across resumes; 0 = not recorded): keep_last prunes
+                             the checkpoints of earlier runs in out_dir (run.overwrite) before this run's */
 } TrainerState;
 
 /* Write checkpoint `st->step` into out_dir (see above), then keep only the
-   newest keep_last complete checkpoints. config_json: the resolved run config.
+   newest keep_last checkpoints, those of other runs (another run_id) counting as older than this run's.
+   config_json: the resolved run config. save_base: a LoRA model's checkpoint keeps model.safetensors
+   (always when m->lora_base names no base on disk).
    Collective under MPI (common/dist.h): every rank calls it; rank 0 writes,
    gathering the AdamW state when it is sharded (the file is the same as from
    one rank, so any number of ranks can resume from it), and every rank
    returns once the checkpoint is complete. carry_dir: the directory whose CKPT_CARRIED files are copied in
    (each written atomically like the others; those it lacks are left out), or NULL. */
 void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const TrainerState* st, const char* config_json,
-               StDtype model_dtype, size_t keep_last, const char* carry_dir);
+               StDtype model_dtype, size_t keep_last, bool save_base, const char* carry_dir);
 
 /* The newest complete checkpoint of out_dir into path: the one `latest` names
    if it is complete, else the highest-numbered complete step directory.
@@ -60,7 +73,10 @@ void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const Trai
 bool ckpt_find_latest(const char* out_dir, char* path, size_t len);
 
 /* Restore weights, AdamW moments and trainer state from a checkpoint directory
-   into a model and optimizer built with the same configuration. A sharded
+   into a model and optimizer built with the same configuration. A LoRA checkpoint
+   without a base copy reads its base from the path it names, fingerprint checked
+   (model/ckpt_weights.h); m->lora_base gets the base it names (none: later
+   checkpoints keep a copy). A sharded
    optimizer reads the moments of its own slice only. */
 void ckpt_load(const char* dir, Model* m, AdamW* opt, TrainerState* st);
 

@@ -73,6 +73,7 @@ const RcKey RC_KEYS[] = {
     LIST("model.lora.targets", model.lora.targets, 32, 0, "target_modules"),
     REAL("model.lora.dropout", model.lora.dropout, 0, 1, KF_HI_OPEN, "lora_dropout"),
     BOOL("model.lora.rslora", model.lora.rslora, 0, "use_rslora"),
+    BOOL("model.lora.save_base", model.lora.save_base, 0, "keep_base|save_base_model"),
     SEC("data"),
     LIST("data.train", data.train, RC_PATH_LEN, 0, "train_files|files|train_data"),
     LIST("data.val", data.val, RC_PATH_LEN, 0, "val_files|valid|validation|eval"),
@@ -176,6 +177,7 @@ void run_config_defaults(RunConfig* rc) {
     rc->model.lora.targets.n = 0;
     rc->model.lora.dropout = 0.0;
     rc->model.lora.rslora = false;
+    rc->model.lora.save_base = false;
 
     rc->data.train.n = 0;
     rc->data.val.n = 0;
@@ -316,6 +318,13 @@ static int validate(RcCtx* c) {
     if (!strcmp(m->base_dtype, "bf16") && !m->init_from[0])
         return rc_fail(c, "model.base_dtype", "\"bf16\" keeps a frozen base loaded from model.init_from; give one "
                        "(a fresh model has nothing frozen to keep)");
+    if (lo->save_base && !lo->rank)
+        return rc_fail(c, "model.lora.save_base", "keeps a copy of a LoRA run's base in each checkpoint, but "
+                       "model.lora.rank is 0 (no LoRA: every checkpoint holds the whole model); remove the key");
+    if (!strcmp(m->base_dtype, "bf16") && !lo->rank && !c->rc->optim.freeze.n)
+        return rc_fail(c, "model.base_dtype", "\"bf16\" keeps the frozen layer matrices in BF16, but this run "
+                       "freezes none: model.lora.rank is 0 (no LoRA) and optim.freeze is empty; set model.lora.rank, "
+                       "or remove the key (a model without LoRA trains in F32)");
     if (m->from_config[0] && check_from_config(c)) return -1;
     if (!run_config_sizes_from_file(rc)) {   /* else from config.json (run_config_apply_checkpoint) */
         if (m->n_kv_heads == RC_UNSET) m->n_kv_heads = m->n_heads;

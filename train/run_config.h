@@ -82,6 +82,8 @@ typedef struct {                        /* LoRA adapters on the projections (PEF
     RcList targets;                     /* empty = all seven: q_proj k_proj v_proj o_proj gate_proj up_proj down_proj */
     double dropout;                     /* p in [0, 1): dropout on each adapter's input while training */
     bool rslora;                        /* false: rank-stabilised, the update is (alpha / sqrt(rank)) B A */
+    bool save_base;                     /* false: a checkpoint names the frozen base (path, fingerprint) instead
+                                           of holding a copy of it */
 } RcLora;
 
 typedef struct {

@@ -14,18 +14,19 @@
 #include "common/fileio.h"   /* tmp_name_pid, pid_alive, file_remove_stale_tmp */
 #include "train/checkpoint.h"   /* CKPT_FILES, ckpt_list_steps */
 
-/* name is one of files, or one of them + .tmp.<pid> (a file_write_atomic or st_write leftover) */
-static bool is_one_of(const char* name, const char* const* files, size_t n_files) {
-    for (size_t i = 0; i < n_files; i++) {
-        size_t n = strlen(files[i]);
-        if (!strncmp(name, files[i], n) && (name[n] == 0 || tmp_name_pid(name, n) > 0)) return true;
-    }
-    return false;
+/* name is stem, or stem + .tmp.<pid> (a file_write_atomic or st_write leftover) */
+static bool is_file_or_tmp(const char* name, const char* stem) {
+    size_t n = strlen(stem);
+    return !strncmp(name, stem, n) && (name[n] == 0 || tmp_name_pid(name, n) > 0);
 }
 
 /* a file repoc writes into a checkpoint: its own, or one carried from the source model */
 static bool is_ckpt_file(const char* name) {
-    return is_one_of(name, CKPT_FILES, CKPT_N_FILES) || is_one_of(name, CKPT_CARRIED, CKPT_N_CARRIED);
+    for (size_t i = 0; i < CKPT_N_FILES; i++)
+        if (is_file_or_tmp(name, CKPT_FILES[i].name)) return true;
+    for (size_t i = 0; i < CKPT_N_CARRIED; i++)
+        if (is_file_or_tmp(name, CKPT_CARRIED[i])) return true;
+    return false;
 }
 
 void run_dir_remove_checkpoint(const char* dir) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>   /* getpid: a new run's id */
 
 #include "common/check.h"
 #include "common/clock.h"
@@ -15,6 +16,7 @@
 #include "common/fileio.h"
 #include "common/threads.h"
 #include "data/mix.h"      /* mix_triple: the LoRA dropout key of a micro-batch */
+#include "model/ckpt_weights.h"
 #include "model/hf_checkpoint.h"
 #include "optim/clip.h"
 #include "optim/schedule.h"
@@ -150,6 +152,18 @@ static void setup_tasks(Trainer* tr) {
     tr->has_tasks = true;
 }
 
+/* what a LoRA run's checkpoints hold of the base */
+static void note_lora_base(const Trainer* tr) {
+    if (!tr->mcfg.lora_rank || tr->rank != 0) return;
+    const LoraBase* b = &tr->model.lora_base;
+    if (!b->path[0]) printf("note: this LoRA run's base is not on disk by itself (a fresh model without "
+                            "model.init_from, or resumed from a checkpoint that names no base): each checkpoint "
+                            "keeps a copy of it (model.safetensors)\n");
+    else printf("LoRA base: %s (weights fingerprint %016llx); checkpoints %s\n", b->path,
+                (unsigned long long)b->fingerprint, tr->rc.model.lora.save_base
+                ? "keep a copy of it too (model.lora.save_base)" : "name it and hold the adapter alone");
+}
+
 void trainer_setup(Trainer* tr) {
     RunConfig* rc = &tr->rc;
     tr->rank = dist_rank();
@@ -199,7 +213,10 @@ void trainer_setup(Trainer* tr) {
     size_t n_freeze = optim_freeze_patterns(&tr->ocfg, freeze);
     ModelOpts mo = {rc->train.recompute, memplan_head_chunk(rc, tr->mcfg.V)};
     model_build_opts(&tr->model, &tr->mcfg, tr->B, tr->T, freeze, n_freeze, &mo, true);
-    tr->model.lora_base = rc->model.init_from;
+    CHECK(tr->model.tensors.n_grads, "nothing to train: every tensor is frozen (%s); remove the optim.freeze "
+          "patterns that match %s", tr->mcfg.lora_rank ? "with model.lora only the adapters and RePo weights "
+          "train, and optim.freeze matches them all" : "optim.freeze matches every tensor",
+          tr->mcfg.lora_rank ? "the adapters (e.g. \"*lora*\")" : "them");
     tr->model.z_loss = rc->optim.z_loss;
     tr->model.repo_final_std = rc->model.positions.repo_final_init_std;   /* for new RePo weights below */
     if (rc->train.eval_tasks) setup_tasks(tr);
@@ -222,15 +239,20 @@ void trainer_setup(Trainer* tr) {
     if (tr->resumed_from[0]) {
         ckpt_load(tr->resumed_from, &tr->model, &tr->opt, &tr->state);
         printf("resumed from %s at step %zu\n", tr->resumed_from, tr->state.step);
-    } else if (rc->model.init_from[0]) {
-        hf_load_weights(&tr->model, tr->init_dir, rc->run.seed, true);
     } else {
-        double std = trainer_init_std(tr);
-        model_init_weights(&tr->model, rc->run.seed, std);
-        if (rc->model.from_config[0])
-            printf("fresh weights of the architecture in %s: N(0, %g²) truncated at ±3σ, seed %llu\n",
-                   rc->model.from_config, std, (unsigned long long)rc->run.seed);
+        if (rc->model.init_from[0]) {
+            ckpt_weights_load(&tr->model, tr->init_dir, rc->run.seed, true,
+                              tr->mcfg.lora_rank ? &tr->model.lora_base : NULL);
+        } else {
+            double std = trainer_init_std(tr);
+            model_init_weights(&tr->model, rc->run.seed, std);
+            if (rc->model.from_config[0])
+                printf("fresh weights of the architecture in %s: N(0, %g²) truncated at ±3σ, seed %llu\n",
+                       rc->model.from_config, std, (unsigned long long)rc->run.seed);
+        }
+        tr->state.run_id = mix_triple(0x72756e2d6964ull, (uint64_t)time(NULL), (uint64_t)getpid(), 0) | 1;
     }
+    note_lora_base(tr);
     /* every rank starts from rank 0's weights */
     dist_bcast(tr->model.params, tr->model.tensors.n_params * sizeof(real));
     tr->config_json = run_config_to_json(rc);
@@ -491,7 +513,7 @@ void trainer_save(Trainer* tr) {
     StDtype dt = strcmp(tr->rc.train.save_dtype, "bf16") ? ST_F32 : ST_BF16;
     double t0 = now_s();
     ckpt_save(tr->rc.run.out_dir, &tr->model, &tr->opt, &tr->state, tr->config_json, dt, tr->rc.train.keep_last,
-              tr->tok_dir);
+              tr->rc.model.lora.save_base, tr->tok_dir);
     printf("saved %s/step_%07zu (%.1f s)\n", tr->rc.run.out_dir, tr->state.step, now_s() - t0);
     /* the next save copies from this checkpoint: keep_last may prune the one the files came from */
     if (tr->tok_dir[0]) snprintf(tr->tok_dir, sizeof(tr->tok_dir), "%s/step_%07zu", tr->rc.run.out_dir, tr->state.step);

@@ -25,8 +25,9 @@ static void stamp(const char* adapter, const char* base) {
     peft_load(&m, adapter, NULL);
     char abs[PATH_MAX];
     CHECK(realpath(base, abs), "realpath '%s'", base);
-    PeftBaseId id = {true, hf_weights_fingerprint(base), abs};
-    peft_save(&m, adapter, abs, &id);
+    snprintf(m.lora_base.path, sizeof(m.lora_base.path), "%s", abs);
+    m.lora_base.fingerprint = hf_weights_fingerprint(base);
+    peft_save(&m, adapter, false);
     model_free(&m);
 }
 

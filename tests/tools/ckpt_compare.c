@@ -2,7 +2,9 @@
    same run up to rounding? (tests/test_mpi.sh)
      weights: per tensor of model.safetensors, the relative L2 error of A's
               update against B's, |(A - BASE) - (B - BASE)| / |B - BASE|, with
-              BASE the checkpoint both started from;
+              BASE the checkpoint both started from; for a LoRA checkpoint that names
+              its base instead of holding it, per tensor of adapter_model.safetensors,
+              |A - B| / |B| (the adapters' values);
      moments: per tensor of optimizer.safetensors, |A - B| / |B|.
    Prints one line per kind with the worst tensor, every tensor over TOL, and
    exits 1 when any is. A tensor missing from A, or of another size, fails. */
@@ -10,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/check.h"
 #include "common/safetensors.h"
@@ -75,7 +78,10 @@ int main(int argc, char** argv) {
         return 2;
     }
     double tol = atof(argv[4]);
-    int bad = compare("model.safetensors", argv[1], argv[2], argv[3], tol);
+    char weights[1100];
+    snprintf(weights, sizeof(weights), "%s/model.safetensors", argv[3]);
+    int bad = access(weights, F_OK) == 0 ? compare("model.safetensors", argv[1], argv[2], argv[3], tol)
+                                         : compare("adapter_model.safetensors", NULL, argv[2], argv[3], tol);
     bad += compare("optimizer.safetensors", NULL, argv[2], argv[3], tol);
     return bad ? 1 : 0;
 }
