@@ -69,11 +69,15 @@ typedef struct {
 } Parser;
 
 static _Noreturn void fail(Parser* P, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void chat_error(char* err, size_t err_len, int line, const char* fmt, va_list ap) {
+    int n = snprintf(err, err_len, "line %d: ", line);
+    if (n >= 0 && (size_t)n < err_len) vsnprintf(err + n, err_len - (size_t)n, fmt, ap);
+}
+
 static void fail(Parser* P, const char* fmt, ...) {
-    int n = snprintf(P->err, P->err_len, "line %d: ", P->line);
     va_list ap;
     va_start(ap, fmt);
-    if (n >= 0 && (size_t)n < P->err_len) vsnprintf(P->err + n, P->err_len - (size_t)n, fmt, ap);
+    chat_error(P->err, P->err_len, P->line, fmt, ap);
     va_end(ap);
     longjmp(P->fail, 1);
 }

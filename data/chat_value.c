@@ -15,10 +15,9 @@ Value V_UNDEFINED = {.k = V_UNDEF}, V_NONE_VALUE = {.k = V_NONE};
 static Value V_TRUE = {.k = V_BOOL, .i = 1}, V_FALSE = {.k = V_BOOL, .i = 0};
 
 void render_fail(Render* R, const char* fmt, ...) {
-    int n = snprintf(R->err, R->err_len, "line %d: ", R->line);
     va_list ap;
     va_start(ap, fmt);
-    if (n >= 0 && (size_t)n < R->err_len) vsnprintf(R->err + n, R->err_len - (size_t)n, fmt, ap);
+    chat_error(R->err, R->err_len, R->line, fmt, ap);
     va_end(ap);
     longjmp(R->fail, 1);
 }
