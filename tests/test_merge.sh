@@ -46,22 +46,26 @@ merge_ok() {  # LABEL BASE ADAPTER OUT [ARGS]
 }
 
 echo "in place and stale adapter files"
-cp "$L/model.safetensors" "$T/base_before"
+sums() { (cd "$1" && sha256sum *); }   # every file of a directory
+sums "$L" >"$T/ckpt_before"; sums "$B" >"$T/base_before"
 merge_fails "OUT is the checkpoint itself (CKPT CKPT CKPT)" "is the BASE and ADAPTER directory" "$L" "$L" "$L"
 ln -s "$L" "$T/link"
 merge_fails "OUT is a link to the checkpoint" "(through a symbolic link)" "$L" "$L" "$T/link"
 merge_fails "OUT is BASE spelled another way" "is the BASE directory" "$B" "$L" "$T/b/./step_0000002/"
 merge_fails "OUT is the ADAPTER directory" "is the ADAPTER directory" "$B" "$L" "$L"
-cmp -s "$T/base_before" "$L/model.safetensors" && ok "the checkpoint's model.safetensors is unchanged" ||
-    bad "merge overwrote the checkpoint's base weights"
+cmp -s "$T/ckpt_before" <(sums "$L") && cmp -s "$T/base_before" <(sums "$B") &&
+    ok "the checkpoint and its base are unchanged" || bad "merge changed the checkpoint or its base"
 for f in adapter_config.json adapter_model.safetensors model.safetensors.index.json; do
     mkdir -p "$T/holds_$f" && echo '{}' >"$T/holds_$f/$f"
     merge_fails "OUT holding $f" "holds $f" "$B" "$L" "$T/holds_$f"
     [ ! -e "$T/holds_$f/model.safetensors" ] || bad "merge wrote next to $f"
 done
 merge_ok "a plain merge" "$B" "$L" "$T/plain"
-grep -q "could not be verified" "$T/m.log" && ok "an adapter without a fingerprint: the base could not be verified" ||
-    bad "no warning about the unverified base: $(cat "$T/m.log")"
+grep -q "base verified" "$T/m.log" && ok "a run's checkpoint names its base: the base is verified" ||
+    bad "the run's base not verified: $(cat "$T/m.log")"
+merge_ok "a run's checkpoint without a base copy as BASE (CKPT CKPT OUT)" "$L" "$L" "$T/o_ckpt"
+grep -q "holds no base weights" "$T/m.log" && cmp -s "$T/plain/model.safetensors" "$T/o_ckpt/model.safetensors" &&
+    ok "the weights come from the base it names: the same merge as BASE CKPT OUT" || bad "CKPT CKPT OUT: $(cat "$T/m.log")"
 
 echo "adapter_config.json options"
 # adapter KEY_VALUE: a copy of L's adapter with one more (or one replaced) key in adapter_config.json
