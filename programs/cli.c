@@ -230,7 +230,15 @@ static int probe_create(const char* path) {
     return 0;
 }
 
+/* a path the system cannot open: say so before its text fills the message */
+static void check_path_length(const char* opt, const char* path) {
+    size_t n = strlen(path);
+    if (n >= 4096) DIE("%s: %s: the path is %zu bytes long, over the system's limit of 4095 (PATH_MAX): '%.80s...'",
+                       prog_name, opt, n, path);
+}
+
 void cli_check_output_file(const char* opt, const char* path) {
+    check_path_length(opt, path);
     if (is_dir(path)) DIE("%s: %s '%s' is a directory: give a file name", prog_name, opt, path);
     OutputKind kind;
     char target[4096], err[4400];
@@ -243,6 +251,7 @@ void cli_check_output_file(const char* opt, const char* path) {
 }
 
 void cli_check_output_dir(const char* opt, const char* dir) {
+    check_path_length(opt, dir);
     char d[4096], probe[4200];
     snprintf(d, sizeof(d), "%s", dir);
     while (!path_exists(d)) {   /* the nearest existing parent: the directory will be made in it */
