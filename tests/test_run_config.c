@@ -312,6 +312,19 @@ static void test_model_bridges(void) {
            oc.schedule == SCHED_COSINE, "OptimConfig: total_steps = train.steps, lr_mult repo -> repo_lr_mult");
     EXPECT(rc.run.resume_mode == RESUME_AUTO, "resume \"auto\" by default");
     run_config_free(&rc);
+    /* a section given as null: each of its keys (stored in ModelConfig or not) goes back to its default; a
+       shorter layers list replaces a longer one whole */
+    const char* ov3[] = { "model.lora=null", "model.positions.rope_scaling=null",
+                          "model.positions.layers=[\"repo\",\"nope\",\"repo\",\"repo\"]" };
+    r = load(&rc, "{\"model\": {\"n_layers\": 4, \"lora\": {\"rank\": 8, \"alpha\": 4, \"targets\": [\"q_proj\"], "
+              "\"rslora\": true}, \"positions\": {\"layers\": [\"nope\", \"nope\", \"nope\", \"nope\", \"nope\", "
+              "\"nope\"], \"rope_scaling\": {\"factor\": 4, \"beta_fast\": 64}}}, " DATA "}", ov3, 3, err, sizeof(err));
+    run_config_model(&rc, &mc);
+    EXPECT(r == 0 && mc.lora_rank == 0 && mc.lora_alpha == 32 && !mc.lora_rslora && !rc.model.lora.targets.n &&
+           mc.yarn_factor == 1 && mc.yarn_beta_fast == 32 && mc.pos[0] == POS_REPO && mc.pos[1] == POS_NOPE &&
+           rc.model.cfg.pos[4] == POS_ROPE && rc.model.cfg.pos[5] == POS_ROPE,
+           "model.lora and rope_scaling null: their defaults; a 4-layer list after a 6-layer one: the rest rope");
+    run_config_free(&rc);
     const char* never[] = { "run.resume=never" };
     r = load(&rc, "{" DATA "}", never, 1, err, sizeof(err));
     EXPECT(r == 0 && rc.run.resume_mode == RESUME_NEVER, "resume \"never\"");

@@ -23,8 +23,9 @@
 #define RS "model.positions.rope_scaling"
 
 /* Every key, once: path, field, range (or capacity), flags, choices, aliases.
-   A section's own keys follow it, before its subsections (run_config_print
-   relies on it). */
+   The field is the ModelConfig (model.cfg) or OptimConfig (optim.cfg) field
+   itself where the model or the optimizer has one. A section's own keys
+   follow it, before its subsections (run_config_print relies on it). */
 const RcKey RC_KEYS[] = {
     SEC("run"),
     STR("run.out_dir", run.out_dir, KF_NONEMPTY, "output_dir|out|dir"),
