@@ -181,13 +181,13 @@ static void test_short_run_defaults(void) {
         char* text = printed(&rc);
         EXPECT(rc.train.eval_every == 0 && strstr(text, "note: no data.val given: evaluation is off"),
                "no data.val: eval_every %zu, and the printed config says evaluation is off", rc.train.eval_every);
-        EXPECT(rc.optim.warmup_steps == 2 && strstr(text, "warming up for 2 steps"),
-               "default warmup 100 > 20 steps: %zu (a tenth of the run), with a note", rc.optim.warmup_steps);
+        EXPECT(rc.optim.cfg.warmup_steps == 2 && strstr(text, "warming up for 2 steps"),
+               "default warmup 100 > 20 steps: %zu (a tenth of the run), with a note", rc.optim.cfg.warmup_steps);
         free(text);
     }
     run_config_free(&rc);
     r = load(&rc, "{" DATA ", \"train\": {\"steps\": 5000}}", NULL, 0, err, sizeof(err));
-    EXPECT(r == 0 && rc.optim.warmup_steps == 100 && rc.train.eval_every == 100 && !rc.notes[0],
+    EXPECT(r == 0 && rc.optim.cfg.warmup_steps == 100 && rc.train.eval_every == 100 && !rc.notes[0],
            "a long run with data.val keeps warmup 100 and eval_every 100, no note");
     run_config_free(&rc);
 }
@@ -203,7 +203,7 @@ static void test_overrides(void) {
     };
     int r = load(&rc, "{" DATA "}", ov, sizeof(ov) / sizeof(ov[0]), err, sizeof(err));
     EXPECT(r == 0, "a file plus nine overrides loads%s%s", r ? ": " : "", r ? err : "");
-    EXPECT(rc.optim.lr == 0.001 && run_config_was_set(&rc, "optim.lr"), "optim.lr=0.001 overrides, was_set");
+    EXPECT(rc.optim.cfg.lr == 0.001 && run_config_was_set(&rc, "optim.lr"), "optim.lr=0.001 overrides, was_set");
     EXPECT(rc.data.train.n == 2 && !strcmp(rc.data.train.v[1], "b/*.bin"), "array value replaces data.train");
     EXPECT(rc.data.val.n == 1 && !strcmp(rc.data.val.v[0], "v.bin"), "a bare string is a list of one");
     EXPECT(!strcmp(rc.run.out_dir, "runs/x"), "a bare string: run.out_dir=runs/x");
@@ -311,6 +311,19 @@ static void test_model_bridges(void) {
     EXPECT(oc.total_steps == 1000 && oc.warmup_steps == 100 && oc.repo_lr_mult == 1 && oc.n_lr_mult == 0 &&
            oc.schedule == SCHED_COSINE, "OptimConfig: total_steps = train.steps, lr_mult repo -> repo_lr_mult");
     EXPECT(rc.run.resume_mode == RESUME_AUTO, "resume \"auto\" by default");
+    run_config_free(&rc);
+    /* a section given as null: each of its keys (stored in ModelConfig or not) goes back to its default; a
+       shorter layers list replaces a longer one whole */
+    const char* ov3[] = { "model.lora=null", "model.positions.rope_scaling=null",
+                          "model.positions.layers=[\"repo\",\"nope\",\"repo\",\"repo\"]" };
+    r = load(&rc, "{\"model\": {\"n_layers\": 4, \"lora\": {\"rank\": 8, \"alpha\": 4, \"targets\": [\"q_proj\"], "
+              "\"rslora\": true}, \"positions\": {\"layers\": [\"nope\", \"nope\", \"nope\", \"nope\", \"nope\", "
+              "\"nope\"], \"rope_scaling\": {\"factor\": 4, \"beta_fast\": 64}}}, " DATA "}", ov3, 3, err, sizeof(err));
+    run_config_model(&rc, &mc);
+    EXPECT(r == 0 && mc.lora_rank == 0 && mc.lora_alpha == 32 && !mc.lora_rslora && !rc.model.lora.targets.n &&
+           mc.yarn_factor == 1 && mc.yarn_beta_fast == 32 && mc.pos[0] == POS_REPO && mc.pos[1] == POS_NOPE &&
+           rc.model.cfg.pos[4] == POS_ROPE && rc.model.cfg.pos[5] == POS_ROPE,
+           "model.lora and rope_scaling null: their defaults; a 4-layer list after a 6-layer one: the rest rope");
     run_config_free(&rc);
     const char* never[] = { "run.resume=never" };
     r = load(&rc, "{" DATA "}", never, 1, err, sizeof(err));

@@ -1,12 +1,17 @@
 /* The training job's configuration (defaults in one place, unknown keys
    rejected, the resolved config printed and saved): a JSON file (parsed with
    cJSON) plus `--set a.b.c=value` overrides, checked strictly against one
-   schema table in run_config.c. That table drives parsing, range checks, the
-   --set paths, printing and the saved JSON; every default is set in
-   run_config_defaults and documented next to its field below, and
-   configs/example.json shows every key with its default. Positions and YaRN
-   follow docs/design.md, "Positions"; init_from names a Hugging Face
-   checkpoint directory (docs/design.md, "File formats"). */
+   key table. Each key is defined once: its field (a ModelConfig or
+   OptimConfig field where the model or optimizer has one, else a field of the
+   structs below), name, type, range and aliases in RC_KEYS
+   (train/run_config_keys.c), its default in run_config_defaults (next to the
+   table; the model's and optimizer's are model_config_default's and
+   optim_config_default's). The table drives parsing (run_config_parse.c),
+   range checks, the --set paths, printing and the saved JSON (run_config.c);
+   configs/example.json shows every key with its default and docs/config.md
+   documents each. Positions and YaRN follow docs/design.md, "Positions";
+   init_from names a Hugging Face checkpoint directory (docs/design.md, "File
+   formats"). */
 #ifndef REPOC_RUN_CONFIG_H
 #define REPOC_RUN_CONFIG_H
 
@@ -26,7 +31,7 @@
 #define RC_PATH_LEN 512          /* longest path or string value, with its NUL */
 #define RC_WORD_LEN 16           /* longest enum name, with its NUL */
 #define RC_LIST_MAX 32           /* most entries of a list or of lr_mult */
-#define RC_KEYS_MAX 96           /* capacity of the was-set flags (>= keys in the schema) */
+#define RC_KEYS_MAX 96           /* capacity of the was-set flags (>= keys in RC_KEYS) */
 #define RC_UNSET REPO_START_DEFAULT  /* a size given as JSON null: "the default that follows from others" */
 
 typedef struct {                 /* a list of strings: files / globs, or name patterns */
@@ -58,53 +63,45 @@ typedef struct {
                                            available (MemAvailable, cgroup limit); false: warn only */
 } RcRun;
 
-typedef struct {                        /* Hugging Face rope_scaling keys; factor 1 = no YaRN */
-    char rope_type[RC_WORD_LEN];        /* "yarn" (the only type supported) */
-    double factor;                      /* 1 */
-    double original_max_position_embeddings;   /* 4096 */
-    double beta_fast, beta_slow;        /* 32, 1 */
-    double attention_factor;            /* 0 (JSON null) = 0.1 ln(factor) + 1 */
-} RcRopeScaling;
-
+/* model.positions: the keys whose run-config form is not a ModelConfig field (the plan by name, the length
+   of an explicit list); the list itself and the YaRN numbers are RcModel.cfg's (pos, yarn_*). */
 typedef struct {
     char mode[RC_WORD_LEN];             /* "rope" | "repo" | "nope" | "r2n1" | "n2r1" (plans: model/config.h) */
     size_t repo_start_layer;            /* RC_UNSET (JSON null) = floor(n_layers/3); mode "repo" only */
-    size_t n_layers_list;               /* 0 (JSON null) = no explicit list; else its length */
-    PosMode layers[MAX_LAYERS];         /* explicit per-layer modes; overrides mode */
+    size_t n_layers_list;               /* 0 (JSON null) = no explicit list; else the length of model.positions.layers,
+                                           held in RcModel.cfg.pos (the entries after it are rope) */
     double repo_final_init_std;         /* 0.02: std of a newly initialised RePo final projection
                                            (final_map, Wz), which sets how far z spreads at the start */
-    RcRopeScaling rope_scaling;
+    char rope_type[RC_WORD_LEN];        /* rope_scaling.rope_type: "yarn" (the only type supported) */
 } RcPositions;
 
-typedef struct {                        /* LoRA adapters on the projections (PEFT's LoraConfig keys) */
-    size_t rank;                        /* 0: no LoRA */
-    double alpha;                       /* 32: the update is (alpha / rank) B A */
-    RcList targets;                     /* empty = all seven: q_proj k_proj v_proj o_proj gate_proj up_proj down_proj */
-    double dropout;                     /* p in [0, 1): dropout on each adapter's input while training */
-    bool rslora;                        /* false: rank-stabilised, the update is (alpha / sqrt(rank)) B A */
+typedef struct {                        /* model.lora beyond RcModel.cfg's lora_* fields */
+    RcList targets;                     /* empty = all seven: q_proj k_proj v_proj o_proj gate_proj up_proj down_proj,
+                                           in the order given (ModelConfig.lora_targets is their set) */
     bool save_base;                     /* false: a checkpoint names the frozen base (path, fingerprint) instead
                                            of holding a copy of it */
 } RcLora;
 
+/* The section "model". Every key that is a ModelConfig field is stored in cfg itself, so its name, type, range
+   and default are given once (RC_KEYS, model_config_default): arch = block, vocab_size = V, d_model = D,
+   n_layers = L, n_heads = H, n_kv_heads = KVH (RC_UNSET, JSON null = n_heads; run_config_load sets it for a
+   fresh model), d_ff = F, rope_theta, norm_eps, tie_embeddings, positions.layers = pos (with
+   positions.n_layers_list), positions.rope_scaling.factor, original_max_position_embeddings, beta_fast,
+   beta_slow, attention_factor = yarn_factor, yarn_orig_max, yarn_beta_fast, yarn_beta_slow,
+   yarn_attention_factor (0, JSON null = 0.1 ln(factor) + 1), lora.rank, alpha (32 here), dropout, rslora =
+   lora_rank, lora_alpha, lora_dropout, lora_rslora. cfg is the keys' values, not a model: run_config_model
+   (a fresh model) and run_config_apply_checkpoint (init_from, resume) turn it into one. */
 typedef struct {
+    ModelConfig cfg;
     char init_from[RC_PATH_LEN];        /* "" (JSON null) = a fresh model; else an HF checkpoint dir */
     char from_config[RC_PATH_LEN];      /* "" (JSON null); else a config.json (or a directory holding one): a fresh
                                            model of that architecture, sizes from the file */
-    BlockStyle arch;                    /* olmo2 */
-    size_t vocab_size;                  /* 4096 */
-    size_t d_model;                     /* 256 */
-    size_t n_layers;                    /* 4 */
-    size_t n_heads;                     /* 8 */
-    size_t n_kv_heads;                  /* RC_UNSET (JSON null) = n_heads; run_config_load sets it for a fresh model */
-    size_t d_ff;                        /* 1024 */
-    double rope_theta;                  /* 10000 */
-    double norm_eps;                    /* 1e-6 */
-    bool tie_embeddings;                /* false */
     double init_std;                    /* 0.02: std of new matrices (new RePo weights use N(0, 0.02²), the
                                            final projection model.positions.repo_final_init_std) */
     RcPositions positions;
     RcLora lora;
-    char base_dtype[RC_WORD_LEN];       /* "f32" | "bf16": frozen layer matrices kept in BF16 (needs init_from) */
+    char base_dtype[RC_WORD_LEN];       /* "f32" | "bf16": frozen layer matrices kept in BF16 (needs init_from);
+                                           ModelConfig.base_bf16 */
 } RcModel;
 
 typedef struct {
@@ -126,22 +123,16 @@ typedef struct {
                                            eos_token_id, required with document_mask otherwise */
 } RcData;
 
+/* The section "optim". Every key that is an OptimConfig field is stored in cfg itself, with
+   optim_config_default's default, except warmup_steps (100 here, 0 there) and decay_steps (RC_UNSET, JSON
+   null = decay_fraction of train.steps; 0 there): lr, min_lr, schedule, warmup_steps, decay_steps,
+   decay_fraction, decay_shape, beta1, beta2, eps, weight_decay, decay_embeddings, decay_norms, grad_clip.
+   run_config_optim turns cfg and the keys below into the optimizer's config. */
 typedef struct {
-    double lr;                          /* 3e-4: peak learning rate */
-    double min_lr;                      /* 0: floor of linear / cosine decay */
-    Schedule schedule;                  /* cosine | linear | constant | wsd */
-    size_t warmup_steps;                /* 100 */
-    size_t decay_steps;                 /* RC_UNSET (JSON null): wsd's decay steps; null = decay_fraction */
-    double decay_fraction;              /* 0.2: wsd's decay share of train.steps when decay_steps is null */
-    DecayShape decay_shape;             /* linear | sqrt (1 - sqrt) */
-    double beta1, beta2, eps;           /* 0.9, 0.95, 1e-8 */
-    double weight_decay;                /* 0.1 */
-    bool decay_embeddings;              /* false */
-    bool decay_norms;                   /* true */
-    double grad_clip;                   /* 1.0: max global L2 norm; 0 = off */
+    OptimConfig cfg;
     double z_loss;                      /* 0: coefficient of OLMo-2's z-loss (Model.z_loss) */
     char state_dtype[RC_WORD_LEN];      /* "f32" | "bf16": AdamW moments kept (and saved) in this dtype; bf16
-                                           with stochastic rounding, the master weights stay f32 */
+                                           with stochastic rounding, the master weights stay f32 (state_bf16) */
     RcLrMult lr_mult;                   /* {"repo": 1}: any key but "repo" is an fnmatch pattern over HF
                                            names, the first matching one wins; "repo" = the RePo module's
                                            tensors that no pattern matched (OptimConfig.repo_lr_mult) */
@@ -180,9 +171,9 @@ typedef struct {
     RcOptim optim;
     RcTrain train;
     char source[RC_PATH_LEN];           /* the file loaded ("" = none), for messages */
-    bool set[RC_KEYS_MAX];              /* per schema key: given in the file or by --set */
+    bool set[RC_KEYS_MAX];              /* per key of RC_KEYS: given in the file or by --set */
     char notes[512];                    /* defaults run_config_load adapted to the run, printed with it */
-    const char* set_arg[RC_KEYS_MAX];   /* per schema key: the last --set argument that gave it (the caller's
+    const char* set_arg[RC_KEYS_MAX];   /* per key of RC_KEYS: the last --set argument that gave it (the caller's
                                            string, which outlives rc), NULL = the file or the default */
 } RunConfig;
 

@@ -1,14 +1,17 @@
-/* From the run config to the model's and the optimizer's configs: a fresh
-   model's ModelConfig (sizes, position plans, YaRN), the checks
-   and overrides applied to a checkpoint's config for init_from,
-   the layer-count checks, and the OptimConfig. */
+/* From the run config to the model's and the optimizer's configs, the one
+   place where a key whose run-config form differs from its ModelConfig or
+   OptimConfig field is converted (position plans, YaRN's context, LoRA
+   targets and base dtype, n_kv_heads and decay_steps null, lr_mult "repo",
+   state_dtype): a fresh model's ModelConfig, the checks and overrides applied
+   to a checkpoint's config for init_from, the layer-count checks, and the
+   OptimConfig. */
 #include "train/run_config.h"
 
 #include <string.h>
 
 #include "common/check.h"
 #include "data/source.h"            /* synthetic_from_json: the eval tasks' generator settings */
-#include "train/run_config_schema.h"
+#include "train/run_config_parse.h"
 
 #define RS_ORIG_MAX "model.positions.rope_scaling.original_max_position_embeddings"
 
@@ -28,7 +31,7 @@ int run_config_check_layers(const RunConfig* rc, size_t n_layers, char* err, siz
 /* c->pos for c->L layers: the explicit list, else the plan (checked by run_config_check_layers) */
 static void set_positions(const RunConfig* rc, ModelConfig* c) {
     const RcPositions* p = &rc->model.positions;
-    if (p->n_layers_list) memcpy(c->pos, p->layers, p->n_layers_list * sizeof(PosMode));
+    if (p->n_layers_list) memcpy(c->pos, rc->model.cfg.pos, p->n_layers_list * sizeof(PosMode));
     else CHECK(model_config_plan_positions(c, p->mode, p->repo_start_layer), "unknown position plan '%s'", p->mode);
 }
 
@@ -37,46 +40,37 @@ static void set_positions(const RunConfig* rc, ModelConfig* c) {
    original context, a checkpoint's is its YaRN original (a checkpoint this run saved, on resume) or else
    its max_position_embeddings. */
 static void set_yarn(const RunConfig* rc, ModelConfig* c, bool from_checkpoint) {
-    const RcRopeScaling* s = &rc->model.positions.rope_scaling;
+    const ModelConfig* s = &rc->model.cfg;
     double ckpt_orig = c->yarn_factor > 1 ? c->yarn_orig_max : (double)c->max_position_embeddings;
-    c->yarn_factor = s->factor;
-    c->yarn_orig_max = s->original_max_position_embeddings;
+    c->yarn_factor = s->yarn_factor;
+    c->yarn_orig_max = s->yarn_orig_max;
     if (from_checkpoint && !run_config_was_set(rc, RS_ORIG_MAX)) c->yarn_orig_max = ckpt_orig;
-    c->yarn_beta_fast = s->beta_fast;
-    c->yarn_beta_slow = s->beta_slow;
-    c->yarn_attention_factor = s->attention_factor;
+    c->yarn_beta_fast = s->yarn_beta_fast;
+    c->yarn_beta_slow = s->yarn_beta_slow;
+    c->yarn_attention_factor = s->yarn_attention_factor;
     if (c->yarn_factor > 1) c->max_position_embeddings = (size_t)(c->yarn_orig_max * c->yarn_factor);
 }
 
 /* model.lora into c (targets checked by run_config_load); a checkpoint's config never carries it */
 static void set_lora(const RunConfig* rc, ModelConfig* c) {
-    const RcLora* lo = &rc->model.lora;
-    c->lora_rank = lo->rank;
+    const ModelConfig* s = &rc->model.cfg;
+    const RcList* targets = &rc->model.lora.targets;
+    c->lora_rank = s->lora_rank;
     c->base_bf16 = !strcmp(rc->model.base_dtype, "bf16");
-    c->lora_alpha = lo->alpha;
-    c->lora_dropout = lo->dropout;
-    c->lora_rslora = lo->rslora;
-    c->lora_targets = lo->targets.n ? 0 : (1u << LORA_N_TARGETS) - 1;
-    for (size_t i = 0; i < lo->targets.n; i++) {
+    c->lora_alpha = s->lora_alpha;
+    c->lora_dropout = s->lora_dropout;
+    c->lora_rslora = s->lora_rslora;
+    c->lora_targets = targets->n ? 0 : (1u << LORA_N_TARGETS) - 1;
+    for (size_t i = 0; i < targets->n; i++) {
         LoraTarget t;
-        CHECK(lora_target_parse(lo->targets.v[i], &t), "model.lora.targets: unknown projection '%s'", lo->targets.v[i]);
+        CHECK(lora_target_parse(targets->v[i], &t), "model.lora.targets: unknown projection '%s'", targets->v[i]);
         c->lora_targets |= 1u << t;
     }
 }
 
 void run_config_model(const RunConfig* rc, ModelConfig* c) {
-    const RcModel* m = &rc->model;
-    model_config_default(c);
-    c->block = m->arch;
-    c->V = m->vocab_size;
-    c->D = m->d_model;
-    c->L = m->n_layers;
-    c->H = m->n_heads;
-    c->KVH = m->n_kv_heads == RC_UNSET ? m->n_heads : m->n_kv_heads;
-    c->F = m->d_ff;
-    c->norm_eps = m->norm_eps;
-    c->rope_theta = m->rope_theta;
-    c->tie_embeddings = m->tie_embeddings;
+    *c = rc->model.cfg;
+    if (c->KVH == RC_UNSET) c->KVH = c->H;
     /* the context the model is trained for (config.json's max_position_embeddings) */
     c->max_position_embeddings = rc->data.seq_len;
     set_yarn(rc, c, false);
@@ -95,7 +89,7 @@ static void describe_positions(const ModelConfig* c, char* out, size_t n) {
 int run_config_apply_checkpoint(const RunConfig* rc, ModelConfig* c, const char* ckpt_dir, bool resuming, char* err,
                                 size_t err_len) {
     RcCtx x = { NULL, rc->source[0] ? rc->source : NULL, err, err_len, true, rc };
-    const RcModel* m = &rc->model;
+    const ModelConfig* m = &rc->model.cfg;
     /* where c came from, and what to do about a disagreement */
     char from[4200];
     const char* fix = resuming
@@ -105,20 +99,20 @@ int run_config_apply_checkpoint(const RunConfig* rc, ModelConfig* c, const char*
     snprintf(from, sizeof(from), "%s/config.json (%s)", ckpt_dir,
              resuming ? "the checkpoint this run resumes" : "model.init_from");
     /* n_kv_heads given as null means "= n_heads": the file's n_heads if set, else the checkpoint's */
-    size_t heads = run_config_was_set(rc, "model.n_heads") ? m->n_heads : c->H;
-    size_t kvh = m->n_kv_heads != RC_UNSET ? m->n_kv_heads : heads;
+    size_t heads = run_config_was_set(rc, "model.n_heads") ? m->H : c->H;
+    size_t kvh = m->KVH != RC_UNSET ? m->KVH : heads;
     const struct { const char* key; size_t want, have; } sizes[] = {
-        { "model.vocab_size", m->vocab_size, c->V }, { "model.d_model", m->d_model, c->D },
-        { "model.n_layers", m->n_layers, c->L },     { "model.n_heads", m->n_heads, c->H },
-        { "model.n_kv_heads", kvh, c->KVH },         { "model.d_ff", m->d_ff, c->F },
-        { "model.arch", m->arch, c->block },         { "model.tie_embeddings", m->tie_embeddings, c->tie_embeddings },
+        { "model.vocab_size", m->V, c->V },   { "model.d_model", m->D, c->D },
+        { "model.n_layers", m->L, c->L },     { "model.n_heads", m->H, c->H },
+        { "model.n_kv_heads", kvh, c->KVH },  { "model.d_ff", m->F, c->F },
+        { "model.arch", m->block, c->block }, { "model.tie_embeddings", m->tie_embeddings, c->tie_embeddings },
     };
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         if (!run_config_was_set(rc, sizes[i].key) || sizes[i].want == sizes[i].have) continue;
         const char* key = sizes[i].key;
         char want[32], have[32];
         if (!strcmp(key, "model.arch")) {
-            snprintf(want, sizeof(want), "%s", block_style_name(m->arch));
+            snprintf(want, sizeof(want), "%s", block_style_name(m->block));
             snprintf(have, sizeof(have), "%s", block_style_name(c->block));
         } else if (!strcmp(key, "model.tie_embeddings")) {
             snprintf(want, sizeof(want), "%s", m->tie_embeddings ? "true" : "false");
@@ -155,22 +149,9 @@ int run_config_apply_checkpoint(const RunConfig* rc, ModelConfig* c, const char*
 
 void run_config_optim(const RunConfig* rc, OptimConfig* oc) {
     const RcOptim* o = &rc->optim;
-    optim_config_default(oc);
-    oc->lr = o->lr;
-    oc->min_lr = o->min_lr;
-    oc->schedule = o->schedule;
-    oc->warmup_steps = o->warmup_steps;
-    oc->decay_steps = o->decay_steps == RC_UNSET ? 0 : o->decay_steps;
-    oc->decay_fraction = o->decay_fraction;
-    oc->decay_shape = o->decay_shape;
+    *oc = o->cfg;
+    if (oc->decay_steps == RC_UNSET) oc->decay_steps = 0;
     oc->total_steps = rc->train.steps;
-    oc->beta1 = o->beta1;
-    oc->beta2 = o->beta2;
-    oc->eps = o->eps;
-    oc->weight_decay = o->weight_decay;
-    oc->decay_embeddings = o->decay_embeddings;
-    oc->decay_norms = o->decay_norms;
-    oc->grad_clip = o->grad_clip;
     oc->state_bf16 = !strcmp(o->state_dtype, "bf16");
     oc->seed = rc->run.seed;
     for (size_t i = 0; i < o->lr_mult.n; i++) {

@@ -1,5 +1,5 @@
-/* Applying JSON values to the keys of the run config's schema
-   (run_config_schema.h): type and range checks, lists, per-layer modes,
+/* Applying JSON values to the fields of the run config's key table
+   (run_config_keys.h): type and range checks, lists, per-layer modes,
    lr_mult, data.synthetic, `--set a.b.c=value` paths, and the messages, which
    name the key path, what was expected and what was found; an unknown key
    gets the nearest valid one (edit distance over names and common aliases). */
@@ -11,7 +11,7 @@
 
 #include "common/check.h"           /* CHECK, mallocCheck */
 #include "data/mixture.h"           /* mixture_given, mixture_parse: data.train / data.val as sources */
-#include "train/run_config_schema.h"
+#include "train/run_config_parse.h"
 
 static const char* base_name(const RcKey* k) {
     const char* dot = strrchr(k->path, '.');
@@ -71,15 +71,6 @@ static int word_index(const char* list, const char* word, size_t* dist) {
 
 /* close enough to suggest: a few edits, and at most half the word */
 static bool near(const char* word, size_t d) { return d <= 3 && 2 * d <= strlen(word) + 1; }
-
-/* the nth word of "a|b|c" into out */
-const char* rc_word(const char* list, int n, char* out, size_t len) {
-    const char* p = list;
-    while (n-- > 0) p = strchr(p, '|') + 1;
-    const char* bar = strchr(p, '|');
-    snprintf(out, len, "%.*s", (int)(bar ? (size_t)(bar - p) : strlen(p)), p);
-    return out;
-}
 
 /* The key nearest to name under parent (by its name or an alias), else a key
    anywhere with exactly that name or alias; NULL when nothing is close. */
@@ -255,18 +246,29 @@ static int duplicate(RcCtx* c, const char* parent, const cJSON* obj, const cJSON
     return 0;
 }
 
+/* model.positions.layers: the n modes of list (NULL: none), the layers after them rope (model_config_default) */
+static void set_layers(RunConfig* rc, const PosMode* list, size_t n) {
+    for (size_t l = 0; l < MAX_LAYERS; l++) rc->model.cfg.pos[l] = l < n ? list[l] : POS_ROPE;
+    rc->model.positions.n_layers_list = n;
+}
+
 /* null for a key that accepts it: its "absent" value */
 static int apply_null(RcCtx* c, const RcKey* k, void* f) {
     switch (k->type) {
     case KT_STR: *(char*)f = 0; break;
     case KT_SIZE: *(size_t*)f = RC_UNSET; break;
     case KT_REAL: *(double*)f = 0; break;
-    case KT_LAYERS: c->rc->model.positions.n_layers_list = 0; break;
+    case KT_LAYERS: set_layers(c->rc, NULL, 0); break;
     case KT_RAW: cJSON_Delete(*(cJSON**)f), *(cJSON**)f = NULL; break;
-    case KT_OBJ: {   /* a nullable section goes back to its defaults */
+    case KT_OBJ: {   /* a nullable section: each of its keys goes back to its default */
         RunConfig* d = mallocCheck(sizeof(*d));
         run_config_defaults(d);
-        memcpy(f, (char*)d + k->off, (size_t)k->hi);
+        size_t n = strlen(k->path);
+        for (size_t i = 0; i < RC_N_KEYS; i++) {
+            const RcKey* e = &RC_KEYS[i];
+            if (strncmp(e->path, k->path, n) || e->path[n] != '.') continue;
+            memcpy((char*)c->rc + e->off, (char*)d + e->off, rc_field_size(e));
+        }
         free(d);
         break;
     }
@@ -320,15 +322,16 @@ static int apply_list(RcCtx* c, const RcKey* k, const char* path, const cJSON* v
 static int apply_layers(RcCtx* c, const RcKey* k, const char* path, const cJSON* v) {
     char ep[RC_PATH_LEN + 16];
     int mode;
+    PosMode list[MAX_LAYERS];
     if (!cJSON_IsArray(v)) return type_error(c, k, path, v);
     size_t n = (size_t)cJSON_GetArraySize(v), i = 0;
     if (n < 1 || n > MAX_LAYERS) return rc_fail(c, path, "expected 1 to %d entries, got %zu", MAX_LAYERS, n);
     for (const cJSON* e = v->child; e; e = e->next, i++) {
         snprintf(ep, sizeof(ep), "%s[%zu]", path, i);
         if (check_word(c, ep, k->choices, e, &mode)) return -1;
-        CHECK(pos_mode_parse(e->valuestring, &c->rc->model.positions.layers[i]), "'%s' not a PosMode", e->valuestring);
+        CHECK(pos_mode_parse(e->valuestring, &list[i]), "'%s' not a PosMode", e->valuestring);
     }
-    c->rc->model.positions.n_layers_list = n;
+    set_layers(c->rc, list, n);
     return 0;
 }
 

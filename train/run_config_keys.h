@@ -1,8 +1,11 @@
-/* Internal to train/run_config*.c: the schema of run_config.h's keys (one
-   table, in run_config.c) and the machinery that applies JSON values to it
-   (run_config_parse.c). Not for other modules: they use run_config.h. */
-#ifndef REPOC_RUN_CONFIG_SCHEMA_H
-#define REPOC_RUN_CONFIG_SCHEMA_H
+/* Internal to train/run_config*.c: the key table of run_config.h's keys
+   (RC_KEYS, in run_config_keys.c, with the defaults and the look-ups that need
+   nothing but the table). Not for other modules: they use run_config.h. The
+   files depend on each other in one direction only: run_config_keys.c (the
+   table) <- run_config_parse.c (JSON into fields) <- run_config_model.c (to
+   ModelConfig / OptimConfig) <- run_config.c (load, check, print, JSON). */
+#ifndef REPOC_RUN_CONFIG_KEYS_H
+#define REPOC_RUN_CONFIG_KEYS_H
 
 #include "train/run_config.h"
 
@@ -13,13 +16,13 @@ typedef enum {
     KT_ENUM,     /* a C enum, the index of its name in `choices` */
     KT_BOOL, KT_SIZE, KT_U64, KT_REAL,
     KT_LIST,     /* RcList; a single string is taken as a list of one */
-    KT_LAYERS,   /* model.positions.layers: list of rope|repo|nope */
+    KT_LAYERS,   /* model.positions.layers: list of rope|repo|nope (ModelConfig.pos, RcPositions.n_layers_list) */
     KT_LRMULT,   /* optim.lr_mult: object of pattern -> number */
     KT_RAW       /* data.synthetic: any object, kept as cJSON */
 } RcKeyType;
 
 enum {
-    KF_NULL = 1,       /* JSON null accepted: "", RC_UNSET, 0.0, no list, NULL, or (a section) its defaults */
+    KF_NULL = 1,       /* JSON null accepted: "", RC_UNSET, 0.0, no list, NULL, or (a section) its keys' defaults */
     KF_CKPT = 2,       /* with init_from the checkpoint's config.json provides it unless set */
     KF_NONEMPTY = 4,   /* a string that must not be empty */
     KF_LO_OPEN = 8,    /* a real's range excludes lo */
@@ -30,7 +33,7 @@ enum {
 typedef struct {
     const char* path;
     RcKeyType type;
-    size_t off;          /* offsetof(RunConfig, field) (and, for a nullable section, hi = its size) */
+    size_t off;          /* offsetof(RunConfig, field) */
     double lo, hi;       /* numbers: the range; strings and lists: hi = capacity of one string */
     unsigned flags;
     const char* choices; /* KT_WORD, KT_ENUM, KT_LAYERS: "a|b|c" */
@@ -43,25 +46,9 @@ extern const size_t RC_N_KEYS;
 
 /* the key at exactly this path, or NULL */
 const RcKey* rc_find_key(const char* path);
-
-/* Where messages go: "<src>: <path>: <message>" into err */
-typedef struct {
-    RunConfig* rc;       /* the config being written; NULL in checks that only read one */
-    const char* src;     /* "configs/x.json", "--set", or NULL */
-    char* err;
-    size_t len;
-    bool by_key;         /* after the overrides: blame a key given by --set on that argument, not on src */
-    const RunConfig* read;   /* the config whose --set arguments by_key looks up when rc is NULL */
-} RcCtx;
-int rc_fail(RcCtx* c, const char* path, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
-/* rc_fail for a message "key: what" from another module's checker (data.train[1].weight: ...) */
-int rc_fail_keyed(RcCtx* c, const char* msg);
-
 /* the nth word of "a|b|c", copied into out */
 const char* rc_word(const char* list, int n, char* out, size_t len);
-/* Apply every member of obj to the keys under parent ("" = the top level) */
-int rc_apply_object(RcCtx* c, const char* parent, const cJSON* obj);
-/* Apply one override "a.b.c=value" */
-int rc_apply_override(RcCtx* c, const char* text);
+/* Bytes of the field a scalar, string or list key points at (0 for a section) */
+size_t rc_field_size(const RcKey* k);
 
 #endif
