@@ -1,6 +1,6 @@
 /* Per-token document ids of packed rows, the data side of document masking
    (data.document_mask): ids (n_rows, T) int32, one per input token; a run of
-   equal ids within a row is one document, and model.doc_ids takes them as they
+   equal ids within a row is one document, and a Batch's doc_ids (data/batch.h) holds them as they
    are (attention stays within a run, rope positions restart at its first token).
    Token-file rows get them from an end-of-document token; any other source (a
    JSONL packer, from its record boundaries) fills the same array. */

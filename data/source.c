@@ -84,13 +84,14 @@ static void open_mixture(Mixture* mx, const cJSON* list, const char* key, const 
     mixture_open(mx, key, format, vocab_size, T);
 }
 
-void data_source_open(DataSource* ds, const cJSON* synthetic, const char* const* train, size_t n_train,
-                      const char* const* val, size_t n_val, const cJSON* train_sources, const cJSON* val_sources,
-                      const char* format, DataOrder order, uint64_t seed, size_t vocab_size, size_t T) {
+void data_source_open(DataSource* ds, const DataSourceSpec* spec) {
+    const cJSON* synthetic = spec->synthetic;
+    const char* format = spec->format;
+    size_t vocab_size = spec->vocab_size, T = spec->T;
     memset(ds, 0, sizeof(*ds));
     ds->eos = -1;
-    ds->order = order;
-    ds->seed = seed;
+    ds->order = spec->order;
+    ds->seed = spec->seed;
     if (synthetic) {
         char err[512];
         if (synthetic_from_json(&ds->syn, synthetic, err, sizeof(err))) DIE("%s", err);
@@ -103,36 +104,34 @@ void data_source_open(DataSource* ds, const cJSON* synthetic, const char* const*
         ds->has_val = true;
         return;
     }
-    if (train_sources) {
-        open_mixture(&ds->train_mix, train_sources, "data.train", format, vocab_size, T);
+    if (spec->train_sources) {
+        open_mixture(&ds->train_mix, spec->train_sources, "data.train", format, vocab_size, T);
     } else {
-        CHECK(n_train > 0, "data.train: no training files given (and no data.synthetic)");
-        token_data_open(&ds->train, train, n_train, format, vocab_size);
-        check_length(&ds->train, "data.train", train, n_train, T);
+        CHECK(spec->n_train > 0, "data.train: no training files given (and no data.synthetic)");
+        token_data_open(&ds->train, spec->train, spec->n_train, format, vocab_size);
+        check_length(&ds->train, "data.train", spec->train, spec->n_train, T);
     }
-    if (val_sources) {
-        open_mixture(&ds->val_mix, val_sources, "data.val", format, vocab_size, T);
+    if (spec->val_sources) {
+        open_mixture(&ds->val_mix, spec->val_sources, "data.val", format, vocab_size, T);
         ds->has_val = true;
-    } else if (n_val) {
-        token_data_open(&ds->val, val, n_val, format, vocab_size);
+    } else if (spec->n_val) {
+        token_data_open(&ds->val, spec->val, spec->n_val, format, vocab_size);
         ds->has_val = true;
-        check_length(&ds->val, "data.val", val, n_val, T);
+        check_length(&ds->val, "data.val", spec->val, spec->n_val, T);
     }
 }
 
-void data_source_open_jsonl(DataSource* ds, const char* const* train, size_t n_train, const char* const* val,
-                            size_t n_val, const char* tokenizer, DataOrder order, uint64_t seed, size_t vocab_size,
-                            size_t T) {
+void data_source_open_jsonl(DataSource* ds, const DataSourceSpec* spec) {
     memset(ds, 0, sizeof(*ds));
     ds->eos = -1;
-    ds->order = order;
-    ds->seed = seed;
+    ds->order = spec->order;
+    ds->seed = spec->seed;
     ds->jsonl = true;
-    CHECK(n_train > 0, "data.train: no training files given for data.format \"jsonl\"");
-    packed_open(&ds->jtrain, train, n_train, tokenizer, vocab_size, T, false);
+    CHECK(spec->n_train > 0, "data.train: no training files given for data.format \"jsonl\"");
+    packed_open(&ds->jtrain, spec->train, spec->n_train, spec->tokenizer, spec->vocab_size, spec->T, false);
     packed_print(&ds->jtrain, "data.train (jsonl)", stdout);
-    if (n_val) {
-        packed_open(&ds->jval, val, n_val, tokenizer, vocab_size, T, false);
+    if (spec->n_val) {
+        packed_open(&ds->jval, spec->val, spec->n_val, spec->tokenizer, spec->vocab_size, spec->T, false);
         packed_print(&ds->jval, "data.val (jsonl)", stdout);
         ds->has_val = true;
     }
@@ -158,30 +157,38 @@ static void eos_doc_ids(const DataSource* ds, size_t n, size_t T, const int32_t*
     else memset(doc_ids, 0, n * T * sizeof(int32_t));
 }
 
-void data_source_rows(const DataSource* ds, bool val, size_t step, size_t rows_per_step, size_t row0, size_t n,
-                      size_t T, int32_t* tokens, int32_t* targets, uint8_t* answer_mask, int32_t* doc_ids) {
+/* every target weighs 1: sources without answers */
+static void unit_weights(real* w, size_t n) {
+    if (!w) return;
+    for (size_t i = 0; i < n; i++) w[i] = 1;
+}
+
+void data_source_batch(const DataSource* ds, bool val, size_t step, size_t rows_per_step, size_t row0, Batch* b) {
+    size_t n = b->B, T = b->T;
     if (ds->synthetic) {   /* the held-out stream: another seed, never drawn in training */
         uint64_t seed = val ? mix64(ds->seed ^ 0x76616c6964617465ull) : ds->seed;
-        synthetic_rows(&ds->syn, seed, step, rows_per_step, row0, n, T, tokens, targets, answer_mask);
-        eos_doc_ids(ds, n, T, tokens, doc_ids);
+        synthetic_rows_weighted(&ds->syn, seed, step, rows_per_step, row0, n, T, b->tokens, b->targets,
+                                b->target_weights);
+        eos_doc_ids(ds, n, T, b->tokens, b->doc_ids);
         return;
     }
-    if (answer_mask) memset(answer_mask, 0, n * T);   /* token files have no answers */
+    unit_weights(b->target_weights, n * T);   /* token files have no answers */
     CHECK(!val || ds->has_val, "no validation data (data.val)");
     if (ds->jsonl) {   /* validation reads its rows in order, like files */
         packed_rows(val ? &ds->jval : &ds->jtrain, val ? ORDER_SEQUENTIAL : ds->order, ds->seed, step, rows_per_step,
-                    row0, n, tokens, targets, doc_ids);
+                    row0, n, b->tokens, b->targets, b->doc_ids);
         return;
     }
     if (!val && ds->train_mix.n) {
-        mixture_rows(&ds->train_mix, ds->order, ds->seed, step, rows_per_step, row0, n, T, tokens, targets, NULL);
+        mixture_rows(&ds->train_mix, ds->order, ds->seed, step, rows_per_step, row0, n, T, b->tokens, b->targets,
+                     NULL);
     } else {
-        CHECK(!val || !ds->val_mix.n, "data.val has sources: read them with data_source_val_rows");
+        CHECK(!val || !ds->val_mix.n, "data.val has sources: read them with data_source_val_batch");
         /* validation reads its files in order, batch after batch */
         token_data_rows(val ? &ds->val : &ds->train, val ? ORDER_SEQUENTIAL : ds->order, ds->seed, step,
-                        rows_per_step, row0, n, T, tokens, targets);
+                        rows_per_step, row0, n, T, b->tokens, b->targets);
     }
-    eos_doc_ids(ds, n, T, tokens, doc_ids);
+    eos_doc_ids(ds, n, T, b->tokens, b->doc_ids);
 }
 
 size_t data_source_val_streams(const DataSource* ds) {
@@ -199,13 +206,14 @@ size_t data_source_val_batches(const DataSource* ds, size_t k, size_t eval_batch
     return n ? n : 1;   /* fewer than B windows: one batch, its later rows round the stream */
 }
 
-void data_source_val_rows(const DataSource* ds, size_t k, size_t batch, size_t B, size_t T, int32_t* tokens,
-                          int32_t* targets, int32_t* doc_ids) {
+void data_source_val_batch(const DataSource* ds, size_t k, size_t batch, Batch* b) {
+    size_t B = b->B, T = b->T;
     if (!ds->val_mix.n) {
-        data_source_rows(ds, true, batch, B, 0, B, T, tokens, targets, NULL, doc_ids);
+        data_source_batch(ds, true, batch, B, 0, b);
         return;
     }
     /* sequential rows (batch*B + j) * T: the windows build/eval --ppl reads, in its order */
-    token_data_rows(&ds->val_mix.src[k].data, ORDER_SEQUENTIAL, ds->seed, batch, B, 0, B, T, tokens, targets);
-    eos_doc_ids(ds, B, T, tokens, doc_ids);
+    token_data_rows(&ds->val_mix.src[k].data, ORDER_SEQUENTIAL, ds->seed, batch, B, 0, B, T, b->tokens, b->targets);
+    unit_weights(b->target_weights, B * T);
+    eos_doc_ids(ds, B, T, b->tokens, b->doc_ids);
 }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "data/batch.h"
 #include "data/jsonl.h"
 #include "data/mixture.h"
 #include "data/synthetic.h"
@@ -37,28 +38,42 @@ typedef struct {
    Returns 0 or non-zero with err set. */
 int synthetic_from_json(SyntheticConfig* cfg, const cJSON* obj, char* err, size_t err_len);
 
-/* Open files (dies naming file and offset on bad data) or set up the
-   generator. train_sources / val_sources: data.train / data.val in the
-   mixture form (a list of source objects), else NULL and the file lists
-   train / val are used. */
-void data_source_open(DataSource* ds, const cJSON* synthetic, const char* const* train, size_t n_train,
-                      const char* const* val, size_t n_val, const cJSON* train_sources, const cJSON* val_sources,
-                      const char* format, DataOrder order, uint64_t seed, size_t vocab_size, size_t T);
-/* data.format "jsonl": the files are JSON Lines records (data/jsonl.h), tokenized with tokenizer (NULL:
-   pre-tokenized lines only) and packed into rows of T; prints the record counts and loss-token fraction. */
-void data_source_open_jsonl(DataSource* ds, const char* const* train, size_t n_train, const char* const* val,
-                            size_t n_val, const char* tokenizer, DataOrder order, uint64_t seed, size_t vocab_size,
-                            size_t T);
+/* What data_source_open reads: the data.* keys of a run config, the run's seed, the model's vocabulary and
+   the row length T. */
+typedef struct {
+    const cJSON* synthetic;                 /* data.synthetic, or NULL for files */
+    const char* const* train;               /* data.train as a list of files (globs), n_train of them */
+    size_t n_train;
+    const char* const* val;                 /* data.val likewise; n_val = 0: no validation files */
+    size_t n_val;
+    const cJSON* train_sources;             /* data.train / data.val in the mixture form (a list of source */
+    const cJSON* val_sources;               /* objects, data/mixture.h), else NULL and the lists above are used */
+    const char* format;                     /* data.format of token files: "auto", "bin", "npy", "u16", "u32" */
+    const char* tokenizer;                  /* data.format "jsonl" only: tokenizer.json, NULL = pre-tokenized */
+    DataOrder order;
+    uint64_t seed;
+    size_t vocab_size, T;
+} DataSourceSpec;
+
+/* Open files (dies naming file and offset on bad data) or set up the generator, from spec's synthetic,
+   train / val (or train_sources / val_sources), format, order, seed, vocab_size and T. */
+void data_source_open(DataSource* ds, const DataSourceSpec* spec);
+/* data.format "jsonl": the files train / val are JSON Lines records (data/jsonl.h), tokenized with
+   spec->tokenizer (NULL: pre-tokenized lines only) and packed into rows of T; prints the record counts and
+   loss-token fraction. spec's synthetic, sources and format are not read. */
+void data_source_open_jsonl(DataSource* ds, const DataSourceSpec* spec);
 void data_source_close(DataSource* ds);
 
-/* rows row0 .. row0+n-1 of step `step` (rows_per_step global rows); val = the held-out stream.
-   answer_mask (n*T, may be NULL): 1 where targets[i] is a synthetic answer token, else 0.
-   doc_ids (n*T, may be NULL): the document id of each token for data.document_mask (data/documents.h: a run
-   of equal ids within a row is one document): packed JSONL rows from their record boundaries (0, 1, ... in
-   each row; a document split over rows is doc 0 of its later rows; padding is a document of its own); every
-   other source from ds->eos (doc_ids_from_eos), or 0 everywhere when eos < 0. */
-void data_source_rows(const DataSource* ds, bool val, size_t step, size_t rows_per_step, size_t row0, size_t n,
-                      size_t T, int32_t* tokens, int32_t* targets, uint8_t* answer_mask, int32_t* doc_ids);
+/* Rows row0 .. row0+b->B-1 of step `step` (rows_per_step global rows), b->T tokens each, into b; val = the
+   held-out stream. Fills b->tokens and b->targets, and when they are not NULL:
+   b->doc_ids: the document id of each token for data.document_mask (data/documents.h: a run of equal ids
+     within a row is one document): packed JSONL rows from their record boundaries (0, 1, ... in each row; a
+     document split over rows is doc 0 of its later rows; padding is a document of its own); every other
+     source from ds->eos (doc_ids_from_eos), or 0 everywhere when eos < 0;
+   b->target_weights: data.synthetic.answer_weight where the target is a synthetic answer token, 1 elsewhere
+     (every target of other sources).
+   The LoRA dropout fields of b are left as they are. */
+void data_source_batch(const DataSource* ds, bool val, size_t step, size_t rows_per_step, size_t row0, Batch* b);
 /* Validation streams: one per data.val source in the mixture form, else one
    (the val files, or the synthetic held-out stream). name: the source's name,
    NULL for the single stream. */
@@ -69,9 +84,8 @@ const char* data_source_val_name(const DataSource* ds, size_t k);
    (neighbours sharing one token, as build/eval --ppl reads them), so its loss
    is build/eval's perplexity over the same windows; at least 1. */
 size_t data_source_val_batches(const DataSource* ds, size_t k, size_t eval_batches, size_t B, size_t T);
-/* Batch `batch` of stream k: rows batch*B .. batch*B+B-1, row j the window from j*T; doc_ids (may be NULL)
-   as data_source_rows fills them */
-void data_source_val_rows(const DataSource* ds, size_t k, size_t batch, size_t B, size_t T, int32_t* tokens,
-                          int32_t* targets, int32_t* doc_ids);
+/* Batch `batch` of stream k into b: rows batch*B .. batch*B+B-1, row j the window from j*T; b->doc_ids and
+   b->target_weights (when not NULL) as data_source_batch fills them */
+void data_source_val_batch(const DataSource* ds, size_t k, size_t batch, Batch* b);
 
 #endif

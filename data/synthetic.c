@@ -336,9 +336,11 @@ static size_t lay_out(Sink* s, const Plan* p, const SyntheticConfig* cfg, const 
 
 /* ---- the two entry points ---- */
 
-void synthetic_rows(const SyntheticConfig* cfg, uint64_t seed, size_t step, size_t rows_per_step,
-                    size_t row0, size_t n_rows, size_t T,
-                    int32_t* tokens, int32_t* targets, uint8_t* answer_mask) {
+/* synthetic_rows and synthetic_rows_weighted: the answer targets marked in answer_mask, in target_weights,
+   or neither (both NULL) */
+static void make_rows(const SyntheticConfig* cfg, uint64_t seed, size_t step, size_t rows_per_step, size_t row0,
+                      size_t n_rows, size_t T, int32_t* tokens, int32_t* targets, uint8_t* answer_mask,
+                      real* target_weights) {
     CHECK(row0 <= rows_per_step && n_rows <= rows_per_step - row0,
           "rows %zu..%zu out of range: %zu rows per step", row0, row0 + n_rows, rows_per_step);
     double total_w = 0;
@@ -365,12 +367,26 @@ void synthetic_rows(const SyntheticConfig* cfg, uint64_t seed, size_t step, size
         plan_item(&plan, cfg, &id, (SynFamily)f, &rng);
         Sink s = {tokens + b * T, T, targets + b * T, 1, 0};   /* x[t] -> tokens[t], targets[t-1] */
         lay_out(&s, &plan, cfg, &id, &rng, T + 1, -1.0);
-        if (answer_mask) {   /* the last answer_len targets are the answer */
-            size_t A = synthetic_answer_len(cfg, (SynFamily)f);
+        size_t A = synthetic_answer_len(cfg, (SynFamily)f);   /* the last A targets are the answer */
+        if (answer_mask) {
             memset(answer_mask + b * T, 0, T - A);
             memset(answer_mask + b * T + T - A, 1, A);
         }
+        if (target_weights)
+            for (size_t t = 0; t < T; t++) target_weights[b * T + t] = t >= T - A ? (real)cfg->answer_weight : 1;
     }
+}
+
+void synthetic_rows(const SyntheticConfig* cfg, uint64_t seed, size_t step, size_t rows_per_step,
+                    size_t row0, size_t n_rows, size_t T,
+                    int32_t* tokens, int32_t* targets, uint8_t* answer_mask) {
+    make_rows(cfg, seed, step, rows_per_step, row0, n_rows, T, tokens, targets, answer_mask, NULL);
+}
+
+void synthetic_rows_weighted(const SyntheticConfig* cfg, uint64_t seed, size_t step, size_t rows_per_step,
+                             size_t row0, size_t n_rows, size_t T, int32_t* tokens, int32_t* targets,
+                             real* target_weights) {
+    make_rows(cfg, seed, step, rows_per_step, row0, n_rows, T, tokens, targets, NULL, target_weights);
 }
 
 size_t synthetic_item(const SyntheticConfig* cfg, SynFamily family, uint64_t seed, size_t index,

@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/real.h"
+
 typedef enum {
     SYN_SINGLE,        /* one needle, query its key */
     SYN_MULTIKEY,      /* n_needles needles with distinct keys, query one */
@@ -82,6 +84,11 @@ size_t synthetic_min_len(const SyntheticConfig* cfg, SynFamily f);
 void synthetic_rows(const SyntheticConfig* cfg, uint64_t seed, size_t step, size_t rows_per_step,
                     size_t row0, size_t n_rows, size_t T,
                     int32_t* tokens, int32_t* targets, uint8_t* answer_mask);
+/* The same rows with the answers weighted instead of marked: target_weights[b*T+t] = cfg->answer_weight
+   where answer_mask would be 1, else 1 (target_weights may be NULL) */
+void synthetic_rows_weighted(const SyntheticConfig* cfg, uint64_t seed, size_t step, size_t rows_per_step,
+                             size_t row0, size_t n_rows, size_t T, int32_t* tokens, int32_t* targets,
+                             real* target_weights);
 
 /* One evaluation item: prompt (prompt_len tokens, ending with the query) and
    answer (synthetic_answer_len tokens), from (seed, family, index) in a

@@ -81,25 +81,32 @@ static const LoraDropout* proj_dropout(LoraDropout* d, LoraTarget t, const Block
     return d;
 }
 
+/* projection t's adapter on inp (N,C) -> (N,OC), with its dropout in *d when there is one */
+static LoraOp adapter_op(const LayerActs* a, const real* inp, const LayerWeights* w, LoraTarget t,
+                         const BlockCtx* ctx, LoraDropout* d, size_t N, size_t C, size_t OC) {
+    const ModelConfig* c = ctx->cfg;
+    return (LoraOp){.inp = inp, .ax = a->lora_ax[t], .A = w->lora_a[t], .B = w->lora_b[t],
+                    .scale = (real)cfg_lora_scale(c), .drop = proj_dropout(d, t, ctx), .N = N, .C = C, .OC = OC,
+                    .r = c->lora_rank};
+}
+
 /* out (N,OC; row stride ldo) += projection t's LoRA term (alpha/r) (x A^T) B^T when it is adapted (x = inp,
    or its dropout); nothing otherwise */
 static void adapter_forward(real* out, size_t ldo, LayerActs* a, const real* inp, const LayerWeights* w,
                             LoraTarget t, const BlockCtx* ctx, size_t N, size_t C, size_t OC) {
-    const ModelConfig* c = ctx->cfg;
     LoraDropout d;
-    if (w->lora_a[t])
-        lora_forward(out, ldo, a->lora_ax[t], inp, w->lora_a[t], w->lora_b[t], (real)cfg_lora_scale(c),
-                     proj_dropout(&d, t, ctx), N, C, OC, c->lora_rank);
+    if (!w->lora_a[t]) return;
+    LoraOp op = adapter_op(a, inp, w, t, ctx, &d, N, C, OC);
+    lora_forward(out, ldo, &op);
 }
 /* its backward: dinp (N,C) +=   dA, dB += (NULL: frozen)   dout (N,OC) with row stride ldd */
 static void adapter_backward(real* dinp, const real* dout, size_t ldd, const LayerActs* a, const real* inp,
                              const LayerWeights* w, LayerWeights* dw, BlockScratch* s, LoraTarget t,
                              const BlockCtx* ctx, size_t N, size_t C, size_t OC) {
-    const ModelConfig* c = ctx->cfg;
     LoraDropout d;
-    if (w->lora_a[t])
-        lora_backward(dinp, dw->lora_a[t], dw->lora_b[t], s->lora_dax, dout, ldd, inp, a->lora_ax[t], w->lora_a[t],
-                      w->lora_b[t], (real)cfg_lora_scale(c), proj_dropout(&d, t, ctx), N, C, OC, c->lora_rank);
+    if (!w->lora_a[t]) return;
+    LoraOp op = adapter_op(a, inp, w, t, ctx, &d, N, C, OC);
+    lora_backward(dinp, dw->lora_a[t], dw->lora_b[t], s->lora_dax, dout, ldd, &op);
 }
 
 /* A projection of the block, out (N,OC) = inp (N,C) W^T plus its adapter term; W = the base weight. */

@@ -16,7 +16,7 @@
    a small model) runs with the thread count set to 1 and restored afterwards
    (common/threads.h).
    Documents: one cache holds one document, attended in full, as Hugging Face
-   generation does. A model trained with document masking (model.doc_ids) starts
+   generation does. A model trained with document masking (the batch's doc_ids) starts
    the next document with gen_reset: positions restart at 0 and no earlier token
    is attended, which is exactly what the masked training saw (tests/test_doc_mask.c
    checks it token by token). Generation never masks inside the cache: an

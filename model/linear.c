@@ -165,28 +165,30 @@ void lora_dropout_apply(real* out, const real* inp, bool add, const LoraDropout*
     }
 }
 
-void lora_forward(real* out, size_t ldo, real* ax, const real* inp, const real* A, const real* B, real scale,
-                  const LoraDropout* drop, size_t N, size_t C, size_t OC, size_t r) {
-    if (drop) {   /* x = dropout(inp) */
-        lora_dropout_apply(drop->xd, inp, false, drop, N, C);
-        inp = drop->xd;
+void lora_forward(real* out, size_t ldo, const LoraOp* op) {
+    size_t N = op->N, C = op->C, OC = op->OC, r = op->r;
+    const real* inp = op->inp;
+    if (op->drop) {   /* x = dropout(inp) */
+        lora_dropout_apply(op->drop->xd, inp, false, op->drop, N, C);
+        inp = op->drop->xd;
     }
-    linear_forward(ax, inp, A, N, C, r);   /* ax (N,r) = x A^T */
+    linear_forward(op->ax, inp, op->A, N, C, r);   /* ax (N,r) = x A^T */
     /* out (N,OC) += scale · ax (N,r) · B^T (r,OC) */
     cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)OC, (int)r,
-               scale, ax, (int)r, B, (int)r, 1, out, (int)ldo);
+               op->scale, op->ax, (int)r, op->B, (int)r, 1, out, (int)ldo);
 }
 
-void lora_backward(real* dinp, real* dA, real* dB, real* dax, const real* dout, size_t ldd, const real* inp,
-                   const real* ax, const real* A, const real* B, real scale, const LoraDropout* drop, size_t N,
-                   size_t C, size_t OC, size_t r) {
+void lora_backward(real* dinp, real* dA, real* dB, real* dax, const real* dout, size_t ldd, const LoraOp* op) {
+    size_t N = op->N, C = op->C, OC = op->OC, r = op->r;
+    const real *inp = op->inp, *A = op->A;
+    const LoraDropout* drop = op->drop;
     /* out = scale · ax B^T:  dB (OC,r) += scale · dout^T (OC,N) · ax (N,r) */
     if (dB) cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OC, (int)r, (int)N,
-                       scale, dout, (int)ldd, ax, (int)r, 1, dB, (int)r);
+                       op->scale, dout, (int)ldd, op->ax, (int)r, 1, dB, (int)r);
     if (!dinp && !dA) return;
     /* dax (N,r) = scale · dout (N,OC) · B (OC,r) */
     cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)r, (int)OC,
-               scale, dout, (int)ldd, B, (int)r, 0, dax, (int)r);
+               op->scale, dout, (int)ldd, op->B, (int)r, 0, dax, (int)r);
     if (!drop) {   /* ax = inp A^T:  dinp += dax A,  dA += dax^T inp */
         linear_backward(dinp, dA, dax, inp, A, N, C, r, true);
         return;

@@ -47,17 +47,22 @@ typedef struct {
 /* out (N,C) = (add ? out : 0) + inp * mask / (1 - p)   inp (N,C) */
 void lora_dropout_apply(real* out, const real* inp, bool add, const LoraDropout* d, size_t N, size_t C);
 
-/* LoRA on a frozen linear: out (N,OC) += scale · (x A^T) B^T, scale = alpha / r, x = inp or its dropout.
-   out: row stride ldo   ax (N,r) = x A^T, saved for backward   inp (N,C)   A (r,C)   B (OC,r)
-   drop: NULL or the dropout */
-void lora_forward(real* out, size_t ldo, real* ax, const real* inp, const real* A, const real* B, real scale,
-                  const LoraDropout* drop, size_t N, size_t C, size_t OC, size_t r);
+/* One adapted projection, as lora_forward computes it and lora_backward reads it again:
+   out (N,OC) += scale · (x A^T) B^T, scale = alpha / r, x = inp or its dropout. */
+typedef struct {
+    const real* inp;             /* (N,C) the projection's input */
+    real* ax;                    /* (N,r) x A^T: written by forward, read by backward */
+    const real* A;               /* (r,C) */
+    const real* B;               /* (OC,r) */
+    real scale;
+    const LoraDropout* drop;     /* NULL or the dropout (its xd is overwritten by both) */
+    size_t N, C, OC, r;
+} LoraOp;
+/* out (N,OC), row stride ldo, += scale · (x A^T) B^T; saves op->ax */
+void lora_forward(real* out, size_t ldo, const LoraOp* op);
 /* dinp (N,C) += scale · ((dout B) A) * mask / (1 - p) (skipped when NULL)   dA (r,C) += scale · (dout B)^T x
    dB (OC,r) += scale · dout^T ax   (dA, dB skipped when NULL; a frozen adapter)
-   dax (N,r): work space, overwritten   dout (N,OC), row stride ldd   inp, ax, A, B, drop as forward
-   saw/saved them (drop->xd is overwritten) */
-void lora_backward(real* dinp, real* dA, real* dB, real* dax, const real* dout, size_t ldd, const real* inp,
-                   const real* ax, const real* A, const real* B, real scale, const LoraDropout* drop, size_t N,
-                   size_t C, size_t OC, size_t r);
+   dax (N,r): work space, overwritten   dout (N,OC), row stride ldd   op: as forward saw it */
+void lora_backward(real* dinp, real* dA, real* dB, real* dax, const real* dout, size_t ldd, const LoraOp* op);
 
 #endif

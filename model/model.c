@@ -121,8 +121,6 @@ void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, cons
     cur = (Cursor){m->scratch, 0};
     scratch_layout(m, &cur);
 
-    m->tokens = mallocCheck(N * sizeof(int32_t));
-    m->targets = mallocCheck(N * sizeof(int32_t));
     m->doc_start = mallocCheck(N * sizeof(int32_t));
     m->spans = (DocSpans){m->doc_start};
     for (size_t n = 0; n < N; n++)
@@ -153,8 +151,6 @@ void model_free(Model* m) {
     free(m->grads);
     free(m->acts);
     free(m->scratch);
-    free(m->tokens);
-    free(m->targets);
     free(m->doc_start);
     tensor_table_free(&m->tensors);
     memset(m, 0, sizeof(*m));
@@ -203,19 +199,19 @@ static const LayerWeights* layer_weights(Model* m, size_t l) {
     return &m->wl;
 }
 
-static BlockCtx block_ctx(const Model* m) {
+static BlockCtx block_ctx(const Model* m, const Batch* b) {
     return (BlockCtx){&m->cfg, m->B, m->T, &m->rope, m->pos_seq, m->force_positions, m->masked ? &m->spans : NULL,
-                      0, m->lora_dropout_on ? m->cfg.lora_dropout : 0, m->lora_dropout_key, m->lora_xd};
+                      0, b->lora_dropout_on ? m->cfg.lora_dropout : 0, b->lora_dropout_key, m->lora_xd};
 }
 
-/* Document masking for the next forward: spans from m->doc_ids and rope positions t - start_t; back to one
+/* Document masking for this forward: spans from doc_ids and rope positions t - start_t; back to one
    document per row (positions t) when doc_ids is NULL. Positions are rewritten only when the mode changes or
    the ids are given. */
-static void set_documents(Model* m) {
+static void set_documents(Model* m, const int32_t* doc_ids) {
     size_t N = m->B * m->T, KVH = m->cfg.KVH;
-    if (!m->doc_ids && !m->masked) return;
-    m->masked = m->doc_ids != NULL;
-    if (m->masked) doc_starts_from_ids(m->doc_start, m->doc_ids, m->B, m->T);
+    if (!doc_ids && !m->masked) return;
+    m->masked = doc_ids != NULL;
+    if (m->masked) doc_starts_from_ids(m->doc_start, doc_ids, m->B, m->T);
     for (size_t n = 0; n < N; n++) {
         size_t t = n % m->T;
         real p = (real)(m->masked ? t - (size_t)m->doc_start[n] : t);
@@ -230,18 +226,20 @@ void model_head_forward(real* logits, real* normed, real* rstd, const real* x, c
 }
 
 /* model_forward; train: model_forward_train (G in the logits buffer when it holds every row) */
-static double forward(Model* m, const int32_t* tokens, const int32_t* targets, bool train) {
+static double forward(Model* m, const Batch* b, bool train) {
     const ModelConfig* c = &m->cfg;
     size_t N = m->B * m->T, D = c->D, V = c->V;
+    CHECK(b->B == m->B && b->T == m->T, "model_forward: a batch of %zu x %zu tokens, but the model was built for "
+          "%zu x %zu", b->B, b->T, m->B, m->T);
+    const int32_t *tokens = b->tokens, *targets = b->targets;
     for (size_t n = 0; n < N; n++) {
         CHECK(tokens[n] >= 0 && (size_t)tokens[n] < V, "token %" PRId32 " at row %zu is outside the vocabulary [0, %zu)",
               tokens[n], n, V);
         CHECK(!targets || (targets[n] >= -1 && targets[n] < (int64_t)V),
               "target %" PRId32 " at row %zu is outside [-1, %zu)", targets ? targets[n] : 0, n, V);
     }
-    memcpy(m->tokens, tokens, N * sizeof(int32_t));
-    set_documents(m);
-    BlockCtx ctx = block_ctx(m);
+    set_documents(m, b->doc_ids);
+    BlockCtx ctx = block_ctx(m, b);
 
     embedding_forward(m->res[0], tokens, m->w.embed, N, D);
     for (size_t l = 0; l < c->L; l++) block_forward(m->res[l + 1], &m->la[l], m->res[l], layer_weights(m, l), l, &ctx);
@@ -255,7 +253,6 @@ static double forward(Model* m, const int32_t* tokens, const int32_t* targets, b
         model_head_forward(m->logits, m->final_out, m->final_rstd, m->res[c->L], m, N);
         return 0;
     }
-    memcpy(m->targets, targets, N * sizeof(int32_t));
     /* the head and the loss on chunks of head_rows rows; every row's sums are the same either way */
     double total = 0, wsum = 0;
     size_t count = 0;
@@ -263,7 +260,7 @@ static double forward(Model* m, const int32_t* tokens, const int32_t* targets, b
         size_t n = N - r0 < m->head_rows ? N - r0 : m->head_rows, nv;
         double ws;
         model_head_forward(m->logits, m->final_out + r0 * D, m->final_rstd + r0, m->res[c->L] + r0 * D, m, n);
-        const real* wr = m->target_weights ? m->target_weights + r0 : NULL;
+        const real* wr = b->target_weights ? b->target_weights + r0 : NULL;
         total += m->logits_hold_grad
                      ? xent_forward_grad(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V, m->z_loss,
                                          &nv, &ws)
@@ -278,19 +275,21 @@ static double forward(Model* m, const int32_t* tokens, const int32_t* targets, b
     return m->loss;
 }
 
-double model_forward(Model* m, const int32_t* tokens, const int32_t* targets) {
-    return forward(m, tokens, targets, false);
+double model_forward(Model* m, const Batch* b) {
+    return forward(m, b, false);
 }
 
-double model_forward_train(Model* m, const int32_t* tokens, const int32_t* targets) {
-    return forward(m, tokens, targets, true);
+double model_forward_train(Model* m, const Batch* b) {
+    return forward(m, b, true);
 }
 
-void model_backward(Model* m, double dloss) {
+void model_backward(Model* m, const Batch* b, double dloss) {
     CHECK(m->has_loss, "model_backward: the last forward had no targets (or backward already ran)");
+    CHECK(b->B == m->B && b->T == m->T && b->targets && (b->doc_ids != NULL) == m->masked,
+          "model_backward: the batch is not the one of the last forward");
     const ModelConfig* c = &m->cfg;
     size_t N = m->B * m->T, D = c->D, V = c->V;
-    BlockCtx ctx = block_ctx(m);
+    BlockCtx ctx = block_ctx(m, b);
 
     real* dx = m->dres;   /* gradient of the residual stream, summed into by each block in turn */
     real* dfinal = m->dfinal;
@@ -302,7 +301,7 @@ void model_backward(Model* m, double dloss) {
             size_t n = N - r0 < m->head_rows ? N - r0 : m->head_rows;
             const real* normed = m->final_out + r0 * D;
             if (m->head_rows < N) linear_forward(m->logits, normed, m->w.lm_head, n, D, V);   /* its logits again */
-            xent_backward(m->logits, m->lse + r0, m->targets + r0, m->target_weights ? m->target_weights + r0 : NULL,
+            xent_backward(m->logits, m->lse + r0, b->targets + r0, b->target_weights ? b->target_weights + r0 : NULL,
                           n, V, m->z_loss, m->weight_sum, dloss);   /* logits → dlogits */
             linear_backward(dfinal + r0 * D, m->dw.lm_head, m->logits, normed, m->w.lm_head, n, D, V, false);
         }
@@ -316,7 +315,7 @@ void model_backward(Model* m, double dloss) {
         if (m->opts.recompute && l + 1 < c->L) block_forward(m->bs.dd, &m->la[l], m->res[l], w, l, &ctx);
         block_backward(dx, &m->dw.layer[l], &m->la[l], m->res[l], w, l, &m->bs, &ctx);
     }
-    if (m->dw.embed) embedding_backward(m->dw.embed, dx, m->tokens, N, D);
+    if (m->dw.embed) embedding_backward(m->dw.embed, dx, b->tokens, N, D);
     m->has_loss = false;   /* the logits buffer now holds dlogits (or G) */
     m->logits_hold_grad = false;
 }

@@ -1,7 +1,8 @@
 /* The decoder (docs/design.md, "One training step", "Memory model"): one arena each for parameters, gradients and
    activations (plus one for backward work space), named views into them, and
    forward / backward / zero_grad. Everything is sized at build time for (B, T);
-   nothing is allocated inside a step. */
+   nothing is allocated inside a step. The batch (tokens, targets, their weights, document ids, the LoRA
+   dropout key) is an argument of forward and backward (data/batch.h), never a field of the model. */
 #ifndef REPOC_MODEL_H
 #define REPOC_MODEL_H
 
@@ -10,6 +11,7 @@
 #include <stdint.h>
 
 #include "common/real.h"
+#include "data/batch.h"
 #include "model/block.h"
 #include "model/config.h"
 #include "model/rope.h"
@@ -57,7 +59,6 @@ typedef struct {
     real *logits, *lse, *losses;     /* (head_rows,V) (N) (N); backward turns logits into dlogits */
     real* pos_seq;                   /* (N,KVH) integer positions t */
     double *rope_cos, *rope_sin;     /* (T,hd/2) the angles of positions 0 .. T-1 when a layer is rope, else NULL */
-    int32_t *tokens, *targets;       /* (N) copies of the batch */
 
     real* scratch;               /* backward work space */
     size_t n_scratch;
@@ -69,27 +70,18 @@ typedef struct {
     double z_loss;               /* coefficient of OLMo-2's z-loss (0 = off) */
     const real* force_positions; /* (N,KVH) test hook: RePo layers rotate by these instead of z */
 
-    const real* target_weights;  /* (N) loss weight of each target for the next forward, NULL = all 1 (the
-                                    plain mean); set by the caller, unchanged until its backward (xent.h) */
-
     LoraBase lora_base;          /* the base checkpoint a LoRA model's adapters are saved against */
     double repo_final_std;       /* std of a newly initialised RePo final projection (final_map); 0 = 0.02 */
-    bool lora_dropout_on;        /* the next forward and its backward apply cfg.lora_dropout (training); set by
-                                    the caller with lora_dropout_key, one key per micro-batch; off by default */
-    uint64_t lora_dropout_key;
     real* lora_xd;               /* (N, max(D, H*hd, F)) the dropout's work space, when cfg.lora_dropout > 0 */
-    const int32_t* doc_ids;      /* (N) document id of each token for the next forward, NULL = one document per
-                                    row; set by the caller, unchanged until its backward. With it, attention stays
-                                    within each document (a run of equal ids) and rope positions restart at 0 */
-    int32_t* doc_start;             /* (N) the document starts of doc_ids (attention.h), filled by forward */
+    int32_t* doc_start;             /* (N) the document starts of the last forward's doc_ids (attention.h) */
     DocSpans spans;                 /* a view of it, passed to the blocks while masked */
-    bool masked;                    /* the last forward used doc_ids; pos_seq then holds t - start_t */
+    bool masked;                    /* the last forward had doc_ids; pos_seq then holds t - start_t */
 
     bool has_loss;               /* forward ran with targets, so backward may run */
     bool logits_hold_grad;       /* model_forward_train left G (xent_forward_grad) in the logits buffer */
     double loss;
     size_t n_valid;              /* targets that are not -1 */
-    double weight_sum;           /* their summed weights (= n_valid without target_weights) */
+    double weight_sum;           /* their summed weights (= n_valid without the batch's target_weights) */
 } Model;
 
 /* Validate cfg, build the tensor list (frozen_patterns: fnmatch globs over HF
@@ -120,19 +112,21 @@ void model_free(Model* m);
 void model_init_weights(Model* m, uint64_t seed, double std);
 void model_init_tensor(Model* m, size_t index, uint64_t seed, double std);
 
-/* tokens (B,T) in [0,V); targets (B,T) in [-1,V) with -1 = ignored, or NULL for
-   logits only. Returns the mean loss (0 without targets). */
-double model_forward(Model* m, const int32_t* tokens, const int32_t* targets);
+/* The forward of batch b (b->B, b->T: the model's B and T): tokens, doc_ids and the LoRA dropout flag and
+   key as data/batch.h describes them. Returns the mean loss over b->targets weighted by b->target_weights,
+   or 0 without targets (then m->logits holds the logits of every row). */
+double model_forward(Model* m, const Batch* b);
 /* model_forward for a training step that model_backward follows: the same loss, and when the logits
    buffer holds all rows (head_chunk 0) it is left holding the loss gradient rather than the logits
    (xent_forward_grad), which saves backward a pass over the B*T*V logits. */
-double model_forward_train(Model* m, const int32_t* tokens, const int32_t* targets);
+double model_forward_train(Model* m, const Batch* b);
 /* The head after the last block, on n rows: normed = final_norm(x) and
    logits = normed lm_head^T. Training and generation both call it.
    logits (n,V)   normed (n,D), rstd (n) saved for backward   x (n,D) */
 void model_head_forward(real* logits, real* normed, real* rstd, const real* x, const Model* m, size_t n);
-/* Accumulate dloss · ∂loss/∂params into the gradients (dloss = 1, or 1/grad_accum). */
-void model_backward(Model* m, double dloss);
+/* Accumulate dloss · ∂loss/∂params into the gradients (dloss = 1, or 1/grad_accum). b: the batch of the
+   last forward, unchanged since (its tokens, targets, weights and dropout key are read again). */
+void model_backward(Model* m, const Batch* b, double dloss);
 void model_zero_grad(Model* m);
 
 #endif

@@ -275,7 +275,7 @@ static void run(Analysis* an, Model* m, const SyntheticConfig* syn, const TokenD
     Mass* sep = callocCheck(an->n_att, sizeof(Mass));
     for (size_t i = 0; i < an->items; i++) {
         make_input(x, &an->spans[i], an, syn, td, i);
-        model_forward(m, x, NULL);
+        model_forward(m, &(Batch){.B = 1, .T = T, .tokens = x});
         if (i == 0) memcpy(an->tokens0, x, T * sizeof(int32_t));
         for (size_t r = 0; an->has_pos && r < an->n_repo; r++) {
             const real* z = m->la[an->repo_layer[r]].z;   /* (T,KVH) */

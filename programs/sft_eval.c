@@ -65,12 +65,12 @@ int main(int argc, char** argv) {
     size_t n_tok = 0, n_right = 0, n_exact = 0, n_docs = 0;
     double loss = 0;
     for (size_t r = 0; r < p.n_rows; r++) {
-        const int32_t* x = p.tokens + r * T;
-        const int32_t* y = p.targets + r * T;
+        int32_t* x = p.tokens + r * T;
+        int32_t* y = p.targets + r * T;
         size_t n = 0;
         for (size_t t = 0; t < T; t++) n += y[t] != -1;
         if (!n) continue;
-        model_forward(&m, x, y);
+        model_forward(&m, &(Batch){.B = 1, .T = T, .tokens = x, .targets = y});
         loss += m.loss * (double)m.n_valid;
         bool exact = true;
         for (size_t t = 0; t < T; t++) {

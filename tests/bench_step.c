@@ -266,15 +266,16 @@ int main(int argc, char** argv) {
     stdout = saved;
     fcloseCheck(devnull, "/dev/null");
 
+    Batch b = {.B = B, .T = T, .tokens = tok, .targets = tgt};
     int n = o.steps;
     double *t_step = mallocCheck(4 * n * sizeof(double)), *t_fwd = t_step + n, *t_bwd = t_fwd + n, *t_opt = t_bwd + n;
     double loss0 = 0, sum = 0, faults = 0;
     for (int s = 0; s < o.warmup + n; s++) {
         if (s == o.warmup) faults = minor_faults();
         double t0 = now_s();
-        double loss = model_forward_train(&m, tok, tgt);
+        double loss = model_forward_train(&m, &b);
         double t1 = now_s();
-        model_backward(&m, 1.0);
+        model_backward(&m, &b, 1.0);
         double t2 = now_s();
         double norm = grad_global_norm(m.grads, m.tensors.n_grads);
         adamw_step(&opt, m.params, m.grads, 1e-4, (size_t)s, grad_clip_scale(1.0, norm), true);   /* zeroes them */

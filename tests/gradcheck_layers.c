@@ -174,23 +174,29 @@ static const LoraDropout* lora_drop(OpCtx* c, LoraDropout* d) {
     *d = (LoraDropout){0.4, 0x5eedull, c->work[2]};
     return c->dims[4] ? d : NULL;
 }
+/* the adapter of the problem: input in[0], A = in[2], B = in[3], scale 1.75, ax saved in work[0] */
+static LoraOp lora_op(OpCtx* c, LoraDropout* d) {
+    return (LoraOp){.inp = c->in[0], .ax = c->work[0], .A = c->in[2], .B = c->in[3], .scale = 1.75,
+                    .drop = lora_drop(c, d), .N = c->dims[0], .C = c->dims[1], .OC = c->dims[2], .r = c->dims[3]};
+}
 static double lora_loss(Problem* p) {
     OpCtx* c = p->ctx;
-    size_t N = c->dims[0], C = c->dims[1], OC = c->dims[2], r = c->dims[3];
+    size_t N = c->dims[0], C = c->dims[1], OC = c->dims[2];
     LoraDropout d;
+    LoraOp op = lora_op(c, &d);
     linear_forward(c->out, c->in[0], c->in[1], N, C, OC);
-    lora_forward(c->out, OC, c->work[0], c->in[0], c->in[2], c->in[3], 1.75, lora_drop(c, &d), N, C, OC, r);
+    lora_forward(c->out, OC, &op);
     return gc_project(c->out, c->proj, N * OC);
 }
 static void lora_grad(Problem* p) {
     OpCtx* c = p->ctx;
-    size_t N = c->dims[0], C = c->dims[1], OC = c->dims[2], r = c->dims[3];
+    size_t N = c->dims[0], C = c->dims[1], OC = c->dims[2];
     LoraDropout d;
+    LoraOp op = lora_op(c, &d);
     zero_grads(p);
     lora_loss(p);
     linear_backward(p->dx[0], p->dx[1], c->proj, c->in[0], c->in[1], N, C, OC, false);
-    lora_backward(p->dx[0], p->dx[2], p->dx[3], c->work[1], c->proj, OC, c->in[0], c->work[0], c->in[2], c->in[3], 1.75,
-                  lora_drop(c, &d), N, C, OC, r);
+    lora_backward(p->dx[0], p->dx[2], p->dx[3], c->work[1], c->proj, OC, &op);
 }
 static void setup_lora(Problem* out, Rng* rng, const char* name, bool dropout) {
     OpCtx* c = new_problem(out, name);

@@ -13,9 +13,8 @@ typedef struct {
     Model m;
     size_t layer;            /* block problems: which layer; model problems: unused */
     real *x_in, *x_out, *proj, *dx_in;
-    int32_t *tokens, *targets;
-    int32_t* doc_ids;        /* model problems with packed documents, else NULL */
-    real* weights;           /* model problems with per-row target weights, else NULL */
+    Batch batch;             /* model problems: tokens, targets, and doc_ids (packed documents), target_weights
+                                (per-row weights) or the LoRA dropout key where the problem has them */
 } ModelCtx;
 
 static void free_model_ctx(Problem* p) {
@@ -25,10 +24,7 @@ static void free_model_ctx(Problem* p) {
     free(c->x_out);
     free(c->proj);
     free(c->dx_in);
-    free(c->tokens);
-    free(c->targets);
-    free(c->doc_ids);
-    free(c->weights);
+    batch_free(&c->batch);
     free(c);
 }
 
@@ -126,13 +122,13 @@ size_t build_block_llama(Problem* out, size_t max, Rng* rng) { return build_bloc
 /* ---- the whole model: L = its loss ---- */
 static double model_loss(Problem* p) {
     ModelCtx* c = p->ctx;
-    return model_forward(&c->m, c->tokens, c->targets);
+    return model_forward(&c->m, &c->batch);
 }
 static void model_grad(Problem* p) {
     ModelCtx* c = p->ctx;
     model_zero_grad(&c->m);
-    model_forward_train(&c->m, c->tokens, c->targets);
-    model_backward(&c->m, 1.0);
+    model_forward_train(&c->m, &c->batch);
+    model_backward(&c->m, &c->batch, 1.0);
     collect_grads(p, &c->m, 0);
 }
 
@@ -148,17 +144,12 @@ static void setup_model(Problem* p, Rng* rng, const ModelConfig* cfg, const char
     model_build_opts(&c->m, cfg, B, T, NULL, 0, opts, false);
     randomise_weights(&c->m, rng);
     c->m.z_loss = z_loss;
-    c->tokens = mallocCheck(N * sizeof(int32_t));
-    c->targets = mallocCheck(N * sizeof(int32_t));
+    batch_alloc(&c->batch, B, T, doc_ids != NULL, false);
     for (size_t n = 0; n < N; n++) {
-        c->tokens[n] = (int32_t)rng_below(rng, cfg->V);
-        c->targets[n] = n == 3 ? -1 : (int32_t)rng_below(rng, cfg->V);
+        c->batch.tokens[n] = (int32_t)rng_below(rng, cfg->V);
+        c->batch.targets[n] = n == 3 ? -1 : (int32_t)rng_below(rng, cfg->V);
     }
-    if (doc_ids) {
-        c->doc_ids = mallocCheck(N * sizeof(int32_t));
-        memcpy(c->doc_ids, doc_ids, N * sizeof(int32_t));
-        c->m.doc_ids = c->doc_ids;
-    }
+    if (doc_ids) memcpy(c->batch.doc_ids, doc_ids, N * sizeof(int32_t));
     add_params(p, &c->m, -1);
     p->loss = model_loss;
     p->grad = model_grad;
@@ -208,9 +199,8 @@ size_t build_model(Problem* out, size_t max, Rng* rng) {
     if (max <= 6) return 6;
     setup_model(&out[6], rng, &cfg, "model: OLMo-2, per-row target weights in [0.5, 2], z-loss 1e-3", 1e-3, NULL, NULL);
     ModelCtx* c = out[6].ctx;
-    c->weights = mallocCheck(12 * sizeof(real));
-    for (size_t n = 0; n < 12; n++) c->weights[n] = (real)(0.5 + 1.5 * rng_uniform(rng));
-    c->m.target_weights = c->weights;
+    c->batch.target_weights = mallocCheck(12 * sizeof(real));   /* freed by batch_free */
+    for (size_t n = 0; n < 12; n++) c->batch.target_weights[n] = (real)(0.5 + 1.5 * rng_uniform(rng));
     return 7;
 }
 
@@ -237,7 +227,7 @@ size_t build_lora_model(Problem* out, size_t max, Rng* rng) {
     cfg.lora_dropout = 0.3;   /* one fixed key: the masks of every layer and projection stay put */
     setup_model(&out[2], rng, &cfg, "lora-model: the same with LoRA dropout 0.3 (fixed masks)", 0, NULL, NULL);
     ModelCtx* c = out[2].ctx;
-    c->m.lora_dropout_on = true;
-    c->m.lora_dropout_key = 0x5eedull;
+    c->batch.lora_dropout_on = true;
+    c->batch.lora_dropout_key = 0x5eedull;
     return 3;
 }

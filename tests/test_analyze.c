@@ -200,7 +200,7 @@ static void check_model_rows(void) {
     for (size_t i = 0; i < 3; i++) {
         synthetic_item(&syn, SYN_DISTRACTOR, 1, i, P, -1.0, x, answer);
         memcpy(x + P, answer, (T - P) * sizeof(int32_t));
-        model_forward(&m, x, NULL);
+        model_forward(&m, &(Batch){.B = 1, .T = T, .tokens = x});
         ItemSpans s;
         item_spans(&s, &syn, SYN_DISTRACTOR, x, P);
         for (size_t l = 0; l < 4; l++)

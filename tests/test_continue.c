@@ -80,8 +80,9 @@ int main(void) {
     int32_t* tok = mallocCheck(N * sizeof(int32_t));
     int32_t* tgt = mallocCheck(N * sizeof(int32_t));
     synthetic_rows(&sc, 5, 0, B, 0, B, T, tok, tgt, NULL);
-    model_forward(&pure, tok, tgt);
-    model_forward(&repo, tok, tgt);
+    Batch b = {.B = B, .T = T, .tokens = tok, .targets = tgt};
+    model_forward(&pure, &b);
+    model_forward(&repo, &b);
     size_t bytes = N * c.D * sizeof(real);
     EXPECT(memcmp(pure.res[0], repo.res[0], bytes) == 0 && memcmp(pure.res[1], repo.res[1], bytes) == 0,
            "embeddings and layer 0's output bit-identical to the pure-RoPE model's");

@@ -1,4 +1,4 @@
-/* Document masking against its definition: a packed row with model.doc_ids gives every
+/* Document masking against its definition: a packed row with the batch's doc_ids gives every
    document the logits, per-token losses and (summed) gradients it gets when run alone
    in a model of its own length. Two models: OLMo-2 with rope/repo/nope layers (MHA) and
    Llama with GQA 4/2, tied embeddings and llama3 RoPE. Rows of T = 80 hold 3 documents
@@ -21,8 +21,7 @@
 #include "tests/testutil.h"
 #include "train/run_config.h"
 
-#define B 2
-#define T 80
+enum { B = 2, T = 80 };   /* rows, tokens per row (constants, not macros: Batch has fields B and T) */
 #define N_DOCS 3
 static const size_t DOC_LEN[B][N_DOCS] = {{5, 60, 15}, {30, 3, 47}};
 
@@ -59,17 +58,19 @@ static void check_model(const char* label, const ModelConfig* cfg) {
     make_batch(&p, V);
 
     /* unmasked forward: the reference for "nothing changes without doc_ids" */
-    model_forward(&packed, p.tokens, p.targets);
+    Batch unmasked = {.B = B, .T = T, .tokens = p.tokens, .targets = p.targets};
+    model_forward(&packed, &unmasked);
     float* plain = to_float(packed.logits, N * V);
 
-    packed.doc_ids = p.ids;
+    Batch masked = unmasked;
+    masked.doc_ids = p.ids;
     model_zero_grad(&packed);
-    model_forward(&packed, p.tokens, p.targets);
+    model_forward(&packed, &masked);
     size_t n_total = packed.n_valid;
-    model_backward(&packed, 1.0);
+    model_backward(&packed, &masked, 1.0);
 
     /* rerun the masked forward for logits and per-token losses (backward overwrote the logits) */
-    model_forward(&packed, p.tokens, p.targets);
+    model_forward(&packed, &masked);
     /* RoPE scores depend only on t - j, so the restart is invisible in the logits: check the positions */
     size_t pos_bad = 0;
     for (size_t b = 0, n = 0; b < B; b++)
@@ -91,12 +92,13 @@ static void check_model(const char* label, const ModelConfig* cfg) {
             CHECK(alone.tensors.n_params == packed.tensors.n_params, "same tensor list");
             memcpy(alone.params, packed.params, packed.tensors.n_params * sizeof(real));
             model_zero_grad(&alone);
-            model_forward(&alone, p.tokens + n0, p.targets + n0);
+            Batch doc = {.B = 1, .T = len, .tokens = p.tokens + n0, .targets = p.targets + n0};
+            model_forward(&alone, &doc);
             for (size_t i = 0; i < len * V; i++) ref_logits[n0 * V + i] = (float)alone.logits[i];
             for (size_t i = 0; i < len; i++) ref_losses[n0 + i] = (float)alone.losses[i];
             /* the packed loss is the mean over all valid targets: document d's share is n_d / n_total */
             if (alone.n_valid) {
-                model_backward(&alone, (double)alone.n_valid / (double)n_total);
+                model_backward(&alone, &doc, (double)alone.n_valid / (double)n_total);
                 for (size_t i = 0; i < packed.tensors.n_grads; i++) ref_grads[i] += alone.grads[i];
             }
             model_free(&alone);
@@ -135,8 +137,7 @@ static void check_model(const char* label, const ModelConfig* cfg) {
            max_diff);
 
     /* back to unmasked: positions and attention are the plain ones again, bit for bit */
-    packed.doc_ids = NULL;
-    model_forward(&packed, p.tokens, p.targets);
+    model_forward(&packed, &unmasked);
     EXPECT(packed.pos_seq[(T + 70) * cfg->KVH] == 70, "positions are t again: %g at row 1, t = 70",
            (double)packed.pos_seq[(T + 70) * cfg->KVH]);
     float* again = to_float(packed.logits, N * V);

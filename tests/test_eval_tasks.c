@@ -68,7 +68,7 @@ static size_t recount_item(Model* m, const int32_t* prompt, size_t P, const int3
     memcpy(seq, prompt, P * sizeof(int32_t));
     for (size_t t = P; t < T; t++) seq[t] = 0;   /* causal: rows before t never read these */
     for (size_t a = 0; a < A; a++) {
-        model_forward(m, seq, NULL);
+        model_forward(m, &(Batch){.B = 1, .T = T, .tokens = seq});
         int32_t tok = gen_argmax(m->logits + (P - 1 + a) * V, V);
         ok += tok == answer[a];
         if (a + 1 < A) seq[P + a] = tok;
@@ -155,7 +155,7 @@ static void check_perplexity(void) {
             tok[t] = ids[w * T + t];
             tgt[t] = ids[w * T + t + 1];
         }
-        sum += model_forward(&m, tok, tgt);
+        sum += model_forward(&m, &(Batch){.B = 1, .T = T, .tokens = tok, .targets = tgt});
     }
     double ref = exp(sum / 7);
     EXPECT(r.windows == 7 && r.tokens == 7 * T && fabs(r.ppl - ref) <= 1e-9 * ref,

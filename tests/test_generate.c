@@ -106,10 +106,10 @@ static double max_abs(const real* a, size_t n) {
 }
 
 /* the cache and the full forward on the same sequence: steps, caches, chunked prefill */
-static void check_steps_and_prefill(Model* m, const int32_t* tokens, size_t T, const char* model_name,
+static void check_steps_and_prefill(Model* m, int32_t* tokens, size_t T, const char* model_name,
                                     bool threaded) {
     size_t V = m->cfg.V;
-    model_forward(m, tokens, NULL);
+    model_forward(m, &(Batch){.B = 1, .T = T, .tokens = tokens});
     if (!threaded) print_z_spread(m, T);
     Generator g;
     gen_build(&g, m, T, 7);
@@ -159,7 +159,7 @@ static void check_greedy(Model* m, const int32_t* tokens, size_t n_prompt, size_
     gen_generate(&g, tokens, n_prompt, n_new, 0.0, 0, NULL, out);
     memcpy(seq, tokens, n_prompt * sizeof(int32_t));
     memcpy(seq + n_prompt, out, (n_new - 1) * sizeof(int32_t));
-    model_forward(m, seq, NULL);   /* causal: row n_prompt-1+i sees exactly prompt + out[0..i) */
+    model_forward(m, &(Batch){.B = 1, .T = T, .tokens = seq});   /* causal: row n_prompt-1+i sees exactly prompt + out[0..i) */
     int same = 1;
     double margin = 1e30;   /* smallest gap between the best and the second-best full logit */
     printf("  %s: greedy tokens", name);

@@ -42,8 +42,8 @@ static void copy_by_name(Model* dst, const Model* src, bool lora) {
     }
 }
 
-static float* logits_of(Model* m, const int32_t* tokens) {
-    model_forward(m, tokens, NULL);
+static float* logits_of(Model* m, int32_t* tokens) {
+    model_forward(m, &(Batch){.B = m->B, .T = m->T, .tokens = tokens});
     size_t n = m->B * m->T * m->cfg.V;
     float* out = mallocCheck(n * sizeof(float));
     for (size_t i = 0; i < n; i++) out[i] = (float)m->logits[i];
@@ -195,12 +195,13 @@ static void check_bf16_base(ModelConfig cfg) {
             *x = (real)st_bf16_to_f32(half.base_bf16[h->offset + k]);
         }
     }
-    double lr = model_forward(&ref, tokens, targets), lh = model_forward(&half, tokens, targets);
+    Batch b = {.B = 2, .T = NT / 2, .tokens = tokens, .targets = targets};
+    double lr = model_forward(&ref, &b), lh = model_forward(&half, &b);
     EXPECT(lr == lh, "the same loss (%.9g, %.9g)", lr, lh);
     model_zero_grad(&ref);
     model_zero_grad(&half);
-    model_backward(&ref, 1.0);
-    model_backward(&half, 1.0);
+    model_backward(&ref, &b, 1.0);
+    model_backward(&half, &b, 1.0);
     EXPECT(ref.tensors.n_grads == half.tensors.n_grads &&
                !memcmp(ref.grads, half.grads, ref.tensors.n_grads * sizeof(real)),
            "the same adapter gradients (%zu values)", ref.tensors.n_grads);
@@ -249,13 +250,13 @@ static void check_dropout(ModelConfig cfg) {
         ModelOpts o = {rec, 0};
         model_build_opts(&m[rec], &cfg, 2, NT / 2, NULL, 0, &o, false);
         random_weights(&m[rec], 19);
-        m[rec].lora_dropout_key = 7;
-        double off = model_forward(&m[rec], tokens, targets);
-        m[rec].lora_dropout_on = true;
-        loss[rec] = model_forward(&m[rec], tokens, targets);
+        Batch b = {.B = 2, .T = NT / 2, .tokens = tokens, .targets = targets, .lora_dropout_key = 7};
+        double off = model_forward(&m[rec], &b);
+        b.lora_dropout_on = true;
+        loss[rec] = model_forward(&m[rec], &b);
         if (!rec) EXPECT(off != loss[rec], "dropout changes the loss only while on (%.9g off, %.9g on)", off, loss[rec]);
         model_zero_grad(&m[rec]);
-        model_backward(&m[rec], 1.0);
+        model_backward(&m[rec], &b, 1.0);
     }
     EXPECT(loss[0] == loss[1] && !memcmp(m[0].grads, m[1].grads, m[0].tensors.n_grads * sizeof(real)),
            "recompute with dropout: the same loss and bit-identical gradients (%zu values)", m[0].tensors.n_grads);

@@ -85,11 +85,12 @@ static void test_forced_repo_equals_rope(void) {
         int32_t* tokens = mallocCheck(N * sizeof(int32_t));
         int32_t* targets = mallocCheck(N * sizeof(int32_t));
         random_batch(tokens, targets, N, cfg.V, 3);
-        double l_rope = model_forward(&rope, tokens, targets);
-        double l_free = model_forward(&repo, tokens, targets);
+        Batch b = {.B = B, .T = T, .tokens = tokens, .targets = targets};
+        double l_rope = model_forward(&rope, &b);
+        double l_free = model_forward(&repo, &b);
         int differs = memcmp(rope.logits, repo.logits, N * cfg.V * sizeof(real)) != 0;
         repo.force_positions = rope.pos_seq;    /* (N,KVH) of t */
-        double l_forced = model_forward(&repo, tokens, targets);
+        double l_forced = model_forward(&repo, &b);
         int same = memcmp(rope.logits, repo.logits, N * cfg.V * sizeof(real)) == 0;
         EXPECT(same && l_forced == l_rope, "%s: forced repo logits bit-identical to rope (loss %.9f vs %.9f)",
                block_style_name(cfg.block), l_forced, l_rope);
@@ -116,9 +117,10 @@ static void test_reference_size_no_alloc(void) {
     int32_t* tokens = mallocCheck(N * sizeof(int32_t));
     int32_t* targets = mallocCheck(N * sizeof(int32_t));
     random_batch(tokens, targets, N, cfg.V, 5);
+    Batch b = {.B = B, .T = T, .tokens = tokens, .targets = targets};
     model_zero_grad(&m);   /* warm-up step: thread pools and BLAS buffers start here */
-    model_forward(&m, tokens, targets);
-    model_backward(&m, 1.0);
+    model_forward(&m, &b);
+    model_backward(&m, &b, 1.0);
 
     double best = 1e30, loss = 0;
     n_allocs_ours = n_allocs_libs = 0;
@@ -132,8 +134,8 @@ static void test_reference_size_no_alloc(void) {
         double t0 = now_ms();
         counting = 1;
         model_zero_grad(&m);
-        loss = model_forward(&m, tokens, targets);
-        model_backward(&m, 1.0);
+        loss = model_forward(&m, &b);
+        model_backward(&m, &b, 1.0);
         counting = 0;
         double dt = now_ms() - t0;
         best = dt < best ? dt : best;
@@ -170,13 +172,14 @@ static void test_target_weights(void) {
     real* w = mallocCheck(N * sizeof(real));
     random_batch(tokens, targets, N, cfg.V, 11);
     targets[5] = -1;
-    double plain = model_forward(&m, tokens, targets);
+    Batch b = {.B = B, .T = T, .tokens = tokens, .targets = targets};
+    double plain = model_forward(&m, &b);
     for (size_t n = 0; n < N; n++) w[n] = 1;
-    m.target_weights = w;
-    double ones = model_forward(&m, tokens, targets);
+    b.target_weights = w;
+    double ones = model_forward(&m, &b);
     EXPECT(ones == plain && m.weight_sum == (double)m.n_valid, "weights of 1: loss %.9f == plain mean %.9f", ones, plain);
     for (size_t n = 0; n < N; n++) w[n] = n % 3 == 0 ? 20 : 1;   /* every third target is an "answer" */
-    double weighted = model_forward(&m, tokens, targets), num = 0, den = 0;
+    double weighted = model_forward(&m, &b), num = 0, den = 0;
     for (size_t n = 0; n < N; n++)
         if (targets[n] >= 0) {
             num += w[n] * (double)m.losses[n];

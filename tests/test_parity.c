@@ -25,8 +25,8 @@
 typedef struct {
     StFile ref;
     size_t B, T, N;
-    int32_t *tokens, *targets;
-    int32_t* doc_ids;   /* (N) packed documents (document masking), NULL when the fixture has none */
+    Batch batch;        /* tokens, targets; doc_ids: packed documents (document masking), NULL when the fixture
+                           has none */
     double z_loss;
 } Fixture;
 
@@ -61,24 +61,19 @@ static void fixture_open(Fixture* fx, const char* dir) {
     fx->T = (size_t)meta_double(&fx->ref, "T");
     fx->N = fx->B * fx->T;
     fx->z_loss = meta_double(&fx->ref, "z_loss");
-    fx->tokens = mallocCheck(fx->N * sizeof(int32_t));
-    fx->targets = mallocCheck(fx->N * sizeof(int32_t));
-    st_read_i32(&fx->ref, st_find(&fx->ref, "tokens"), fx->tokens);
-    st_read_i32(&fx->ref, st_find(&fx->ref, "targets"), fx->targets);
     const StTensor* docs = st_find(&fx->ref, "doc_ids");
-    fx->doc_ids = NULL;
+    batch_alloc(&fx->batch, fx->B, fx->T, docs != NULL, false);
+    st_read_i32(&fx->ref, st_find(&fx->ref, "tokens"), fx->batch.tokens);
+    st_read_i32(&fx->ref, st_find(&fx->ref, "targets"), fx->batch.targets);
     if (docs) {
         CHECK(docs->numel == fx->N, "fixture doc_ids has %zu elements, expected %zu", docs->numel, fx->N);
-        fx->doc_ids = mallocCheck(fx->N * sizeof(int32_t));
-        st_read_i32(&fx->ref, docs, fx->doc_ids);
+        st_read_i32(&fx->ref, docs, fx->batch.doc_ids);
     }
 }
 
 static void fixture_close(Fixture* fx) {
     st_close(&fx->ref);
-    free(fx->tokens);
-    free(fx->targets);
-    free(fx->doc_ids);
+    batch_free(&fx->batch);
 }
 
 static void load_model(Model* m, const char* ckpt, const Fixture* fx) {
@@ -88,7 +83,6 @@ static void load_model(Model* m, const char* ckpt, const Fixture* fx) {
     size_t fresh = hf_load_weights(m, ckpt, 1, false);
     CHECK(fresh == 0, "%s: %zu tensors were missing", ckpt, fresh);
     m->z_loss = fx->z_loss;
-    m->doc_ids = fx->doc_ids;
 }
 
 /* loss, logits, z, every gradient */
@@ -98,7 +92,7 @@ static void check_forward_backward(const char* dir, Fixture* fx) {
     Model m;
     load_model(&m, ckpt, fx);
     model_zero_grad(&m);
-    double loss = model_forward(&m, fx->tokens, fx->targets);
+    double loss = model_forward(&m, &fx->batch);
     double ref_loss = ref_scalar(&fx->ref, "loss", 0);
     double rel = fabs(loss - ref_loss) / fabs(ref_loss);
     EXPECT(rel <= 1e-5, "loss %.9f vs PyTorch %.9f: rel err %.2e (tol 1e-5)", loss, ref_loss, rel);
@@ -113,7 +107,7 @@ static void check_forward_backward(const char* dir, Fixture* fx) {
         expect_close(name, m.la[l].z, ref, fx->N * m.cfg.KVH, 1e-5, 0, "RePo positions within 1e-5");
         free(ref);
     }
-    model_backward(&m, 1.0);
+    model_backward(&m, &fx->batch, 1.0);
     for (size_t i = 0; i < m.tensors.n; i++) {
         const TensorInfo* t = &m.tensors.t[i];
         char name[160];
@@ -157,10 +151,10 @@ static void check_adamw(const char* dir, Fixture* fx) {
     size_t steps = (size_t)meta_double(&fx->ref, "adamw_steps");
     for (size_t s = 0; s < steps; s++) {
         model_zero_grad(&m);
-        double loss = model_forward(&m, fx->tokens, fx->targets);
+        double loss = model_forward(&m, &fx->batch);
         double ref = ref_scalar(&fx->ref, "adamw_losses", s);
         EXPECT(fabs(loss - ref) <= 1e-5 * fabs(ref), "AdamW step %zu: loss %.9f vs PyTorch %.9f", s, loss, ref);
-        model_backward(&m, 1.0);
+        model_backward(&m, &fx->batch, 1.0);
         adamw_step(&opt, m.params, m.grads, oc.lr, s, 1.0, false);
     }
     double worst = 0, exempt_tol = fmax(1e-4, 10 * meta_double(&fx->ref, "f32_weight_rounding_error_exempt"));
@@ -204,7 +198,7 @@ static void check_bf16_loss(const char* dir, Fixture* fx) {
     snprintf(ckpt, sizeof(ckpt), "%s/ckpt_bf16", dir);
     Model m;
     load_model(&m, ckpt, fx);
-    double loss = model_forward(&m, fx->tokens, fx->targets);
+    double loss = model_forward(&m, &fx->batch);
     double ref_loss = ref_scalar(&fx->ref, "loss_bf16", 0);
     EXPECT(fabs(loss - ref_loss) <= 1e-3, "BF16 checkpoint: loss %.6f vs PyTorch (bf16 weights) %.6f (tol 1e-3)",
            loss, ref_loss);

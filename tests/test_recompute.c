@@ -18,9 +18,7 @@
 #include "model/model.h"
 #include "testutil.h"
 
-#define B 2
-#define T 17
-#define N (B * T)
+enum { B = 2, T = 17, N = B * T };   /* constants, not macros: Batch has fields B and T */
 
 static ModelConfig config(BlockStyle style) {
     ModelConfig cfg;
@@ -37,7 +35,7 @@ static ModelConfig config(BlockStyle style) {
 
 /* two micro-batches of one optimizer step into m's gradients; returns the summed loss. docs: document
    masking, row b of micro-batch k cut into documents at t = 3 + b + 2k and at 11 - k (three per row) */
-static double run_step(Model* m, const real* weights, bool docs) {
+static double run_step(Model* m, real* weights, bool docs) {
     Rng rng;
     rng_seed(&rng, 7);
     int32_t tok[N], tgt[N], ids[N];
@@ -50,10 +48,10 @@ static double run_step(Model* m, const real* weights, bool docs) {
             tgt[n] = n % 5 == 3 ? -1 : (int32_t)rng_below(&rng, m->cfg.V);
             ids[n] = (int32_t)(t >= 3 + b + 2 * (size_t)k) + (int32_t)(t >= 11 - (size_t)k);
         }
-        m->doc_ids = docs ? ids : NULL;
-        m->target_weights = weights;
-        loss += model_forward_train(m, tok, tgt);
-        model_backward(m, 0.5);
+        Batch b = {.B = B, .T = T, .tokens = tok, .targets = tgt, .target_weights = weights,
+                   .doc_ids = docs ? ids : NULL};
+        loss += model_forward_train(m, &b);
+        model_backward(m, &b, 0.5);
     }
     return loss;
 }

@@ -132,8 +132,9 @@ static double step_grads(real* grads, size_t* n_grads, bool with_cache, bool lla
         tok[i] = (int32_t)rng_below(&rng, c.V);
         tgt[i] = (int32_t)rng_below(&rng, c.V);
     }
-    double loss = model_forward_train(&m, tok, tgt);
-    model_backward(&m, 1.0);
+    Batch b = {.B = B, .T = T, .tokens = tok, .targets = tgt};
+    double loss = model_forward_train(&m, &b);
+    model_backward(&m, &b, 1.0);
     *n_grads = m.tensors.n_grads;
     if (grads) memcpy(grads, m.grads, m.tensors.n_grads * sizeof(real));
     model_free(&m);
@@ -179,16 +180,16 @@ static void test_fused_head(void) {
     model_build(&m, &c, B, T, NULL, 0, false);
     model_init_weights(&m, 3, 0.05);
     m.z_loss = 1e-3;
-    m.target_weights = w;
+    Batch b = {.B = B, .T = T, .tokens = tok, .targets = tgt, .target_weights = w};
     size_t n = m.tensors.n_grads;
     real* g = mallocCheck(2 * n * sizeof(real));
     double loss[2];
     for (int fused = 0; fused < 2; fused++) {
         model_zero_grad(&m);
-        loss[fused] = fused ? model_forward_train(&m, tok, tgt) : model_forward(&m, tok, tgt);
+        loss[fused] = fused ? model_forward_train(&m, &b) : model_forward(&m, &b);
         EXPECT(m.logits_hold_grad == (fused == 1), "model_forward%s: the logits buffer holds %s",
                fused ? "_train" : "", fused ? "the loss gradient" : "the logits");
-        model_backward(&m, 0.5);
+        model_backward(&m, &b, 0.5);
         memcpy(g + fused * n, m.grads, n * sizeof(real));
     }
     EXPECT(fabs(loss[1] - loss[0]) <= 1e-12 * fabs(loss[0]), "the loss: %.12g fused, %.12g plain", loss[1], loss[0]);
@@ -199,9 +200,10 @@ static void test_fused_head(void) {
     ModelOpts chunked = {false, 10};
     model_build_opts(&m, &c, B, T, NULL, 0, &chunked, false);
     model_init_weights(&m, 3, 0.05);
-    model_forward_train(&m, tok, tgt);
+    b.target_weights = NULL;
+    model_forward_train(&m, &b);
     EXPECT(!m.logits_hold_grad, "model_forward_train with head chunks of 10 rows keeps xent_backward's path");
-    model_backward(&m, 1.0);
+    model_backward(&m, &b, 1.0);
     model_free(&m);
 }
 

@@ -73,8 +73,8 @@ void memplan_compute(MemPlan* p, const ModelConfig* cfg, const RunConfig* rc, si
     p->bytes[MP_STATE] = 2.0 * (p->state_bf16 ? 2.0 : r) * state_elems;
     p->bytes[MP_ACTS] = r * (double)p->n.acts;
     p->bytes[MP_SCRATCH] = r * (double)p->n.scratch;
-    /* tokens and targets in the model and the trainer, answer mask, weights, document ids and starts */
-    p->bytes[MP_BATCH] = (6 * sizeof(int32_t) + 1 + sizeof(real)) * (double)N;
+    /* the trainer's Batch (tokens, targets, document ids, weights) and the model's document starts */
+    p->bytes[MP_BATCH] = (4 * sizeof(int32_t) + sizeof(real)) * (double)N;
     p->bytes[MP_DATA] = (double)data_bytes;
     p->bytes[MP_EVAL] = eval_tasks_bytes(cfg, rc);
     double widest = (double)(cfg->V > cfg->F ? cfg->V : cfg->F);

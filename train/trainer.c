@@ -198,12 +198,19 @@ void trainer_setup(Trainer* tr) {
               "data.format \"jsonl\" takes data.train and data.val as lists of files, not of sources");
         char tok[4200];   /* data.tokenizer, else the model's tokenizer.json when it has one */
         if (!trainer_tokenizer_json(tr, tok, sizeof(tok))) tok[0] = 0;
-        data_source_open_jsonl(&tr->data, train_files, rc->data.train.n, val_files, rc->data.val.n,
-                               tok[0] ? tok : NULL, rc->data.order, rc->run.seed, tr->mcfg.V, tr->T);
+        data_source_open_jsonl(&tr->data, &(DataSourceSpec){.train = train_files, .n_train = rc->data.train.n,
+                                                              .val = val_files, .n_val = rc->data.val.n,
+                                                              .tokenizer = tok[0] ? tok : NULL,
+                                                              .order = rc->data.order, .seed = rc->run.seed,
+                                                              .vocab_size = tr->mcfg.V, .T = tr->T});
     } else {
-        data_source_open(&tr->data, rc->data.synthetic, train_files, rc->data.train.n, val_files, rc->data.val.n,
-                         rc->data.train_sources, rc->data.val_sources, rc->data.format, rc->data.order, rc->run.seed,
-                         tr->mcfg.V, tr->T);
+        data_source_open(&tr->data, &(DataSourceSpec){.synthetic = rc->data.synthetic, .train = train_files,
+                                                       .n_train = rc->data.train.n, .val = val_files,
+                                                       .n_val = rc->data.val.n,
+                                                       .train_sources = rc->data.train_sources,
+                                                       .val_sources = rc->data.val_sources,
+                                                       .format = rc->data.format, .order = rc->data.order,
+                                                       .seed = rc->run.seed, .vocab_size = tr->mcfg.V, .T = tr->T});
         tr->data.eos = eos;
     }
 
@@ -221,18 +228,13 @@ void trainer_setup(Trainer* tr) {
     tr->model.repo_final_std = rc->model.positions.repo_final_init_std;   /* for new RePo weights below */
     if (rc->train.eval_tasks) setup_tasks(tr);
     build_optimizer(tr);
-    tr->tokens = mallocCheck(tr->B * tr->T * sizeof(int32_t));
-    tr->targets = mallocCheck(tr->B * tr->T * sizeof(int32_t));
-    if (rc->data.document_mask) {   /* the data source fills them with every batch */
-        tr->doc_ids = mallocCheck(tr->B * tr->T * sizeof(int32_t));
-        tr->model.doc_ids = tr->doc_ids;
+    /* the data source fills document ids and answer weights with every batch when the batch has them */
+    batch_alloc(&tr->batch, tr->B, tr->T, rc->data.document_mask,
+                tr->data.synthetic && tr->data.syn.answer_weight != 1.0);
+    if (rc->data.document_mask) {
         if (tr->data.jsonl) printf("document masking: attention within the packed JSONL records, positions restart\n");
         else printf("document masking: attention within documents ended by token %" PRId32 ", positions restart\n",
                     eos);
-    }
-    if (tr->data.synthetic && tr->data.syn.answer_weight != 1.0) {
-        tr->answer_mask = mallocCheck(tr->B * tr->T);
-        tr->target_weights = mallocCheck(tr->B * tr->T * sizeof(real));
     }
     memset(&tr->state, 0, sizeof(tr->state));
 
@@ -273,11 +275,7 @@ void trainer_free(Trainer* tr) {
     adamw_free(&tr->opt);
     if (tr->has_tasks) gen_free(&tr->gen);
     model_free(&tr->model);
-    free(tr->tokens);
-    free(tr->targets);
-    free(tr->answer_mask);
-    free(tr->doc_ids);
-    free(tr->target_weights);
+    batch_free(&tr->batch);
     free(tr->config_json);
     free(tr->shard_counts);
     free(tr->shard_displs);
@@ -325,20 +323,15 @@ void trainer_step(Trainer* tr) {
     tr->grads_zeroed = false;
     for (size_t k = 0; k < accum; k++) {   /* micro-batch k of rank r is global rows [(k*world + r)*B, +B) */
         size_t row0 = (k * world + (size_t)tr->rank) * tr->B;
-        data_source_rows(&tr->data, false, step, tr->rows_per_step, row0, tr->B, tr->T, tr->tokens, tr->targets,
-                         tr->answer_mask, tr->doc_ids);
+        Batch* b = &tr->batch;   /* with the answer-weighted loss of data.synthetic.answer_weight when set */
+        data_source_batch(&tr->data, false, step, tr->rows_per_step, row0, b);
         /* LoRA dropout masks: a pure function of (seed, step, global micro-batch), so resume stays exact */
-        m->lora_dropout_on = true;
-        m->lora_dropout_key = mix_triple(0x6c6f72612d64726full, tr->rc.run.seed, step, k * world + (size_t)tr->rank);
-        if (tr->target_weights) {   /* the answer-weighted training loss (data.synthetic.answer_weight) */
-            for (size_t i = 0; i < tr->B * tr->T; i++)
-                tr->target_weights[i] = tr->answer_mask[i] ? (real)tr->data.syn.answer_weight : 1;
-            m->target_weights = tr->target_weights;
-        }
-        double l = model_forward_train(m, tr->tokens, tr->targets);
+        b->lora_dropout_on = true;
+        b->lora_dropout_key = mix_triple(0x6c6f72612d64726full, tr->rc.run.seed, step, k * world + (size_t)tr->rank);
+        double l = model_forward_train(m, b);
         if (!isfinite(l)) die_nonfinite(tr, step + 1, "the loss is not finite");
         loss += l / (double)(accum * world);
-        model_backward(m, 1.0 / (double)(accum * world));
+        model_backward(m, b, 1.0 / (double)(accum * world));
     }
     double t_comm = now_s();
     dist_allreduce_sum_real(m->grads, m->tensors.n_grads);   /* the mean over the global batch */
@@ -411,20 +404,27 @@ bool trainer_data_left(Trainer* tr) {
     return true;
 }
 
+Batch trainer_eval_batch(const Trainer* tr) {
+    Batch b = tr->batch;
+    b.target_weights = NULL;
+    b.lora_dropout_on = false;
+    b.lora_dropout_key = 0;
+    return b;
+}
+
 /* The loss of validation stream k over n batches of B rows, summed over the ranks (batch j on rank j mod
    world); every rank takes part in each round's stop check, so all ranks leave at the same round. False
    when a signal asked to stop. */
 static bool eval_stream(Trainer* tr, size_t k, size_t n, double* total) {
     size_t world = (size_t)tr->world;
+    Batch b = trainer_eval_batch(tr);
     *total = 0;
     for (size_t j0 = 0; j0 < n; j0 += world) {
         if (tr->stop && dist_any(*tr->stop != 0)) return false;
         size_t j = j0 + (size_t)tr->rank;
         if (j >= n) continue;
-        data_source_val_rows(&tr->data, k, j, tr->B, tr->T, tr->tokens, tr->targets, tr->doc_ids);
-        tr->model.lora_dropout_on = false;   /* validation: the adapters without dropout */
-        tr->model.target_weights = NULL;   /* validation: the plain mean over every target */
-        *total += model_forward(&tr->model, tr->tokens, tr->targets);
+        data_source_val_batch(&tr->data, k, j, &b);
+        *total += model_forward(&tr->model, &b);
     }
     dist_allreduce_sum_double(total, 1);
     return true;

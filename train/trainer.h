@@ -43,10 +43,8 @@ typedef struct {
     size_t *shard_counts, *shard_displs;   /* (world) each rank's slice of the gradient arena */
     double comm_s;               /* seconds in all-reduce / all-gather in the last step */
     bool grads_zeroed;           /* the last adamw_step zeroed the whole gradient arena (not sharded) */
-    int32_t *tokens, *targets;   /* (B,T) one micro-batch */
-    int32_t* doc_ids;            /* (B,T) with data.document_mask (data/documents.h), else NULL */
-    uint8_t* answer_mask;        /* (B,T) with data.synthetic.answer_weight != 1, else NULL */
-    real* target_weights;        /* (B,T) answer_weight on answer targets, 1 elsewhere; or NULL */
+    Batch batch;                 /* one micro-batch (B,T), filled by the data source: doc_ids with
+                                    data.document_mask, target_weights with data.synthetic.answer_weight != 1 */
     char resumed_from[4096];     /* "" when the run started fresh */
     char init_dir[4096];         /* the checkpoint model.init_from resolved to */
     char tok_dir[4096];          /* whose tokenizer files every checkpoint carries: the resumed checkpoint,
@@ -104,6 +102,9 @@ bool trainer_data_left(Trainer* tr);
 bool trainer_eval(Trainer* tr);
 /* A checkpoint of the current step; first checks that every rank holds the same weights. */
 void trainer_save(Trainer* tr);
+/* tr->batch as validation reads it: the same buffers, every target weighing 1 (the plain mean) and the
+   adapters without dropout */
+Batch trainer_eval_batch(const Trainer* tr);
 /* train.log_positions (train/trainer_positions.c): the learned positions of every RePo layer on one fixed
    batch, summarised into a "positions" line of metrics.jsonl (rank 0; the others return) */
 void trainer_log_positions(Trainer* tr);

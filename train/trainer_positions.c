@@ -27,14 +27,10 @@ void trainer_log_positions(Trainer* tr) {
         return;
     }
     double t0 = now_s();
-    if (tr->data.has_val)
-        data_source_val_rows(&tr->data, 0, 0, tr->B, tr->T, tr->tokens, tr->targets, tr->doc_ids);
-    else
-        data_source_rows(&tr->data, false, 0, tr->rows_per_step, 0, tr->B, tr->T, tr->tokens, tr->targets, NULL,
-                         tr->doc_ids);
-    m->lora_dropout_on = false;   /* as in validation: the adapters without dropout */
-    m->target_weights = NULL;
-    model_forward(m, tr->tokens, tr->targets);
+    Batch b = trainer_eval_batch(tr);   /* as in validation: the plain mean, the adapters without dropout */
+    if (tr->data.has_val) data_source_val_batch(&tr->data, 0, 0, &b);
+    else data_source_batch(&tr->data, false, 0, tr->rows_per_step, 0, &b);
+    model_forward(m, &b);
     m->has_loss = false;   /* no backward follows */
     size_t seg_len = tr->T < SEG_LEN_DEFAULT ? tr->T : SEG_LEN_DEFAULT;
     SegParams seg = {seg_len, seg_eps_const_default(seg_len), SEG_MONO_FRAC_DEFAULT};
