@@ -1,4 +1,4 @@
-/* safetensors reading (docs/design.md, "safetensors"): the header parser and validator, mmap
+/* safetensors reading (docs/formats.md, "safetensors"): the header parser and validator, mmap
    open/close and lookup by name. The parser never exits: every error is a
    message naming the file and the tensor or byte offset, returned to the
    caller (the malformed-file tests and the fuzzer, tests/fuzz/

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""tools/op_profile.py: milliseconds per training step of each op of the step (docs/performance-rounds.md,
-"Second round on the step"). Never part of `make test`; standard library only.
+"""tools/op_profile.py: milliseconds per training step of each op of the step (docs/performance.md,
+"Decisions on the Intel Xeon"). Never part of `make test`; standard library only.
 
     tools/op_profile.py [--ref REV] [--reps N] [--ops] -- BENCH_STEP_ARGS...
     tools/op_profile.py --ref afa3e44 -- --size S --mode repo --threads 2 --steps 10 --warmup 2

@@ -6,7 +6,7 @@
    run_config_defaults and documented next to its field below, and
    configs/example.json shows every key with its default. Positions and YaRN
    follow docs/design.md, "Positions"; init_from names a Hugging Face
-   checkpoint directory (docs/design.md, "File formats"). */
+   checkpoint directory (docs/formats.md, "File formats"). */
 #ifndef REPOC_RUN_CONFIG_H
 #define REPOC_RUN_CONFIG_H
 
