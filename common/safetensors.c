@@ -422,8 +422,7 @@ void st_close(StFile* f) {
 
 /* Binary search: the tensors are sorted by name. */
 const StTensor* st_find(const StFile* f, const char* name) {
-    StTensor key;
-    key.name = (char*)name;
+    StTensor key = {.name = (char*)name};   /* st_cmp_name reads only the name */
     return bsearch(&key, f->tensors, f->n_tensors, sizeof(StTensor), st_cmp_name);
 }
 
