@@ -1,6 +1,6 @@
 # repoc build. Targets:
 #   all          (default) the library objects, the programs build/<name> of programs/,
-#                build/gradcheck, the tests build/tests/*, the benches build/bench/*
+#                build/gradcheck, the tests build/tests/*, the benches build/bench/* (of bench/)
 #   deps         install the missing Debian packages (apt-get)
 #   check-deps   fail with a message when OpenBLAS or cJSON is missing
 #   test         deps, all, the MPI trainer, then tests/run.sh (every test; ends "N passed, N failed")
@@ -133,7 +133,7 @@ PROGRAMS = $(patsubst programs/%.c,$(BUILD)/%,$(PROG_SRC))
 TEST_SRC = $(wildcard tests/test_*.c)
 TESTS = $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 TEST_TOOLS = $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(wildcard tests/tools/*.c))
-BENCHES = $(patsubst tests/%.c,$(BUILD)/bench/%,$(wildcard tests/bench_*.c))
+BENCHES = $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 
 .PHONY: all deps test quickstart debug clean check-deps bench-load bench-memory
 .SECONDARY:   # keep the objects: they are chained through pattern rules
@@ -179,7 +179,7 @@ $(BUILD)/tests/%: tests/%.c $(OBJ32) $(wildcard tests/*.h)
 $(BUILD)/tools/%: tests/tools/%.c $(OBJ32)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(OBJ32) -o $@ $(LDFLAGS) $(LDLIBS)
-$(BUILD)/bench/%: tests/%.c $(OBJ32)
+$(BUILD)/bench/%: bench/%.c $(OBJ32) $(wildcard bench/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(OBJ32) -o $@ $(LDFLAGS) $(LDLIBS)
 $(BUILD)/%: programs/%.c $(OBJ)
