@@ -18,7 +18,9 @@
    last key are never visited (backward). On a diagonal tile, the products skip the
    hidden part (`TileTri` below) and the softmax loops start each key at its first
    visible query, rounded down to a vector (`first_visited`).
-   Works for any T (partial blocks) and any hd <= ATT_MAX_HD. */
+   Works for any T (partial blocks) and any hd <= ATT_MAX_HD. The same math without tiles, one query
+   row at a time in double, is attention_reference (model/attention_ref.c); tests/test_attention.c
+   compares the two. */
 #include "model/attention.h"
 
 #include <math.h>
