@@ -1,11 +1,12 @@
 # repoc build. Targets:
 #   all          (default) the library objects, the programs build/<name> of programs/,
-#                build/gradcheck, the tests build/tests/*, the benches build/bench/*
+#                build/gradcheck, the tests build/tests/*, the benches build/bench/* (of bench/)
 #   deps         install the missing Debian packages (apt-get)
 #   check-deps   fail with a message when OpenBLAS or cJSON is missing
 #   test         deps, all, the MPI trainer, then tests/run.sh (every test; ends "N passed, N failed")
 #   test-portable  the PORTABLE=1 build (x86-64-v3, attention also for v4, chosen at load time) passes a subset
 #   test-asan    the safetensors and checkpoint tests under ASan+UBSan (make test runs it)
+#   test-ubsan   the C tests, gradcheck --all and short program runs built with UBSan alone (make test runs it)
 #   quickstart   build, then tools/quickstart.sh (RoPE from scratch, then RePo continued from it)
 #   debug        all at -O0 -g with ASan+UBSan into build/debug
 #   clean        remove build/
@@ -21,6 +22,10 @@
 #   deps-node    the npm packages of the tokenizer and chat template comparisons, into build/node
 #   compare-tokenizers  repoc's tokenizer against js-tiktoken, tiktoken and @huggingface/tokenizers
 #   unicode-table  regenerate tokenizer/unicode_table.h from Debian's unicode-data
+#   format       clang-format (.clang-format) every tracked .c and .h in place, except the generated unicode_table.h
+#   format-check list the files `make format` would change; exit 1 when there is one
+#   lint         cppcheck (tools/lint/cppcheck.sh, suppressions with reasons in tools/lint/); exit 1 on a finding
+#   help         this list: the Makefile's header comment
 # Options: PRECISION=32|64 (the training precision of build/train and friends),
 #          PORTABLE=1 (for any x86-64-v3 CPU, into build/portable; MARCH=... another -march),
 #          NO_OMP=1 (build without OpenMP), CC=... (default cc),
@@ -128,7 +133,7 @@ PROGRAMS = $(patsubst programs/%.c,$(BUILD)/%,$(PROG_SRC))
 TEST_SRC = $(wildcard tests/test_*.c)
 TESTS = $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 TEST_TOOLS = $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(wildcard tests/tools/*.c))
-BENCHES = $(patsubst tests/%.c,$(BUILD)/bench/%,$(wildcard tests/bench_*.c))
+BENCHES = $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 
 .PHONY: all deps test quickstart debug clean check-deps bench-load bench-memory
 .SECONDARY:   # keep the objects: they are chained through pattern rules
@@ -174,7 +179,7 @@ $(BUILD)/tests/%: tests/%.c $(OBJ32) $(wildcard tests/*.h)
 $(BUILD)/tools/%: tests/tools/%.c $(OBJ32)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(OBJ32) -o $@ $(LDFLAGS) $(LDLIBS)
-$(BUILD)/bench/%: tests/%.c $(OBJ32)
+$(BUILD)/bench/%: bench/%.c $(OBJ32) $(wildcard bench/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(OBJ32) -o $@ $(LDFLAGS) $(LDLIBS)
 $(BUILD)/%: programs/%.c $(OBJ)
@@ -328,3 +333,27 @@ study: deps
 	@tools/study.sh
 study-quick: check-deps
 	@tools/study.sh --quick --out $(BUILD)/study-quick
+
+# make help: the header comment above, up to its first line that is not a comment
+.PHONY: help format format-check lint
+help:
+	@sed -n '/^[^#]/q; s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
+
+# make format / format-check: clang-format with .clang-format over the tracked C files (the files
+# of the folders when there is no git); tokenizer/unicode_table.h is generated, so it is left alone
+CLANG_FORMAT ?= clang-format
+FORMAT_SRC = $(filter-out tokenizer/unicode_table.h,$(or $(shell git ls-files '*.c' '*.h' 2>/dev/null),\
+             $(wildcard */*.c */*.h */*/*.c */*/*.h)))
+format:
+	@command -v $(CLANG_FORMAT) >/dev/null || { echo "format: no $(CLANG_FORMAT) (apt-get install clang-format)"; exit 1; }
+	@$(CLANG_FORMAT) -i $(FORMAT_SRC)
+format-check:
+	@command -v $(CLANG_FORMAT) >/dev/null || { echo "format-check: no $(CLANG_FORMAT) (apt-get install clang-format)"; exit 1; }
+	@n=0; for f in $(FORMAT_SRC); do \
+	  $(CLANG_FORMAT) "$$f" | cmp -s "$$f" - || { echo "$$f"; n=$$((n + 1)); }; done; \
+	if [ $$n -gt 0 ]; then echo "format-check: $$n file(s) differ from .clang-format (make format rewrites them)"; exit 1; fi; \
+	echo "format-check: every file matches .clang-format"
+
+# make lint: cppcheck over every tracked .c file (tools/lint/cppcheck.sh)
+lint:
+	@tools/lint/cppcheck.sh

@@ -1,4 +1,4 @@
-/* Whole-file reading and atomic writing (docs/design.md, "Run directory and checkpoints": write a
+/* Whole-file reading and atomic writing (docs/formats.md, "Run directory and checkpoints": write a
    temporary file, fsync, rename, so a crash at any moment leaves either the old
    or the new file, never half of one); the outputs a user names, which are
    replaced so only when they are regular files; lock files. */

@@ -1,4 +1,4 @@
-/* safetensors reading (docs/design.md, "safetensors"): the header parser and validator, mmap
+/* safetensors reading (docs/formats.md, "safetensors"): the header parser and validator, mmap
    open/close and lookup by name. The parser never exits: every error is a
    message naming the file and the tensor or byte offset, returned to the
    caller (the malformed-file tests and the fuzzer, tests/fuzz/
@@ -422,8 +422,7 @@ void st_close(StFile* f) {
 
 /* Binary search: the tensors are sorted by name. */
 const StTensor* st_find(const StFile* f, const char* name) {
-    StTensor key;
-    key.name = (char*)name;
+    StTensor key = {.name = (char*)name};   /* st_cmp_name reads only the name */
     return bsearch(&key, f->tensors, f->n_tensors, sizeof(StTensor), st_cmp_name);
 }
 

@@ -1,4 +1,4 @@
-/* safetensors reading and writing (docs/design.md, "safetensors").
+/* safetensors reading and writing (docs/formats.md, "safetensors").
    Reading maps the file with mmap and validates the whole header before any
    tensor data is touched: header length within the file, JSON well formed,
    dtype known, shape product x dtype size == end - begin without overflow,

@@ -1,4 +1,4 @@
-/* safetensors element conversions (docs/design.md, "safetensors"): bf16 and f16 to f32, f32
+/* safetensors element conversions (docs/formats.md, "safetensors"): bf16 and f16 to f32, f32
    to bf16 (round to nearest even, as torch), and st_read_real / st_read_i32,
    which convert a validated tensor from the mapped file into the caller's
    buffer. They read the mapping directly, so loading a large BF16 checkpoint

@@ -1,4 +1,4 @@
-/* safetensors writing (docs/design.md, "safetensors").
+/* safetensors writing (docs/formats.md, "safetensors").
    The header is built by hand (exact integers, serde_json's string escapes),
    entries sorted by name after "__metadata__", padded with spaces to a
    multiple of 8 bytes as the reference implementation does. The data section

@@ -26,7 +26,11 @@ static char** own_argv(void) {
     size_t got;
     while (buf && (got = fread(buf + len, 1, cap - len, f)) > 0) {
         len += got;
-        if (len == cap) buf = realloc(buf, cap *= 2);
+        if (len == cap) {   /* a failed realloc leaves buf allocated: free it, and stop */
+            char* grown = realloc(buf, cap *= 2);
+            if (!grown) free(buf);
+            buf = grown;
+        }
     }
     fclose(f);
     if (!buf || len == 0) { free(buf); return NULL; }

@@ -49,7 +49,7 @@ size_t synthetic_n_ids(const SyntheticConfig* cfg) {
 
 SynIds synthetic_ids(const SyntheticConfig* cfg) {
     int32_t b = (int32_t)cfg->first_id;
-    SynIds id = {b, b + 1, b + 2, b + 3, b + 4, 0, 0, 0};
+    SynIds id = {.needle = b, .sep = b + 1, .query = b + 2, .row = b + 3, .col0 = b + 4};
     id.alpha0 = id.col0 + (int32_t)cfg->n_cols;
     id.filler0 = id.alpha0 + (int32_t)cfg->alphabet;
     id.end = id.filler0 + (int32_t)cfg->filler_vocab;

@@ -1,4 +1,4 @@
-/* One token file (docs/design.md, "Token files"): mmap it, recognise the format
+/* One token file (docs/formats.md, "Token files"): mmap it, recognise the format
    (llm.c shard, NumPy .npy, raw .u16/.u32), check the header against the file
    size, and check every token id against vocab_size. Every error names the
    file and, where there is one, the byte offset. Tokens are read byte by byte

@@ -1,4 +1,4 @@
-/* The token stream (docs/design.md, "Token files"): expand the file patterns,
+/* The token stream (docs/formats.md, "Token files"): expand the file patterns,
    map every file (data/token_files.c), concatenate them in byte-wise sorted
    path order, and cut batch rows out of the stream as a pure function of
    (order, seed, step, row); the formulas are in data/tokens.h. */

@@ -1,4 +1,4 @@
-/* Token data (docs/design.md, "Token files"): llm.c shards, NumPy .npy and raw
+/* Token data (docs/formats.md, "Token files"): llm.c shards, NumPy .npy and raw
    .u16/.u32 files, memory-mapped, concatenated into one logical stream, every
    token checked against vocab_size at open. A batch row is a pure function of
    (data, order, seed, step, row): no cursor, so a resumed run or any process of

@@ -1,4 +1,4 @@
-/* Causal GQA attention, forward and backward (docs/design.md, "Attention"), tiled
+/* Causal GQA attention, forward and backward (docs/backward.md, "Attention"), tiled
    in the FlashAttention-2 manner so no T×T matrix is ever stored, with every
    product of a tile done by the register-blocked kernel tile_gemm below (inside
    the OpenMP loop, each thread on its own tiles):
@@ -18,7 +18,9 @@
    last key are never visited (backward). On a diagonal tile, the products skip the
    hidden part (`TileTri` below) and the softmax loops start each key at its first
    visible query, rounded down to a vector (`first_visited`).
-   Works for any T (partial blocks) and any hd <= ATT_MAX_HD. */
+   Works for any T (partial blocks) and any hd <= ATT_MAX_HD. The same math without tiles, one query
+   row at a time in double, is attention_reference (model/attention_ref.c); tests/test_attention.c
+   compares the two. */
 #include "model/attention.h"
 
 #include <math.h>
@@ -29,7 +31,8 @@
 #include "common/mathf.h"
 
 /* Blocks of 128 queries and keys ran the S, M and L shapes 2-9% faster than 64 with AVX-512, and 3.6% slower
-   with AVX2 at T = 1024, hd 64 (docs/performance-rounds.md, "Sixth round on the step"). */
+   with AVX2 at T = 1024, hd 64 (bench_attention, Intel Xeon, 2 threads): with 8 float lanes the tile kernel holds
+   8 accumulators, and a 128 x 128 tile (64 KiB) no longer fits a 48 KiB L1 beside its operands. */
 #if defined(__AVX512F__)
 #define ATT_BLOCK 128
 #else
@@ -228,7 +231,9 @@ static void forward_block(real* out, real* lse, const real* q, const real* k, co
     for (size_t j0 = jfirst; j0 < t1; j0 += ATT_BK) {
         size_t nk = j0 + ATT_BK < t1 ? ATT_BK : t1 - j0;
         ptrdiff_t dj = (ptrdiff_t)j0 - (ptrdiff_t)t0;   /* the diagonal's offset in this tile */
-        tile_gemm(&(TileGemm){kb + j0 * ks, ks, 1, qT, ATT_BQ, St, ATT_BQ, hd, 1, false, TRI_C_FROM, dj}, nk, nq); /* S^T = K Q^T */
+        /* S^T = K Q^T */
+        tile_gemm(&(TileGemm){.a = kb + j0 * ks, .a_rs = ks, .a_cs = 1, .b = qT, .ldb = ATT_BQ, .c = St, .ldc = ATT_BQ,
+                              .kk = hd, .alpha = 1, .acc = false, .tri = TRI_C_FROM, .off = dj}, nk, nq);
         hide_keys(St, t0, nq, j0, nk, st);
         for (size_t i = 0; i < nq; i++) ref[i] = m[i];
         for (size_t j = 0; j < nk; j++) {   /* entries before first_visited are hidden: -inf */
@@ -258,7 +263,9 @@ static void forward_block(real* out, real* lse, const real* q, const real* k, co
             if (corr[i] != 1)
                 for (size_t d = 0; d < hd; d++) acc[i * hd + d] *= corr[i];
         }
-        tile_gemm(&(TileGemm){St, 1, ATT_BQ, vb + j0 * ks, ks, acc, hd, nk, 1, true, TRI_K_UPTO, -dj}, nq, hd); /* acc += P V */
+        /* acc += P V */
+        tile_gemm(&(TileGemm){.a = St, .a_rs = 1, .a_cs = ATT_BQ, .b = vb + j0 * ks, .ldb = ks, .c = acc, .ldc = hd,
+                              .kk = nk, .alpha = 1, .acc = true, .tri = TRI_K_UPTO, .off = -dj}, nq, hd);
     }
     for (size_t i = 0; i < nq; i++) {
         size_t row = b * T + t0 + i;
@@ -323,8 +330,12 @@ static void backward_group(real* dq, real* dk, real* dv, const real* dout, const
                 size_t nk = j0 + ATT_BK < t0 + nq ? ATT_BK : t0 + nq - j0;
                 ptrdiff_t dj = (ptrdiff_t)j0 - (ptrdiff_t)t0;   /* the diagonal's offset in this tile */
                 const real *kj = kb + j0 * ks, *vj = vb + j0 * ks;
-                tile_gemm(&(TileGemm){kj, ks, 1, qT, ATT_BQ, Pt, ATT_BQ, hd, 1, false, TRI_C_FROM, dj}, nk, nq);    /* S^T = K Q^T */
-                tile_gemm(&(TileGemm){vj, ks, 1, doT, ATT_BQ, dSt, ATT_BQ, hd, 1, false, TRI_C_FROM, dj}, nk, nq);  /* dP^T = V dO^T */
+                /* S^T = K Q^T */
+                tile_gemm(&(TileGemm){.a = kj, .a_rs = ks, .a_cs = 1, .b = qT, .ldb = ATT_BQ, .c = Pt, .ldc = ATT_BQ,
+                                      .kk = hd, .alpha = 1, .acc = false, .tri = TRI_C_FROM, .off = dj}, nk, nq);
+                /* dP^T = V dO^T */
+                tile_gemm(&(TileGemm){.a = vj, .a_rs = ks, .a_cs = 1, .b = doT, .ldb = ATT_BQ, .c = dSt, .ldc = ATT_BQ,
+                                      .kk = hd, .alpha = 1, .acc = false, .tri = TRI_C_FROM, .off = dj}, nk, nq);
                 hide_keys(Pt, t0, nq, j0, nk, st);
                 for (size_t j = 0; j < nk; j++) {
                     real *p = Pt + j * ATT_BQ, *ds = dSt + j * ATT_BQ;
@@ -340,12 +351,15 @@ static void backward_group(real* dq, real* dk, real* dv, const real* dout, const
                    tile: a query block's first key block, and a key block's diagonal tile with the group's first
                    head (no earlier query block sees that key block) */
                 bool dq_add = j0 != jfirst, dkv_add = !(h == g * group && j0 == t0);
-                tile_gemm(&(TileGemm){dSt, 1, ATT_BQ, kj, ks, dq + row0, qs, nk, scale, dq_add, TRI_K_UPTO, -dj}, nq,
-                          hd);
-                tile_gemm(&(TileGemm){dSt, ATT_BQ, 1, qb, qs, dkb + j0 * ks, ks, nq, scale, dkv_add, TRI_K_FROM, dj},
-                          nk, hd);
-                tile_gemm(&(TileGemm){Pt, ATT_BQ, 1, dob, qs, dvb + j0 * ks, ks, nq, 1, dkv_add, TRI_K_FROM, dj}, nk,
-                          hd);
+                tile_gemm(&(TileGemm){.a = dSt, .a_rs = 1, .a_cs = ATT_BQ, .b = kj, .ldb = ks, .c = dq + row0,
+                                      .ldc = qs, .kk = nk, .alpha = scale, .acc = dq_add, .tri = TRI_K_UPTO,
+                                      .off = -dj}, nq, hd);
+                tile_gemm(&(TileGemm){.a = dSt, .a_rs = ATT_BQ, .a_cs = 1, .b = qb, .ldb = qs, .c = dkb + j0 * ks,
+                                      .ldc = ks, .kk = nq, .alpha = scale, .acc = dkv_add, .tri = TRI_K_FROM,
+                                      .off = dj}, nk, hd);
+                tile_gemm(&(TileGemm){.a = Pt, .a_rs = ATT_BQ, .a_cs = 1, .b = dob, .ldb = qs, .c = dvb + j0 * ks,
+                                      .ldc = ks, .kk = nq, .alpha = 1, .acc = dkv_add, .tri = TRI_K_FROM,
+                                      .off = dj}, nk, hd);
             }
         }
 }

@@ -1,4 +1,4 @@
-/* Causal multi-head attention with grouped-query heads (docs/design.md, "Attention"):
+/* Causal multi-head attention with grouped-query heads (docs/backward.md, "Attention"):
    per (batch, head) S = q k^T / sqrt(hd) (causal), P = softmax(S), O = P v.
    Query head h reads kv head h / (H/KVH). Only the output and the per-row
    log-sum-exp are kept; backward recomputes P, so no T×T matrix is stored. */
@@ -11,7 +11,7 @@
 #include "common/real.h"
 
 /* Queries and keys go in blocks of 128 where the build has AVX-512 and of 64 otherwise (model/attention.c,
-   ATT_BLOCK; docs/performance-rounds.md, "Sixth round on the step"). The tests place their sequence lengths and
+   ATT_BLOCK, which says why). The tests place their sequence lengths and
    document starts around multiples of the larger, which are multiples of both. */
 #define ATT_BLOCK_MAX 128
 

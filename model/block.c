@@ -1,4 +1,4 @@
-/* Decoder block forward and backward (docs/design.md, "One training step" and "Backward passes").
+/* Decoder block forward and backward (docs/design.md, "One training step"; docs/backward.md).
    OLMo-2:  q = rope(q_norm(x Wq^T)), k = rope(k_norm(x Wk^T)), v = x Wv^T
             x_mid = x + post_attention_layernorm(attn(q,k,v) Wo^T)
             x_out = x_mid + post_feedforward_layernorm(down(silu(x_mid Wg^T) ⊙ x_mid Wu^T))

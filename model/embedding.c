@@ -1,4 +1,4 @@
-/* Token embedding forward and backward (docs/design.md, "Embedding"). */
+/* Token embedding forward and backward (docs/backward.md, "Embedding"). */
 #include "model/embedding.h"
 
 #include <string.h>

@@ -1,4 +1,4 @@
-/* Token embedding (docs/design.md, "Embedding"). */
+/* Token embedding (docs/backward.md, "Embedding"). */
 #ifndef REPOC_EMBEDDING_H
 #define REPOC_EMBEDDING_H
 

@@ -1,4 +1,4 @@
-/* Loading and saving Hugging Face checkpoint directories (docs/design.md, "Hugging Face checkpoint directory").
+/* Loading and saving Hugging Face checkpoint directories (docs/formats.md, "Hugging Face checkpoint directory").
    Loading maps each file, validates its whole header (common/safetensors.c),
    converts each tensor into the parameter arena and then drops the file pages
    it read from this process (madvise), so a BF16 checkpoint of N parameters

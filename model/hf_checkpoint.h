@@ -1,4 +1,4 @@
-/* Hugging Face checkpoint directories in and out (docs/design.md, "Hugging Face checkpoint directory"): config.json +
+/* Hugging Face checkpoint directories in and out (docs/formats.md, "Hugging Face checkpoint directory"): config.json +
    model.safetensors, or shards listed by model.safetensors.index.json. Tensors
    are loaded by name with every shape checked, converted from F32/BF16/F16/F64
    straight out of the mmap'd file into the parameter arena (no second copy). */

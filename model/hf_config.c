@@ -1,4 +1,4 @@
-/* config.json reading and writing (docs/design.md, "config.json"). */
+/* config.json reading and writing (docs/formats.md, "config.json"). */
 #include "model/hf_config.h"
 
 #include <cjson/cJSON.h>

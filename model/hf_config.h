@@ -1,4 +1,4 @@
-/* Hugging Face config.json <-> ModelConfig (docs/design.md, "config.json"): Olmo2ForCausalLM and
+/* Hugging Face config.json <-> ModelConfig (docs/formats.md, "config.json"): Olmo2ForCausalLM and
    LlamaForCausalLM, rope_scaling (YaRN), and RePo's pe_config (read as the
    released RePo loader reads it), plus repoc's explicit per-layer list
    "repoc_layer_positions". What repoc does not compute (hidden_act other than

@@ -1,4 +1,4 @@
-/* Linear forward/backward through OpenBLAS (docs/design.md, "Linear", "Threads and BLAS"). A product is
+/* Linear forward/backward through OpenBLAS (docs/backward.md, "Linear", "Threads and BLAS"). A product is
    either one BLAS call that threads itself, or, for a small weight, split by rows among the threads of one
    OpenMP region, each calling BLAS (single-threaded there) on its own rows. */
 #include "model/linear.h"
@@ -9,12 +9,13 @@
 #include "data/mix.h"   /* mix64: the dropout mask's stateless hash */
 
 /* On short products (S: 2048 rows, K = 256 or 1024) one single-threaded call per thread on its own rows
-   measured 2-12% faster than one call that OpenBLAS threads itself, and neutral at 256 x 4096
-   (docs/performance-rounds.md, "Fourth round on the step"). Each thread packs the whole weight itself, so only
-   weights up to SPLIT_W reals are split, and only when every thread gets SPLIT_ROWS rows or more. */
+   measured 2-12% faster than one call that OpenBLAS threads itself, and neutral at 256 x 4096 (Intel Xeon,
+   AVX-512, 2 threads). Each thread packs the whole weight itself, so only weights up to SPLIT_W reals are split,
+   and only when every thread gets SPLIT_ROWS rows or more. */
 #define SPLIT_W ((size_t)1 << 20)
 #define SPLIT_ROWS 256
-/* the backward's two products (dinp and dweight) at once, on two halves of the threads, up to this weight */
+/* the backward's two products (dinp and dweight) at once, on two halves of the threads, up to this weight: 0.93 of
+   the time of the two threaded calls one after the other at 256 x 256, 1.03-1.08 from 256 x 2048 up */
 #define SPLIT_BACKWARD_W ((size_t)1 << 16)
 
 /* the threads to split rows among for an (N rows) x (weight of w reals) product; 1: one BLAS call */
@@ -32,8 +33,7 @@ static void part_rows(size_t N, size_t t, size_t nt, size_t* r0, size_t* r1) {
 /* The beta for a product that writes (not adds into) c (rows, cols; row stride ld) in one BLAS call. When
    OpenBLAS threads the call itself, its beta = 0 clears c in each thread's strip of columns with stores that
    first read every line; a memset in one OpenMP region and beta = 1 measured 5% faster on S's down projection
-   backward and 1-1.5% on M's and L's large forward products (docs/performance-rounds.md, "Sixth round on the
-   step"). Run in one thread, OpenBLAS clears a contiguous c with memset itself, and below CLEAR_MIN reals the
+   backward and 1-1.5% on M's and L's large forward products (Intel Xeon, AVX-512, 2 threads). Run in one thread, OpenBLAS clears a contiguous c with memset itself, and below CLEAR_MIN reals the
    clearing is too short to pay for the extra parallel region: beta stays 0 there. */
 #define CLEAR_MIN ((size_t)1 << 18)
 static real write_beta(real* c, size_t rows, size_t cols, size_t ld) {
@@ -121,7 +121,7 @@ void linear_backward(real* dinp, real* dweight, const real* dout, const real* in
 }
 
 /* Two weights lie back to back when the second starts where the first ends: then [W1; W2] is one (2 OC, C)
-   matrix and the pair is one product of twice the width (docs/design.md, "Linear") */
+   matrix and the pair is one product of twice the width (docs/backward.md, "Linear") */
 static bool back_to_back(const real* W1, const real* W2, size_t C, size_t OC) { return W2 == W1 + OC * C; }
 
 void linear_pair_forward(real* out, const real* inp, const real* W1, const real* W2, size_t N, size_t C, size_t OC,

@@ -1,5 +1,5 @@
 /* Linear layer without bias, y = x W^T with W in the Hugging Face [out, in]
-   layout (docs/design.md, "Linear"). Every matmul goes through OpenBLAS: one cblas_gemm call, or one per
+   layout (docs/backward.md, "Linear"). Every matmul goes through OpenBLAS: one cblas_gemm call, or one per
    thread on its rows for a small weight (docs/design.md, "Threads and BLAS"); the naive triple loop stays
    for tests (docs/contributing.md, "Ops"). */
 #ifndef REPOC_LINEAR_H
@@ -26,7 +26,7 @@ void linear_backward_ld(real* dinp, real* dweight, const real* dout, size_t ldd,
                         size_t N, size_t C, size_t OC, real alpha, bool add);
 /* Two products of one input side by side: out (N,2 OC) rows [inp W1^T | inp W2^T]   W1, W2 (OC,C). One
    product of twice the width when join and W2 starts where W1 ends (as the parameter list lays out a layer's
-   gate and up), else two into the halves of each row (docs/design.md, "Linear"). */
+   gate and up), else two into the halves of each row (docs/backward.md, "Linear"). */
 void linear_pair_forward(real* out, const real* inp, const real* W1, const real* W2, size_t N, size_t C, size_t OC,
                          bool join);
 /* its backward: dinp (N,C) = (or += when add) dout W over both halves; dW1, dW2 += (NULL: frozen)

@@ -1,4 +1,4 @@
-/* RMSNorm forward and backward (docs/design.md, "RMSNorm and QK-norm"). Sums run in double: C can be
+/* RMSNorm forward and backward (docs/backward.md, "RMSNorm and QK-norm"). Sums run in double: C can be
    thousands wide and the norm feeds every layer. */
 #include "model/rmsnorm.h"
 

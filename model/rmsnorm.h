@@ -1,4 +1,4 @@
-/* RMSNorm with weight (docs/design.md, "RMSNorm and QK-norm"): y = w ⊙ x r, r = (mean(x²) + eps)^(-1/2).
+/* RMSNorm with weight (docs/backward.md, "RMSNorm and QK-norm"): y = w ⊙ x r, r = (mean(x²) + eps)^(-1/2).
    Used for the block norms, for OLMo-2's QK-norm over the whole H*hd vector,
    and for the final norm. */
 #ifndef REPOC_RMSNORM_H

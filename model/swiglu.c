@@ -1,4 +1,4 @@
-/* SwiGLU and residual forward/backward (docs/design.md, "SwiGLU", "Residual"):
+/* SwiGLU and residual forward/backward (docs/backward.md, "SwiGLU", "Residual"):
    silu(g) = g σ(g), silu'(g) = σ(g)(1 + g(1 - σ(g))). */
 #include "model/swiglu.h"
 

@@ -1,4 +1,4 @@
-/* SwiGLU gate m = silu(g) ⊙ u and the residual add (docs/design.md, "SwiGLU", "Residual"). */
+/* SwiGLU gate m = silu(g) ⊙ u and the residual add (docs/backward.md, "SwiGLU", "Residual"). */
 #ifndef REPOC_SWIGLU_H
 #define REPOC_SWIGLU_H
 

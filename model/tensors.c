@@ -1,4 +1,4 @@
-/* The parameter list and its views (docs/design.md, "Memory model"; the names: "Hugging Face checkpoint directory"). */
+/* The parameter list and its views (docs/design.md, "Memory model"; the names: docs/formats.md, "Hugging Face checkpoint directory"). */
 #include "model/tensors.h"
 
 #include <fnmatch.h>

@@ -1,4 +1,4 @@
-/* Fused softmax cross-entropy with z-loss, optionally weighted per row (docs/design.md,
+/* Fused softmax cross-entropy with z-loss, optionally weighted per row (docs/backward.md,
    "Cross-entropy with z-loss and weights"):
      loss = (1/W) Σ_valid w_n [lse - logit_target + c lse²],   W = Σ_valid w_n  (w = 1: W = n)
      dlogits = w_n (softmax - onehot + 2 c lse softmax) / W,  0 on ignored rows. */

@@ -1,6 +1,6 @@
 /* Softmax cross-entropy over the vocabulary, averaged over valid targets
    (target -1 is ignored), with OLMo-2's optional z-loss c·mean(lse²)
-   (docs/design.md, "Cross-entropy with z-loss and weights"). Fused: forward keeps one lse per row, and backward turns
+   (docs/backward.md, "Cross-entropy with z-loss and weights"). Fused: forward keeps one lse per row, and backward turns
    the logits buffer itself into dlogits, so B*T*V probabilities are never
    stored twice. */
 #ifndef REPOC_XENT_H

@@ -2,7 +2,7 @@
    learning-rate schedule, gradient clipping, parameter groups (decay, lr_mult)
    and frozen tensors. Every field is named after its config key; every default
    is set in optim_config_default and listed here. Groups are decided per
-   tensor from its Hugging Face name and the TensorTable flags (docs/design.md, "Hugging Face checkpoint directory"). */
+   tensor from its Hugging Face name and the TensorTable flags (docs/formats.md, "Hugging Face checkpoint directory"). */
 #ifndef REPOC_OPTIM_CONFIG_H
 #define REPOC_OPTIM_CONFIG_H
 

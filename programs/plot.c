@@ -166,7 +166,8 @@ static void add(Panel* pn, const Run* r, size_t run, const Curve* c, const doubl
     pn->labels = grow(pn->labels, k, &cap, sizeof(char*));
     pn->labels[k] = mallocCheck(240);
     snprintf(pn->labels[k], 240, "%.127s %.100s", r->label, what);
-    pn->s[k] = (LineSeries){pn->labels[k], c->n, c->x, y ? y : c->y, run, dash, opacity};
+    pn->s[k] = (LineSeries){.label = pn->labels[k], .n = c->n, .x = c->x, .y = y ? y : c->y, .color = run,
+                            .dash = dash, .opacity = opacity};
     pn->p.series = pn->s;
 }
 

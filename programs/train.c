@@ -20,7 +20,7 @@ static void on_signal(int sig) { stop_requested = sig; }
 static void usage(FILE* fp) {
     fprintf(fp,
             "usage: build/train CONFIG.json [--set KEY=VALUE ...] [--plan]\n"
-            "  Trains (or continues training) a model as CONFIG.json says; see README.md for every key.\n"
+            "  Trains (or continues training) a model as CONFIG.json says; see docs/config.md for every key.\n"
             "  --set KEY=VALUE   override one key, e.g. --set train.steps=200 --set optim.lr=1e-3\n"
             "                    (VALUE is JSON when it parses as JSON, else a string)\n"
             "  --plan            print the memory plan (peak RSS by part, what is available) and the time\n"
@@ -32,7 +32,7 @@ static void usage(FILE* fp) {
             "                    batches), save a checkpoint, exit 0\n"
             "                    (under mpirun send SIGUSR1 to mpirun: it forwards it to every rank)\n"
             "  Resume: run.resume \"auto\" (default) continues from OUT_DIR/latest when it exists.\n"
-            "  Several ranks (make MPI=1): mpirun -np N build/mpi/train CONFIG.json (README.md)\n");
+            "  Several ranks (make MPI=1): mpirun -np N build/mpi/train CONFIG.json (docs/mpi.md)\n");
 }
 
 /* "peak RSS 812 MiB", or one number per rank */

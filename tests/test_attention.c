@@ -1,66 +1,18 @@
-/* The float attention kernel (model/attention.c) against a plain O(T²) reference in double, forward (out,
-   lse) and backward (dq, dk, dv), over the shapes that take its different paths: head sizes that fill
-   whole vector groups, leave a vector or single columns over, or are narrower than one vector (the
-   8-row blocks); T below, at and across the 64-row blocks; GQA; and document masks with boundaries
-   inside and on block edges. The gradient checker covers the same code in double at small sizes; this
-   test covers the float build at the sizes training uses. The gradient buffers start as NaN: backward
-   writes each before it adds into it. */
+/* The float attention kernel (model/attention.c) against its plain O(T²) reference in double
+   (model/attention_ref.c), forward (out, lse) and backward (dq, dk, dv), over the shapes that take its
+   different paths: head sizes that fill whole vector groups, leave a vector or single columns over, or
+   are narrower than one vector (the 8-row blocks); T below, at and across the 64-row blocks; GQA; and
+   document masks with boundaries inside and on block edges. The gradient checker covers the same code
+   in double at small sizes; this test covers the float build at the sizes training uses. The gradient
+   buffers start as NaN: backward writes each before it adds into it. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "common/check.h"
 #include "common/rng.h"
 #include "model/attention.h"
+#include "model/attention_ref.h"
 #include "tests/testutil.h"
-
-/* reference forward and backward for one (B, T, H, KVH, hd), all in double; start NULL: causal */
-static void reference(double* out, double* lse, double* dq, double* dk, double* dv, const float* q, const float* k,
-                      const float* v, const float* dout, const int32_t* start, size_t B, size_t T, size_t H,
-                      size_t KVH, size_t hd) {
-    size_t qs = H * hd, ks = KVH * hd;
-    double scale = 1 / sqrt((double)hd);
-    double* p = mallocCheck(T * sizeof(double));
-    for (size_t i = 0; i < B * T * qs; i++) dq[i] = 0;
-    for (size_t i = 0; i < B * T * ks; i++) dk[i] = dv[i] = 0;
-    for (size_t b = 0; b < B; b++)
-        for (size_t h = 0; h < H; h++)
-            for (size_t t = 0; t < T; t++) {
-                size_t g = h / (H / KVH), j0 = start ? (size_t)start[b * T + t] : 0;
-                const float* qt = q + (b * T + t) * qs + h * hd;
-                const float* dot = dout + (b * T + t) * qs + h * hd;
-                double mx = -INFINITY, sum = 0;
-                for (size_t j = j0; j <= t; j++) {
-                    const float* kj = k + (b * T + j) * ks + g * hd;
-                    double s = 0;
-                    for (size_t d = 0; d < hd; d++) s += (double)qt[d] * kj[d];
-                    p[j] = s * scale;
-                    mx = fmax(mx, p[j]);
-                }
-                for (size_t j = j0; j <= t; j++) sum += p[j] = exp(p[j] - mx);
-                double* o = out + (b * T + t) * qs + h * hd;
-                for (size_t d = 0; d < hd; d++) o[d] = 0;
-                for (size_t j = j0; j <= t; j++) {
-                    p[j] /= sum;
-                    for (size_t d = 0; d < hd; d++) o[d] += p[j] * v[(b * T + j) * ks + g * hd + d];
-                }
-                lse[(b * T + t) * H + h] = mx + log(sum);
-                double delta = 0;   /* dO · O */
-                for (size_t d = 0; d < hd; d++) delta += dot[d] * o[d];
-                for (size_t j = j0; j <= t; j++) {
-                    const float* kj = k + (b * T + j) * ks + g * hd;
-                    const float* vj = v + (b * T + j) * ks + g * hd;
-                    double dp = 0;
-                    for (size_t d = 0; d < hd; d++) dp += (double)dot[d] * vj[d];
-                    double ds = p[j] * (dp - delta) * scale;
-                    for (size_t d = 0; d < hd; d++) {
-                        dq[(b * T + t) * qs + h * hd + d] += ds * kj[d];
-                        dk[(b * T + j) * ks + g * hd + d] += ds * qt[d];
-                        dv[(b * T + j) * ks + g * hd + d] += p[j] * dot[d];
-                    }
-                }
-            }
-    free(p);
-}
 
 static void fill(float* x, size_t n, Rng* rng, double sd) {
     for (size_t i = 0; i < n; i++) x[i] = (float)(sd * rng_normal(rng));
@@ -96,7 +48,7 @@ static void check_case(size_t B, size_t T, size_t H, size_t KVH, size_t hd, size
     for (size_t i = 0; i < nq; i++) dq[i] = NAN;   /* backward writes every gradient before it adds into it */
     for (size_t i = 0; i < nk; i++) dk[i] = dv[i] = NAN;
     attention_backward(dq, dk, dv, dout, out, lse, q, k, v, start ? &docs : NULL, B, T, H, KVH, hd);
-    reference(ro, rlse, rdq, rdk, rdv, q, k, v, dout, start, B, T, H, KVH, hd);
+    attention_reference(ro, rlse, rdq, rdk, rdv, q, k, v, dout, start, B, T, H, KVH, hd);
     to_float(out_ref, ro, nq);
     to_float(lse_ref, rlse, N * H);
     to_float(dq_ref, rdq, nq);

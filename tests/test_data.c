@@ -1,5 +1,5 @@
 /* Tests of the token files and batch rows (data/tokens.c, data/token_files.c;
-   docs/design.md, "Token files"). Writes small files of every format into a
+   docs/formats.md, "Token files"). Writes small files of every format into a
    mkdtemp directory and checks: each format reads the same tokens, the
    sequential formula, shuffle reproducibility, the data-parallel invariant
    (rows split over calls = rows in one call), and every error message, each

@@ -1,4 +1,4 @@
-/* Tests of common/safetensors.c and safetensors_write.c (docs/design.md, "safetensors"):
+/* Tests of common/safetensors.c and safetensors_write.c (docs/formats.md, "safetensors"):
    a file truncated while mapped (named with its byte offset, not a bare SIGBUS),
    bf16/f16 conversions, a write/read round trip of every writable dtype
    (scalar and zero-size tensors included) compared bit for bit, metadata,

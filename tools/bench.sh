@@ -21,7 +21,7 @@
 #   BENCH_BUILD=build/portable PORTABLE=1 (what `make bench PORTABLE=1` sets) times the portable build
 #   BENCH_TORCH=0 skips PyTorch   BENCH_TORCH_MODE=repo (the mode compared; sizes S M L only)
 #   BENCH_TORCH_ENV="VAR=value ..." extra environment for the PyTorch runs only (e.g.
-#     GLIBC_TUNABLES=glibc.malloc.hugetlb=1; docs/performance.md "Page faults")
+#     GLIBC_TUNABLES=glibc.malloc.hugetlb=1; docs/performance.md "Results", the faults/step column)
 # Raw JSON lines of every run go to build/bench/results.jsonl.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -5,7 +5,7 @@
 # (6·P·tokens + causal attention 6·B·H·T²·hd per layer, per step; the recomputed
 # forward is not counted; with a frozen BF16 base (LoRA) 4·P·tokens, P counting the BF16
 # base too: frozen weights get no gradient). Cases (BENCH_MEMORY_CASES, default "1b-4096 1b-1024 S M L"):
-#   1b-4096  a generated OLMo-2-1B-shape BF16 checkpoint (tests/bench_load.c --generate),
+#   1b-4096  a generated OLMo-2-1B-shape BF16 checkpoint (bench/bench_load.c --generate),
 #            model.init_from it, RePo layers 5-15, T=4096 B=1, recompute, bf16 AdamW state
 #   1b-1024  the same at T=1024
 #   lora-2048       LoRA rank 16 (alpha 32) on all seven projections of that checkpoint, base kept in

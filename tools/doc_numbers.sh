@@ -2,7 +2,7 @@
 # The numbers README.md and docs/ quote from a command, measured again and compared with what the text
 # says (tests/test_doc_numbers.sh runs the quick ones in `make test`), or written into the text (--update).
 #   tools/doc_numbers.sh [--update] [--all]
-# Quick (seconds): README's gradient-check count and largest relative error (build/gradcheck --all).
+# Quick (seconds): docs/checking.md's gradient-check count and largest relative error (build/gradcheck --all).
 # --all adds the slow ones: README's quickstart summary (make quickstart) and docs/finetune.md's table
 # (tools/sft_example.sh). Exit 1 when a number drifted (without --update), naming the file, what it says
 # and what the command gives.
@@ -30,11 +30,11 @@ else
     build/gradcheck --all >"$log" 2>&1 || { echo "doc_numbers: build/gradcheck --all failed" >&2; exit 1; }
 fi
 count=$(sed -n 's/^gradcheck: \([0-9]*\) tensors checked.*/\1/p' "$log")
-said=$(grep -o '`gradcheck: [0-9]*' README.md | grep -o '[0-9]*$')
-expect README.md "the gradient-check count" "$said" "$count" "s/\`gradcheck: $said\$/\`gradcheck: $count/"
+said=$(grep -o '`gradcheck: [0-9]*' docs/checking.md | grep -o '[0-9]*$')
+expect docs/checking.md "the gradient-check count" "$said" "$count" "s/\`gradcheck: $said\$/\`gradcheck: $count/"
 maxrel=$(grep -o 'max rel err [0-9.e+-]*' "$log" | awk '{print $4}' | sort -g | tail -1 | xargs printf '%.1e' | sed 's/e\([-+]\)0/e\1/')
-said=$(grep -o 'largest relative error was [0-9.e+-]*' README.md | awk '{print $5}')
-expect README.md "the largest relative error (seed 1)" "$said" "$maxrel" "s/largest relative error was $said/largest relative error was $maxrel/"
+said=$(grep -o 'largest relative error was [0-9.e+-]*' docs/checking.md | awk '{print $5}')
+expect docs/checking.md "the largest relative error (seed 1)" "$said" "$maxrel" "s/largest relative error was $said/largest relative error was $maxrel/"
 if [ $all = 1 ]; then
     make --no-print-directory quickstart >"$log" 2>&1 || { echo "doc_numbers: make quickstart failed" >&2; exit 1; }
     for stage in "stage 1" "stage 2"; do

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""tools/op_profile.py: milliseconds per training step of each op of the step (docs/performance-rounds.md,
-"Second round on the step"). Never part of `make test`; standard library only.
+"""tools/op_profile.py: milliseconds per training step of each op of the step (docs/performance.md,
+"Decisions on the Intel Xeon"). Never part of `make test`; standard library only.
 
     tools/op_profile.py [--ref REV] [--reps N] [--ops] -- BENCH_STEP_ARGS...
     tools/op_profile.py --ref afa3e44 -- --size S --mode repo --threads 2 --steps 10 --warmup 2
 
 It copies the sources (the working tree, or `git archive REV`) into a temporary directory, puts a
 monotonic-clock timer around every op call of model/block.c and model/model.c and around the
-optimizer calls of tests/bench_step.c (the ops already run one after another, so the timers
+optimizer calls of bench/bench_step.c (the ops already run one after another, so the timers
 serialise nothing), builds build/bench/bench_step there and runs it N times with the given
 arguments. It prints the median step time of each run and, per group of ops, the mean over the
 runs of the milliseconds per timed step. The sources in this repository are not changed."""
@@ -130,7 +130,8 @@ def prepare(src, ref):
             s = s.replace(head, "        double op_x0_ = op_now();\n" + head, 1)
         s = s.replace("        count += nv;", '        op_add("xent_forward", op_now() - op_x0_);\n        count += nv;', 1)
         open(p, "w").write(s)
-    p = os.path.join(src, "tests/bench_step.c")
+    bench = "bench/bench_step.c" if os.path.isfile(os.path.join(src, "bench/bench_step.c")) else "tests/bench_step.c"
+    p = os.path.join(src, bench)   # tests/ held the benches before they had their own folder
     s = instrument(p, ())
     next_op = '        OP("grad_clip"' if '        OP("grad_clip"' in s else '        OP("adamw_step"'
     for old, new in [
@@ -142,7 +143,7 @@ def prepare(src, ref):
         ("    return 0;\n}", "    op_dump();\n    return 0;\n}"),
     ]:
         if old not in s:
-            sys.exit("op_profile: tests/bench_step.c has changed; update tools/op_profile.py (%r)" % old.strip())
+            sys.exit("op_profile: %s has changed; update tools/op_profile.py (%r)" % (bench, old.strip()))
         s = s.replace(old, new, 1)
     open(p, "w").write(s)
     build = subprocess.run(["make", "-C", src, "-j2", "build/bench/bench_step"], capture_output=True, text=True)

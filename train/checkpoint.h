@@ -1,4 +1,4 @@
-/* Training checkpoints in a run directory (docs/design.md, "Run directory and checkpoints"):
+/* Training checkpoints in a run directory (docs/formats.md, "Run directory and checkpoints"):
      out_dir/step_NNNNNNN/  config.json + model.safetensors   (a Hugging Face model)
                             optimizer.safetensors             (AdamW moments under the parameter names,
                                                                plus F32 master weights when the model is BF16)

@@ -1,4 +1,4 @@
-/* What a run reports (docs/design.md, "metrics.jsonl"): one line per log step on the terminal (a
+/* What a run reports (docs/formats.md, "metrics.jsonl"): one line per log step on the terminal (a
    live progress line when stdout is a terminal, plain lines otherwise), and the
    same numbers appended to out_dir/metrics.jsonl, one JSON object per line,
    with every float printed so that it reads back bit-identical. A Metrics

@@ -10,7 +10,7 @@
    range checks, the --set paths, printing and the saved JSON (run_config.c);
    configs/example.json shows every key with its default and docs/config.md
    documents each. Positions and YaRN follow docs/design.md, "Positions";
-   init_from names a Hugging Face checkpoint directory (docs/design.md, "File
+   init_from names a Hugging Face checkpoint directory (docs/formats.md, "File
    formats"). */
 #ifndef REPOC_RUN_CONFIG_H
 #define REPOC_RUN_CONFIG_H

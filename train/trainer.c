@@ -366,9 +366,10 @@ void trainer_step(Trainer* tr) {
     }
     size_t every = tr->rc.train.log_every ? tr->rc.train.log_every : 1;
     if (tr->state.step % every == 0 || tr->state.step == tr->rc.train.steps) {
-        StepLog s = {tr->state.step, tr->rc.train.steps, loss, lr, norm, dt * 1e3,
-                     tr->rows_per_step * tr->T / dt, dt * (double)(tr->rc.train.steps - tr->state.step),
-                     tr->state.tokens_seen, tr->world > 1 ? tr->comm_s * 1e3 : -1, 0, NULL, NULL};
+        StepLog s = {.step = tr->state.step, .steps = tr->rc.train.steps, .loss = loss, .lr = lr, .grad_norm = norm,
+                     .ms = dt * 1e3, .tokens_per_s = tr->rows_per_step * tr->T / dt,
+                     .eta_s = dt * (double)(tr->rc.train.steps - tr->state.step),
+                     .tokens_seen = tr->state.tokens_seen, .comm_ms = tr->world > 1 ? tr->comm_s * 1e3 : -1};
         const Mixture* mx = &tr->data.train_mix;
         const char* names[MIX_MAX_SOURCES];
         size_t tokens[MIX_MAX_SOURCES];
@@ -480,8 +481,10 @@ bool trainer_eval(Trainer* tr) {
     tr->last_val_loss = all ? weighted / (double)all : 0;
     tr->has_val_loss = true;
     tr->val_step = tr->state.step;
-    EvalLog e = {tr->state.step, tr->last_val_loss, all, names[0] ? n_streams : 0, names, loss, batches,
-                 n_tasks, task_ptr, acc, token_acc};
+    EvalLog e = {.step = tr->state.step, .val_loss = tr->last_val_loss, .n_batches = all,
+                 .n_sources = names[0] ? n_streams : 0, .source_names = names, .source_loss = loss,
+                 .source_batches = batches, .n_tasks = n_tasks, .task_names = task_ptr, .task_acc = acc,
+                 .task_token_acc = token_acc};
     metrics_eval(&tr->metrics, &e);
     return true;
 }

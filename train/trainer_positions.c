@@ -40,6 +40,7 @@ void trainer_log_positions(Trainer* tr) {
         pos_stats_add_layer(&st, true, m->la[layer[i]].z, tr->B, tr->T, c->KVH, &seg);   /* z (B,T,KVH) */
         sum[i] = pos_stats_summary(&st);
     }
-    PositionsLog p = {tr->state.step, tr->B, tr->T, tr->data.has_val, &seg, n, layer, sum, (now_s() - t0) * 1e3};
+    PositionsLog p = {.step = tr->state.step, .rows = tr->B, .T = tr->T, .val = tr->data.has_val, .seg = &seg,
+                      .n_layers = n, .layer = layer, .s = sum, .ms = (now_s() - t0) * 1e3};
     metrics_positions(&tr->metrics, &p);
 }

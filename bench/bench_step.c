@@ -32,7 +32,7 @@
 #include "common/fileio.h"
 #include "common/rng.h"
 #include "common/threads.h"
-#include "tests/bench_common.h"
+#include "bench/bench_common.h"
 #include "model/hf_checkpoint.h"
 #include "model/linear.h"
 #include "model/model.h"

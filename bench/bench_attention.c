@@ -19,7 +19,7 @@
 #include "common/check.h"
 #include "common/clock.h"
 #include "common/threads.h"
-#include "tests/bench_common.h"
+#include "bench/bench_common.h"
 
 #define MAX_LIST 8
 

@@ -1,0 +1,19 @@
+/* The plain O(T²) reference of causal GQA attention that tests/test_attention.c checks the tiled
+   kernel of model/attention.c against: forward (out, lse) and backward (dq, dk, dv), every sum in
+   double, one query row at a time, the T scores of a row held whole. Slow; for tests only. */
+#ifndef REPOC_ATTENTION_REF_H
+#define REPOC_ATTENTION_REF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/real.h"
+
+/* q, dout (B,T,H*hd)   k, v (B,T,KVH*hd)   start (B,T) each token's document start, NULL: causal only.
+   Writes out (B,T,H*hd), lse (B,T,H) = log sum_j exp(scale q·k_j), dq (B,T,H*hd), dk, dv (B,T,KVH*hd)
+   for the loss sum(dout ⊙ out); scale = 1/sqrt(hd); query head h reads kv head h / (H / KVH). */
+void attention_reference(double* out, double* lse, double* dq, double* dk, double* dv, const real* q, const real* k,
+                         const real* v, const real* dout, const int32_t* start, size_t B, size_t T, size_t H,
+                         size_t KVH, size_t hd);
+
+#endif
