@@ -1,15 +1,5 @@
-/* Training checkpoints in a run directory (docs/design.md, "Run directory and checkpoints"):
-     out_dir/step_NNNNNNN/  config.json + model.safetensors   (a Hugging Face model)
-                            optimizer.safetensors             (AdamW moments under the parameter names,
-                                                               plus F32 master weights when the model is BF16)
-                            trainer_state.json                (step, tokens, run id, the resolved run config)
-                            tokenizer.json, ... (CKPT_CARRIED: those the source model has)
-     out_dir/latest         the name of the newest complete checkpoint
-   A LoRA run's checkpoint holds PEFT's adapter_config.json + adapter_model.safetensors instead of
-   model.safetensors: the adapters and trained RePo weights; the frozen base is named by its path and
-   weights fingerprint (model/ckpt_weights.h) and not copied, unless model.lora.save_base (or a base
-   that is not on disk, a fresh model) asks for model.safetensors too. config.json stays: the model's
-   architecture, its RePo layers included.
+/* Training checkpoints in a run directory (docs/design.md, "Run directory and checkpoints"; the
+   files of a step directory: train/run_dir.h).
    A checkpoint is written into step_NNNNNNN.tmp.<pid>/, every file fsynced, the
    directory renamed into place and the parent fsynced, then `latest` is
    replaced atomically: a crash at any moment leaves the previous checkpoint
@@ -26,23 +16,6 @@
 #include "optim/adamw.h"
 
 #define TRAINER_STATE_VERSION 1
-
-/* Every file repoc writes in a checkpoint directory (the layout above), for completeness checks and
-   removal: a complete checkpoint has every CKPT_ALWAYS file and all CKPT_BASE or all CKPT_ADAPTER ones */
-typedef enum { CKPT_ALWAYS, CKPT_BASE, CKPT_ADAPTER } CkptRole;
-typedef struct { const char* name; CkptRole role; } CkptFile;
-#define CKPT_N_FILES 6
-extern const CkptFile CKPT_FILES[CKPT_N_FILES];
-/* The tokenizer and generation files a checkpoint carries from the model it was made from, when that has them
-   (tokenizer.json, tokenizer_config.json, special_tokens_map.json, generation_config.json): repoc's files too,
-   for pruning and cleanup */
-#define CKPT_N_CARRIED 4
-extern const char* const CKPT_CARRIED[CKPT_N_CARRIED];
-
-/* The steps N of out_dir's entries named step_N (N decimal digits only, as
-   ckpt_save writes them; step_N.tmp.<pid>, step_+N and the like are not
-   steps), ascending, into *steps (malloc'd; the caller frees); returns their count */
-size_t ckpt_list_steps(const char* out_dir, size_t** steps);
 
 typedef struct {
     size_t step;          /* optimizer steps completed; also the data cursor and the schedule position */
