@@ -15,9 +15,9 @@
 #include "common/check.h"
 #include "common/dist.h"
 #include "common/fileio.h"
-#include "model/ckpt_weights.h"
-#include "model/hf_checkpoint.h"
-#include "model/peft.h"
+#include "hf/ckpt_weights.h"
+#include "hf/hf_checkpoint.h"
+#include "hf/peft.h"
 #include "optim/adamw_io.h"
 #include "train/run_dir.h"
 

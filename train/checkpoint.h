@@ -48,7 +48,7 @@ bool ckpt_find_latest(const char* out_dir, char* path, size_t len);
 /* Restore weights, AdamW moments and trainer state from a checkpoint directory
    into a model and optimizer built with the same configuration. A LoRA checkpoint
    without a base copy reads its base from the path it names, fingerprint checked
-   (model/ckpt_weights.h); m->lora_base gets the base it names (none: later
+   (hf/ckpt_weights.h); m->lora_base gets the base it names (none: later
    checkpoints keep a copy). A sharded
    optimizer reads the moments of its own slice only. */
 void ckpt_load(const char* dir, Model* m, AdamW* opt, TrainerState* st);

@@ -15,7 +15,7 @@
      out_dir/run_config.json, metrics.jsonl, run.lock
    A LoRA run's checkpoint holds PEFT's adapter_config.json + adapter_model.safetensors instead of
    model.safetensors: the adapters and trained RePo weights; the frozen base is named by its path and
-   weights fingerprint (model/ckpt_weights.h) and not copied, unless model.lora.save_base (or a base
+   weights fingerprint (hf/ckpt_weights.h) and not copied, unless model.lora.save_base (or a base
    that is not on disk, a fresh model) asks for model.safetensors too. config.json stays: the model's
    architecture, its RePo layers included. */
 #ifndef REPOC_RUN_DIR_H

@@ -3,7 +3,7 @@
    converts each tensor into the parameter arena and then drops the file pages
    it read from this process (madvise), so a BF16 checkpoint of N parameters
    peaks near the 4N bytes of the F32 arena, never two full copies. */
-#include "model/hf_checkpoint.h"
+#include "hf/hf_checkpoint.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -15,8 +15,8 @@
 #include "common/check.h"
 #include "common/fileio.h"
 #include "common/hash.h"   /* mix64 */
-#include "model/hf_config.h"
-#include "model/peft.h"
+#include "hf/hf_config.h"
+#include "hf/peft.h"
 
 #define MAX_SHARDS 1024
 
