@@ -110,7 +110,7 @@ endif
 # `int main` is a program (build/<name>), the rest of programs/ (the shared
 # command-line helpers) is library
 PROG_SRC := $(shell grep -l '^int main' programs/*.c 2>/dev/null)
-LIB_SRC = $(wildcard common/*.c model/*.c data/*.c optim/*.c tokenizer/*.c train/*.c eval/*.c) \
+LIB_SRC = $(wildcard common/*.c tokenizer/*.c data/*.c model/*.c hf/*.c optim/*.c eval/*.c train/*.c) \
           $(filter-out $(PROG_SRC),$(wildcard programs/*.c))
 BUILD ?= build
 OBJ32 = $(patsubst %.c,$(BUILD)/obj32/%.o,$(LIB_SRC))
@@ -295,13 +295,13 @@ $(FUZZ_BIN): $(FUZZ_SRC) common/safetensors.h common/check.h common/real.h
 # make fuzz-config [FUZZ_SECONDS=600]: libFuzzer on the config.json parser
 # (tests/fuzz/fuzz_config.c), seeded from tests/corpus/config.
 FUZZ_CONFIG_BIN = $(FUZZ_DIR)/fuzz_config
-FUZZ_CONFIG_SRC = tests/fuzz/fuzz_config.c model/hf_config.c model/config.c common/check.c common/fileio.c
+FUZZ_CONFIG_SRC = tests/fuzz/fuzz_config.c hf/hf_config.c model/config.c common/check.c common/fileio.c
 .PHONY: fuzz-config
 fuzz-config: $(FUZZ_CONFIG_BIN)
 	@mkdir -p $(FUZZ_DIR)/config_corpus $(FUZZ_DIR)/artifacts
 	$(FUZZ_CONFIG_BIN) -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=$(FUZZ_DIR)/artifacts/ $(FUZZ_FLAGS) \
 	  $(FUZZ_DIR)/config_corpus tests/corpus/config
-$(FUZZ_CONFIG_BIN): $(FUZZ_CONFIG_SRC) model/hf_config.h model/config.h common/check.h
+$(FUZZ_CONFIG_BIN): $(FUZZ_CONFIG_SRC) hf/hf_config.h model/config.h common/check.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -I. $(BLAS_CFLAGS) \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(FUZZ_CONFIG_SRC) -o $@ -lcjson -lm

@@ -33,7 +33,8 @@
 #include "common/rng.h"
 #include "common/threads.h"
 #include "bench/bench_common.h"
-#include "model/hf_checkpoint.h"
+#include "hf/hf_checkpoint.h"
+#include "model/dispatch.h"
 #include "model/linear.h"
 #include "model/model.h"
 #include "optim/adamw.h"
@@ -223,7 +224,7 @@ int main(int argc, char** argv) {
     BenchOpts o;
     parse_args(&o, argc, argv);
     int threads = threads_init(o.threads);
-    if (o.cpu) { cpu_print(stdout); return 0; }
+    if (o.cpu) { cpu_print(stdout, dispatch_describe()); return 0; }
     if (o.sgemm_n) { bench_sgemm(o.sgemm_n, threads, o.json); return 0; }
 
     ModelConfig c;
@@ -313,7 +314,7 @@ int main(int argc, char** argv) {
                o.attn ? attn_ms * 1e3 / N : 0, sg, sg > 0 ? gflops / sg : 0, faults, cpu_name, cpu_level(),
                cpu_isa_built(), cpu_blas_core(), gemm_ms, gemm_gflop);
     } else {
-        cpu_print(stdout);
+        cpu_print(stdout, dispatch_describe());
         printf("size %s mode %s: params %zu, B=%zu T=%zu, threads %d: median %.1f ms/step (forward %.1f, backward "
                "%.1f, clip+AdamW+zero %.1f), %.0f tokens/s, %.2f GFLOP/step, %.1f GFLOP/s, peak RSS %.0f MiB, "
                "loss %.6f\n",

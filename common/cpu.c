@@ -202,9 +202,9 @@ void cpu_model(char* buf, size_t n) {
 
 const char* cpu_blas_core(void) { return openblas_get_corename(); }
 
-void cpu_print(FILE* fp) {
+void cpu_print(FILE* fp, const char* dispatch) {
     char model[256];
     cpu_model(model, sizeof(model));
     fprintf(fp, "cpu: %s (%s)\nbuilt for: %s\ndispatch: %s\nOpenBLAS: core %s, %s\n", model, cpu_level(),
-            cpu_isa_built(), cpu_dispatch(), cpu_blas_core(), openblas_get_config());
+            cpu_isa_built(), dispatch, cpu_blas_core(), openblas_get_config());
 }

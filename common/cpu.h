@@ -22,9 +22,8 @@ const char* cpu_level(void);
 char* cpu_isa_missing(char* buf, size_t n);
 /* OpenBLAS's kernel family for this CPU (openblas_get_corename, e.g. "SkylakeX") */
 const char* cpu_blas_core(void);
-/* which variants of the kernels built twice run on this CPU (model/dispatch.c; make PORTABLE=1) */
-const char* cpu_dispatch(void);
-/* four lines: "cpu: <model> (<level>)", "built for: <isa>", "dispatch: ...", "OpenBLAS: core <core>, <config>" */
-void cpu_print(FILE* fp);
+/* four lines: "cpu: <model> (<level>)", "built for: <isa>", "dispatch: <dispatch>", "OpenBLAS: core <core>,
+   <config>"; dispatch says which variants of the kernels built twice run (dispatch_describe, model/dispatch.h) */
+void cpu_print(FILE* fp, const char* dispatch);
 
 #endif

@@ -7,9 +7,9 @@
 
 #include "common/check.h"
 #include "common/fileio.h"
+#include "common/hash.h"
 #include "common/rng.h"
 #include "data/chat.h"
-#include "data/mix.h"
 #include "tokenizer/tokenizer.h"
 
 #define JSONL_SHUFFLE_DOMAIN 0x6a736f6e6c726f77ull   /* "jsonlrow" */

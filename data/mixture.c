@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "common/check.h"   /* set_err, DIE, CHECK, mallocCheck */
+#include "common/hash.h"   /* mix_triple: (seed, ...) -> Rng seed */
 #include "common/rng.h"     /* the shuffle's per-row generator */
-#include "data/mix.h"       /* mix_triple: (seed, ...) -> Rng seed */
 
 #define MIX_DOMAIN 0x4D4958545552ull     /* "MIXTUR": the per-step rotation */
 #define MIX_ROW_DOMAIN 0x4D4958524F57ull /* "MIXROW": a shuffled source's windows */

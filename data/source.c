@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "common/check.h"
+#include "common/hash.h"
 #include "data/documents.h"
-#include "data/mix.h"
 
 typedef struct {
     const char* key;

@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "common/check.h"   /* DIE, CHECK */
+#include "common/hash.h"   /* mix64, mix_triple */
 #include "common/rng.h"     /* one Rng per row or item */
-#include "data/mix.h"       /* mix64, mix_triple */
 
 #define TRAIN_DOMAIN 0x53594E545241494Eull   /* "SYNTRAIN" */
 #define EVAL_DOMAIN 0x53594E4556414Cull      /* "SYNEVAL" */

@@ -10,8 +10,8 @@
 #include <sys/stat.h>       /* stat: the sizes of the expanded files */
 
 #include "common/check.h"   /* DIE, CHECK, mallocCheck, set_err */
+#include "common/hash.h"   /* mix_triple: (seed, step, row) -> Rng seed */
 #include "common/rng.h"     /* the shuffle's per-row generator */
-#include "data/mix.h"       /* mix_triple: (seed, step, row) -> Rng seed */
 
 #define SHUFFLE_DOMAIN 0x53485546464C45ull   /* "SHUFFLE": keeps these streams apart from synthetic.c's */
 

@@ -100,7 +100,7 @@ int data_order_parse(const char* name, DataOrder* order);
                  consecutive rows overlap by one token (the last target is the
                  next row's first input), one pass over the data is N / T rows;
      shuffle:    start = rng_below(rng, N - T), rng = Rng seeded with
-                 mix_triple(SHUFFLE_DOMAIN, seed, s, r) (data/mix.h); the
+                 mix_triple(SHUFFLE_DOMAIN, seed, s, r) (common/hash.h); the
                  window never wraps.
    tokens[b*T + t] = x[t], targets[b*T + t] = x[t+1] for b < n_rows, t < T.
    Any split of a step's rows into calls gives the same rows. Dies if

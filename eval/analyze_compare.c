@@ -3,7 +3,9 @@
    grouped bars of the attention mass needle / query / rest per checkpoint
    (compare_attention.svg) and of the segment shares constant / monotonic /
    hybrid for those with learned positions (compare_segments.svg), and the same
-   numbers as a Markdown table on stdout (eval/analyze.h, docs/analyze.md). */
+   numbers as a Markdown table on stdout (eval/analyze_compare.h, docs/analyze.md). */
+#include "eval/analyze_compare.h"
+
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +13,7 @@
 
 #include "common/check.h"
 #include "common/fileio.h"
-#include "eval/analyze.h"
+#include "eval/analyze_out.h"   /* ANALYZE_JSON_VERSION */
 #include "eval/analyze_svg.h"
 
 #define MAX_COMPARE 64

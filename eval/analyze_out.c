@@ -1,6 +1,8 @@
-/* build/analyze's outputs for one checkpoint (eval/analyze.h): the terminal
+/* build/analyze's outputs for one checkpoint (eval/analyze_out.h): the terminal
    summary, positions.csv, analysis.json (format in docs/analyze.md) and the
    figures positions.svg and attention.svg. */
+#include "eval/analyze_out.h"
+
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +10,6 @@
 
 #include "common/check.h"
 #include "common/fileio.h"
-#include "eval/analyze.h"
 #include "eval/analyze_svg.h"
 
 /* heads and layers merged */

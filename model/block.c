@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#include "data/mix.h"          /* mix_triple: the LoRA dropout key of a projection */
+#include "common/hash.h"   /* mix_triple: the LoRA dropout key of a projection */
 #include "model/attention.h"
 #include "model/linear.h"
 #include "model/repo.h"

@@ -10,8 +10,8 @@
    backward agrees to float rounding, because its tiles on the causal diagonal
    and at a ragged end group their sums by the vector width
    (tests/test_step_ops.c). In a native build (no REPOC_DISPATCH) attention.c is compiled once
-   for this machine and only cpu_dispatch is defined here. */
-#include "common/cpu.h"
+   for this machine and only dispatch_describe is defined here. */
+#include "model/dispatch.h"
 
 #ifdef REPOC_DISPATCH
 #include "model/attention.h"
@@ -39,10 +39,10 @@ __typeof__(attention_forward) attention_forward __attribute__((ifunc("resolve_fo
 __typeof__(attention_backward) attention_backward __attribute__((ifunc("resolve_backward")));
 __typeof__(doc_starts_from_ids) doc_starts_from_ids __attribute__((ifunc("resolve_doc_starts")));
 
-const char* cpu_dispatch(void) {
+const char* dispatch_describe(void) {
     return have_v4() ? "attention kernel for x86-64-v4 (chosen at run time)"
                      : "attention kernel for x86-64-v3 (chosen at run time)";
 }
 #else
-const char* cpu_dispatch(void) { return "none: every kernel is built for the instruction set above"; }
+const char* dispatch_describe(void) { return "none: every kernel is built for the instruction set above"; }
 #endif

@@ -5,8 +5,8 @@
 
 #include <string.h>
 
+#include "common/hash.h"   /* mix64: the dropout mask's stateless hash */
 #include "common/threads.h"
-#include "data/mix.h"   /* mix64: the dropout mask's stateless hash */
 
 /* On short products (S: 2048 rows, K = 256 or 1024) one single-threaded call per thread on its own rows
    measured 2-12% faster than one call that OpenBLAS threads itself, and neutral at 256 x 4096 (Intel Xeon,

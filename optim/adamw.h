@@ -51,6 +51,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/hash.h"
 #include "common/real.h"
 #include "common/safetensors.h"
 #include "model/tensors.h"
@@ -107,10 +108,7 @@ static inline uint16_t bf16_round_stochastic(float x, uint32_t r) {
 }
 /* 32 random bits of (key, i): the splitmix64 finaliser, a counter-based generator */
 static inline uint32_t sr_bits(uint64_t key, uint64_t i) {
-    uint64_t z = key + i * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return (uint32_t)(z ^ (z >> 31));
+    return (uint32_t)mix64_final(key + i * HASH_GOLDEN);
 }
 
 /* The part of gradient-arena elements [offset, offset + n) (one tensor) inside

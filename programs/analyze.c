@@ -12,8 +12,9 @@
 #include "common/check.h"
 #include "common/threads.h"
 #include "data/tokens.h"
-#include "model/hf_config.h"
-#include "eval/analyze.h"
+#include "eval/analyze_compare.h"
+#include "eval/analyze_out.h"
+#include "hf/hf_config.h"
 #include "programs/cli.h"
 #include "eval/eval_tasks.h"   /* eval_prompt_len: the same lengths as build/eval */
 

@@ -17,10 +17,10 @@
 #include "common/fileio.h"
 #include "common/threads.h"   /* threads_startup */
 #include "data/source.h"      /* synthetic_from_json */
-#include "model/ckpt_weights.h"
-#include "model/hf_checkpoint.h"
-#include "model/peft.h"
-#include "model/hf_config.h"
+#include "hf/ckpt_weights.h"
+#include "hf/hf_checkpoint.h"
+#include "hf/hf_config.h"
+#include "hf/peft.h"
 #include "train/checkpoint.h"
 
 static const char* prog_name = "repoc";

@@ -13,7 +13,7 @@
 #include "common/fileio.h"
 #include "common/threads.h"
 #include "data/source.h"
-#include "model/hf_config.h"
+#include "hf/hf_config.h"
 #include "programs/cli.h"
 #include "eval/eval_tasks.h"
 

@@ -18,8 +18,8 @@
 #include "common/fileio.h"
 #include "common/rng.h"
 #include "common/threads.h"
+#include "hf/hf_config.h"
 #include "model/generate.h"
-#include "model/hf_config.h"
 #include "tokenizer/tokenizer.h"
 #include "programs/cli.h"
 

@@ -6,7 +6,7 @@
    W + s B A (s = alpha / r, alpha / sqrt(r) with use_rslora); RePo tensors saved with the adapter (PEFT's
    modules_to_save) replace the base's. BASE may also be a LoRA checkpoint that holds no base copy (what
    repoc's LoRA runs save by default): its config.json is the model's, and the weights come from the base
-   its adapter names (model/ckpt_weights.h), so `build/merge CKPT CKPT OUT` merges a run's checkpoint.
+   its adapter names (hf/ckpt_weights.h), so `build/merge CKPT CKPT OUT` merges a run's checkpoint.
    Refused before anything is read: an OUT that is BASE or ADAPTER (by device and inode, through any link:
    the merged weights would sit next to the adapter files, and loaders would apply the adapter twice), and an
    OUT holding adapter files or a shard index (loaders would read those, not the merged model). Refused
@@ -23,10 +23,10 @@
 
 #include "common/check.h"
 #include "common/fileio.h"
-#include "model/ckpt_weights.h"
-#include "model/hf_checkpoint.h"
-#include "model/hf_config.h"
-#include "model/peft.h"
+#include "hf/ckpt_weights.h"
+#include "hf/hf_checkpoint.h"
+#include "hf/hf_config.h"
+#include "hf/peft.h"
 #include "programs/cli.h"
 
 static const char* const OUT_FILES[] = {"model.safetensors", "config.json"};   /* what hf_save writes */

@@ -9,8 +9,8 @@
 #include "common/check.h"
 #include "common/fileio.h"
 #include "common/safetensors.h"
-#include "model/hf_checkpoint.h"
-#include "model/hf_config.h"
+#include "hf/hf_checkpoint.h"
+#include "hf/hf_config.h"
 #include "model/model.h"
 #include "tests/testutil.h"
 

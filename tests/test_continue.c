@@ -13,8 +13,8 @@
 #include "common/fileio.h"
 #include "common/threads.h"
 #include "data/synthetic.h"
-#include "model/hf_checkpoint.h"
-#include "model/hf_config.h"
+#include "hf/hf_checkpoint.h"
+#include "hf/hf_config.h"
 #include "model/model.h"
 #include "tests/testutil.h"
 

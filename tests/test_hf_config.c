@@ -10,7 +10,7 @@
 
 #include "common/check.h"
 #include "common/fileio.h"
-#include "model/hf_config.h"
+#include "hf/hf_config.h"
 #include "model/tensors.h"
 #include "tests/testutil.h"
 

@@ -14,9 +14,9 @@
 #include "common/fileio.h"
 #include "common/rng.h"
 #include "common/safetensors.h"
+#include "hf/peft.h"
 #include "model/linear.h"
 #include "model/model.h"
-#include "model/peft.h"
 #include "tests/testutil.h"
 
 #define NT 12

@@ -10,13 +10,14 @@
 #include <string.h>
 
 #include "common/check.h"
+#include "common/hash.h"
 #include "tokenizer/tok_internal.h"
 
 static inline uint64_t edge_key(size_t node, uint8_t b) { return ((uint64_t)node << 8 | b) + 1; }
 
 static int32_t edge_child(const Tokenizer* t, size_t node, uint8_t b) {
     uint64_t key = edge_key(node, b);
-    for (size_t h = tok_mix64(key) & (t->edge_cap - 1);; h = (h + 1) & (t->edge_cap - 1)) {
+    for (size_t h = mix64_final(key) & (t->edge_cap - 1);; h = (h + 1) & (t->edge_cap - 1)) {
         if (t->edge_keys[h] == key) return t->edge_to[h];
         if (!t->edge_keys[h]) return -1;
     }
@@ -24,7 +25,7 @@ static int32_t edge_child(const Tokenizer* t, size_t node, uint8_t b) {
 
 static size_t edge_add(Tokenizer* t, size_t node, uint8_t b) {
     uint64_t key = edge_key(node, b);
-    size_t h = tok_mix64(key) & (t->edge_cap - 1);
+    size_t h = mix64_final(key) & (t->edge_cap - 1);
     while (t->edge_keys[h] && t->edge_keys[h] != key) h = (h + 1) & (t->edge_cap - 1);
     if (!t->edge_keys[h]) {
         t->edge_keys[h] = key;

@@ -9,10 +9,11 @@
 #include <string.h>
 
 #include "common/check.h"
+#include "common/hash.h"
 #include "tokenizer/tok_internal.h"
 
 uint64_t tok_hash_bytes(const uint8_t* s, size_t n) {
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
+    uint64_t h = HASH_GOLDEN ^ n;
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         uint64_t v;
@@ -22,7 +23,7 @@ uint64_t tok_hash_bytes(const uint8_t* s, size_t n) {
     }
     uint64_t tail = 0;
     for (size_t k = 0; i + k < n; k++) tail |= (uint64_t)s[i + k] << (8 * k);
-    return tok_mix64(h ^ tail);
+    return mix64_final(h ^ tail);
 }
 
 static size_t pow2_at_least(size_t n) {
@@ -59,7 +60,7 @@ static inline uint64_t pair_key(int32_t a, int32_t b) { return ((uint64_t)(uint3
 
 static inline const MergeSlot* merge_find(const Tokenizer* t, int32_t a, int32_t b) {
     uint64_t key = pair_key(a, b);
-    for (size_t h = tok_mix64(key) & (t->merge_cap - 1);; h = (h + 1) & (t->merge_cap - 1)) {
+    for (size_t h = mix64_final(key) & (t->merge_cap - 1);; h = (h + 1) & (t->merge_cap - 1)) {
         const MergeSlot* m = &t->merges[h];
         if (m->id < 0) return NULL;
         if (m->key == key) return m;
@@ -70,7 +71,7 @@ static inline const MergeSlot* merge_find(const Tokenizer* t, int32_t a, int32_t
    library (its merges become a hash map in order). Returns 1 for a duplicate. */
 int merge_insert(Tokenizer* t, int32_t a, int32_t b, uint32_t rank, int32_t id) {
     uint64_t key = pair_key(a, b);
-    for (size_t h = tok_mix64(key) & (t->merge_cap - 1);; h = (h + 1) & (t->merge_cap - 1)) {
+    for (size_t h = mix64_final(key) & (t->merge_cap - 1);; h = (h + 1) & (t->merge_cap - 1)) {
         MergeSlot* m = &t->merges[h];
         if (m->id < 0 || m->key == key) {
             int dup = m->id >= 0;

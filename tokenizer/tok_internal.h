@@ -79,14 +79,6 @@ struct Tokenizer {
 /* the longest pre-token BPE merges (bytes); a longer one is refused (tokenizer.h) */
 #define TOK_MAX_PRETOKEN ((size_t)1 << 20)
 
-static inline uint64_t tok_mix64(uint64_t x) {   /* splitmix64's finaliser */
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
 /* ---- added tokens (tokenizer/added.c) ---- */
 /* the trie of the ids with is_added[id] (V entries) */
 void added_build(Tokenizer* t, const uint8_t* is_added);

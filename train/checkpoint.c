@@ -1,9 +1,8 @@
 /* Training checkpoints: atomic step directories, `latest`, pruning, restore.
-   See checkpoint.h for the layout. */
+   See checkpoint.h; the files of a step directory are in run_dir.h. */
 #include "train/checkpoint.h"
 
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -16,116 +15,11 @@
 #include "common/check.h"
 #include "common/dist.h"
 #include "common/fileio.h"
-#include "model/ckpt_weights.h"
-#include "model/hf_checkpoint.h"
-#include "model/peft.h"
+#include "hf/ckpt_weights.h"
+#include "hf/hf_checkpoint.h"
+#include "hf/peft.h"
+#include "optim/adamw_io.h"
 #include "train/run_dir.h"
-
-/* Sharded AdamW state (ZeRO-1: each rank holds the moments of one slice) is written by rank 0 into the same
-   file as a full one, piece by piece: for each piece st_write asks for,
-   rank 0 broadcasts a request (which moment, which range of the gradient
-   arena) and every rank sends its part of that range (MPI_Gatherv), while
-   the other ranks serve requests until MOMENTS_DONE. Rank 0 never holds more
-   than one staging buffer of the state of other ranks. */
-enum { MOMENT_M = 0, MOMENT_V = 1, MOMENTS_DONE = 2 };
-typedef struct { uint64_t kind, first, count; } MomentRequest;
-
-/* each rank's optimizer holds dist_share's slice of the gradient arena */
-static bool is_sharded(const AdamW* opt) { return opt->lo != 0 || opt->hi != opt->n; }
-
-/* every rank: its part of gradient-arena elements [first, first+count) of one
-   moment, gathered in rank order into rank 0's out */
-static void gather_moments(const AdamW* opt, MomentRequest rq, real* out) {
-    int world = dist_world(), me = dist_rank();
-    size_t* counts = mallocCheck((size_t)world * sizeof(size_t));
-    size_t a = rq.first, b = rq.first + rq.count;
-    for (int r = 0; r < world; r++) {
-        size_t lo, hi;
-        dist_share(opt->n, r, world, &lo, &hi);
-        if (r == me) CHECK(lo == opt->lo && hi == opt->hi, "optimizer slice [%zu, %zu) is not rank %d's share "
-                           "[%zu, %zu)", opt->lo, opt->hi, me, lo, hi);
-        size_t from = a > lo ? a : lo, to = b < hi ? b : hi;
-        counts[r] = to > from ? to - from : 0;
-    }
-    size_t from = (a > opt->lo ? a : opt->lo) - opt->lo;   /* this rank's part, relative to its slice */
-    real* widened = NULL;   /* bf16 state travels as reals */
-    const real* send = opt->m;
-    if (opt->cfg.state_bf16) {
-        widened = mallocCheck((counts[me] ? counts[me] : 1) * sizeof(real));
-        if (counts[me]) adamw_moment_get(opt, (int)rq.kind, from, counts[me], widened);
-        send = widened;
-    } else {
-        const real* state = rq.kind == MOMENT_M ? opt->m : opt->v;
-        send = counts[me] ? state + from : state;
-    }
-    dist_gatherv_real(send, out, counts);
-    free(widened);
-    free(counts);
-}
-
-/* st_write's fill on rank 0: one piece of exp_avg or exp_avg_sq of one tensor */
-typedef struct { const AdamW* opt; uint64_t kind; size_t grad_offset; } MomentFill;
-static void fill_moments(void* ctx, size_t first, size_t count, real* out) {
-    const MomentFill* f = ctx;
-    if (!is_sharded(f->opt)) {   /* bf16 state of one rank: widened piece by piece */
-        adamw_moment_get(f->opt, (int)f->kind, f->grad_offset + first, count, out);
-        return;
-    }
-    MomentRequest rq = {f->kind, f->grad_offset + first, count};
-    dist_bcast(&rq, sizeof(rq));
-    gather_moments(f->opt, rq, out);
-}
-
-/* the other ranks while rank 0 writes sharded state */
-static void serve_moments(const AdamW* opt) {
-    for (;;) {
-        MomentRequest rq;
-        dist_bcast(&rq, sizeof(rq));
-        if (rq.kind == MOMENTS_DONE) return;
-        gather_moments(opt, rq, NULL);
-    }
-}
-
-/* optimizer.safetensors: exp_avg.<name>, exp_avg_sq.<name> in the state's dtype (F32, or BF16 for
-   optim.state_dtype bf16: stored exactly as kept), and master.<name> when the model file is not F32; rank 0 only, the other ranks serve_moments when the state is sharded */
-static void save_optimizer(const char* path, const Model* m, const AdamW* opt, bool with_master) {
-    const TensorTable* tt = &m->tensors;
-    StWriteTensor* w = callocCheck(3 * tt->n, sizeof(StWriteTensor));
-    StFill* fills = callocCheck(3 * tt->n, sizeof(StFill));
-    MomentFill* sources = callocCheck(2 * tt->n, sizeof(MomentFill));
-    char (*names)[TENSOR_NAME_LEN + 16] = callocCheck(3 * tt->n, TENSOR_NAME_LEN + 16);
-    size_t n = 0;
-    for (size_t i = 0; i < tt->n; i++) {
-        const TensorInfo* t = &tt->t[i];
-        for (int kind = 0; kind < 3; kind++) {
-            if (kind < 2 && t->grad_offset == NO_GRAD) continue;   /* frozen: no state */
-            if (kind == 2 && (!with_master || t->bf16)) continue;   /* a BF16 base is its own master */
-            static const char* prefix[] = {"exp_avg.", "exp_avg_sq.", "master."};
-            snprintf(names[n], sizeof(names[n]), "%s%s", prefix[kind], t->name);
-            w[n] = (StWriteTensor){names[n], ST_F32, t->ndim, {t->shape[0], t->shape[1]}, m->params + t->offset};
-            if (kind < 2 && opt->cfg.state_bf16) w[n].dtype = ST_BF16;   /* bf16 -> real -> bf16 is exact */
-            if (kind < 2 && !is_sharded(opt) && !opt->cfg.state_bf16) {
-                w[n].data = (kind == MOMENT_M ? opt->m : opt->v) + t->grad_offset;
-            } else if (kind < 2) {   /* gathered piece by piece */
-                sources[2 * i + kind] = (MomentFill){opt, (uint64_t)kind, t->grad_offset};
-                w[n].data = NULL;
-                fills[n] = (StFill){fill_moments, &sources[2 * i + kind]};
-            }
-            n++;
-        }
-    }
-    const char* keys[] = {"format", "repoc_optimizer_version"};
-    const char* values[] = {"repoc-adamw", "1"};
-    st_write_filled(path, w, fills, n, keys, values, 2);
-    if (is_sharded(opt)) {
-        MomentRequest done = {MOMENTS_DONE, 0, 0};
-        dist_bcast(&done, sizeof(done));
-    }
-    free(w);
-    free(fills);
-    free(sources);
-    free(names);
-}
 
 /* 16 lowercase hex digits, as adapter_model.safetensors' repoc.base_fingerprint */
 static void hex64(char out[17], uint64_t v) { snprintf(out, 17, "%016llx", (unsigned long long)v); }
@@ -158,14 +52,6 @@ static void save_state(const char* path, const TrainerState* st, const char* con
     free(text);
 }
 
-const CkptFile CKPT_FILES[CKPT_N_FILES] = {
-    {"config.json", CKPT_ALWAYS},         {"optimizer.safetensors", CKPT_ALWAYS},
-    {"trainer_state.json", CKPT_ALWAYS},  {"model.safetensors", CKPT_BASE},
-    {"adapter_config.json", CKPT_ADAPTER}, {"adapter_model.safetensors", CKPT_ADAPTER},
-};
-const char* const CKPT_CARRIED[CKPT_N_CARRIED] = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                                                  "generation_config.json"};
-
 /* the CKPT_CARRIED files of from (those it has) into dir, each atomically */
 static void copy_carried(const char* from, const char* dir) {
     char src[4200], dst[4300];   /* dir: a step directory path of up to 4200 bytes */
@@ -178,46 +64,6 @@ static void copy_carried(const char* from, const char* dir) {
         file_write_atomic(dst, text, len);
         free(text);
     }
-}
-
-/* N of a name step_N: digits only, at most 19 of them (below 2^64); false for any other name */
-static bool step_of(const char* name, size_t* step) {
-    if (strncmp(name, "step_", 5) != 0) return false;
-    const char* d = name + 5;
-    size_t n = strspn(d, "0123456789");
-    if (n == 0 || n > 19 || d[n] != 0) return false;
-    *step = (size_t)strtoull(d, NULL, 10);
-    return true;
-}
-
-size_t ckpt_list_steps(const char* out_dir, size_t** steps_out) {
-    DIR* d = opendir(out_dir);
-    size_t n = 0, cap = 16;
-    size_t* steps = mallocCheck(cap * sizeof(size_t));
-    if (d) {
-        struct dirent* e;
-        while ((e = readdir(d))) {
-            size_t s;
-            if (!step_of(e->d_name, &s)) continue;
-            if (n == cap) {
-                size_t* grown = mallocCheck(2 * cap * sizeof(size_t));
-                memcpy(grown, steps, n * sizeof(size_t));
-                free(steps);
-                steps = grown;
-                cap *= 2;
-            }
-            steps[n++] = s;
-        }
-        closedir(d);
-    }
-    for (size_t i = 1; i < n; i++)   /* insertion sort: a run keeps a handful */
-        for (size_t j = i; j > 0 && steps[j - 1] > steps[j]; j--) {
-            size_t t = steps[j];
-            steps[j] = steps[j - 1];
-            steps[j - 1] = t;
-        }
-    *steps_out = steps;
-    return n;
 }
 
 /* a complete checkpoint has all its files (the directory only appears after they were fsynced) */
@@ -249,7 +95,7 @@ static uint64_t run_id_of(const char* out_dir, size_t step) {
    (another run_id: an earlier run that run.overwrite starts over from) go first, then this run's oldest */
 static void prune(const char* out_dir, const TrainerState* st, size_t keep_last) {
     size_t* steps;
-    size_t n = ckpt_list_steps(out_dir, &steps);
+    size_t n = run_dir_list_steps(out_dir, &steps);
     bool* other = callocCheck(n ? n : 1, 1);
     for (size_t i = 0; n > keep_last && i < n; i++) other[i] = run_id_of(out_dir, steps[i]) != st->run_id;
     size_t excess = n > keep_last ? n - keep_last : 0;
@@ -268,7 +114,7 @@ static void prune(const char* out_dir, const TrainerState* st, size_t keep_last)
 void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const TrainerState* st, const char* config_json,
                StDtype model_dtype, size_t keep_last, bool save_base, const char* carry_dir) {
     if (dist_rank() != 0) {   /* rank 0 writes; the others send their optimizer state */
-        if (is_sharded(opt)) serve_moments(opt);
+        adamw_serve_save(opt);
         dist_barrier();
         return;
     }
@@ -287,7 +133,7 @@ void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const Trai
         hf_save(m, tmp_dir, model_dtype);   /* creates tmp_dir */
     }
     snprintf(path, sizeof(path), "%s/optimizer.safetensors", tmp_dir);
-    save_optimizer(path, m, opt, !adapter_only && model_dtype != ST_F32);
+    adamw_save(path, m, opt, !adapter_only && model_dtype != ST_F32);
     snprintf(path, sizeof(path), "%s/trainer_state.json", tmp_dir);
     save_state(path, st, config_json, m->cfg.lora_rank && m->lora_base.path[0] ? &m->lora_base : NULL);
     if (carry_dir && carry_dir[0]) copy_carried(carry_dir, tmp_dir);
@@ -319,7 +165,7 @@ bool ckpt_find_latest(const char* out_dir, char* path, size_t len) {
         if (complete(path)) return true;
     }
     size_t* steps;
-    size_t n = ckpt_list_steps(out_dir, &steps);
+    size_t n = run_dir_list_steps(out_dir, &steps);
     bool found = false;
     for (size_t i = n; i-- > 0 && !found;) {
         snprintf(path, len, "%s/step_%07zu", out_dir, steps[i]);
@@ -328,62 +174,6 @@ bool ckpt_find_latest(const char* out_dir, char* path, size_t len) {
     free(steps);
     if (!found && len) path[0] = 0;   /* no checkpoint: callers test path[0] */
     return found;
-}
-
-/* moment `kind` of gradient-arena elements [g0, g1) from tensor s (element g0 - grad_offset on), any float
-   dtype, into the optimizer's state in its own dtype; checked finite (v also >= 0) */
-static void load_moment(const StFile* f, const StTensor* s, const char* path, const char* name, AdamW* opt, int kind,
-                        size_t grad_offset, size_t g0, size_t g1) {
-    enum { PIECE = 1 << 20 };
-    real* buf = mallocCheck((g1 - g0 < PIECE ? g1 - g0 : PIECE) * sizeof(real));
-    for (size_t a = g0; a < g1; a += PIECE) {
-        size_t n = g1 - a < PIECE ? g1 - a : PIECE;
-        st_read_real_range(f, s, a - grad_offset, n, buf);
-        for (size_t k = 0; k < n; k++)   /* m finite; v (a mean of squares) finite and >= 0 */
-            CHECK(isfinite(buf[k]) && (kind == 0 || buf[k] >= 0), "%s: tensor '%s' element %zu is %g: "
-                  "AdamW %s must be finite%s", path, name, a - grad_offset + k, (double)buf[k],
-                  kind == 0 ? "first moments" : "second moments", kind == 0 ? "" : " and non-negative");
-        adamw_moment_set(opt, kind, a - opt->lo, n, buf);
-    }
-    free(buf);
-}
-
-static void load_optimizer(const char* path, Model* m, AdamW* opt, bool with_master) {
-    StFile f;
-    st_open_or_die(&f, path);
-    const TensorTable* tt = &m->tensors;
-    char name[TENSOR_NAME_LEN + 16];
-    StDtype want = opt->cfg.state_bf16 ? ST_BF16 : ST_F32;
-    bool noted = false;
-    for (size_t i = 0; i < tt->n; i++) {
-        const TensorInfo* t = &tt->t[i];
-        for (int kind = 0; kind < 3; kind++) {
-            if (kind < 2 && t->grad_offset == NO_GRAD) continue;
-            if (kind == 2 && (!with_master || t->bf16)) continue;   /* a BF16 base is its own master */
-            static const char* prefix[] = {"exp_avg.", "exp_avg_sq.", "master."};
-            snprintf(name, sizeof(name), "%s%s", prefix[kind], t->name);
-            const StTensor* s = st_find(&f, name);
-            CHECK(s, "%s: no tensor '%s' (was the checkpoint written with other frozen tensors?)", path, name);
-            bool moment_dtype = kind < 2 && (s->dtype == ST_F32 || s->dtype == ST_BF16);
-            CHECK(s->numel == t->numel && (s->dtype == ST_F32 || moment_dtype),
-                  "%s: tensor '%s' has %zu %s values, expected %zu %s", path, name, s->numel,
-                  st_dtype_name(s->dtype), t->numel, kind < 2 ? "F32 or BF16" : "F32");
-            if (kind == 2) {
-                st_read_real(&f, s, m->params + t->offset);
-                continue;
-            }
-            if (s->dtype != want && !noted) {
-                printf("note: %s holds the AdamW moments as %s, this run keeps them as %s (optim.state_dtype): "
-                       "converted%s\n", path, st_dtype_name(s->dtype), st_dtype_name(want),
-                       want == ST_BF16 ? " by rounding to nearest" : " exactly");
-                noted = true;
-            }
-            size_t g0, g1;   /* moments: the part inside the optimizer's slice */
-            if (!adamw_slice_part(opt, t->grad_offset, t->numel, &g0, &g1)) continue;
-            load_moment(&f, s, path, name, opt, kind, t->grad_offset, g0, g1);
-        }
-    }
-    st_close(&f);
 }
 
 static cJSON* read_state_json(const char* dir) {
@@ -442,7 +232,7 @@ void ckpt_load_state(const char* dir, TrainerState* st) {
     const char* base = strrchr(dir, '/');
     base = base && base[1] ? base + 1 : dir;
     size_t named;
-    if (step_of(base, &named))
+    if (run_dir_step_of(base, &named))
         CHECK(named == st->step, "%s: key 'step' is %zu, but the directory is named %s", p, st->step, base);
 }
 
@@ -458,7 +248,7 @@ void ckpt_load(const char* dir, Model* m, AdamW* opt, TrainerState* st) {
     bool bf16_model = strstr(cfg, "\"bfloat16\"") != NULL;
     free(cfg);
     snprintf(p, sizeof(p), "%s/optimizer.safetensors", dir);
-    load_optimizer(p, m, opt, bf16_model);
+    adamw_load(p, m, opt, bf16_model);
 }
 
 char* ckpt_read_config(const char* dir) {

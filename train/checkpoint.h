@@ -1,4 +1,5 @@
-/* Training checkpoints in a run directory (docs/formats.md, "Run directory and checkpoints"):
+/* Training checkpoints in a run directory (docs/formats.md, "Run directory and checkpoints"; the
+   files of a step directory: train/run_dir.h):
      out_dir/step_NNNNNNN/  config.json + model.safetensors   (a Hugging Face model)
                             optimizer.safetensors             (AdamW moments under the parameter names,
                                                                plus F32 master weights when the model is BF16)
@@ -26,23 +27,6 @@
 #include "optim/adamw.h"
 
 #define TRAINER_STATE_VERSION 1
-
-/* Every file repoc writes in a checkpoint directory (the layout above), for completeness checks and
-   removal: a complete checkpoint has every CKPT_ALWAYS file and all CKPT_BASE or all CKPT_ADAPTER ones */
-typedef enum { CKPT_ALWAYS, CKPT_BASE, CKPT_ADAPTER } CkptRole;
-typedef struct { const char* name; CkptRole role; } CkptFile;
-#define CKPT_N_FILES 6
-extern const CkptFile CKPT_FILES[CKPT_N_FILES];
-/* The tokenizer and generation files a checkpoint carries from the model it was made from, when that has them
-   (tokenizer.json, tokenizer_config.json, special_tokens_map.json, generation_config.json): repoc's files too,
-   for pruning and cleanup */
-#define CKPT_N_CARRIED 4
-extern const char* const CKPT_CARRIED[CKPT_N_CARRIED];
-
-/* The steps N of out_dir's entries named step_N (N decimal digits only, as
-   ckpt_save writes them; step_N.tmp.<pid>, step_+N and the like are not
-   steps), ascending, into *steps (malloc'd; the caller frees); returns their count */
-size_t ckpt_list_steps(const char* out_dir, size_t** steps);
 
 typedef struct {
     size_t step;          /* optimizer steps completed; also the data cursor and the schedule position */
@@ -75,7 +59,7 @@ bool ckpt_find_latest(const char* out_dir, char* path, size_t len);
 /* Restore weights, AdamW moments and trainer state from a checkpoint directory
    into a model and optimizer built with the same configuration. A LoRA checkpoint
    without a base copy reads its base from the path it names, fingerprint checked
-   (model/ckpt_weights.h); m->lora_base gets the base it names (none: later
+   (hf/ckpt_weights.h); m->lora_base gets the base it names (none: later
    checkpoints keep a copy). A sharded
    optimizer reads the moments of its own slice only. */
 void ckpt_load(const char* dir, Model* m, AdamW* opt, TrainerState* st);

@@ -1,4 +1,5 @@
-/* One run per out_dir, and removal that touches only repoc's own files; see run_dir.h. */
+/* One run per out_dir, the names of its checkpoint files and step directories, and removal that touches
+   only repoc's own files; see run_dir.h. */
 #include "train/run_dir.h"
 
 #include <dirent.h>
@@ -12,7 +13,53 @@
 
 #include "common/check.h"
 #include "common/fileio.h"   /* tmp_name_pid, pid_alive, file_remove_stale_tmp */
-#include "train/checkpoint.h"   /* CKPT_FILES, ckpt_list_steps */
+
+const CkptFile CKPT_FILES[CKPT_N_FILES] = {
+    {"config.json", CKPT_ALWAYS},         {"optimizer.safetensors", CKPT_ALWAYS},
+    {"trainer_state.json", CKPT_ALWAYS},  {"model.safetensors", CKPT_BASE},
+    {"adapter_config.json", CKPT_ADAPTER}, {"adapter_model.safetensors", CKPT_ADAPTER},
+};
+const char* const CKPT_CARRIED[CKPT_N_CARRIED] = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                                                  "generation_config.json"};
+
+bool run_dir_step_of(const char* name, size_t* step) {
+    if (strncmp(name, "step_", 5) != 0) return false;
+    const char* d = name + 5;
+    size_t n = strspn(d, "0123456789");
+    if (n == 0 || n > 19 || d[n] != 0) return false;
+    *step = (size_t)strtoull(d, NULL, 10);
+    return true;
+}
+
+size_t run_dir_list_steps(const char* out_dir, size_t** steps_out) {
+    DIR* d = opendir(out_dir);
+    size_t n = 0, cap = 16;
+    size_t* steps = mallocCheck(cap * sizeof(size_t));
+    if (d) {
+        struct dirent* e;
+        while ((e = readdir(d))) {
+            size_t s;
+            if (!run_dir_step_of(e->d_name, &s)) continue;
+            if (n == cap) {
+                size_t* grown = mallocCheck(2 * cap * sizeof(size_t));
+                memcpy(grown, steps, n * sizeof(size_t));
+                free(steps);
+                steps = grown;
+                cap *= 2;
+            }
+            steps[n++] = s;
+        }
+        closedir(d);
+    }
+    for (size_t i = 1; i < n; i++)   /* insertion sort: a run keeps a handful */
+        for (size_t j = i; j > 0 && steps[j - 1] > steps[j]; j--) {
+            size_t t = steps[j];
+            steps[j] = steps[j - 1];
+            steps[j - 1] = t;
+        }
+    *steps_out = steps;
+    return n;
+}
 
 /* name is stem, or stem + .tmp.<pid> (a file_write_atomic or st_write leftover) */
 static bool is_file_or_tmp(const char* name, const char* stem) {
@@ -87,7 +134,7 @@ RunDirContents run_dir_contents(const char* out_dir) {
     struct stat st;
     c.metrics = stat(path, &st) == 0 && st.st_size > 0;
     size_t* steps;
-    c.n_steps = ckpt_list_steps(out_dir, &steps);
+    c.n_steps = run_dir_list_steps(out_dir, &steps);
     free(steps);
     return c;
 }

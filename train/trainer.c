@@ -14,10 +14,10 @@
 #include "common/clock.h"
 #include "common/dist.h"
 #include "common/fileio.h"
+#include "common/hash.h"   /* mix_triple: the LoRA dropout key of a micro-batch */
 #include "common/threads.h"
-#include "data/mix.h"      /* mix_triple: the LoRA dropout key of a micro-batch */
-#include "model/ckpt_weights.h"
-#include "model/hf_checkpoint.h"
+#include "hf/ckpt_weights.h"
+#include "hf/hf_checkpoint.h"
 #include "optim/clip.h"
 #include "optim/schedule.h"
 #include "train/memplan.h"

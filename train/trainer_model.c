@@ -9,10 +9,10 @@
 
 #include "common/check.h"
 #include "common/fileio.h"
-#include "model/ckpt_weights.h"
-#include "model/hf_checkpoint.h"
-#include "model/hf_config.h"
-#include "model/peft.h"
+#include "hf/ckpt_weights.h"
+#include "hf/hf_checkpoint.h"
+#include "hf/hf_config.h"
+#include "hf/peft.h"
 
 void trainer_resolve_init_from(const char* from, char* dir, size_t len) {
     char p[4096];

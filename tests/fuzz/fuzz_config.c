@@ -1,4 +1,4 @@
-/* libFuzzer harness for the Hugging Face config.json parser (model/hf_config.c).
+/* libFuzzer harness for the Hugging Face config.json parser (hf/hf_config.c).
    Each input is a config.json text. A rejected input must come with a message
    naming the file; an accepted one must give a ModelConfig whose layer modes
    are valid and whose sizes are those the parser promises (positive, divisible
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/hf_config.h"
+#include "hf/hf_config.h"
 
 #define FUZZ_ASSERT(c) do { if (!(c)) __builtin_trap(); } while (0)
 

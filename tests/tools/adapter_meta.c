@@ -11,9 +11,9 @@
 
 #include "common/check.h"
 #include "common/safetensors.h"
-#include "model/hf_checkpoint.h"
-#include "model/hf_config.h"
-#include "model/peft.h"
+#include "hf/hf_checkpoint.h"
+#include "hf/hf_config.h"
+#include "hf/peft.h"
 
 static void stamp(const char* adapter, const char* base) {
     ModelConfig cfg;

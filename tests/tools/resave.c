@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "model/hf_checkpoint.h"
-#include "model/hf_config.h"
+#include "hf/hf_checkpoint.h"
+#include "hf/hf_config.h"
 
 int main(int argc, char** argv) {
     if (argc < 3 || !strcmp(argv[1], "--help")) {

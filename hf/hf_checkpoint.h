@@ -30,7 +30,7 @@ bool hf_has_weights(const char* dir);
    against cfg), before anything of the model's size is allocated; dies with the message. */
 void hf_check_weights(const char* dir, const ModelConfig* cfg);
 
-/* With LoRA, hf_load_weights also reads dir's PEFT adapter (model/peft.h) when it has one, and hf_save
+/* With LoRA, hf_load_weights also reads dir's PEFT adapter (hf/peft.h) when it has one, and hf_save
    writes the base to model.safetensors and the adapters to the PEFT files next to it. */
 /* Write dir/config.json and dir/model.safetensors (F32 or BF16), each atomically;
    creates dir. extra_meta: n key/value pairs for the safetensors __metadata__. */

@@ -3,7 +3,7 @@
    converts each tensor into the parameter arena and then drops the file pages
    it read from this process (madvise), so a BF16 checkpoint of N parameters
    peaks near the 4N bytes of the F32 arena, never two full copies. */
-#include "model/hf_checkpoint.h"
+#include "hf/hf_checkpoint.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -14,9 +14,9 @@
 
 #include "common/check.h"
 #include "common/fileio.h"
-#include "model/hf_config.h"
-#include "data/mix.h"   /* mix64 */
-#include "model/peft.h"
+#include "common/hash.h"   /* mix64 */
+#include "hf/hf_config.h"
+#include "hf/peft.h"
 
 #define MAX_SHARDS 1024
 
@@ -279,7 +279,7 @@ static uint64_t hash_bytes(const uint8_t* b, size_t n, uint64_t seed) {
         for (int k = 0; k < 4; k++) {
             uint64_t w;
             memcpy(&w, b + i + 8 * k, 8);
-            lane[k] = (lane[k] ^ w) * 0x9E3779B97F4A7C15ull;
+            lane[k] = (lane[k] ^ w) * HASH_GOLDEN;
             lane[k] ^= lane[k] >> 29;
         }
     uint64_t h = seed ^ (uint64_t)n;

@@ -1,5 +1,5 @@
 /* PEFT adapter directories: adapter_config.json and adapter_model.safetensors. */
-#include "model/peft.h"
+#include "hf/peft.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /* config.json reading and writing (docs/formats.md, "config.json"). */
-#include "model/hf_config.h"
+#include "hf/hf_config.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* Loading a checkpoint's weights, its LoRA base named or held (ckpt_weights.h). */
-#include "model/ckpt_weights.h"
+#include "hf/ckpt_weights.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,8 +7,8 @@
 
 #include "common/check.h"
 #include "common/fileio.h"
-#include "model/hf_checkpoint.h"
-#include "model/peft.h"
+#include "hf/hf_checkpoint.h"
+#include "hf/peft.h"
 
 /* whether dir holds model weights of its own (hf_checkpoint's layouts) */
 static bool has_weights(const char* dir) {

@@ -1,4 +1,4 @@
-/* Which base a LoRA adapter belongs to (peft_read_base, peft_check_base; model/peft.h). An adapter is a
+/* Which base a LoRA adapter belongs to (peft_read_base, peft_check_base; hf/peft.h). An adapter is a
    difference to one set of weights: folded into another base of the same shapes it gives a model nobody
    trained, and nothing in the shapes tells. repoc's adapters record the base's weight fingerprint
    (hf_weights_fingerprint: names, dtypes, shapes and bytes of every tensor) and its architecture in
@@ -12,8 +12,8 @@
 #include "common/check.h"
 #include "common/fileio.h"
 #include "common/safetensors.h"
-#include "model/hf_checkpoint.h"
-#include "model/peft.h"
+#include "hf/hf_checkpoint.h"
+#include "hf/peft.h"
 
 /* 16 lowercase hex digits into *v */
 static bool parse_fingerprint(const char* s, uint64_t* v) {

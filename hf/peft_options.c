@@ -1,4 +1,4 @@
-/* adapter_config.json's keys against PEFT's PeftConfig and LoraConfig (peft_check_options, model/peft.h).
+/* adapter_config.json's keys against PEFT's PeftConfig and LoraConfig (peft_check_options, hf/peft.h).
    repoc computes exactly y = W x + s B A x on the wrapped nn.Linear projections, with A, B as stored, and
    merges W + s B A (s = alpha / r, or alpha / sqrt(r) with use_rslora). A PEFT option is one of:
      read     peft_read_config reads and checks it (r, lora_alpha, use_rslora, target_modules, ...);
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "common/check.h"
-#include "model/peft.h"
+#include "hf/peft.h"
 
 typedef enum { OPT_READ, OPT_FREE, OPT_FALSE, OPT_EMPTY } OptRule;
 

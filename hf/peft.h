@@ -46,7 +46,7 @@ bool peft_read_config(const char* dir, ModelConfig* cfg);
    math away from W + s B A unless it has its default value (fan_in_fan_out, use_dora, rank_pattern,
    alpha_pattern, layers_to_transform, lora_bias, an initialisation that rewrites the base, ...) must have
    that value, and a key PEFT does not define is refused; each message names the key and the file
-   (model/peft_options.c lists them all). */
+   (hf/peft_options.c lists them all). */
 void peft_check_options(const cJSON* j, const char* path);
 
 /* What adapter_model.safetensors in dir records of its base (PeftBaseId's keys); "" for an absent key.

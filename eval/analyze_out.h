@@ -1,9 +1,9 @@
-/* build/analyze's results and their outputs (docs/analyze.md): the terminal
-   summary, positions.csv, analysis.json and the figures of one checkpoint
-   (eval/analyze_out.c), and the comparison of several analysis.json files
-   (eval/analyze_compare.c). programs/analyze.c fills an Analysis. */
-#ifndef REPOC_ANALYZE_H
-#define REPOC_ANALYZE_H
+/* build/analyze's results for one checkpoint and their outputs (docs/analyze.md):
+   the terminal summary, positions.csv, analysis.json (version
+   ANALYZE_JSON_VERSION, which eval/analyze_compare.c reads back) and the
+   figures. programs/analyze.c fills an Analysis. */
+#ifndef REPOC_ANALYZE_OUT_H
+#define REPOC_ANALYZE_OUT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -50,7 +50,5 @@ void analysis_print(const Analysis* an);
 /* positions.csv (layer,head,t,z of the first item), analysis.json and the
    SVG (+ PNG) figures into dir */
 void analysis_write(const Analysis* an, const char* dir, const size_t* plot_heads, size_t n_plot_heads);
-/* Grouped bars and a table from several analysis.json files into dir */
-void analyze_compare(const char* const* files, size_t n, const char* dir);
 
 #endif
