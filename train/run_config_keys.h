@@ -7,7 +7,7 @@
 #ifndef REPOC_RUN_CONFIG_KEYS_H
 #define REPOC_RUN_CONFIG_KEYS_H
 
-#include "train/run_config.h"
+#include "train/run_config_types.h"
 
 typedef enum {
     KT_OBJ,      /* a section: an object of further keys */
