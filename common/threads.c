@@ -2,9 +2,11 @@
 #include "common/threads.h"
 
 #include <cblas.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>   /* getenv, setenv */
 #include <string.h>
+#include <time.h>     /* nanosleep */
 #include <unistd.h>   /* sysconf, execv */
 
 #ifdef OMP
@@ -58,9 +60,40 @@ void threads_startup(void) {
 #endif
 }
 
+/* the busy and total time of all cores so far (/proc/stat's first line, clock ticks); false when unreadable */
+static bool cpu_times(unsigned long long* busy, unsigned long long* total) {
+    FILE* f = fopen("/proc/stat", "r");
+    if (!f) return false;
+    unsigned long long v[8] = {0};   /* user nice system idle iowait irq softirq steal */
+    int got = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                     &v[6], &v[7]);
+    fclose(f);
+    if (got < 4) return false;
+    *total = 0;
+    for (int k = 0; k < 8; k++) *total += v[k];
+    *busy = *total - v[3] - v[4];
+    return true;
+}
+
+static double busy_cores_at_start = -1;   /* what threads_idle_cores saw, for threads_print; -1 = not looked */
+
+int threads_idle_cores(int cores) {
+    unsigned long long b0, t0, b1, t1;
+    if (cores <= 1 || !cpu_times(&b0, &t0)) return cores;
+    struct timespec nap = {0, THREADS_SAMPLE_MS * 1000000L};
+    nanosleep(&nap, NULL);   /* this process does nothing meanwhile: what is busy is someone else */
+    if (!cpu_times(&b1, &t1) || t1 <= t0) return cores;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    double busy = (double)(b1 - b0) / (double)(t1 - t0) * (double)(online > 0 ? online : cores);
+    busy_cores_at_start = busy;
+    int idle = (int)((double)cores - busy + 0.5);
+    return idle < 1 ? 1 : idle > cores ? cores : idle;
+}
+
 int threads_init(int n) {
 #ifdef OMP
     if (n > 0) omp_set_num_threads(n);
+    else if (!getenv("OMP_NUM_THREADS")) omp_set_num_threads(threads_idle_cores(omp_get_max_threads()));
     n = omp_get_max_threads();
 #else
     if (n <= 0) n = 1;
@@ -120,4 +153,8 @@ void threads_print(FILE* fp) {
 #endif
     fprintf(fp, "threads: OpenMP %d%s, BLAS %d (%s)\n", omp, omp ? "" : " (built without OpenMP)",
             openblas_get_num_threads(), openblas_get_config());
+    if (busy_cores_at_start >= 0.5)
+        fprintf(fp, "note: other processes kept %.1f of %ld cores busy at start: %d thread(s), the idle cores (set "
+                "run.threads or --threads to choose; results move in the last bits between thread counts)\n",
+                busy_cores_at_start, sysconf(_SC_NPROCESSORS_ONLN), omp);
 }

@@ -9,13 +9,21 @@
    its wait policy when it loads, before main: with its default (threads spin at the end of every parallel
    region) a 2-thread run where another job holds one of two cores took 14x the time of one thread. When the
    environment names no policy (neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT), this sets GOMP_SPINCOUNT to
-   THREADS_SPINCOUNT (a short spin, then sleep: idle-machine speed kept, a busy core costs little) and
+   THREADS_SPINCOUNT (a short spin, then sleep: idle-machine speed kept, a busy core costs less) and
    re-executes the program with the same arguments (/proc/self/exe), so the runtime starts with it.
    A policy you set yourself is kept. Returns when nothing needs doing. */
 #define THREADS_SPINCOUNT "10000"
 void threads_startup(void);
-/* n <= 0 keeps the default (all cores, or OMP_NUM_THREADS). Returns the count in use. */
+/* n <= 0: the default, OMP_NUM_THREADS when set, else the idle cores (threads_idle_cores of all cores);
+   n > 0: n. Returns the count in use. */
 int threads_init(int n);
+/* Of `cores`, those idle now: the machine's busy time over THREADS_SAMPLE_MS (this process sleeping meanwhile)
+   taken off, rounded, at least 1. With another job holding one of two cores, two threads (each waiting at
+   every region's end for the one the scheduler took away) ran 1.7x (train) and 2.7x (generate) the time of
+   one (tools/bench_busy.sh); the count is chosen once, at start, since results move in the last bits
+   between thread counts (a resumed run keeps its checkpoint's count: train/trainer.c). */
+#define THREADS_SAMPLE_MS 50
+int threads_idle_cores(int cores);
 /* The default count for one of `ranks_here` processes sharing this machine
    (MPI ranks): the online cores divided among them, at least 1 and at most
    the cores this process may run on (mpirun may bind it to one). 0 (keep the

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Thread defaults on a machine where another job holds a core (issue: a 2-thread run with libgomp's
-# default spinning took 14x the time of 1 thread). Times build/train on the quickstart model (STEPS steps,
-# on the tokenized fixture text) and build/generate on a wider model (one whose steps use 2 threads),
-# under: the programs' default (common/threads.h), libgomp's own default (GOMP_SPINCOUNT=300000, what the
-# programs ran before), OMP_WAIT_POLICY=passive, and 1 thread; SPINS="1000 100000" adds GOMP_SPINCOUNT
-# values. A spinning loop holds the last core (BUSY=0: none). The settings alternate ROUNDS times (the
+# Thread defaults on a machine where another job holds a core (a 2-thread run with libgomp's default
+# spinning took 14x the time of 1 thread). Times build/train on the quickstart model (STEPS steps, on the
+# tokenized fixture text) and build/generate on a wider model (one whose steps use 2 threads), under: the
+# programs' default (common/threads.h: the idle cores at start, a short spin), libgomp's own spin
+# (GOMP_SPINCOUNT=300000, what the programs ran with before), OMP_WAIT_POLICY=passive, and 1 thread;
+# SPINS="1000 100000" adds GOMP_SPINCOUNT values. Only "threads1" sets the count; the others leave it to the
+# program. A spinning loop holds the last core (BUSY=0: none). The settings alternate ROUNDS times (the
 # machine is shared and noisy); prints the mean seconds of each and its ratio to the best.
 # Usage: tools/bench_busy.sh [ROUNDS] (default 3)
 set -euo pipefail
@@ -38,7 +39,8 @@ train_s() {  # threads env...
 }
 gen_s() {  # threads env...
     local c=$1 t0; shift; t0=$(now)
-    env "$@" build/generate "$T/gen" --threads "$c" --prompt "int main(void) {" --max-new-tokens 200 --temperature 0 \
+    local t=(); [ "$c" != 0 ] && t=(--threads "$c")
+    env "$@" build/generate "$T/gen" "${t[@]}" --prompt "int main(void) {" --max-new-tokens 200 --temperature 0 \
         --ignore-eos >/dev/null 2>"$T/gen.err" || { cat "$T/gen.err" >&2; exit 1; }
     echo "$(now) - $t0" | bc
 }
@@ -56,8 +58,7 @@ for _ in $(seq "$rounds"); do
     for i in "${!labels[@]}"; do
         l=${labels[$i]}
         sum[train_$l]=$(echo "${sum[train_$l]:-0} + $(train_s "${threads[$i]}" "${envs[$i]}")" | bc)
-        gt=${threads[$i]}; [ "$gt" = 0 ] && gt=$(nproc)
-        sum[gen_$l]=$(echo "${sum[gen_$l]:-0} + $(gen_s "$gt" "${envs[$i]}")" | bc)
+        sum[gen_$l]=$(echo "${sum[gen_$l]:-0} + $(gen_s "${threads[$i]}" "${envs[$i]}")" | bc)
     done
 done
 for p in train gen; do

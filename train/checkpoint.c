@@ -42,6 +42,7 @@ static void save_state(const char* path, const TrainerState* st, const char* con
     cJSON_AddNumberToObject(root, "tokens_seen", (double)st->tokens_seen);
     cJSON_AddNumberToObject(root, "rows_per_step", (double)st->rows_per_step);
     cJSON_AddNumberToObject(root, "world_size", (double)st->world_size);
+    if (st->threads) cJSON_AddNumberToObject(root, "threads", (double)st->threads);
     if (st->has_loss) cJSON_AddNumberToObject(root, "last_loss", st->last_loss);
     cJSON_AddStringToObject(root, "data_cursor", "batches are a pure function of (seed, step): the cursor is 'step'");
     cJSON* cfg = config_json ? cJSON_Parse(config_json) : NULL;
@@ -216,6 +217,7 @@ void ckpt_load_state(const char* dir, TrainerState* st) {
     st->tokens_seen = state_int(root, p, "tokens_seen", 0, false);
     st->rows_per_step = state_int(root, p, "rows_per_step", 1, true);   /* absent in older checkpoints */
     st->world_size = state_int(root, p, "world_size", 1, true);
+    st->threads = state_int(root, p, "threads", 1, true);
     const cJSON* loss = cJSON_GetObjectItemCaseSensitive(root, "last_loss");
     CHECK(!loss || (cJSON_IsNumber(loss) && isfinite(loss->valuedouble)),
           "%s: key 'last_loss': expected a finite number", p);

@@ -33,6 +33,7 @@ typedef struct {
     size_t tokens_seen;   /* training tokens consumed so far */
     size_t rows_per_step; /* global batch in rows (batch_size x grad_accum x ranks); 0 = not recorded */
     size_t world_size;    /* data-parallel ranks that wrote it; 0 = not recorded */
+    size_t threads;       /* threads per rank that computed it; 0 = not recorded */
     double last_loss;     /* loss of the last completed step */
     bool has_loss;
     uint64_t run_id;      /* the run that wrote it (kept across resumes; 0 = not recorded): keep_last prunes

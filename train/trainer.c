@@ -164,6 +164,17 @@ static void note_lora_base(const Trainer* tr) {
                 ? "keep a copy of it too (model.lora.save_base)" : "name it and hold the adapter alone");
 }
 
+/* A resumed run with run.threads 0 computes with the thread count its checkpoint was made with, whatever
+   the cores' load now, so it continues bit-identically (results move in the last bits between counts) */
+static void keep_resumed_threads(const Trainer* tr) {
+    TrainerState st;
+    ckpt_load_state(tr->resumed_from, &st);
+    if (!st.threads || st.threads == threads_max()) return;
+    threads_init((int)st.threads);
+    printf("note: resuming with the %zu thread(s) per rank %s was computed with, for a bit-identical continuation "
+           "(run.threads sets another count)\n", st.threads, tr->resumed_from);
+}
+
 void trainer_setup(Trainer* tr) {
     RunConfig* rc = &tr->rc;
     tr->rank = dist_rank();
@@ -182,6 +193,7 @@ void trainer_setup(Trainer* tr) {
     }
     dist_bcast(tr->resumed_from, sizeof(tr->resumed_from));   /* rank 0 decides for all */
     if (tr->resumed_from[0]) check_resume_batch(tr);
+    if (tr->resumed_from[0] && !rc->run.threads) keep_resumed_threads(tr);
     trainer_resolve_model(tr, false);
     model_config_validate(&tr->mcfg);
     char err[1024];
@@ -513,6 +525,7 @@ void trainer_save(Trainer* tr) {
     check_replicas(tr);
     tr->state.rows_per_step = tr->rows_per_step;
     tr->state.world_size = (size_t)tr->world;
+    tr->state.threads = threads_max();
     StDtype dt = strcmp(tr->rc.train.save_dtype, "bf16") ? ST_F32 : ST_BF16;
     double t0 = now_s();
     ckpt_save(tr->rc.run.out_dir, &tr->model, &tr->opt, &tr->state, tr->config_json, dt, tr->rc.train.keep_last,
