@@ -82,12 +82,25 @@ static long parse_int(const char* s) {
 }
 
 int main(int argc, char** argv) {
-    Opts o = {.T = {256, 1024}, .hd = {32, 64, 128}, .nT = 2, .nhd = 3, .B = 2, .H = 8, .KVH = 8, .reps = 5,
+    Opts o = {.T = {256, 1024},
+              .hd = {32, 64, 128},
+              .nT = 2,
+              .nhd = 3,
+              .B = 2,
+              .H = 8,
+              .KVH = 8,
+              .reps = 5,
               .sgemm_n = 1024};
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
-        if (!strcmp(a, "--json")) { o.json = true; continue; }
-        if (!strcmp(a, "--cpu")) { o.cpu = use_cpu_time = true; continue; }
+        if (!strcmp(a, "--json")) {
+            o.json = true;
+            continue;
+        }
+        if (!strcmp(a, "--cpu")) {
+            o.cpu = use_cpu_time = true;
+            continue;
+        }
         if (i + 1 >= argc) usage();
         const char* v = argv[++i];
         if (!strcmp(a, "--T")) o.nT = parse_list(o.T, v);

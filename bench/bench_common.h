@@ -13,7 +13,7 @@
 #include "common/check.h"
 #include "common/rng.h"
 #include "model/attention.h"
-#include "train/timeplan.h"   /* sgemm_gflops */
+#include "train/timeplan.h" /* sgemm_gflops */
 
 /* best GFLOP/s of cblas_sgemm C = A B on n×n matrices over 5 calls, after one warm-up call, timed by
    `clock` (seconds); *best_ms: the time of the best call */
@@ -57,11 +57,11 @@ static inline AttBench att_bench_init(size_t B, size_t T, size_t H, size_t KVH, 
 static inline double att_bench_pair(AttBench* a, double (*clock)(void)) {
     size_t N = a->B * a->T, qd = a->H * a->hd, kvd = a->KVH * a->hd;
     memset(a->dq, 0, N * qd * sizeof(real));
-    memset(a->dk, 0, 2 * N * kvd * sizeof(real));   /* dk, dv */
+    memset(a->dk, 0, 2 * N * kvd * sizeof(real)); /* dk, dv */
     double t0 = clock();
     attention_forward(a->out, a->lse, a->q, a->k, a->v, NULL, a->B, a->T, a->H, a->KVH, a->hd);
-    attention_backward(a->dq, a->dk, a->dv, a->dout, a->out, a->lse, a->q, a->k, a->v, NULL, a->B, a->T, a->H,
-                       a->KVH, a->hd);
+    attention_backward(a->dq, a->dk, a->dv, a->dout, a->out, a->lse, a->q, a->k, a->v, NULL, a->B, a->T, a->H, a->KVH,
+                       a->hd);
     return clock() - t0;
 }
 

@@ -23,7 +23,7 @@
 static double peak_rss_mib(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_maxrss / 1024.0;   /* kilobytes on Linux */
+    return ru.ru_maxrss / 1024.0; /* kilobytes on Linux */
 }
 
 static void olmo2_1b(ModelConfig* c) {
@@ -45,13 +45,13 @@ int main(int argc, char** argv) {
     threads_init(0);
     ModelConfig cfg;
     olmo2_1b(&cfg);
-    const char* frozen[] = {"*"};   /* loading needs no gradient arena */
+    const char* frozen[] = {"*"}; /* loading needs no gradient arena */
     Model m;
     if (!strcmp(argv[1], "--generate")) {
         model_build(&m, &cfg, 1, 1, frozen, 1, true);
         double t0 = now_s();
 #pragma omp parallel for
-        for (size_t i = 0; i < m.tensors.n_params; i++) {   /* cheap pseudo-random weights in [-0.05, 0.05) */
+        for (size_t i = 0; i < m.tensors.n_params; i++) { /* cheap pseudo-random weights in [-0.05, 0.05) */
             uint64_t z = (i + 1) * 0x9E3779B97F4A7C15ull;
             z = (z ^ (z >> 31)) * 0xBF58476D1CE4E5B9ull;
             m.params[i] = (real)((double)(z >> 11) * 0x1.0p-53 * 0.1 - 0.05);

@@ -44,7 +44,7 @@
 typedef struct {
     const char *size, *mode, *block, *save_dir;
     int steps, warmup, threads, sgemm_n, mfu_n;
-    long batch, seq_len;          /* --B, --T: override the size's B and T (0 = keep) */
+    long batch, seq_len; /* --B, --T: override the size's B and T (0 = keep) */
     unsigned long long tokens_seed;
     bool json, attn, cpu, gemms;
 } BenchOpts;
@@ -63,7 +63,7 @@ static double median(double* x, size_t n) {
 static double peak_rss_mib(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_maxrss / 1024.0;   /* Linux: KiB */
+    return ru.ru_maxrss / 1024.0; /* Linux: KiB */
 }
 
 static double minor_faults(void) {
@@ -74,7 +74,7 @@ static double minor_faults(void) {
 
 /* the reference sizes S, M, L, long (listed at the top); false for an unknown name */
 static bool size_config(ModelConfig* c, const char* size, size_t* B, size_t* T) {
-    *B = 8;   /* S: model_config_default's sizes */
+    *B = 8; /* S: model_config_default's sizes */
     *T = 256;
     if (!strcmp(size, "S")) return true;
     if (!strcmp(size, "M") || !strcmp(size, "long")) {
@@ -123,7 +123,7 @@ static double bench_gemms(Model* m, int reps, double* gflop) {
     const ModelConfig* c = &m->cfg;
     size_t N = m->B * m->T, D = c->D, F = c->F, V = c->V, qd = c->H * cfg_hd(c), kvd = c->KVH * cfg_hd(c);
     BlockScratch* s = &m->bs;
-    bool olmo2 = c->block == BLOCK_OLMO2;   /* its first input-gradient GEMMs add into the residual gradient */
+    bool olmo2 = c->block == BLOCK_OLMO2; /* its first input-gradient GEMMs add into the residual gradient */
     double* t = mallocCheck((size_t)reps * sizeof(double));
     for (int r = 0; r < reps; r++) {
         double t0 = now_s();
@@ -138,11 +138,11 @@ static double bench_gemms(Model* m, int reps, double* gflop) {
             linear_pair_forward(a->gu, a->x_mid, w->gate, w->up, N, D, F, true);
             linear_forward(s->dd, a->m, w->down, N, F, D);
         }
-        for (size_t r0 = 0; r0 < N; r0 += m->head_rows) {   /* forward and backward per chunk, as model.c */
+        for (size_t r0 = 0; r0 < N; r0 += m->head_rows) { /* forward and backward per chunk, as model.c */
             size_t n = N - r0 < m->head_rows ? N - r0 : m->head_rows;
             linear_forward(m->logits, m->final_out + r0 * D, m->w.lm_head, n, D, V);
-            linear_backward(m->dfinal + r0 * D, m->dw.lm_head, m->logits, m->final_out + r0 * D, m->w.lm_head, n, D,
-                            V, false);
+            linear_backward(m->dfinal + r0 * D, m->dw.lm_head, m->logits, m->final_out + r0 * D, m->w.lm_head, n, D, V,
+                            false);
         }
         for (size_t l = c->L; l-- > 0;) {
             const LayerActs* a = &m->la[l];
@@ -150,8 +150,7 @@ static double bench_gemms(Model* m, int reps, double* gflop) {
             LayerWeights* dw = &m->dw.layer[l];
             const real* x = m->res[l];
             linear_backward(s->dm, dw->down, s->dd, a->m, w->down, N, F, D, false);
-            linear_pair_backward(m->dres, dw->gate, dw->up, a->gu, a->x_mid, w->gate, w->up, N, D, F, olmo2,
-                                 true);
+            linear_pair_backward(m->dres, dw->gate, dw->up, a->gu, a->x_mid, w->gate, w->up, N, D, F, olmo2, true);
             linear_backward(s->datt, dw->wo, s->do_, a->att, w->wo, N, qd, D, false);
             linear_backward(m->dres, dw->wq, s->dq, x, w->wq, N, D, qd, olmo2);
             linear_backward(m->dres, dw->wk, s->dk, x, w->wk, N, D, kvd, true);
@@ -177,13 +176,15 @@ static void save_batch(const char* dir, const int32_t* tok, const int32_t* tgt, 
 }
 
 static void usage(FILE* fp) {
-    fprintf(fp, "usage: bench_step [--size S|M|L|long] [--mode rope|repo|nope|r2n1|n2r1] [--steps N] [--warmup N]\n"
-                "                  [--threads N] [--block olmo2|llama] [--tokens-seed N] [--json] [--no-attn] [--mfu-sgemm N]\n"
-                "                  [--B N] [--T N]   (the size's model at another batch size / sequence length)\n"
-                "                  [--gemms]   (also the step's linear GEMMs alone)\n"
-                "       bench_step --sgemm N [--threads N] [--json]\n"
-                "       bench_step --cpu\n"
-                "       bench_step --save-weights DIR [--size ...] [--mode ...] [--block ...] [--tokens-seed N]\n");
+    fprintf(
+        fp,
+        "usage: bench_step [--size S|M|L|long] [--mode rope|repo|nope|r2n1|n2r1] [--steps N] [--warmup N]\n"
+        "                  [--threads N] [--block olmo2|llama] [--tokens-seed N] [--json] [--no-attn] [--mfu-sgemm N]\n"
+        "                  [--B N] [--T N]   (the size's model at another batch size / sequence length)\n"
+        "                  [--gemms]   (also the step's linear GEMMs alone)\n"
+        "       bench_step --sgemm N [--threads N] [--json]\n"
+        "       bench_step --cpu\n"
+        "       bench_step --save-weights DIR [--size ...] [--mode ...] [--block ...] [--tokens-seed N]\n");
 }
 
 static void parse_args(BenchOpts* o, int argc, char** argv) {
@@ -194,11 +195,27 @@ static void parse_args(BenchOpts* o, int argc, char** argv) {
             usage(stdout);
             exit(0);
         }
-        if (!strcmp(a, "--json")) { o->json = true; continue; }
-        if (!strcmp(a, "--no-attn")) { o->attn = false; continue; }
-        if (!strcmp(a, "--cpu")) { o->cpu = true; continue; }
-        if (!strcmp(a, "--gemms")) { o->gemms = true; continue; }
-        if (i + 1 >= argc) { fprintf(stderr, "bench_step: %s needs a value\n", a); usage(stderr); exit(2); }
+        if (!strcmp(a, "--json")) {
+            o->json = true;
+            continue;
+        }
+        if (!strcmp(a, "--no-attn")) {
+            o->attn = false;
+            continue;
+        }
+        if (!strcmp(a, "--cpu")) {
+            o->cpu = true;
+            continue;
+        }
+        if (!strcmp(a, "--gemms")) {
+            o->gemms = true;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "bench_step: %s needs a value\n", a);
+            usage(stderr);
+            exit(2);
+        }
         const char* v = argv[++i];
         if (!strcmp(a, "--size")) o->size = v;
         else if (!strcmp(a, "--mode")) o->mode = v;
@@ -212,7 +229,11 @@ static void parse_args(BenchOpts* o, int argc, char** argv) {
         else if (!strcmp(a, "--tokens-seed")) o->tokens_seed = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--B")) o->batch = atol(v);
         else if (!strcmp(a, "--T")) o->seq_len = atol(v);
-        else { fprintf(stderr, "bench_step: unknown option %s\n", a); usage(stderr); exit(2); }
+        else {
+            fprintf(stderr, "bench_step: unknown option %s\n", a);
+            usage(stderr);
+            exit(2);
+        }
     }
     CHECK(o->steps >= 1 && o->warmup >= 0, "bench_step: --steps must be >= 1 and --warmup >= 0");
     CHECK(o->batch >= 0 && o->seq_len >= 0, "bench_step: --B and --T must be positive");
@@ -220,19 +241,25 @@ static void parse_args(BenchOpts* o, int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
-    threads_startup();   /* the programs' wait policy (common/threads.h), so a bench times what they run */
+    threads_startup(); /* the programs' wait policy (common/threads.h), so a bench times what they run */
     BenchOpts o;
     parse_args(&o, argc, argv);
     int threads = threads_init(o.threads);
-    if (o.cpu) { cpu_print(stdout, dispatch_describe()); return 0; }
-    if (o.sgemm_n) { bench_sgemm(o.sgemm_n, threads, o.json); return 0; }
+    if (o.cpu) {
+        cpu_print(stdout, dispatch_describe());
+        return 0;
+    }
+    if (o.sgemm_n) {
+        bench_sgemm(o.sgemm_n, threads, o.json);
+        return 0;
+    }
 
     ModelConfig c;
     model_config_default(&c);
     c.block = strcmp(o.block, "llama") ? BLOCK_OLMO2 : BLOCK_LLAMA;
     size_t B, T;
     CHECK(size_config(&c, o.size, &B, &T), "bench_step: unknown size %s (S, M, L, long)", o.size);
-    if (o.batch) B = (size_t)o.batch;      /* the size's model at another batch shape (docs/performance.md) */
+    if (o.batch) B = (size_t)o.batch; /* the size's model at another batch shape (docs/performance.md) */
     if (o.seq_len) T = (size_t)o.seq_len;
     CHECK(model_config_plan_positions(&c, o.mode, REPO_START_DEFAULT), "bench_step: unknown mode %s", o.mode);
     Model m;
@@ -262,7 +289,7 @@ int main(int argc, char** argv) {
     AdamW opt;
     FILE* devnull = fopenCheck("/dev/null", "w");
     FILE* saved = stdout;
-    stdout = devnull;   /* adamw_build prints its groups */
+    stdout = devnull; /* adamw_build prints its groups */
     adamw_build(&opt, &m.tensors, &oc);
     stdout = saved;
     fcloseCheck(devnull, "/dev/null");
@@ -279,7 +306,7 @@ int main(int argc, char** argv) {
         model_backward(&m, &b, 1.0);
         double t2 = now_s();
         double norm = grad_global_norm(m.grads, m.tensors.n_grads);
-        adamw_step(&opt, m.params, m.grads, 1e-4, (size_t)s, grad_clip_scale(1.0, norm), true);   /* zeroes them */
+        adamw_step(&opt, m.params, m.grads, 1e-4, (size_t)s, grad_clip_scale(1.0, norm), true); /* zeroes them */
         double t3 = now_s();
         if (s == 0) loss0 = loss;
         if (s < o.warmup) continue;
@@ -290,12 +317,13 @@ int main(int argc, char** argv) {
         t_opt[i] = t3 - t2;
         sum += t3 - t0;
     }
-    double rss = peak_rss_mib();   /* before the attention timing allocates anything */
+    double rss = peak_rss_mib(); /* before the attention timing allocates anything */
     faults = (minor_faults() - faults) / n;
     double ms = median(t_step, n) * 1e3, fwd = median(t_fwd, n) * 1e3, bwd = median(t_bwd, n) * 1e3;
     double optm = median(t_opt, n) * 1e3, attn_flops, flops = model_train_flops(&c, B, T, &attn_flops);
     double gemm_gflop = 0, gemm_ms = o.gemms ? bench_gemms(&m, n, &gemm_gflop) : 0;
-    double sg_ms, sg = o.mfu_n > 0 ? sgemm_rate(o.mfu_n, now_s, &sg_ms) : 0;   /* same process, same threads, same moment */
+    double sg_ms,
+        sg = o.mfu_n > 0 ? sgemm_rate(o.mfu_n, now_s, &sg_ms) : 0; /* same process, same threads, same moment */
     double attn_ms = o.attn ? bench_attention(&c, B, T) : 0;
     double tps = N / (ms * 1e-3), gflops = flops / (ms * 1e-3) * 1e-9;
     char cpu_name[256];
@@ -320,11 +348,13 @@ int main(int argc, char** argv) {
                "loss %.6f\n",
                o.size, o.mode, m.tensors.n_params, B, T, threads, ms, fwd, bwd, optm, tps, flops * 1e-9, gflops, rss,
                loss0);
-        if (sg > 0) printf("  sgemm %d x %d right after the steps: %.1f GFLOP/s, MFU %.1f%%\n", o.mfu_n, o.mfu_n, sg,
-                           100 * gflops / sg);
+        if (sg > 0)
+            printf("  sgemm %d x %d right after the steps: %.1f GFLOP/s, MFU %.1f%%\n", o.mfu_n, o.mfu_n, sg,
+                   100 * gflops / sg);
         if (o.gemms)
             printf("  the step's linear GEMMs alone (--gemms): %.1f ms, %.2f GFLOP, %.1f GFLOP/s%s%.1f%% of sgemm; the "
-                   "rest of the step %.1f ms\n", gemm_ms, gemm_gflop, gemm_gflop / gemm_ms * 1e3, sg > 0 ? ", " : "",
+                   "rest of the step %.1f ms\n",
+                   gemm_ms, gemm_gflop, gemm_gflop / gemm_ms * 1e3, sg > 0 ? ", " : "",
                    sg > 0 ? 100 * gemm_gflop / gemm_ms * 1e3 / sg : 0, ms - gemm_ms);
         if (o.attn)
             printf("  attention forward+backward alone, %zu layers: %.1f ms, %.2f us/token\n", c.L, attn_ms,

@@ -10,8 +10,8 @@
 #include "common/real.h"
 
 typedef struct {
-    real* base;       /* NULL while counting */
-    size_t used;      /* reals taken so far */
+    real* base;  /* NULL while counting */
+    size_t used; /* reals taken so far */
 } Cursor;
 
 /* n reals, 64-byte aligned within the arena; NULL while counting */

@@ -28,7 +28,7 @@ void die_at(const char* file, int line, const char* fmt, ...) {
     fprintf(stderr, "%s\n", msg);
     fflush(stderr);
     die_end(1);
-    exit(1);   /* die_end does not return; this keeps the compiler sure of it */
+    exit(1); /* die_end does not return; this keeps the compiler sure of it */
 }
 
 int set_err(char* err, size_t err_len, const char* fmt, ...) {
@@ -63,7 +63,7 @@ void* arena_try_alloc(size_t size) {
     void* p = aligned_alloc(align, rounded ? rounded : align);
     if (!p) return NULL;
 #ifdef MADV_HUGEPAGE
-    if (align > 64) madvise(p, rounded, MADV_HUGEPAGE);   /* advice only: failure is harmless */
+    if (align > 64) madvise(p, rounded, MADV_HUGEPAGE); /* advice only: failure is harmless */
 #endif
     memset(p, 0, rounded);
     return p;
@@ -71,8 +71,11 @@ void* arena_try_alloc(size_t size) {
 
 void* arena_alloc_named(size_t size, const char* name, const char* file, int line) {
     void* p = arena_try_alloc(size);
-    if (!p) die_at(file, line, "out of memory allocating the %s of %zu bytes (%.1f MiB); the memory plan at "
-                   "the start of the run lists what else is held", name, size, size / 1048576.0);
+    if (!p)
+        die_at(file, line,
+               "out of memory allocating the %s of %zu bytes (%.1f MiB); the memory plan at "
+               "the start of the run lists what else is held",
+               name, size, size / 1048576.0);
     return p;
 }
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern char* openblas_get_config(void);     /* OpenBLAS; not in every cblas.h */
+extern char* openblas_get_config(void); /* OpenBLAS; not in every cblas.h */
 extern char* openblas_get_corename(void);
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -21,8 +21,8 @@ extern char* openblas_get_corename(void);
 #endif
 
 typedef struct {
-    const char* name;   /* __builtin_cpu_supports' name */
-    bool has;           /* this CPU has it */
+    const char* name; /* __builtin_cpu_supports' name */
+    bool has;         /* this CPU has it */
 } Feature;
 
 /* the extensions the compiler may use in this build, with whether the CPU has them; returns the count */
@@ -137,8 +137,10 @@ BASELINE char* cpu_isa_missing(char* buf, size_t n) {
 BASELINE __attribute__((constructor)) static void cpu_check(void) {
     char missing[512];
     if (!cpu_isa_missing(missing, sizeof(missing))[0]) return;
-    fprintf(stderr, "error: this binary was built for CPU extensions this CPU lacks: %s.\n"
-                    "Build it on this machine (make) or for any x86-64-v3 CPU (make PORTABLE=1).\n", missing);
+    fprintf(stderr,
+            "error: this binary was built for CPU extensions this CPU lacks: %s.\n"
+            "Build it on this machine (make) or for any x86-64-v3 CPU (make PORTABLE=1).\n",
+            missing);
     exit(1);
 }
 
@@ -186,7 +188,7 @@ const char* cpu_level(void) {
 
 void cpu_model(char* buf, size_t n) {
     snprintf(buf, n, "unknown");
-    FILE* fp = fopen("/proc/cpuinfo", "r");   /* optional: absent off Linux */
+    FILE* fp = fopen("/proc/cpuinfo", "r"); /* optional: absent off Linux */
     if (!fp) return;
     char line[512];
     while (fgets(line, sizeof(line), fp)) {

@@ -32,8 +32,8 @@ void dist_share(size_t n, int rank, int world, size_t* lo, size_t* hi) {
 #else
 #define MPI_REAL_T MPI_FLOAT
 #endif
-#define CHUNK ((size_t)1 << 30)   /* elements per call: MPI counts are int */
-#define RING_PIECE ((size_t)1 << 18)   /* reals per message of the ring all-reduce (1 MiB in float) */
+#define CHUNK ((size_t)1 << 30)      /* elements per call: MPI counts are int */
+#define RING_PIECE ((size_t)1 << 18) /* reals per message of the ring all-reduce (1 MiB in float) */
 
 /* set up once by dist_init, so that no collective allocates: the ring's
    receive buffer, and per-rank counts and displacements */
@@ -70,7 +70,7 @@ void dist_init(int* argc, char*** argv) {
     g_idispls = mallocCheck((size_t)g_world * sizeof(int));
     static char prefix[64];
     snprintf(prefix, sizeof(prefix), "rank %d of %d, ", g_rank, g_world);
-    die_set_handler(g_world > 1 ? prefix : "", dist_abort);   /* one rank's error stops them all */
+    die_set_handler(g_world > 1 ? prefix : "", dist_abort); /* one rank's error stops them all */
     CHECK(provided >= MPI_THREAD_FUNNELED, "MPI provides thread level %d, repoc needs MPI_THREAD_FUNNELED (%d)",
           provided, MPI_THREAD_FUNNELED);
 }
@@ -108,10 +108,10 @@ void dist_allreduce_sum_real(real* buf, size_t n) {
     }
     int next = (g_rank + 1) % g_world, prev = (g_rank + g_world - 1) % g_world;
     for (int s = 0; s < g_world - 1; s++) {
-        int send = ((g_rank - s - 1) % g_world + g_world) % g_world;   /* chunk ids */
+        int send = ((g_rank - s - 1) % g_world + g_world) % g_world; /* chunk ids */
         int recv = ((g_rank - s - 2) % g_world + g_world) % g_world;
         size_t ns = g_counts[send], nr = g_counts[recv];
-        for (size_t o = 0; o < ns || o < nr; o += RING_PIECE) {   /* the next rank cuts the same pieces */
+        for (size_t o = 0; o < ns || o < nr; o += RING_PIECE) { /* the next rank cuts the same pieces */
             size_t cs = o < ns ? (ns - o < RING_PIECE ? ns - o : RING_PIECE) : 0;
             size_t cr = o < nr ? (nr - o < RING_PIECE ? nr - o : RING_PIECE) : 0;
             MPI_Sendrecv(buf + g_displs[send] + (cs ? o : 0), (int)cs, MPI_REAL_T, next, 0, g_piece, (int)cr,
@@ -180,7 +180,7 @@ void dist_allgather(const void* mine, void* all, size_t n) {
     MPI_Allgather(mine, int_count(n, "allgather"), MPI_BYTE, all, (int)n, MPI_BYTE, MPI_COMM_WORLD);
 }
 
-#else   /* one process: rank 0 of 1 */
+#else /* one process: rank 0 of 1 */
 
 void dist_abort(int code) {
     fflush(stdout);

@@ -5,7 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>   /* kill(pid, 0): is a pid alive */
+#include <signal.h> /* kill(pid, 0): is a pid alive */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +20,7 @@
 static int not_regular_errno(mode_t mode) { return S_ISDIR(mode) ? EISDIR : EINVAL; }
 
 char* file_read_all_or_null(const char* path, size_t* len) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   /* a FIFO must not block before the type check */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block before the type check */
     if (fd < 0) return NULL;
     struct stat st;
     int bad = fstat(fd, &st) != 0 ? errno : !S_ISREG(st.st_mode) ? not_regular_errno(st.st_mode) : 0;
@@ -86,7 +86,7 @@ static int write_all(int fd, const void* data, size_t len) {
 void file_write_atomic(const char* path, const void* data, size_t len) {
     char tmp[4096], dir[4096];
     CHECK(snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) < (int)sizeof(tmp), "path too long: %s", path);
-    unlink(tmp);   /* a leftover, or a link someone put there: removed, never written through */
+    unlink(tmp); /* a leftover, or a link someone put there: removed, never written through */
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) DIE("cannot create '%s': %s", tmp, strerror(errno));
     if (write_all(fd, data, len) != 0) {
@@ -127,7 +127,7 @@ static bool names_descriptor(const char* path, const struct stat* lst) {
 int file_output_kind(const char* path, OutputKind* kind, char* target, size_t target_len, char* err, size_t err_len) {
     struct stat lst, st;
     *kind = OUT_REPLACE;
-    if (lstat(path, &lst) != 0) {   /* nothing there yet: a new regular file (creating it says why not) */
+    if (lstat(path, &lst) != 0) { /* nothing there yet: a new regular file (creating it says why not) */
         if ((size_t)snprintf(target, target_len, "%s", path) >= target_len)
             return set_err(err, err_len, "'%s': path too long", path);
         return 0;
@@ -135,8 +135,10 @@ int file_output_kind(const char* path, OutputKind* kind, char* target, size_t ta
     bool link = S_ISLNK(lst.st_mode);
     if (stat(path, &st) != 0) {
         if (link && errno == ENOENT)
-            return set_err(err, err_len, "'%s' is a symbolic link to a file that does not exist: create the file "
-                           "or remove the link", path);
+            return set_err(err, err_len,
+                           "'%s' is a symbolic link to a file that does not exist: create the file "
+                           "or remove the link",
+                           path);
         return set_err(err, err_len, "'%s': %s", path, strerror(errno));
     }
     if (S_ISDIR(st.st_mode)) return set_err(err, err_len, "'%s' is a directory", path);
@@ -158,7 +160,7 @@ void file_write_output(const char* path, const void* data, size_t len) {
         return;
     }
     fflush(stdout);
-    int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);   /* a FIFO waits here for its reader */
+    int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC); /* a FIFO waits here for its reader */
     if (fd < 0) DIE("cannot open '%s' for writing: %s", path, strerror(errno));
     /* our own stdout or stderr (/dev/stdout into a file): written through that descriptor, so the
        text printed after it goes after it instead of over it (an open of its own has its own offset) */
@@ -211,7 +213,7 @@ void file_write_json(const char* path, cJSON* root) {
     cJSON_Delete(root);
     CHECK(text, "out of memory printing the JSON of '%s'", path);
     size_t len = strlen(text);
-    text[len] = '\n';   /* the terminating NUL becomes a final newline */
+    text[len] = '\n'; /* the terminating NUL becomes a final newline */
     file_write_output(path, text, len + 1);
     free(text);
 }
@@ -230,7 +232,7 @@ void mkdir_p(const char* path) {
     char buf[4096];
     CHECK(strlen(path) < sizeof(buf), "path too long: %s", path);
     strcpy(buf, path);
-    for (char* s = buf + 1; ; s++) {
+    for (char* s = buf + 1;; s++) {
         if (*s == '/' || *s == 0) {
             char c = *s;
             *s = 0;

@@ -9,12 +9,16 @@
 
 #include "common/check.h"
 
-typedef struct { const char* addr; size_t len; const char* path; } Mapping;
-static Mapping* maps;          /* grown outside the handler only */
+typedef struct {
+    const char* addr;
+    size_t len;
+    const char* path;
+} Mapping;
+static Mapping* maps; /* grown outside the handler only */
 static volatile size_t n_maps;
 static size_t cap_maps;
 
-static void put(const char* s) {   /* async-signal-safe */
+static void put(const char* s) { /* async-signal-safe */
     size_t n = strlen(s);
     while (n > 0) {
         ssize_t w = write(2, s, n);
@@ -27,7 +31,8 @@ static void put(const char* s) {   /* async-signal-safe */
 static void put_u64(uint64_t v) {
     char buf[24], *p = buf + sizeof(buf) - 1;
     *p = 0;
-    do *--p = (char)('0' + v % 10); while ((v /= 10) != 0);
+    do *--p = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
     put(p);
 }
 
@@ -64,7 +69,7 @@ void mapped_add(const void* addr, size_t len, const char* path) {
         Mapping* grown = mallocCheck(cap * sizeof(Mapping));
         if (n_maps) memcpy(grown, maps, n_maps * sizeof(Mapping));
         Mapping* old = maps;
-        maps = grown;   /* the handler sees either array whole */
+        maps = grown; /* the handler sees either array whole */
         free(old);
         cap_maps = cap;
     }

@@ -19,15 +19,15 @@
 static inline real exp_r(real x) { return exp(x); }
 static inline real exp_nonpos_r(real x) { return exp(x); }
 #else
-#define EXP_R_LO (-87.3365402f)   /* the least float whose expf is a normal float */
-#define EXP_R_HI 88.7228317f      /* the greatest float whose expf is finite */
+#define EXP_R_LO (-87.3365402f) /* the least float whose expf is a normal float */
+#define EXP_R_HI 88.7228317f    /* the greatest float whose expf is finite */
 
 /* exp(xc) = 2^n p for xc in [EXP_R_LO, EXP_R_HI]: n = round(xc / ln 2) into *n, p = exp(r) with
    r = xc - n ln 2 in [-ln2/2, ln2/2], so p is in [0.70, 1.42] */
 static inline float exp_r_poly(float xc, float* n) {
-    float t = xc * 1.44269504088896341f + 12582912.0f;   /* 1.5 * 2^23: rounds to an integer */
-    *n = t - 12582912.0f;                                /* in [-126, 128] */
-    float r = xc - *n * 0.693359375f;                    /* ln 2, split so n * hi is exact */
+    float t = xc * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23: rounds to an integer */
+    *n = t - 12582912.0f;                              /* in [-126, 128] */
+    float r = xc - *n * 0.693359375f;                  /* ln 2, split so n * hi is exact */
     r = r + *n * 2.12194440e-4f;
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
@@ -39,7 +39,7 @@ static inline float exp_r_poly(float xc, float* n) {
 }
 
 static inline float exp_r(float x) {
-    float xc = x > EXP_R_LO ? x : EXP_R_LO;   /* NaN compares false: it is clamped to lo here */
+    float xc = x > EXP_R_LO ? x : EXP_R_LO; /* NaN compares false: it is clamped to lo here */
     xc = xc < EXP_R_HI ? xc : EXP_R_HI;
     float n, p = exp_r_poly(xc, &n);
     /* 2^n = 2^n1 2^n2 with n1, n2 in [-63, 64]: both normal floats, also for n = 128 */
@@ -75,12 +75,12 @@ static inline float exp_nonpos_r(float x) {
    (tests/test_mathf.c); the caller keeps |a| < SINCOS_FAST_MAX and uses libm beyond. */
 #define SINCOS_FAST_MAX 0x1p30
 static inline void sincos_fast(double a, double* sin_a, double* cos_a) {
-    const double round = 0x1.8p52;   /* adding and subtracting it rounds to an integer */
-    double k = (a * 0.63661977236758134308 + round) - round;   /* a / (pi/2), to the nearest */
-    double r = fma(-k, 0x1.921fb54442d18p0, a);                /* pi/2 = hi + lo: a - k hi is exact */
+    const double round = 0x1.8p52;                           /* adding and subtracting it rounds to an integer */
+    double k = (a * 0.63661977236758134308 + round) - round; /* a / (pi/2), to the nearest */
+    double r = fma(-k, 0x1.921fb54442d18p0, a);              /* pi/2 = hi + lo: a - k hi is exact */
     r = fma(-k, 0x1.1a62633145c07p-54, r);
     double r2 = r * r;
-    double s = -1.0 / 355687428096000.0;   /* 1/17!, down to 1/3!, with alternating signs */
+    double s = -1.0 / 355687428096000.0; /* 1/17!, down to 1/3!, with alternating signs */
     s = s * r2 + 1.0 / 1307674368000.0;
     s = s * r2 - 1.0 / 6227020800.0;
     s = s * r2 + 1.0 / 39916800.0;
@@ -89,7 +89,7 @@ static inline void sincos_fast(double a, double* sin_a, double* cos_a) {
     s = s * r2 - 1.0 / 120.0;
     s = s * r2 + 1.0 / 6.0;
     s = r - r * r2 * s;
-    double c = 1.0 / 6402373705728000.0;   /* 1/18!, down to 1/2! */
+    double c = 1.0 / 6402373705728000.0; /* 1/18!, down to 1/2! */
     c = c * r2 - 1.0 / 20922789888000.0;
     c = c * r2 + 1.0 / 87178291200.0;
     c = c * r2 - 1.0 / 479001600.0;
@@ -99,7 +99,7 @@ static inline void sincos_fast(double a, double* sin_a, double* cos_a) {
     c = c * r2 - 1.0 / 24.0;
     c = c * r2 + 0.5;
     c = 1.0 - r2 * c;
-    double q = k - 4.0 * floor(k * 0.25);   /* the quadrant, 0 .. 3 */
+    double q = k - 4.0 * floor(k * 0.25); /* the quadrant, 0 .. 3 */
     double sq = q == 0 ? s : (q == 1 ? c : (q == 2 ? -s : -c));
     double cq = q == 0 ? c : (q == 1 ? -s : (q == 2 ? -c : s));
     *sin_a = sq;

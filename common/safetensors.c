@@ -9,22 +9,22 @@
 #include "common/safetensors.h"
 
 #include <errno.h>
-#include <fcntl.h>          /* open */
-#include <inttypes.h>       /* PRIu64 */
-#include <math.h>           /* floor */
-#include <stdarg.h>         /* st_fail's va_list */
-#include <stdio.h>          /* vsnprintf */
-#include <stdlib.h>         /* qsort, bsearch */
+#include <fcntl.h>    /* open */
+#include <inttypes.h> /* PRIu64 */
+#include <math.h>     /* floor */
+#include <stdarg.h>   /* st_fail's va_list */
+#include <stdio.h>    /* vsnprintf */
+#include <stdlib.h>   /* qsort, bsearch */
 #include <string.h>
-#include <sys/mman.h>       /* mmap, munmap */
-#include <sys/stat.h>       /* fstat */
-#include <unistd.h>         /* close */
+#include <sys/mman.h> /* mmap, munmap */
+#include <sys/stat.h> /* fstat */
+#include <unistd.h>   /* close */
 
-#include <cjson/cJSON.h>    /* the header JSON */
+#include <cjson/cJSON.h> /* the header JSON */
 
-#include "common/check.h"   /* DIE, CHECK, mallocCheck, callocCheck */
-#include "common/mapped.h"  /* mapped_add: a SIGBUS while reading a mapping names the file */
-#include "common/utf8.h"    /* utf8_decode */
+#include "common/check.h"  /* DIE, CHECK, mallocCheck, callocCheck */
+#include "common/mapped.h" /* mapped_add: a SIGBUS while reading a mapping names the file */
+#include "common/utf8.h"   /* utf8_decode */
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "safetensors.c assumes a little-endian host (the file format is little-endian)"
@@ -70,7 +70,10 @@ static int st_json_count(const cJSON* v, size_t* out) {
 /* dtype name -> enum; returns 0 when unknown */
 static int st_dtype_parse(const char* s, StDtype* dt) {
     for (size_t i = 0; i < ST_N_DTYPES; i++) {
-        if (strcmp(s, DTYPE_NAMES[i]) == 0) { *dt = (StDtype)i; return 1; }
+        if (strcmp(s, DTYPE_NAMES[i]) == 0) {
+            *dt = (StDtype)i;
+            return 1;
+        }
     }
     return 0;
 }
@@ -79,7 +82,7 @@ static int st_dtype_parse(const char* s, StDtype* dt) {
    section starts in the file, and the error buffer. */
 typedef struct {
     const char* label;
-    size_t data_start;          /* 8 + header length */
+    size_t data_start; /* 8 + header length */
     size_t data_size;
     char* err;
     size_t err_len;
@@ -99,11 +102,13 @@ static int st_parse_shape(const StCtx* c, StTensor* t, const cJSON* shape) {
     cJSON_ArrayForEach(d, shape) {
         size_t v;
         if (!cJSON_IsNumber(d))
-            return set_err(c->err, c->err_len, "%s: tensor '%s': shape entry %zu is not a number", c->label,
-                           t->name, t->ndim);
+            return set_err(c->err, c->err_len, "%s: tensor '%s': shape entry %zu is not a number", c->label, t->name,
+                           t->ndim);
         if (!st_json_count(d, &v))
-            return set_err(c->err, c->err_len, "%s: tensor '%s': shape entry %zu = %.17g is not a non-negative "
-                           "integer below 2^53", c->label, t->name, t->ndim, d->valuedouble);
+            return set_err(c->err, c->err_len,
+                           "%s: tensor '%s': shape entry %zu = %.17g is not a non-negative "
+                           "integer below 2^53",
+                           c->label, t->name, t->ndim, d->valuedouble);
         t->shape[t->ndim++] = v;
         if (v != 0 && t->numel > SIZE_MAX / v)
             return set_err(c->err, c->err_len, "%s: tensor '%s': shape product overflows size_t at dimension %zu",
@@ -121,23 +126,27 @@ static int st_parse_offsets(const StCtx* c, StTensor* t, const cJSON* offs) {
     size_t b, e;
     if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 || !st_json_count(offs->child, &b) ||
         !st_json_count(offs->child->next, &e))
-        return set_err(c->err, c->err_len, "%s: tensor '%s': \"data_offsets\" is not [begin, end] with "
-                       "non-negative integers below 2^53", c->label, t->name);
+        return set_err(c->err, c->err_len,
+                       "%s: tensor '%s': \"data_offsets\" is not [begin, end] with "
+                       "non-negative integers below 2^53",
+                       c->label, t->name);
     if (b > e)
-        return set_err(c->err, c->err_len, "%s: tensor '%s': data_offsets [%zu, %zu] has begin > end",
-                       c->label, t->name, b, e);
+        return set_err(c->err, c->err_len, "%s: tensor '%s': data_offsets [%zu, %zu] has begin > end", c->label,
+                       t->name, b, e);
     if (e > c->data_size)
-        return set_err(c->err, c->err_len, "%s: tensor '%s': data_offsets [%zu, %zu] end past the data section "
-                       "(%zu bytes, which ends at byte %zu of the file)", c->label, t->name, b, e, c->data_size,
-                       c->data_start + c->data_size);
+        return set_err(c->err, c->err_len,
+                       "%s: tensor '%s': data_offsets [%zu, %zu] end past the data section "
+                       "(%zu bytes, which ends at byte %zu of the file)",
+                       c->label, t->name, b, e, c->data_size, c->data_start + c->data_size);
     size_t es = st_dtype_size(t->dtype);
     if (t->numel > SIZE_MAX / es)
-        return set_err(c->err, c->err_len, "%s: tensor '%s': %zu elements x %zu bytes overflows size_t",
-                       c->label, t->name, t->numel, es);
+        return set_err(c->err, c->err_len, "%s: tensor '%s': %zu elements x %zu bytes overflows size_t", c->label,
+                       t->name, t->numel, es);
     if (t->numel * es != e - b)
-        return set_err(c->err, c->err_len, "%s: tensor '%s': shape and dtype give %zu x %zu = %zu bytes but "
-                       "data_offsets [%zu, %zu] hold %zu (size does not match)", c->label, t->name, t->numel, es,
-                       t->numel * es, b, e, e - b);
+        return set_err(c->err, c->err_len,
+                       "%s: tensor '%s': shape and dtype give %zu x %zu = %zu bytes but "
+                       "data_offsets [%zu, %zu] hold %zu (size does not match)",
+                       c->label, t->name, t->numel, es, t->numel * es, b, e, e - b);
     t->begin = b;
     t->end = e;
     return 0;
@@ -155,20 +164,23 @@ static int st_parse_entry(const StCtx* c, StTensor* t, const cJSON* entry) {
                              : strcmp(k->string, "data_offsets") == 0 ? &offs
                                                                       : NULL;
         if (!slot)
-            return set_err(c->err, c->err_len, "%s: tensor '%s': unknown key '%s' (expected dtype, shape, "
-                           "data_offsets)", c->label, t->name, k->string);
+            return set_err(c->err, c->err_len,
+                           "%s: tensor '%s': unknown key '%s' (expected dtype, shape, "
+                           "data_offsets)",
+                           c->label, t->name, k->string);
         if (*slot)
             return set_err(c->err, c->err_len, "%s: tensor '%s': duplicate key '%s'", c->label, t->name, k->string);
         *slot = k;
     }
     const char* missing = !dtype ? "dtype" : !shape ? "shape" : !offs ? "data_offsets" : NULL;
-    if (missing)
-        return set_err(c->err, c->err_len, "%s: tensor '%s': missing \"%s\"", c->label, t->name, missing);
+    if (missing) return set_err(c->err, c->err_len, "%s: tensor '%s': missing \"%s\"", c->label, t->name, missing);
     if (!cJSON_IsString(dtype))
         return set_err(c->err, c->err_len, "%s: tensor '%s': \"dtype\" is not a string", c->label, t->name);
     if (!st_dtype_parse(dtype->valuestring, &t->dtype))
-        return set_err(c->err, c->err_len, "%s: tensor '%s': unknown dtype '%s' (known: F64 F32 F16 BF16 I64 "
-                       "I32 I16 I8 U8 BOOL)", c->label, t->name, dtype->valuestring);
+        return set_err(c->err, c->err_len,
+                       "%s: tensor '%s': unknown dtype '%s' (known: F64 F32 F16 BF16 I64 "
+                       "I32 I16 I8 U8 BOOL)",
+                       c->label, t->name, dtype->valuestring);
     if (st_parse_shape(c, t, shape)) return 1;
     return st_parse_offsets(c, t, offs);
 }
@@ -176,16 +188,15 @@ static int st_parse_entry(const StCtx* c, StTensor* t, const cJSON* entry) {
 /* Parse "__metadata__": an object of string -> string, copied into
    f->meta_keys / meta_values in file order (duplicates checked later). */
 static int st_parse_meta(const StCtx* c, StFile* f, const cJSON* meta) {
-    if (!cJSON_IsObject(meta))
-        return set_err(c->err, c->err_len, "%s: \"__metadata__\" is not an object", c->label);
+    if (!cJSON_IsObject(meta)) return set_err(c->err, c->err_len, "%s: \"__metadata__\" is not an object", c->label);
     size_t n = (size_t)cJSON_GetArraySize(meta);
     f->meta_keys = callocCheck(n, sizeof(char*));
     f->meta_values = callocCheck(n, sizeof(char*));
     const cJSON* kv;
     cJSON_ArrayForEach(kv, meta) {
         if (!cJSON_IsString(kv))
-            return set_err(c->err, c->err_len, "%s: \"__metadata__\" key '%s': value is not a string",
-                           c->label, kv->string);
+            return set_err(c->err, c->err_len, "%s: \"__metadata__\" key '%s': value is not a string", c->label,
+                           kv->string);
         f->meta_keys[f->n_meta] = strdup(kv->string);
         f->meta_values[f->n_meta] = strdup(kv->valuestring);
         CHECK(f->meta_keys[f->n_meta] && f->meta_values[f->n_meta], "out of memory copying metadata");
@@ -213,7 +224,8 @@ static int st_check_table(const StCtx* c, StFile* f) {
         memcpy(keys, f->meta_keys, f->n_meta * sizeof(char*));
         qsort(keys, f->n_meta, sizeof(char*), st_cmp_str);
         const char* dup = NULL;
-        for (size_t i = 1; i < f->n_meta && !dup; i++) if (strcmp(keys[i - 1], keys[i]) == 0) dup = keys[i];
+        for (size_t i = 1; i < f->n_meta && !dup; i++)
+            if (strcmp(keys[i - 1], keys[i]) == 0) dup = keys[i];
         int rc = dup ? set_err(c->err, c->err_len, "%s: \"__metadata__\": duplicate key '%s'", c->label, dup) : 0;
         free(keys);
         if (rc) return rc;
@@ -232,10 +244,11 @@ static int st_check_table(const StCtx* c, StFile* f) {
         const StTensor* t = &f->tensors[i];
         if (t->begin == t->end) continue;
         if (prev && t->begin < prev->end)
-            return set_err(c->err, c->err_len, "%s: tensors '%s' data_offsets [%zu, %zu] and '%s' [%zu, %zu] "
-                           "overlap (file bytes %zu to %zu)", c->label, prev->name, prev->begin, prev->end,
-                           t->name, t->begin, t->end, c->data_start + t->begin,
-                           c->data_start + (t->end < prev->end ? t->end : prev->end));
+            return set_err(c->err, c->err_len,
+                           "%s: tensors '%s' data_offsets [%zu, %zu] and '%s' [%zu, %zu] "
+                           "overlap (file bytes %zu to %zu)",
+                           c->label, prev->name, prev->begin, prev->end, t->name, t->begin, t->end,
+                           c->data_start + t->begin, c->data_start + (t->end < prev->end ? t->end : prev->end));
         prev = t;
     }
     qsort(f->tensors, f->n_tensors, sizeof(StTensor), st_cmp_name);
@@ -245,7 +258,10 @@ static int st_check_table(const StCtx* c, StFile* f) {
 /* Free what the parser filled (tensors, metadata) and zero those fields. */
 static void st_free_table(StFile* f) {
     for (size_t i = 0; i < f->n_tensors; i++) free(f->tensors[i].name);
-    for (size_t i = 0; i < f->n_meta; i++) { free(f->meta_keys[i]); free(f->meta_values[i]); }
+    for (size_t i = 0; i < f->n_meta; i++) {
+        free(f->meta_keys[i]);
+        free(f->meta_values[i]);
+    }
     free(f->tensors);
     free(f->meta_keys);
     free(f->meta_values);
@@ -260,14 +276,22 @@ static void st_free_table(StFile* f) {
    require_null_terminated cJSON accepts only whitespace (the writer's space
    padding) after the value. Returns the root object, or NULL with err set. */
 static cJSON* st_parse_json(const StCtx* c, const char* json, size_t n) {
-    if (n == 0) { set_err(c->err, c->err_len, "%s: header length is 0 (bytes 0-7); expected a JSON object",
-                          c->label); return NULL; }
+    if (n == 0) {
+        set_err(c->err, c->err_len, "%s: header length is 0 (bytes 0-7); expected a JSON object", c->label);
+        return NULL;
+    }
     const char* nul = memchr(json, '\0', n);
-    if (nul) { set_err(c->err, c->err_len, "%s: header contains a NUL byte at file offset %zu", c->label,
-                       (size_t)(nul - json) + 8); return NULL; }
+    if (nul) {
+        set_err(c->err, c->err_len, "%s: header contains a NUL byte at file offset %zu", c->label,
+                (size_t)(nul - json) + 8);
+        return NULL;
+    }
     size_t bad = st_utf8_check((const uint8_t*)json, n);
-    if (bad < n) { set_err(c->err, c->err_len, "%s: header is not valid UTF-8 at file offset %zu (byte 0x%02x)",
-                           c->label, bad + 8, (unsigned)(uint8_t)json[bad]); return NULL; }
+    if (bad < n) {
+        set_err(c->err, c->err_len, "%s: header is not valid UTF-8 at file offset %zu (byte 0x%02x)", c->label, bad + 8,
+                (unsigned)(uint8_t)json[bad]);
+        return NULL;
+    }
     char* copy = mallocCheck(n + 1);
     memcpy(copy, json, n);
     copy[n] = '\0';
@@ -278,8 +302,8 @@ static cJSON* st_parse_json(const StCtx* c, const char* json, size_t n) {
         set_err(c->err, c->err_len, "%s: header is invalid JSON near file offset %zu (header byte %zu of %zu)",
                 c->label, at + 8, at, n);
     } else if (!cJSON_IsObject(root)) {
-        set_err(c->err, c->err_len, "%s: header (file bytes 8 to %zu) is valid JSON but not a JSON object",
-                c->label, n + 8);
+        set_err(c->err, c->err_len, "%s: header (file bytes 8 to %zu) is valid JSON but not a JSON object", c->label,
+                n + 8);
         cJSON_Delete(root);
         root = NULL;
     }
@@ -289,8 +313,8 @@ static cJSON* st_parse_json(const StCtx* c, const char* json, size_t n) {
 
 /* Validate every entry in file order (the first bad one is reported), then
    the table as a whole. On error everything allocated here is freed. */
-int st_parse_header(StFile* f, const char* json, size_t n, size_t data_size, const char* label,
-                    char* err, size_t err_len) {
+int st_parse_header(StFile* f, const char* json, size_t n, size_t data_size, const char* label, char* err,
+                    size_t err_len) {
     f->tensors = NULL;
     f->meta_keys = f->meta_values = NULL;
     f->n_tensors = f->n_meta = 0;
@@ -307,8 +331,7 @@ int st_parse_header(StFile* f, const char* json, size_t n, size_t data_size, con
     /* the names are copied out: the cJSON tree is freed before returning */
     cJSON_ArrayForEach(e, root) {
         if (strcmp(e->string, "__metadata__") == 0) {
-            rc = seen_meta ? set_err(err, err_len, "%s: duplicate \"__metadata__\"", label)
-                           : st_parse_meta(&c, f, e);
+            rc = seen_meta ? set_err(err, err_len, "%s: duplicate \"__metadata__\"", label) : st_parse_meta(&c, f, e);
             seen_meta = 1;
         } else {
             StTensor* t = &f->tensors[f->n_tensors++];
@@ -332,19 +355,25 @@ int st_parse_bytes(StFile* f, const uint8_t* buf, size_t size, const char* label
     f->meta_keys = f->meta_values = NULL;
     f->n_tensors = f->n_meta = 0;
     if (size == 0)
-        return set_err(err, err_len, "%s: empty file (0 bytes); a safetensors file starts with an 8-byte header "
-                       "length", label);
+        return set_err(err, err_len,
+                       "%s: empty file (0 bytes); a safetensors file starts with an 8-byte header "
+                       "length",
+                       label);
     if (size < 8)
         return set_err(err, err_len, "%s: file is %zu bytes, shorter than the 8-byte header length", label, size);
-    uint64_t n = 0;                     /* little-endian u64, byte by byte */
+    uint64_t n = 0; /* little-endian u64, byte by byte */
     for (int i = 7; i >= 0; i--) n = (n << 8) | buf[i];
     /* the limit first: it also keeps n + 8 from overflowing */
     if (n > ST_MAX_HEADER)
-        return set_err(err, err_len, "%s: header length %" PRIu64 " (file bytes 0-7) exceeds the limit of %d "
-                       "bytes (the file is %zu bytes)", label, n, ST_MAX_HEADER, size);
+        return set_err(err, err_len,
+                       "%s: header length %" PRIu64 " (file bytes 0-7) exceeds the limit of %d "
+                       "bytes (the file is %zu bytes)",
+                       label, n, ST_MAX_HEADER, size);
     if (n > size - 8)
-        return set_err(err, err_len, "%s: header length %" PRIu64 " (file bytes 0-7) runs past the end of the "
-                       "file (%zu bytes, so at most %zu)", label, n, size, size - 8);
+        return set_err(err, err_len,
+                       "%s: header length %" PRIu64 " (file bytes 0-7) runs past the end of the "
+                       "file (%zu bytes, so at most %zu)",
+                       label, n, size, size - 8);
     int rc = st_parse_header(f, (const char*)buf + 8, (size_t)n, size - 8 - (size_t)n, label, err, err_len);
     if (rc == 0) f->data = buf + 8 + (size_t)n;
     return rc;
@@ -358,7 +387,7 @@ int st_parse_bytes(StFile* f, const uint8_t* buf, size_t size, const char* label
 int st_open(StFile* f, const char* path, char* err, size_t err_len) {
     memset(f, 0, sizeof(*f));
     f->fd = -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   /* a FIFO must not block before the check below */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block before the check below */
     if (fd < 0) return set_err(err, err_len, "%s: cannot open for reading: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0) {
@@ -371,7 +400,7 @@ int st_open(StFile* f, const char* path, char* err, size_t err_len) {
         return set_err(err, err_len, "%s: not a regular file%s", path, S_ISDIR(sb.st_mode) ? " (a directory)" : "");
     }
     size_t size = (size_t)sb.st_size;
-    void* map = NULL;       /* mmap of 0 bytes fails: an empty file is reported by st_parse_bytes */
+    void* map = NULL; /* mmap of 0 bytes fails: an empty file is reported by st_parse_bytes */
     if (size > 0) {
         map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (map == MAP_FAILED) {
@@ -380,10 +409,10 @@ int st_open(StFile* f, const char* path, char* err, size_t err_len) {
             return rc;
         }
     }
-    close(fd);              /* the mapping stays valid without the descriptor */
+    close(fd); /* the mapping stays valid without the descriptor */
     char* name = strdup(path);
     CHECK(name, "out of memory copying a path");
-    if (map) mapped_add(map, size, name);   /* the file shrinking under us: SIGBUS names it and the offset */
+    if (map) mapped_add(map, size, name); /* the file shrinking under us: SIGBUS names it and the offset */
     int rc = st_parse_bytes(f, map, size, path, err, err_len);
     if (rc) {
         if (map) {
@@ -422,12 +451,13 @@ void st_close(StFile* f) {
 
 /* Binary search: the tensors are sorted by name. */
 const StTensor* st_find(const StFile* f, const char* name) {
-    StTensor key = {.name = (char*)name};   /* st_cmp_name reads only the name */
+    StTensor key = {.name = (char*)name}; /* st_cmp_name reads only the name */
     return bsearch(&key, f->tensors, f->n_tensors, sizeof(StTensor), st_cmp_name);
 }
 
 /* Linear search: metadata is a handful of pairs. */
 const char* st_meta(const StFile* f, const char* key) {
-    for (size_t i = 0; i < f->n_meta; i++) if (strcmp(f->meta_keys[i], key) == 0) return f->meta_values[i];
+    for (size_t i = 0; i < f->n_meta; i++)
+        if (strcmp(f->meta_keys[i], key) == 0) return f->meta_values[i];
     return NULL;
 }

@@ -20,27 +20,27 @@ typedef enum { ST_F64, ST_F32, ST_F16, ST_BF16, ST_I64, ST_I32, ST_I16, ST_I8, S
 
 #define ST_MAX_DIMS 8
 #define ST_ERR_LEN 512
-#define ST_MAX_HEADER 100000000     /* header length limit, as the reference implementation */
+#define ST_MAX_HEADER 100000000 /* header length limit, as the reference implementation */
 
 typedef struct {
-    char* name;                 /* owned by the StFile */
+    char* name; /* owned by the StFile */
     StDtype dtype;
     size_t ndim;
     size_t shape[ST_MAX_DIMS];
-    size_t numel;               /* product of shape (1 for a scalar) */
-    size_t begin, end;          /* byte offsets relative to the start of the data section */
+    size_t numel;      /* product of shape (1 for a scalar) */
+    size_t begin, end; /* byte offsets relative to the start of the data section */
 } StTensor;
 
 typedef struct {
     char* path;
-    int fd;                     /* -1: st_open closes the descriptor once the file is mapped */
-    const uint8_t* map;         /* whole file, read-only (NULL after st_parse_bytes) */
+    int fd;             /* -1: st_open closes the descriptor once the file is mapped */
+    const uint8_t* map; /* whole file, read-only (NULL after st_parse_bytes) */
     size_t file_size;
-    const uint8_t* data;        /* map + 8 + header length */
+    const uint8_t* data; /* map + 8 + header length */
     size_t data_size;
-    StTensor* tensors;          /* sorted by name */
+    StTensor* tensors; /* sorted by name */
     size_t n_tensors;
-    char** meta_keys;           /* __metadata__ string pairs */
+    char** meta_keys; /* __metadata__ string pairs */
     char** meta_values;
     size_t n_meta;
 } StFile;
@@ -51,8 +51,8 @@ const char* st_dtype_name(StDtype dt);
 /* Parse and validate a header (the n JSON bytes after the 8-byte length) for a
    data section of data_size bytes. `label` names the file in messages.
    Fills f->tensors, f->meta_*. Returns 0, or non-zero with err set. */
-int st_parse_header(StFile* f, const char* json, size_t n, size_t data_size, const char* label,
-                    char* err, size_t err_len);
+int st_parse_header(StFile* f, const char* json, size_t n, size_t data_size, const char* label, char* err,
+                    size_t err_len);
 /* Parse a whole file image the way st_open does: the 8-byte length (at most
    ST_MAX_HEADER and within size), the header, and the data section after it
    (f->data points into buf). Sets no path or map. Returns 0, or non-zero with err set. */
@@ -62,8 +62,8 @@ int st_open(StFile* f, const char* path, char* err, size_t err_len);
 void st_open_or_die(StFile* f, const char* path);
 void st_close(StFile* f);
 
-const StTensor* st_find(const StFile* f, const char* name);   /* NULL if absent */
-const char* st_meta(const StFile* f, const char* key);        /* NULL if absent */
+const StTensor* st_find(const StFile* f, const char* name); /* NULL if absent */
+const char* st_meta(const StFile* f, const char* key);      /* NULL if absent */
 
 /* Convert a floating-point tensor (F64, F32, F16, BF16) into dst (numel reals). */
 void st_read_real(const StFile* f, const StTensor* t, real* dst);
@@ -78,17 +78,17 @@ int st_read_i32_checked(const StFile* f, const StTensor* t, int32_t* dst, char* 
 /* Writing: describe each tensor, then write them all at once. */
 typedef struct {
     const char* name;
-    StDtype dtype;              /* ST_F32, ST_BF16 (round to nearest even), ST_F64 or ST_I32 */
+    StDtype dtype; /* ST_F32, ST_BF16 (round to nearest even), ST_F64 or ST_I32 */
     size_t ndim;
     size_t shape[ST_MAX_DIMS];
-    const void* data;           /* real* for float dtypes, int32_t* for ST_I32 */
+    const void* data; /* real* for float dtypes, int32_t* for ST_I32 */
 } StWriteTensor;
 
 /* Write path atomically (path.tmp.<pid>, fsync, rename, fsync of the directory).
    meta: n_meta key/value string pairs for __metadata__. Dies with a message on any I/O error,
    removing the temporary file. */
-void st_write(const char* path, const StWriteTensor* tensors, size_t n,
-              const char* const* meta_keys, const char* const* meta_values, size_t n_meta);
+void st_write(const char* path, const StWriteTensor* tensors, size_t n, const char* const* meta_keys,
+              const char* const* meta_values, size_t n_meta);
 
 /* Values produced on demand instead of read from StWriteTensor.data (float
    dtypes): the writer calls fill(ctx, first, count, out) for consecutive

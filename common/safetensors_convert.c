@@ -6,11 +6,11 @@
    through memcpy: tensor data may sit at any byte offset of the file. */
 #include "common/safetensors.h"
 
-#include <inttypes.h>       /* PRId64 */
-#include <stdio.h>          /* snprintf */
-#include <string.h>         /* memcpy */
+#include <inttypes.h> /* PRId64 */
+#include <stdio.h>    /* snprintf */
+#include <string.h>   /* memcpy */
 
-#include "common/check.h"   /* CHECK, DIE */
+#include "common/check.h" /* CHECK, DIE */
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "safetensors_convert.c assumes a little-endian host (the file format is little-endian)"
@@ -43,13 +43,13 @@ uint16_t st_f32_to_bf16(float x) {
    every half is exactly representable as a float. */
 float st_f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1F, m = h & 0x3FF, u;
-    if (e == 0) {                       /* zero or subnormal: m x 2^-24, exact in float */
+    if (e == 0) { /* zero or subnormal: m x 2^-24, exact in float */
         float x = (float)m * 0x1p-24f;
         memcpy(&u, &x, 4);
         u |= sign;
-    } else if (e == 31) {               /* inf (m == 0) or NaN, payload kept */
+    } else if (e == 31) { /* inf (m == 0) or NaN, payload kept */
         u = sign | 0x7F800000u | (m << 13);
-    } else {                            /* normal: rebias the exponent 15 -> 127 */
+    } else { /* normal: rebias the exponent 15 -> 127 */
         u = sign | ((e + 112) << 23) | (m << 13);
     }
     float x;
@@ -68,10 +68,26 @@ static int st_is_float(StDtype dt) { return dt == ST_F64 || dt == ST_F32 || dt =
    bytes. F64 narrows to float when real is float (round to nearest). */
 static inline real st_load_real(const uint8_t* p, StDtype dt) {
     switch (dt) {
-    case ST_F64: { double v; memcpy(&v, p, 8); return (real)v; }
-    case ST_F32: { float v; memcpy(&v, p, 4); return (real)v; }
-    case ST_F16: { uint16_t v; memcpy(&v, p, 2); return (real)st_f16_to_f32(v); }
-    default: { uint16_t v; memcpy(&v, p, 2); return (real)st_bf16_to_f32(v); }
+    case ST_F64: {
+        double v;
+        memcpy(&v, p, 8);
+        return (real)v;
+    }
+    case ST_F32: {
+        float v;
+        memcpy(&v, p, 4);
+        return (real)v;
+    }
+    case ST_F16: {
+        uint16_t v;
+        memcpy(&v, p, 2);
+        return (real)st_f16_to_f32(v);
+    }
+    default: {
+        uint16_t v;
+        memcpy(&v, p, 2);
+        return (real)st_bf16_to_f32(v);
+    }
     }
 }
 
@@ -83,8 +99,10 @@ void st_read_real_range(const StFile* f, const StTensor* t, size_t first, size_t
           st_label(f), t->name, st_dtype_name(dt));
     /* the parser guarantees this for its own tensors; it catches a tensor passed with the wrong file */
     CHECK(t->end <= f->data_size, "%s: tensor '%s' is not from this file", st_label(f), t->name);
-    CHECK(first <= t->numel && count <= t->numel - first, "%s: tensor '%s' has %zu elements, asked for %zu from "
-          "element %zu", st_label(f), t->name, t->numel, count, first);
+    CHECK(first <= t->numel && count <= t->numel - first,
+          "%s: tensor '%s' has %zu elements, asked for %zu from "
+          "element %zu",
+          st_label(f), t->name, t->numel, count, first);
     size_t numel = count, es = st_dtype_size(dt);
     const uint8_t* src = f->data + t->begin + first * es;
     /* the switch inside st_load_real is loop-invariant; the compiler unswitches it */
@@ -95,9 +113,21 @@ void st_read_real_range(const StFile* f, const StTensor* t, size_t first, size_t
 /* Load one element of an integer dtype as int64 (BOOL and U8 as their byte value). */
 static inline int64_t st_load_int(const uint8_t* p, StDtype dt) {
     switch (dt) {
-    case ST_I64: { int64_t v; memcpy(&v, p, 8); return v; }
-    case ST_I32: { int32_t v; memcpy(&v, p, 4); return v; }
-    case ST_I16: { int16_t v; memcpy(&v, p, 2); return v; }
+    case ST_I64: {
+        int64_t v;
+        memcpy(&v, p, 8);
+        return v;
+    }
+    case ST_I32: {
+        int32_t v;
+        memcpy(&v, p, 4);
+        return v;
+    }
+    case ST_I16: {
+        int16_t v;
+        memcpy(&v, p, 2);
+        return v;
+    }
     case ST_I8: return (int8_t)p[0];
     default: return p[0];
     }
@@ -131,9 +161,11 @@ int st_read_i32_checked(const StFile* f, const StTensor* t, int32_t* dst, char* 
         }
     }
     if (bad == numel) return 0;
-    snprintf(err, err_len, "%s: tensor '%s' (%s) element %zu = %" PRId64 " is outside [%" PRId64 ", %" PRId64
-             "] (byte %zu of the data section)", st_label(f), t->name, st_dtype_name(dt), bad,
-             st_load_int(src + bad * es, dt), lo, hi, t->begin + bad * es);
+    snprintf(err, err_len,
+             "%s: tensor '%s' (%s) element %zu = %" PRId64 " is outside [%" PRId64 ", %" PRId64
+             "] (byte %zu of the data section)",
+             st_label(f), t->name, st_dtype_name(dt), bad, st_load_int(src + bad * es, dt), lo, hi,
+             t->begin + bad * es);
     return 1;
 }
 

@@ -9,14 +9,14 @@
 #include "common/safetensors.h"
 
 #include <errno.h>
-#include <fcntl.h>          /* open */
+#include <fcntl.h> /* open */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>         /* write, fsync, close, unlink, getpid */
+#include <unistd.h> /* write, fsync, close, unlink, getpid */
 
-#include "common/check.h"   /* die_at, mallocCheck, mulCheck */
+#include "common/check.h" /* die_at, mallocCheck, mulCheck */
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "safetensors_write.c assumes a little-endian host (the file format is little-endian)"
@@ -33,7 +33,10 @@
 #endif
 
 /* A growable byte buffer for the header. */
-typedef struct { char* p; size_t len, cap; } StBuf;
+typedef struct {
+    char* p;
+    size_t len, cap;
+} StBuf;
 
 /* Append n bytes to b, growing it geometrically. */
 static void st_buf_put(StBuf* b, const char* s, size_t n) {
@@ -67,8 +70,14 @@ static void st_buf_printf(StBuf* b, const char* fmt, ...) {
 static void st_buf_json_string(StBuf* b, const char* s) {
     st_buf_put(b, "\"", 1);
     for (const unsigned char* c = (const unsigned char*)s; *c; c++) {
-        const char* esc = *c == '"' ? "\\\"" : *c == '\\' ? "\\\\" : *c == '\b' ? "\\b" : *c == '\f' ? "\\f"
-                        : *c == '\n' ? "\\n" : *c == '\r' ? "\\r" : *c == '\t' ? "\\t" : NULL;
+        const char* esc = *c == '"'    ? "\\\""
+                          : *c == '\\' ? "\\\\"
+                          : *c == '\b' ? "\\b"
+                          : *c == '\f' ? "\\f"
+                          : *c == '\n' ? "\\n"
+                          : *c == '\r' ? "\\r"
+                          : *c == '\t' ? "\\t"
+                                       : NULL;
         if (esc) st_buf_put(b, esc, 2);
         else if (*c < 0x20) st_buf_printf(b, "\\u%04x", *c);
         else st_buf_put(b, (const char*)c, 1);
@@ -79,7 +88,7 @@ static void st_buf_json_string(StBuf* b, const char* s) {
 /* One tensor to write: its description, size and place in the data section. */
 typedef struct {
     const StWriteTensor* t;
-    const StFill* fill;         /* NULL: the values are at t->data */
+    const StFill* fill; /* NULL: the values are at t->data */
     size_t numel, bytes, begin;
 } StPlan;
 
@@ -91,7 +100,7 @@ static int st_cmp_plan_name(const void* a, const void* b) {
     return strcmp((*(StPlan* const*)a)->t->name, (*(StPlan* const*)b)->t->name);
 }
 static int st_cmp_plan_data(const void* a, const void* b) {
-    const StPlan *x = *(StPlan* const*)a, *y = *(StPlan* const*)b;
+    const StPlan *x = *(StPlan*const*)a, *y = *(StPlan*const*)b;
     int rx = st_rank(x->t->dtype), ry = st_rank(y->t->dtype);
     return rx != ry ? ry - rx : strcmp(x->t->name, y->t->name);
 }
@@ -105,8 +114,7 @@ static void st_check_text(const char* path, const char* what, const char* s) {
 }
 
 /* Validate the tensors and fill plan[i] (numel, bytes) for each. */
-static void st_plan_tensors(const char* path, const StWriteTensor* ts, const StFill* fills, size_t n,
-                            StPlan* plan) {
+static void st_plan_tensors(const char* path, const StWriteTensor* ts, const StFill* fills, size_t n, StPlan* plan) {
     for (size_t i = 0; i < n; i++) {
         const StWriteTensor* t = &ts[i];
         const StFill* fill = fills && fills[i].fill ? &fills[i] : NULL;
@@ -119,8 +127,8 @@ static void st_plan_tensors(const char* path, const StWriteTensor* ts, const StF
               t->ndim, ST_MAX_DIMS);
         size_t numel = 1;
         for (size_t d = 0; d < t->ndim; d++) numel = mulCheck(numel, t->shape[d], "st_write: tensor numel");
-        CHECK(numel == 0 || t->data || fill, "st_write '%s': tensor '%s' has %zu elements but no data", path,
-              t->name, numel);
+        CHECK(numel == 0 || t->data || fill, "st_write '%s': tensor '%s' has %zu elements but no data", path, t->name,
+              numel);
         CHECK(!fill || t->dtype != ST_I32, "st_write '%s': tensor '%s': fill gives reals, not I32", path, t->name);
         plan[i] = (StPlan){t, fill, numel, mulCheck(numel, st_dtype_size(t->dtype), "st_write: tensor bytes"), 0};
     }
@@ -165,8 +173,7 @@ typedef struct {
 static _Noreturn void st_write_die(StWriter* w, const char* what, int errnum) {
     if (w->fd >= 0) close(w->fd);
     unlink(w->tmp);
-    die_at(__FILE__, __LINE__, "writing '%s' (temporary file '%s'): %s: %s", w->path, w->tmp, what,
-           strerror(errnum));
+    die_at(__FILE__, __LINE__, "writing '%s' (temporary file '%s'): %s: %s", w->path, w->tmp, what, strerror(errnum));
 }
 
 /* write(2) all n bytes, retrying short writes and EINTR. */
@@ -185,9 +192,16 @@ static void st_write_all(StWriter* w, const void* buf, size_t n) {
 static void st_convert(uint8_t* out, const real* src, size_t count, StDtype dt) {
     ST_PARALLEL_FOR
     for (size_t i = 0; i < count; i++) {
-        if (dt == ST_F32) { float v = (float)src[i]; memcpy(out + 4 * i, &v, 4); }
-        else if (dt == ST_F64) { double v = (double)src[i]; memcpy(out + 8 * i, &v, 8); }
-        else { uint16_t v = st_f32_to_bf16((float)src[i]); memcpy(out + 2 * i, &v, 2); }
+        if (dt == ST_F32) {
+            float v = (float)src[i];
+            memcpy(out + 4 * i, &v, 4);
+        } else if (dt == ST_F64) {
+            double v = (double)src[i];
+            memcpy(out + 8 * i, &v, 8);
+        } else {
+            uint16_t v = st_f32_to_bf16((float)src[i]);
+            memcpy(out + 2 * i, &v, 2);
+        }
     }
 }
 
@@ -199,7 +213,10 @@ static void st_convert(uint8_t* out, const real* src, size_t count, StDtype dt) 
 static void st_write_data(StWriter* w, const StPlan* p, uint8_t* stage, real* fill_stage) {
     StDtype dt = p->t->dtype;
     int raw = dt == ST_I32 || (dt == ST_F32 && sizeof(real) == 4) || (dt == ST_F64 && sizeof(real) == 8);
-    if (raw && !p->fill) { st_write_all(w, p->t->data, p->bytes); return; }
+    if (raw && !p->fill) {
+        st_write_all(w, p->t->data, p->bytes);
+        return;
+    }
     size_t es = st_dtype_size(dt), chunk = ST_STAGE_BYTES / (es > sizeof(real) ? es : sizeof(real));
     for (size_t i = 0; i < p->numel; i += chunk) {
         size_t count = p->numel - i < chunk ? p->numel - i : chunk;
@@ -236,8 +253,8 @@ static void st_sync_dir(const char* path) {
 /* Validate all inputs (names, dtypes, sizes, duplicates) before creating any
    file, lay out the data, build the header, then write the temporary file and
    rename it. Any failure after the file exists removes it and dies. */
-void st_write(const char* path, const StWriteTensor* tensors, size_t n,
-              const char* const* meta_keys, const char* const* meta_values, size_t n_meta) {
+void st_write(const char* path, const StWriteTensor* tensors, size_t n, const char* const* meta_keys,
+              const char* const* meta_values, size_t n_meta) {
     st_write_filled(path, tensors, NULL, n, meta_keys, meta_values, n_meta);
 }
 
@@ -251,8 +268,10 @@ void st_write_filled(const char* path, const StWriteTensor* tensors, const StFil
     for (size_t i = 0; i < n; i++) by_name[i] = by_data[i] = &plan[i];
     qsort(by_name, n, sizeof(StPlan*), st_cmp_plan_name);
     for (size_t i = 1; i < n; i++)
-        CHECK(strcmp(by_name[i - 1]->t->name, by_name[i]->t->name) != 0, "st_write '%s': duplicate tensor "
-              "name '%s'", path, by_name[i]->t->name);
+        CHECK(strcmp(by_name[i - 1]->t->name, by_name[i]->t->name) != 0,
+              "st_write '%s': duplicate tensor "
+              "name '%s'",
+              path, by_name[i]->t->name);
     const char** keys = mallocCheck(n_meta * sizeof(char*));
     for (size_t i = 0; i < n_meta; i++) {
         st_check_text(path, "a metadata key", meta_keys[i]);
@@ -275,15 +294,17 @@ void st_write_filled(const char* path, const StWriteTensor* tensors, const StFil
         CHECK(offset >= by_data[i]->bytes, "st_write '%s': data section size overflows", path);
     }
     StBuf hdr = st_header(by_name, n, meta_keys, meta_values, n_meta);
-    CHECK(hdr.len <= ST_MAX_HEADER, "st_write '%s': header of %zu bytes exceeds the %d-byte limit readers "
-          "accept", path, hdr.len, ST_MAX_HEADER);
+    CHECK(hdr.len <= ST_MAX_HEADER,
+          "st_write '%s': header of %zu bytes exceeds the %d-byte limit readers "
+          "accept",
+          path, hdr.len, ST_MAX_HEADER);
     uint8_t len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (uint8_t)((uint64_t)hdr.len >> (8 * i));
 
     /* the temporary file sits next to path, so rename() cannot cross file systems */
     StWriter w = {path, mallocCheck(strlen(path) + 32), -1};
     snprintf(w.tmp, strlen(path) + 32, "%s.tmp.%ld", path, (long)getpid());
-    unlink(w.tmp);   /* a leftover, or a link someone put there: removed, never written through */
+    unlink(w.tmp); /* a leftover, or a link someone put there: removed, never written through */
     w.fd = open(w.tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (w.fd < 0) st_write_die(&w, "cannot create the temporary file", errno);
     uint8_t* stage = mallocCheck(ST_STAGE_BYTES);

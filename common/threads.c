@@ -4,10 +4,10 @@
 #include <cblas.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>   /* getenv, setenv */
+#include <stdlib.h> /* getenv, setenv */
 #include <string.h>
-#include <time.h>     /* nanosleep */
-#include <unistd.h>   /* sysconf, execv */
+#include <time.h>   /* nanosleep */
+#include <unistd.h> /* sysconf, execv */
 
 #ifdef OMP
 #include <omp.h>
@@ -17,7 +17,7 @@
 extern void openblas_set_num_threads(int);
 extern int openblas_get_num_threads(void);
 extern char* openblas_get_config(void);
-extern int openblas_get_parallel(void);   /* 0 sequential, 1 pthreads, 2 OpenMP */
+extern int openblas_get_parallel(void); /* 0 sequential, 1 pthreads, 2 OpenMP */
 
 /* argv as the kernel holds it (NUL-separated in /proc/self/cmdline), malloc'd; NULL when unreadable */
 static char** own_argv(void) {
@@ -28,18 +28,24 @@ static char** own_argv(void) {
     size_t got;
     while (buf && (got = fread(buf + len, 1, cap - len, f)) > 0) {
         len += got;
-        if (len == cap) {   /* a failed realloc leaves buf allocated: free it, and stop */
+        if (len == cap) { /* a failed realloc leaves buf allocated: free it, and stop */
             char* grown = realloc(buf, cap *= 2);
             if (!grown) free(buf);
             buf = grown;
         }
     }
     fclose(f);
-    if (!buf || len == 0) { free(buf); return NULL; }
+    if (!buf || len == 0) {
+        free(buf);
+        return NULL;
+    }
     size_t n = 0;
     for (size_t i = 0; i < len; i++) n += buf[i] == 0;
     char** argv = calloc(n + 1, sizeof(char*));
-    if (!argv) { free(buf); return NULL; }
+    if (!argv) {
+        free(buf);
+        return NULL;
+    }
     for (size_t i = 0, k = 0; i < len && k < n; k++) {
         argv[k] = buf + i;
         i += strlen(buf + i) + 1;
@@ -51,7 +57,7 @@ void threads_startup(void) {
 #ifdef OMP
     if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
     char** argv = own_argv();
-    if (!argv) return;   /* no /proc: run with the runtime's default */
+    if (!argv) return; /* no /proc: run with the runtime's default */
     setenv("GOMP_SPINCOUNT", THREADS_SPINCOUNT, 1);
     execv("/proc/self/exe", argv);
     /* exec failed (no /proc/self/exe): go on with the default, the variable stays for child processes */
@@ -64,9 +70,9 @@ void threads_startup(void) {
 static bool cpu_times(unsigned long long* busy, unsigned long long* total) {
     FILE* f = fopen("/proc/stat", "r");
     if (!f) return false;
-    unsigned long long v[8] = {0};   /* user nice system idle iowait irq softirq steal */
-    int got = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
-                     &v[6], &v[7]);
+    unsigned long long v[8] = {0}; /* user nice system idle iowait irq softirq steal */
+    int got = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+                     &v[7]);
     fclose(f);
     if (got < 4) return false;
     *total = 0;
@@ -75,13 +81,13 @@ static bool cpu_times(unsigned long long* busy, unsigned long long* total) {
     return true;
 }
 
-static double busy_cores_at_start = -1;   /* what threads_idle_cores saw, for threads_print; -1 = not looked */
+static double busy_cores_at_start = -1; /* what threads_idle_cores saw, for threads_print; -1 = not looked */
 
 int threads_idle_cores(int cores) {
     unsigned long long b0, t0, b1, t1;
     if (cores <= 1 || !cpu_times(&b0, &t0)) return cores;
     struct timespec nap = {0, THREADS_SAMPLE_MS * 1000000L};
-    nanosleep(&nap, NULL);   /* this process does nothing meanwhile: what is busy is someone else */
+    nanosleep(&nap, NULL); /* this process does nothing meanwhile: what is busy is someone else */
     if (!cpu_times(&b1, &t1) || t1 <= t0) return cores;
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     double busy = (double)(b1 - b0) / (double)(t1 - t0) * (double)(online > 0 ? online : cores);
@@ -107,7 +113,7 @@ int threads_share(int ranks_here) {
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     int n = online > ranks_here ? (int)(online / ranks_here) : 1;
 #ifdef OMP
-    if (n > omp_get_num_procs()) n = omp_get_num_procs();   /* the affinity mask mpirun gave us */
+    if (n > omp_get_num_procs()) n = omp_get_num_procs(); /* the affinity mask mpirun gave us */
 #endif
     return n;
 }
@@ -154,7 +160,8 @@ void threads_print(FILE* fp) {
     fprintf(fp, "threads: OpenMP %d%s, BLAS %d (%s)\n", omp, omp ? "" : " (built without OpenMP)",
             openblas_get_num_threads(), openblas_get_config());
     if (busy_cores_at_start >= 0.5)
-        fprintf(fp, "note: other processes kept %.1f of %ld cores busy at start: %d thread(s), the idle cores (set "
+        fprintf(fp,
+                "note: other processes kept %.1f of %ld cores busy at start: %d thread(s), the idle cores (set "
                 "run.threads or --threads to choose; results move in the last bits between thread counts)\n",
                 busy_cores_at_start, sysconf(_SC_NPROCESSORS_ONLN), omp);
 }

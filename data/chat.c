@@ -11,14 +11,17 @@
 char* chat_template_from_config(const char* path, char* err, size_t err_len) {
     size_t n;
     char* text = file_read_all_or_null(path, &n);
-    if (!text) { snprintf(err, err_len, "cannot read it"); return NULL; }
+    if (!text) {
+        snprintf(err, err_len, "cannot read it");
+        return NULL;
+    }
     cJSON* c = cJSON_ParseWithLength(text, n);
     free(text);
     const cJSON* t = c ? cJSON_GetObjectItemCaseSensitive(c, "chat_template") : NULL;
     char* out = NULL;
     if (cJSON_IsString(t)) {
         out = strdup(t->valuestring);
-    } else if (cJSON_IsArray(t)) {   /* [{"name": "default", "template": ...}, {"name": "tool_use", ...}] */
+    } else if (cJSON_IsArray(t)) { /* [{"name": "default", "template": ...}, {"name": "tool_use", ...}] */
         const cJSON* it;
         cJSON_ArrayForEach(it, t) {
             const cJSON* name = cJSON_GetObjectItemCaseSensitive(it, "name");
@@ -50,11 +53,14 @@ void chat_format_load(ChatFormat* f, const char* tokenizer_path) {
     CHECK(w > 0 && (size_t)w < sizeof(f->config_path), "%s: the path is too long", dir);
     char err[1024];
     char* src = chat_template_from_config(f->config_path, err, sizeof(err));
-    CHECK(src, "%s: %s; \"messages\" records are rendered with the tokenizer's chat template (or give the data "
-          "as prompt/completion records)", f->config_path, err);
+    CHECK(src,
+          "%s: %s; \"messages\" records are rendered with the tokenizer's chat template (or give the data "
+          "as prompt/completion records)",
+          f->config_path, err);
     f->tmpl = chat_template_parse(src, err, sizeof(err));
     free(src);
-    CHECK(f->tmpl, "%s: chat_template, %s: repoc renders a template exactly or not at all (docs/finetune.md, "
+    CHECK(f->tmpl,
+          "%s: chat_template, %s: repoc renders a template exactly or not at all (docs/finetune.md, "
           "\"Chat data\", lists what it renders); give the data as prompt/completion records instead",
           f->config_path, err);
     size_t n;
@@ -109,20 +115,28 @@ bool chat_render_record(const ChatFormat* f, const cJSON* messages, char** text,
     }
     char sub[768];
     *text = render_prefix(f, messages, n, false, len, sub, sizeof(sub));
-    if (!*text) { snprintf(err, err_len, "%s: chat_template: %s", f->config_path, sub); return false; }
+    if (!*text) {
+        snprintf(err, err_len, "%s: chat_template: %s", f->config_path, sub);
+        return false;
+    }
     size_t i = 0, last_end = 0;
     cJSON_ArrayForEach(m, messages) {
         const char* role = cJSON_GetObjectItemCaseSensitive(m, "role")->valuestring;
-        if (strcmp(role, "assistant")) { i++; continue; }
+        if (strcmp(role, "assistant")) {
+            i++;
+            continue;
+        }
         size_t a_len, b_len;
         char* a = render_prefix(f, messages, i, true, &a_len, sub, sizeof(sub));
         char* b = a ? render_prefix(f, messages, i + 1, false, &b_len, sub, sizeof(sub)) : NULL;
         bool ok = a && b && starts_with(*text, *len, a, a_len) && starts_with(*text, *len, b, b_len) &&
                   a_len <= b_len && a_len >= last_end;
         if (!ok && a && b)
-            snprintf(sub, sizeof(sub), "the template renders the turns before messages[%zu] (assistant) differently "
+            snprintf(sub, sizeof(sub),
+                     "the template renders the turns before messages[%zu] (assistant) differently "
                      "once it is followed by more turns, so its span cannot be located: split the conversation "
-                     "into records that end at that turn", i);
+                     "into records that end at that turn",
+                     i);
         free(a);
         free(b);
         if (!ok || *n_spans == max_spans) {

@@ -22,9 +22,9 @@
 char* chat_template_from_config(const char* path, char* err, size_t err_len);
 
 typedef struct {
-    char config_path[4096];   /* the tokenizer_config.json it came from */
+    char config_path[4096]; /* the tokenizer_config.json it came from */
     ChatTemplate* tmpl;
-    char* bos_token;          /* tokenizer_config.json's, "" when it names none */
+    char* bos_token; /* tokenizer_config.json's, "" when it names none */
     char* eos_token;
 } ChatFormat;
 
@@ -35,7 +35,7 @@ void chat_format_load(ChatFormat* f, const char* tokenizer_path);
 void chat_format_free(ChatFormat* f);
 
 typedef struct {
-    size_t begin, end;        /* bytes [begin, end) of the rendered text */
+    size_t begin, end; /* bytes [begin, end) of the rendered text */
 } ChatSpan;
 
 /* Render messages (the record's array) into *text (malloc'd, *len bytes) and the spans of its assistant

@@ -11,9 +11,11 @@
 #include "data/chat_value.h"
 
 static Value* arg(const Args* a, size_t pos, const char* kw) {
-    for (size_t k = 0; k < a->n; k++) if (a->kw[k] && !strcmp(a->kw[k], kw)) return a->v[k];
+    for (size_t k = 0; k < a->n; k++)
+        if (a->kw[k] && !strcmp(a->kw[k], kw)) return a->v[k];
     size_t seen = 0;
-    for (size_t k = 0; k < a->n; k++) if (!a->kw[k] && seen++ == pos) return a->v[k];
+    for (size_t k = 0; k < a->n; k++)
+        if (!a->kw[k] && seen++ == pos) return a->v[k];
     return NULL;
 }
 
@@ -26,8 +28,8 @@ static const Value* need_str(Render* R, const Value* v, const char* what) {
 static size_t space_at(const char* s, size_t len) {
     unsigned char c = (unsigned char)s[0];
     if (c == ' ' || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f)) return 1;
-    static const char* const wide[] = {"\xc2\x85", "\xc2\xa0", "\xe1\x9a\x80", "\xe2\x80\xa8", "\xe2\x80\xa9",
-                                       "\xe2\x80\xaf", "\xe2\x81\x9f", "\xe3\x80\x80"};
+    static const char* const wide[] = {"\xc2\x85",     "\xc2\xa0",     "\xe1\x9a\x80", "\xe2\x80\xa8",
+                                       "\xe2\x80\xa9", "\xe2\x80\xaf", "\xe2\x81\x9f", "\xe3\x80\x80"};
     for (size_t k = 0; k < sizeof(wide) / sizeof(wide[0]); k++) {
         size_t n = strlen(wide[k]);
         if (len >= n && !memcmp(s, wide[k], n)) return n;
@@ -51,21 +53,25 @@ static Value* strip(Render* R, const Value* s, const Value* chars, int which) {
         need_str(R, chars, "strip's argument");
         for (size_t k = 0; k < chars->len; k++)
             if ((unsigned char)chars->s[k] >= 0x80) render_fail(R, "strip() of non-ASCII characters is not supported");
-        if (which & 1) while (a < b && memchr(chars->s, s->s[a], chars->len)) a++;
-        if (which & 2) while (b > a && memchr(chars->s, s->s[b - 1], chars->len)) b--;
+        if (which & 1)
+            while (a < b && memchr(chars->s, s->s[a], chars->len)) a++;
+        if (which & 2)
+            while (b > a && memchr(chars->s, s->s[b - 1], chars->len)) b--;
     } else {
         size_t n;
-        if (which & 1) while (a < b && (n = space_at(s->s + a, b - a))) a += n;
-        if (which & 2) while (b > a) {
-            size_t i = last_cp(s->s, b);
-            if (i < a || space_at(s->s + i, b - i) != b - i) break;
-            b = i;
-        }
+        if (which & 1)
+            while (a < b && (n = space_at(s->s + a, b - a))) a += n;
+        if (which & 2)
+            while (b > a) {
+                size_t i = last_cp(s->s, b);
+                if (i < a || space_at(s->s + i, b - i) != b - i) break;
+                b = i;
+            }
     }
     return value_str(R, s->s + a, b - a);
 }
 
-static Value* map_case(Render* R, const Value* s, char mode) {   /* 'u' upper, 'l' lower, 't' title, 'c' capitalize */
+static Value* map_case(Render* R, const Value* s, char mode) { /* 'u' upper, 'l' lower, 't' title, 'c' capitalize */
     need_str(R, s, "case mapping");
     Value* v = value_str(R, s->s, s->len);
     char* o = (char*)v->s;
@@ -84,7 +90,7 @@ static Value* replace(Render* R, const Value* s, const Value* old, const Value* 
     need_str(R, s, "replace"), need_str(R, old, "replace"), need_str(R, new_, "replace");
     if (old->len == 0) render_fail(R, "replace() of an empty string is not supported");
     long long left = count && count->k == V_INT ? count->i : -1;
-    size_t i = 0, mark = R->out_len;   /* built at the end of the output, then taken off it */
+    size_t i = 0, mark = R->out_len; /* built at the end of the output, then taken off it */
     while (i < s->len) {
         const char* hit = left ? memmem(s->s + i, s->len - i, old->s, old->len) : NULL;
         size_t j = hit ? (size_t)(hit - s->s) : s->len;
@@ -104,15 +110,16 @@ static Value* split(Render* R, const Value* s, const Value* sep, const Value* ma
     need_str(R, s, "split");
     long long left = maxsplit && maxsplit->k == V_INT ? maxsplit->i : -1;
     Value* l = value_list(R);
-    if (!sep || sep->k == V_NONE) {   /* runs of whitespace, no empty parts */
+    if (!sep || sep->k == V_NONE) { /* runs of whitespace, no empty parts */
         size_t i = 0, n;
         for (;;) {
             while (i < s->len && (n = space_at(s->s + i, s->len - i))) i += n;
             if (i >= s->len) break;
             size_t j = i;
             if (left == 0) j = s->len;
-            else while (j < s->len && !space_at(s->s + j, s->len - j)) j++;
-            if (left == 0) {   /* the rest, right-stripped */
+            else
+                while (j < s->len && !space_at(s->s + j, s->len - j)) j++;
+            if (left == 0) { /* the rest, right-stripped */
                 Value* rest = strip(R, value_str(R, s->s + i, s->len - i), NULL, 2);
                 list_push(R, l, rest);
                 break;
@@ -140,7 +147,8 @@ static Value* split(Render* R, const Value* s, const Value* sep, const Value* ma
 static bool affix(Render* R, const Value* s, const Value* x, bool at_end) {
     need_str(R, s, at_end ? "endswith" : "startswith");
     if (x->k == V_LIST) {
-        for (size_t k = 0; k < x->n; k++) if (affix(R, s, x->items[k], at_end)) return true;
+        for (size_t k = 0; k < x->n; k++)
+            if (affix(R, s, x->items[k], at_end)) return true;
         return false;
     }
     need_str(R, x, at_end ? "endswith" : "startswith");
@@ -157,23 +165,33 @@ static void json_put(Render* R, const Value* v, long long indent, int depth) {
     case V_BOOL: out_append(R, v->i ? "true" : "false", v->i ? 4 : 5); return;
     case V_INT: snprintf(buf, sizeof(buf), "%lld", v->i), out_append(R, buf, strlen(buf)); return;
     case V_FLOAT:
-        if (!isfinite(v->f)) { const char* t = isnan(v->f) ? "NaN" : v->f > 0 ? "Infinity" : "-Infinity";
-                               out_append(R, t, strlen(t)); return; }
+        if (!isfinite(v->f)) {
+            const char* t = isnan(v->f) ? "NaN" : v->f > 0 ? "Infinity" : "-Infinity";
+            out_append(R, t, strlen(t));
+            return;
+        }
         value_print(R, v);
         return;
     case V_STR:
         out_append(R, "\"", 1);
         for (size_t i = 0; i < v->len; i++) {
             unsigned char c = (unsigned char)v->s[i];
-            const char* e = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\r' ? "\\r" :
-                            c == '\t' ? "\\t" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : NULL;
+            const char* e = c == '"'    ? "\\\""
+                            : c == '\\' ? "\\\\"
+                            : c == '\n' ? "\\n"
+                            : c == '\r' ? "\\r"
+                            : c == '\t' ? "\\t"
+                            : c == '\b' ? "\\b"
+                            : c == '\f' ? "\\f"
+                                        : NULL;
             if (e) out_append(R, e, 2);
             else if (c < 0x20) snprintf(buf, sizeof(buf), "\\u%04x", c), out_append(R, buf, 6);
             else out_append(R, (const char*)&v->s[i], 1);
         }
         out_append(R, "\"", 1);
         return;
-    case V_LIST: case V_DICT: {
+    case V_LIST:
+    case V_DICT: {
         out_append(R, v->k == V_LIST ? "[" : "{", 1);
         for (size_t k = 0; k < v->n; k++) {
             if (k) out_append(R, indent >= 0 ? "," : ", ", indent >= 0 ? 1 : 2);
@@ -256,8 +274,10 @@ Value* value_filter(Render* R, Value* v, const char* f, const Args* a) {
         bool use = v->k == V_UNDEF || (boolean && value_truthy(boolean) && !value_truthy(v));
         return use ? (dflt ? dflt : value_str(R, "", 0)) : v;
     }
-    if (!strcmp(f, "replace")) return replace(R, value_to_str(R, v), arg(a, 0, "old"), arg(a, 1, "new"), arg(a, 2, "count"));
-    if (!strcmp(f, "abs")) return value_binary(R, "*", v, value_int(R, (v->k == V_FLOAT ? v->f : (double)v->i) < 0 ? -1 : 1));
+    if (!strcmp(f, "replace"))
+        return replace(R, value_to_str(R, v), arg(a, 0, "old"), arg(a, 1, "new"), arg(a, 2, "count"));
+    if (!strcmp(f, "abs"))
+        return value_binary(R, "*", v, value_int(R, (v->k == V_FLOAT ? v->f : (double)v->i) < 0 ? -1 : 1));
     if (!strcmp(f, "int")) {
         if (v->k == V_INT || v->k == V_BOOL) return value_int(R, v->i);
         if (v->k == V_FLOAT) return value_int(R, (long long)v->f);

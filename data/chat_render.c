@@ -16,7 +16,7 @@
 typedef struct Scope Scope;
 struct Scope {
     Scope* up;
-    Value* vars;   /* a dict */
+    Value* vars; /* a dict */
 };
 
 static Value* lookup(Scope* s, const char* name) {
@@ -41,7 +41,7 @@ static void eval_args(Render* R, Scope* s, const Expr* e, Args* a) {
 static Value* call(Render* R, Scope* s, const Expr* e) {
     Args a;
     eval_args(R, s, e, &a);
-    if (e->a->k == E_ATTR) {   /* a method: obj.name(args) */
+    if (e->a->k == E_ATTR) { /* a method: obj.name(args) */
         Value* self = eval(R, s, e->a->a);
         return value_method(R, self, e->a->s, &a);
     }
@@ -63,8 +63,10 @@ static Value* call(Render* R, Scope* s, const Expr* e) {
             return ns;
         }
         if (!strcmp(f, "range")) return value_range(R, &a);
-        render_fail(R, "the function '%s' is %s", f, !strcmp(f, "strftime_now") ? "left undefined (a rendering "
-                    "must not depend on the day)" : "not supported");
+        render_fail(R, "the function '%s' is %s", f,
+                    !strcmp(f, "strftime_now") ? "left undefined (a rendering "
+                                                 "must not depend on the day)"
+                                               : "not supported");
     }
     render_fail(R, "this call is not supported");
 }
@@ -80,13 +82,13 @@ static Value* subscript(Render* R, Value* obj, Value* idx) {
     if (idx->k != V_INT && idx->k != V_BOOL) render_fail(R, "an index must be an integer");
     long long n = (long long)(obj->k == V_LIST ? obj->n : obj->len), i = idx->i;
     if (i < 0) i += n;
-    if (i < 0 || i >= n) return &V_UNDEFINED;   /* Jinja: an undefined value, an error only when used */
+    if (i < 0 || i >= n) return &V_UNDEFINED; /* Jinja: an undefined value, an error only when used */
     return obj->k == V_LIST ? obj->items[i] : value_str(R, obj->s + i, 1);
 }
 
 static Value* attribute(Render* R, Value* obj, const char* name) {
     if (obj->k == V_UNDEF) render_fail(R, "'.%s' of an undefined value", name);
-    Value* v = obj->k == V_DICT ? dict_get(obj, name) : NULL;   /* Jinja: obj.name falls back to obj['name'] */
+    Value* v = obj->k == V_DICT ? dict_get(obj, name) : NULL; /* Jinja: obj.name falls back to obj['name'] */
     return v ? v : &V_UNDEFINED;
 }
 
@@ -183,7 +185,10 @@ static Value* loop_info(Render* R, Value* items, size_t i) {
 }
 
 static void bind_targets(Render* R, Scope* body, const Stmt* st, Value* item) {
-    if (st->n_names == 1) { dict_set(R, body->vars, st->names[0], item); return; }
+    if (st->n_names == 1) {
+        dict_set(R, body->vars, st->names[0], item);
+        return;
+    }
     if (item->k != V_LIST || item->n != st->n_names)
         render_fail(R, "cannot unpack a %s into %zu loop targets", value_type_name(item), st->n_names);
     for (size_t k = 0; k < st->n_names; k++) dict_set(R, body->vars, st->names[k], item->items[k]);
@@ -192,7 +197,7 @@ static void bind_targets(Render* R, Scope* body, const Stmt* st, Value* item) {
 static void exec_for(Render* R, Scope* s, const Stmt* st) {
     Value* all = value_iterable(R, eval(R, s, st->e));
     Value* items = all;
-    if (st->cond) {   /* the filter sees each item with the loop's targets bound */
+    if (st->cond) { /* the filter sees each item with the loop's targets bound */
         items = value_list(R);
         for (size_t i = 0; i < all->n; i++) {
             Scope f = {s, value_dict(R)};

@@ -52,7 +52,7 @@ void pool_free(Pool* p) {
 typedef enum { T_END, T_NAME, T_STR, T_INT, T_FLOAT, T_OP } TokKind;
 typedef struct {
     TokKind k;
-    const char* s;   /* name, operator or the string's decoded bytes (pool) */
+    const char* s; /* name, operator or the string's decoded bytes (pool) */
     size_t len;
     long long i;
     double f;
@@ -113,19 +113,26 @@ static void lex(Parser* P, const char* s, size_t n) {
     static const char* const ops2[] = {"==", "!=", "<=", ">=", "//", "**"};
     for (size_t i = 0; i < n;) {
         char c = s[i];
-        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') { i++; continue; }
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            i++;
+            continue;
+        }
         if (P->n + 1 >= cap) {
             Tok* t = pool_alloc(P->pool, 2 * cap * sizeof(Tok));
             memcpy(t, P->tok, cap * sizeof(Tok));
             P->tok = t, cap *= 2;
         }
         Tok* t = &P->tok[P->n++];
-        if (c == '\'' || c == '"') { i += lex_string(P, s + i, n - i, t); continue; }
+        if (c == '\'' || c == '"') {
+            i += lex_string(P, s + i, n - i, t);
+            continue;
+        }
         if (c >= '0' && c <= '9') {
             size_t j = i;
             while (j < n && s[j] >= '0' && s[j] <= '9') j++;
             bool is_float = j + 1 < n && s[j] == '.' && s[j + 1] >= '0' && s[j + 1] <= '9';
-            if (is_float) for (j++; j < n && s[j] >= '0' && s[j] <= '9'; j++) {}
+            if (is_float)
+                for (j++; j < n && s[j] >= '0' && s[j] <= '9'; j++) {}
             char* lit = pool_strndup(P->pool, s + i, j - i);
             if (is_float) t->k = T_FLOAT, t->f = strtod(lit, NULL);
             else t->k = T_INT, t->i = strtoll(lit, NULL, 10);
@@ -178,7 +185,7 @@ static void parse_args(Parser* P, Expr* e, const char* close) {
     size_t n = 0;
     while (!accept_op(P, close)) {
         if (n && !accept_op(P, ",")) fail(P, "expected ',' or '%s'", close);
-        if (accept_op(P, close)) break;   /* a trailing comma */
+        if (accept_op(P, close)) break; /* a trailing comma */
         if (n == 64) fail(P, "more than 64 arguments");
         kw[n] = NULL;
         if (peek(P)->k == T_NAME && P->tok[P->pos + 1].k == T_OP && !strcmp(P->tok[P->pos + 1].s, "=")) {
@@ -199,7 +206,7 @@ static Expr* parse_primary(Parser* P) {
     Expr* e;
     if (t->k == T_STR) {
         e = node(P, E_STR), e->s = t->s, e->len = t->len, P->pos++;
-        while (peek(P)->k == T_STR) {   /* adjacent literals join, as in Python */
+        while (peek(P)->k == T_STR) { /* adjacent literals join, as in Python */
             const Tok* u = &P->tok[P->pos++];
             char* s = pool_alloc(P->pool, e->len + u->len + 1);
             memcpy(s, e->s, e->len), memcpy(s + e->len, u->s, u->len);
@@ -207,12 +214,21 @@ static Expr* parse_primary(Parser* P) {
         }
         return e;
     }
-    if (t->k == T_INT) { e = node(P, E_INT), e->i = t->i, P->pos++; return e; }
-    if (t->k == T_FLOAT) { e = node(P, E_FLOAT), e->f = t->f, P->pos++; return e; }
+    if (t->k == T_INT) {
+        e = node(P, E_INT), e->i = t->i, P->pos++;
+        return e;
+    }
+    if (t->k == T_FLOAT) {
+        e = node(P, E_FLOAT), e->f = t->f, P->pos++;
+        return e;
+    }
     if (t->k == T_NAME) {
         const char* s = t->s;
         P->pos++;
-        if (!strcmp(s, "true") || !strcmp(s, "True")) { e = node(P, E_BOOL), e->i = 1; return e; }
+        if (!strcmp(s, "true") || !strcmp(s, "True")) {
+            e = node(P, E_BOOL), e->i = 1;
+            return e;
+        }
         if (!strcmp(s, "false") || !strcmp(s, "False")) return node(P, E_BOOL);
         if (!strcmp(s, "none") || !strcmp(s, "None")) return node(P, E_NONE);
         e = node(P, E_NAME), e->s = s;
@@ -224,7 +240,10 @@ static Expr* parse_primary(Parser* P) {
         expect_op(P, ")");
         return e;
     }
-    if (accept_op(P, "[")) { e = node(P, E_LIST), parse_args(P, e, "]"); return e; }
+    if (accept_op(P, "[")) {
+        e = node(P, E_LIST), parse_args(P, e, "]");
+        return e;
+    }
     if (accept_op(P, "{")) {
         e = node(P, E_DICT);
         Expr* kv[128];
@@ -286,7 +305,7 @@ static Expr* parse_postfix(Parser* P) {
             if (accept_op(P, "(")) parse_args(P, a, ")");
             else if (peek(P)->k == T_STR || peek(P)->k == T_INT || peek(P)->k == T_NAME) {
                 if (!is_word(P, "and") && !is_word(P, "or") && !is_word(P, "else") && !is_word(P, "if")) {
-                    a->args = pool_alloc(P->pool, sizeof(Expr*));   /* `x is divisibleby 3`, `x is eq "a"` */
+                    a->args = pool_alloc(P->pool, sizeof(Expr*)); /* `x is divisibleby 3`, `x is eq "a"` */
                     a->kw = pool_alloc(P->pool, sizeof(char*));
                     a->args[0] = parse_primary(P), a->n_args = 1;
                 }
@@ -305,7 +324,11 @@ static Expr* binary(Parser* P, const char* op, Expr* a, Expr* b) {
 }
 
 static Expr* parse_unary(Parser* P) {
-    if (accept_op(P, "-")) { Expr* e = node(P, E_NEG); e->a = parse_unary(P); return e; }
+    if (accept_op(P, "-")) {
+        Expr* e = node(P, E_NEG);
+        e->a = parse_unary(P);
+        return e;
+    }
     if (accept_op(P, "+")) return parse_unary(P);
     return parse_postfix(P);
 }
@@ -341,7 +364,8 @@ static Expr* parse_compare(Parser* P) {
     static const char* const ops[] = {"==", "!=", "<", "<=", ">", ">="};
     for (;;) {
         const char* op = NULL;
-        for (size_t k = 0; k < 6; k++) if (is_op(P, ops[k])) op = ops[k];
+        for (size_t k = 0; k < 6; k++)
+            if (is_op(P, ops[k])) op = ops[k];
         if (op) P->pos++;
         else if (accept_word(P, "in")) op = "in";
         else if (is_word(P, "not") && P->tok[P->pos + 1].k == T_NAME && !strcmp(P->tok[P->pos + 1].s, "in"))
@@ -352,19 +376,29 @@ static Expr* parse_compare(Parser* P) {
 }
 
 static Expr* parse_not(Parser* P) {
-    if (accept_word(P, "not")) { Expr* e = node(P, E_NOT); e->a = parse_not(P); return e; }
+    if (accept_word(P, "not")) {
+        Expr* e = node(P, E_NOT);
+        e->a = parse_not(P);
+        return e;
+    }
     return parse_compare(P);
 }
 
 static Expr* parse_and(Parser* P) {
     Expr* e = parse_not(P);
-    while (accept_word(P, "and")) { Expr* a = node(P, E_AND); a->a = e, a->b = parse_not(P), e = a; }
+    while (accept_word(P, "and")) {
+        Expr* a = node(P, E_AND);
+        a->a = e, a->b = parse_not(P), e = a;
+    }
     return e;
 }
 
 static Expr* parse_or(Parser* P) {
     Expr* e = parse_and(P);
-    while (accept_word(P, "or")) { Expr* a = node(P, E_OR); a->a = e, a->b = parse_and(P), e = a; }
+    while (accept_word(P, "or")) {
+        Expr* a = node(P, E_OR);
+        a->a = e, a->b = parse_and(P), e = a;
+    }
     return e;
 }
 
@@ -396,10 +430,10 @@ static void push(Pool* pool, StmtList* l, Stmt* s) {
 }
 
 typedef struct {
-    Stmt* s;          /* the open if or for */
-    StmtList* into;   /* where its statements go now (then, else) */
+    Stmt* s;        /* the open if or for */
+    StmtList* into; /* where its statements go now (then, else) */
     bool in_else;
-    const char* opened;   /* "if" or "for" */
+    const char* opened; /* "if" or "for" */
 } Open;
 
 static Stmt* stmt(Parser* P, StmtKind k) {
@@ -422,7 +456,7 @@ static void parse_tag(Parser* P, Open* stack, size_t* depth, StmtList* top) {
                 s->names[s->n_names++] = expect_name(P);
             } while (accept_op(P, ","));
             if (!accept_word(P, "in")) fail(P, "expected 'in' in a for tag");
-            s->e = parse_or(P);   /* `if` after it filters the loop */
+            s->e = parse_or(P); /* `if` after it filters the loop */
             if (accept_word(P, "if")) s->cond = parse_expr(P);
             if (accept_word(P, "recursive")) fail(P, "recursive loops are not supported");
         } else {
@@ -437,7 +471,7 @@ static void parse_tag(Parser* P, Open* stack, size_t* depth, StmtList* top) {
         s->e = parse_expr(P);
         expect_end(P, "elif");
         push(P->pool, &cur->s->orelse, s);
-        cur->s = s, cur->into = &s->body;   /* endif closes the whole chain */
+        cur->s = s, cur->into = &s->body; /* endif closes the whole chain */
     } else if (!strcmp(w, "else")) {
         if (!cur || cur->in_else) fail(P, "else outside an if or for");
         expect_end(P, "else");
@@ -462,7 +496,7 @@ static void parse_tag(Parser* P, Open* stack, size_t* depth, StmtList* top) {
         expect_end(P, w);
         push(P->pool, into, stmt(P, w[0] == 'b' ? S_BREAK : S_CONTINUE));
     } else if (!strcmp(w, "generation") || !strcmp(w, "endgeneration")) {
-        expect_end(P, w);   /* transformers' assistant-mask marker: no output of its own */
+        expect_end(P, w); /* transformers' assistant-mask marker: no output of its own */
     } else {
         fail(P, "the tag '%s' is not supported", w);
     }
@@ -473,8 +507,15 @@ static void parse_tag(Parser* P, Open* stack, size_t* depth, StmtList* top) {
 static size_t tag_end(Parser* P, const char* s, size_t n, size_t i, char c) {
     char quote = 0;
     for (; i + 1 < n; i++) {
-        if (quote) { if (s[i] == '\\') i++; else if (s[i] == quote) quote = 0; continue; }
-        if (c != '#' && (s[i] == '\'' || s[i] == '"')) { quote = s[i]; continue; }
+        if (quote) {
+            if (s[i] == '\\') i++;
+            else if (s[i] == quote) quote = 0;
+            continue;
+        }
+        if (c != '#' && (s[i] == '\'' || s[i] == '"')) {
+            quote = s[i];
+            continue;
+        }
         if (s[i] == c && s[i + 1] == '}') return i;
     }
     fail(P, "a %s is not closed", c == '#' ? "comment" : c == '%' ? "tag" : "{{ expression");
@@ -487,28 +528,33 @@ static int line_at(const char* s, size_t i) {
 }
 
 ChatTemplate* chat_template_parse(const char* src, char* err, size_t err_len) {
-    ChatTemplate* volatile t = calloc(1, sizeof(ChatTemplate));   /* volatile: read after longjmp */
+    ChatTemplate* volatile t = calloc(1, sizeof(ChatTemplate)); /* volatile: read after longjmp */
     CHECK(t, "out of memory");
     Parser P = {.pool = &t->pool, .err = err, .err_len = err_len, .line = 1};
     Open stack[64];
     size_t depth = 0;
-    if (setjmp(P.fail)) { chat_template_free(t); return NULL; }
+    if (setjmp(P.fail)) {
+        chat_template_free(t);
+        return NULL;
+    }
     size_t n = strlen(src), i = 0;
-    bool strip_next = false;   /* the tag before ended with '-': the next text loses its leading whitespace */
-    bool trim_nl = false;      /* ... or was a block tag (trim_blocks): the next text loses one newline */
+    bool strip_next = false; /* the tag before ended with '-': the next text loses its leading whitespace */
+    bool trim_nl = false;    /* ... or was a block tag (trim_blocks): the next text loses one newline */
     while (i <= n) {
         size_t j = i;
         while (j + 1 < n && !(src[j] == '{' && (src[j + 1] == '{' || src[j + 1] == '%' || src[j + 1] == '#'))) j++;
         if (j + 1 >= n) j = n;
-        size_t a = i, b = j;   /* the text before the tag: [a, b) */
-        if (strip_next) while (a < b && strchr(" \t\r\n", src[a])) a++;
+        size_t a = i, b = j; /* the text before the tag: [a, b) */
+        if (strip_next)
+            while (a < b && strchr(" \t\r\n", src[a])) a++;
         else if (trim_nl && a < b && src[a] == '\n') a++;
         else if (trim_nl && a + 1 < b && src[a] == '\r' && src[a + 1] == '\n') a += 2;
         if (j < n) {
             char kind = src[j + 1];
             char mod = j + 2 < n ? src[j + 2] : 0;
-            if (mod == '-') while (b > a && strchr(" \t\r\n", src[b - 1])) b--;
-            else if (kind != '{' && mod != '+') {   /* lstrip_blocks: spaces and tabs back to the line start */
+            if (mod == '-')
+                while (b > a && strchr(" \t\r\n", src[b - 1])) b--;
+            else if (kind != '{' && mod != '+') { /* lstrip_blocks: spaces and tabs back to the line start */
                 size_t k = b;
                 while (k > a && (src[k - 1] == ' ' || src[k - 1] == '\t')) k--;
                 if (k == 0 || src[k - 1] == '\n' || (k == a && a > 0 && src[a - 1] == '\n')) b = k;

@@ -13,7 +13,7 @@ typedef struct PoolBlock PoolBlock;
 typedef struct {
     PoolBlock* head;
 } Pool;
-void* pool_alloc(Pool* p, size_t n);                 /* zeroed, 16-byte aligned; dies when memory runs out */
+void* pool_alloc(Pool* p, size_t n); /* zeroed, 16-byte aligned; dies when memory runs out */
 char* pool_strndup(Pool* p, const char* s, size_t n);
 void pool_free(Pool* p);
 
@@ -21,33 +21,40 @@ void pool_free(Pool* p);
 void chat_error(char* err, size_t err_len, int line, const char* fmt, va_list ap);
 
 typedef enum {
-    E_STR, E_INT, E_FLOAT, E_BOOL, E_NONE, E_NAME,   /* literals and variables */
-    E_ATTR,    /* a.s */
-    E_ITEM,    /* a[b] */
-    E_SLICE,   /* a[b:c:args[0]], any of them NULL */
-    E_CALL,    /* a(args) */
-    E_FILTER,  /* a | s(args) */
-    E_TEST,    /* a is [not] s(args) */
-    E_NOT, E_NEG,
-    E_BIN,     /* a s b: + - * / // % ~ == != < <= > >= in "not in" */
-    E_AND, E_OR,
-    E_COND,    /* a if b else c (c NULL: undefined) */
-    E_LIST,    /* [args] */
-    E_DICT     /* {args[0]: args[1], ...} */
+    E_STR,
+    E_INT,
+    E_FLOAT,
+    E_BOOL,
+    E_NONE,
+    E_NAME,   /* literals and variables */
+    E_ATTR,   /* a.s */
+    E_ITEM,   /* a[b] */
+    E_SLICE,  /* a[b:c:args[0]], any of them NULL */
+    E_CALL,   /* a(args) */
+    E_FILTER, /* a | s(args) */
+    E_TEST,   /* a is [not] s(args) */
+    E_NOT,
+    E_NEG,
+    E_BIN, /* a s b: + - * / // % ~ == != < <= > >= in "not in" */
+    E_AND,
+    E_OR,
+    E_COND, /* a if b else c (c NULL: undefined) */
+    E_LIST, /* [args] */
+    E_DICT  /* {args[0]: args[1], ...} */
 } ExprKind;
 
 typedef struct Expr Expr;
 struct Expr {
     ExprKind k;
     int line;
-    const char* s;            /* string literal, name, attribute, filter, test or operator */
-    size_t len;               /* of a string literal */
+    const char* s; /* string literal, name, attribute, filter, test or operator */
+    size_t len;    /* of a string literal */
     long long i;
     double f;
-    bool negated;             /* E_TEST: is not */
+    bool negated; /* E_TEST: is not */
     Expr *a, *b, *c;
-    Expr** args;              /* arguments, list items, dict keys and values in turn */
-    const char** kw;          /* per argument: its keyword, NULL for a positional one */
+    Expr** args;     /* arguments, list items, dict keys and values in turn */
+    const char** kw; /* per argument: its keyword, NULL for a positional one */
     size_t n_args;
 };
 
@@ -61,15 +68,15 @@ typedef struct {
 struct Stmt {
     StmtKind k;
     int line;
-    const char* text;         /* S_TEXT */
+    const char* text; /* S_TEXT */
     size_t len;
-    Expr* e;                  /* S_OUT: the value; S_IF: the condition; S_FOR: the iterable; S_SET: the value */
-    Expr* cond;               /* S_FOR: `for x in xs if cond` */
-    StmtList body;            /* S_IF: then; S_FOR: the loop body */
-    StmtList orelse;          /* S_IF: else (an elif is an S_IF inside it); S_FOR: for-else */
-    const char* names[4];     /* S_FOR: its targets; S_SET: the variable (names[0]) */
+    Expr* e;              /* S_OUT: the value; S_IF: the condition; S_FOR: the iterable; S_SET: the value */
+    Expr* cond;           /* S_FOR: `for x in xs if cond` */
+    StmtList body;        /* S_IF: then; S_FOR: the loop body */
+    StmtList orelse;      /* S_IF: else (an elif is an S_IF inside it); S_FOR: for-else */
+    const char* names[4]; /* S_FOR: its targets; S_SET: the variable (names[0]) */
     size_t n_names;
-    const char* attr;         /* S_SET ns.attr: the attribute */
+    const char* attr; /* S_SET ns.attr: the attribute */
 };
 
 struct ChatTemplate {

@@ -73,12 +73,17 @@ void list_push(Render* R, Value* l, Value* x) {
 }
 
 Value* dict_get(const Value* d, const char* key) {
-    for (size_t k = 0; k < d->n; k++) if (!strcmp(d->keys[k], key)) return d->items[k];
+    for (size_t k = 0; k < d->n; k++)
+        if (!strcmp(d->keys[k], key)) return d->items[k];
     return NULL;
 }
 
 void dict_set(Render* R, Value* d, const char* key, Value* x) {
-    for (size_t k = 0; k < d->n; k++) if (!strcmp(d->keys[k], key)) { d->items[k] = x; return; }
+    for (size_t k = 0; k < d->n; k++)
+        if (!strcmp(d->keys[k], key)) {
+            d->items[k] = x;
+            return;
+        }
     list_push(R, d, x);
     d->keys[d->n - 1] = pool_strndup(R->pool, key, strlen(key));
 }
@@ -108,11 +113,14 @@ const char* value_type_name(const Value* v) {
 
 bool value_truthy(const Value* v) {
     switch (v->k) {
-    case V_UNDEF: case V_NONE: return false;
-    case V_BOOL: case V_INT: return v->i != 0;
+    case V_UNDEF:
+    case V_NONE: return false;
+    case V_BOOL:
+    case V_INT: return v->i != 0;
     case V_FLOAT: return v->f != 0;
     case V_STR: return v->len > 0;
-    case V_LIST: case V_DICT: return v->n > 0;
+    case V_LIST:
+    case V_DICT: return v->n > 0;
     }
     return false;
 }
@@ -123,16 +131,22 @@ static void put(Render* R, const char* s) { out_append(R, s, strlen(s)); }
 
 static void put_float(Render* R, double f) {
     char buf[64];
-    if (isnan(f)) { put(R, "nan"); return; }
-    if (isinf(f)) { put(R, f > 0 ? "inf" : "-inf"); return; }
-    int p = 1;   /* the fewest significant digits that read back as f, as repr() */
+    if (isnan(f)) {
+        put(R, "nan");
+        return;
+    }
+    if (isinf(f)) {
+        put(R, f > 0 ? "inf" : "-inf");
+        return;
+    }
+    int p = 1; /* the fewest significant digits that read back as f, as repr() */
     for (; p < 17; p++) {
         snprintf(buf, sizeof(buf), "%.*e", p - 1, f);
         if (strtod(buf, NULL) == f) break;
     }
     snprintf(buf, sizeof(buf), "%.*e", p - 1, f);
-    int x = atoi(strchr(buf, 'e') + 1);   /* the decimal exponent */
-    if (x >= -4 && x < 16) {              /* positional, with at least one decimal: 1.0, 0.0001, 123.5 */
+    int x = atoi(strchr(buf, 'e') + 1); /* the decimal exponent */
+    if (x >= -4 && x < 16) {            /* positional, with at least one decimal: 1.0, 0.0001, 123.5 */
         snprintf(buf, sizeof(buf), "%.*f", p - 1 - x > 0 ? p - 1 - x : 0, f);
         if (!strchr(buf, '.')) strcat(buf, ".0");
     }
@@ -150,12 +164,13 @@ static void put_str(Render* R, const Value* v) {
     case V_INT: snprintf(buf, sizeof(buf), "%lld", v->i), put(R, buf); return;
     case V_FLOAT: put_float(R, v->f); return;
     case V_STR: out_append(R, v->s, v->len); return;
-    case V_LIST: case V_DICT: put_repr(R, v); return;
+    case V_LIST:
+    case V_DICT: put_repr(R, v); return;
     }
 }
 
 static void put_repr(Render* R, const Value* v) {
-    if (v->k == V_STR) {   /* single quotes unless the text holds one and no double quote */
+    if (v->k == V_STR) { /* single quotes unless the text holds one and no double quote */
         char q = memchr(v->s, '\'', v->len) && !memchr(v->s, '"', v->len) ? '"' : '\'';
         out_append(R, &q, 1);
         for (size_t i = 0; i < v->len; i++) {
@@ -212,9 +227,11 @@ static bool equal(const Value* a, const Value* b) {
     if (is_num(a) && is_num(b)) return a->k == V_FLOAT || b->k == V_FLOAT ? num(a) == num(b) : a->i == b->i;
     if (a->k != b->k) return false;
     switch (a->k) {
-    case V_UNDEF: case V_NONE: return true;
+    case V_UNDEF:
+    case V_NONE: return true;
     case V_STR: return a->len == b->len && !memcmp(a->s, b->s, a->len);
-    case V_LIST: case V_DICT:
+    case V_LIST:
+    case V_DICT:
         if (a->n != b->n) return false;
         for (size_t k = 0; k < a->n; k++) {
             if (a->k == V_DICT && strcmp(a->keys[k], b->keys[k])) return false;
@@ -237,11 +254,13 @@ static int compare(Render* R, const char* op, const Value* a, const Value* b) {
 
 static bool contains(Render* R, const Value* item, const Value* in) {
     if (in->k == V_STR) {
-        if (item->k != V_STR) render_fail(R, "'in <string>' needs a string on its left, not a %s", value_type_name(item));
+        if (item->k != V_STR)
+            render_fail(R, "'in <string>' needs a string on its left, not a %s", value_type_name(item));
         return item->len == 0 || memmem(in->s, in->len, item->s, item->len) != NULL;
     }
     if (in->k == V_LIST) {
-        for (size_t k = 0; k < in->n; k++) if (equal(item, in->items[k])) return true;
+        for (size_t k = 0; k < in->n; k++)
+            if (equal(item, in->items[k])) return true;
         return false;
     }
     if (in->k == V_DICT) return item->k == V_STR && dict_get(in, item->s) != NULL;
@@ -308,13 +327,17 @@ static size_t code_points(Render* R, const Value* s, size_t** off) {
     for (size_t i = 0; i < s->len; i++) n += ((unsigned char)s->s[i] & 0xC0) != 0x80;
     *off = pool_alloc(R->pool, (n + 1) * sizeof(size_t));
     size_t k = 0;
-    for (size_t i = 0; i < s->len; i++) if (((unsigned char)s->s[i] & 0xC0) != 0x80) (*off)[k++] = i;
+    for (size_t i = 0; i < s->len; i++)
+        if (((unsigned char)s->s[i] & 0xC0) != 0x80) (*off)[k++] = i;
     (*off)[n] = s->len;
     return n;
 }
 
 size_t value_length(Render* R, const Value* v) {
-    if (v->k == V_STR) { size_t* off; return code_points(R, v, &off); }
+    if (v->k == V_STR) {
+        size_t* off;
+        return code_points(R, v, &off);
+    }
     if (v->k == V_LIST || v->k == V_DICT) return v->n;
     if (v->k == V_UNDEF) return 0;
     render_fail(R, "the length of a %s", value_type_name(v));

@@ -16,12 +16,12 @@ typedef enum { V_UNDEF, V_NONE, V_BOOL, V_INT, V_FLOAT, V_STR, V_LIST, V_DICT } 
 typedef struct Value Value;
 struct Value {
     ValueKind k;
-    long long i;          /* V_INT, V_BOOL (0 or 1) */
-    double f;             /* V_FLOAT */
-    const char* s;        /* V_STR: len bytes, NUL-terminated */
+    long long i;   /* V_INT, V_BOOL (0 or 1) */
+    double f;      /* V_FLOAT */
+    const char* s; /* V_STR: len bytes, NUL-terminated */
     size_t len;
-    Value** items;        /* V_LIST: n items; V_DICT: n values in insertion order */
-    const char** keys;    /* V_DICT: n keys */
+    Value** items;     /* V_LIST: n items; V_DICT: n values in insertion order */
+    const char** keys; /* V_DICT: n keys */
     size_t n, cap;
     bool is_namespace;
 };
@@ -30,9 +30,9 @@ extern Value V_UNDEFINED, V_NONE_VALUE;
 
 typedef struct {
     Pool* pool;
-    char* out;            /* the text so far (malloc'd) */
+    char* out; /* the text so far (malloc'd) */
     size_t out_len, out_cap;
-    int line;             /* of the statement or expression being evaluated, for messages */
+    int line; /* of the statement or expression being evaluated, for messages */
     jmp_buf fail;
     char* err;
     size_t err_len;
@@ -40,7 +40,7 @@ typedef struct {
 
 typedef struct {
     Value** v;
-    const char** kw;      /* per argument: its keyword or NULL */
+    const char** kw; /* per argument: its keyword or NULL */
     size_t n;
 } Args;
 
@@ -54,7 +54,7 @@ Value* value_bool(bool b);
 Value* value_list(Render* R);
 Value* value_dict(Render* R);
 void list_push(Render* R, Value* list, Value* v);
-Value* dict_get(const Value* dict, const char* key);   /* NULL when absent */
+Value* dict_get(const Value* dict, const char* key); /* NULL when absent */
 void dict_set(Render* R, Value* dict, const char* key, Value* v);
 Value* value_from_json(Render* R, const cJSON* j);
 const char* value_type_name(const Value* v);

@@ -12,10 +12,13 @@
 #include "data/chat.h"
 #include "tokenizer/tokenizer.h"
 
-#define JSONL_SHUFFLE_DOMAIN 0x6a736f6e6c726f77ull   /* "jsonlrow" */
+#define JSONL_SHUFFLE_DOMAIN 0x6a736f6e6c726f77ull /* "jsonlrow" */
 
 /* a growing int32 array */
-typedef struct { int32_t* v; size_t n, cap; } Ints;
+typedef struct {
+    int32_t* v;
+    size_t n, cap;
+} Ints;
 static void ints_push(Ints* a, int32_t x) {
     if (a->n == a->cap) {
         a->cap = a->cap ? 2 * a->cap : 4096;
@@ -29,32 +32,32 @@ static void ints_push(Ints* a, int32_t x) {
 
 /* The packer: rows of T (token, target, doc id) filled in order. */
 typedef struct {
-    size_t T, used;               /* tokens in the current row */
-    int32_t doc;                  /* id of the next document in the current row */
-    int32_t pad;                  /* the padding token */
-    bool one_per_row;             /* every document alone in its row */
-    Ints tok, tgt, ids;           /* all rows so far, current row last */
+    size_t T, used;     /* tokens in the current row */
+    int32_t doc;        /* id of the next document in the current row */
+    int32_t pad;        /* the padding token */
+    bool one_per_row;   /* every document alone in its row */
+    Ints tok, tgt, ids; /* all rows so far, current row last */
 } Packer;
 
 static void pack_put(Packer* k, int32_t tok, int32_t tgt, int32_t doc) {
     ints_push(&k->tok, tok), ints_push(&k->tgt, tgt), ints_push(&k->ids, doc);
     if (++k->used == k->T) k->used = 0, k->doc = 0;
 }
-static void pack_pad_row(Packer* k) {   /* pad the current row to T; padding is a document of its own */
+static void pack_pad_row(Packer* k) { /* pad the current row to T; padding is a document of its own */
     int32_t doc = k->doc;
     while (k->used) pack_put(k, k->pad, -1, doc);
 }
 /* one document: ids (n) and targets (n), targets[i] = label of ids[i+1] */
 static void pack_doc(Packer* k, const int32_t* ids, const int32_t* tgt, size_t n) {
-    if (n <= k->T && k->used + n > k->T) pack_pad_row(k);   /* kept whole: start a new row */
-    for (size_t i = 0; i < n; i++) pack_put(k, ids[i], tgt[i], k->doc);   /* a split one is the next row's doc 0 */
+    if (n <= k->T && k->used + n > k->T) pack_pad_row(k);               /* kept whole: start a new row */
+    for (size_t i = 0; i < n; i++) pack_put(k, ids[i], tgt[i], k->doc); /* a split one is the next row's doc 0 */
     if (k->used) k->doc++;
     if (k->one_per_row) pack_pad_row(k);
 }
 
 int jsonl_nul_string(const char* text, size_t len, char* key, size_t key_len) {
-    const char* str = NULL;                            /* the string being read, after its quote */
-    const char *prev = NULL, *member = NULL;           /* the last string; the last member name */
+    const char* str = NULL;                  /* the string being read, after its quote */
+    const char *prev = NULL, *member = NULL; /* the last string; the last member name */
     size_t prev_len = 0, member_len = 0;
     bool nul = false;
     for (size_t i = 0; i < len; i++) {
@@ -71,7 +74,7 @@ int jsonl_nul_string(const char* text, size_t len, char* key, size_t key_len) {
             }
             continue;
         }
-        if (c == '\\') {   /* an escape: \u0000 is the NUL; the escaped character is skipped */
+        if (c == '\\') { /* an escape: \u0000 is the NUL; the escaped character is skipped */
             if (i + 5 < len && !memcmp(text + i + 1, "u0000", 5)) nul = true;
             i++;
             continue;
@@ -81,7 +84,7 @@ int jsonl_nul_string(const char* text, size_t len, char* key, size_t key_len) {
         prev_len = (size_t)(text + i - str);
         str = NULL;
         if (!nul) continue;
-        size_t j = i + 1;   /* the string is a member name itself when a ':' follows */
+        size_t j = i + 1; /* the string is a member name itself when a ':' follows */
         while (j < len && (text[j] == ' ' || text[j] == '\t' || text[j] == '\r' || text[j] == '\n')) j++;
         if (j < len && text[j] == ':') {
             member = prev;
@@ -117,21 +120,23 @@ static void id_list(Ints* out, const cJSON* v, const char* key, bool labels, siz
     }
 }
 
-#define CHAT_MAX_TURNS 1024   /* assistant turns in one conversation */
+#define CHAT_MAX_TURNS 1024 /* assistant turns in one conversation */
 
 typedef struct {
     Tokenizer* tok;
-    const char* tok_path;         /* where tokenizer_config.json's chat template is looked for */
-    ChatFormat chat;              /* loaded at the first "messages" record */
-    ChatSpan* spans;              /* (CHAT_MAX_TURNS) */
+    const char* tok_path; /* where tokenizer_config.json's chat template is looked for */
+    ChatFormat chat;      /* loaded at the first "messages" record */
+    ChatSpan* spans;      /* (CHAT_MAX_TURNS) */
     TokEncoder enc;
     size_t vocab;
-    Ints ids, labels;             /* the current document */
+    Ints ids, labels; /* the current document */
 } Reader;
 
 static void encode(Reader* r, const char* text, const char* file, size_t line) {
-    CHECK(r->tok, "%s:%zu: a text record needs a tokenizer: set data.tokenizer (build/train) or pass --tokenizer "
-          "(build/sft_eval), a tokenizer.json or its directory, or use a checkpoint with tokenizer.json", file, line);
+    CHECK(r->tok,
+          "%s:%zu: a text record needs a tokenizer: set data.tokenizer (build/train) or pass --tokenizer "
+          "(build/sft_eval), a tokenizer.json or its directory, or use a checkpoint with tokenizer.json",
+          file, line);
     r->enc.n_ids = 0;
     tok_encode(&r->enc, (const uint8_t*)text, strlen(text));
 }
@@ -141,8 +146,10 @@ static void encode(Reader* r, const char* text, const char* file, size_t line) {
    carries loss when it starts inside an assistant turn's span. No BOS or EOS is added: the template has its
    own. */
 static void read_chat(Reader* r, PackedRows* p, const cJSON* messages, const char* file, size_t line) {
-    CHECK(r->tok, "%s:%zu: a \"messages\" record needs a tokenizer with a chat template: set data.tokenizer (a "
-          "tokenizer.json or its directory, with tokenizer_config.json beside it)", file, line);
+    CHECK(r->tok,
+          "%s:%zu: a \"messages\" record needs a tokenizer with a chat template: set data.tokenizer (a "
+          "tokenizer.json or its directory, with tokenizer_config.json beside it)",
+          file, line);
     if (!r->chat.tmpl) {
         chat_format_load(&r->chat, r->tok_path);
         r->spans = mallocCheck(CHAT_MAX_TURNS * sizeof(ChatSpan));
@@ -154,7 +161,7 @@ static void read_chat(Reader* r, PackedRows* p, const cJSON* messages, const cha
           "%s:%zu: %s", file, line, err);
     r->enc.n_ids = 0;
     tok_encode(&r->enc, (const uint8_t*)text, len);
-    size_t at = 0, s = 0;   /* the byte offset of token i in text; the first span not yet behind it */
+    size_t at = 0, s = 0; /* the byte offset of token i in text; the first span not yet behind it */
     for (size_t i = 0; i < r->enc.n_ids; i++) {
         int32_t id = r->enc.ids[i];
         size_t n = 0;
@@ -164,9 +171,10 @@ static void read_chat(Reader* r, PackedRows* p, const cJSON* messages, const cha
         ints_push(&r->ids, id), ints_push(&r->labels, loss ? id : -1);
         at += n;
     }
-    CHECK(at == len, "%s:%zu: the tokens of the rendered conversation hold %zu bytes, its text %zu: the tokenizer "
-          "changes the text it encodes (a normalizer), so the assistant turns cannot be mapped to tokens", file, line,
-          at, len);
+    CHECK(at == len,
+          "%s:%zu: the tokens of the rendered conversation hold %zu bytes, its text %zu: the tokenizer "
+          "changes the text it encodes (a normalizer), so the assistant turns cannot be mapped to tokens",
+          file, line, at, len);
     free(text);
     p->n_chat++;
 }
@@ -178,21 +186,27 @@ static long read_record(Reader* r, PackedRows* p, const cJSON* o, const char* fi
     if (messages) {
         static const char* const others[] = {"prompt", "completion", "text", "input_ids", "labels"};
         for (size_t k = 0; k < sizeof(others) / sizeof(others[0]); k++)
-            CHECK(!cJSON_GetObjectItemCaseSensitive(o, others[k]), "%s:%zu: a record has both \"messages\" and "
-                  "\"%s\": which one to train on is ambiguous", file, line, others[k]);
+            CHECK(!cJSON_GetObjectItemCaseSensitive(o, others[k]),
+                  "%s:%zu: a record has both \"messages\" and "
+                  "\"%s\": which one to train on is ambiguous",
+                  file, line, others[k]);
         read_chat(r, p, messages, file, line);
         for (size_t i = 0; i < r->ids.n; i++)
-            CHECK((size_t)r->ids.v[i] < r->vocab, "%s:%zu: token id %d is outside the model's vocabulary [0, %zu) (is "
-                  "data.tokenizer the model's tokenizer?)", file, line, r->ids.v[i], r->vocab);
+            CHECK((size_t)r->ids.v[i] < r->vocab,
+                  "%s:%zu: token id %d is outside the model's vocabulary [0, %zu) (is "
+                  "data.tokenizer the model's tokenizer?)",
+                  file, line, r->ids.v[i], r->vocab);
         return -1;
     }
     const char* prompt = string_field(o, "prompt", file, line);
     const char* completion = string_field(o, "completion", file, line);
     const char* text = string_field(o, "text", file, line);
     const cJSON* input_ids = cJSON_GetObjectItemCaseSensitive(o, "input_ids");
-    CHECK((text != NULL) + (prompt || completion) + (input_ids != NULL) <= 1, "%s:%zu: ambiguous record: it has %s "
+    CHECK((text != NULL) + (prompt || completion) + (input_ids != NULL) <= 1,
+          "%s:%zu: ambiguous record: it has %s "
           "and %s (a record is one of {\"prompt\", \"completion\"}, {\"text\"} or {\"input_ids\", \"labels\"})",
-          file, line, text ? "\"text\"" : "\"prompt\"/\"completion\"", input_ids ? "\"input_ids\"" : "\"prompt\"/\"completion\"");
+          file, line, text ? "\"text\"" : "\"prompt\"/\"completion\"",
+          input_ids ? "\"input_ids\"" : "\"prompt\"/\"completion\"");
     if (input_ids) {
         id_list(&r->ids, input_ids, "input_ids", false, r->vocab, file, line);
         const cJSON* labels = cJSON_GetObjectItemCaseSensitive(o, "labels");
@@ -203,12 +217,15 @@ static long read_record(Reader* r, PackedRows* p, const cJSON* o, const char* fi
         } else {
             for (size_t i = 0; i < r->ids.n; i++) ints_push(&r->labels, r->ids.v[i]);
         }
-        for (size_t i = 0; i < r->labels.n; i++) if (r->labels.v[i] < 0) r->labels.v[i] = -1;
+        for (size_t i = 0; i < r->labels.n; i++)
+            if (r->labels.v[i] < 0) r->labels.v[i] = -1;
         p->n_pretokenized++;
         return -1;
     }
-    CHECK(text || (prompt && completion), "%s:%zu: a record needs \"prompt\" and \"completion\", \"text\", "
-          "\"messages\", or \"input_ids\" (and optional \"labels\")", file, line);
+    CHECK(text || (prompt && completion),
+          "%s:%zu: a record needs \"prompt\" and \"completion\", \"text\", "
+          "\"messages\", or \"input_ids\" (and optional \"labels\")",
+          file, line);
     size_t n_prefix = 0;
     const int32_t* prefix = r->tok ? tok_prefix(r->tok, &n_prefix) : NULL;
     for (size_t i = 0; i < n_prefix; i++) ints_push(&r->ids, prefix[i]), ints_push(&r->labels, -1);
@@ -221,13 +238,16 @@ static long read_record(Reader* r, PackedRows* p, const cJSON* o, const char* fi
     encode(r, text ? text : completion, file, line);
     for (size_t i = 0; i < r->enc.n_ids; i++) ints_push(&r->ids, r->enc.ids[i]), ints_push(&r->labels, r->enc.ids[i]);
     int32_t eos = tok_eos(r->tok);
-    CHECK(eos >= 0, "%s:%zu: tokenizer '%s' names no end of text token, which ends every text and prompt/completion "
+    CHECK(eos >= 0,
+          "%s:%zu: tokenizer '%s' names no end of text token, which ends every text and prompt/completion "
           "record: name one in tokenizer_config.json's eos_token next to it, or give pre-tokenized input_ids records",
           file, line, tok_name(r->tok));
     ints_push(&r->ids, eos), ints_push(&r->labels, eos);
     for (size_t i = 0; i < r->ids.n; i++)
-        CHECK((size_t)r->ids.v[i] < r->vocab, "%s:%zu: token id %d is outside the model's vocabulary [0, %zu) (is "
-              "data.tokenizer the model's tokenizer?)", file, line, r->ids.v[i], r->vocab);
+        CHECK((size_t)r->ids.v[i] < r->vocab,
+              "%s:%zu: token id %d is outside the model's vocabulary [0, %zu) (is "
+              "data.tokenizer the model's tokenizer?)",
+              file, line, r->ids.v[i], r->vocab);
     if (text) p->n_text++;
     else p->n_prompt_completion++;
     return n_prompt;
@@ -246,13 +266,15 @@ static void read_file(Reader* r, Packer* k, PackedRows* p, const char* file, Int
         const char* start = s;
         s = e + 1;
         while (*c == ' ' || *c == '\t' || *c == '\r') c++;
-        if (!*c) continue;   /* blank lines are allowed */
+        if (!*c) continue; /* blank lines are allowed */
         const char* end = NULL;
         cJSON* o = cJSON_ParseWithOpts(c, &end, 0);
         CHECK(o, "%s:%zu: not valid JSON (byte column %zu)", file, line, (size_t)((end ? end : c) - start) + 1);
         char key[128];
-        CHECK(!jsonl_nul_string(c, strlen(c), key, sizeof key), "%s:%zu: the string of \"%s\" holds \\u0000 (a NUL "
-              "character), which would cut the text there: remove it", file, line, key);
+        CHECK(!jsonl_nul_string(c, strlen(c), key, sizeof key),
+              "%s:%zu: the string of \"%s\" holds \\u0000 (a NUL "
+              "character), which would cut the text there: remove it",
+              file, line, key);
         CHECK(cJSON_IsObject(o), "%s:%zu: expected a JSON object", file, line);
         end += strspn(end, " \t\r");
         CHECK(!*end, "%s:%zu: byte column %zu: more after the JSON object (one object per line)", file, line,
@@ -260,13 +282,19 @@ static void read_file(Reader* r, Packer* k, PackedRows* p, const char* file, Int
         long n_prompt = read_record(r, p, o, file, line);
         cJSON_Delete(o);
         p->n_records++;
-        if (n_prompt >= (long)p->T) { p->n_skipped_prompt++; continue; }   /* no room for the completion */
+        if (n_prompt >= (long)p->T) {
+            p->n_skipped_prompt++;
+            continue;
+        } /* no room for the completion */
         size_t n = r->ids.n;
-        if (n < 2) continue;   /* nothing to predict */
+        if (n < 2) continue; /* nothing to predict */
         tgt->n = 0;
         for (size_t i = 0; i + 1 < n; i++) ints_push(tgt, r->labels.v[i + 1]);
         ints_push(tgt, -1);
-        if (n > p->T && k->one_per_row) { p->n_too_long++; continue; }
+        if (n > p->T && k->one_per_row) {
+            p->n_too_long++;
+            continue;
+        }
         if (n > p->T) p->n_split++;
         pack_doc(k, r->ids.v, tgt->v, n);
     }
@@ -284,7 +312,7 @@ void packed_open(PackedRows* p, const char* const* files, size_t n_files, const 
     }
     Packer k = {.T = T, .one_per_row = one_per_row, .pad = r.tok && tok_eos(r.tok) >= 0 ? tok_eos(r.tok) : 0};
     Ints tgt = {0};
-    for (size_t f = 0; f < n_files; f++) {   /* in the order given; a glob's files in byte-wise order */
+    for (size_t f = 0; f < n_files; f++) { /* in the order given; a glob's files in byte-wise order */
         DataFiles df;
         char err[600];
         if (data_files_expand(&df, &files[f], 1, err, sizeof err)) DIE("%s", err);
@@ -309,10 +337,11 @@ void packed_close(PackedRows* p) {
 }
 
 void packed_print(const PackedRows* p, const char* label, FILE* out) {
-    fprintf(out, "%s: %zu records (%zu prompt/completion, %zu text, %zu chat, %zu pre-tokenized) -> %zu rows of %zu; "
-            "%.1f%% of tokens carry loss", label, p->n_records, p->n_prompt_completion, p->n_text, p->n_chat,
-            p->n_pretokenized,
-            p->n_rows, p->T, 100.0 * (double)p->n_loss_tokens / (double)(p->n_rows * p->T));
+    fprintf(out,
+            "%s: %zu records (%zu prompt/completion, %zu text, %zu chat, %zu pre-tokenized) -> %zu rows of %zu; "
+            "%.1f%% of tokens carry loss",
+            label, p->n_records, p->n_prompt_completion, p->n_text, p->n_chat, p->n_pretokenized, p->n_rows, p->T,
+            100.0 * (double)p->n_loss_tokens / (double)(p->n_rows * p->T));
     if (p->n_split) fprintf(out, "; %zu documents longer than seq_len split over rows", p->n_split);
     fprintf(out, "\n");
     if (p->n_skipped_prompt)

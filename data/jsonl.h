@@ -30,14 +30,14 @@
 
 typedef struct {
     size_t T, n_rows;
-    int32_t* tokens;              /* (n_rows, T) */
-    int32_t* targets;             /* (n_rows, T): -1 = no loss (prompt, padding, a document's last token) */
-    int32_t* doc_ids;             /* (n_rows, T): 0, 1, ... per document within a row, padding one more */
+    int32_t* tokens;  /* (n_rows, T) */
+    int32_t* targets; /* (n_rows, T): -1 = no loss (prompt, padding, a document's last token) */
+    int32_t* doc_ids; /* (n_rows, T): 0, 1, ... per document within a row, padding one more */
     size_t n_records, n_prompt_completion, n_text, n_chat, n_pretokenized;
-    size_t n_skipped_prompt;      /* prompts too long for T */
-    size_t n_split;               /* documents longer than T, split over rows */
-    size_t n_loss_tokens;         /* targets != -1 over all rows */
-    size_t n_too_long;            /* one_per_row: documents longer than T, left out */
+    size_t n_skipped_prompt; /* prompts too long for T */
+    size_t n_split;          /* documents longer than T, split over rows */
+    size_t n_loss_tokens;    /* targets != -1 over all rows */
+    size_t n_too_long;       /* one_per_row: documents longer than T, left out */
 } PackedRows;
 
 /* Read, tokenize and pack every line of the files. tokenizer: a tokenizer.json

@@ -7,16 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/check.h"   /* set_err, DIE, CHECK, mallocCheck */
-#include "common/hash.h"   /* mix_triple: (seed, ...) -> Rng seed */
-#include "common/rng.h"     /* the shuffle's per-row generator */
+#include "common/check.h" /* set_err, DIE, CHECK, mallocCheck */
+#include "common/hash.h"  /* mix_triple: (seed, ...) -> Rng seed */
+#include "common/rng.h"   /* the shuffle's per-row generator */
 
 #define MIX_DOMAIN 0x4D4958545552ull     /* "MIXTUR": the per-step rotation */
 #define MIX_ROW_DOMAIN 0x4D4958524F57ull /* "MIXROW": a shuffled source's windows */
 
-bool mixture_given(const cJSON* v) {
-    return cJSON_IsArray(v) && v->child && cJSON_IsObject(v->child);
-}
+bool mixture_given(const cJSON* v) { return cJSON_IsArray(v) && v->child && cJSON_IsObject(v->child); }
 
 /* one entry {"name", "files", "weight", "exhausted"}; at = "data.train[i]" */
 static int parse_source(MixSource* s, const cJSON* e, const char* at, char* err, size_t len) {
@@ -39,14 +37,14 @@ static int parse_source(MixSource* s, const cJSON* e, const char* at, char* err,
     if (!cJSON_IsString(name) || !name->valuestring[0] || strlen(name->valuestring) >= MIX_NAME_LEN)
         return set_err(err, len, "%s.name: expected a non-empty string of at most %d bytes", at, MIX_NAME_LEN - 1);
     strcpy(s->name, name->valuestring);
-    if (!weight) s->weight = 1;   /* a validation source needs no weight */
+    if (!weight) s->weight = 1; /* a validation source needs no weight */
     else if (!cJSON_IsNumber(weight) || !(weight->valuedouble > 0) || !isfinite(weight->valuedouble))
         return set_err(err, len, "%s.weight: expected a finite number > 0 (source '%s')", at, s->name);
     else s->weight = weight->valuedouble;
-    bool one = cJSON_IsString(files);   /* one string is a list of one */
+    bool one = cJSON_IsString(files); /* one string is a list of one */
     size_t n = one ? 1 : cJSON_IsArray(files) ? (size_t)cJSON_GetArraySize(files) : 0;
-    if (n == 0) return set_err(err, len, "%s.files: source '%s' has no files: give a list of paths or globs", at,
-                               s->name);
+    if (n == 0)
+        return set_err(err, len, "%s.files: source '%s' has no files: give a list of paths or globs", at, s->name);
     s->files = callocCheck(n, sizeof *s->files);
     size_t i = 0;
     for (const cJSON* f = one ? files : files->child; i < n; f = f->next, i++) {
@@ -70,7 +68,7 @@ int mixture_parse(Mixture* mx, const cJSON* list, const char* key, char* err, si
     const cJSON* e = list->child;
     for (size_t i = 0; i < n; i++, e = e->next) {
         snprintf(at, sizeof at, "%s[%zu]", key, i);
-        mx->n = i + 1;   /* so that mixture_close frees what this entry allocated */
+        mx->n = i + 1; /* so that mixture_close frees what this entry allocated */
         if (parse_source(&mx->src[i], e, at, err, len)) return -1;
         for (size_t j = 0; j < i; j++)
             if (!strcmp(mx->src[j].name, mx->src[i].name))
@@ -112,15 +110,18 @@ void mixture_close(Mixture* mx) {
 /* C_j(G) for j = 0..k (all n when k = n - 1): the hierarchical deal of mixture.h */
 static void counts(const Mixture* mx, uint64_t G, size_t k, uint64_t* c) {
     uint64_t rest = G;
-    long double mass = 1;   /* share of the sources not dealt yet */
+    long double mass = 1; /* share of the sources not dealt yet */
     for (size_t j = 0; j <= k; j++) {
-        if (j + 1 == mx->n) { c[j] = rest; break; }
+        if (j + 1 == mx->n) {
+            c[j] = rest;
+            break;
+        }
         long double q = mx->src[j].share / mass;
         uint64_t cj = (uint64_t)floorl((long double)rest * q + 0.5L);
         c[j] = cj < rest ? cj : rest;
         rest -= c[j];
         mass -= mx->src[j].share;
-        if (mass <= 0) mass = 0x1p-60L;   /* rounding: the last shares sum to (almost) 0 */
+        if (mass <= 0) mass = 0x1p-60L; /* rounding: the last shares sum to (almost) 0 */
     }
 }
 
@@ -135,14 +136,17 @@ size_t mixture_slot(const Mixture* mx, uint64_t g, uint64_t* index) {
     counts(mx, g, mx->n - 1, a);
     counts(mx, g + 1, mx->n - 1, b);
     for (size_t k = 0; k < mx->n; k++)
-        if (b[k] > a[k]) { *index = a[k]; return k; }
+        if (b[k] > a[k]) {
+            *index = a[k];
+            return k;
+        }
     DIE("mixture: slot %llu dealt to no source", (unsigned long long)g);
 }
 
 uint64_t mixture_pass(const Mixture* mx, size_t k, uint64_t G, size_t T) {
     uint64_t c = mixture_count(mx, k, G);
     if (c == 0) return 0;
-    unsigned __int128 last = (unsigned __int128)(c - 1) * T;   /* the first token of its last row */
+    unsigned __int128 last = (unsigned __int128)(c - 1) * T; /* the first token of its last row */
     return 1 + (uint64_t)(last / mx->src[k].data.n_tokens);
 }
 
@@ -160,7 +164,7 @@ void mixture_rows(const Mixture* mx, DataOrder order, uint64_t seed, size_t step
         } else {
             Rng rng;
             rng_seed(&rng, mix_triple(MIX_ROW_DOMAIN, seed, k, i));
-            start = (size_t)rng_below(&rng, N - T);   /* [0, N - T - 1]: the window never wraps */
+            start = (size_t)rng_below(&rng, N - T); /* [0, N - T - 1]: the window never wraps */
         }
         token_data_window(td, start, T, tokens + b * T, targets + b * T);
         if (src_of) src_of[b] = (uint8_t)k;

@@ -39,12 +39,12 @@ typedef enum { MIX_WRAP, MIX_STOP } MixExhausted;
 
 typedef struct {
     char name[MIX_NAME_LEN];
-    double weight;             /* as given, > 0 */
-    double share;              /* p_k = weight / sum of weights */
+    double weight; /* as given, > 0 */
+    double share;  /* p_k = weight / sum of weights */
     MixExhausted exhausted;
-    char** files;              /* (n_files) the paths or globs, owned */
+    char** files; /* (n_files) the paths or globs, owned */
     size_t n_files;
-    TokenData data;            /* opened by mixture_open */
+    TokenData data; /* opened by mixture_open */
 } MixSource;
 
 typedef struct {

@@ -4,7 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>   /* kill(pid, 0): is a pid alive */
+#include <signal.h> /* kill(pid, 0): is a pid alive */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -26,7 +26,7 @@ static void write_header(ShardWriter* w, size_t count) {
     put_le32(h + 4, wide ? 7u : 1u);
     put_le32(h + 8, (uint32_t)count);
     put_le32(h + 12, (uint32_t)w->vocab_size);
-    CHECK(fseek(w->fp, 0, SEEK_SET) == 0, "writing '%s': %s", w->path, strerror(errno));   /* flushes */
+    CHECK(fseek(w->fp, 0, SEEK_SET) == 0, "writing '%s': %s", w->path, strerror(errno)); /* flushes */
     fwriteCheck(h, 1, sizeof h, w->fp, w->path);
     CHECK(fseek(w->fp, 0, SEEK_END) == 0, "writing '%s': %s", w->path, strerror(errno));
 }
@@ -132,7 +132,8 @@ static size_t remove_shards(const ShardWriter* w, size_t stale_from) {
         struct stat st;
         if (kind == 1 && stale_from == SIZE_MAX && lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
             DIE("shard '%s' is not a regular file (a symbolic link, FIFO or device): shards are replaced by "
-                "renaming a new file over them, which would replace it; remove it or write to another prefix", path);
+                "renaming a new file over them, which would replace it; remove it or write to another prefix",
+                path);
         if (!(kind == 1 && index >= stale_from) && !gone) continue;
         CHECK(unlink(path) == 0 || errno == ENOENT, "cannot remove '%s': %s", path, strerror(errno));
         removed++;
@@ -163,7 +164,7 @@ void shard_writer_discard(ShardWriter* w) {
     if (w->fp) fclose(w->fp);
     w->fp = NULL;
     char tmp[4096 + 64];
-    for (size_t i = 0; i < w->n_shards; i++) {   /* each name was made once already: shard_name cannot die here */
+    for (size_t i = 0; i < w->n_shards; i++) { /* each name was made once already: shard_name cannot die here */
         shard_name(w, i, (long)getpid(), tmp, sizeof tmp);
         unlink(tmp);
     }

@@ -25,14 +25,14 @@
 #include <stdio.h>
 
 typedef struct {
-    char prefix[4096];       /* files are <prefix>_000000.bin, ... */
-    size_t vocab_size;       /* written into header[3]; > 65536 means uint32 tokens */
-    size_t shard_tokens;     /* tokens per shard (the last one may hold fewer) */
-    FILE* fp;                /* the open shard, NULL when none */
-    char path[4096 + 64];    /* its temporary name */
-    size_t in_shard;         /* tokens in the open shard */
+    char prefix[4096];    /* files are <prefix>_000000.bin, ... */
+    size_t vocab_size;    /* written into header[3]; > 65536 means uint32 tokens */
+    size_t shard_tokens;  /* tokens per shard (the last one may hold fewer) */
+    FILE* fp;             /* the open shard, NULL when none */
+    char path[4096 + 64]; /* its temporary name */
+    size_t in_shard;      /* tokens in the open shard */
     size_t n_shards, n_tokens;
-    bool committed;          /* the shards have their final names */
+    bool committed; /* the shards have their final names */
 } ShardWriter;
 
 void shard_writer_init(ShardWriter* w, const char* prefix, size_t vocab_size, size_t shard_tokens);

@@ -12,13 +12,14 @@
 
 typedef struct {
     const char* key;
-    size_t offset;   /* of a size_t field in SyntheticConfig */
+    size_t offset; /* of a size_t field in SyntheticConfig */
 } SynKey;
 
-#define SK(f) {#f, offsetof(SyntheticConfig, f)}
+#define SK(f) \
+    { #f, offsetof(SyntheticConfig, f) }
 static const SynKey SYN_KEYS[] = {
-    SK(first_id), SK(n_cols), SK(alphabet), SK(filler_vocab), SK(markov_order), SK(markov_branching),
-    SK(key_len), SK(value_len), SK(n_needles), SK(n_queries), SK(n_values), SK(n_distractors), SK(table_rows),
+    SK(first_id),  SK(n_cols),    SK(alphabet),  SK(filler_vocab), SK(markov_order),  SK(markov_branching), SK(key_len),
+    SK(value_len), SK(n_needles), SK(n_queries), SK(n_values),     SK(n_distractors), SK(table_rows),
 };
 #define N_SYN_KEYS (sizeof(SYN_KEYS) / sizeof(SYN_KEYS[0]))
 
@@ -30,7 +31,7 @@ int synthetic_from_json(SyntheticConfig* cfg, const cJSON* obj, char* err, size_
         const char* k = it->string;
         if (!strcmp(k, "weights")) {
             if (!cJSON_IsObject(it)) return set_err(err, err_len, "data.synthetic.weights: expected an object");
-            for (int f = 0; f < SYN_N_FAMILIES; f++) cfg->weight[f] = 0;   /* only the families named */
+            for (int f = 0; f < SYN_N_FAMILIES; f++) cfg->weight[f] = 0; /* only the families named */
             const cJSON* w;
             cJSON_ArrayForEach(w, it) {
                 int f = synthetic_family_parse(w->string);
@@ -96,7 +97,7 @@ void data_source_open(DataSource* ds, const DataSourceSpec* spec) {
         char err[512];
         if (synthetic_from_json(&ds->syn, synthetic, err, sizeof(err))) DIE("%s", err);
         synthetic_validate(&ds->syn, vocab_size);
-        for (int f = 0; f < SYN_N_FAMILIES; f++)   /* checked before any work starts */
+        for (int f = 0; f < SYN_N_FAMILIES; f++) /* checked before any work starts */
             CHECK(ds->syn.weight[f] == 0 || T + 1 >= synthetic_min_len(&ds->syn, (SynFamily)f),
                   "data.seq_len %zu is too short for synthetic family '%s' (needs %zu tokens)", T,
                   synthetic_family_name((SynFamily)f), synthetic_min_len(&ds->syn, (SynFamily)f) - 1);
@@ -165,35 +166,32 @@ static void unit_weights(real* w, size_t n) {
 
 void data_source_batch(const DataSource* ds, bool val, size_t step, size_t rows_per_step, size_t row0, Batch* b) {
     size_t n = b->B, T = b->T;
-    if (ds->synthetic) {   /* the held-out stream: another seed, never drawn in training */
+    if (ds->synthetic) { /* the held-out stream: another seed, never drawn in training */
         uint64_t seed = val ? mix64(ds->seed ^ 0x76616c6964617465ull) : ds->seed;
         synthetic_rows_weighted(&ds->syn, seed, step, rows_per_step, row0, n, T, b->tokens, b->targets,
                                 b->target_weights);
         eos_doc_ids(ds, n, T, b->tokens, b->doc_ids);
         return;
     }
-    unit_weights(b->target_weights, n * T);   /* token files have no answers */
+    unit_weights(b->target_weights, n * T); /* token files have no answers */
     CHECK(!val || ds->has_val, "no validation data (data.val)");
-    if (ds->jsonl) {   /* validation reads its rows in order, like files */
+    if (ds->jsonl) { /* validation reads its rows in order, like files */
         packed_rows(val ? &ds->jval : &ds->jtrain, val ? ORDER_SEQUENTIAL : ds->order, ds->seed, step, rows_per_step,
                     row0, n, b->tokens, b->targets, b->doc_ids);
         return;
     }
     if (!val && ds->train_mix.n) {
-        mixture_rows(&ds->train_mix, ds->order, ds->seed, step, rows_per_step, row0, n, T, b->tokens, b->targets,
-                     NULL);
+        mixture_rows(&ds->train_mix, ds->order, ds->seed, step, rows_per_step, row0, n, T, b->tokens, b->targets, NULL);
     } else {
         CHECK(!val || !ds->val_mix.n, "data.val has sources: read them with data_source_val_batch");
         /* validation reads its files in order, batch after batch */
-        token_data_rows(val ? &ds->val : &ds->train, val ? ORDER_SEQUENTIAL : ds->order, ds->seed, step,
-                        rows_per_step, row0, n, T, b->tokens, b->targets);
+        token_data_rows(val ? &ds->val : &ds->train, val ? ORDER_SEQUENTIAL : ds->order, ds->seed, step, rows_per_step,
+                        row0, n, T, b->tokens, b->targets);
     }
     eos_doc_ids(ds, n, T, b->tokens, b->doc_ids);
 }
 
-size_t data_source_val_streams(const DataSource* ds) {
-    return ds->val_mix.n ? ds->val_mix.n : 1;
-}
+size_t data_source_val_streams(const DataSource* ds) { return ds->val_mix.n ? ds->val_mix.n : 1; }
 
 const char* data_source_val_name(const DataSource* ds, size_t k) {
     return ds->val_mix.n ? ds->val_mix.src[k].name : NULL;
@@ -201,9 +199,9 @@ const char* data_source_val_name(const DataSource* ds, size_t k) {
 
 size_t data_source_val_batches(const DataSource* ds, size_t k, size_t eval_batches, size_t B, size_t T) {
     if (!ds->val_mix.n) return eval_batches;
-    size_t windows = (ds->val_mix.src[k].data.n_tokens - 1) / T;   /* whole windows, as eval_perplexity */
+    size_t windows = (ds->val_mix.src[k].data.n_tokens - 1) / T; /* whole windows, as eval_perplexity */
     size_t n = windows / B < eval_batches ? windows / B : eval_batches;
-    return n ? n : 1;   /* fewer than B windows: one batch, its later rows round the stream */
+    return n ? n : 1; /* fewer than B windows: one batch, its later rows round the stream */
 }
 
 void data_source_val_batch(const DataSource* ds, size_t k, size_t batch, Batch* b) {

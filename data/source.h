@@ -23,10 +23,10 @@ typedef struct {
     Mixture train_mix, val_mix; /* the mixture form (a list of sources, data/mixture.h): n > 0 */
     bool jsonl;                 /* data.format "jsonl": packed instruction rows instead of token files */
     PackedRows jtrain, jval;
-    bool has_val;          /* val files given, or synthetic (a held-out stream) */
+    bool has_val; /* val files given, or synthetic (a held-out stream) */
     DataOrder order;
     uint64_t seed;
-    int32_t eos;           /* the end-of-document token of token-file, mixture and synthetic rows (document
+    int32_t eos; /* the end-of-document token of token-file, mixture and synthetic rows (document
                               ids, data/documents.h); -1: none, each row is one document. Set by the caller
                               after open; JSONL rows take their record boundaries instead. */
 } DataSource;
@@ -41,15 +41,15 @@ int synthetic_from_json(SyntheticConfig* cfg, const cJSON* obj, char* err, size_
 /* What data_source_open reads: the data.* keys of a run config, the run's seed, the model's vocabulary and
    the row length T. */
 typedef struct {
-    const cJSON* synthetic;                 /* data.synthetic, or NULL for files */
-    const char* const* train;               /* data.train as a list of files (globs), n_train of them */
+    const cJSON* synthetic;   /* data.synthetic, or NULL for files */
+    const char* const* train; /* data.train as a list of files (globs), n_train of them */
     size_t n_train;
-    const char* const* val;                 /* data.val likewise; n_val = 0: no validation files */
+    const char* const* val; /* data.val likewise; n_val = 0: no validation files */
     size_t n_val;
-    const cJSON* train_sources;             /* data.train / data.val in the mixture form (a list of source */
-    const cJSON* val_sources;               /* objects, data/mixture.h), else NULL and the lists above are used */
-    const char* format;                     /* data.format of token files: "auto", "bin", "npy", "u16", "u32" */
-    const char* tokenizer;                  /* data.format "jsonl" only: tokenizer.json, NULL = pre-tokenized */
+    const cJSON* train_sources; /* data.train / data.val in the mixture form (a list of source */
+    const cJSON* val_sources;   /* objects, data/mixture.h), else NULL and the lists above are used */
+    const char* format;         /* data.format of token files: "auto", "bin", "npy", "u16", "u32" */
+    const char* tokenizer;      /* data.format "jsonl" only: tokenizer.json, NULL = pre-tokenized */
     DataOrder order;
     uint64_t seed;
     size_t vocab_size, T;

@@ -10,15 +10,15 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/check.h"   /* DIE, CHECK */
-#include "common/hash.h"   /* mix64, mix_triple */
-#include "common/rng.h"     /* one Rng per row or item */
+#include "common/check.h" /* DIE, CHECK */
+#include "common/hash.h"  /* mix64, mix_triple */
+#include "common/rng.h"   /* one Rng per row or item */
 
-#define TRAIN_DOMAIN 0x53594E545241494Eull   /* "SYNTRAIN" */
-#define EVAL_DOMAIN 0x53594E4556414Cull      /* "SYNEVAL" */
+#define TRAIN_DOMAIN 0x53594E545241494Eull /* "SYNTRAIN" */
+#define EVAL_DOMAIN 0x53594E4556414Cull    /* "SYNEVAL" */
 
-static const char* const FAMILY_NAMES[SYN_N_FAMILIES] = {
-    "single", "multikey", "multivalue", "multiquery", "distractor", "table"};
+static const char* const FAMILY_NAMES[SYN_N_FAMILIES] = {"single",     "multikey",   "multivalue",
+                                                         "multiquery", "distractor", "table"};
 
 /* The defaults (data/README.md): 64 ids in all, 2-token keys and values from
    32 symbols, 24 filler ids in an order-1 chain with 4 successors each */
@@ -43,9 +43,7 @@ void synthetic_defaults(SyntheticConfig* cfg) {
 }
 
 /* marks NEEDLE SEP QUERY ROW, then columns, symbols, filler */
-size_t synthetic_n_ids(const SyntheticConfig* cfg) {
-    return 4 + cfg->n_cols + cfg->alphabet + cfg->filler_vocab;
-}
+size_t synthetic_n_ids(const SyntheticConfig* cfg) { return 4 + cfg->n_cols + cfg->alphabet + cfg->filler_vocab; }
 
 SynIds synthetic_ids(const SyntheticConfig* cfg) {
     int32_t b = (int32_t)cfg->first_id;
@@ -56,9 +54,7 @@ SynIds synthetic_ids(const SyntheticConfig* cfg) {
     return id;
 }
 
-const char* synthetic_family_name(SynFamily f) {
-    return (unsigned)f < SYN_N_FAMILIES ? FAMILY_NAMES[f] : "?";
-}
+const char* synthetic_family_name(SynFamily f) { return (unsigned)f < SYN_N_FAMILIES ? FAMILY_NAMES[f] : "?"; }
 
 const char* synthetic_family_list(void) {
     static char list[128];
@@ -91,8 +87,10 @@ static size_t n_spellings(size_t alphabet, size_t len) {
 void synthetic_validate(const SyntheticConfig* cfg, size_t vocab_size) {
     double total = 0;
     for (int f = 0; f < SYN_N_FAMILIES; f++) {
-        CHECK(isfinite(cfg->weight[f]) && cfg->weight[f] >= 0, "synthetic data: weight of family "
-              "'%s' is %g, expected >= 0", FAMILY_NAMES[f], cfg->weight[f]);
+        CHECK(isfinite(cfg->weight[f]) && cfg->weight[f] >= 0,
+              "synthetic data: weight of family "
+              "'%s' is %g, expected >= 0",
+              FAMILY_NAMES[f], cfg->weight[f]);
         total += cfg->weight[f];
     }
     CHECK(total > 0, "synthetic data: every family weight is 0; enable at least one family");
@@ -114,29 +112,33 @@ void synthetic_validate(const SyntheticConfig* cfg, size_t vocab_size) {
     size_t most = cfg->n_needles > cfg->table_rows ? cfg->n_needles : cfg->table_rows;
     if (cfg->n_values > most) most = cfg->n_values;
     if (cfg->n_distractors + 1 > most) most = cfg->n_distractors + 1;
-    CHECK(n_spellings(cfg->alphabet, cfg->key_len) >= 2 * most && n_spellings(cfg->alphabet,
-          cfg->value_len) >= 2 * most, "synthetic data: alphabet^key_len and alphabet^value_len "
+    CHECK(n_spellings(cfg->alphabet, cfg->key_len) >= 2 * most &&
+              n_spellings(cfg->alphabet, cfg->value_len) >= 2 * most,
+          "synthetic data: alphabet^key_len and alphabet^value_len "
           "must be >= %zu (twice the most needles of one item); alphabet %zu, key_len %zu, "
-          "value_len %zu", 2 * most, cfg->alphabet, cfg->key_len, cfg->value_len);
-    CHECK(cfg->key_len * (cfg->alphabet - 1) >= cfg->n_distractors, "synthetic data: only %zu keys "
+          "value_len %zu",
+          2 * most, cfg->alphabet, cfg->key_len, cfg->value_len);
+    CHECK(cfg->key_len * (cfg->alphabet - 1) >= cfg->n_distractors,
+          "synthetic data: only %zu keys "
           "differ from a key in one token, fewer than n_distractors %zu",
           cfg->key_len * (cfg->alphabet - 1), cfg->n_distractors);
     size_t n_ids = synthetic_n_ids(cfg);
     CHECK(cfg->first_id <= (size_t)INT32_MAX - n_ids && cfg->first_id + n_ids <= vocab_size,
           "synthetic data: the reserved ids [%zu, %zu) do not fit vocab_size %zu (the range holds "
-          "4 marks + n_cols + alphabet + filler_vocab = %zu ids)", cfg->first_id,
-          cfg->first_id + n_ids, vocab_size, n_ids);
+          "4 marks + n_cols + alphabet + filler_vocab = %zu ids)",
+          cfg->first_id, cfg->first_id + n_ids, vocab_size, n_ids);
 }
 
-static size_t block_len(const SyntheticConfig* cfg, SynFamily f) {   /* one needle, or the whole table */
+static size_t block_len(const SyntheticConfig* cfg, SynFamily f) { /* one needle, or the whole table */
     if (f == SYN_TABLE) return cfg->table_rows * (1 + cfg->key_len + cfg->n_cols * (1 + cfg->value_len));
-    return 2 + cfg->key_len + cfg->value_len;                       /* NEEDLE key SEP value */
+    return 2 + cfg->key_len + cfg->value_len; /* NEEDLE key SEP value */
 }
 
 /* blocks inserted into the haystack: needles, or the table as one block */
 static size_t n_blocks(const SyntheticConfig* cfg, SynFamily f) {
     switch (f) {
-    case SYN_MULTIKEY: case SYN_MULTIQUERY: return cfg->n_needles;
+    case SYN_MULTIKEY:
+    case SYN_MULTIQUERY: return cfg->n_needles;
     case SYN_MULTIVALUE: return cfg->n_values;
     case SYN_DISTRACTOR: return cfg->n_distractors + 1;
     default: return 1;
@@ -145,9 +147,9 @@ static size_t n_blocks(const SyntheticConfig* cfg, SynFamily f) {
 
 /* the query, from the first QUERY through the SEP the answer follows */
 static size_t query_len(const SyntheticConfig* cfg, SynFamily f) {
-    if (f == SYN_TABLE) return cfg->key_len + 3;                     /* QUERY key COL_j SEP */
-    if (f == SYN_MULTIQUERY) return cfg->n_queries * (1 + cfg->key_len) + 1;  /* (QUERY key)* SEP */
-    return cfg->key_len + 2;                                         /* QUERY key SEP */
+    if (f == SYN_TABLE) return cfg->key_len + 3;                             /* QUERY key COL_j SEP */
+    if (f == SYN_MULTIQUERY) return cfg->n_queries * (1 + cfg->key_len) + 1; /* (QUERY key)* SEP */
+    return cfg->key_len + 2;                                                 /* QUERY key SEP */
 }
 
 size_t synthetic_answer_len(const SyntheticConfig* cfg, SynFamily f) {
@@ -164,12 +166,12 @@ size_t synthetic_min_len(const SyntheticConfig* cfg, SynFamily f) {
 
 typedef struct {
     SynFamily family;
-    size_t n;                        /* blocks: needles, or 1 (the table) */
-    int32_t key[SYN_MAX_ITEMS][SYN_MAX_KEY];    /* needle keys, or table row keys */
-    int32_t val[SYN_MAX_ITEMS][SYN_MAX_KEY];    /* needle values */
-    int32_t cell[SYN_MAX_ITEMS][SYN_MAX_COLS][SYN_MAX_KEY];  /* table cells */
-    size_t asked[SYN_MAX_ITEMS], n_asked;       /* queried needles (or table row), in query order */
-    size_t col;                      /* table: queried column */
+    size_t n;                                               /* blocks: needles, or 1 (the table) */
+    int32_t key[SYN_MAX_ITEMS][SYN_MAX_KEY];                /* needle keys, or table row keys */
+    int32_t val[SYN_MAX_ITEMS][SYN_MAX_KEY];                /* needle values */
+    int32_t cell[SYN_MAX_ITEMS][SYN_MAX_COLS][SYN_MAX_KEY]; /* table cells */
+    size_t asked[SYN_MAX_ITEMS], n_asked;                   /* queried needles (or table row), in query order */
+    size_t col;                                             /* table: queried column */
 } Plan;
 
 /* len random symbols: a key, a value or a cell */
@@ -185,9 +187,10 @@ static int seen(int32_t list[][SYN_MAX_KEY], size_t n, const int32_t* w, size_t 
 }
 
 /* list[n] = a word not among list[0..n) (rejection; validate leaves 2x headroom) */
-static void draw_distinct(Rng* rng, const SyntheticConfig* cfg, const SynIds* id,
-                          int32_t list[][SYN_MAX_KEY], size_t n, size_t len) {
-    do draw_word(rng, cfg, id, len, list[n]); while (seen(list, n, list[n], len));
+static void draw_distinct(Rng* rng, const SyntheticConfig* cfg, const SynIds* id, int32_t list[][SYN_MAX_KEY], size_t n,
+                          size_t len) {
+    do draw_word(rng, cfg, id, len, list[n]);
+    while (seen(list, n, list[n], len));
 }
 
 /* Draw the content of an item of family f: keys, values (or cells) and what
@@ -212,8 +215,8 @@ static void plan_item(Plan* p, const SyntheticConfig* cfg, const SynIds* id, Syn
         if (i == 0 || f == SYN_SINGLE || f == SYN_MULTIKEY || f == SYN_MULTIQUERY) {
             draw_distinct(rng, cfg, id, p->key, i, kl);
         } else if (f == SYN_MULTIVALUE) {
-            memcpy(p->key[i], p->key[0], kl * sizeof(int32_t));   /* one key, many values */
-        } else {   /* distractor: the true key with one token changed, distinct from the others */
+            memcpy(p->key[i], p->key[0], kl * sizeof(int32_t)); /* one key, many values */
+        } else { /* distractor: the true key with one token changed, distinct from the others */
             do {
                 memcpy(p->key[i], p->key[0], kl * sizeof(int32_t));
                 size_t at = rng_below(rng, kl);
@@ -222,7 +225,7 @@ static void plan_item(Plan* p, const SyntheticConfig* cfg, const SynIds* id, Syn
                 p->key[i][at] = id->alpha0 + (other >= was ? other + 1 : other);
             } while (seen(p->key, i, p->key[i], kl));
         }
-        draw_distinct(rng, cfg, id, p->val, i, vl);   /* values distinct within the item */
+        draw_distinct(rng, cfg, id, p->val, i, vl); /* values distinct within the item */
     }
     /* multikey asks one needle, multiquery n_queries distinct ones, the rest needle 0 */
     size_t pool[SYN_MAX_ITEMS];
@@ -230,7 +233,9 @@ static void plan_item(Plan* p, const SyntheticConfig* cfg, const SynIds* id, Syn
     p->n_asked = f == SYN_MULTIQUERY ? cfg->n_queries : 1;
     for (size_t q = 0; q < p->n_asked; q++) {
         size_t j = (f == SYN_MULTIKEY || f == SYN_MULTIQUERY) ? q + rng_below(rng, p->n - q) : q;
-        size_t t = pool[q]; pool[q] = pool[j]; pool[j] = t;
+        size_t t = pool[q];
+        pool[q] = pool[j];
+        pool[j] = t;
         p->asked[q] = pool[q];
     }
 }
@@ -263,7 +268,7 @@ static void put_word(Sink* s, const int32_t* w, size_t len) {
    mix64(hash(filler_seed, h) ^ k) mod filler_vocab; each step picks a slot
    uniformly. The table is the same for every row: only the walk is random. */
 typedef struct {
-    uint32_t hist[4];                /* the last `order` filler indices, oldest first */
+    uint32_t hist[4]; /* the last `order` filler indices, oldest first */
 } Chain;
 
 static int32_t chain_next(Chain* c, const SyntheticConfig* cfg, const SynIds* id, Rng* rng) {
@@ -278,14 +283,18 @@ static int32_t chain_next(Chain* c, const SyntheticConfig* cfg, const SynIds* id
 
 static void put_block(Sink* s, const Plan* p, const SyntheticConfig* cfg, const SynIds* id, size_t b) {
     if (p->family != SYN_TABLE) {
-        put(s, id->needle); put_word(s, p->key[b], cfg->key_len);
-        put(s, id->sep); put_word(s, p->val[b], cfg->value_len);
+        put(s, id->needle);
+        put_word(s, p->key[b], cfg->key_len);
+        put(s, id->sep);
+        put_word(s, p->val[b], cfg->value_len);
         return;
     }
     for (size_t r = 0; r < cfg->table_rows; r++) {
-        put(s, id->row); put_word(s, p->key[r], cfg->key_len);
+        put(s, id->row);
+        put_word(s, p->key[r], cfg->key_len);
         for (size_t c = 0; c < cfg->n_cols; c++) {
-            put(s, id->col0 + (int32_t)c); put_word(s, p->cell[r][c], cfg->value_len);
+            put(s, id->col0 + (int32_t)c);
+            put_word(s, p->cell[r][c], cfg->value_len);
         }
     }
 }
@@ -293,8 +302,8 @@ static void put_block(Sink* s, const Plan* p, const SyntheticConfig* cfg, const 
 /* Write an item of `total` tokens into the sink; returns the start position
    of the asked block (the first asked needle, or the table). depth >= 0 pins
    that block at round(depth * n_filler) filler tokens into the haystack. */
-static size_t lay_out(Sink* s, const Plan* p, const SyntheticConfig* cfg, const SynIds* id,
-                      Rng* rng, size_t total, double depth) {
+static size_t lay_out(Sink* s, const Plan* p, const SyntheticConfig* cfg, const SynIds* id, Rng* rng, size_t total,
+                      double depth) {
     /* depths: block b goes in after at[b] filler tokens; blocks that share a
        depth go in index order, one after the other */
     SynFamily f = p->family;
@@ -303,7 +312,7 @@ static size_t lay_out(Sink* s, const Plan* p, const SyntheticConfig* cfg, const 
     for (size_t b = 0; b < p->n; b++) at[b] = rng_below(rng, n_filler + 1);
     size_t pinned = f == SYN_TABLE ? 0 : p->asked[0];
     if (depth >= 0) at[pinned] = (size_t)llround(fmin(depth, 1.0) * (double)n_filler);
-    for (size_t b = 0; b < p->n; b++) {   /* insertion sort by filler position, ties by index */
+    for (size_t b = 0; b < p->n; b++) { /* insertion sort by filler position, ties by index */
         size_t j = b;
         for (; j > 0 && at[order[j - 1]] > at[b]; j--) order[j] = order[j - 1];
         order[j] = b;
@@ -324,12 +333,17 @@ static size_t lay_out(Sink* s, const Plan* p, const SyntheticConfig* cfg, const 
     /* the query, then the answer */
     put(s, id->query);
     put_word(s, p->key[p->asked[0]], cfg->key_len);
-    for (size_t q = 1; q < p->n_asked; q++) { put(s, id->query); put_word(s, p->key[p->asked[q]], cfg->key_len); }
+    for (size_t q = 1; q < p->n_asked; q++) {
+        put(s, id->query);
+        put_word(s, p->key[p->asked[q]], cfg->key_len);
+    }
     if (f == SYN_TABLE) put(s, id->col0 + (int32_t)p->col);
     put(s, id->sep);
     if (f == SYN_TABLE) put_word(s, p->cell[p->asked[0]][p->col], cfg->value_len);
-    else if (f == SYN_MULTIVALUE) for (size_t b = 0; b < p->n; b++) put_word(s, p->val[order[b]], cfg->value_len);
-    else for (size_t q = 0; q < p->n_asked; q++) put_word(s, p->val[p->asked[q]], cfg->value_len);
+    else if (f == SYN_MULTIVALUE)
+        for (size_t b = 0; b < p->n; b++) put_word(s, p->val[order[b]], cfg->value_len);
+    else
+        for (size_t q = 0; q < p->n_asked; q++) put_word(s, p->val[p->asked[q]], cfg->value_len);
     CHECK(s->pos == total, "synthetic item: wrote %zu tokens, planned %zu", s->pos, total);
     return pinned_pos;
 }
@@ -341,33 +355,33 @@ static size_t lay_out(Sink* s, const Plan* p, const SyntheticConfig* cfg, const 
 static void make_rows(const SyntheticConfig* cfg, uint64_t seed, size_t step, size_t rows_per_step, size_t row0,
                       size_t n_rows, size_t T, int32_t* tokens, int32_t* targets, uint8_t* answer_mask,
                       real* target_weights) {
-    CHECK(row0 <= rows_per_step && n_rows <= rows_per_step - row0,
-          "rows %zu..%zu out of range: %zu rows per step", row0, row0 + n_rows, rows_per_step);
+    CHECK(row0 <= rows_per_step && n_rows <= rows_per_step - row0, "rows %zu..%zu out of range: %zu rows per step",
+          row0, row0 + n_rows, rows_per_step);
     double total_w = 0;
     for (int f = 0; f < SYN_N_FAMILIES; f++) {
         total_w += cfg->weight[f];
         CHECK(cfg->weight[f] == 0 || T + 1 >= synthetic_min_len(cfg, (SynFamily)f),
-              "synthetic family '%s' needs rows of at least %zu tokens, T + 1 = %zu (T = %zu)",
-              FAMILY_NAMES[f], synthetic_min_len(cfg, (SynFamily)f), T + 1, T);
+              "synthetic family '%s' needs rows of at least %zu tokens, T + 1 = %zu (T = %zu)", FAMILY_NAMES[f],
+              synthetic_min_len(cfg, (SynFamily)f), T + 1, T);
     }
     CHECK(total_w > 0, "synthetic data: every family weight is 0");
     SynIds id = synthetic_ids(cfg);
 
     /* rows are independent (one Rng each, from the global row index): parallel */
 
-    #pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
     for (size_t b = 0; b < n_rows; b++) {
         Rng rng;
         rng_seed(&rng, mix_triple(TRAIN_DOMAIN, seed, step, row0 + b));
-        double u = rng_uniform(&rng) * total_w;   /* the family, by weight */
+        double u = rng_uniform(&rng) * total_w; /* the family, by weight */
         int f = 0;
         while (f < SYN_N_FAMILIES - 1 && (cfg->weight[f] == 0 || u >= cfg->weight[f])) u -= cfg->weight[f++];
-        while (cfg->weight[f] == 0) f--;          /* rounding left u past the last enabled family */
+        while (cfg->weight[f] == 0) f--; /* rounding left u past the last enabled family */
         Plan plan;
         plan_item(&plan, cfg, &id, (SynFamily)f, &rng);
-        Sink s = {tokens + b * T, T, targets + b * T, 1, 0};   /* x[t] -> tokens[t], targets[t-1] */
+        Sink s = {tokens + b * T, T, targets + b * T, 1, 0}; /* x[t] -> tokens[t], targets[t-1] */
         lay_out(&s, &plan, cfg, &id, &rng, T + 1, -1.0);
-        size_t A = synthetic_answer_len(cfg, (SynFamily)f);   /* the last A targets are the answer */
+        size_t A = synthetic_answer_len(cfg, (SynFamily)f); /* the last A targets are the answer */
         if (answer_mask) {
             memset(answer_mask + b * T, 0, T - A);
             memset(answer_mask + b * T + T - A, 1, A);
@@ -377,25 +391,24 @@ static void make_rows(const SyntheticConfig* cfg, uint64_t seed, size_t step, si
     }
 }
 
-void synthetic_rows(const SyntheticConfig* cfg, uint64_t seed, size_t step, size_t rows_per_step,
-                    size_t row0, size_t n_rows, size_t T,
-                    int32_t* tokens, int32_t* targets, uint8_t* answer_mask) {
+void synthetic_rows(const SyntheticConfig* cfg, uint64_t seed, size_t step, size_t rows_per_step, size_t row0,
+                    size_t n_rows, size_t T, int32_t* tokens, int32_t* targets, uint8_t* answer_mask) {
     make_rows(cfg, seed, step, rows_per_step, row0, n_rows, T, tokens, targets, answer_mask, NULL);
 }
 
-void synthetic_rows_weighted(const SyntheticConfig* cfg, uint64_t seed, size_t step, size_t rows_per_step,
-                             size_t row0, size_t n_rows, size_t T, int32_t* tokens, int32_t* targets,
-                             real* target_weights) {
+void synthetic_rows_weighted(const SyntheticConfig* cfg, uint64_t seed, size_t step, size_t rows_per_step, size_t row0,
+                             size_t n_rows, size_t T, int32_t* tokens, int32_t* targets, real* target_weights) {
     make_rows(cfg, seed, step, rows_per_step, row0, n_rows, T, tokens, targets, NULL, target_weights);
 }
 
-size_t synthetic_item(const SyntheticConfig* cfg, SynFamily family, uint64_t seed, size_t index,
-                      size_t prompt_len, double depth, int32_t* prompt, int32_t* answer) {
+size_t synthetic_item(const SyntheticConfig* cfg, SynFamily family, uint64_t seed, size_t index, size_t prompt_len,
+                      double depth, int32_t* prompt, int32_t* answer) {
     CHECK((unsigned)family < SYN_N_FAMILIES, "unknown synthetic family %d", (int)family);
     size_t A = synthetic_answer_len(cfg, family);
-    CHECK(prompt_len + A >= synthetic_min_len(cfg, family), "synthetic family '%s' needs a prompt "
-          "of at least %zu tokens, asked for %zu", FAMILY_NAMES[family],
-          synthetic_min_len(cfg, family) - A, prompt_len);
+    CHECK(prompt_len + A >= synthetic_min_len(cfg, family),
+          "synthetic family '%s' needs a prompt "
+          "of at least %zu tokens, asked for %zu",
+          FAMILY_NAMES[family], synthetic_min_len(cfg, family) - A, prompt_len);
     SynIds id = synthetic_ids(cfg);
     Rng rng;
     rng_seed(&rng, mix_triple(EVAL_DOMAIN, seed, (uint64_t)family, index));
@@ -408,10 +421,11 @@ size_t synthetic_item(const SyntheticConfig* cfg, SynFamily family, uint64_t see
 void synthetic_print(const SyntheticConfig* cfg, FILE* out) {
     fprintf(out, "synthetic: weights");
     for (int f = 0; f < SYN_N_FAMILIES; f++) fprintf(out, " %s=%g", FAMILY_NAMES[f], cfg->weight[f]);
-    fprintf(out, "; ids [%zu, %zu): 4 marks, %zu columns, alphabet %zu, filler %zu (order %zu, "
+    fprintf(out,
+            "; ids [%zu, %zu): 4 marks, %zu columns, alphabet %zu, filler %zu (order %zu, "
             "branching %zu, seed %llu); key_len %zu value_len %zu needles %zu queries %zu values %zu "
-            "distractors %zu table_rows %zu\n", cfg->first_id, cfg->first_id + synthetic_n_ids(cfg),
-            cfg->n_cols, cfg->alphabet, cfg->filler_vocab, cfg->markov_order, cfg->markov_branching,
-            (unsigned long long)cfg->filler_seed, cfg->key_len, cfg->value_len, cfg->n_needles,
-            cfg->n_queries, cfg->n_values, cfg->n_distractors, cfg->table_rows);
+            "distractors %zu table_rows %zu\n",
+            cfg->first_id, cfg->first_id + synthetic_n_ids(cfg), cfg->n_cols, cfg->alphabet, cfg->filler_vocab,
+            cfg->markov_order, cfg->markov_branching, (unsigned long long)cfg->filler_seed, cfg->key_len,
+            cfg->value_len, cfg->n_needles, cfg->n_queries, cfg->n_values, cfg->n_distractors, cfg->table_rows);
 }

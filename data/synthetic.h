@@ -16,58 +16,58 @@
 #include "common/real.h"
 
 typedef enum {
-    SYN_SINGLE,        /* one needle, query its key */
-    SYN_MULTIKEY,      /* n_needles needles with distinct keys, query one */
-    SYN_MULTIVALUE,    /* n_values needles sharing one key; answer = all values in context order */
-    SYN_MULTIQUERY,    /* n_needles needles, query n_queries keys; answer = their values in query order */
-    SYN_DISTRACTOR,    /* the true needle + n_distractors whose keys differ from it in one token */
-    SYN_TABLE,         /* table_rows rows [ROW key (COL_j cell_j)*]; query key + COL_j, answer cell_j */
+    SYN_SINGLE,     /* one needle, query its key */
+    SYN_MULTIKEY,   /* n_needles needles with distinct keys, query one */
+    SYN_MULTIVALUE, /* n_values needles sharing one key; answer = all values in context order */
+    SYN_MULTIQUERY, /* n_needles needles, query n_queries keys; answer = their values in query order */
+    SYN_DISTRACTOR, /* the true needle + n_distractors whose keys differ from it in one token */
+    SYN_TABLE,      /* table_rows rows [ROW key (COL_j cell_j)*]; query key + COL_j, answer cell_j */
     SYN_N_FAMILIES
 } SynFamily;
 
-#define SYN_MAX_KEY 8          /* key_len, value_len <= 8 */
-#define SYN_MAX_ITEMS 16       /* needles, values, distractors + 1, table rows <= 16 */
+#define SYN_MAX_KEY 8    /* key_len, value_len <= 8 */
+#define SYN_MAX_ITEMS 16 /* needles, values, distractors + 1, table rows <= 16 */
 #define SYN_MAX_COLS 8
 #define SYN_MAX_ANSWER (SYN_MAX_ITEMS * SYN_MAX_KEY)
 
 typedef struct {
     double weight[SYN_N_FAMILIES]; /* share of training rows per family; 0 = off (default all 1) */
-    size_t first_id;          /* the reserved range starts here (0) */
-    size_t n_cols;            /* table columns, each with its own COL id (4) */
-    size_t alphabet;          /* ids that keys, values and cells are spelled with (32) */
-    size_t filler_vocab;      /* ids of the filler chain (24) */
-    size_t markov_order;      /* filler: the next id depends on the last `order` ids (1) */
-    size_t markov_branching;  /* ... and is one of `branching` successors, uniformly (4) */
-    uint64_t filler_seed;     /* the chain's transition table; keep it fixed across train and eval (1234) */
-    size_t key_len;           /* tokens per key (2) */
-    size_t value_len;         /* tokens per value / table cell (2) */
-    size_t n_needles;         /* multikey and multiquery needles (4) */
-    size_t n_queries;         /* multiquery: keys asked (2) */
-    size_t n_values;          /* multivalue: values of the one key (3) */
-    size_t n_distractors;     /* distractor: near-miss needles (3) */
-    size_t table_rows;        /* table: rows (4) */
-    double answer_weight;     /* training loss weight of each answer target, the others weigh 1 (1: the
+    size_t first_id;               /* the reserved range starts here (0) */
+    size_t n_cols;                 /* table columns, each with its own COL id (4) */
+    size_t alphabet;               /* ids that keys, values and cells are spelled with (32) */
+    size_t filler_vocab;           /* ids of the filler chain (24) */
+    size_t markov_order;           /* filler: the next id depends on the last `order` ids (1) */
+    size_t markov_branching;       /* ... and is one of `branching` successors, uniformly (4) */
+    uint64_t filler_seed;          /* the chain's transition table; keep it fixed across train and eval (1234) */
+    size_t key_len;                /* tokens per key (2) */
+    size_t value_len;              /* tokens per value / table cell (2) */
+    size_t n_needles;              /* multikey and multiquery needles (4) */
+    size_t n_queries;              /* multiquery: keys asked (2) */
+    size_t n_values;               /* multivalue: values of the one key (3) */
+    size_t n_distractors;          /* distractor: near-miss needles (3) */
+    size_t table_rows;             /* table: rows (4) */
+    double answer_weight;          /* training loss weight of each answer target, the others weigh 1 (1: the
                                  plain mean); the trainer applies it, validation rows always weigh 1 */
 } SyntheticConfig;
 
 /* The reserved ids, all absolute (first_id already added) */
 typedef struct {
-    int32_t needle, sep, query, row;   /* marks: NEEDLE, SEP, QUERY, ROW */
-    int32_t col0;                      /* COL_j = col0 + j, j < n_cols */
-    int32_t alpha0;                    /* key/value symbols: alpha0 .. alpha0 + alphabet - 1 */
-    int32_t filler0;                   /* filler: filler0 .. filler0 + filler_vocab - 1 */
-    int32_t end;                       /* one past the last reserved id */
+    int32_t needle, sep, query, row; /* marks: NEEDLE, SEP, QUERY, ROW */
+    int32_t col0;                    /* COL_j = col0 + j, j < n_cols */
+    int32_t alpha0;                  /* key/value symbols: alpha0 .. alpha0 + alphabet - 1 */
+    int32_t filler0;                 /* filler: filler0 .. filler0 + filler_vocab - 1 */
+    int32_t end;                     /* one past the last reserved id */
 } SynIds;
 
 void synthetic_defaults(SyntheticConfig* cfg);
 /* Dies naming the field on a bad value or when the range does not fit vocab_size */
 void synthetic_validate(const SyntheticConfig* cfg, size_t vocab_size);
 SynIds synthetic_ids(const SyntheticConfig* cfg);
-size_t synthetic_n_ids(const SyntheticConfig* cfg);   /* 4 + n_cols + alphabet + filler_vocab */
+size_t synthetic_n_ids(const SyntheticConfig* cfg); /* 4 + n_cols + alphabet + filler_vocab */
 
-const char* synthetic_family_name(SynFamily f);       /* "single", "multikey", ... */
-int synthetic_family_parse(const char* name);         /* the SynFamily, or -1 */
-const char* synthetic_family_list(void);              /* "single, multikey, ..., table", for messages */
+const char* synthetic_family_name(SynFamily f); /* "single", "multikey", ... */
+int synthetic_family_parse(const char* name);   /* the SynFamily, or -1 */
+const char* synthetic_family_list(void);        /* "single, multikey, ..., table", for messages */
 
 /* Answer tokens of a family (value_len x values asked); fixed by the config */
 size_t synthetic_answer_len(const SyntheticConfig* cfg, SynFamily f);
@@ -81,14 +81,12 @@ size_t synthetic_min_len(const SyntheticConfig* cfg, SynFamily f);
    seeded with mix_triple(TRAIN_DOMAIN, seed, s, r): the family is drawn by
    weight, then everything else; any split of the rows gives the same rows.
    Dies if T + 1 < synthetic_min_len of an enabled family. */
-void synthetic_rows(const SyntheticConfig* cfg, uint64_t seed, size_t step, size_t rows_per_step,
-                    size_t row0, size_t n_rows, size_t T,
-                    int32_t* tokens, int32_t* targets, uint8_t* answer_mask);
+void synthetic_rows(const SyntheticConfig* cfg, uint64_t seed, size_t step, size_t rows_per_step, size_t row0,
+                    size_t n_rows, size_t T, int32_t* tokens, int32_t* targets, uint8_t* answer_mask);
 /* The same rows with the answers weighted instead of marked: target_weights[b*T+t] = cfg->answer_weight
    where answer_mask would be 1, else 1 (target_weights may be NULL) */
-void synthetic_rows_weighted(const SyntheticConfig* cfg, uint64_t seed, size_t step, size_t rows_per_step,
-                             size_t row0, size_t n_rows, size_t T, int32_t* tokens, int32_t* targets,
-                             real* target_weights);
+void synthetic_rows_weighted(const SyntheticConfig* cfg, uint64_t seed, size_t step, size_t rows_per_step, size_t row0,
+                             size_t n_rows, size_t T, int32_t* tokens, int32_t* targets, real* target_weights);
 
 /* One evaluation item: prompt (prompt_len tokens, ending with the query) and
    answer (synthetic_answer_len tokens), from (seed, family, index) in a
@@ -96,8 +94,8 @@ void synthetic_rows_weighted(const SyntheticConfig* cfg, uint64_t seed, size_t s
    needle (the table, for SYN_TABLE) at that fraction of the filler; depth < 0
    draws it at random like the others. Returns the token position in the
    prompt where the queried needle (or the table) begins. */
-size_t synthetic_item(const SyntheticConfig* cfg, SynFamily family, uint64_t seed, size_t index,
-                      size_t prompt_len, double depth, int32_t* prompt, int32_t* answer);
+size_t synthetic_item(const SyntheticConfig* cfg, SynFamily family, uint64_t seed, size_t index, size_t prompt_len,
+                      double depth, int32_t* prompt, int32_t* answer);
 
 /* The resolved config, one line, for the start-up log */
 void synthetic_print(const SyntheticConfig* cfg, FILE* out);

@@ -4,16 +4,16 @@
    (order, seed, step, row); the formulas are in data/tokens.h. */
 #include "data/tokens.h"
 
-#include <glob.h>           /* glob, globfree */
+#include <glob.h> /* glob, globfree */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>       /* stat: the sizes of the expanded files */
+#include <sys/stat.h> /* stat: the sizes of the expanded files */
 
-#include "common/check.h"   /* DIE, CHECK, mallocCheck, set_err */
-#include "common/hash.h"   /* mix_triple: (seed, step, row) -> Rng seed */
-#include "common/rng.h"     /* the shuffle's per-row generator */
+#include "common/check.h" /* DIE, CHECK, mallocCheck, set_err */
+#include "common/hash.h"  /* mix_triple: (seed, step, row) -> Rng seed */
+#include "common/rng.h"   /* the shuffle's per-row generator */
 
-#define SHUFFLE_DOMAIN 0x53485546464C45ull   /* "SHUFFLE": keeps these streams apart from synthetic.c's */
+#define SHUFFLE_DOMAIN 0x53485546464C45ull /* "SHUFFLE": keeps these streams apart from synthetic.c's */
 
 /* ---- expanding the patterns ---- */
 
@@ -32,9 +32,7 @@ static void path_push(DataFiles* df, size_t* cap, const char* path) {
 }
 
 /* qsort comparator: byte-wise, so the stream order is the same under any locale */
-static int cmp_path(const void* a, const void* b) {
-    return strcmp(*(char* const*)a, *(char* const*)b);
-}
+static int cmp_path(const void* a, const void* b) { return strcmp(*(char* const*)a, *(char* const*)b); }
 
 /* append pattern's files; 0, or set_err's -1 naming the pattern */
 static int expand_pattern(DataFiles* df, size_t* cap, const char* pattern, char* err, size_t err_len) {
@@ -85,8 +83,8 @@ void data_files_free(DataFiles* df) {
     memset(df, 0, sizeof *df);
 }
 
-void token_data_open(TokenData* td, const char* const* patterns, size_t n_patterns,
-                     const char* format, size_t vocab_size) {
+void token_data_open(TokenData* td, const char* const* patterns, size_t n_patterns, const char* format,
+                     size_t vocab_size) {
     memset(td, 0, sizeof *td);
     CHECK(n_patterns > 0, "token data: no files given");
     DataFiles df;
@@ -107,8 +105,10 @@ void token_data_open(TokenData* td, const char* const* patterns, size_t n_patter
 }
 
 void token_data_check_row(const TokenData* td, const char* key, const char* what, size_t T) {
-    CHECK(td->n_tokens > T, "%s (%s): %zu tokens, fewer than data.seq_len + 1 = %zu that one row needs: give longer "
-          "files or a smaller data.seq_len", key, what, td->n_tokens, T + 1);
+    CHECK(td->n_tokens > T,
+          "%s (%s): %zu tokens, fewer than data.seq_len + 1 = %zu that one row needs: give longer "
+          "files or a smaller data.seq_len",
+          key, what, td->n_tokens, T + 1);
 }
 
 void token_data_close(TokenData* td) {
@@ -123,8 +123,8 @@ void token_data_print(const TokenData* td, FILE* out) {
         const TokenFile* f = &td->files[i];
         fprintf(out, "  %s: %s, uint%zu, %zu tokens\n", f->path, f->format, 8 * f->token_bytes, f->n_tokens);
     }
-    fprintf(out, "  %zu file%s, %zu tokens (%.1f M), all < vocab_size %zu\n", td->n_files,
-            td->n_files == 1 ? "" : "s", td->n_tokens, td->n_tokens / 1e6, td->vocab_size);
+    fprintf(out, "  %zu file%s, %zu tokens (%.1f M), all < vocab_size %zu\n", td->n_files, td->n_files == 1 ? "" : "s",
+            td->n_tokens, td->n_tokens / 1e6, td->vocab_size);
 }
 
 /* the config spelling of data.order */
@@ -142,7 +142,8 @@ static size_t file_of(const TokenData* td, size_t pos) {
     size_t lo = 0, hi = td->n_files;
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
-        if (td->files[mid].start <= pos) lo = mid; else hi = mid;
+        if (td->files[mid].start <= pos) lo = mid;
+        else hi = mid;
     }
     return lo;
 }
@@ -156,53 +157,51 @@ uint32_t token_data_at(const TokenData* td, size_t pos) {
 /* out[i] = stream[(pos + i) mod n_tokens] for i < count: file by file, round the circle */
 static void stream_read(const TokenData* td, size_t pos, size_t count, int32_t* out) {
     size_t fi = file_of(td, pos);
-    size_t local = pos - td->files[fi].start;   /* token index inside file fi */
-    while (count > 0) {                         /* copy the rest of this file, or what is still needed */
+    size_t local = pos - td->files[fi].start; /* token index inside file fi */
+    while (count > 0) {                       /* copy the rest of this file, or what is still needed */
         const TokenFile* f = &td->files[fi];
         size_t take = f->n_tokens - local < count ? f->n_tokens - local : count;
         const uint8_t* p = f->tokens + local * f->token_bytes;
         for (size_t i = 0; i < take; i++) out[i] = (int32_t)token_le(p + i * f->token_bytes, f->token_bytes);
         out += take;
         count -= take;
-        local = 0;                              /* the next file from its first token; */
-        fi = (fi + 1) % td->n_files;            /* after the last file comes the first again */
+        local = 0;                   /* the next file from its first token; */
+        fi = (fi + 1) % td->n_files; /* after the last file comes the first again */
     }
 }
 
-size_t token_data_row_start(const TokenData* td, DataOrder order, uint64_t seed, size_t step,
-                            size_t rows_per_step, size_t row, size_t T) {
+size_t token_data_row_start(const TokenData* td, DataOrder order, uint64_t seed, size_t step, size_t rows_per_step,
+                            size_t row, size_t T) {
     /* every row needs T+1 tokens: T inputs and one more target */
     size_t N = td->n_tokens;
     CHECK(T >= 1, "sequence length T must be at least 1");
-    CHECK(N >= T + 1, "token data has %zu tokens, fewer than the T + 1 = %zu one row needs (T = %zu)",
-          N, T + 1, T);
+    CHECK(N >= T + 1, "token data has %zu tokens, fewer than the T + 1 = %zu one row needs (T = %zu)", N, T + 1, T);
     CHECK(row < rows_per_step, "row %zu out of range: %zu rows per step", row, rows_per_step);
     if (order == ORDER_SEQUENTIAL) {
         /* ((s * R + r) * T) mod N without overflow: 128-bit intermediate */
         unsigned __int128 g = (unsigned __int128)step * rows_per_step + row;
-        return (size_t)((g % N) * T % N);   /* (g mod N) * T < 2^128 */
+        return (size_t)((g % N) * T % N); /* (g mod N) * T < 2^128 */
     }
     /* shuffle: a fresh generator per (seed, step, row), so no state is carried
        between steps and a row is the same whichever process asks for it */
     CHECK(order == ORDER_SHUFFLE, "unknown data order %d", (int)order);
     Rng rng;
     rng_seed(&rng, mix_triple(SHUFFLE_DOMAIN, seed, step, row));
-    return (size_t)rng_below(&rng, N - T);   /* [0, N - T - 1]: the window never wraps */
+    return (size_t)rng_below(&rng, N - T); /* [0, N - T - 1]: the window never wraps */
 }
 
-void token_data_rows(const TokenData* td, DataOrder order, uint64_t seed, size_t step,
-                     size_t rows_per_step, size_t row0, size_t n_rows, size_t T,
-                     int32_t* tokens, int32_t* targets) {
-    CHECK(row0 <= rows_per_step && n_rows <= rows_per_step - row0,
-          "rows %zu..%zu out of range: %zu rows per step", row0, row0 + n_rows, rows_per_step);
-    for (size_t b = 0; b < n_rows; b++) {   /* b is the local row, row0 + b the global one */
+void token_data_rows(const TokenData* td, DataOrder order, uint64_t seed, size_t step, size_t rows_per_step,
+                     size_t row0, size_t n_rows, size_t T, int32_t* tokens, int32_t* targets) {
+    CHECK(row0 <= rows_per_step && n_rows <= rows_per_step - row0, "rows %zu..%zu out of range: %zu rows per step",
+          row0, row0 + n_rows, rows_per_step);
+    for (size_t b = 0; b < n_rows; b++) { /* b is the local row, row0 + b the global one */
         size_t start = token_data_row_start(td, order, seed, step, rows_per_step, row0 + b, T);
         token_data_window(td, start, T, tokens + b * T, targets + b * T);
     }
 }
 
 void token_data_window(const TokenData* td, size_t start, size_t T, int32_t* x, int32_t* y) {
-    stream_read(td, start, T, x);                 /* x[t] = stream[start + t] */
-    memcpy(y, x + 1, (T - 1) * sizeof *y);        /* y[t] = x[t + 1] */
+    stream_read(td, start, T, x);          /* x[t] = stream[start + t] */
+    memcpy(y, x + 1, (T - 1) * sizeof *y); /* y[t] = x[t + 1] */
     y[T - 1] = (int32_t)token_data_at(td, (start + T) % td->n_tokens);
 }

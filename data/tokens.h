@@ -13,21 +13,22 @@
 /* one mapped file; its tokens are stream positions [start, start + n_tokens) */
 typedef struct {
     char* path;
-    const char* format;       /* "bin" (llm.c shard), "npy", "u16" or "u32" */
-    const uint8_t* map;       /* the whole file, mmap'd read-only */
+    const char* format; /* "bin" (llm.c shard), "npy", "u16" or "u32" */
+    const uint8_t* map; /* the whole file, mmap'd read-only */
     size_t map_bytes;
-    const uint8_t* tokens;    /* first token (inside map); little-endian, maybe unaligned */
-    size_t token_bytes;       /* 2 or 4 */
-    size_t data_offset;       /* byte offset of the first token in the file */
+    const uint8_t* tokens; /* first token (inside map); little-endian, maybe unaligned */
+    size_t token_bytes;    /* 2 or 4 */
+    size_t data_offset;    /* byte offset of the first token in the file */
     size_t n_tokens;
-    size_t tokenizer_vocab;   /* llm.c shard header[3]: the vocab of the tokenizer that wrote it (build/tokenize); 0 = unknown */
-    size_t start;             /* stream position of this file's first token */
+    size_t
+        tokenizer_vocab; /* llm.c shard header[3]: the vocab of the tokenizer that wrote it (build/tokenize); 0 = unknown */
+    size_t start;        /* stream position of this file's first token */
 } TokenFile;
 
 typedef struct {
-    TokenFile* files;         /* in stream order: the byte-wise sorted, de-duplicated expansion */
+    TokenFile* files; /* in stream order: the byte-wise sorted, de-duplicated expansion */
     size_t n_files;
-    size_t n_tokens;          /* total over all files */
+    size_t n_tokens; /* total over all files */
     size_t vocab_size;
 } TokenData;
 
@@ -39,7 +40,7 @@ typedef struct {
    bytes: the sum of the sizes of those that are regular files (the memory
    plan's data row). */
 typedef struct {
-    char** paths;             /* (n), owned */
+    char** paths; /* (n), owned */
     size_t n;
     size_t bytes;
 } DataFiles;
@@ -60,8 +61,8 @@ void data_files_free(DataFiles* df);
    the first token >= vocab_size. The token check runs an OpenMP loop: a
    process fork()ed from one that already ran OpenMP must exec before calling
    this (libgomp's threads do not survive fork). */
-void token_data_open(TokenData* td, const char* const* patterns, size_t n_patterns,
-                     const char* format, size_t vocab_size);
+void token_data_open(TokenData* td, const char* const* patterns, size_t n_patterns, const char* format,
+                     size_t vocab_size);
 void token_data_close(TokenData* td);
 
 /* Dies unless td holds the seq_len + 1 = T + 1 tokens that one row needs. key: "data.train" or
@@ -105,16 +106,15 @@ int data_order_parse(const char* name, DataOrder* order);
    tokens[b*T + t] = x[t], targets[b*T + t] = x[t+1] for b < n_rows, t < T.
    Any split of a step's rows into calls gives the same rows. Dies if
    N < T + 1 (naming T) or row0 + n_rows > rows_per_step. */
-void token_data_rows(const TokenData* td, DataOrder order, uint64_t seed, size_t step,
-                     size_t rows_per_step, size_t row0, size_t n_rows, size_t T,
-                     int32_t* tokens, int32_t* targets);
+void token_data_rows(const TokenData* td, DataOrder order, uint64_t seed, size_t step, size_t rows_per_step,
+                     size_t row0, size_t n_rows, size_t T, int32_t* tokens, int32_t* targets);
 
 /* One row from stream position start: x[t] = stream[(start + t) mod N] for
    t < T into tokens, x[t + 1] into targets */
 void token_data_window(const TokenData* td, size_t start, size_t T, int32_t* tokens, int32_t* targets);
 
 /* The stream position where row r of step s starts (the formula above) */
-size_t token_data_row_start(const TokenData* td, DataOrder order, uint64_t seed, size_t step,
-                            size_t rows_per_step, size_t row, size_t T);
+size_t token_data_row_start(const TokenData* td, DataOrder order, uint64_t seed, size_t step, size_t rows_per_step,
+                            size_t row, size_t T);
 
 #endif

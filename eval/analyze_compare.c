@@ -13,16 +13,16 @@
 
 #include "common/check.h"
 #include "common/fileio.h"
-#include "eval/analyze_out.h"   /* ANALYZE_JSON_VERSION */
+#include "eval/analyze_out.h" /* ANALYZE_JSON_VERSION */
 #include "eval/analyze_svg.h"
 
 #define MAX_COMPARE 64
 
 typedef struct {
     char label[64];
-    char input[96];              /* "single x20 L=256" */
+    char input[96]; /* "single x20 L=256" */
     bool has_att, has_pos;
-    double att[4];               /* needle, query, rest, uniform_needle */
+    double att[4]; /* needle, query, rest, uniform_needle */
     double seg[SEG_N_KINDS];
 } Entry;
 
@@ -43,8 +43,8 @@ static void read_entry(Entry* e, const char* file) {
     CHECK(cJSON_IsString(fmt) && !strcmp(fmt->valuestring, "repoc-analyze"),
           "analyze --compare: %s is not an analysis.json of build/analyze (format is not \"repoc-analyze\")", file);
     double version = num(root, "version", file);
-    CHECK(version == ANALYZE_JSON_VERSION, "analyze --compare: %s has version %g, this build reads version %d",
-          file, version, ANALYZE_JSON_VERSION);
+    CHECK(version == ANALYZE_JSON_VERSION, "analyze --compare: %s has version %g, this build reads version %d", file,
+          version, ANALYZE_JSON_VERSION);
     const cJSON* label = cJSON_GetObjectItemCaseSensitive(root, "label");
     snprintf(e->label, sizeof(e->label), "%s", cJSON_IsString(label) ? label->valuestring : file);
     const cJSON* in = cJSON_GetObjectItemCaseSensitive(root, "input");
@@ -83,8 +83,13 @@ static size_t bars(const Entry* e, size_t n, bool att, const char* path) {
     const char* seg_series[] = {seg_kind_name(SEG_CONSTANT), seg_kind_name(SEG_MONOTONIC), seg_kind_name(SEG_HYBRID)};
     BarChart bc = {att ? "attention mass of the query rows (mean over heads, rows, layers, items)"
                        : "learned positions: share of segments per class",
-                   att ? "attention probability mass" : "share of segments", g, 3, group,
-                   att ? att_series : seg_series, v, att ? 2 : 0};
+                   att ? "attention probability mass" : "share of segments",
+                   g,
+                   3,
+                   group,
+                   att ? att_series : seg_series,
+                   v,
+                   att ? 2 : 0};
     svg_bars(path, &bc);
     svg_to_png(path);
     return g;

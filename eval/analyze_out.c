@@ -37,8 +37,9 @@ static Mass total_mass(const Mass* m, size_t n) {
 static void print_pos_line(const char* name, const PosStats* s) {
     PosSummary m = pos_stats_summary(s);
     printf("  %-14s range %9.3f  mean|step| %8.4f  mean step %+8.4f  segments %5zu: constant %.3f  monotonic %.3f  "
-           "hybrid %.3f\n", name, m.range, m.mean_abs_step, m.mean_step, m.segments, m.share[SEG_CONSTANT],
-           m.share[SEG_MONOTONIC], m.share[SEG_HYBRID]);
+           "hybrid %.3f\n",
+           name, m.range, m.mean_abs_step, m.mean_step, m.segments, m.share[SEG_CONSTANT], m.share[SEG_MONOTONIC],
+           m.share[SEG_HYBRID]);
 }
 
 static void print_mass_line(const char* name, Mass m) {
@@ -50,7 +51,8 @@ void analysis_print(const Analysis* an) {
     char name[64];
     if (an->has_pos) {
         printf("\nlearned positions: %zu item(s), segments of %zu tokens, near-constant below %g, monotonic from %g "
-               "of the steps\n", an->items, an->seg.len, an->seg.eps_const, an->seg.mono_frac);
+               "of the steps\n",
+               an->items, an->seg.len, an->seg.eps_const, an->seg.mono_frac);
         for (size_t r = 0; r < an->n_repo; r++) {
             PosStats s = layer_stats(an, r);
             snprintf(name, sizeof(name), "layer %zu", an->repo_layer[r]);
@@ -132,7 +134,7 @@ static cJSON* positions_json(const Analysis* an) {
         for (size_t g = 0; g < KVH; g++) {
             cJSON* ho = pos_json(&an->head_stats[r * KVH + g]);
             cJSON_AddNumberToObject(ho, "head", (double)g);
-            cJSON* z = cJSON_AddArrayToObject(ho, "z");   /* the first item's positions */
+            cJSON* z = cJSON_AddArrayToObject(ho, "z"); /* the first item's positions */
             for (size_t t = 0; t < T; t++) cJSON_AddItemToArray(z, cJSON_CreateNumber(an->z0[(r * T + t) * KVH + g]));
             cJSON_AddItemToArray(heads, ho);
         }
@@ -191,7 +193,7 @@ static void write_json(const Analysis* an, const char* path) {
         cJSON_AddStringToObject(in, "file", an->tokens_file);
         cJSON_AddNumberToObject(in, "offset", (double)an->offset);
     }
-    cJSON* tok = cJSON_AddArrayToObject(in, "tokens");   /* the first item's */
+    cJSON* tok = cJSON_AddArrayToObject(in, "tokens"); /* the first item's */
     for (size_t t = 0; t < an->length; t++) cJSON_AddItemToArray(tok, cJSON_CreateNumber(an->tokens0[t]));
     if (an->has_pos) cJSON_AddItemToObject(root, "positions", positions_json(an));
     else cJSON_AddNullToObject(root, "positions");
@@ -230,7 +232,7 @@ static void plot_attention(const Analysis* an, const char* path) {
     double* v = callocCheck((an->n_att + 2) * 3, sizeof(double));
     for (size_t i = 0; i <= an->n_att + 1; i++) {
         Mass m = i < an->n_att ? attn_mass_mean(&an->layer_rows[i])
-               : total_mass(i == an->n_att ? an->layer_rows : an->layer_sep, an->n_att);
+                               : total_mass(i == an->n_att ? an->layer_rows : an->layer_sep, an->n_att);
         if (i < an->n_att) snprintf(names[i], sizeof(names[i]), "layer %zu", an->att_layer[i]);
         group[i] = i < an->n_att ? names[i] : i == an->n_att ? "mean" : "SEP row";
         v[i * 3] = m.needle;

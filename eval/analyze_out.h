@@ -17,15 +17,15 @@
 typedef struct {
     /* what was analysed */
     const char* ckpt_dir;
-    char label[64];               /* names the checkpoint in comparisons */
+    char label[64]; /* names the checkpoint in comparisons */
     ModelConfig cfg;
-    size_t train_len;             /* 0 = unknown */
-    bool synthetic;               /* synthetic items, else one window of a token file */
+    size_t train_len; /* 0 = unknown */
+    bool synthetic;   /* synthetic items, else one window of a token file */
     SynFamily family;
-    size_t length, items;         /* tokens the model reads per item; items (1 for a token window) */
-    size_t prompt_len;            /* synthetic: the prompt's tokens (the rest are answer tokens) */
+    size_t length, items; /* tokens the model reads per item; items (1 for a token window) */
+    size_t prompt_len;    /* synthetic: the prompt's tokens (the rest are answer tokens) */
     uint64_t seed;
-    double depth;                 /* < 0: drawn per item */
+    double depth; /* < 0: drawn per item */
     const char* tokens_file;
     size_t offset;
 
@@ -33,17 +33,17 @@ typedef struct {
     bool has_pos;
     SegParams seg;
     size_t n_repo, repo_layer[MAX_LAYERS];
-    PosStats* head_stats;         /* (n_repo, KVH) */
-    real* z0;                     /* (n_repo, length, KVH) z of the first item */
-    int32_t* tokens0;             /* (length) the first item's tokens */
+    PosStats* head_stats; /* (n_repo, KVH) */
+    real* z0;             /* (n_repo, length, KVH) z of the first item */
+    int32_t* tokens0;     /* (length) the first item's tokens */
 
     /* attention mass over the layers att_layer */
     bool has_att;
     size_t n_att, att_layer[MAX_LAYERS];
-    Mass* layer_rows;             /* (n_att) the query rows, summed over items and heads */
-    Mass* layer_sep;              /* (n_att) the SEP row alone */
-    Mass* item_rows;              /* (items) the query rows of each item over all att layers */
-    ItemSpans* spans;             /* (items) synthetic: where needle and query sit */
+    Mass* layer_rows; /* (n_att) the query rows, summed over items and heads */
+    Mass* layer_sep;  /* (n_att) the SEP row alone */
+    Mass* item_rows;  /* (items) the query rows of each item over all att layers */
+    ItemSpans* spans; /* (items) synthetic: where needle and query sit */
 } Analysis;
 
 void analysis_print(const Analysis* an);

@@ -44,7 +44,7 @@ void pos_stats_add(PosStats* s, const real* z, size_t stride, size_t T, const Se
     }
     s->range += hi - lo;
     s->mean_abs_step += abs_sum / (double)(T - 1);
-    s->mean_step += ((double)z[(T - 1) * stride] - (double)z[0]) / (double)(T - 1);   /* the steps telescope */
+    s->mean_step += ((double)z[(T - 1) * stride] - (double)z[0]) / (double)(T - 1); /* the steps telescope */
     s->n_seq++;
     for (size_t b = 0; b + p->len <= T; b += p->len) s->seg[seg_classify(z + b * stride, stride, p->len, p)]++;
 }
@@ -71,8 +71,7 @@ double seg_eps_const_default(size_t len) { return 0.1 * (double)len; }
 void pos_stats_add_layer(PosStats* heads, bool heads_merged, const real* z, size_t rows, size_t T, size_t KVH,
                          const SegParams* p) {
     for (size_t b = 0; b < rows; b++)
-        for (size_t g = 0; g < KVH; g++)
-            pos_stats_add(&heads[heads_merged ? 0 : g], z + b * T * KVH + g, KVH, T, p);
+        for (size_t g = 0; g < KVH; g++) pos_stats_add(&heads[heads_merged ? 0 : g], z + b * T * KVH + g, KVH, T, p);
 }
 
 PosSummary pos_stats_summary(const PosStats* s) {
@@ -92,18 +91,19 @@ void item_spans(ItemSpans* s, const SyntheticConfig* syn, SynFamily f, const int
     memset(s, 0, sizeof(*s));
     SynIds id = synthetic_ids(syn);
     size_t kl = syn->key_len, q0 = 0;
-    while (q0 < P && x[q0] != id.query) q0++;   /* QUERY appears nowhere else: marks are not symbols */
-    CHECK(q0 < P && x[P - 1] == id.sep, "analyze: the prompt (%zu tokens) does not end with a query QUERY .. SEP",
-          P);
+    while (q0 < P && x[q0] != id.query) q0++; /* QUERY appears nowhere else: marks are not symbols */
+    CHECK(q0 < P && x[P - 1] == id.sep, "analyze: the prompt (%zu tokens) does not end with a query QUERY .. SEP", P);
     s->query = (Span){q0, P};
     int32_t mark = f == SYN_TABLE ? id.row : id.needle;
     size_t blen = block_len(syn, f);
     for (size_t i = 0; i + 1 + kl <= q0; i++) {
         if (x[i] != mark) continue;
-        for (size_t qi = q0; qi + 1 + kl <= P; qi++) {   /* each QUERY key of the query */
+        for (size_t qi = q0; qi + 1 + kl <= P; qi++) { /* each QUERY key of the query */
             if (x[qi] != id.query || memcmp(x + i + 1, x + qi + 1, kl * sizeof(int32_t)) != 0) continue;
-            CHECK(s->n_needles < SYN_MAX_ITEMS && i + blen <= q0, "analyze: needle at %zu: more than %d asked "
-                  "blocks, or one running into the query", i, SYN_MAX_ITEMS);
+            CHECK(s->n_needles < SYN_MAX_ITEMS && i + blen <= q0,
+                  "analyze: needle at %zu: more than %d asked "
+                  "blocks, or one running into the query",
+                  i, SYN_MAX_ITEMS);
             s->needle[s->n_needles++] = (Span){i, i + blen};
             break;
         }
@@ -111,8 +111,8 @@ void item_spans(ItemSpans* s, const SyntheticConfig* syn, SynFamily f, const int
     CHECK(s->n_needles > 0, "analyze: no needle in the prompt carries the key the query asks");
 }
 
-void attn_probs_row(double* p, const real* q, const real* k, const real* lse, size_t t, size_t h, size_t H,
-                    size_t KVH, size_t hd) {
+void attn_probs_row(double* p, const real* q, const real* k, const real* lse, size_t t, size_t h, size_t H, size_t KVH,
+                    size_t hd) {
     size_t g = h / (H / KVH);
     const real* q_t = q + t * H * hd + h * hd;
     double scale = 1.0 / sqrt((double)hd), l = lse[t * H + h];
@@ -128,7 +128,7 @@ static bool in_span(size_t j, Span s) { return j >= s.begin && j < s.end; }
 
 void attn_mass_add_row(Mass* m, const double* p, size_t t, const ItemSpans* s) {
     double needle = 0, query = 0, rest = 0;
-    size_t n_needle = 0;   /* needle tokens among the keys 0..t */
+    size_t n_needle = 0; /* needle tokens among the keys 0..t */
     for (size_t j = 0; j <= t; j++) {
         bool is_needle = false;
         for (size_t b = 0; b < s->n_needles; b++) is_needle |= in_span(j, s->needle[b]);
@@ -161,8 +161,7 @@ Mass attn_mass_mean(const Mass* m) {
     return (Mass){m->needle / n, m->query / n, m->rest / n, m->uniform_needle / n, 1};
 }
 
-void attn_mass_item(Mass* rows, Mass* sep, const Model* m, const ItemSpans* s, const size_t* layers,
-                    size_t n_layers) {
+void attn_mass_item(Mass* rows, Mass* sep, const Model* m, const ItemSpans* s, const size_t* layers, size_t n_layers) {
     const ModelConfig* c = &m->cfg;
     size_t hd = cfg_hd(c), last = s->query.end - 1;
     CHECK(m->B == 1 && s->query.end <= m->T, "attention mass: one sequence of at least %zu tokens (B %zu, T %zu)",

@@ -18,12 +18,12 @@
 #include "model/model.h"
 
 typedef enum { SEG_CONSTANT, SEG_MONOTONIC, SEG_HYBRID, SEG_N_KINDS } SegKind;
-const char* seg_kind_name(SegKind k);   /* "constant", "monotonic", "hybrid" */
+const char* seg_kind_name(SegKind k); /* "constant", "monotonic", "hybrid" */
 
 typedef struct {
-    size_t len;          /* tokens per segment */
-    double eps_const;    /* near-constant: max - min < eps_const (position units) */
-    double mono_frac;    /* monotonic: at least this share of the len - 1 steps has one sign */
+    size_t len;       /* tokens per segment */
+    double eps_const; /* near-constant: max - min < eps_const (position units) */
+    double mono_frac; /* monotonic: at least this share of the len - 1 steps has one sign */
 } SegParams;
 
 /* The defaults of build/analyze and of train.log_positions: segments of 16
@@ -31,7 +31,7 @@ typedef struct {
    RoPE spans over a segment), monotonic from 0.9 of the steps */
 #define SEG_LEN_DEFAULT 16
 #define SEG_MONO_FRAC_DEFAULT 0.9
-double seg_eps_const_default(size_t len);   /* 0.1 x len */
+double seg_eps_const_default(size_t len); /* 0.1 x len */
 
 /* The class of one segment: z[i * stride], i < n (n >= 2). A step of exactly 0
    counts for neither sign. */
@@ -39,9 +39,9 @@ SegKind seg_classify(const real* z, size_t stride, size_t n, const SegParams* p)
 
 /* Sums over the sequences added; divide by n_seq (or the segment total) to report */
 typedef struct {
-    double range, mean_abs_step, mean_step;   /* Σ over sequences of each sequence's value */
+    double range, mean_abs_step, mean_step; /* Σ over sequences of each sequence's value */
     size_t n_seq;
-    size_t seg[SEG_N_KINDS];                  /* segments of each class */
+    size_t seg[SEG_N_KINDS]; /* segments of each class */
 } PosStats;
 
 /* Add one sequence z[t * stride], t < T (T >= 2): its range, mean |z[t+1] - z[t]|,
@@ -49,7 +49,7 @@ typedef struct {
 void pos_stats_add(PosStats* s, const real* z, size_t stride, size_t T, const SegParams* p);
 void pos_stats_merge(PosStats* into, const PosStats* from);
 size_t pos_stats_segments(const PosStats* s);
-double pos_stats_share(const PosStats* s, SegKind k);   /* 0 when there are no segments */
+double pos_stats_share(const PosStats* s, SegKind k); /* 0 when there are no segments */
 
 /* One RePo layer's z after a forward pass, z (rows,T,KVH): every (row, head)
    sequence added to heads[g] (KVH of them), or, with heads_merged, all into
@@ -89,14 +89,14 @@ void item_spans(ItemSpans* s, const SyntheticConfig* syn, SynFamily f, const int
      p[j] = exp(q_t · k_j / sqrt(hd) - lse[t,h])   for j <= t
    p (t+1)   q (T,H*hd)   k (T,KVH*hd)   lse (T,H); query head h reads kv head
    h / (H/KVH). Scores in double; the row sums to 1 up to the rounding of lse. */
-void attn_probs_row(double* p, const real* q, const real* k, const real* lse, size_t t, size_t h, size_t H,
-                    size_t KVH, size_t hd);
+void attn_probs_row(double* p, const real* q, const real* k, const real* lse, size_t t, size_t h, size_t H, size_t KVH,
+                    size_t hd);
 
 /* Attention mass of one or more rows (sums until divided by n) */
 typedef struct {
-    double needle, query, rest;   /* Σ p over needle tokens, query tokens (up to the row), everything else */
-    double uniform_needle;        /* what uniform attention over keys 0..t would put on the needles */
-    size_t n;                     /* rows added */
+    double needle, query, rest; /* Σ p over needle tokens, query tokens (up to the row), everything else */
+    double uniform_needle;      /* what uniform attention over keys 0..t would put on the needles */
+    size_t n;                   /* rows added */
 } Mass;
 
 /* add row t's probabilities p (t+1) */
@@ -108,7 +108,6 @@ Mass attn_mass_mean(const Mass* m);
 /* After model_forward of one item (B = 1): for each layer layers[i], i < n_layers,
    rows[i] gets the query rows s->query (all H heads of each) and sep[i] the
    last prompt row (the SEP, whose output predicts the first answer token). */
-void attn_mass_item(Mass* rows, Mass* sep, const Model* m, const ItemSpans* s, const size_t* layers,
-                    size_t n_layers);
+void attn_mass_item(Mass* rows, Mass* sep, const Model* m, const ItemSpans* s, const size_t* layers, size_t n_layers);
 
 #endif

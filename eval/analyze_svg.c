@@ -27,7 +27,7 @@ static const char* const SHADES[] = {"#f4c542", "#9ecae1", "#c7e9c0", "#fdd0a2"}
 
 /* the plotting area of one panel and the data range it shows */
 typedef struct {
-    double x0, y0, w, h;          /* pixels: left, top, width, height */
+    double x0, y0, w, h; /* pixels: left, top, width, height */
     double xmin, xmax, ymin, ymax;
 } Axes;
 
@@ -77,21 +77,20 @@ static void nice_range(double* lo, double* hi) {
 
 static void tick_label(char* buf, size_t n, double v, double step) {
     int digits = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
-    if (fabs(v) < step * 1e-6) v = 0;   /* no "-0" */
+    if (fabs(v) < step * 1e-6) v = 0; /* no "-0" */
     snprintf(buf, n, "%.*f", digits, v);
 }
 
 /* frame, grid lines, ticks with labels, axis labels and the title */
-static void draw_axes(FILE* f, const Axes* a, const char* xlabel, const char* ylabel, const char* title,
-                      bool x_ticks) {
+static void draw_axes(FILE* f, const Axes* a, const char* xlabel, const char* ylabel, const char* title, bool x_ticks) {
     char buf[64];
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#333\"/>\n", a->x0,
             a->y0, a->w, a->h);
     double st = nice_step(a->ymin, a->ymax, 5);
     for (double v = ceil(a->ymin / st - 1e-9) * st; v <= a->ymax + st * 1e-9; v += st) {
         double y = py(a, v);
-        line(f, a->x0, y, a->x0 + a->w, y, "#ddd");   /* grid */
-        line(f, a->x0 - 4, y, a->x0, y, "#333");      /* tick */
+        line(f, a->x0, y, a->x0 + a->w, y, "#ddd"); /* grid */
+        line(f, a->x0 - 4, y, a->x0, y, "#333");    /* tick */
         tick_label(buf, sizeof(buf), v, st);
         put_text(f, a->x0 - 7, y + 4, "end", 11, NULL, buf);
     }
@@ -120,18 +119,20 @@ static const char* const DASHES[] = {"", " stroke-dasharray=\"6 3\"", " stroke-d
 
 /* one legend entry at (x, y): a swatch and its label */
 static void legend_entry(FILE* f, double x, double y, const char* color, double opacity, const char* label) {
-    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"10\" fill=\"%s\" fill-opacity=\"%.2f\"/>\n", x,
-            y - 9, color, opacity);
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"10\" fill=\"%s\" fill-opacity=\"%.2f\"/>\n", x, y - 9,
+            color, opacity);
     put_text(f, x + 19, y, "start", 11, NULL, label);
 }
 
 static FILE* svg_open(char** buf, size_t* len, double W, double H) {
     FILE* f = open_memstream(buf, len);
     CHECK(f, "svg: open_memstream failed");
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-               "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\">\n"
-               "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H, W, H);
+    fprintf(f,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+            "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\">\n"
+            "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+            W, H, W, H);
     return f;
 }
 
@@ -146,7 +147,7 @@ static void svg_close(FILE* f, char** buf, size_t* len, const char* path) {
 #define POS_W 960.0
 #define POS_PANEL_H 215.0
 #define MARGIN_L 80.0
-#define MARGIN_R 150.0     /* the legend */
+#define MARGIN_R 150.0 /* the legend */
 #define MARGIN_TOP 50.0
 
 void svg_positions(const char* path, const PosPlot* pp) {
@@ -157,8 +158,14 @@ void svg_positions(const char* path, const PosPlot* pp) {
     put_text(f, POS_W / 2, 22, "middle", 15, "font-weight=\"bold\"", pp->title);
     for (size_t pn = 0; pn < pp->n_panels; pn++) {
         const real* z = pp->z[pn];
-        Axes a = {MARGIN_L, MARGIN_TOP + pn * POS_PANEL_H + 10, POS_W - MARGIN_L - MARGIN_R, POS_PANEL_H - 75,
-                  -0.5, (double)pp->T - 0.5, INFINITY, -INFINITY};
+        Axes a = {MARGIN_L,
+                  MARGIN_TOP + pn * POS_PANEL_H + 10,
+                  POS_W - MARGIN_L - MARGIN_R,
+                  POS_PANEL_H - 75,
+                  -0.5,
+                  (double)pp->T - 0.5,
+                  INFINITY,
+                  -INFINITY};
         for (size_t i = 0; i < pp->n_heads; i++)
             for (size_t t = 0; t < pp->T; t++) {
                 double v = z[t * pp->KVH + pp->heads[i]];
@@ -166,10 +173,12 @@ void svg_positions(const char* path, const PosPlot* pp) {
                 a.ymax = fmax(a.ymax, v);
             }
         nice_range(&a.ymin, &a.ymax);
-        for (size_t s = 0; s < pp->n_shade; s++) {   /* spans behind everything */
+        for (size_t s = 0; s < pp->n_shade; s++) { /* spans behind everything */
             double x1 = px(&a, pp->shade[s].begin - 0.5), x2 = px(&a, pp->shade[s].end - 0.5);
-            fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" "
-                    "fill-opacity=\"0.45\"/>\n", x1, a.y0, fmax(x2 - x1, 1.0), a.h, SHADES[s % N_SHADES]);
+            fprintf(f,
+                    "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" "
+                    "fill-opacity=\"0.45\"/>\n",
+                    x1, a.y0, fmax(x2 - x1, 1.0), a.h, SHADES[s % N_SHADES]);
         }
         char title[64];
         snprintf(title, sizeof(title), "layer %zu", pp->layer[pn]);
@@ -193,8 +202,8 @@ void svg_positions(const char* path, const PosPlot* pp) {
 }
 
 #define BAR_W 20.0
-#define BAR_GAP 28.0        /* between groups */
-#define PANEL_GAP 90.0      /* between the two panels of a split chart: ticks and y label */
+#define BAR_GAP 28.0   /* between groups */
+#define PANEL_GAP 90.0 /* between the two panels of a split chart: ticks and y label */
 
 /* series s0 .. s0+ns-1 of every group into axes a (its x0, y0, w, h set), on their own scale */
 static void bar_panel(FILE* f, Axes* a, const BarChart* bc, size_t s0, size_t ns, const char* ylabel) {
@@ -205,7 +214,7 @@ static void bar_panel(FILE* f, Axes* a, const BarChart* bc, size_t s0, size_t ns
     a->ymax = 0;
     for (size_t g = 0; g < bc->n_groups; g++)
         for (size_t s = s0; s < s0 + ns; s++) a->ymax = fmax(a->ymax, bc->value[g * bc->n_series + s]);
-    a->ymax = a->ymax > 0 ? a->ymax * 1.15 : 1;   /* room for the value labels */
+    a->ymax = a->ymax > 0 ? a->ymax * 1.15 : 1; /* room for the value labels */
     nice_range(&a->ymin, &a->ymax);
     a->ymin = 0;
     draw_axes(f, a, NULL, ylabel, NULL, false);
@@ -214,8 +223,8 @@ static void bar_panel(FILE* f, Axes* a, const BarChart* bc, size_t s0, size_t ns
         for (size_t s = s0; s < s0 + ns; s++) {
             double v = bc->value[g * bc->n_series + s], bx = x + (s - s0) * BAR_W, top = py(a, v);
             char lab[32], tr[96];
-            fprintf(f, "<rect x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" height=\"%.2f\" fill=\"%s\"/>\n", bx, top,
-                    BAR_W - 2, a->y0 + a->h - top, COLORS[s % N_COLORS]);
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" height=\"%.2f\" fill=\"%s\"/>\n", bx, top, BAR_W - 2,
+                    a->y0 + a->h - top, COLORS[s % N_COLORS]);
             snprintf(lab, sizeof(lab), "%.3g", v);
             snprintf(tr, sizeof(tr), "transform=\"rotate(-90 %.1f %.1f)\"", bx + BAR_W / 2 + 3, top - 4);
             put_text(f, bx + BAR_W / 2 + 3, top - 4, "start", 9, tr, lab);
@@ -232,7 +241,7 @@ void svg_bars(const char* path, const BarChart* bc) {
         pw[p] = fmax(n_panels == 1 ? 320 : 160, bc->n_groups * (ns[p] * BAR_W + BAR_GAP));
         W += pw[p];
     }
-    double title_w = 8.6 * (double)strlen(bc->title) + 40;   /* bold 14 px: about 8.6 px a character */
+    double title_w = 8.6 * (double)strlen(bc->title) + 40; /* bold 14 px: about 8.6 px a character */
     if (title_w > W) {
         pw[0] += title_w - W;
         W = title_w;
@@ -255,7 +264,7 @@ void svg_bars(const char* path, const BarChart* bc) {
 /* is name an executable file in a directory of PATH? */
 #define LINE_W 1000.0
 #define LINE_PANEL_H 250.0
-#define LINE_MARGIN_R 270.0   /* the legends */
+#define LINE_MARGIN_R 270.0 /* the legends */
 
 /* a point's y on the panel's scale: log10 for a log panel; NAN when it cannot be drawn */
 static double scale_y(const LinePanel* p, double y) {
@@ -271,8 +280,14 @@ void svg_lines(const char* path, const char* title, const char* xlabel, const Li
     put_text(f, LINE_W / 2, 22, "middle", 15, "font-weight=\"bold\"", title);
     for (size_t pn = 0; pn < n_panels; pn++) {
         const LinePanel* p = &panels[pn];
-        Axes a = {MARGIN_L, MARGIN_TOP + pn * LINE_PANEL_H + 10, LINE_W - MARGIN_L - LINE_MARGIN_R,
-                  LINE_PANEL_H - 75, INFINITY, -INFINITY, INFINITY, -INFINITY};
+        Axes a = {MARGIN_L,
+                  MARGIN_TOP + pn * LINE_PANEL_H + 10,
+                  LINE_W - MARGIN_L - LINE_MARGIN_R,
+                  LINE_PANEL_H - 75,
+                  INFINITY,
+                  -INFINITY,
+                  INFINITY,
+                  -INFINITY};
         for (size_t s = 0; s < p->n_series; s++)
             for (size_t i = 0; i < p->series[s].n; i++) {
                 double y = scale_y(p, p->series[s].y[i]);
@@ -282,7 +297,7 @@ void svg_lines(const char* path, const char* title, const char* xlabel, const Li
                 a.ymin = fmin(a.ymin, y);
                 a.ymax = fmax(a.ymax, y);
             }
-        if (a.xmin > a.xmax) {   /* nothing to draw */
+        if (a.xmin > a.xmax) { /* nothing to draw */
             a.xmin = 0;
             a.xmax = 1;
             a.ymin = 0;
@@ -302,8 +317,10 @@ void svg_lines(const char* path, const char* title, const char* xlabel, const Li
         for (size_t s = 0; s < p->n_series; s++) {
             const LineSeries* ls = &p->series[s];
             const char* color = COLORS[ls->color % N_COLORS];
-            fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.4\" stroke-opacity=\"%.2f\"%s "
-                    "data-panel=\"", color, ls->opacity, DASHES[ls->dash % N_DASHES]);
+            fprintf(f,
+                    "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.4\" stroke-opacity=\"%.2f\"%s "
+                    "data-panel=\"",
+                    color, ls->opacity, DASHES[ls->dash % N_DASHES]);
             put_escaped(f, p->title);
             fputs("\" data-series=\"", f);
             put_escaped(f, ls->label);
@@ -313,10 +330,11 @@ void svg_lines(const char* path, const char* title, const char* xlabel, const Li
                 if (!isnan(y)) fprintf(f, "%.2f,%.2f ", px(&a, ls->x[i]), py(&a, y));
             }
             fputs("\"/>\n", f);
-            if (ly > a.y0 + a.h + 40) continue;   /* the legend is full: the panel is crowded anyway */
-            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\" "
-                    "stroke-opacity=\"%.2f\"%s/>\n", lx, ly - 4, lx + 22, ly - 4, color, ls->opacity,
-                    DASHES[ls->dash % N_DASHES]);
+            if (ly > a.y0 + a.h + 40) continue; /* the legend is full: the panel is crowded anyway */
+            fprintf(f,
+                    "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\" "
+                    "stroke-opacity=\"%.2f\"%s/>\n",
+                    lx, ly - 4, lx + 22, ly - 4, color, ls->opacity, DASHES[ls->dash % N_DASHES]);
             put_text(f, lx + 27, ly, "start", 11, NULL, ls->label);
             ly += 15;
         }
@@ -342,7 +360,7 @@ int svg_to_png(const char* svg_path) {
     OutputKind kind;
     char target[4096], err[4400];
     if (file_output_kind(svg_path, &kind, target, sizeof(target), err, sizeof(err)) || kind == OUT_STREAM) {
-        printf("note: %s is not a regular file, so no PNG is made from it\n", svg_path);   /* it cannot be read back */
+        printf("note: %s is not a regular file, so no PNG is made from it\n", svg_path); /* it cannot be read back */
         return 0;
     }
     char png[4200];

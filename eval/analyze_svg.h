@@ -17,13 +17,13 @@
 
 typedef struct {
     const char* title;
-    size_t T, KVH;                /* tokens; heads per row of z */
+    size_t T, KVH; /* tokens; heads per row of z */
     size_t n_panels;
-    const size_t* layer;          /* (n_panels) layer index of each panel */
-    const real* const* z;         /* (n_panels) each (T,KVH) */
-    const size_t* heads;          /* (n_heads) the KV heads drawn */
+    const size_t* layer;  /* (n_panels) layer index of each panel */
+    const real* const* z; /* (n_panels) each (T,KVH) */
+    const size_t* heads;  /* (n_heads) the KV heads drawn */
     size_t n_heads;
-    Span shade[SVG_MAX_SHADE];    /* token spans shaded behind the lines */
+    Span shade[SVG_MAX_SHADE]; /* token spans shaded behind the lines */
     const char* shade_label[SVG_MAX_SHADE];
     size_t n_shade;
 } PosPlot;
@@ -32,31 +32,31 @@ typedef struct {
     const char* title;
     const char* ylabel;
     size_t n_groups, n_series;
-    const char* const* group;     /* (n_groups) labels under the groups */
-    const char* const* series;    /* (n_series) legend */
-    const double* value;          /* (n_groups, n_series) */
-    size_t split;                 /* > 0: series [0, split) and [split, n_series) in two panels side by
+    const char* const* group;  /* (n_groups) labels under the groups */
+    const char* const* series; /* (n_series) legend */
+    const double* value;       /* (n_groups, n_series) */
+    size_t split;              /* > 0: series [0, split) and [split, n_series) in two panels side by
                                      side, each on its own scale (small needle masses next to a large rest) */
 } BarChart;
 
 /* one polyline of a LinePanel */
 typedef struct {
-    const char* label;            /* legend text, and the polyline's data-series attribute */
+    const char* label; /* legend text, and the polyline's data-series attribute */
     size_t n;
-    const double* x;              /* (n) */
-    const double* y;              /* (n) non-finite points are left out */
-    size_t color;                 /* index into the palette (runs keep their colour across panels) */
-    size_t dash;                  /* 0 solid, then dashed, dotted, dash-dot (metrics within a panel) */
-    double opacity;               /* 1; lower for a raw curve under its smoothed one */
+    const double* x; /* (n) */
+    const double* y; /* (n) non-finite points are left out */
+    size_t color;    /* index into the palette (runs keep their colour across panels) */
+    size_t dash;     /* 0 solid, then dashed, dotted, dash-dot (metrics within a panel) */
+    double opacity;  /* 1; lower for a raw curve under its smoothed one */
 } LineSeries;
 
 typedef struct {
-    const char* title;            /* also the polylines' data-panel attribute */
+    const char* title; /* also the polylines' data-panel attribute */
     const char* ylabel;
     const LineSeries* series;
     size_t n_series;
-    bool log_y;                   /* log10 scale (every y > 0 then; others are left out) */
-    bool unit_y;                  /* y axis [0, 1] whatever the data (accuracies) */
+    bool log_y;  /* log10 scale (every y > 0 then; others are left out) */
+    bool unit_y; /* y axis [0, 1] whatever the data (accuracies) */
 } LinePanel;
 
 /* Write the figure to path (atomically); returns nothing, dies naming the path */

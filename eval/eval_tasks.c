@@ -12,13 +12,13 @@
 void eval_perplexity(PplResult* r, Model* m, const TokenData* td, size_t max_windows) {
     size_t T = m->T;
     CHECK(m->B == 1, "eval_perplexity: the model must be built with B = 1 (got %zu)", m->B);
-    CHECK(td->n_tokens >= T + 1, "perplexity: %zu tokens, fewer than one window of seq_len + 1 = %zu",
-          td->n_tokens, T + 1);
+    CHECK(td->n_tokens >= T + 1, "perplexity: %zu tokens, fewer than one window of seq_len + 1 = %zu", td->n_tokens,
+          T + 1);
     size_t nw = (td->n_tokens - 1) / T;
     if (max_windows && nw > max_windows) nw = max_windows;
     int32_t* tokens = mallocCheck(T * sizeof(int32_t));
     int32_t* targets = mallocCheck(T * sizeof(int32_t));
-    double sum = 0;   /* Σ -log p(target) over every scored token */
+    double sum = 0; /* Σ -log p(target) over every scored token */
     size_t count = 0;
     for (size_t w = 0; w < nw; w++) {
         /* sequential order, one row per step: row w starts at stream position w T */
@@ -38,8 +38,10 @@ void eval_perplexity(PplResult* r, Model* m, const TokenData* td, size_t max_win
 size_t eval_prompt_len(const SyntheticConfig* syn, SynFamily f, size_t length) {
     size_t A = synthetic_answer_len(syn, f), need = synthetic_min_len(syn, f);
     /* the window holds the prompt and all answer tokens but the last: prompt + A - 1 */
-    CHECK(length + 1 >= need, "length %zu is too short for family '%s': its items need at least %zu tokens "
-          "(prompt + answer - 1, without filler)", length, synthetic_family_name(f), need - 1);
+    CHECK(length + 1 >= need,
+          "length %zu is too short for family '%s': its items need at least %zu tokens "
+          "(prompt + answer - 1, without filler)",
+          length, synthetic_family_name(f), need - 1);
     return length + 1 - A;
 }
 
@@ -59,7 +61,7 @@ double eval_key_blind(const SyntheticConfig* syn, SynFamily f, const int32_t* pr
         size_t rows = 0, hits = 0;
         for (size_t i = 0; i < prompt_len; i++) {
             if (prompt[i] != id.row) continue;
-            size_t cell = i + 1 + kl + col * (1 + vl) + 1;   /* ROW key (COL_c cell_c)*: cell of the column */
+            size_t cell = i + 1 + kl + col * (1 + vl) + 1; /* ROW key (COL_c cell_c)*: cell of the column */
             CHECK(cell + vl <= prompt_len, "key-blind: table row at %zu runs past the prompt", i);
             rows++;
             hits += same(prompt + cell, answer, vl);
@@ -105,7 +107,7 @@ void eval_task(TaskResult* r, Generator* g, const SyntheticConfig* syn, SynFamil
         gen_reset(g);
         const real* logits = gen_prefill(g, prompt, P);
         size_t ok = 0;
-        for (size_t a = 0; a < A && !gen_stopping(g); a++) {   /* greedy, each token fed back (not teacher-forced) */
+        for (size_t a = 0; a < A && !gen_stopping(g); a++) { /* greedy, each token fed back (not teacher-forced) */
             int32_t tok = gen_argmax(logits, g->m->cfg.V);
             ok += tok == answer[a];
             if (a + 1 < A) logits = gen_step(g, tok);
@@ -124,8 +126,8 @@ void eval_task(TaskResult* r, Generator* g, const SyntheticConfig* syn, SynFamil
     r->seconds = now_s() - t0;
 }
 
-int eval_plan_from_json(EvalPlan* p, const cJSON* obj, const char* key, const SyntheticConfig* syn,
-                        size_t default_len, char* err, size_t err_len) {
+int eval_plan_from_json(EvalPlan* p, const cJSON* obj, const char* key, const SyntheticConfig* syn, size_t default_len,
+                        char* err, size_t err_len) {
     memset(p, 0, sizeof(*p));
     for (int f = 0; f < SYN_N_FAMILIES; f++) p->family_on[f] = syn->weight[f] > 0;
     p->lengths[0] = default_len;
@@ -188,7 +190,7 @@ size_t eval_plan_sizes(const EvalPlan* p, const SyntheticConfig* syn, size_t* ch
         max_len = p->lengths[j] > max_len ? p->lengths[j] : max_len;
         for (int f = 0; f < SYN_N_FAMILIES; f++) {
             if (!p->family_on[f]) continue;
-            size_t P = eval_prompt_len(syn, (SynFamily)f, p->lengths[j]);   /* dies when too short */
+            size_t P = eval_prompt_len(syn, (SynFamily)f, p->lengths[j]); /* dies when too short */
             max_prompt = P > max_prompt ? P : max_prompt;
         }
     }

@@ -17,10 +17,10 @@
 #include "model/model.h"
 
 typedef struct {
-    size_t tokens;            /* targets scored: windows * T */
-    size_t windows;           /* non-overlapping windows of T+1 tokens (neighbours share one token) */
-    double nll;               /* mean token negative log-likelihood (nats) */
-    double ppl;               /* exp(nll) */
+    size_t tokens;  /* targets scored: windows * T */
+    size_t windows; /* non-overlapping windows of T+1 tokens (neighbours share one token) */
+    double nll;     /* mean token negative log-likelihood (nats) */
+    double ppl;     /* exp(nll) */
 } PplResult;
 
 /* Windows w = 0, 1, ... of the stream, tokens [w T, w T + T] (inputs the first
@@ -31,15 +31,15 @@ void eval_perplexity(PplResult* r, Model* m, const TokenData* td, size_t max_win
 
 typedef struct {
     SynFamily family;
-    size_t length;            /* the model's input window: prompt + answer - 1 tokens (= T of a training row) */
-    size_t prompt_len;        /* length + 1 - answer_len */
+    size_t length;     /* the model's input window: prompt + answer - 1 tokens (= T of a training row) */
+    size_t prompt_len; /* length + 1 - answer_len */
     size_t answer_len;
-    size_t items, correct;    /* exact matches of the whole greedy answer */
-    size_t tokens_correct;    /* answer tokens equal to the expected one at their place, over all items */
-    double chance;            /* 1 / alphabet^answer_len: guessing the symbols uniformly */
-    double key_blind;         /* mean over the items of the key-blind reader's success probability */
+    size_t items, correct; /* exact matches of the whole greedy answer */
+    size_t tokens_correct; /* answer tokens equal to the expected one at their place, over all items */
+    double chance;         /* 1 / alphabet^answer_len: guessing the symbols uniformly */
+    double key_blind;      /* mean over the items of the key-blind reader's success probability */
     double seconds;
-    bool stopped;             /* g->stop was set: the counts cover the items before it, the rest is not scored */
+    bool stopped; /* g->stop was set: the counts cover the items before it, the rest is not scored */
 } TaskResult;
 
 /* The prompt length for an input window of `length` tokens; dies naming the
@@ -68,10 +68,10 @@ double eval_key_blind(const SyntheticConfig* syn, SynFamily f, const int32_t* pr
    train.eval_tasks ({"families": [...], "lengths": [...], "items": N, "seed": S}). */
 #define EVAL_MAX_LENGTHS 32
 #define EVAL_MAX_TASKS (SYN_N_FAMILIES * EVAL_MAX_LENGTHS)
-#define EVAL_PREFILL_CHUNK 1024    /* prompt tokens per forward call: bounds the work space */
+#define EVAL_PREFILL_CHUNK 1024 /* prompt tokens per forward call: bounds the work space */
 typedef struct {
     bool family_on[SYN_N_FAMILIES];
-    size_t lengths[EVAL_MAX_LENGTHS];   /* input windows in tokens */
+    size_t lengths[EVAL_MAX_LENGTHS]; /* input windows in tokens */
     size_t n_lengths;
     size_t items;
     uint64_t seed;
@@ -81,8 +81,8 @@ typedef struct {
    weight > 0 in syn), lengths (tokens; default [default_len]), items (default
    50), seed (default 1). Unknown keys and families are errors naming
    "<key>.<field>". Returns 0, or non-zero with err set. */
-int eval_plan_from_json(EvalPlan* p, const cJSON* obj, const char* key, const SyntheticConfig* syn,
-                        size_t default_len, char* err, size_t err_len);
+int eval_plan_from_json(EvalPlan* p, const cJSON* obj, const char* key, const SyntheticConfig* syn, size_t default_len,
+                        char* err, size_t err_len);
 /* The longest length (the cache the generator needs) and the prefill chunk;
    dies naming the family and length when a length is too short for a family. */
 size_t eval_plan_sizes(const EvalPlan* p, const SyntheticConfig* syn, size_t* chunk);

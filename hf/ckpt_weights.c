@@ -26,19 +26,23 @@ static bool has_adapter(const char* dir) {
     snprintf(w, sizeof(w), "%s/adapter_model.safetensors", dir);
     bool has_c = path_exists(c), has_w = path_exists(w);
     CHECK(has_c || !has_w, "%s: a LoRA adapter without its adapter_config.json (rank, alpha, targets)", w);
-    CHECK(has_w || !has_c, "%s: a LoRA checkpoint (it has adapter_config.json) without adapter_model.safetensors, "
-          "the adapter's weights: the checkpoint is incomplete", dir);
+    CHECK(has_w || !has_c,
+          "%s: a LoRA checkpoint (it has adapter_config.json) without adapter_model.safetensors, "
+          "the adapter's weights: the checkpoint is incomplete",
+          dir);
     return has_c;
 }
 
 /* the base an adapter-only checkpoint names; dies when it names none */
 static void named_base(const char* dir, LoraBase* base) {
-    CHECK(has_adapter(dir) && peft_read_lora_base(dir, base), "%s: no model weights (model.safetensors) and no base "
-          "named by a LoRA adapter (__metadata__ '%s' of adapter_model.safetensors)", dir, PEFT_META_BASE_PATH);
+    CHECK(has_adapter(dir) && peft_read_lora_base(dir, base),
+          "%s: no model weights (model.safetensors) and no base "
+          "named by a LoRA adapter (__metadata__ '%s' of adapter_model.safetensors)",
+          dir, PEFT_META_BASE_PATH);
 }
 
 const char* ckpt_weights_dir(const char* dir, char* out, size_t len) {
-    if (has_weights(dir) || !has_adapter(dir)) return dir;   /* no weights, no adapter: hf_checkpoint's message */
+    if (has_weights(dir) || !has_adapter(dir)) return dir; /* no weights, no adapter: hf_checkpoint's message */
     LoraBase base;
     named_base(dir, &base);
     snprintf(out, len, "%s", base.path);
@@ -47,14 +51,16 @@ const char* ckpt_weights_dir(const char* dir, char* out, size_t len) {
 
 /* the base an adapter-only checkpoint names, its weights' fingerprint checked */
 static void check_base(const char* dir, const LoraBase* base) {
-    CHECK(is_dir(base->path), "%s: its LoRA base '%s' (%s in adapter_model.safetensors) does not exist: the adapter "
-          "holds only the low-rank update, so it needs that base; restore it there", dir, base->path,
-          PEFT_META_BASE_PATH);
+    CHECK(is_dir(base->path),
+          "%s: its LoRA base '%s' (%s in adapter_model.safetensors) does not exist: the adapter "
+          "holds only the low-rank update, so it needs that base; restore it there",
+          dir, base->path, PEFT_META_BASE_PATH);
     uint64_t fp = hf_weights_fingerprint(base->path);
-    CHECK(fp == base->fingerprint, "%s: its LoRA base '%s' has changed since the adapter was trained (weights "
+    CHECK(fp == base->fingerprint,
+          "%s: its LoRA base '%s' has changed since the adapter was trained (weights "
           "fingerprint %016llx, the adapter records %016llx): the adapter of '%s' belongs to the base's earlier "
-          "weights; restore them in '%s'", dir, base->path, (unsigned long long)fp,
-          (unsigned long long)base->fingerprint, dir, base->path);
+          "weights; restore them in '%s'",
+          dir, base->path, (unsigned long long)fp, (unsigned long long)base->fingerprint, dir, base->path);
 }
 
 size_t ckpt_weights_load(Model* m, const char* dir, uint64_t init_seed, bool verbose, LoraBase* base) {
@@ -66,18 +72,20 @@ size_t ckpt_weights_load(Model* m, const char* dir, uint64_t init_seed, bool ver
         named_base(dir, &named);
         check_base(dir, &named);
         weights = named.path;
-        if (verbose) printf("LoRA checkpoint %s: its base %s (weights fingerprint %016llx, checked)\n", dir,
-                            named.path, (unsigned long long)named.fingerprint);
+        if (verbose)
+            printf("LoRA checkpoint %s: its base %s (weights fingerprint %016llx, checked)\n", dir, named.path,
+                   (unsigned long long)named.fingerprint);
     }
     size_t fresh = hf_load_adapted(m, weights, m->cfg.lora_rank ? dir : NULL, init_seed, verbose);
     if (adapter && !m->cfg.lora_rank) {
         size_t n = peft_merge_file(m, dir);
         printf("note: %s holds a LoRA adapter and this model has none (no model.lora): folded its %zu adapted "
                "projections and RePo weights into the base weights (W + (alpha / r) B A), so the model is the "
-               "adapted one\n", dir, n);
+               "adapted one\n",
+               dir, n);
     }
     if (!base) return fresh;
-    if (named.path[0] || (adapter && peft_read_lora_base(dir, &named))) {   /* a base copy still names the base */
+    if (named.path[0] || (adapter && peft_read_lora_base(dir, &named))) { /* a base copy still names the base */
         *base = named;
         return fresh;
     }

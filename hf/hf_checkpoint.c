@@ -14,14 +14,14 @@
 
 #include "common/check.h"
 #include "common/fileio.h"
-#include "common/hash.h"   /* mix64 */
+#include "common/hash.h" /* mix64 */
 #include "hf/hf_config.h"
 #include "hf/peft.h"
 
 #define MAX_SHARDS 1024
 
 typedef struct {
-    char* file[MAX_SHARDS];      /* shard file names, relative to the directory */
+    char* file[MAX_SHARDS]; /* shard file names, relative to the directory */
     StFile st[MAX_SHARDS];
     size_t n;
 } Shards;
@@ -73,7 +73,7 @@ static void release_pages(const StFile* f, const StTensor* t) {
 static void load_tensor(const StFile* f, const StTensor* st, real* dst) {
     size_t es = st_dtype_size(st->dtype);
     for (size_t off = 0; off < st->numel; off += LOAD_CHUNK) {
-        StTensor part = *st;   /* the same tensor, restricted to elements [off, off + n) */
+        StTensor part = *st; /* the same tensor, restricted to elements [off, off + n) */
         part.numel = st->numel - off < LOAD_CHUNK ? st->numel - off : LOAD_CHUNK;
         part.begin = st->begin + off * es;
         part.end = part.begin + part.numel * es;
@@ -106,7 +106,8 @@ static int shape_matches(const StTensor* st, const TensorInfo* t) {
 /* "[64, 32]" */
 static void format_shape(char* out, size_t len, const size_t* shape, size_t ndim) {
     size_t o = (size_t)snprintf(out, len, "[");
-    for (size_t d = 0; d < ndim && o < len; d++) o += (size_t)snprintf(out + o, len - o, "%s%zu", d ? ", " : "", shape[d]);
+    for (size_t d = 0; d < ndim && o < len; d++)
+        o += (size_t)snprintf(out + o, len - o, "%s%zu", d ? ", " : "", shape[d]);
     if (o < len) snprintf(out + o, len - o, "]");
 }
 
@@ -137,7 +138,11 @@ static void scan_weights(const char* dir, const TensorTable* tt, real* params, u
         for (size_t j = 0; j < f->n_tensors; j++) {
             const StTensor* st = &f->tensors[j];
             long i = tensor_table_find(tt, st->name);
-            if (i < 0) { append(unexpected, sizeof(unexpected), st->name); n_unexpected++; continue; }
+            if (i < 0) {
+                append(unexpected, sizeof(unexpected), st->name);
+                n_unexpected++;
+                continue;
+            }
             const TensorInfo* t = &tt->t[i];
             CHECK(!loaded[i], "%s: tensor '%s' appears in more than one file", dir, st->name);
             CHECK(st->dtype == ST_F32 || st->dtype == ST_BF16 || st->dtype == ST_F16 || st->dtype == ST_F64,
@@ -167,7 +172,8 @@ static void scan_weights(const char* dir, const TensorTable* tt, real* params, u
         DIE("%s: the checkpoint does not match the model:%s%s%s%s%s", dir, n_missing ? "\n  missing: " : "", missing,
             n_unexpected ? "\n  unexpected: " : "", unexpected,
             n_unexpected ? "\n  (a tensor the model lacks usually means the config's layer positions or tie_word_"
-                           "embeddings differ from the checkpoint's)" : "");
+                           "embeddings differ from the checkpoint's)"
+                         : "");
 }
 
 bool hf_has_weights(const char* dir) {
@@ -202,8 +208,8 @@ size_t hf_load_adapted(Model* m, const char* dir, const char* adapter_dir, uint6
     fresh[0] = 0;
     size_t n_fresh = 0, n_lora = 0;
     for (size_t i = 0; i < tt->n; i++) {
-        if (loaded[i]) continue;   /* scan_weights allows only RePo and LoRA tensors to be missing */
-        model_init_tensor(m, i, init_seed, 0.02);   /* a checkpoint without RePo (or LoRA) continued with them */
+        if (loaded[i]) continue;                  /* scan_weights allows only RePo and LoRA tensors to be missing */
+        model_init_tensor(m, i, init_seed, 0.02); /* a checkpoint without RePo (or LoRA) continued with them */
         if (tt->t[i].is_lora) n_lora++;
         else append(fresh, sizeof(fresh), tt->t[i].name);
         n_fresh++;
@@ -211,10 +217,12 @@ size_t hf_load_adapted(Model* m, const char* dir, const char* adapter_dir, uint6
     free(loaded);
     if (verbose) {
         printf("loaded %zu tensors from %s\n", tt->n - n_fresh, dir);
-        if (n_fresh > n_lora) printf("  new RePo weights (N(0, 0.02²) truncated at ±3σ, seed %llu): %s\n",
-                                     (unsigned long long)init_seed, fresh);
-        if (n_lora) printf("  new LoRA adapters: %zu tensors (A uniform in ±1/sqrt(in), B = 0, seed %llu)\n", n_lora,
-                           (unsigned long long)init_seed);
+        if (n_fresh > n_lora)
+            printf("  new RePo weights (N(0, 0.02²) truncated at ±3σ, seed %llu): %s\n", (unsigned long long)init_seed,
+                   fresh);
+        if (n_lora)
+            printf("  new LoRA adapters: %zu tensors (A uniform in ±1/sqrt(in), B = 0, seed %llu)\n", n_lora,
+                   (unsigned long long)init_seed);
     }
     return n_fresh;
 }
@@ -234,7 +242,7 @@ void hf_save(const Model* m, const char* dir, StDtype dtype) {
     size_t n = 0;
     for (size_t i = 0; i < tt->n; i++) {
         const TensorInfo* t = &tt->t[i];
-        if (t->is_lora) continue;   /* adapters go to the PEFT files */
+        if (t->is_lora) continue; /* adapters go to the PEFT files */
         w[n].name = t->name;
         w[n].dtype = dtype;
         w[n].ndim = t->ndim;
@@ -261,7 +269,7 @@ void hf_save_config(const Model* m, const char* dir, StDtype dtype) {
     snprintf(path, sizeof(path), "%s/config.json", dir);
     file_write_atomic(path, cfg, strlen(cfg));
     free(cfg);
-    static bool noted;   /* once per process: every checkpoint of a run has the same layout */
+    static bool noted; /* once per process: every checkpoint of a run has the same layout */
     char note[512];
     if (!noted && hf_config_release_note(&m->cfg, note, sizeof(note))) {
         printf("note: %s: %s\n", path, note);
@@ -304,8 +312,8 @@ uint64_t hf_weights_fingerprint(const char* dir) {
             uint64_t h = hash_bytes((const uint8_t*)st->name, strlen(st->name), 0x6e616d65ull);
             h = mix64(h ^ (uint64_t)st->dtype);
             for (size_t d = 0; d < st->ndim; d++) h = mix64(h ^ st->shape[d]);
-            sum += hash_bytes(f->data + st->begin, st->end - st->begin, h);   /* a sum: shard order is free */
-            release_pages(f, st);   /* resident memory grows by one tensor at most, as in loading */
+            sum += hash_bytes(f->data + st->begin, st->end - st->begin, h); /* a sum: shard order is free */
+            release_pages(f, st); /* resident memory grows by one tensor at most, as in loading */
         }
         st_close(&s.st[k]);
         free(s.file[k]);

@@ -27,7 +27,8 @@ static int get_size(const cJSON* root, const char* key, size_t* out, int require
 static int get_real(const cJSON* root, const char* key, double* out, const char* label, char* err, size_t len) {
     const cJSON* v = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!v || cJSON_IsNull(v)) return 0;
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) return set_err(err, len, "%s: '%s' must be a number", label, key);
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+        return set_err(err, len, "%s: '%s' must be a number", label, key);
     *out = v->valuedouble;
     return 0;
 }
@@ -41,8 +42,8 @@ static int check_keys(const cJSON* rs, const char* const* keys, size_t n, const 
         while (k < n && strcmp(it->string, keys[k])) k++;
         if (k == n) {
             char list[256] = "";
-            for (size_t j = 2; j < n; j++) snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
-                                                    j > 2 ? ", " : "", keys[j]);
+            for (size_t j = 2; j < n; j++)
+                snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", j > 2 ? ", " : "", keys[j]);
             return set_err(err, len, "%s: rope_scaling.%s is not implemented (%s keys: %s)", label, it->string, kind,
                            list);
         }
@@ -51,8 +52,8 @@ static int check_keys(const cJSON* rs, const char* const* keys, size_t n, const 
 }
 
 /* the keys of a llama3 rope_scaling; all four numbers are required, as transformers requires them */
-static const char* const LLAMA3_KEYS[] = {"rope_type", "type", "factor", "low_freq_factor", "high_freq_factor",
-                                          "original_max_position_embeddings"};
+static const char* const LLAMA3_KEYS[] = {
+    "rope_type", "type", "factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"};
 
 static int get_required(const cJSON* rs, const char* key, double* out, const char* label, char* err, size_t len) {
     const cJSON* v = cJSON_GetObjectItemCaseSensitive(rs, key);
@@ -78,15 +79,14 @@ static int parse_llama3(const cJSON* rs, ModelConfig* c, const char* label, char
         return set_err(err, len, "%s: rope_scaling.high_freq_factor %g must be > low_freq_factor %g", label,
                        c->llama3_high_freq_factor, c->llama3_low_freq_factor);
     if (!(c->llama3_orig_max >= 1) || c->llama3_orig_max != floor(c->llama3_orig_max))
-        return set_err(err, len, "%s: rope_scaling.original_max_position_embeddings must be a positive integer",
-                       label);
+        return set_err(err, len, "%s: rope_scaling.original_max_position_embeddings must be a positive integer", label);
     c->llama3 = true;
     return 0;
 }
 
 /* the keys of a YaRN rope_scaling that repoc implements; any other (mscale, truncate, ...) changes the
    table in ways repoc does not compute, so it is refused */
-static const char* const YARN_KEYS[] = {"rope_type", "type", "factor", "original_max_position_embeddings",
+static const char* const YARN_KEYS[] = {"rope_type", "type",      "factor",          "original_max_position_embeddings",
                                         "beta_fast", "beta_slow", "attention_factor"};
 
 /* YaRN or llama3 from rope_scaling; other scaling types (linear, dynamic, longrope) are refused rather than
@@ -100,8 +100,10 @@ static int parse_rope_scaling(const cJSON* rs, ModelConfig* c, const char* label
     if (!strcmp(type->valuestring, "default")) return 0;
     if (!strcmp(type->valuestring, "llama3")) return parse_llama3(rs, c, label, err, len);
     if (strcmp(type->valuestring, "yarn") != 0)
-        return set_err(err, len, "%s: rope_scaling type '%s' is not implemented (repoc implements \"yarn\" and "
-                       "\"llama3\")", label, type->valuestring);
+        return set_err(err, len,
+                       "%s: rope_scaling type '%s' is not implemented (repoc implements \"yarn\" and "
+                       "\"llama3\")",
+                       label, type->valuestring);
     if (check_keys(rs, YARN_KEYS, sizeof(YARN_KEYS) / sizeof(YARN_KEYS[0]), "YaRN", label, err, len)) return 1;
     c->yarn_factor = 0;
     c->yarn_orig_max = (double)c->max_position_embeddings;
@@ -120,7 +122,10 @@ static int parse_rope_scaling(const cJSON* rs, ModelConfig* c, const char* label
    and the layer ids from "dynmaic_pe_layer_ids" (a comma list; empty or absent = every layer), keeping the ids
    >= the start layer; those layers get the mode, every other layer RoPE. The other spelling of each key is
    accepted only when it agrees with the value the released loader uses (its default when its key is absent). */
-typedef struct { const char* read; const char* other; } PeKey;
+typedef struct {
+    const char* read;
+    const char* other;
+} PeKey;
 static const PeKey PE_MODE = {"dynamic_pe_mode", "dynmaic_pe_mode"};
 static const PeKey PE_START = {"dynmaic_pe_start_layer", "dynamic_pe_start_layer"};
 static const PeKey PE_IDS = {"dynmaic_pe_layer_ids", "dynamic_pe_layer_ids"};
@@ -139,9 +144,12 @@ static int pe_get(const cJSON* pe, PeKey k, const char* dflt, const cJSON** out,
     char* vb = cJSON_PrintUnformatted(b);
     CHECK(vb && (va || !a), "out of memory printing pe_config");
     int same = !strcmp(va ? va : dflt, vb);
-    int rc = same ? 0 : set_err(err, len, "%s: pe_config.%s = %s disagrees with pe_config.%s = %s (%s); the released "
-                                "RePo loader reads only %s: give both the same value", label, k.other, vb, k.read,
-                                va ? va : dflt, va ? "given" : "absent, so its default", k.read);
+    int rc = same
+                 ? 0
+                 : set_err(err, len,
+                           "%s: pe_config.%s = %s disagrees with pe_config.%s = %s (%s); the released "
+                           "RePo loader reads only %s: give both the same value",
+                           label, k.other, vb, k.read, va ? va : dflt, va ? "given" : "absent, so its default", k.read);
     free(va);
     free(vb);
     return rc;
@@ -160,29 +168,31 @@ static int parse_pe_config(const cJSON* pe, ModelConfig* c, const char* label, c
     if (!strcmp(mode->valuestring, "none")) return 0;
     else if (!strcmp(mode->valuestring, "swigluex_multihead")) pm = POS_REPO;
     else if (!strcmp(mode->valuestring, "nope")) pm = POS_NOPE;
-    else return set_err(err, len, "%s: pe_config.dynamic_pe_mode '%s' is not supported (swigluex_multihead, nope, none)",
-                     label, mode->valuestring);
+    else
+        return set_err(err, len, "%s: pe_config.dynamic_pe_mode '%s' is not supported (swigluex_multihead, nope, none)",
+                       label, mode->valuestring);
     size_t start = 0;
     if (sl) {
         if (!cJSON_IsNumber(sl) || sl->valuedouble < 0 || sl->valuedouble != floor(sl->valuedouble) ||
             sl->valuedouble >= (double)c->L)
-            return set_err(err, len, "%s: pe_config.dynmaic_pe_start_layer must be an integer in [0, %zu)", label, c->L);
+            return set_err(err, len, "%s: pe_config.dynmaic_pe_start_layer must be an integer in [0, %zu)", label,
+                           c->L);
         start = (size_t)sl->valuedouble;
     }
     if (ids && !cJSON_IsString(ids))
         return set_err(err, len, "%s: pe_config.dynmaic_pe_layer_ids must be a comma-separated string", label);
-    if (!ids || !ids->valuestring[0]) {   /* every layer from the start layer */
+    if (!ids || !ids->valuestring[0]) { /* every layer from the start layer */
         for (size_t l = start; l < c->L; l++) c->pos[l] = pm;
         return 0;
     }
-    const char* s = ids->valuestring;   /* "3,4,5" */
+    const char* s = ids->valuestring; /* "3,4,5" */
     while (*s) {
         char* end;
         long id = strtol(s, &end, 10);
         if (end == s || id < 0 || (size_t)id >= c->L)
             return set_err(err, len, "%s: pe_config.dynmaic_pe_layer_ids '%s': bad layer id (n_layers %zu)", label,
-                        ids->valuestring, c->L);
-        if ((size_t)id >= start) c->pos[id] = pm;   /* the released loader drops ids below the start layer */
+                           ids->valuestring, c->L);
+        if ((size_t)id >= start) c->pos[id] = pm; /* the released loader drops ids below the start layer */
         s = end;
         while (*s == ',' || *s == ' ') s++;
     }
@@ -205,9 +215,9 @@ static int parse_layer_list(const cJSON* list, ModelConfig* c, const char* label
 
 /* Keys a Hugging Face config carries that do not change what repoc computes (each is checked below where it
    could): kept verbatim in c->hf_carried and written back on save, so token ids survive a round trip. */
-static const char* const CARRIED_KEYS[] = {"bos_token_id", "eos_token_id", "pad_token_id", "initializer_range",
-                                           "use_cache", "attention_dropout", "mlp_bias", "pretraining_tp",
-                                           "head_dim", "transformers_version"};
+static const char* const CARRIED_KEYS[] = {"bos_token_id", "eos_token_id",        "pad_token_id", "initializer_range",
+                                           "use_cache",    "attention_dropout",   "mlp_bias",     "pretraining_tp",
+                                           "head_dim",     "transformers_version"};
 
 static int carry_keys(const cJSON* root, ModelConfig* c, const char* label, char* err, size_t len) {
     cJSON* keep = cJSON_CreateObject();
@@ -220,9 +230,11 @@ static int carry_keys(const cJSON* root, ModelConfig* c, const char* label, char
     cJSON_Delete(keep);
     CHECK(text, "out of memory");
     size_t n = strlen(text);
-    int rc = n < sizeof(c->hf_carried) ? 0 : set_err(err, len, "%s: the token ids and other carried keys (%s) take "
-                                                     "%zu bytes, more than %d", label, "bos/eos/pad_token_id, ...",
-                                                     n, HF_CARRIED_LEN - 1);
+    int rc = n < sizeof(c->hf_carried) ? 0
+                                       : set_err(err, len,
+                                                 "%s: the token ids and other carried keys (%s) take "
+                                                 "%zu bytes, more than %d",
+                                                 label, "bos/eos/pad_token_id, ...", n, HF_CARRIED_LEN - 1);
     if (!rc) snprintf(c->hf_carried, sizeof(c->hf_carried), "%s", strcmp(text, "{}") ? text : "");
     free(text);
     return rc;
@@ -253,8 +265,9 @@ static int parse_root(const cJSON* root, ModelConfig* c, const char* label, char
     if (!cJSON_IsString(a0)) return set_err(err, len, "%s: missing 'architectures' (a list of class names)", label);
     if (!strcmp(a0->valuestring, "Olmo2ForCausalLM")) c->block = BLOCK_OLMO2;
     else if (!strcmp(a0->valuestring, "LlamaForCausalLM")) c->block = BLOCK_LLAMA;
-    else return set_err(err, len, "%s: architectures[0] '%s' is not supported (Olmo2ForCausalLM, LlamaForCausalLM)",
-                     label, a0->valuestring);
+    else
+        return set_err(err, len, "%s: architectures[0] '%s' is not supported (Olmo2ForCausalLM, LlamaForCausalLM)",
+                       label, a0->valuestring);
     if (check_unsupported(root, label, err, len) || carry_keys(root, c, label, err, len)) return 1;
     /* transformers' default when the key is absent: Olmo2Config 1e-5, LlamaConfig 1e-6 */
     c->norm_eps = c->block == BLOCK_OLMO2 ? 1e-5 : 1e-6;
@@ -275,10 +288,10 @@ static int parse_root(const cJSON* root, ModelConfig* c, const char* label, char
     if (c->L > MAX_LAYERS) return set_err(err, len, "%s: num_hidden_layers %zu exceeds %d", label, c->L, MAX_LAYERS);
     if (c->D % c->H || c->H % c->KVH)
         return set_err(err, len, "%s: hidden_size %zu, num_attention_heads %zu, num_key_value_heads %zu do not divide",
-                    label, c->D, c->H, c->KVH);
+                       label, c->D, c->H, c->KVH);
     if (head_dim && head_dim != c->D / c->H)
         return set_err(err, len, "%s: head_dim %zu != hidden_size/num_attention_heads %zu is not supported", label,
-                    head_dim, c->D / c->H);
+                       head_dim, c->D / c->H);
     const cJSON* tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
     if (tie && !cJSON_IsBool(tie)) return set_err(err, len, "%s: 'tie_word_embeddings' must be true or false", label);
     c->tie_embeddings = cJSON_IsTrue(tie);
@@ -316,8 +329,10 @@ void hf_config_read_file(const char* path, ModelConfig* cfg) {
 void hf_config_read(const char* dir, ModelConfig* cfg) {
     char path[4096];
     snprintf(path, sizeof(path), "%s/config.json", dir);
-    if (!path_exists(path)) DIE("%s: cannot read the checkpoint's config.json (is '%s' a Hugging Face checkpoint "
-                                "directory?)", path, dir);
+    if (!path_exists(path))
+        DIE("%s: cannot read the checkpoint's config.json (is '%s' a Hugging Face checkpoint "
+            "directory?)",
+            path, dir);
     hf_config_read_file(path, cfg);
 }
 
@@ -332,7 +347,7 @@ static void add_float(cJSON* obj, const char* key, double v) {
 /* YaRN in the form transformers' rope_config_validation accepts: rope_type, float factor, the original context,
    float betas; config.json's max_position_embeddings is original x factor (the writers keep it so) */
 static void write_rope_scaling(cJSON* root, const ModelConfig* c) {
-    if (c->llama3) {   /* the form Llama-3.1/3.2 config.json files use */
+    if (c->llama3) { /* the form Llama-3.1/3.2 config.json files use */
         cJSON* rs = cJSON_AddObjectToObject(root, "rope_scaling");
         add_float(rs, "factor", c->llama3_factor);
         add_float(rs, "low_freq_factor", c->llama3_low_freq_factor);
@@ -391,16 +406,21 @@ int hf_config_release_note(const ModelConfig* c, char* note, size_t len) {
     int mode = release_mode(c);
     note[0] = 0;
     if (mode < 0)
-        snprintf(note, len, "the layout mixes RePo and NoPE layers, which pe_config cannot express; "
+        snprintf(note, len,
+                 "the layout mixes RePo and NoPE layers, which pe_config cannot express; "
                  "repoc_layer_positions records it, and the released RePo loader will run other positions");
     else if (mode != POS_ROPE && c->block == BLOCK_LLAMA)
-        snprintf(note, len, "the released RePo loader is OLMo-2 only; LlamaForCausalLM ignores pe_config and runs "
+        snprintf(note, len,
+                 "the released RePo loader is OLMo-2 only; LlamaForCausalLM ignores pe_config and runs "
                  "RoPE in every layer");
     else if (mode == POS_REPO && c->KVH != c->H)
-        snprintf(note, len, "the released RePo loader's final_map has num_attention_heads (%zu) rows, repoc's one per "
-                 "kv head (%zu): it will not load these RePo weights", c->H, c->KVH);
+        snprintf(note, len,
+                 "the released RePo loader's final_map has num_attention_heads (%zu) rows, repoc's one per "
+                 "kv head (%zu): it will not load these RePo weights",
+                 c->H, c->KVH);
     else if (c->yarn_factor > 1.0 && c->block == BLOCK_OLMO2)
-        snprintf(note, len, "rope_scaling is YaRN: Olmo2Config versions that validate rope_scaling with the legacy "
+        snprintf(note, len,
+                 "rope_scaling is YaRN: Olmo2Config versions that validate rope_scaling with the legacy "
                  "{type: linear|dynamic, factor} rule (the released RePo loader's included) refuse this config");
     return note[0] != 0;
 }
@@ -410,9 +430,8 @@ static void write_carried(cJSON* root, const ModelConfig* c) {
     cJSON* keep = cJSON_Parse(c->hf_carried);
     CHECK(cJSON_IsObject(keep), "hf_carried is not a JSON object: %s", c->hf_carried);
     const cJSON* it;
-    cJSON_ArrayForEach(it, keep)
-        if (!cJSON_GetObjectItemCaseSensitive(root, it->string))
-            cJSON_AddItemToObject(root, it->string, cJSON_Duplicate(it, 1));
+    cJSON_ArrayForEach(it, keep) if (!cJSON_GetObjectItemCaseSensitive(root, it->string))
+        cJSON_AddItemToObject(root, it->string, cJSON_Duplicate(it, 1));
     cJSON_Delete(keep);
 }
 

@@ -72,7 +72,7 @@ static size_t base_metadata(const ModelConfig* c, const LoraBase* base, const ch
     peft_layer_positions(c, positions, positions_len);
     keys[n] = "repoc.base_layer_positions";
     values[n++] = positions;
-    if (base->path[0]) {   /* the base is named when it is on disk */
+    if (base->path[0]) { /* the base is named when it is on disk */
         snprintf(fingerprint, 17, "%016llx", (unsigned long long)base->fingerprint);
         keys[n] = PEFT_META_BASE_FINGERPRINT;
         values[n++] = fingerprint;
@@ -88,7 +88,7 @@ void peft_save(const Model* m, const char* dir, bool all_repo) {
     mkdir_p(dir);
     const TensorTable* tt = &m->tensors;
     StWriteTensor* w = callocCheck(tt->n, sizeof(StWriteTensor));
-    char (*names)[TENSOR_NAME_LEN + 32] = callocCheck(tt->n, TENSOR_NAME_LEN + 32);
+    char(*names)[TENSOR_NAME_LEN + 32] = callocCheck(tt->n, TENSOR_NAME_LEN + 32);
     size_t n = 0;
     for (size_t i = 0; i < tt->n; i++) {
         const TensorInfo* t = &tt->t[i];
@@ -122,7 +122,8 @@ void peft_save(const Model* m, const char* dir, bool all_repo) {
     cJSON_AddBoolToObject(j, "inference_mode", true);
     cJSON* targets = cJSON_AddArrayToObject(j, "target_modules");
     for (int t = 0; t < LORA_N_TARGETS; t++)
-        if (cfg_lora_on(c, (LoraTarget)t)) cJSON_AddItemToArray(targets, cJSON_CreateString(lora_target_name((LoraTarget)t)));
+        if (cfg_lora_on(c, (LoraTarget)t))
+            cJSON_AddItemToArray(targets, cJSON_CreateString(lora_target_name((LoraTarget)t)));
     add_modules_to_save(j, tt, all_repo);
     char* text = cJSON_Print(j);
     cJSON_Delete(j);
@@ -147,8 +148,10 @@ bool peft_read_config(const char* dir, ModelConfig* cfg) {
     CHECK(cJSON_IsNumber(r) && r->valuedouble >= 1 && r->valuedouble <= 65536 && r->valuedouble == (int)r->valuedouble,
           "%s: 'r' must be an integer in [1, 65536]", path);
     CHECK(cJSON_IsNumber(alpha) && isfinite(alpha->valuedouble) && alpha->valuedouble > 0,
-          "%s: 'lora_alpha' must be a finite number > 0 (it is %s)", path, !cJSON_IsNumber(alpha) ? "not a number"
-          : isfinite(alpha->valuedouble) ? "<= 0" : "beyond a double's range, which reads as infinity");
+          "%s: 'lora_alpha' must be a finite number > 0 (it is %s)", path,
+          !cJSON_IsNumber(alpha)         ? "not a number"
+          : isfinite(alpha->valuedouble) ? "<= 0"
+                                         : "beyond a double's range, which reads as infinity");
     const cJSON* rslora = cJSON_GetObjectItemCaseSensitive(j, "use_rslora");
     CHECK(!rslora || cJSON_IsNull(rslora) || cJSON_IsBool(rslora), "%s: 'use_rslora' must be true or false", path);
     peft_check_options(j, path);
@@ -165,14 +168,15 @@ bool peft_read_config(const char* dir, ModelConfig* cfg) {
     cfg->lora_rank = (size_t)r->valuedouble;
     cfg->lora_alpha = alpha->valuedouble;
     cfg->lora_rslora = cJSON_IsTrue(rslora);
-    cfg->lora_dropout = cJSON_IsNumber(dropout) ? dropout->valuedouble : 0;   /* applies only while training */
+    cfg->lora_dropout = cJSON_IsNumber(dropout) ? dropout->valuedouble : 0; /* applies only while training */
     cfg->lora_targets = 0;
     const cJSON* it;
     cJSON_ArrayForEach(it, targets) {
         LoraTarget t;
         CHECK(cJSON_IsString(it) && lora_target_parse(it->valuestring, &t),
               "%s: target_modules entry %s matches no projection; the valid names are q_proj, k_proj, v_proj, "
-              "o_proj, gate_proj, up_proj, down_proj", path, cJSON_IsString(it) ? it->valuestring : "(not a string)");
+              "o_proj, gate_proj, up_proj, down_proj",
+              path, cJSON_IsString(it) ? it->valuestring : "(not a string)");
         cfg->lora_targets |= 1u << t;
     }
     cJSON_Delete(j);
@@ -234,14 +238,17 @@ size_t peft_load(Model* m, const char* dir, char* loaded) {
     st_open_or_die(&f, path);
     const TensorTable* tt = &m->tensors;
     size_t n = 0, layers = adapter_layers(&f);
-    CHECK(!layers || layers == m->cfg.L, "%s: the adapter has LoRA tensors for %zu layers (model.layers.0 to %zu) "
-          "but the base model has %zu (num_hidden_layers): it was trained on another base", path, layers,
-          layers - 1, m->cfg.L);
-    for (size_t j = 0; j < f.n_tensors; j++) {   /* every tensor of the file must belong to the model */
+    CHECK(!layers || layers == m->cfg.L,
+          "%s: the adapter has LoRA tensors for %zu layers (model.layers.0 to %zu) "
+          "but the base model has %zu (num_hidden_layers): it was trained on another base",
+          path, layers, layers - 1, m->cfg.L);
+    for (size_t j = 0; j < f.n_tensors; j++) { /* every tensor of the file must belong to the model */
         const StTensor* st = &f.tensors[j];
-        CHECK(!strstr(st->name, ".modules_to_save."), "%s: tensor '%s' has PEFT's in-model name; the adapter file "
+        CHECK(!strstr(st->name, ".modules_to_save."),
+              "%s: tensor '%s' has PEFT's in-model name; the adapter file "
               "stores a modules_to_save weight without 'modules_to_save.<adapter name>.' (e.g. "
-              "base_model.model.model.layers.N.self_attn.gate_map.weight)", path, st->name);
+              "base_model.model.model.layers.N.self_attn.gate_map.weight)",
+              path, st->name);
         size_t pl = strlen(PEFT_PREFIX);
         long i = strncmp(st->name, PEFT_PREFIX, pl) ? -1 : tensor_table_find(tt, st->name + pl);
         CHECK(i >= 0 && (tt->t[i].is_lora || tt->t[i].is_repo),
@@ -253,20 +260,23 @@ size_t peft_load(Model* m, const char* dir, char* loaded) {
         if (!t->is_lora && !t->is_repo) continue;
         peft_name(name, sizeof(name), t);
         const StTensor* st = st_find(&f, name);
-        bool saved = t->is_repo && mts && listed(mts, t);   /* a module PEFT wraps and loads */
+        bool saved = t->is_repo && mts && listed(mts, t); /* a module PEFT wraps and loads */
         CHECK(st || !(t->is_lora || saved), "%s: no tensor '%s' (%s)", path, name,
               t->is_lora ? "the model adapts this projection in every layer, as target_modules asks, and the file "
                            "lacks it in this one"
                          : "adapter_config.json's modules_to_save lists its module");
-        CHECK(!st || t->is_lora || saved, "%s: tensor '%s' is a RePo weight whose module adapter_config.json's "
-              "modules_to_save does not list (PEFT would not load it)", path, name);
+        CHECK(!st || t->is_lora || saved,
+              "%s: tensor '%s' is a RePo weight whose module adapter_config.json's "
+              "modules_to_save does not list (PEFT would not load it)",
+              path, name);
         if (!st) continue;
         bool same = st->ndim == t->ndim;
         for (size_t d = 0; same && d < t->ndim; d++) same = st->shape[d] == t->shape[d];
         CHECK(same, "%s: tensor '%s' has shape [%zu, %zu] but the base model expects [%zu, %zu]%s", path, name,
               st->shape[0], st->ndim > 1 ? st->shape[1] : 0, t->shape[0], t->ndim > 1 ? t->shape[1] : 0,
-              !t->is_lora ? "" : t->kind == TK_LORA_A ? " ([r, in]: r is adapter_config.json's, in the base's width)"
-                                                     : " ([out, r]: out is the base's width, r adapter_config.json's)");
+              !t->is_lora            ? ""
+              : t->kind == TK_LORA_A ? " ([r, in]: r is adapter_config.json's, in the base's width)"
+                                     : " ([out, r]: out is the base's width, r adapter_config.json's)");
         st_read_real(&f, st, m->params + t->offset);
         if (loaded) loaded[i] = 1;
         n++;
@@ -278,14 +288,14 @@ size_t peft_load(Model* m, const char* dir, char* loaded) {
 
 /* W (out,in) += scale B (out,r) A (r,in) */
 static void fold(real* w, const real* b, const real* a, size_t out, size_t in, size_t r, real scale) {
-    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)out, (int)in, (int)r, scale, b, (int)r, a, (int)in, 1,
-               w, (int)in);
+    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)out, (int)in, (int)r, scale, b, (int)r, a, (int)in, 1, w,
+               (int)in);
 }
 
 void peft_merge(Model* m) {
     const TensorTable* tt = &m->tensors;
     real scale = (real)cfg_lora_scale(&m->cfg);
-    for (size_t i = 0; i < tt->n; i++) {   /* the table lists W, W's lora_A, W's lora_B in a row */
+    for (size_t i = 0; i < tt->n; i++) { /* the table lists W, W's lora_A, W's lora_B in a row */
         const TensorInfo* a = &tt->t[i];
         if (a->kind != TK_LORA_A) continue;
         const TensorInfo *w = &tt->t[i - 1], *b = &tt->t[i + 1];
@@ -300,8 +310,10 @@ void peft_merge(Model* m) {
 static real* read_factor(const StFile* f, const char* path, const char* name, size_t d0, size_t d1) {
     const StTensor* st = st_find(f, name);
     CHECK(st, "%s: no tensor '%s' (each lora_A needs its lora_B)", path, name);
-    CHECK(st->ndim == 2 && st->shape[0] == d0 && st->shape[1] == d1, "%s: tensor '%s' has shape [%zu, %zu] but the "
-          "base model expects [%zu, %zu]", path, name, st->shape[0], st->ndim > 1 ? st->shape[1] : 0, d0, d1);
+    CHECK(st->ndim == 2 && st->shape[0] == d0 && st->shape[1] == d1,
+          "%s: tensor '%s' has shape [%zu, %zu] but the "
+          "base model expects [%zu, %zu]",
+          path, name, st->shape[0], st->ndim > 1 ? st->shape[1] : 0, d0, d1);
     real* v = mallocCheck(d0 * d1 * sizeof(real));
     st_read_real(f, st, v);
     return v;
@@ -322,12 +334,14 @@ size_t peft_merge_file(Model* m, const char* dir) {
         const char* inner = strncmp(st->name, PEFT_PREFIX, pl) ? NULL : st->name + pl;
         size_t len = inner ? strlen(inner) : 0;
         CHECK(inner, "%s: tensor '%s' lacks PEFT's prefix '%s'", path, st->name, PEFT_PREFIX);
-        if (len > al && !strcmp(inner + len - al, ".lora_B.weight")) continue;   /* read with its lora_A */
+        if (len > al && !strcmp(inner + len - al, ".lora_B.weight")) continue; /* read with its lora_A */
         bool is_a = len > al && !strcmp(inner + len - al, ".lora_A.weight");
         snprintf(name, sizeof(name), "%.*s.weight", (int)(is_a ? len - al : len - strlen(".weight")), inner);
         long i = tensor_table_find(tt, name);
-        CHECK(i >= 0 && (is_a ? !tt->t[i].is_repo : tt->t[i].is_repo), "%s: tensor '%s' is neither a LoRA factor "
-              "of a projection of this model nor one of its RePo weights", path, st->name);
+        CHECK(i >= 0 && (is_a ? !tt->t[i].is_repo : tt->t[i].is_repo),
+              "%s: tensor '%s' is neither a LoRA factor "
+              "of a projection of this model nor one of its RePo weights",
+              path, st->name);
         const TensorInfo* t = &tt->t[i];
         CHECK(!t->bf16, "%s: cannot fold the adapter into '%s', kept in BF16 (model.base_dtype)", path, t->name);
         if (is_a) {
@@ -340,8 +354,8 @@ size_t peft_merge_file(Model* m, const char* dir) {
             free(a);
             free(b);
         } else {
-            CHECK(st->numel == t->numel, "%s: tensor '%s' has %zu values but the model's '%s' has %zu", path,
-                  st->name, st->numel, t->name, t->numel);
+            CHECK(st->numel == t->numel, "%s: tensor '%s' has %zu values but the model's '%s' has %zu", path, st->name,
+                  st->numel, t->name, t->numel);
             st_read_real(&f, st, m->params + t->offset);
         }
         n++;

@@ -30,8 +30,10 @@ void peft_read_base(const char* dir, PeftBaseRecord* rec) {
     st_open_or_die(&f, path);
     const char* fp = st_meta(&f, "repoc.base_fingerprint");
     if (fp) {
-        CHECK(parse_fingerprint(fp, &rec->fingerprint), "%s: __metadata__ 'repoc.base_fingerprint' is '%.40s', not "
-              "16 lowercase hex digits", path, fp);
+        CHECK(parse_fingerprint(fp, &rec->fingerprint),
+              "%s: __metadata__ 'repoc.base_fingerprint' is '%.40s', not "
+              "16 lowercase hex digits",
+              path, fp);
         rec->has_fingerprint = true;
     }
     const char* keys[] = {"repoc.base_path", "repoc.base_model_type", "repoc.base_layer_positions"};
@@ -91,7 +93,8 @@ void peft_check_base(const char* adapter_dir, const char* base_dir, const ModelC
     const char* trained_on = rec.path[0] ? rec.path : "(repoc.base_path not recorded)";
     const char* type = base_cfg->block == BLOCK_OLMO2 ? "olmo2" : "llama";
     if (rec.model_type[0] && strcmp(rec.model_type, type)) {
-        snprintf(what, sizeof(what), "%s/adapter_model.safetensors: the adapter was trained on another base: its "
+        snprintf(what, sizeof(what),
+                 "%s/adapter_model.safetensors: the adapter was trained on another base: its "
                  "repoc.base_model_type is %s, but %s/config.json's model_type is %s (repoc.base_path: %s)",
                  adapter_dir, rec.model_type, base_dir, type, trained_on);
         mismatch(force, what);
@@ -99,27 +102,31 @@ void peft_check_base(const char* adapter_dir, const char* base_dir, const ModelC
     char positions[8 * MAX_LAYERS];
     peft_layer_positions(base_cfg, positions, sizeof(positions));
     if (rec.positions[0] && strcmp(rec.positions, positions)) {
-        snprintf(what, sizeof(what), "%s/adapter_model.safetensors: the adapter was trained on another base: its "
+        snprintf(what, sizeof(what),
+                 "%s/adapter_model.safetensors: the adapter was trained on another base: its "
                  "repoc.base_layer_positions are %s, but %s's layers are %s (repoc_layer_positions in its config.json; "
-                 "repoc.base_path: %s)", adapter_dir, rec.positions, base_dir, positions, trained_on);
+                 "repoc.base_path: %s)",
+                 adapter_dir, rec.positions, base_dir, positions, trained_on);
         mismatch(force, what);
     }
     if (!rec.has_fingerprint) {
         char name[1024];
         config_base_name(adapter_dir, name, sizeof(name));
-        fprintf(stderr, "warning: %s/adapter_model.safetensors records no repoc.base_fingerprint (an adapter from "
+        fprintf(stderr,
+                "warning: %s/adapter_model.safetensors records no repoc.base_fingerprint (an adapter from "
                 "elsewhere, or saved without its base's): the base %s could not be verified; compared only the "
                 "tensor shapes and the layer count%s; adapter_config.json names the base '%s' "
-                "(base_model_name_or_path)\n", adapter_dir, base_dir,
-                rec.model_type[0] ? ", the model type and the layer positions" : "", name);
+                "(base_model_name_or_path)\n",
+                adapter_dir, base_dir, rec.model_type[0] ? ", the model type and the layer positions" : "", name);
         return;
     }
     uint64_t have = hf_weights_fingerprint(base_dir);
     if (have != rec.fingerprint) {
-        snprintf(what, sizeof(what), "%s/adapter_model.safetensors: the adapter was trained on another base: its "
+        snprintf(what, sizeof(what),
+                 "%s/adapter_model.safetensors: the adapter was trained on another base: its "
                  "repoc.base_fingerprint is %016llx (the weights of repoc.base_path %s), but the weights of %s have "
-                 "fingerprint %016llx", adapter_dir, (unsigned long long)rec.fingerprint, trained_on, base_dir,
-                 (unsigned long long)have);
+                 "fingerprint %016llx",
+                 adapter_dir, (unsigned long long)rec.fingerprint, trained_on, base_dir, (unsigned long long)have);
         mismatch(force, what);
         return;
     }

@@ -21,7 +21,7 @@ typedef enum { OPT_READ, OPT_FREE, OPT_FALSE, OPT_EMPTY } OptRule;
 typedef struct {
     const char* key;
     OptRule rule;
-    const char* why;   /* for false and empty: what a set value does that repoc does not */
+    const char* why; /* for false and empty: what a set value does that repoc does not */
 } PeftOption;
 
 static const PeftOption OPTIONS[] = {
@@ -43,12 +43,13 @@ static const PeftOption OPTIONS[] = {
     {"runtime_config", OPT_FREE, NULL},
     {"megatron_core", OPT_FREE, NULL},
     {"qalora_group_size", OPT_FREE, NULL},
-    {"loftq_config", OPT_FREE, NULL},      /* used only by init_lora_weights "loftq", refused there */
+    {"loftq_config", OPT_FREE, NULL}, /* used only by init_lora_weights "loftq", refused there */
     {"eva_config", OPT_FREE, NULL},
-    {"corda_config", OPT_FREE, NULL},      /* used only by "corda", refused there */
-    {"lora_ga_config", OPT_FREE, NULL},    /* used only by "lora_ga", refused there */
-    {"fan_in_fan_out", OPT_FALSE, "the base weights would be stored (in, out) as GPT-2's Conv1D; repoc's "
-                                  "projections are nn.Linear (out, in)"},
+    {"corda_config", OPT_FREE, NULL},   /* used only by "corda", refused there */
+    {"lora_ga_config", OPT_FREE, NULL}, /* used only by "lora_ga", refused there */
+    {"fan_in_fan_out", OPT_FALSE,
+     "the base weights would be stored (in, out) as GPT-2's Conv1D; repoc's "
+     "projections are nn.Linear (out, in)"},
     {"use_dora", OPT_FALSE, "DoRA rescales each column of W + s B A by a learned magnitude"},
     {"use_qalora", OPT_FALSE, "QALoRA pools the adapter's input in groups"},
     {"lora_bias", OPT_FALSE, "lora_B would carry a bias"},
@@ -86,8 +87,8 @@ static void check_init(const cJSON* v, const char* path) {
     DIE("%s: init_lora_weights \"%s\" is not supported: PiSSA, OLoRA, CorDA, LoftQ and LoRA-GA subtract the initial "
         "B A from the base weights (or quantise them), so such an adapter belongs to a modified base, and MiCA is a "
         "LoRA variant; repoc accepts true, false, \"gaussian\", \"eva\" and \"orthogonal\" (PEFT's "
-        "path_initial_model_for_weight_conversion saves a PiSSA or OLoRA adapter as a plain one)", path,
-        v->valuestring);
+        "path_initial_model_for_weight_conversion saves a PiSSA or OLoRA adapter as a plain one)",
+        path, v->valuestring);
 }
 
 void peft_check_options(const cJSON* j, const char* path) {
@@ -97,15 +98,17 @@ void peft_check_options(const cJSON* j, const char* path) {
         const PeftOption* o = NULL;
         for (size_t i = 0; i < n && !o; i++)
             if (!strcmp(OPTIONS[i].key, it->string)) o = &OPTIONS[i];
-        CHECK(o, "%s: unknown key '%s': it is not one of PEFT's LoraConfig options, and repoc cannot tell whether it "
-              "changes the adapter's math", path, it->string);
-        bool ok = o->rule == OPT_READ || o->rule == OPT_FREE || (o->rule == OPT_FALSE && (cJSON_IsFalse(it) ||
-                  cJSON_IsNull(it))) || (o->rule == OPT_EMPTY && is_empty(it));
+        CHECK(o,
+              "%s: unknown key '%s': it is not one of PEFT's LoraConfig options, and repoc cannot tell whether it "
+              "changes the adapter's math",
+              path, it->string);
+        bool ok = o->rule == OPT_READ || o->rule == OPT_FREE ||
+                  (o->rule == OPT_FALSE && (cJSON_IsFalse(it) || cJSON_IsNull(it))) ||
+                  (o->rule == OPT_EMPTY && is_empty(it));
         if (ok) continue;
         char* text = cJSON_PrintUnformatted(it);
-        DIE("%s: '%s' is %.80s%s, which repoc does not apply: %s; only %s is accepted", path, o->key,
-            text ? text : "?", text && strlen(text) > 80 ? "..." : "", o->why,
-            o->rule == OPT_FALSE ? "false (or null)" : "null or empty");
+        DIE("%s: '%s' is %.80s%s, which repoc does not apply: %s; only %s is accepted", path, o->key, text ? text : "?",
+            text && strlen(text) > 80 ? "..." : "", o->why, o->rule == OPT_FALSE ? "false (or null)" : "null or empty");
     }
     check_init(cJSON_GetObjectItemCaseSensitive(j, "init_lora_weights"), path);
 }

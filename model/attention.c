@@ -39,8 +39,8 @@
 #define ATT_BLOCK 64
 #endif
 _Static_assert(ATT_BLOCK_MAX % ATT_BLOCK == 0, "the tests' lengths are placed around multiples of ATT_BLOCK_MAX");
-#define ATT_BQ ATT_BLOCK   /* queries of a task's block */
-#define ATT_BK ATT_BLOCK   /* keys of a tile */
+#define ATT_BQ ATT_BLOCK /* queries of a task's block */
+#define ATT_BK ATT_BLOCK /* keys of a tile */
 #define ATT_MAX_HD 256
 
 /* The tile products run in one register-blocked kernel, C (+)= alpha A B, written with GCC vector
@@ -64,23 +64,23 @@ _Static_assert(ATT_BLOCK_MAX % ATT_BLOCK == 0, "the tests' lengths are placed ar
 #define ATT_VBYTES 16
 #define ATT_NV 2
 #endif
-typedef real vreal __attribute__((vector_size(ATT_VBYTES), aligned(sizeof(real))));   /* unaligned loads */
+typedef real vreal __attribute__((vector_size(ATT_VBYTES), aligned(sizeof(real)))); /* unaligned loads */
 #define VL (ATT_VBYTES / sizeof(real))
 #define ATT_INLINE static inline __attribute__((always_inline))
 
 typedef enum { TRI_NONE, TRI_C_FROM, TRI_K_FROM, TRI_K_UPTO } TileTri;
 
 typedef struct {
-    const real* a;       /* A (m, kk): element (r, k) at a[r * a_rs + k * a_cs] */
+    const real* a; /* A (m, kk): element (r, k) at a[r * a_rs + k * a_cs] */
     size_t a_rs, a_cs;
-    const real* b;       /* B (kk, n), row stride ldb */
+    const real* b; /* B (kk, n), row stride ldb */
     size_t ldb;
-    real* c;             /* C (m, n), row stride ldc */
+    real* c; /* C (m, n), row stride ldc */
     size_t ldc;
     size_t kk;
     real alpha;
-    bool acc;            /* C += alpha A B, else C = alpha A B */
-    TileTri tri;         /* the part each row needs (above); TRI_NONE: all of it */
+    bool acc;    /* C += alpha A B, else C = alpha A B */
+    TileTri tri; /* the part each row needs (above); TRI_NONE: all of it */
     ptrdiff_t off;
 } TileGemm;
 
@@ -169,13 +169,13 @@ static void hide_keys(real* St, size_t t0, size_t nq, size_t j0, size_t nk, cons
         if (!st) continue;
         int32_t kj = (int32_t)key;
 #pragma omp simd
-        for (size_t i = after; i < nq; i++) s[i] = st[i] > kj ? -INFINITY : s[i];   /* another document's */
+        for (size_t i = after; i < nq; i++) s[i] = st[i] > kj ? -INFINITY : s[i]; /* another document's */
     }
 }
 
 /* 8 x 8 blocks of the transpose below, through three rounds of two-vector shuffles (unpack pairs,
    then pairs of pairs, then halves) */
-typedef real v8r __attribute__((vector_size(8 * sizeof(real)), aligned(sizeof(real))));   /* unaligned loads */
+typedef real v8r __attribute__((vector_size(8 * sizeof(real)), aligned(sizeof(real)))); /* unaligned loads */
 #ifdef REPOC_F64
 typedef int64_t v8i __attribute__((vector_size(8 * sizeof(real))));
 #else
@@ -193,7 +193,7 @@ ATT_INLINE void transpose8(real* out, size_t os, const real* in, size_t is, real
             u[k + 2 * h] = __builtin_shuffle(t[k + h], t[k + h + 2], (v8i){0, 1, 8, 9, 4, 5, 12, 13});
             u[k + 2 * h + 1] = __builtin_shuffle(t[k + h], t[k + h + 2], (v8i){2, 3, 10, 11, 6, 7, 14, 15});
         }
-    for (int j = 0; j < 4; j++) {   /* u[j] holds columns j and j + 4 of rows 0-3, u[j + 4] of rows 4-7 */
+    for (int j = 0; j < 4; j++) { /* u[j] holds columns j and j + 4 of rows 0-3, u[j + 4] of rows 4-7 */
         *(v8r*)(out + j * os) = alpha * __builtin_shuffle(u[j], u[j + 4], (v8i){0, 1, 2, 3, 8, 9, 10, 11});
         *(v8r*)(out + (j + 4) * os) = alpha * __builtin_shuffle(u[j], u[j + 4], (v8i){4, 5, 6, 7, 12, 13, 14, 15});
     }
@@ -215,7 +215,7 @@ static void forward_block(real* out, real* lse, const real* q, const real* k, co
                           size_t b, size_t h, size_t t0, size_t t1, size_t T, size_t H, size_t KVH, size_t hd) {
     size_t g = h / (H / KVH), qs = H * hd, ks = KVH * hd, nq = t1 - t0;
     real scale = (real)(1.0 / sqrt((double)hd));
-    real acc[ATT_BQ * ATT_MAX_HD], qT[ATT_MAX_HD * ATT_BQ], St[ATT_BK * ATT_BQ];   /* (nq, hd) (hd, BQ) (nk, BQ) */
+    real acc[ATT_BQ * ATT_MAX_HD], qT[ATT_MAX_HD * ATT_BQ], St[ATT_BK * ATT_BQ]; /* (nq, hd) (hd, BQ) (nk, BQ) */
     real m[ATT_BQ], l[ATT_BQ], ref[ATT_BQ], corr[ATT_BQ], sum[ATT_BQ];
     for (size_t i = 0; i < nq; i++) {
         m[i] = -INFINITY;
@@ -227,24 +227,35 @@ static void forward_block(real* out, real* lse, const real* q, const real* k, co
     const real* kb = k + b * T * ks + g * hd;
     const real* vb = v + b * T * ks + g * hd;
     const int32_t* st = starts ? starts + t0 : NULL;
-    size_t jfirst = st ? (size_t)st[0] / ATT_BK * ATT_BK : 0;   /* blocks before it: other documents */
+    size_t jfirst = st ? (size_t)st[0] / ATT_BK * ATT_BK : 0; /* blocks before it: other documents */
     for (size_t j0 = jfirst; j0 < t1; j0 += ATT_BK) {
         size_t nk = j0 + ATT_BK < t1 ? ATT_BK : t1 - j0;
-        ptrdiff_t dj = (ptrdiff_t)j0 - (ptrdiff_t)t0;   /* the diagonal's offset in this tile */
+        ptrdiff_t dj = (ptrdiff_t)j0 - (ptrdiff_t)t0; /* the diagonal's offset in this tile */
         /* S^T = K Q^T */
-        tile_gemm(&(TileGemm){.a = kb + j0 * ks, .a_rs = ks, .a_cs = 1, .b = qT, .ldb = ATT_BQ, .c = St, .ldc = ATT_BQ,
-                              .kk = hd, .alpha = 1, .acc = false, .tri = TRI_C_FROM, .off = dj}, nk, nq);
+        tile_gemm(&(TileGemm){.a = kb + j0 * ks,
+                              .a_rs = ks,
+                              .a_cs = 1,
+                              .b = qT,
+                              .ldb = ATT_BQ,
+                              .c = St,
+                              .ldc = ATT_BQ,
+                              .kk = hd,
+                              .alpha = 1,
+                              .acc = false,
+                              .tri = TRI_C_FROM,
+                              .off = dj},
+                  nk, nq);
         hide_keys(St, t0, nq, j0, nk, st);
         for (size_t i = 0; i < nq; i++) ref[i] = m[i];
-        for (size_t j = 0; j < nk; j++) {   /* entries before first_visited are hidden: -inf */
+        for (size_t j = 0; j < nk; j++) { /* entries before first_visited are hidden: -inf */
             const real* s = St + j * ATT_BQ;
 #pragma omp simd
             for (size_t i = first_visited(j0 + j, t0, nq); i < nq; i++) ref[i] = s[i] > ref[i] ? s[i] : ref[i];
         }
-        for (size_t i = 0; i < nq; i++) {   /* the new running max; a row with no key yet keeps -inf */
+        for (size_t i = 0; i < nq; i++) { /* the new running max; a row with no key yet keeps -inf */
             real mi = ref[i];
             ref[i] = mi == -INFINITY ? 0 : mi;
-            corr[i] = exp_nonpos_r(m[i] - ref[i]);   /* rescales what was summed under the old max */
+            corr[i] = exp_nonpos_r(m[i] - ref[i]); /* rescales what was summed under the old max */
             m[i] = mi;
             sum[i] = 0;
         }
@@ -254,7 +265,7 @@ static void forward_block(real* out, real* lse, const real* q, const real* k, co
             for (size_t i = 0; i < i0; i++) s[i] = 0;
 #pragma omp simd
             for (size_t i = i0; i < nq; i++) {
-                s[i] = exp_nonpos_r(s[i] - ref[i]);   /* P^T; hidden keys give exp(-inf) = 0 */
+                s[i] = exp_nonpos_r(s[i] - ref[i]); /* P^T; hidden keys give exp(-inf) = 0 */
                 sum[i] += s[i];
             }
         }
@@ -264,8 +275,19 @@ static void forward_block(real* out, real* lse, const real* q, const real* k, co
                 for (size_t d = 0; d < hd; d++) acc[i * hd + d] *= corr[i];
         }
         /* acc += P V */
-        tile_gemm(&(TileGemm){.a = St, .a_rs = 1, .a_cs = ATT_BQ, .b = vb + j0 * ks, .ldb = ks, .c = acc, .ldc = hd,
-                              .kk = nk, .alpha = 1, .acc = true, .tri = TRI_K_UPTO, .off = -dj}, nq, hd);
+        tile_gemm(&(TileGemm){.a = St,
+                              .a_rs = 1,
+                              .a_cs = ATT_BQ,
+                              .b = vb + j0 * ks,
+                              .ldb = ks,
+                              .c = acc,
+                              .ldc = hd,
+                              .kk = nk,
+                              .alpha = 1,
+                              .acc = true,
+                              .tri = TRI_K_UPTO,
+                              .off = -dj},
+                  nq, hd);
     }
     for (size_t i = 0; i < nq; i++) {
         size_t row = b * T + t0 + i;
@@ -304,8 +326,8 @@ static void backward_group(real* dq, real* dk, real* dv, const real* dout, const
                            size_t T, size_t H, size_t KVH, size_t hd) {
     size_t group = H / KVH, qs = H * hd, ks = KVH * hd;
     real scale = (real)(1.0 / sqrt((double)hd));
-    real qT[ATT_MAX_HD * ATT_BQ], doT[ATT_MAX_HD * ATT_BQ];   /* (hd, BQ) */
-    real Pt[ATT_BK * ATT_BQ], dSt[ATT_BK * ATT_BQ];           /* (nk, BQ) */
+    real qT[ATT_MAX_HD * ATT_BQ], doT[ATT_MAX_HD * ATT_BQ]; /* (hd, BQ) */
+    real Pt[ATT_BK * ATT_BQ], dSt[ATT_BK * ATT_BQ];         /* (nk, BQ) */
     real l[ATT_BQ], delta[ATT_BQ];
     const real* kb = k + b * T * ks + g * hd;
     const real* vb = v + b * T * ks + g * hd;
@@ -318,57 +340,108 @@ static void backward_group(real* dq, real* dk, real* dv, const real* dout, const
             const int32_t* st = docs ? docs->start + b * T + t0 : NULL;
             transpose_block(qT, qb, nq, qs, hd, scale);
             transpose_block(doT, dob, nq, qs, hd, 1);
-            for (size_t i = 0; i < nq; i++) {   /* delta = rowsum(dP ⊙ P) = dO·O over hd, not the model width */
+            for (size_t i = 0; i < nq; i++) { /* delta = rowsum(dP ⊙ P) = dO·O over hd, not the model width */
                 real dl = 0;
 #pragma omp simd reduction(+ : dl)
                 for (size_t d = 0; d < hd; d++) dl += dob[i * qs + d] * ob[i * qs + d];
                 delta[i] = dl;
                 l[i] = lse[(b * T + t0 + i) * H + h];
             }
-            size_t jfirst = st ? (size_t)st[0] / ATT_BK * ATT_BK : 0;   /* blocks before it: other documents */
+            size_t jfirst = st ? (size_t)st[0] / ATT_BK * ATT_BK : 0; /* blocks before it: other documents */
             for (size_t j0 = jfirst; j0 < t0 + nq; j0 += ATT_BK) {
                 size_t nk = j0 + ATT_BK < t0 + nq ? ATT_BK : t0 + nq - j0;
-                ptrdiff_t dj = (ptrdiff_t)j0 - (ptrdiff_t)t0;   /* the diagonal's offset in this tile */
+                ptrdiff_t dj = (ptrdiff_t)j0 - (ptrdiff_t)t0; /* the diagonal's offset in this tile */
                 const real *kj = kb + j0 * ks, *vj = vb + j0 * ks;
                 /* S^T = K Q^T */
-                tile_gemm(&(TileGemm){.a = kj, .a_rs = ks, .a_cs = 1, .b = qT, .ldb = ATT_BQ, .c = Pt, .ldc = ATT_BQ,
-                                      .kk = hd, .alpha = 1, .acc = false, .tri = TRI_C_FROM, .off = dj}, nk, nq);
+                tile_gemm(&(TileGemm){.a = kj,
+                                      .a_rs = ks,
+                                      .a_cs = 1,
+                                      .b = qT,
+                                      .ldb = ATT_BQ,
+                                      .c = Pt,
+                                      .ldc = ATT_BQ,
+                                      .kk = hd,
+                                      .alpha = 1,
+                                      .acc = false,
+                                      .tri = TRI_C_FROM,
+                                      .off = dj},
+                          nk, nq);
                 /* dP^T = V dO^T */
-                tile_gemm(&(TileGemm){.a = vj, .a_rs = ks, .a_cs = 1, .b = doT, .ldb = ATT_BQ, .c = dSt, .ldc = ATT_BQ,
-                                      .kk = hd, .alpha = 1, .acc = false, .tri = TRI_C_FROM, .off = dj}, nk, nq);
+                tile_gemm(&(TileGemm){.a = vj,
+                                      .a_rs = ks,
+                                      .a_cs = 1,
+                                      .b = doT,
+                                      .ldb = ATT_BQ,
+                                      .c = dSt,
+                                      .ldc = ATT_BQ,
+                                      .kk = hd,
+                                      .alpha = 1,
+                                      .acc = false,
+                                      .tri = TRI_C_FROM,
+                                      .off = dj},
+                          nk, nq);
                 hide_keys(Pt, t0, nq, j0, nk, st);
                 for (size_t j = 0; j < nk; j++) {
                     real *p = Pt + j * ATT_BQ, *ds = dSt + j * ATT_BQ;
                     size_t i0 = first_visited(j0 + j, t0, nq);
-                    for (size_t i = 0; i < i0; i++) p[i] = ds[i] = 0;   /* hidden */
+                    for (size_t i = 0; i < i0; i++) p[i] = ds[i] = 0; /* hidden */
 #pragma omp simd
                     for (size_t i = i0; i < nq; i++) {
-                        p[i] = exp_nonpos_r(p[i] - l[i]);   /* P; 0 where hidden */
-                        ds[i] = p[i] > 0 ? p[i] * (ds[i] - delta[i]) : 0;   /* dS; dP^T skips hidden columns */
+                        p[i] = exp_nonpos_r(p[i] - l[i]);                 /* P; 0 where hidden */
+                        ds[i] = p[i] > 0 ? p[i] * (ds[i] - delta[i]) : 0; /* dS; dP^T skips hidden columns */
                     }
                 }
                 /* dQ += scale dS K,  dK += scale dS^T Q,  dV += P^T dO; each written (not added) by its first
                    tile: a query block's first key block, and a key block's diagonal tile with the group's first
                    head (no earlier query block sees that key block) */
                 bool dq_add = j0 != jfirst, dkv_add = !(h == g * group && j0 == t0);
-                tile_gemm(&(TileGemm){.a = dSt, .a_rs = 1, .a_cs = ATT_BQ, .b = kj, .ldb = ks, .c = dq + row0,
-                                      .ldc = qs, .kk = nk, .alpha = scale, .acc = dq_add, .tri = TRI_K_UPTO,
-                                      .off = -dj}, nq, hd);
-                tile_gemm(&(TileGemm){.a = dSt, .a_rs = ATT_BQ, .a_cs = 1, .b = qb, .ldb = qs, .c = dkb + j0 * ks,
-                                      .ldc = ks, .kk = nq, .alpha = scale, .acc = dkv_add, .tri = TRI_K_FROM,
-                                      .off = dj}, nk, hd);
-                tile_gemm(&(TileGemm){.a = Pt, .a_rs = ATT_BQ, .a_cs = 1, .b = dob, .ldb = qs, .c = dvb + j0 * ks,
-                                      .ldc = ks, .kk = nq, .alpha = 1, .acc = dkv_add, .tri = TRI_K_FROM,
-                                      .off = dj}, nk, hd);
+                tile_gemm(&(TileGemm){.a = dSt,
+                                      .a_rs = 1,
+                                      .a_cs = ATT_BQ,
+                                      .b = kj,
+                                      .ldb = ks,
+                                      .c = dq + row0,
+                                      .ldc = qs,
+                                      .kk = nk,
+                                      .alpha = scale,
+                                      .acc = dq_add,
+                                      .tri = TRI_K_UPTO,
+                                      .off = -dj},
+                          nq, hd);
+                tile_gemm(&(TileGemm){.a = dSt,
+                                      .a_rs = ATT_BQ,
+                                      .a_cs = 1,
+                                      .b = qb,
+                                      .ldb = qs,
+                                      .c = dkb + j0 * ks,
+                                      .ldc = ks,
+                                      .kk = nq,
+                                      .alpha = scale,
+                                      .acc = dkv_add,
+                                      .tri = TRI_K_FROM,
+                                      .off = dj},
+                          nk, hd);
+                tile_gemm(&(TileGemm){.a = Pt,
+                                      .a_rs = ATT_BQ,
+                                      .a_cs = 1,
+                                      .b = dob,
+                                      .ldb = qs,
+                                      .c = dvb + j0 * ks,
+                                      .ldc = ks,
+                                      .kk = nq,
+                                      .alpha = 1,
+                                      .acc = dkv_add,
+                                      .tri = TRI_K_FROM,
+                                      .off = dj},
+                          nk, hd);
             }
         }
 }
 
-void attention_backward(real* dq, real* dk, real* dv, const real* dout,
-                        const real* out, const real* lse, const real* q, const real* k, const real* v,
-                        const DocSpans* docs, size_t B, size_t T, size_t H, size_t KVH, size_t hd) {
+void attention_backward(real* dq, real* dk, real* dv, const real* dout, const real* out, const real* lse, const real* q,
+                        const real* k, const real* v, const DocSpans* docs, size_t B, size_t T, size_t H, size_t KVH,
+                        size_t hd) {
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)
     for (size_t b = 0; b < B; b++)
-        for (size_t g = 0; g < KVH; g++)
-            backward_group(dq, dk, dv, dout, out, lse, q, k, v, docs, b, g, T, H, KVH, hd);
+        for (size_t g = 0; g < KVH; g++) backward_group(dq, dk, dv, dout, out, lse, q, k, v, docs, b, g, T, H, KVH, hd);
 }

@@ -32,8 +32,8 @@ void attention_forward(real* out, real* lse, const real* q, const real* k, const
                        size_t B, size_t T, size_t H, size_t KVH, size_t hd);
 /* dq (B,T,H*hd) =   dk, dv (B,T,KVH*hd) =   dout (B,T,H*hd)
    out, lse, q, k, v, docs as forward saw/saved them */
-void attention_backward(real* dq, real* dk, real* dv, const real* dout,
-                        const real* out, const real* lse, const real* q, const real* k, const real* v,
-                        const DocSpans* docs, size_t B, size_t T, size_t H, size_t KVH, size_t hd);
+void attention_backward(real* dq, real* dk, real* dv, const real* dout, const real* out, const real* lse, const real* q,
+                        const real* k, const real* v, const DocSpans* docs, size_t B, size_t T, size_t H, size_t KVH,
+                        size_t hd);
 
 #endif

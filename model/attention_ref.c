@@ -38,7 +38,7 @@ void attention_reference(double* out, double* lse, double* dq, double* dk, doubl
                     for (size_t d = 0; d < hd; d++) o[d] += p[j] * v[(b * T + j) * ks + g * hd + d];
                 }
                 lse[(b * T + t) * H + h] = mx + log(sum);
-                double delta = 0;   /* dO · O */
+                double delta = 0; /* dO · O */
                 for (size_t d = 0; d < hd; d++) delta += dot[d] * o[d];
                 for (size_t j = j0; j <= t; j++) {
                     const real* kj = k + (b * T + j) * ks + g * hd;

@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#include "common/hash.h"   /* mix_triple: the LoRA dropout key of a projection */
+#include "common/hash.h" /* mix_triple: the LoRA dropout key of a projection */
 #include "model/attention.h"
 #include "model/linear.h"
 #include "model/repo.h"
@@ -21,10 +21,15 @@ void layer_acts_layout(LayerActs* a, Cursor* cur, const ModelConfig* c, size_t l
     memset(a, 0, sizeof(*a));
     size_t D = c->D, q = c->H * cfg_hd(c), kv = c->KVH * cfg_hd(c), F = c->F;
     bool olmo2 = c->block == BLOCK_OLMO2;
-    if (!olmo2) { a->h = cursor_take(cur, N * D); a->h_rstd = cursor_take(cur, N); }
+    if (!olmo2) {
+        a->h = cursor_take(cur, N * D);
+        a->h_rstd = cursor_take(cur, N);
+    }
     if (olmo2) {
-        a->q_pre = cursor_take(cur, N * q); a->q_rstd = cursor_take(cur, N);
-        a->k_pre = cursor_take(cur, N * kv); a->k_rstd = cursor_take(cur, N);
+        a->q_pre = cursor_take(cur, N * q);
+        a->q_rstd = cursor_take(cur, N);
+        a->k_pre = cursor_take(cur, N * kv);
+        a->k_rstd = cursor_take(cur, N);
     }
     a->q = cursor_take(cur, N * q);
     a->k = cursor_take(cur, N * kv);
@@ -42,7 +47,10 @@ void layer_acts_layout(LayerActs* a, Cursor* cur, const ModelConfig* c, size_t l
     if (!olmo2) a->h2 = cursor_take(cur, N * D);
     a->gu = cursor_take(cur, N * 2 * F);
     a->m = cursor_take(cur, N * F);
-    if (olmo2) { a->d = cursor_take(cur, N * D); a->mlp_rstd = cursor_take(cur, N); }
+    if (olmo2) {
+        a->d = cursor_take(cur, N * D);
+        a->mlp_rstd = cursor_take(cur, N);
+    }
     for (int t = 0; t < LORA_N_TARGETS; t++)
         if (cfg_lora_on(c, (LoraTarget)t)) a->lora_ax[t] = cursor_take(cur, N * c->lora_rank);
 }
@@ -52,7 +60,7 @@ void block_scratch_layout(BlockScratch* s, Cursor* cur, const ModelConfig* c, si
     bool olmo2 = c->block == BLOCK_OLMO2;
     s->dd = cursor_take(cur, N * D);
     s->do_ = cursor_take(cur, N * D);
-    if (!olmo2) {   /* OLMo-2 sums these into the residual stream's gradient itself */
+    if (!olmo2) { /* OLMo-2 sums these into the residual stream's gradient itself */
         s->dmlp_in = cursor_take(cur, N * D);
         s->dh = cursor_take(cur, N * D);
     }
@@ -62,7 +70,7 @@ void block_scratch_layout(BlockScratch* s, Cursor* cur, const ModelConfig* c, si
     s->dqn = cursor_take(cur, N * q);
     s->dk = cursor_take(cur, N * kv);
     s->dkn = cursor_take(cur, N * kv);
-    if (olmo2) {    /* through QK-norm */
+    if (olmo2) { /* through QK-norm */
         s->dq_pre = cursor_take(cur, N * q);
         s->dk_pre = cursor_take(cur, N * kv);
     }
@@ -82,18 +90,25 @@ static const LoraDropout* proj_dropout(LoraDropout* d, LoraTarget t, const Block
 }
 
 /* projection t's adapter on inp (N,C) -> (N,OC), with its dropout in *d when there is one */
-static LoraOp adapter_op(const LayerActs* a, const real* inp, const LayerWeights* w, LoraTarget t,
-                         const BlockCtx* ctx, LoraDropout* d, size_t N, size_t C, size_t OC) {
+static LoraOp adapter_op(const LayerActs* a, const real* inp, const LayerWeights* w, LoraTarget t, const BlockCtx* ctx,
+                         LoraDropout* d, size_t N, size_t C, size_t OC) {
     const ModelConfig* c = ctx->cfg;
-    return (LoraOp){.inp = inp, .ax = a->lora_ax[t], .A = w->lora_a[t], .B = w->lora_b[t],
-                    .scale = (real)cfg_lora_scale(c), .drop = proj_dropout(d, t, ctx), .N = N, .C = C, .OC = OC,
+    return (LoraOp){.inp = inp,
+                    .ax = a->lora_ax[t],
+                    .A = w->lora_a[t],
+                    .B = w->lora_b[t],
+                    .scale = (real)cfg_lora_scale(c),
+                    .drop = proj_dropout(d, t, ctx),
+                    .N = N,
+                    .C = C,
+                    .OC = OC,
                     .r = c->lora_rank};
 }
 
 /* out (N,OC; row stride ldo) += projection t's LoRA term (alpha/r) (x A^T) B^T when it is adapted (x = inp,
    or its dropout); nothing otherwise */
-static void adapter_forward(real* out, size_t ldo, LayerActs* a, const real* inp, const LayerWeights* w,
-                            LoraTarget t, const BlockCtx* ctx, size_t N, size_t C, size_t OC) {
+static void adapter_forward(real* out, size_t ldo, LayerActs* a, const real* inp, const LayerWeights* w, LoraTarget t,
+                            const BlockCtx* ctx, size_t N, size_t C, size_t OC) {
     LoraDropout d;
     if (!w->lora_a[t]) return;
     LoraOp op = adapter_op(a, inp, w, t, ctx, &d, N, C, OC);
@@ -110,8 +125,8 @@ static void adapter_backward(real* dinp, const real* dout, size_t ldd, const Lay
 }
 
 /* A projection of the block, out (N,OC) = inp (N,C) W^T plus its adapter term; W = the base weight. */
-static void proj_forward(real* out, LayerActs* a, const real* inp, const real* W, const LayerWeights* w,
-                         LoraTarget t, const BlockCtx* ctx, size_t N, size_t C, size_t OC) {
+static void proj_forward(real* out, LayerActs* a, const real* inp, const real* W, const LayerWeights* w, LoraTarget t,
+                         const BlockCtx* ctx, size_t N, size_t C, size_t OC) {
     linear_forward(out, inp, W, N, C, OC);
     adapter_forward(out, OC, a, inp, w, t, ctx, N, C, OC);
 }
@@ -176,23 +191,23 @@ void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerW
 
     proj_forward(a->o, a, a->att, w->wo, w, LORA_O, ctx, N, qd, D);
     const real* mlp_in;
-    if (olmo2) {   /* x_mid = x + norm(o) */
+    if (olmo2) { /* x_mid = x + norm(o) */
         rmsnorm_residual_forward(a->x_mid, a->attn_rstd, x_in, a->o, w->attn_norm, N, D, eps);
         mlp_in = a->x_mid;
-    } else {       /* x_mid = x + o; the MLP reads norm(x_mid) */
+    } else { /* x_mid = x + o; the MLP reads norm(x_mid) */
         residual_forward(a->x_mid, x_in, a->o, N * D);
         rmsnorm_forward(a->h2, a->attn_rstd, a->x_mid, w->attn_norm, N, D, eps);
         mlp_in = a->h2;
     }
     /* from here on x_in is not read, so x_out may be x_in */
-    linear_pair_forward(a->gu, mlp_in, w->gate, w->up, N, D, F, gate_up_join(w));   /* gu (N,2F) rows [gate | up] */
+    linear_pair_forward(a->gu, mlp_in, w->gate, w->up, N, D, F, gate_up_join(w)); /* gu (N,2F) rows [gate | up] */
     adapter_forward(a->gu, 2 * F, a, mlp_in, w, LORA_GATE, ctx, N, D, F);
     adapter_forward(a->gu + F, 2 * F, a, mlp_in, w, LORA_UP, ctx, N, D, F);
     swiglu_forward(a->m, a->gu, a->gu + F, N, F, 2 * F);
-    if (olmo2) {   /* x_out = x_mid + norm(m Wdown^T) */
+    if (olmo2) { /* x_out = x_mid + norm(m Wdown^T) */
         proj_forward(a->d, a, a->m, w->down, w, LORA_DOWN, ctx, N, F, D);
         rmsnorm_residual_forward(x_out, a->mlp_rstd, a->x_mid, a->d, w->mlp_norm, N, D, eps);
-    } else {       /* x_out = x_mid + m Wdown^T */
+    } else { /* x_out = x_mid + m Wdown^T */
         proj_forward(x_out, a, a->m, w->down, w, LORA_DOWN, ctx, N, F, D);
         residual_forward(x_out, x_out, a->x_mid, N * D);
     }
@@ -200,7 +215,7 @@ void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerW
 
 void block_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeights* w, size_t l,
                    const BlockCtx* ctx_all) {
-    BlockCtx at = *ctx_all;   /* this layer's: its LoRA dropout keys */
+    BlockCtx at = *ctx_all; /* this layer's: its LoRA dropout keys */
     at.layer = l;
     const BlockCtx* ctx = &at;
     const ModelConfig* c = ctx->cfg;
@@ -212,9 +227,9 @@ void block_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeigh
 /* Every buffer of the backward is written first (add = false) and then summed into (add = true), so
    nothing is cleared before use. The residual stream's gradient dx is summed into in place: each skip path
    passes it through unchanged, and each branch adds its input gradient once its own norm has read dx. */
-void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, const LayerWeights* w,
-                    size_t l, BlockScratch* s, const BlockCtx* ctx_all) {
-    BlockCtx at = *ctx_all;   /* this layer's: its LoRA dropout keys, as block_forward made them */
+void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, const LayerWeights* w, size_t l,
+                    BlockScratch* s, const BlockCtx* ctx_all) {
+    BlockCtx at = *ctx_all; /* this layer's: its LoRA dropout keys, as block_forward made them */
     at.layer = l;
     const BlockCtx* ctx = &at;
     const ModelConfig* c = ctx->cfg;
@@ -229,27 +244,25 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
         dd = s->dd;
     }
     proj_backward(s->dm, false, dw->down, dd, a, a->m, w->down, w, dw, s, LORA_DOWN, ctx, N, F, D);
-    real* dgu = a->gu;   /* rows [dgate | dup], in place of [gate | up]: nothing reads those after this */
+    real* dgu = a->gu; /* rows [dgate | dup], in place of [gate | up]: nothing reads those after this */
     swiglu_backward(dgu, dgu + F, s->dm, a->gu, a->gu + F, N, F, 2 * F);
     const real* mlp_in = olmo2 ? a->x_mid : a->h2;
-    real* dmlp_in = olmo2 ? dx : s->dmlp_in;   /* Llama: after dm has read dx (as dd) */
+    real* dmlp_in = olmo2 ? dx : s->dmlp_in; /* Llama: after dm has read dx (as dd) */
     linear_pair_backward(dmlp_in, dw->gate, dw->up, dgu, mlp_in, w->gate, w->up, N, D, F, olmo2, gate_up_join(w));
     adapter_backward(dmlp_in, dgu, 2 * F, a, mlp_in, w, dw, s, LORA_GATE, ctx, N, D, F);
     adapter_backward(dmlp_in, dgu + F, 2 * F, a, mlp_in, w, dw, s, LORA_UP, ctx, N, D, F);
     if (!olmo2)
-        rmsnorm_backward(dx, dw->attn_norm, s->dmlp_in, a->x_mid, w->attn_norm, a->attn_rstd, s->norm_work, N, D,
-                         true);
+        rmsnorm_backward(dx, dw->attn_norm, s->dmlp_in, a->x_mid, w->attn_norm, a->attn_rstd, s->norm_work, N, D, true);
 
     /* attention half: x_mid = x + [norm](att Wo^T); dx: dx_mid, then dx_in */
     const real* do_ = dx;
     if (olmo2) {
-        rmsnorm_backward(s->do_, dw->attn_norm, dx, a->o, w->attn_norm, a->attn_rstd, s->norm_work, N, D,
-                         false);
+        rmsnorm_backward(s->do_, dw->attn_norm, dx, a->o, w->attn_norm, a->attn_rstd, s->norm_work, N, D, false);
         do_ = s->do_;
     }
     proj_backward(s->datt, false, dw->wo, do_, a, a->att, w->wo, w, dw, s, LORA_O, ctx, N, qd, D);
-    attention_backward(s->dq, s->dk, s->dv, s->datt, a->att, a->lse, a->q, a->k, a->v, ctx->docs, ctx->B, ctx->T,
-                       c->H, c->KVH, hd);
+    attention_backward(s->dq, s->dk, s->dv, s->datt, a->att, a->lse, a->q, a->k, a->v, ctx->docs, ctx->B, ctx->T, c->H,
+                       c->KVH, hd);
 
     /* rotation: gradients of the un-rotated q, k (and of RePo's z) */
     const real* pos = layer_positions(a, l, ctx);
@@ -257,15 +270,15 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
     real* dkn = s->dk;
     bool learned = c->pos[l] == POS_REPO && !ctx->force_pos;
     if (pos) {
-        rope_backward(s->dqn, s->dkn, learned ? s->dz : NULL, s->dq, s->dk, a->q, a->k, pos, ctx->rope, N, c->H,
-                      c->KVH, c->KVH);
+        rope_backward(s->dqn, s->dkn, learned ? s->dz : NULL, s->dq, s->dk, a->q, a->k, pos, ctx->rope, N, c->H, c->KVH,
+                      c->KVH);
         dqn = s->dqn;
         dkn = s->dkn;
     }
 
     /* projections into the attention input h (x itself for OLMo-2) */
     const real* h = olmo2 ? x_in : a->h;
-    real* dh = olmo2 ? dx : s->dh;   /* Llama: after datt has read dx (as do_) */
+    real* dh = olmo2 ? dx : s->dh; /* Llama: after datt has read dx (as do_) */
     if (olmo2) {
         rmsnorm_backward(s->dq_pre, dw->q_norm, dqn, a->q_pre, w->q_norm, a->q_rstd, s->norm_work, N, qd, false);
         rmsnorm_backward(s->dk_pre, dw->k_norm, dkn, a->k_pre, w->k_norm, a->k_rstd, s->norm_work, N, kvd, false);

@@ -21,35 +21,35 @@
 /* What one layer's forward keeps for backward (N = B*T rows). NULL = not used
    by this block style or position mode. */
 typedef struct {
-    real *h, *h_rstd;            /* (N,D) (N)  Llama: input_layernorm(x) */
-    real *q_pre, *q_rstd;        /* (N,H*hd) (N)  OLMo-2: x Wq^T before q_norm */
-    real *k_pre, *k_rstd;        /* (N,KVH*hd) (N) */
-    real *q, *k, *v;             /* (N,H*hd) (N,KVH*hd) (N,KVH*hd)  q, k after norm and rotation */
-    real *z;                     /* (N,KVH)  RePo positions */
-    RepoActs repo;               /* (N,D/8) each: the module's gate, content, r */
-    real *att, *lse;             /* (N,H*hd) (N,H) */
-    real *o;                     /* (N,D)  att Wo^T */
-    real *x_mid;                 /* (N,D)  the residual stream after attention */
-    real *attn_rstd;             /* (N)    post_attention_layernorm */
-    real *h2;                    /* (N,D)  Llama: post_attention_layernorm(x_mid) */
-    real *gu;                    /* (N,2F) each row [gate | up]: the two products side by side (block.c);
+    real *h, *h_rstd;              /* (N,D) (N)  Llama: input_layernorm(x) */
+    real *q_pre, *q_rstd;          /* (N,H*hd) (N)  OLMo-2: x Wq^T before q_norm */
+    real *k_pre, *k_rstd;          /* (N,KVH*hd) (N) */
+    real *q, *k, *v;               /* (N,H*hd) (N,KVH*hd) (N,KVH*hd)  q, k after norm and rotation */
+    real* z;                       /* (N,KVH)  RePo positions */
+    RepoActs repo;                 /* (N,D/8) each: the module's gate, content, r */
+    real *att, *lse;               /* (N,H*hd) (N,H) */
+    real* o;                       /* (N,D)  att Wo^T */
+    real* x_mid;                   /* (N,D)  the residual stream after attention */
+    real* attn_rstd;               /* (N)    post_attention_layernorm */
+    real* h2;                      /* (N,D)  Llama: post_attention_layernorm(x_mid) */
+    real* gu;                      /* (N,2F) each row [gate | up]: the two products side by side (block.c);
                                     block_backward overwrites them with their gradients [dgate | dup] */
-    real *m;                     /* (N,F)  silu(gate) ⊙ up */
-    real *d, *mlp_rstd;          /* (N,D) (N)  OLMo-2: m Wdown^T before post_feedforward_layernorm */
-    real *lora_ax[LORA_N_TARGETS];   /* (N,r)  x A^T of each LoRA-adapted projection */
+    real* m;                       /* (N,F)  silu(gate) ⊙ up */
+    real *d, *mlp_rstd;            /* (N,D) (N)  OLMo-2: m Wdown^T before post_feedforward_layernorm */
+    real* lora_ax[LORA_N_TARGETS]; /* (N,r)  x A^T of each LoRA-adapted projection */
 } LayerActs;
 
 /* Backward work space shared by all layers (overwritten by each block_backward). */
 typedef struct {
-    real *dd, *do_;                           /* (N,D) */
-    real *dmlp_in, *dh;                       /* (N,D), Llama only (OLMo-2 sums into the residual gradient) */
-    real *dm;                                 /* (N,F); the gradient of gu goes into LayerActs.gu */
-    real *datt, *dq, *dqn, *dq_pre;           /* (N,H*hd); dq_pre OLMo-2 only */
-    real *dk, *dkn, *dk_pre, *dv;             /* (N,KVH*hd); dk_pre OLMo-2 only */
-    real *dz;                                 /* (N,KVH) */
-    real *norm_work;                          /* (RMSNORM_CHUNKS, max(D, H*hd)): rmsnorm_backward */
-    real *repo_scratch;                       /* N*D/8: the RePo module's dr */
-    real *lora_dax;                           /* (N,r) LoRA backward work space */
+    real *dd, *do_;                 /* (N,D) */
+    real *dmlp_in, *dh;             /* (N,D), Llama only (OLMo-2 sums into the residual gradient) */
+    real* dm;                       /* (N,F); the gradient of gu goes into LayerActs.gu */
+    real *datt, *dq, *dqn, *dq_pre; /* (N,H*hd); dq_pre OLMo-2 only */
+    real *dk, *dkn, *dk_pre, *dv;   /* (N,KVH*hd); dk_pre OLMo-2 only */
+    real* dz;                       /* (N,KVH) */
+    real* norm_work;                /* (RMSNORM_CHUNKS, max(D, H*hd)): rmsnorm_backward */
+    real* repo_scratch;             /* N*D/8: the RePo module's dr */
+    real* lora_dax;                 /* (N,r) LoRA backward work space */
 } BlockScratch;
 
 /* Everything a block needs besides weights and activations. */
@@ -57,13 +57,13 @@ typedef struct {
     const ModelConfig* cfg;
     size_t B, T;
     const RopeTable* rope;
-    const real* pos_seq;         /* (N,KVH) integer positions t, for rope layers */
-    const real* force_pos;       /* (N,KVH) or NULL: a test hook replacing RePo's z */
-    const DocSpans* docs;        /* NULL, or document masking: attention stays within each document */
-    size_t layer;                /* the block being run (set per layer by the model): a LoRA dropout key */
-    double lora_p;               /* LoRA dropout of this forward and its backward; 0: none (evaluation) */
-    uint64_t lora_key;           /* its key for this micro-batch */
-    real* lora_xd;               /* (N, max(D, H*hd, F)): its work space */
+    const real* pos_seq;   /* (N,KVH) integer positions t, for rope layers */
+    const real* force_pos; /* (N,KVH) or NULL: a test hook replacing RePo's z */
+    const DocSpans* docs;  /* NULL, or document masking: attention stays within each document */
+    size_t layer;          /* the block being run (set per layer by the model): a LoRA dropout key */
+    double lora_p;         /* LoRA dropout of this forward and its backward; 0: none (evaluation) */
+    uint64_t lora_key;     /* its key for this micro-batch */
+    real* lora_xd;         /* (N, max(D, H*hd, F)): its work space */
 } BlockCtx;
 
 void layer_acts_layout(LayerActs* a, Cursor* cur, const ModelConfig* cfg, size_t l, size_t N);
@@ -85,7 +85,7 @@ void block_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeigh
 /* dx (N,D): on entry the gradient of the block's output, on return that of its input (in place)
    dw: layer l's gradients (NULL fields skipped) +=   a, x_in, w as forward saw/saved them. It uses up a:
    a->gu holds its gradient afterwards, so each block_backward needs a block_forward before it. */
-void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, const LayerWeights* w,
-                    size_t l, BlockScratch* s, const BlockCtx* ctx);
+void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, const LayerWeights* w, size_t l,
+                    BlockScratch* s, const BlockCtx* ctx);
 
 #endif

@@ -44,8 +44,10 @@ void model_config_validate(const ModelConfig* c) {
     CHECK(c->lora_dropout >= 0 && c->lora_dropout < 1, "model: lora dropout %g must be in [0, 1)", c->lora_dropout);
     CHECK(c->norm_eps > 0, "model: norm_eps %g must be positive", c->norm_eps);
     CHECK(c->rope_theta > 1, "model: rope_theta %g must be > 1", c->rope_theta);
-    CHECK(c->max_position_embeddings <= ((size_t)1 << 53), "model: max_position_embeddings %zu exceeds 2^53, the "
-          "largest a checkpoint's config.json holds exactly", c->max_position_embeddings);
+    CHECK(c->max_position_embeddings <= ((size_t)1 << 53),
+          "model: max_position_embeddings %zu exceeds 2^53, the "
+          "largest a checkpoint's config.json holds exactly",
+          c->max_position_embeddings);
     if (c->yarn_factor > 1.0) {
         CHECK(c->yarn_orig_max >= 1, "model: YaRN original_max_position_embeddings %g must be >= 1", c->yarn_orig_max);
         CHECK(c->yarn_beta_fast > c->yarn_beta_slow && c->yarn_beta_slow > 0,
@@ -96,13 +98,14 @@ bool model_config_plan_positions(ModelConfig* c, const char* plan, size_t repo_s
 
 void model_config_print(const ModelConfig* c, FILE* fp) {
     fprintf(fp, "model: %s  V=%zu D=%zu L=%zu H=%zu KVH=%zu hd=%zu F=%zu eps=%g theta=%g tied=%s\n",
-            block_style_name(c->block), c->V, c->D, c->L, c->H, c->KVH, cfg_hd(c), c->F, c->norm_eps,
-            c->rope_theta, c->tie_embeddings ? "yes" : "no");
+            block_style_name(c->block), c->V, c->D, c->L, c->H, c->KVH, cfg_hd(c), c->F, c->norm_eps, c->rope_theta,
+            c->tie_embeddings ? "yes" : "no");
     if (c->yarn_factor > 1.0)
-        fprintf(fp, "  yarn: factor=%g original_max=%g beta_fast=%g beta_slow=%g attention_factor=%g\n",
-                c->yarn_factor, c->yarn_orig_max, c->yarn_beta_fast, c->yarn_beta_slow, c->yarn_attention_factor);
+        fprintf(fp, "  yarn: factor=%g original_max=%g beta_fast=%g beta_slow=%g attention_factor=%g\n", c->yarn_factor,
+                c->yarn_orig_max, c->yarn_beta_fast, c->yarn_beta_slow, c->yarn_attention_factor);
     if (c->lora_rank) {
-        fprintf(fp, "  lora: rank=%zu alpha=%g%s targets", c->lora_rank, c->lora_alpha, c->lora_rslora ? " rslora" : "");
+        fprintf(fp, "  lora: rank=%zu alpha=%g%s targets", c->lora_rank, c->lora_alpha,
+                c->lora_rslora ? " rslora" : "");
         for (int t = 0; t < LORA_N_TARGETS; t++)
             if (cfg_lora_on(c, (LoraTarget)t)) fprintf(fp, " %s", lora_target_name((LoraTarget)t));
         fprintf(fp, "\n");
@@ -115,13 +118,16 @@ void model_config_print(const ModelConfig* c, FILE* fp) {
     fprintf(fp, "\n");
 }
 
-static const char* const LORA_NAMES[LORA_N_TARGETS] = {"q_proj", "k_proj", "v_proj", "o_proj",
+static const char* const LORA_NAMES[LORA_N_TARGETS] = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
                                                        "gate_proj", "up_proj", "down_proj"};
 
 const char* lora_target_name(LoraTarget t) { return LORA_NAMES[t]; }
 
 bool lora_target_parse(const char* s, LoraTarget* out) {
     for (int t = 0; t < LORA_N_TARGETS; t++)
-        if (!strcmp(s, LORA_NAMES[t])) { *out = (LoraTarget)t; return true; }
+        if (!strcmp(s, LORA_NAMES[t])) {
+            *out = (LoraTarget)t;
+            return true;
+        }
     return false;
 }

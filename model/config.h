@@ -19,29 +19,29 @@ typedef enum { LORA_Q, LORA_K, LORA_V, LORA_O, LORA_GATE, LORA_UP, LORA_DOWN, LO
 
 typedef struct {
     BlockStyle block;
-    size_t V, D, L, H, KVH, F;          /* vocab, d_model, layers, heads, kv heads, d_ff */
+    size_t V, D, L, H, KVH, F; /* vocab, d_model, layers, heads, kv heads, d_ff */
     double norm_eps;
     double rope_theta;
-    double yarn_factor;                 /* <= 1: no YaRN */
-    double yarn_orig_max;               /* original_max_position_embeddings */
+    double yarn_factor;   /* <= 1: no YaRN */
+    double yarn_orig_max; /* original_max_position_embeddings */
     double yarn_beta_fast, yarn_beta_slow;
-    double yarn_attention_factor;       /* <= 0: the default 0.1 ln(factor) + 1 */
-    bool llama3;                        /* Llama-3.1 rope_scaling (rope_type "llama3"); exclusive with YaRN */
-    double llama3_factor;               /* s >= 1: long wavelengths are divided by s */
-    double llama3_low_freq_factor;      /* wavelengths above L0 / low are divided by s */
-    double llama3_high_freq_factor;     /* wavelengths below L0 / high are kept; between: a smooth blend */
-    double llama3_orig_max;             /* L0: original_max_position_embeddings */
+    double yarn_attention_factor;   /* <= 0: the default 0.1 ln(factor) + 1 */
+    bool llama3;                    /* Llama-3.1 rope_scaling (rope_type "llama3"); exclusive with YaRN */
+    double llama3_factor;           /* s >= 1: long wavelengths are divided by s */
+    double llama3_low_freq_factor;  /* wavelengths above L0 / low are divided by s */
+    double llama3_high_freq_factor; /* wavelengths below L0 / high are kept; between: a smooth blend */
+    double llama3_orig_max;         /* L0: original_max_position_embeddings */
     bool tie_embeddings;
-    size_t max_position_embeddings;     /* written to config.json; not a limit on T */
-    PosMode pos[MAX_LAYERS];            /* one mode per layer */
-    size_t lora_rank;                   /* r of the LoRA adapters; 0 = no LoRA (every tensor is a plain weight) */
-    double lora_alpha;                  /* y = W x + s B A x, s = alpha / r (alpha / sqrt(r) with lora_rslora) */
-    bool lora_rslora;                   /* rank-stabilised LoRA, PEFT's use_rslora: s = alpha / sqrt(r) */
-    unsigned lora_targets;              /* bit (1 << LoraTarget) per wrapped projection */
-    double lora_dropout;                /* p in [0, 1) of dropout on each adapter's input while training */
-    bool base_bf16;                     /* frozen layer matrices kept in BF16 and widened per layer (training memory;
+    size_t max_position_embeddings;  /* written to config.json; not a limit on T */
+    PosMode pos[MAX_LAYERS];         /* one mode per layer */
+    size_t lora_rank;                /* r of the LoRA adapters; 0 = no LoRA (every tensor is a plain weight) */
+    double lora_alpha;               /* y = W x + s B A x, s = alpha / r (alpha / sqrt(r) with lora_rslora) */
+    bool lora_rslora;                /* rank-stabilised LoRA, PEFT's use_rslora: s = alpha / sqrt(r) */
+    unsigned lora_targets;           /* bit (1 << LoraTarget) per wrapped projection */
+    double lora_dropout;             /* p in [0, 1) of dropout on each adapter's input while training */
+    bool base_bf16;                  /* frozen layer matrices kept in BF16 and widened per layer (training memory;
                                            never written to config.json) */
-    char hf_carried[HF_CARRIED_LEN];    /* a JSON object: the source config.json's keys that repoc carries
+    char hf_carried[HF_CARRIED_LEN]; /* a JSON object: the source config.json's keys that repoc carries
                                            unchanged into the configs it saves (token ids, ...); "" = none */
 } ModelConfig;
 
@@ -59,7 +59,9 @@ const char* block_style_name(BlockStyle b);
 /* "q_proj", ..., "down_proj"; lora_target_parse returns false for an unknown name */
 const char* lora_target_name(LoraTarget t);
 bool lora_target_parse(const char* s, LoraTarget* out);
-static inline bool cfg_lora_on(const ModelConfig* c, LoraTarget t) { return c->lora_rank && (c->lora_targets >> t & 1u); }
+static inline bool cfg_lora_on(const ModelConfig* c, LoraTarget t) {
+    return c->lora_rank && (c->lora_targets >> t & 1u);
+}
 /* s of y = W x + s B A x: alpha / r, or alpha / sqrt(r) with rsLoRA (PEFT's use_rslora) */
 static inline double cfg_lora_scale(const ModelConfig* c) {
     if (!c->lora_rank) return 0;

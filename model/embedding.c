@@ -16,7 +16,7 @@ void embedding_backward(real* dtable, const real* dout, const int32_t* tokens, s
         for (size_t n = 0; n < N; n++) {
             real* drow = dtable + (size_t)tokens[n] * C;
             const real* g = dout + n * C;
-            for (size_t c = c0; c < c1; c++) drow[c] += g[c];   /* out[n] = table[tok[n]] */
+            for (size_t c = c0; c < c1; c++) drow[c] += g[c]; /* out[n] = table[tok[n]] */
         }
     }
 }

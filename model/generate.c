@@ -39,7 +39,7 @@ static void gen_layout(Generator* g, const ModelConfig* c, Cursor* cur) {
     LayerActs* a = &g->a;
     memset(a, 0, sizeof(*a));
     a->x_mid = cursor_take(cur, NC * D);
-    a->h = a->h2 = cursor_take(cur, NC * D);   /* Llama's input and post-attention norm outputs */
+    a->h = a->h2 = cursor_take(cur, NC * D); /* Llama's input and post-attention norm outputs */
     a->o = cursor_take(cur, NC * D);
     a->d = cursor_take(cur, NC * D);
     a->q_pre = olmo2 ? cursor_take(cur, NC * qd) : NULL;
@@ -47,11 +47,11 @@ static void gen_layout(Generator* g, const ModelConfig* c, Cursor* cur) {
     a->att = cursor_take(cur, NC * qd);
     a->k_pre = olmo2 ? cursor_take(cur, NC * kvd) : NULL;
     a->lse = cursor_take(cur, NC * c->H);
-    real* rstd = cursor_take(cur, NC);   /* read by backward only, so one buffer serves every norm */
+    real* rstd = cursor_take(cur, NC); /* read by backward only, so one buffer serves every norm */
     a->h_rstd = a->q_rstd = a->k_rstd = a->attn_rstd = a->mlp_rstd = rstd;
     a->gu = cursor_take(cur, NC * 2 * F);
     a->m = cursor_take(cur, NC * F);
-    if (c->lora_rank) {   /* x A^T is read by backward only: one buffer serves every projection */
+    if (c->lora_rank) { /* x A^T is read by backward only: one buffer serves every projection */
         real* ax = cursor_take(cur, NC * c->lora_rank);
         for (int t = 0; t < LORA_N_TARGETS; t++) a->lora_ax[t] = ax;
     }
@@ -68,8 +68,8 @@ static void gen_layout(Generator* g, const ModelConfig* c, Cursor* cur) {
 
 static void check_sizes(size_t max_T, size_t max_chunk) {
     CHECK(max_T >= 1 && max_T <= ((size_t)1 << 31), "generate: context of %zu tokens (expected 1 .. 2^31)", max_T);
-    CHECK(max_chunk >= 1 && max_chunk <= max_T, "generate: chunk of %zu tokens (expected 1 .. max_T = %zu)",
-          max_chunk, max_T);
+    CHECK(max_chunk >= 1 && max_chunk <= max_T, "generate: chunk of %zu tokens (expected 1 .. max_T = %zu)", max_chunk,
+          max_T);
 }
 
 size_t gen_arena_reals(const ModelConfig* cfg, size_t max_T, size_t max_chunk) {
@@ -87,8 +87,10 @@ static void gen_alloc(Generator* g) {
     g->n_arena = cur.used;
     size_t bytes = mulCheck(g->n_arena, sizeof(real), "generator arena (KV cache and work space)");
     g->arena = arena_try_alloc(bytes);
-    CHECK(g->arena, "generate: out of memory allocating the KV cache and work space for a context of %zu tokens "
-          "(%zu bytes, %.1f MiB)", g->max_T, bytes, (double)bytes / 1048576.0);
+    CHECK(g->arena,
+          "generate: out of memory allocating the KV cache and work space for a context of %zu tokens "
+          "(%zu bytes, %.1f MiB)",
+          g->max_T, bytes, (double)bytes / 1048576.0);
     cur = (Cursor){g->arena, 0};
     gen_layout(g, &g->m->cfg, &cur);
     CHECK(cur.used == g->n_arena, "generator layout disagrees with its count");
@@ -142,17 +144,17 @@ static void cache_attention(Generator* g, size_t l, size_t n, size_t p0) {
     real scale = (real)(1.0 / sqrt((double)hd));
     const real* kc = g->k[l];
     const real* vc = g->v[l];
-    size_t team = threads_max() < g->n_att_bufs ? threads_max() : g->n_att_bufs;   /* one score row each */
-    (void)team;   /* read only by the pragma: unused without OpenMP */
+    size_t team = threads_max() < g->n_att_bufs ? threads_max() : g->n_att_bufs; /* one score row each */
+    (void)team; /* read only by the pragma: unused without OpenMP */
 #pragma omp parallel for collapse(2) schedule(dynamic, 1) num_threads((int)team)
     for (size_t i = 0; i < n; i++) {
         for (size_t h = 0; h < H; h++) {
-            if (gen_stopping(g)) continue;   /* a row of a long context takes milliseconds: stop within one */
+            if (gen_stopping(g)) continue; /* a row of a long context takes milliseconds: stop within one */
             size_t t = p0 + i, kvo = (h / group) * hd;
             real* s = g->scores + threads_id() * T;
             const real* q = g->a.q + i * qd + h * hd;
             real mx = -INFINITY;
-            for (size_t j = 0; j <= t; j++) {   /* s_j = q·k_j / sqrt(hd), causal: j <= t */
+            for (size_t j = 0; j <= t; j++) { /* s_j = q·k_j / sqrt(hd), causal: j <= t */
                 const real* kj = kc + j * kvd + kvo;
                 real dot = 0;
 #pragma omp simd reduction(+ : dot)
@@ -166,7 +168,7 @@ static void cache_attention(Generator* g, size_t l, size_t n, size_t p0) {
                 s[j] = exp_nonpos_r(s[j] - mx);
                 sum += s[j];
             }
-            real* out = g->a.att + i * qd + h * hd;   /* out = Σ_j softmax_j v_j */
+            real* out = g->a.att + i * qd + h * hd; /* out = Σ_j softmax_j v_j */
             for (size_t e = 0; e < hd; e++) out[e] = 0;
             for (size_t j = 0; j <= t; j++) {
                 const real* vj = vc + j * kvd + kvo;
@@ -187,10 +189,10 @@ static void layer_forward(Generator* g, size_t l, size_t n, size_t p0) {
     const LayerWeights* w = &m->w.layer[l];
     size_t KVH = c->KVH, kvd = KVH * cfg_hd(c);
     LayerActs* a = &g->a;
-    a->k = g->k[l] + p0 * kvd;   /* this chunk's cache rows */
+    a->k = g->k[l] + p0 * kvd; /* this chunk's cache rows */
     a->v = g->v[l] + p0 * kvd;
     a->z = g->z[l] ? g->z[l] + p0 * KVH : NULL;
-    BlockCtx ctx = {.cfg = c, .B = 1, .T = n, .rope = &m->rope, .pos_seq = g->pos};   /* no dropout */
+    BlockCtx ctx = {.cfg = c, .B = 1, .T = n, .rope = &m->rope, .pos_seq = g->pos}; /* no dropout */
     block_qkv_forward(a, g->x, w, l, &ctx);
     if (p0 == 0) attention_forward(a->att, a->lse, a->q, g->k[l], g->v[l], NULL, 1, n, c->H, KVH, cfg_hd(c));
     else cache_attention(g, l, n, p0);
@@ -215,8 +217,8 @@ const real* gen_forward(Generator* g, const int32_t* tokens, size_t n) {
     if (g->len + n > g->max_T) gen_grow(g, g->len + n);
     for (size_t i = 0; i < n; i++)
         CHECK(tokens[i] >= 0 && (size_t)tokens[i] < c->V,
-              "generate: token %" PRId32 " at position %zu is outside the vocabulary [0, %zu)", tokens[i],
-              g->len + i, c->V);
+              "generate: token %" PRId32 " at position %zu is outside the vocabulary [0, %zu)", tokens[i], g->len + i,
+              c->V);
     /* a small chunk (a one-token step of a small model) runs on one thread: its
        ops are microseconds, less than waking the OpenMP team for each of them,
        and far less than a team waiting on a core another process holds */
@@ -226,7 +228,7 @@ const real* gen_forward(Generator* g, const int32_t* tokens, size_t n) {
         threads_init(1);
     }
     embedding_forward(g->x, tokens, m->w.embed, n, c->D);
-    for (size_t i = 0; i < n; i++)   /* rope layers rotate by t */
+    for (size_t i = 0; i < n; i++) /* rope layers rotate by t */
         for (size_t gr = 0; gr < c->KVH; gr++) g->pos[i * c->KVH + gr] = (real)(g->len + i);
     for (size_t l = 0; l < c->L && !gen_stopping(g); l++) layer_forward(g, l, n, g->len);
     g->len += n;
@@ -261,7 +263,7 @@ static real kth_largest(real* a, size_t n, size_t k) {
     while (lo < hi) {
         real pivot = a[lo + (hi - lo) / 2];
         ptrdiff_t i = lo, j = hi;
-        while (i <= j) {   /* Hoare partition, descending: a[lo..j] >= pivot >= a[i..hi] */
+        while (i <= j) { /* Hoare partition, descending: a[lo..j] >= pivot >= a[i..hi] */
             while (a[i] > pivot) i++;
             while (a[j] < pivot) j--;
             if (i <= j) {
@@ -272,7 +274,7 @@ static real kth_largest(real* a, size_t n, size_t k) {
         }
         if (want <= j) hi = j;
         else if (want >= i) lo = i;
-        else return a[want];   /* between the parts: equal to the pivot */
+        else return a[want]; /* between the parts: equal to the pivot */
     }
     return a[want];
 }
@@ -291,8 +293,8 @@ double gen_softmax_weights(real* w, const real* logits, size_t V, double tempera
 int32_t gen_sample(Generator* g, const real* logits, double temperature, size_t top_k, Rng* rng) {
     size_t V = g->m->cfg.V;
     if (temperature <= 0) return gen_argmax(logits, V);
-    real thr = -INFINITY;   /* keep logits >= the k-th largest */
-    if (top_k > 0 && top_k < V) {   /* quickselect ends on any input: a NaN is named just below */
+    real thr = -INFINITY;         /* keep logits >= the k-th largest */
+    if (top_k > 0 && top_k < V) { /* quickselect ends on any input: a NaN is named just below */
         memcpy(g->work, logits, V * sizeof(real));
         thr = kth_largest(g->work, V, top_k);
     }
@@ -305,11 +307,11 @@ int32_t gen_sample(Generator* g, const real* logits, double temperature, size_t 
         last = i;
         if (u < acc) return (int32_t)i;
     }
-    return (int32_t)last;   /* u rounded up to the sum */
+    return (int32_t)last; /* u rounded up to the sum */
 }
 
-void gen_generate(Generator* g, const int32_t* prompt, size_t n_prompt, size_t n_new, double temperature,
-                  size_t top_k, Rng* rng, int32_t* out) {
+void gen_generate(Generator* g, const int32_t* prompt, size_t n_prompt, size_t n_new, double temperature, size_t top_k,
+                  Rng* rng, int32_t* out) {
     CHECK(n_new == 0 || g->len + n_prompt + n_new - 1 <= g->limit_T,
           "generate: %zu cached + %zu prompt + %zu new tokens exceed the cache of %zu", g->len, n_prompt, n_new,
           g->limit_T);

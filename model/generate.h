@@ -35,31 +35,31 @@
 #include "model/model.h"
 
 typedef struct {
-    const Model* m;              /* weights, config and RopeTable (not owned) */
-    size_t max_T;                /* cache capacity in tokens (allocated) */
-    size_t limit_T;              /* the most it may grow to (gen_allow_growth; else max_T) */
-    size_t max_chunk;            /* most tokens one gen_forward call takes */
-    size_t len;                  /* tokens in the cache */
-    size_t n_att_bufs;           /* per-thread score rows of the cache attention */
-    double serial_below;         /* chunks of fewer multiply-adds run on one thread (gen_build: 4e6; 0 = never) */
-    const volatile sig_atomic_t* stop;   /* non-zero: a signal asked to stop; or NULL (gen_stopping) */
+    const Model* m;                    /* weights, config and RopeTable (not owned) */
+    size_t max_T;                      /* cache capacity in tokens (allocated) */
+    size_t limit_T;                    /* the most it may grow to (gen_allow_growth; else max_T) */
+    size_t max_chunk;                  /* most tokens one gen_forward call takes */
+    size_t len;                        /* tokens in the cache */
+    size_t n_att_bufs;                 /* per-thread score rows of the cache attention */
+    double serial_below;               /* chunks of fewer multiply-adds run on one thread (gen_build: 4e6; 0 = never) */
+    const volatile sig_atomic_t* stop; /* non-zero: a signal asked to stop; or NULL (gen_stopping) */
 
-    real* arena;                 /* one allocation: cache + work space */
-    size_t n_arena;              /* its reals */
-    real* k[MAX_LAYERS];         /* (max_T, KVH*hd) rotated keys */
-    real* v[MAX_LAYERS];         /* (max_T, KVH*hd) values */
-    real* z[MAX_LAYERS];         /* (max_T, KVH) learned positions; NULL for rope / nope layers */
+    real* arena;         /* one allocation: cache + work space */
+    size_t n_arena;      /* its reals */
+    real* k[MAX_LAYERS]; /* (max_T, KVH*hd) rotated keys */
+    real* v[MAX_LAYERS]; /* (max_T, KVH*hd) values */
+    real* z[MAX_LAYERS]; /* (max_T, KVH) learned positions; NULL for rope / nope layers */
 
     /* work space for a chunk of up to NC = max_chunk rows */
-    real* x;                     /* (NC,D) the residual stream, updated in place layer by layer */
-    real* pos;                   /* (NC,KVH) integer positions of the chunk, for rope layers */
-    LayerActs a;                 /* the chunk's activations, shared by all layers (block.h): every
+    real* x;                      /* (NC,D) the residual stream, updated in place layer by layer */
+    real* pos;                    /* (NC,KVH) integer positions of the chunk, for rope layers */
+    LayerActs a;                  /* the chunk's activations, shared by all layers (block.h): every
                                     rstd field is one (NC) buffer, Llama's h2 is h; k, v and z
                                     point into layer l's cache while layer l runs */
-    real* scores;                /* (n_att_bufs, max_T) */
-    real *final_out, *final_rstd;  /* (D) (1) */
-    real* logits;                /* (V) of the last row of the last chunk */
-    real* work;                  /* (V) sampling: top-k selection, then probabilities */
+    real* scores;                 /* (n_att_bufs, max_T) */
+    real *final_out, *final_rstd; /* (D) (1) */
+    real* logits;                 /* (V) of the last row of the last chunk */
+    real* work;                   /* (V) sampling: top-k selection, then probabilities */
 } Generator;
 
 /* Reals gen_build allocates for (cfg, max_T, max_chunk): to check memory before building. */
@@ -100,7 +100,7 @@ double gen_softmax_weights(real* w, const real* logits, size_t V, double tempera
 int32_t gen_sample(Generator* g, const real* logits, double temperature, size_t top_k, Rng* rng);
 /* Prefill prompt (n_prompt >= 1) after what the cache holds, then sample
    n_new tokens into out, feeding each back (the last is not fed). */
-void gen_generate(Generator* g, const int32_t* prompt, size_t n_prompt, size_t n_new, double temperature,
-                  size_t top_k, Rng* rng, int32_t* out);
+void gen_generate(Generator* g, const int32_t* prompt, size_t n_prompt, size_t n_new, double temperature, size_t top_k,
+                  Rng* rng, int32_t* out);
 
 #endif

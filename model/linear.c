@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "common/hash.h"   /* mix64: the dropout mask's stateless hash */
+#include "common/hash.h" /* mix64: the dropout mask's stateless hash */
 #include "common/threads.h"
 
 /* On short products (S: 2048 rows, K = 256 or 1024) one single-threaded call per thread on its own rows
@@ -39,11 +39,11 @@ static void part_rows(size_t N, size_t t, size_t nt, size_t* r0, size_t* r1) {
 static real write_beta(real* c, size_t rows, size_t cols, size_t ld) {
     size_t nt = threads_blas_split();
     if (nt == 1 || rows * cols < CLEAR_MIN) return 0;
-    size_t n = ld == cols ? 1 : rows, len = ld == cols ? rows * cols : cols;   /* n spans of len reals */
+    size_t n = ld == cols ? 1 : rows, len = ld == cols ? rows * cols : cols; /* n spans of len reals */
 #pragma omp parallel num_threads(nt)
     {
         size_t t = threads_id(), m = threads_team();
-        if (n == 1) {   /* one contiguous span: split it */
+        if (n == 1) { /* one contiguous span: split it */
             size_t e0 = len * t / m, e1 = len * (t + 1) / m;
             memset(c + e0, 0, (e1 - e0) * sizeof(real));
         } else {
@@ -56,22 +56,22 @@ static real write_beta(real* c, size_t rows, size_t cols, size_t ld) {
 /* out (N,OC), row stride ldo, = inp (N,C) · weight^T (C,OC) + beta out */
 static void gemm_forward(real* out, size_t ldo, const real* inp, const real* weight, size_t N, size_t C, size_t OC,
                          real beta) {
-    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)OC, (int)C,
-               1, inp, (int)C, weight, (int)C, beta, out, (int)ldo);
+    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)OC, (int)C, 1, inp, (int)C, weight, (int)C, beta,
+               out, (int)ldo);
 }
 
 /* dinp (N,C) = alpha dout (N,OC; row stride ldd) · W (OC,C) + beta dinp */
 static void gemm_dinp(real* dinp, const real* dout, size_t ldd, const real* weight, size_t N, size_t C, size_t OC,
                       real alpha, real beta) {
-    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)OC,
-               alpha, dout, (int)ldd, weight, (int)C, beta, dinp, (int)C);
+    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)OC, alpha, dout, (int)ldd, weight,
+               (int)C, beta, dinp, (int)C);
 }
 
 /* rows [o0, o1) of dW (OC,C) += alpha dout^T (OC,N; dout's row stride ldd) · inp (N,C) */
 static void gemm_dweight(real* dweight, const real* dout, size_t ldd, const real* inp, size_t N, size_t C, size_t o0,
                          size_t o1, real alpha) {
-    cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(o1 - o0), (int)C, (int)N,
-               alpha, dout + o0, (int)ldd, inp, (int)C, 1, dweight + o0 * C, (int)C);
+    cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(o1 - o0), (int)C, (int)N, alpha, dout + o0, (int)ldd, inp,
+               (int)C, 1, dweight + o0 * C, (int)C);
 }
 
 void linear_forward_ld(real* out, size_t ldo, const real* inp, const real* weight, size_t N, size_t C, size_t OC) {
@@ -115,8 +115,8 @@ void linear_backward_ld(real* dinp, real* dweight, const real* dout, size_t ldd,
     }
 }
 
-void linear_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
-                     size_t N, size_t C, size_t OC, bool add) {
+void linear_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight, size_t N,
+                     size_t C, size_t OC, bool add) {
     linear_backward_ld(dinp, dweight, dout, OC, inp, weight, N, C, OC, 1, add);
 }
 
@@ -157,7 +157,7 @@ void linear_forward_naive(real* out, const real* inp, const real* weight, size_t
 void lora_dropout_apply(real* out, const real* inp, bool add, const LoraDropout* d, size_t N, size_t C) {
     real keep = (real)(1.0 / (1.0 - d->p));
     size_t n = N * C;
-    #pragma omp parallel for
+#pragma omp parallel for
     for (size_t i = 0; i < n; i++) {
         double u = (double)(mix64(d->key + i) >> 11) * 0x1.0p-53;
         real x = u >= d->p ? inp[i] * keep : 0;
@@ -168,14 +168,14 @@ void lora_dropout_apply(real* out, const real* inp, bool add, const LoraDropout*
 void lora_forward(real* out, size_t ldo, const LoraOp* op) {
     size_t N = op->N, C = op->C, OC = op->OC, r = op->r;
     const real* inp = op->inp;
-    if (op->drop) {   /* x = dropout(inp) */
+    if (op->drop) { /* x = dropout(inp) */
         lora_dropout_apply(op->drop->xd, inp, false, op->drop, N, C);
         inp = op->drop->xd;
     }
-    linear_forward(op->ax, inp, op->A, N, C, r);   /* ax (N,r) = x A^T */
+    linear_forward(op->ax, inp, op->A, N, C, r); /* ax (N,r) = x A^T */
     /* out (N,OC) += scale · ax (N,r) · B^T (r,OC) */
-    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)OC, (int)r,
-               op->scale, op->ax, (int)r, op->B, (int)r, 1, out, (int)ldo);
+    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)OC, (int)r, op->scale, op->ax, (int)r, op->B,
+               (int)r, 1, out, (int)ldo);
 }
 
 void lora_backward(real* dinp, real* dA, real* dB, real* dax, const real* dout, size_t ldd, const LoraOp* op) {
@@ -183,23 +183,24 @@ void lora_backward(real* dinp, real* dA, real* dB, real* dax, const real* dout, 
     const real *inp = op->inp, *A = op->A;
     const LoraDropout* drop = op->drop;
     /* out = scale · ax B^T:  dB (OC,r) += scale · dout^T (OC,N) · ax (N,r) */
-    if (dB) cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OC, (int)r, (int)N,
-                       op->scale, dout, (int)ldd, op->ax, (int)r, 1, dB, (int)r);
+    if (dB)
+        cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OC, (int)r, (int)N, op->scale, dout, (int)ldd, op->ax,
+                   (int)r, 1, dB, (int)r);
     if (!dinp && !dA) return;
     /* dax (N,r) = scale · dout (N,OC) · B (OC,r) */
-    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)r, (int)OC,
-               op->scale, dout, (int)ldd, op->B, (int)r, 0, dax, (int)r);
-    if (!drop) {   /* ax = inp A^T:  dinp += dax A,  dA += dax^T inp */
+    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)r, (int)OC, op->scale, dout, (int)ldd, op->B,
+               (int)r, 0, dax, (int)r);
+    if (!drop) { /* ax = inp A^T:  dinp += dax A,  dA += dax^T inp */
         linear_backward(dinp, dA, dax, inp, A, N, C, r, true);
         return;
     }
-    if (dA) {      /* ax = x A^T, x = dropout(inp):  dA += dax^T x */
+    if (dA) { /* ax = x A^T, x = dropout(inp):  dA += dax^T x */
         lora_dropout_apply(drop->xd, inp, false, drop, N, C);
         linear_backward(NULL, dA, dax, drop->xd, A, N, C, r, true);
     }
-    if (dinp) {    /* dx = dax A (into xd), then dinp += dx * mask / (1 - p) */
-        cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)r,
-                   1, dax, (int)r, A, (int)C, 0, drop->xd, (int)C);
+    if (dinp) { /* dx = dax A (into xd), then dinp += dx * mask / (1 - p) */
+        cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)r, 1, dax, (int)r, A, (int)C, 0,
+                   drop->xd, (int)C);
         lora_dropout_apply(dinp, drop->xd, true, drop, N, C);
     }
 }

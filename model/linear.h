@@ -18,8 +18,8 @@ void linear_forward(real* out, const real* inp, const real* weight, size_t N, si
 void linear_forward_ld(real* out, size_t ldo, const real* inp, const real* weight, size_t N, size_t C, size_t OC);
 /* dinp (N,C) = dout W, or += when add (skipped when NULL)   dweight (OC,C) += dout^T inp (skipped when NULL)
    dout (N,OC)   inp (N,C)   weight (OC,C) */
-void linear_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
-                     size_t N, size_t C, size_t OC, bool add);
+void linear_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight, size_t N,
+                     size_t C, size_t OC, bool add);
 /* linear_backward with dout scaled by alpha and read through rows of stride ldd >= OC:
    dinp (=|+=) alpha dout W, dweight += alpha dout^T inp */
 void linear_backward_ld(real* dinp, real* dweight, const real* dout, size_t ldd, const real* inp, const real* weight,
@@ -40,9 +40,9 @@ void linear_forward_naive(real* out, const real* inp, const real* weight, size_t
    inp (N,C) kept (mask 1) when u_i >= p, u_i in [0,1) from the top 53 bits of mix64(key + i). The mask is
    a pure function of (key, i), so backward and a recomputed forward make the same one. NULL = no dropout. */
 typedef struct {
-    double p;                    /* the probability of dropping, in (0, 1) */
-    uint64_t key;                /* one per (run seed, step, micro-batch, layer, projection) */
-    real* xd;                    /* (N,C) work space: the dropped input */
+    double p;     /* the probability of dropping, in (0, 1) */
+    uint64_t key; /* one per (run seed, step, micro-batch, layer, projection) */
+    real* xd;     /* (N,C) work space: the dropped input */
 } LoraDropout;
 /* out (N,C) = (add ? out : 0) + inp * mask / (1 - p)   inp (N,C) */
 void lora_dropout_apply(real* out, const real* inp, bool add, const LoraDropout* d, size_t N, size_t C);
@@ -50,12 +50,12 @@ void lora_dropout_apply(real* out, const real* inp, bool add, const LoraDropout*
 /* One adapted projection, as lora_forward computes it and lora_backward reads it again:
    out (N,OC) += scale · (x A^T) B^T, scale = alpha / r, x = inp or its dropout. */
 typedef struct {
-    const real* inp;             /* (N,C) the projection's input */
-    real* ax;                    /* (N,r) x A^T: written by forward, read by backward */
-    const real* A;               /* (r,C) */
-    const real* B;               /* (OC,r) */
+    const real* inp; /* (N,C) the projection's input */
+    real* ax;        /* (N,r) x A^T: written by forward, read by backward */
+    const real* A;   /* (r,C) */
+    const real* B;   /* (OC,r) */
     real scale;
-    const LoraDropout* drop;     /* NULL or the dropout (its xd is overwritten by both) */
+    const LoraDropout* drop; /* NULL or the dropout (its xd is overwritten by both) */
     size_t N, C, OC, r;
 } LoraOp;
 /* out (N,OC), row stride ldo, += scale · (x A^T) B^T; saves op->ax */

@@ -20,7 +20,7 @@ static void acts_layout(Model* m, Cursor* cur) {
     const ModelConfig* c = &m->cfg;
     size_t N = m->B * m->T;
     for (size_t l = 0; l <= c->L; l++) m->res[l] = cursor_take(cur, N * c->D);
-    if (m->opts.recompute) {   /* one set for all layers, laid out for a RePo layer when there is one */
+    if (m->opts.recompute) { /* one set for all layers, laid out for a RePo layer when there is one */
         size_t widest = 0;
         for (size_t l = 0; l < c->L; l++)
             if (c->pos[l] == POS_REPO) widest = l;
@@ -37,12 +37,12 @@ static void acts_layout(Model* m, Cursor* cur) {
     m->pos_seq = cursor_take(cur, N * c->KVH);
     bool any_rope = false;
     for (size_t l = 0; l < c->L; l++) any_rope |= c->pos[l] == POS_ROPE;
-    if (any_rope) {   /* the angles of positions 0 .. T-1 (rope_cache_fill), in double */
+    if (any_rope) { /* the angles of positions 0 .. T-1 (rope_cache_fill), in double */
         size_t n = m->T * (cfg_hd(c) / 2) * (sizeof(double) / sizeof(real));
         m->rope_cos = (double*)cursor_take(cur, n);
         m->rope_sin = (double*)cursor_take(cur, n);
     }
-    if (c->lora_rank && c->lora_dropout > 0) {   /* the widest projection input: D, H*hd (o_proj) or F */
+    if (c->lora_rank && c->lora_dropout > 0) { /* the widest projection input: D, H*hd (o_proj) or F */
         size_t widest = c->D > c->F ? c->D : c->F, qd = c->H * cfg_hd(c);
         m->lora_xd = cursor_take(cur, N * (qd > widest ? qd : widest));
     }
@@ -74,7 +74,7 @@ static void model_shape(Model* m, const ModelConfig* cfg, size_t B, size_t T, co
 
 ModelArenaSizes model_arena_sizes(const ModelConfig* cfg, size_t B, size_t T, const char* const* frozen_patterns,
                                   size_t n_frozen, const ModelOpts* opts) {
-    Model* m = mallocCheck(sizeof(Model));   /* the struct only: views stay NULL while counting */
+    Model* m = mallocCheck(sizeof(Model)); /* the struct only: views stay NULL while counting */
     model_shape(m, cfg, B, T, frozen_patterns, n_frozen, opts);
     ModelArenaSizes s = {m->tensors.n_params, m->tensors.n_grads, 0, 0, m->tensors.n_bf16, m->tensors.max_layer_bf16};
     Cursor cur = {NULL, 0};
@@ -117,7 +117,8 @@ void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, cons
     cur = (Cursor){NULL, 0};
     scratch_layout(m, &cur);
     m->n_scratch = cur.used;
-    m->scratch = arenaAllocNamed(mulCheck(m->n_scratch, sizeof(real), "backward scratch arena"), "backward scratch arena");
+    m->scratch =
+        arenaAllocNamed(mulCheck(m->n_scratch, sizeof(real), "backward scratch arena"), "backward scratch arena");
     cur = (Cursor){m->scratch, 0};
     scratch_layout(m, &cur);
 
@@ -174,16 +175,16 @@ void model_init_tensor(Model* m, size_t index, uint64_t seed, double std) {
     }
     Rng rng;
     rng_seed(&rng, tensor_seed(seed, t->name));
-    if (t->kind == TK_LORA_B) {   /* PEFT: B = 0, so the adapted model starts as the base model */
+    if (t->kind == TK_LORA_B) { /* PEFT: B = 0, so the adapted model starts as the base model */
         memset(p, 0, t->numel * sizeof(real));
         return;
     }
-    if (t->kind == TK_LORA_A) {   /* PEFT: kaiming_uniform_(a=sqrt(5)) = U(-1/sqrt(in), 1/sqrt(in)) */
+    if (t->kind == TK_LORA_A) { /* PEFT: kaiming_uniform_(a=sqrt(5)) = U(-1/sqrt(in), 1/sqrt(in)) */
         double bound = 1.0 / sqrt((double)t->shape[1]);
         for (size_t i = 0; i < t->numel; i++) p[i] = (real)(bound * (2.0 * rng_uniform(&rng) - 1.0));
         return;
     }
-    double s = t->is_repo ? 0.02 : std;   /* RePo's maps start small: z near 0, close to NoPE */
+    double s = t->is_repo ? 0.02 : std; /* RePo's maps start small: z near 0, close to NoPE */
     if (t->kind == TK_REPO_FINAL && m->repo_final_std > 0) s = m->repo_final_std;
     for (size_t i = 0; i < t->numel; i++) p[i] = (real)rng_trunc_normal(&rng, s, 3.0 * s);
 }
@@ -200,8 +201,17 @@ static const LayerWeights* layer_weights(Model* m, size_t l) {
 }
 
 static BlockCtx block_ctx(const Model* m, const Batch* b) {
-    return (BlockCtx){&m->cfg, m->B, m->T, &m->rope, m->pos_seq, m->force_positions, m->masked ? &m->spans : NULL,
-                      0, b->lora_dropout_on ? m->cfg.lora_dropout : 0, b->lora_dropout_key, m->lora_xd};
+    return (BlockCtx){&m->cfg,
+                      m->B,
+                      m->T,
+                      &m->rope,
+                      m->pos_seq,
+                      m->force_positions,
+                      m->masked ? &m->spans : NULL,
+                      0,
+                      b->lora_dropout_on ? m->cfg.lora_dropout : 0,
+                      b->lora_dropout_key,
+                      m->lora_xd};
 }
 
 /* Document masking for this forward: spans from doc_ids and rope positions t - start_t; back to one
@@ -229,12 +239,14 @@ void model_head_forward(real* logits, real* normed, real* rstd, const real* x, c
 static double forward(Model* m, const Batch* b, bool train) {
     const ModelConfig* c = &m->cfg;
     size_t N = m->B * m->T, D = c->D, V = c->V;
-    CHECK(b->B == m->B && b->T == m->T, "model_forward: a batch of %zu x %zu tokens, but the model was built for "
-          "%zu x %zu", b->B, b->T, m->B, m->T);
+    CHECK(b->B == m->B && b->T == m->T,
+          "model_forward: a batch of %zu x %zu tokens, but the model was built for "
+          "%zu x %zu",
+          b->B, b->T, m->B, m->T);
     const int32_t *tokens = b->tokens, *targets = b->targets;
     for (size_t n = 0; n < N; n++) {
-        CHECK(tokens[n] >= 0 && (size_t)tokens[n] < V, "token %" PRId32 " at row %zu is outside the vocabulary [0, %zu)",
-              tokens[n], n, V);
+        CHECK(tokens[n] >= 0 && (size_t)tokens[n] < V,
+              "token %" PRId32 " at row %zu is outside the vocabulary [0, %zu)", tokens[n], n, V);
         CHECK(!targets || (targets[n] >= -1 && targets[n] < (int64_t)V),
               "target %" PRId32 " at row %zu is outside [-1, %zu)", targets ? targets[n] : 0, n, V);
     }
@@ -248,8 +260,10 @@ static double forward(Model* m, const Batch* b, bool train) {
     m->logits_hold_grad = train && targets && m->head_rows == N;
     m->loss = 0;
     if (!targets) {
-        CHECK(m->head_rows == N, "model_forward without targets returns logits of all %zu rows, but the model "
-              "was built to hold %zu rows at a time (head_chunk)", N, m->head_rows);
+        CHECK(m->head_rows == N,
+              "model_forward without targets returns logits of all %zu rows, but the model "
+              "was built to hold %zu rows at a time (head_chunk)",
+              N, m->head_rows);
         model_head_forward(m->logits, m->final_out, m->final_rstd, m->res[c->L], m, N);
         return 0;
     }
@@ -261,11 +275,10 @@ static double forward(Model* m, const Batch* b, bool train) {
         double ws;
         model_head_forward(m->logits, m->final_out + r0 * D, m->final_rstd + r0, m->res[c->L] + r0 * D, m, n);
         const real* wr = b->target_weights ? b->target_weights + r0 : NULL;
-        total += m->logits_hold_grad
-                     ? xent_forward_grad(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V, m->z_loss,
-                                         &nv, &ws)
-                     : xent_forward_sum(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V, m->z_loss,
-                                        &nv, &ws);
+        total +=
+            m->logits_hold_grad
+                ? xent_forward_grad(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V, m->z_loss, &nv, &ws)
+                : xent_forward_sum(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V, m->z_loss, &nv, &ws);
         count += nv;
         wsum += ws;
     }
@@ -275,13 +288,9 @@ static double forward(Model* m, const Batch* b, bool train) {
     return m->loss;
 }
 
-double model_forward(Model* m, const Batch* b) {
-    return forward(m, b, false);
-}
+double model_forward(Model* m, const Batch* b) { return forward(m, b, false); }
 
-double model_forward_train(Model* m, const Batch* b) {
-    return forward(m, b, true);
-}
+double model_forward_train(Model* m, const Batch* b) { return forward(m, b, true); }
 
 void model_backward(Model* m, const Batch* b, double dloss) {
     CHECK(m->has_loss, "model_backward: the last forward had no targets (or backward already ran)");
@@ -291,32 +300,32 @@ void model_backward(Model* m, const Batch* b, double dloss) {
     size_t N = m->B * m->T, D = c->D, V = c->V;
     BlockCtx ctx = block_ctx(m, b);
 
-    real* dx = m->dres;   /* gradient of the residual stream, summed into by each block in turn */
+    real* dx = m->dres; /* gradient of the residual stream, summed into by each block in turn */
     real* dfinal = m->dfinal;
-    if (m->logits_hold_grad) {   /* dlogits = G dloss / weight_sum: the scalar goes into the GEMMs */
+    if (m->logits_hold_grad) { /* dlogits = G dloss / weight_sum: the scalar goes into the GEMMs */
         real alpha = (real)(m->weight_sum > 0 ? dloss / m->weight_sum : 0.0);
         linear_backward_ld(dfinal, m->dw.lm_head, m->logits, V, m->final_out, m->w.lm_head, N, D, V, alpha, false);
     } else {
-        for (size_t r0 = 0; r0 < N; r0 += m->head_rows) {   /* the chunks of forward */
+        for (size_t r0 = 0; r0 < N; r0 += m->head_rows) { /* the chunks of forward */
             size_t n = N - r0 < m->head_rows ? N - r0 : m->head_rows;
             const real* normed = m->final_out + r0 * D;
-            if (m->head_rows < N) linear_forward(m->logits, normed, m->w.lm_head, n, D, V);   /* its logits again */
-            xent_backward(m->logits, m->lse + r0, b->targets + r0, b->target_weights ? b->target_weights + r0 : NULL,
-                          n, V, m->z_loss, m->weight_sum, dloss);   /* logits → dlogits */
+            if (m->head_rows < N) linear_forward(m->logits, normed, m->w.lm_head, n, D, V); /* its logits again */
+            xent_backward(m->logits, m->lse + r0, b->targets + r0, b->target_weights ? b->target_weights + r0 : NULL, n,
+                          V, m->z_loss, m->weight_sum, dloss); /* logits → dlogits */
             linear_backward(dfinal + r0 * D, m->dw.lm_head, m->logits, normed, m->w.lm_head, n, D, V, false);
         }
     }
-    rmsnorm_backward(dx, m->dw.final_norm, dfinal, m->res[c->L], m->w.final_norm, m->final_rstd, m->bs.norm_work, N,
-                     D, false);
+    rmsnorm_backward(dx, m->dw.final_norm, dfinal, m->res[c->L], m->w.final_norm, m->final_rstd, m->bs.norm_work, N, D,
+                     false);
     for (size_t l = c->L; l-- > 0;) {
         /* recompute: layer l's activations again (the last layer's are still there), its output into a
            scratch buffer that block_backward overwrites */
-        const LayerWeights* w = layer_weights(m, l);   /* a BF16 base is widened once for both */
+        const LayerWeights* w = layer_weights(m, l); /* a BF16 base is widened once for both */
         if (m->opts.recompute && l + 1 < c->L) block_forward(m->bs.dd, &m->la[l], m->res[l], w, l, &ctx);
         block_backward(dx, &m->dw.layer[l], &m->la[l], m->res[l], w, l, &m->bs, &ctx);
     }
     if (m->dw.embed) embedding_backward(m->dw.embed, dx, b->tokens, N, D);
-    m->has_loss = false;   /* the logits buffer now holds dlogits (or G) */
+    m->has_loss = false; /* the logits buffer now holds dlogits (or G) */
     m->logits_hold_grad = false;
 }
 

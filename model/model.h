@@ -42,46 +42,46 @@ typedef struct {
     TensorTable tensors;
     size_t B, T;
     ModelOpts opts;
-    size_t head_rows;            /* rows of the logits buffer: min(head_chunk, B*T), or B*T */
+    size_t head_rows; /* rows of the logits buffer: min(head_chunk, B*T), or B*T */
 
-    real* params;                /* tensors.n_params */
-    real* grads;                 /* tensors.n_grads (frozen tensors have none) */
-    ModelWeights w, dw;          /* named views (w's BF16 tensors are NULL: see layer_weights_widen) */
-    uint16_t* base_bf16;         /* tensors.n_bf16: frozen layer matrices in BF16 (cfg.base_bf16) */
-    real* widened;               /* tensors.max_layer_bf16: the current layer's BF16 tensors as real */
-    LayerWeights wl;             /* the current layer's view with widened tensors */
+    real* params;        /* tensors.n_params */
+    real* grads;         /* tensors.n_grads (frozen tensors have none) */
+    ModelWeights w, dw;  /* named views (w's BF16 tensors are NULL: see layer_weights_widen) */
+    uint16_t* base_bf16; /* tensors.n_bf16: frozen layer matrices in BF16 (cfg.base_bf16) */
+    real* widened;       /* tensors.max_layer_bf16: the current layer's BF16 tensors as real */
+    LayerWeights wl;     /* the current layer's view with widened tensors */
 
-    real* acts;                  /* activation arena */
+    real* acts; /* activation arena */
     size_t n_acts;
-    real* res[MAX_LAYERS + 1];   /* (N,D) residual stream: res[0] embeddings, res[l+1] after layer l */
+    real* res[MAX_LAYERS + 1]; /* (N,D) residual stream: res[0] embeddings, res[l+1] after layer l */
     LayerActs la[MAX_LAYERS];
-    real *final_out, *final_rstd;    /* (N,D) (N) final norm */
-    real *logits, *lse, *losses;     /* (head_rows,V) (N) (N); backward turns logits into dlogits */
-    real* pos_seq;                   /* (N,KVH) integer positions t */
-    double *rope_cos, *rope_sin;     /* (T,hd/2) the angles of positions 0 .. T-1 when a layer is rope, else NULL */
+    real *final_out, *final_rstd; /* (N,D) (N) final norm */
+    real *logits, *lse, *losses;  /* (head_rows,V) (N) (N); backward turns logits into dlogits */
+    real* pos_seq;                /* (N,KVH) integer positions t */
+    double *rope_cos, *rope_sin;  /* (T,hd/2) the angles of positions 0 .. T-1 when a layer is rope, else NULL */
 
-    real* scratch;               /* backward work space */
+    real* scratch; /* backward work space */
     size_t n_scratch;
     BlockScratch bs;
-    real *dres;                  /* (N,D) the residual stream's gradient, summed into by each block_backward */
-    real *dfinal;                /* (N,D) the final norm's output gradient */
+    real* dres;   /* (N,D) the residual stream's gradient, summed into by each block_backward */
+    real* dfinal; /* (N,D) the final norm's output gradient */
 
     RopeTable rope;
     double z_loss;               /* coefficient of OLMo-2's z-loss (0 = off) */
     const real* force_positions; /* (N,KVH) test hook: RePo layers rotate by these instead of z */
 
-    LoraBase lora_base;          /* the base checkpoint a LoRA model's adapters are saved against */
-    double repo_final_std;       /* std of a newly initialised RePo final projection (final_map); 0 = 0.02 */
-    real* lora_xd;               /* (N, max(D, H*hd, F)) the dropout's work space, when cfg.lora_dropout > 0 */
-    int32_t* doc_start;             /* (N) the document starts of the last forward's doc_ids (attention.h) */
-    DocSpans spans;                 /* a view of it, passed to the blocks while masked */
-    bool masked;                    /* the last forward had doc_ids; pos_seq then holds t - start_t */
+    LoraBase lora_base;    /* the base checkpoint a LoRA model's adapters are saved against */
+    double repo_final_std; /* std of a newly initialised RePo final projection (final_map); 0 = 0.02 */
+    real* lora_xd;         /* (N, max(D, H*hd, F)) the dropout's work space, when cfg.lora_dropout > 0 */
+    int32_t* doc_start;    /* (N) the document starts of the last forward's doc_ids (attention.h) */
+    DocSpans spans;        /* a view of it, passed to the blocks while masked */
+    bool masked;           /* the last forward had doc_ids; pos_seq then holds t - start_t */
 
-    bool has_loss;               /* forward ran with targets, so backward may run */
-    bool logits_hold_grad;       /* model_forward_train left G (xent_forward_grad) in the logits buffer */
+    bool has_loss;         /* forward ran with targets, so backward may run */
+    bool logits_hold_grad; /* model_forward_train left G (xent_forward_grad) in the logits buffer */
     double loss;
-    size_t n_valid;              /* targets that are not -1 */
-    double weight_sum;           /* their summed weights (= n_valid without the batch's target_weights) */
+    size_t n_valid;    /* targets that are not -1 */
+    double weight_sum; /* their summed weights (= n_valid without the batch's target_weights) */
 } Model;
 
 /* Validate cfg, build the tensor list (frozen_patterns: fnmatch globs over HF
@@ -97,7 +97,7 @@ void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, cons
    layout functions, without allocating any of them (the memory plan). */
 typedef struct {
     size_t params, grads, acts, scratch;
-    size_t bf16, widened;   /* a BF16 frozen base (2 bytes each) and its per-layer widening buffer (reals) */
+    size_t bf16, widened; /* a BF16 frozen base (2 bytes each) and its per-layer widening buffer (reals) */
 } ModelArenaSizes;
 ModelArenaSizes model_arena_sizes(const ModelConfig* cfg, size_t B, size_t T, const char* const* frozen_patterns,
                                   size_t n_frozen, const ModelOpts* opts);

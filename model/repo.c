@@ -7,15 +7,15 @@
 #include "model/swiglu.h"
 
 void repo_forward(real* z, const RepoActs* s, const real* h, const RepoWeights* w, RepoDims n) {
-    linear_pair_forward(s->gc, h, w->Wg, w->Wc, n.N, n.D, n.dp, true);   /* gc (N,2dp) rows [gate | content] */
+    linear_pair_forward(s->gc, h, w->Wg, w->Wc, n.N, n.D, n.dp, true); /* gc (N,2dp) rows [gate | content] */
     swiglu_forward(s->r, s->gc, s->gc + n.dp, n.N, n.dp, 2 * n.dp);
     linear_forward(z, s->r, w->Wz, n.N, n.dp, n.P);
 }
 
-void repo_backward(real* dh, const RepoGrads* dw, const real* dz, RepoActs* s, const real* h,
-                   const RepoWeights* w, real* scratch, RepoDims n) {
-    real* dr = scratch;   /* (N,dp) */
-    real* dgc = s->gc;    /* (N,2dp) rows [dgate | dcontent], in place of [gate | content] */
+void repo_backward(real* dh, const RepoGrads* dw, const real* dz, RepoActs* s, const real* h, const RepoWeights* w,
+                   real* scratch, RepoDims n) {
+    real* dr = scratch; /* (N,dp) */
+    real* dgc = s->gc;  /* (N,2dp) rows [dgate | dcontent], in place of [gate | content] */
     /* z = r Wz^T */
     linear_backward(dr, dw->dWz, dz, s->r, w->Wz, n.N, n.dp, n.P, false);
     /* r = silu(gate) ⊙ content */

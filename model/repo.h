@@ -31,7 +31,7 @@ typedef struct {
 void repo_forward(real* z, const RepoActs* s, const real* h, const RepoWeights* w, RepoDims n);
 /* dh (N,D) +=   dw +=   dz (N,P)   s, h, w as forward saved/saw them; s->gc is overwritten by its
    gradient [dgate | dcontent] (as the MLP's gu: nothing reads it after this)   scratch: N*dp reals for dr */
-void repo_backward(real* dh, const RepoGrads* dw, const real* dz, RepoActs* s, const real* h,
-                   const RepoWeights* w, real* scratch, RepoDims n);
+void repo_backward(real* dh, const RepoGrads* dw, const real* dz, RepoActs* s, const real* h, const RepoWeights* w,
+                   real* scratch, RepoDims n);
 
 #endif

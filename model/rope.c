@@ -11,8 +11,8 @@
 #include "common/check.h"
 #include "common/mathf.h"
 
-void rope_table_init(RopeTable* rt, size_t hd, double theta, double yarn_factor, double yarn_orig_max,
-                     double beta_fast, double beta_slow, double attention_factor) {
+void rope_table_init(RopeTable* rt, size_t hd, double theta, double yarn_factor, double yarn_orig_max, double beta_fast,
+                     double beta_slow, double attention_factor) {
     CHECK(hd % 2 == 0 && hd / 2 <= ROPE_MAX_HALF, "rope: head dim %zu must be even and at most %d", hd,
           2 * ROPE_MAX_HALF);
     rt->hd = hd;
@@ -32,21 +32,20 @@ void rope_table_init(RopeTable* rt, size_t hd, double theta, double yarn_factor,
     for (size_t i = 0; i < half; i++) {
         double ramp = ((double)i - lo) / (hi - lo);
         ramp = ramp < 0 ? 0 : (ramp > 1 ? 1 : ramp);
-        double extra = 1.0 - ramp;   /* 1: keep the original frequency (extrapolate), 0: interpolate by s */
+        double extra = 1.0 - ramp; /* 1: keep the original frequency (extrapolate), 0: interpolate by s */
         rt->inv_freq[i] = rt->inv_freq[i] / yarn_factor * (1.0 - extra) + rt->inv_freq[i] * extra;
     }
     rt->mscale = attention_factor > 0 ? attention_factor : 0.1 * log(yarn_factor) + 1.0;
 }
 
-void rope_table_llama3(RopeTable* rt, double factor, double low_freq_factor, double high_freq_factor,
-                       double orig_max) {
+void rope_table_llama3(RopeTable* rt, double factor, double low_freq_factor, double high_freq_factor, double orig_max) {
     double two_pi = 6.283185307179586;
     double low_wavelen = orig_max / low_freq_factor, high_wavelen = orig_max / high_freq_factor;
     for (size_t i = 0; i < rt->hd / 2; i++) {
         double f = rt->inv_freq[i], w = two_pi / f;
-        if (w < high_wavelen) continue;                          /* high frequency: unchanged */
-        if (w > low_wavelen) rt->inv_freq[i] = f / factor;       /* low frequency: interpolated by s */
-        else {                                                   /* blend between the two */
+        if (w < high_wavelen) continue;                    /* high frequency: unchanged */
+        if (w > low_wavelen) rt->inv_freq[i] = f / factor; /* low frequency: interpolated by s */
+        else {                                             /* blend between the two */
             double a = (orig_max / w - low_freq_factor) / (high_freq_factor - low_freq_factor);
             rt->inv_freq[i] = (1.0 - a) * f / factor + a * f;
         }
@@ -96,8 +95,7 @@ void rope_cache_fill(RopeTable* rt, double* cos_t, double* sin_t, size_t n) {
 }
 
 /* the angles of position p: the cached row when p is an integer below n_cached, else computed into cs, sn */
-static void angles_at(const double** cs, const double** sn, double* cbuf, double* sbuf, double p,
-                      const RopeTable* rt) {
+static void angles_at(const double** cs, const double** sn, double* cbuf, double* sbuf, double p, const RopeTable* rt) {
     if (rt->cos_t && p >= 0 && p < (double)rt->n_cached && p == (double)(size_t)p) {
         size_t row = (size_t)p * (rt->hd / 2);
         *cs = rt->cos_t + row;
@@ -124,8 +122,8 @@ void rope_forward(real* q, real* k, const real* pos, const RopeTable* rt, size_t
 }
 
 /* backward through the rotation of nh heads; returns Σ_i inv_freq[i] da_i for those heads when want_dp */
-static double unrotate_heads(real* dx, const real* dy, const real* y, size_t nh, const double* cs,
-                             const double* sn, const RopeTable* rt, bool want_dp) {
+static double unrotate_heads(real* dx, const real* dy, const real* y, size_t nh, const double* cs, const double* sn,
+                             const RopeTable* rt, bool want_dp) {
     size_t hd = rt->hd, half = hd / 2;
     double dp = 0.0;
     for (size_t h = 0; h < nh; h++) {
@@ -146,9 +144,8 @@ static double unrotate_heads(real* dx, const real* dy, const real* y, size_t nh,
     return dp;
 }
 
-void rope_backward(real* dq_in, real* dk_in, real* dpos, const real* dq, const real* dk,
-                   const real* q, const real* k, const real* pos, const RopeTable* rt,
-                   size_t N, size_t H, size_t KVH, size_t P) {
+void rope_backward(real* dq_in, real* dk_in, real* dpos, const real* dq, const real* dk, const real* q, const real* k,
+                   const real* pos, const RopeTable* rt, size_t N, size_t H, size_t KVH, size_t P) {
     size_t hd = rt->hd, qh = H / P, kh = KVH / P;
 #pragma omp parallel for collapse(2)
     for (size_t n = 0; n < N; n++) {

@@ -15,8 +15,8 @@
 /* inv_freq and the scale m, from theta and optional YaRN (docs/design.md, "RoPE and YaRN") */
 typedef struct {
     size_t hd;
-    double inv_freq[ROPE_MAX_HALF];   /* hd/2 entries */
-    double mscale;                    /* m: 1, or YaRN's attention factor */
+    double inv_freq[ROPE_MAX_HALF]; /* hd/2 entries */
+    double mscale;                  /* m: 1, or YaRN's attention factor */
     /* m cos(t inv_freq) and m sin(t inv_freq) of the integer positions t < n_cached, (n_cached, hd/2) each,
        or NULL (rope_table_init): a rope layer's positions are the same every step, so rope_cache_fill
        computes their angles once at build and forward and backward look them up; any other
@@ -26,8 +26,8 @@ typedef struct {
 } RopeTable;
 
 /* yarn_factor <= 1 means no YaRN. attention_factor <= 0 means the default 0.1 ln(s) + 1. */
-void rope_table_init(RopeTable* rt, size_t hd, double theta, double yarn_factor, double yarn_orig_max,
-                     double beta_fast, double beta_slow, double attention_factor);
+void rope_table_init(RopeTable* rt, size_t hd, double theta, double yarn_factor, double yarn_orig_max, double beta_fast,
+                     double beta_slow, double attention_factor);
 
 /* Fill cos_t, sin_t (n, hd/2) each, owned by the caller, for positions 0 .. n-1 and point rt at them.
    Call it after rope_table_init and rope_table_llama3, which change inv_freq and m. */
@@ -36,15 +36,13 @@ void rope_cache_fill(RopeTable* rt, double* cos_t, double* sin_t, size_t n);
 /* Llama-3.1 scaling of an initialised table (docs/design.md, "llama3 RoPE"): with wavelength w_i = 2π / f_i,
    w_i < L0/high keeps f_i, w_i > L0/low becomes f_i / s, and in between
    f_i ((1 - a)/s + a) with a = (L0/w_i - low) / (high - low). m stays 1. */
-void rope_table_llama3(RopeTable* rt, double factor, double low_freq_factor, double high_freq_factor,
-                       double orig_max);
+void rope_table_llama3(RopeTable* rt, double factor, double low_freq_factor, double high_freq_factor, double orig_max);
 
 /* IN PLACE: q (N, H*hd) and k (N, KVH*hd) are rotated by pos (N, P); P divides KVH divides H */
 void rope_forward(real* q, real* k, const real* pos, const RopeTable* rt, size_t N, size_t H, size_t KVH, size_t P);
 /* dq_in (N,H*hd) =   dk_in (N,KVH*hd) =   dpos (N,P) = (skipped when NULL)
    dq, dk: gradients of the rotated outputs   q, k: the rotated outputs forward left   pos (N,P) */
-void rope_backward(real* dq_in, real* dk_in, real* dpos, const real* dq, const real* dk,
-                   const real* q, const real* k, const real* pos, const RopeTable* rt,
-                   size_t N, size_t H, size_t KVH, size_t P);
+void rope_backward(real* dq_in, real* dk_in, real* dpos, const real* dq, const real* dk, const real* q, const real* k,
+                   const real* pos, const RopeTable* rt, size_t N, size_t H, size_t KVH, size_t P);
 
 #endif

@@ -26,12 +26,12 @@ void swiglu_backward(real* dg, real* du, const real* dout, const real* g, const 
         const real *gr = g + r * ld, *ur = u + r * ld, *d = dout + r * cols;
         real *dgr = dg + r * ld, *dur = du + r * ld;
 #pragma omp simd
-        for (size_t i = 0; i < cols; i++) {   /* g, u read before dg, du are written: they may be g, u */
+        for (size_t i = 0; i < cols; i++) { /* g, u read before dg, du are written: they may be g, u */
             real gi = gr[i], ui = ur[i];
             real s = (real)1 / ((real)1 + exp_r(-gi));
             real silu = gi * s;
-            dgr[i] = d[i] * ui * s * ((real)1 + gi * ((real)1 - s));   /* ∂m/∂g = u silu'(g) */
-            dur[i] = d[i] * silu;                                     /* ∂m/∂u = silu(g) */
+            dgr[i] = d[i] * ui * s * ((real)1 + gi * ((real)1 - s)); /* ∂m/∂g = u silu'(g) */
+            dur[i] = d[i] * silu;                                    /* ∂m/∂u = silu(g) */
         }
     }
 }

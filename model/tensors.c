@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "common/check.h"
-#include "common/safetensors.h"   /* st_bf16_to_f32 */
+#include "common/safetensors.h" /* st_bf16_to_f32 */
 
 /* one row per per-layer tensor kind: its HF suffix and where it exists */
 typedef struct {
@@ -45,19 +45,58 @@ static size_t kind_shape(TensorKind k, LoraTarget lt, const ModelConfig* c, size
     size_t hd = cfg_hd(c), q = c->H * hd, kv = c->KVH * hd;
     size_t w[2];
     switch (k) {
-    case TK_LORA_A: kind_shape(lora_target_kind(lt), lt, c, w); shape[0] = c->lora_rank; shape[1] = w[1]; return 2;
-    case TK_LORA_B: kind_shape(lora_target_kind(lt), lt, c, w); shape[0] = w[0]; shape[1] = c->lora_rank; return 2;
-    case TK_EMBED: case TK_LM_HEAD: shape[0] = c->V; shape[1] = c->D; return 2;
-    case TK_WQ: shape[0] = q; shape[1] = c->D; return 2;
-    case TK_WK: case TK_WV: shape[0] = kv; shape[1] = c->D; return 2;
-    case TK_WO: shape[0] = c->D; shape[1] = q; return 2;
+    case TK_LORA_A:
+        kind_shape(lora_target_kind(lt), lt, c, w);
+        shape[0] = c->lora_rank;
+        shape[1] = w[1];
+        return 2;
+    case TK_LORA_B:
+        kind_shape(lora_target_kind(lt), lt, c, w);
+        shape[0] = w[0];
+        shape[1] = c->lora_rank;
+        return 2;
+    case TK_EMBED:
+    case TK_LM_HEAD:
+        shape[0] = c->V;
+        shape[1] = c->D;
+        return 2;
+    case TK_WQ:
+        shape[0] = q;
+        shape[1] = c->D;
+        return 2;
+    case TK_WK:
+    case TK_WV:
+        shape[0] = kv;
+        shape[1] = c->D;
+        return 2;
+    case TK_WO:
+        shape[0] = c->D;
+        shape[1] = q;
+        return 2;
     case TK_Q_NORM: shape[0] = q; return 1;
     case TK_K_NORM: shape[0] = kv; return 1;
-    case TK_REPO_GATE: case TK_REPO_CONTENT: shape[0] = cfg_dp(c); shape[1] = c->D; return 2;
-    case TK_REPO_FINAL: shape[0] = c->KVH; shape[1] = cfg_dp(c); return 2;
-    case TK_GATE: case TK_UP: shape[0] = c->F; shape[1] = c->D; return 2;
-    case TK_DOWN: shape[0] = c->D; shape[1] = c->F; return 2;
-    case TK_FINAL_NORM: case TK_IN_NORM: case TK_ATTN_NORM: case TK_MLP_NORM: shape[0] = c->D; return 1;
+    case TK_REPO_GATE:
+    case TK_REPO_CONTENT:
+        shape[0] = cfg_dp(c);
+        shape[1] = c->D;
+        return 2;
+    case TK_REPO_FINAL:
+        shape[0] = c->KVH;
+        shape[1] = cfg_dp(c);
+        return 2;
+    case TK_GATE:
+    case TK_UP:
+        shape[0] = c->F;
+        shape[1] = c->D;
+        return 2;
+    case TK_DOWN:
+        shape[0] = c->D;
+        shape[1] = c->F;
+        return 2;
+    case TK_FINAL_NORM:
+    case TK_IN_NORM:
+    case TK_ATTN_NORM:
+    case TK_MLP_NORM: shape[0] = c->D; return 1;
     default: DIE("unknown tensor kind %d", (int)k);
     }
 }
@@ -82,7 +121,7 @@ static void add_tensor(TensorTable* tt, size_t* cap, TensorKind kind, LoraTarget
     t->is_lora = kind == TK_LORA_A || kind == TK_LORA_B;
     t->lora_target = lt;
     t->is_repo = kind == TK_REPO_GATE || kind == TK_REPO_CONTENT || kind == TK_REPO_FINAL;
-    bool is_frozen = c->lora_rank && !t->is_lora && !t->is_repo;   /* LoRA trains adapters (and RePo) only */
+    bool is_frozen = c->lora_rank && !t->is_lora && !t->is_repo; /* LoRA trains adapters (and RePo) only */
     for (size_t i = 0; i < n_frozen; i++) is_frozen |= fnmatch(frozen[i], name, 0) == 0;
     /* a frozen adapter stays F32: it is initialised and lives in the adapter file, not the base */
     t->bf16 = c->base_bf16 && is_frozen && t->ndim == 2 && layer >= 0 && !t->is_lora;
@@ -92,7 +131,7 @@ static void add_tensor(TensorTable* tt, size_t* cap, TensorKind kind, LoraTarget
     if (!is_frozen) tt->n_grads += t->numel;
     t->is_norm = kind == TK_FINAL_NORM || kind == TK_Q_NORM || kind == TK_K_NORM || kind == TK_IN_NORM ||
                  kind == TK_ATTN_NORM || kind == TK_MLP_NORM;
-    t->is_embedding = kind == TK_EMBED;   /* the input embedding only: an untied lm_head is a Linear weight */
+    t->is_embedding = kind == TK_EMBED; /* the input embedding only: an untied lm_head is a Linear weight */
 }
 
 void tensor_table_build(TensorTable* tt, const ModelConfig* c, const char* const* frozen, size_t n_frozen) {
@@ -109,7 +148,7 @@ void tensor_table_build(TensorTable* tt, const ModelConfig* c, const char* const
             add_tensor(tt, &cap, k->kind, 0, (int)l, name, c, frozen, n_frozen);
             for (int lt = 0; lt < LORA_N_TARGETS; lt++) {
                 if (lora_target_kind((LoraTarget)lt) != k->kind || !cfg_lora_on(c, (LoraTarget)lt)) continue;
-                size_t stem = strlen(name) - strlen("weight");   /* "...q_proj." */
+                size_t stem = strlen(name) - strlen("weight"); /* "...q_proj." */
                 snprintf(name + stem, sizeof(name) - stem, "lora_A.weight");
                 add_tensor(tt, &cap, TK_LORA_A, (LoraTarget)lt, (int)l, name, c, frozen, n_frozen);
                 snprintf(name + stem, sizeof(name) - stem, "lora_B.weight");
@@ -117,13 +156,13 @@ void tensor_table_build(TensorTable* tt, const ModelConfig* c, const char* const
             }
         }
     }
-    for (size_t i = 1; i < tt->n; i++) {   /* t[0] is embed_tokens, then layer 0's tensors, layer 1's, ... */
+    for (size_t i = 1; i < tt->n; i++) { /* t[0] is embed_tokens, then layer 0's tensors, layer 1's, ... */
         int l = tt->t[i].layer, prev = tt->t[i - 1].layer;
         CHECK(l == prev || l == prev + 1, "tensor table: %s out of layer order", tt->t[i].name);
         if (l != prev) tt->layer_range[l].first = i;
         tt->layer_range[l].end = i + 1;
     }
-    for (size_t l = 0; l < c->L; l++) {   /* each layer's BF16 run; the widening buffer fits the largest */
+    for (size_t l = 0; l < c->L; l++) { /* each layer's BF16 run; the widening buffer fits the largest */
         size_t start = 0, n = 0;
         for (size_t i = tt->layer_range[l].first; i < tt->layer_range[l].end; i++) {
             const TensorInfo* t = &tt->t[i];
@@ -186,7 +225,7 @@ void weights_view(ModelWeights* w, const TensorTable* tt, const ModelConfig* c, 
         else if (t->kind == TK_LORA_B) w->layer[t->layer].lora_b[t->lora_target] = p;
         else *layer_field(&w->layer[t->layer], t->kind) = p;
     }
-    if (c->tie_embeddings) w->lm_head = w->embed;   /* the head's gradient adds into dE */
+    if (c->tie_embeddings) w->lm_head = w->embed; /* the head's gradient adds into dE */
 }
 
 void layer_weights_widen(LayerWeights* out, const LayerWeights* w, const TensorTable* tt, const uint16_t* bf16,
@@ -195,7 +234,7 @@ void layer_weights_widen(LayerWeights* out, const LayerWeights* w, const TensorT
     size_t first = tt->layer_range[layer].first, end = tt->layer_range[layer].end;
     size_t start = tt->layer_range[layer].bf16_start, n = tt->layer_range[layer].n_bf16;
     const uint16_t* src = bf16 + start;
-    #pragma omp parallel for
+#pragma omp parallel for
     for (size_t k = 0; k < n; k++) buf[k] = (real)st_bf16_to_f32(src[k]);
     for (size_t i = first; i < end; i++)
         if (tt->t[i].bf16) *layer_field(out, tt->t[i].kind) = buf + (tt->t[i].offset - start);

@@ -11,12 +11,26 @@
 #include "model/config.h"
 
 typedef enum {
-    TK_EMBED, TK_FINAL_NORM, TK_LM_HEAD,                         /* global */
-    TK_WQ, TK_WK, TK_WV, TK_WO, TK_Q_NORM, TK_K_NORM,            /* attention */
-    TK_REPO_GATE, TK_REPO_CONTENT, TK_REPO_FINAL,                /* RePo module */
-    TK_IN_NORM, TK_ATTN_NORM, TK_MLP_NORM,                       /* block norms */
-    TK_GATE, TK_UP, TK_DOWN,                                     /* MLP */
-    TK_LORA_A, TK_LORA_B,                                        /* LoRA adapter of one projection */
+    TK_EMBED,
+    TK_FINAL_NORM,
+    TK_LM_HEAD, /* global */
+    TK_WQ,
+    TK_WK,
+    TK_WV,
+    TK_WO,
+    TK_Q_NORM,
+    TK_K_NORM, /* attention */
+    TK_REPO_GATE,
+    TK_REPO_CONTENT,
+    TK_REPO_FINAL, /* RePo module */
+    TK_IN_NORM,
+    TK_ATTN_NORM,
+    TK_MLP_NORM, /* block norms */
+    TK_GATE,
+    TK_UP,
+    TK_DOWN, /* MLP */
+    TK_LORA_A,
+    TK_LORA_B, /* LoRA adapter of one projection */
     TK_COUNT
 } TensorKind;
 
@@ -25,28 +39,28 @@ typedef enum {
 
 typedef struct {
     TensorKind kind;
-    int layer;                   /* -1 for global tensors */
-    char name[TENSOR_NAME_LEN];  /* Hugging Face name */
+    int layer;                  /* -1 for global tensors */
+    char name[TENSOR_NAME_LEN]; /* Hugging Face name */
     size_t ndim;
-    size_t shape[2];             /* [out, in] for matrices */
+    size_t shape[2]; /* [out, in] for matrices */
     size_t numel;
-    size_t offset;               /* into the parameter arena */
-    size_t grad_offset;          /* into the gradient arena, NO_GRAD when frozen */
-    bool is_norm, is_embedding, is_repo;   /* for optimizer groups; is_embedding: embed_tokens only */
-    bool is_lora;                /* TK_LORA_A / TK_LORA_B: A [r, in], B [out, r] */
-    bool bf16;                   /* a frozen layer matrix kept in BF16 (cfg->base_bf16): offset is into the
+    size_t offset;                       /* into the parameter arena */
+    size_t grad_offset;                  /* into the gradient arena, NO_GRAD when frozen */
+    bool is_norm, is_embedding, is_repo; /* for optimizer groups; is_embedding: embed_tokens only */
+    bool is_lora;                        /* TK_LORA_A / TK_LORA_B: A [r, in], B [out, r] */
+    bool bf16;                           /* a frozen layer matrix kept in BF16 (cfg->base_bf16): offset is into the
                                     BF16 arena, and the layer views hold NULL until layer_weights_widen */
-    LoraTarget lora_target;      /* the projection a LoRA tensor adapts */
+    LoraTarget lora_target;              /* the projection a LoRA tensor adapts */
 } TensorInfo;
 
 typedef struct {
     TensorInfo* t;
     size_t n;
-    size_t n_params;             /* total reals of the parameter arena */
-    size_t n_grads;              /* total reals of the gradient arena */
-    size_t n_bf16;               /* total elements of the BF16 arena */
-    size_t max_layer_bf16;       /* the most BF16 elements of one layer: the widening buffer */
-    struct {                     /* per layer: its tensors t[first..end) and its BF16 tensors, one run
+    size_t n_params;       /* total reals of the parameter arena */
+    size_t n_grads;        /* total reals of the gradient arena */
+    size_t n_bf16;         /* total elements of the BF16 arena */
+    size_t max_layer_bf16; /* the most BF16 elements of one layer: the widening buffer */
+    struct {               /* per layer: its tensors t[first..end) and its BF16 tensors, one run
                                     bf16[bf16_start, bf16_start + n_bf16) of the BF16 arena in table order */
         size_t first, end, bf16_start, n_bf16;
     } layer_range[MAX_LAYERS];
@@ -55,22 +69,22 @@ typedef struct {
 /* Per-layer views; a pointer is NULL when the layer has no such tensor (or, for
    gradients, when it is frozen). */
 typedef struct {
-    real *wq, *wk, *wv, *wo;             /* [H*hd,D] [KVH*hd,D] [KVH*hd,D] [D,H*hd] */
-    real *q_norm, *k_norm;               /* [H*hd] [KVH*hd], OLMo-2 */
-    real *repo_gate, *repo_content;      /* [D/8, D], RePo layers */
-    real *repo_final;                    /* [KVH, D/8] */
-    real *in_norm;                       /* [D] Llama input_layernorm */
-    real *attn_norm;                     /* [D] post_attention_layernorm */
-    real *mlp_norm;                      /* [D] OLMo-2 post_feedforward_layernorm */
-    real *gate, *up, *down;              /* [F,D] [F,D] [D,F] */
-    real *lora_a[LORA_N_TARGETS];        /* [r, in] of each adapted projection, by LoraTarget */
-    real *lora_b[LORA_N_TARGETS];        /* [out, r] */
+    real *wq, *wk, *wv, *wo;        /* [H*hd,D] [KVH*hd,D] [KVH*hd,D] [D,H*hd] */
+    real *q_norm, *k_norm;          /* [H*hd] [KVH*hd], OLMo-2 */
+    real *repo_gate, *repo_content; /* [D/8, D], RePo layers */
+    real* repo_final;               /* [KVH, D/8] */
+    real* in_norm;                  /* [D] Llama input_layernorm */
+    real* attn_norm;                /* [D] post_attention_layernorm */
+    real* mlp_norm;                 /* [D] OLMo-2 post_feedforward_layernorm */
+    real *gate, *up, *down;         /* [F,D] [F,D] [D,F] */
+    real* lora_a[LORA_N_TARGETS];   /* [r, in] of each adapted projection, by LoraTarget */
+    real* lora_b[LORA_N_TARGETS];   /* [out, r] */
 } LayerWeights;
 
 typedef struct {
-    real* embed;                         /* [V,D] */
-    real* final_norm;                    /* [D] */
-    real* lm_head;                       /* [V,D]; == embed when tied */
+    real* embed;      /* [V,D] */
+    real* final_norm; /* [D] */
+    real* lm_head;    /* [V,D]; == embed when tied */
     LayerWeights layer[MAX_LAYERS];
 } ModelWeights;
 

@@ -22,7 +22,7 @@ static double row_lse(const real* x, size_t V) {
     real mx = row_max(x, V);
     double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
-    for (size_t i = 0; i < V; i++) sum += exp_nonpos_r(x[i] - mx);   /* each term in [0, 1]; summed in double */
+    for (size_t i = 0; i < V; i++) sum += exp_nonpos_r(x[i] - mx); /* each term in [0, 1]; summed in double */
     return (double)mx + log(sum);
 }
 
@@ -50,14 +50,14 @@ double xent_forward_sum(real* losses, real* lse, const real* logits, const int32
     return total;
 }
 
-double xent_forward_grad(real* losses, real* lse, real* logits, const int32_t* targets, const real* weights,
-                         size_t N, size_t V, double z_loss, size_t* n_valid, double* weight_sum) {
+double xent_forward_grad(real* losses, real* lse, real* logits, const int32_t* targets, const real* weights, size_t N,
+                         size_t V, double z_loss, size_t* n_valid, double* weight_sum) {
     double total = 0.0, wsum = 0.0;
     size_t count = 0;
 #pragma omp parallel for reduction(+ : total, count, wsum)
     for (size_t n = 0; n < N; n++) {
         real* x = logits + n * V;
-        if (targets[n] < 0) {   /* its lse as the plain forward gives it, then G = 0 */
+        if (targets[n] < 0) { /* its lse as the plain forward gives it, then G = 0 */
             lse[n] = (real)row_lse(x, V);
             if (losses) losses[n] = 0;
             memset(x, 0, V * sizeof(real));
@@ -66,7 +66,7 @@ double xent_forward_grad(real* losses, real* lse, real* logits, const int32_t* t
         real mx = row_max(x, V), xt = x[targets[n]];
         double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
-        for (size_t i = 0; i < V; i++) {   /* e_i = exp(x_i - max), kept in place of the logit */
+        for (size_t i = 0; i < V; i++) { /* e_i = exp(x_i - max), kept in place of the logit */
             x[i] = exp_nonpos_r(x[i] - mx);
             sum += x[i];
         }
@@ -88,8 +88,8 @@ double xent_forward_grad(real* losses, real* lse, real* logits, const int32_t* t
     return total;
 }
 
-double xent_forward(real* losses, real* lse, const real* logits, const int32_t* targets, const real* weights,
-                    size_t N, size_t V, double z_loss, size_t* n_valid, double* weight_sum) {
+double xent_forward(real* losses, real* lse, const real* logits, const int32_t* targets, const real* weights, size_t N,
+                    size_t V, double z_loss, size_t* n_valid, double* weight_sum) {
     double total = xent_forward_sum(losses, lse, logits, targets, weights, N, V, z_loss, n_valid, weight_sum);
     return *n_valid ? total / *weight_sum : 0.0;
 }
@@ -106,7 +106,7 @@ void xent_backward(real* logits, const real* lse, const int32_t* targets, const 
         }
         real l = lse[n];
         double scale = weights ? unit * (double)weights[n] : unit;
-        real coef = (real)(scale * (1.0 + 2.0 * z_loss * l));   /* softmax term, with the z-loss share */
+        real coef = (real)(scale * (1.0 + 2.0 * z_loss * l)); /* softmax term, with the z-loss share */
 #pragma omp simd
         for (size_t i = 0; i < V; i++) x[i] = coef * exp_nonpos_r(x[i] - l);
         x[targets[n]] -= (real)scale;

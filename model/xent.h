@@ -19,8 +19,8 @@
    losses (N) per-row cross-entropy, unweighted, 0 for ignored rows (may be NULL)
    lse (N) saved for backward   logits (N,V)   targets (N), -1 = ignored
    weights (N) > 0, or NULL */
-double xent_forward(real* losses, real* lse, const real* logits, const int32_t* targets, const real* weights,
-                    size_t N, size_t V, double z_loss, size_t* n_valid, double* weight_sum);
+double xent_forward(real* losses, real* lse, const real* logits, const int32_t* targets, const real* weights, size_t N,
+                    size_t V, double z_loss, size_t* n_valid, double* weight_sum);
 /* The same rows, returning the weighted sum Σ_valid w_n (ce_n + c lse_n²)
    instead of the mean: a head computed in chunks of rows adds the chunks' sums
    (and their n_valid and weight_sum) and divides once. */
@@ -30,8 +30,8 @@ double xent_forward_sum(real* losses, real* lse, const real* logits, const int32
    the logits (N,V) OVERWRITTEN with G = w_n ((1 + 2c lse_n) softmax_n - onehot(target_n)), 0 on ignored
    rows, so that dlogits = G · dloss / weight_sum: the caller folds that one scalar into the GEMMs of
    the LM head's backward, and xent_backward's pass over the logits is not needed. */
-double xent_forward_grad(real* losses, real* lse, real* logits, const int32_t* targets, const real* weights,
-                         size_t N, size_t V, double z_loss, size_t* n_valid, double* weight_sum);
+double xent_forward_grad(real* losses, real* lse, real* logits, const int32_t* targets, const real* weights, size_t N,
+                         size_t V, double z_loss, size_t* n_valid, double* weight_sum);
 /* OVERWRITES logits (N,V) with dlogits = dloss · ∂loss/∂logits (it is not accumulated:
    the logits buffer has no other use after the loss). lse, targets, weights and
    weight_sum as forward saw and returned them. */

@@ -27,7 +27,8 @@ static void check_patterns(const TensorTable* tt, const OptimConfig* c) {
             hits++;
             CHECK(tt->t[k].grad_offset == NO_GRAD,
                   "optim: freeze pattern '%s' matches %s, which has a gradient; build the model with the same "
-                  "freeze patterns", c->freeze[p], tt->t[k].name);
+                  "freeze patterns",
+                  c->freeze[p], tt->t[k].name);
         }
         CHECK(hits > 0, "optim: freeze pattern '%s' matches no tensor of the model", c->freeze[p]);
     }
@@ -50,7 +51,7 @@ void adamw_build_slice(AdamW* a, const TensorTable* tt, const OptimConfig* cfg, 
     a->cfg = *cfg;
     a->n_tensors = tt->n;
     a->t = callocCheck(tt->n, sizeof(AdamWTensor));
-    size_t n_state = 0;   /* reals of state the table implies: must equal n_grads */
+    size_t n_state = 0; /* reals of state the table implies: must equal n_grads */
     for (size_t k = 0; k < tt->n; k++) {
         const TensorInfo* ti = &tt->t[k];
         AdamWTensor* at = &a->t[k];
@@ -60,8 +61,10 @@ void adamw_build_slice(AdamW* a, const TensorTable* tt, const OptimConfig* cfg, 
         at->decay = optim_tensor_decays(cfg, ti);
         at->lr_mult = optim_tensor_lr_mult(cfg, ti, &at->lr_source);
         if (ti->grad_offset == NO_GRAD) continue;
-        CHECK(ti->grad_offset + ti->numel <= tt->n_grads, "optim: gradient range of %s [%zu, +%zu) is past "
-              "n_grads %zu", ti->name, ti->grad_offset, ti->numel, tt->n_grads);
+        CHECK(ti->grad_offset + ti->numel <= tt->n_grads,
+              "optim: gradient range of %s [%zu, +%zu) is past "
+              "n_grads %zu",
+              ti->name, ti->grad_offset, ti->numel, tt->n_grads);
         n_state += ti->numel;
     }
     CHECK(n_state == tt->n_grads, "optim: trainable tensors hold %zu reals, the gradient arena %zu", n_state,
@@ -93,8 +96,7 @@ void adamw_free(AdamW* a) {
 
 /* one summary line: "<label>: N tensors (P params)" over the trainable tensors
    for which keep(at, arg) holds; prints nothing when none does */
-static void print_group(const AdamW* a, FILE* fp, const char* label, bool (*keep)(const AdamWTensor*, long),
-                        long arg) {
+static void print_group(const AdamW* a, FILE* fp, const char* label, bool (*keep)(const AdamWTensor*, long), long arg) {
     size_t n = 0, p = 0;
     for (size_t k = 0; k < a->n_tensors; k++) {
         const AdamWTensor* at = &a->t[k];
@@ -138,8 +140,8 @@ void adamw_print(const AdamW* a, const TensorTable* tt, FILE* fp) {
     char label[TENSOR_NAME_LEN + 64];
     snprintf(label, sizeof(label), "weight decay %g", a->cfg.weight_decay);
     print_group(a, fp, label, is_decay, 1);
-    snprintf(label, sizeof(label), "no decay (input embedding %s, norms %s)", a->cfg.decay_embeddings ? "decay" : "exempt",
-             a->cfg.decay_norms ? "decay" : "exempt");
+    snprintf(label, sizeof(label), "no decay (input embedding %s, norms %s)",
+             a->cfg.decay_embeddings ? "decay" : "exempt", a->cfg.decay_norms ? "decay" : "exempt");
     print_group(a, fp, label, is_decay, 0);
     snprintf(label, sizeof(label), "lr x%g (repo_lr_mult, RePo tensors)", a->cfg.repo_lr_mult);
     print_group(a, fp, label, has_source, LR_MULT_REPO);
@@ -153,10 +155,10 @@ void adamw_print(const AdamW* a, const TensorTable* tt, FILE* fp) {
 
 /* the step's constants, in real, as torch's kernels see them */
 typedef struct {
-    real keep;        /* 1 - lr_t*wd (1 when the tensor does not decay) */
-    real neg_step;    /* -lr_t / (1 - b1^t) */
+    real keep;     /* 1 - lr_t*wd (1 when the tensor does not decay) */
+    real neg_step; /* -lr_t / (1 - b1^t) */
     real b1, omb1, b2, omb2, bc2_sqrt, eps;
-    real gs;          /* the gradient's clip scale (1: no clipping) */
+    real gs; /* the gradient's clip scale (1: no clipping) */
 } StepConsts;
 
 /* One tensor: w (n) updated in place, g (n) read as g·gs (the clip scale), then zeroed when `zero`,
@@ -173,13 +175,13 @@ static void adamw_tensor(real* w, real* m, real* v, real* g, size_t n, StepConst
 #pragma omp for simd schedule(static) nowait
 #endif
     for (size_t i = 0; i < n; i++) {
-        real gi = g[i] * k.gs;                                   /* clip_grad_norm_'s g.mul_(scale) */
-        if (zero) g[i] = 0;                                      /* the next step's zero_grad */
-        w[i] *= k.keep;                                          /* param.mul_(1 - lr*wd) */
-        m[i] = real_fma(k.omb1, gi, m[i] * k.b1);                /* exp_avg.mul_(b1).add_(g, alpha=1-b1) */
-        v[i] = real_fma(k.omb2 * gi, gi, v[i] * k.b2);           /* exp_avg_sq.mul_(b2).addcmul_(g, g, value=1-b2) */
-        real denom = real_sqrt(v[i]) / k.bc2_sqrt + k.eps;       /* (exp_avg_sq.sqrt() / sqrt(bc2)).add_(eps) */
-        w[i] += k.neg_step * m[i] / denom;                       /* param.addcdiv_(m, denom, value=-lr/bc1) */
+        real gi = g[i] * k.gs;                             /* clip_grad_norm_'s g.mul_(scale) */
+        if (zero) g[i] = 0;                                /* the next step's zero_grad */
+        w[i] *= k.keep;                                    /* param.mul_(1 - lr*wd) */
+        m[i] = real_fma(k.omb1, gi, m[i] * k.b1);          /* exp_avg.mul_(b1).add_(g, alpha=1-b1) */
+        v[i] = real_fma(k.omb2 * gi, gi, v[i] * k.b2);     /* exp_avg_sq.mul_(b2).addcmul_(g, g, value=1-b2) */
+        real denom = real_sqrt(v[i]) / k.bc2_sqrt + k.eps; /* (exp_avg_sq.sqrt() / sqrt(bc2)).add_(eps) */
+        w[i] += k.neg_step * m[i] / denom;                 /* param.addcdiv_(m, denom, value=-lr/bc1) */
     }
 }
 
@@ -226,7 +228,7 @@ void adamw_moment_set(AdamW* a, int which, size_t i0, size_t n, const real* in) 
         return;
     }
     uint16_t* s = (which ? a->v16 : a->m16) + i0;
-    for (size_t i = 0; i < n; i++) s[i] = st_f32_to_bf16((float)in[i]);   /* nearest even: exact for bf16 values */
+    for (size_t i = 0; i < n; i++) s[i] = st_f32_to_bf16((float)in[i]); /* nearest even: exact for bf16 values */
 }
 
 bool adamw_slice_part(const AdamW* a, size_t offset, size_t n, size_t* g0, size_t* g1) {
@@ -239,11 +241,15 @@ bool adamw_slice_part(const AdamW* a, size_t offset, size_t n, size_t* g0, size_
 void adamw_step(AdamW* a, real* params, real* grads, double lr, size_t step, double grad_scale, bool zero_grads) {
     const OptimConfig* c = &a->cfg;
     double t = (double)step + 1.0;
-    double bc1 = 1.0 - pow(c->beta1, t);              /* bias corrections, in double */
+    double bc1 = 1.0 - pow(c->beta1, t); /* bias corrections, in double */
     double bc2_sqrt = sqrt(1.0 - pow(c->beta2, t));
-    uint64_t key_m = sr_key(c->seed, step, 0), key_v = sr_key(c->seed, step, 1);   /* bf16 state only */
-    StepConsts base = {.b1 = (real)c->beta1, .omb1 = (real)(1.0 - c->beta1), .b2 = (real)c->beta2,
-                       .omb2 = (real)(1.0 - c->beta2), .bc2_sqrt = (real)bc2_sqrt, .eps = (real)c->eps,
+    uint64_t key_m = sr_key(c->seed, step, 0), key_v = sr_key(c->seed, step, 1); /* bf16 state only */
+    StepConsts base = {.b1 = (real)c->beta1,
+                       .omb1 = (real)(1.0 - c->beta1),
+                       .b2 = (real)c->beta2,
+                       .omb2 = (real)(1.0 - c->beta2),
+                       .bc2_sqrt = (real)bc2_sqrt,
+                       .eps = (real)c->eps,
                        .gs = (real)grad_scale};
     /* one parallel region; each tensor's elements are shared out among the
        threads, and no thread waits between tensors (they are independent) */
@@ -252,8 +258,8 @@ void adamw_step(AdamW* a, real* params, real* grads, double lr, size_t step, dou
 #endif
     for (size_t k = 0; k < a->n_tensors; k++) {
         const AdamWTensor* at = &a->t[k];
-        if (at->grad_offset == NO_GRAD) continue;      /* frozen: no state, untouched */
-        size_t g0, g1;   /* the part of the tensor inside the slice */
+        if (at->grad_offset == NO_GRAD) continue; /* frozen: no state, untouched */
+        size_t g0, g1;                            /* the part of the tensor inside the slice */
         if (!adamw_slice_part(a, at->grad_offset, at->numel, &g0, &g1)) continue;
         double lr_t = lr * at->lr_mult;
         StepConsts sc = base;
@@ -263,7 +269,6 @@ void adamw_step(AdamW* a, real* params, real* grads, double lr, size_t step, dou
         if (c->state_bf16)
             adamw_tensor_bf16(w, a->m16 + (g0 - a->lo), a->v16 + (g0 - a->lo), grads + g0, g1 - g0, sc, zero_grads,
                               key_m, key_v, g0);
-        else
-            adamw_tensor(w, a->m + (g0 - a->lo), a->v + (g0 - a->lo), grads + g0, g1 - g0, sc, zero_grads);
+        else adamw_tensor(w, a->m + (g0 - a->lo), a->v + (g0 - a->lo), grads + g0, g1 - g0, sc, zero_grads);
     }
 }

@@ -59,23 +59,23 @@
 
 /* the optimizer's view of one tensor of the table, same index */
 typedef struct {
-    size_t offset;        /* into the parameter arena */
-    size_t grad_offset;   /* into the gradient, m and v arenas; NO_GRAD = frozen */
+    size_t offset;      /* into the parameter arena */
+    size_t grad_offset; /* into the gradient, m and v arenas; NO_GRAD = frozen */
     size_t numel;
-    bool decay;           /* in the weight-decay group */
-    double lr_mult;       /* lr_t = lr * lr_mult */
-    int lr_source;        /* index of the lr_mult pattern, LR_MULT_REPO or LR_MULT_NONE */
+    bool decay;     /* in the weight-decay group */
+    double lr_mult; /* lr_t = lr * lr_mult */
+    int lr_source;  /* index of the lr_mult pattern, LR_MULT_REPO or LR_MULT_NONE */
 } AdamWTensor;
 
 typedef struct {
-    OptimConfig cfg;      /* a copy: betas, eps, weight_decay */
-    AdamWTensor* t;       /* n_tensors, in table order */
+    OptimConfig cfg; /* a copy: betas, eps, weight_decay */
+    AdamWTensor* t;  /* n_tensors, in table order */
     size_t n_tensors;
-    real* m;              /* (hi - lo) first moments of gradient-arena elements lo..hi-1; NULL with bf16 state */
-    real* v;              /* (hi - lo) second moments; NULL with bf16 state */
-    uint16_t *m16, *v16;  /* (hi - lo) each, bf16 bit patterns, with cfg.state_bf16; else NULL */
-    size_t n;             /* == TensorTable.n_grads */
-    size_t lo, hi;        /* the slice held and updated: [0, n) unless sharded */
+    real* m;             /* (hi - lo) first moments of gradient-arena elements lo..hi-1; NULL with bf16 state */
+    real* v;             /* (hi - lo) second moments; NULL with bf16 state */
+    uint16_t *m16, *v16; /* (hi - lo) each, bf16 bit patterns, with cfg.state_bf16; else NULL */
+    size_t n;            /* == TensorTable.n_grads */
+    size_t lo, hi;       /* the slice held and updated: [0, n) unless sharded */
 } AdamW;
 
 /* Validate cfg, check it against the table (every freeze pattern matches a
@@ -103,13 +103,11 @@ static inline uint16_t bf16_round_stochastic(float x, uint32_t r) {
     __builtin_memcpy(&bits, &x, 4);
     if ((bits & 0x7f800000u) == 0x7f800000u) return (uint16_t)(bits >> 16 | ((bits & 0xffff) ? 0x40 : 0));
     uint32_t up = bits + (r & 0xffffu);
-    if ((up & 0x7f800000u) == 0x7f800000u) up = bits;   /* never round a finite value up to infinity */
+    if ((up & 0x7f800000u) == 0x7f800000u) up = bits; /* never round a finite value up to infinity */
     return (uint16_t)(up >> 16);
 }
 /* 32 random bits of (key, i): the splitmix64 finaliser, a counter-based generator */
-static inline uint32_t sr_bits(uint64_t key, uint64_t i) {
-    return (uint32_t)mix64_final(key + i * HASH_GOLDEN);
-}
+static inline uint32_t sr_bits(uint64_t key, uint64_t i) { return (uint32_t)mix64_final(key + i * HASH_GOLDEN); }
 
 /* The part of gradient-arena elements [offset, offset + n) (one tensor) inside
    the optimizer's slice: [*g0, *g1). Returns false when it is empty. */

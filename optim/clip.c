@@ -31,14 +31,12 @@ double grad_global_norm(const real* grads, size_t n) {
         part[c] = sum_squares(grads + lo, q + (c < r));
     }
     double total = 0.0;
-    for (size_t c = 0; c < NORM_CHUNKS; c++) total += part[c];   /* serial, fixed order */
+    for (size_t c = 0; c < NORM_CHUNKS; c++) total += part[c]; /* serial, fixed order */
     return sqrt(total);
 }
 
 /* NaN norms and max_norm 0 fall through to "no clipping" (the caller stops on NaN) */
-double grad_clip_scale(double max_norm, double norm) {
-    return max_norm > 0 && norm > max_norm ? max_norm / norm : 1.0;
-}
+double grad_clip_scale(double max_norm, double norm) { return max_norm > 0 && norm > max_norm ? max_norm / norm : 1.0; }
 
 /* table order, so the name reported is the first tensor in the model */
 long first_nonfinite_tensor(const TensorTable* tt, const real* grads) {

@@ -34,10 +34,11 @@ void optim_config_default(OptimConfig* c) {
 /* every range check names its key; NaN fails every comparison, so it is caught too */
 void optim_config_validate(const OptimConfig* c) {
     CHECK(isfinite(c->lr) && c->lr >= 0, "optim: lr %g must be finite and >= 0", c->lr);
-    CHECK(isfinite(c->min_lr) && c->min_lr >= 0 && c->min_lr <= c->lr,
-          "optim: min_lr %g must be in [0, lr = %g]", c->min_lr, c->lr);
+    CHECK(isfinite(c->min_lr) && c->min_lr >= 0 && c->min_lr <= c->lr, "optim: min_lr %g must be in [0, lr = %g]",
+          c->min_lr, c->lr);
     CHECK(c->schedule == SCHED_CONSTANT || c->schedule == SCHED_LINEAR || c->schedule == SCHED_COSINE ||
-          c->schedule == SCHED_WSD, "optim: schedule %d is not constant | linear | cosine | wsd", (int)c->schedule);
+              c->schedule == SCHED_WSD,
+          "optim: schedule %d is not constant | linear | cosine | wsd", (int)c->schedule);
     CHECK(c->decay_fraction >= 0 && c->decay_fraction <= 1, "optim: decay_fraction %g must be in [0, 1]",
           c->decay_fraction);
     CHECK(c->beta1 >= 0 && c->beta1 < 1, "optim: beta1 %g must be in [0, 1)", c->beta1);
@@ -60,10 +61,11 @@ void optim_config_validate(const OptimConfig* c) {
 void optim_config_print(const OptimConfig* c, FILE* fp) {
     fprintf(fp, "optim: adamw lr=%g min_lr=%g schedule=%s warmup_steps=%zu total_steps=%zu\n", c->lr, c->min_lr,
             schedule_name(c->schedule), c->warmup_steps, c->total_steps);
-    fprintf(fp, "  beta1=%g beta2=%g eps=%g weight_decay=%g decay_embeddings=%s decay_norms=%s grad_clip=%g "
-                "repo_lr_mult=%g\n", c->beta1, c->beta2, c->eps, c->weight_decay,
-            c->decay_embeddings ? "true" : "false", c->decay_norms ? "true" : "false", c->grad_clip,
-            c->repo_lr_mult);
+    fprintf(fp,
+            "  beta1=%g beta2=%g eps=%g weight_decay=%g decay_embeddings=%s decay_norms=%s grad_clip=%g "
+            "repo_lr_mult=%g\n",
+            c->beta1, c->beta2, c->eps, c->weight_decay, c->decay_embeddings ? "true" : "false",
+            c->decay_norms ? "true" : "false", c->grad_clip, c->repo_lr_mult);
     for (size_t i = 0; i < c->n_lr_mult; i++)
         fprintf(fp, "  lr_mult '%s' x%g\n", c->lr_mult[i].pattern, c->lr_mult[i].mult);
     for (size_t i = 0; i < c->n_freeze; i++) fprintf(fp, "  freeze '%s'\n", c->freeze[i]);
@@ -125,7 +127,7 @@ bool optim_tensor_decays(const OptimConfig* c, const TensorInfo* t) {
 /* patterns first, in order; then the RePo default; then 1 */
 double optim_tensor_lr_mult(const OptimConfig* c, const TensorInfo* t, int* source) {
     for (size_t i = 0; i < c->n_lr_mult; i++) {
-        if (fnmatch(c->lr_mult[i].pattern, t->name, 0) == 0) {   /* first match wins */
+        if (fnmatch(c->lr_mult[i].pattern, t->name, 0) == 0) { /* first match wins */
             if (source) *source = (int)i;
             return c->lr_mult[i].mult;
         }

@@ -14,9 +14,9 @@
 #include "model/tensors.h"
 
 typedef enum { SCHED_CONSTANT, SCHED_LINEAR, SCHED_COSINE, SCHED_WSD } Schedule;
-typedef enum { DECAY_LINEAR, DECAY_SQRT } DecayShape;   /* the WSD decay: linear or 1 - sqrt */
+typedef enum { DECAY_LINEAR, DECAY_SQRT } DecayShape; /* the WSD decay: linear or 1 - sqrt */
 
-#define OPTIM_MAX_PATTERNS 32        /* per list: lr_mult and freeze */
+#define OPTIM_MAX_PATTERNS 32 /* per list: lr_mult and freeze */
 
 /* one entry of lr_mult: tensors whose name matches the fnmatch glob get lr * mult */
 typedef struct {
@@ -54,8 +54,8 @@ typedef struct {
     bool decay_embeddings, decay_norms;
     double grad_clip;
     double repo_lr_mult;
-    bool state_bf16;             /* moments in bf16 with stochastic rounding (false: f32) */
-    uint64_t seed;               /* keys the stochastic rounding: (seed, step, element) */
+    bool state_bf16; /* moments in bf16 with stochastic rounding (false: f32) */
+    uint64_t seed;   /* keys the stochastic rounding: (seed, step, element) */
     LrMult lr_mult[OPTIM_MAX_PATTERNS];
     size_t n_lr_mult;
     char freeze[OPTIM_MAX_PATTERNS][TENSOR_NAME_LEN];

@@ -6,12 +6,12 @@
 /* pure: no state, so a resumed run gets the same lr for the same step */
 double lr_at(const OptimConfig* c, size_t step, size_t total_steps) {
     size_t W = c->warmup_steps;
-    if (step < W) return c->lr * (double)(step + 1) / (double)W;   /* linear warmup, never 0 */
+    if (step < W) return c->lr * (double)(step + 1) / (double)W; /* linear warmup, never 0 */
     if (c->schedule == SCHED_CONSTANT) return c->lr;
     if (c->schedule == SCHED_WSD) {
         size_t D = c->decay_steps ? c->decay_steps : (size_t)ceil(c->decay_fraction * (double)total_steps);
         if (D > total_steps - W) D = total_steps > W ? total_steps - W : 0;
-        size_t S = total_steps - D;   /* the first decay step */
+        size_t S = total_steps - D; /* the first decay step */
         if (step < S || D == 0) return c->lr;
         double q = (double)(step - S + 1) / (double)D;
         if (q > 1.0) q = 1.0;
@@ -22,5 +22,5 @@ double lr_at(const OptimConfig* c, size_t step, size_t total_steps) {
     double p = total_steps > W ? (double)(step - W) / (double)(total_steps - W) : 1.0;
     if (p > 1.0) p = 1.0;
     if (c->schedule == SCHED_LINEAR) return c->lr - (c->lr - c->min_lr) * p;
-    return c->min_lr + 0.5 * (c->lr - c->min_lr) * (1.0 + cos(M_PI * p));   /* cosine */
+    return c->min_lr + 0.5 * (c->lr - c->min_lr) * (1.0 + cos(M_PI * p)); /* cosine */
 }

@@ -16,7 +16,7 @@
 #include "eval/analyze_out.h"
 #include "hf/hf_config.h"
 #include "programs/cli.h"
-#include "eval/eval_tasks.h"   /* eval_prompt_len: the same lengths as build/eval */
+#include "eval/eval_tasks.h" /* eval_prompt_len: the same lengths as build/eval */
 
 #define MAX_COMPARE 64
 #define MAX_LENGTH ((size_t)1 << 31)
@@ -29,47 +29,46 @@ typedef struct {
     const char* tokens;
     size_t offset;
     SynFamily family;
-    size_t length, items;              /* 0: the training length (else 256); items 1 */
+    size_t length, items; /* 0: the training length (else 256); items 1 */
     bool items_given;
     uint64_t seed;
-    double depth;                      /* < 0: drawn per item */
+    double depth; /* < 0: drawn per item */
     const char* synthetic;
-    SegParams seg;                     /* eps_const < 0: 0.1 x len */
-    size_t layer_lo, layer_hi;         /* layer_hi < layer_lo: the default layers */
+    SegParams seg;             /* eps_const < 0: 0.1 x len */
+    size_t layer_lo, layer_hi; /* layer_hi < layer_lo: the default layers */
     size_t plot_heads[MAX_LAYERS], n_plot_heads;
     const char* label;
     const char* out;
-    CliShared sh;                      /* --threads, --yarn-factor, --yarn-orig */
+    CliShared sh; /* --threads, --yarn-factor, --yarn-orig */
 } AnalyzeOptions;
 
 static void usage(FILE* fp) {
-    fprintf(fp,
-        "usage: build/analyze CHECKPOINT [options]\n"
-        "       build/analyze --compare A.json B.json ... --out DIR\n"
-        "  CHECKPOINT          a Hugging Face checkpoint directory or a run directory (its newest checkpoint)\n"
-        "  --positions         learned positions z of the RePo layers (default: with --attention)\n"
-        "  --attention         attention mass of the query rows on needle / query / rest (default: with\n"
-        "                      --positions; synthetic input only)\n"
-        "  --task NAME         synthetic family: single (default), multikey, multivalue, multiquery,\n"
-        "                      distractor, table\n"
-        "  --length L          tokens the model reads (default: the training seq_len T0, else 256)\n"
-        "  --items N           synthetic items; statistics and masses are averaged over them (default 1)\n"
-        "  --seed S            item seed (default 1), as build/eval's\n"
-        "  --depth D           put the asked needle at fraction D in [0,1] of the haystack (default: random)\n"
-        "  --synthetic JSON    generator settings (default: the checkpoint's data.synthetic, else defaults)\n"
-        "  --tokens FILE       positions for one window of a token file instead (--offset N, default 0)\n"
-        "  --segment N         tokens per segment of the segment classes (default 16)\n"
-        "  --eps-const E       near-constant: range below E position units (default 0.1 x segment)\n"
-        "  --mono-frac F       monotonic: at least F of the steps share one sign (default 0.9)\n"
-        "  --layers A-B        attention layers (default: the RePo layers, else floor(L/3)..L-1)\n"
-        "  --plot-heads LIST   KV heads drawn in positions.svg (default: the first four)\n"
-        "  --label NAME        names the checkpoint in the JSON and in --compare (default: its position plan)\n"
-        "  --out DIR           write positions.csv, analysis.json, positions.svg, attention.svg (and PNG\n"
-        "                      when rsvg-convert is on PATH)\n"
-        "  --compare FILES...  grouped bars and a table from several analysis.json files (needs --out)\n"
-        "  --yarn-factor F     YaRN with factor F (--yarn-orig L0, default the training length)\n"
-        "  --threads N         OpenMP and BLAS threads (default: all cores)\n"
-        "  --help              this text\n");
+    fprintf(fp, "usage: build/analyze CHECKPOINT [options]\n"
+                "       build/analyze --compare A.json B.json ... --out DIR\n"
+                "  CHECKPOINT          a Hugging Face checkpoint directory or a run directory (its newest checkpoint)\n"
+                "  --positions         learned positions z of the RePo layers (default: with --attention)\n"
+                "  --attention         attention mass of the query rows on needle / query / rest (default: with\n"
+                "                      --positions; synthetic input only)\n"
+                "  --task NAME         synthetic family: single (default), multikey, multivalue, multiquery,\n"
+                "                      distractor, table\n"
+                "  --length L          tokens the model reads (default: the training seq_len T0, else 256)\n"
+                "  --items N           synthetic items; statistics and masses are averaged over them (default 1)\n"
+                "  --seed S            item seed (default 1), as build/eval's\n"
+                "  --depth D           put the asked needle at fraction D in [0,1] of the haystack (default: random)\n"
+                "  --synthetic JSON    generator settings (default: the checkpoint's data.synthetic, else defaults)\n"
+                "  --tokens FILE       positions for one window of a token file instead (--offset N, default 0)\n"
+                "  --segment N         tokens per segment of the segment classes (default 16)\n"
+                "  --eps-const E       near-constant: range below E position units (default 0.1 x segment)\n"
+                "  --mono-frac F       monotonic: at least F of the steps share one sign (default 0.9)\n"
+                "  --layers A-B        attention layers (default: the RePo layers, else floor(L/3)..L-1)\n"
+                "  --plot-heads LIST   KV heads drawn in positions.svg (default: the first four)\n"
+                "  --label NAME        names the checkpoint in the JSON and in --compare (default: its position plan)\n"
+                "  --out DIR           write positions.csv, analysis.json, positions.svg, attention.svg (and PNG\n"
+                "                      when rsvg-convert is on PATH)\n"
+                "  --compare FILES...  grouped bars and a table from several analysis.json files (needs --out)\n"
+                "  --yarn-factor F     YaRN with factor F (--yarn-orig L0, default the training length)\n"
+                "  --threads N         OpenMP and BLAS threads (default: all cores)\n"
+                "  --help              this text\n");
 }
 
 /* "A-B" or "A" */
@@ -93,8 +92,7 @@ static void parse_valued(AnalyzeOptions* o, const char* a, const char* v) {
     else if (!strcmp(a, "--items")) {
         o->items = cli_parse_size(a, v, 1, 1000000);
         o->items_given = true;
-    }
-    else if (!strcmp(a, "--seed")) o->seed = cli_parse_size(a, v, 0, (size_t)-1);
+    } else if (!strcmp(a, "--seed")) o->seed = cli_parse_size(a, v, 0, (size_t)-1);
     else if (!strcmp(a, "--depth")) {
         o->depth = cli_parse_double(a, v);
         if (!(o->depth >= 0 && o->depth <= 1)) cli_bad_option("--depth: expected a fraction in [0, 1], got '%s'", v);
@@ -113,7 +111,7 @@ static void parse_valued(AnalyzeOptions* o, const char* a, const char* v) {
     else if (!strcmp(a, "--plot-heads"))
         o->n_plot_heads = cli_parse_size_list(a, v, 0, 1 << 20, o->plot_heads, MAX_LAYERS);
     else if (!strcmp(a, "--label")) o->label = v;
-    else o->out = v;   /* --out */
+    else o->out = v; /* --out */
 }
 
 static void parse_args(AnalyzeOptions* o, int argc, char** argv) {
@@ -123,7 +121,7 @@ static void parse_args(AnalyzeOptions* o, int argc, char** argv) {
     o->seed = 1;
     o->depth = -1;
     o->seg = (SegParams){SEG_LEN_DEFAULT, -1, SEG_MONO_FRAC_DEFAULT};
-    o->layer_hi = 0;   /* unset */
+    o->layer_hi = 0; /* unset */
     o->layer_lo = 1;
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
@@ -137,9 +135,9 @@ static void parse_args(AnalyzeOptions* o, int argc, char** argv) {
         } else if (!strcmp(a, "--positions")) o->want_pos = o->parts_given = true;
         else if (!strcmp(a, "--attention")) o->want_att = o->parts_given = true;
         else {
-            static const char* valued[] = {"--task", "--length", "--items", "--seed", "--depth", "--synthetic",
-                                           "--tokens", "--offset", "--segment", "--eps-const", "--mono-frac",
-                                           "--layers", "--plot-heads", "--label", "--out"};
+            static const char* valued[] = {"--task",      "--length", "--items",      "--seed",    "--depth",
+                                           "--synthetic", "--tokens", "--offset",     "--segment", "--eps-const",
+                                           "--mono-frac", "--layers", "--plot-heads", "--label",   "--out"};
             static int seen[sizeof(valued) / sizeof(valued[0])];
             const char* v = i + 1 < argc ? argv[i + 1] : NULL;
             if (!cli_shared_option(&o->sh, CLI_THREADS | CLI_YARN, a, v)) {
@@ -149,8 +147,8 @@ static void parse_args(AnalyzeOptions* o, int argc, char** argv) {
             i++;
         }
     }
-    if (o->n_compare && o->ckpt) cli_bad_option("--compare reads analysis.json files; give no CHECKPOINT ('%s')",
-                                                o->ckpt);
+    if (o->n_compare && o->ckpt)
+        cli_bad_option("--compare reads analysis.json files; give no CHECKPOINT ('%s')", o->ckpt);
     if (o->n_compare && !o->out) cli_bad_option("--compare needs --out DIR for its figures");
     if (!o->n_compare && !o->ckpt) cli_bad_option("no CHECKPOINT given");
     if (o->seg.eps_const < 0) o->seg.eps_const = seg_eps_const_default(o->seg.len);
@@ -219,7 +217,8 @@ static void plan(Analysis* an, AnalyzeOptions* o, const CkptInfo* ci, SyntheticC
         char modes[1024];
         mode_list(modes, sizeof(modes), c, " ");
         DIE("analyze: %s has no RePo layers (layer positions: %s): it has no learned positions to analyse; "
-            "--attention alone gives the attention mass", ci->dir, modes);
+            "--attention alone gives the attention mass",
+            ci->dir, modes);
     }
     choose_layers_and_heads(an, o);
     if (o->label) snprintf(an->label, sizeof(an->label), "%s", o->label);
@@ -236,10 +235,9 @@ static void plan(Analysis* an, AnalyzeOptions* o, const CkptInfo* ci, SyntheticC
     if (an->synthetic) {
         const char* from = cli_resolve_synthetic(syn, o->synthetic, ci);
         synthetic_validate(syn, c->V);
-        an->prompt_len = eval_prompt_len(syn, an->family, an->length);   /* dies when the length is too short */
-        printf("synthetic items: %zu x %s, length %zu (prompt %zu), seed %llu; generator settings from %s\n",
-               an->items, synthetic_family_name(an->family), an->length, an->prompt_len,
-               (unsigned long long)an->seed, from);
+        an->prompt_len = eval_prompt_len(syn, an->family, an->length); /* dies when the length is too short */
+        printf("synthetic items: %zu x %s, length %zu (prompt %zu), seed %llu; generator settings from %s\n", an->items,
+               synthetic_family_name(an->family), an->length, an->prompt_len, (unsigned long long)an->seed, from);
     }
     if (an->has_pos && an->length < an->seg.len)
         cli_bad_option("--segment %zu is longer than the input (%zu tokens)", an->seg.len, an->length);
@@ -256,7 +254,7 @@ static void make_input(int32_t* x, ItemSpans* spans, const Analysis* an, const S
     size_t P = an->prompt_len, at = synthetic_item(syn, an->family, an->seed, i, P, an->depth, x, answer);
     memcpy(x + P, answer, (an->length - P) * sizeof(int32_t));
     item_spans(spans, syn, an->family, x, P);
-    bool found = an->family == SYN_TABLE;   /* the table's start is not its asked row's */
+    bool found = an->family == SYN_TABLE; /* the table's start is not its asked row's */
     for (size_t b = 0; b < spans->n_needles; b++) found |= spans->needle[b].begin == at;
     CHECK(found, "analyze: item %zu: the asked needle at %zu is not among the spans found", i, at);
 }
@@ -279,7 +277,7 @@ static void run(Analysis* an, Model* m, const SyntheticConfig* syn, const TokenD
         model_forward(m, &(Batch){.B = 1, .T = T, .tokens = x});
         if (i == 0) memcpy(an->tokens0, x, T * sizeof(int32_t));
         for (size_t r = 0; an->has_pos && r < an->n_repo; r++) {
-            const real* z = m->la[an->repo_layer[r]].z;   /* (T,KVH) */
+            const real* z = m->la[an->repo_layer[r]].z; /* (T,KVH) */
             if (i == 0) memcpy(an->z0 + r * T * KVH, z, T * KVH * sizeof(real));
             pos_stats_add_layer(&an->head_stats[r * KVH], false, z, 1, T, KVH, &an->seg);
         }
@@ -318,15 +316,17 @@ int main(int argc, char** argv) {
     CkptInfo ci;
     Analysis an;
     memset(&an, 0, sizeof(an));
-    cli_checkpoint_config(&ci, &an.cfg, o.ckpt, &o.sh);   /* a LoRA adapter's config too */
+    cli_checkpoint_config(&ci, &an.cfg, o.ckpt, &o.sh); /* a LoRA adapter's config too */
     SyntheticConfig syn;
     plan(&an, &o, &ci, &syn);
     TokenData td = {0};
     if (o.tokens) {
         const char* pat[] = {o.tokens};
         token_data_open(&td, pat, 1, "auto", an.cfg.V);
-        CHECK(o.offset <= td.n_tokens && td.n_tokens - o.offset >= an.length, "analyze: %s holds %zu tokens; a "
-              "window of %zu from offset %zu runs past its end", o.tokens, td.n_tokens, an.length, o.offset);
+        CHECK(o.offset <= td.n_tokens && td.n_tokens - o.offset >= an.length,
+              "analyze: %s holds %zu tokens; a "
+              "window of %zu from offset %zu runs past its end",
+              o.tokens, td.n_tokens, an.length, o.offset);
     }
 
     threads_init(o.sh.threads);

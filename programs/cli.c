@@ -15,8 +15,8 @@
 
 #include "common/check.h"
 #include "common/fileio.h"
-#include "common/threads.h"   /* threads_startup */
-#include "data/source.h"      /* synthetic_from_json */
+#include "common/threads.h" /* threads_startup */
+#include "data/source.h"    /* synthetic_from_json */
 #include "hf/ckpt_weights.h"
 #include "hf/hf_checkpoint.h"
 #include "hf/hf_config.h"
@@ -29,7 +29,7 @@ static const char* prog_name = "repoc";
    /dev/full, a closed descriptor) turns the exit status into 1 with a message; otherwise the
    results would be lost with status 0. Runs last of the exit handlers (it is registered first);
    _exit keeps the status out of exit's undefined second call. */
-static int stdout_errno;   /* the first failed cli_flush_stdout's errno */
+static int stdout_errno; /* the first failed cli_flush_stdout's errno */
 
 void cli_flush_stdout(void) {
     errno = 0;
@@ -46,14 +46,13 @@ static void check_stdout_at_exit(void) {
         e = errno;
     }
     if (!failed) return;
-    fprintf(stderr, "%s: writing standard output failed: %s\n", prog_name,
-            e ? strerror(e) : "an earlier write failed");
+    fprintf(stderr, "%s: writing standard output failed: %s\n", prog_name, e ? strerror(e) : "an earlier write failed");
     fflush(stderr);
     _exit(1);
 }
 
 void cli_init(const char* prog) {
-    threads_startup();   /* may re-execute the program with a wait policy (common/threads.h) */
+    threads_startup(); /* may re-execute the program with a wait policy (common/threads.h) */
     prog_name = prog;
     atexit(check_stdout_at_exit);
     /* past a file-size limit (ulimit -f), a write fails with EFBIG and the program dies naming
@@ -165,12 +164,12 @@ void cli_resolve_checkpoint(CkptInfo* ci, const char* path) {
     const cJSON* data = cJSON_GetObjectItemCaseSensitive(cfg, "data");
     const cJSON* T = cJSON_GetObjectItemCaseSensitive(data, "seq_len");
     const cJSON* syn = cJSON_GetObjectItemCaseSensitive(data, "synthetic");
-    if (T && !cJSON_IsNull(T)) {   /* an integer before the cast: a cast of 1e300 or NaN to size_t is undefined */
+    if (T && !cJSON_IsNull(T)) { /* an integer before the cast: a cast of 1e300 or NaN to size_t is undefined */
         double t = cJSON_IsNumber(T) ? T->valuedouble : 0;
         if (!(t >= 1 && t <= 9007199254740992.0 && t == floor(t)))
             DIE("%s: %s/trainer_state.json: config.data.seq_len is %s%.17g, not a positive integer: repair the "
-                "file, or remove it to read the directory as a plain checkpoint", prog_name, ci->dir,
-                cJSON_IsNumber(T) ? "" : "not a number: ", t);
+                "file, or remove it to read the directory as a plain checkpoint",
+                prog_name, ci->dir, cJSON_IsNumber(T) ? "" : "not a number: ", t);
         ci->train_len = (size_t)t;
     }
     if (cJSON_IsObject(syn)) ci->synthetic = cJSON_Duplicate(syn, true);
@@ -185,7 +184,10 @@ void cli_ckpt_free(CkptInfo* ci) {
 const char* cli_resolve_synthetic(SyntheticConfig* syn, const char* opt, const CkptInfo* ci) {
     char err[1024];
     if (!opt) {
-        if (!ci->synthetic) { synthetic_defaults(syn); return "defaults"; }
+        if (!ci->synthetic) {
+            synthetic_defaults(syn);
+            return "defaults";
+        }
         if (synthetic_from_json(syn, ci->synthetic, err, sizeof(err)))
             DIE("%s: %s/trainer_state.json: %s", prog_name, ci->dir, err);
         return "the checkpoint's data.synthetic";
@@ -208,12 +210,14 @@ void cli_apply_yarn(ModelConfig* cfg, double factor, double orig, const CkptInfo
                cfg->yarn_factor, cfg->yarn_orig_max, factor);
     } else if (factor > 1) {
         double L0 = orig ? orig : (double)ci->train_len;
-        if (!L0) DIE("%s: --yarn-factor needs the training length: the checkpoint has no trainer_state.json; "
-                     "give --yarn-orig L0", prog_name);
+        if (!L0)
+            DIE("%s: --yarn-factor needs the training length: the checkpoint has no trainer_state.json; "
+                "give --yarn-orig L0",
+                prog_name);
         cfg->yarn_factor = factor;
         cfg->yarn_orig_max = L0;
-        printf("YaRN from --yarn-factor: factor %g, original_max_position_embeddings %g (%s)\n", cfg->yarn_factor,
-               L0, orig ? "--yarn-orig" : "the training length");
+        printf("YaRN from --yarn-factor: factor %g, original_max_position_embeddings %g (%s)\n", cfg->yarn_factor, L0,
+               orig ? "--yarn-orig" : "the training length");
     }
     model_config_validate(cfg);
 }
@@ -233,8 +237,9 @@ static int probe_create(const char* path) {
 /* a path the system cannot open: say so before its text fills the message */
 static void check_path_length(const char* opt, const char* path) {
     size_t n = strlen(path);
-    if (n >= 4096) DIE("%s: %s: the path is %zu bytes long, over the system's limit of 4095 (PATH_MAX): '%.80s...'",
-                       prog_name, opt, n, path);
+    if (n >= 4096)
+        DIE("%s: %s: the path is %zu bytes long, over the system's limit of 4095 (PATH_MAX): '%.80s...'", prog_name,
+            opt, n, path);
 }
 
 void cli_check_output_file(const char* opt, const char* path) {
@@ -243,18 +248,19 @@ void cli_check_output_file(const char* opt, const char* path) {
     OutputKind kind;
     char target[4096], err[4400];
     if (file_output_kind(path, &kind, target, sizeof(target), err, sizeof(err))) DIE("%s: %s %s", prog_name, opt, err);
-    if (kind == OUT_STREAM && access(path, W_OK) != 0)   /* a FIFO or device: written to, never created */
+    if (kind == OUT_STREAM && access(path, W_OK) != 0) /* a FIFO or device: written to, never created */
         DIE("%s: %s '%s' cannot be written (%s)", prog_name, opt, path, strerror(errno));
     int e = kind == OUT_REPLACE ? probe_create(target) : 0;
-    if (e) DIE("%s: %s '%s' cannot be written (%s): give a path in an existing, writable directory",
-               prog_name, opt, strcmp(target, path) ? target : path, strerror(e));
+    if (e)
+        DIE("%s: %s '%s' cannot be written (%s): give a path in an existing, writable directory", prog_name, opt,
+            strcmp(target, path) ? target : path, strerror(e));
 }
 
 void cli_check_output_dir(const char* opt, const char* dir) {
     check_path_length(opt, dir);
     char d[4096], probe[4200];
     snprintf(d, sizeof(d), "%s", dir);
-    while (!path_exists(d)) {   /* the nearest existing parent: the directory will be made in it */
+    while (!path_exists(d)) { /* the nearest existing parent: the directory will be made in it */
         char up[4096];
         dir_of(d, up, sizeof(up));
         if (!strcmp(up, d)) break;
@@ -263,14 +269,15 @@ void cli_check_output_dir(const char* opt, const char* dir) {
     if (!is_dir(d)) DIE("%s: %s '%s': '%s' is not a directory: give another directory", prog_name, opt, dir, d);
     snprintf(probe, sizeof(probe), "%s/.repoc", d);
     int e = probe_create(probe);
-    if (e) DIE("%s: %s '%s' cannot be written: '%s' does not take new files (%s): give a writable directory",
-               prog_name, opt, dir, d, strerror(e));
+    if (e)
+        DIE("%s: %s '%s' cannot be written: '%s' does not take new files (%s): give a writable directory", prog_name,
+            opt, dir, d, strerror(e));
 }
 
 void cli_checkpoint_config(CkptInfo* ci, ModelConfig* cfg, const char* path, const CliShared* sh) {
     cli_resolve_checkpoint(ci, path);
     hf_config_read(ci->dir, cfg);
-    peft_read_config(ci->dir, cfg);   /* a LoRA checkpoint: base plus its PEFT adapter */
+    peft_read_config(ci->dir, cfg); /* a LoRA checkpoint: base plus its PEFT adapter */
     cli_apply_yarn(cfg, sh->yarn_factor, sh->yarn_orig, ci);
 }
 
@@ -281,14 +288,15 @@ const char* cli_tokenizer(const CkptInfo* ci, const char* given, bool required, 
     if (required)
         DIE("%s: the checkpoint '%s' has no tokenizer.json (checkpoints carry model.init_from's when it has one): "
             "pass --tokenizer PATH, a tokenizer.json or the directory holding it (e.g. the Hugging Face checkpoint "
-            "it was trained from)", prog_name, ci->dir);
+            "it was trained from)",
+            prog_name, ci->dir);
     return NULL;
 }
 
 void cli_load_model(Model* m, const ModelConfig* cfg, const CkptInfo* ci, size_t B, size_t T) {
-    const char* no_grads[] = {"*"};   /* inference only: no gradient arena */
+    const char* no_grads[] = {"*"}; /* inference only: no gradient arena */
     model_build(m, cfg, B, T, no_grads, 1, false);
-    size_t fresh = ckpt_weights_load(m, ci->dir, 0, false, NULL);   /* a LoRA base: the one the adapter names */
+    size_t fresh = ckpt_weights_load(m, ci->dir, 0, false, NULL); /* a LoRA base: the one the adapter names */
     if (fresh)
         DIE("%s: the checkpoint lacks the weights of %zu RePo tensors its config.json asks for", prog_name, fresh);
 }

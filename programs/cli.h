@@ -52,9 +52,9 @@ size_t cli_valued_option(const char* a, const char* v, const char* const* names,
    which: the ones a program takes (CLI_THREADS | CLI_YARN). */
 enum { CLI_THREADS = 1, CLI_YARN = 2 };
 typedef struct {
-    int threads;                    /* 0: not given */
-    double yarn_factor, yarn_orig;  /* 0: not given */
-    int seen[3];                    /* uses of each, for "given twice" */
+    int threads;                   /* 0: not given */
+    double yarn_factor, yarn_orig; /* 0: not given */
+    int seen[3];                   /* uses of each, for "given twice" */
 } CliShared;
 /* When a is one of the shared options in which: checks and parses its value v into sh and
    returns true (the caller skips v); false for any other a */
@@ -69,9 +69,9 @@ size_t cli_parse_size_list(const char* opt, const char* s, size_t lo, size_t hi,
 
 /* What a checkpoint's trainer_state.json says about its training, if it has one */
 typedef struct {
-    char dir[4096];          /* the Hugging Face checkpoint directory itself */
-    size_t train_len;        /* data.seq_len; 0 = unknown */
-    cJSON* synthetic;        /* data.synthetic (owned), NULL when absent or null */
+    char dir[4096];   /* the Hugging Face checkpoint directory itself */
+    size_t train_len; /* data.seq_len; 0 = unknown */
+    cJSON* synthetic; /* data.synthetic (owned), NULL when absent or null */
 } CkptInfo;
 
 /* path: a checkpoint (has config.json) or a run directory (its newest complete

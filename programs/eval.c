@@ -19,47 +19,46 @@
 
 #define EVAL_JSON_VERSION 1
 #define MAX_LIST 32
-#define MAX_LENGTH ((size_t)1 << 31)   /* the most tokens a cache or a window may hold */
+#define MAX_LENGTH ((size_t)1 << 31) /* the most tokens a cache or a window may hold */
 
 typedef struct {
     const char* ckpt;
     const char* ppl[MAX_LIST];
     size_t n_ppl;
-    size_t seq_len, max_windows;       /* 0 = the training length (else 256); 0 = all windows */
+    size_t seq_len, max_windows; /* 0 = the training length (else 256); 0 = all windows */
     bool family_on[SYN_N_FAMILIES], tasks_given;
     size_t lengths[MAX_LIST], n_lengths;
     size_t items;
     uint64_t seed;
-    double depth;                      /* < 0: drawn per item */
-    const char* synthetic;             /* JSON text or a file of it; NULL: the checkpoint's, else defaults */
+    double depth;          /* < 0: drawn per item */
+    const char* synthetic; /* JSON text or a file of it; NULL: the checkpoint's, else defaults */
     const char* json_out;
-    CliShared sh;                      /* --threads, --yarn-factor, --yarn-orig */
+    CliShared sh; /* --threads, --yarn-factor, --yarn-orig */
 } EvalOptions;
 
 static void usage(FILE* fp) {
-    fprintf(fp,
-        "usage: build/eval CHECKPOINT [options]\n"
-        "  CHECKPOINT          a Hugging Face checkpoint directory (config.json + safetensors), or a run\n"
-        "                      directory (its newest complete checkpoint is used); put it first\n"
-        "  --tasks LIST        synthetic families, comma-separated, or 'all': single,multikey,multivalue,\n"
-        "                      multiquery,distractor,table (default: those with weight > 0 in the generator\n"
-        "                      settings, i.e. all six unless training turned some off; with --ppl, none)\n"
-        "  --lengths LIST      input windows in tokens (default: the training seq_len T0 from\n"
-        "                      trainer_state.json and 2x, 4x of it; else 256,512,1024)\n"
-        "  --items N           items per family and length (default 100)\n"
-        "  --seed S            item seed (default 1); the same seed gives the same items and results\n"
-        "  --depth D           put the asked needle at fraction D in [0,1] of the haystack (default: random)\n"
-        "  --synthetic JSON    generator settings as JSON text or a JSON file (default: data.synthetic of\n"
-        "                      the checkpoint's trainer_state.json, else the defaults)\n"
-        "  --ppl FILES...      perplexity on token files (each argument, a file or glob, is one stream)\n"
-        "  --seq-len T         perplexity window (default: the training seq_len, else 256)\n"
-        "  --max-windows N     at most N windows per file (default all)\n"
-        "  --yarn-factor F     YaRN with factor F, original_max_position_embeddings = the training length\n"
-        "                      (or --yarn-orig L0); ignored when the checkpoint already has rope_scaling\n"
-        "  --yarn-orig L0      original_max_position_embeddings for --yarn-factor\n"
-        "  --json OUT          write the results as JSON (docs/eval.md)\n"
-        "  --threads N         OpenMP and BLAS threads (default: all cores)\n"
-        "  --help              this text\n");
+    fprintf(fp, "usage: build/eval CHECKPOINT [options]\n"
+                "  CHECKPOINT          a Hugging Face checkpoint directory (config.json + safetensors), or a run\n"
+                "                      directory (its newest complete checkpoint is used); put it first\n"
+                "  --tasks LIST        synthetic families, comma-separated, or 'all': single,multikey,multivalue,\n"
+                "                      multiquery,distractor,table (default: those with weight > 0 in the generator\n"
+                "                      settings, i.e. all six unless training turned some off; with --ppl, none)\n"
+                "  --lengths LIST      input windows in tokens (default: the training seq_len T0 from\n"
+                "                      trainer_state.json and 2x, 4x of it; else 256,512,1024)\n"
+                "  --items N           items per family and length (default 100)\n"
+                "  --seed S            item seed (default 1); the same seed gives the same items and results\n"
+                "  --depth D           put the asked needle at fraction D in [0,1] of the haystack (default: random)\n"
+                "  --synthetic JSON    generator settings as JSON text or a JSON file (default: data.synthetic of\n"
+                "                      the checkpoint's trainer_state.json, else the defaults)\n"
+                "  --ppl FILES...      perplexity on token files (each argument, a file or glob, is one stream)\n"
+                "  --seq-len T         perplexity window (default: the training seq_len, else 256)\n"
+                "  --max-windows N     at most N windows per file (default all)\n"
+                "  --yarn-factor F     YaRN with factor F, original_max_position_embeddings = the training length\n"
+                "                      (or --yarn-orig L0); ignored when the checkpoint already has rope_scaling\n"
+                "  --yarn-orig L0      original_max_position_embeddings for --yarn-factor\n"
+                "  --json OUT          write the results as JSON (docs/eval.md)\n"
+                "  --threads N         OpenMP and BLAS threads (default: all cores)\n"
+                "  --help              this text\n");
 }
 
 static void parse_tasks(EvalOptions* o, const char* list) {
@@ -73,8 +72,7 @@ static void parse_tasks(EvalOptions* o, const char* list) {
             continue;
         }
         int f = synthetic_family_parse(tok);
-        if (f < 0)
-            cli_bad_option("--tasks: unknown task '%s' (all, %s)", tok, synthetic_family_list());
+        if (f < 0) cli_bad_option("--tasks: unknown task '%s' (all, %s)", tok, synthetic_family_list());
         o->family_on[f] = true;
     }
 }
@@ -100,21 +98,19 @@ static void parse_args(EvalOptions* o, int argc, char** argv) {
             i++;
             continue;
         }
-        static const char* valued[] = {"--tasks", "--lengths", "--items", "--seed", "--seq-len", "--max-windows",
-                                       "--synthetic", "--json", "--depth"};
+        static const char* valued[] = {"--tasks",       "--lengths",   "--items", "--seed", "--seq-len",
+                                       "--max-windows", "--synthetic", "--json",  "--depth"};
         static int seen[sizeof(valued) / sizeof(valued[0])];
         CLI_VALUED_OPTION(a, v, valued, seen);
         if (!strcmp(a, "--tasks")) parse_tasks(o, v);
-        else if (!strcmp(a, "--lengths"))
-            o->n_lengths = cli_parse_size_list(a, v, 1, MAX_LENGTH, o->lengths, MAX_LIST);
+        else if (!strcmp(a, "--lengths")) o->n_lengths = cli_parse_size_list(a, v, 1, MAX_LENGTH, o->lengths, MAX_LIST);
         else if (!strcmp(a, "--items")) o->items = cli_parse_size(a, v, 1, 1000000000);
         else if (!strcmp(a, "--seed")) o->seed = cli_parse_size(a, v, 0, (size_t)-1);
         else if (!strcmp(a, "--seq-len")) o->seq_len = cli_parse_size(a, v, 1, MAX_LENGTH);
         else if (!strcmp(a, "--max-windows")) o->max_windows = cli_parse_size(a, v, 1, (size_t)-1);
         else if (!strcmp(a, "--synthetic")) o->synthetic = v;
         else if (!strcmp(a, "--json")) o->json_out = v;
-        else {   /* --depth */
-            o->depth = cli_parse_double(a, v);
+        else { /* --depth */ o->depth = cli_parse_double(a, v);
             if (!(o->depth >= 0 && o->depth <= 1))
                 cli_bad_option("--depth: expected a fraction in [0, 1], got '%s'", v);
         }
@@ -215,7 +211,7 @@ static void write_json(const char* path, const EvalOptions* o, const CkptInfo* c
 static size_t plan(EvalOptions* o, const SyntheticConfig* syn, const CkptInfo* ci, const ModelConfig* cfg,
                    size_t* chunk) {
     bool any_task = false;
-    for (int f = 0; f < SYN_N_FAMILIES; f++) {   /* default: the families the generator makes; with --ppl none */
+    for (int f = 0; f < SYN_N_FAMILIES; f++) { /* default: the families the generator makes; with --ppl none */
         if (!o->tasks_given) o->family_on[f] = !o->n_ppl && syn->weight[f] > 0;
         any_task |= o->family_on[f];
     }
@@ -235,11 +231,12 @@ static size_t plan(EvalOptions* o, const SyntheticConfig* syn, const CkptInfo* c
     _Static_assert(MAX_LIST <= EVAL_MAX_LENGTHS, "--lengths must fit an EvalPlan");
     memcpy(p.family_on, o->family_on, sizeof(p.family_on));
     memcpy(p.lengths, o->lengths, o->n_lengths * sizeof(size_t));
-    size_t max_len = eval_plan_sizes(&p, syn, chunk);   /* dies when a length is too short */
+    size_t max_len = eval_plan_sizes(&p, syn, chunk); /* dies when a length is too short */
     double bytes = (double)gen_arena_reals(cfg, max_len, *chunk) * sizeof(real);
     if (bytes > 0.8 * phys_mem_bytes())
         DIE("eval: length %zu needs %.1f GiB for the KV cache and work space, more than 80%% of this machine's "
-            "%.1f GiB", max_len, bytes / 1073741824.0, phys_mem_bytes() / 1073741824.0);
+            "%.1f GiB",
+            max_len, bytes / 1073741824.0, phys_mem_bytes() / 1073741824.0);
     return max_len;
 }
 
@@ -277,13 +274,14 @@ int main(int argc, char** argv) {
     const char* syn_from = cli_resolve_synthetic(&syn, o.synthetic, &ci);
     size_t chunk;
     size_t max_len = plan(&o, &syn, &ci, &cfg, &chunk);
-    TokenData ppl_data[MAX_LIST];   /* opened and checked before any work */
+    TokenData ppl_data[MAX_LIST]; /* opened and checked before any work */
     for (size_t i = 0; i < o.n_ppl; i++) {
         const char* pat[] = {o.ppl[i]};
         token_data_open(&ppl_data[i], pat, 1, "auto", cfg.V);
         if (ppl_data[i].n_tokens <= o.seq_len)
             DIE("eval: --ppl '%s': %zu tokens, fewer than one window of --seq-len + 1 = %zu: give a longer file "
-                "or a smaller --seq-len", o.ppl[i], ppl_data[i].n_tokens, o.seq_len + 1);
+                "or a smaller --seq-len",
+                o.ppl[i], ppl_data[i].n_tokens, o.seq_len + 1);
     }
 
     /* the model: B = 1, T = the perplexity window (1 when there is none), weights only */
@@ -296,7 +294,7 @@ int main(int argc, char** argv) {
     cli_load_model(&m, &cfg, &ci, 1, o.n_ppl ? o.seq_len : 1);
 
     PplResult ppl[MAX_LIST];
-    for (size_t i = 0; i < o.n_ppl; i++) {   /* each argument one stream */
+    for (size_t i = 0; i < o.n_ppl; i++) { /* each argument one stream */
         eval_perplexity(&ppl[i], &m, &ppl_data[i], o.max_windows);
         printf("perplexity %-40s %zu windows of %zu: nll %.4f  ppl %.3f\n", o.ppl[i], ppl[i].windows, o.seq_len,
                ppl[i].nll, ppl[i].ppl);

@@ -30,27 +30,27 @@ typedef struct {
     size_t max_new, top_k;
     double temperature, top_p;
     uint64_t seed;
-    CliShared sh;   /* --threads, --yarn-factor, --yarn-orig */
+    CliShared sh; /* --threads, --yarn-factor, --yarn-orig */
     int ignore_eos;
 } GenOptions;
 
 static void usage(FILE* fp) {
     fprintf(fp,
-        "usage: build/generate CHECKPOINT --prompt TEXT [options]\n"
-        "  CHECKPOINT           a Hugging Face checkpoint directory or a run directory (its newest checkpoint)\n"
-        "  --tokenizer P        tokenizer.json or its directory (default: the checkpoint directory)\n"
-        "  --prompt TEXT        the text to continue\n"
-        "  --max-new-tokens N   at most N new tokens (default 128)\n"
-        "  --temperature T      0 = greedy (default 0.8)\n"
-        "  --top-k K            sample among the K most likely tokens (default 0 = all)\n"
-        "  --top-p P            then among the most likely tokens holding probability P (default 1 = all)\n"
-        "  --seed S             sampling seed (default 1)\n"
-        "  --ignore-eos         keep going after the end of text token\n"
-        "  --yarn-factor F      YaRN with factor F (original length: the training length, or --yarn-orig)\n"
-        "  --yarn-orig L0       original_max_position_embeddings for --yarn-factor\n"
-        "  --threads N          OpenMP and BLAS threads (default: all cores)\n"
-        "  --help               this text\n"
-        "The text goes to stdout as it is produced; the statistics go to stderr.\n");
+            "usage: build/generate CHECKPOINT --prompt TEXT [options]\n"
+            "  CHECKPOINT           a Hugging Face checkpoint directory or a run directory (its newest checkpoint)\n"
+            "  --tokenizer P        tokenizer.json or its directory (default: the checkpoint directory)\n"
+            "  --prompt TEXT        the text to continue\n"
+            "  --max-new-tokens N   at most N new tokens (default 128)\n"
+            "  --temperature T      0 = greedy (default 0.8)\n"
+            "  --top-k K            sample among the K most likely tokens (default 0 = all)\n"
+            "  --top-p P            then among the most likely tokens holding probability P (default 1 = all)\n"
+            "  --seed S             sampling seed (default 1)\n"
+            "  --ignore-eos         keep going after the end of text token\n"
+            "  --yarn-factor F      YaRN with factor F (original length: the training length, or --yarn-orig)\n"
+            "  --yarn-orig L0       original_max_position_embeddings for --yarn-factor\n"
+            "  --threads N          OpenMP and BLAS threads (default: all cores)\n"
+            "  --help               this text\n"
+            "The text goes to stdout as it is produced; the statistics go to stderr.\n");
 }
 
 static void parse_args(GenOptions* o, int argc, char** argv) {
@@ -63,13 +63,16 @@ static void parse_args(GenOptions* o, int argc, char** argv) {
         const char* a = argv[i];
         const char* v = i + 1 < argc ? argv[i + 1] : NULL;
         if (cli_help_or_checkpoint(a, usage, &o->ckpt)) continue;
-        if (!strcmp(a, "--ignore-eos")) { o->ignore_eos = 1; continue; }
+        if (!strcmp(a, "--ignore-eos")) {
+            o->ignore_eos = 1;
+            continue;
+        }
         if (cli_shared_option(&o->sh, CLI_THREADS | CLI_YARN, a, v)) {
             i++;
             continue;
         }
         static const char* const valued[] = {"--tokenizer", "--prompt", "--max-new-tokens", "--temperature", "--top-k",
-                                             "--top-p", "--seed"};
+                                             "--top-p",     "--seed"};
         static int seen[sizeof(valued) / sizeof(valued[0])];
         CLI_VALUED_OPTION(a, v, valued, seen);
         if (!strcmp(a, "--tokenizer")) o->tokenizer = v;
@@ -82,7 +85,7 @@ static void parse_args(GenOptions* o, int argc, char** argv) {
             if (!strcmp(a, "--temperature")) {
                 if (!(d >= 0)) cli_bad_option("--temperature: expected a number >= 0, got '%s'", v);
                 o->temperature = d;
-            } else {   /* --top-p */
+            } else { /* --top-p */
                 if (!(d > 0 && d <= 1)) cli_bad_option("--top-p: expected a probability in (0, 1], got '%s'", v);
                 o->top_p = d;
             }
@@ -93,24 +96,27 @@ static void parse_args(GenOptions* o, int argc, char** argv) {
     if (!o->prompt) cli_bad_option("no --prompt given");
 }
 
-typedef struct { real p; int32_t id; } Cand;
+typedef struct {
+    real p;
+    int32_t id;
+} Cand;
 
 static int cand_desc(const void* a, const void* b) {
     real x = ((const Cand*)a)->p, y = ((const Cand*)b)->p;
     if (x != y) return x < y ? 1 : -1;
-    return ((const Cand*)a)->id - ((const Cand*)b)->id;   /* the smaller id first on a tie */
+    return ((const Cand*)a)->id - ((const Cand*)b)->id; /* the smaller id first on a tie */
 }
 
 /* top-p (nucleus) on top of the top-k softmax: probabilities over the top-k
    logits, sorted, the shortest prefix whose sum reaches top_p, sampled.
    w and cand hold V entries. */
-static int32_t sample_top_p(const real* logits, size_t V, double temperature, size_t top_k, double top_p,
-                            real* w, Cand* cand, Rng* rng) {
+static int32_t sample_top_p(const real* logits, size_t V, double temperature, size_t top_k, double top_p, real* w,
+                            Cand* cand, Rng* rng) {
     gen_softmax_weights(w, logits, V, temperature, -INFINITY);
     for (size_t i = 0; i < V; i++) cand[i] = (Cand){w[i], (int32_t)i};
     qsort(cand, V, sizeof(Cand), cand_desc);
     size_t k = top_k > 0 && top_k < V ? top_k : V;
-    while (k < V && cand[k].p == cand[k - 1].p) k++;   /* ties with the k-th are kept, as gen_sample does */
+    while (k < V && cand[k].p == cand[k - 1].p) k++; /* ties with the k-th are kept, as gen_sample does */
     double sum = 0, kept = 0;
     for (size_t i = 0; i < k; i++) sum += cand[i].p;
     size_t n = 0;
@@ -127,7 +133,7 @@ static void put_token(const Tokenizer* t, int32_t id) {
     size_t len;
     const uint8_t* b = tok_token_bytes(t, id, &len);
     if (b) fwrite(b, 1, len, stdout);
-    else printf("<id %d>", id);   /* an id of the model's padded vocab that the tokenizer lacks */
+    else printf("<id %d>", id); /* an id of the model's padded vocab that the tokenizer lacks */
     cli_flush_stdout();
 }
 
@@ -149,7 +155,8 @@ int main(int argc, char** argv) {
     const int32_t* prefix = tok_prefix(t, &n_prefix);
     tok_push_ids(&e, prefix, n_prefix);
     tok_encode(&e, (const uint8_t*)o.prompt, strlen(o.prompt));
-    if (e.invalid_utf8) fprintf(stderr, "generate: the prompt has %zu bytes that are not valid UTF-8\n", e.invalid_utf8);
+    if (e.invalid_utf8)
+        fprintf(stderr, "generate: the prompt has %zu bytes that are not valid UTF-8\n", e.invalid_utf8);
     CHECK(e.n_ids > 0, "generate: the prompt is empty and the tokenizer adds no BOS: give a --prompt");
     size_t n_prompt = e.n_ids;
 
@@ -178,16 +185,19 @@ int main(int argc, char** argv) {
         int32_t id = cand ? sample_top_p(logits, cfg.V, o.temperature, o.top_k, o.top_p, w, cand, &rng)
                           : gen_sample(&g, logits, o.temperature, o.top_k, &rng);
         n_new++;
-        if (id == eos && !o.ignore_eos) { stopped = 1; break; }
+        if (id == eos && !o.ignore_eos) {
+            stopped = 1;
+            break;
+        }
         put_token(t, id);
         if (n_new < o.max_new) logits = gen_step(&g, id);
     }
     double t2 = now_s();
     printf("\n");
-    cli_flush_stdout();   /* the text ends its line before the statistics (stderr) start theirs, in a shared log too */
+    cli_flush_stdout(); /* the text ends its line before the statistics (stderr) start theirs, in a shared log too */
     fprintf(stderr, "generate: prompt %zu tokens in %.2f s (%.1f tok/s); %zu new tokens in %.2f s: %.1f tok/s%s\n",
-            n_prompt, t1 - t0, (double)n_prompt / (t1 - t0), n_new, t2 - t1,
-            t2 > t1 ? (double)n_new / (t2 - t1) : 0.0, stopped ? " (stopped at the end of text token)" : "");
+            n_prompt, t1 - t0, (double)n_prompt / (t1 - t0), n_new, t2 - t1, t2 > t1 ? (double)n_new / (t2 - t1) : 0.0,
+            stopped ? " (stopped at the end of text token)" : "");
     free(cand);
     free(w);
     gen_free(&g);

@@ -29,8 +29,8 @@
 #include "hf/peft.h"
 #include "programs/cli.h"
 
-static const char* const OUT_FILES[] = {"model.safetensors", "config.json"};   /* what hf_save writes */
-static char tmp_paths[2][4096];   /* their temporary names for this process */
+static const char* const OUT_FILES[] = {"model.safetensors", "config.json"}; /* what hf_save writes */
+static char tmp_paths[2][4096]; /* their temporary names for this process */
 
 static void remove_tmp(void) {
     for (int i = 0; i < 2; i++)
@@ -52,25 +52,33 @@ static bool same_file(const struct stat* a, const char* path) {
 /* OUT must be a new or plain directory that is neither input */
 static void check_out(const char* out, const char* base, const char* adapter) {
     struct stat so, sl;
-    if (stat(out, &so) != 0) return;   /* created by hf_save */
+    if (stat(out, &so) != 0) return; /* created by hf_save */
     CHECK(S_ISDIR(so.st_mode), "OUT '%s' exists and is not a directory", out);
     const char* link = lstat(out, &sl) == 0 && S_ISLNK(sl.st_mode) ? " (through a symbolic link)" : "";
     bool is_base = same_file(&so, base), is_adapter = same_file(&so, adapter);
-    CHECK(!is_base && !is_adapter, "OUT '%s' is the %s directory%s: merging in place would replace its "
+    CHECK(!is_base && !is_adapter,
+          "OUT '%s' is the %s directory%s: merging in place would replace its "
           "model.safetensors with the merged weights while the adapter files stay, so every loader would apply the "
-          "adapter twice; write the merged checkpoint to a new directory", out,
-          is_base && is_adapter ? "BASE and ADAPTER" : is_base ? "BASE" : "ADAPTER", link);
+          "adapter twice; write the merged checkpoint to a new directory",
+          out,
+          is_base && is_adapter ? "BASE and ADAPTER"
+          : is_base             ? "BASE"
+                                : "ADAPTER",
+          link);
     const char* stale[] = {"adapter_config.json", "adapter_model.safetensors", "model.safetensors.index.json"};
     for (int i = 0; i < 3; i++) {
         char path[4096];
         snprintf(path, sizeof(path), "%s/%s", out, stale[i]);
-        CHECK(lstat(path, &sl) != 0, "OUT '%s' holds %s: loaders would %s, not the merged weights alone; merge does "
-              "not delete it: remove it or choose an empty OUT", out, stale[i],
+        CHECK(lstat(path, &sl) != 0,
+              "OUT '%s' holds %s: loaders would %s, not the merged weights alone; merge does "
+              "not delete it: remove it or choose an empty OUT",
+              out, stale[i],
               i < 2 ? "apply that adapter again on top of the merged weights" : "read the shards it lists");
     }
     size_t n = file_remove_stale_tmp(out, OUT_FILES, 2);
-    if (n) printf("removed %zu temporary file%s of an earlier merge that did not finish in %s\n", n, n == 1 ? "" : "s",
-                  out);
+    if (n)
+        printf("removed %zu temporary file%s of an earlier merge that did not finish in %s\n", n, n == 1 ? "" : "s",
+               out);
 }
 
 /* every weight hf_save writes must be finite in the written dtype (an F32 above BF16's range rounds to inf) */
@@ -85,16 +93,18 @@ static void check_finite(const Model* m, bool bf16) {
         for (size_t k = 0; k < numel; k++) {
             float x = (float)w[k];
             bool finite = bf16 ? (st_f32_to_bf16(x) & 0x7f80) != 0x7f80 : isfinite(x);
-            CHECK(finite, "merged weight '%s' element %zu is %g%s: not finite, nothing written (adapter scale %g: "
-                  "lora_alpha %g, r %zu%s)", t->name, k, (double)x, bf16 && isfinite(x) ? " (infinite in BF16)" : "",
-                  cfg_lora_scale(&m->cfg), m->cfg.lora_alpha, m->cfg.lora_rank, m->cfg.lora_rslora ? ", rslora" : "");
+            CHECK(finite,
+                  "merged weight '%s' element %zu is %g%s: not finite, nothing written (adapter scale %g: "
+                  "lora_alpha %g, r %zu%s)",
+                  t->name, k, (double)x, bf16 && isfinite(x) ? " (infinite in BF16)" : "", cfg_lora_scale(&m->cfg),
+                  m->cfg.lora_alpha, m->cfg.lora_rank, m->cfg.lora_rslora ? ", rslora" : "");
         }
     }
 }
 
 int main(int argc, char** argv) {
     cli_init("merge");
-    const char* paths[3];   /* BASE ADAPTER OUT */
+    const char* paths[3]; /* BASE ADAPTER OUT */
     size_t n_paths = 0;
     bool bf16 = false, force = false;
     for (int i = 1; i < argc; i++) {
@@ -109,7 +119,7 @@ int main(int argc, char** argv) {
         }
         if (!strcmp(a, "--bf16")) bf16 = true;
         else if (!strcmp(a, "--force")) force = true;
-        else if (a[0] == '-') cli_bad_option("unknown option '%s'", a);   /* never a path: OUT could be "--bf16" */
+        else if (a[0] == '-') cli_bad_option("unknown option '%s'", a); /* never a path: OUT could be "--bf16" */
         else if (n_paths == 3) cli_bad_option("unexpected argument '%s' (expected BASE ADAPTER OUT)", a);
         else paths[n_paths++] = a;
     }
@@ -119,11 +129,11 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 2; i++)
         snprintf(tmp_paths[i], sizeof(tmp_paths[i]), "%s/%s.tmp.%ld", out, OUT_FILES[i], (long)getpid());
     atexit(remove_tmp);
-    signal(SIGXFSZ, SIG_IGN);   /* a file-size limit: write() fails with EFBIG and the error path runs */
+    signal(SIGXFSZ, SIG_IGN); /* a file-size limit: write() fails with EFBIG and the error path runs */
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     signal(SIGHUP, on_signal);
-    char named[4096];   /* BASE a LoRA checkpoint without a base copy: the base its adapter names */
+    char named[4096]; /* BASE a LoRA checkpoint without a base copy: the base its adapter names */
     const char* weights = ckpt_weights_dir(base, named, sizeof(named));
     if (weights != base) {
         check_out(out, weights, adapter);
@@ -136,12 +146,12 @@ int main(int argc, char** argv) {
     Model m;
     const char* no_grads[] = {"*"};
     model_build(&m, &cfg, 1, 1, no_grads, 1, false);
-    hf_load_weights(&m, weights, 0, false);   /* the adapter of BASE, if any, is replaced next */
+    hf_load_weights(&m, weights, 0, false); /* the adapter of BASE, if any, is replaced next */
     size_t n = peft_load(&m, adapter, NULL);
     peft_check_base(adapter, weights, &cfg, force);
     peft_merge(&m);
     check_finite(&m, bf16);
-    m.cfg.lora_rank = 0;   /* the merged model is a plain one: hf_save writes no adapter files */
+    m.cfg.lora_rank = 0; /* the merged model is a plain one: hf_save writes no adapter files */
     hf_save(&m, out, bf16 ? ST_BF16 : ST_F32);
     printf("merged %zu adapter tensors of %s (rank %zu, alpha %g%s) into %s: wrote %s\n", n, adapter, cfg.lora_rank,
            cfg.lora_alpha, cfg.lora_rslora ? ", rslora" : "", base, out);

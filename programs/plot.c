@@ -19,18 +19,18 @@
 #include "eval/analyze_svg.h"
 #include "programs/cli.h"
 
-#define MAX_RUNS 10        /* one palette colour each */
-#define SMOOTH 0.9         /* EMA weight of the smoothed training loss (debiased, as TensorBoard) */
+#define MAX_RUNS 10 /* one palette colour each */
+#define SMOOTH 0.9  /* EMA weight of the smoothed training loss (debiased, as TensorBoard) */
 
-typedef struct {           /* one metric of one run over steps, growable */
-    char name[96];         /* "loss", "lr", ..., "val_loss", "val_loss_source/web", "retrieval/single@64" */
+typedef struct {   /* one metric of one run over steps, growable */
+    char name[96]; /* "loss", "lr", ..., "val_loss", "val_loss_source/web", "retrieval/single@64" */
     double *x, *y;
     size_t n, cap;
 } Curve;
 
 typedef struct {
-    char label[128];       /* the run's name in legends: its directory */
-    Curve* c;              /* (cap): 5 step metrics, val_loss, sources, tasks, 5 per RePo layer, ... */
+    char label[128]; /* the run's name in legends: its directory */
+    Curve* c;        /* (cap): 5 step metrics, val_loss, sources, tasks, 5 per RePo layer, ... */
     size_t n, cap;
 } Run;
 
@@ -152,22 +152,27 @@ static void smooth(const Curve* c, double* out) {
     }
 }
 
-typedef struct {           /* a panel being filled */
+typedef struct { /* a panel being filled */
     LinePanel p;
-    LineSeries* s;         /* (cap) */
-    char** labels;         /* (cap) one allocation each, so that growing s keeps them */
+    LineSeries* s; /* (cap) */
+    char** labels; /* (cap) one allocation each, so that growing s keeps them */
     size_t cap;
 } Panel;
 
-static void add(Panel* pn, const Run* r, size_t run, const Curve* c, const double* y, const char* what,
-                size_t dash, double opacity) {
+static void add(Panel* pn, const Run* r, size_t run, const Curve* c, const double* y, const char* what, size_t dash,
+                double opacity) {
     size_t k = pn->p.n_series++, cap = pn->cap;
     pn->s = grow(pn->s, k, &pn->cap, sizeof(LineSeries));
     pn->labels = grow(pn->labels, k, &cap, sizeof(char*));
     pn->labels[k] = mallocCheck(240);
     snprintf(pn->labels[k], 240, "%.127s %.100s", r->label, what);
-    pn->s[k] = (LineSeries){.label = pn->labels[k], .n = c->n, .x = c->x, .y = y ? y : c->y, .color = run,
-                            .dash = dash, .opacity = opacity};
+    pn->s[k] = (LineSeries){.label = pn->labels[k],
+                            .n = c->n,
+                            .x = c->x,
+                            .y = y ? y : c->y,
+                            .color = run,
+                            .dash = dash,
+                            .opacity = opacity};
     pn->p.series = pn->s;
 }
 
@@ -205,20 +210,21 @@ static void plot_positions(const Run* runs, size_t n_runs, const char* out) {
             snprintf(what, sizeof(what), "layer %d", layer);
             for (size_t f = 0; f < N_POS_FIELDS; f++)
                 if (!strcmp(field, POS_FIELDS[f])) add(&pn[f], &runs[r], r, c, NULL, what, n_layer % 4, 1);
-            if (!strcmp(field, POS_FIELDS[N_POS_FIELDS - 1])) n_layer++;   /* the last field closes a layer */
+            if (!strcmp(field, POS_FIELDS[N_POS_FIELDS - 1])) n_layer++; /* the last field closes a layer */
         }
     }
     LinePanel panels[N_POS_FIELDS];
     for (size_t f = 0; f < N_POS_FIELDS; f++) {
         pn[f].p.title = titles[f];
         pn[f].p.ylabel = ylabels[f];
-        pn[f].p.log_y = f < 2;   /* ranges from near 0 (fresh RePo) to tens of units */
+        pn[f].p.log_y = f < 2; /* ranges from near 0 (fresh RePo) to tens of units */
         pn[f].p.unit_y = f >= 2;
         panels[f] = pn[f].p;
     }
     if (!pn[0].p.n_series)
         DIE("plot: no \"positions\" lines in the metrics.jsonl of %s%s (train.log_positions logs them, for a model "
-            "with RePo layers)", runs[0].label, n_runs > 1 ? " or the others" : "");
+            "with RePo layers)",
+            runs[0].label, n_runs > 1 ? " or the others" : "");
     svg_lines(out, "RePo's learned positions over training (train.log_positions)", "step", panels, N_POS_FIELDS);
     svg_to_png(out);
     free_panels(pn, N_POS_FIELDS);
@@ -269,11 +275,11 @@ int main(int argc, char** argv) {
 
     /* panel order: training loss, validation, lr, grad norm, tokens/s, retrieval */
     static Panel pn[6];
-    const char* titles[6] = {"training loss", "validation loss", "learning rate", "gradient norm", "tokens/s",
-                             "retrieval accuracy (exact match)"};
+    const char* titles[6] = {"training loss", "validation loss", "learning rate",
+                             "gradient norm", "tokens/s",        "retrieval accuracy (exact match)"};
     const char* ylabels[6] = {"loss (nats)", "loss (nats)", "lr", "L2 norm", "k tokens/s", "accuracy"};
     double* smoothed[MAX_RUNS] = {0};
-    double* k_tokens[MAX_RUNS] = {0};   /* tokens/s in thousands: short tick labels */
+    double* k_tokens[MAX_RUNS] = {0}; /* tokens/s in thousands: short tick labels */
     for (size_t r = 0; r < n_runs; r++) {
         Run* run = &runs[r];
         size_t dash_val = 1, dash_ret = 0;
@@ -285,15 +291,15 @@ int main(int argc, char** argv) {
                 add(&pn[0], run, r, c, NULL, "loss", 0, 0.3);
                 add(&pn[0], run, r, c, smoothed[r], "loss (smoothed)", 0, 1);
             } else if (!strcmp(c->name, "val_loss")) add(&pn[1], run, r, c, NULL, "val_loss", 0, 1);
-            else if (!strncmp(c->name, "val_loss_source/", 16)) add(&pn[1], run, r, c, NULL, c->name + 16, dash_val++, 1);
+            else if (!strncmp(c->name, "val_loss_source/", 16))
+                add(&pn[1], run, r, c, NULL, c->name + 16, dash_val++, 1);
             else if (!strcmp(c->name, "lr")) add(&pn[2], run, r, c, NULL, "lr", 0, 1);
             else if (!strcmp(c->name, "grad_norm")) add(&pn[3], run, r, c, NULL, "grad norm", 0, 1);
             else if (!strcmp(c->name, "tokens_per_s")) {
                 k_tokens[r] = mallocCheck(c->n * sizeof(double));
                 for (size_t t = 0; t < c->n; t++) k_tokens[r][t] = c->y[t] / 1e3;
                 add(&pn[4], run, r, c, k_tokens[r], "tokens/s", 0, 1);
-            }
-            else if (!strncmp(c->name, "retrieval/", 10)) add(&pn[5], run, r, c, NULL, c->name + 10, dash_ret++, 1);
+            } else if (!strncmp(c->name, "retrieval/", 10)) add(&pn[5], run, r, c, NULL, c->name + 10, dash_ret++, 1);
         }
     }
     LinePanel panels[6];

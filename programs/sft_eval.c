@@ -19,24 +19,27 @@
 
 static void usage(FILE* fp) {
     fprintf(fp,
-        "usage: build/sft_eval CHECKPOINT FILE.jsonl [options]\n"
-        "  CHECKPOINT         a Hugging Face checkpoint directory (a LoRA one has adapter_config.json), or a run\n"
-        "                     directory (its newest checkpoint)\n"
-        "  --tokenizer P      tokenizer.json or its directory (default: the checkpoint's, when it has one)\n"
-        "  --seq-len T        row length (default: the training seq_len, else 256)\n"
-        "  --threads N        OpenMP threads (default: all cores)\n");
+            "usage: build/sft_eval CHECKPOINT FILE.jsonl [options]\n"
+            "  CHECKPOINT         a Hugging Face checkpoint directory (a LoRA one has adapter_config.json), or a run\n"
+            "                     directory (its newest checkpoint)\n"
+            "  --tokenizer P      tokenizer.json or its directory (default: the checkpoint's, when it has one)\n"
+            "  --seq-len T        row length (default: the training seq_len, else 256)\n"
+            "  --threads N        OpenMP threads (default: all cores)\n");
 }
 
 int main(int argc, char** argv) {
     cli_init("sft_eval");
     const char *ckpt = NULL, *file = NULL, *tokenizer = NULL;
     size_t seq_len = 0;
-    CliShared sh = {0};   /* --threads */
+    CliShared sh = {0}; /* --threads */
     static const char* const valued[] = {"--tokenizer", "--seq-len"};
     int seen[2] = {0};
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
         if (a[0] != '-') {
             if (!ckpt) ckpt = a;
             else if (!file) file = a;
@@ -55,7 +58,7 @@ int main(int argc, char** argv) {
     cli_checkpoint_config(&ci, &cfg, ckpt, &sh);
     size_t T = seq_len ? seq_len : ci.train_len ? ci.train_len : 256;
     char tok[4200];
-    tokenizer = cli_tokenizer(&ci, tokenizer, false, tok, sizeof(tok));   /* id records need none */
+    tokenizer = cli_tokenizer(&ci, tokenizer, false, tok, sizeof(tok)); /* id records need none */
     PackedRows p;
     packed_open(&p, &file, 1, tokenizer, cfg.V, T, true);
 
@@ -77,7 +80,8 @@ int main(int argc, char** argv) {
             if (y[t] == -1) continue;
             const real* z = m.logits + t * cfg.V;
             size_t best = 0;
-            for (size_t v = 1; v < cfg.V; v++) if (z[v] > z[best]) best = v;
+            for (size_t v = 1; v < cfg.V; v++)
+                if (z[v] > z[best]) best = v;
             bool ok = (int32_t)best == y[t];
             n_right += ok;
             exact &= ok;
@@ -87,8 +91,8 @@ int main(int argc, char** argv) {
         n_docs++;
     }
     CHECK(n_docs, "sft_eval: %s: no record with loss-carrying targets fits --seq-len %zu", file, T);
-    printf("%s on %s: %zu records (%zu longer than seq_len %zu left out, %zu prompts skipped)\n", ci.dir, file,
-           n_docs, p.n_too_long, T, p.n_skipped_prompt);
+    printf("%s on %s: %zu records (%zu longer than seq_len %zu left out, %zu prompts skipped)\n", ci.dir, file, n_docs,
+           p.n_too_long, T, p.n_skipped_prompt);
     printf("  completion loss %.4f  token accuracy %.4f (%zu/%zu)  exact match %.4f (%zu/%zu)\n", loss / (double)n_tok,
            (double)n_right / (double)n_tok, n_right, n_tok, (double)n_exact / (double)n_docs, n_exact, n_docs);
     model_free(&m);

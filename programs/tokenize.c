@@ -38,7 +38,7 @@
 #include <omp.h>
 #endif
 
-#define BATCH_BYTES ((size_t)32 << 20)   /* input bytes per parallel batch */
+#define BATCH_BYTES ((size_t)32 << 20) /* input bytes per parallel batch */
 #define BATCH_DOCS 65536
 
 typedef struct {
@@ -48,7 +48,7 @@ typedef struct {
     double val;
     size_t shard_tokens;
     int no_eos, print_ids;
-    CliShared sh;   /* --threads */
+    CliShared sh; /* --threads */
     const char* out;
     const char* decode;
     const char* eos;
@@ -57,25 +57,24 @@ typedef struct {
 } Options;
 
 static void usage(FILE* fp) {
-    fprintf(fp,
-        "usage: build/tokenize --tokenizer DIR|tokenizer.json [options] --out PREFIX FILES...\n"
-        "       build/tokenize --tokenizer DIR|tokenizer.json --decode SHARD\n"
-        "  --tokenizer P       a Hugging Face tokenizer.json or the directory holding it (its\n"
-        "                      tokenizer_config.json, when present, names the end of text token)\n"
-        "  --out PREFIX        write PREFIX_train_000000.bin ... and PREFIX_val_000000.bin ...\n"
-        "  --jsonl             each line of each file is a JSON object holding one document\n"
-        "  --field NAME        the JSONL field with the text (default text)\n"
-        "  --val F             fraction of documents for validation, by a hash of the document's\n"
-        "                      index (default 0.005; 0 = none); at least 8 whole documents (at most\n"
-        "                      a tenth of them), with a warning when the split is small\n"
-        "  --shard-tokens N    tokens per shard (default 100000000)\n"
-        "  --no-eos            no end of text token after each document (a template's own suffix stays)\n"
-        "  --eos TOKEN         the end of text token's text (default: tokenizer_config.json's eos_token,\n"
-        "                      else <|endoftext|>, <|end_of_text|>, </s> or <eos> among the added tokens)\n"
-        "  --print-ids         print each document's ids as one line instead of writing shards\n"
-        "  --decode SHARD      print the text of a token file\n"
-        "  --threads N         OpenMP threads (default: all cores)\n"
-        "  --help              this text\n");
+    fprintf(fp, "usage: build/tokenize --tokenizer DIR|tokenizer.json [options] --out PREFIX FILES...\n"
+                "       build/tokenize --tokenizer DIR|tokenizer.json --decode SHARD\n"
+                "  --tokenizer P       a Hugging Face tokenizer.json or the directory holding it (its\n"
+                "                      tokenizer_config.json, when present, names the end of text token)\n"
+                "  --out PREFIX        write PREFIX_train_000000.bin ... and PREFIX_val_000000.bin ...\n"
+                "  --jsonl             each line of each file is a JSON object holding one document\n"
+                "  --field NAME        the JSONL field with the text (default text)\n"
+                "  --val F             fraction of documents for validation, by a hash of the document's\n"
+                "                      index (default 0.005; 0 = none); at least 8 whole documents (at most\n"
+                "                      a tenth of them), with a warning when the split is small\n"
+                "  --shard-tokens N    tokens per shard (default 100000000)\n"
+                "  --no-eos            no end of text token after each document (a template's own suffix stays)\n"
+                "  --eos TOKEN         the end of text token's text (default: tokenizer_config.json's eos_token,\n"
+                "                      else <|endoftext|>, <|end_of_text|>, </s> or <eos> among the added tokens)\n"
+                "  --print-ids         print each document's ids as one line instead of writing shards\n"
+                "  --decode SHARD      print the text of a token file\n"
+                "  --threads N         OpenMP threads (default: all cores)\n"
+                "  --help              this text\n");
 }
 
 static void parse_args(Options* o, int argc, char** argv) {
@@ -87,17 +86,32 @@ static void parse_args(Options* o, int argc, char** argv) {
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
         const char* v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
-        if (a[0] != '-' || !strcmp(a, "-")) { o->files[o->n_files++] = argv[i]; continue; }
-        if (!strcmp(a, "--jsonl")) { o->jsonl = 1; continue; }
-        if (!strcmp(a, "--no-eos")) { o->no_eos = 1; continue; }
-        if (!strcmp(a, "--print-ids")) { o->print_ids = 1; continue; }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            exit(0);
+        }
+        if (a[0] != '-' || !strcmp(a, "-")) {
+            o->files[o->n_files++] = argv[i];
+            continue;
+        }
+        if (!strcmp(a, "--jsonl")) {
+            o->jsonl = 1;
+            continue;
+        }
+        if (!strcmp(a, "--no-eos")) {
+            o->no_eos = 1;
+            continue;
+        }
+        if (!strcmp(a, "--print-ids")) {
+            o->print_ids = 1;
+            continue;
+        }
         if (cli_shared_option(&o->sh, CLI_THREADS, a, v)) {
             i++;
             continue;
         }
-        static const char* const valued[] = {"--tokenizer", "--field", "--val", "--shard-tokens", "--out",
-                                             "--decode", "--eos"};
+        static const char* const valued[] = {"--tokenizer", "--field",  "--val", "--shard-tokens",
+                                             "--out",       "--decode", "--eos"};
         static int seen[sizeof(valued) / sizeof(valued[0])];
         CLI_VALUED_OPTION(a, v, valued, seen);
         if (!strcmp(a, "--tokenizer")) o->tokenizer = v;
@@ -108,7 +122,7 @@ static void parse_args(Options* o, int argc, char** argv) {
         } else if (!strcmp(a, "--shard-tokens")) o->shard_tokens = cli_parse_size(a, v, 1, INT32_MAX);
         else if (!strcmp(a, "--out")) o->out = v;
         else if (!strcmp(a, "--decode")) o->decode = v;
-        else o->eos = v;   /* --eos */
+        else o->eos = v; /* --eos */
         i++;
     }
     if (!o->tokenizer) cli_bad_option("no --tokenizer given");
@@ -122,17 +136,17 @@ static void parse_args(Options* o, int argc, char** argv) {
 
 /* ---- input: files mapped whole, cut into documents ---- */
 typedef struct {
-    const uint8_t* text;     /* the document, or its JSONL line */
+    const uint8_t* text; /* the document, or its JSONL line */
     size_t len;
-    size_t file, line;       /* for messages: file index, 1-based line (JSONL) */
+    size_t file, line; /* for messages: file index, 1-based line (JSONL) */
 } Doc;
 
 typedef struct {
     int32_t* ids;
     size_t n;
     size_t invalid_utf8;
-    size_t text_bytes;       /* the document's text (a JSONL field after unescaping) */
-    char err[512];           /* a JSONL error, reported in input order */
+    size_t text_bytes; /* the document's text (a JSONL field after unescaping) */
+    char err[512];     /* a JSONL error, reported in input order */
 } DocOut;
 
 /* A regular file is mapped (*mapped = 1); a pipe or device (/dev/stdin) is read whole. */
@@ -149,7 +163,7 @@ static const uint8_t* map_file(const char* path, size_t* len, int* mapped) {
             void* m = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0);
             CHECK(m != MAP_FAILED, "cannot mmap input '%s' (%zu bytes): %s", path, *len, strerror(errno));
             madvise(m, *len, MADV_SEQUENTIAL);
-            mapped_add(m, *len, path);   /* a file that shrinks meanwhile: a named error, not a bare SIGBUS */
+            mapped_add(m, *len, path); /* a file that shrinks meanwhile: a named error, not a bare SIGBUS */
             p = m;
         }
     } else {
@@ -175,7 +189,7 @@ static const uint8_t* map_file(const char* path, size_t* len, int* mapped) {
 typedef struct {
     const int32_t *prefix, *suffix;
     size_t n_prefix, n_suffix;
-    int32_t eos;             /* -1: none (--no-eos, or the suffix ends with it) */
+    int32_t eos; /* -1: none (--no-eos, or the suffix ends with it) */
 } Around;
 
 static void encode_doc(TokEncoder* e, const Doc* d, const Options* o, const char* path, DocOut* out, const Around* ar) {
@@ -184,8 +198,10 @@ static void encode_doc(TokEncoder* e, const Doc* d, const Options* o, const char
     tok_push_ids(e, ar->prefix, ar->n_prefix);
     char key[128];
     if (o->jsonl && jsonl_nul_string((const char*)d->text, d->len, key, sizeof key)) {
-        snprintf(out->err, sizeof out->err, "'%s' line %zu: the string of \"%s\" holds \\u0000 (a NUL character), "
-                 "which would cut the text there: remove it", path, d->line, key);
+        snprintf(out->err, sizeof out->err,
+                 "'%s' line %zu: the string of \"%s\" holds \\u0000 (a NUL character), "
+                 "which would cut the text there: remove it",
+                 path, d->line, key);
     } else if (o->jsonl) {
         cJSON* j = cJSON_ParseWithLength((const char*)d->text, d->len);
         const cJSON* f = cJSON_GetObjectItemCaseSensitive(j, o->field);
@@ -206,7 +222,7 @@ static void encode_doc(TokEncoder* e, const Doc* d, const Options* o, const char
     out->invalid_utf8 = e->invalid_utf8 - invalid0;
     out->n = e->n_ids;
     out->ids = mallocCheck((e->n_ids ? e->n_ids : 1) * sizeof(int32_t));
-    if (e->n_ids) memcpy(out->ids, e->ids, e->n_ids * sizeof(int32_t));   /* an empty document may have no ids array */
+    if (e->n_ids) memcpy(out->ids, e->ids, e->n_ids * sizeof(int32_t)); /* an empty document may have no ids array */
 }
 
 /* the documents of file f (mapped at p, len bytes) appended to docs */
@@ -216,7 +232,7 @@ static void cut_docs(Doc** docs, size_t* n, size_t* cap, const uint8_t* p, size_
         const uint8_t* nl = jsonl ? memchr(p + i, '\n', len - i) : NULL;
         size_t end = nl ? (size_t)(nl - p) : len;
         line++;
-        int blank = 1;   /* a JSONL line of only white space holds no document */
+        int blank = 1; /* a JSONL line of only white space holds no document */
         for (size_t k = i; k < end && blank; k++) blank = p[k] == ' ' || p[k] == '\t' || p[k] == '\r';
         if (!jsonl || !blank) {
             if (*n == *cap) {
@@ -232,9 +248,7 @@ static void cut_docs(Doc** docs, size_t* n, size_t* cap, const uint8_t* p, size_
 }
 
 /* drawn for val: a hash of document index i against the fraction */
-static int is_val(size_t i, double val) {
-    return (double)(mix64((uint64_t)i) >> 11) * 0x1.0p-53 < val;
-}
+static int is_val(size_t i, double val) { return (double)(mix64((uint64_t)i) >> 11) * 0x1.0p-53 < val; }
 
 /* The validation split takes whole documents, at least VAL_MIN_DOCS of the n (never more than a tenth):
    when the hash draws fewer (0.5% of 200 documents is one), every (n/forced)-th document goes to val too,
@@ -242,7 +256,10 @@ static int is_val(size_t i, double val) {
    data.seq_len + 1 tokens; a split below VAL_WARN_TOKENS is warned about. */
 #define VAL_MIN_DOCS 8
 #define VAL_WARN_TOKENS 4097
-typedef struct { double val; size_t n, drawn, forced; } ValSplit;
+typedef struct {
+    double val;
+    size_t n, drawn, forced;
+} ValSplit;
 
 static ValSplit val_split(double val, size_t n) {
     ValSplit s = {val, n, 0, 0};
@@ -255,7 +272,7 @@ static ValSplit val_split(double val, size_t n) {
 
 static int in_val(const ValSplit* s, size_t i) {
     if (is_val(i, s->val)) return 1;
-    return s->forced && (i + 1) * s->forced / s->n > i * s->forced / s->n;   /* forced indices, evenly spaced */
+    return s->forced && (i + 1) * s->forced / s->n > i * s->forced / s->n; /* forced indices, evenly spaced */
 }
 
 /* the documents of every file, as the main loop will cut them */
@@ -275,14 +292,16 @@ static size_t count_docs(const Options* o, const uint8_t* const* maps, const siz
 static void val_report(const ValSplit* s, size_t val_docs, size_t val_tokens) {
     if (s->val <= 0) return;
     if (s->forced)
-        fprintf(stderr, "tokenize: --val %g drew %zu of %zu documents: the validation split takes at least %zu whole "
-                "documents (every %zu-th as well), %zu in all\n", s->val, s->drawn, s->n, s->forced,
-                s->n / s->forced, val_docs);
+        fprintf(stderr,
+                "tokenize: --val %g drew %zu of %zu documents: the validation split takes at least %zu whole "
+                "documents (every %zu-th as well), %zu in all\n",
+                s->val, s->drawn, s->n, s->forced, s->n / s->forced, val_docs);
     if (val_tokens < VAL_WARN_TOKENS)
-        fprintf(stderr, "tokenize: warning: the validation split holds %zu tokens in %zu documents; a run reads "
+        fprintf(stderr,
+                "tokenize: warning: the validation split holds %zu tokens in %zu documents; a run reads "
                 "rows of data.seq_len + 1 tokens from it (%d at seq_len %d) and stops at start when it holds fewer: "
-                "give more text or a larger --val, or set data.seq_len below %zu\n", val_tokens, val_docs,
-                VAL_WARN_TOKENS, VAL_WARN_TOKENS - 1, val_tokens);
+                "give more text or a larger --val, or set data.seq_len below %zu\n",
+                val_tokens, val_docs, VAL_WARN_TOKENS, VAL_WARN_TOKENS - 1, val_tokens);
 }
 
 /* One live line on a terminal (rewritten in place every 0.5 s); in a log file, plain lines every 10 s */
@@ -293,17 +312,18 @@ static void progress(double t0, size_t done, size_t total, size_t tokens, int la
     double rate = dt > 0 ? mb / dt : 0, eta = rate > 0 ? ((double)(total - done) / 1e6) / rate : 0;
     bool tty = isatty(2);
     fprintf(stderr, "%s%9.1f / %.1f MB  %7.2f MB/s  %6.2fM tok/s  %zu tokens  ETA %dm%02ds%s", tty ? "\r" : "", mb,
-            (double)total / 1e6, rate, dt > 0 ? (double)tokens / dt / 1e6 : 0.0, tokens, (int)eta / 60,
-            (int)eta % 60, last || !tty ? "\n" : "");
+            (double)total / 1e6, rate, dt > 0 ? (double)tokens / dt / 1e6 : 0.0, tokens, (int)eta / 60, (int)eta % 60,
+            last || !tty ? "\n" : "");
 }
 
 static void decode_shard(const Tokenizer* t, const char* path) {
     TokenFile f;
     size_t V = tok_vocab_size(t);
-    token_file_open(&f, path, "auto", (size_t)INT32_MAX + 1);   /* any id: the tokenizer is checked below */
-    CHECK(!f.tokenizer_vocab || f.tokenizer_vocab == V, "token file '%s' was written with a tokenizer of %zu tokens "
-          "(header int 3), but '%s' has %zu: decode with the tokenizer that wrote it", path, f.tokenizer_vocab,
-          tok_name(t), V);
+    token_file_open(&f, path, "auto", (size_t)INT32_MAX + 1); /* any id: the tokenizer is checked below */
+    CHECK(!f.tokenizer_vocab || f.tokenizer_vocab == V,
+          "token file '%s' was written with a tokenizer of %zu tokens "
+          "(header int 3), but '%s' has %zu: decode with the tokenizer that wrote it",
+          path, f.tokenizer_vocab, tok_name(t), V);
     uint8_t* out = NULL;
     size_t len = 0, cap = 0;
     for (size_t i = 0; i < f.n_tokens; i += 65536) {
@@ -312,8 +332,10 @@ static void decode_shard(const Tokenizer* t, const char* path) {
         for (size_t k = 0; k < n; k++) ids[k] = (int32_t)token_le(f.tokens + (i + k) * f.token_bytes, f.token_bytes);
         len = 0;
         size_t ok = tok_decode(t, ids, n, &out, &len, &cap);
-        CHECK(ok == n, "token file '%s': token index %zu (id %d) has no token in tokenizer '%s' (of %zu ids): decode "
-              "with the tokenizer that wrote it", path, i + ok, ids[ok], tok_name(t), V);
+        CHECK(ok == n,
+              "token file '%s': token index %zu (id %d) has no token in tokenizer '%s' (of %zu ids): decode "
+              "with the tokenizer that wrote it",
+              path, i + ok, ids[ok], tok_name(t), V);
         fwrite(out, 1, len, stdout);
     }
     free(out);
@@ -321,7 +343,7 @@ static void decode_shard(const Tokenizer* t, const char* path) {
 }
 
 /* ---- output: the shards of PREFIX, under PREFIX.lock, replaced only when the run succeeds ---- */
-static ShardWriter* out_writers;   /* train, val: their temporary shards are removed at a failed exit */
+static ShardWriter* out_writers; /* train, val: their temporary shards are removed at a failed exit */
 
 static void discard_shards(void) {
     if (!out_writers) return;
@@ -337,11 +359,11 @@ static void shards_begin(const char* prefix, ShardWriter w[2]) {
     int fd = file_lock(lock, holder, sizeof holder);
     if (fd < 0 && errno == EWOULDBLOCK)
         DIE("tokenize: --out '%s' is being written by another tokenize (pid %s holds '%s'): wait for it, or give "
-            "another --out", prefix, holder, lock);
+            "another --out",
+            prefix, holder, lock);
     if (fd < 0) DIE("tokenize: cannot lock '%s': %s", lock, strerror(errno));
     size_t swept = shard_writer_sweep(&w[0]) + shard_writer_sweep(&w[1]);
-    if (swept)
-        fprintf(stderr, "tokenize: removed %zu temporary shard(s) that killed runs to %s left\n", swept, prefix);
+    if (swept) fprintf(stderr, "tokenize: removed %zu temporary shard(s) that killed runs to %s left\n", swept, prefix);
     out_writers = w;
     atexit(discard_shards);
 }
@@ -369,12 +391,11 @@ int main(int argc, char** argv) {
         return 0;
     }
     int32_t eos = tok_eos(t);
-    CHECK(o.no_eos || eos >= 0, "tokenizer '%s' names no end of text token: give --eos TOKEN or --no-eos",
-          o.tokenizer);
+    CHECK(o.no_eos || eos >= 0, "tokenizer '%s' names no end of text token: give --eos TOKEN or --no-eos", o.tokenizer);
     Around ar;
     ar.prefix = tok_prefix(t, &ar.n_prefix);
     ar.suffix = tok_suffix(t, &ar.n_suffix);
-    int suffix_eos = ar.n_suffix && ar.suffix[ar.n_suffix - 1] == eos;   /* the template appends it already */
+    int suffix_eos = ar.n_suffix && ar.suffix[ar.n_suffix - 1] == eos; /* the template appends it already */
     ar.eos = o.no_eos || suffix_eos ? -1 : eos;
     size_t V = tok_vocab_size(t);
 
@@ -389,19 +410,21 @@ int main(int argc, char** argv) {
     }
 
     char prefix_path[4096 + 8];
-    if (o.out) {   /* the directory of PREFIX, made when missing */
+    if (o.out) { /* the directory of PREFIX, made when missing */
         dir_of(o.out, prefix_path, sizeof prefix_path);
         mkdir_p(prefix_path);
     }
-    ShardWriter w[2];   /* train, val */
+    ShardWriter w[2]; /* train, val */
     snprintf(prefix_path, sizeof prefix_path, "%s_train", o.out ? o.out : "");
     shard_writer_init(&w[0], prefix_path, V, o.shard_tokens);
     snprintf(prefix_path, sizeof prefix_path, "%s_val", o.out ? o.out : "");
     shard_writer_init(&w[1], prefix_path, V, o.shard_tokens);
     if (!o.print_ids) shards_begin(o.out, w);
     if (!o.print_ids)
-        fprintf(stderr, "tokenize: %zu files, %.1f MB, vocab %zu (%s tokens), eos %d%s, %zu prefix and %zu suffix "
-                "token(s)\n", o.n_files, (double)total / 1e6, V, V > 65536 ? "uint32" : "uint16", o.no_eos ? -1 : eos,
+        fprintf(stderr,
+                "tokenize: %zu files, %.1f MB, vocab %zu (%s tokens), eos %d%s, %zu prefix and %zu suffix "
+                "token(s)\n",
+                o.n_files, (double)total / 1e6, V, V > 65536 ? "uint32" : "uint16", o.no_eos ? -1 : eos,
                 suffix_eos ? " (the template's)" : "", ar.n_prefix, ar.n_suffix);
 
     int n_threads = 1;
@@ -420,10 +443,10 @@ int main(int argc, char** argv) {
         n_docs = 0;
         cut_docs(&docs, &n_docs, &cap_docs, maps[f], lens[f], f, o.jsonl);
         for (size_t b0 = 0; b0 < n_docs;) {
-            size_t b1 = b0, bytes = 0;   /* this batch: docs [b0, b1) */
+            size_t b1 = b0, bytes = 0; /* this batch: docs [b0, b1) */
             while (b1 < n_docs && b1 - b0 < BATCH_DOCS && (b1 == b0 || bytes + docs[b1].len <= BATCH_BYTES))
                 bytes += docs[b1++].len;
-            #pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1)
             for (size_t i = b0; i < b1; i++) {
                 int k = 0;
 #ifdef OMP
@@ -465,9 +488,11 @@ int main(int argc, char** argv) {
     double secs = now_s() - t0;
     if (!o.print_ids) {
         progress(t0, total, total, w[0].n_tokens + w[1].n_tokens, 1);
-        fprintf(stderr, "tokenize: %zu documents: train %zu tokens in %zu shard(s) %s_train_*.bin, val %zu "
-                "documents, %zu tokens in %zu shard(s)%s\n", doc_index, w[0].n_tokens, w[0].n_shards, o.out,
-                n_val_docs, w[1].n_tokens, w[1].n_shards, o.val > 0 && !n_val_docs ? " (no document drew val)" : "");
+        fprintf(stderr,
+                "tokenize: %zu documents: train %zu tokens in %zu shard(s) %s_train_*.bin, val %zu "
+                "documents, %zu tokens in %zu shard(s)%s\n",
+                doc_index, w[0].n_tokens, w[0].n_shards, o.out, n_val_docs, w[1].n_tokens, w[1].n_shards,
+                o.val > 0 && !n_val_docs ? " (no document drew val)" : "");
         fprintf(stderr, "tokenize: %.3f MB of text in %.3f s: %.2f MB/s with %d thread(s)\n", (double)text_bytes / 1e6,
                 secs, secs > 0 ? (double)text_bytes / 1e6 / secs : 0.0, n_threads);
         val_report(&split, n_val_docs, w[1].n_tokens);

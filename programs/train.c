@@ -10,7 +10,7 @@
 
 #include "common/check.h"
 #include "common/dist.h"
-#include "common/threads.h"   /* threads_startup */
+#include "common/threads.h" /* threads_startup */
 #include "programs/cli.h"
 #include "train/trainer.h"
 
@@ -18,28 +18,27 @@ static volatile sig_atomic_t stop_requested;
 static void on_signal(int sig) { stop_requested = sig; }
 
 static void usage(FILE* fp) {
-    fprintf(fp,
-            "usage: build/train CONFIG.json [--set KEY=VALUE ...] [--plan]\n"
-            "  Trains (or continues training) a model as CONFIG.json says; see docs/config.md for every key.\n"
-            "  --set KEY=VALUE   override one key, e.g. --set train.steps=200 --set optim.lr=1e-3\n"
-            "                    (VALUE is JSON when it parses as JSON, else a string)\n"
-            "  --plan            print the memory plan (peak RSS by part, what is available) and the time\n"
-            "                    estimate, and exit 0, allocating nothing large and reading only the\n"
-            "                    weights' headers (a config.json alone will do); every run prints both at\n"
-            "                    start and refuses to start when the memory does not fit (unless\n"
-            "                    run.check_memory is false)\n"
-            "  SIGINT / SIGTERM / SIGHUP / SIGUSR1  finish the current step (or stop an evaluation between\n"
-            "                    batches), save a checkpoint, exit 0\n"
-            "                    (under mpirun send SIGUSR1 to mpirun: it forwards it to every rank)\n"
-            "  Resume: run.resume \"auto\" (default) continues from OUT_DIR/latest when it exists.\n"
-            "  Several ranks (make MPI=1): mpirun -np N build/mpi/train CONFIG.json (docs/mpi.md)\n");
+    fprintf(fp, "usage: build/train CONFIG.json [--set KEY=VALUE ...] [--plan]\n"
+                "  Trains (or continues training) a model as CONFIG.json says; see docs/config.md for every key.\n"
+                "  --set KEY=VALUE   override one key, e.g. --set train.steps=200 --set optim.lr=1e-3\n"
+                "                    (VALUE is JSON when it parses as JSON, else a string)\n"
+                "  --plan            print the memory plan (peak RSS by part, what is available) and the time\n"
+                "                    estimate, and exit 0, allocating nothing large and reading only the\n"
+                "                    weights' headers (a config.json alone will do); every run prints both at\n"
+                "                    start and refuses to start when the memory does not fit (unless\n"
+                "                    run.check_memory is false)\n"
+                "  SIGINT / SIGTERM / SIGHUP / SIGUSR1  finish the current step (or stop an evaluation between\n"
+                "                    batches), save a checkpoint, exit 0\n"
+                "                    (under mpirun send SIGUSR1 to mpirun: it forwards it to every rank)\n"
+                "  Resume: run.resume \"auto\" (default) continues from OUT_DIR/latest when it exists.\n"
+                "  Several ranks (make MPI=1): mpirun -np N build/mpi/train CONFIG.json (docs/mpi.md)\n");
 }
 
 /* "peak RSS 812 MiB", or one number per rank */
 static void print_peak_rss(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    double mine = ru.ru_maxrss / 1024.0, *all = mallocCheck((size_t)dist_world() * sizeof(double));   /* KiB */
+    double mine = ru.ru_maxrss / 1024.0, *all = mallocCheck((size_t)dist_world() * sizeof(double)); /* KiB */
     dist_allgather(&mine, all, sizeof(double));
     printf("peak RSS%s", dist_world() > 1 ? " per rank" : "");
     for (int r = 0; r < dist_world(); r++) printf(" %.0f", all[r]);
@@ -56,7 +55,7 @@ static int leave(int code) {
 }
 
 int main(int argc, char** argv) {
-    threads_startup();   /* before MPI starts: it may re-execute the program (common/threads.h) */
+    threads_startup(); /* before MPI starts: it may re-execute the program (common/threads.h) */
     dist_init(&argc, &argv);
     if (dist_rank() > 0 && !freopen("/dev/null", "w", stdout)) DIE("cannot redirect stdout of rank %d", dist_rank());
     const char* config = NULL;
@@ -66,8 +65,14 @@ int main(int argc, char** argv) {
     cli_init("train");
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return leave(0); }
-        if (!strcmp(a, "--plan")) { plan = true; continue; }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return leave(0);
+        }
+        if (!strcmp(a, "--plan")) {
+            plan = true;
+            continue;
+        }
         const char* over = NULL;
         if (!strcmp(a, "--set")) over = cli_value(a, i + 1 < argc ? argv[++i] : NULL);
         else if (!strncmp(a, "--set=", 6)) over = a + 6;
@@ -97,9 +102,9 @@ int main(int argc, char** argv) {
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);    /* a closed terminal stops the run like SIGTERM, with a checkpoint */
+    sigaction(SIGHUP, &sa, NULL); /* a closed terminal stops the run like SIGTERM, with a checkpoint */
     tr.stop = &stop_requested;
-    sigaction(SIGUSR1, &sa, NULL);   /* mpirun forwards it; its own SIGINT kills ranks 1 s after SIGTERM */
+    sigaction(SIGUSR1, &sa, NULL); /* mpirun forwards it; its own SIGINT kills ranks 1 s after SIGTERM */
 
     const RunConfig* rc = &tr.rc;
     size_t start = tr.state.step;
@@ -108,7 +113,7 @@ int main(int argc, char** argv) {
     while (tr.state.step < rc->train.steps && !(stop = dist_any(stop_requested != 0)) && trainer_data_left(&tr)) {
         if (rc->train.eval_every && tr.data.has_val && tr.state.step % rc->train.eval_every == 0 &&
             !trainer_eval(&tr)) {
-            stop = true;   /* a signal during the evaluation: no further step */
+            stop = true; /* a signal during the evaluation: no further step */
             break;
         }
         /* every log_positions steps, and at a resumed step (metrics_open dropped its line) */
@@ -119,7 +124,7 @@ int main(int argc, char** argv) {
         if (saved) trainer_save(&tr);
     }
     if (!saved && tr.state.step > start) trainer_save(&tr);
-    if (!stop && rc->train.log_positions && tr.state.step > start) trainer_log_positions(&tr);   /* the last step's */
+    if (!stop && rc->train.log_positions && tr.state.step > start) trainer_log_positions(&tr); /* the last step's */
     if (stop) {
         if (stop_requested) printf("stopped by signal %d", (int)stop_requested);
         else printf("stopped by a signal to another rank");

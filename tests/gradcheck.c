@@ -51,8 +51,8 @@ double gc_project(const real* out, const real* proj, size_t n) {
 }
 
 typedef struct {
-    double max_abs, max_rel, max_ref;   /* over the elements where both gradients are finite */
-    size_t bad_analytic, bad_numeric;   /* elements whose gradient is NaN or ±Inf */
+    double max_abs, max_rel, max_ref; /* over the elements where both gradients are finite */
+    size_t bad_analytic, bad_numeric; /* elements whose gradient is NaN or ±Inf */
     int pass;
 } TensorResult;
 
@@ -71,7 +71,7 @@ static double numeric_grad(Problem* p, real* x) {
 /* check one problem; returns the number of failed tensors */
 static int check_problem(Problem* p, double tol, double perturb, int verbose) {
     p->grad(p);
-    if (perturb != 0)   /* --perturb: scale the analytic gradients, to show the checker notices */
+    if (perturb != 0) /* --perturb: scale the analytic gradients, to show the checker notices */
         for (size_t t = 0; t < p->n_tensors; t++)
             for (size_t i = 0; i < p->n[t]; i++) p->dx[t][i] *= 1 + perturb;
     int failed = 0;
@@ -150,11 +150,19 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
         int has_val = i + 1 < argc;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
-        else if (!strcmp(a, "--all")) { cli_once(a, &seen_all); all = 1; }
-        else if (!strcmp(a, "--verbose")) { cli_once(a, &seen_verbose); verbose = 1; }
-        else if (!strcmp(a, "--layer") && has_val) { cli_once(a, &seen_layer); layer = argv[++i]; }
-        else if (!strcmp(a, "--seed") && has_val) {
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--all")) {
+            cli_once(a, &seen_all);
+            all = 1;
+        } else if (!strcmp(a, "--verbose")) {
+            cli_once(a, &seen_verbose);
+            verbose = 1;
+        } else if (!strcmp(a, "--layer") && has_val) {
+            cli_once(a, &seen_layer);
+            layer = argv[++i];
+        } else if (!strcmp(a, "--seed") && has_val) {
             cli_once(a, &seen_seed);
             seed = cli_parse_size(a, argv[++i], 0, SIZE_MAX);
         } else if (!strcmp(a, "--tol") && has_val) {
@@ -168,11 +176,18 @@ int main(int argc, char** argv) {
             cli_once(a, &seen_step);
             H_STEP = cli_parse_double(a, argv[++i]);
             if (!(H_STEP > 0)) cli_bad_option("--step: expected a number > 0, got '%s'", argv[i]);
-        } else { fprintf(stderr, "gradcheck: unknown or incomplete option '%s'\n", a); usage(stderr); return 2; }
+        } else {
+            fprintf(stderr, "gradcheck: unknown or incomplete option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
     }
     if (all && layer) cli_bad_option("--all and --layer %s exclude each other: give one", layer);
-    if (!all && !layer) { usage(stderr); return 2; }
-    threads_init(1);   /* the problems are tiny: thread start-up would dominate */
+    if (!all && !layer) {
+        usage(stderr);
+        return 2;
+    }
+    threads_init(1); /* the problems are tiny: thread start-up would dominate */
     int failed = 0, checked = 0, found = 0;
     for (size_t i = 0; i < GC_N_LAYERS; i++) {
         const LayerEntry* e = &GC_LAYERS[i];
@@ -190,7 +205,11 @@ int main(int argc, char** argv) {
             free_problem(&probs[k]);
         }
     }
-    if (!found) { fprintf(stderr, "gradcheck: unknown layer '%s'\n", layer); usage(stderr); return 2; }
+    if (!found) {
+        fprintf(stderr, "gradcheck: unknown layer '%s'\n", layer);
+        usage(stderr);
+        return 2;
+    }
     printf("gradcheck: %d tensors checked, %d failed (tol %.1e, seed %llu)\n", checked, failed, tol, seed);
     return failed ? 1 : 0;
 }

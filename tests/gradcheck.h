@@ -17,11 +17,11 @@ struct Problem {
     char name[64];
     size_t n_tensors;
     char tensor_name[GC_MAX_TENSORS][96];
-    real* x[GC_MAX_TENSORS];     /* the values L depends on */
-    real* dx[GC_MAX_TENSORS];    /* where grad() leaves ∂L/∂x */
+    real* x[GC_MAX_TENSORS];  /* the values L depends on */
+    real* dx[GC_MAX_TENSORS]; /* where grad() leaves ∂L/∂x */
     size_t n[GC_MAX_TENSORS];
-    double (*loss)(Problem* p);  /* forward only */
-    void (*grad)(Problem* p);    /* zero dx, forward, backward */
+    double (*loss)(Problem* p); /* forward only */
+    void (*grad)(Problem* p);   /* zero dx, forward, backward */
     void (*free_ctx)(Problem* p);
     void* ctx;
 };
@@ -34,7 +34,7 @@ typedef struct {
     const char* name;
     const char* what;
     ProblemBuilder build;
-    int in_all;                  /* 0: only by name (the deliberately wrong backward) */
+    int in_all; /* 0: only by name (the deliberately wrong backward) */
 } LayerEntry;
 
 extern const LayerEntry GC_LAYERS[];
@@ -43,6 +43,6 @@ extern const size_t GC_N_LAYERS;
 /* helpers for builders */
 real* gc_random(Rng* rng, size_t n, double lo, double hi);
 void gc_add(Problem* p, const char* name, real* x, size_t n);   /* allocates its dx */
-double gc_project(const real* out, const real* proj, size_t n);  /* Σ out ⊙ proj */
+double gc_project(const real* out, const real* proj, size_t n); /* Σ out ⊙ proj */
 
 #endif

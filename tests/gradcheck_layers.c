@@ -76,7 +76,7 @@ static size_t build_embedding(Problem* out, size_t max, Rng* rng) {
     c->dims[1] = C;
     c->in[0] = gc_random(rng, V * C, -1, 1);
     c->ints = mallocCheck(N * sizeof(int32_t));
-    for (size_t n = 0; n < N; n++) c->ints[n] = (int32_t)(n < 6 ? rng_below(rng, V) : 2);   /* token 2 repeats */
+    for (size_t n = 0; n < N; n++) c->ints[n] = (int32_t)(n < 6 ? rng_below(rng, V) : 2); /* token 2 repeats */
     c->out = gc_random(rng, N * C, 0, 0);
     c->proj = gc_random(rng, N * C, -1, 1);
     gc_add(out, "table", c->in[0], V * C);
@@ -176,8 +176,16 @@ static const LoraDropout* lora_drop(OpCtx* c, LoraDropout* d) {
 }
 /* the adapter of the problem: input in[0], A = in[2], B = in[3], scale 1.75, ax saved in work[0] */
 static LoraOp lora_op(OpCtx* c, LoraDropout* d) {
-    return (LoraOp){.inp = c->in[0], .ax = c->work[0], .A = c->in[2], .B = c->in[3], .scale = 1.75,
-                    .drop = lora_drop(c, d), .N = c->dims[0], .C = c->dims[1], .OC = c->dims[2], .r = c->dims[3]};
+    return (LoraOp){.inp = c->in[0],
+                    .ax = c->work[0],
+                    .A = c->in[2],
+                    .B = c->in[3],
+                    .scale = 1.75,
+                    .drop = lora_drop(c, d),
+                    .N = c->dims[0],
+                    .C = c->dims[1],
+                    .OC = c->dims[2],
+                    .r = c->dims[3]};
 }
 static double lora_loss(Problem* p) {
     OpCtx* c = p->ctx;
@@ -256,7 +264,7 @@ static void setup_rope(Problem* out, Rng* rng, const char* name, double yarn_fac
     if (llama3) rope_table_llama3(&c->rope, 4.0, 1.0, 4.0, 64);
     c->in[0] = gc_random(rng, N * H * hd, -1, 1);
     c->in[1] = gc_random(rng, N * KVH * hd, -1, 1);
-    c->in[2] = gc_random(rng, N * P, -3, 20);   /* real, non-monotonic, some negative */
+    c->in[2] = gc_random(rng, N * P, -3, 20); /* real, non-monotonic, some negative */
     c->out = gc_random(rng, N * H * hd, 0, 0);
     c->out2 = gc_random(rng, N * KVH * hd, 0, 0);
     c->proj = gc_random(rng, N * H * hd, -1, 1);
@@ -271,8 +279,7 @@ static size_t build_rope(Problem* out, size_t max, Rng* rng) {
     setup_rope(&out[0], rng, "rope (N=3, H=4, KVH=2, one position per kv head, hd=8)", 1.0, false);
     setup_rope(&out[1], rng, "rope with YaRN (factor 2, original max 8: inv_freq ramp and scale m)", 2.0, false);
     /* wavelengths 6.3, 63, 628, 6283 against L0/high = 16 and L0/low = 64: kept, blended, divided, divided */
-    setup_rope(&out[2], rng, "rope with llama3 (x4, L0 64: kept, blended, divided pairs)", 1.0,
-               true);
+    setup_rope(&out[2], rng, "rope with llama3 (x4, L0 64: kept, blended, divided pairs)", 1.0, true);
     return 3;
 }
 
@@ -298,8 +305,8 @@ static void repo_grad(Problem* p) {
     repo_loss(p);
     RepoActs s = {c->work[0], c->work[1]};
     RepoWeights w = repo_w(c);
-    RepoGrads dw = c->dims[4] ? (RepoGrads){p->dx[1], p->dx[1] + dp * D, p->dx[2]}
-                              : (RepoGrads){p->dx[1], p->dx[2], p->dx[3]};
+    RepoGrads dw =
+        c->dims[4] ? (RepoGrads){p->dx[1], p->dx[1] + dp * D, p->dx[2]} : (RepoGrads){p->dx[1], p->dx[2], p->dx[3]};
     repo_backward(p->dx[0], &dw, c->proj, &s, c->in[0], &w, c->work[3], (RepoDims){N, D, dp, P});
 }
 static void setup_repo(Problem* out, Rng* rng, const char* name, bool joined) {
@@ -372,7 +379,7 @@ static void setup_attention(Problem* out, Rng* rng, const char* name, size_t B, 
     c->out = gc_random(rng, B * T * H * hd, 0, 0);
     c->work[0] = gc_random(rng, B * T * H, 0, 0);
     c->proj = gc_random(rng, B * T * H * hd, -1, 1);
-    if (doc_lens) {   /* ids 7, 7, 7, 2, 2, 9, ...: any values, a new run is a new document */
+    if (doc_lens) { /* ids 7, 7, 7, 2, 2, 9, ...: any values, a new run is a new document */
         int32_t* ids = mallocCheck(B * T * sizeof(int32_t));
         for (size_t b = 0, n = 0; b < B; b++) {
             size_t t = 0;
@@ -392,8 +399,7 @@ static void setup_attention(Problem* out, Rng* rng, const char* name, size_t B, 
 }
 static size_t build_attention(Problem* out, size_t max, Rng* rng) {
     setup_attention(&out[0], rng, "attention (B=2, T=5, H=4, KVH=2 grouped, hd=4)", 2, 5, 4, 2, 4, NULL);
-    setup_attention(&out[1], rng, "attention (B=1, T over one block, H=2, KVH=2)", 1, ATT_BLOCK_MAX + 6, 2, 2, 4,
-                    NULL);
+    setup_attention(&out[1], rng, "attention (B=1, T over one block, H=2, KVH=2)", 1, ATT_BLOCK_MAX + 6, 2, 2, 4, NULL);
     static const size_t small[2][8] = {{2, 1, 2, 0}, {1, 3, 1, 0}};
     setup_attention(&out[2], rng, "attention, 3 documents per row (T=5, GQA 4/2)", 2, 5, 4, 2, 4, small);
     /* block edges at multiples of ATT_BLOCK_MAX (model/attention.h), which are edges for every block size:
@@ -424,7 +430,7 @@ static void swi_grad(Problem* p) {
     real* du = ld == cols ? p->dx[1] : p->dx[0] + cols;
     const real* u = ld == cols ? c->in[1] : c->in[0] + cols;
     zero_grads(p);
-    if (c->dims[3]) {   /* in place: a copy of [g | u] in the gradient's buffer becomes [dg | du] */
+    if (c->dims[3]) { /* in place: a copy of [g | u] in the gradient's buffer becomes [dg | du] */
         memcpy(p->dx[0], c->in[0], rows * ld * sizeof(real));
         swiglu_backward(p->dx[0], du, c->proj, p->dx[0], du, rows, cols, ld);
         return;
@@ -439,7 +445,7 @@ static void setup_swiglu(Problem* out, Rng* rng, const char* name, size_t rows, 
     c->dims[1] = cols;
     c->dims[2] = side_by_side ? 2 * cols : cols;
     c->dims[3] = in_place;
-    if (side_by_side) {   /* rows [g | u]: g in [-4, 4], u in [-2, 2] */
+    if (side_by_side) { /* rows [g | u]: g in [-4, 4], u in [-2, 2] */
         c->in[0] = gc_random(rng, 2 * n, -2, 2);
         for (size_t r = 0; r < rows; r++)
             for (size_t i = 0; i < cols; i++) c->in[0][r * 2 * cols + i] *= 2;
@@ -467,15 +473,14 @@ static double xent_loss(Problem* p) {
     OpCtx* c = p->ctx;
     size_t nv;
     double wsum;
-    return xent_forward(NULL, c->work[0], c->in[0], c->ints, c->work[1], c->dims[0], c->dims[1], c->z_loss, &nv,
-                        &wsum);
+    return xent_forward(NULL, c->work[0], c->in[0], c->ints, c->work[1], c->dims[0], c->dims[1], c->z_loss, &nv, &wsum);
 }
 static void xent_grad(Problem* p) {
     OpCtx* c = p->ctx;
     size_t N = c->dims[0], V = c->dims[1], nv;
     double wsum;
     xent_forward(NULL, c->work[0], c->in[0], c->ints, c->work[1], N, V, c->z_loss, &nv, &wsum);
-    memcpy(p->dx[0], c->in[0], N * V * sizeof(real));   /* backward overwrites its buffer */
+    memcpy(p->dx[0], c->in[0], N * V * sizeof(real)); /* backward overwrites its buffer */
     xent_backward(p->dx[0], c->work[0], c->ints, c->work[1], N, V, c->z_loss, wsum, 1.0);
 }
 static void setup_xent(Problem* out, Rng* rng, const char* name, bool weighted) {
@@ -486,7 +491,7 @@ static void setup_xent(Problem* out, Rng* rng, const char* name, bool weighted) 
     c->z_loss = 0.01;
     c->in[0] = gc_random(rng, N * V, -3, 3);
     c->work[0] = gc_random(rng, N, 0, 0);
-    c->work[1] = weighted ? gc_random(rng, N, 0.5, 20) : NULL;   /* answer targets weigh up to 20 */
+    c->work[1] = weighted ? gc_random(rng, N, 0.5, 20) : NULL; /* answer targets weigh up to 20 */
     c->ints = mallocCheck(N * sizeof(int32_t));
     for (size_t n = 0; n < N; n++) c->ints[n] = n == 2 ? -1 : (int32_t)rng_below(rng, V);
     gc_add(out, "logits", c->in[0], N * V);

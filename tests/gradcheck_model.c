@@ -11,9 +11,9 @@
 
 typedef struct {
     Model m;
-    size_t layer;            /* block problems: which layer; model problems: unused */
+    size_t layer; /* block problems: which layer; model problems: unused */
     real *x_in, *x_out, *proj, *dx_in;
-    Batch batch;             /* model problems: tokens, targets, and doc_ids (packed documents), target_weights
+    Batch batch; /* model problems: tokens, targets, and doc_ids (packed documents), target_weights
                                 (per-row weights) or the LoRA dropout key where the problem has them */
 } ModelCtx;
 
@@ -78,7 +78,7 @@ static void block_grad(Problem* p) {
     size_t l = c->layer, N = c->m.B * c->m.T;
     model_zero_grad(&c->m);
     block_loss(p);
-    memcpy(c->dx_in, c->proj, N * c->m.cfg.D * sizeof(real));   /* dL/dx_out, turned into dL/dx_in in place */
+    memcpy(c->dx_in, c->proj, N * c->m.cfg.D * sizeof(real)); /* dL/dx_out, turned into dL/dx_in in place */
     block_backward(c->dx_in, &c->m.dw.layer[l], &c->m.la[l], c->x_in, &c->m.w.layer[l], l, &c->m.bs, &ctx);
     memcpy(p->dx[0], c->dx_in, N * c->m.cfg.D * sizeof(real));
     collect_grads(p, &c->m, 1);
@@ -97,8 +97,8 @@ static size_t build_blocks(Problem* out, size_t max, Rng* rng, BlockStyle style)
     for (size_t l = 0; l < 3; l++) {
         Problem* p = &out[l];
         memset(p, 0, sizeof(*p));
-        snprintf(p->name, sizeof(p->name), "block-%s, %s layer (D=16 H=4 KVH=2 F=24 B=2 T=5)",
-                 block_style_name(style), pos_mode_name(cfg.pos[l]));
+        snprintf(p->name, sizeof(p->name), "block-%s, %s layer (D=16 H=4 KVH=2 F=24 B=2 T=5)", block_style_name(style),
+                 pos_mode_name(cfg.pos[l]));
         ModelCtx* c = callocCheck(1, sizeof(ModelCtx));
         p->ctx = c;
         p->free_ctx = free_model_ctx;
@@ -181,7 +181,7 @@ size_t build_model(Problem* out, size_t max, Rng* rng) {
     cfg.llama3_factor = 4;
     cfg.llama3_low_freq_factor = 1;
     cfg.llama3_high_freq_factor = 4;
-    cfg.llama3_orig_max = 8;   /* hd 4, theta 1e4: wavelengths 6.3 (blended) and 628 (divided) */
+    cfg.llama3_orig_max = 8; /* hd 4, theta 1e4: wavelengths 6.3 (blended) and 628 (divided) */
     setup_model(&out[2], rng, &cfg, "model: Llama, rope/repo/rope, GQA 4/2, tied, llama3 x4", 0, NULL, NULL);
     /* packed rows of B=2, T=6: documents of 2, 3, 1 and 1, 1, 4 tokens; rope positions restart per document */
     static const int32_t docs[12] = {0, 0, 1, 1, 1, 2, 5, 6, 7, 7, 7, 7};
@@ -193,13 +193,13 @@ size_t build_model(Problem* out, size_t max, Rng* rng) {
     cfg.pos[1] = POS_REPO;
     cfg.pos[2] = POS_NOPE;
     setup_model(&out[4], rng, &cfg, "model: OLMo-2 rope/repo/nope, 3 documents per row, masked", 1e-3, docs, NULL);
-    ModelOpts chunked = {true, 5};   /* 12 rows in chunks of 5, 5, 2; recomputed blocks */
+    ModelOpts chunked = {true, 5}; /* 12 rows in chunks of 5, 5, 2; recomputed blocks */
     if (max <= 5) return 5;
     setup_model(&out[5], rng, &cfg, "model: OLMo-2, head chunks of 5 rows, recompute", 1e-3, NULL, &chunked);
     if (max <= 6) return 6;
     setup_model(&out[6], rng, &cfg, "model: OLMo-2, per-row target weights in [0.5, 2], z-loss 1e-3", 1e-3, NULL, NULL);
     ModelCtx* c = out[6].ctx;
-    c->batch.target_weights = mallocCheck(12 * sizeof(real));   /* freed by batch_free */
+    c->batch.target_weights = mallocCheck(12 * sizeof(real)); /* freed by batch_free */
     for (size_t n = 0; n < 12; n++) c->batch.target_weights[n] = (real)(0.5 + 1.5 * rng_uniform(rng));
     return 7;
 }
@@ -224,7 +224,7 @@ size_t build_lora_model(Problem* out, size_t max, Rng* rng) {
     cfg.lora_targets = 1u << LORA_Q | 1u << LORA_V | 1u << LORA_DOWN;
     setup_model(&out[1], rng, &cfg, "lora-model: Llama, rank 2 on q_proj, v_proj, down_proj, layers rope/repo", 0, NULL,
                 NULL);
-    cfg.lora_dropout = 0.3;   /* one fixed key: the masks of every layer and projection stay put */
+    cfg.lora_dropout = 0.3; /* one fixed key: the masks of every layer and projection stay put */
     setup_model(&out[2], rng, &cfg, "lora-model: the same with LoRA dropout 0.3 (fixed masks)", 0, NULL, NULL);
     ModelCtx* c = out[2].ctx;
     c->batch.lora_dropout_on = true;

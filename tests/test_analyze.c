@@ -44,23 +44,23 @@ static SegKind classify(const double* v, size_t n) {
 static void check_segments(void) {
     printf("segment classes (len 16, eps_const 1.6, mono_frac 0.9)\n");
     double v[16];
-    for (int i = 0; i < 16; i++) v[i] = 3.0 + 0.05 * sin(i);   /* range 0.1 */
+    for (int i = 0; i < 16; i++) v[i] = 3.0 + 0.05 * sin(i); /* range 0.1 */
     EXPECT(classify(v, 16) == SEG_CONSTANT, "3 + 0.05 sin(t): constant");
-    for (int i = 0; i < 16; i++) v[i] = 0.1 * i;            /* range 1.5 < 1.6, monotonic steps */
+    for (int i = 0; i < 16; i++) v[i] = 0.1 * i; /* range 1.5 < 1.6, monotonic steps */
     EXPECT(classify(v, 16) == SEG_CONSTANT, "0.1 t (range 1.5): constant before monotonic");
-    for (int i = 0; i < 16; i++) v[i] = 1.6 / 15 * i;       /* range 1.6: not below eps */
+    for (int i = 0; i < 16; i++) v[i] = 1.6 / 15 * i; /* range 1.6: not below eps */
     EXPECT(classify(v, 16) == SEG_MONOTONIC, "range exactly eps_const: not constant (monotonic)");
     for (int i = 0; i < 16; i++) v[i] = i;
     EXPECT(classify(v, 16) == SEG_MONOTONIC, "t: monotonic");
-    for (int i = 0; i < 16; i++) v[i] = -2.0 * i + (i == 7 ? 3.0 : 0);   /* 14 of 15 steps down */
+    for (int i = 0; i < 16; i++) v[i] = -2.0 * i + (i == 7 ? 3.0 : 0); /* 14 of 15 steps down */
     EXPECT(classify(v, 16) == SEG_MONOTONIC, "-2t with one step up (14/15 >= 0.9): monotonic");
-    for (int i = 0; i < 16; i++) v[i] = -2.0 * i + (i == 7 || i == 11 ? 3.0 : 0);   /* 2 steps up: 13/15 */
+    for (int i = 0; i < 16; i++) v[i] = -2.0 * i + (i == 7 || i == 11 ? 3.0 : 0); /* 2 steps up: 13/15 */
     EXPECT(classify(v, 16) == SEG_HYBRID, "-2t with two steps up (13/15 < 0.9): hybrid");
     for (int i = 0; i < 16; i++) v[i] = i % 2 ? 5 : 0;
     EXPECT(classify(v, 16) == SEG_HYBRID, "zigzag 0,5,0,5: hybrid");
-    for (int i = 0; i < 16; i++) v[i] = i < 8 ? 0 : 10;      /* one jump: 1 step up, 14 of 0 */
+    for (int i = 0; i < 16; i++) v[i] = i < 8 ? 0 : 10; /* one jump: 1 step up, 14 of 0 */
     EXPECT(classify(v, 16) == SEG_HYBRID, "a step function (constant spans, one jump): hybrid");
-    for (int i = 0; i < 16; i++) v[i] = i == 0 ? 0 : i - 1;  /* one step of 0, 14 up: 14/15 */
+    for (int i = 0; i < 16; i++) v[i] = i == 0 ? 0 : i - 1; /* one step of 0, 14 up: 14/15 */
     EXPECT(classify(v, 16) == SEG_MONOTONIC, "t with one repeated value: monotonic (0 counts for neither)");
 }
 
@@ -68,15 +68,15 @@ static void check_pos_stats(void) {
     printf("pos_stats_add\n");
     size_t T = 40;
     real z[80];
-    for (size_t t = 0; t < T; t++) {   /* head 0: t; head 1: constant */
+    for (size_t t = 0; t < T; t++) { /* head 0: t; head 1: constant */
         z[2 * t] = (real)t;
         z[2 * t + 1] = 7;
     }
     PosStats a = {0}, b = {0};
     pos_stats_add(&a, z, 2, T, &SEG);
     pos_stats_add(&b, z + 1, 2, T, &SEG);
-    EXPECT(a.n_seq == 1 && a.range == 39 && a.mean_abs_step == 1 && a.mean_step == 1 &&
-           a.seg[SEG_MONOTONIC] == 2 && pos_stats_segments(&a) == 2,
+    EXPECT(a.n_seq == 1 && a.range == 39 && a.mean_abs_step == 1 && a.mean_step == 1 && a.seg[SEG_MONOTONIC] == 2 &&
+               pos_stats_segments(&a) == 2,
            "z = t, T 40: range %g, mean|step| %g, mean step %g, %zu segments (2 full), %zu monotonic", a.range,
            a.mean_abs_step, a.mean_step, pos_stats_segments(&a), a.seg[SEG_MONOTONIC]);
     EXPECT(b.range == 0 && b.mean_abs_step == 0 && b.seg[SEG_CONSTANT] == 2, "z = 7 (stride 2): range %g, %zu constant",
@@ -87,8 +87,7 @@ static void check_pos_stats(void) {
 }
 
 /* naive causal softmax(q k^T / sqrt(hd)) row t, head h, in double */
-static void naive_row(double* p, const float* q, const float* k, size_t t, size_t h, size_t H, size_t KVH,
-                      size_t hd) {
+static void naive_row(double* p, const float* q, const float* k, size_t t, size_t h, size_t H, size_t KVH, size_t hd) {
     size_t g = h / (H / KVH);
     double mx = -INFINITY, sum = 0;
     for (size_t j = 0; j <= t; j++) {
@@ -103,13 +102,13 @@ static void naive_row(double* p, const float* q, const float* k, size_t t, size_
 
 static void check_probs(void) {
     printf("recomputed attention probabilities against a naive softmax\n");
-    size_t T = 37, H = 4, KVH = 2, hd = 8;   /* 37 rows: a full and a partial query block of 32 */
+    size_t T = 37, H = 4, KVH = 2, hd = 8; /* 37 rows: a full and a partial query block of 32 */
     float *q = malloc(T * H * hd * sizeof(float)), *k = malloc(T * KVH * hd * sizeof(float));
     float *v = malloc(T * KVH * hd * sizeof(float)), *out = malloc(T * H * hd * sizeof(float));
     float* lse = malloc(T * H * sizeof(float));
     Rng rng;
     rng_seed(&rng, 42);
-    for (size_t i = 0; i < T * H * hd; i++) q[i] = (float)(2 * rng_normal(&rng));   /* peaked rows */
+    for (size_t i = 0; i < T * H * hd; i++) q[i] = (float)(2 * rng_normal(&rng)); /* peaked rows */
     for (size_t i = 0; i < T * KVH * hd; i++) {
         k[i] = (float)rng_normal(&rng);
         v[i] = (float)rng_normal(&rng);
@@ -151,10 +150,10 @@ static void check_mass_row(void) {
     double p[8] = {0.05, 0.05, 0.3, 0.2, 0.1, 0.1, 0.1, 0.1};
     Mass m = {0};
     attn_mass_add_row(&m, p, 7, &s);
-    attn_mass_add_row(&m, p, 5, &s);   /* row 5: keys 0..5, no query token yet */
+    attn_mass_add_row(&m, p, 5, &s); /* row 5: keys 0..5, no query token yet */
     Mass a = attn_mass_mean(&m);
     EXPECT(m.n == 2 && fabs(m.needle - 1.0) < 1e-12 && fabs(m.query - 0.2) < 1e-12 && fabs(m.rest - 0.6) < 1e-12 &&
-           fabs(a.uniform_needle - (2.0 / 8 + 2.0 / 6) / 2) < 1e-12,
+               fabs(a.uniform_needle - (2.0 / 8 + 2.0 / 6) / 2) < 1e-12,
            "rows 7 and 5: needle %.3f, query %.3f, rest %.3f (sums), uniform needle %.4f (mean)", m.needle, m.query,
            m.rest, a.uniform_needle);
 }
@@ -205,7 +204,7 @@ static void check_model_rows(void) {
         item_spans(&s, &syn, SYN_DISTRACTOR, x, P);
         for (size_t l = 0; l < 4; l++)
             for (size_t h = 0; h < cfg.H; h++)
-                for (size_t t = 0; t < T; t++) {   /* every row, not only the query's */
+                for (size_t t = 0; t < T; t++) { /* every row, not only the query's */
                     attn_probs_row(p, m.la[l].q, m.la[l].k, m.la[l].lse, t, h, cfg.H, cfg.KVH, cfg_hd(&cfg));
                     double sum = 0;
                     for (size_t j = 0; j <= t; j++) sum += p[j];

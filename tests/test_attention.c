@@ -45,7 +45,7 @@ static void check_case(size_t B, size_t T, size_t H, size_t KVH, size_t hd, size
     }
     DocSpans docs = {start};
     attention_forward(out, lse, q, k, v, start ? &docs : NULL, B, T, H, KVH, hd);
-    for (size_t i = 0; i < nq; i++) dq[i] = NAN;   /* backward writes every gradient before it adds into it */
+    for (size_t i = 0; i < nq; i++) dq[i] = NAN; /* backward writes every gradient before it adds into it */
     for (size_t i = 0; i < nk; i++) dk[i] = dv[i] = NAN;
     attention_backward(dq, dk, dv, dout, out, lse, q, k, v, start ? &docs : NULL, B, T, H, KVH, hd);
     attention_reference(ro, rlse, rdq, rdk, rdv, q, k, v, dout, start, B, T, H, KVH, hd);
@@ -77,12 +77,12 @@ int main(void) {
     /* sequence lengths and document starts around multiples of ATT_BLOCK_MAX (model/attention.h): block edges
        of every block size the kernel uses */
     const size_t BM = ATT_BLOCK_MAX;
-    static const size_t hds[] = {4, 8, 16, 20, 32, 40, 64, 72, 128};   /* vector groups, tails, narrow */
+    static const size_t hds[] = {4, 8, 16, 20, 32, 40, 64, 72, 128}; /* vector groups, tails, narrow */
     for (size_t i = 0; i < sizeof hds / sizeof hds[0]; i++) check_case(1, BM + 3, 2, 1, hds[i], 0, &rng);
-    const size_t Ts[] = {1, 5, BM - 1, BM, BM + 1, 2 * BM, 3 * BM + 8};   /* below, at, across blocks */
+    const size_t Ts[] = {1, 5, BM - 1, BM, BM + 1, 2 * BM, 3 * BM + 8}; /* below, at, across blocks */
     for (size_t i = 0; i < sizeof Ts / sizeof Ts[0]; i++) check_case(2, Ts[i], 4, 2, 32, 0, &rng);
-    check_case(2, 3 * BM + 8, 4, 2, 64, BM, &rng);   /* document starts on block edges (row 0) */
-    check_case(2, 3 * BM + 8, 4, 4, 48, 37, &rng);   /* inside blocks */
+    check_case(2, 3 * BM + 8, 4, 2, 64, BM, &rng); /* document starts on block edges (row 0) */
+    check_case(2, 3 * BM + 8, 4, 4, 48, 37, &rng); /* inside blocks */
     /* a query block past whole earlier key blocks: the one from 2 BM starts in a document that starts at
        BM + 22 */
     check_case(1, 2 * BM + 44, 2, 1, 32, BM + 22, &rng);

@@ -118,7 +118,7 @@ int main(void) {
     printf("continuing a checkpoint with RePo layers it does not have\n");
     {
         ModelConfig c2 = cfg;
-        model_config_plan_positions(&c2, "repo", 1);   /* layers 1..3 RePo; the checkpoint has RePo on layer 2 only */
+        model_config_plan_positions(&c2, "repo", 1); /* layers 1..3 RePo; the checkpoint has RePo on layer 2 only */
         Model m;
         model_build(&m, &c2, 1, 4, NULL, 0, false);
         size_t fresh = hf_load_weights(&m, FIXTURE, 42, true);
@@ -138,7 +138,7 @@ int main(void) {
     printf("malformed checkpoint directories\n");
     make_dir(dir, sizeof(dir), "no_weights");
     expect_both_die("directory with no weights", dir,
-                     (const char*[]){"no_weights", "no weights", "model.safetensors", NULL});
+                    (const char*[]){"no_weights", "no weights", "model.safetensors", NULL});
     make_dir(dir, sizeof(dir), "missing");
     write_subset(&ref, dir, "model.safetensors", 0, nt, 3, NULL, 0, ST_F32);
     expect_both_die("missing tensor", dir, (const char*[]){"missing:", ref.tensors.t[3].name, NULL});
@@ -148,16 +148,19 @@ int main(void) {
     make_dir(dir, sizeof(dir), "shape");
     write_subset(&ref, dir, "model.safetensors", 0, nt, -1, NULL, 1, ST_F32);
     expect_both_die("wrong shape", dir,
-                     (const char*[]){ref.tensors.t[0].name, "has shape [32, 64]", "expects [64, 32]", NULL});
+                    (const char*[]){ref.tensors.t[0].name, "has shape [32, 64]", "expects [64, 32]", NULL});
     make_dir(dir, sizeof(dir), "badjson");
     write_text(dir, "config.json", "{\"architectures\": [\"Olmo2ForCausalLM\"], \"vocab_size\": 64,,}");
-    expect_dies_with("invalid config.json", load_dir, dir, (const char*[]){"config.json", "invalid JSON near byte", NULL});
+    expect_dies_with("invalid config.json", load_dir, dir,
+                     (const char*[]){"config.json", "invalid JSON near byte", NULL});
     make_dir(dir, sizeof(dir), "nokey");
     write_text(dir, "config.json", "{\"architectures\": [\"Olmo2ForCausalLM\"], \"vocab_size\": 64}");
-    expect_dies_with("config.json without hidden_size", load_dir, dir, (const char*[]){"missing key 'hidden_size'", NULL});
+    expect_dies_with("config.json without hidden_size", load_dir, dir,
+                     (const char*[]){"missing key 'hidden_size'", NULL});
     make_dir(dir, sizeof(dir), "arch");
     write_text(dir, "config.json", "{\"architectures\": [\"GPT2LMHeadModel\"]}");
-    expect_dies_with("unsupported architecture", load_dir, dir, (const char*[]){"GPT2LMHeadModel", "not supported", NULL});
+    expect_dies_with("unsupported architecture", load_dir, dir,
+                     (const char*[]){"GPT2LMHeadModel", "not supported", NULL});
     make_dir(dir, sizeof(dir), "noconfig");
     {
         char p[700];

@@ -18,7 +18,7 @@
 
 #define DOC "docs/config.md"
 #define MAX_ROWS 128
-#define KEY_LEN 256   /* a dotted key path */
+#define KEY_LEN 256 /* a dotted key path */
 
 static char keys[MAX_ROWS][2 * KEY_LEN];
 static size_t n_keys;
@@ -46,7 +46,10 @@ static void clean(const char* s, size_t n, char* out, size_t len) {
     }
     const char* note = NULL;
     for (size_t i = 0; i + 1 < n; i++)
-        if (s[i] == ' ' && s[i + 1] == '(') { note = s + i; break; }
+        if (s[i] == ' ' && s[i + 1] == '(') {
+            note = s + i;
+            break;
+        }
     if (note) n = (size_t)(note - s);
     snprintf(out, len, "%.*s", (int)n, s);
 }
@@ -56,7 +59,10 @@ static void check_row(const cJSON* defaults, const char* line) {
     const char* c1 = line + 1;
     const char* c2 = strstr(c1, " | ");
     const char* c3 = c2 ? strstr(c2 + 3, " | ") : NULL;
-    if (!c3) { EXPECT(0, "%.60s: not a row of three cells", line); return; }
+    if (!c3) {
+        EXPECT(0, "%.60s: not a row of three cells", line);
+        return;
+    }
     char cell1[1024], cell2[1024];
     snprintf(cell1, sizeof(cell1), "%.*s", (int)(c2 - c1), c1);
     snprintf(cell2, sizeof(cell2), "%.*s", (int)(c3 - c2 - 3), c2 + 3);
@@ -82,7 +88,10 @@ static void check_row(const cJSON* defaults, const char* line) {
             lens[m] = q ? (size_t)(q - p) : strlen(p);
             p = q ? q + 1 : NULL;
         }
-    if (m != n) { EXPECT(0, "%s: %zu keys but %zu defaults in '%s'", names[0], n, m, cell2); return; }
+    if (m != n) {
+        EXPECT(0, "%s: %zu keys but %zu defaults in '%s'", names[0], n, m, cell2);
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         char path[2 * KEY_LEN], text[1024];
         if ((size_t)snprintf(path, sizeof(path), "%s%s", i ? prefix : "", names[i]) >= sizeof(path)) continue;

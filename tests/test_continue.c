@@ -73,7 +73,7 @@ int main(void) {
     model_config_plan_positions(&cr, "repo", REPO_START_DEFAULT);
     Model repo;
     model_build(&repo, &cr, B, T, NULL, 0, false);
-    hf_load_weights(&repo, plain, 5, false);   /* as the trainer does: new RePo weights from run.seed */
+    hf_load_weights(&repo, plain, 5, false); /* as the trainer does: new RePo weights from run.seed */
     hf_load_weights(&pure, plain, 0, false);
     SyntheticConfig sc;
     synthetic_defaults(&sc);

@@ -10,15 +10,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>       /* waitpid: the dying children */
-#include <unistd.h>         /* fork, pipe, mkdtemp's rmdir */
+#include <sys/wait.h> /* waitpid: the dying children */
+#include <unistd.h>   /* fork, pipe, mkdtemp's rmdir */
 
 #include "common/check.h"
 #include "tests/testutil.h"
 #include "data/tokens.h"
 
 static char dir[64];
-static char written[64][128];   /* every file made, removed at the end */
+static char written[64][128]; /* every file made, removed at the end */
 static size_t n_written;
 
 /* ---- writing the files ---- */
@@ -51,8 +51,8 @@ static uint8_t* pack(const uint32_t* tok, size_t n, size_t tb) {
 }
 
 /* llm.c shard: int32 header[256] = {magic, version, count}, then the tokens */
-static void write_llmc(const char* name, int32_t magic, int32_t version, int32_t count,
-                       const uint32_t* tok, size_t n, size_t tb) {
+static void write_llmc(const char* name, int32_t magic, int32_t version, int32_t count, const uint32_t* tok, size_t n,
+                       size_t tb) {
     int32_t header[256] = {magic, version, count};
     uint8_t* data = pack(tok, n, tb);
     write_bytes(name, header, sizeof header, data, n * tb);
@@ -61,8 +61,8 @@ static void write_llmc(const char* name, int32_t magic, int32_t version, int32_t
 
 /* .npy as numpy writes it: magic, version, header length, the dict padded with
    spaces to `align` and ended by '\n'; major 1 = u16 length, 2 = u32 length */
-static void write_npy(const char* name, int major, const char* dict, size_t align,
-                      const uint32_t* tok, size_t n, size_t tb) {
+static void write_npy(const char* name, int major, const char* dict, size_t align, const uint32_t* tok, size_t n,
+                      size_t tb) {
     size_t pre = major == 1 ? 10 : 12, len = strlen(dict) + 1;
     while ((pre + len) % align) len++;
     uint8_t* head = mallocCheck(pre + len);
@@ -88,12 +88,12 @@ static void write_raw(const char* name, const uint32_t* tok, size_t n, size_t tb
 
 /* ---- running a call that must die ---- */
 
-typedef struct {               /* one token_data_open (and maybe one row) to run */
+typedef struct { /* one token_data_open (and maybe one row) to run */
     const char* patterns[4];
     size_t n_patterns;
     const char* format;
     size_t vocab;
-    size_t T;                  /* > 0: also ask for one row of this length */
+    size_t T; /* > 0: also ask for one row of this length */
 } OpenCall;
 
 /* the call itself; in a child it either dies (the expected case) or returns */
@@ -120,16 +120,15 @@ static void expect_death(const char* label, const OpenCall* c, const char* expec
     int exited1 = code == 1;
     char* nl = strchr(err, '\n');
     if (nl) *nl = '\0';
-    report(exited1 && strstr(err, expect) != NULL, "%s: exit %d, stderr \"%s\"", label,
-           code, err);
+    report(exited1 && strstr(err, expect) != NULL, "%s: exit %d, stderr \"%s\"", label, code, err);
     if (!strstr(err, expect)) printf("       expected stderr to contain \"%s\"\n", expect);
 }
 
 /* ---- the checks ---- */
 
 #define N_TOK 1000
-static uint32_t src[N_TOK];      /* ids < 100000, some above 65535 for the uint32 formats */
-static uint32_t src16[N_TOK];    /* the same, < 50000 */
+static uint32_t src[N_TOK];   /* ids < 100000, some above 65535 for the uint32 formats */
+static uint32_t src16[N_TOK]; /* the same, < 50000 */
 
 /* Every format, auto-detected and named, reads back exactly the tokens written */
 static void test_formats(void) {
@@ -143,12 +142,15 @@ static void test_formats(void) {
     snprintf(dict, sizeof dict, "{'descr': '<u2', 'fortran_order': False, 'shape': (%d,), }", N_TOK);
     write_npy("a16.npy", 1, dict, 64, src16, N_TOK, 2);
     snprintf(dict, sizeof dict, "{\"descr\":\"<u4\",\"shape\":( %d , ),\"fortran_order\":True}", N_TOK);
-    write_npy("a32v2.npy", 2, dict, 1, src, N_TOK, 4);   /* unpadded: the data starts at an odd offset */
+    write_npy("a32v2.npy", 2, dict, 1, src, N_TOK, 4); /* unpadded: the data starts at an odd offset */
     write_raw("a16.u16", src16, N_TOK, 2);
     write_raw("a32.u32", src, N_TOK, 4);
-    static const struct { const char* name; const char* fmt; int wide; } cases[] = {
-        {"a16.bin", "bin", 0}, {"a32.bin", "bin", 1}, {"a16.npy", "npy", 0},
-        {"a32v2.npy", "npy", 1}, {"a16.u16", "u16", 0}, {"a32.u32", "u32", 1}};
+    static const struct {
+        const char* name;
+        const char* fmt;
+        int wide;
+    } cases[] = {{"a16.bin", "bin", 0},   {"a32.bin", "bin", 1}, {"a16.npy", "npy", 0},
+                 {"a32v2.npy", "npy", 1}, {"a16.u16", "u16", 0}, {"a32.u32", "u32", 1}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         for (int named = 0; named < 2; named++) {
             const char* p = path_of(cases[c].name);
@@ -158,8 +160,8 @@ static void test_formats(void) {
             size_t bad = 0;
             for (size_t i = 0; i < N_TOK && td.n_tokens == N_TOK; i++) bad += token_data_at(&td, i) != want[i];
             report(td.n_tokens == N_TOK && bad == 0 && strcmp(td.files[0].format, cases[c].fmt) == 0,
-                   "format %-4s (%s) %-10s: %zu tokens, %zu mismatches", cases[c].fmt,
-                   named ? "named" : "auto ", cases[c].name, td.n_tokens, bad);
+                   "format %-4s (%s) %-10s: %zu tokens, %zu mismatches", cases[c].fmt, named ? "named" : "auto ",
+                   cases[c].name, td.n_tokens, bad);
             token_data_close(&td);
         }
     }
@@ -175,8 +177,7 @@ static void test_concat(TokenData* td) {
     size_t bad = 0;
     for (size_t i = 0; i < N_TOK && td->n_tokens == N_TOK; i++) bad += token_data_at(td, i) != src16[i];
     report(td->n_files == 3 && td->n_tokens == N_TOK && bad == 0,
-           "globs + duplicates: %zu files, %zu tokens in path order, %zu mismatches", td->n_files,
-           td->n_tokens, bad);
+           "globs + duplicates: %zu files, %zu tokens in path order, %zu mismatches", td->n_files, td->n_tokens, bad);
 }
 
 /* Sequential rows follow start = ((s*R + r)*T) mod N, wrapping round the stream */
@@ -195,8 +196,10 @@ static void test_sequential(const TokenData* td) {
             }
         }
     }
-    report(bad == 0 && wrapped > 0, "sequential: 12 steps x 5 rows match the formula "
-           "(%zu rows cross the end of the stream), %zu mismatches", wrapped, bad);
+    report(bad == 0 && wrapped > 0,
+           "sequential: 12 steps x 5 rows match the formula "
+           "(%zu rows cross the end of the stream), %zu mismatches",
+           wrapped, bad);
 }
 
 static int same(const int32_t* a, const int32_t* b, size_t n) { return memcmp(a, b, n * sizeof *a) == 0; }
@@ -224,8 +227,10 @@ static void test_shuffle(const TokenData* td) {
                 bad += x[r * T + t] != (int32_t)src16[start + t] || y[r * T + t] != (int32_t)src16[start + t + 1];
         }
     }
-    report(bad == 0 && lo < 20 && hi > N_TOK - T - 20, "shuffle: 1600 rows are windows of the "
-           "stream, starts span [%zu, %zu] of [0, %d], %zu bad", lo, hi, N_TOK - T - 1, bad);
+    report(bad == 0 && lo < 20 && hi > N_TOK - T - 20,
+           "shuffle: 1600 rows are windows of the "
+           "stream, starts span [%zu, %zu] of [0, %d], %zu bad",
+           lo, hi, N_TOK - T - 1, bad);
 }
 
 /* The data-parallel invariant: rows [0, R) in one call = [0, k) + [k, R) */
@@ -271,11 +276,17 @@ static void test_errors(void) {
     write_bytes("empty.u16", NULL, 0, NULL, 0);
     write_bytes("mystery.dat", tok, 64, NULL, 0);
     write_llmc("zero.bin", 20240520, 1, 0, tok, 0, 2);
-    write_raw("a_small.u16", tok, 64, 2);   /* valid; sorts before bad_tok.u32 */
+    write_raw("a_small.u16", tok, 64, 2); /* valid; sorts before bad_tok.u32 */
 
     /* each case: the file, the format asked for, T (0: open only), and the text
        stderr must contain; the offsets are worked out from the layouts above */
-    static const struct { const char* label; const char* file; const char* fmt; size_t T; const char* expect; } cases[] = {
+    static const struct {
+        const char* label;
+        const char* file;
+        const char* fmt;
+        size_t T;
+        const char* expect;
+    } cases[] = {
         {"token >= vocab, llm.c shard", "bad_tok.bin", "auto", 0,
          "bad_tok.bin': token id 5000 at byte offset 1098 (token index 37) >= vocab_size 1000"},
         {"token >= vocab, raw u32", "bad_tok.u32", "auto", 0,
@@ -324,7 +335,7 @@ static void test_errors(void) {
 /* Without arguments: every test. "--open FORMAT VOCAB T PATH..." is the child
    that expect_death runs. */
 int main(int argc, char** argv) {
-    if (argc >= 6 && strcmp(argv[1], "--open") == 0) {   /* the child of expect_death */
+    if (argc >= 6 && strcmp(argv[1], "--open") == 0) { /* the child of expect_death */
         OpenCall c = {{0}, 0, argv[2], strtoull(argv[3], NULL, 10), strtoull(argv[4], NULL, 10)};
         for (int i = 5; i < argc && c.n_patterns < 4; i++) c.patterns[c.n_patterns++] = argv[i];
         call_open(&c);

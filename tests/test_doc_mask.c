@@ -21,7 +21,7 @@
 #include "tests/testutil.h"
 #include "train/run_config.h"
 
-enum { B = 2, T = 80 };   /* rows, tokens per row (constants, not macros: Batch has fields B and T) */
+enum { B = 2, T = 80 }; /* rows, tokens per row (constants, not macros: Batch has fields B and T) */
 #define N_DOCS 3
 static const size_t DOC_LEN[B][N_DOCS] = {{5, 60, 15}, {30, 3, 47}};
 
@@ -133,8 +133,7 @@ static void check_model(const char* label, const ModelConfig* cfg) {
     /* negative control: the same row without masking is not the documents alone */
     double max_diff = 0;
     for (size_t i = 0; i < N * V; i++) max_diff = fmax(max_diff, fabs((double)plain[i] - ref_logits[i]));
-    EXPECT(max_diff > 1e-2, "without doc_ids the packed logits differ from the documents alone (max %.3e)",
-           max_diff);
+    EXPECT(max_diff > 1e-2, "without doc_ids the packed logits differ from the documents alone (max %.3e)", max_diff);
 
     /* back to unmasked: positions and attention are the plain ones again, bit for bit */
     model_forward(&packed, &unmasked);

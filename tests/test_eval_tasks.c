@@ -50,7 +50,7 @@ static void check_key_blind(void) {
     size_t col = (size_t)(prompt[P - 2] - id.col0), rows[SYN_MAX_ITEMS], n = 0;
     for (size_t i = 0; i < P; i++)
         if (prompt[i] == id.row) rows[n++] = i;
-    size_t other = 0;   /* a row whose asked cell is not the answer */
+    size_t other = 0; /* a row whose asked cell is not the answer */
     for (size_t r = 0; r < n; r++) {
         const int32_t* cell = prompt + rows[r] + 1 + syn.key_len + col * (1 + syn.value_len) + 1;
         if (memcmp(cell, answer, syn.value_len * sizeof(int32_t))) other = rows[r];
@@ -66,7 +66,7 @@ static void check_key_blind(void) {
 static size_t recount_item(Model* m, const int32_t* prompt, size_t P, const int32_t* answer, size_t A, int32_t* seq) {
     size_t T = m->T, V = m->cfg.V, ok = 0;
     memcpy(seq, prompt, P * sizeof(int32_t));
-    for (size_t t = P; t < T; t++) seq[t] = 0;   /* causal: rows before t never read these */
+    for (size_t t = P; t < T; t++) seq[t] = 0; /* causal: rows before t never read these */
     for (size_t a = 0; a < A; a++) {
         model_forward(m, &(Batch){.B = 1, .T = T, .tokens = seq});
         int32_t tok = gen_argmax(m->logits + (P - 1 + a) * V, V);
@@ -78,7 +78,7 @@ static size_t recount_item(Model* m, const int32_t* prompt, size_t P, const int3
 
 static void check_task_counts(void) {
     printf("eval_task counts == a recount through model_forward\n");
-    SyntheticConfig syn;   /* two symbols: answers are guessable, so the counts are not 0 */
+    SyntheticConfig syn; /* two symbols: answers are guessable, so the counts are not 0 */
     synthetic_defaults(&syn);
     syn.alphabet = 2;
     syn.key_len = 3;
@@ -96,11 +96,12 @@ static void check_task_counts(void) {
     model_init_weights(&m, 4, 0.2);
     long head = tensor_table_find(&m.tensors, "lm_head.weight");
     CHECK(head >= 0, "no lm_head.weight");
-    real* W = m.params + m.tensors.t[head].offset;   /* rows alpha0 = w, alpha0+1 = -w, the rest 0 */
+    real* W = m.params + m.tensors.t[head].offset; /* rows alpha0 = w, alpha0+1 = -w, the rest 0 */
     for (size_t v = 0; v < cfg.V; v++)
         for (size_t d = 0; d < cfg.D; d++)
-            W[v * cfg.D + d] = (int32_t)v == id.alpha0 ? W[v * cfg.D + d]
-                               : (int32_t)v == id.alpha0 + 1 ? -W[id.alpha0 * cfg.D + d] : 0;
+            W[v * cfg.D + d] = (int32_t)v == id.alpha0       ? W[v * cfg.D + d]
+                               : (int32_t)v == id.alpha0 + 1 ? -W[id.alpha0 * cfg.D + d]
+                                                             : 0;
     Generator g;
     gen_build(&g, &m, length, 16);
     SynFamily fams[] = {SYN_SINGLE, SYN_MULTIKEY, SYN_MULTIQUERY};
@@ -116,7 +117,8 @@ static void check_task_counts(void) {
             tokens += ok;
             correct += ok == r.answer_len;
         }
-        EXPECT(r.correct == correct && r.tokens_correct == tokens && tokens > 0 && r.prompt_len + r.answer_len - 1 == length,
+        EXPECT(r.correct == correct && r.tokens_correct == tokens && tokens > 0 &&
+                   r.prompt_len + r.answer_len - 1 == length,
                "%-10s L=%zu: eval_task %zu exact, %zu tokens; recount %zu exact, %zu tokens (of %zu)",
                synthetic_family_name(f), length, r.correct, r.tokens_correct, correct, tokens, items * r.answer_len);
     }
@@ -129,7 +131,7 @@ static void check_perplexity(void) {
     ModelConfig cfg;
     model_config_default(&cfg);
     test_model_sizes(&cfg, 50, 32, 2, 4, 4, 48);
-    size_t T = 16, n = 16 * 7 + 5;   /* 7 whole windows, 5 tokens left over */
+    size_t T = 16, n = 16 * 7 + 5; /* 7 whole windows, 5 tokens left over */
     Model m;
     model_build(&m, &cfg, 1, T, NULL, 0, false);
     model_init_weights(&m, 5, 0.3);
@@ -148,7 +150,7 @@ static void check_perplexity(void) {
     token_data_open(&td, pat, 1, "u16", cfg.V);
     PplResult r;
     eval_perplexity(&r, &m, &td, 0);
-    double sum = 0;   /* window w: inputs ids[wT .. wT+T-1], targets ids[wT+1 .. wT+T] */
+    double sum = 0; /* window w: inputs ids[wT .. wT+T-1], targets ids[wT+1 .. wT+T] */
     int32_t tok[16], tgt[16];
     for (size_t w = 0; w < 7; w++) {
         for (size_t t = 0; t < T; t++) {

@@ -106,22 +106,21 @@ static double max_abs(const real* a, size_t n) {
 }
 
 /* the cache and the full forward on the same sequence: steps, caches, chunked prefill */
-static void check_steps_and_prefill(Model* m, int32_t* tokens, size_t T, const char* model_name,
-                                    bool threaded) {
+static void check_steps_and_prefill(Model* m, int32_t* tokens, size_t T, const char* model_name, bool threaded) {
     size_t V = m->cfg.V;
     model_forward(m, &(Batch){.B = 1, .T = T, .tokens = tokens});
     if (!threaded) print_z_spread(m, T);
     Generator g;
     gen_build(&g, m, T, 7);
-    char name[64];   /* small chunks run on one thread unless serial_below is 0 */
+    char name[64]; /* small chunks run on one thread unless serial_below is 0 */
     snprintf(name, sizeof(name), "%s%s", model_name, threaded ? " (threaded)" : "");
     if (threaded) g.serial_below = 0;
     real* steps = mallocCheck(T * V * sizeof(real));
     for (size_t t = 0; t < T; t++) memcpy(steps + t * V, gen_step(&g, tokens[t]), V * sizeof(real));
     double ref_max = max_abs(m->logits, T * V), err = 0;
     for (size_t i = 0; i < T * V; i++) err = fmax(err, fabs((double)steps[i] - m->logits[i]));
-    printf("  %s: token-by-token logits vs full recompute: max abs error %.3e, max|logit| %.3e, relative %.3e\n",
-           name, err, ref_max, err / ref_max);
+    printf("  %s: token-by-token logits vs full recompute: max abs error %.3e, max|logit| %.3e, relative %.3e\n", name,
+           err, ref_max, err / ref_max);
     char label[128];
     snprintf(label, sizeof(label), "%s: step logits (%zu steps) == model_forward rows", name, T);
     expect_close(label, steps, m->logits, T * V, 0, REL_TOL, "1e-5 of max|logit|");
@@ -159,9 +158,10 @@ static void check_greedy(Model* m, const int32_t* tokens, size_t n_prompt, size_
     gen_generate(&g, tokens, n_prompt, n_new, 0.0, 0, NULL, out);
     memcpy(seq, tokens, n_prompt * sizeof(int32_t));
     memcpy(seq + n_prompt, out, (n_new - 1) * sizeof(int32_t));
-    model_forward(m, &(Batch){.B = 1, .T = T, .tokens = seq});   /* causal: row n_prompt-1+i sees exactly prompt + out[0..i) */
+    model_forward(
+        m, &(Batch){.B = 1, .T = T, .tokens = seq}); /* causal: row n_prompt-1+i sees exactly prompt + out[0..i) */
     int same = 1;
-    double margin = 1e30;   /* smallest gap between the best and the second-best full logit */
+    double margin = 1e30; /* smallest gap between the best and the second-best full logit */
     printf("  %s: greedy tokens", name);
     for (size_t i = 0; i < n_new; i++) {
         const real* row = m->logits + (n_prompt - 1 + i) * V;
@@ -195,8 +195,8 @@ static void check_greedy(Model* m, const int32_t* tokens, size_t n_prompt, size_
 }
 
 static void run_model(const char* name, const ModelConfig* cfg, uint64_t seed) {
-    printf("%s: %s D=%zu L=%zu H=%zu KVH=%zu V=%zu, layers", name, block_style_name(cfg->block), cfg->D, cfg->L,
-           cfg->H, cfg->KVH, cfg->V);
+    printf("%s: %s D=%zu L=%zu H=%zu KVH=%zu V=%zu, layers", name, block_style_name(cfg->block), cfg->D, cfg->L, cfg->H,
+           cfg->KVH, cfg->V);
     for (size_t l = 0; l < cfg->L; l++) printf(" %s", pos_mode_name(cfg->pos[l]));
     printf(cfg->yarn_factor > 1 ? ", YaRN factor %g L0 %g\n" : "\n", cfg->yarn_factor, cfg->yarn_orig_max);
     size_t T = 40, n_prompt = 36, n_new = 5;
@@ -226,15 +226,19 @@ static void check_sampling(void) {
     Generator g;
     gen_build(&g, &m, 4, 1);
     real logits[16];
-    for (size_t v = 0; v < 16; v++) logits[v] = (real)(0.5 * (double)((v * 7) % 16) / 4.0);   /* a permutation */
-    logits[3] = logits[gen_argmax(logits, 16)];   /* a tie for the top: both kept */
+    for (size_t v = 0; v < 16; v++) logits[v] = (real)(0.5 * (double)((v * 7) % 16) / 4.0); /* a permutation */
+    logits[3] = logits[gen_argmax(logits, 16)]; /* a tie for the top: both kept */
     double temp = 0.7, p[16], z = 0;
     size_t counts[16] = {0}, n = 200000, outside = 0, k = 4;
     real sorted[16];
     memcpy(sorted, logits, sizeof(sorted));
-    for (size_t i = 0; i < 16; i++)   /* threshold = the 4th largest, by a plain sort */
+    for (size_t i = 0; i < 16; i++) /* threshold = the 4th largest, by a plain sort */
         for (size_t j = i + 1; j < 16; j++)
-            if (sorted[j] > sorted[i]) { real t = sorted[i]; sorted[i] = sorted[j]; sorted[j] = t; }
+            if (sorted[j] > sorted[i]) {
+                real t = sorted[i];
+                sorted[i] = sorted[j];
+                sorted[j] = t;
+            }
     real thr = sorted[k - 1];
     for (size_t v = 0; v < 16; v++) z += p[v] = logits[v] >= thr ? exp(logits[v] / temp) : 0;
     Rng rng;
@@ -247,22 +251,24 @@ static void check_sampling(void) {
     double worst = 0;
     for (size_t v = 0; v < 16; v++) worst = fmax(worst, fabs((double)counts[v] / n - p[v] / z));
     EXPECT(outside == 0, "top_k 4: no sample outside the 4 largest logits (%zu outside)", outside);
-    EXPECT(worst < 0.01, "frequencies of %zu samples match softmax(l/%.1f) over the top 4: max deviation %.4f", n,
-           temp, worst);
+    EXPECT(worst < 0.01, "frequencies of %zu samples match softmax(l/%.1f) over the top 4: max deviation %.4f", n, temp,
+           worst);
     EXPECT(gen_sample(&g, logits, 0.0, 0, &rng) == 3 && gen_argmax(logits, 16) == 3,
            "temperature 0 is argmax, the first of a tie (%d)", gen_argmax(logits, 16));
     gen_free(&g);
     model_free(&m);
 }
 
-typedef struct { Model* m; } OverflowArg;
+typedef struct {
+    Model* m;
+} OverflowArg;
 static void overflow_child(void* p) {
     OverflowArg* a = p;
     Generator g;
     gen_build(&g, a->m, 2, 2);
     gen_step(&g, 1);
     gen_step(&g, 2);
-    gen_step(&g, 3);   /* the third token does not fit */
+    gen_step(&g, 3); /* the third token does not fit */
 }
 
 int main(void) {

@@ -22,10 +22,13 @@ static int parse(const char* text, ModelConfig* c, char* err, size_t len) {
 /* ---- the published configs: what repoc does with each ---- */
 static void test_published(void) {
     printf("published config.json files (tests/corpus/hf_configs)\n");
-    const struct { const char* file; const char* refusal; } cases[] = {   /* refusal NULL: loads */
-        {"olmo2_1b.json", NULL},       {"olmo2_7b.json", NULL},         {"smollm2_135m.json", NULL},
-        {"smollm2_360m.json", NULL},   {"tinyllama_1.1b.json", NULL},
-        {"llama3.2_1b.json", NULL},
+    const struct {
+        const char* file;
+        const char* refusal;
+    } cases[] = {
+        /* refusal NULL: loads */
+        {"olmo2_1b.json", NULL},     {"olmo2_7b.json", NULL},       {"smollm2_135m.json", NULL},
+        {"smollm2_360m.json", NULL}, {"tinyllama_1.1b.json", NULL}, {"llama3.2_1b.json", NULL},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char path[256], err[512] = "";
@@ -34,8 +37,7 @@ static void test_published(void) {
         char* text = file_read_all(path, &n);
         ModelConfig c;
         int rc = hf_config_parse(text, n, path, &c, err, sizeof(err));
-        if (cases[i].refusal)
-            EXPECT(rc && strstr(err, cases[i].refusal), "%s refused: %s", cases[i].file, err);
+        if (cases[i].refusal) EXPECT(rc && strstr(err, cases[i].refusal), "%s refused: %s", cases[i].file, err);
         else
             EXPECT(!rc, "%s loads: %s V=%zu D=%zu L=%zu H=%zu KVH=%zu F=%zu eps=%g theta=%g tied=%d carried %s%s",
                    cases[i].file, block_style_name(c.block), c.V, c.D, c.L, c.H, c.KVH, c.F, c.norm_eps, c.rope_theta,
@@ -45,8 +47,9 @@ static void test_published(void) {
 }
 
 /* a small OLMo-2 config with extra text spliced in before the closing brace */
-#define BASE_KEYS "\"architectures\": [\"Olmo2ForCausalLM\"], \"vocab_size\": 64, \"hidden_size\": 32, " \
-                  "\"intermediate_size\": 64, \"num_hidden_layers\": 6, \"num_attention_heads\": 4"
+#define BASE_KEYS \
+    "\"architectures\": [\"Olmo2ForCausalLM\"], \"vocab_size\": 64, \"hidden_size\": 32, " \
+    "\"intermediate_size\": 64, \"num_hidden_layers\": 6, \"num_attention_heads\": 4"
 static int parse_with(const char* extra, ModelConfig* c, char* err, size_t len) {
     char text[2048];
     snprintf(text, sizeof(text), "{" BASE_KEYS "%s%s}", extra[0] ? ", " : "", extra);
@@ -56,7 +59,10 @@ static int parse_with(const char* extra, ModelConfig* c, char* err, size_t len) 
 /* ---- refusals at config time, each naming its key ---- */
 static void test_refusals(void) {
     printf("keys repoc does not compute are refused\n");
-    const struct { const char* extra; const char* want; } cases[] = {
+    const struct {
+        const char* extra;
+        const char* want;
+    } cases[] = {
         {"\"hidden_act\": \"gelu\"", "hidden_act gelu is not supported"},
         {"\"hidden_act\": \"gelu_pytorch_tanh\"", "hidden_act gelu_pytorch_tanh"},
         {"\"attention_bias\": true", "attention_bias must be false"},
@@ -69,15 +75,20 @@ static void test_refusals(void) {
         {"\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, \"mscale\": 0.707}",
          "rope_scaling.mscale is not implemented"},
         {"\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"high_freq_factor\": 4.0, "
-         "\"original_max_position_embeddings\": 8192}", "llama3 rope_scaling needs 'low_freq_factor'"},
+         "\"original_max_position_embeddings\": 8192}",
+         "llama3 rope_scaling needs 'low_freq_factor'"},
         {"\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, "
-         "\"original_max_position_embeddings\": 8192}", "llama3 rope_scaling needs 'high_freq_factor'"},
+         "\"original_max_position_embeddings\": 8192}",
+         "llama3 rope_scaling needs 'high_freq_factor'"},
         {"\"rope_scaling\": {\"rope_type\": \"llama3\", \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
-         "\"original_max_position_embeddings\": 8192}", "llama3 rope_scaling needs 'factor'"},
+         "\"original_max_position_embeddings\": 8192}",
+         "llama3 rope_scaling needs 'factor'"},
         {"\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, "
-         "\"high_freq_factor\": 4.0}", "llama3 rope_scaling needs 'original_max_position_embeddings'"},
+         "\"high_freq_factor\": 4.0}",
+         "llama3 rope_scaling needs 'original_max_position_embeddings'"},
         {"\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 0.5, \"low_freq_factor\": 1.0, "
-         "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 8192}", "rope_scaling.factor 0.5 must be >= 1"},
+         "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 8192}",
+         "rope_scaling.factor 0.5 must be >= 1"},
         {"\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 4.0, "
          "\"high_freq_factor\": 1.0, \"original_max_position_embeddings\": 8192}",
          "rope_scaling.high_freq_factor 1 must be > low_freq_factor 4"},
@@ -100,7 +111,9 @@ static void test_refusals(void) {
     ModelConfig c;
     char err[512] = "";
     EXPECT(!parse_with("\"hidden_act\": \"silu\", \"attention_bias\": false, \"mlp_bias\": false, "
-                       "\"attention_dropout\": 0.0", &c, err, sizeof(err)), "silu, no biases, no dropout: loads %s", err);
+                       "\"attention_dropout\": 0.0",
+                       &c, err, sizeof(err)),
+           "silu, no biases, no dropout: loads %s", err);
 }
 
 /* ---- rms_norm_eps absent: transformers' default of the model type ---- */
@@ -111,7 +124,8 @@ static void test_eps_default(void) {
     int rc = parse_with("", &c, err, sizeof(err));
     EXPECT(!rc && c.norm_eps == 1e-5, "olmo2 without rms_norm_eps: %g (Olmo2Config's default 1e-5)", c.norm_eps);
     rc = parse("{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": 64, \"hidden_size\": 32, "
-               "\"intermediate_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4}", &c, err, sizeof(err));
+               "\"intermediate_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4}",
+               &c, err, sizeof(err));
     EXPECT(!rc && c.norm_eps == 1e-6, "llama without rms_norm_eps: %g (LlamaConfig's default 1e-6)", c.norm_eps);
     rc = parse_with("\"rms_norm_eps\": 1e-06", &c, err, sizeof(err));
     EXPECT(!rc && c.norm_eps == 1e-6, "olmo2 with rms_norm_eps 1e-6: %g", c.norm_eps);
@@ -135,7 +149,7 @@ static void test_carried(void) {
     EXPECT(cJSON_IsNumber(eos) && eos->valuedouble == 100257 && cJSON_IsNumber(pad) && pad->valuedouble == 100277,
            "OLMo-2's eos_token_id 100257 and pad_token_id 100277 are written back (not transformers' 50279 / 1)");
     EXPECT(cJSON_IsNumber(init) && init->valuedouble == 0.02 && cJSON_IsTrue(cache) &&
-           !cJSON_GetObjectItemCaseSensitive(root, "bos_token_id"),
+               !cJSON_GetObjectItemCaseSensitive(root, "bos_token_id"),
            "initializer_range and use_cache carried; bos_token_id, absent in the source, stays absent");
     CHECK(!parse(out, &back, err, sizeof(err)), "%s", err);
     EXPECT(!strcmp(back.hf_carried, c.hf_carried) && back.norm_eps == 1e-6, "re-read: the same carried keys (%s)",
@@ -144,7 +158,8 @@ static void test_carried(void) {
     free(out);
     /* eos as a list (Llama-3 instruct) is carried as it is */
     CHECK(!parse_with("\"eos_token_id\": [128001, 128008, 128009]", &c, err, sizeof(err)), "%s", err);
-    EXPECT(!strcmp(c.hf_carried, "{\"eos_token_id\":[128001,128008,128009]}"), "an eos_token_id list: %s", c.hf_carried);
+    EXPECT(!strcmp(c.hf_carried, "{\"eos_token_id\":[128001,128008,128009]}"), "an eos_token_id list: %s",
+           c.hf_carried);
 }
 
 /* ---- pe_config, read as the released loader reads it ---- */
@@ -156,11 +171,16 @@ static void positions(const ModelConfig* c, char* out, size_t len) {
 
 static void test_pe_read(void) {
     printf("pe_config read as the released RePo loader reads it\n");
-    const struct { const char* pe; const char* want; } cases[] = {   /* want: positions, or an error phrase */
+    const struct {
+        const char* pe;
+        const char* want;
+    } cases[] = {
+        /* want: positions, or an error phrase */
         {"{\"dynamic_pe_mode\": \"swigluex_multihead\", \"dynmaic_pe_start_layer\": 2}",
          "rope,rope,repo,repo,repo,repo"},
         {"{\"dynamic_pe_mode\": \"swigluex_multihead\", \"dynmaic_pe_start_layer\": 2, "
-         "\"dynmaic_pe_layer_ids\": \"1,3,5\"}", "rope,rope,rope,repo,rope,repo"},   /* ids below start dropped */
+         "\"dynmaic_pe_layer_ids\": \"1,3,5\"}",
+         "rope,rope,rope,repo,rope,repo"}, /* ids below start dropped */
         {"{\"dynamic_pe_mode\": \"nope\", \"dynmaic_pe_layer_ids\": \"2,5\"}", "rope,rope,nope,rope,rope,nope"},
         {"{\"dynamic_pe_mode\": \"nope\"}", "nope,nope,nope,nope,nope,nope"},
         {"{\"dynamic_pe_mode\": \"none\", \"dynmaic_pe_layer_ids\": \"1\"}", "rope,rope,rope,rope,rope,rope"},
@@ -171,7 +191,7 @@ static void test_pe_read(void) {
         {"{\"dynamic_pe_mode\": \"swigluex_multihead\", \"dynamic_pe_layer_ids\": \"4\", \"dynmaic_pe_layer_ids\": \"5\"}",
          "pe_config.dynamic_pe_layer_ids = \"4\" disagrees with pe_config.dynmaic_pe_layer_ids = \"5\""},
         {"{\"dynmaic_pe_mode\": \"nope\"}", "pe_config.dynmaic_pe_mode = \"nope\" disagrees with "
-         "pe_config.dynamic_pe_mode = \"none\""},
+                                            "pe_config.dynamic_pe_mode = \"none\""},
         {"{\"dynamic_pe_mode\": \"continuous\"}", "dynamic_pe_mode 'continuous' is not supported"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -214,7 +234,10 @@ static void released_reading(const cJSON* root, size_t L, char* out, size_t len)
 /* ---- pe_config written for every layout the released loader can express, and only for those ---- */
 static void test_pe_write(void) {
     printf("pe_config written in the released loader's reading\n");
-    const struct { const char* plan; int expressible; } cases[] = {
+    const struct {
+        const char* plan;
+        int expressible;
+    } cases[] = {
         {"rope", 1}, {"repo", 1}, {"nope", 1}, {"r2n1", 1}, {"n2r1", 1}, {"mixed", 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -237,8 +260,10 @@ static void test_pe_write(void) {
         char reread[128] = "";
         if (!rc) positions(&back, reread, sizeof(reread));
         if (cases[i].expressible)
-            EXPECT(!strcmp(got, want) && !noted && !strcmp(reread, want), "%-5s %s: the released loader runs %s; "
-                   "repoc re-reads %s", cases[i].plan, want, got, rc ? err : reread);
+            EXPECT(!strcmp(got, want) && !noted && !strcmp(reread, want),
+                   "%-5s %s: the released loader runs %s; "
+                   "repoc re-reads %s",
+                   cases[i].plan, want, got, rc ? err : reread);
         else
             EXPECT(!cJSON_GetObjectItemCaseSensitive(root, "pe_config") && noted && !strcmp(reread, want),
                    "%-5s %s: no pe_config claimed, note \"%s\"; repoc re-reads %s from repoc_layer_positions",
@@ -254,15 +279,16 @@ static void test_release_notes(void) {
     ModelConfig c;
     char err[512] = "", note[512];
     CHECK(!parse("{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": 64, \"hidden_size\": 32, "
-                 "\"intermediate_size\": 64, \"num_hidden_layers\": 3, \"num_attention_heads\": 4}", &c, err,
-                 sizeof(err)), "%s", err);
+                 "\"intermediate_size\": 64, \"num_hidden_layers\": 3, \"num_attention_heads\": 4}",
+                 &c, err, sizeof(err)),
+          "%s", err);
     EXPECT(!hf_config_release_note(&c, note, sizeof(note)), "llama, all RoPE: no note");
     model_config_plan_positions(&c, "repo", 1);
     EXPECT(hf_config_release_note(&c, note, sizeof(note)) && strstr(note, "OLMo-2 only"), "llama with RePo: %s", note);
     CHECK(!parse_with("\"num_key_value_heads\": 2", &c, err, sizeof(err)), "%s", err);
     model_config_plan_positions(&c, "repo", 2);
-    EXPECT(hf_config_release_note(&c, note, sizeof(note)) && strstr(note, "final_map"), "olmo2 RePo, 2 kv heads of 4: %s",
-           note);
+    EXPECT(hf_config_release_note(&c, note, sizeof(note)) && strstr(note, "final_map"),
+           "olmo2 RePo, 2 kv heads of 4: %s", note);
 }
 
 /* ---- YaRN as written, against transformers' rope validation (restated) ---- */
@@ -292,8 +318,9 @@ static const char* rope_config_validation(const cJSON* root, const char* text) {
     if (!type) type = cJSON_GetObjectItemCaseSensitive(rs, "type");
     if (!cJSON_IsString(type) || strcmp(type->valuestring, "yarn")) return "rope_type is not yarn";
     if (!cJSON_GetObjectItemCaseSensitive(rs, "rope_type")) return "missing required key rope_type";
-    const char* allowed[] = {"rope_type", "factor", "attention_factor", "beta_fast", "beta_slow",
-                             "original_max_position_embeddings", "mscale", "mscale_all_dim", "truncate"};
+    const char* allowed[] = {"rope_type", "factor",         "attention_factor",
+                             "beta_fast", "beta_slow",      "original_max_position_embeddings",
+                             "mscale",    "mscale_all_dim", "truncate"};
     const cJSON* it;
     cJSON_ArrayForEach(it, rs) {
         size_t k = 0;
@@ -333,10 +360,12 @@ static void test_yarn_export(void) {
     const char* arch[] = {"Olmo2ForCausalLM", "LlamaForCausalLM"};
     for (size_t a = 0; a < 2; a++) {
         char text_in[1024], err[512] = "";
-        snprintf(text_in, sizeof(text_in), "{\"architectures\": [\"%s\"], \"vocab_size\": 64, \"hidden_size\": 32, "
+        snprintf(text_in, sizeof(text_in),
+                 "{\"architectures\": [\"%s\"], \"vocab_size\": 64, \"hidden_size\": 32, "
                  "\"intermediate_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
                  "\"max_position_embeddings\": 16384, \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4, "
-                 "\"original_max_position_embeddings\": 4096, \"beta_fast\": 32, \"beta_slow\": 1}}", arch[a]);
+                 "\"original_max_position_embeddings\": 4096, \"beta_fast\": 32, \"beta_slow\": 1}}",
+                 arch[a]);
         ModelConfig c, back;
         CHECK(!parse(text_in, &c, err, sizeof(err)), "%s", err);
         char* text = hf_config_write(&c, "float32");
@@ -373,8 +402,8 @@ static void test_llama3(void) {
     CHECK(!hf_config_parse(text, n, path, &c, err, sizeof(err)), "%s", err);
     free(text);
     EXPECT(c.llama3 && c.llama3_factor == 32 && c.llama3_low_freq_factor == 1 && c.llama3_high_freq_factor == 4 &&
-           c.llama3_orig_max == 8192 && c.rope_theta == 500000 && c.V == 128256 && c.H == 32 && c.KVH == 8 &&
-           cfg_hd(&c) == 64 && c.tie_embeddings && c.max_position_embeddings == 131072,
+               c.llama3_orig_max == 8192 && c.rope_theta == 500000 && c.V == 128256 && c.H == 32 && c.KVH == 8 &&
+               cfg_hd(&c) == 64 && c.tie_embeddings && c.max_position_embeddings == 131072,
            "llama3 factor %g low %g high %g L0 %g theta %g V %zu H %zu KVH %zu hd %zu tied %d", c.llama3_factor,
            c.llama3_low_freq_factor, c.llama3_high_freq_factor, c.llama3_orig_max, c.rope_theta, c.V, c.H, c.KVH,
            cfg_hd(&c), c.tie_embeddings);
@@ -389,12 +418,12 @@ static void test_llama3(void) {
     const cJSON* rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
     const cJSON* type = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
     EXPECT(cJSON_GetArraySize(rs) == 5 && cJSON_IsString(type) && !strcmp(type->valuestring, "llama3") &&
-           strstr(out, "\"factor\":\t32.0") && strstr(out, "\"low_freq_factor\":\t1.0") &&
-           strstr(out, "\"high_freq_factor\":\t4.0") && strstr(out, "\"original_max_position_embeddings\":\t8192"),
+               strstr(out, "\"factor\":\t32.0") && strstr(out, "\"low_freq_factor\":\t1.0") &&
+               strstr(out, "\"high_freq_factor\":\t4.0") && strstr(out, "\"original_max_position_embeddings\":\t8192"),
            "written rope_scaling has the source's five keys, floats written as floats");
     CHECK(!hf_config_parse(out, strlen(out), "written", &back, err, sizeof(err)), "%s", err);
     EXPECT(back.llama3 && back.llama3_factor == 32 && back.llama3_low_freq_factor == 1 &&
-           back.llama3_high_freq_factor == 4 && back.llama3_orig_max == 8192 && !(back.yarn_factor > 1),
+               back.llama3_high_freq_factor == 4 && back.llama3_orig_max == 8192 && !(back.yarn_factor > 1),
            "reads back the same llama3 table");
     cJSON_Delete(root);
     free(out);

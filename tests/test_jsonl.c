@@ -24,7 +24,10 @@ static const char* write_file(const char* name, const char* text) {
     return p;
 }
 
-typedef struct { const char* file; const char* tok; } OpenArg;
+typedef struct {
+    const char* file;
+    const char* tok;
+} OpenArg;
 static void open_child(void* a) {
     OpenArg* o = a;
     PackedRows p;
@@ -41,28 +44,28 @@ int main(void) {
     CHECK(mkdtemp(dir), "mkdtemp");
     /* pre-tokenized: T = 8. doc A (5 ids, labels hide the first two), doc B (3), doc C (4, no labels),
        doc D (11 > T: split) */
-    const char* f = write_file("pre.jsonl",
-        "{\"input_ids\": [10, 11, 12, 13, 14], \"labels\": [-100, -100, 12, 13, 14]}\n"
-        "\n"
-        "{\"input_ids\": [20, 21, 22], \"labels\": [-100, 21, -1]}\n"
-        "{\"input_ids\": [30, 31, 32, 33]}\n"
-        "{\"input_ids\": [40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50]}\n");
+    const char* f =
+        write_file("pre.jsonl", "{\"input_ids\": [10, 11, 12, 13, 14], \"labels\": [-100, -100, 12, 13, 14]}\n"
+                                "\n"
+                                "{\"input_ids\": [20, 21, 22], \"labels\": [-100, 21, -1]}\n"
+                                "{\"input_ids\": [30, 31, 32, 33]}\n"
+                                "{\"input_ids\": [40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50]}\n");
     PackedRows p;
     packed_open(&p, &f, 1, NULL, 1024, 8, false);
     /* row 0: A(5) B(3); row 1: C(4) D(first 4); row 2: D(7 more) pad(1) */
-    int32_t want_tok[24] = {10, 11, 12, 13, 14, 20, 21, 22,  30, 31, 32, 33, 40, 41, 42, 43,
-                            44, 45, 46, 47, 48, 49, 50, 0};
-    int32_t want_tgt[24] = {-1, 12, 13, 14, -1, 21, -1, -1,  31, 32, 33, -1, 41, 42, 43, 44,
-                            45, 46, 47, 48, 49, 50, -1, -1};
-    int32_t want_doc[24] = {0, 0, 0, 0, 0, 1, 1, 1,  0, 0, 0, 0, 1, 1, 1, 1,  0, 0, 0, 0, 0, 0, 0, 1};
+    int32_t want_tok[24] = {10, 11, 12, 13, 14, 20, 21, 22, 30, 31, 32, 33,
+                            40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 0};
+    int32_t want_tgt[24] = {-1, 12, 13, 14, -1, 21, -1, -1, 31, 32, 33, -1,
+                            41, 42, 43, 44, 45, 46, 47, 48, 49, 50, -1, -1};
+    int32_t want_doc[24] = {0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1};
     EXPECT(p.n_rows == 3 && p.n_records == 4 && p.n_pretokenized == 4 && p.n_split == 1,
            "4 records -> 3 rows, one document split (got %zu rows, %zu records, %zu split)", p.n_rows, p.n_records,
            p.n_split);
     EXPECT(!memcmp(p.tokens, want_tok, sizeof(want_tok)), "tokens: documents whole where they fit, D split");
     EXPECT(!memcmp(p.targets, want_tgt, sizeof(want_tgt)), "targets: labels of the next token, -100/-1 ignored, "
-           "none across documents or on padding");
+                                                           "none across documents or on padding");
     EXPECT(!memcmp(p.doc_ids, want_doc, sizeof(want_doc)), "document ids: per row, a split document is doc 0, "
-           "padding its own");
+                                                           "padding its own");
     EXPECT(p.n_loss_tokens == 17, "loss tokens counted: %zu of 24", p.n_loss_tokens);
 
     /* rows are a pure function of (seed, step, row); any split of a step's rows agrees */
@@ -102,7 +105,7 @@ int main(void) {
     for (size_t i = n_prompt - 1; ok && i + 1 < n_all; i++) ok = q.targets[i] == e.ids[i + 1];
     ok = ok && q.targets[n_all - 1] == eos && q.targets[n_all] == -1;
     EXPECT(ok, "prompt/completion: prompt targets -1, completion and EOS targets kept; the 16-token prompt "
-           "(seq_len 8) skipped and counted");
+               "(seq_len 8) skipped and counted");
     packed_close(&q);
     tok_encoder_free(&e);
     tok_free(tok);
@@ -125,18 +128,19 @@ int main(void) {
     /* lines that are not exactly one record: {file name, its text, what the message names, and what else} */
     static const char* bad_lines[][5] = {
         {"two objects on a line: file, line and byte column", "two.jsonl",
-         "{\"text\": \"a\"}\n {\"text\": \"b\"} {\"text\": \"c\"}\n", "two.jsonl:2:",
-         "byte column 16: more after the JSON object"},
-        {"trailing garbage after the object", "trail.jsonl", "{\"text\": \"a\"}x\n", "trail.jsonl:1:", "byte column 14"},
-        {"a syntax error: its byte column", "syntax.jsonl", "{\"text\": \"a\", }\n", "syntax.jsonl:1:",
-         "not valid JSON (byte column 16)"},
+         "{\"text\": \"a\"}\n {\"text\": \"b\"} {\"text\": \"c\"}\n",
+         "two.jsonl:2:", "byte column 16: more after the JSON object"},
+        {"trailing garbage after the object", "trail.jsonl", "{\"text\": \"a\"}x\n",
+         "trail.jsonl:1:", "byte column 14"},
+        {"a syntax error: its byte column", "syntax.jsonl", "{\"text\": \"a\", }\n",
+         "syntax.jsonl:1:", "not valid JSON (byte column 16)"},
         {"text and prompt/completion: ambiguous", "both.jsonl",
-         "{\"text\": \"a\", \"prompt\": \"q\", \"completion\": \"c\"}\n", "both.jsonl:1:",
-         "ambiguous record: it has \"text\" and \"prompt\"/\"completion\""},
-        {"text and input_ids: ambiguous", "both2.jsonl", "{\"text\": \"a\", \"input_ids\": [1, 2]}\n", "both2.jsonl:1:",
-         "ambiguous record: it has \"text\" and \"input_ids\""},
-        {"label -5: refused", "lab.jsonl", "{\"input_ids\": [1, 2, 3], \"labels\": [-100, -5, 3]}\n", "lab.jsonl:1:",
-         "\"labels\"[1] must be an integer id in [0, 1024), or -100 or -1"},
+         "{\"text\": \"a\", \"prompt\": \"q\", \"completion\": \"c\"}\n",
+         "both.jsonl:1:", "ambiguous record: it has \"text\" and \"prompt\"/\"completion\""},
+        {"text and input_ids: ambiguous", "both2.jsonl", "{\"text\": \"a\", \"input_ids\": [1, 2]}\n",
+         "both2.jsonl:1:", "ambiguous record: it has \"text\" and \"input_ids\""},
+        {"label -5: refused", "lab.jsonl", "{\"input_ids\": [1, 2, 3], \"labels\": [-100, -5, 3]}\n",
+         "lab.jsonl:1:", "\"labels\"[1] must be an integer id in [0, 1024), or -100 or -1"},
     };
     o.tok = tokpath;
     for (size_t k = 0; k < sizeof bad_lines / sizeof bad_lines[0]; k++) {
@@ -153,7 +157,8 @@ int main(void) {
     const char* globbed[2] = {write_file("h0.jsonl", "{\"input_ids\": [9, 9, 9]}\n"), pattern};
     packed_open(&p, globbed, 2, NULL, 1024, 4, true);
     EXPECT(p.n_records == 4 && p.n_rows == 4 && p.tokens[0] == 9 && p.tokens[4] == 1 && p.tokens[8] == 2 &&
-               p.tokens[12] == 5, "data.train [h0.jsonl, g*.jsonl]: h0, then g1 and g2 (%zu records)", p.n_records);
+               p.tokens[12] == 5,
+           "data.train [h0.jsonl, g*.jsonl]: h0, then g1 and g2 (%zu records)", p.n_records);
     packed_close(&p);
     snprintf(pattern, sizeof pattern, "%s/none*.jsonl", dir);
     o.file = pattern;

@@ -89,7 +89,7 @@ static void run(const char* label, ModelConfig cfg, const char* tmp) {
     EXPECT(strstr(hdr + 8, "\"repoc.base_fingerprint\":\"00ab00cd00ef0012\"") &&
                strstr(hdr + 8, "\"repoc.base_path\":\"/abs/base dir\""),
            "the metadata keys build/merge reads: repoc.base_path, repoc.base_fingerprint as %%016llx");
-    Model unmerged;   /* the base, for folding the adapter in from its files */
+    Model unmerged; /* the base, for folding the adapter in from its files */
     model_build(&unmerged, &plain, 2, NT / 2, NULL, 0, false);
     copy_by_name(&unmerged, &lora, false);
     ModelConfig read = plain;
@@ -99,7 +99,7 @@ static void run(const char* label, ModelConfig cfg, const char* tmp) {
     Model back;
     model_build(&back, &read, 2, NT / 2, NULL, 0, false);
     random_weights(&back, 13);
-    copy_by_name(&back, &lora, false);   /* the base only: the adapter comes from the files */
+    copy_by_name(&back, &lora, false); /* the base only: the adapter comes from the files */
     size_t n = peft_load(&back, tmp, NULL);
     float* again = logits_of(&back, tokens);
     expect_close("reloaded adapter: same logits", again, adapted, lora.B * lora.T * cfg.V, 0, 0, "exact");
@@ -114,8 +114,8 @@ static void run(const char* label, ModelConfig cfg, const char* tmp) {
                  "float rounding");
     size_t folded = peft_merge_file(&unmerged, tmp);
     float* from_files = logits_of(&unmerged, tokens);
-    expect_close("peft_merge_file into a model without LoRA = peft_merge", from_files, merged,
-                 lora.B * lora.T * cfg.V, 0, 0, "the same products on the same values");
+    expect_close("peft_merge_file into a model without LoRA = peft_merge", from_files, merged, lora.B * lora.T * cfg.V,
+                 0, 0, "the same products on the same values");
     EXPECT(folded > 0, "peft_merge_file folded %zu projections and RePo weights", folded);
     free(from_files);
     model_free(&unmerged);
@@ -149,7 +149,7 @@ static void check_rslora(ModelConfig cfg, const char* tmp) {
     float* got = mallocCheck(total * sizeof(float));
     float* want = mallocCheck(total * sizeof(float));
     size_t n = 0;
-    for (size_t i = 0; i < m.tensors.n; i++) {   /* the table lists W, its lora_A, its lora_B in a row */
+    for (size_t i = 0; i < m.tensors.n; i++) { /* the table lists W, its lora_A, its lora_B in a row */
         const TensorInfo *a = &m.tensors.t[i], *w = a - 1, *b = a + 1;
         if (a->kind != TK_LORA_A) continue;
         size_t out = w->shape[0], in = w->shape[1];
@@ -186,11 +186,14 @@ static void check_bf16_base(ModelConfig cfg) {
            "the frozen layer matrices leave the F32 arena: %zu BF16 values, F32 %zu -> %zu", half.tensors.n_bf16,
            ref.tensors.n_params, half.tensors.n_params);
     random_weights(&ref, 17);
-    for (size_t i = 0; i < ref.tensors.n; i++) {   /* round the base to BF16 and give both models the same values */
+    for (size_t i = 0; i < ref.tensors.n; i++) { /* round the base to BF16 and give both models the same values */
         const TensorInfo *r = &ref.tensors.t[i], *h = &half.tensors.t[i];
         for (size_t k = 0; k < r->numel; k++) {
             real* x = ref.params + r->offset + k;
-            if (!h->bf16) { half.params[h->offset + k] = *x; continue; }
+            if (!h->bf16) {
+                half.params[h->offset + k] = *x;
+                continue;
+            }
             half.base_bf16[h->offset + k] = st_f32_to_bf16((float)*x);
             *x = (real)st_bf16_to_f32(half.base_bf16[h->offset + k]);
         }
@@ -226,7 +229,7 @@ static void check_dropout(ModelConfig cfg) {
         kept += a[i] != 0;
         scaled += a[i] == 0 || a[i] == (real)(1 / 0.75);
     }
-    double frac = (double)kept / (double)n;   /* binomial: sd sqrt(p (1-p) / n) = 0.0017 */
+    double frac = (double)kept / (double)n; /* binomial: sd sqrt(p (1-p) / n) = 0.0017 */
     EXPECT(fabs(frac - 0.75) < 0.01 && scaled == n, "p 0.25 keeps %.4f of %zu inputs (0.75 +- 0.01), each x 1/0.75",
            frac, n);
     lora_dropout_apply(b, ones, false, &d, 256, n / 256);
@@ -254,7 +257,8 @@ static void check_dropout(ModelConfig cfg) {
         double off = model_forward(&m[rec], &b);
         b.lora_dropout_on = true;
         loss[rec] = model_forward(&m[rec], &b);
-        if (!rec) EXPECT(off != loss[rec], "dropout changes the loss only while on (%.9g off, %.9g on)", off, loss[rec]);
+        if (!rec)
+            EXPECT(off != loss[rec], "dropout changes the loss only while on (%.9g off, %.9g on)", off, loss[rec]);
         model_zero_grad(&m[rec]);
         model_backward(&m[rec], &b, 1.0);
     }
@@ -264,7 +268,12 @@ static void check_dropout(ModelConfig cfg) {
     model_free(&m[1]);
 }
 
-typedef struct { ModelConfig cfg; const char* dir; const char* const* frozen; size_t n_frozen; } LoadArg;
+typedef struct {
+    ModelConfig cfg;
+    const char* dir;
+    const char* const* frozen;
+    size_t n_frozen;
+} LoadArg;
 static void load_child(void* p) {
     LoadArg* a = p;
     Model m;
@@ -310,8 +319,7 @@ static void check_modules_to_save(ModelConfig cfg, const char* tmp) {
     cJSON* j = cJSON_ParseWithLength(text, len);
     char* mts = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(j, "modules_to_save"));
     EXPECT(!strcmp(mts, "[\"model.layers.1.self_attn.gate_map\",\"content_map\",\"final_map\"]"),
-           "adapter_config.json modules_to_save %s: the path of the one saved gate_map, short names for the rest",
-           mts);
+           "adapter_config.json modules_to_save %s: the path of the one saved gate_map, short names for the rest", mts);
     Model back;
     model_build(&back, &cfg, 1, 2, frozen, 1, false);
     size_t n = peft_load(&back, tmp, NULL), lora = 0;
@@ -320,18 +328,25 @@ static void check_modules_to_save(ModelConfig cfg, const char* tmp) {
     model_free(&back);
 
     LoadArg arg = {cfg, tmp, frozen, 1};
-    write_text(tmp, "adapter_config.json", "{\"peft_type\": \"LORA\", \"r\": 3, \"lora_alpha\": 5, "
-               "\"target_modules\": [\"q_proj\"], \"modules_to_save\": [\"gate_map\", \"content_map\", \"final_map\"]}");
+    write_text(
+        tmp, "adapter_config.json",
+        "{\"peft_type\": \"LORA\", \"r\": 3, \"lora_alpha\": 5, "
+        "\"target_modules\": [\"q_proj\"], \"modules_to_save\": [\"gate_map\", \"content_map\", \"final_map\"]}");
     const char* missing[] = {"no tensor 'base_model.model.model.layers.2.self_attn.gate_map.weight'",
                              "modules_to_save lists its module", NULL};
     expect_dies_with("modules_to_save names a module the file lacks", load_child, &arg, missing);
-    write_text(tmp, "adapter_config.json", "{\"peft_type\": \"LORA\", \"r\": 3, \"lora_alpha\": 5, "
+    write_text(tmp, "adapter_config.json",
+               "{\"peft_type\": \"LORA\", \"r\": 3, \"lora_alpha\": 5, "
                "\"target_modules\": [\"q_proj\"], \"modules_to_save\": null}");
     const char* unlisted[] = {"layers.1.self_attn.gate_map.weight' is a RePo weight", "does not list", NULL};
     expect_dies_with("a RePo weight modules_to_save does not name", load_child, &arg, unlisted);
     real w[4] = {0};
     StWriteTensor in_model = {.name = "base_model.model.model.layers.1.self_attn.gate_map.modules_to_save.default"
-                                      ".weight", .dtype = ST_F32, .ndim = 2, .shape = {2, 2}, .data = w};
+                                      ".weight",
+                              .dtype = ST_F32,
+                              .ndim = 2,
+                              .shape = {2, 2},
+                              .data = w};
     snprintf(path, sizeof(path), "%s/adapter_model.safetensors", tmp);
     st_write(path, &in_model, 1, NULL, NULL, 0);
     const char* named[] = {"has PEFT's in-model name", "without 'modules_to_save.<adapter name>.'", NULL};
@@ -339,7 +354,7 @@ static void check_modules_to_save(ModelConfig cfg, const char* tmp) {
     cJSON_free(mts);
     cJSON_Delete(j);
     free(text);
-    peft_save(&m, tmp, true);   /* a checkpoint without a base copy: the frozen RePo weight too */
+    peft_save(&m, tmp, true); /* a checkpoint without a base copy: the frozen RePo weight too */
     snprintf(path, sizeof(path), "%s/adapter_model.safetensors", tmp);
     st_open_or_die(&f, path);
     EXPECT(st_find(&f, "base_model.model.model.layers.2.self_attn.gate_map.weight") != NULL,
@@ -379,9 +394,8 @@ int main(void) {
     check_bf16_base(llama);
     check_dropout(olmo);
 
-
     printf("errors\n");
-    LoadArg arg = {olmo, tmp, NULL, 0};   /* tmp holds llama's rank-2 adapter; olmo asks for rank 3 */
+    LoadArg arg = {olmo, tmp, NULL, 0}; /* tmp holds llama's rank-2 adapter; olmo asks for rank 3 */
     arg.cfg.lora_rank = 2;
     arg.cfg.lora_targets = llama.lora_targets;
     arg.cfg.D = 64;

@@ -40,8 +40,8 @@ static void test_range(void) {
             at = x;
         }
     }
-    EXPECT(worst <= 2, "%zu points over [ln FLT_MIN, ln FLT_MAX]: max rel error %.2f x 2^-23 at x = %.9g (<= 2)",
-           n + 1, worst, at);
+    EXPECT(worst <= 2, "%zu points over [ln FLT_MIN, ln FLT_MAX]: max rel error %.2f x 2^-23 at x = %.9g (<= 2)", n + 1,
+           worst, at);
     float edges[] = {LO, HI, 88.0f, 88.5f, 88.7f, -87.0f, -87.2f, -87.3f, 0.0f, -0.0f, 1e-30f, -1e-30f};
     for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
         float x = edges[i], y = exp_r(x);
@@ -94,14 +94,15 @@ static void test_nonpos(void) {
     float* xs = malloc(CAP * sizeof(float));
     float* ys = malloc(CAP * sizeof(float));
     size_t n = 0;
-    for (uint32_t b = 0x80000000u; b <= 0xc2b00000u && n < CAP; b += 256) {   /* -0 .. -88 */
+    for (uint32_t b = 0x80000000u; b <= 0xc2b00000u && n < CAP; b += 256) { /* -0 .. -88 */
         memcpy(&xs[n], &b, 4);
         n++;
     }
-    const float specials[] = {-INFINITY, NAN, -NAN, -FLT_MAX, -100.0f, LO, nextafterf(LO, -INFINITY),
-                              nextafterf(LO, 0.0f), -1e-40f, -FLT_MIN, -0.0f, 0.0f};
+    const float specials[] = {
+        -INFINITY, NAN,      -NAN,  -FLT_MAX, -100.0f, LO, nextafterf(LO, -INFINITY), nextafterf(LO, 0.0f),
+        -1e-40f,   -FLT_MIN, -0.0f, 0.0f};
     for (size_t i = 0; i < sizeof(specials) / sizeof(specials[0]); i++) xs[n++] = specials[i];
-    for (size_t i = 0; i < n; i++) ys[i] = exp_nonpos_r(xs[i]);   /* the vectorised loop */
+    for (size_t i = 0; i < n; i++) ys[i] = exp_nonpos_r(xs[i]); /* the vectorised loop */
     size_t bad = 0;
     float at = 0;
     for (size_t i = 0; i < n; i++) {
@@ -111,8 +112,10 @@ static void test_nonpos(void) {
             bad++;
         }
     }
-    EXPECT(bad == 0, "exp_nonpos_r = exp_r bit for bit on %zu inputs <= 0 (-Inf, NaN, below ln FLT_MIN, "
-           "subnormal, -0 included): %zu differ, first at %.9g", n, bad, at);
+    EXPECT(bad == 0,
+           "exp_nonpos_r = exp_r bit for bit on %zu inputs <= 0 (-Inf, NaN, below ln FLT_MIN, "
+           "subnormal, -0 included): %zu differ, first at %.9g",
+           n, bad, at);
     float pos[] = {1e-30f, 1.0f, 88.0f, INFINITY};
     int ones = 1;
     for (size_t i = 0; i < 4; i++) ones &= exp_nonpos_r(pos[i]) == 1.0f;
@@ -131,12 +134,12 @@ static void test_sincos(void) {
     enum { N = 1 << 20 };
     static double as[N], ss[N], cs[N];
     uint64_t st = 12345;
-    for (size_t i = 0; i < N; i++) {   /* positions up to 2^20 times frequencies in (0, 1]; both signs */
+    for (size_t i = 0; i < N; i++) { /* positions up to 2^20 times frequencies in (0, 1]; both signs */
         st = st * 6364136223846793005ULL + 1442695040888963407ULL;
         double u = (double)(st >> 11) * 0x1.0p-53;
         as[i] = (i % 2 ? -1 : 1) * (i % 3 ? u * 64 : u * 1048576.0);
     }
-    for (size_t i = 0; i < N; i++) sincos_fast(as[i], &ss[i], &cs[i]);   /* the vectorised loop */
+    for (size_t i = 0; i < N; i++) sincos_fast(as[i], &ss[i], &cs[i]); /* the vectorised loop */
     double worst = 0, at = 0;
     for (size_t i = 0; i < N; i++) {
         double e = err_sincos(as[i], ss[i], cs[i]);
@@ -146,14 +149,25 @@ static void test_sincos(void) {
         }
     }
     EXPECT(worst <= 2, "%d angles in (-2^20, 2^20): max error %.2f x 2^-52 at a = %.17g (<= 2)", N, worst, at);
-    double edges[] = {0.0, -0.0, 1e-300, 0.78539816339744828, 0.78539816339744839, 1.5707963267948966,
-                      3.1415926535897931, -3.1415926535897931, 4.7123889803846897, 6.2831853071795862,
-                      1e5, 12345.678, 0x1p29, -0x1p29 - 0.5};
+    double edges[] = {0.0,
+                      -0.0,
+                      1e-300,
+                      0.78539816339744828,
+                      0.78539816339744839,
+                      1.5707963267948966,
+                      3.1415926535897931,
+                      -3.1415926535897931,
+                      4.7123889803846897,
+                      6.2831853071795862,
+                      1e5,
+                      12345.678,
+                      0x1p29,
+                      -0x1p29 - 0.5};
     for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
         double s, c;
         sincos_fast(edges[i], &s, &c);
-        EXPECT(err_sincos(edges[i], s, c) <= 2, "sincos_fast(%.17g) = (%.17g, %.17g), libm (%.17g, %.17g)",
-               edges[i], s, c, sin(edges[i]), cos(edges[i]));
+        EXPECT(err_sincos(edges[i], s, c) <= 2, "sincos_fast(%.17g) = (%.17g, %.17g), libm (%.17g, %.17g)", edges[i], s,
+               c, sin(edges[i]), cos(edges[i]));
     }
     double s, c;
     sincos_fast(NAN, &s, &c);

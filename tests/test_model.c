@@ -40,12 +40,27 @@ static void count(void* caller) {
     in_count = 0;
 }
 #define CALLER __builtin_return_address(0)
-void* malloc(size_t n) { count(CALLER); return __libc_malloc(n); }
-void* calloc(size_t a, size_t b) { count(CALLER); return __libc_calloc(a, b); }
-void* realloc(void* p, size_t n) { count(CALLER); return __libc_realloc(p, n); }
-void* aligned_alloc(size_t a, size_t n) { count(CALLER); return __libc_memalign(a, n); }
-int posix_memalign(void** p, size_t a, size_t n) { count(CALLER); *p = __libc_memalign(a, n); return *p ? 0 : 12; }
-
+void* malloc(size_t n) {
+    count(CALLER);
+    return __libc_malloc(n);
+}
+void* calloc(size_t a, size_t b) {
+    count(CALLER);
+    return __libc_calloc(a, b);
+}
+void* realloc(void* p, size_t n) {
+    count(CALLER);
+    return __libc_realloc(p, n);
+}
+void* aligned_alloc(size_t a, size_t n) {
+    count(CALLER);
+    return __libc_memalign(a, n);
+}
+int posix_memalign(void** p, size_t a, size_t n) {
+    count(CALLER);
+    *p = __libc_memalign(a, n);
+    return *p ? 0 : 12;
+}
 
 static void random_batch(int32_t* tokens, int32_t* targets, size_t N, size_t V, uint64_t seed) {
     Rng rng;
@@ -80,7 +95,7 @@ static void test_forced_repo_equals_rope(void) {
         model_config_plan_positions(&cfg, "repo", 1);
         model_build(&repo, &cfg, B, T, NULL, 0, false);
         model_init_weights(&rope, 7, 0.1);
-        model_init_weights(&repo, 7, 0.1);   /* the RePo weights get their own values */
+        model_init_weights(&repo, 7, 0.1); /* the RePo weights get their own values */
         copy_shared_weights(&repo, &rope);
         int32_t* tokens = mallocCheck(N * sizeof(int32_t));
         int32_t* targets = mallocCheck(N * sizeof(int32_t));
@@ -89,7 +104,7 @@ static void test_forced_repo_equals_rope(void) {
         double l_rope = model_forward(&rope, &b);
         double l_free = model_forward(&repo, &b);
         int differs = memcmp(rope.logits, repo.logits, N * cfg.V * sizeof(real)) != 0;
-        repo.force_positions = rope.pos_seq;    /* (N,KVH) of t */
+        repo.force_positions = rope.pos_seq; /* (N,KVH) of t */
         double l_forced = model_forward(&repo, &b);
         int same = memcmp(rope.logits, repo.logits, N * cfg.V * sizeof(real)) == 0;
         EXPECT(same && l_forced == l_rope, "%s: forced repo logits bit-identical to rope (loss %.9f vs %.9f)",
@@ -108,7 +123,7 @@ static double now_ms(void) { return 1e3 * now_s(); }
 static void test_reference_size_no_alloc(void) {
     printf("reference size: D=256 L=4 H=8 V=4096 B=4 T=256, RePo from layer 1, no malloc in a step\n");
     ModelConfig cfg;
-    model_config_default(&cfg);   /* V=4096 D=256 L=4 H=8 F=1024 */
+    model_config_default(&cfg); /* V=4096 D=256 L=4 H=8 F=1024 */
     model_config_plan_positions(&cfg, "repo", REPO_START_DEFAULT);
     size_t B = 4, T = 256, N = B * T;
     Model m;
@@ -118,13 +133,13 @@ static void test_reference_size_no_alloc(void) {
     int32_t* targets = mallocCheck(N * sizeof(int32_t));
     random_batch(tokens, targets, N, cfg.V, 5);
     Batch b = {.B = B, .T = T, .tokens = tokens, .targets = targets};
-    model_zero_grad(&m);   /* warm-up step: thread pools and BLAS buffers start here */
+    model_zero_grad(&m); /* warm-up step: thread pools and BLAS buffers start here */
     model_forward(&m, &b);
     model_backward(&m, &b, 1.0);
 
     double best = 1e30, loss = 0;
     n_allocs_ours = n_allocs_libs = 0;
-    counting = 1;   /* control: the hook sees a malloc made by this program */
+    counting = 1; /* control: the hook sees a malloc made by this program */
     void* volatile probe = malloc(16);
     counting = 0;
     free(probe);
@@ -148,8 +163,7 @@ static void test_reference_size_no_alloc(void) {
     double gsum = 0;
     for (size_t i = 0; i < m.tensors.n_grads; i++) gsum += fabs(m.grads[i]);
     EXPECT(isfinite(gsum) && gsum > 0, "gradients finite and non-zero (sum |g| = %.4e)", gsum);
-    printf("  step time (zero_grad + forward + backward), best of 3: %.1f ms = %.0f tokens/s\n", best,
-           N / best * 1e3);
+    printf("  step time (zero_grad + forward + backward), best of 3: %.1f ms = %.0f tokens/s\n", best, N / best * 1e3);
     model_free(&m);
     free(tokens);
     free(targets);
@@ -177,8 +191,9 @@ static void test_target_weights(void) {
     for (size_t n = 0; n < N; n++) w[n] = 1;
     b.target_weights = w;
     double ones = model_forward(&m, &b);
-    EXPECT(ones == plain && m.weight_sum == (double)m.n_valid, "weights of 1: loss %.9f == plain mean %.9f", ones, plain);
-    for (size_t n = 0; n < N; n++) w[n] = n % 3 == 0 ? 20 : 1;   /* every third target is an "answer" */
+    EXPECT(ones == plain && m.weight_sum == (double)m.n_valid, "weights of 1: loss %.9f == plain mean %.9f", ones,
+           plain);
+    for (size_t n = 0; n < N; n++) w[n] = n % 3 == 0 ? 20 : 1; /* every third target is an "answer" */
     double weighted = model_forward(&m, &b), num = 0, den = 0;
     for (size_t n = 0; n < N; n++)
         if (targets[n] >= 0) {

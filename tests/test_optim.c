@@ -63,9 +63,11 @@ static void config_a(OptimConfig* c) {
     optim_config_default(c);
     c->lr = 0.1;
     c->weight_decay = 0.1;
-    c->beta1 = 0.9; c->beta2 = 0.95; c->eps = 1e-8;
+    c->beta1 = 0.9;
+    c->beta2 = 0.95;
+    c->eps = 1e-8;
     c->repo_lr_mult = 10.0;
-    optim_config_add_lr_mult(c, "model.layers.0.self_attn.final_map.weight", 3.0);   /* beats repo_lr_mult */
+    optim_config_add_lr_mult(c, "model.layers.0.self_attn.final_map.weight", 3.0); /* beats repo_lr_mult */
     optim_config_add_lr_mult(c, "model.layers.*.mlp.*", 0.5);
     optim_config_add_freeze(c, FROZEN);
 }
@@ -88,23 +90,31 @@ static void test_groups(void) {
     adamw_build(&a, &tt, &c);
     /* 570 params by hand: embed 32, q k v o 4x64, q/k norm 2x8, RePo 8+8+2, 2 norms 16,
        gate up down 3x64, final norm 8, lm_head 32; up_proj (64) frozen */
-    EXPECT(tt.n_params == 570 && tt.n_grads == 506 && a.n == 506, "sizes: params %zu grads %zu state %zu "
-           "(want 570, 506, 506)", tt.n_params, tt.n_grads, a.n);
-    struct { const char* name; int decay; double mult; } want[] = {
-        {"model.embed_tokens.weight", 0, 1.0},                    /* embedding: no decay by default */
-        {"lm_head.weight", 1, 1.0},                               /* an untied head decays (OLMo-2) */
-        {"model.layers.0.self_attn.q_proj.weight", 1, 1.0},       /* matrix: decay */
-        {"model.layers.0.self_attn.q_norm.weight", 1, 1.0},       /* norms decay by default */
+    EXPECT(tt.n_params == 570 && tt.n_grads == 506 && a.n == 506,
+           "sizes: params %zu grads %zu state %zu "
+           "(want 570, 506, 506)",
+           tt.n_params, tt.n_grads, a.n);
+    struct {
+        const char* name;
+        int decay;
+        double mult;
+    } want[] = {
+        {"model.embed_tokens.weight", 0, 1.0},              /* embedding: no decay by default */
+        {"lm_head.weight", 1, 1.0},                         /* an untied head decays (OLMo-2) */
+        {"model.layers.0.self_attn.q_proj.weight", 1, 1.0}, /* matrix: decay */
+        {"model.layers.0.self_attn.q_norm.weight", 1, 1.0}, /* norms decay by default */
         {"model.norm.weight", 1, 1.0},
-        {"model.layers.0.self_attn.gate_map.weight", 1, 10.0},    /* RePo: repo_lr_mult */
+        {"model.layers.0.self_attn.gate_map.weight", 1, 10.0}, /* RePo: repo_lr_mult */
         {"model.layers.0.self_attn.content_map.weight", 1, 10.0},
-        {"model.layers.0.self_attn.final_map.weight", 1, 3.0},    /* first pattern wins */
+        {"model.layers.0.self_attn.final_map.weight", 1, 3.0}, /* first pattern wins */
         {"model.layers.0.mlp.down_proj.weight", 1, 0.5},
     };
     for (size_t j = 0; j < sizeof(want) / sizeof(want[0]); j++) {
         const AdamWTensor* at = &a.t[idx(&tt, want[j].name)];
-        EXPECT(at->decay == (want[j].decay != 0) && at->lr_mult == want[j].mult, "%s: decay %d lr_mult %g "
-               "(want %d, %g)", want[j].name, at->decay, at->lr_mult, want[j].decay, want[j].mult);
+        EXPECT(at->decay == (want[j].decay != 0) && at->lr_mult == want[j].mult,
+               "%s: decay %d lr_mult %g "
+               "(want %d, %g)",
+               want[j].name, at->decay, at->lr_mult, want[j].decay, want[j].mult);
     }
     EXPECT(a.t[idx(&tt, FROZEN)].grad_offset == NO_GRAD, "%s has no gradient and no state", FROZEN);
     adamw_free(&a);
@@ -114,7 +124,12 @@ static void test_groups(void) {
 /* one probe: tensor, element, weight after step 0 and after step 1 (float64 Python
    literals), and the same two from torch 1.13.0's AdamW run in float32 (param
    groups lr 0.1*lr_mult, weight_decay 0.1 or 0), written as hex floats */
-typedef struct { const char* name; size_t i; double w1, w2; float t1, t2; } Probe;
+typedef struct {
+    const char* name;
+    size_t i;
+    double w1, w2;
+    float t1, t2;
+} Probe;
 
 /* steps 0 and 1 (bias corrections at t = 1 and 2) on every trainable tensor;
    the frozen one must not move */
@@ -139,20 +154,20 @@ static void test_two_steps(void) {
 
     /* literals from float64 Python; e.g. q_proj[0]: 0.51*(1 - 0.1*0.1) - 0.1*0.11/(0.11 + 1e-8) */
     const Probe probes[] = {
-        {"model.layers.0.self_attn.q_proj.weight", 0, 0.40490000909090829, 0.35914486203386015,     /* decay */
+        {"model.layers.0.self_attn.q_proj.weight", 0, 0.40490000909090829, 0.35914486203386015, /* decay */
          0x1.9e9e1ap-2f, 0x1.6fc3aap-2f},
-        {"model.layers.0.self_attn.q_proj.weight", 1, 0.60390999099099174, 0.61146384911462903,
-         0x1.3533b0p-1f, 0x1.3911cap-1f},
-        {"model.embed_tokens.weight", 3, 0.59699999029126305, 0.60964179838989985,                  /* no decay */
+        {"model.layers.0.self_attn.q_proj.weight", 1, 0.60390999099099174, 0.61146384911462903, 0x1.3533b0p-1f,
+         0x1.3911cap-1f},
+        {"model.embed_tokens.weight", 3, 0.59699999029126305, 0.60964179838989985, /* no decay */
          0x1.31a9fcp-1f, 0x1.3822f8p-1f},
         {"lm_head.weight", 7, 0.7464699962546818, 0.7601197290295918, 0x1.7e3152p-1f, 0x1.852e6ap-1f}, /* decay */
-        {"model.layers.0.self_attn.q_norm.weight", 2, 0.44252000657894697, 0.40060012181809201,     /* norm decays */
+        {"model.layers.0.self_attn.q_norm.weight", 2, 0.44252000657894697, 0.40060012181809201,        /* norm decays */
          0x1.c523f8p-2f, 0x1.9a36ecp-2f},
-        {"model.layers.0.self_attn.gate_map.weight", 0, -0.48699994117647405, -0.8016738690273898,  /* lr x10 */
+        {"model.layers.0.self_attn.gate_map.weight", 0, -0.48699994117647405, -0.8016738690273898, /* lr x10 */
          -0x1.f2b024p-2f, -0x1.9a7502p-1f},
-        {"model.layers.0.self_attn.final_map.weight", 1, 0.87132998429319453, 0.90195187499261964,  /* lr x3 */
+        {"model.layers.0.self_attn.final_map.weight", 1, 0.87132998429319453, 0.90195187499261964, /* lr x3 */
          0x1.be1ef6p-1f, 0x1.cdcca4p-1f},
-        {"model.layers.0.mlp.down_proj.weight", 5, 0.68182499795918372, 0.68872339531211979,        /* lr x0.5 */
+        {"model.layers.0.mlp.down_proj.weight", 5, 0.68182499795918372, 0.68872339531211979, /* lr x0.5 */
          0x1.5d182ap-1f, 0x1.60a05ap-1f},
     };
     size_t np = sizeof(probes) / sizeof(probes[0]);
@@ -187,13 +202,13 @@ static void test_two_steps(void) {
     for (size_t k = 0; k < tt.n; k++) {
         const TensorInfo* t = &tt.t[k];
         if (t->grad_offset == NO_GRAD) continue;
-        int decay = t->kind != TK_EMBED;                    /* config A: norms and lm_head decay, embed_tokens not */
+        int decay = t->kind != TK_EMBED; /* config A: norms and lm_head decay, embed_tokens not */
         double mult = t->is_repo ? 10.0 : 1.0;
         if (strstr(t->name, "final_map")) mult = 3.0;
         if (strstr(t->name, ".mlp.")) mult = 0.5;
         for (size_t i = 0; i < t->numel; i++) {
             size_t o = t->grad_offset + i;
-            double g[2] = {(real)g_step0(k, i), (real)g_step1(k, i)};   /* the float values the step saw */
+            double g[2] = {(real)g_step0(k, i), (real)g_step1(k, i)}; /* the float values the step saw */
             rw[o] = ref_adamw((real)w_init(k, i), g, 2, 0.1 * mult, 0.1, decay, &rm[o], &rv[o]);
             gw[o] = params[t->offset + i];
             gm[o] = a.m[o];
@@ -207,8 +222,16 @@ static void test_two_steps(void) {
     const TensorInfo* up = &tt.t[idx(&tt, FROZEN)];
     EXPECT(!memcmp(params + up->offset, before + up->offset, up->numel * sizeof(real)),
            "frozen %s bit-identical after 2 steps", FROZEN);
-    free(gw); free(rw); free(gm); free(rm); free(gv); free(rv);
-    free(params); free(grads); free(before); free(after0);
+    free(gw);
+    free(rw);
+    free(gm);
+    free(rm);
+    free(gv);
+    free(rv);
+    free(params);
+    free(grads);
+    free(before);
+    free(after0);
     adamw_free(&a);
     tensor_table_free(&tt);
 }
@@ -242,15 +265,20 @@ static void test_slices(void) {
         same_m &= !memcmp(part[p].m, whole.m + cut[p], n * sizeof(real));
         same_v &= !memcmp(part[p].v, whole.v + cut[p], n * sizeof(real));
     }
-    EXPECT(!memcmp(params, sliced, tt.n_params * sizeof(real)), "weights after 2 steps bit-identical (slices "
-           "[0, %zu) [%zu, %zu) [%zu, %zu))", cut[1], cut[1], cut[2], cut[2], cut[3]);
+    EXPECT(!memcmp(params, sliced, tt.n_params * sizeof(real)),
+           "weights after 2 steps bit-identical (slices "
+           "[0, %zu) [%zu, %zu) [%zu, %zu))",
+           cut[1], cut[1], cut[2], cut[2], cut[3]);
     EXPECT(same_m && same_v, "each slice's m and v bit-identical to that range of the whole state");
     size_t g0, g1;
     EXPECT(adamw_slice_part(&part[1], 0, cut[1] + 5, &g0, &g1) && g0 == cut[1] && g1 == cut[1] + 5 &&
-           !adamw_slice_part(&part[1], 0, cut[1], &g0, &g1), "adamw_slice_part clips a range to the slice");
+               !adamw_slice_part(&part[1], 0, cut[1], &g0, &g1),
+           "adamw_slice_part clips a range to the slice");
     for (int p = 0; p < 3; p++) adamw_free(&part[p]);
     adamw_free(&whole);
-    free(params); free(sliced); free(grads);
+    free(params);
+    free(sliced);
+    free(grads);
     tensor_table_free(&tt);
 }
 
@@ -274,7 +302,8 @@ static void test_decay_norms_off(void) {
     double got[2] = {params[qn->offset + 2], params[q->offset]};
     double ref[2] = {0.44800000657894701, 0.40490000909090829};
     expect_close_each("q_norm undecayed, q_proj decayed", got, ref, 2, 1e-6, 1e-6);
-    free(params); free(grads);
+    free(params);
+    free(grads);
     adamw_free(&a);
     tensor_table_free(&tt);
 }
@@ -331,7 +360,7 @@ static void test_scale_zero(void) {
         double scale = 0.3;
         bool same_w = true, zeroed = true, kept = true;
         for (size_t step = 0; step < 2; step++) {
-            for (size_t i = 0; i < tt.n_grads; i++) g_ref[i] = g_in[i] * (real)scale;   /* the old in-place clip */
+            for (size_t i = 0; i < tt.n_grads; i++) g_ref[i] = g_in[i] * (real)scale; /* the old in-place clip */
             memcpy(g_got, g_in, tt.n_grads * sizeof(real));
             adamw_step(&ref, p_ref, g_ref, 0.1, step, 1.0, false);
             adamw_step(&got, p_got, g_got, 0.1, step, scale, true);
@@ -351,7 +380,11 @@ static void test_scale_zero(void) {
                lo, hi, tt.n_grads - n);
         adamw_free(&ref);
         adamw_free(&got);
-        free(p_ref); free(p_got); free(g_ref); free(g_got); free(g_in);
+        free(p_ref);
+        free(p_got);
+        free(g_ref);
+        free(g_got);
+        free(g_in);
     }
     tensor_table_free(&tt);
 }
@@ -387,8 +420,8 @@ static void test_schedules(void) {
     const size_t steps[] = {0, 4, 9, 10, 35, 60, 109, 110, 500};
     /* warmup lr (s+1)/10; after it p = (s-10)/100; literals from float64 Python */
     const double ref[3][9] = {
-        {1e-4, 5e-4, 1e-3, 1e-3, 1e-3, 1e-3, 1e-3, 1e-3, 1e-3},                                   /* constant */
-        {1e-4, 5e-4, 1e-3, 1e-3, 7.75e-4, 5.5e-4, 1.09e-4, 1e-4, 1e-4},                           /* linear */
+        {1e-4, 5e-4, 1e-3, 1e-3, 1e-3, 1e-3, 1e-3, 1e-3, 1e-3},                                     /* constant */
+        {1e-4, 5e-4, 1e-3, 1e-3, 7.75e-4, 5.5e-4, 1.09e-4, 1e-4, 1e-4},                             /* linear */
         {1e-4, 5e-4, 1e-3, 1e-3, 8.6819805153394642e-4, 5.5e-4, 1.0022204783542078e-4, 1e-4, 1e-4}, /* cosine */
     };
     const Schedule sched[3] = {SCHED_CONSTANT, SCHED_LINEAR, SCHED_COSINE};
@@ -405,7 +438,7 @@ static void test_schedules(void) {
     c.min_lr = 0;
     c.schedule = SCHED_COSINE;
     double got[3] = {lr_at(&c, 0, 100), lr_at(&c, 50, 100), lr_at(&c, 99, 100)};
-    double want[3] = {1e-3, 5e-4, 2.4671981713419e-7};   /* 0.5e-3 (1 + cos(0.99 pi)) */
+    double want[3] = {1e-3, 5e-4, 2.4671981713419e-7}; /* 0.5e-3 (1 + cos(0.99 pi)) */
     expect_close_each("cosine without warmup at steps 0, 50, 99 of 100", got, want, 3, 0, 1e-12);
     c.warmup_steps = 20;
     c.min_lr = 1e-4;
@@ -423,7 +456,7 @@ static void test_norm_threads(void) {
     real* g = arenaAlloc(n * sizeof(real));
     Rng rng;
     rng_seed(&rng, 42);
-    long double exact = 0;   /* a serial extended-precision reference */
+    long double exact = 0; /* a serial extended-precision reference */
     for (size_t i = 0; i < n; i++) {
         g[i] = (real)(rng_normal(&rng) * (i % 1000 == 0 ? 100.0 : 0.01));
         exact += (long double)g[i] * g[i];
@@ -442,8 +475,10 @@ static void test_norm_threads(void) {
     const char* how = "built without OpenMP; serial";
 #endif
     EXPECT(!memcmp(&norms[0], &norms[1], sizeof(double)) && !memcmp(&norms[0], &norms[2], sizeof(double)) &&
-           !memcmp(&norms[0], &norms[3], sizeof(double)), "bit-identical with %d, %d, %d and %d threads (%s): "
-           "%.17g", counts[0], counts[1], counts[2], counts[3], how, norms[0]);
+               !memcmp(&norms[0], &norms[3], sizeof(double)),
+           "bit-identical with %d, %d, %d and %d threads (%s): "
+           "%.17g",
+           counts[0], counts[1], counts[2], counts[3], how, norms[0]);
     double ref = sqrt((double)exact);
     EXPECT(fabs(norms[0] - ref) <= 1e-13 * ref, "equals the long double sum: %.17g vs %.17g", norms[0], ref);
     double again = grad_global_norm(g, n);

@@ -22,7 +22,7 @@ static void tiny_table(TensorTable* tt) { optim_tiny_table(tt, NULL); }
 
 static void test_rounding(void) {
     printf("stochastic rounding to bf16\n");
-    float lo = 1.0f, ulp = 1.0f / 128;   /* bf16 has 8 significant bits: ulp(1) = 2^-7 */
+    float lo = 1.0f, ulp = 1.0f / 128; /* bf16 has 8 significant bits: ulp(1) = 2^-7 */
     int exact = 1;
     for (int k = 0; k < 65536; k += 4099) {
         float x = lo + ulp * (float)k / 65536.0f;
@@ -31,7 +31,7 @@ static void test_rounding(void) {
         exact &= up == (size_t)k;
     }
     EXPECT(exact, "x = 1 + (k/65536) ulp rounds up for exactly k of the 65536 random values (k = 0, 4099, ...)");
-    float big = 3.3895314e38f;   /* the largest bf16 value */
+    float big = 3.3895314e38f; /* the largest bf16 value */
     EXPECT(isfinite(st_bf16_to_f32(bf16_round_stochastic(nextafterf(big, INFINITY), 0xffff))),
            "a finite value above the largest bf16 never rounds to infinity");
 }
@@ -67,12 +67,12 @@ static void test_small_updates(void) {
     c.seed = 11;
     adamw_build(&bf16, &tt, &c);
     real* ones = mallocCheck(tt.n_grads * sizeof(real));
-    for (size_t i = 0; i < tt.n_grads; i++) ones[i] = 1;   /* v0 = 1: ulp 2^-7, 16x the step's growth */
+    for (size_t i = 0; i < tt.n_grads; i++) ones[i] = 1; /* v0 = 1: ulp 2^-7, 16x the step's growth */
     adamw_moment_set(&f32, 1, 0, tt.n_grads, ones);
     adamw_moment_set(&bf16, 1, 0, tt.n_grads, ones);
     real* p1 = arenaAlloc(tt.n_params * sizeof(real));
     real* p2 = arenaAlloc(tt.n_params * sizeof(real));
-    real g = (real)sqrt(1.5);   /* v -> 1.5 */
+    real g = (real)sqrt(1.5); /* v -> 1.5 */
     run(&f32, &tt, p1, g, 1000);
     run(&bf16, &tt, p2, g, 1000);
     double ref = mean_v(&f32), got = mean_v(&bf16);
@@ -81,7 +81,9 @@ static void test_small_updates(void) {
            "mean v after 1000 steps: bf16 %.6f, f32 %.6f (within 1%% of the growth %.4f)", got, ref, ref - 1);
     adamw_free(&f32);
     adamw_free(&bf16);
-    free(ones); free(p1); free(p2);
+    free(ones);
+    free(p1);
+    free(p2);
     tensor_table_free(&tt);
 }
 
@@ -115,13 +117,14 @@ static void test_determinism(void) {
     }
     size_t bytes = tt.n_grads * 2;
     EXPECT(!memcmp(w[0], w[1], tt.n_params * sizeof(real)) && !memcmp(a.m16, b.m16, bytes) &&
-           !memcmp(a.v16, b.v16, bytes), "same seed: weights, m and v bit-identical after 3 steps");
+               !memcmp(a.v16, b.v16, bytes),
+           "same seed: weights, m and v bit-identical after 3 steps");
     int same = !memcmp(w[0], w[2], tt.n_params * sizeof(real));
     for (int p = 0; p < 3; p++)
         same &= !memcmp(part[p].m16, a.m16 + cut[p], (cut[p + 1] - cut[p]) * 2) &&
                 !memcmp(part[p].v16, a.v16 + cut[p], (cut[p + 1] - cut[p]) * 2);
-    EXPECT(same, "three slices [0, %zu) [%zu, %zu) [%zu, %zu): weights and moments bit-identical to the whole",
-           cut[1], cut[1], cut[2], cut[2], cut[3]);
+    EXPECT(same, "three slices [0, %zu) [%zu, %zu) [%zu, %zu): weights and moments bit-identical to the whole", cut[1],
+           cut[1], cut[2], cut[2], cut[3]);
     EXPECT(memcmp(a.v16, other.v16, bytes) != 0, "another seed rounds differently");
     real* r = mallocCheck(tt.n_grads * sizeof(real));
     adamw_moment_get(&a, 0, 0, tt.n_grads, r);
@@ -130,7 +133,9 @@ static void test_determinism(void) {
     free(r);
     for (int i = 0; i < 4; i++) free(w[i]);
     free(grads);
-    adamw_free(&a); adamw_free(&b); adamw_free(&other);
+    adamw_free(&a);
+    adamw_free(&b);
+    adamw_free(&other);
     for (int p = 0; p < 3; p++) adamw_free(&part[p]);
     tensor_table_free(&tt);
 }

@@ -25,7 +25,7 @@
 typedef struct {
     StFile ref;
     size_t B, T, N;
-    Batch batch;        /* tokens, targets; doc_ids: packed documents (document masking), NULL when the fixture
+    Batch batch; /* tokens, targets; doc_ids: packed documents (document masking), NULL when the fixture
                            has none */
     double z_loss;
 } Fixture;
@@ -184,7 +184,8 @@ static void check_adamw(const char* dir, Fixture* fx) {
         free(ref);
     }
     printf("\n");
-    EXPECT(worst <= 1e-4, "3 AdamW steps: update (after - before) of all decayed tensors within 1e-4 relative L2 "
+    EXPECT(worst <= 1e-4,
+           "3 AdamW steps: update (after - before) of all decayed tensors within 1e-4 relative L2 "
            "(worst %.2e, %s; conditioning measured by the fixture: %s); embed_tokens within %.1e",
            worst, worst_name, st_meta(&fx->ref, "update_conditioning"), exempt_tol);
     free(before);
@@ -200,8 +201,8 @@ static void check_bf16_loss(const char* dir, Fixture* fx) {
     load_model(&m, ckpt, fx);
     double loss = model_forward(&m, &fx->batch);
     double ref_loss = ref_scalar(&fx->ref, "loss_bf16", 0);
-    EXPECT(fabs(loss - ref_loss) <= 1e-3, "BF16 checkpoint: loss %.6f vs PyTorch (bf16 weights) %.6f (tol 1e-3)",
-           loss, ref_loss);
+    EXPECT(fabs(loss - ref_loss) <= 1e-3, "BF16 checkpoint: loss %.6f vs PyTorch (bf16 weights) %.6f (tol 1e-3)", loss,
+           ref_loss);
     model_free(&m);
 }
 
@@ -227,8 +228,9 @@ static void check_round_trip(const char* dir, Fixture* fx) {
     ModelConfig ca, cb;
     hf_config_read(ckpt, &ca);
     hf_config_read(out_f32, &cb);
-    EXPECT(memcmp(ca.pos, cb.pos, sizeof(ca.pos)) == 0 && ca.block == cb.block && ca.tie_embeddings == cb.tie_embeddings
-               && ca.yarn_factor == cb.yarn_factor && ca.rope_theta == cb.rope_theta,
+    EXPECT(memcmp(ca.pos, cb.pos, sizeof(ca.pos)) == 0 && ca.block == cb.block &&
+               ca.tie_embeddings == cb.tie_embeddings && ca.yarn_factor == cb.yarn_factor &&
+               ca.rope_theta == cb.rope_theta,
            "saved config.json reads back the same block, positions, tie, theta and YaRN");
     hf_save(&a, out_bf16, ST_BF16);
     load_model(&c, out_bf16, fx);

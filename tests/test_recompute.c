@@ -18,7 +18,7 @@
 #include "model/model.h"
 #include "testutil.h"
 
-enum { B = 2, T = 17, N = B * T };   /* constants, not macros: Batch has fields B and T */
+enum { B = 2, T = 17, N = B * T }; /* constants, not macros: Batch has fields B and T */
 
 static ModelConfig config(BlockStyle style) {
     ModelConfig cfg;
@@ -48,8 +48,8 @@ static double run_step(Model* m, real* weights, bool docs) {
             tgt[n] = n % 5 == 3 ? -1 : (int32_t)rng_below(&rng, m->cfg.V);
             ids[n] = (int32_t)(t >= 3 + b + 2 * (size_t)k) + (int32_t)(t >= 11 - (size_t)k);
         }
-        Batch b = {.B = B, .T = T, .tokens = tok, .targets = tgt, .target_weights = weights,
-                   .doc_ids = docs ? ids : NULL};
+        Batch b =
+            {.B = B, .T = T, .tokens = tok, .targets = tgt, .target_weights = weights, .doc_ids = docs ? ids : NULL};
         loss += model_forward_train(m, &b);
         model_backward(m, &b, 0.5);
     }
@@ -64,8 +64,7 @@ static void build(Model* m, const ModelConfig* cfg, bool recompute, size_t chunk
     ModelArenaSizes s = model_arena_sizes(cfg, B, T, NULL, 0, &o);
     EXPECT(s.params == m->tensors.n_params && s.grads == m->tensors.n_grads && s.acts == m->n_acts &&
                s.scratch == m->n_scratch,
-           "model_arena_sizes counts what model_build_opts allocated (recompute %d, head_chunk %zu)", recompute,
-           chunk);
+           "model_arena_sizes counts what model_build_opts allocated (recompute %d, head_chunk %zu)", recompute, chunk);
 }
 
 static void build_huge(void* arg) {
@@ -75,7 +74,7 @@ static void build_huge(void* arg) {
     test_model_sizes(&cfg, (size_t)1 << 20, 8, 1, 2, 2, 8);
     model_config_plan_positions(&cfg, "rope", REPO_START_DEFAULT);
     Model m;
-    model_build(&m, &cfg, 1, (size_t)1 << 20, NULL, 0, false);   /* logits (2^20, 2^20): 4 TiB */
+    model_build(&m, &cfg, 1, (size_t)1 << 20, NULL, 0, false); /* logits (2^20, 2^20): 4 TiB */
 }
 
 int main(void) {
@@ -91,7 +90,7 @@ int main(void) {
         build(&full, &cfg, false, 0);
         build(&rec, &cfg, true, 0);
         double l_masked = 0, l_full = 0;
-        for (int docs = 1; docs >= 0; docs--) {   /* unmasked last: the chunked runs below compare with it */
+        for (int docs = 1; docs >= 0; docs--) { /* unmasked last: the chunked runs below compare with it */
             double l = run_step(&full, weights, docs), l_rec = run_step(&rec, weights, docs);
             const char* how = docs ? " + document masking" : "";
             EXPECT(l == l_rec, "%s recompute%s: loss %.9g == %.9g", name, how, l_rec, l);
@@ -107,7 +106,8 @@ int main(void) {
             EXPECT(fabs(l_ch - l_full) <= 1e-6 * fabs(l_full), "%s head_chunk %zu: loss %.9g vs %.9g", name, chunk,
                    l_ch, l_full);
             char label[96];
-            snprintf(label, sizeof(label), "%s head_chunk %zu%s: gradients", name, chunk, chunk == 7 ? " + recompute" : "");
+            snprintf(label, sizeof(label), "%s head_chunk %zu%s: gradients", name, chunk,
+                     chunk == 7 ? " + recompute" : "");
             expect_close(label, chunked.grads, full.grads, full.tensors.n_grads, 0, 1e-5, "1e-5 x max|ref|: rounding");
             EXPECT(chunked.head_rows == chunk && chunked.n_acts + (N - chunk - 1) * cfg.V <= full.n_acts,
                    "%s head_chunk %zu: logits buffer of %zu rows", name, chunk, chunked.head_rows);

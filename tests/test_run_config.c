@@ -15,7 +15,6 @@
 #include "train/run_config.h"
 #include "tests/testutil.h"
 
-
 static char tmpdir[64];
 #define DATA "\"data\": {\"train\": [\"t.bin\"], \"val\": [\"v.bin\"]}"
 
@@ -59,7 +58,7 @@ static void test_example(void) {
     char err[1024];
     int r = run_config_load(&ex, "configs/example.json", NULL, 0, err, sizeof(err));
     EXPECT(r == 0, "loads%s%s", r ? ": " : "", r ? err : "");
-    const char* ov[] = { "data.train=[\"data/train_*.bin\"]", "data.val=[\"data/val_*.bin\"]" };
+    const char* ov[] = {"data.train=[\"data/train_*.bin\"]", "data.val=[\"data/val_*.bin\"]"};
     r = run_config_load(&def, NULL, ov, 2, err, sizeof(err));
     EXPECT(r == 0, "defaults + data files load%s%s", r ? ": " : "", r ? err : "");
     char *a = printed(&ex), *b = printed(&def);
@@ -114,8 +113,8 @@ static void test_errors(void) {
                  "{\"model\": {\"positions\": {\"rope_scaling\": {\"rope_type\": \"linear\"}}}, " DATA "}", NULL, 0,
                  "model.positions.rope_scaling.rope_type: expected one of yarn, got \"linear\"");
     expect_error("bad positions.layers entry",
-                 "{\"model\": {\"positions\": {\"layers\": [\"rope\", \"repo\", \"rop\", \"nope\"]}}, " DATA "}",
-                 NULL, 0, "model.positions.layers[2]: expected one of rope|repo|nope, got \"rop\"");
+                 "{\"model\": {\"positions\": {\"layers\": [\"rope\", \"repo\", \"rop\", \"nope\"]}}, " DATA "}", NULL,
+                 0, "model.positions.layers[2]: expected one of rope|repo|nope, got \"rop\"");
     expect_error("positions.layers length",
                  "{\"model\": {\"positions\": {\"layers\": [\"rope\", \"repo\", \"repo\"]}}, " DATA "}", NULL, 0,
                  "model.positions.layers: has 3 entries, but the model has 4 layers");
@@ -149,25 +148,24 @@ static void test_errors(void) {
     expect_error("n_kv_heads divides n_heads", "{\"model\": {\"n_kv_heads\": 3}, " DATA "}", NULL, 0,
                  "model.n_kv_heads: 3 does not divide model.n_heads 8");
     expect_error("RePo needs d_model % 8",
-                 "{\"model\": {\"d_model\": 260, \"n_heads\": 2, \"positions\": {\"mode\": \"repo\"}}, " DATA "}",
-                 NULL, 0, "model.d_model: 260 must be divisible by 8 for RePo layers");
+                 "{\"model\": {\"d_model\": 260, \"n_heads\": 2, \"positions\": {\"mode\": \"repo\"}}, " DATA "}", NULL,
+                 0, "model.d_model: 260 must be divisible by 8 for RePo layers");
     expect_error("repo_start_layer without repo", "{\"model\": {\"positions\": {\"repo_start_layer\": 1}}, " DATA "}",
                  NULL, 0, "model.positions.repo_start_layer: given, but model.positions.mode is \"rope\"");
     expect_error("repo_start_layer > n_layers",
                  "{\"model\": {\"positions\": {\"mode\": \"repo\", \"repo_start_layer\": 9}}, " DATA "}", NULL, 0,
                  "model.positions.repo_start_layer: 9 exceeds the model's 4 layers");
-    expect_error("YaRN betas",
-                 "{\"model\": {\"positions\": {\"rope_scaling\": {\"beta_fast\": 1}}}, " DATA "}", NULL, 0,
-                 "model.positions.rope_scaling.beta_fast: 1 must exceed beta_slow 1");
+    expect_error("YaRN betas", "{\"model\": {\"positions\": {\"rope_scaling\": {\"beta_fast\": 1}}}, " DATA "}", NULL,
+                 0, "model.positions.rope_scaling.beta_fast: 1 must exceed beta_slow 1");
     expect_error("min_lr > lr", "{\"optim\": {\"min_lr\": 0.01}, " DATA "}", NULL, 0,
                  "optim.min_lr: 0.01 exceeds optim.lr 0.0003");
-    expect_error("explicit warmup > steps", "{\"train\": {\"steps\": 50}, \"optim\": {\"warmup_steps\": 60}, "
-                 DATA "}", NULL, 0, "optim.warmup_steps: 60 exceeds train.steps 50");
+    expect_error("explicit warmup > steps", "{\"train\": {\"steps\": 50}, \"optim\": {\"warmup_steps\": 60}, " DATA "}",
+                 NULL, 0, "optim.warmup_steps: 60 exceeds train.steps 50");
     expect_error("no training data", "{}", NULL, 0, "data.train: no training data");
     expect_error("train and synthetic", "{\"data\": {\"train\": [\"t\"], \"synthetic\": {}}}", NULL, 0,
                  "data.synthetic: given together with data.train");
-    expect_error("explicit eval without val", "{\"data\": {\"train\": [\"t\"]}, \"train\": {\"eval_every\": 50}}",
-                 NULL, 0, "data.val: empty while train.eval_every is 50");
+    expect_error("explicit eval without val", "{\"data\": {\"train\": [\"t\"]}, \"train\": {\"eval_every\": 50}}", NULL,
+                 0, "data.val: empty while train.eval_every is 50");
 }
 
 /* a short run from a minimal config: the defaults that do not fit adapt, each with a printed note */
@@ -197,9 +195,15 @@ static void test_overrides(void) {
     RunConfig rc;
     char err[1024];
     const char* ov[] = {
-        "optim.lr=0.001", "data.train=[\"a.bin\", \"b/*.bin\"]", "run.out_dir=runs/x", "run.resume=2024",
-        "optim.lr_mult.repo=0.1", "optim.lr_mult.model.layers.*.mlp.*=2",
-        "model.positions={\"mode\": \"repo\", \"repo_start_layer\": 2}", "data.val=v.bin", "train.steps=2000",
+        "optim.lr=0.001",
+        "data.train=[\"a.bin\", \"b/*.bin\"]",
+        "run.out_dir=runs/x",
+        "run.resume=2024",
+        "optim.lr_mult.repo=0.1",
+        "optim.lr_mult.model.layers.*.mlp.*=2",
+        "model.positions={\"mode\": \"repo\", \"repo_start_layer\": 2}",
+        "data.val=v.bin",
+        "train.steps=2000",
     };
     int r = load(&rc, "{" DATA "}", ov, sizeof(ov) / sizeof(ov[0]), err, sizeof(err));
     EXPECT(r == 0, "a file plus nine overrides loads%s%s", r ? ": " : "", r ? err : "");
@@ -210,13 +214,13 @@ static void test_overrides(void) {
     EXPECT(!strcmp(rc.run.resume, "2024") && rc.run.resume_mode == RESUME_PATH,
            "a number for a string key is its text (resume \"2024\", a path)");
     EXPECT(rc.optim.lr_mult.n == 2 && rc.optim.lr_mult.v[0].mult == 0.1 &&
-           !strcmp(rc.optim.lr_mult.v[1].pattern, "model.layers.*.mlp.*") && rc.optim.lr_mult.v[1].mult == 2,
+               !strcmp(rc.optim.lr_mult.v[1].pattern, "model.layers.*.mlp.*") && rc.optim.lr_mult.v[1].mult == 2,
            "lr_mult.repo replaced, a dotted pattern appended");
     EXPECT(!strcmp(rc.model.positions.mode, "repo") && rc.model.positions.repo_start_layer == 2,
            "an object value merges into model.positions");
     run_config_free(&rc);
 
-    const char* syn[] = { "data.train=[]", "data.synthetic.task.n_keys=16", "data.synthetic.kind=recall" };
+    const char* syn[] = {"data.train=[]", "data.synthetic.task.n_keys=16", "data.synthetic.kind=recall"};
     r = load(&rc, "{" DATA "}", syn, 3, err, sizeof(err));
     char* s = rc.data.synthetic ? cJSON_PrintUnformatted(rc.data.synthetic) : NULL;
     EXPECT(r == 0 && s && !strcmp(s, "{\"task\":{\"n_keys\":16},\"kind\":\"recall\"}"),
@@ -224,27 +228,27 @@ static void test_overrides(void) {
     cJSON_free(s);
     run_config_free(&rc);
 
-    const char* bad1[] = { "optim.learnig_rate=1" };
+    const char* bad1[] = {"optim.learnig_rate=1"};
     expect_error("--set of an unknown key", "{" DATA "}", bad1, 1,
                  "--set optim.learnig_rate=1: optim.learnig_rate: unknown key (did you mean optim.lr?)");
-    const char* bad2[] = { "optm.lr=1" };
+    const char* bad2[] = {"optm.lr=1"};
     expect_error("--set of an unknown section", "{" DATA "}", bad2, 1,
                  "--set optm.lr=1: optm: unknown key (did you mean optim?)");
-    const char* bad3[] = { "train.batch_size=abc" };
+    const char* bad3[] = {"train.batch_size=abc"};
     expect_error("--set wrong type", "{" DATA "}", bad3, 1,
                  "--set train.batch_size=abc: train.batch_size: expected an integer, got \"abc\"");
-    const char* bad4[] = { "train.steps.x=1" };
+    const char* bad4[] = {"train.steps.x=1"};
     expect_error("--set inside a value", "{" DATA "}", bad4, 1, "--set train.steps.x=1: train.steps: is not an object");
-    const char* bad5[] = { "train.steps" };
+    const char* bad5[] = {"train.steps"};
     expect_error("--set without =", "{" DATA "}", bad5, 1, "--set train.steps: expected key.path=value");
     /* a check between keys blames the --set argument that gave the key, not the config file */
-    const char* bad6[] = { "train.steps=5", "optim.min_lr=1" };
+    const char* bad6[] = {"train.steps=5", "optim.min_lr=1"};
     expect_error("--set value failing a later check", "{" DATA "}", bad6, 2,
                  "--set optim.min_lr=1: optim.min_lr: 1 exceeds optim.lr");
-    const char* bad7[] = { "optim.lr_mult.repo=2", "optim.warmup_steps=10" };
+    const char* bad7[] = {"optim.lr_mult.repo=2", "optim.warmup_steps=10"};
     expect_error("--set value failing a later check (2)", "{" DATA ", \"train\": {\"steps\": 3}}", bad7, 2,
                  "--set optim.warmup_steps=10: optim.warmup_steps: 10 exceeds train.steps 3");
-    const char* ok8[] = { "optim.lr=1e-3" };
+    const char* ok8[] = {"optim.lr=1e-3"};
     expect_error("a key from the file is still blamed on the file", "{" DATA ", \"optim\": {\"min_lr\": 1}}", ok8, 1,
                  "c.json: optim.min_lr: 1 exceeds optim.lr 0.001");
 }
@@ -274,11 +278,12 @@ static void test_round_trip(void) {
     EXPECT(!strcmp(pa, pb), "printed configs are identical");
     EXPECT(!strcmp(text, text2), "to_json of the reloaded config is identical");
     EXPECT(!memcmp(&a.model, &b.model, sizeof(a.model)) && !memcmp(&a.optim, &b.optim, sizeof(a.optim)) &&
-           !memcmp(&a.train, &b.train, sizeof(a.train)) && !memcmp(&a.run, &b.run, sizeof(a.run)),
+               !memcmp(&a.train, &b.train, sizeof(a.train)) && !memcmp(&a.run, &b.run, sizeof(a.run)),
            "run, model, optim, train structs are bytewise identical");
     EXPECT(run_config_was_set(&a, "model.n_kv_heads") && !run_config_was_set(&a, "model.d_model") &&
-           run_config_was_set(&a, "model.positions") && run_config_was_set(&a, "model") &&
-           !run_config_was_set(&a, "data.train"), "was_set: set keys and their sections only");
+               run_config_was_set(&a, "model.positions") && run_config_was_set(&a, "model") &&
+               !run_config_was_set(&a, "data.train"),
+           "was_set: set keys and their sections only");
     printf("  resolved config:\n%s", pa);
     free(pa);
     free(pb);
@@ -293,39 +298,42 @@ static void test_model_bridges(void) {
     RunConfig rc;
     ModelConfig mc;
     char err[1024];
-    const char* ov[] = { "model.n_layers=6", "model.positions.mode=repo", "model.n_kv_heads=2" };
+    const char* ov[] = {"model.n_layers=6", "model.positions.mode=repo", "model.n_kv_heads=2"};
     int r = load(&rc, "{" DATA "}", ov, 3, err, sizeof(err));
     run_config_model(&rc, &mc);
     EXPECT(r == 0 && mc.L == 6 && mc.KVH == 2 && mc.pos[1] == POS_ROPE && mc.pos[2] == POS_REPO &&
-           mc.pos[5] == POS_REPO,
+               mc.pos[5] == POS_REPO,
            "mode repo on 6 layers: rope rope repo repo repo repo (start floor(6/3) = 2), KVH 2");
     run_config_free(&rc);
-    const char* ov2[] = { "model.positions.mode=r2n1", "model.positions.rope_scaling={\"factor\": 8}" };
+    const char* ov2[] = {"model.positions.mode=r2n1", "model.positions.rope_scaling={\"factor\": 8}"};
     r = load(&rc, "{" DATA "}", ov2, 2, err, sizeof(err));
     run_config_model(&rc, &mc);
     EXPECT(r == 0 && mc.pos[0] == POS_ROPE && mc.pos[2] == POS_NOPE && mc.pos[3] == POS_ROPE && mc.KVH == 8 &&
-           mc.yarn_factor == 8 && mc.yarn_orig_max == 4096 && mc.max_position_embeddings == 32768,
+               mc.yarn_factor == 8 && mc.yarn_orig_max == 4096 && mc.max_position_embeddings == 32768,
            "r2n1, KVH = n_heads by default, YaRN factor 8 over 4096");
     OptimConfig oc;
     run_config_optim(&rc, &oc);
     EXPECT(oc.total_steps == 1000 && oc.warmup_steps == 100 && oc.repo_lr_mult == 1 && oc.n_lr_mult == 0 &&
-           oc.schedule == SCHED_COSINE, "OptimConfig: total_steps = train.steps, lr_mult repo -> repo_lr_mult");
+               oc.schedule == SCHED_COSINE,
+           "OptimConfig: total_steps = train.steps, lr_mult repo -> repo_lr_mult");
     EXPECT(rc.run.resume_mode == RESUME_AUTO, "resume \"auto\" by default");
     run_config_free(&rc);
     /* a section given as null: each of its keys (stored in ModelConfig or not) goes back to its default; a
        shorter layers list replaces a longer one whole */
-    const char* ov3[] = { "model.lora=null", "model.positions.rope_scaling=null",
-                          "model.positions.layers=[\"repo\",\"nope\",\"repo\",\"repo\"]" };
-    r = load(&rc, "{\"model\": {\"n_layers\": 4, \"lora\": {\"rank\": 8, \"alpha\": 4, \"targets\": [\"q_proj\"], "
-              "\"rslora\": true}, \"positions\": {\"layers\": [\"nope\", \"nope\", \"nope\", \"nope\", \"nope\", "
-              "\"nope\"], \"rope_scaling\": {\"factor\": 4, \"beta_fast\": 64}}}, " DATA "}", ov3, 3, err, sizeof(err));
+    const char* ov3[] = {"model.lora=null", "model.positions.rope_scaling=null",
+                         "model.positions.layers=[\"repo\",\"nope\",\"repo\",\"repo\"]"};
+    r = load(&rc,
+             "{\"model\": {\"n_layers\": 4, \"lora\": {\"rank\": 8, \"alpha\": 4, \"targets\": [\"q_proj\"], "
+             "\"rslora\": true}, \"positions\": {\"layers\": [\"nope\", \"nope\", \"nope\", \"nope\", \"nope\", "
+             "\"nope\"], \"rope_scaling\": {\"factor\": 4, \"beta_fast\": 64}}}, " DATA "}",
+             ov3, 3, err, sizeof(err));
     run_config_model(&rc, &mc);
     EXPECT(r == 0 && mc.lora_rank == 0 && mc.lora_alpha == 32 && !mc.lora_rslora && !rc.model.lora.targets.n &&
-           mc.yarn_factor == 1 && mc.yarn_beta_fast == 32 && mc.pos[0] == POS_REPO && mc.pos[1] == POS_NOPE &&
-           rc.model.cfg.pos[4] == POS_ROPE && rc.model.cfg.pos[5] == POS_ROPE,
+               mc.yarn_factor == 1 && mc.yarn_beta_fast == 32 && mc.pos[0] == POS_REPO && mc.pos[1] == POS_NOPE &&
+               rc.model.cfg.pos[4] == POS_ROPE && rc.model.cfg.pos[5] == POS_ROPE,
            "model.lora and rope_scaling null: their defaults; a 4-layer list after a 6-layer one: the rest rope");
     run_config_free(&rc);
-    const char* never[] = { "run.resume=never" };
+    const char* never[] = {"run.resume=never"};
     r = load(&rc, "{" DATA "}", never, 1, err, sizeof(err));
     EXPECT(r == 0 && rc.run.resume_mode == RESUME_NEVER, "resume \"never\"");
     run_config_free(&rc);
@@ -347,11 +355,12 @@ static void test_model_bridges(void) {
     free(p);
     free(p2);
     run_config_free(&back);
-    model_config_default(&mc);   /* stands for the checkpoint's config.json: D 256, H 8, L 4 */
+    model_config_default(&mc); /* stands for the checkpoint's config.json: D 256, H 8, L 4 */
     mc.L = 9;
     r = run_config_apply_checkpoint(&rc, &mc, "ckpt", false, err, sizeof(err));
     EXPECT(r && strstr(err, "model.d_model: 512 disagrees with 256 in ckpt/config.json (model.init_from); remove the "
-                            "key to take the checkpoint's value"), "%s", err);
+                            "key to take the checkpoint's value"),
+           "%s", err);
     mc.D = 512;
     mc.H = 6;
     r = run_config_apply_checkpoint(&rc, &mc, "ckpt", false, err, sizeof(err));
@@ -376,7 +385,7 @@ int main(void) {
     test_overrides();
     test_round_trip();
     test_model_bridges();
-    const char* names[] = { "c.json", "round.json", "init.json" };
+    const char* names[] = {"c.json", "round.json", "init.json"};
     char path[300];
     for (size_t i = 0; i < 3; i++) {
         snprintf(path, sizeof(path), "%s/%s", tmpdir, names[i]);

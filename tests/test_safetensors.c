@@ -7,7 +7,7 @@
    file of which must fail to open with the message given in CORPUS below.
    Run from the repository root; prints one OK / NOT OK line per case and
    exits non-zero on any failure. */
-#include <dirent.h>         /* the corpus directory and the temporary directory */
+#include <dirent.h> /* the corpus directory and the temporary directory */
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -16,20 +16,31 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>    /* reads the raw header back to check its key order */
+#include <cjson/cJSON.h> /* reads the raw header back to check its key order */
 
 #include "common/check.h"
 #include "tests/testutil.h"
 #include "common/safetensors.h"
 
-
 /* Bits of a float and back. */
-static uint32_t f2u(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
-static float u2f(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
+static uint32_t f2u(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return u;
+}
+static float u2f(uint32_t u) {
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
 
 /* f32 -> bf16 against torch's round_to_nearest_even, worked out by hand */
 static void test_bf16_rounding(void) {
-    static const struct { uint32_t in; uint16_t out; const char* what; } cases[] = {
+    static const struct {
+        uint32_t in;
+        uint16_t out;
+        const char* what;
+    } cases[] = {
         {0x3F800000, 0x3F80, "1.0 exact"},
         {0x3F808000, 0x3F80, "tie, kept bit even: down"},
         {0x3F818000, 0x3F82, "tie, kept bit odd: up"},
@@ -51,25 +62,37 @@ static void test_bf16_rounding(void) {
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         uint16_t got = st_f32_to_bf16(u2f(cases[i].in));
-        report(got == cases[i].out, "bf16 round 0x%08x -> 0x%04x (expected 0x%04x): %s", cases[i].in, got,
-               cases[i].out, cases[i].what);
+        report(got == cases[i].out, "bf16 round 0x%08x -> 0x%04x (expected 0x%04x): %s", cases[i].in, got, cases[i].out,
+               cases[i].what);
     }
     report(f2u(st_bf16_to_f32(0xC020)) == 0xC0200000, "bf16 0xc020 -> f32 bits << 16 (-2.5)");
 }
 
 /* f16 -> f32: normals, subnormals, zeros, inf, NaN */
 static void test_f16(void) {
-    static const struct { uint16_t in; uint32_t out; const char* what; } cases[] = {
-        {0x3C00, 0x3F800000, "1.0"}, {0xC000, 0xC0000000, "-2.0"}, {0x7BFF, 0x477FE000, "65504 (max)"},
-        {0x0400, 0x38800000, "2^-14 (min normal)"}, {0x0001, 0x33800000, "2^-24 (min subnormal)"},
-        {0x03FF, 0x387FC000, "1023 x 2^-24 (max subnormal)"}, {0x8001, 0xB3800000, "-2^-24"},
-        {0x0000, 0x00000000, "+0"}, {0x8000, 0x80000000, "-0"}, {0x7C00, 0x7F800000, "+inf"},
-        {0xFC00, 0xFF800000, "-inf"}, {0x7E00, 0x7FC00000, "NaN"}, {0x7C01, 0x7F802000, "NaN payload kept"},
+    static const struct {
+        uint16_t in;
+        uint32_t out;
+        const char* what;
+    } cases[] = {
+        {0x3C00, 0x3F800000, "1.0"},
+        {0xC000, 0xC0000000, "-2.0"},
+        {0x7BFF, 0x477FE000, "65504 (max)"},
+        {0x0400, 0x38800000, "2^-14 (min normal)"},
+        {0x0001, 0x33800000, "2^-24 (min subnormal)"},
+        {0x03FF, 0x387FC000, "1023 x 2^-24 (max subnormal)"},
+        {0x8001, 0xB3800000, "-2^-24"},
+        {0x0000, 0x00000000, "+0"},
+        {0x8000, 0x80000000, "-0"},
+        {0x7C00, 0x7F800000, "+inf"},
+        {0xFC00, 0xFF800000, "-inf"},
+        {0x7E00, 0x7FC00000, "NaN"},
+        {0x7C01, 0x7F802000, "NaN payload kept"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         uint32_t got = f2u(st_f16_to_f32(cases[i].in));
-        report(got == cases[i].out, "f16 0x%04x -> 0x%08x (expected 0x%08x): %s", cases[i].in, got,
-               cases[i].out, cases[i].what);
+        report(got == cases[i].out, "f16 0x%04x -> 0x%08x (expected 0x%08x): %s", cases[i].in, got, cases[i].out,
+               cases[i].what);
     }
 }
 
@@ -94,7 +117,10 @@ static void check_layout(const StFile* f, const char* what) {
     int ordered = root != NULL;
     const char* prev = NULL;
     for (const cJSON* e = root ? root->child : NULL; e; e = e->next) {
-        if (strcmp(e->string, "__metadata__") == 0) { ordered &= prev == NULL; continue; }
+        if (strcmp(e->string, "__metadata__") == 0) {
+            ordered &= prev == NULL;
+            continue;
+        }
         ordered &= prev == NULL || strcmp(prev, e->string) < 0;
         prev = e->string;
     }
@@ -128,24 +154,25 @@ static void test_round_trip(const char* dir) {
     char path[512];
     snprintf(path, sizeof(path), "%s/round_trip.safetensors", dir);
     real f32[6] = {1.5f, -0.0f, 3.14159265f, 1e-40f, -65504.0f, 7.0f};
-    real bf[4];                           /* bf16-exact values survive the trip */
+    real bf[4]; /* bf16-exact values survive the trip */
     const uint16_t bf_bits[4] = {0x3F80, 0xC020, 0x3E20, 0x0001};
     for (int i = 0; i < 4; i++) bf[i] = st_bf16_to_f32(bf_bits[i]);
-    real odd[3] = {1.0f, 2.0f, -3.0f};    /* 6 bytes of BF16: the F32 tensors must still be aligned */
+    real odd[3] = {1.0f, 2.0f, -3.0f}; /* 6 bytes of BF16: the F32 tensors must still be aligned */
     real f64[3] = {0.1f, -1e30f, 123456.789f};
     int32_t ids[4] = {INT32_MIN, -1, 0, INT32_MAX};
     real scalar = 42.5f;
-    size_t big_n = (size_t)1 << 17;       /* past the OpenMP threshold */
+    size_t big_n = (size_t)1 << 17; /* past the OpenMP threshold */
     real* big = mallocCheck(big_n * sizeof(real));
     for (size_t i = 0; i < big_n; i++) big[i] = st_bf16_to_f32((uint16_t)(i * 7919u));
-    for (size_t i = 0; i < big_n; i++) if (big[i] != big[i]) big[i] = 0;    /* NaN bit patterns vary */
+    for (size_t i = 0; i < big_n; i++)
+        if (big[i] != big[i]) big[i] = 0; /* NaN bit patterns vary */
     /* given out of name order: the header must come out sorted; the data
        order is the writer's own (by dtype size, then name) */
     StWriteTensor ts[] = {
-        {"z.f32", ST_F32, 2, {2, 3}, f32}, {"odd.bf16", ST_BF16, 1, {3}, odd},
-        {"a.bf16", ST_BF16, 2, {2, 2}, bf}, {"m.f64", ST_F64, 1, {3}, f64}, {"ids", ST_I32, 1, {4}, ids},
-        {"scalar", ST_F32, 0, {0}, &scalar}, {"empty", ST_F32, 2, {0, 4}, NULL},
-        {"big.bf16", ST_BF16, 2, {256, 512}, big},
+        {"z.f32", ST_F32, 2, {2, 3}, f32},  {"odd.bf16", ST_BF16, 1, {3}, odd},
+        {"a.bf16", ST_BF16, 2, {2, 2}, bf}, {"m.f64", ST_F64, 1, {3}, f64},
+        {"ids", ST_I32, 1, {4}, ids},       {"scalar", ST_F32, 0, {0}, &scalar},
+        {"empty", ST_F32, 2, {0, 4}, NULL}, {"big.bf16", ST_BF16, 2, {256, 512}, big},
     };
     size_t nt = sizeof(ts) / sizeof(ts[0]);
     st_write(path, ts, nt, NULL, NULL, 0);
@@ -212,10 +239,12 @@ static void test_metadata(const char* dir) {
     report(st_meta(&f, "missing") == NULL, "st_meta of an absent key gives NULL");
     check_layout(&f, "metadata file");
     st_close(&f);
-    st_write(path, &t, 0, NULL, NULL, 0);         /* overwrite with an empty file */
+    st_write(path, &t, 0, NULL, NULL, 0); /* overwrite with an empty file */
     st_open_or_die(&f, path);
-    report(f.n_tensors == 0 && f.n_meta == 0 && f.file_size == 16, "overwrite with no tensors: '{}' + padding, "
-           "%zu bytes", f.file_size);
+    report(f.n_tensors == 0 && f.n_meta == 0 && f.file_size == 16,
+           "overwrite with no tensors: '{}' + padding, "
+           "%zu bytes",
+           f.file_size);
     st_close(&f);
 }
 
@@ -250,11 +279,16 @@ static void test_read_dtypes(const char* dir) {
     memcpy(d, hv, 6);
     memcpy(d + 6, lv, 16);
     memcpy(d + 22, sv, 4);
-    d[26] = 0x80; d[27] = 0x7F; d[28] = 0xFF; d[29] = 0; d[30] = 1; d[31] = 0;
+    d[26] = 0x80;
+    d[27] = 0x7F;
+    d[28] = 0xFF;
+    d[29] = 0;
+    d[30] = 1;
+    d[31] = 0;
     memcpy(d + 32, Lv, 16);
     d[48] = 2;
     char hdr[1024];
-    snprintf(hdr, sizeof(hdr), "%s%s", h, strlen(h) % 2 ? "" : " ");     /* odd length */
+    snprintf(hdr, sizeof(hdr), "%s%s", h, strlen(h) % 2 ? "" : " "); /* odd length */
     write_raw(path, hdr, d, sizeof(d));
     StFile f;
     char err[ST_ERR_LEN] = "";
@@ -264,8 +298,10 @@ static void test_read_dtypes(const char* dir) {
     real hr[3];
     st_read_real(&f, st_find(&f, "h"), hr);
     report(hr[0] == 1 && hr[1] == (real)0x1p-24 && isinf(hr[2]) && hr[2] < 0, "F16 read: 1, 2^-24, -inf");
-    static const struct { const char* name; int32_t a, b; } ints[] = {
-        {"l", INT32_MIN, INT32_MAX}, {"s", -32768, 32767}, {"c", -128, 127}, {"u", 255, 0}, {"b", 1, 0}};
+    static const struct {
+        const char* name;
+        int32_t a, b;
+    } ints[] = {{"l", INT32_MIN, INT32_MAX}, {"s", -32768, 32767}, {"c", -128, 127}, {"u", 255, 0}, {"b", 1, 0}};
     for (int i = 0; i < 5; i++) {
         const StTensor* t = st_find(&f, ints[i].name);
         int32_t v[2] = {0, 0};
@@ -311,28 +347,47 @@ static void test_i64_parallel(const char* dir) {
 /* Each malformed file and a phrase its error message must contain (the
    message must also contain the file's path). A new file in the corpus
    directory needs an entry here, or the test fails. */
-static const struct { const char* file; const char* phrase; } CORPUS[] = {
-    {"empty", "empty file"}, {"truncated", "5 bytes, shorter than"},
-    {"header_past_end", "runs past the end"}, {"huge_header_length", "9223372036854775808"},
-    {"empty_header", "header length is 0"}, {"invalid_json", "invalid JSON"},
-    {"header_not_object", "not a JSON object"}, {"trailing_garbage", "invalid JSON"},
-    {"nul_in_header", "NUL byte at file offset 9"}, {"invalid_utf8", "UTF-8 at file offset 10"},
-    {"entry_not_object", "'x': entry is not an object"}, {"unknown_dtype", "unknown dtype 'F33'"},
-    {"dtype_not_string", "\"dtype\" is not a string"}, {"missing_dtype", "missing \"dtype\""},
-    {"missing_data_offsets", "missing \"data_offsets\""}, {"unknown_key", "unknown key 'foo'"},
-    {"duplicate_key_in_entry", "duplicate key 'dtype'"}, {"shape_not_array", "\"shape\" is not an array"},
-    {"shape_non_number", "shape entry 0 is not a number"}, {"shape_negative", "shape entry 0 = -1"},
-    {"shape_fractional", "shape entry 0 = 1.5"}, {"shape_huge", "below 2^53"},
-    {"shape_too_many_dims", "9 dimensions"}, {"shape_product_overflow", "shape product overflows"},
-    {"size_overflow", "x 4 bytes overflows"}, {"size_mismatch", "size does not match"},
+static const struct {
+    const char* file;
+    const char* phrase;
+} CORPUS[] = {
+    {"empty", "empty file"},
+    {"truncated", "5 bytes, shorter than"},
+    {"header_past_end", "runs past the end"},
+    {"huge_header_length", "9223372036854775808"},
+    {"empty_header", "header length is 0"},
+    {"invalid_json", "invalid JSON"},
+    {"header_not_object", "not a JSON object"},
+    {"trailing_garbage", "invalid JSON"},
+    {"nul_in_header", "NUL byte at file offset 9"},
+    {"invalid_utf8", "UTF-8 at file offset 10"},
+    {"entry_not_object", "'x': entry is not an object"},
+    {"unknown_dtype", "unknown dtype 'F33'"},
+    {"dtype_not_string", "\"dtype\" is not a string"},
+    {"missing_dtype", "missing \"dtype\""},
+    {"missing_data_offsets", "missing \"data_offsets\""},
+    {"unknown_key", "unknown key 'foo'"},
+    {"duplicate_key_in_entry", "duplicate key 'dtype'"},
+    {"shape_not_array", "\"shape\" is not an array"},
+    {"shape_non_number", "shape entry 0 is not a number"},
+    {"shape_negative", "shape entry 0 = -1"},
+    {"shape_fractional", "shape entry 0 = 1.5"},
+    {"shape_huge", "below 2^53"},
+    {"shape_too_many_dims", "9 dimensions"},
+    {"shape_product_overflow", "shape product overflows"},
+    {"size_overflow", "x 4 bytes overflows"},
+    {"size_mismatch", "size does not match"},
     {"offsets_wrong_length", "\"data_offsets\" is not [begin, end]"},
     {"offsets_negative", "\"data_offsets\" is not [begin, end]"},
     {"offsets_fractional", "\"data_offsets\" is not [begin, end]"},
     {"offsets_out_of_range", "[0, 16] end past the data section (8 bytes"},
-    {"offsets_begin_after_end", "[8, 4] has begin > end"}, {"offsets_overlap", "'a' data_offsets [0, 8] and 'b'"},
-    {"duplicate_name", "duplicate tensor name 'x'"}, {"metadata_non_string", "key 'step': value is not a string"},
+    {"offsets_begin_after_end", "[8, 4] has begin > end"},
+    {"offsets_overlap", "'a' data_offsets [0, 8] and 'b'"},
+    {"duplicate_name", "duplicate tensor name 'x'"},
+    {"metadata_non_string", "key 'step': value is not a string"},
     {"metadata_not_object", "\"__metadata__\" is not an object"},
-    {"metadata_duplicate_key", "duplicate key 'a'"}, {"metadata_twice", "duplicate \"__metadata__\""},
+    {"metadata_duplicate_key", "duplicate key 'a'"},
+    {"metadata_twice", "duplicate \"__metadata__\""},
 };
 #define N_CORPUS (sizeof(CORPUS) / sizeof(CORPUS[0]))
 
@@ -400,7 +455,7 @@ static void read_after_truncate(void* arg) {
     const StTensor* t = st_find(&f, "w");
     CHECK(t && truncate(path, 4096) == 0, "truncating '%s'", path);
     real* out = mallocCheck(4 * 4096 * sizeof(real));
-    st_read_real(&f, t, out);   /* SIGBUS past byte 4096 */
+    st_read_real(&f, t, out); /* SIGBUS past byte 4096 */
     printf("read %g past the end\n", (double)out[4 * 4096 - 1]);
     free(out);
     st_close(&f);
@@ -413,7 +468,7 @@ static void test_truncated_while_mapped(const char* dir) {
     char path[512];
     snprintf(path, sizeof(path), "%s/shrinks.safetensors", dir);
     real* w = callocCheck(4 * 4096, sizeof(real));
-    StWriteTensor t = {"w", ST_F32, 2, {4, 4096}, w};   /* 64 KiB of data: many pages */
+    StWriteTensor t = {"w", ST_F32, 2, {4, 4096}, w}; /* 64 KiB of data: many pages */
     st_write(path, &t, 1, NULL, NULL, 0);
     free(w);
     char out[8192], want[600];

@@ -51,7 +51,7 @@ static int same_bits(const real* a, const real* b, size_t n) { return memcmp(a, 
 static void check_rope_cache(const real* pos, size_t N, size_t n_cache, const char* what) {
     size_t H = 4, KVH = 2, hd = 16, half = hd / 2, qd = H * hd, kvd = KVH * hd;
     RopeTable plain, cached;
-    rope_table_init(&plain, hd, 10000.0, 4.0, 64, 32, 1, 0);   /* YaRN on: m != 1 goes through the cache too */
+    rope_table_init(&plain, hd, 10000.0, 4.0, 64, 32, 1, 0); /* YaRN on: m != 1 goes through the cache too */
     cached = plain;
     double* cs = mallocCheck(n_cache * half * sizeof(double));
     double* sn = mallocCheck(n_cache * half * sizeof(double));
@@ -78,7 +78,7 @@ static void check_rope_cache(const real* pos, size_t N, size_t n_cache, const ch
 static void test_rope_cache(void) {
     size_t N = 24, KVH = 2, T = 12;
     real* pos = mallocCheck(N * KVH * sizeof(real));
-    for (size_t n = 0; n < N; n++)   /* two rows of T, the second with a document starting at t = 5 */
+    for (size_t n = 0; n < N; n++) /* two rows of T, the second with a document starting at t = 5 */
         for (size_t g = 0; g < KVH; g++) pos[n * KVH + g] = (real)(n < T ? n : (n - T < 5 ? n - T : n - T - 5));
     check_rope_cache(pos, N, T, "integer positions 0..T-1");
     for (size_t i = 0; i < N * KVH; i++) pos[i] = (real)(0.37 * i + 0.5 * (i % 3));
@@ -97,7 +97,7 @@ static void small_config(ModelConfig* c, const char* plan) {
 static void test_model_cache(void) {
     ModelConfig c;
     Model m;
-    small_config(&c, "repo");   /* layer 0 rope, 1..2 repo */
+    small_config(&c, "repo"); /* layer 0 rope, 1..2 repo */
     model_build(&m, &c, 2, 16, NULL, 0, false);
     EXPECT(m.rope.cos_t == m.rope_cos && m.rope_cos && m.rope.n_cached == 16,
            "a model with a rope layer caches the angles of its T = 16 positions (n_cached %zu)", m.rope.n_cached);
@@ -124,7 +124,7 @@ static double step_grads(real* grads, size_t* n_grads, bool with_cache, bool lla
     model_build(&m, &c, B, T, NULL, 0, false);
     model_init_weights(&m, 3, 0.05);
     if (!with_cache) m.rope.cos_t = m.rope.sin_t = NULL;
-    if (poison) fill_nan(m.scratch, m.n_scratch);   /* the residual gradients dres and dfinal too */
+    if (poison) fill_nan(m.scratch, m.n_scratch); /* the residual gradients dres and dfinal too */
     int32_t tok[32], tgt[32];
     Rng rng;
     rng_seed(&rng, 9);
@@ -149,12 +149,16 @@ static void test_model_step(void) {
         real* g1 = mallocCheck(n * sizeof(real));
         real* g2 = mallocCheck(n * sizeof(real));
         double l1 = step_grads(g1, &n, true, llama, false), l2 = step_grads(g2, &n, false, llama, false);
-        EXPECT(l1 == l2 && same_bits(g1, g2, n), "%s: a training step with the angle cache: the same loss (%.9g, "
-               "%.9g) and the same bits in all %zu gradients as computing every angle", block, l1, l2, n);
+        EXPECT(l1 == l2 && same_bits(g1, g2, n),
+               "%s: a training step with the angle cache: the same loss (%.9g, "
+               "%.9g) and the same bits in all %zu gradients as computing every angle",
+               block, l1, l2, n);
         /* the backward writes every buffer before it reads it (model/block.c): NaN left in them changes nothing */
         l2 = step_grads(g2, &n, true, llama, true);
-        EXPECT(l1 == l2 && same_bits(g1, g2, n), "%s: the backward's work space and residual gradients filled with "
-               "NaN beforehand: the same loss and the same bits in all %zu gradients", block, n);
+        EXPECT(l1 == l2 && same_bits(g1, g2, n),
+               "%s: the backward's work space and residual gradients filled with "
+               "NaN beforehand: the same loss and the same bits in all %zu gradients",
+               block, n);
         free(g1);
         free(g2);
     }
@@ -187,8 +191,8 @@ static void test_fused_head(void) {
     for (int fused = 0; fused < 2; fused++) {
         model_zero_grad(&m);
         loss[fused] = fused ? model_forward_train(&m, &b) : model_forward(&m, &b);
-        EXPECT(m.logits_hold_grad == (fused == 1), "model_forward%s: the logits buffer holds %s",
-               fused ? "_train" : "", fused ? "the loss gradient" : "the logits");
+        EXPECT(m.logits_hold_grad == (fused == 1), "model_forward%s: the logits buffer holds %s", fused ? "_train" : "",
+               fused ? "the loss gradient" : "the logits");
         model_backward(&m, &b, 0.5);
         memcpy(g + fused * n, m.grads, n * sizeof(real));
     }
@@ -217,11 +221,11 @@ static void check_linear_split(size_t N, size_t C, size_t OC) {
     real* buf = calloc(3 * nx + 3 * ny + 5 * nw, sizeof(real));
     real *x = buf, *dy = x + nx, *w = dy + ny, *dw0 = w + nw;
     real *y[2] = {dw0 + nw, dw0 + nw + ny}, *dx[2] = {y[1] + ny, y[1] + ny + nx};
-    real *dw[2] = {dx[1] + nx, dx[1] + nx + nw};
+    real* dw[2] = {dx[1] + nx, dx[1] + nx + nw};
     fill_normal4(21, x, nx, dy, ny, w, nw, dw0, nw);
     real alpha = 0.375f;
     for (int add = 0; add < 2; add++) {
-        memcpy(dx[0], x, nx * sizeof(real));   /* something to add to */
+        memcpy(dx[0], x, nx * sizeof(real)); /* something to add to */
         memcpy(dx[1], x, nx * sizeof(real));
         memcpy(dw[0], dw0, nw * sizeof(real));
         memcpy(dw[1], dw0, nw * sizeof(real));
@@ -233,8 +237,8 @@ static void check_linear_split(size_t N, size_t C, size_t OC) {
                        y[1], (int)OC);
             cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)OC, alpha, dy, (int)OC, w,
                        (int)C, add ? 1 : 0, dx[1], (int)C);
-            cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OC, (int)C, (int)N, alpha, dy, (int)OC, x,
-                       (int)C, 1, dw[1], (int)C);
+            cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OC, (int)C, (int)N, alpha, dy, (int)OC, x, (int)C,
+                       1, dw[1], (int)C);
         }
         EXPECT(same_bits(y[0], y[1], ny) && same_bits(dx[0], dx[1], nx) && same_bits(dw[0], dw[1], nw),
                "linear on rows split among %zu threads (N %zu, C %zu, OC %zu, add %d): the bits of one "
@@ -270,7 +274,8 @@ static void check_linear_stride(size_t N, size_t C, size_t OC) {
     }
     EXPECT(same && pad && same_bits(dx[0], dx[1], nx) && same_bits(dw[0], dw[1], nw),
            "linear through rows of stride %zu (N %zu, C %zu, OC %zu, %zu threads splitting): the bits of the "
-           "contiguous products, the other columns untouched", ld, N, C, OC, threads_blas_split());
+           "contiguous products, the other columns untouched",
+           ld, N, C, OC, threads_blas_split());
     linear_forward_naive(y_ref, x, w, N, C, OC);
     for (size_t n = 0; n < N; n++)
         for (size_t c = 0; c < C; c++) {
@@ -290,13 +295,13 @@ static void test_linear_split(void) {
     if (threads_blas_split() < 2)
         printf("  NOTE    built without OpenMP or with another OpenBLAS than its OpenMP build: linear never "
                "splits rows here, so this checks the one-call path only\n");
-    check_linear_split(1024, 64, 96);     /* backward: dx and dW on two threads at once */
-    check_linear_split(1000, 256, 256);   /* a ragged split, K = 256 */
-    check_linear_split(2048, 1024, 256);  /* K = 1024 forward, 2048 for dW */
-    check_linear_split(512, 256, 4096);   /* the widest weight split (2^20 reals) */
-    check_linear_stride(1000, 256, 256);  /* split rows, dx and dW at once */
-    check_linear_stride(1024, 64, 1024);  /* split forward, one call each backward */
-    check_linear_stride(7, 16, 12);       /* one call each */
+    check_linear_split(1024, 64, 96);    /* backward: dx and dW on two threads at once */
+    check_linear_split(1000, 256, 256);  /* a ragged split, K = 256 */
+    check_linear_split(2048, 1024, 256); /* K = 1024 forward, 2048 for dW */
+    check_linear_split(512, 256, 4096);  /* the widest weight split (2^20 reals) */
+    check_linear_stride(1000, 256, 256); /* split rows, dx and dW at once */
+    check_linear_stride(1024, 64, 1024); /* split forward, one call each backward */
+    check_linear_stride(7, 16, 12);      /* one call each */
     /* one call that OpenBLAS threads, its output cleared first (linear.c, write_beta): the forward's rows of
        stride ld, then a contiguous dx */
     check_linear_stride(400, 64, 1024);
@@ -319,7 +324,7 @@ static void test_dispatch_variants(void) {
     real* buf = calloc(2 * (2 * nq + N * H + 2 * nk) + 2 * nq + 2 * nk, sizeof(real));
     real *q = buf, *k = q + nq, *v = k + nk, *dout = v + nk, *r[2][6];
     real* p = dout + nq;
-    for (int i = 0; i < 2; i++) {   /* out, lse, dq, dk, dv per variant */
+    for (int i = 0; i < 2; i++) { /* out, lse, dq, dk, dv per variant */
         r[i][0] = p;
         r[i][1] = r[i][0] + nq;
         r[i][2] = r[i][1] + N * H;

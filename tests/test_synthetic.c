@@ -11,40 +11,40 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>       /* waitpid */
-#include <unistd.h>         /* fork, execv, pipe */
+#include <sys/wait.h> /* waitpid */
+#include <unistd.h>   /* fork, execv, pipe */
 
 #include "common/check.h"
 #include "tests/testutil.h"
 #include "data/synthetic.h"
 
-
 /* ---- the independent reader ---- */
 
 typedef struct {
-    size_t pos;                          /* where the block starts */
-    int table;                           /* 0: needle, 1: table row */
+    size_t pos; /* where the block starts */
+    int table;  /* 0: needle, 1: table row */
     const int32_t* key;
-    const int32_t* val;                  /* needle value, or the first cell */
+    const int32_t* val; /* needle value, or the first cell */
 } Block;
 
 typedef struct {
     Block blocks[64];
     size_t n_blocks, n_filler;
-    const int32_t* qkey[16];             /* queried keys, in order */
+    const int32_t* qkey[16]; /* queried keys, in order */
     size_t n_q;
-    int32_t qcol;                        /* queried column id, or -1 */
-    size_t query_at;                     /* item position of the first QUERY */
-    size_t answer_at;                    /* item position of the first answer token */
-    int32_t expect[256];                 /* the answer read off the context */
+    int32_t qcol;        /* queried column id, or -1 */
+    size_t query_at;     /* item position of the first QUERY */
+    size_t answer_at;    /* item position of the first answer token */
+    int32_t expect[256]; /* the answer read off the context */
     size_t n_expect;
-    const char* err;                     /* NULL when the item parses */
+    const char* err; /* NULL when the item parses */
 } Parsed;
 
 /* key/value symbols lie between the columns and the filler */
 static int is_alpha(const SynIds* id, int32_t t) { return t >= id->alpha0 && t < id->filler0; }
 static int is_word(const SynIds* id, const int32_t* w, size_t n) {
-    for (size_t i = 0; i < n; i++) if (!is_alpha(id, w[i])) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!is_alpha(id, w[i])) return 0;
     return 1;
 }
 
@@ -56,13 +56,20 @@ static void parse(Parsed* p, const SyntheticConfig* cfg, const int32_t* x, size_
     /* the context: filler, needles and table rows, until the first QUERY */
     p->qcol = -1;
     while (i < len && x[i] != id.query) {
-        if (x[i] >= id.filler0 && x[i] < id.end) { p->n_filler++; i++; continue; }
-        if (p->n_blocks == 64) { p->err = "too many blocks"; return; }
+        if (x[i] >= id.filler0 && x[i] < id.end) {
+            p->n_filler++;
+            i++;
+            continue;
+        }
+        if (p->n_blocks == 64) {
+            p->err = "too many blocks";
+            return;
+        }
         Block* b = &p->blocks[p->n_blocks++];
         b->pos = i;
         b->key = x + i + 1;
-        if (x[i] == id.needle && i + 2 + kl + vl <= len && is_word(&id, x + i + 1, kl) &&
-            x[i + 1 + kl] == id.sep && is_word(&id, x + i + 2 + kl, vl)) {
+        if (x[i] == id.needle && i + 2 + kl + vl <= len && is_word(&id, x + i + 1, kl) && x[i + 1 + kl] == id.sep &&
+            is_word(&id, x + i + 2 + kl, vl)) {
             b->val = x + i + 2 + kl;
             i += 2 + kl + vl;
         } else if (x[i] == id.row && i + 1 + kl + cfg->n_cols * (1 + vl) <= len && is_word(&id, x + i + 1, kl)) {
@@ -70,7 +77,10 @@ static void parse(Parsed* p, const SyntheticConfig* cfg, const int32_t* x, size_
             b->val = x + i + 2 + kl;
             for (size_t c = 0; c < cfg->n_cols; c++) {
                 const int32_t* cell = x + i + 1 + kl + c * (1 + vl);
-                if (cell[0] != id.col0 + (int32_t)c || !is_word(&id, cell + 1, vl)) { p->err = "bad table row"; return; }
+                if (cell[0] != id.col0 + (int32_t)c || !is_word(&id, cell + 1, vl)) {
+                    p->err = "bad table row";
+                    return;
+                }
             }
             i += 1 + kl + cfg->n_cols * (1 + vl);
         } else {
@@ -85,7 +95,10 @@ static void parse(Parsed* p, const SyntheticConfig* cfg, const int32_t* x, size_
         i += 1 + kl;
     }
     if (i < len && x[i] >= id.col0 && x[i] < id.col0 + (int32_t)cfg->n_cols) p->qcol = x[i++] - id.col0;
-    if (p->n_q == 0 || i >= len || x[i] != id.sep) { p->err = "bad query"; return; }
+    if (p->n_q == 0 || i >= len || x[i] != id.sep) {
+        p->err = "bad query";
+        return;
+    }
     p->answer_at = i + 1;
     /* the answer from the context: the cell, or the values of every exact key match */
     for (size_t q = 0; q < p->n_q; q++) {
@@ -97,8 +110,12 @@ static void parse(Parsed* p, const SyntheticConfig* cfg, const int32_t* x, size_
             p->n_expect += vl;
         }
     }
-    if (p->n_expect != len - p->answer_at) { p->err = "the context does not determine an answer of the right length"; return; }
-    if (memcmp(p->expect, x + p->answer_at, p->n_expect * sizeof(int32_t)) != 0) p->err = "answer differs from the context's";
+    if (p->n_expect != len - p->answer_at) {
+        p->err = "the context does not determine an answer of the right length";
+        return;
+    }
+    if (memcmp(p->expect, x + p->answer_at, p->n_expect * sizeof(int32_t)) != 0)
+        p->err = "answer differs from the context's";
 }
 
 /* Which family does a parsed item look like? (the structural signature) */
@@ -134,24 +151,32 @@ static void test_rows(const SyntheticConfig* cfg) {
             memcpy(item, tok + r * T, T * sizeof *item);
             item[T] = tgt[r * T + T - 1];
             for (size_t t = 0; t < T; t++) {
-                bad_mask += t + 1 < T && tgt[r * T + t] != tok[r * T + t + 1];   /* targets = next token */
+                bad_mask += t + 1 < T && tgt[r * T + t] != tok[r * T + t + 1]; /* targets = next token */
                 bad_range += tok[r * T + t] < id.needle || tok[r * T + t] >= id.end;
             }
             Parsed p;
             parse(&p, cfg, item, T + 1);
-            if (p.err) { bad_parse++; first_err = p.err; continue; }
+            if (p.err) {
+                bad_parse++;
+                first_err = p.err;
+                continue;
+            }
             seen[family_of(&p, cfg)]++;
             for (size_t t = 0; t < T; t++) bad_mask += mask[r * T + t] != (t + 1 >= p.answer_at);
         }
     }
-    report(bad_parse == 0, "rows: 480 rows parse and every answer is read back from the context "
-           "(%zu bad%s%s)", bad_parse, bad_parse ? ": " : "", first_err);
+    report(bad_parse == 0,
+           "rows: 480 rows parse and every answer is read back from the context "
+           "(%zu bad%s%s)",
+           bad_parse, bad_parse ? ": " : "", first_err);
     report(bad_mask == 0, "rows: targets are the next tokens and answer_mask marks exactly the answer targets");
     report(bad_range == 0, "rows: every id inside the reserved range [%d, %d)", id.needle, id.end);
     int all = 1;
     for (int f = 0; f < SYN_N_FAMILIES; f++) all &= seen[f] > 0;
-    report(all, "rows: every family appears (single %zu, multikey %zu, multivalue %zu, multiquery %zu, "
-           "distractor %zu, table %zu)", seen[0], seen[1], seen[2], seen[3], seen[4], seen[5]);
+    report(all,
+           "rows: every family appears (single %zu, multikey %zu, multivalue %zu, multiquery %zu, "
+           "distractor %zu, table %zu)",
+           seen[0], seen[1], seen[2], seen[3], seen[4], seen[5]);
 
     synthetic_rows(cfg, 9, 3, R, 0, R, T, tok, tgt, mask);
     synthetic_rows(cfg, 9, 3, R, 0, 10, T, tok2, tgt2, mask2);
@@ -187,8 +212,10 @@ static void test_filler(const SyntheticConfig* cfg) {
         if (n > most) most = n;
     }
     free(next);
-    report(pairs > 10000 && most <= cfg->markov_branching && most >= 2, "filler: %zu filler pairs, "
-           "at most %zu distinct successors per id (branching %zu)", pairs, most, cfg->markov_branching);
+    report(pairs > 10000 && most <= cfg->markov_branching && most >= 2,
+           "filler: %zu filler pairs, "
+           "at most %zu distinct successors per id (branching %zu)",
+           pairs, most, cfg->markov_branching);
 }
 
 /* ---- eval items ---- */
@@ -205,7 +232,7 @@ static int same_chunks(const int32_t* a, const int32_t* b, size_t n, size_t len)
 
 /* 50 items of each family at growing lengths and depth 0, 1 or drawn */
 static void test_items(const SyntheticConfig* cfg) {
-    static const size_t blocks[SYN_N_FAMILIES] = {1, 4, 3, 4, 4, 4};   /* with the defaults */
+    static const size_t blocks[SYN_N_FAMILIES] = {1, 4, 3, 4, 4, 4}; /* with the defaults */
     SynIds id = synthetic_ids(cfg);
     int32_t prompt[1200], answer[SYN_MAX_ANSWER], x[1200 + SYN_MAX_ANSWER];
     for (int f = 0; f < SYN_N_FAMILIES; f++) {
@@ -219,14 +246,20 @@ static void test_items(const SyntheticConfig* cfg) {
             memcpy(x + L, answer, A * sizeof *x);
             Parsed p;
             parse(&p, cfg, x, L + A);
-            if (p.err) { bad++; err = p.err; continue; }
+            if (p.err) {
+                bad++;
+                err = p.err;
+                continue;
+            }
             bad += p.answer_at != L;
             wrong_family += family_of(&p, cfg) != f || p.n_blocks != blocks[f];
             /* the returned position starts the asked block; depth 0: no filler before it;
                depth 1: no filler between it and the query */
             bad += x[at] != (f == SYN_TABLE ? id.row : id.needle);
-            if (depth == 0.0) for (size_t i = 0; i < at; i++) bad += x[i] >= id.filler0;
-            if (depth == 1.0) for (size_t i = at; i < L; i++) bad += x[i] >= id.filler0;
+            if (depth == 0.0)
+                for (size_t i = 0; i < at; i++) bad += x[i] >= id.filler0;
+            if (depth == 1.0)
+                for (size_t i = at; i < L; i++) bad += x[i] >= id.filler0;
             /* the same index at another length: the same query and answer (multivalue:
                the same values, in the new context order) */
             int32_t prompt2[1400], answer2[SYN_MAX_ANSWER];
@@ -236,7 +269,8 @@ static void test_items(const SyntheticConfig* cfg) {
                    (f != SYN_MULTIVALUE && memcmp(answer, answer2, A * sizeof *answer) != 0) ||
                    memcmp(prompt + p.query_at, prompt2 + L + 200 - q, q * sizeof *prompt) != 0;
         }
-        report(bad == 0 && wrong_family == 0, "item %-10s: 50 items, prompts 100..1080 tokens, answer "
+        report(bad == 0 && wrong_family == 0,
+               "item %-10s: 50 items, prompts 100..1080 tokens, answer "
                "%zu tokens read back from the context, depth 0/1 pinned (%zu bad, %zu wrong shape%s%s)",
                synthetic_family_name((SynFamily)f), A, bad, wrong_family, *err ? ": " : "", err);
     }
@@ -267,15 +301,31 @@ static void die_case(const char* which) {
     synthetic_defaults(&cfg);
     int32_t x[64], y[64];
     if (!strcmp(which, "vocab")) synthetic_validate(&cfg, 63);
-    if (!strcmp(which, "offset")) { cfg.first_id = 1000; synthetic_validate(&cfg, 1063); }
-    if (!strcmp(which, "key_len")) { cfg.key_len = 9; synthetic_validate(&cfg, 64); }
-    if (!strcmp(which, "weights")) { memset(cfg.weight, 0, sizeof cfg.weight); synthetic_validate(&cfg, 64); }
-    if (!strcmp(which, "alphabet")) { cfg.alphabet = 4; cfg.key_len = 1; synthetic_validate(&cfg, 64); }
+    if (!strcmp(which, "offset")) {
+        cfg.first_id = 1000;
+        synthetic_validate(&cfg, 1063);
+    }
+    if (!strcmp(which, "key_len")) {
+        cfg.key_len = 9;
+        synthetic_validate(&cfg, 64);
+    }
+    if (!strcmp(which, "weights")) {
+        memset(cfg.weight, 0, sizeof cfg.weight);
+        synthetic_validate(&cfg, 64);
+    }
+    if (!strcmp(which, "alphabet")) {
+        cfg.alphabet = 4;
+        cfg.key_len = 1;
+        synthetic_validate(&cfg, 64);
+    }
     if (!strcmp(which, "short")) synthetic_rows(&cfg, 0, 0, 1, 0, 1, 63, x, y, NULL);
 }
 
 int main(int argc, char** argv) {
-    if (argc == 3 && strcmp(argv[1], "--die") == 0) { die_case(argv[2]); return 0; }
+    if (argc == 3 && strcmp(argv[1], "--die") == 0) {
+        die_case(argv[2]);
+        return 0;
+    }
     SyntheticConfig cfg;
     synthetic_defaults(&cfg);
     synthetic_validate(&cfg, 64);
@@ -291,7 +341,7 @@ int main(int argc, char** argv) {
     synthetic_validate(&moved, 50304);
     test_rows(&moved);
 
-    SyntheticConfig one = cfg;     /* one family only */
+    SyntheticConfig one = cfg; /* one family only */
     memset(one.weight, 0, sizeof one.weight);
     one.weight[SYN_DISTRACTOR] = 1;
     synthetic_rows(&one, 2, 0, R, 0, R, T, tok, tgt, mask);

@@ -17,7 +17,7 @@
 #include <omp.h>
 #endif
 
-#include "model/config.h"   /* ModelConfig, for test_model_sizes */
+#include "model/config.h" /* ModelConfig, for test_model_sizes */
 
 static int test_passes, test_failures;
 
@@ -56,7 +56,7 @@ static inline int expect_close(const char* label, const float* got, const float*
     size_t bad = 0;
     for (size_t i = 0; i < n; i++) {
         double e = fabs((double)got[i] - ref[i]);
-        if (!(e <= tol)) bad++;   /* NaN counts as bad */
+        if (!(e <= tol)) bad++; /* NaN counts as bad */
         max_abs = fmax(max_abs, e);
         if (ref[i] != 0) max_rel = fmax(max_rel, e / fabs((double)ref[i]));
     }
@@ -77,7 +77,7 @@ static inline int expect_close_each(const char* label, const double* got, const 
     int ok = 1;
     for (size_t i = 0; i < n; i++) {
         double e = fabs(got[i] - ref[i]);
-        ok &= e <= atol + rtol * fabs(ref[i]);   /* NaN fails */
+        ok &= e <= atol + rtol * fabs(ref[i]); /* NaN fails */
         max_abs = fmax(max_abs, e);
         if (ref[i] != 0) max_rel = fmax(max_rel, e / fabs(ref[i]));
     }
@@ -133,8 +133,8 @@ static inline int run_self_captured(char* const* argv, char* out, size_t out_len
 static inline void expect_dies_with(const char* label, void (*fn)(void*), void* arg, const char* const* phrases) {
     char out[8192];
     int st = capture_child(fn, arg, out, sizeof(out));
-    int ok = st != 0 && st < 128;   /* a clean error exit, not a crash */
-    ok &= strstr(out, "Sanitizer") == NULL && strstr(out, "runtime error:") == NULL;   /* under make test-asan */
+    int ok = st != 0 && st < 128; /* a clean error exit, not a crash */
+    ok &= strstr(out, "Sanitizer") == NULL && strstr(out, "runtime error:") == NULL; /* under make test-asan */
     for (const char* const* p = phrases; *p; p++) ok &= strstr(out, *p) != NULL;
     char* nl = strchr(out, '\n');
     if (nl && nl[1] == 0) *nl = 0;

@@ -47,7 +47,7 @@ void added_build(Tokenizer* t, const uint8_t* is_added) {
     t->node_id = mallocCheck((total + 1) * sizeof(int32_t));
     t->node_id[0] = -1;
     t->n_nodes = 1;
-    for (size_t id = 0; id < t->V; id++) {   /* in id order: the first id keeps its bytes */
+    for (size_t id = 0; id < t->V; id++) { /* in id order: the first id keeps its bytes */
         if (!is_added[id]) continue;
         size_t node = 0;
         for (size_t k = t->off[id]; k < t->off[id + 1]; k++) node = edge_add(t, node, t->bytes[k]);

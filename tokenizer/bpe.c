@@ -40,7 +40,7 @@ void vocab_hash_build(Tokenizer* t) {
     for (size_t id = 0; id < t->V; id++) {
         if (!t->has[id]) continue;
         size_t len = t->off[id + 1] - t->off[id];
-        if (tok_lookup(t, t->bytes + t->off[id], len) >= 0) continue;   /* the first id keeps the bytes */
+        if (tok_lookup(t, t->bytes + t->off[id], len) >= 0) continue; /* the first id keeps the bytes */
         size_t h = tok_hash_bytes(t->bytes + t->off[id], len) & (t->vocab_cap - 1);
         while (t->vocab_hash[h] >= 0) h = (h + 1) & (t->vocab_cap - 1);
         t->vocab_hash[h] = (int32_t)id;
@@ -88,8 +88,8 @@ int merge_insert(Tokenizer* t, int32_t a, int32_t b, uint32_t rank, int32_t id) 
 
 typedef struct {
     uint64_t hash;
-    uint32_t key_off, id_off;          /* into key_pool / id_pool */
-    uint16_t key_len, n_ids;           /* n_ids 0 = empty slot */
+    uint32_t key_off, id_off; /* into key_pool / id_pool */
+    uint16_t key_len, n_ids;  /* n_ids 0 = empty slot */
 } CacheSlot;
 
 typedef struct {
@@ -104,8 +104,7 @@ void bpe_cache_free(void* cache) { free(cache); }
 static CacheSlot* cache_find(Cache* c, const uint8_t* s, size_t n, uint64_t h) {
     for (size_t k = h & (CACHE_SLOTS - 1);; k = (k + 1) & (CACHE_SLOTS - 1)) {
         CacheSlot* e = &c->slot[k];
-        if (!e->n_ids || (e->hash == h && e->key_len == n && memcmp(c->key_pool + e->key_off, s, n) == 0))
-            return e;
+        if (!e->n_ids || (e->hash == h && e->key_len == n && memcmp(c->key_pool + e->key_off, s, n) == 0)) return e;
     }
 }
 
@@ -153,8 +152,8 @@ static size_t merge_parts(const Tokenizer* t, int32_t* parts, uint32_t* ranks, s
    parts have changed since it was pushed is stale and skipped. */
 typedef struct {
     uint32_t rank;
-    uint32_t left, right;       /* part positions (the index of their first byte) */
-    int32_t id_l, id_r;         /* their ids when pushed */
+    uint32_t left, right; /* part positions (the index of their first byte) */
+    int32_t id_l, id_r;   /* their ids when pushed */
 } HeapItem;
 
 static inline int heap_less(const HeapItem* a, const HeapItem* b) {
@@ -185,7 +184,7 @@ static HeapItem heap_pop(HeapItem* h, size_t* n) {
 static size_t merge_parts_heap(const Tokenizer* t, int32_t* parts, size_t n) {
     uint32_t* next = mallocCheck(n * sizeof(uint32_t));
     uint32_t* prev = mallocCheck(n * sizeof(uint32_t));
-    HeapItem* h = mallocCheck(3 * n * sizeof(HeapItem));   /* n-1 pairs + 2 per merge (<= n-1) */
+    HeapItem* h = mallocCheck(3 * n * sizeof(HeapItem)); /* n-1 pairs + 2 per merge (<= n-1) */
     size_t nh = 0;
     for (size_t i = 0; i < n; i++) next[i] = (uint32_t)(i + 1), prev[i] = (uint32_t)(i - 1);
     for (size_t i = 0; i + 1 < n; i++) {
@@ -196,10 +195,10 @@ static size_t merge_parts_heap(const Tokenizer* t, int32_t* parts, size_t n) {
         HeapItem it = heap_pop(h, &nh);
         if (parts[it.left] != it.id_l || next[it.left] != it.right || parts[it.right] != it.id_r) continue;
         parts[it.left] = merge_find(t, it.id_l, it.id_r)->id;
-        parts[it.right] = -1;                       /* dead */
+        parts[it.right] = -1; /* dead */
         next[it.left] = next[it.right];
         if (next[it.left] < n) prev[next[it.left]] = it.left;
-        uint32_t p = prev[it.left];                 /* UINT32_MAX before the first part */
+        uint32_t p = prev[it.left]; /* UINT32_MAX before the first part */
         if (p != UINT32_MAX) {
             const MergeSlot* ms = merge_find(t, parts[p], parts[it.left]);
             if (ms) heap_push(h, &nh, (HeapItem){ms->rank, p, it.left, parts[p], parts[it.left]});
@@ -232,9 +231,11 @@ void bpe_encode_piece(TokEncoder* e, const uint8_t* s, size_t n) {
             return;
         }
     }
-    CHECK(n <= TOK_MAX_PRETOKEN, "tokenizer '%s': a pre-token of %zu bytes (one run of letters, digits, spaces or "
+    CHECK(n <= TOK_MAX_PRETOKEN,
+          "tokenizer '%s': a pre-token of %zu bytes (one run of letters, digits, spaces or "
           "other characters) is longer than the limit of %zu bytes (TOK_MAX_PRETOKEN, which bounds the merge's "
-          "work space at about 90 MB)", t->name, n, TOK_MAX_PRETOKEN);
+          "work space at about 90 MB)",
+          t->name, n, TOK_MAX_PRETOKEN);
     Cache* c = e->cache;
     CacheSlot* slot = NULL;
     uint64_t h = 0;
@@ -259,7 +260,7 @@ void bpe_encode_piece(TokEncoder* e, const uint8_t* s, size_t n) {
     tok_push_ids(e, e->parts, m);
     if (slot) {
         if (2 * (c->n + 1) > CACHE_SLOTS || c->key_used + n > CACHE_POOL || c->id_used + m > CACHE_POOL) {
-            memset(c->slot, 0, sizeof c->slot);     /* full: start over */
+            memset(c->slot, 0, sizeof c->slot); /* full: start over */
             c->n = c->key_used = c->id_used = 0;
             slot = cache_find(c, s, n, h);
         }

@@ -36,7 +36,10 @@ typedef struct {
 } Ctx;
 
 #define FAIL(c, ...) return set_err((c)->err, (c)->err_len, __VA_ARGS__)
-#define TRY(x) do { if (x) return 1; } while (0)
+#define TRY(x) \
+    do { \
+        if (x) return 1; \
+    } while (0)
 
 /* a vocab string (byte-level characters) to bytes; out holds at least strlen(s) bytes.
    Returns the byte count, or -1 (*bad = the code point) for a character outside the alphabet. */
@@ -46,7 +49,10 @@ static long bytes_of_token(const char* s, uint8_t* out, uint32_t* bad) {
         uint32_t cp;
         size_t l;
         uc_next((const uint8_t*)s + i, n - i, &cp, &l);
-        if (cp >= 512 || char_byte[cp] < 0) { *bad = cp; return -1; }
+        if (cp >= 512 || char_byte[cp] < 0) {
+            *bad = cp;
+            return -1;
+        }
         out[k++] = (uint8_t)char_byte[cp];
         i += l;
     }
@@ -70,7 +76,8 @@ static int require_off(Ctx* c, const cJSON* o, const char* key, const char* path
 }
 
 static int add_step(Ctx* c, PreStep s, const char* path) {
-    if (c->t->n_steps == MAX_STEPS) FAIL(c, "tokenizer '%s': %s: more than %d pre-tokenizer steps", c->t->name, path, MAX_STEPS);
+    if (c->t->n_steps == MAX_STEPS)
+        FAIL(c, "tokenizer '%s': %s: more than %d pre-tokenizer steps", c->t->name, path, MAX_STEPS);
     c->t->steps[c->t->n_steps++] = s;
     return 0;
 }
@@ -110,8 +117,10 @@ static int parse_pre(Ctx* c, const cJSON* p, const char* path, int* byte_level) 
         if (!cJSON_IsString(re))
             FAIL(c, "tokenizer '%s': %s.pattern: only {\"Regex\": ...} patterns are supported", c->t->name, path);
         if (pretok_recognise(re->valuestring, &s))
-            FAIL(c, "tokenizer '%s': %s.pattern.Regex: unsupported regex \"%.200s\" (known: the GPT-2, "
-                 "cl100k/Llama-3 and Qwen2 patterns)", c->t->name, path, re->valuestring);
+            FAIL(c,
+                 "tokenizer '%s': %s.pattern.Regex: unsupported regex \"%.200s\" (known: the GPT-2, "
+                 "cl100k/Llama-3 and Qwen2 patterns)",
+                 c->t->name, path, re->valuestring);
         if (!cJSON_IsString(beh) || strcmp(beh->valuestring, "Isolated"))
             FAIL(c, "tokenizer '%s': %s.behavior: only \"Isolated\" is supported", c->t->name, path);
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "invert")))
@@ -146,21 +155,26 @@ static int parse_template(Ctx* c, const cJSON* p, const char* path) {
         const cJSON* name = cJSON_GetObjectItemCaseSensitive(sp, "id");
         if (!cJSON_IsString(name))
             FAIL(c, "tokenizer '%s': %s.single[%d]: expected SpecialToken or Sequence", t->name, path, i);
-        const cJSON* ids = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(specials, name->valuestring), "ids");
+        const cJSON* ids =
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(specials, name->valuestring), "ids");
         if (!cJSON_IsArray(ids))
-            FAIL(c, "tokenizer '%s': %s.special_tokens[\"%s\"].ids: expected an array", t->name, path, name->valuestring);
+            FAIL(c, "tokenizer '%s': %s.special_tokens[\"%s\"].ids: expected an array", t->name, path,
+                 name->valuestring);
         int32_t* list = seen_a ? t->suffix : t->prefix;
         size_t* n = seen_a ? &t->n_suffix : &t->n_prefix;
         for (const cJSON* id = ids->child; id; id = id->next) {
             if (!is_id(id) || id->valuedouble >= (double)t->V || !t->has[id->valueint]) {
                 char* txt = cJSON_PrintUnformatted(id);
-                set_err(c->err, c->err_len, "tokenizer '%s': %s.special_tokens[\"%s\"].ids: %.40s is not a token id "
-                        "(an integer id of the vocabulary)", t->name, path, name->valuestring, txt ? txt : "?");
+                set_err(c->err, c->err_len,
+                        "tokenizer '%s': %s.special_tokens[\"%s\"].ids: %.40s is not a token id "
+                        "(an integer id of the vocabulary)",
+                        t->name, path, name->valuestring, txt ? txt : "?");
                 free(txt);
                 return 1;
             }
-            if (*n == MAX_AROUND) FAIL(c, "tokenizer '%s': %s.single: more than %d special tokens on one side",
-                                       t->name, path, MAX_AROUND);
+            if (*n == MAX_AROUND)
+                FAIL(c, "tokenizer '%s': %s.single: more than %d special tokens on one side", t->name, path,
+                     MAX_AROUND);
             list[(*n)++] = id->valueint;
         }
     }
@@ -173,7 +187,7 @@ static int parse_post(Ctx* c, const cJSON* p, const char* path) {
     const char* ty = type_of(p);
     char sub[256];
     if (!ty) FAIL(c, "tokenizer '%s': %s: expected an object with a \"type\"", c->t->name, path);
-    if (!strcmp(ty, "ByteLevel")) return 0;   /* offsets only */
+    if (!strcmp(ty, "ByteLevel")) return 0; /* offsets only */
     if (!strcmp(ty, "TemplateProcessing")) return parse_template(c, p, path);
     if (!strcmp(ty, "Sequence")) {
         const cJSON* arr = cJSON_GetObjectItemCaseSensitive(p, "processors");
@@ -185,8 +199,10 @@ static int parse_post(Ctx* c, const cJSON* p, const char* path) {
         }
         return 0;
     }
-    FAIL(c, "tokenizer '%s': %s.type: post-processor \"%s\" is not supported (ByteLevel, TemplateProcessing, "
-         "Sequence)", c->t->name, path, ty);
+    FAIL(c,
+         "tokenizer '%s': %s.type: post-processor \"%s\" is not supported (ByteLevel, TemplateProcessing, "
+         "Sequence)",
+         c->t->name, path, ty);
 }
 
 static int id_of(Ctx* c, const cJSON* v, const char* what, const char* key) {
@@ -227,14 +243,16 @@ static int merge_sides(Ctx* c, const cJSON* m, size_t i, int32_t ids[3], uint8_t
         long n = strlen(side[k]) + total <= buf_len ? bytes_of_token(side[k], buf + total, &bad) : -1;
         ids[k] = n > 0 ? tok_lookup(c->t, buf + total, (size_t)n) : -1;
         if (ids[k] < 0)
-            rc = set_err(c->err, c->err_len, "tokenizer '%s': model.merges[%zu]: \"%.80s\" is not a token of model.vocab",
-                         c->t->name, i, side[k]);
+            rc = set_err(c->err, c->err_len,
+                         "tokenizer '%s': model.merges[%zu]: \"%.80s\" is not a token of model.vocab", c->t->name, i,
+                         side[k]);
         total += n > 0 ? (size_t)n : 0;
     }
     if (!rc) {
         ids[2] = tok_lookup(c->t, buf, total);
         if (ids[2] < 0)
-            rc = set_err(c->err, c->err_len, "tokenizer '%s': model.merges[%zu]: the merged token \"%s%s\" is not in model.vocab",
+            rc = set_err(c->err, c->err_len,
+                         "tokenizer '%s': model.merges[%zu]: the merged token \"%s%s\" is not in model.vocab",
                          c->t->name, i, side[0], side[1]);
     }
     free(copy);
@@ -275,7 +293,7 @@ static int parse_model(Ctx* c, const cJSON* root) {
 
     /* the id range, then every token's bytes: added tokens as their content, vocab entries through the byte map */
     size_t V = 0, total = 0, entries = 0;
-    const char* top = NULL;   /* the token of the largest id */
+    const char* top = NULL; /* the token of the largest id */
     for (const cJSON* v = vocab->child; v; v = v->next, entries++) {
         int id = id_of(c, v, "model.vocab", v->string);
         if (id < 0) return 1;
@@ -299,9 +317,10 @@ static int parse_model(Ctx* c, const cJSON* root) {
     }
     if (V == 0) FAIL(c, "tokenizer '%s': model.vocab: empty", t->name);
     if (V > 2 * entries + TOK_ID_SLACK)
-        FAIL(c, "tokenizer '%s': token \"%.80s\" has id %zu, far above the %zu entries of model.vocab and added_tokens "
-             "(ids must be below 2 x entries + %d: memory goes to every id up to the largest)", t->name, top, V - 1,
-             entries, TOK_ID_SLACK);
+        FAIL(c,
+             "tokenizer '%s': token \"%.80s\" has id %zu, far above the %zu entries of model.vocab and added_tokens "
+             "(ids must be below 2 x entries + %d: memory goes to every id up to the largest)",
+             t->name, top, V - 1, entries, TOK_ID_SLACK);
     t->V = V;
     t->bytes = mallocCheck(total + 1);
     t->off = callocCheck(V + 1, sizeof(size_t));
@@ -315,22 +334,26 @@ static int parse_model(Ctx* c, const cJSON* root) {
         int id = cJSON_GetObjectItemCaseSensitive(a, "id")->valueint;
         char* content = cJSON_GetObjectItemCaseSensitive(a, "content")->valuestring;
         if (src[id])
-            rc = set_err(c->err, c->err_len, "tokenizer '%s': added_tokens[%d] \"%.80s\": id %d is also the added "
-                         "token \"%.80s\" (each added token needs an id of its own)", t->name, i, content, id, src[id]);
+            rc = set_err(c->err, c->err_len,
+                         "tokenizer '%s': added_tokens[%d] \"%.80s\": id %d is also the added "
+                         "token \"%.80s\" (each added token needs an id of its own)",
+                         t->name, i, content, id, src[id]);
         src[id] = content;
         is_added[id] = 1;
     }
     for (const cJSON* v = vocab->child; v && !rc; v = v->next) {
         if (is_added[v->valueint]) {
             if (!same_text(v->string, src[v->valueint]))
-                rc = set_err(c->err, c->err_len, "tokenizer '%s': model.vocab[\"%.80s\"]: id %d is also the added "
+                rc = set_err(c->err, c->err_len,
+                             "tokenizer '%s': model.vocab[\"%.80s\"]: id %d is also the added "
                              "token \"%.80s\" (an added token may share its id only with a vocab entry of the same "
-                             "text)", t->name, v->string, v->valueint, src[v->valueint]);
+                             "text)",
+                             t->name, v->string, v->valueint, src[v->valueint]);
             continue;
         }
         if (src[v->valueint])
-            rc = set_err(c->err, c->err_len, "tokenizer '%s': model.vocab[\"%.80s\"]: id %d is also \"%.80s\"",
-                         t->name, v->string, v->valueint, src[v->valueint]);
+            rc = set_err(c->err, c->err_len, "tokenizer '%s': model.vocab[\"%.80s\"]: id %d is also \"%.80s\"", t->name,
+                         v->string, v->valueint, src[v->valueint]);
         src[v->valueint] = v->string;
     }
     size_t pos = 0;
@@ -347,14 +370,18 @@ static int parse_model(Ctx* c, const cJSON* root) {
         uint32_t bad;
         long n = bytes_of_token(src[id], t->bytes + pos, &bad);
         if (n <= 0)
-            rc = set_err(c->err, c->err_len, "tokenizer '%s': model.vocab[\"%.80s\"]: %s (byte-level BPE "
-                         "vocab entries are made of the 256 byte characters)", t->name, src[id],
-                         n == 0 ? "empty token" : "a character outside the byte-level alphabet");
+            rc = set_err(c->err, c->err_len,
+                         "tokenizer '%s': model.vocab[\"%.80s\"]: %s (byte-level BPE "
+                         "vocab entries are made of the 256 byte characters)",
+                         t->name, src[id], n == 0 ? "empty token" : "a character outside the byte-level alphabet");
         pos += n > 0 ? (size_t)n : 0;
     }
     t->off[V] = pos;
     free(src);
-    if (rc) { free(is_added); return 1; }
+    if (rc) {
+        free(is_added);
+        return 1;
+    }
     vocab_hash_build(t);
     added_build(t, is_added);
 
@@ -364,8 +391,10 @@ static int parse_model(Ctx* c, const cJSON* root) {
         t->byte_id[b] = tok_lookup(t, &by, 1);
         if (t->byte_id[b] < 0 || is_added[t->byte_id[b]]) {
             free(is_added);
-            FAIL(c, "tokenizer '%s': model.vocab: no token for byte 0x%02X (the character U+%04X): byte-level "
-                 "BPE needs all 256", t->name, b, byte_char[b]);
+            FAIL(c,
+                 "tokenizer '%s': model.vocab: no token for byte 0x%02X (the character U+%04X): byte-level "
+                 "BPE needs all 256",
+                 t->name, b, byte_char[b]);
         }
     }
     free(is_added);
@@ -380,7 +409,10 @@ static int parse_model(Ctx* c, const cJSON* root) {
     size_t k = 0;
     for (const cJSON* m = merges->child; m; m = m->next, k++) {
         int32_t ids[3];
-        if (merge_sides(c, m, k, ids, buf, buf_len)) { free(buf); return 1; }
+        if (merge_sides(c, m, k, ids, buf, buf_len)) {
+            free(buf);
+            return 1;
+        }
         merge_insert(t, ids[0], ids[1], (uint32_t)k, ids[2]);
     }
     free(buf);
@@ -399,8 +431,11 @@ static int parse_root(Ctx* c, const cJSON* root) {
     TRY(parse_model(c, root));
     const cJSON* pre = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
     int byte_level = 0;
-    if (!pre || cJSON_IsNull(pre)) FAIL(c, "tokenizer '%s': pre_tokenizer: null is not supported (byte-level BPE needs "
-                                        "a ByteLevel pre-tokenizer)", t->name);
+    if (!pre || cJSON_IsNull(pre))
+        FAIL(c,
+             "tokenizer '%s': pre_tokenizer: null is not supported (byte-level BPE needs "
+             "a ByteLevel pre-tokenizer)",
+             t->name);
     TRY(parse_pre(c, pre, "pre_tokenizer", &byte_level));
     if (!byte_level)
         FAIL(c, "tokenizer '%s': pre_tokenizer: no ByteLevel step (only byte-level BPE is supported)", t->name);
@@ -426,7 +461,7 @@ static size_t first_nul(const char* json, size_t len) {
     for (size_t i = 0; i + 1 < end; i++) {
         if (json[i] != '\\') continue;
         if (json[i + 1] == 'u' && i + 6 <= len && !memcmp(json + i + 2, "0000", 4)) return i;
-        i++;   /* the escaped character */
+        i++; /* the escaped character */
     }
     return end;
 }
@@ -443,10 +478,14 @@ Tokenizer* tok_load_json(const char* json, size_t len, const char* name, char* e
     cJSON* root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
     int rc;
     size_t nul = first_nul(json, len);
-    if (nul < len) rc = set_err(err, err_len, "tokenizer '%s': byte offset %zu: a NUL character (\\u0000) is not "
-                                "supported in tokenizer.json", name, nul);
-    else if (!root) rc = set_err(err, err_len, "tokenizer '%s': not valid JSON at byte offset %zu", name,
-                                 end ? (size_t)(end - json) : 0);
+    if (nul < len)
+        rc = set_err(err, err_len,
+                     "tokenizer '%s': byte offset %zu: a NUL character (\\u0000) is not "
+                     "supported in tokenizer.json",
+                     name, nul);
+    else if (!root)
+        rc = set_err(err, err_len, "tokenizer '%s': not valid JSON at byte offset %zu", name,
+                     end ? (size_t)(end - json) : 0);
     else rc = parse_root(&c, root);
     cJSON_Delete(root);
     if (rc) {

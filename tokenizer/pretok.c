@@ -9,8 +9,7 @@
 #include "tokenizer/tok_internal.h"
 
 /* the GPT-2 pattern (ByteLevel's regex) */
-static const char RE_GPT2[] =
-    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+static const char RE_GPT2[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 /* cl100k_base, Llama-3 and OLMo-2 (dolma2): at most three digits per pre-token */
 static const char RE_CL100K[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
@@ -69,7 +68,7 @@ static size_t contraction(const uint8_t* s, size_t n, size_t i, int fold) {
     if (i + 1 >= n) return 0;
     uint8_t a = s[i + 1], b = i + 2 < n ? s[i + 2] : 0;
     if (fold) {
-        if (a == 0xC5 && b == 0xBF) return i + 3;        /* 'ſ */
+        if (a == 0xC5 && b == 0xBF) return i + 3; /* 'ſ */
         a = (uint8_t)(a | ((a >= 'A' && a <= 'Z') ? 0x20 : 0));
         b = (uint8_t)(b | ((b >= 'A' && b <= 'Z') ? 0x20 : 0));
     }
@@ -83,10 +82,13 @@ size_t pretok_gpt2(const uint8_t* s, size_t n, size_t i) {
     if (s[i] == '\'' && (e = contraction(s, n, i, 0))) return e;
     int c = cls_at(s, n, i, &l);
     size_t j = i;
-    if (s[i] == ' ' && i + 1 < n) {          /* ' ?' before a letter, number or other run */
+    if (s[i] == ' ' && i + 1 < n) { /* ' ?' before a letter, number or other run */
         size_t l2;
         int c2 = cls_at(s, n, i + 1, &l2);
-        if (!(c2 & UC_SPACE)) { c = c2; j = i + 1; }
+        if (!(c2 & UC_SPACE)) {
+            c = c2;
+            j = i + 1;
+        }
     }
     if (c & UC_LETTER) return run_of(s, n, j, UC_LETTER);
     if (c & UC_NUMBER) return run_of(s, n, j, UC_NUMBER);
@@ -118,7 +120,10 @@ size_t pretok_cl100k(const uint8_t* s, size_t n, size_t i, int max_digits) {
     size_t j = i;
     if (s[i] == ' ' && i + 1 < n) {
         size_t l2;
-        if (cls_at(s, n, i + 1, &l2) == UC_OTHER) { c = UC_OTHER; j = i + 1; }
+        if (cls_at(s, n, i + 1, &l2) == UC_OTHER) {
+            c = UC_OTHER;
+            j = i + 1;
+        }
     }
     if (c == UC_OTHER) {
         j = run_of(s, n, j, UC_OTHER);

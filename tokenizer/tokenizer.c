@@ -39,7 +39,7 @@ static void run_steps(TokEncoder* e, const uint8_t* s, size_t n, size_t k) {
             run_steps(e, s + i, j - i, k + 1);
         }
         break;
-    case STEP_DIGITS:   /* runs of \p{N} and runs of the rest; with individual, each \p{N} alone */
+    case STEP_DIGITS: /* runs of \p{N} and runs of the rest; with individual, each \p{N} alone */
         for (size_t i = 0, j; i < n; i = j) {
             uint32_t cp;
             size_t l;
@@ -54,7 +54,7 @@ static void run_steps(TokEncoder* e, const uint8_t* s, size_t n, size_t k) {
     case STEP_PREFIX_SPACE:
         if (s[0] == ' ') {
             run_steps(e, s, n, k + 1);
-        } else {   /* a fresh buffer: a later ByteLevel step may need its own */
+        } else { /* a fresh buffer: a later ByteLevel step may need its own */
             uint8_t local[512];
             uint8_t* buf = n + 1 <= sizeof local ? local : mallocCheck(n + 1);
             buf[0] = ' ';
@@ -78,7 +78,10 @@ void tok_encode(TokEncoder* e, const uint8_t* text, size_t len) {
         for (size_t i = 0; i < len;) {
             size_t n = 0;
             int32_t id = t->added_first[text[i]] ? added_longest(t, text + i, len - i, &n) : -1;
-            if (id < 0) { i++; continue; }
+            if (id < 0) {
+                i++;
+                continue;
+            }
             encode_segment(e, text + seg, i - seg);
             tok_push_ids(e, &id, 1);
             i += n;

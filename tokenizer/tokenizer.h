@@ -36,9 +36,9 @@ Tokenizer* tok_load(const char* path);
 Tokenizer* tok_load_json(const char* json, size_t len, const char* name, char* err, size_t err_len);
 void tok_free(Tokenizer* t);
 
-size_t tok_vocab_size(const Tokenizer* t);     /* the largest id + 1 */
-const char* tok_name(const Tokenizer* t);      /* the file it was read from, for messages */
-int32_t tok_eos(const Tokenizer* t);           /* -1 when unknown */
+size_t tok_vocab_size(const Tokenizer* t); /* the largest id + 1 */
+const char* tok_name(const Tokenizer* t);  /* the file it was read from, for messages */
+int32_t tok_eos(const Tokenizer* t);       /* -1 when unknown */
 /* Set the end of text token by its content; false when no token has it. */
 bool tok_set_eos(Tokenizer* t, const char* content);
 /* The ids the post-processor puts before a single sequence (Llama-3's BOS) and
@@ -53,11 +53,11 @@ int32_t tok_lookup(const Tokenizer* t, const uint8_t* bytes, size_t len);
 /* Per-thread encoding state: output ids, a cache of pre-tokens already merged, scratch. */
 typedef struct {
     const Tokenizer* t;
-    int32_t* ids;              /* output, appended to by tok_encode */
+    int32_t* ids; /* output, appended to by tok_encode */
     size_t n_ids, cap_ids;
-    size_t invalid_utf8;       /* bytes not part of a valid UTF-8 sequence, summed over calls */
-    void* cache;               /* tokenizer/bpe.c */
-    int32_t* parts;            /* BPE work space: (n) ids and (n) ranks of a pre-token */
+    size_t invalid_utf8; /* bytes not part of a valid UTF-8 sequence, summed over calls */
+    void* cache;         /* tokenizer/bpe.c */
+    int32_t* parts;      /* BPE work space: (n) ids and (n) ranks of a pre-token */
     uint32_t* ranks;
     size_t cap_parts;
 } TokEncoder;

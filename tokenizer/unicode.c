@@ -7,7 +7,7 @@
 
 #include <pthread.h>
 
-#include "common/utf8.h"          /* utf8_decode */
+#include "common/utf8.h" /* utf8_decode */
 #include "tokenizer/unicode_table.h"
 
 static uint8_t bmp_class[0x10000];
@@ -29,7 +29,7 @@ static void build_bmp(void) {
 void uc_init(void) { pthread_once(&bmp_once, build_bmp); }
 
 static int in_ranges(const uint32_t (*r)[2], size_t n, uint32_t cp) {
-    size_t lo = 0, hi = n;   /* first range with hi >= cp */
+    size_t lo = 0, hi = n; /* first range with hi >= cp */
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
         if (r[mid][1] < cp) lo = mid + 1;
@@ -57,7 +57,10 @@ size_t tok_count_invalid_utf8(const uint8_t* s, size_t len) {
     uc_init();
     size_t bad = 0;
     for (size_t i = 0; i < len;) {
-        if (s[i] < 0x80) { i++; continue; }
+        if (s[i] < 0x80) {
+            i++;
+            continue;
+        }
         uint32_t cp;
         size_t l;
         uc_next(s + i, len - i, &cp, &l);

@@ -32,7 +32,7 @@ static void save_state(const char* path, const TrainerState* st, const char* con
         hex64(hex, st->run_id);
         cJSON_AddStringToObject(root, "run_id", hex);
     }
-    if (base) {   /* a LoRA checkpoint: the base it belongs to */
+    if (base) { /* a LoRA checkpoint: the base it belongs to */
         cJSON* b = cJSON_AddObjectToObject(root, "lora_base");
         hex64(hex, base->fingerprint);
         cJSON_AddStringToObject(b, "path", base->path);
@@ -55,7 +55,7 @@ static void save_state(const char* path, const TrainerState* st, const char* con
 
 /* the CKPT_CARRIED files of from (those it has) into dir, each atomically */
 static void copy_carried(const char* from, const char* dir) {
-    char src[4200], dst[4300];   /* dir: a step directory path of up to 4200 bytes */
+    char src[4200], dst[4300]; /* dir: a step directory path of up to 4200 bytes */
     for (size_t i = 0; i < CKPT_N_CARRIED; i++) {
         snprintf(src, sizeof(src), "%s/%s", from, CKPT_CARRIED[i]);
         size_t len;
@@ -70,7 +70,7 @@ static void copy_carried(const char* from, const char* dir) {
 /* a complete checkpoint has all its files (the directory only appears after they were fsynced) */
 static bool complete(const char* dir) {
     char p[4096];
-    bool missing[3] = {false, false, false};   /* by CkptRole */
+    bool missing[3] = {false, false, false}; /* by CkptRole */
     for (size_t i = 0; i < CKPT_N_FILES; i++) {
         snprintf(p, sizeof(p), "%s/%s", dir, CKPT_FILES[i].name);
         if (!path_exists(p)) missing[CKPT_FILES[i].role] = true;
@@ -114,7 +114,7 @@ static void prune(const char* out_dir, const TrainerState* st, size_t keep_last)
 
 void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const TrainerState* st, const char* config_json,
                StDtype model_dtype, size_t keep_last, bool save_base, const char* carry_dir) {
-    if (dist_rank() != 0) {   /* rank 0 writes; the others send their optimizer state */
+    if (dist_rank() != 0) { /* rank 0 writes; the others send their optimizer state */
         adamw_serve_save(opt);
         dist_barrier();
         return;
@@ -124,14 +124,16 @@ void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const Trai
     snprintf(tmp_dir, sizeof(tmp_dir), "%s.tmp.%d", final_dir, (int)getpid());
     run_dir_remove_checkpoint(tmp_dir);
     struct stat old;
-    CHECK(lstat(tmp_dir, &old) != 0, "cannot write the checkpoint: '%s' is in the way (a link, or it holds files "
-          "repoc did not write)", tmp_dir);   /* never write through a link */
+    CHECK(lstat(tmp_dir, &old) != 0,
+          "cannot write the checkpoint: '%s' is in the way (a link, or it holds files "
+          "repoc did not write)",
+          tmp_dir); /* never write through a link */
     bool adapter_only = m->cfg.lora_rank && !save_base && m->lora_base.path[0];
-    if (adapter_only) {   /* the adapter and the model's config.json; the base is named, not copied */
-        hf_save_config(m, tmp_dir, ST_F32);   /* creates tmp_dir */
-        peft_save(m, tmp_dir, true);   /* frozen RePo weights too: the base may lack them */
+    if (adapter_only) {                     /* the adapter and the model's config.json; the base is named, not copied */
+        hf_save_config(m, tmp_dir, ST_F32); /* creates tmp_dir */
+        peft_save(m, tmp_dir, true);        /* frozen RePo weights too: the base may lack them */
     } else {
-        hf_save(m, tmp_dir, model_dtype);   /* creates tmp_dir */
+        hf_save(m, tmp_dir, model_dtype); /* creates tmp_dir */
     }
     snprintf(path, sizeof(path), "%s/optimizer.safetensors", tmp_dir);
     adamw_save(path, m, opt, !adapter_only && model_dtype != ST_F32);
@@ -139,8 +141,8 @@ void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const Trai
     save_state(path, st, config_json, m->cfg.lora_rank && m->lora_base.path[0] ? &m->lora_base : NULL);
     if (carry_dir && carry_dir[0]) copy_carried(carry_dir, tmp_dir);
     fsync_dir(tmp_dir);
-    run_dir_remove_checkpoint(final_dir);   /* a re-save of the same step (e.g. after a resume) */
-    if (lstat(final_dir, &old) == 0) {   /* kept: it holds what repoc did not write; set it aside, whole */
+    run_dir_remove_checkpoint(final_dir); /* a re-save of the same step (e.g. after a resume) */
+    if (lstat(final_dir, &old) == 0) {    /* kept: it holds what repoc did not write; set it aside, whole */
         snprintf(path, sizeof(path), "%s.kept.%d", final_dir, (int)getpid());
         if (rename(final_dir, path) != 0) DIE("renaming '%s' to '%s': %s", final_dir, path, strerror(errno));
         printf("note: moved the earlier '%s' to '%s'\n", final_dir, path);
@@ -152,7 +154,7 @@ void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const Trai
     snprintf(path, sizeof(path), "%s/latest", out_dir);
     file_write_atomic(path, name, (size_t)len);
     prune(out_dir, st, keep_last);
-    dist_barrier();   /* the checkpoint is complete when any rank returns */
+    dist_barrier(); /* the checkpoint is complete when any rank returns */
 }
 
 bool ckpt_find_latest(const char* out_dir, char* path, size_t len) {
@@ -173,7 +175,7 @@ bool ckpt_find_latest(const char* out_dir, char* path, size_t len) {
         found = complete(path);
     }
     free(steps);
-    if (!found && len) path[0] = 0;   /* no checkpoint: callers test path[0] */
+    if (!found && len) path[0] = 0; /* no checkpoint: callers test path[0] */
     return found;
 }
 
@@ -201,8 +203,8 @@ static size_t state_int(const cJSON* root, const char* p, const char* key, size_
     char got[64] = "another JSON type";
     if (cJSON_IsNumber(v)) snprintf(got, sizeof(got), "%.17g", v->valuedouble);
     CHECK(cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) && v->valuedouble >= (double)lo &&
-          v->valuedouble <= 9007199254740992.0, "%s: key '%s': expected an integer in [%zu, 2^53], got %s", p, key,
-          lo, got);
+              v->valuedouble <= 9007199254740992.0,
+          "%s: key '%s': expected an integer in [%zu, 2^53], got %s", p, key, lo, got);
     return (size_t)v->valuedouble;
 }
 
@@ -215,7 +217,7 @@ void ckpt_load_state(const char* dir, TrainerState* st) {
     memset(st, 0, sizeof(*st));
     st->step = state_int(root, p, "step", 0, false);
     st->tokens_seen = state_int(root, p, "tokens_seen", 0, false);
-    st->rows_per_step = state_int(root, p, "rows_per_step", 1, true);   /* absent in older checkpoints */
+    st->rows_per_step = state_int(root, p, "rows_per_step", 1, true); /* absent in older checkpoints */
     st->world_size = state_int(root, p, "world_size", 1, true);
     st->threads = state_int(root, p, "threads", 1, true);
     const cJSON* loss = cJSON_GetObjectItemCaseSensitive(root, "last_loss");
@@ -239,7 +241,7 @@ void ckpt_load_state(const char* dir, TrainerState* st) {
 }
 
 void ckpt_load(const char* dir, Model* m, AdamW* opt, TrainerState* st) {
-    ckpt_load_state(dir, st);   /* first: a bad state file fails before the large reads */
+    ckpt_load_state(dir, st); /* first: a bad state file fails before the large reads */
     ckpt_weights_load(m, dir, 0, false, NULL);
     /* the base later checkpoints name: the one this one names (checked by the load when it holds no copy);
        none (so they keep a copy) for a checkpoint that names none: its own copy may be pruned */

@@ -36,7 +36,7 @@ typedef struct {
     size_t threads;       /* threads per rank that computed it; 0 = not recorded */
     double last_loss;     /* loss of the last completed step */
     bool has_loss;
-    uint64_t run_id;      /* the run that wrote it (kept across resumes; 0 = not recorded): keep_last prunes
+    uint64_t run_id; /* the run that wrote it (kept across resumes; 0 = not recorded): keep_last prunes
                              the checkpoints of earlier runs in out_dir (run.overwrite) before this run's */
 } TrainerState;
 

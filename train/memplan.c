@@ -7,8 +7,8 @@
 
 #include "common/check.h"
 #include "common/dist.h"
-#include "data/mixture.h"   /* mixture_parse: the files of each source */
-#include "data/tokens.h"    /* data_files_expand: the files and their sizes */
+#include "data/mixture.h"    /* mixture_parse: the files of each source */
+#include "data/tokens.h"     /* data_files_expand: the files and their sizes */
 #include "eval/eval_tasks.h" /* eval_plan_sizes: the longest eval task length */
 #include "model/generate.h"  /* gen_arena_reals: its KV cache */
 
@@ -27,9 +27,9 @@
 #define BLAS_PANEL_BYTES_PER_COL (384.0 * 4.0)
 #define BLAS_PANEL_MAX_COLS 87381.0
 
-static const char* ROW_NAMES[MP_ROWS] = {"parameters", "gradients", "AdamW state", "activations",
-                                         "backward scratch", "batch buffers", "token data", "eval tasks (KV)",
-                                         "runtime + BLAS"};
+static const char* ROW_NAMES[MP_ROWS] = {"parameters",  "gradients",        "AdamW state",
+                                         "activations", "backward scratch", "batch buffers",
+                                         "token data",  "eval tasks (KV)",  "runtime + BLAS"};
 
 /* train.eval_tasks' generator: a KV cache and work space for the longest length (the trainer's setup_tasks) */
 static double eval_tasks_bytes(const ModelConfig* cfg, const RunConfig* rc) {
@@ -37,7 +37,7 @@ static double eval_tasks_bytes(const ModelConfig* cfg, const RunConfig* rc) {
     SyntheticConfig syn;
     char err[400];
     if (!rc->train.eval_tasks || run_config_eval_tasks(rc, &plan, &syn, err, sizeof err)) return 0;
-    size_t chunk, max_len = eval_plan_sizes(&plan, &syn, &chunk);   /* dies naming a length too short */
+    size_t chunk, max_len = eval_plan_sizes(&plan, &syn, &chunk); /* dies naming a length too short */
     return (double)sizeof(real) * (double)gen_arena_reals(cfg, max_len, chunk);
 }
 
@@ -78,27 +78,28 @@ void memplan_compute(MemPlan* p, const ModelConfig* cfg, const RunConfig* rc, si
     p->bytes[MP_DATA] = (double)data_bytes;
     p->bytes[MP_EVAL] = eval_tasks_bytes(cfg, rc);
     double widest = (double)(cfg->V > cfg->F ? cfg->V : cfg->F);
-    p->bytes[MP_RUNTIME] = RUNTIME_BASE_BYTES + BLAS_PANEL_BYTES_PER_COL *
-                           (widest < BLAS_PANEL_MAX_COLS ? widest : BLAS_PANEL_MAX_COLS);
+    p->bytes[MP_RUNTIME] =
+        RUNTIME_BASE_BYTES + BLAS_PANEL_BYTES_PER_COL * (widest < BLAS_PANEL_MAX_COLS ? widest : BLAS_PANEL_MAX_COLS);
     for (int i = 0; i < MP_ROWS; i++) p->total += p->bytes[i];
     /* one block's kept activations per token: the arena without recompute, less the shared parts, / (N L) */
     ModelOpts keep = {false, mo.head_chunk};
     ModelArenaSizes all = model_arena_sizes(cfg, p->B, p->T, freeze, rc->optim.freeze.n, &keep);
     ModelConfig none = *cfg;
-    none.L = 1;   /* the same model with one layer: the difference is L-1 layers */
+    none.L = 1; /* the same model with one layer: the difference is L-1 layers */
     ModelArenaSizes one = model_arena_sizes(&none, p->B, p->T, NULL, 0, &keep);
     p->act_bytes_per_token_layer = cfg->L > 1 ? r * (double)(all.acts - one.acts) / ((double)N * (cfg->L - 1)) : 0;
 }
 
 void memplan_print(const MemPlan* p, FILE* fp) {
-    fprintf(fp, "memory plan (B=%zu T=%zu, %zu thread%s%s, recompute %s, AdamW state %s%s, logits %zu rows):\n",
-            p->B, p->T, p->threads, p->threads == 1 ? "" : "s", p->world > 1 ? " per rank" : "",
-            p->recompute ? "on" : "off", p->state_bf16 ? "bf16" : REAL_NAME, p->sharded ? " sharded" : "",
-            p->head_rows);
+    fprintf(fp, "memory plan (B=%zu T=%zu, %zu thread%s%s, recompute %s, AdamW state %s%s, logits %zu rows):\n", p->B,
+            p->T, p->threads, p->threads == 1 ? "" : "s", p->world > 1 ? " per rank" : "", p->recompute ? "on" : "off",
+            p->state_bf16 ? "bf16" : REAL_NAME, p->sharded ? " sharded" : "", p->head_rows);
     for (int i = 0; i < MP_ROWS; i++)
         if (i != MP_EVAL || p->bytes[i] > 0) fprintf(fp, "  %-18s %10.1f MiB\n", ROW_NAMES[i], p->bytes[i] / MIB);
-    fprintf(fp, "  %-18s %10.1f MiB  (%.2f GiB; %.2f bytes per parameter; activations %.0f bytes per token per "
-            "layer kept%s)\n", p->world > 1 ? "peak RSS per rank" : "peak RSS", p->total / MIB, p->total / GIB,
+    fprintf(fp,
+            "  %-18s %10.1f MiB  (%.2f GiB; %.2f bytes per parameter; activations %.0f bytes per token per "
+            "layer kept%s)\n",
+            p->world > 1 ? "peak RSS per rank" : "peak RSS", p->total / MIB, p->total / GIB,
             p->n.params ? p->total / (double)p->n.params : 0, p->act_bytes_per_token_layer,
             p->recompute ? ", one layer at a time" : "");
 }
@@ -122,9 +123,9 @@ static double read_number(const char* path, const char* key) {
 
 double memplan_available(char* what, size_t len) {
     double avail = read_number("/proc/meminfo", "MemAvailable:");
-    if (avail >= 0) avail *= 1024.0;   /* kB */
+    if (avail >= 0) avail *= 1024.0; /* kB */
     snprintf(what, len, "MemAvailable");
-    double limit = read_number("/sys/fs/cgroup/memory.max", "");   /* "max" reads as no number */
+    double limit = read_number("/sys/fs/cgroup/memory.max", ""); /* "max" reads as no number */
     double used = read_number("/sys/fs/cgroup/memory.current", "");
     if (limit < 0) {
         limit = read_number("/sys/fs/cgroup/memory/memory.limit_in_bytes", "");
@@ -148,14 +149,16 @@ static void suggest(FILE* fp, const char* label, const RunConfig* rc, const Mode
 /* More ranks, one per machine, with the AdamW state sharded: the smallest count up to MAX_RANKS_SUGGESTED
    that fits. Sharding divides only the state, so when even the rest alone does not fit, no count does. */
 #define MAX_RANKS_SUGGESTED 64
-static void suggest_ranks(FILE* fp, const RunConfig* sharded, const ModelConfig* cfg, size_t world,
-                          size_t data_bytes, double available) {
+static void suggest_ranks(FILE* fp, const RunConfig* sharded, const ModelConfig* cfg, size_t world, size_t data_bytes,
+                          double available) {
     MemPlan q;
-    memplan_compute(&q, cfg, sharded, (size_t)1 << 40, data_bytes);   /* the state shrunk to nothing */
+    memplan_compute(&q, cfg, sharded, (size_t)1 << 40, data_bytes); /* the state shrunk to nothing */
     double rest = q.total;
     if (rest > available) {
-        fprintf(fp, "  mpirun -np N does not help: sharding (train.shard_optimizer) divides only the AdamW state; the "
-                "rest takes %.2f GiB per rank at any N\n", rest / GIB);
+        fprintf(fp,
+                "  mpirun -np N does not help: sharding (train.shard_optimizer) divides only the AdamW state; the "
+                "rest takes %.2f GiB per rank at any N\n",
+                rest / GIB);
         return;
     }
     for (size_t w = world * 2; w <= MAX_RANKS_SUGGESTED; w *= 2) {
@@ -166,8 +169,10 @@ static void suggest_ranks(FILE* fp, const RunConfig* sharded, const ModelConfig*
         fprintf(fp, "  %-62s %7.2f GiB per rank  fits\n", label, q.total / GIB);
         return;
     }
-    fprintf(fp, "  mpirun -np N fits only above %d ranks (one per machine, state sharded; %.2f GiB per rank without "
-            "the state): change the settings above instead\n", MAX_RANKS_SUGGESTED, rest / GIB);
+    fprintf(fp,
+            "  mpirun -np N fits only above %d ranks (one per machine, state sharded; %.2f GiB per rank without "
+            "the state): change the settings above instead\n",
+            MAX_RANKS_SUGGESTED, rest / GIB);
 }
 
 void memplan_check(const MemPlan* p, const ModelConfig* cfg, const RunConfig* rc, double available,

@@ -26,19 +26,29 @@
 #include "model/model.h"
 #include "train/run_config.h"
 
-typedef enum { MP_PARAMS, MP_GRADS, MP_STATE, MP_ACTS, MP_SCRATCH, MP_BATCH, MP_DATA, MP_EVAL, MP_RUNTIME,
-               MP_ROWS } MemRow;
+typedef enum {
+    MP_PARAMS,
+    MP_GRADS,
+    MP_STATE,
+    MP_ACTS,
+    MP_SCRATCH,
+    MP_BATCH,
+    MP_DATA,
+    MP_EVAL,
+    MP_RUNTIME,
+    MP_ROWS
+} MemRow;
 
 typedef struct {
     size_t B, T, world, threads;
     bool recompute, state_bf16, sharded;
-    size_t head_rows;             /* rows of logits held at once */
-    ModelArenaSizes n;            /* reals of each arena */
+    size_t head_rows;  /* rows of logits held at once */
+    ModelArenaSizes n; /* reals of each arena */
     double bytes[MP_ROWS];
     double total;
-    double act_bytes_per_token_layer;   /* kept activations of one block per token (without recompute) */
-    size_t local_ranks;           /* ranks sharing this machine's memory (set by the caller; 0 = 1) */
-    bool plan_only;               /* --plan: memplan_check warns instead of refusing */
+    double act_bytes_per_token_layer; /* kept activations of one block per token (without recompute) */
+    size_t local_ranks;               /* ranks sharing this machine's memory (set by the caller; 0 = 1) */
+    bool plan_only;                   /* --plan: memplan_check warns instead of refusing */
 } MemPlan;
 
 /* The plan of rc's run with model cfg on `world` ranks; data_bytes: the token files' total size. */

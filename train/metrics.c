@@ -27,8 +27,9 @@ static void truncate_after(const char* path, size_t keep_step) {
         at += n;
         cJSON* j = memchr(line, 0, n) ? NULL : cJSON_ParseWithLength(line, n);
         const cJSON* s = j ? cJSON_GetObjectItemCaseSensitive(j, "step") : NULL;
-        bool eval = j && (cJSON_GetObjectItemCaseSensitive(j, "val_loss") || cJSON_GetObjectItemCaseSensitive(j, "positions"));
-        if (!cJSON_IsNumber(s) || !nl) {   /* a last line without '\n' was cut by a crash */
+        bool eval =
+            j && (cJSON_GetObjectItemCaseSensitive(j, "val_loss") || cJSON_GetObjectItemCaseSensitive(j, "positions"));
+        if (!cJSON_IsNumber(s) || !nl) { /* a last line without '\n' was cut by a crash */
             if (n > 1 || *line != '\n')
                 printf("warning: %s line %zu (byte offset %zu): damaged line dropped\n", path, lineno + 1,
                        (size_t)(line - text));
@@ -104,11 +105,11 @@ void metrics_step(Metrics* mt, const StepLog* s) {
     char eta[32];
     fmt_eta(eta, sizeof(eta), s->eta_s);
     if (mt->tty) printf("\r\033[K");
-    printf("step %6zu/%zu | loss %.4f | lr %.3e | grad norm %.3f | %6.0f tok/s | %7.1f ms", s->step, s->steps,
-           s->loss, s->lr, s->grad_norm, s->tokens_per_s, s->ms);
+    printf("step %6zu/%zu | loss %.4f | lr %.3e | grad norm %.3f | %6.0f tok/s | %7.1f ms", s->step, s->steps, s->loss,
+           s->lr, s->grad_norm, s->tokens_per_s, s->ms);
     if (s->comm_ms >= 0) printf(" (comm %.1f)", s->comm_ms);
     printf(" | ETA %s", eta);
-    for (size_t k = 0; k < s->n_sources; k++)   /* each source's share of the tokens seen */
+    for (size_t k = 0; k < s->n_sources; k++) /* each source's share of the tokens seen */
         printf("%s%s %.1f%%", k ? ", " : " | ", s->source_names[k],
                s->tokens_seen ? 100.0 * (double)s->source_tokens[k] / (double)s->tokens_seen : 0.0);
     if (mt->tty) mt->line_open = true;
@@ -134,8 +135,7 @@ void metrics_eval(Metrics* mt, const EvalLog* e) {
         printf("%s%s %.2f", k ? ", " : " | retrieval ", e->task_names[k], e->task_acc[k]);
     printf("\n");
     fflush(stdout);
-    fprintf(mt->jsonl, "{\"step\": %zu, \"val_loss\": %.17g, \"val_batches\": %zu", e->step, e->val_loss,
-            e->n_batches);
+    fprintf(mt->jsonl, "{\"step\": %zu, \"val_loss\": %.17g, \"val_batches\": %zu", e->step, e->val_loss, e->n_batches);
     write_named(mt->jsonl, "val_loss_source", e->n_sources, e->source_names, NULL, e->source_loss);
     write_named(mt->jsonl, "val_batches_source", e->n_sources, e->source_names, e->source_batches, NULL);
     write_named(mt->jsonl, "retrieval", e->n_tasks, e->task_names, NULL, e->task_acc);
@@ -155,14 +155,18 @@ void metrics_positions(Metrics* mt, const PositionsLog* p) {
     }
     printf(" (%.0f ms)\n", p->ms);
     fflush(stdout);
-    fprintf(mt->jsonl, "{\"step\": %zu, \"positions\": {\"rows\": %zu, \"T\": %zu, \"batch\": \"%s\", "
+    fprintf(mt->jsonl,
+            "{\"step\": %zu, \"positions\": {\"rows\": %zu, \"T\": %zu, \"batch\": \"%s\", "
             "\"segment\": %zu, \"eps_const\": %.17g, \"mono_frac\": %.17g, \"ms\": %.3f, \"layers\": [",
             p->step, p->rows, p->T, p->val ? "val" : "train", p->seg->len, p->seg->eps_const, p->seg->mono_frac, p->ms);
     for (size_t i = 0; i < p->n_layers; i++) {
         const PosSummary* s = &p->s[i];
-        fprintf(mt->jsonl, "%s{\"layer\": %zu, \"range\": %.17g, \"mean_abs_step\": %.17g, \"mean_step\": %.17g, "
-                "\"segments\": %zu", i ? ", " : "", p->layer[i], s->range, s->mean_abs_step, s->mean_step, s->segments);
-        for (int k = 0; k < SEG_N_KINDS; k++) fprintf(mt->jsonl, ", \"%s\": %.17g", seg_kind_name((SegKind)k), s->share[k]);
+        fprintf(mt->jsonl,
+                "%s{\"layer\": %zu, \"range\": %.17g, \"mean_abs_step\": %.17g, \"mean_step\": %.17g, "
+                "\"segments\": %zu",
+                i ? ", " : "", p->layer[i], s->range, s->mean_abs_step, s->mean_step, s->segments);
+        for (int k = 0; k < SEG_N_KINDS; k++)
+            fprintf(mt->jsonl, ", \"%s\": %.17g", seg_kind_name((SegKind)k), s->share[k]);
         fprintf(mt->jsonl, "}");
     }
     fprintf(mt->jsonl, "]}}\n");

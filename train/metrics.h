@@ -10,42 +10,42 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "eval/analyze_stats.h"   /* SegParams, PosSummary */
+#include "eval/analyze_stats.h" /* SegParams, PosSummary */
 
 typedef struct {
-    FILE* jsonl;          /* out_dir/metrics.jsonl, appended */
-    bool tty;             /* stdout is a terminal: redraw one progress line */
-    bool line_open;       /* a progress line is on screen without its newline */
+    FILE* jsonl;    /* out_dir/metrics.jsonl, appended */
+    bool tty;       /* stdout is a terminal: redraw one progress line */
+    bool line_open; /* a progress line is on screen without its newline */
 } Metrics;
 
 typedef struct {
-    size_t step;          /* optimizer steps completed after this one */
-    size_t steps;         /* total steps of the run */
+    size_t step;  /* optimizer steps completed after this one */
+    size_t steps; /* total steps of the run */
     double loss, lr, grad_norm;
-    double ms;            /* this step's wall time */
+    double ms; /* this step's wall time */
     double tokens_per_s;
     double eta_s;
     size_t tokens_seen;
-    double comm_ms;       /* time in all-reduce and all-gather (several ranks); < 0: one rank, not logged */
-    size_t n_sources;     /* a data mixture: tokens seen per source ("source_tokens" in metrics.jsonl); 0 = none */
-    const char* const* source_names;     /* (n_sources) */
-    const size_t* source_tokens;         /* (n_sources) */
+    double comm_ms;   /* time in all-reduce and all-gather (several ranks); < 0: one rank, not logged */
+    size_t n_sources; /* a data mixture: tokens seen per source ("source_tokens" in metrics.jsonl); 0 = none */
+    const char* const* source_names; /* (n_sources) */
+    const size_t* source_tokens;     /* (n_sources) */
 } StepLog;
 
 /* One evaluation: the token-weighted mean loss over the validation streams
    and, with data.val given as sources, each source's loss and batches */
 typedef struct {
     size_t step;
-    double val_loss;      /* sum_k loss_k * tokens_k / sum_k tokens_k */
-    size_t n_batches;     /* over all streams */
-    size_t n_sources;     /* 0: one stream (no per-source losses) */
-    const char* const* source_names;     /* (n_sources) */
-    const double* source_loss;           /* (n_sources) */
-    const size_t* source_batches;        /* (n_sources) */
-    size_t n_tasks;       /* train.eval_tasks: "retrieval" in metrics.jsonl, {"family@length": accuracy} */
-    const char* const* task_names;       /* (n_tasks) */
-    const double* task_acc;              /* (n_tasks) exact-match accuracy in [0, 1] */
-    const double* task_token_acc;        /* (n_tasks) answer tokens right ("retrieval_tokens") */
+    double val_loss;                 /* sum_k loss_k * tokens_k / sum_k tokens_k */
+    size_t n_batches;                /* over all streams */
+    size_t n_sources;                /* 0: one stream (no per-source losses) */
+    const char* const* source_names; /* (n_sources) */
+    const double* source_loss;       /* (n_sources) */
+    const size_t* source_batches;    /* (n_sources) */
+    size_t n_tasks;                  /* train.eval_tasks: "retrieval" in metrics.jsonl, {"family@length": accuracy} */
+    const char* const* task_names;   /* (n_tasks) */
+    const double* task_acc;          /* (n_tasks) exact-match accuracy in [0, 1] */
+    const double* task_token_acc;    /* (n_tasks) answer tokens right ("retrieval_tokens") */
 } EvalLog;
 
 /* train.log_positions: the learned positions of each RePo layer on one fixed batch */
@@ -55,9 +55,9 @@ typedef struct {
     bool val;             /* the first validation batch (else the first training batch) */
     const SegParams* seg; /* the segment classes' thresholds */
     size_t n_layers;
-    const size_t* layer;  /* (n_layers) the RePo layers */
-    const PosSummary* s;  /* (n_layers) over the batch's rows and all KV heads */
-    double ms;            /* the measurement's wall time */
+    const size_t* layer; /* (n_layers) the RePo layers */
+    const PosSummary* s; /* (n_layers) over the batch's rows and all KV heads */
+    double ms;           /* the measurement's wall time */
 } PositionsLog;
 
 /* Open out_dir/metrics.jsonl for appending, after dropping the lines of steps

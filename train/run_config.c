@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/check.h"           /* CHECK, mallocCheck */
-#include "common/fileio.h"          /* file_read_all_or_null */
+#include "common/check.h"  /* CHECK, mallocCheck */
+#include "common/fileio.h" /* file_read_all_or_null */
 #include "train/run_config_parse.h"
 
 #define RS "model.positions.rope_scaling"
@@ -25,16 +25,15 @@ void run_config_free(RunConfig* rc) {
     rc->data.synthetic = rc->data.train_sources = rc->data.val_sources = NULL;
 }
 
-
 /* ---- loading ---- */
 static int load_file(RcCtx* c, const char* path) {
     size_t n;
     char* text = file_read_all_or_null(path, &n);
     if (!text) return rc_fail(c, NULL, "cannot read the config file: %s", strerror(errno));
     const char* end = NULL;
-    cJSON* root = strlen(text) == n ? cJSON_ParseWithOpts(text, &end, 1) : NULL;   /* a NUL byte stops it */
+    cJSON* root = strlen(text) == n ? cJSON_ParseWithOpts(text, &end, 1) : NULL; /* a NUL byte stops it */
     int r;
-    if (!root) {   /* "file:line:column: ..." where cJSON stopped, with the text before it on its line */
+    if (!root) { /* "file:line:column: ..." where cJSON stopped, with the text before it on its line */
         size_t off = end ? (size_t)(end - text) : strlen(text), line = 1, start = 0;
         for (size_t i = 0; i < off; i++)
             if (text[i] == '\n') line++, start = i + 1;
@@ -59,14 +58,17 @@ bool run_config_sizes_from_file(const RunConfig* rc) { return rc->model.init_fro
 static int check_from_config(RcCtx* c) {
     const RcModel* m = &c->rc->model;
     if (m->init_from[0])
-        return rc_fail(c, "model.from_config", "given together with model.init_from: from_config starts a fresh model "
+        return rc_fail(c, "model.from_config",
+                       "given together with model.init_from: from_config starts a fresh model "
                        "of a config.json's architecture, init_from continues a checkpoint's weights; use one");
-    static const char* sizes[] = {"model.arch", "model.vocab_size", "model.d_model", "model.n_layers",
-                                  "model.n_heads", "model.n_kv_heads", "model.d_ff", "model.tie_embeddings"};
+    static const char* sizes[] = {"model.arch",    "model.vocab_size", "model.d_model", "model.n_layers",
+                                  "model.n_heads", "model.n_kv_heads", "model.d_ff",    "model.tie_embeddings"};
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
         if (run_config_was_set(c->rc, sizes[i]))
-            return rc_fail(c, sizes[i], "given together with model.from_config '%s', which sets the architecture: "
-                           "remove %s, or drop model.from_config to give every size", m->from_config, sizes[i]);
+            return rc_fail(c, sizes[i],
+                           "given together with model.from_config '%s', which sets the architecture: "
+                           "remove %s, or drop model.from_config to give every size",
+                           m->from_config, sizes[i]);
     return 0;
 }
 
@@ -79,29 +81,35 @@ static int validate_model(RcCtx* c) {
     /* max_position_embeddings = factor x original_max is written to config.json as an integer, which
        a reader holds exactly only up to 2^53 */
     if (mc->yarn_factor > 1 && mc->yarn_factor * mc->yarn_orig_max > 9007199254740992.0)
-        return rc_fail(c, RS ".factor", "%g x original_max_position_embeddings %g = %g positions exceeds 2^53, the "
-                       "largest max_position_embeddings a checkpoint's config.json holds exactly", mc->yarn_factor,
-                       mc->yarn_orig_max, mc->yarn_factor * mc->yarn_orig_max);
+        return rc_fail(c, RS ".factor",
+                       "%g x original_max_position_embeddings %g = %g positions exceeds 2^53, the "
+                       "largest max_position_embeddings a checkpoint's config.json holds exactly",
+                       mc->yarn_factor, mc->yarn_orig_max, mc->yarn_factor * mc->yarn_orig_max);
     const RcList* targets = &m->lora.targets;
     for (size_t i = 0; i < targets->n; i++) {
         LoraTarget t;
         if (!lora_target_parse(targets->v[i], &t))
-            return rc_fail(c, "model.lora.targets", "'%s' matches no projection; the valid names are q_proj, k_proj, "
-                           "v_proj, o_proj, gate_proj, up_proj, down_proj", targets->v[i]);
+            return rc_fail(c, "model.lora.targets",
+                           "'%s' matches no projection; the valid names are q_proj, k_proj, "
+                           "v_proj, o_proj, gate_proj, up_proj, down_proj",
+                           targets->v[i]);
     }
 
     if (!strcmp(m->base_dtype, "bf16") && !m->init_from[0])
-        return rc_fail(c, "model.base_dtype", "\"bf16\" keeps a frozen base loaded from model.init_from; give one "
+        return rc_fail(c, "model.base_dtype",
+                       "\"bf16\" keeps a frozen base loaded from model.init_from; give one "
                        "(a fresh model has nothing frozen to keep)");
     if (m->lora.save_base && !mc->lora_rank)
-        return rc_fail(c, "model.lora.save_base", "keeps a copy of a LoRA run's base in each checkpoint, but "
+        return rc_fail(c, "model.lora.save_base",
+                       "keeps a copy of a LoRA run's base in each checkpoint, but "
                        "model.lora.rank is 0 (no LoRA: every checkpoint holds the whole model); remove the key");
     if (!strcmp(m->base_dtype, "bf16") && !mc->lora_rank && !rc->optim.freeze.n)
-        return rc_fail(c, "model.base_dtype", "\"bf16\" keeps the frozen layer matrices in BF16, but this run "
+        return rc_fail(c, "model.base_dtype",
+                       "\"bf16\" keeps the frozen layer matrices in BF16, but this run "
                        "freezes none: model.lora.rank is 0 (no LoRA) and optim.freeze is empty; set model.lora.rank, "
                        "or remove the key (a model without LoRA trains in F32)");
     if (m->from_config[0] && check_from_config(c)) return -1;
-    if (!run_config_sizes_from_file(rc)) {   /* else from config.json (run_config_apply_checkpoint) */
+    if (!run_config_sizes_from_file(rc)) { /* else from config.json (run_config_apply_checkpoint) */
         if (mc->KVH == RC_UNSET) mc->KVH = mc->H;
         if (mc->D % mc->H) return rc_fail(c, "model.n_heads", "%zu does not divide model.d_model %zu", mc->H, mc->D);
         if (mc->D / mc->H % 2)
@@ -132,8 +140,7 @@ static int validate(RcCtx* c) {
     if (validate_model(c)) return -1;
 
     const OptimConfig* o = &rc->optim.cfg;
-    if (o->min_lr > o->lr)
-        return rc_fail(c, "optim.min_lr", "%g exceeds optim.lr %g", o->min_lr, o->lr);
+    if (o->min_lr > o->lr) return rc_fail(c, "optim.min_lr", "%g exceeds optim.lr %g", o->min_lr, o->lr);
     if (o->decay_steps != RC_UNSET && o->warmup_steps + o->decay_steps > rc->train.steps)
         return rc_fail(c, "optim.decay_steps", "%zu plus optim.warmup_steps %zu exceeds train.steps %zu",
                        o->decay_steps, o->warmup_steps, rc->train.steps);
@@ -145,14 +152,17 @@ static int validate(RcCtx* c) {
     /* products of sizes, before they can wrap around: rows per optimizer step, tokens per micro-batch */
     const RcTrain* t = &rc->train;
     if (t->grad_accum > BIG / t->batch_size)
-        return rc_fail(c, "train.grad_accum", "%zu x train.batch_size %zu rows per step is more than 2^53: "
-                       "lower train.grad_accum or train.batch_size", t->grad_accum, t->batch_size);
+        return rc_fail(c, "train.grad_accum",
+                       "%zu x train.batch_size %zu rows per step is more than 2^53: "
+                       "lower train.grad_accum or train.batch_size",
+                       t->grad_accum, t->batch_size);
     if (rc->data.seq_len > 0x7fffffff / t->batch_size)
-        return rc_fail(c, "train.batch_size", "%zu x data.seq_len %zu tokens per micro-batch is more than 2^31 - 1: "
+        return rc_fail(c, "train.batch_size",
+                       "%zu x data.seq_len %zu tokens per micro-batch is more than 2^31 - 1: "
                        "lower train.batch_size or data.seq_len (train.grad_accum adds rows without memory)",
                        t->batch_size, rc->data.seq_len);
 
-    if (rc->train.eval_tasks) {   /* checked here, so that the message names the config file */
+    if (rc->train.eval_tasks) { /* checked here, so that the message names the config file */
         EvalPlan plan;
         SyntheticConfig syn;
         char e[400];
@@ -166,10 +176,14 @@ static int validate(RcCtx* c) {
     if (!train && !d->synthetic)
         return rc_fail(c, "data.train", "no training data: give files or globs, or a data.synthetic generator");
     if (!val && !d->synthetic && rc->train.eval_every)
-        return rc_fail(c, "data.val", "empty while train.eval_every is %zu: give files or globs, or set "
-                       "train.eval_every to 0", rc->train.eval_every);
-    if (d->document_mask && d->eos_token_id == RC_UNSET && !run_config_sizes_from_file(rc) && strcmp(d->format, "jsonl"))
-        return rc_fail(c, "data.eos_token_id", "is required with data.document_mask: the token that ends each "
+        return rc_fail(c, "data.val",
+                       "empty while train.eval_every is %zu: give files or globs, or set "
+                       "train.eval_every to 0",
+                       rc->train.eval_every);
+    if (d->document_mask && d->eos_token_id == RC_UNSET && !run_config_sizes_from_file(rc) &&
+        strcmp(d->format, "jsonl"))
+        return rc_fail(c, "data.eos_token_id",
+                       "is required with data.document_mask: the token that ends each "
                        "document (model.init_from's checkpoint supplies it when its config.json has eos_token_id)");
     return 0;
 }
@@ -180,25 +194,28 @@ static int validate(RcCtx* c) {
 static void adapt_defaults(RunConfig* rc) {
     size_t n = 0;
     rc->notes[0] = 0;
-    if (!rc->data.val.n && !rc->data.val_sources && !rc->data.synthetic && rc->train.eval_every && !run_config_was_set(rc, "train.eval_every")) {
+    if (!rc->data.val.n && !rc->data.val_sources && !rc->data.synthetic && rc->train.eval_every &&
+        !run_config_was_set(rc, "train.eval_every")) {
         rc->train.eval_every = 0;
-        n += (size_t)snprintf(rc->notes + n, sizeof(rc->notes) - n, "note: no data.val given: evaluation is off "
+        n += (size_t)snprintf(rc->notes + n, sizeof(rc->notes) - n,
+                              "note: no data.val given: evaluation is off "
                               "(give data.val files to evaluate every train.eval_every steps)\n");
     }
     size_t warm = rc->train.steps / 10;
     if (!run_config_was_set(rc, "optim.warmup_steps") && rc->optim.cfg.warmup_steps > warm &&
         rc->train.steps < 10 * rc->optim.cfg.warmup_steps && n < sizeof(rc->notes)) {
-        snprintf(rc->notes + n, sizeof(rc->notes) - n, "note: optim.warmup_steps %zu (the default) is more than a "
-                 "tenth of train.steps %zu: warming up for %zu steps\n", rc->optim.cfg.warmup_steps, rc->train.steps,
-                 warm);
+        snprintf(rc->notes + n, sizeof(rc->notes) - n,
+                 "note: optim.warmup_steps %zu (the default) is more than a "
+                 "tenth of train.steps %zu: warming up for %zu steps\n",
+                 rc->optim.cfg.warmup_steps, rc->train.steps, warm);
         rc->optim.cfg.warmup_steps = warm;
     }
 }
 
-int run_config_load(RunConfig* rc, const char* path, const char* const* overrides, size_t n_overrides,
-                    char* err, size_t err_len) {
+int run_config_load(RunConfig* rc, const char* path, const char* const* overrides, size_t n_overrides, char* err,
+                    size_t err_len) {
     run_config_defaults(rc);
-    RcCtx c = { rc, path, err, err_len, false, NULL };
+    RcCtx c = {rc, path, err, err_len, false, NULL};
     if (err && err_len) err[0] = 0;
     if (path) {
         if (strlen(path) >= sizeof(rc->source)) return rc_fail(&c, NULL, "config path too long");
@@ -272,15 +289,14 @@ static cJSON* value_json(const RunConfig* rc, const RcKey* k) {
         for (size_t i = 0; i < rc->optim.lr_mult.n; i++)
             cJSON_AddItemToObject(v, rc->optim.lr_mult.v[i].pattern, number_json(rc->optim.lr_mult.v[i].mult));
         return v;
-    case KT_RAW:
-        return *(cJSON* const*)f ? cJSON_Duplicate(*(cJSON* const*)f, 1) : cJSON_CreateNull();
+    case KT_RAW: return *(cJSON* const*)f ? cJSON_Duplicate(*(cJSON* const*)f, 1) : cJSON_CreateNull();
     }
     return NULL;
 }
 
 void run_config_print(const RunConfig* rc, FILE* fp) {
     const char* section = "";
-    for (size_t i = 0; i < RC_N_KEYS; i++) {   /* one line per section: its own keys follow it in the table */
+    for (size_t i = 0; i < RC_N_KEYS; i++) { /* one line per section: its own keys follow it in the table */
         const RcKey* k = &RC_KEYS[i];
         if (k->type == KT_OBJ) {
             fprintf(fp, "%s%s:", i ? "\n" : "", k->path);
@@ -306,7 +322,7 @@ void run_config_print(const RunConfig* rc, FILE* fp) {
 
 char* run_config_to_json(const RunConfig* rc) {
     cJSON* root = cJSON_CreateObject();
-    cJSON* node[RC_KEYS_MAX] = { 0 };
+    cJSON* node[RC_KEYS_MAX] = {0};
     char parent_path[RC_PATH_LEN];
     for (size_t i = 0; i < RC_N_KEYS; i++) {
         const RcKey* k = &RC_KEYS[i];

@@ -17,7 +17,6 @@
 
 #include "train/run_config_types.h"
 
-
 /* Defaults, then the file at path (NULL = none), then each override
    "a.b.c=value" (value parsed as JSON when it is valid JSON, else taken as a
    bare string), then every check. Returns 0, or non-zero with err holding one
@@ -25,13 +24,12 @@
    (unknown keys add "(did you mean <key>?)"). Either way rc must be released
    with run_config_free. When model.init_from is set, checks between model
    sizes are left to run_config_apply_checkpoint. */
-int run_config_load(RunConfig* rc, const char* path, const char* const* overrides, size_t n_overrides,
-                    char* err, size_t err_len);
+int run_config_load(RunConfig* rc, const char* path, const char* const* overrides, size_t n_overrides, char* err,
+                    size_t err_len);
 void run_config_free(RunConfig* rc);
 
 /* Whether the model's sizes come from a config.json: model.init_from or model.from_config is set */
 bool run_config_sizes_from_file(const RunConfig* rc);
-
 
 /* The resolved config, one line per section. With init_from, model keys that
    come from the checkpoint and were not set print as "(init_from)". */

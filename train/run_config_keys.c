@@ -9,17 +9,25 @@
 #include <math.h>
 #include <string.h>
 
-#include "common/check.h"           /* CHECK */
+#include "common/check.h" /* CHECK */
 
 #define O(f) offsetof(RunConfig, f)
-#define SEC(p)                  { p, KT_OBJ, 0, 0, 0, 0, NULL, NULL }
-#define STR(p, f, fl, al)       { p, KT_STR, O(f), 0, RC_PATH_LEN, fl, NULL, al }
-#define WORD(p, f, ch, fl, al)  { p, KT_WORD, O(f), 0, RC_WORD_LEN, fl, ch, al }
-#define ENUM(p, f, ch, fl, al)  { p, KT_ENUM, O(f), 0, 0, fl, ch, al }
-#define BOOL(p, f, fl, al)      { p, KT_BOOL, O(f), 0, 0, fl, NULL, al }
-#define SIZE(p, f, lo, hi, fl, al) { p, KT_SIZE, O(f), lo, hi, fl, NULL, al }
-#define REAL(p, f, lo, hi, fl, al) { p, KT_REAL, O(f), lo, hi, fl, NULL, al }
-#define LIST(p, f, cap, fl, al) { p, KT_LIST, O(f), 0, cap, fl, NULL, al }
+#define SEC(p) \
+    { p, KT_OBJ, 0, 0, 0, 0, NULL, NULL }
+#define STR(p, f, fl, al) \
+    { p, KT_STR, O(f), 0, RC_PATH_LEN, fl, NULL, al }
+#define WORD(p, f, ch, fl, al) \
+    { p, KT_WORD, O(f), 0, RC_WORD_LEN, fl, ch, al }
+#define ENUM(p, f, ch, fl, al) \
+    { p, KT_ENUM, O(f), 0, 0, fl, ch, al }
+#define BOOL(p, f, fl, al) \
+    { p, KT_BOOL, O(f), 0, 0, fl, NULL, al }
+#define SIZE(p, f, lo, hi, fl, al) \
+    { p, KT_SIZE, O(f), lo, hi, fl, NULL, al }
+#define REAL(p, f, lo, hi, fl, al) \
+    { p, KT_REAL, O(f), lo, hi, fl, NULL, al }
+#define LIST(p, f, cap, fl, al) \
+    { p, KT_LIST, O(f), 0, cap, fl, NULL, al }
 #define RS "model.positions.rope_scaling"
 
 /* Every key, once: path, field, range (or capacity), flags, choices, aliases.
@@ -29,7 +37,7 @@
 const RcKey RC_KEYS[] = {
     SEC("run"),
     STR("run.out_dir", run.out_dir, KF_NONEMPTY, "output_dir|out|dir"),
-    { "run.seed", KT_U64, O(run.seed), 0, BIG, 0, NULL, "random_seed" },
+    {"run.seed", KT_U64, O(run.seed), 0, BIG, 0, NULL, "random_seed"},
     SIZE("run.threads", run.threads, 0, 4096, 0, "num_threads|n_threads"),
     STR("run.resume", run.resume, KF_NONEMPTY, "resume_from"),
     BOOL("run.overwrite", run.overwrite, 0, NULL),
@@ -53,20 +61,20 @@ const RcKey RC_KEYS[] = {
     WORD("model.positions.mode", model.positions.mode, "rope|repo|nope|r2n1|n2r1", KF_CKPT, "dynamic_pe_mode|plan"),
     SIZE("model.positions.repo_start_layer", model.positions.repo_start_layer, 0, MAX_LAYERS, KF_CKPT | KF_NULL,
          "dynamic_pe_start_layer|start_layer"),
-    { "model.positions.layers", KT_LAYERS, O(model.cfg.pos), 0, 0, KF_CKPT | KF_NULL, "rope|repo|nope",
-      "dynamic_pe_layer_ids" },
+    {"model.positions.layers", KT_LAYERS, O(model.cfg.pos), 0, 0, KF_CKPT | KF_NULL, "rope|repo|nope",
+     "dynamic_pe_layer_ids"},
     REAL("model.positions.repo_final_init_std", model.positions.repo_final_init_std, 0, HUGE_VAL, KF_LO_OPEN,
          "repo_init_std|final_map_std"),
-    { RS, KT_OBJ, 0, 0, 0, KF_CKPT | KF_NULL, NULL, "yarn" },
+    {RS, KT_OBJ, 0, 0, 0, KF_CKPT | KF_NULL, NULL, "yarn"},
     WORD(RS ".rope_type", model.positions.rope_type, "yarn", KF_CKPT, "type"),
     REAL(RS ".factor", model.cfg.yarn_factor, 1, HUGE_VAL, KF_CKPT, "scale"),
-    REAL(RS ".original_max_position_embeddings", model.cfg.yarn_orig_max,
-         1, HUGE_VAL, KF_CKPT, "max_position_embeddings|original_max"),
+    REAL(RS ".original_max_position_embeddings", model.cfg.yarn_orig_max, 1, HUGE_VAL, KF_CKPT,
+         "max_position_embeddings|original_max"),
     REAL(RS ".beta_fast", model.cfg.yarn_beta_fast, 0, HUGE_VAL, KF_CKPT | KF_LO_OPEN, NULL),
     REAL(RS ".beta_slow", model.cfg.yarn_beta_slow, 0, HUGE_VAL, KF_CKPT | KF_LO_OPEN, NULL),
-    REAL(RS ".attention_factor", model.cfg.yarn_attention_factor, 0, HUGE_VAL,
-         KF_CKPT | KF_NULL | KF_LO_OPEN, "mscale"),
-    { "model.lora", KT_OBJ, 0, 0, 0, KF_NULL, NULL, "peft|lora_config" },
+    REAL(RS ".attention_factor", model.cfg.yarn_attention_factor, 0, HUGE_VAL, KF_CKPT | KF_NULL | KF_LO_OPEN,
+         "mscale"),
+    {"model.lora", KT_OBJ, 0, 0, 0, KF_NULL, NULL, "peft|lora_config"},
     SIZE("model.lora.rank", model.cfg.lora_rank, 0, 65536, 0, "r"),
     REAL("model.lora.alpha", model.cfg.lora_alpha, 0, HUGE_VAL, KF_LO_OPEN, "lora_alpha"),
     LIST("model.lora.targets", model.lora.targets, 32, 0, "target_modules"),
@@ -80,7 +88,7 @@ const RcKey RC_KEYS[] = {
     STR("data.tokenizer", data.tokenizer, KF_NULL, "tokenizer_path"),
     SIZE("data.seq_len", data.seq_len, 2, BIG, 0, "block_size|context_length|max_seq_len|seq_length|T"),
     ENUM("data.order", data.order, "sequential|shuffle", 0, "shuffle"),
-    { "data.synthetic", KT_RAW, O(data.synthetic), 0, 0, KF_NULL, NULL, "generator|synth" },
+    {"data.synthetic", KT_RAW, O(data.synthetic), 0, 0, KF_NULL, NULL, "generator|synth"},
     BOOL("data.document_mask", data.document_mask, 0, "doc_mask|document_masking"),
     SIZE("data.eos_token_id", data.eos_token_id, 0, 0x7fffffff, KF_NULL, "eos_id|eos"),
     SEC("optim"),
@@ -100,7 +108,7 @@ const RcKey RC_KEYS[] = {
     REAL("optim.grad_clip", optim.cfg.grad_clip, 0, HUGE_VAL, 0, "clip|max_grad_norm|gradient_clipping"),
     REAL("optim.z_loss", optim.z_loss, 0, HUGE_VAL, 0, "zloss|z_loss_weight"),
     WORD("optim.state_dtype", optim.state_dtype, "f32|bf16", 0, "moments_dtype|optimizer_dtype"),
-    { "optim.lr_mult", KT_LRMULT, 0, 0, TENSOR_NAME_LEN, 0, NULL, "lr_multipliers|lr_scale" },
+    {"optim.lr_mult", KT_LRMULT, 0, 0, TENSOR_NAME_LEN, 0, NULL, "lr_multipliers|lr_scale"},
     LIST("optim.freeze", optim.freeze, TENSOR_NAME_LEN, KF_PATTERN, "frozen|freeze_patterns"),
     SEC("train"),
     SIZE("train.batch_size", train.batch_size, 1, BIG, 0, "batch|micro_batch_size|B"),
@@ -116,16 +124,18 @@ const RcKey RC_KEYS[] = {
     BOOL("train.shard_optimizer", train.shard_optimizer, 0, "zero"),
     BOOL("train.recompute", train.recompute, 0, "activation_checkpointing|gradient_checkpointing"),
     SIZE("train.head_chunk", train.head_chunk, 0, BIG, 0, "logits_chunk"),
-    { "train.eval_tasks", KT_RAW, O(train.eval_tasks), 0, 0, KF_NULL, NULL, "tasks|retrieval_eval" },
+    {"train.eval_tasks", KT_RAW, O(train.eval_tasks), 0, 0, KF_NULL, NULL, "tasks|retrieval_eval"},
 };
 #define N_KEYS (sizeof(RC_KEYS) / sizeof(RC_KEYS[0]))
 _Static_assert(N_KEYS <= RC_KEYS_MAX, "raise RC_KEYS_MAX");
 _Static_assert(RC_LIST_MAX <= OPTIM_MAX_PATTERNS, "lr_mult / freeze lists must fit OptimConfig");
 _Static_assert(sizeof(BlockStyle) == sizeof(int) && sizeof(DataOrder) == sizeof(int) &&
-               sizeof(Schedule) == sizeof(int) && sizeof(DecayShape) == sizeof(int), "KT_ENUM fields are stored as int");
+                   sizeof(Schedule) == sizeof(int) && sizeof(DecayShape) == sizeof(int),
+               "KT_ENUM fields are stored as int");
 _Static_assert(BLOCK_OLMO2 == 0 && BLOCK_LLAMA == 1 && ORDER_SEQUENTIAL == 0 && ORDER_SHUFFLE == 1 &&
-               SCHED_CONSTANT == 0 && SCHED_LINEAR == 1 && SCHED_COSINE == 2 && SCHED_WSD == 3 &&
-               DECAY_LINEAR == 0 && DECAY_SQRT == 1, "enum order = `choices` order");
+                   SCHED_CONSTANT == 0 && SCHED_LINEAR == 1 && SCHED_COSINE == 2 && SCHED_WSD == 3 &&
+                   DECAY_LINEAR == 0 && DECAY_SQRT == 1,
+               "enum order = `choices` order");
 const size_t RC_N_KEYS = N_KEYS;
 
 /* The model and optimizer defaults are model_config_default's and
@@ -144,7 +154,7 @@ void run_config_defaults(RunConfig* rc) {
 
     RcModel* m = &rc->model;
     model_config_default(&m->cfg);
-    m->cfg.KVH = RC_UNSET;                          /* = n_heads, as model_config_default's KVH = H */
+    m->cfg.KVH = RC_UNSET; /* = n_heads, as model_config_default's KVH = H */
     m->cfg.lora_alpha = 32.0;
     m->init_from[0] = 0;
     m->from_config[0] = 0;
@@ -217,7 +227,8 @@ const char* rc_word(const char* list, int n, char* out, size_t len) {
 size_t rc_field_size(const RcKey* k) {
     switch (k->type) {
     case KT_OBJ: return 0;
-    case KT_STR: case KT_WORD: return (size_t)k->hi;
+    case KT_STR:
+    case KT_WORD: return (size_t)k->hi;
     case KT_ENUM: return sizeof(int);
     case KT_BOOL: return sizeof(bool);
     case KT_SIZE: return sizeof(size_t);

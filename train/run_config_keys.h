@@ -10,31 +10,34 @@
 #include "train/run_config_types.h"
 
 typedef enum {
-    KT_OBJ,      /* a section: an object of further keys */
-    KT_STR,      /* char[RC_PATH_LEN] */
-    KT_WORD,     /* char[RC_WORD_LEN], one of `choices` */
-    KT_ENUM,     /* a C enum, the index of its name in `choices` */
-    KT_BOOL, KT_SIZE, KT_U64, KT_REAL,
-    KT_LIST,     /* RcList; a single string is taken as a list of one */
-    KT_LAYERS,   /* model.positions.layers: list of rope|repo|nope (ModelConfig.pos, RcPositions.n_layers_list) */
-    KT_LRMULT,   /* optim.lr_mult: object of pattern -> number */
-    KT_RAW       /* data.synthetic: any object, kept as cJSON */
+    KT_OBJ,  /* a section: an object of further keys */
+    KT_STR,  /* char[RC_PATH_LEN] */
+    KT_WORD, /* char[RC_WORD_LEN], one of `choices` */
+    KT_ENUM, /* a C enum, the index of its name in `choices` */
+    KT_BOOL,
+    KT_SIZE,
+    KT_U64,
+    KT_REAL,
+    KT_LIST,   /* RcList; a single string is taken as a list of one */
+    KT_LAYERS, /* model.positions.layers: list of rope|repo|nope (ModelConfig.pos, RcPositions.n_layers_list) */
+    KT_LRMULT, /* optim.lr_mult: object of pattern -> number */
+    KT_RAW     /* data.synthetic: any object, kept as cJSON */
 } RcKeyType;
 
 enum {
-    KF_NULL = 1,       /* JSON null accepted: "", RC_UNSET, 0.0, no list, NULL, or (a section) its keys' defaults */
-    KF_CKPT = 2,       /* with init_from the checkpoint's config.json provides it unless set */
-    KF_NONEMPTY = 4,   /* a string that must not be empty */
-    KF_LO_OPEN = 8,    /* a real's range excludes lo */
-    KF_HI_OPEN = 16,   /* ... excludes hi */
-    KF_PATTERN = 32    /* a list of fnmatch patterns over Hugging Face tensor names */
+    KF_NULL = 1,     /* JSON null accepted: "", RC_UNSET, 0.0, no list, NULL, or (a section) its keys' defaults */
+    KF_CKPT = 2,     /* with init_from the checkpoint's config.json provides it unless set */
+    KF_NONEMPTY = 4, /* a string that must not be empty */
+    KF_LO_OPEN = 8,  /* a real's range excludes lo */
+    KF_HI_OPEN = 16, /* ... excludes hi */
+    KF_PATTERN = 32  /* a list of fnmatch patterns over Hugging Face tensor names */
 };
 
 typedef struct {
     const char* path;
     RcKeyType type;
-    size_t off;          /* offsetof(RunConfig, field) */
-    double lo, hi;       /* numbers: the range; strings and lists: hi = capacity of one string */
+    size_t off;    /* offsetof(RunConfig, field) */
+    double lo, hi; /* numbers: the range; strings and lists: hi = capacity of one string */
     unsigned flags;
     const char* choices; /* KT_WORD, KT_ENUM, KT_LAYERS: "a|b|c" */
     const char* aliases; /* other common spellings, only for "did you mean" */
@@ -42,7 +45,7 @@ typedef struct {
 
 extern const RcKey RC_KEYS[];
 extern const size_t RC_N_KEYS;
-#define BIG 9007199254740992.0   /* 2^53: larger integers are not exact as JSON doubles */
+#define BIG 9007199254740992.0 /* 2^53: larger integers are not exact as JSON doubles */
 
 /* the key at exactly this path, or NULL */
 const RcKey* rc_find_key(const char* path);

@@ -10,18 +10,18 @@
 #include <string.h>
 
 #include "common/check.h"
-#include "data/source.h"            /* synthetic_from_json: the eval tasks' generator settings */
+#include "data/source.h" /* synthetic_from_json: the eval tasks' generator settings */
 #include "train/run_config_parse.h"
 
 #define RS_ORIG_MAX "model.positions.rope_scaling.original_max_position_embeddings"
 
 int run_config_check_layers(const RunConfig* rc, size_t n_layers, char* err, size_t err_len) {
-    RcCtx c = { NULL, rc->source[0] ? rc->source : NULL, err, err_len, true, rc };
+    RcCtx c = {NULL, rc->source[0] ? rc->source : NULL, err, err_len, true, rc};
     const RcPositions* p = &rc->model.positions;
     if (n_layers > MAX_LAYERS) return rc_fail(&c, "model.n_layers", "%zu exceeds the limit %d", n_layers, MAX_LAYERS);
     if (p->n_layers_list && p->n_layers_list != n_layers)
-        return rc_fail(&c, "model.positions.layers", "has %zu entries, but the model has %zu layers",
-                       p->n_layers_list, n_layers);
+        return rc_fail(&c, "model.positions.layers", "has %zu entries, but the model has %zu layers", p->n_layers_list,
+                       n_layers);
     if (p->repo_start_layer != RC_UNSET && p->repo_start_layer > n_layers)
         return rc_fail(&c, "model.positions.repo_start_layer", "%zu exceeds the model's %zu layers",
                        p->repo_start_layer, n_layers);
@@ -88,24 +88,28 @@ static void describe_positions(const ModelConfig* c, char* out, size_t n) {
 
 int run_config_apply_checkpoint(const RunConfig* rc, ModelConfig* c, const char* ckpt_dir, bool resuming, char* err,
                                 size_t err_len) {
-    RcCtx x = { NULL, rc->source[0] ? rc->source : NULL, err, err_len, true, rc };
+    RcCtx x = {NULL, rc->source[0] ? rc->source : NULL, err, err_len, true, rc};
     const ModelConfig* m = &rc->model.cfg;
     /* where c came from, and what to do about a disagreement */
     char from[4200];
-    const char* fix = resuming
-        ? "a resumed run keeps the model it was trained with: remove the key, or start a new run "
-          "(another run.out_dir, or run.resume \"never\")"
-        : "remove the key to take the checkpoint's value, or point model.init_from at a checkpoint that has it";
+    const char* fix =
+        resuming
+            ? "a resumed run keeps the model it was trained with: remove the key, or start a new run "
+              "(another run.out_dir, or run.resume \"never\")"
+            : "remove the key to take the checkpoint's value, or point model.init_from at a checkpoint that has it";
     snprintf(from, sizeof(from), "%s/config.json (%s)", ckpt_dir,
              resuming ? "the checkpoint this run resumes" : "model.init_from");
     /* n_kv_heads given as null means "= n_heads": the file's n_heads if set, else the checkpoint's */
     size_t heads = run_config_was_set(rc, "model.n_heads") ? m->H : c->H;
     size_t kvh = m->KVH != RC_UNSET ? m->KVH : heads;
-    const struct { const char* key; size_t want, have; } sizes[] = {
-        { "model.vocab_size", m->V, c->V },   { "model.d_model", m->D, c->D },
-        { "model.n_layers", m->L, c->L },     { "model.n_heads", m->H, c->H },
-        { "model.n_kv_heads", kvh, c->KVH },  { "model.d_ff", m->F, c->F },
-        { "model.arch", m->block, c->block }, { "model.tie_embeddings", m->tie_embeddings, c->tie_embeddings },
+    const struct {
+        const char* key;
+        size_t want, have;
+    } sizes[] = {
+        {"model.vocab_size", m->V, c->V},   {"model.d_model", m->D, c->D},
+        {"model.n_layers", m->L, c->L},     {"model.n_heads", m->H, c->H},
+        {"model.n_kv_heads", kvh, c->KVH},  {"model.d_ff", m->F, c->F},
+        {"model.arch", m->block, c->block}, {"model.tie_embeddings", m->tie_embeddings, c->tie_embeddings},
     };
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         if (!run_config_was_set(rc, sizes[i].key) || sizes[i].want == sizes[i].have) continue;
@@ -136,8 +140,9 @@ int run_config_apply_checkpoint(const RunConfig* rc, ModelConfig* c, const char*
             char have[512], want[512];
             describe_positions(&was, have, sizeof(have));
             describe_positions(c, want, sizeof(want));
-            return rc_fail(&x, run_config_was_set(rc, "model.positions.layers") ? "model.positions.layers"
-                                                                                   : "model.positions.mode",
+            return rc_fail(&x,
+                           run_config_was_set(rc, "model.positions.layers") ? "model.positions.layers"
+                                                                            : "model.positions.mode",
                            "gives the layers %s, but %s has %s; a resumed run keeps its positions: remove the key, "
                            "or start a new run (another run.out_dir, or run.resume \"never\") with "
                            "model.init_from \"%s\" to continue this checkpoint with other positions",
@@ -170,12 +175,12 @@ int run_config_eval_tasks(const RunConfig* rc, EvalPlan* plan, SyntheticConfig* 
 }
 
 int run_config_eos(const RunConfig* rc, const ModelConfig* c, int32_t* eos, char* err, size_t err_len) {
-    RcCtx x = { NULL, rc->source[0] ? rc->source : NULL, err, err_len, true, rc };
+    RcCtx x = {NULL, rc->source[0] ? rc->source : NULL, err, err_len, true, rc};
     *eos = -1;
-    if (!rc->data.document_mask || !strcmp(rc->data.format, "jsonl")) return 0;   /* jsonl: the packer's ids */
+    if (!rc->data.document_mask || !strcmp(rc->data.format, "jsonl")) return 0; /* jsonl: the packer's ids */
     double id = -1;
     if (rc->data.eos_token_id != RC_UNSET) id = (double)rc->data.eos_token_id;
-    else if (c->hf_carried[0]) {   /* the checkpoint's eos_token_id: a number, or a list (its first entry) */
+    else if (c->hf_carried[0]) { /* the checkpoint's eos_token_id: a number, or a list (its first entry) */
         cJSON* carried = cJSON_Parse(c->hf_carried);
         const cJSON* v = cJSON_GetObjectItemCaseSensitive(carried, "eos_token_id");
         if (cJSON_IsArray(v)) v = cJSON_GetArrayItem(v, 0);
@@ -183,7 +188,8 @@ int run_config_eos(const RunConfig* rc, const ModelConfig* c, int32_t* eos, char
         cJSON_Delete(carried);
     }
     if (id < 0)
-        return rc_fail(&x, "data.eos_token_id", "is required with data.document_mask: the token that ends each "
+        return rc_fail(&x, "data.eos_token_id",
+                       "is required with data.document_mask: the token that ends each "
                        "document (model.init_from's checkpoint supplies it when its config.json has eos_token_id)");
     if (id >= (double)c->V)
         return rc_fail(&x, "data.eos_token_id", "%.0f is outside the vocabulary [0, %zu)", id, c->V);

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/check.h"           /* CHECK, mallocCheck */
-#include "data/mixture.h"           /* mixture_given, mixture_parse: data.train / data.val as sources */
+#include "common/check.h" /* CHECK, mallocCheck */
+#include "data/mixture.h" /* mixture_given, mixture_parse: data.train / data.val as sources */
 #include "train/run_config_parse.h"
 
 static const char* base_name(const RcKey* k) {
@@ -156,14 +156,19 @@ static int type_error(RcCtx* c, const RcKey* k, const char* path, const cJSON* v
     char got[80], what[160];
     describe(v, got, sizeof(got));
     switch (k->type) {
-    case KT_OBJ: case KT_RAW: snprintf(what, sizeof(what), "an object"); break;
+    case KT_OBJ:
+    case KT_RAW: snprintf(what, sizeof(what), "an object"); break;
     case KT_STR: snprintf(what, sizeof(what), "a string"); break;
-    case KT_WORD: case KT_ENUM: snprintf(what, sizeof(what), "one of %s", k->choices); break;
+    case KT_WORD:
+    case KT_ENUM: snprintf(what, sizeof(what), "one of %s", k->choices); break;
     case KT_BOOL: snprintf(what, sizeof(what), "true or false"); break;
-    case KT_SIZE: case KT_U64: snprintf(what, sizeof(what), "an integer"); break;
+    case KT_SIZE:
+    case KT_U64: snprintf(what, sizeof(what), "an integer"); break;
     case KT_REAL: snprintf(what, sizeof(what), "a number"); break;
-    case KT_LIST: snprintf(what, sizeof(what), "a list of strings%s", strncmp(k->path, "data.", 5) ? "" :
-                           " or of sources {\"name\", \"files\", \"weight\"}"); break;
+    case KT_LIST:
+        snprintf(what, sizeof(what), "a list of strings%s",
+                 strncmp(k->path, "data.", 5) ? "" : " or of sources {\"name\", \"files\", \"weight\"}");
+        break;
     case KT_LAYERS: snprintf(what, sizeof(what), "a list of %s", k->choices); break;
     case KT_LRMULT: snprintf(what, sizeof(what), "an object of pattern: multiplier"); break;
     }
@@ -196,13 +201,15 @@ static int check_pattern(RcCtx* c, const char* path, const char* pat, bool allow
         if (strlen(pat) < TENSOR_NAME_LEN) return 0;
         return rc_fail(c, path, "pattern longer than %d characters", TENSOR_NAME_LEN - 1);
     }
-    return rc_fail(c, path, "expected %sa pattern over Hugging Face tensor names (such as model.layers.*.mlp.*), "
-                "got \"%s\"%s", allow_repo ? "\"repo\" or " : "", pat,
-                allow_repo && near(pat, lev(pat, "repo")) ? " (did you mean repo?)" : "");
+    return rc_fail(c, path,
+                   "expected %sa pattern over Hugging Face tensor names (such as model.layers.*.mlp.*), "
+                   "got \"%s\"%s",
+                   allow_repo ? "\"repo\" or " : "", pat,
+                   allow_repo && near(pat, lev(pat, "repo")) ? " (did you mean repo?)" : "");
 }
 
 /* ---- applying one JSON value to one key ---- */
-static void mark_set(RunConfig* rc, const RcKey* k) {   /* the key and every section above it */
+static void mark_set(RunConfig* rc, const RcKey* k) { /* the key and every section above it */
     char prefix[RC_PATH_LEN];
     snprintf(prefix, sizeof(prefix), "%s", k->path);
     for (;;) {
@@ -220,18 +227,22 @@ static int number(RcCtx* c, const RcKey* k, const char* path, const cJSON* v, do
     double x = v->valuedouble;
     describe(v, got, sizeof(got));
     bool integral = k->type == KT_SIZE || k->type == KT_U64;
-    if (!isfinite(x)) return rc_fail(c, path, "expected a finite number");   /* cJSON reads 1e999 as inf */
+    if (!isfinite(x)) return rc_fail(c, path, "expected a finite number"); /* cJSON reads 1e999 as inf */
     if (integral && x != floor(x)) return type_error(c, k, path, v);
     bool lo_ok = k->flags & KF_LO_OPEN ? x > k->lo : x >= k->lo;
     bool hi_ok = k->flags & KF_HI_OPEN ? x < k->hi : x <= k->hi;
     if (lo_ok && hi_ok) return *out = x, 0;
     if (integral && k->hi >= BIG)
-        snprintf(range, sizeof(range), k->lo == 0 ? "a non-negative integer" : k->lo == 1 ? "a positive integer"
-                 : "an integer >= %.0f", k->lo);
+        snprintf(range, sizeof(range),
+                 k->lo == 0   ? "a non-negative integer"
+                 : k->lo == 1 ? "a positive integer"
+                              : "an integer >= %.0f",
+                 k->lo);
     else if (integral) snprintf(range, sizeof(range), "an integer in [%.0f, %.0f]", k->lo, k->hi);
     else if (isinf(k->hi)) snprintf(range, sizeof(range), "a number %s %g", k->flags & KF_LO_OPEN ? ">" : ">=", k->lo);
-    else snprintf(range, sizeof(range), "a number in %c%g, %g%c", k->flags & KF_LO_OPEN ? '(' : '[', k->lo, k->hi,
-                  k->flags & KF_HI_OPEN ? ')' : ']');
+    else
+        snprintf(range, sizeof(range), "a number in %c%g, %g%c", k->flags & KF_LO_OPEN ? '(' : '[', k->lo, k->hi,
+                 k->flags & KF_HI_OPEN ? ')' : ']');
     return rc_fail(c, path, "expected %s, got %s", range, got);
 }
 
@@ -260,7 +271,7 @@ static int apply_null(RcCtx* c, const RcKey* k, void* f) {
     case KT_REAL: *(double*)f = 0; break;
     case KT_LAYERS: set_layers(c->rc, NULL, 0); break;
     case KT_RAW: cJSON_Delete(*(cJSON**)f), *(cJSON**)f = NULL; break;
-    case KT_OBJ: {   /* a nullable section: each of its keys goes back to its default */
+    case KT_OBJ: { /* a nullable section: each of its keys goes back to its default */
         RunConfig* d = mallocCheck(sizeof(*d));
         run_config_defaults(d);
         size_t n = strlen(k->path);
@@ -296,7 +307,7 @@ static int apply_list(RcCtx* c, const RcKey* k, const char* path, const cJSON* v
     char ep[RC_PATH_LEN + 16], got[80];
     bool data_list = out == &c->rc->data.train || out == &c->rc->data.val;
     if (data_list && mixture_given(v)) return apply_sources(c, path, v, out);
-    if (data_list) {   /* a list of files replaces the sources */
+    if (data_list) { /* a list of files replaces the sources */
         cJSON** keep = out == &c->rc->data.train ? &c->rc->data.train_sources : &c->rc->data.val_sources;
         cJSON_Delete(*keep);
         *keep = NULL;
@@ -339,7 +350,7 @@ static int apply_layers(RcCtx* c, const RcKey* k, const char* path, const cJSON*
 static int lr_mult_set(RcCtx* c, const char* pattern, const cJSON* v) {
     RcLrMult* m = &c->rc->optim.lr_mult;
     char path[RC_PATH_LEN + TENSOR_NAME_LEN];
-    static const RcKey mult = { "optim.lr_mult.*", KT_REAL, 0, 0, HUGE_VAL, 0, NULL, NULL };   /* its range */
+    static const RcKey mult = {"optim.lr_mult.*", KT_REAL, 0, 0, HUGE_VAL, 0, NULL, NULL}; /* its range */
     double x = 0;
     join(path, sizeof(path), "optim.lr_mult", pattern);
     if (check_pattern(c, path, pattern, true) || number(c, &mult, path, v, &x)) return -1;
@@ -359,8 +370,7 @@ static int apply(RcCtx* c, const RcKey* k, const cJSON* v) {
     mark_set(c->rc, k);
     if (cJSON_IsNull(v)) return k->flags & KF_NULL ? apply_null(c, k, f) : type_error(c, k, path, v);
     switch (k->type) {
-    case KT_OBJ:
-        return cJSON_IsObject(v) ? rc_apply_object(c, k->path, v) : type_error(c, k, path, v);
+    case KT_OBJ: return cJSON_IsObject(v) ? rc_apply_object(c, k->path, v) : type_error(c, k, path, v);
     case KT_STR:
         if (!cJSON_IsString(v)) return type_error(c, k, path, v);
         if (check_string(c, path, v, (size_t)k->hi, k->flags & KF_NONEMPTY)) return -1;
@@ -378,19 +388,19 @@ static int apply(RcCtx* c, const RcKey* k, const cJSON* v) {
         if (!cJSON_IsBool(v)) return type_error(c, k, path, v);
         *(bool*)f = cJSON_IsTrue(v);
         return 0;
-    case KT_SIZE: case KT_U64: case KT_REAL:
+    case KT_SIZE:
+    case KT_U64:
+    case KT_REAL:
         if (number(c, k, path, v, &x)) return -1;
         if (k->type == KT_SIZE) *(size_t*)f = (size_t)x;
         else if (k->type == KT_U64) *(uint64_t*)f = (uint64_t)x;
         else *(double*)f = x;
         return 0;
-    case KT_LIST:
-        return apply_list(c, k, path, v, f);
-    case KT_LAYERS:
-        return apply_layers(c, k, path, v);
+    case KT_LIST: return apply_list(c, k, path, v, f);
+    case KT_LAYERS: return apply_layers(c, k, path, v);
     case KT_LRMULT:
         if (!cJSON_IsObject(v)) return type_error(c, k, path, v);
-        c->rc->optim.lr_mult.n = 0;   /* the object given is the whole map */
+        c->rc->optim.lr_mult.n = 0; /* the object given is the whole map */
         for (const cJSON* e = v->child; e; e = e->next)
             if (duplicate(c, path, v, e) || lr_mult_set(c, e->string, e)) return -1;
         return 0;
@@ -446,7 +456,7 @@ int rc_apply_override(RcCtx* c, const char* text) {
     char path[RC_PATH_LEN], cur[RC_PATH_LEN], name[RC_PATH_LEN];
     const char* eq = strchr(text, '=');
     if (!eq || eq == text || (size_t)(eq - text) >= sizeof(path))
-        return rc_fail(c, NULL, "expected key.path=value");   /* c->src names the argument */
+        return rc_fail(c, NULL, "expected key.path=value"); /* c->src names the argument */
     snprintf(path, sizeof(path), "%.*s", (int)(eq - text), text);
 
     /* walk the sections; lr_mult and data.synthetic take the rest of the path as their own key */
@@ -456,7 +466,7 @@ int rc_apply_override(RcCtx* c, const char* text) {
         const char* dot = strchr(rest, '.');
         size_t n = dot ? (size_t)(dot - rest) : strlen(rest);
         snprintf(name, sizeof(name), "%.*s", (int)n, rest);
-        snprintf(cur, sizeof(cur), "%.*s", (int)(rest - path + n), path);   /* the path up to name */
+        snprintf(cur, sizeof(cur), "%.*s", (int)(rest - path + n), path); /* the path up to name */
         if (!name[0] || !(k = rc_find_key(cur))) {
             snprintf(cur, sizeof(cur), "%.*s", (int)(rest == path ? 0 : rest - path - 1), path);
             return unknown_key(c, cur, name);
@@ -478,11 +488,11 @@ int rc_apply_override(RcCtx* c, const char* text) {
     int r;
     if (!rest) {
         r = apply(c, k, v);
-    } else {   /* an entry of lr_mult or data.synthetic */
+    } else { /* an entry of lr_mult or data.synthetic */
         mark_set(c->rc, k);
         r = k->type == KT_LRMULT ? lr_mult_set(c, rest, v) : raw_set(c, k, rest, v);
     }
     cJSON_Delete(v);
-    if (r == 0) c->rc->set_arg[k - RC_KEYS] = text;   /* later messages about this key name the argument */
+    if (r == 0) c->rc->set_arg[k - RC_KEYS] = text; /* later messages about this key name the argument */
     return r;
 }

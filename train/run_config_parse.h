@@ -8,12 +8,12 @@
 
 /* Where messages go: "<src>: <path>: <message>" into err */
 typedef struct {
-    RunConfig* rc;       /* the config being written; NULL in checks that only read one */
-    const char* src;     /* "configs/x.json", "--set", or NULL */
+    RunConfig* rc;   /* the config being written; NULL in checks that only read one */
+    const char* src; /* "configs/x.json", "--set", or NULL */
     char* err;
     size_t len;
-    bool by_key;         /* after the overrides: blame a key given by --set on that argument, not on src */
-    const RunConfig* read;   /* the config whose --set arguments by_key looks up when rc is NULL */
+    bool by_key;           /* after the overrides: blame a key given by --set on that argument, not on src */
+    const RunConfig* read; /* the config whose --set arguments by_key looks up when rc is NULL */
 } RcCtx;
 int rc_fail(RcCtx* c, const char* path, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 /* rc_fail for a message "key: what" from another module's checker (data.train[1].weight: ...) */

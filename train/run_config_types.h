@@ -9,28 +9,31 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include <cjson/cJSON.h>         /* data.synthetic is kept as a cJSON object */
+#include <cjson/cJSON.h> /* data.synthetic is kept as a cJSON object */
 
-#include "data/tokens.h"         /* DataOrder */
-#include "eval/eval_tasks.h"     /* EvalPlan: train.eval_tasks */
-#include "model/config.h"        /* ModelConfig, BlockStyle, PosMode, MAX_LAYERS */
-#include "model/tensors.h"       /* TENSOR_NAME_LEN: the longest name pattern */
-#include "optim/optim_config.h"  /* Schedule, OptimConfig */
+#include "data/tokens.h"        /* DataOrder */
+#include "eval/eval_tasks.h"    /* EvalPlan: train.eval_tasks */
+#include "model/config.h"       /* ModelConfig, BlockStyle, PosMode, MAX_LAYERS */
+#include "model/tensors.h"      /* TENSOR_NAME_LEN: the longest name pattern */
+#include "optim/optim_config.h" /* Schedule, OptimConfig */
 
-#define RC_PATH_LEN 512          /* longest path or string value, with its NUL */
-#define RC_WORD_LEN 16           /* longest enum name, with its NUL */
-#define RC_LIST_MAX 32           /* most entries of a list or of lr_mult */
-#define RC_KEYS_MAX 96           /* capacity of the was-set flags (>= keys in RC_KEYS) */
-#define RC_UNSET REPO_START_DEFAULT  /* a size given as JSON null: "the default that follows from others" */
+#define RC_PATH_LEN 512             /* longest path or string value, with its NUL */
+#define RC_WORD_LEN 16              /* longest enum name, with its NUL */
+#define RC_LIST_MAX 32              /* most entries of a list or of lr_mult */
+#define RC_KEYS_MAX 96              /* capacity of the was-set flags (>= keys in RC_KEYS) */
+#define RC_UNSET REPO_START_DEFAULT /* a size given as JSON null: "the default that follows from others" */
 
-typedef struct {                 /* a list of strings: files / globs, or name patterns */
+typedef struct { /* a list of strings: files / globs, or name patterns */
     size_t n;
     char v[RC_LIST_MAX][RC_PATH_LEN];
 } RcList;
 
-typedef struct {                 /* optim.lr_mult: pattern -> multiplier, in file order */
+typedef struct { /* optim.lr_mult: pattern -> multiplier, in file order */
     size_t n;
-    struct { char pattern[TENSOR_NAME_LEN]; double mult; } v[RC_LIST_MAX];
+    struct {
+        char pattern[TENSOR_NAME_LEN];
+        double mult;
+    } v[RC_LIST_MAX];
 } RcLrMult;
 
 /* run.resume, decoded: "auto" (resume from out_dir's latest checkpoint if
@@ -41,33 +44,33 @@ typedef struct {                 /* optim.lr_mult: pattern -> multiplier, in fil
 typedef enum { RESUME_AUTO, RESUME_NEVER, RESUME_PATH } ResumeMode;
 
 typedef struct {
-    char out_dir[RC_PATH_LEN];          /* "runs/default": checkpoints, logs, the saved config */
-    uint64_t seed;                      /* 1: weights, data order and every other random stream */
-    size_t threads;                     /* 0 = all cores (or OMP_NUM_THREADS) */
-    char resume[RC_PATH_LEN];           /* "auto" | "never" | a checkpoint path (ResumeMode above) */
-    ResumeMode resume_mode;             /* derived from resume by run_config_load */
-    bool overwrite;                     /* false: a run that does not continue out_dir's checkpoints refuses an
+    char out_dir[RC_PATH_LEN]; /* "runs/default": checkpoints, logs, the saved config */
+    uint64_t seed;             /* 1: weights, data order and every other random stream */
+    size_t threads;            /* 0 = all cores (or OMP_NUM_THREADS) */
+    char resume[RC_PATH_LEN];  /* "auto" | "never" | a checkpoint path (ResumeMode above) */
+    ResumeMode resume_mode;    /* derived from resume by run_config_load */
+    bool overwrite;            /* false: a run that does not continue out_dir's checkpoints refuses an
                                            out_dir holding an earlier run; true: it starts over there */
-    bool check_memory;                  /* true: refuse to start when the memory plan exceeds the memory
+    bool check_memory;         /* true: refuse to start when the memory plan exceeds the memory
                                            available (MemAvailable, cgroup limit); false: warn only */
 } RcRun;
 
 /* model.positions: the keys whose run-config form is not a ModelConfig field (the plan by name, the length
    of an explicit list); the list itself and the YaRN numbers are RcModel.cfg's (pos, yarn_*). */
 typedef struct {
-    char mode[RC_WORD_LEN];             /* "rope" | "repo" | "nope" | "r2n1" | "n2r1" (plans: model/config.h) */
-    size_t repo_start_layer;            /* RC_UNSET (JSON null) = floor(n_layers/3); mode "repo" only */
-    size_t n_layers_list;               /* 0 (JSON null) = no explicit list; else the length of model.positions.layers,
+    char mode[RC_WORD_LEN];      /* "rope" | "repo" | "nope" | "r2n1" | "n2r1" (plans: model/config.h) */
+    size_t repo_start_layer;     /* RC_UNSET (JSON null) = floor(n_layers/3); mode "repo" only */
+    size_t n_layers_list;        /* 0 (JSON null) = no explicit list; else the length of model.positions.layers,
                                            held in RcModel.cfg.pos (the entries after it are rope) */
-    double repo_final_init_std;         /* 0.02: std of a newly initialised RePo final projection
+    double repo_final_init_std;  /* 0.02: std of a newly initialised RePo final projection
                                            (final_map, Wz), which sets how far z spreads at the start */
-    char rope_type[RC_WORD_LEN];        /* rope_scaling.rope_type: "yarn" (the only type supported) */
+    char rope_type[RC_WORD_LEN]; /* rope_scaling.rope_type: "yarn" (the only type supported) */
 } RcPositions;
 
-typedef struct {                        /* model.lora beyond RcModel.cfg's lora_* fields */
-    RcList targets;                     /* empty = all seven: q_proj k_proj v_proj o_proj gate_proj up_proj down_proj,
+typedef struct {    /* model.lora beyond RcModel.cfg's lora_* fields */
+    RcList targets; /* empty = all seven: q_proj k_proj v_proj o_proj gate_proj up_proj down_proj,
                                            in the order given (ModelConfig.lora_targets is their set) */
-    bool save_base;                     /* false: a checkpoint names the frozen base (path, fingerprint) instead
+    bool save_base; /* false: a checkpoint names the frozen base (path, fingerprint) instead
                                            of holding a copy of it */
 } RcLora;
 
@@ -82,33 +85,33 @@ typedef struct {                        /* model.lora beyond RcModel.cfg's lora_
    (a fresh model) and run_config_apply_checkpoint (init_from, resume) turn it into one. */
 typedef struct {
     ModelConfig cfg;
-    char init_from[RC_PATH_LEN];        /* "" (JSON null) = a fresh model; else an HF checkpoint dir */
-    char from_config[RC_PATH_LEN];      /* "" (JSON null); else a config.json (or a directory holding one): a fresh
+    char init_from[RC_PATH_LEN];   /* "" (JSON null) = a fresh model; else an HF checkpoint dir */
+    char from_config[RC_PATH_LEN]; /* "" (JSON null); else a config.json (or a directory holding one): a fresh
                                            model of that architecture, sizes from the file */
-    double init_std;                    /* 0.02: std of new matrices (new RePo weights use N(0, 0.02²), the
+    double init_std;               /* 0.02: std of new matrices (new RePo weights use N(0, 0.02²), the
                                            final projection model.positions.repo_final_init_std) */
     RcPositions positions;
     RcLora lora;
-    char base_dtype[RC_WORD_LEN];       /* "f32" | "bf16": frozen layer matrices kept in BF16 (needs init_from);
+    char base_dtype[RC_WORD_LEN]; /* "f32" | "bf16": frozen layer matrices kept in BF16 (needs init_from);
                                            ModelConfig.base_bf16 */
 } RcModel;
 
 typedef struct {
-    RcList train;                       /* empty: files or globs (token formats: data/README.md) */
-    RcList val;                         /* empty: files or globs for evaluation */
-    cJSON* train_sources;               /* NULL: data.train in the mixture form, a list of sources {"name",
+    RcList train;                /* empty: files or globs (token formats: data/README.md) */
+    RcList val;                  /* empty: files or globs for evaluation */
+    cJSON* train_sources;        /* NULL: data.train in the mixture form, a list of sources {"name",
                                            "files", "weight", "exhausted"} (data/mixture.h), owned; train is
                                            then empty */
-    cJSON* val_sources;                 /* NULL: data.val in the same form (weights ignored); one loss each */
-    char format[RC_WORD_LEN];           /* "auto" | "bin" | "npy" | "u16" | "u32" | "jsonl" (data/jsonl.h) */
-    char tokenizer[RC_PATH_LEN];        /* "" (JSON null): jsonl text records use model.init_from's tokenizer.json */
-    size_t seq_len;                     /* 256: T, tokens per row */
-    DataOrder order;                    /* shuffle | sequential */
-    cJSON* synthetic;                   /* NULL (JSON null): generator settings, owned; the data module
+    cJSON* val_sources;          /* NULL: data.val in the same form (weights ignored); one loss each */
+    char format[RC_WORD_LEN];    /* "auto" | "bin" | "npy" | "u16" | "u32" | "jsonl" (data/jsonl.h) */
+    char tokenizer[RC_PATH_LEN]; /* "" (JSON null): jsonl text records use model.init_from's tokenizer.json */
+    size_t seq_len;              /* 256: T, tokens per row */
+    DataOrder order;             /* shuffle | sequential */
+    cJSON* synthetic;            /* NULL (JSON null): generator settings, owned; the data module
                                            validates its keys; given instead of train */
-    bool document_mask;                 /* false: attention within each document of a packed row, rope
+    bool document_mask;          /* false: attention within each document of a packed row, rope
                                            positions restarting per document (data/documents.h) */
-    size_t eos_token_id;                /* RC_UNSET (null): the end-of-document token; null = model.init_from's
+    size_t eos_token_id;         /* RC_UNSET (null): the end-of-document token; null = model.init_from's
                                            eos_token_id, required with document_mask otherwise */
 } RcData;
 
@@ -119,36 +122,36 @@ typedef struct {
    run_config_optim turns cfg and the keys below into the optimizer's config. */
 typedef struct {
     OptimConfig cfg;
-    double z_loss;                      /* 0: coefficient of OLMo-2's z-loss (Model.z_loss) */
-    char state_dtype[RC_WORD_LEN];      /* "f32" | "bf16": AdamW moments kept (and saved) in this dtype; bf16
+    double z_loss;                 /* 0: coefficient of OLMo-2's z-loss (Model.z_loss) */
+    char state_dtype[RC_WORD_LEN]; /* "f32" | "bf16": AdamW moments kept (and saved) in this dtype; bf16
                                            with stochastic rounding, the master weights stay f32 (state_bf16) */
-    RcLrMult lr_mult;                   /* {"repo": 1}: any key but "repo" is an fnmatch pattern over HF
+    RcLrMult lr_mult;              /* {"repo": 1}: any key but "repo" is an fnmatch pattern over HF
                                            names, the first matching one wins; "repo" = the RePo module's
                                            tensors that no pattern matched (OptimConfig.repo_lr_mult) */
-    RcList freeze;                      /* empty: fnmatch patterns over HF names */
+    RcList freeze;                 /* empty: fnmatch patterns over HF names */
 } RcOptim;
 
 typedef struct {
-    size_t batch_size;                  /* 8: rows per micro-batch (B) */
-    size_t grad_accum;                  /* 1: micro-batches per optimizer step */
-    size_t steps;                       /* 1000: optimizer steps */
-    size_t log_every;                   /* 10 */
-    size_t eval_every;                  /* 100; 0 = never */
-    size_t eval_batches;                /* 10 */
-    size_t log_positions;               /* 0 = off; N: every N steps (and at the last), per RePo layer the
+    size_t batch_size;            /* 8: rows per micro-batch (B) */
+    size_t grad_accum;            /* 1: micro-batches per optimizer step */
+    size_t steps;                 /* 1000: optimizer steps */
+    size_t log_every;             /* 10 */
+    size_t eval_every;            /* 100; 0 = never */
+    size_t eval_batches;          /* 10 */
+    size_t log_positions;         /* 0 = off; N: every N steps (and at the last), per RePo layer the
                                            statistics of z on one fixed validation batch into metrics.jsonl */
-    size_t save_every;                  /* 500; 0 = only the final checkpoint */
-    size_t keep_last;                   /* 2: checkpoints kept in out_dir */
-    char save_dtype[RC_WORD_LEN];       /* "f32" | "bf16": weights in saved checkpoints */
-    bool shard_optimizer;               /* true: with N MPI ranks each keeps the AdamW moments of 1/N of the
+    size_t save_every;            /* 500; 0 = only the final checkpoint */
+    size_t keep_last;             /* 2: checkpoints kept in out_dir */
+    char save_dtype[RC_WORD_LEN]; /* "f32" | "bf16": weights in saved checkpoints */
+    bool shard_optimizer;         /* true: with N MPI ranks each keeps the AdamW moments of 1/N of the
                                            parameters and all-gathers the weights (ZeRO-1);
                                            false: every rank keeps all moments; one rank: no effect */
-    bool recompute;                     /* false: keep only block inputs and recompute each block's activations
+    bool recompute;               /* false: keep only block inputs and recompute each block's activations
                                            in backward (ModelOpts.recompute; bit-identical gradients) */
-    size_t head_chunk;                  /* 0 = automatic: all B*T rows while their logits take at most 512 MiB,
+    size_t head_chunk;            /* 0 = automatic: all B*T rows while their logits take at most 512 MiB,
                                            else chunks of 128 MiB of logits; N > 0: N rows at once (>= B*T:
                                            all); memplan_head_chunk resolves it (ModelOpts.head_chunk) */
-    cJSON* eval_tasks;                  /* NULL (JSON null): synthetic retrieval scored at every evaluation,
+    cJSON* eval_tasks;            /* NULL (JSON null): synthetic retrieval scored at every evaluation,
                                            {"families": [...], "lengths": [tokens...], "items": N, "seed": S}
                                            (eval/eval_tasks.h, train_tasks_parse), owned */
 } RcTrain;
@@ -159,10 +162,10 @@ typedef struct {
     RcData data;
     RcOptim optim;
     RcTrain train;
-    char source[RC_PATH_LEN];           /* the file loaded ("" = none), for messages */
-    bool set[RC_KEYS_MAX];              /* per key of RC_KEYS: given in the file or by --set */
-    char notes[512];                    /* defaults run_config_load adapted to the run, printed with it */
-    const char* set_arg[RC_KEYS_MAX];   /* per key of RC_KEYS: the last --set argument that gave it (the caller's
+    char source[RC_PATH_LEN];         /* the file loaded ("" = none), for messages */
+    bool set[RC_KEYS_MAX];            /* per key of RC_KEYS: given in the file or by --set */
+    char notes[512];                  /* defaults run_config_load adapted to the run, printed with it */
+    const char* set_arg[RC_KEYS_MAX]; /* per key of RC_KEYS: the last --set argument that gave it (the caller's
                                            string, which outlives rc), NULL = the file or the default */
 } RunConfig;
 

@@ -4,7 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>          /* open, openat, O_NOFOLLOW */
+#include <fcntl.h> /* open, openat, O_NOFOLLOW */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,11 +12,11 @@
 #include <unistd.h>
 
 #include "common/check.h"
-#include "common/fileio.h"   /* tmp_name_pid, pid_alive, file_remove_stale_tmp */
+#include "common/fileio.h" /* tmp_name_pid, pid_alive, file_remove_stale_tmp */
 
 const CkptFile CKPT_FILES[CKPT_N_FILES] = {
-    {"config.json", CKPT_ALWAYS},         {"optimizer.safetensors", CKPT_ALWAYS},
-    {"trainer_state.json", CKPT_ALWAYS},  {"model.safetensors", CKPT_BASE},
+    {"config.json", CKPT_ALWAYS},          {"optimizer.safetensors", CKPT_ALWAYS},
+    {"trainer_state.json", CKPT_ALWAYS},   {"model.safetensors", CKPT_BASE},
     {"adapter_config.json", CKPT_ADAPTER}, {"adapter_model.safetensors", CKPT_ADAPTER},
 };
 const char* const CKPT_CARRIED[CKPT_N_CARRIED] = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
@@ -51,7 +51,7 @@ size_t run_dir_list_steps(const char* out_dir, size_t** steps_out) {
         }
         closedir(d);
     }
-    for (size_t i = 1; i < n; i++)   /* insertion sort: a run keeps a handful */
+    for (size_t i = 1; i < n; i++) /* insertion sort: a run keeps a handful */
         for (size_t j = i; j > 0 && steps[j - 1] > steps[j]; j--) {
             size_t t = steps[j];
             steps[j] = steps[j - 1];
@@ -79,7 +79,7 @@ static bool is_ckpt_file(const char* name) {
 void run_dir_remove_checkpoint(const char* dir) {
     struct stat st;
     if (lstat(dir, &st) != 0) return;
-    if (!S_ISDIR(st.st_mode)) {   /* a link (or a file) in the place of a checkpoint: not repoc's */
+    if (!S_ISDIR(st.st_mode)) { /* a link (or a file) in the place of a checkpoint: not repoc's */
         printf("note: left '%s' in place: it is %s, not a checkpoint directory repoc wrote\n", dir,
                S_ISLNK(st.st_mode) ? "a symbolic link" : "not a directory");
         return;
@@ -98,13 +98,14 @@ void run_dir_remove_checkpoint(const char* dir) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
         struct stat fs;
         bool ours = is_ckpt_file(e->d_name) && fstatat(fd, e->d_name, &fs, AT_SYMLINK_NOFOLLOW) == 0 &&
-                    (S_ISREG(fs.st_mode) || S_ISLNK(fs.st_mode));   /* a link is unlinked, never followed */
+                    (S_ISREG(fs.st_mode) || S_ISLNK(fs.st_mode)); /* a link is unlinked, never followed */
         if (ours && unlinkat(fd, e->d_name, 0) == 0) continue;
         if (n_kept++ < 4) snprintf(kept + strlen(kept), sizeof(kept) - strlen(kept), " '%.60s'", e->d_name);
     }
     closedir(d);
-    if (n_kept) printf("note: kept '%s': it holds %zu entr%s repoc did not write:%s%s\n", dir, n_kept,
-                       n_kept == 1 ? "y" : "ies", kept, n_kept > 4 ? " ..." : "");
+    if (n_kept)
+        printf("note: kept '%s': it holds %zu entr%s repoc did not write:%s%s\n", dir, n_kept,
+               n_kept == 1 ? "y" : "ies", kept, n_kept > 4 ? " ..." : "");
     else if (rmdir(dir) != 0) printf("note: cannot remove '%s': %s\n", dir, strerror(errno));
 }
 
@@ -139,7 +140,7 @@ RunDirContents run_dir_contents(const char* out_dir) {
     return c;
 }
 
-static int lock_fd = -1;   /* held open (and locked) until the process exits */
+static int lock_fd = -1; /* held open (and locked) until the process exits */
 
 void run_dir_lock(const char* out_dir) {
     if (lock_fd >= 0) return;
@@ -148,7 +149,8 @@ void run_dir_lock(const char* out_dir) {
     int fd = file_lock(path, holder, sizeof(holder));
     if (fd < 0 && errno == EWOULDBLOCK)
         DIE("run.out_dir '%s' is in use by another run (pid %s holds '%s'); one run per out_dir: wait for it, "
-            "stop it, or choose another run.out_dir", out_dir, holder, path);
+            "stop it, or choose another run.out_dir",
+            out_dir, holder, path);
     if (fd < 0) DIE("cannot lock '%s': %s", path, strerror(errno));
     lock_fd = fd;
 }

@@ -27,7 +27,10 @@
 /* Every file repoc writes in a checkpoint directory (the layout above), for completeness checks and
    removal: a complete checkpoint has every CKPT_ALWAYS file and all CKPT_BASE or all CKPT_ADAPTER ones */
 typedef enum { CKPT_ALWAYS, CKPT_BASE, CKPT_ADAPTER } CkptRole;
-typedef struct { const char* name; CkptRole role; } CkptFile;
+typedef struct {
+    const char* name;
+    CkptRole role;
+} CkptFile;
 #define CKPT_N_FILES 6
 extern const CkptFile CKPT_FILES[CKPT_N_FILES];
 /* The tokenizer and generation files a checkpoint carries from the model it was made from, when that has them
@@ -63,7 +66,10 @@ void run_dir_clean_stale(const char* out_dir);
 
 /* What out_dir holds of an earlier run: step_N entries (run_dir_list_steps) and whether
    metrics.jsonl has any content. */
-typedef struct { size_t n_steps; bool metrics; } RunDirContents;
+typedef struct {
+    size_t n_steps;
+    bool metrics;
+} RunDirContents;
 RunDirContents run_dir_contents(const char* out_dir);
 
 #endif

@@ -8,7 +8,7 @@
 #include "common/check.h"
 #include "common/clock.h"
 #include "common/rng.h"
-#include "train/memplan.h"   /* memplan_head_chunk: whether the LM head is chunked */
+#include "train/memplan.h" /* memplan_head_chunk: whether the LM head is chunked */
 
 /* in·out summed over the block linears (q, k, v, o, gate, up, down, and RePo's maps) */
 static double block_in_out(const ModelConfig* c) {
@@ -16,7 +16,7 @@ static double block_in_out(const ModelConfig* c) {
     double dp = (double)cfg_dp(c), sum = 0;
     for (size_t l = 0; l < c->L; l++) {
         sum += D * qd + 2 * D * kvd + qd * D + 3 * D * F;
-        if (c->pos[l] == POS_REPO) sum += 2 * D * dp + dp * (double)c->KVH;   /* gate_map, content_map, final_map */
+        if (c->pos[l] == POS_REPO) sum += 2 * D * dp + dp * (double)c->KVH; /* gate_map, content_map, final_map */
     }
     return sum;
 }
@@ -40,10 +40,10 @@ double sgemm_gflops(size_t m, size_t k, size_t n, int calls, double max_s, doubl
     rng_seed(&rng, 7);
     for (size_t i = 0; i < m * k + k * n; i++) a[i] = (float)(rng_uniform(&rng) - 0.5);
     double best = 1e30, start = clock();
-    for (int r = 0; r <= calls; r++) {   /* call 0 warms up: threads, packing buffers */
+    for (int r = 0; r <= calls; r++) { /* call 0 warms up: threads, packing buffers */
         double t0 = clock();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a, (int)k, b, (int)n,
-                    0.0f, out, (int)n);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a, (int)k, b, (int)n, 0.0f,
+                    out, (int)n);
         double dt = clock() - t0;
         if (r > 0 && dt < best) best = dt;
         if (r > 0 && max_s > 0 && clock() - start > max_s) break;
@@ -59,10 +59,10 @@ void timeplan_compute(TimePlan* p, const ModelConfig* cfg, const RunConfig* rc, 
     memset(p, 0, sizeof(*p));
     size_t B = rc->train.batch_size, T = rc->data.seq_len, N = B * T;
     double per_batch = model_train_flops(cfg, B, T, NULL);
-    if (rc->train.recompute)   /* one more forward of the blocks */
+    if (rc->train.recompute) /* one more forward of the blocks */
         per_batch += 2.0 * (double)N * block_in_out(cfg) + causal_attention_flops(cfg, B, T);
     size_t chunk = memplan_head_chunk(rc, cfg->V);
-    if (chunk && chunk < N) per_batch += 2.0 * (double)N * (double)cfg->D * (double)cfg->V;   /* logits again */
+    if (chunk && chunk < N) per_batch += 2.0 * (double)N * (double)cfg->D * (double)cfg->V; /* logits again */
     p->flop_step = per_batch * (double)rc->train.grad_accum;
     p->probe_m = clamp_dim(N);
     p->probe_k = clamp_dim(cfg->D);
@@ -97,8 +97,9 @@ void timeplan_print(const TimePlan* p, FILE* fp) {
     duration(p->s_per_step, step, sizeof(step));
     duration(p->s_per_step * (double)p->steps_left, all, sizeof(all));
     flops_text(p->flop_step, fl, sizeof(fl));
-    fprintf(fp, "time: ≈ %s/step, %zu step%s ≈ %s (estimate: model %s/step at %.0f GFLOP/s measured sgemm "
-            "%zux%zux%zu, x%.2f efficiency; evaluation not counted)\n", step, p->steps_left,
-            p->steps_left == 1 ? "" : "s", all, fl, p->gflops, p->probe_m, p->probe_k, p->probe_n,
+    fprintf(fp,
+            "time: ≈ %s/step, %zu step%s ≈ %s (estimate: model %s/step at %.0f GFLOP/s measured sgemm "
+            "%zux%zux%zu, x%.2f efficiency; evaluation not counted)\n",
+            step, p->steps_left, p->steps_left == 1 ? "" : "s", all, fl, p->gflops, p->probe_m, p->probe_k, p->probe_n,
             TIMEPLAN_EFFICIENCY);
 }

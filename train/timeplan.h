@@ -31,11 +31,11 @@ double model_train_flops(const ModelConfig* c, size_t B, size_t T, double* attn)
 double sgemm_gflops(size_t m, size_t k, size_t n, int calls, double max_s, double (*clock)(void), double* best_ms);
 
 typedef struct {
-    double flop_step;      /* model FLOPs of one optimizer step on one rank */
-    double gflops;         /* the measured sgemm rate */
+    double flop_step; /* model FLOPs of one optimizer step on one rank */
+    double gflops;    /* the measured sgemm rate */
     size_t probe_m, probe_k, probe_n;
-    double s_per_step;     /* flop_step / (gflops x TIMEPLAN_EFFICIENCY) */
-    size_t steps_left;     /* train.steps less the step a resumed run starts at */
+    double s_per_step; /* flop_step / (gflops x TIMEPLAN_EFFICIENCY) */
+    size_t steps_left; /* train.steps less the step a resumed run starts at */
 } TimePlan;
 
 /* The estimate for rc's run of model cfg on one rank, from step `done`: the sgemm probe (about 0.2 s) at the

@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>   /* getpid: a new run's id */
+#include <unistd.h> /* getpid: a new run's id */
 
 #include "common/check.h"
 #include "common/clock.h"
 #include "common/dist.h"
 #include "common/fileio.h"
-#include "common/hash.h"   /* mix_triple: the LoRA dropout key of a micro-batch */
+#include "common/hash.h" /* mix_triple: the LoRA dropout key of a micro-batch */
 #include "common/threads.h"
 #include "hf/ckpt_weights.h"
 #include "hf/hf_checkpoint.h"
@@ -31,7 +31,10 @@ static bool find_resume(const RunConfig* rc, char* path, size_t len) {
     const char* p = rc->run.resume;
     char ts[4096];
     snprintf(ts, sizeof(ts), "%s/trainer_state.json", p);
-    if (path_exists(ts)) { snprintf(path, len, "%s", p); return true; }
+    if (path_exists(ts)) {
+        snprintf(path, len, "%s", p);
+        return true;
+    }
     CHECK(ckpt_find_latest(p, path, len), "run.resume: '%s' is neither a checkpoint nor a run directory with one", p);
     return true;
 }
@@ -48,7 +51,7 @@ static void check_earlier_run(const Trainer* tr) {
     char parent[4096], a[4096], b[4096];
     if (tr->resumed_from[0]) {
         dir_of(tr->resumed_from, parent, sizeof(parent));
-        if (realpath(parent, a) && realpath(out, b) && !strcmp(a, b)) return;   /* continues out_dir's run */
+        if (realpath(parent, a) && realpath(out, b) && !strcmp(a, b)) return; /* continues out_dir's run */
     }
     RunDirContents c = run_dir_contents(out);
     if (!c.n_steps && !c.metrics) return;
@@ -57,14 +60,17 @@ static void check_earlier_run(const Trainer* tr) {
              c.metrics ? " and metrics.jsonl" : "");
     if (rc->run.resume_mode == RESUME_AUTO && !tr->resumed_from[0])
         printf("note: run.out_dir '%s' holds %s but no complete checkpoint: starting at step 0, "
-               "metrics.jsonl starts over\n", out, what);
+               "metrics.jsonl starts over\n",
+               out, what);
     else if (rc->run.overwrite)
         printf("note: run.overwrite: starting over in '%s', which holds %s of an earlier run: metrics.jsonl "
-               "starts over and keep_last prunes the earlier checkpoints as this run saves its own\n", out, what);
+               "starts over and keep_last prunes the earlier checkpoints as this run saves its own\n",
+               out, what);
     else
         DIE("run.out_dir '%s' holds an earlier run (%s) that this run does not continue (run.resume \"%s\"): "
             "set run.resume to \"auto\" to continue it, run.overwrite to true to start over there, or choose "
-            "another run.out_dir", out, what, rc->run.resume);
+            "another run.out_dir",
+            out, what, rc->run.resume);
 }
 
 /* Row r of step s is a function of (s * rows_per_step + r) in every data order
@@ -78,8 +84,8 @@ static void check_resume_batch(const Trainer* tr) {
     DIE("cannot resume from %s: it was trained with %zu rows per step (batch_size x grad_accum x ranks, %zu "
         "rank%s), this run takes %zu (train.batch_size %zu x train.grad_accum %zu x %d rank%s); the rows of "
         "each step depend on that number, so the data order would change. Set batch_size x grad_accum x ranks "
-        "to %zu, or start a new run from these weights with model.init_from", tr->resumed_from,
-        st.rows_per_step, st.world_size, st.world_size == 1 ? "" : "s", tr->rows_per_step, tr->B,
+        "to %zu, or start a new run from these weights with model.init_from",
+        tr->resumed_from, st.rows_per_step, st.world_size, st.world_size == 1 ? "" : "s", tr->rows_per_step, tr->B,
         tr->rc.train.grad_accum, tr->world, tr->world == 1 ? "" : "s", st.rows_per_step);
 }
 
@@ -135,7 +141,7 @@ void trainer_plan_only(Trainer* tr) {
     tr->world = dist_world();
     init_threads(rc);
     tr->resumed_from[0] = 0;
-    find_resume(rc, tr->resumed_from, sizeof(tr->resumed_from));   /* reads out_dir, locks nothing */
+    find_resume(rc, tr->resumed_from, sizeof(tr->resumed_from)); /* reads out_dir, locks nothing */
     trainer_resolve_model(tr, true);
     model_config_validate(&tr->mcfg);
     trainer_memory_plan(tr, true);
@@ -147,7 +153,7 @@ static void setup_tasks(Trainer* tr) {
     char err[512];
     if (run_config_eval_tasks(rc, &tr->tasks, &tr->task_syn, err, sizeof(err))) DIE("%s", err);
     synthetic_validate(&tr->task_syn, tr->mcfg.V);
-    size_t chunk, max_len = eval_plan_sizes(&tr->tasks, &tr->task_syn, &chunk);   /* dies when too short */
+    size_t chunk, max_len = eval_plan_sizes(&tr->tasks, &tr->task_syn, &chunk); /* dies when too short */
     gen_build(&tr->gen, &tr->model, max_len, chunk);
     tr->has_tasks = true;
 }
@@ -156,12 +162,15 @@ static void setup_tasks(Trainer* tr) {
 static void note_lora_base(const Trainer* tr) {
     if (!tr->mcfg.lora_rank || tr->rank != 0) return;
     const LoraBase* b = &tr->model.lora_base;
-    if (!b->path[0]) printf("note: this LoRA run's base is not on disk by itself (a fresh model without "
-                            "model.init_from, or resumed from a checkpoint that names no base): each checkpoint "
-                            "keeps a copy of it (model.safetensors)\n");
-    else printf("LoRA base: %s (weights fingerprint %016llx); checkpoints %s\n", b->path,
-                (unsigned long long)b->fingerprint, tr->rc.model.lora.save_base
-                ? "keep a copy of it too (model.lora.save_base)" : "name it and hold the adapter alone");
+    if (!b->path[0])
+        printf("note: this LoRA run's base is not on disk by itself (a fresh model without "
+               "model.init_from, or resumed from a checkpoint that names no base): each checkpoint "
+               "keeps a copy of it (model.safetensors)\n");
+    else
+        printf("LoRA base: %s (weights fingerprint %016llx); checkpoints %s\n", b->path,
+               (unsigned long long)b->fingerprint,
+               tr->rc.model.lora.save_base ? "keep a copy of it too (model.lora.save_base)"
+                                           : "name it and hold the adapter alone");
 }
 
 /* A resumed run with run.threads 0 computes with the thread count its checkpoint was made with, whatever
@@ -172,7 +181,8 @@ static void keep_resumed_threads(const Trainer* tr) {
     if (!st.threads || st.threads == threads_max()) return;
     threads_init((int)st.threads);
     printf("note: resuming with the %zu thread(s) per rank %s was computed with, for a bit-identical continuation "
-           "(run.threads sets another count)\n", st.threads, tr->resumed_from);
+           "(run.threads sets another count)\n",
+           st.threads, tr->resumed_from);
 }
 
 void trainer_setup(Trainer* tr) {
@@ -186,12 +196,12 @@ void trainer_setup(Trainer* tr) {
     tr->T = rc->data.seq_len;
     tr->rows_per_step = tr->B * rc->train.grad_accum * (size_t)tr->world;
     tr->resumed_from[0] = 0;
-    if (tr->rank == 0) {   /* one run per out_dir: lock it before reading what it holds */
+    if (tr->rank == 0) { /* one run per out_dir: lock it before reading what it holds */
         if (is_dir(rc->run.out_dir)) run_dir_lock(rc->run.out_dir);
         find_resume(rc, tr->resumed_from, sizeof(tr->resumed_from));
         check_earlier_run(tr);
     }
-    dist_bcast(tr->resumed_from, sizeof(tr->resumed_from));   /* rank 0 decides for all */
+    dist_bcast(tr->resumed_from, sizeof(tr->resumed_from)); /* rank 0 decides for all */
     if (tr->resumed_from[0]) check_resume_batch(tr);
     if (tr->resumed_from[0] && !rc->run.threads) keep_resumed_threads(tr);
     trainer_resolve_model(tr, false);
@@ -208,36 +218,48 @@ void trainer_setup(Trainer* tr) {
         CHECK(!rc->data.synthetic, "data.format \"jsonl\" reads data.train files; remove data.synthetic");
         CHECK(!rc->data.train_sources && !rc->data.val_sources,
               "data.format \"jsonl\" takes data.train and data.val as lists of files, not of sources");
-        char tok[4200];   /* data.tokenizer, else the model's tokenizer.json when it has one */
+        char tok[4200]; /* data.tokenizer, else the model's tokenizer.json when it has one */
         if (!trainer_tokenizer_json(tr, tok, sizeof(tok))) tok[0] = 0;
-        data_source_open_jsonl(&tr->data, &(DataSourceSpec){.train = train_files, .n_train = rc->data.train.n,
-                                                              .val = val_files, .n_val = rc->data.val.n,
-                                                              .tokenizer = tok[0] ? tok : NULL,
-                                                              .order = rc->data.order, .seed = rc->run.seed,
-                                                              .vocab_size = tr->mcfg.V, .T = tr->T});
+        data_source_open_jsonl(&tr->data, &(DataSourceSpec){.train = train_files,
+                                                            .n_train = rc->data.train.n,
+                                                            .val = val_files,
+                                                            .n_val = rc->data.val.n,
+                                                            .tokenizer = tok[0] ? tok : NULL,
+                                                            .order = rc->data.order,
+                                                            .seed = rc->run.seed,
+                                                            .vocab_size = tr->mcfg.V,
+                                                            .T = tr->T});
     } else {
-        data_source_open(&tr->data, &(DataSourceSpec){.synthetic = rc->data.synthetic, .train = train_files,
-                                                       .n_train = rc->data.train.n, .val = val_files,
-                                                       .n_val = rc->data.val.n,
-                                                       .train_sources = rc->data.train_sources,
-                                                       .val_sources = rc->data.val_sources,
-                                                       .format = rc->data.format, .order = rc->data.order,
-                                                       .seed = rc->run.seed, .vocab_size = tr->mcfg.V, .T = tr->T});
+        data_source_open(&tr->data, &(DataSourceSpec){.synthetic = rc->data.synthetic,
+                                                      .train = train_files,
+                                                      .n_train = rc->data.train.n,
+                                                      .val = val_files,
+                                                      .n_val = rc->data.val.n,
+                                                      .train_sources = rc->data.train_sources,
+                                                      .val_sources = rc->data.val_sources,
+                                                      .format = rc->data.format,
+                                                      .order = rc->data.order,
+                                                      .seed = rc->run.seed,
+                                                      .vocab_size = tr->mcfg.V,
+                                                      .T = tr->T});
         tr->data.eos = eos;
     }
 
     run_config_optim(rc, &tr->ocfg);
-    trainer_memory_plan(tr, false);   /* may refuse to start: nothing large is allocated yet */
+    trainer_memory_plan(tr, false); /* may refuse to start: nothing large is allocated yet */
     const char* freeze[OPTIM_MAX_PATTERNS];
     size_t n_freeze = optim_freeze_patterns(&tr->ocfg, freeze);
     ModelOpts mo = {rc->train.recompute, memplan_head_chunk(rc, tr->mcfg.V)};
     model_build_opts(&tr->model, &tr->mcfg, tr->B, tr->T, freeze, n_freeze, &mo, true);
-    CHECK(tr->model.tensors.n_grads, "nothing to train: every tensor is frozen (%s); remove the optim.freeze "
-          "patterns that match %s", tr->mcfg.lora_rank ? "with model.lora only the adapters and RePo weights "
-          "train, and optim.freeze matches them all" : "optim.freeze matches every tensor",
+    CHECK(tr->model.tensors.n_grads,
+          "nothing to train: every tensor is frozen (%s); remove the optim.freeze "
+          "patterns that match %s",
+          tr->mcfg.lora_rank ? "with model.lora only the adapters and RePo weights "
+                               "train, and optim.freeze matches them all"
+                             : "optim.freeze matches every tensor",
           tr->mcfg.lora_rank ? "the adapters (e.g. \"*lora*\")" : "them");
     tr->model.z_loss = rc->optim.z_loss;
-    tr->model.repo_final_std = rc->model.positions.repo_final_init_std;   /* for new RePo weights below */
+    tr->model.repo_final_std = rc->model.positions.repo_final_init_std; /* for new RePo weights below */
     if (rc->train.eval_tasks) setup_tasks(tr);
     build_optimizer(tr);
     /* the data source fills document ids and answer weights with every batch when the batch has them */
@@ -245,8 +267,8 @@ void trainer_setup(Trainer* tr) {
                 tr->data.synthetic && tr->data.syn.answer_weight != 1.0);
     if (rc->data.document_mask) {
         if (tr->data.jsonl) printf("document masking: attention within the packed JSONL records, positions restart\n");
-        else printf("document masking: attention within documents ended by token %" PRId32 ", positions restart\n",
-                    eos);
+        else
+            printf("document masking: attention within documents ended by token %" PRId32 ", positions restart\n", eos);
     }
     memset(&tr->state, 0, sizeof(tr->state));
 
@@ -270,10 +292,10 @@ void trainer_setup(Trainer* tr) {
     /* every rank starts from rank 0's weights */
     dist_bcast(tr->model.params, tr->model.tensors.n_params * sizeof(real));
     tr->config_json = run_config_to_json(rc);
-    if (tr->rank != 0) return;   /* rank 0 alone writes to out_dir */
+    if (tr->rank != 0) return; /* rank 0 alone writes to out_dir */
     /* all input is checked: only now does the run write anything */
     mkdir_p(rc->run.out_dir);
-    run_dir_lock(rc->run.out_dir);   /* a new out_dir: two runs that both created it meet here */
+    run_dir_lock(rc->run.out_dir); /* a new out_dir: two runs that both created it meet here */
     run_dir_clean_stale(rc->run.out_dir);
     char path[4096];
     snprintf(path, sizeof(path), "%s/run_config.json", rc->run.out_dir);
@@ -313,7 +335,7 @@ static void gather_params(Trainer* tr) {
         dist_allgatherv_real(m->params, tr->shard_counts, tr->shard_displs);
         return;
     }
-    for (size_t k = 0; k < tt->n; k++) {   /* this rank's slice, into gradient layout */
+    for (size_t k = 0; k < tt->n; k++) { /* this rank's slice, into gradient layout */
         const TensorInfo* t = &tt->t[k];
         size_t g0, g1;
         if (t->grad_offset != NO_GRAD && adamw_slice_part(&tr->opt, t->grad_offset, t->numel, &g0, &g1))
@@ -333,9 +355,9 @@ void trainer_step(Trainer* tr) {
     double t0 = now_s(), loss = 0;
     if (!tr->grads_zeroed) model_zero_grad(m);
     tr->grads_zeroed = false;
-    for (size_t k = 0; k < accum; k++) {   /* micro-batch k of rank r is global rows [(k*world + r)*B, +B) */
+    for (size_t k = 0; k < accum; k++) { /* micro-batch k of rank r is global rows [(k*world + r)*B, +B) */
         size_t row0 = (k * world + (size_t)tr->rank) * tr->B;
-        Batch* b = &tr->batch;   /* with the answer-weighted loss of data.synthetic.answer_weight when set */
+        Batch* b = &tr->batch; /* with the answer-weighted loss of data.synthetic.answer_weight when set */
         data_source_batch(&tr->data, false, step, tr->rows_per_step, row0, b);
         /* LoRA dropout masks: a pure function of (seed, step, global micro-batch), so resume stays exact */
         b->lora_dropout_on = true;
@@ -346,7 +368,7 @@ void trainer_step(Trainer* tr) {
         model_backward(m, b, 1.0 / (double)(accum * world));
     }
     double t_comm = now_s();
-    dist_allreduce_sum_real(m->grads, m->tensors.n_grads);   /* the mean over the global batch */
+    dist_allreduce_sum_real(m->grads, m->tensors.n_grads); /* the mean over the global batch */
     dist_allreduce_sum_double(&loss, 1);
     tr->comm_s = now_s() - t_comm;
     double norm = grad_global_norm(m->grads, m->tensors.n_grads);
@@ -378,14 +400,20 @@ void trainer_step(Trainer* tr) {
     }
     size_t every = tr->rc.train.log_every ? tr->rc.train.log_every : 1;
     if (tr->state.step % every == 0 || tr->state.step == tr->rc.train.steps) {
-        StepLog s = {.step = tr->state.step, .steps = tr->rc.train.steps, .loss = loss, .lr = lr, .grad_norm = norm,
-                     .ms = dt * 1e3, .tokens_per_s = tr->rows_per_step * tr->T / dt,
+        StepLog s = {.step = tr->state.step,
+                     .steps = tr->rc.train.steps,
+                     .loss = loss,
+                     .lr = lr,
+                     .grad_norm = norm,
+                     .ms = dt * 1e3,
+                     .tokens_per_s = tr->rows_per_step * tr->T / dt,
                      .eta_s = dt * (double)(tr->rc.train.steps - tr->state.step),
-                     .tokens_seen = tr->state.tokens_seen, .comm_ms = tr->world > 1 ? tr->comm_s * 1e3 : -1};
+                     .tokens_seen = tr->state.tokens_seen,
+                     .comm_ms = tr->world > 1 ? tr->comm_s * 1e3 : -1};
         const Mixture* mx = &tr->data.train_mix;
         const char* names[MIX_MAX_SOURCES];
         size_t tokens[MIX_MAX_SOURCES];
-        for (size_t k = 0; k < mx->n; k++) {   /* a pure function of the step: right after a resume too */
+        for (size_t k = 0; k < mx->n; k++) { /* a pure function of the step: right after a resume too */
             names[k] = mx->src[k].name;
             tokens[k] = (size_t)mixture_count(mx, k, (uint64_t)tr->state.step * tr->rows_per_step) * tr->T;
         }
@@ -406,8 +434,8 @@ bool trainer_data_left(Trainer* tr) {
         if (s->exhausted == MIX_STOP) {
             metrics_break(&tr->metrics);
             printf("data.train source '%s' is used up (%zu tokens, read once by step %zu) and has \"exhausted\": "
-                   "\"stop\": ending the run before step %zu\n", s->name, s->data.n_tokens, tr->state.step,
-                   tr->state.step + 1);
+                   "\"stop\": ending the run before step %zu\n",
+                   s->name, s->data.n_tokens, tr->state.step, tr->state.step + 1);
             return false;
         }
         metrics_break(&tr->metrics);
@@ -450,7 +478,7 @@ static bool eval_stream(Trainer* tr, size_t k, size_t n, double* total) {
 static bool eval_tasks(Trainer* tr, char (*name)[40], const char** name_ptr, double* acc, double* token_acc,
                        size_t* n) {
     const EvalPlan* p = &tr->tasks;
-    tr->gen.stop = tr->stop;   /* a signal stops a long task within about a millisecond of work */
+    tr->gen.stop = tr->stop; /* a signal stops a long task within about a millisecond of work */
     for (int f = 0; f < SYN_N_FAMILIES; f++) {
         if (!p->family_on[f]) continue;
         for (size_t j = 0; j < p->n_lengths; j++) {
@@ -463,7 +491,7 @@ static bool eval_tasks(Trainer* tr, char (*name)[40], const char** name_ptr, dou
             acc[(*n)++] = r.items ? (double)r.correct / (double)r.items : 0;
         }
     }
-    return !(tr->stop && dist_any(*tr->stop != 0));   /* the last task may have stopped: nothing is logged */
+    return !(tr->stop && dist_any(*tr->stop != 0)); /* the last task may have stopped: nothing is logged */
 }
 
 bool trainer_eval(Trainer* tr) {
@@ -471,7 +499,7 @@ bool trainer_eval(Trainer* tr) {
     const char* names[MIX_MAX_SOURCES];
     double loss[MIX_MAX_SOURCES], weighted = 0;
     size_t batches[MIX_MAX_SOURCES];
-    for (size_t k = 0; k < n_streams; k++) {   /* each stream's mean, then the mean weighted by its tokens */
+    for (size_t k = 0; k < n_streams; k++) { /* each stream's mean, then the mean weighted by its tokens */
         size_t n = data_source_val_batches(&tr->data, k, tr->rc.train.eval_batches, tr->B, tr->T);
         double total;
         if (!eval_stream(tr, k, n, &total)) {
@@ -481,10 +509,10 @@ bool trainer_eval(Trainer* tr) {
         names[k] = data_source_val_name(&tr->data, k);
         loss[k] = n ? total / (double)n : 0;
         batches[k] = n;
-        weighted += total;   /* = loss_k * n_k: every batch has B*T tokens */
+        weighted += total; /* = loss_k * n_k: every batch has B*T tokens */
         all += n;
     }
-    tr->model.has_loss = false;   /* an eval forward is never followed by backward */
+    tr->model.has_loss = false; /* an eval forward is never followed by backward */
     char task_names[EVAL_MAX_TASKS][40];
     const char* task_ptr[EVAL_MAX_TASKS];
     double acc[EVAL_MAX_TASKS], token_acc[EVAL_MAX_TASKS];
@@ -493,9 +521,16 @@ bool trainer_eval(Trainer* tr) {
     tr->last_val_loss = all ? weighted / (double)all : 0;
     tr->has_val_loss = true;
     tr->val_step = tr->state.step;
-    EvalLog e = {.step = tr->state.step, .val_loss = tr->last_val_loss, .n_batches = all,
-                 .n_sources = names[0] ? n_streams : 0, .source_names = names, .source_loss = loss,
-                 .source_batches = batches, .n_tasks = n_tasks, .task_names = task_ptr, .task_acc = acc,
+    EvalLog e = {.step = tr->state.step,
+                 .val_loss = tr->last_val_loss,
+                 .n_batches = all,
+                 .n_sources = names[0] ? n_streams : 0,
+                 .source_names = names,
+                 .source_loss = loss,
+                 .source_batches = batches,
+                 .n_tasks = n_tasks,
+                 .task_names = task_ptr,
+                 .task_acc = acc,
                  .task_token_acc = token_acc};
     metrics_eval(&tr->metrics, &e);
     return true;

@@ -29,7 +29,7 @@
 
 typedef struct {
     RunConfig rc;
-    char* config_json;        /* the resolved config, saved with every checkpoint */
+    char* config_json; /* the resolved config, saved with every checkpoint */
     ModelConfig mcfg;
     Model model;
     OptimConfig ocfg;
@@ -37,28 +37,28 @@ typedef struct {
     DataSource data;
     Metrics metrics;
     TrainerState state;
-    size_t B, T, rows_per_step;  /* rows_per_step: the global batch, all ranks */
-    int rank, world;             /* data-parallel rank (0 of 1 without MPI) */
-    bool sharded;                /* AdamW state split over the ranks (train.shard_optimizer, world > 1) */
-    size_t *shard_counts, *shard_displs;   /* (world) each rank's slice of the gradient arena */
-    double comm_s;               /* seconds in all-reduce / all-gather in the last step */
-    bool grads_zeroed;           /* the last adamw_step zeroed the whole gradient arena (not sharded) */
-    Batch batch;                 /* one micro-batch (B,T), filled by the data source: doc_ids with
+    size_t B, T, rows_per_step;          /* rows_per_step: the global batch, all ranks */
+    int rank, world;                     /* data-parallel rank (0 of 1 without MPI) */
+    bool sharded;                        /* AdamW state split over the ranks (train.shard_optimizer, world > 1) */
+    size_t *shard_counts, *shard_displs; /* (world) each rank's slice of the gradient arena */
+    double comm_s;                       /* seconds in all-reduce / all-gather in the last step */
+    bool grads_zeroed;                   /* the last adamw_step zeroed the whole gradient arena (not sharded) */
+    Batch batch;                         /* one micro-batch (B,T), filled by the data source: doc_ids with
                                     data.document_mask, target_weights with data.synthetic.answer_weight != 1 */
-    char resumed_from[4096];     /* "" when the run started fresh */
-    char init_dir[4096];         /* the checkpoint model.init_from resolved to */
-    char tok_dir[4096];          /* whose tokenizer files every checkpoint carries: the resumed checkpoint,
+    char resumed_from[4096];             /* "" when the run started fresh */
+    char init_dir[4096];                 /* the checkpoint model.init_from resolved to */
+    char tok_dir[4096];                  /* whose tokenizer files every checkpoint carries: the resumed checkpoint,
                                     init_dir, model.from_config's directory; "" = none */
-    double first_loss;           /* loss of the first step this process ran */
+    double first_loss;                   /* loss of the first step this process ran */
     bool has_first_loss;
     double last_val_loss;
     bool has_val_loss;
-    size_t val_step;             /* the step last_val_loss was measured at */
-    bool has_tasks;              /* train.eval_tasks given: retrieval scored at every evaluation */
+    size_t val_step; /* the step last_val_loss was measured at */
+    bool has_tasks;  /* train.eval_tasks given: retrieval scored at every evaluation */
     EvalPlan tasks;
-    SyntheticConfig task_syn;    /* the items' generator: data.synthetic's settings, else the defaults */
-    Generator gen;               /* KV cache over the training model's weights, for the tasks */
-    const volatile sig_atomic_t* stop;   /* non-zero: a signal asked to stop (checked between eval batches); or NULL */
+    SyntheticConfig task_syn;          /* the items' generator: data.synthetic's settings, else the defaults */
+    Generator gen;                     /* KV cache over the training model's weights, for the tasks */
+    const volatile sig_atomic_t* stop; /* non-zero: a signal asked to stop (checked between eval batches); or NULL */
 } Trainer;
 
 /* Resolve the model (resume > init_from > fresh), open the data, build model and

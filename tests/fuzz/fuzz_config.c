@@ -9,7 +9,10 @@
 
 #include "hf/hf_config.h"
 
-#define FUZZ_ASSERT(c) do { if (!(c)) __builtin_trap(); } while (0)
+#define FUZZ_ASSERT(c) \
+    do { \
+        if (!(c)) __builtin_trap(); \
+    } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ModelConfig cfg;
@@ -22,8 +25,9 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     FUZZ_ASSERT(cfg.L >= 1 && cfg.L <= MAX_LAYERS && cfg.V >= 1 && cfg.D >= 1 && cfg.F >= 1);
     FUZZ_ASSERT(cfg.H >= 1 && cfg.KVH >= 1 && cfg.D % cfg.H == 0 && cfg.H % cfg.KVH == 0);
-    for (size_t l = 0; l < cfg.L; l++) FUZZ_ASSERT(cfg.pos[l] == POS_ROPE || cfg.pos[l] == POS_REPO || cfg.pos[l] == POS_NOPE);
-    char* text = hf_config_write(&cfg, "float32");   /* what parses must also print */
+    for (size_t l = 0; l < cfg.L; l++)
+        FUZZ_ASSERT(cfg.pos[l] == POS_ROPE || cfg.pos[l] == POS_REPO || cfg.pos[l] == POS_NOPE);
+    char* text = hf_config_write(&cfg, "float32"); /* what parses must also print */
     FUZZ_ASSERT(text != NULL);
     ModelConfig back;
     FUZZ_ASSERT(hf_config_parse(text, strlen(text), "fuzz/config.json", &back, err, sizeof(err)) == 0 || cfg.L == 0);

@@ -13,10 +13,13 @@
 #include "common/safetensors.h"
 
 #define FUZZ_LABEL "fuzz.safetensors"
-#define FUZZ_MAX_READ ((size_t)1 << 20)      /* elements converted per tensor */
+#define FUZZ_MAX_READ ((size_t)1 << 20) /* elements converted per tensor */
 
 /* Stop the run: libFuzzer reports the input that got here. */
-#define FUZZ_ASSERT(c) do { if (!(c)) __builtin_trap(); } while (0)
+#define FUZZ_ASSERT(c) \
+    do { \
+        if (!(c)) __builtin_trap(); \
+    } while (0)
 
 /* Check what st_parse_bytes promises about an accepted file. */
 static void check_invariants(const StFile* f, const uint8_t* data, size_t size) {
@@ -75,6 +78,6 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     check_invariants(&f, data, size);
     read_all(&f);
-    st_close(&f);       /* map is NULL: frees the table only */
+    st_close(&f); /* map is NULL: frees the table only */
     return 0;
 }

@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
     rng_seed(&rng, strtoull(argv[4], NULL, 10));
     int wide = !strcmp(fmt, "u32") || !strcmp(fmt, "bin32");
     FILE* fp = fopenCheck(out, "wb");
-    if (!strncmp(fmt, "bin", 3)) {   /* llm.c header: 256 int32, magic, version, count */
+    if (!strncmp(fmt, "bin", 3)) { /* llm.c header: 256 int32, magic, version, count */
         int32_t header[256] = {0};
         header[0] = wide ? 20240801 : 20240520;
         header[1] = wide ? 7 : 1;

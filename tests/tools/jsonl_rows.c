@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
         const int32_t* tgt = p.targets + r * T;
         const int32_t* doc = p.doc_ids + r * T;
         size_t n = 0;
-        while (n < T && doc[n] == 0) n++;   /* the document; padding is doc 1 */
+        while (n < T && doc[n] == 0) n++; /* the document; padding is doc 1 */
         printf("{\"ids\": [");
         for (size_t i = 0; i < n; i++) printf("%s%d", i ? ", " : "", tok[i]);
         printf("], \"loss\": [");
