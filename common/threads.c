@@ -85,6 +85,7 @@ static double busy_cores_at_start = -1; /* what threads_idle_cores saw, for thre
 
 int threads_idle_cores(int cores) {
     unsigned long long b0, t0, b1, t1;
+    busy_cores_at_start = 0;
     if (cores <= 1 || !cpu_times(&b0, &t0)) return cores;
     struct timespec nap = {0, THREADS_SAMPLE_MS * 1000000L};
     nanosleep(&nap, NULL); /* this process does nothing meanwhile: what is busy is someone else */
@@ -99,7 +100,8 @@ int threads_idle_cores(int cores) {
 int threads_init(int n) {
 #ifdef OMP
     if (n > 0) omp_set_num_threads(n);
-    else if (!getenv("OMP_NUM_THREADS")) omp_set_num_threads(threads_idle_cores(omp_get_max_threads()));
+    else if (!getenv("OMP_NUM_THREADS") && busy_cores_at_start < 0) /* looked at once, the first time */
+        omp_set_num_threads(threads_idle_cores(omp_get_max_threads()));
     n = omp_get_max_threads();
 #else
     if (n <= 0) n = 1;

@@ -14,8 +14,8 @@
    A policy you set yourself is kept. Returns when nothing needs doing. */
 #define THREADS_SPINCOUNT "10000"
 void threads_startup(void);
-/* n <= 0: the default, OMP_NUM_THREADS when set, else the idle cores (threads_idle_cores of all cores);
-   n > 0: n. Returns the count in use. */
+/* n <= 0: the default, OMP_NUM_THREADS when set, else the idle cores (threads_idle_cores of all cores, looked
+   at on the first such call only: later ones keep the count); n > 0: n. Returns the count in use. */
 int threads_init(int n);
 /* Of `cores`, those idle now: the machine's busy time over THREADS_SAMPLE_MS (this process sleeping meanwhile)
    taken off, rounded, at least 1. With another job holding one of two cores, two threads (each waiting at

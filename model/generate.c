@@ -224,7 +224,7 @@ const real* gen_forward(Generator* g, const int32_t* tokens, size_t n) {
        and far less than a team waiting on a core another process holds */
     int team = 0;
     if (chunk_work(g, n, g->len) < g->serial_below) {
-        team = threads_init(0);
+        team = (int)threads_max();
         threads_init(1);
     }
     embedding_forward(g->x, tokens, m->w.embed, n, c->D);
