@@ -44,4 +44,3 @@ void chat_error(char* err, size_t err_len, int line, const char* fmt, va_list ap
     int n = snprintf(err, err_len, "line %d: ", line);
     if (n >= 0 && (size_t)n < err_len) vsnprintf(err + n, err_len - (size_t)n, fmt, ap);
 }
-

@@ -46,7 +46,7 @@ if [ $all = 1 ]; then
     for row in "base (before)" "base + LoRA adapter" "merged"; do
         got=$(grep -F "| $row" "$log" | tail -1 | cut -d'|' -f3-5 | tr -d ' ')
         said=$(grep -F "| $row" docs/finetune.md | head -1 | cut -d'|' -f3-5 | tr -d ' ')
-        expect docs/finetune.md "the fine-tuning table's '$row'" "$said" "$got" "/^| ${row//+/\\+}/s/.*/$(grep -F "| $row" "$log" | tail -1 | sed 's/[\/&`]/\\&/g')/"
+        expect docs/finetune.md "the fine-tuning table's '$row'" "$said" "$got" "/^| $row/s/.*/$(grep -F "| $row" "$log" | tail -1 | sed 's/[\/&`]/\\&/g')/"
     done
 fi
 exit $drift
