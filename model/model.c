@@ -259,6 +259,7 @@ static double forward(Model* m, const Batch* b, bool train) {
     m->has_loss = targets != NULL;
     m->logits_hold_grad = train && targets && m->head_rows == N;
     m->loss = 0;
+    m->loss_z = 0;
     if (!targets) {
         CHECK(m->head_rows == N,
               "model_forward without targets returns logits of all %zu rows, but the model "
@@ -268,23 +269,25 @@ static double forward(Model* m, const Batch* b, bool train) {
         return 0;
     }
     /* the head and the loss on chunks of head_rows rows; every row's sums are the same either way */
-    double total = 0, wsum = 0;
+    double total = 0, wsum = 0, zsum = 0;
     size_t count = 0;
     for (size_t r0 = 0; r0 < N; r0 += m->head_rows) {
         size_t n = N - r0 < m->head_rows ? N - r0 : m->head_rows, nv;
-        double ws;
+        double ws, zs;
         model_head_forward(m->logits, m->final_out + r0 * D, m->final_rstd + r0, m->res[c->L] + r0 * D, m, n);
         const real* wr = b->target_weights ? b->target_weights + r0 : NULL;
-        total +=
-            m->logits_hold_grad
-                ? xent_forward_grad(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V, m->z_loss, &nv, &ws)
-                : xent_forward_sum(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V, m->z_loss, &nv, &ws);
+        total += m->logits_hold_grad ? xent_forward_grad(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V,
+                                                         m->z_loss, &nv, &ws, &zs)
+                                     : xent_forward_sum(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V,
+                                                        m->z_loss, &nv, &ws, &zs);
         count += nv;
         wsum += ws;
+        zsum += zs;
     }
     m->n_valid = count;
     m->weight_sum = wsum;
     m->loss = count ? total / wsum : 0.0;
+    m->loss_z = count ? zsum / wsum : 0.0;
     return m->loss;
 }
 

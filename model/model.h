@@ -79,7 +79,9 @@ typedef struct {
 
     bool has_loss;         /* forward ran with targets, so backward may run */
     bool logits_hold_grad; /* model_forward_train left G (xent_forward_grad) in the logits buffer */
-    double loss;
+    double loss; /* the objective of the last forward: cross-entropy + z-loss term (what backward differentiates) */
+    double
+        loss_z; /* its z-loss term, Σ w c lse² / weight_sum (0 when z_loss is 0); loss - loss_z = the cross-entropy */
     size_t n_valid;    /* targets that are not -1 */
     double weight_sum; /* their summed weights (= n_valid without the batch's target_weights) */
 } Model;

@@ -27,10 +27,10 @@ static double row_lse(const real* x, size_t V) {
 }
 
 double xent_forward_sum(real* losses, real* lse, const real* logits, const int32_t* targets, const real* weights,
-                        size_t N, size_t V, double z_loss, size_t* n_valid, double* weight_sum) {
-    double total = 0.0, wsum = 0.0;
+                        size_t N, size_t V, double z_loss, size_t* n_valid, double* weight_sum, double* z_sum) {
+    double total = 0.0, wsum = 0.0, zsum = 0.0;
     size_t count = 0;
-#pragma omp parallel for reduction(+ : total, count, wsum)
+#pragma omp parallel for reduction(+ : total, count, wsum, zsum)
     for (size_t n = 0; n < N; n++) {
         const real* x = logits + n * V;
         double l = row_lse(x, V);
@@ -40,6 +40,7 @@ double xent_forward_sum(real* losses, real* lse, const real* logits, const int32
             row = l - (double)x[targets[n]];
             double w = weights ? (double)weights[n] : 1.0;
             total += w * (row + z_loss * l * l);
+            zsum += w * z_loss * l * l; /* the z-loss share, logged apart (total is unchanged) */
             wsum += w;
             count++;
         }
@@ -47,14 +48,15 @@ double xent_forward_sum(real* losses, real* lse, const real* logits, const int32
     }
     *n_valid = count;
     *weight_sum = wsum;
+    if (z_sum) *z_sum = zsum;
     return total;
 }
 
 double xent_forward_grad(real* losses, real* lse, real* logits, const int32_t* targets, const real* weights, size_t N,
-                         size_t V, double z_loss, size_t* n_valid, double* weight_sum) {
-    double total = 0.0, wsum = 0.0;
+                         size_t V, double z_loss, size_t* n_valid, double* weight_sum, double* z_sum) {
+    double total = 0.0, wsum = 0.0, zsum = 0.0;
     size_t count = 0;
-#pragma omp parallel for reduction(+ : total, count, wsum)
+#pragma omp parallel for reduction(+ : total, count, wsum, zsum)
     for (size_t n = 0; n < N; n++) {
         real* x = logits + n * V;
         if (targets[n] < 0) { /* its lse as the plain forward gives it, then G = 0 */
@@ -74,6 +76,7 @@ double xent_forward_grad(real* losses, real* lse, real* logits, const int32_t* t
         lse[n] = (real)l;
         if (losses) losses[n] = (real)row;
         total += w * (row + z_loss * l * l);
+        zsum += w * z_loss * l * l; /* the z-loss share, logged apart (total is unchanged) */
         wsum += w;
         count++;
         /* ∂/∂x_i of w (lse + c lse² - x_t) = w (1 + 2 c lse) softmax_i - w [i = t]; softmax_i = e_i / sum.
@@ -85,12 +88,13 @@ double xent_forward_grad(real* losses, real* lse, real* logits, const int32_t* t
     }
     *n_valid = count;
     *weight_sum = wsum;
+    if (z_sum) *z_sum = zsum;
     return total;
 }
 
 double xent_forward(real* losses, real* lse, const real* logits, const int32_t* targets, const real* weights, size_t N,
                     size_t V, double z_loss, size_t* n_valid, double* weight_sum) {
-    double total = xent_forward_sum(losses, lse, logits, targets, weights, N, V, z_loss, n_valid, weight_sum);
+    double total = xent_forward_sum(losses, lse, logits, targets, weights, N, V, z_loss, n_valid, weight_sum, NULL);
     return *n_valid ? total / *weight_sum : 0.0;
 }
 

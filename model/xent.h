@@ -23,15 +23,18 @@ double xent_forward(real* losses, real* lse, const real* logits, const int32_t* 
                     size_t V, double z_loss, size_t* n_valid, double* weight_sum);
 /* The same rows, returning the weighted sum Σ_valid w_n (ce_n + c lse_n²)
    instead of the mean: a head computed in chunks of rows adds the chunks' sums
-   (and their n_valid and weight_sum) and divides once. */
+   (and their n_valid and weight_sum) and divides once. *z_sum (when not NULL)
+   gets the z-loss share of that sum, Σ_valid w_n c lse_n², accumulated apart so
+   that the returned sum is the same bits with or without it. */
 double xent_forward_sum(real* losses, real* lse, const real* logits, const int32_t* targets, const real* weights,
-                        size_t N, size_t V, double z_loss, size_t* n_valid, double* weight_sum);
+                        size_t N, size_t V, double z_loss, size_t* n_valid, double* weight_sum, double* z_sum);
 /* The forward of a training step: xent_forward_sum's sum, n_valid, weight_sum, losses and lse, and
    the logits (N,V) OVERWRITTEN with G = w_n ((1 + 2c lse_n) softmax_n - onehot(target_n)), 0 on ignored
    rows, so that dlogits = G · dloss / weight_sum: the caller folds that one scalar into the GEMMs of
-   the LM head's backward, and xent_backward's pass over the logits is not needed. */
+   the LM head's backward, and xent_backward's pass over the logits is not needed. z_sum as in
+   xent_forward_sum. */
 double xent_forward_grad(real* losses, real* lse, real* logits, const int32_t* targets, const real* weights, size_t N,
-                         size_t V, double z_loss, size_t* n_valid, double* weight_sum);
+                         size_t V, double z_loss, size_t* n_valid, double* weight_sum, double* z_sum);
 /* OVERWRITES logits (N,V) with dlogits = dloss · ∂loss/∂logits (it is not accumulated:
    the logits buffer has no other use after the loss). lse, targets, weights and
    weight_sum as forward saw and returned them. */

@@ -169,14 +169,20 @@ static void test_reference_size_no_alloc(void) {
     free(targets);
 }
 
-/* model_forward with target_weights: all ones reproduce the plain mean bit for
-   bit; other weights give sum_n w_n ce_n / sum_n w_n over the valid targets */
-static void test_target_weights(void) {
-    printf("weighted loss (data.synthetic.answer_weight)\n");
+/* the small OLMo-2 model with RePo from layer 1 of the loss tests */
+static ModelConfig small_repo_config(void) {
     ModelConfig cfg;
     model_config_default(&cfg);
     test_model_sizes(&cfg, 61, 32, 2, 4, 4, 48);
     model_config_plan_positions(&cfg, "repo", 1);
+    return cfg;
+}
+
+/* model_forward with target_weights: all ones reproduce the plain mean bit for
+   bit; other weights give sum_n w_n ce_n / sum_n w_n over the valid targets */
+static void test_target_weights(void) {
+    printf("weighted loss (data.synthetic.answer_weight)\n");
+    ModelConfig cfg = small_repo_config();
     size_t B = 2, T = 17, N = B * T;
     Model m;
     model_build(&m, &cfg, B, T, NULL, 0, false);
@@ -208,11 +214,58 @@ static void test_target_weights(void) {
     free(w);
 }
 
+/* The z-loss logged apart (metrics.jsonl "loss" and "z_loss"): with coefficient c the forward's objective
+   is the cross-entropy of a c = 0 forward plus Model.loss_z, and loss_z = c Σ w lse² / Σ w, with and
+   without target weights, with the logits kept (forward) and turned into G (forward_train), whole or in
+   head chunks; c = 0 gives loss_z 0 */
+static void test_z_loss_apart(void) {
+    printf("z-loss term apart from the cross-entropy\n");
+    ModelConfig cfg = small_repo_config();
+    size_t B = 2, T = 17, N = B * T;
+    int32_t* tokens = mallocCheck(N * sizeof(int32_t));
+    int32_t* targets = mallocCheck(N * sizeof(int32_t));
+    real* w = mallocCheck(N * sizeof(real));
+    random_batch(tokens, targets, N, cfg.V, 13);
+    targets[4] = -1;
+    for (size_t n = 0; n < N; n++) w[n] = n % 3 == 0 ? 20 : 1;
+    for (int chunked = 0; chunked < 2; chunked++) {
+        Model m;
+        ModelOpts opts = {.head_chunk = chunked ? 8 : 0};
+        model_build_opts(&m, &cfg, B, T, NULL, 0, &opts, false);
+        model_init_weights(&m, 5, 0.5); /* large logits: lse² well above 0 */
+        for (int weighted = 0; weighted < 2; weighted++) {
+            Batch b = {.B = B, .T = T, .tokens = tokens, .targets = targets, .target_weights = weighted ? w : NULL};
+            m.z_loss = 0;
+            double ce = model_forward(&m, &b);
+            bool zero = m.loss_z == 0;
+            m.z_loss = 1e-2;
+            double total = model_forward(&m, &b), z = m.loss_z, num = 0, den = 0;
+            for (size_t n = 0; n < N; n++)
+                if (targets[n] >= 0) {
+                    double wn = weighted ? (double)w[n] : 1.0, l = (double)m.lse[n];
+                    num += wn * 1e-2 * l * l;
+                    den += wn;
+                }
+            double train = model_forward_train(&m, &b), z_train = m.loss_z;
+            m.has_loss = false;
+            EXPECT(zero && z > 0 && fabs(ce + z - total) <= 1e-12 * fabs(total) &&
+                       fabs(z - num / den) <= 1e-6 * (num / den) && train == total && z_train == z,
+                   "head_chunk %s, %s: objective %.9f = cross-entropy %.9f + z-loss term %.9f (c lse² mean %.9f)",
+                   chunked ? "8" : "0", weighted ? "weighted" : "plain", total, ce, z, num / den);
+        }
+        model_free(&m);
+    }
+    free(tokens);
+    free(targets);
+    free(w);
+}
+
 int main(void) {
     threads_init(0);
     threads_print(stdout);
     test_forced_repo_equals_rope();
     test_target_weights();
+    test_z_loss_apart();
     test_reference_size_no_alloc();
     printf("test_model: %s\n", test_failures ? "FAILED" : "all OK");
     return test_failures ? 1 : 0;

@@ -119,6 +119,7 @@ void metrics_step(Metrics* mt, const StepLog* s) {
             "{\"step\": %zu, \"loss\": %.17g, \"lr\": %.17g, \"grad_norm\": %.17g, \"tokens_per_s\": %.1f, "
             "\"ms\": %.3f, \"tokens_seen\": %zu",
             s->step, s->loss, s->lr, s->grad_norm, s->tokens_per_s, s->ms, s->tokens_seen);
+    if (s->z_loss >= 0) fprintf(mt->jsonl, ", \"z_loss\": %.17g", s->z_loss);
     if (s->comm_ms >= 0) fprintf(mt->jsonl, ", \"comm_ms\": %.3f", s->comm_ms);
     write_named(mt->jsonl, "source_tokens", s->n_sources, s->source_names, s->source_tokens, NULL);
     fprintf(mt->jsonl, "}\n");
@@ -136,6 +137,7 @@ void metrics_eval(Metrics* mt, const EvalLog* e) {
     printf("\n");
     fflush(stdout);
     fprintf(mt->jsonl, "{\"step\": %zu, \"val_loss\": %.17g, \"val_batches\": %zu", e->step, e->val_loss, e->n_batches);
+    if (e->val_z_loss >= 0) fprintf(mt->jsonl, ", \"val_z_loss\": %.17g", e->val_z_loss);
     write_named(mt->jsonl, "val_loss_source", e->n_sources, e->source_names, NULL, e->source_loss);
     write_named(mt->jsonl, "val_batches_source", e->n_sources, e->source_names, e->source_batches, NULL);
     write_named(mt->jsonl, "retrieval", e->n_tasks, e->task_names, NULL, e->task_acc);

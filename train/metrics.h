@@ -19,9 +19,11 @@ typedef struct {
 } Metrics;
 
 typedef struct {
-    size_t step;  /* optimizer steps completed after this one */
-    size_t steps; /* total steps of the run */
-    double loss, lr, grad_norm;
+    size_t step;   /* optimizer steps completed after this one */
+    size_t steps;  /* total steps of the run */
+    double loss;   /* the cross-entropy (mean over the step's rows), without the z-loss term */
+    double z_loss; /* the z-loss term of the objective (loss + z_loss); < 0: optim.z_loss is 0, not logged */
+    double lr, grad_norm;
     double ms; /* this step's wall time */
     double tokens_per_s;
     double eta_s;
@@ -36,7 +38,8 @@ typedef struct {
    and, with data.val given as sources, each source's loss and batches */
 typedef struct {
     size_t step;
-    double val_loss;                 /* sum_k loss_k * tokens_k / sum_k tokens_k */
+    double val_loss;                 /* sum_k loss_k * tokens_k / sum_k tokens_k: the cross-entropy */
+    double val_z_loss;               /* the z-loss term, the same mean; < 0: optim.z_loss is 0, not logged */
     size_t n_batches;                /* over all streams */
     size_t n_sources;                /* 0: one stream (no per-source losses) */
     const char* const* source_names; /* (n_sources) */

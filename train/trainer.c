@@ -352,7 +352,7 @@ static void gather_params(Trainer* tr) {
 void trainer_step(Trainer* tr) {
     Model* m = &tr->model;
     size_t step = tr->state.step, accum = tr->rc.train.grad_accum, world = (size_t)tr->world;
-    double t0 = now_s(), loss = 0;
+    double t0 = now_s(), loss = 0, loss_z = 0; /* the objective (cross-entropy + z-loss term) and its z-loss term */
     if (!tr->grads_zeroed) model_zero_grad(m);
     tr->grads_zeroed = false;
     for (size_t k = 0; k < accum; k++) { /* micro-batch k of rank r is global rows [(k*world + r)*B, +B) */
@@ -365,11 +365,13 @@ void trainer_step(Trainer* tr) {
         double l = model_forward_train(m, b);
         if (!isfinite(l)) die_nonfinite(tr, step + 1, "the loss is not finite");
         loss += l / (double)(accum * world);
+        loss_z += m->loss_z / (double)(accum * world);
         model_backward(m, b, 1.0 / (double)(accum * world));
     }
     double t_comm = now_s();
     dist_allreduce_sum_real(m->grads, m->tensors.n_grads); /* the mean over the global batch */
     dist_allreduce_sum_double(&loss, 1);
+    if (m->z_loss > 0) dist_allreduce_sum_double(&loss_z, 1);
     tr->comm_s = now_s() - t_comm;
     double norm = grad_global_norm(m->grads, m->tensors.n_grads);
     if (!isfinite(norm)) {
@@ -392,17 +394,18 @@ void trainer_step(Trainer* tr) {
 
     tr->state.step = step + 1;
     tr->state.tokens_seen += tr->rows_per_step * tr->T;
-    tr->state.last_loss = loss;
+    tr->state.last_loss = loss - loss_z; /* the cross-entropy, as metrics.jsonl's "loss" */
     tr->state.has_loss = true;
     if (!tr->has_first_loss) {
-        tr->first_loss = loss;
+        tr->first_loss = loss - loss_z;
         tr->has_first_loss = true;
     }
     size_t every = tr->rc.train.log_every ? tr->rc.train.log_every : 1;
     if (tr->state.step % every == 0 || tr->state.step == tr->rc.train.steps) {
         StepLog s = {.step = tr->state.step,
                      .steps = tr->rc.train.steps,
-                     .loss = loss,
+                     .loss = loss - loss_z, /* the cross-entropy, as OLMo logs it; z_loss apart */
+                     .z_loss = m->z_loss > 0 ? loss_z : -1,
                      .lr = lr,
                      .grad_norm = norm,
                      .ms = dt * 1e3,
@@ -456,18 +459,21 @@ Batch trainer_eval_batch(const Trainer* tr) {
 /* The loss of validation stream k over n batches of B rows, summed over the ranks (batch j on rank j mod
    world); every rank takes part in each round's stop check, so all ranks leave at the same round. False
    when a signal asked to stop. */
-static bool eval_stream(Trainer* tr, size_t k, size_t n, double* total) {
+static bool eval_stream(Trainer* tr, size_t k, size_t n, double* total, double* total_z) {
     size_t world = (size_t)tr->world;
     Batch b = trainer_eval_batch(tr);
     *total = 0;
+    *total_z = 0;
     for (size_t j0 = 0; j0 < n; j0 += world) {
         if (tr->stop && dist_any(*tr->stop != 0)) return false;
         size_t j = j0 + (size_t)tr->rank;
         if (j >= n) continue;
         data_source_val_batch(&tr->data, k, j, &b);
         *total += model_forward(&tr->model, &b);
+        *total_z += tr->model.loss_z;
     }
     dist_allreduce_sum_double(total, 1);
+    if (tr->model.z_loss > 0) dist_allreduce_sum_double(total_z, 1);
     return true;
 }
 
@@ -497,19 +503,20 @@ static bool eval_tasks(Trainer* tr, char (*name)[40], const char** name_ptr, dou
 bool trainer_eval(Trainer* tr) {
     size_t n_streams = data_source_val_streams(&tr->data), all = 0;
     const char* names[MIX_MAX_SOURCES];
-    double loss[MIX_MAX_SOURCES], weighted = 0;
+    double loss[MIX_MAX_SOURCES], weighted = 0, weighted_z = 0;
     size_t batches[MIX_MAX_SOURCES];
     for (size_t k = 0; k < n_streams; k++) { /* each stream's mean, then the mean weighted by its tokens */
         size_t n = data_source_val_batches(&tr->data, k, tr->rc.train.eval_batches, tr->B, tr->T);
-        double total;
-        if (!eval_stream(tr, k, n, &total)) {
+        double total, total_z;
+        if (!eval_stream(tr, k, n, &total, &total_z)) {
             tr->model.has_loss = false;
             return false;
         }
         names[k] = data_source_val_name(&tr->data, k);
-        loss[k] = n ? total / (double)n : 0;
+        loss[k] = n ? (total - total_z) / (double)n : 0; /* the cross-entropy; the z-loss term apart */
         batches[k] = n;
-        weighted += total; /* = loss_k * n_k: every batch has B*T tokens */
+        weighted += total - total_z; /* = loss_k * n_k: every batch has B*T tokens */
+        weighted_z += total_z;
         all += n;
     }
     tr->model.has_loss = false; /* an eval forward is never followed by backward */
@@ -523,6 +530,7 @@ bool trainer_eval(Trainer* tr) {
     tr->val_step = tr->state.step;
     EvalLog e = {.step = tr->state.step,
                  .val_loss = tr->last_val_loss,
+                 .val_z_loss = tr->model.z_loss > 0 && all ? weighted_z / (double)all : -1,
                  .n_batches = all,
                  .n_sources = names[0] ? n_streams : 0,
                  .source_names = names,
