@@ -14,7 +14,8 @@
 #     that does not fit;
 #  5. the plan's token data row counts the files of mixture sources (data.train
 #     and data.val in the mixture form) and JSONL files; its eval tasks row the
-#     KV cache of train.eval_tasks' longest length (10^9 tokens: refused at once).
+#     KV cache of train.eval_tasks' longest length (10^9 tokens: refused at once);
+#  6. every config of configs/paper/ (the released recipe) plans, from a config.json alone, no weights or data.
 . "$(dirname "$0")/testlib.sh" memory
 
 echo "--plan and the refusal"
@@ -164,5 +165,19 @@ grep -q "note: .*optimizer.safetensors holds the AdamW moments as BF16, this run
 build/train "$T/b.json" --set train.steps=8 --set optim.state_dtype=bf16 >"$T/e.log" 2>&1
 grep -q "holds the AdamW moments as F32, this run keeps them as BF16 (optim.state_dtype): converted by rounding to nearest" "$T/e.log" &&
     grep -q "^done" "$T/e.log" && ok "f32 -> bf16: converted by rounding, with a note" || { bad "f32 -> bf16"; tail -3 "$T/e.log"; }
+echo "configs/paper/ (the released stage-2 recipe, OLMo-2 1B from model.from_config): --plan without weights or data"
+for f in configs/paper/stage2_*.json; do
+    out=$(build/train "$f" --plan --set run.out_dir="$T/never" 2>&1)
+    rc=$?
+    if [ $rc -eq 0 ] && echo "$out" | grep -q "^  peak RSS .* bytes per parameter" && echo "$out" | grep -q "^time: ≈ .*23852 steps" &&
+       [ ! -e "$T/never" ]; then ok "$f --plan: $(echo "$out" | grep -o '^  peak RSS *[0-9.]* MiB' | tr -s ' '), $(echo "$out" | grep -o '^time: ≈ [^,]*')"
+    else bad "$f --plan: exit $rc"; echo "$out" | tail -3; fi
+done
+params() { build/train "configs/paper/stage2_$1.json" --plan 2>&1 | awk '/^  parameters/ {print $2}'; }
+# RePo's maps in layers 5-15 (1.49e9 parameters without them): more parameters than every other layout
+p_repo=$(params repo); p_rope=$(params rope)
+if awk -v a="$p_repo" -v b="$p_rope" 'BEGIN {exit !(a > b && b > 5600 && b < 5700)}'; then
+    ok "parameters: repo $p_repo MiB > rope $p_rope MiB (the OLMo-2 1B shape)"
+else bad "parameters: repo $p_repo MiB, rope $p_rope MiB"; fi
 [ $failures -eq 0 ] && echo "test_memory: all OK" || echo "test_memory: $failures failed"
 exit $((failures != 0))

@@ -376,10 +376,44 @@ static void test_model_bridges(void) {
     run_config_free(&rc);
 }
 
+/* configs/paper/: the released stage-2 recipe of the RePo paper for OLMo-2 1B (docs/study.md, "The released
+   recipe"), one file per layout, identical but for out_dir and positions */
+static void test_paper_configs(void) {
+    printf("configs/paper/ (the released stage-2 recipe)\n");
+    const char* modes[] = {"repo", "rope", "nope", "r2n1", "n2r1"};
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+        char path[128], out[128], err[1024];
+        snprintf(path, sizeof(path), "configs/paper/stage2_%s.json", modes[i]);
+        snprintf(out, sizeof(out), "runs/paper/stage2_%s", modes[i]);
+        RunConfig rc;
+        int r = run_config_load(&rc, path, NULL, 0, err, sizeof(err));
+        EXPECT(r == 0, "%s loads%s%s", path, r ? ": " : "", r ? err : "");
+        if (r) continue;
+        const OptimConfig* o = &rc.optim.cfg;
+        bool recipe = o->lr == 7.4487e-5 && o->min_lr == 0 && o->schedule == SCHED_LINEAR && o->warmup_steps == 0 &&
+                      o->beta1 == 0.9 && o->beta2 == 0.95 && o->eps == 1e-8 && o->weight_decay == 0.1 &&
+                      !o->decay_embeddings && o->decay_norms && o->grad_clip == 1.0 && rc.optim.z_loss == 1e-5 &&
+                      !strcmp(rc.optim.state_dtype, "f32") && !strcmp(rc.data.format, "u32") &&
+                      rc.data.seq_len == 4096 && rc.train.batch_size * rc.train.grad_accum == 512 &&
+                      rc.train.steps == 23852 && rc.train.recompute && rc.run.seed == 42 &&
+                      !strcmp(rc.model.from_config, "tests/corpus/hf_configs/olmo2_1b.json") && !rc.model.init_from[0];
+        bool layout =
+            !strcmp(rc.model.positions.mode, modes[i]) &&
+            (i == 0 ? rc.model.positions.repo_start_layer == 5 : rc.model.positions.repo_start_layer == RC_UNSET) &&
+            !strcmp(rc.run.out_dir, out);
+        EXPECT(recipe && layout,
+               "%s: the recipe (lr 7.4487e-5 linear to 0, no warmup, z-loss 1e-5, 512 x 4096, %zu steps), "
+               "mode %s%s",
+               path, rc.train.steps, rc.model.positions.mode, i == 0 ? " from layer 5" : "");
+        run_config_free(&rc);
+    }
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof(tmpdir), "/tmp/repoc_run_config_XXXXXX");
     CHECK(mkdtemp(tmpdir), "cannot make a temporary directory");
     test_example();
+    test_paper_configs();
     test_errors();
     test_short_run_defaults();
     test_overrides();
