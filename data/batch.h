@@ -23,6 +23,8 @@ typedef struct {
                                     it and rope positions restart at 0 */
     bool lora_dropout_on;      /* apply cfg.lora_dropout in this forward and its backward (training) */
     uint64_t lora_dropout_key; /* the dropout masks' key, one per (run seed, step, micro-batch, rank) */
+    double repo_pdrop;         /* p of model.positions.repo_pdrop in this forward and its backward: RePo layers
+                                    rotate by (1 - p) z + p t; 0: off (evaluation, generation) */
 } Batch;
 
 /* Allocate tokens and targets (B,T), and doc_ids and target_weights when asked (else NULL); dropout off.

@@ -178,6 +178,10 @@ void block_qkv_forward(LayerActs* a, const real* x_in, const LayerWeights* w, si
     if (c->pos[l] == POS_REPO) {
         RepoWeights rw = repo_weights(w);
         repo_forward(a->z, &a->repo, h, &rw, (RepoDims){N, D, cfg_dp(c), c->KVH});
+        if (ctx->repo_p > 0) { /* repo_pdrop: z' = (1 - p) z + p t, toward rope's positions */
+            real p = (real)ctx->repo_p, q = (real)(1 - ctx->repo_p);
+            for (size_t i = 0; i < N * c->KVH; i++) a->z[i] = q * a->z[i] + p * ctx->pos_seq[i];
+        }
     }
     const real* pos = layer_positions(a, l, ctx);
     if (pos) rope_forward(a->q, a->k, pos, ctx->rope, N, c->H, c->KVH, c->KVH);
@@ -289,6 +293,10 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
     proj_backward(dh, true, dw->wk, dkn, a, h, w->wk, w, dw, s, LORA_K, ctx, N, D, kvd);
     proj_backward(dh, true, dw->wv, s->dv, a, h, w->wv, w, dw, s, LORA_V, ctx, N, D, kvd);
     if (learned) {
+        if (ctx->repo_p > 0) { /* z' = (1 - p) z + p t: dz = (1 - p) dz' */
+            real q = (real)(1 - ctx->repo_p);
+            for (size_t i = 0; i < N * c->KVH; i++) s->dz[i] *= q;
+        }
         RepoWeights rw = repo_weights(w);
         RepoGrads rg = {dw->repo_gate, dw->repo_content, dw->repo_final};
         repo_backward(dh, &rg, s->dz, &a->repo, h, &rw, s->repo_scratch, (RepoDims){N, D, cfg_dp(c), c->KVH});

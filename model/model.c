@@ -211,7 +211,8 @@ static BlockCtx block_ctx(const Model* m, const Batch* b) {
                       0,
                       b->lora_dropout_on ? m->cfg.lora_dropout : 0,
                       b->lora_dropout_key,
-                      m->lora_xd};
+                      m->lora_xd,
+                      b->repo_pdrop};
 }
 
 /* Document masking for this forward: spans from doc_ids and rope positions t - start_t; back to one

@@ -23,3 +23,8 @@ void repo_backward(real* dh, const RepoGrads* dw, const real* dz, RepoActs* s, c
     /* gate, content = h Wg^T, h Wc^T */
     linear_pair_backward(dh, dw->dWg, dw->dWc, dgc, h, w->Wg, w->Wc, n.N, n.D, n.dp, true, true);
 }
+
+double repo_pdrop_at(double p0, size_t n, size_t step) {
+    if (p0 <= 0 || n == 0 || step >= n) return 0;
+    return p0 * (1 - (double)step / (double)n);
+}

@@ -34,4 +34,8 @@ void repo_forward(real* z, const RepoActs* s, const real* h, const RepoWeights* 
 void repo_backward(real* dh, const RepoGrads* dw, const real* dz, RepoActs* s, const real* h, const RepoWeights* w,
                    real* scratch, RepoDims n);
 
+/* model.positions.repo_pdrop's p before optimizer step `step` (0 for the first): p0 max(0, 1 - step/n),
+   p0 at step 0 and 0 from step n on; n = 0: 0 */
+double repo_pdrop_at(double p0, size_t n, size_t step);
+
 #endif

@@ -201,7 +201,11 @@ size_t build_model(Problem* out, size_t max, Rng* rng) {
     ModelCtx* c = out[6].ctx;
     c->batch.target_weights = mallocCheck(12 * sizeof(real)); /* freed by batch_free */
     for (size_t n = 0; n < 12; n++) c->batch.target_weights[n] = (real)(0.5 + 1.5 * rng_uniform(rng));
-    return 7;
+    if (max <= 7) return 7;
+    /* repo_pdrop: the repo layer rotates by 0.6 z + 0.4 t, t restarting per document */
+    setup_model(&out[7], rng, &cfg, "model: OLMo-2 rope/repo/nope, repo_pdrop 0.4, masked", 0, docs, NULL);
+    ((ModelCtx*)out[7].ctx)->batch.repo_pdrop = 0.4;
+    return 8;
 }
 
 /* LoRA on a frozen base: only the adapters (and RePo) are trainable, and the

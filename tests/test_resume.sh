@@ -5,17 +5,18 @@
 #     metrics.jsonl and bit-identical final weights and AdamW moments;
 #  2. the same when the run is killed with SIGKILL after its step-N checkpoint;
 #  both for sequential and shuffled data, with grad_accum 1 and 2;
-#  3. SIGKILL at random moments while checkpoints are being written (every
+#  3. the same (SIGINT + resume) with model.positions.repo_pdrop annealing, which is logged while p > 0;
+#  4. SIGKILL at random moments while checkpoints are being written (every
 #     step), 20 times: each next start resumes from a complete checkpoint.
 . "$(dirname "$0")/testlib.sh" resume
 
 build/tools/gen_tokens "$T/train.u16" 100000 64 1 || exit 1
 
-config() {  # file out_dir order grad_accum steps save_every
+config() {  # file out_dir order grad_accum steps save_every [repo_pdrop JSON]
     cat >"$1" <<JSON
 {"run": {"out_dir": "$2", "seed": 3, "threads": 2, "resume": "auto"},
  "model": {"vocab_size": 64, "d_model": 64, "n_layers": 3, "n_heads": 4, "n_kv_heads": 2, "d_ff": 128,
-           "positions": {"mode": "repo", "repo_start_layer": 1}},
+           "positions": {"mode": "repo", "repo_start_layer": 1, "repo_pdrop": ${7:-null}}},
  "data": {"train": ["$T/train.u16"], "val": ["$T/train.u16"], "seq_len": 64, "order": "$3"},
  "optim": {"lr": 3e-3, "warmup_steps": 3, "z_loss": 1e-4},
  "train": {"batch_size": 2, "grad_accum": $4, "steps": $5, "log_every": 1, "eval_every": 10, "eval_batches": 2,
@@ -73,6 +74,30 @@ for order in sequential shuffle; do
         same_run "$label, SIGKILL + resume" "$T/ref_${order}_$accum" "$d"
     done
 done
+
+echo "repo_pdrop {init 0.8, anneal_steps 60}: SIGINT + resume"
+pd='{"init": 0.8, "anneal_steps": 60}'
+config "$T/pd_ref.json" "$T/pd_ref" sequential 1 $STEPS 0 "$pd"
+if build/train "$T/pd_ref.json" >"$T/pd_ref.log" 2>&1; then
+    m="$T/pd_ref/metrics.jsonl"
+    if grep -q '"step": 1,.*"repo_pdrop": 0.8000' "$m" && grep -q '"step": 60,.*"repo_pdrop": 0.0133' "$m" &&
+        ! grep '"step": 6[1-9],\|"step": [7-9][0-9],\|"step": 1[0-9][0-9],' "$m" | grep -q repo_pdrop
+    then ok "repo_pdrop: 0.8 on step 1, 0.8/60 on step 60, not logged after"
+    [ "$(losses "$T/pd_ref" | head -n 2)" != "$(losses "$T/ref_sequential_1" | head -n 2)" ] &&
+        ok "repo_pdrop: the losses differ from the same run without it" || bad "repo_pdrop: no effect on the losses"
+    else bad "repo_pdrop: not logged as p0 max(0, 1 - step/n)"; grep -o '"step": [0-9]*,\|"repo_pdrop": [^,}]*' "$m" | head -6; fi
+    d="$T/pd_int"
+    config "$T/pd_int.json" "$d" sequential 1 $STEPS 0 "$pd"
+    build/train "$T/pd_int.json" >"$T/pd_int.log" 2>&1 &
+    pid=$!
+    wait_for "[ -s '$d/metrics.jsonl' ]"
+    kill -INT $pid 2>/dev/null
+    wait $pid
+    stopped=$(head -n 1 "$d/latest" 2>/dev/null)
+    echo "  stopped at $stopped"
+    build/train "$T/pd_int.json" >>"$T/pd_int.log" 2>&1 || bad "repo_pdrop: resume after SIGINT failed"
+    same_run "repo_pdrop, SIGINT + resume" "$T/pd_ref" "$d"
+else bad "repo_pdrop: reference run failed"; tail -5 "$T/pd_ref.log"; fi
 
 echo "SIGKILL at random moments while checkpoints are written (every step)"
 d="$T/chaos"

@@ -152,6 +152,14 @@ static void test_errors(void) {
                  0, "model.d_model: 260 must be divisible by 8 for RePo layers");
     expect_error("repo_start_layer without repo", "{\"model\": {\"positions\": {\"repo_start_layer\": 1}}, " DATA "}",
                  NULL, 0, "model.positions.repo_start_layer: given, but model.positions.mode is \"rope\"");
+    expect_error("repo_pdrop init without anneal_steps",
+                 "{\"model\": {\"positions\": {\"mode\": \"repo\", \"repo_pdrop\": {\"init\": 1}}}, " DATA "}", NULL, 0,
+                 "model.positions.repo_pdrop.anneal_steps: missing");
+    expect_error("repo_pdrop init > 1", "{\"model\": {\"positions\": {\"repo_pdrop\": {\"init\": 1.5}}}, " DATA "}",
+                 NULL, 0, "model.positions.repo_pdrop.init");
+    expect_error("repo_pdrop anneal_steps 0",
+                 "{\"model\": {\"positions\": {\"repo_pdrop\": {\"init\": 1, \"anneal_steps\": 0}}}, " DATA "}", NULL,
+                 0, "model.positions.repo_pdrop.anneal_steps");
     expect_error("repo_start_layer > n_layers",
                  "{\"model\": {\"positions\": {\"mode\": \"repo\", \"repo_start_layer\": 9}}, " DATA "}", NULL, 0,
                  "model.positions.repo_start_layer: 9 exceeds the model's 4 layers");

@@ -120,6 +120,7 @@ void metrics_step(Metrics* mt, const StepLog* s) {
             "\"ms\": %.3f, \"tokens_seen\": %zu",
             s->step, s->loss, s->lr, s->grad_norm, s->tokens_per_s, s->ms, s->tokens_seen);
     if (s->z_loss >= 0) fprintf(mt->jsonl, ", \"z_loss\": %.17g", s->z_loss);
+    if (s->repo_pdrop > 0) fprintf(mt->jsonl, ", \"repo_pdrop\": %.17g", s->repo_pdrop);
     if (s->comm_ms >= 0) fprintf(mt->jsonl, ", \"comm_ms\": %.3f", s->comm_ms);
     write_named(mt->jsonl, "source_tokens", s->n_sources, s->source_names, s->source_tokens, NULL);
     fprintf(mt->jsonl, "}\n");

@@ -19,10 +19,11 @@ typedef struct {
 } Metrics;
 
 typedef struct {
-    size_t step;   /* optimizer steps completed after this one */
-    size_t steps;  /* total steps of the run */
-    double loss;   /* the cross-entropy (mean over the step's rows), without the z-loss term */
-    double z_loss; /* the z-loss term of the objective (loss + z_loss); < 0: optim.z_loss is 0, not logged */
+    size_t step;       /* optimizer steps completed after this one */
+    size_t steps;      /* total steps of the run */
+    double loss;       /* the cross-entropy (mean over the step's rows), without the z-loss term */
+    double z_loss;     /* the z-loss term of the objective (loss + z_loss); < 0: optim.z_loss is 0, not logged */
+    double repo_pdrop; /* model.positions.repo_pdrop's p in this step; <= 0: off or annealed away, not logged */
     double lr, grad_norm;
     double ms; /* this step's wall time */
     double tokens_per_s;

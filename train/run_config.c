@@ -126,6 +126,9 @@ static int validate_model(RcCtx* c) {
     if (p->repo_start_layer != RC_UNSET && strcmp(p->mode, "repo") && !p->n_layers_list)
         return rc_fail(c, "model.positions.repo_start_layer", "given, but model.positions.mode is \"%s\", not \"repo\"",
                        p->mode);
+    if (p->repo_pdrop_init > 0 && p->repo_pdrop_steps == RC_UNSET)
+        return rc_fail(c, "model.positions.repo_pdrop.anneal_steps", "missing: init %g needs the steps of its anneal",
+                       p->repo_pdrop_init);
     if (mc->yarn_beta_fast <= mc->yarn_beta_slow)
         return rc_fail(c, RS ".beta_fast", "%g must exceed beta_slow %g", mc->yarn_beta_fast, mc->yarn_beta_slow);
     return 0;

@@ -74,6 +74,10 @@ const RcKey RC_KEYS[] = {
     REAL(RS ".beta_slow", model.cfg.yarn_beta_slow, 0, HUGE_VAL, KF_CKPT | KF_LO_OPEN, NULL),
     REAL(RS ".attention_factor", model.cfg.yarn_attention_factor, 0, HUGE_VAL, KF_CKPT | KF_NULL | KF_LO_OPEN,
          "mscale"),
+    {"model.positions.repo_pdrop", KT_OBJ, 0, 0, 0, KF_NULL, NULL, "dynamic_pe_pdrop"},
+    REAL("model.positions.repo_pdrop.init", model.positions.repo_pdrop_init, 0, 1, 0, "init_pdrop|p0"),
+    SIZE("model.positions.repo_pdrop.anneal_steps", model.positions.repo_pdrop_steps, 1, BIG, KF_NULL,
+         "dropout_anneal_step|steps"),
     {"model.lora", KT_OBJ, 0, 0, 0, KF_NULL, NULL, "peft|lora_config"},
     SIZE("model.lora.rank", model.cfg.lora_rank, 0, 65536, 0, "r"),
     REAL("model.lora.alpha", model.cfg.lora_alpha, 0, HUGE_VAL, KF_LO_OPEN, "lora_alpha"),
@@ -165,6 +169,8 @@ void run_config_defaults(RunConfig* rc) {
     m->positions.n_layers_list = 0;
     m->positions.repo_final_init_std = 0.02;
     strcpy(m->positions.rope_type, "yarn");
+    m->positions.repo_pdrop_init = 0;
+    m->positions.repo_pdrop_steps = RC_UNSET;
     m->lora.targets.n = 0;
     m->lora.save_base = false;
 

@@ -65,6 +65,8 @@ typedef struct {
     double repo_final_init_std;  /* 0.02: std of a newly initialised RePo final projection
                                            (final_map, Wz), which sets how far z spreads at the start */
     char rope_type[RC_WORD_LEN]; /* rope_scaling.rope_type: "yarn" (the only type supported) */
+    double repo_pdrop_init;      /* repo_pdrop.init, p0 in [0, 1]; 0 (JSON null section) = off */
+    size_t repo_pdrop_steps;     /* repo_pdrop.anneal_steps n >= 1; RC_UNSET unless the section is given */
 } RcPositions;
 
 typedef struct {    /* model.lora beyond RcModel.cfg's lora_* fields */

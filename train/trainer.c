@@ -18,6 +18,7 @@
 #include "common/threads.h"
 #include "hf/ckpt_weights.h"
 #include "hf/hf_checkpoint.h"
+#include "model/repo.h" /* repo_pdrop_at */
 #include "optim/clip.h"
 #include "optim/schedule.h"
 #include "train/memplan.h"
@@ -355,6 +356,9 @@ void trainer_step(Trainer* tr) {
     double t0 = now_s(), loss = 0, loss_z = 0; /* the objective (cross-entropy + z-loss term) and its z-loss term */
     if (!tr->grads_zeroed) model_zero_grad(m);
     tr->grads_zeroed = false;
+    const RcPositions* rp = &tr->rc.model.positions; /* repo_pdrop: a pure function of the step, as resume needs */
+    double pdrop =
+        repo_pdrop_at(rp->repo_pdrop_init, rp->repo_pdrop_steps == RC_UNSET ? 0 : rp->repo_pdrop_steps, step);
     for (size_t k = 0; k < accum; k++) { /* micro-batch k of rank r is global rows [(k*world + r)*B, +B) */
         size_t row0 = (k * world + (size_t)tr->rank) * tr->B;
         Batch* b = &tr->batch; /* with the answer-weighted loss of data.synthetic.answer_weight when set */
@@ -362,6 +366,7 @@ void trainer_step(Trainer* tr) {
         /* LoRA dropout masks: a pure function of (seed, step, global micro-batch), so resume stays exact */
         b->lora_dropout_on = true;
         b->lora_dropout_key = mix_triple(0x6c6f72612d64726full, tr->rc.run.seed, step, k * world + (size_t)tr->rank);
+        b->repo_pdrop = pdrop;
         double l = model_forward_train(m, b);
         if (!isfinite(l)) die_nonfinite(tr, step + 1, "the loss is not finite");
         loss += l / (double)(accum * world);
@@ -406,6 +411,7 @@ void trainer_step(Trainer* tr) {
                      .steps = tr->rc.train.steps,
                      .loss = loss - loss_z, /* the cross-entropy, as OLMo logs it; z_loss apart */
                      .z_loss = m->z_loss > 0 ? loss_z : -1,
+                     .repo_pdrop = pdrop > 0 ? pdrop : -1,
                      .lr = lr,
                      .grad_norm = norm,
                      .ms = dt * 1e3,
@@ -453,6 +459,7 @@ Batch trainer_eval_batch(const Trainer* tr) {
     b.target_weights = NULL;
     b.lora_dropout_on = false;
     b.lora_dropout_key = 0;
+    b.repo_pdrop = 0;
     return b;
 }
 
