@@ -25,7 +25,7 @@ done
 grep -A1 '"lr_mult"' "$out/stage2_repo_lr100/run_config.json" | grep -q '"repo":[[:space:]]*100$' ||
     fail "repo_lr100 without lr_mult 100"
 std=$(sed -n 's/^REPO_INIT_STD=\([0-9.e-]*\) .*/\1/p' tools/study.sh)
-grep -q "\"repo_final_init_std\":[[:space:]]*$std\$" "$out/stage2_repo_init/run_config.json" ||
+grep -q "\"repo_final_init_std\":[[:space:]]*$std,\?$" "$out/stage2_repo_init/run_config.json" ||
     fail "repo_init without repo_final_init_std $std"
 # every accuracy row: family, mode, five accuracies, chance, key-blind, none empty
 acc='\| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.e+-]+ \| [0-9.]+ \|$'
