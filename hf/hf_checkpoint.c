@@ -58,6 +58,20 @@ static void list_shards(const char* dir, Shards* s, cJSON** index_out) {
     *index_out = index;
 }
 
+/* shard k of s (dir/file[k]) opened and validated; dies naming it */
+static const StFile* shard_open(const char* dir, Shards* s, size_t k) {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", dir, s->file[k]);
+    st_open_or_die(&s->st[k], path);
+    return &s->st[k];
+}
+
+/* shard k closed and its name freed */
+static void shard_close(Shards* s, size_t k) {
+    st_close(&s->st[k]);
+    free(s->file[k]);
+}
+
 /* drop the whole pages of t's bytes from this process (the page cache keeps them) */
 static void release_pages(const StFile* f, const StTensor* t) {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -131,10 +145,8 @@ static void scan_weights(const char* dir, const TensorTable* tt, real* params, u
     unexpected[0] = missing[0] = 0;
     size_t n_unexpected = 0, n_missing = 0;
     for (size_t k = 0; k < s.n; k++) {
-        char path[4096];
-        snprintf(path, sizeof(path), "%s/%s", dir, s.file[k]);
-        st_open_or_die(&s.st[k], path);
-        const StFile* f = &s.st[k];
+        const StFile* f = shard_open(dir, &s, k);
+        const char* path = f->path;
         for (size_t j = 0; j < f->n_tensors; j++) {
             const StTensor* st = &f->tensors[j];
             long i = tensor_table_find(tt, st->name);
@@ -158,8 +170,7 @@ static void scan_weights(const char* dir, const TensorTable* tt, real* params, u
             else if (params) load_tensor(f, st, params + t->offset);
             loaded[i] = 1;
         }
-        st_close(&s.st[k]);
-        free(s.file[k]);
+        shard_close(&s, k);
     }
     cJSON_Delete(index);
     free(tmp);
@@ -303,10 +314,7 @@ uint64_t hf_weights_fingerprint(const char* dir) {
     list_shards(dir, &s, &index);
     uint64_t sum = 0;
     for (size_t k = 0; k < s.n; k++) {
-        char path[4096];
-        snprintf(path, sizeof(path), "%s/%s", dir, s.file[k]);
-        st_open_or_die(&s.st[k], path);
-        const StFile* f = &s.st[k];
+        const StFile* f = shard_open(dir, &s, k);
         for (size_t j = 0; j < f->n_tensors; j++) {
             const StTensor* st = &f->tensors[j];
             uint64_t h = hash_bytes((const uint8_t*)st->name, strlen(st->name), 0x6e616d65ull);
@@ -315,8 +323,7 @@ uint64_t hf_weights_fingerprint(const char* dir) {
             sum += hash_bytes(f->data + st->begin, st->end - st->begin, h); /* a sum: shard order is free */
             release_pages(f, st); /* resident memory grows by one tensor at most, as in loading */
         }
-        st_close(&s.st[k]);
-        free(s.file[k]);
+        shard_close(&s, k);
     }
     cJSON_Delete(index);
     return sum;
