@@ -37,8 +37,7 @@ char* chat_template_from_config(const char* path, char* err, size_t err_len) {
     return out;
 }
 
-/* a special token of tokenizer_config.json: a string or an AddedToken object's "content"; "" when absent */
-static char* special_token(const cJSON* c, const char* key) {
+char* chat_special_token(const cJSON* c, const char* key) {
     const cJSON* v = cJSON_GetObjectItemCaseSensitive(c, key);
     if (cJSON_IsObject(v)) v = cJSON_GetObjectItemCaseSensitive(v, "content");
     return strdup(cJSON_IsString(v) ? v->valuestring : "");
@@ -67,8 +66,8 @@ void chat_format_load(ChatFormat* f, const char* tokenizer_path) {
     char* text = file_read_all(f->config_path, &n);
     cJSON* c = cJSON_ParseWithLength(text, n);
     free(text);
-    f->bos_token = special_token(c, "bos_token");
-    f->eos_token = special_token(c, "eos_token");
+    f->bos_token = chat_special_token(c, "bos_token");
+    f->eos_token = chat_special_token(c, "eos_token");
     cJSON_Delete(c);
 }
 

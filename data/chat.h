@@ -21,6 +21,10 @@
    NULL and err when the file has none or cannot be read */
 char* chat_template_from_config(const char* path, char* err, size_t err_len);
 
+/* a special token of tokenizer_config.json c: a string or an AddedToken object's "content"; "" when absent
+   (malloc'd) */
+char* chat_special_token(const cJSON* c, const char* key);
+
 typedef struct {
     char config_path[4096]; /* the tokenizer_config.json it came from */
     ChatTemplate* tmpl;

@@ -31,10 +31,10 @@ int main(int argc, char** argv) {
         cJSON* c = cJSON_ParseWithLength(text, n);
         const char* keys[] = {"bos_token", "eos_token"};
         for (int k = 0; k < 2; k++) {
-            const cJSON* v = cJSON_GetObjectItemCaseSensitive(c, keys[k]);
-            if (cJSON_IsObject(v)) v = cJSON_GetObjectItemCaseSensitive(v, "content");
-            if (!cJSON_GetObjectItemCaseSensitive(ctx, keys[k]))
-                cJSON_AddStringToObject(ctx, keys[k], cJSON_IsString(v) ? v->valuestring : "");
+            if (cJSON_GetObjectItemCaseSensitive(ctx, keys[k])) continue;
+            char* v = chat_special_token(c, keys[k]);
+            cJSON_AddStringToObject(ctx, keys[k], v);
+            free(v);
         }
         cJSON_Delete(c);
         free(text);
