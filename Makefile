@@ -82,6 +82,9 @@ else
 endif
 HAVE_BLAS := $(call probe,$(BLAS_CFLAGS) $(BLAS_LIBS),cblas.h)
 HAVE_CJSON := $(call probe,-lcjson,cjson/cJSON.h)
+# oneDNN (Debian's libdnnl-dev): the BF16 products of train.compute_dtype "bf16" (model/gemm_bf16.c). Optional:
+# without it the build has FP32 products only and "bf16" is refused, saying how to get it.
+HAVE_DNNL := $(call probe,-ldnnl,oneapi/dnnl/dnnl.h)
 ifneq ($(NO_OMP),1)
   HAVE_OMP := $(call probe,-fopenmp,omp.h)
 endif
@@ -94,6 +97,10 @@ endif
 CFLAGS ?=
 CFLAGS += $(CFLAGS_BASE) $(OMP_FLAGS) $(BLAS_CFLAGS) $(if $(filter 1,$(MPI)),-DREPOC_MPI,)
 LDLIBS += $(BLAS_LIBS) -lcjson
+ifeq ($(HAVE_DNNL),yes)
+  CFLAGS += -DREPOC_DNNL
+  LDLIBS += -ldnnl
+endif
 ifeq ($(DEBUG),1)
   CFLAGS := $(filter-out -O3,$(CFLAGS)) -O0 -g -fsanitize=address,undefined -fno-omit-frame-pointer
   LDFLAGS += -fsanitize=address,undefined
@@ -138,13 +145,13 @@ BENCHES = $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 .PHONY: all deps test quickstart debug clean check-deps bench-load bench-memory
 .SECONDARY:   # keep the objects: they are chained through pattern rules
 all: check-deps $(BUILD)/gradcheck $(PROGRAMS) $(TESTS) $(TEST_TOOLS) $(BENCHES)
-	@echo "built with CC=$(CC) -march=$(MARCH) PRECISION=$(PRECISION) MPI=$(if $(filter 1,$(MPI)),✓,✗) OpenMP=$(if $(filter yes,$(HAVE_OMP)),✓,✗) $(BLAS_NAME)=$(if $(HAVE_BLAS),✓,✗) cJSON=$(if $(HAVE_CJSON),✓,✗)"
+	@echo "built with CC=$(CC) -march=$(MARCH) PRECISION=$(PRECISION) MPI=$(if $(filter 1,$(MPI)),✓,✗) OpenMP=$(if $(filter yes,$(HAVE_OMP)),✓,✗) $(BLAS_NAME)=$(if $(HAVE_BLAS),✓,✗) cJSON=$(if $(HAVE_CJSON),✓,✗) oneDNN=$(if $(HAVE_DNNL),✓,✗)"
 
 check-deps:
 	@if [ "$(HAVE_BLAS)" != yes ] || [ "$(HAVE_CJSON)" != yes ]; then \
 	  echo "missing libraries: OpenBLAS $(if $(HAVE_BLAS),✓,✗)  cJSON $(if $(HAVE_CJSON),✓,✗); run 'make deps' (apt-get)"; exit 1; fi
 
-DEB_PACKAGES = libopenblas-openmp-dev libcjson-dev libomp-dev
+DEB_PACKAGES = libopenblas-openmp-dev libcjson-dev libomp-dev libdnnl-dev
 deps:
 	@missing=""; for p in $(DEB_PACKAGES) $(EXTRA_PACKAGES); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

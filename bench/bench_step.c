@@ -42,7 +42,7 @@
 #include "tests/testutil.h"
 
 typedef struct {
-    const char *size, *mode, *block, *save_dir;
+    const char *size, *mode, *block, *save_dir, *compute;
     int steps, warmup, threads, sgemm_n, mfu_n;
     long batch, seq_len; /* --B, --T: override the size's B and T (0 = keep) */
     unsigned long long tokens_seed;
@@ -182,13 +182,14 @@ static void usage(FILE* fp) {
         "                  [--threads N] [--block olmo2|llama] [--tokens-seed N] [--json] [--no-attn] [--mfu-sgemm N]\n"
         "                  [--B N] [--T N]   (the size's model at another batch size / sequence length)\n"
         "                  [--gemms]   (also the step's linear GEMMs alone)\n"
+        "                  [--compute f32|bf16]   (the products' operands: train.compute_dtype)\n"
         "       bench_step --sgemm N [--threads N] [--json]\n"
         "       bench_step --cpu\n"
         "       bench_step --save-weights DIR [--size ...] [--mode ...] [--block ...] [--tokens-seed N]\n");
 }
 
 static void parse_args(BenchOpts* o, int argc, char** argv) {
-    *o = (BenchOpts){"S", "repo", "olmo2", NULL, 5, 2, 0, 0, 2048, 0, 0, 1, false, true, false, false};
+    *o = (BenchOpts){"S", "repo", "olmo2", NULL, "f32", 5, 2, 0, 0, 2048, 0, 0, 1, false, true, false, false};
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -220,6 +221,7 @@ static void parse_args(BenchOpts* o, int argc, char** argv) {
         if (!strcmp(a, "--size")) o->size = v;
         else if (!strcmp(a, "--mode")) o->mode = v;
         else if (!strcmp(a, "--block")) o->block = v;
+        else if (!strcmp(a, "--compute")) o->compute = v;
         else if (!strcmp(a, "--save-weights")) o->save_dir = v;
         else if (!strcmp(a, "--steps")) o->steps = atoi(v);
         else if (!strcmp(a, "--warmup")) o->warmup = atoi(v);
@@ -238,6 +240,8 @@ static void parse_args(BenchOpts* o, int argc, char** argv) {
     CHECK(o->steps >= 1 && o->warmup >= 0, "bench_step: --steps must be >= 1 and --warmup >= 0");
     CHECK(o->batch >= 0 && o->seq_len >= 0, "bench_step: --B and --T must be positive");
     CHECK(!strcmp(o->block, "olmo2") || !strcmp(o->block, "llama"), "bench_step: unknown block %s", o->block);
+    CHECK(!strcmp(o->compute, "f32") || !strcmp(o->compute, "bf16"), "bench_step: --compute is f32 or bf16, not %s",
+          o->compute);
 }
 
 int main(int argc, char** argv) {
@@ -263,7 +267,8 @@ int main(int argc, char** argv) {
     if (o.seq_len) T = (size_t)o.seq_len;
     CHECK(model_config_plan_positions(&c, o.mode, REPO_START_DEFAULT), "bench_step: unknown mode %s", o.mode);
     Model m;
-    model_build(&m, &c, B, T, NULL, 0, false);
+    bool bf16 = !strcmp(o.compute, "bf16");
+    model_build_opts(&m, &c, B, T, NULL, 0, &(ModelOpts){.compute_bf16 = bf16}, false);
     model_init_weights(&m, 1, 0.02);
     size_t N = B * T;
     int32_t* tok = mallocCheck(N * sizeof(int32_t));
@@ -291,6 +296,7 @@ int main(int argc, char** argv) {
     FILE* saved = stdout;
     stdout = devnull; /* adamw_build prints its groups */
     adamw_build(&opt, &m.tensors, &oc);
+    opt.mirror = m.params_bf16; /* NULL in f32 */
     stdout = saved;
     fcloseCheck(devnull, "/dev/null");
 
@@ -336,13 +342,15 @@ int main(int argc, char** argv) {
                "\"bwd_ms\": %.2f, \"opt_ms\": %.2f, \"attn_ms\": %.2f, \"attn_us_per_token\": %.3f, "
                "\"sgemm_gflops\": %.2f, \"mfu\": %.4f, \"minflt_per_step\": %.0f, \"cpu\": \"%s\", "
                "\"cpu_level\": \"%s\", \"isa\": \"%s\", \"blas_core\": \"%s\", \"gemms_ms\": %.2f, "
-               "\"gemms_gflop\": %.3f}\n",
+               "\"gemms_gflop\": %.3f, \"compute\": \"%s\", \"products\": \"%s\"}\n",
                o.size, o.mode, o.block, m.tensors.n_params, B, T, threads, n, o.warmup, ms, sum / n * 1e3, tps,
                flops * 1e-9, gflops, attn_flops * 1e-9, rss, loss0, fwd, bwd, optm, attn_ms,
                o.attn ? attn_ms * 1e3 / N : 0, sg, sg > 0 ? gflops / sg : 0, faults, cpu_name, cpu_level(),
-               cpu_isa_built(), cpu_blas_core(), gemm_ms, gemm_gflop);
+               cpu_isa_built(), cpu_blas_core(), gemm_ms, gemm_gflop, o.compute, products_name(bf16));
     } else {
         cpu_print(stdout, dispatch_describe());
+        printf("products: %s\n", products_name(bf16));
+        if (bf16 && o.gemms) gemm_bf16_print(stdout);
         printf("size %s mode %s: params %zu, B=%zu T=%zu, threads %d: median %.1f ms/step (forward %.1f, backward "
                "%.1f, clip+AdamW+zero %.1f), %.0f tokens/s, %.2f GFLOP/step, %.1f GFLOP/s, peak RSS %.0f MiB, "
                "loss %.6f\n",

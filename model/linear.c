@@ -7,6 +7,7 @@
 
 #include "common/hash.h" /* mix64: the dropout mask's stateless hash */
 #include "common/threads.h"
+#include "model/products.h"
 
 /* On short products (S: 2048 rows, K = 256 or 1024) one single-threaded call per thread on its own rows
    measured 2-12% faster than one call that OpenBLAS threads itself, and neutral at 256 x 4096 (Intel Xeon,
@@ -20,6 +21,7 @@
 
 /* the threads to split rows among for an (N rows) x (weight of w reals) product; 1: one BLAS call */
 static size_t row_split(size_t N, size_t w, size_t max_w) {
+    if (products_bf16()) return 1; /* oneDNN threads each product itself */
     size_t nt = threads_blas_split();
     return nt > 1 && w <= max_w && N / nt >= SPLIT_ROWS ? nt : 1;
 }
@@ -38,7 +40,7 @@ static void part_rows(size_t N, size_t t, size_t nt, size_t* r0, size_t* r1) {
 #define CLEAR_MIN ((size_t)1 << 18)
 static real write_beta(real* c, size_t rows, size_t cols, size_t ld) {
     size_t nt = threads_blas_split();
-    if (nt == 1 || rows * cols < CLEAR_MIN) return 0;
+    if (nt == 1 || products_bf16() || rows * cols < CLEAR_MIN) return 0;
     size_t n = ld == cols ? 1 : rows, len = ld == cols ? rows * cols : cols; /* n spans of len reals */
 #pragma omp parallel num_threads(nt)
     {
@@ -56,22 +58,20 @@ static real write_beta(real* c, size_t rows, size_t cols, size_t ld) {
 /* out (N,OC), row stride ldo, = inp (N,C) · weight^T (C,OC) + beta out */
 static void gemm_forward(real* out, size_t ldo, const real* inp, const real* weight, size_t N, size_t C, size_t OC,
                          real beta) {
-    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)OC, (int)C, 1, inp, (int)C, weight, (int)C, beta,
-               out, (int)ldo);
+    product(false, true, N, OC, C, 1, inp, C, OPERAND_ACT, weight, C, OPERAND_WEIGHT, beta, out, ldo);
 }
 
 /* dinp (N,C) = alpha dout (N,OC; row stride ldd) · W (OC,C) + beta dinp */
 static void gemm_dinp(real* dinp, const real* dout, size_t ldd, const real* weight, size_t N, size_t C, size_t OC,
                       real alpha, real beta) {
-    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)OC, alpha, dout, (int)ldd, weight,
-               (int)C, beta, dinp, (int)C);
+    product(false, false, N, C, OC, alpha, dout, ldd, OPERAND_ACT, weight, C, OPERAND_WEIGHT, beta, dinp, C);
 }
 
 /* rows [o0, o1) of dW (OC,C) += alpha dout^T (OC,N; dout's row stride ldd) · inp (N,C) */
 static void gemm_dweight(real* dweight, const real* dout, size_t ldd, const real* inp, size_t N, size_t C, size_t o0,
                          size_t o1, real alpha) {
-    cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(o1 - o0), (int)C, (int)N, alpha, dout + o0, (int)ldd, inp,
-               (int)C, 1, dweight + o0 * C, (int)C);
+    product(true, false, o1 - o0, C, N, alpha, dout + o0, ldd, OPERAND_ACT, inp, C, OPERAND_ACT, 1, dweight + o0 * C,
+            C);
 }
 
 void linear_forward_ld(real* out, size_t ldo, const real* inp, const real* weight, size_t N, size_t C, size_t OC) {
@@ -174,8 +174,7 @@ void lora_forward(real* out, size_t ldo, const LoraOp* op) {
     }
     linear_forward(op->ax, inp, op->A, N, C, r); /* ax (N,r) = x A^T */
     /* out (N,OC) += scale · ax (N,r) · B^T (r,OC) */
-    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)OC, (int)r, op->scale, op->ax, (int)r, op->B,
-               (int)r, 1, out, (int)ldo);
+    product(false, true, N, OC, r, op->scale, op->ax, r, OPERAND_ACT, op->B, r, OPERAND_WEIGHT, 1, out, ldo);
 }
 
 void lora_backward(real* dinp, real* dA, real* dB, real* dax, const real* dout, size_t ldd, const LoraOp* op) {
@@ -183,13 +182,10 @@ void lora_backward(real* dinp, real* dA, real* dB, real* dax, const real* dout, 
     const real *inp = op->inp, *A = op->A;
     const LoraDropout* drop = op->drop;
     /* out = scale · ax B^T:  dB (OC,r) += scale · dout^T (OC,N) · ax (N,r) */
-    if (dB)
-        cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OC, (int)r, (int)N, op->scale, dout, (int)ldd, op->ax,
-                   (int)r, 1, dB, (int)r);
+    if (dB) product(true, false, OC, r, N, op->scale, dout, ldd, OPERAND_ACT, op->ax, r, OPERAND_ACT, 1, dB, r);
     if (!dinp && !dA) return;
     /* dax (N,r) = scale · dout (N,OC) · B (OC,r) */
-    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)r, (int)OC, op->scale, dout, (int)ldd, op->B,
-               (int)r, 0, dax, (int)r);
+    product(false, false, N, r, OC, op->scale, dout, ldd, OPERAND_ACT, op->B, r, OPERAND_WEIGHT, 0, dax, r);
     if (!drop) { /* ax = inp A^T:  dinp += dax A,  dA += dax^T inp */
         linear_backward(dinp, dA, dax, inp, A, N, C, r, true);
         return;
@@ -199,8 +195,7 @@ void lora_backward(real* dinp, real* dA, real* dB, real* dax, const real* dout, 
         linear_backward(NULL, dA, dax, drop->xd, A, N, C, r, true);
     }
     if (dinp) { /* dx = dax A (into xd), then dinp += dx * mask / (1 - p) */
-        cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)r, 1, dax, (int)r, A, (int)C, 0,
-                   drop->xd, (int)C);
+        product(false, false, N, C, r, 1, dax, r, OPERAND_ACT, A, C, OPERAND_WEIGHT, 0, drop->xd, C);
         lora_dropout_apply(dinp, drop->xd, true, drop, N, C);
     }
 }

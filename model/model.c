@@ -72,11 +72,29 @@ static void model_shape(Model* m, const ModelConfig* cfg, size_t B, size_t T, co
     tensor_table_build(&m->tensors, &m->cfg, frozen_patterns, n_frozen);
 }
 
+/* Elements of each of the two BF16 work spaces: the widest activation operand of a layer's products (the
+   MLP's gate and up side by side: 2F) on all N rows, or 256 rows of the logits, which the head's backward
+   takes in chunks of that many rows */
+static size_t products_work(const Model* m) {
+    const ModelConfig* c = &m->cfg;
+    size_t N = m->B * m->T, w = c->D, head = (m->head_rows < 256 ? m->head_rows : 256) * c->V;
+    size_t widths[] = {c->H * cfg_hd(c), c->KVH * cfg_hd(c), 2 * c->F, 2 * cfg_dp(c), c->lora_rank};
+    for (size_t i = 0; i < sizeof(widths) / sizeof(widths[0]); i++) w = widths[i] > w ? widths[i] : w;
+    return mulCheck(N, w, "BF16 work space") > head ? N * w : head;
+}
+
 ModelArenaSizes model_arena_sizes(const ModelConfig* cfg, size_t B, size_t T, const char* const* frozen_patterns,
                                   size_t n_frozen, const ModelOpts* opts) {
     Model* m = mallocCheck(sizeof(Model)); /* the struct only: views stay NULL while counting */
     model_shape(m, cfg, B, T, frozen_patterns, n_frozen, opts);
-    ModelArenaSizes s = {m->tensors.n_params, m->tensors.n_grads, 0, 0, m->tensors.n_bf16, m->tensors.max_layer_bf16};
+    ModelArenaSizes s = {.params = m->tensors.n_params,
+                         .grads = m->tensors.n_grads,
+                         .bf16 = m->tensors.n_bf16,
+                         .widened = m->tensors.max_layer_bf16};
+    if (m->opts.compute_bf16) {
+        s.params_bf16 = m->tensors.n_params;
+        s.bf16_work = 2 * products_work(m);
+    }
     Cursor cur = {NULL, 0};
     acts_layout(m, &cur);
     s.acts = cur.used;
@@ -105,6 +123,16 @@ void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, cons
                                  "BF16 widening buffer");
     weights_view(&m->w, &m->tensors, c, m->params, false);
     weights_view(&m->dw, &m->tensors, c, m->grads, true);
+    if (m->opts.compute_bf16) {
+        char why[512];
+        CHECK(products_bf16_available(why, sizeof(why)), "train.compute_dtype \"bf16\": %s", why);
+        size_t work = products_work(m);
+        m->params_bf16 = arenaAllocNamed(mulCheck(m->tensors.n_params, sizeof(bf16), "BF16 mirror"), "BF16 mirror");
+        m->bf16_work = arenaAllocNamed(mulCheck(2 * work, sizeof(bf16), "BF16 work space"), "BF16 work space");
+        m->prod = (Bf16Products){.region = {{m->params, m->tensors.n_params, m->params_bf16}},
+                                 .act = {m->bf16_work, m->bf16_work + work},
+                                 .act_cap = work};
+    }
 
     Cursor cur = {NULL, 0};
     acts_layout(m, &cur);
@@ -138,6 +166,9 @@ void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, cons
         if (m->tensors.n_bf16)
             printf("  frozen base in BF16: %zu parameters (%.1f MiB), widened per layer (%.1f MiB)\n",
                    m->tensors.n_bf16, m->tensors.n_bf16 * 2.0 / 1048576.0, m->tensors.max_layer_bf16 * mb);
+        if (m->opts.compute_bf16)
+            printf("  BF16 products (%s): parameter mirror %.1f MiB, activation work space %.1f MiB\n",
+                   gemm_bf16_engine(), m->tensors.n_params * 2.0 / 1048576.0, m->prod.act_cap * 4.0 / 1048576.0);
         printf("  parameters %zu (%.1f MiB)  trainable %zu  activations %zu (%.1f MiB, B=%zu T=%zu%s, logits "
                "%zu rows)  scratch %.1f MiB  precision %s\n",
                m->tensors.n_params, m->tensors.n_params * mb, m->tensors.n_grads, m->n_acts, m->n_acts * mb, B, T,
@@ -149,6 +180,8 @@ void model_free(Model* m) {
     free(m->params);
     free(m->base_bf16);
     free(m->widened);
+    free(m->params_bf16);
+    free(m->bf16_work);
     free(m->grads);
     free(m->acts);
     free(m->scratch);
@@ -191,12 +224,29 @@ void model_init_tensor(Model* m, size_t index, uint64_t seed, double std) {
 
 void model_init_weights(Model* m, uint64_t seed, double std) {
     for (size_t i = 0; i < m->tensors.n; i++) model_init_tensor(m, i, seed, std);
+    model_params_changed(m);
 }
 
-/* layer l's weights, its BF16 base tensors widened into m->widened */
+void model_params_changed(Model* m) { m->bf16_fresh = false; }
+
+Bf16Products* model_products_begin(Model* m) {
+    if (!m->opts.compute_bf16) return products_use(NULL);
+    if (!m->bf16_fresh) { /* (the double build refuses compute_bf16 at model_build) */
+#ifndef REPOC_F64
+        bf16_from_f32(m->params_bf16, m->params, 1, m->tensors.n_params, m->tensors.n_params);
+#endif
+        m->bf16_fresh = true;
+    }
+    return products_use(&m->prod);
+}
+
+/* layer l's weights, its BF16 base tensors widened into m->widened (whose BF16 copies, for the products, are
+   the layer's part of base_bf16) */
 static const LayerWeights* layer_weights(Model* m, size_t l) {
     if (!m->tensors.n_bf16) return &m->w.layer[l];
     layer_weights_widen(&m->wl, &m->w.layer[l], &m->tensors, m->base_bf16, m->widened, (int)l);
+    m->prod.region[1] =
+        (Bf16Region){m->widened, m->tensors.layer_range[l].n_bf16, m->base_bf16 + m->tensors.layer_range[l].bf16_start};
     return &m->wl;
 }
 
@@ -292,9 +342,16 @@ static double forward(Model* m, const Batch* b, bool train) {
     return m->loss;
 }
 
-double model_forward(Model* m, const Batch* b) { return forward(m, b, false); }
+static double forward_with_products(Model* m, const Batch* b, bool train) {
+    Bf16Products* prev = model_products_begin(m);
+    double loss = forward(m, b, train);
+    products_use(prev);
+    return loss;
+}
 
-double model_forward_train(Model* m, const Batch* b) { return forward(m, b, true); }
+double model_forward(Model* m, const Batch* b) { return forward_with_products(m, b, false); }
+
+double model_forward_train(Model* m, const Batch* b) { return forward_with_products(m, b, true); }
 
 void model_backward(Model* m, const Batch* b, double dloss) {
     CHECK(m->has_loss, "model_backward: the last forward had no targets (or backward already ran)");
@@ -303,6 +360,7 @@ void model_backward(Model* m, const Batch* b, double dloss) {
     const ModelConfig* c = &m->cfg;
     size_t N = m->B * m->T, D = c->D, V = c->V;
     BlockCtx ctx = block_ctx(m, b);
+    Bf16Products* prev = model_products_begin(m);
 
     real* dx = m->dres; /* gradient of the residual stream, summed into by each block in turn */
     real* dfinal = m->dfinal;
@@ -331,6 +389,7 @@ void model_backward(Model* m, const Batch* b, double dloss) {
     if (m->dw.embed) embedding_backward(m->dw.embed, dx, b->tokens, N, D);
     m->has_loss = false; /* the logits buffer now holds dlogits (or G) */
     m->logits_hold_grad = false;
+    products_use(prev);
 }
 
 void model_zero_grad(Model* m) { memset(m->grads, 0, m->tensors.n_grads * sizeof(real)); }

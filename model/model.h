@@ -14,6 +14,7 @@
 #include "data/batch.h"
 #include "model/block.h"
 #include "model/config.h"
+#include "model/products.h"
 #include "model/rope.h"
 #include "model/tensors.h"
 
@@ -31,10 +32,13 @@ typedef struct {
    head_chunk: rows of logits held at once (0 = all B*T rows). With fewer than
      B*T, forward computes the LM head and the loss chunk by chunk and backward
      recomputes each chunk's logits; the full (B*T,V) logits never exist, so a
-     forward without targets (which returns logits) needs head_chunk 0. */
+     forward without targets (which returns logits) needs head_chunk 0.
+   compute_bf16: every product takes BF16 operands (model/products.h): the model keeps a BF16 mirror of
+     its parameters and a work space for the activation operands. */
 typedef struct {
     bool recompute;
     size_t head_chunk;
+    bool compute_bf16;
 } ModelOpts;
 
 typedef struct {
@@ -50,6 +54,12 @@ typedef struct {
     uint16_t* base_bf16; /* tensors.n_bf16: frozen layer matrices in BF16 (cfg.base_bf16) */
     real* widened;       /* tensors.max_layer_bf16: the current layer's BF16 tensors as real */
     LayerWeights wl;     /* the current layer's view with widened tensors */
+
+    /* opts.compute_bf16: the BF16 copies the products read (docs/design.md, "Products and their precision") */
+    bf16* params_bf16; /* tensors.n_params: bf16_round of params, rewritten by AdamW's pass and when stale */
+    bool bf16_fresh;   /* params_bf16 holds the current params (model_params_changed clears it) */
+    bf16* bf16_work;   /* 2 x products_work(): the activation operands, rounded per product */
+    Bf16Products prod; /* regions: params -> params_bf16, widened -> the current layer's base_bf16 */
 
     real* acts; /* activation arena */
     size_t n_acts;
@@ -99,7 +109,9 @@ void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, cons
    layout functions, without allocating any of them (the memory plan). */
 typedef struct {
     size_t params, grads, acts, scratch;
-    size_t bf16, widened; /* a BF16 frozen base (2 bytes each) and its per-layer widening buffer (reals) */
+    size_t bf16, widened;          /* a BF16 frozen base (2 bytes each) and its per-layer widening buffer (reals) */
+    size_t params_bf16, bf16_work; /* compute_bf16: the parameters' BF16 mirror and the products' work space
+                                      (2 bytes each) */
 } ModelArenaSizes;
 ModelArenaSizes model_arena_sizes(const ModelConfig* cfg, size_t B, size_t T, const char* const* frozen_patterns,
                                   size_t n_frozen, const ModelOpts* opts);
@@ -130,5 +142,12 @@ void model_head_forward(real* logits, real* normed, real* rstd, const real* x, c
    last forward, unchanged since (its tokens, targets, weights and dropout key are read again). */
 void model_backward(Model* m, const Batch* b, double dloss);
 void model_zero_grad(Model* m);
+
+/* The parameters were written other than by AdamW's step with the mirror (a load, an init, a test): the
+   BF16 mirror is rewritten before the next product. A no-op without compute_bf16. */
+void model_params_changed(Model* m);
+/* The products of m from here on: m's BF16 context (its mirror made current first) or FP32; returns the
+   context in use before, for products_use to restore. forward, backward and generation call it. */
+Bf16Products* model_products_begin(Model* m);
 
 #endif

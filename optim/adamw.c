@@ -170,7 +170,7 @@ typedef struct {
    GCC vectorises this loop only under -fno-math-errno (sqrtf may set errno,
    so it stays a call); with that flag the step runs about 5x faster. The
    optimize("no-math-errno") function attribute does not do it (GCC 12). */
-static void adamw_tensor(real* w, real* m, real* v, real* g, size_t n, StepConsts k, bool zero) {
+static void adamw_tensor(real* w, bf16* w16, real* m, real* v, real* g, size_t n, StepConsts k, bool zero) {
 #ifdef OMP
 #pragma omp for simd schedule(static) nowait
 #endif
@@ -182,13 +182,14 @@ static void adamw_tensor(real* w, real* m, real* v, real* g, size_t n, StepConst
         v[i] = real_fma(k.omb2 * gi, gi, v[i] * k.b2);     /* exp_avg_sq.mul_(b2).addcmul_(g, g, value=1-b2) */
         real denom = real_sqrt(v[i]) / k.bc2_sqrt + k.eps; /* (exp_avg_sq.sqrt() / sqrt(bc2)).add_(eps) */
         w[i] += k.neg_step * m[i] / denom;                 /* param.addcdiv_(m, denom, value=-lr/bc1) */
+        if (w16) w16[i] = bf16_round((float)w[i]);         /* the products' copy (a.mirror) */
     }
 }
 
 /* The same step on bf16 moments m16, v16 (n): widened, updated in float as above,
    stored with stochastic rounding keyed by (key_m / key_v, gradient-arena index g0 + i) */
-static void adamw_tensor_bf16(real* w, uint16_t* m16, uint16_t* v16, real* g, size_t n, StepConsts k, bool zero,
-                              uint64_t key_m, uint64_t key_v, size_t g0) {
+static void adamw_tensor_bf16(real* w, bf16* w16, uint16_t* m16, uint16_t* v16, real* g, size_t n, StepConsts k,
+                              bool zero, uint64_t key_m, uint64_t key_v, size_t g0) {
 #ifdef OMP
 #pragma omp for schedule(static) nowait
 #endif
@@ -200,6 +201,7 @@ static void adamw_tensor_bf16(real* w, uint16_t* m16, uint16_t* v16, real* g, si
         w[i] *= k.keep;
         real denom = real_sqrt(v) / k.bc2_sqrt + k.eps;
         w[i] += k.neg_step * m / denom;
+        if (w16) w16[i] = bf16_round((float)w[i]);
         m16[i] = bf16_round_stochastic((float)m, sr_bits(key_m, g0 + i));
         v16[i] = bf16_round_stochastic((float)v, sr_bits(key_v, g0 + i));
     }
@@ -265,10 +267,12 @@ void adamw_step(AdamW* a, real* params, real* grads, double lr, size_t step, dou
         StepConsts sc = base;
         sc.keep = at->decay ? (real)(1.0 - lr_t * c->weight_decay) : (real)1;
         sc.neg_step = (real)(-lr_t / bc1);
-        real* w = params + at->offset + (g0 - at->grad_offset);
+        size_t p0 = at->offset + (g0 - at->grad_offset);
+        real* w = params + p0;
+        bf16* w16 = a->mirror ? a->mirror + p0 : NULL;
         if (c->state_bf16)
-            adamw_tensor_bf16(w, a->m16 + (g0 - a->lo), a->v16 + (g0 - a->lo), grads + g0, g1 - g0, sc, zero_grads,
+            adamw_tensor_bf16(w, w16, a->m16 + (g0 - a->lo), a->v16 + (g0 - a->lo), grads + g0, g1 - g0, sc, zero_grads,
                               key_m, key_v, g0);
-        else adamw_tensor(w, a->m + (g0 - a->lo), a->v + (g0 - a->lo), grads + g0, g1 - g0, sc, zero_grads);
+        else adamw_tensor(w, w16, a->m + (g0 - a->lo), a->v + (g0 - a->lo), grads + g0, g1 - g0, sc, zero_grads);
     }
 }

@@ -54,6 +54,7 @@
 #include "common/hash.h"
 #include "common/real.h"
 #include "common/safetensors.h"
+#include "model/gemm_bf16.h"
 #include "model/tensors.h"
 #include "optim/optim_config.h"
 
@@ -76,6 +77,8 @@ typedef struct {
     uint16_t *m16, *v16; /* (hi - lo) each, bf16 bit patterns, with cfg.state_bf16; else NULL */
     size_t n;            /* == TensorTable.n_grads */
     size_t lo, hi;       /* the slice held and updated: [0, n) unless sharded */
+    bf16* mirror;        /* NULL, or the parameters' BF16 mirror (tt.n_params, Model.params_bf16): each updated weight's
+                     bf16_round is written there in the same pass (train.compute_dtype "bf16") */
 } AdamW;
 
 /* Validate cfg, check it against the table (every freeze pattern matches a

@@ -193,7 +193,7 @@ size_t build_model(Problem* out, size_t max, Rng* rng) {
     cfg.pos[1] = POS_REPO;
     cfg.pos[2] = POS_NOPE;
     setup_model(&out[4], rng, &cfg, "model: OLMo-2 rope/repo/nope, 3 documents per row, masked", 1e-3, docs, NULL);
-    ModelOpts chunked = {true, 5}; /* 12 rows in chunks of 5, 5, 2; recomputed blocks */
+    ModelOpts chunked = {.recompute = true, .head_chunk = 5}; /* 12 rows in chunks of 5, 5, 2; recomputed blocks */
     if (max <= 5) return 5;
     setup_model(&out[5], rng, &cfg, "model: OLMo-2, head chunks of 5 rows, recompute", 1e-3, NULL, &chunked);
     if (max <= 6) return 6;

@@ -250,7 +250,7 @@ static void check_dropout(ModelConfig cfg) {
     Model m[2];
     double loss[2];
     for (int rec = 0; rec < 2; rec++) {
-        ModelOpts o = {rec, 0};
+        ModelOpts o = {.recompute = rec};
         model_build_opts(&m[rec], &cfg, 2, NT / 2, NULL, 0, &o, false);
         random_weights(&m[rec], 19);
         Batch b = {.B = 2, .T = NT / 2, .tokens = tokens, .targets = targets, .lora_dropout_key = 7};

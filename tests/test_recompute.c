@@ -9,7 +9,9 @@
    3. both shrink the activation arena as model_arena_sizes says, and the
       sizes it counts are those model_build_opts allocates;
    4. an arena that cannot be allocated (4 TiB of logits) stops the build
-      with a message naming the arena and its size. */
+      with a message naming the arena and its size;
+   5. with compute_bf16 (train.compute_dtype "bf16") recompute is bit-identical too, and the loss
+      differs from FP32's by BF16 rounding only (skipped where the build or CPU has no BF16 products). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,8 +58,8 @@ static double run_step(Model* m, real* weights, bool docs) {
     return loss;
 }
 
-static void build(Model* m, const ModelConfig* cfg, bool recompute, size_t chunk) {
-    ModelOpts o = {recompute, chunk};
+static void build(Model* m, const ModelConfig* cfg, bool recompute, size_t chunk, bool bf16) {
+    ModelOpts o = {.recompute = recompute, .head_chunk = chunk, .compute_bf16 = bf16};
     model_build_opts(m, cfg, B, T, NULL, 0, &o, false);
     model_init_weights(m, 3, 0.05);
     m->z_loss = 1e-3;
@@ -87,8 +89,8 @@ int main(void) {
         const char* name = style ? "llama" : "olmo2";
         printf("%s: rope, repo, nope, repo layers, GQA 4/2\n", name);
         Model full, rec, chunked;
-        build(&full, &cfg, false, 0);
-        build(&rec, &cfg, true, 0);
+        build(&full, &cfg, false, 0, false);
+        build(&rec, &cfg, true, 0, false);
         double l_masked = 0, l_full = 0;
         for (int docs = 1; docs >= 0; docs--) { /* unmasked last: the chunked runs below compare with it */
             double l = run_step(&full, weights, docs), l_rec = run_step(&rec, weights, docs);
@@ -101,7 +103,7 @@ int main(void) {
         EXPECT(l_masked != l_full, "%s: masking changes the loss (%.9g vs %.9g)", name, l_masked, l_full);
         EXPECT(rec.n_acts < full.n_acts, "%s recompute: activations %zu < %zu reals", name, rec.n_acts, full.n_acts);
         for (size_t chunk = 1; chunk <= 7; chunk += 6) {
-            build(&chunked, &cfg, chunk == 7, chunk);
+            build(&chunked, &cfg, chunk == 7, chunk, false);
             double l_ch = run_step(&chunked, weights, false);
             EXPECT(fabs(l_ch - l_full) <= 1e-6 * fabs(l_full), "%s head_chunk %zu: loss %.9g vs %.9g", name, chunk,
                    l_ch, l_full);
@@ -115,6 +117,34 @@ int main(void) {
         }
         model_free(&full);
         model_free(&rec);
+    }
+    /* train.compute_dtype "bf16": recompute runs the same BF16 products in the same order */
+    char why[512];
+    if (!products_bf16_available(why, sizeof(why))) {
+        printf("SKIP bf16 recompute: %s\n", why);
+    } else {
+        for (int style = 0; style < 2; style++) {
+            ModelConfig cfg = config(style ? BLOCK_LLAMA : BLOCK_OLMO2);
+            const char* name = style ? "llama" : "olmo2";
+            Model full, rec, f32;
+            build(&full, &cfg, false, 0, true);
+            build(&rec, &cfg, true, 0, true);
+            build(&f32, &cfg, false, 0, false);
+            for (int docs = 1; docs >= 0; docs--) {
+                double l = run_step(&full, weights, docs), l_rec = run_step(&rec, weights, docs);
+                double l32 = run_step(&f32, weights, docs);
+                EXPECT(l == l_rec, "%s bf16 recompute (docs %d): loss %.9g == %.9g", name, docs, l_rec, l);
+                EXPECT(!memcmp(full.grads, rec.grads, full.tensors.n_grads * sizeof(real)),
+                       "%s bf16 recompute (docs %d): every gradient bit-identical (%zu reals)", name, docs,
+                       full.tensors.n_grads);
+                EXPECT(l != l32 && fabs(l - l32) < 0.02 * fabs(l32),
+                       "%s bf16 (docs %d): loss %.9g differs from f32's %.9g, by BF16 rounding only", name, docs, l,
+                       l32);
+            }
+            model_free(&full);
+            model_free(&rec);
+            model_free(&f32);
+        }
     }
     printf("%d passed, %d failed\n", test_passes, test_failures);
     return test_failures != 0;

@@ -201,7 +201,7 @@ static void test_fused_head(void) {
                  "float rounding: softmax as e/sum vs exp(x - lse), dloss/W in the GEMM");
     free(g);
     model_free(&m);
-    ModelOpts chunked = {false, 10};
+    ModelOpts chunked = {.head_chunk = 10};
     model_build_opts(&m, &c, B, T, NULL, 0, &chunked, false);
     model_init_weights(&m, 3, 0.05);
     b.target_weights = NULL;

@@ -27,9 +27,9 @@
 #define BLAS_PANEL_BYTES_PER_COL (384.0 * 4.0)
 #define BLAS_PANEL_MAX_COLS 87381.0
 
-static const char* ROW_NAMES[MP_ROWS] = {"parameters",  "gradients",        "AdamW state",
-                                         "activations", "backward scratch", "batch buffers",
-                                         "token data",  "eval tasks (KV)",  "runtime + BLAS"};
+static const char* ROW_NAMES[MP_ROWS] = {"parameters",       "gradients",     "AdamW state", "activations",
+                                         "backward scratch", "batch buffers", "token data",  "eval tasks (KV)",
+                                         "BF16 products",    "runtime + BLAS"};
 
 /* train.eval_tasks' generator: a KV cache and work space for the longest length (the trainer's setup_tasks) */
 static double eval_tasks_bytes(const ModelConfig* cfg, const RunConfig* rc) {
@@ -62,13 +62,14 @@ void memplan_compute(MemPlan* p, const ModelConfig* cfg, const RunConfig* rc, si
     p->sharded = p->world > 1 && rc->train.shard_optimizer;
     const char* freeze[RC_LIST_MAX];
     for (size_t i = 0; i < rc->optim.freeze.n; i++) freeze[i] = rc->optim.freeze.v[i];
-    ModelOpts mo = {rc->train.recompute, memplan_head_chunk(rc, cfg->V)};
+    ModelOpts mo = {rc->train.recompute, memplan_head_chunk(rc, cfg->V), !strcmp(rc->train.compute_dtype, "bf16")};
     p->n = model_arena_sizes(cfg, p->B, p->T, freeze, rc->optim.freeze.n, &mo);
     size_t N = p->B * p->T;
     p->head_rows = mo.head_chunk && mo.head_chunk < N ? mo.head_chunk : N;
     double r = sizeof(real);
     double state_elems = p->sharded ? (double)((p->n.grads + p->world - 1) / p->world) : (double)p->n.grads;
     p->bytes[MP_PARAMS] = r * (double)p->n.params + 2.0 * (double)p->n.bf16 + r * (double)p->n.widened;
+    p->bytes[MP_BF16] = 2.0 * (double)(p->n.params_bf16 + p->n.bf16_work);
     p->bytes[MP_GRADS] = r * (double)p->n.grads;
     p->bytes[MP_STATE] = 2.0 * (p->state_bf16 ? 2.0 : r) * state_elems;
     p->bytes[MP_ACTS] = r * (double)p->n.acts;
@@ -82,7 +83,7 @@ void memplan_compute(MemPlan* p, const ModelConfig* cfg, const RunConfig* rc, si
         RUNTIME_BASE_BYTES + BLAS_PANEL_BYTES_PER_COL * (widest < BLAS_PANEL_MAX_COLS ? widest : BLAS_PANEL_MAX_COLS);
     for (int i = 0; i < MP_ROWS; i++) p->total += p->bytes[i];
     /* one block's kept activations per token: the arena without recompute, less the shared parts, / (N L) */
-    ModelOpts keep = {false, mo.head_chunk};
+    ModelOpts keep = {false, mo.head_chunk, mo.compute_bf16};
     ModelArenaSizes all = model_arena_sizes(cfg, p->B, p->T, freeze, rc->optim.freeze.n, &keep);
     ModelConfig none = *cfg;
     none.L = 1; /* the same model with one layer: the difference is L-1 layers */
@@ -95,7 +96,8 @@ void memplan_print(const MemPlan* p, FILE* fp) {
             p->T, p->threads, p->threads == 1 ? "" : "s", p->world > 1 ? " per rank" : "", p->recompute ? "on" : "off",
             p->state_bf16 ? "bf16" : REAL_NAME, p->sharded ? " sharded" : "", p->head_rows);
     for (int i = 0; i < MP_ROWS; i++)
-        if (i != MP_EVAL || p->bytes[i] > 0) fprintf(fp, "  %-18s %10.1f MiB\n", ROW_NAMES[i], p->bytes[i] / MIB);
+        if ((i != MP_EVAL && i != MP_BF16) || p->bytes[i] > 0)
+            fprintf(fp, "  %-18s %10.1f MiB\n", ROW_NAMES[i], p->bytes[i] / MIB);
     fprintf(fp,
             "  %-18s %10.1f MiB  (%.2f GiB; %.2f bytes per parameter; activations %.0f bytes per token per "
             "layer kept%s)\n",

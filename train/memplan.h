@@ -35,6 +35,7 @@ typedef enum {
     MP_BATCH,
     MP_DATA,
     MP_EVAL,
+    MP_BF16, /* train.compute_dtype "bf16": the parameters' BF16 mirror and the activation work space */
     MP_RUNTIME,
     MP_ROWS
 } MemRow;

@@ -134,26 +134,28 @@ typedef struct {
 } RcOptim;
 
 typedef struct {
-    size_t batch_size;            /* 8: rows per micro-batch (B) */
-    size_t grad_accum;            /* 1: micro-batches per optimizer step */
-    size_t steps;                 /* 1000: optimizer steps */
-    size_t log_every;             /* 10 */
-    size_t eval_every;            /* 100; 0 = never */
-    size_t eval_batches;          /* 10 */
-    size_t log_positions;         /* 0 = off; N: every N steps (and at the last), per RePo layer the
+    size_t batch_size;               /* 8: rows per micro-batch (B) */
+    size_t grad_accum;               /* 1: micro-batches per optimizer step */
+    size_t steps;                    /* 1000: optimizer steps */
+    size_t log_every;                /* 10 */
+    size_t eval_every;               /* 100; 0 = never */
+    size_t eval_batches;             /* 10 */
+    size_t log_positions;            /* 0 = off; N: every N steps (and at the last), per RePo layer the
                                            statistics of z on one fixed validation batch into metrics.jsonl */
-    size_t save_every;            /* 500; 0 = only the final checkpoint */
-    size_t keep_last;             /* 2: checkpoints kept in out_dir */
-    char save_dtype[RC_WORD_LEN]; /* "f32" | "bf16": weights in saved checkpoints */
-    bool shard_optimizer;         /* true: with N MPI ranks each keeps the AdamW moments of 1/N of the
+    size_t save_every;               /* 500; 0 = only the final checkpoint */
+    size_t keep_last;                /* 2: checkpoints kept in out_dir */
+    char save_dtype[RC_WORD_LEN];    /* "f32" | "bf16": weights in saved checkpoints */
+    bool shard_optimizer;            /* true: with N MPI ranks each keeps the AdamW moments of 1/N of the
                                            parameters and all-gathers the weights (ZeRO-1);
                                            false: every rank keeps all moments; one rank: no effect */
-    bool recompute;               /* false: keep only block inputs and recompute each block's activations
+    bool recompute;                  /* false: keep only block inputs and recompute each block's activations
                                            in backward (ModelOpts.recompute; bit-identical gradients) */
-    size_t head_chunk;            /* 0 = automatic: all B*T rows while their logits take at most 512 MiB,
+    char compute_dtype[RC_WORD_LEN]; /* "f32" | "bf16": the operands of every product (ModelOpts.compute_bf16;
+                                        FP32 accumulation, FP32 master weights, docs/design.md) */
+    size_t head_chunk;               /* 0 = automatic: all B*T rows while their logits take at most 512 MiB,
                                            else chunks of 128 MiB of logits; N > 0: N rows at once (>= B*T:
                                            all); memplan_head_chunk resolves it (ModelOpts.head_chunk) */
-    cJSON* eval_tasks;            /* NULL (JSON null): synthetic retrieval scored at every evaluation,
+    cJSON* eval_tasks;               /* NULL (JSON null): synthetic retrieval scored at every evaluation,
                                            {"families": [...], "lengths": [tokens...], "items": N, "seed": S}
                                            (eval/eval_tasks.h, train_tasks_parse), owned */
 } RcTrain;

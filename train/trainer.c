@@ -105,6 +105,9 @@ static void build_optimizer(Trainer* tr) {
     size_t lo = tr->sharded ? tr->shard_displs[tr->rank] : 0;
     size_t hi = tr->sharded ? lo + tr->shard_counts[tr->rank] : tt->n_grads;
     adamw_build_slice(&tr->opt, tt, &tr->ocfg, lo, hi);
+    /* the BF16 mirror is written in AdamW's pass; sharded, the other slices arrive by all-gather and the
+       mirror is rewritten whole before the next product (gather_params) */
+    if (tr->model.opts.compute_bf16 && !tr->sharded) tr->opt.mirror = tr->model.params_bf16;
     if (tr->world > 1)
         printf("data parallel: %d ranks, global batch %zu rows (%zu x %zu x %d); AdamW state %s\n", tr->world,
                tr->rows_per_step, tr->B, tr->rc.train.grad_accum, tr->world,
@@ -250,7 +253,7 @@ void trainer_setup(Trainer* tr) {
     trainer_memory_plan(tr, false); /* may refuse to start: nothing large is allocated yet */
     const char* freeze[OPTIM_MAX_PATTERNS];
     size_t n_freeze = optim_freeze_patterns(&tr->ocfg, freeze);
-    ModelOpts mo = {rc->train.recompute, memplan_head_chunk(rc, tr->mcfg.V)};
+    ModelOpts mo = {rc->train.recompute, memplan_head_chunk(rc, tr->mcfg.V), !strcmp(rc->train.compute_dtype, "bf16")};
     model_build_opts(&tr->model, &tr->mcfg, tr->B, tr->T, freeze, n_freeze, &mo, true);
     CHECK(tr->model.tensors.n_grads,
           "nothing to train: every tensor is frozen (%s); remove the optim.freeze "
@@ -292,6 +295,7 @@ void trainer_setup(Trainer* tr) {
     note_lora_base(tr);
     /* every rank starts from rank 0's weights */
     dist_bcast(tr->model.params, tr->model.tensors.n_params * sizeof(real));
+    model_params_changed(&tr->model);
     tr->config_json = run_config_to_json(rc);
     if (tr->rank != 0) return; /* rank 0 alone writes to out_dir */
     /* all input is checked: only now does the run write anything */
@@ -334,6 +338,7 @@ static void gather_params(Trainer* tr) {
     const TensorTable* tt = &m->tensors;
     if (tt->n_params == tt->n_grads) {
         dist_allgatherv_real(m->params, tr->shard_counts, tr->shard_displs);
+        model_params_changed(m);
         return;
     }
     for (size_t k = 0; k < tt->n; k++) { /* this rank's slice, into gradient layout */
@@ -348,6 +353,7 @@ static void gather_params(Trainer* tr) {
         if (t->grad_offset != NO_GRAD)
             memcpy(m->params + t->offset, m->grads + t->grad_offset, t->numel * sizeof(real));
     }
+    model_params_changed(m);
 }
 
 void trainer_step(Trainer* tr) {

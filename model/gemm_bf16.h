@@ -1,0 +1,52 @@
+/* The BF16 product: C = alpha op(A) op(B) + beta C with BF16 operands and FP32 accumulation into an FP32 C,
+   through oneDNN's matmul primitive (docs/performance.md, "BF16 products"). Row-major, strided operands
+   instead of transposes: A is (M,K) with row stride lda, or stored (K,M) when ta; B is (K,N) with row stride
+   ldb, or stored (N,K) when tb (a weight in the Hugging Face [out, in] layout). One primitive per shape
+   (M, N, K, strides, transposes, alpha, beta), created on its first use and kept; a step after the first
+   creates none.
+
+   oneDNN is optional at build time (the Makefile probes dnnl.h and defines REPOC_DNNL): without it, or
+   on a CPU without BF16 instructions (AVX512-BF16 or AMX-BF16), gemm_bf16_available says why and nothing
+   here may be called. */
+#ifndef REPOC_GEMM_BF16_H
+#define REPOC_GEMM_BF16_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef uint16_t bf16; /* a bfloat16's bit pattern: the top half of a float */
+
+/* float -> bf16, rounded to nearest even; NaN stays NaN */
+static inline bf16 bf16_round(float x) {
+    uint32_t u;
+    __builtin_memcpy(&u, &x, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (bf16)(u >> 16 | 0x40);
+    return (bf16)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+static inline float bf16_to_float(bf16 h) {
+    uint32_t u = (uint32_t)h << 16;
+    float x;
+    __builtin_memcpy(&x, &u, 4);
+    return x;
+}
+/* out (rows, cols; row stride cols) = bf16_round of in (rows, cols; row stride ld), in one OpenMP region */
+void bf16_from_f32(bf16* out, const float* in, size_t rows, size_t cols, size_t ld);
+
+/* True when BF16 products can run here; else false with the reason (what to install, or what the CPU
+   lacks) in why (n bytes). */
+bool gemm_bf16_available(char* why, size_t n);
+/* "oneDNN 2.6.3, ISA avx512_core_bf16": the library and the instruction set it may use, or why none */
+const char* gemm_bf16_engine(void);
+
+/* C (M,N; row stride ldc) = alpha op(A) op(B) + beta C; beta 0 writes C without reading it */
+void gemm_bf16(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const bf16* A, size_t lda, const bf16* B,
+               size_t ldb, float beta, float* C, size_t ldc);
+
+/* One line per cached primitive: its shape and the kernel oneDNN chose for it (e.g. "brg:avx512_core_bf16") */
+void gemm_bf16_print(FILE* fp);
+/* primitives created so far (a step after the first creates none) */
+size_t gemm_bf16_created(void);
+
+#endif

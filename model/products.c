@@ -1,0 +1,122 @@
+/* product(): FP32 through OpenBLAS, or BF16 through gemm_bf16 (model/products.h). */
+#include "model/products.h"
+
+#include <stdio.h>
+
+#include "common/check.h"
+#include "common/cpu.h"
+
+static Bf16Products* current; /* NULL: FP32 */
+
+Bf16Products* products_use(Bf16Products* p) {
+    Bf16Products* prev = current;
+    current = p;
+    return prev;
+}
+
+Bf16Products* products_bf16(void) { return current; }
+
+bool products_bf16_available(char* why, size_t n) {
+#ifdef REPOC_F64
+    snprintf(why, n, "BF16 products are for the float build; this one computes in double (PRECISION=64)");
+    return false;
+#else
+    return gemm_bf16_available(why, n);
+#endif
+}
+
+const char* products_name(bool bf16) {
+    static char buf[160];
+    if (bf16) snprintf(buf, sizeof(buf), "bf16 operands, FP32 accumulation: %s", gemm_bf16_engine());
+    else snprintf(buf, sizeof(buf), "%s: OpenBLAS, core %s", REAL_NAME, cpu_blas_core());
+    return buf;
+}
+
+static void product_f32(bool ta, bool tb, size_t M, size_t N, size_t K, real alpha, const real* A, size_t lda,
+                        const real* B, size_t ldb, real beta, real* C, size_t ldc) {
+    cblas_gemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
+               alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
+}
+
+#ifndef REPOC_F64
+/* the BF16 copy of weight w, or NULL when no region holds it */
+static const bf16* weight_copy(const Bf16Products* p, const real* w) {
+    for (size_t i = 0; i < PRODUCTS_REGIONS; i++) {
+        const Bf16Region* r = &p->region[i];
+        if (r->f32 && w >= r->f32 && w < r->f32 + r->n) return r->b16 + (w - r->f32);
+    }
+    return NULL;
+}
+
+/* An operand of the BF16 product: a weight's copy (its own stride), or an activation rounded into the work
+   space `slot` (rows x cols read with stride ld, written with stride cols) */
+static const bf16* operand(Bf16Products* p, const real* x, OperandKind k, size_t rows, size_t cols, size_t ld, int slot,
+                           size_t* ld_out) {
+    if (k == OPERAND_WEIGHT) {
+        const bf16* w = weight_copy(p, x);
+        if (w) {
+            *ld_out = ld;
+            return w;
+        }
+        p->weight_rounded++;
+    }
+    CHECK(rows * cols <= p->act_cap, "product: a %zu x %zu operand exceeds the BF16 work space of %zu elements", rows,
+          cols, p->act_cap);
+    bf16_from_f32(p->act[slot], x, rows, cols, ld);
+    *ld_out = cols;
+    return p->act[slot];
+}
+
+/* One chunk: the stored shapes of A ((M,K), or (K,M) when ta) and B ((K,N), or (N,K) when tb) */
+static void chunk_bf16(Bf16Products* p, bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const real* A,
+                       size_t lda, OperandKind ka, const real* B, size_t ldb, OperandKind kb, float beta, real* C,
+                       size_t ldc) {
+    size_t la, lb;
+    const bf16* a = operand(p, A, ka, ta ? K : M, ta ? M : K, lda, 0, &la);
+    const bf16* b = operand(p, B, kb, tb ? N : K, tb ? K : N, ldb, 1, &lb);
+    gemm_bf16(ta, tb, M, N, K, alpha, a, la, b, lb, beta, C, ldc);
+}
+
+/* Activations larger than the work space are taken in chunks of rows: of M when A's rows are C's (A not
+   transposed), else of K, the rows both operands share, with beta 1 after the first chunk */
+static void product_bf16(Bf16Products* p, bool ta, bool tb, size_t M, size_t N, size_t K, real alpha, const real* A,
+                         size_t lda, OperandKind ka, const real* B, size_t ldb, OperandKind kb, real beta, real* C,
+                         size_t ldc) {
+    size_t need_a = ka == OPERAND_ACT ? M * K : 0, need_b = kb == OPERAND_ACT ? K * N : 0;
+    if (need_a <= p->act_cap && need_b <= p->act_cap) {
+        chunk_bf16(p, ta, tb, M, N, K, (float)alpha, A, lda, ka, B, ldb, kb, (float)beta, C, ldc);
+        return;
+    }
+    if (!ta && need_b <= p->act_cap) { /* rows of A and C: each chunk (m, K) */
+        size_t rows = p->act_cap / K / 16 * 16;
+        CHECK(rows > 0, "product: a row of %zu exceeds the BF16 work space", K);
+        for (size_t m0 = 0; m0 < M; m0 += rows) {
+            size_t m = M - m0 < rows ? M - m0 : rows;
+            chunk_bf16(p, ta, tb, m, N, K, (float)alpha, A + m0 * lda, lda, ka, B, ldb, kb, (float)beta, C + m0 * ldc,
+                       ldc);
+        }
+        return;
+    }
+    CHECK(!(kb == OPERAND_ACT && tb), "product: a transposed activation B larger than the BF16 work space");
+    size_t width = (ka == OPERAND_ACT ? M : 0) > (kb == OPERAND_ACT ? N : 0) ? M : N; /* the wider row */
+    size_t rows = p->act_cap / width / 16 * 16;
+    CHECK(rows > 0, "product: a row of %zu exceeds the BF16 work space", width);
+    for (size_t k0 = 0; k0 < K; k0 += rows) { /* rows of K: A (K,M) when ta, else columns; B (K,N) or (N,K) */
+        size_t k = K - k0 < rows ? K - k0 : rows;
+        const real* a = ta ? A + k0 * lda : A + k0;
+        const real* b = tb ? B + k0 : B + k0 * ldb;
+        chunk_bf16(p, ta, tb, M, N, k, (float)alpha, a, lda, ka, b, ldb, kb, k0 ? 1.0f : (float)beta, C, ldc);
+    }
+}
+#endif
+
+void product(bool ta, bool tb, size_t M, size_t N, size_t K, real alpha, const real* A, size_t lda, OperandKind ka,
+             const real* B, size_t ldb, OperandKind kb, real beta, real* C, size_t ldc) {
+#ifndef REPOC_F64
+    if (current) {
+        product_bf16(current, ta, tb, M, N, K, alpha, A, lda, ka, B, ldb, kb, beta, C, ldc);
+        return;
+    }
+#endif
+    product_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}

@@ -1,0 +1,53 @@
+/* Every matmul of the model goes through product() (docs/design.md, "Products and their precision"):
+   FP32 through OpenBLAS (cblas_gemm), or, while a BF16 context is in use (train.compute_dtype "bf16"), with
+   BF16 operands through gemm_bf16 (oneDNN) and FP32 accumulation into the FP32 result.
+
+   In BF16 each operand is one of two kinds. A weight has a BF16 copy kept next to it (a region: the model's
+   parameter arena and its BF16 mirror, written once per optimizer step; a frozen BF16 base), found by its
+   address; an activation is rounded to BF16 into the context's work space at each product, in chunks of
+   rows when it is larger than that space. A weight without a copy is rounded like an activation and
+   counted (weight_rounded: a model's step has none, tests/test_bf16.c). */
+#ifndef REPOC_PRODUCTS_H
+#define REPOC_PRODUCTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/real.h"
+#include "model/gemm_bf16.h"
+
+typedef enum { OPERAND_ACT, OPERAND_WEIGHT } OperandKind;
+
+/* n reals from f32 have their BF16 copies at b16 (b16[i] = bf16_round(f32[i])) */
+typedef struct {
+    const real* f32;
+    size_t n;
+    const bf16* b16;
+} Bf16Region;
+
+#define PRODUCTS_REGIONS 4
+typedef struct {
+    Bf16Region region[PRODUCTS_REGIONS];
+    bf16* act[2];          /* work space for the activation operands A and B, act_cap elements each */
+    size_t act_cap;        /* at least the largest activation operand of one product's chunk of 16 rows */
+    size_t weight_rounded; /* weight operands found in no region, rounded at their product */
+} Bf16Products;
+
+/* Use p for the products from now on (NULL: FP32); returns the context in use before. Not inside an
+   OpenMP parallel region. */
+Bf16Products* products_use(Bf16Products* p);
+/* the context in use, NULL for FP32 */
+Bf16Products* products_bf16(void);
+
+/* C (M,N; row stride ldc) = alpha op(A) op(B) + beta C, row-major, as cblas_gemm (model/gemm_bf16.h's
+   layout: ta, A stored (K,M); tb, B stored (N,K)); ka, kb say what A and B are */
+void product(bool ta, bool tb, size_t M, size_t N, size_t K, real alpha, const real* A, size_t lda, OperandKind ka,
+             const real* B, size_t ldb, OperandKind kb, real beta, real* C, size_t ldc);
+
+/* "bf16 operands, FP32 accumulation: oneDNN 2.6.3, ISA avx512_core_bf16" or "f32: OpenBLAS, core Cooperlake":
+   what runs the products in that mode (the start-up line and the benches print it) */
+const char* products_name(bool bf16);
+/* Whether this build and CPU can run train.compute_dtype "bf16"; else false with the reason in why */
+bool products_bf16_available(char* why, size_t n);
+
+#endif
