@@ -251,6 +251,9 @@ int main(int argc, char** argv) {
     int threads = threads_init(o.threads);
     if (o.cpu) {
         cpu_print(stdout, dispatch_describe());
+        char why[512];
+        if (products_bf16_available(why, sizeof(why))) printf("bf16 products: %s\n", products_name(true));
+        else printf("bf16 products: unavailable: %s\n", why);
         return 0;
     }
     if (o.sgemm_n) {

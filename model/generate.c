@@ -227,6 +227,7 @@ const real* gen_forward(Generator* g, const int32_t* tokens, size_t n) {
         team = (int)threads_max();
         threads_init(1);
     }
+    Bf16Products* prev = model_products_begin((Model*)m); /* compute_bf16: the mirror may be rewritten */
     embedding_forward(g->x, tokens, m->w.embed, n, c->D);
     for (size_t i = 0; i < n; i++) /* rope layers rotate by t */
         for (size_t gr = 0; gr < c->KVH; gr++) g->pos[i * c->KVH + gr] = (real)(g->len + i);
@@ -234,6 +235,7 @@ const real* gen_forward(Generator* g, const int32_t* tokens, size_t n) {
     g->len += n;
     /* only the last row's next-token distribution is needed */
     model_head_forward(g->logits, g->final_out, g->final_rstd, g->x + (n - 1) * c->D, m, 1);
+    products_use(prev);
     if (team) threads_init(team);
     return g->logits;
 }

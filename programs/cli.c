@@ -101,13 +101,17 @@ size_t cli_valued_option(const char* a, const char* v, const char* const* names,
 }
 
 bool cli_shared_option(CliShared* sh, unsigned which, const char* a, const char* v) {
-    static const char* const names[] = {"--threads", "--yarn-factor", "--yarn-orig"};
+    static const char* const names[] = {"--threads", "--yarn-factor", "--yarn-orig", "--compute"};
+    static const unsigned group[] = {CLI_THREADS, CLI_YARN, CLI_YARN, CLI_COMPUTE};
     size_t k = 0;
-    while (k < 3 && strcmp(a, names[k])) k++;
-    if (k == 3 || !(which & (k == 0 ? CLI_THREADS : CLI_YARN))) return false;
+    while (k < 4 && strcmp(a, names[k])) k++;
+    if (k == 4 || !(which & group[k])) return false;
     cli_once(a, &sh->seen[k]);
     v = cli_value(a, v);
-    if (k == 0) {
+    if (k == 3) {
+        if (strcmp(v, "f32") && strcmp(v, "bf16")) cli_bad_option("--compute: expected f32 or bf16, got '%s'", v);
+        sh->compute_bf16 = !strcmp(v, "bf16");
+    } else if (k == 0) {
         sh->threads = (int)cli_parse_size(a, v, 1, 4096);
     } else if (k == 1) {
         sh->yarn_factor = cli_parse_double(a, v);
@@ -293,9 +297,10 @@ const char* cli_tokenizer(const CkptInfo* ci, const char* given, bool required, 
     return NULL;
 }
 
-void cli_load_model(Model* m, const ModelConfig* cfg, const CkptInfo* ci, size_t B, size_t T) {
+void cli_load_model(Model* m, const ModelConfig* cfg, const CkptInfo* ci, size_t B, size_t T, bool compute_bf16) {
     const char* no_grads[] = {"*"}; /* inference only: no gradient arena */
-    model_build(m, cfg, B, T, no_grads, 1, false);
+    model_build_opts(m, cfg, B, T, no_grads, 1, &(ModelOpts){.compute_bf16 = compute_bf16}, false);
+    if (compute_bf16) printf("products: %s\n", products_name(true));
     size_t fresh = ckpt_weights_load(m, ci->dir, 0, false, NULL); /* a LoRA base: the one the adapter names */
     if (fresh)
         DIE("%s: the checkpoint lacks the weights of %zu RePo tensors its config.json asks for", prog_name, fresh);

@@ -49,12 +49,14 @@ size_t cli_valued_option(const char* a, const char* v, const char* const* names,
      --threads N         OpenMP and BLAS threads, N in [1, 4096] (0 when not given: all cores)
      --yarn-factor F     YaRN with factor F >= 1 at inference (cli_apply_yarn)
      --yarn-orig L0      its original length, L0 in [1, 2^31]
-   which: the ones a program takes (CLI_THREADS | CLI_YARN). */
-enum { CLI_THREADS = 1, CLI_YARN = 2 };
+     --compute f32|bf16  the products' operands, as train.compute_dtype (model/products.h)
+   which: the ones a program takes (CLI_THREADS | CLI_YARN | CLI_COMPUTE). */
+enum { CLI_THREADS = 1, CLI_YARN = 2, CLI_COMPUTE = 4 };
 typedef struct {
     int threads;                   /* 0: not given */
     double yarn_factor, yarn_orig; /* 0: not given */
-    int seen[3];                   /* uses of each, for "given twice" */
+    bool compute_bf16;             /* --compute bf16 */
+    int seen[4];                   /* uses of each, for "given twice" */
 } CliShared;
 /* When a is one of the shared options in which: checks and parses its value v into sh and
    returns true (the caller skips v); false for any other a */
@@ -107,6 +109,6 @@ const char* cli_tokenizer(const CkptInfo* ci, const char* given, bool required, 
 
 /* Build m for batches (B, T) without gradients and load the checkpoint's
    weights; dies when config.json asks for RePo weights the checkpoint lacks. */
-void cli_load_model(Model* m, const ModelConfig* cfg, const CkptInfo* ci, size_t B, size_t T);
+void cli_load_model(Model* m, const ModelConfig* cfg, const CkptInfo* ci, size_t B, size_t T, bool compute_bf16);
 
 #endif

@@ -37,28 +37,30 @@ typedef struct {
 } EvalOptions;
 
 static void usage(FILE* fp) {
-    fprintf(fp, "usage: build/eval CHECKPOINT [options]\n"
-                "  CHECKPOINT          a Hugging Face checkpoint directory (config.json + safetensors), or a run\n"
-                "                      directory (its newest complete checkpoint is used); put it first\n"
-                "  --tasks LIST        synthetic families, comma-separated, or 'all': single,multikey,multivalue,\n"
-                "                      multiquery,distractor,table (default: those with weight > 0 in the generator\n"
-                "                      settings, i.e. all six unless training turned some off; with --ppl, none)\n"
-                "  --lengths LIST      input windows in tokens (default: the training seq_len T0 from\n"
-                "                      trainer_state.json and 2x, 4x of it; else 256,512,1024)\n"
-                "  --items N           items per family and length (default 100)\n"
-                "  --seed S            item seed (default 1); the same seed gives the same items and results\n"
-                "  --depth D           put the asked needle at fraction D in [0,1] of the haystack (default: random)\n"
-                "  --synthetic JSON    generator settings as JSON text or a JSON file (default: data.synthetic of\n"
-                "                      the checkpoint's trainer_state.json, else the defaults)\n"
-                "  --ppl FILES...      perplexity on token files (each argument, a file or glob, is one stream)\n"
-                "  --seq-len T         perplexity window (default: the training seq_len, else 256)\n"
-                "  --max-windows N     at most N windows per file (default all)\n"
-                "  --yarn-factor F     YaRN with factor F, original_max_position_embeddings = the training length\n"
-                "                      (or --yarn-orig L0); ignored when the checkpoint already has rope_scaling\n"
-                "  --yarn-orig L0      original_max_position_embeddings for --yarn-factor\n"
-                "  --json OUT          write the results as JSON (docs/eval.md)\n"
-                "  --threads N         OpenMP and BLAS threads (default: all cores)\n"
-                "  --help              this text\n");
+    fprintf(fp,
+            "usage: build/eval CHECKPOINT [options]\n"
+            "  CHECKPOINT          a Hugging Face checkpoint directory (config.json + safetensors), or a run\n"
+            "                      directory (its newest complete checkpoint is used); put it first\n"
+            "  --tasks LIST        synthetic families, comma-separated, or 'all': single,multikey,multivalue,\n"
+            "                      multiquery,distractor,table (default: those with weight > 0 in the generator\n"
+            "                      settings, i.e. all six unless training turned some off; with --ppl, none)\n"
+            "  --lengths LIST      input windows in tokens (default: the training seq_len T0 from\n"
+            "                      trainer_state.json and 2x, 4x of it; else 256,512,1024)\n"
+            "  --items N           items per family and length (default 100)\n"
+            "  --seed S            item seed (default 1); the same seed gives the same items and results\n"
+            "  --depth D           put the asked needle at fraction D in [0,1] of the haystack (default: random)\n"
+            "  --synthetic JSON    generator settings as JSON text or a JSON file (default: data.synthetic of\n"
+            "                      the checkpoint's trainer_state.json, else the defaults)\n"
+            "  --ppl FILES...      perplexity on token files (each argument, a file or glob, is one stream)\n"
+            "  --seq-len T         perplexity window (default: the training seq_len, else 256)\n"
+            "  --max-windows N     at most N windows per file (default all)\n"
+            "  --yarn-factor F     YaRN with factor F, original_max_position_embeddings = the training length\n"
+            "                      (or --yarn-orig L0); ignored when the checkpoint already has rope_scaling\n"
+            "  --yarn-orig L0      original_max_position_embeddings for --yarn-factor\n"
+            "  --compute f32|bf16  the products' operands (bf16: BF16 with FP32 accumulation, train.compute_dtype)\n"
+            "  --json OUT          write the results as JSON (docs/eval.md)\n"
+            "  --threads N         OpenMP and BLAS threads (default: all cores)\n"
+            "  --help              this text\n");
 }
 
 static void parse_tasks(EvalOptions* o, const char* list) {
@@ -94,7 +96,7 @@ static void parse_args(EvalOptions* o, int argc, char** argv) {
             if (!o->n_ppl) cli_bad_option("--ppl: expected at least one token file");
             continue;
         }
-        if (cli_shared_option(&o->sh, CLI_THREADS | CLI_YARN, a, v)) {
+        if (cli_shared_option(&o->sh, CLI_THREADS | CLI_YARN | CLI_COMPUTE, a, v)) {
             i++;
             continue;
         }
@@ -291,7 +293,7 @@ int main(int argc, char** argv) {
     if (ci.train_len) printf("  trained with seq_len %zu\n", ci.train_len);
     model_config_print(&cfg, stdout);
     Model m;
-    cli_load_model(&m, &cfg, &ci, 1, o.n_ppl ? o.seq_len : 1);
+    cli_load_model(&m, &cfg, &ci, 1, o.n_ppl ? o.seq_len : 1, o.sh.compute_bf16);
 
     PplResult ppl[MAX_LIST];
     for (size_t i = 0; i < o.n_ppl; i++) { /* each argument one stream */

@@ -48,6 +48,7 @@ static void usage(FILE* fp) {
             "  --ignore-eos         keep going after the end of text token\n"
             "  --yarn-factor F      YaRN with factor F (original length: the training length, or --yarn-orig)\n"
             "  --yarn-orig L0       original_max_position_embeddings for --yarn-factor\n"
+            "  --compute f32|bf16   the products' operands (bf16: BF16 with FP32 accumulation, train.compute_dtype)\n"
             "  --threads N          OpenMP and BLAS threads (default: all cores)\n"
             "  --help               this text\n"
             "The text goes to stdout as it is produced; the statistics go to stderr.\n");
@@ -67,7 +68,7 @@ static void parse_args(GenOptions* o, int argc, char** argv) {
             o->ignore_eos = 1;
             continue;
         }
-        if (cli_shared_option(&o->sh, CLI_THREADS | CLI_YARN, a, v)) {
+        if (cli_shared_option(&o->sh, CLI_THREADS | CLI_YARN | CLI_COMPUTE, a, v)) {
             i++;
             continue;
         }
@@ -162,7 +163,7 @@ int main(int argc, char** argv) {
 
     threads_init(o.sh.threads);
     Model m;
-    cli_load_model(&m, &cfg, &ci, 1, 1);
+    cli_load_model(&m, &cfg, &ci, 1, 1, o.sh.compute_bf16);
     Generator g;
     /* the cache starts at prompt + 256 tokens and doubles as the new tokens need it */
     size_t max_T = n_prompt + (o.max_new ? o.max_new : 1), first_T = n_prompt + 256;

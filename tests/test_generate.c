@@ -194,6 +194,50 @@ static void check_greedy(Model* m, const int32_t* tokens, size_t n_prompt, size_
     gen_free(&g);
 }
 
+/* --compute bf16 (train.compute_dtype): step-by-step logits with BF16 products equal the FP32 step logits up
+   to BF16 rounding, (4L+1) 2^-8 of max|logit| (the bound test_parity derives), and so do the BF16 full
+   forward's: the cache's attention sums in another order than the full one, and where an activation lies
+   next to a BF16 rounding boundary that last-bit difference becomes a BF16 step at the next product */
+static void check_bf16(const char* name, const ModelConfig* cfg, uint64_t seed) {
+    char why[512];
+    if (!products_bf16_available(why, sizeof(why))) {
+        printf("SKIP %s bf16 generation: %s\n", name, why);
+        return;
+    }
+    size_t T = 40, V = cfg->V;
+    int32_t tokens[40];
+    random_tokens(tokens, T, V, seed + 1);
+    Model m, f;
+    model_build_opts(&m, cfg, 1, T, NULL, 0, &(ModelOpts){.compute_bf16 = true}, false);
+    model_build(&f, cfg, 1, T, NULL, 0, false);
+    random_weights(&m, seed);
+    random_weights(&f, seed);
+    model_params_changed(&m);
+    Generator g, gf;
+    gen_build(&g, &m, T, 7);
+    gen_build(&gf, &f, T, 7);
+    real *steps = mallocCheck(T * V * sizeof(real)), *steps_f = mallocCheck(T * V * sizeof(real));
+    for (size_t t = 0; t < T; t++) {
+        memcpy(steps + t * V, gen_step(&g, tokens[t]), V * sizeof(real));
+        memcpy(steps_f + t * V, gen_step(&gf, tokens[t]), V * sizeof(real));
+    }
+    model_forward(&m, &(Batch){.B = 1, .T = T, .tokens = tokens});
+    char label[128], why_b[64];
+    double tol = (4.0 * (double)cfg->L + 1) * 0x1p-8;
+    snprintf(why_b, sizeof(why_b), "(4L+1) 2^-8 = %.3f of max|logit|", tol);
+    snprintf(label, sizeof(label), "%s bf16: step logits == bf16 model_forward rows", name);
+    expect_close(label, steps, m.logits, T * V, 0, tol, why_b);
+    snprintf(label, sizeof(label), "%s bf16: step logits == f32 step logits to BF16 rounding", name);
+    expect_close(label, steps, steps_f, T * V, 0, tol, why_b);
+    EXPECT(m.prod.weight_rounded == 0, "%s bf16 generation: every weight read from the mirror", name);
+    gen_free(&g);
+    gen_free(&gf);
+    free(steps);
+    free(steps_f);
+    model_free(&m);
+    model_free(&f);
+}
+
 static void run_model(const char* name, const ModelConfig* cfg, uint64_t seed) {
     printf("%s: %s D=%zu L=%zu H=%zu KVH=%zu V=%zu, layers", name, block_style_name(cfg->block), cfg->D, cfg->L, cfg->H,
            cfg->KVH, cfg->V);
@@ -213,6 +257,7 @@ static void run_model(const char* name, const ModelConfig* cfg, uint64_t seed) {
     random_weights(&m, seed);
     check_greedy(&m, tokens, n_prompt, n_new, name);
     model_free(&m);
+    check_bf16(name, cfg, seed);
 }
 
 /* top-k keeps to the k largest; frequencies follow softmax(l / temperature) */

@@ -208,6 +208,34 @@ static void check_bf16_base(ModelConfig cfg) {
     EXPECT(ref.tensors.n_grads == half.tensors.n_grads &&
                !memcmp(ref.grads, half.grads, ref.tensors.n_grads * sizeof(real)),
            "the same adapter gradients (%zu values)", ref.tensors.n_grads);
+    /* BF16 products (train.compute_dtype "bf16"): the frozen base is read as it is stored, the F32 model's
+       rounded base through its mirror; both see the same operands and compute the same bits */
+    char why[512];
+    if (products_bf16_available(why, sizeof(why))) {
+        ModelOpts bo = {.compute_bf16 = true};
+        Model ref16, half16;
+        ModelConfig f32cfg = cfg;
+        f32cfg.base_bf16 = false;
+        model_build_opts(&ref16, &f32cfg, 2, NT / 2, NULL, 0, &bo, false);
+        model_build_opts(&half16, &cfg, 2, NT / 2, NULL, 0, &bo, false);
+        memcpy(ref16.params, ref.params, ref.tensors.n_params * sizeof(real));
+        memcpy(half16.params, half.params, half.tensors.n_params * sizeof(real));
+        memcpy(half16.base_bf16, half.base_bf16, half.tensors.n_bf16 * sizeof(uint16_t));
+        model_params_changed(&ref16);
+        model_params_changed(&half16);
+        double l16 = model_forward(&ref16, &b), h16 = model_forward(&half16, &b);
+        model_zero_grad(&ref16);
+        model_zero_grad(&half16);
+        model_backward(&ref16, &b, 1.0);
+        model_backward(&half16, &b, 1.0);
+        EXPECT(l16 == h16 && l16 != lr && fabs(l16 - lr) < 0.01 * lr &&
+                   !memcmp(ref16.grads, half16.grads, ref.tensors.n_grads * sizeof(real)),
+               "bf16 products: the same loss (%.9g; f32 products %.9g) and adapter gradients, bit for bit", h16, lr);
+        EXPECT(half16.prod.weight_rounded == 0 && ref16.prod.weight_rounded == 0,
+               "bf16 products: every base weight read from base_bf16 (or the mirror), none rounded at a product");
+        model_free(&ref16);
+        model_free(&half16);
+    } else printf("SKIP bf16 products on a BF16 base: %s\n", why);
     model_free(&ref);
     model_free(&half);
 }

@@ -5,7 +5,8 @@
 #     grad_accum 2 (the same global batch): losses within 1e-6 relative, every
 #     tensor's weight update and AdamW moments within 1e-5 relative L2 error;
 #     with and without train.shard_optimizer, sequential and shuffled data,
-#     and sharded with frozen tensors. eps = 1 is far above every |g|, so an
+#     and sharded with frozen tensors; with train.compute_dtype "bf16" (BF16 products) too, LoRA on a BF16
+#     base included (skipped where the build or CPU has no BF16 products). eps = 1 is far above every |g|, so an
 #     update is proportional to its gradient and rounding is not amplified.
 #  2. A run saved by 2 ranks and resumed by 1, and the reverse, equals the
 #     uninterrupted 1-rank run within the same tolerances; the same for 3
@@ -89,6 +90,25 @@ run1 "$T/c.json" || bad "lora: the 1-rank run failed"
 MODEL=$lora config "$T/c.json" "$T/two_lora" shuffle 1 5 0 true
 run2 "$T/c.json" || bad "lora: the 2-rank run failed"
 same_run "shuffle, sharded, LoRA on a BF16 base (RePo trained fully)" "$T/two_lora" "$T/ref_lora"
+
+echo "train.compute_dtype bf16: 2 ranks x grad_accum 1 against 1 rank x grad_accum 2"
+if build/bench/bench_step --cpu | grep -q "^bf16 products: unavailable"; then
+    echo "SKIP: $(build/bench/bench_step --cpu | grep '^bf16 products')"
+else
+    for shard in true false; do
+        config "$T/c.json" "$T/ref_bfc" shuffle 2 5 0 true
+        run1 "$T/c.json" --set train.compute_dtype=bf16 || bad "bf16 products: the 1-rank run failed"
+        config "$T/c.json" "$T/two_bfc_$shard" shuffle 1 5 0 $shard
+        run2 "$T/c.json" --set train.compute_dtype=bf16 || bad "bf16 products: the 2-rank run failed"
+        same_run "bf16 products, shuffle, shard_optimizer $shard" "$T/two_bfc_$shard" "$T/ref_bfc"
+        rm -rf "$T/ref_bfc"
+    done
+    MODEL=$lora config "$T/c.json" "$T/ref_lora_bfc" shuffle 2 5 0 true
+    run1 "$T/c.json" --set train.compute_dtype=bf16 || bad "bf16 products, lora: the 1-rank run failed"
+    MODEL=$lora config "$T/c.json" "$T/two_lora_bfc" shuffle 1 5 0 true
+    run2 "$T/c.json" --set train.compute_dtype=bf16 || bad "bf16 products, lora: the 2-rank run failed"
+    same_run "bf16 products, LoRA on a BF16 base, sharded" "$T/two_lora_bfc" "$T/ref_lora_bfc"
+fi
 
 echo "bf16 AdamW state with recompute on 2 ranks: sharded == replicated, and exact resume of the sharded state"
 bf16=', "state_dtype": "bf16"'

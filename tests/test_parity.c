@@ -2,7 +2,8 @@
    (written by tools/reference.py, an independent float64 PyTorch model) with
    the Hugging Face loader, and compare loss, logits, RePo positions z and every
    parameter gradient; the loss from the BF16 copy; and the save/load round trip
-   (bit-identical in F32; BF16 saving rounds exactly as torch does). llama3_docs adds
+   (bit-identical in F32; BF16 saving rounds exactly as torch does); loss, logits and gradients with BF16
+   products (train.compute_dtype "bf16") within bounds derived from BF16's 2^-8. llama3_docs adds
    llama3 RoPE and packed rows with document masking (the fixture's doc_ids). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,14 +77,16 @@ static void fixture_close(Fixture* fx) {
     batch_free(&fx->batch);
 }
 
-static void load_model(Model* m, const char* ckpt, const Fixture* fx) {
+static void load_model_opts(Model* m, const char* ckpt, const Fixture* fx, const ModelOpts* opts) {
     ModelConfig cfg;
     hf_config_read(ckpt, &cfg);
-    model_build(m, &cfg, fx->B, fx->T, NULL, 0, false);
+    model_build_opts(m, &cfg, fx->B, fx->T, NULL, 0, opts, false);
     size_t fresh = hf_load_weights(m, ckpt, 1, false);
     CHECK(fresh == 0, "%s: %zu tensors were missing", ckpt, fresh);
     m->z_loss = fx->z_loss;
 }
+
+static void load_model(Model* m, const char* ckpt, const Fixture* fx) { load_model_opts(m, ckpt, fx, NULL); }
 
 /* loss, logits, z, every gradient */
 static void check_forward_backward(const char* dir, Fixture* fx) {
@@ -116,6 +119,54 @@ static void check_forward_backward(const char* dir, Fixture* fx) {
         expect_close(name, m.grads + t->grad_offset, ref, t->numel, 1e-6, 1e-4, "1e-4 x max|ref| + 1e-6");
         free(ref);
     }
+    model_free(&m);
+}
+
+/* train.compute_dtype "bf16" against the same float64 reference. Each product rounds both operands to
+   BF16 (relative error at most 2^-9 each), so one product's result is off by at most about 2^-8 of the
+   sum of its terms' magnitudes; along a chain of d products these first-order errors add up to d 2^-8.
+   Forward, the longest chain runs through two products per half-block and the head: d = 4L + 1; a
+   gradient runs that chain and back: 2d, and a RePo map's gradient also RePo's two products each way:
+   2d + 4. The tolerances are those bounds relative to max|ref|. */
+static void check_forward_backward_bf16(const char* dir, Fixture* fx) {
+    char why[512];
+    if (!products_bf16_available(why, sizeof(why))) {
+        printf("SKIP bf16 parity: %s\n", why);
+        return;
+    }
+    char ckpt[512];
+    snprintf(ckpt, sizeof(ckpt), "%s/ckpt", dir);
+    Model m;
+    load_model_opts(&m, ckpt, fx, &(ModelOpts){.compute_bf16 = true});
+    double d = 4.0 * (double)m.cfg.L + 1, tol = d * 0x1p-8;
+    char why_f[96], why_b[96];
+    snprintf(why_f, sizeof(why_f), "(4L+1) 2^-8 = %.3f x max|ref|", tol);
+    snprintf(why_b, sizeof(why_b), "2 (4L+1) 2^-8 = %.3f x max|ref|", 2 * tol);
+    model_zero_grad(&m);
+    double loss = model_forward(&m, &fx->batch), ref_loss = ref_scalar(&fx->ref, "loss", 0);
+    float* ref = ref_tensor(&fx->ref, "logits", fx->N * m.cfg.V);
+    double max_logit = 0;
+    for (size_t i = 0; i < fx->N * m.cfg.V; i++) max_logit = fmax(max_logit, fabs(ref[i]));
+    /* the loss moves by at most the largest logit error: log-sum-exp and the target's logit each by it */
+    EXPECT(fabs(loss - ref_loss) <= 2 * tol * max_logit,
+           "bf16 loss %.6f vs PyTorch %.6f: |diff| %.2e <= 2 x %.3f x %.3f", loss, ref_loss, fabs(loss - ref_loss), tol,
+           max_logit);
+    expect_close("bf16 logits", m.logits, ref, fx->N * m.cfg.V, 1e-6, tol, why_f);
+    free(ref);
+    model_backward(&m, &fx->batch, 1.0);
+    for (size_t i = 0; i < m.tensors.n; i++) {
+        const TensorInfo* t = &m.tensors.t[i];
+        char name[160];
+        snprintf(name, sizeof(name), "grad.%s", t->name);
+        ref = ref_tensor(&fx->ref, name, t->numel);
+        char label[200], why_r[96];
+        snprintf(label, sizeof(label), "bf16 %s", name);
+        snprintf(why_r, sizeof(why_r), "(2 (4L+1) + 4) 2^-8 = %.3f x max|ref|", 2 * tol + 4 * 0x1p-8);
+        expect_close(label, m.grads + t->grad_offset, ref, t->numel, 1e-6, t->is_repo ? 2 * tol + 4 * 0x1p-8 : 2 * tol,
+                     t->is_repo ? why_r : why_b);
+        free(ref);
+    }
+    EXPECT(m.prod.weight_rounded == 0, "bf16: every weight read from the mirror");
     model_free(&m);
 }
 
@@ -253,6 +304,7 @@ int main(void) {
         Fixture fx;
         fixture_open(&fx, fixtures[k]);
         check_forward_backward(fixtures[k], &fx);
+        check_forward_backward_bf16(fixtures[k], &fx);
         check_adamw(fixtures[k], &fx);
         check_bf16_loss(fixtures[k], &fx);
         check_round_trip(fixtures[k], &fx);

@@ -5,7 +5,8 @@
 #     metrics.jsonl and bit-identical final weights and AdamW moments;
 #  2. the same when the run is killed with SIGKILL after its step-N checkpoint;
 #  both for sequential and shuffled data, with grad_accum 1 and 2;
-#  3. the same (SIGINT + resume) with model.positions.repo_pdrop annealing, which is logged while p > 0;
+#  3. the same (SIGINT + resume) with model.positions.repo_pdrop annealing, which is logged while p > 0,
+#     and with train.compute_dtype "bf16" (BF16 products; skipped where the build or CPU has none);
 #  4. SIGKILL at random moments while checkpoints are being written (every
 #     step), 20 times: each next start resumes from a complete checkpoint.
 . "$(dirname "$0")/testlib.sh" resume
@@ -98,6 +99,29 @@ if build/train "$T/pd_ref.json" >"$T/pd_ref.log" 2>&1; then
     build/train "$T/pd_int.json" >>"$T/pd_int.log" 2>&1 || bad "repo_pdrop: resume after SIGINT failed"
     same_run "repo_pdrop, SIGINT + resume" "$T/pd_ref" "$d"
 else bad "repo_pdrop: reference run failed"; tail -5 "$T/pd_ref.log"; fi
+
+echo "train.compute_dtype bf16: SIGINT + resume"
+if build/bench/bench_step --cpu | grep -q "^bf16 products: unavailable"; then
+    echo "SKIP: $(build/bench/bench_step --cpu | grep '^bf16 products')"
+else
+    config "$T/bf_ref.json" "$T/bf_ref" shuffle 2 $STEPS 0
+    if build/train "$T/bf_ref.json" --set train.compute_dtype=bf16 >"$T/bf_ref.log" 2>&1; then
+        grep -q "BF16 products (oneDNN" "$T/bf_ref.log" && ok "bf16: the start-up lines name the BF16 engine" ||
+            bad "bf16: no BF16 products line at start"
+        [ "$(losses "$T/bf_ref" | tail -n 3)" != "$(losses "$T/ref_shuffle_2" | tail -n 3)" ] &&
+            ok "bf16: the losses differ from the f32 run's (BF16 operands are in use)" || bad "bf16: same losses as f32"
+        d="$T/bf_int"
+        config "$T/bf_int.json" "$d" shuffle 2 $STEPS 0
+        build/train "$T/bf_int.json" --set train.compute_dtype=bf16 >"$T/bf_int.log" 2>&1 &
+        pid=$!
+        wait_for "[ -s '$d/metrics.jsonl' ]"
+        kill -INT $pid 2>/dev/null
+        wait $pid
+        echo "  stopped at $(head -n 1 "$d/latest" 2>/dev/null)"
+        build/train "$T/bf_int.json" --set train.compute_dtype=bf16 >>"$T/bf_int.log" 2>&1 || bad "bf16: resume failed"
+        same_run "bf16, shuffle, grad_accum 2, SIGINT + resume" "$T/bf_ref" "$d"
+    else bad "bf16: reference run failed"; tail -5 "$T/bf_ref.log"; fi
+fi
 
 echo "SIGKILL at random moments while checkpoints are written (every step)"
 d="$T/chaos"
