@@ -125,6 +125,7 @@ static double bench_gemms(Model* m, int reps, double* gflop) {
     BlockScratch* s = &m->bs;
     bool olmo2 = c->block == BLOCK_OLMO2; /* its first input-gradient GEMMs add into the residual gradient */
     double* t = mallocCheck((size_t)reps * sizeof(double));
+    Bf16Products* prev = model_products_begin(m); /* --compute bf16: the same BF16 products as the step */
     for (int r = 0; r < reps; r++) {
         double t0 = now_s();
         for (size_t l = 0; l < c->L; l++) {
@@ -158,6 +159,7 @@ static double bench_gemms(Model* m, int reps, double* gflop) {
         }
         t[r] = now_s() - t0;
     }
+    products_use(prev);
     *gflop = 6.0 * (double)N * ((double)c->L * (D * qd + 2 * D * kvd + qd * D + 3 * D * F) + (double)D * V) * 1e-9;
     double ms = median(t, (size_t)reps) * 1e3;
     free(t);
@@ -338,7 +340,7 @@ int main(int argc, char** argv) {
     char cpu_name[256];
     cpu_model(cpu_name, sizeof(cpu_name));
     if (o.json) {
-        printf("{\"impl\": \"repoc\", \"size\": \"%s\", \"mode\": \"%s\", \"block\": \"%s\", \"params\": %zu, "
+        printf("{\"impl\": \"%s\", \"size\": \"%s\", \"mode\": \"%s\", \"block\": \"%s\", \"params\": %zu, "
                "\"B\": %zu, \"T\": %zu, \"threads\": %d, \"steps\": %d, \"warmup\": %d, \"ms_step\": %.2f, "
                "\"ms_mean\": %.2f, \"tokens_per_s\": %.1f, \"gflop_step\": %.3f, \"gflops\": %.2f, "
                "\"attn_gflop_step\": %.3f, \"peak_rss_mib\": %.1f, \"loss0\": %.6f, \"fwd_ms\": %.2f, "
@@ -346,8 +348,8 @@ int main(int argc, char** argv) {
                "\"sgemm_gflops\": %.2f, \"mfu\": %.4f, \"minflt_per_step\": %.0f, \"cpu\": \"%s\", "
                "\"cpu_level\": \"%s\", \"isa\": \"%s\", \"blas_core\": \"%s\", \"gemms_ms\": %.2f, "
                "\"gemms_gflop\": %.3f, \"compute\": \"%s\", \"products\": \"%s\"}\n",
-               o.size, o.mode, o.block, m.tensors.n_params, B, T, threads, n, o.warmup, ms, sum / n * 1e3, tps,
-               flops * 1e-9, gflops, attn_flops * 1e-9, rss, loss0, fwd, bwd, optm, attn_ms,
+               bf16 ? "repoc-bf16" : "repoc", o.size, o.mode, o.block, m.tensors.n_params, B, T, threads, n, o.warmup,
+               ms, sum / n * 1e3, tps, flops * 1e-9, gflops, attn_flops * 1e-9, rss, loss0, fwd, bwd, optm, attn_ms,
                o.attn ? attn_ms * 1e3 / N : 0, sg, sg > 0 ? gflops / sg : 0, faults, cpu_name, cpu_level(),
                cpu_isa_built(), cpu_blas_core(), gemm_ms, gemm_gflop, o.compute, products_name(bf16));
     } else {

@@ -19,6 +19,9 @@
 #   BENCH_MODES (default: "rope repo nope r2n1 n2r1" for S and M, "rope repo" for L and long)
 #   BENCH_STEPS, BENCH_WARMUP (timed and warm-up steps per run; default S 5 and 2, M L long 2 and 1)
 #   BENCH_BUILD=build/portable PORTABLE=1 (what `make bench PORTABLE=1` sets) times the portable build
+#   BENCH_COMPUTE ("f32 bf16" where the build and CPU have BF16 products, else "f32"): with bf16, every
+#     repeat also times repoc rope and repo with --compute bf16 right after their f32 runs, and PyTorch
+#     under autocast(bfloat16) (--amp bf16) after its fp32 run; a table of the bf16/f32 ratios follows
 #   BENCH_TORCH=0 skips PyTorch   BENCH_TORCH_MODE=repo (the mode compared; sizes S M L only)
 #   BENCH_TORCH_ENV="VAR=value ..." extra environment for the PyTorch runs only (e.g.
 #     GLIBC_TUNABLES=glibc.malloc.hugetlb=1; docs/performance.md "Results", the faults/step column)
@@ -87,6 +90,8 @@ echo "== make bench: sizes [$SIZES], repeats $REPEATS, threads $THREADS, $(date 
 echo "   $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ $have_torch = 1 ]; then echo "   PyTorch $torch_version ($PY): compared in mode $TORCH_MODE on S, M, L${BENCH_TORCH_ENV:+, with $BENCH_TORCH_ENV}"
 else echo "   PyTorch: not importable with $PY (or BENCH_TORCH=0): the PyTorch columns are skipped"; fi
+COMPUTE=${BENCH_COMPUTE:-$("$BIN" --cpu | grep -q '^bf16 products: unavailable' && echo f32 || echo "f32 bf16")}
+echo "   products: $COMPUTE"
 sg1=$(sgemm)
 echo "   sgemm ${SGEMM_N}x${SGEMM_N}, $THREADS threads: $sg1 GFLOP/s"
 
@@ -108,11 +113,21 @@ for size in $SIZES; do
             case $mode in rope|repo) ;; *) [ "$r" = 1 ] || continue ;; esac
             j=$("$BIN" --size "$size" --mode "$mode" --threads "$THREADS" --steps "$steps" --warmup "$warmup" --mfu-sgemm "$SGEMM_N" --json)
             record "$j" "$r"
+            case "$COMPUTE $mode" in *bf16*\ rope|*bf16*\ repo)
+                j=$("$BIN" --size "$size" --mode "$mode" --compute bf16 --threads "$THREADS" --steps "$steps" --warmup "$warmup" \
+                        --mfu-sgemm "$SGEMM_N" --json)
+                record "$j" "$r" ;;
+            esac
         done
         if [ $torch_here = 1 ]; then
             j=$(env ${BENCH_TORCH_ENV:-} "$PY" tools/bench_torch.py "$tmp/ckpt_$size" --threads "$THREADS" --steps "$steps" \
                     --warmup "$warmup" --B "$B" --T "$T" --size "$size" --mode "$TORCH_MODE")
             record "$j" "$r"
+            case $COMPUTE in *bf16*)
+                j=$(env ${BENCH_TORCH_ENV:-} "$PY" tools/bench_torch.py "$tmp/ckpt_$size" --threads "$THREADS" --steps "$steps" \
+                        --warmup "$warmup" --B "$B" --T "$T" --size "$size" --mode "$TORCH_MODE" --amp bf16)
+                record "$j" "$r" ;;
+            esac
         fi
     done
 done
@@ -191,6 +206,33 @@ END {
             med("long", m, "repoc", "att") / med("M", m, "repoc", "att"), med("long", m, "repoc", "att"), med("M", m, "repoc", "att")
     }
 }' "$tmp/runs.tsv"
+case $COMPUTE in *bf16*)
+    awk '
+    function median(a, n,    i, j, t) {
+        for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    # median over repeats of tokens/s of (s, m, i1) / (s, m2, i2) in the same repeat
+    function ratio(s, m, i1, m2, i2,    k, q, n) {
+        n = 0
+        for (k = 1; k <= nr; k++) if (S[k] == s && M[k] == m && I[k] == i1)
+            for (q = 1; q <= nr; q++) if (S[q] == s && M[q] == m2 && I[q] == i2 && R[q] == R[k] && TPS[q] > 0) rr[++n] = TPS[k] / TPS[q]
+        return n ? sprintf("%.2fx", median(rr, n)) : "–"
+    }
+    function med(s, m, i,    k, n) { n = 0; for (k = 1; k <= nr; k++) if (S[k] == s && M[k] == m && I[k] == i) t[++n] = TPS[k]; return n ? sprintf("%.0f", median(t, n)) : "–" }
+    { nr++; S[nr] = $1; M[nr] = $2; I[nr] = $3; R[nr] = $4; TPS[nr] = $6
+      if (I[nr] == "repoc-bf16" && !((S[nr], M[nr]) in seen)) { seen[S[nr], M[nr]] = 1; order[++no] = S[nr] SUBSEP M[nr] } }
+    END {
+        printf "\nBF16 products (--compute bf16) against f32, tokens/s, medians of ratios of runs side by side:\n"
+        printf "| size | mode | f32 | bf16 | bf16 / f32 | PyTorch fp32 | PyTorch bf16 autocast | repoc bf16 / PyTorch bf16 |\n"
+        printf "|---|---|---:|---:|---:|---:|---:|---:|\n"
+        for (o = 1; o <= no; o++) {
+            split(order[o], sm, SUBSEP); s = sm[1]; m = sm[2]
+            printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", s, m, med(s, m, "repoc"), med(s, m, "repoc-bf16"),
+                ratio(s, m, "repoc-bf16", m, "repoc"), med(s, m, "torch"), med(s, m, "torch-bf16"), ratio(s, m, "repoc-bf16", m, "torch-bf16")
+        }
+    }' "$tmp/runs.tsv" ;;
+esac
 echo
 echo "MFU = median over runs of model GFLOP/s / the sgemm GFLOP/s measured in the same process right after the steps;"
 echo "speed and RSS vs PyTorch = median over repeats of repoc/PyTorch (mode $TORCH_MODE);"

@@ -16,7 +16,10 @@ programs start from the same weights and tokens; loss0 (the loss of the first
 forward) must then match bench_step's.
 
   /usr/bin/python3 tools/bench_torch.py DIR [--threads 2] [--steps 3] [--warmup 1]
-                   [--size S] [--mode repo] [--B 8] [--T 256]
+                   [--size S] [--mode repo] [--B 8] [--T 256] [--amp bf16]
+
+--amp bf16 runs the forward under torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's own mixed
+precision: its linear layers and matmuls take BF16 operands (oneDNN), the weights and AdamW stay fp32.
 
 Prints one JSON line with the same keys as bench_step --json.
 """
@@ -40,6 +43,7 @@ def parse_args():
     ap.add_argument("--T", type=int, required=True)
     ap.add_argument("--size", default="?", help="label only")
     ap.add_argument("--mode", default="?", help="label only")
+    ap.add_argument("--amp", choices=["none", "bf16"], default="none", help="autocast the forward to bf16")
     return ap.parse_args()
 
 
@@ -248,7 +252,8 @@ def main():
         if s == ARGS.warmup:
             faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         t0 = time.perf_counter()
-        loss = model(tokens, targets)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=ARGS.amp == "bf16"):
+            loss = model(tokens, targets)
         t1 = time.perf_counter()
         loss.backward()
         t2 = time.perf_counter()
@@ -264,7 +269,7 @@ def main():
     rss, faults = ru.ru_maxrss / 1024.0, (ru.ru_minflt - faults) / ARGS.steps
     ms = float(np.median(t_step)) * 1e3
     flops = model_flops(c, B, T)
-    out = {"impl": "torch", "size": ARGS.size, "mode": ARGS.mode, "block": "olmo2",
+    out = {"impl": "torch" if ARGS.amp == "none" else "torch-" + ARGS.amp, "size": ARGS.size, "mode": ARGS.mode, "block": "olmo2",
            "params": sum(p.numel() for p in model.parameters()), "B": B, "T": T, "threads": torch.get_num_threads(),
            "steps": ARGS.steps, "warmup": ARGS.warmup, "ms_step": round(ms, 2),
            "ms_mean": round(float(np.mean(t_step)) * 1e3, 2), "tokens_per_s": round(B * T / (ms * 1e-3), 1),
