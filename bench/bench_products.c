@@ -1,0 +1,131 @@
+/* build/bench/bench_products: each distinct product of one training step, timed with FP32 operands
+   (OpenBLAS) and with BF16 operands (oneDNN, train.compute_dtype "bf16"), side by side on the same buffers:
+   the table of docs/performance.md, "BF16 products".
+     bench_products [--size S|M|L] [--threads N] [--reps N]
+   Sizes as bench_step's (OLMo-2 block, mode rope). Per product, the GEMM's M x N x K for y = x W^T
+   (forward: N rows x out x in), dx = dy W (input gradient: rows x in x out) and dW += dy^T x (weight
+   gradient: out x in x rows), the median of
+   --reps calls of each kind alternated f32, bf16, f32, ..., the GFLOP/s of both and their ratio. The BF16
+   times include rounding the activation operands (the weights' copies are made once per optimizer step).
+   Each line ends with the kernel oneDNN chose. The last line weights the products by how often a step
+   runs them (L times per layer product, once for the head). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"
+#include "common/clock.h"
+#include "common/cpu.h"
+#include "common/rng.h"
+#include "common/threads.h"
+#include "model/dispatch.h"
+#include "model/linear.h"
+#include "model/model.h"
+#include "tests/testutil.h"
+
+static int cmp_double(const void* a, const void* b) {
+    double x = *(const double*)a, y = *(const double*)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct {
+    const char* name;
+    size_t OC, C, count; /* weight (OC, C); runs per step */
+    const real* W;
+    real* dW;
+} Proj;
+
+/* seconds of one call: kind 0 forward, 1 input gradient, 2 weight gradient */
+static double one_call(int kind, const Proj* p, real* x, real* y, size_t N) {
+    double t0 = now_s();
+    if (kind == 0) linear_forward(y, x, p->W, N, p->C, p->OC);
+    else if (kind == 1) linear_backward(x, NULL, y, x, p->W, N, p->C, p->OC, false);
+    else linear_backward(NULL, p->dW, y, x, p->W, N, p->C, p->OC, false);
+    return now_s() - t0;
+}
+
+int main(int argc, char** argv) {
+    threads_startup();
+    const char* size = "S";
+    int threads = 0, reps = 5;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--size")) size = argv[i + 1];
+        else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
+        else DIE("bench_products: unknown option %s (--size S|M|L, --threads N, --reps N)", argv[i]);
+    }
+    CHECK(reps >= 1 && reps <= 1000, "bench_products: --reps in [1, 1000]");
+    threads = threads_init(threads);
+    char why[512];
+    CHECK(products_bf16_available(why, sizeof(why)), "bench_products: %s", why);
+    ModelConfig c;
+    model_config_default(&c);
+    size_t B = 8, T = 256;
+    if (!strcmp(size, "M")) test_model_sizes(&c, 32000, 512, 8, 8, 8, 1376), B = 4, T = 1024;
+    else if (!strcmp(size, "L")) test_model_sizes(&c, 50304, 768, 12, 12, 12, 3072), B = 2, T = 1024;
+    else CHECK(!strcmp(size, "S"), "bench_products: unknown size %s (S, M, L)", size);
+    model_config_plan_positions(&c, "rope", REPO_START_DEFAULT);
+    Model m;
+    model_build_opts(&m, &c, B, T, NULL, 0, &(ModelOpts){.compute_bf16 = true}, false);
+    model_init_weights(&m, 1, 0.02);
+    size_t N = B * T, D = c.D, F = c.F, qd = c.H * cfg_hd(&c), kvd = c.KVH * cfg_hd(&c);
+    const LayerWeights* w = &m.w.layer[0];
+    LayerWeights* dw = &m.dw.layer[0];
+    Proj ps[] = {{"q_proj", qd, D, c.L, w->wq, dw->wq},       {"k_proj, v_proj", kvd, D, 2 * c.L, w->wk, dw->wk},
+                 {"o_proj", D, qd, c.L, w->wo, dw->wo},       {"gate_proj + up_proj", 2 * F, D, c.L, w->gate, dw->gate},
+                 {"down_proj", D, F, c.L, w->down, dw->down}, {"lm_head", c.V, D, 1, m.w.lm_head, m.dw.lm_head}};
+    size_t widest = c.V > 2 * F ? c.V : 2 * F;
+    real* x = arenaAlloc(N * (F > qd ? F : qd) * sizeof(real));
+    real* y = arenaAlloc(N * widest * sizeof(real));
+    Rng rng;
+    rng_seed(&rng, 2);
+    for (size_t i = 0; i < N * (F > qd ? F : qd); i++) x[i] = (real)rng_normal(&rng);
+    for (size_t i = 0; i < N * widest; i++) y[i] = (real)(0.01 * rng_normal(&rng));
+    char cpu[256];
+    cpu_model(cpu, sizeof(cpu));
+    printf("bench_products: size %s (B=%zu T=%zu, N=%zu rows), %d threads, %d reps; cpu: %s (%s); OpenBLAS core %s\n",
+           size, B, T, N, threads, reps, cpu, cpu_level(), cpu_blas_core());
+    printf("bf16: %s\n\n", products_name(true));
+    printf(
+        "| product | M x N x K | runs/step | f32 GFLOP/s | bf16 GFLOP/s | bf16 / f32 |\n|---|---|---:|---:|---:|---:|\n");
+    static const char* kinds[] = {"forward", "input gradient", "weight gradient"};
+    double t32 = 0, t16 = 0, flop_all = 0;
+    double* s32 = mallocCheck((size_t)reps * sizeof(double));
+    double* s16 = mallocCheck((size_t)reps * sizeof(double));
+    for (size_t k = 0; k < sizeof(ps) / sizeof(ps[0]); k++) {
+        for (int kind = 0; kind < 3; kind++) {
+            const Proj* p = &ps[k];
+            Bf16Products* prev = model_products_begin(&m); /* the shape's primitive, created untimed */
+            one_call(kind, p, x, y, N);
+            products_use(prev);
+            for (int r = 0; r < reps; r++) {
+                s32[r] = one_call(kind, p, x, y, N);
+                prev = model_products_begin(&m);
+                s16[r] = one_call(kind, p, x, y, N);
+                products_use(prev);
+            }
+            qsort(s32, (size_t)reps, sizeof(double), cmp_double);
+            qsort(s16, (size_t)reps, sizeof(double), cmp_double);
+            double a = s32[reps / 2], b = s16[reps / 2], flop = 2.0 * (double)N * (double)p->C * (double)p->OC;
+            t32 += a * (double)p->count;
+            t16 += b * (double)p->count;
+            flop_all += flop * (double)p->count;
+            size_t gm = kind == 2 ? p->OC : N, gn = kind == 0 ? p->OC : p->C,
+                   gk = kind == 0   ? p->C
+                        : kind == 1 ? p->OC
+                                    : N;
+            printf("| %s, %s | %zu x %zu x %zu | %zu | %.0f | %.0f | %.2f |\n", p->name, kinds[kind], gm, gn, gk,
+                   p->count, flop / a * 1e-9, flop / b * 1e-9, a / b);
+        }
+    }
+    printf("| the step's products, weighted by runs/step | | | %.0f | %.0f | %.2f |\n", flop_all / t32 * 1e-9,
+           flop_all / t16 * 1e-9, t32 / t16);
+    printf("\nkernels oneDNN chose:\n");
+    gemm_bf16_print(stdout);
+    free(s32);
+    free(s16);
+    free(x);
+    free(y);
+    model_free(&m);
+    return 0;
+}
