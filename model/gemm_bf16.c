@@ -84,10 +84,12 @@ static bool isa_has_bf16(dnnl_cpu_isa_t isa) {
 bool gemm_bf16_available(char* why, size_t n) {
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     if (isa_has_bf16(isa)) return true;
-    snprintf(why, n,
-             "this CPU has no BF16 instructions (neither AVX512-BF16 nor AMX-BF16; oneDNN's best ISA here is %s), and "
-             "oneDNN's emulation of them would be slower than the FP32 products",
-             isa_name(isa));
+    const char* cap = getenv("DNNL_MAX_CPU_ISA");
+    snprintf(
+        why, n,
+        "this CPU has no BF16 instructions (neither AVX512-BF16 nor AMX-BF16; oneDNN's best ISA here is %s%s%s%s), "
+        "and oneDNN's emulation of them would be slower than the FP32 products",
+        isa_name(isa), cap ? ", limited by DNNL_MAX_CPU_ISA=" : "", cap ? cap : "", cap ? " in the environment" : "");
     return false;
 }
 

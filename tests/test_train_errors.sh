@@ -36,6 +36,10 @@ case_() {  # name expected-phrase config-body [--set ...]
 }
 
 case_ "unknown key" "train.stepz: unknown key" "$base" --set train.stepz=3
+# BF16 products on a CPU without BF16 instructions (oneDNN capped at AVX2 stands in for one), or without oneDNN
+DNNL_MAX_CPU_ISA=AVX2 case_ "compute_dtype bf16 without BF16 instructions" 'train.compute_dtype "bf16": th' "$base" \
+    --set train.compute_dtype=bf16
+case_ "compute_dtype not f32/bf16" "train.compute_dtype" "$base" --set 'train.compute_dtype="f16"'
 case_ "typo with suggestion" "did you mean optim.lr?" '"optim": {"learnig_rate": 1e-3}, "data": {"synthetic": {}}'
 case_ "wrong type" "train.batch_size: expected an integer" "$base" --set 'train.batch_size="8"'
 case_ "negative steps" "train.steps: expected a non-negative integer, got -5" "$base" --set train.steps=-5

@@ -12,6 +12,7 @@
 #                   BF16 (model.base_dtype), T=2048 B=1, recompute, f32 AdamW state
 #   lora-repo-2048  the same with RePo layers 5-15, the RePo module trained fully
 #   S M L    the `make bench` sizes (tools/bench.sh) with build/train, RePo, f32 state, no recompute
+# BENCH_MEMORY_COMPUTE=bf16 runs every case with train.compute_dtype "bf16" (BF16 products; default f32).
 # Also checks that the 1B shape at T=1024 with f32 state and recompute is refused at once
 # when it does not fit. Needs ~21 GiB free for the 1B cases: run nothing else big meanwhile.
 # Prints one Markdown table row per case; logs in build/bench/memory/.
@@ -25,7 +26,7 @@ mkdir -p "$OUT"
 T=$(mktemp -d /tmp/repoc_bench_memory.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 cpu=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
-echo "CPU: $cpu, $THREADS threads; $(grep MemTotal /proc/meminfo | tr -s ' ')"
+echo "CPU: $cpu, $THREADS threads; $(grep MemTotal /proc/meminfo | tr -s ' '); products ${BENCH_MEMORY_COMPUTE:-f32}"
 
 config() {  # file case -> the case's config
     local model init="" B=1 seq state=f32 rec=false pos
@@ -47,7 +48,8 @@ config() {  # file case -> the case's config
  "model": {$init $model $pos},
  "data": {"synthetic": {}, "seq_len": $seq},
  "optim": {"lr": 1e-5, "warmup_steps": 0, "state_dtype": "$state"},
- "train": {"batch_size": $B, "steps": 2, "log_every": 1, "eval_every": 0, "save_every": 0, "recompute": $rec}}
+ "train": {"batch_size": $B, "steps": 2, "log_every": 1, "eval_every": 0, "save_every": 0, "recompute": $rec,
+           "compute_dtype": "${BENCH_MEMORY_COMPUTE:-f32}"}}
 JSON
 }
 
@@ -80,7 +82,7 @@ for c in $CASES; do
         /^memory plan \(B=/ { split($3, b, "="); split($4, t, "[=,]"); v["B"] = b[2]; v["T"] = t[2] }
         END { print P + P16, v["B"], v["T"], v["D"], v["L"], (P16 > 0 ? 4 : 6) }' "$log")"
     awk -v c="$c" -v plan="$plan" -v meas="$meas" -v ms="$ms" -v P="$P" -v B="$B" -v T="$seq" -v D="$D" -v L="$L" -v per="$per" \
-        -v cmd="BENCH_MEMORY_CASES=$c make bench-memory" 'BEGIN {
+        -v cmd="BENCH_MEMORY_CASES=$c${BENCH_MEMORY_COMPUTE:+ BENCH_MEMORY_COMPUTE=$BENCH_MEMORY_COMPUTE} make bench-memory" 'BEGIN {
         flops = per * P * B * T + L * 6 * B * T * T * D   # H·hd = D
         printf "| %s | `%s` | %.0f | %.0f | %.3f | %.1f | %.1f |\n", c, cmd, plan, meas, plan / meas, ms / 1000, flops / (ms / 1000) / 1e9 }'
 done

@@ -8,6 +8,7 @@
 #include "common/check.h"
 #include "common/clock.h"
 #include "common/rng.h"
+#include "model/products.h"
 #include "train/memplan.h" /* memplan_head_chunk: whether the LM head is chunked */
 
 /* in·out summed over the block linears (q, k, v, o, gate, up, down, and RePo's maps) */
@@ -32,25 +33,36 @@ double model_train_flops(const ModelConfig* c, size_t B, size_t T, double* attn)
     return 6.0 * N * (block_in_out(c) + (double)c->D * (double)c->V) + a;
 }
 
-double sgemm_gflops(size_t m, size_t k, size_t n, int calls, double max_s, double (*clock)(void), double* best_ms) {
+/* the best rate of C[m,n] = A[m,k] B[k,n]: cblas_sgemm, or gemm_bf16 on the same values rounded to BF16 */
+static double product_gflops(size_t m, size_t k, size_t n, int calls, double max_s, double (*clock)(void),
+                             double* best_ms, bool use_bf16) {
     if (!clock) clock = now_s;
     float* a = mallocCheck((m * k + k * n + m * n) * sizeof(float));
     float *b = a + m * k, *out = b + k * n;
+    bf16* h = use_bf16 ? mallocCheck((m * k + k * n) * sizeof(bf16)) : NULL;
     Rng rng;
     rng_seed(&rng, 7);
     for (size_t i = 0; i < m * k + k * n; i++) a[i] = (float)(rng_uniform(&rng) - 0.5);
+    if (h) bf16_from_f32(h, a, 1, m * k + k * n, m * k + k * n);
     double best = 1e30, start = clock();
-    for (int r = 0; r <= calls; r++) { /* call 0 warms up: threads, packing buffers */
+    for (int r = 0; r <= calls; r++) { /* call 0 warms up: threads, packing buffers, oneDNN's primitive */
         double t0 = clock();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a, (int)k, b, (int)n, 0.0f,
-                    out, (int)n);
+        if (h) gemm_bf16(false, false, m, n, k, 1.0f, h, k, h + m * k, n, 0.0f, out, n);
+        else
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a, (int)k, b, (int)n,
+                        0.0f, out, (int)n);
         double dt = clock() - t0;
         if (r > 0 && dt < best) best = dt;
         if (r > 0 && max_s > 0 && clock() - start > max_s) break;
     }
     free(a);
+    free(h);
     if (best_ms) *best_ms = best * 1e3;
     return 2.0 * (double)m * (double)k * (double)n / best * 1e-9;
+}
+
+double sgemm_gflops(size_t m, size_t k, size_t n, int calls, double max_s, double (*clock)(void), double* best_ms) {
+    return product_gflops(m, k, n, calls, max_s, clock, best_ms, false);
 }
 
 static size_t clamp_dim(size_t x) { return x < 64 ? 64 : x > 1024 ? 1024 : x; }
@@ -67,8 +79,12 @@ void timeplan_compute(TimePlan* p, const ModelConfig* cfg, const RunConfig* rc, 
     p->probe_m = clamp_dim(N);
     p->probe_k = clamp_dim(cfg->D);
     p->probe_n = clamp_dim(cfg->F);
-    p->gflops = sgemm_gflops(p->probe_m, p->probe_k, p->probe_n, 8, 0.2, NULL, NULL);
-    p->s_per_step = p->flop_step / (p->gflops * 1e9 * TIMEPLAN_EFFICIENCY);
+    p->bf16 = !strcmp(rc->train.compute_dtype, "bf16");
+    char why[512];
+    if (p->bf16 && !products_bf16_available(why, sizeof(why))) p->bf16 = false; /* the run itself refuses */
+    p->efficiency = p->bf16 ? TIMEPLAN_EFFICIENCY_BF16 : TIMEPLAN_EFFICIENCY;
+    p->gflops = product_gflops(p->probe_m, p->probe_k, p->probe_n, 8, 0.2, NULL, NULL, p->bf16);
+    p->s_per_step = p->flop_step / (p->gflops * 1e9 * p->efficiency);
     p->steps_left = rc->train.steps > done ? rc->train.steps - done : 0;
 }
 
@@ -98,8 +114,8 @@ void timeplan_print(const TimePlan* p, FILE* fp) {
     duration(p->s_per_step * (double)p->steps_left, all, sizeof(all));
     flops_text(p->flop_step, fl, sizeof(fl));
     fprintf(fp,
-            "time: ≈ %s/step, %zu step%s ≈ %s (estimate: model %s/step at %.0f GFLOP/s measured sgemm "
+            "time: ≈ %s/step, %zu step%s ≈ %s (estimate: model %s/step at %.0f GFLOP/s measured %s "
             "%zux%zux%zu, x%.2f efficiency; evaluation not counted)\n",
-            step, p->steps_left, p->steps_left == 1 ? "" : "s", all, fl, p->gflops, p->probe_m, p->probe_k, p->probe_n,
-            TIMEPLAN_EFFICIENCY);
+            step, p->steps_left, p->steps_left == 1 ? "" : "s", all, fl, p->gflops, p->bf16 ? "BF16 product" : "sgemm",
+            p->probe_m, p->probe_k, p->probe_n, p->efficiency);
 }

@@ -20,6 +20,9 @@
 /* The step time over the sgemm rate: the median of what docs/performance.md measured the training step
    at (M 73–78%, L 82–84% of same-process sgemm, S about 70%), so an estimate good to about ±25% there */
 #define TIMEPLAN_EFFICIENCY 0.78
+/* The same for BF16 products over the BF16 product rate (train.compute_dtype "bf16"): lower, since the
+   step's other work does not get faster (docs/performance.md, "BF16 products") */
+#define TIMEPLAN_EFFICIENCY_BF16 0.60
 
 /* Model FLOPs of forward + backward over B sequences of T tokens (without recompute or a chunked head);
    *attn, when not NULL: the attention part */
@@ -31,10 +34,12 @@ double model_train_flops(const ModelConfig* c, size_t B, size_t T, double* attn)
 double sgemm_gflops(size_t m, size_t k, size_t n, int calls, double max_s, double (*clock)(void), double* best_ms);
 
 typedef struct {
-    double flop_step; /* model FLOPs of one optimizer step on one rank */
-    double gflops;    /* the measured sgemm rate */
+    double flop_step;  /* model FLOPs of one optimizer step on one rank */
+    bool bf16;         /* train.compute_dtype "bf16": the rate is gemm_bf16's */
+    double gflops;     /* the measured sgemm (or BF16 product) rate */
+    double efficiency; /* TIMEPLAN_EFFICIENCY or TIMEPLAN_EFFICIENCY_BF16 */
     size_t probe_m, probe_k, probe_n;
-    double s_per_step; /* flop_step / (gflops x TIMEPLAN_EFFICIENCY) */
+    double s_per_step; /* flop_step / (gflops x efficiency) */
     size_t steps_left; /* train.steps less the step a resumed run starts at */
 } TimePlan;
 
