@@ -302,6 +302,7 @@ int main(int argc, char** argv) {
     stdout = devnull; /* adamw_build prints its groups */
     adamw_build(&opt, &m.tensors, &oc);
     opt.mirror = m.params_bf16; /* NULL in f32 */
+    opt.mirror_from = m.mirror_from;
     stdout = saved;
     fcloseCheck(devnull, "/dev/null");
 

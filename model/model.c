@@ -72,6 +72,13 @@ static void model_shape(Model* m, const ModelConfig* cfg, size_t B, size_t T, co
     tensor_table_build(&m->tensors, &m->cfg, frozen_patterns, n_frozen);
 }
 
+/* The first parameter the BF16 mirror covers: after the input embedding, which no product reads (a lookup),
+   unless the LM head is tied to it */
+static size_t mirror_from(const Model* m) {
+    const TensorInfo* e = &m->tensors.t[0]; /* model.embed_tokens.weight, at offset 0 */
+    return m->cfg.tie_embeddings || e->bf16 || e->offset != 0 ? 0 : e->numel;
+}
+
 /* Elements of each of the two BF16 work spaces: the widest activation operand of a layer's products (the
    MLP's gate and up side by side: 2F) on all N rows, or 256 rows of the logits, which the head's backward
    takes in chunks of that many rows */
@@ -92,7 +99,7 @@ ModelArenaSizes model_arena_sizes(const ModelConfig* cfg, size_t B, size_t T, co
                          .bf16 = m->tensors.n_bf16,
                          .widened = m->tensors.max_layer_bf16};
     if (m->opts.compute_bf16) {
-        s.params_bf16 = m->tensors.n_params;
+        s.params_bf16 = m->tensors.n_params - mirror_from(m);
         s.bf16_work = 2 * products_work(m);
     }
     Cursor cur = {NULL, 0};
@@ -126,10 +133,11 @@ void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, cons
     if (m->opts.compute_bf16) {
         char why[512];
         CHECK(products_bf16_available(why, sizeof(why)), "train.compute_dtype \"bf16\": %s", why);
-        size_t work = products_work(m);
-        m->params_bf16 = arenaAllocNamed(mulCheck(m->tensors.n_params, sizeof(bf16), "BF16 mirror"), "BF16 mirror");
+        size_t work = products_work(m), from = mirror_from(m), n = m->tensors.n_params - from;
+        m->mirror_from = from;
+        m->params_bf16 = arenaAllocNamed(mulCheck(n, sizeof(bf16), "BF16 mirror"), "BF16 mirror");
         m->bf16_work = arenaAllocNamed(mulCheck(2 * work, sizeof(bf16), "BF16 work space"), "BF16 work space");
-        m->prod = (Bf16Products){.region = {{m->params, m->tensors.n_params, m->params_bf16}},
+        m->prod = (Bf16Products){.region = {{m->params + from, n, m->params_bf16}},
                                  .act = {m->bf16_work, m->bf16_work + work},
                                  .act_cap = work};
     }
@@ -167,8 +175,9 @@ void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, cons
             printf("  frozen base in BF16: %zu parameters (%.1f MiB), widened per layer (%.1f MiB)\n",
                    m->tensors.n_bf16, m->tensors.n_bf16 * 2.0 / 1048576.0, m->tensors.max_layer_bf16 * mb);
         if (m->opts.compute_bf16)
-            printf("  BF16 products (%s): parameter mirror %.1f MiB, activation work space %.1f MiB\n",
-                   gemm_bf16_engine(), m->tensors.n_params * 2.0 / 1048576.0, m->prod.act_cap * 4.0 / 1048576.0);
+            printf("  BF16 products (%s): parameter mirror %.1f MiB%s, activation work space %.1f MiB\n",
+                   gemm_bf16_engine(), (m->tensors.n_params - m->mirror_from) * 2.0 / 1048576.0,
+                   m->mirror_from ? " (all but the input embedding)" : "", m->prod.act_cap * 4.0 / 1048576.0);
         printf("  parameters %zu (%.1f MiB)  trainable %zu  activations %zu (%.1f MiB, B=%zu T=%zu%s, logits "
                "%zu rows)  scratch %.1f MiB  precision %s\n",
                m->tensors.n_params, m->tensors.n_params * mb, m->tensors.n_grads, m->n_acts, m->n_acts * mb, B, T,
@@ -233,7 +242,8 @@ Bf16Products* model_products_begin(Model* m) {
     if (!m->opts.compute_bf16) return products_use(NULL);
     if (!m->bf16_fresh) { /* (the double build refuses compute_bf16 at model_build) */
 #ifndef REPOC_F64
-        bf16_from_f32(m->params_bf16, m->params, 1, m->tensors.n_params, m->tensors.n_params);
+        size_t n = m->tensors.n_params - m->mirror_from;
+        bf16_from_f32(m->params_bf16, m->params + m->mirror_from, 1, n, n);
 #endif
         m->bf16_fresh = true;
     }

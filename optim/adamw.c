@@ -269,7 +269,7 @@ void adamw_step(AdamW* a, real* params, real* grads, double lr, size_t step, dou
         sc.neg_step = (real)(-lr_t / bc1);
         size_t p0 = at->offset + (g0 - at->grad_offset);
         real* w = params + p0;
-        bf16* w16 = a->mirror ? a->mirror + p0 : NULL;
+        bf16* w16 = a->mirror && p0 >= a->mirror_from ? a->mirror + (p0 - a->mirror_from) : NULL;
         if (c->state_bf16)
             adamw_tensor_bf16(w, w16, a->m16 + (g0 - a->lo), a->v16 + (g0 - a->lo), grads + g0, g1 - g0, sc, zero_grads,
                               key_m, key_v, g0);

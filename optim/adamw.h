@@ -77,8 +77,9 @@ typedef struct {
     uint16_t *m16, *v16; /* (hi - lo) each, bf16 bit patterns, with cfg.state_bf16; else NULL */
     size_t n;            /* == TensorTable.n_grads */
     size_t lo, hi;       /* the slice held and updated: [0, n) unless sharded */
-    bf16* mirror;        /* NULL, or the parameters' BF16 mirror (tt.n_params, Model.params_bf16): each updated weight's
-                     bf16_round is written there in the same pass (train.compute_dtype "bf16") */
+    bf16* mirror;        /* NULL, or the parameters' BF16 mirror (Model.params_bf16) of params[mirror_from ..]: each
+                           updated weight's bf16_round is written there in the same pass (train.compute_dtype "bf16") */
+    size_t mirror_from;  /* Model.mirror_from: the parameters before it have no copy */
 } AdamW;
 
 /* Validate cfg, check it against the table (every freeze pattern matches a

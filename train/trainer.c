@@ -107,7 +107,10 @@ static void build_optimizer(Trainer* tr) {
     adamw_build_slice(&tr->opt, tt, &tr->ocfg, lo, hi);
     /* the BF16 mirror is written in AdamW's pass; sharded, the other slices arrive by all-gather and the
        mirror is rewritten whole before the next product (gather_params) */
-    if (tr->model.opts.compute_bf16 && !tr->sharded) tr->opt.mirror = tr->model.params_bf16;
+    if (tr->model.opts.compute_bf16 && !tr->sharded) {
+        tr->opt.mirror = tr->model.params_bf16;
+        tr->opt.mirror_from = tr->model.mirror_from;
+    }
     if (tr->world > 1)
         printf("data parallel: %d ranks, global batch %zu rows (%zu x %zu x %d); AdamW state %s\n", tr->world,
                tr->rows_per_step, tr->B, tr->rc.train.grad_accum, tr->world,
