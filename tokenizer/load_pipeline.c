@@ -196,8 +196,9 @@ static int parse_split(Ctx* c, const cJSON* p, const char* path) {
     TRY(parse_behavior(c, p, path, &s.behavior));
     s.invert = cJSON_IsTrue(get(p, "invert"));
     const cJSON* rx = get(get(p, "pattern"), "Regex");
-    if (cJSON_IsString(rx) && s.behavior == SPLIT_ISOLATED && !s.invert && !pretok_recognise(rx->valuestring, &s))
-        return add_step(c, s, path); /* a hand-written matcher */
+    PreStep fast;
+    if (cJSON_IsString(rx) && s.behavior == SPLIT_ISOLATED && !s.invert && !pretok_recognise(rx->valuestring, &fast))
+        return add_step(c, fast, path); /* a hand-written matcher */
     TRY(parse_pattern(c, p, path, &s.re, NULL));
     if (add_step(c, s, path)) {
         tok_regex_free(s.re);
