@@ -31,21 +31,13 @@ static Pattern P[] = {
 #define N_PAT (sizeof P / sizeof P[0])
 
 typedef struct {
-    size_t* ends;
-    size_t n, cap;
+    size_t* ends; /* (<= bytes of the text) where each pre-token ends */
+    size_t n;
 } Ends;
 
-static void ends_push(Ends* e, size_t v) {
-    if (e->n == e->cap) {
-        e->cap = e->cap ? 2 * e->cap : 1024;
-        e->ends = realloc(e->ends, e->cap * sizeof(size_t));
-        CHECK(e->ends, "out of memory");
-    }
-    e->ends[e->n++] = v;
-}
-
 static void span_end(void* ctx, size_t a, size_t b, int m) {
-    if (b > a) ends_push(ctx, b); /* Isolated: every span is a pre-token */
+    Ends* e = ctx;
+    if (b > a) e->ends[e->n++] = b; /* Isolated: every span is a pre-token */
 }
 
 static void* region;
@@ -54,13 +46,13 @@ static void* region;
 static void check_text(void* ctx, const uint8_t* s, size_t n) {
     (void)ctx;
     if (tok_count_invalid_utf8(s, n)) return;
-    static Ends fast, onig;
+    Ends fast = {mallocCheck((n + 1) * sizeof(size_t)), 0}, onig = {mallocCheck((n + 1) * sizeof(size_t)), 0};
     for (size_t k = 0; k < N_PAT; k++) {
         Pattern* p = &P[k];
         fast.n = onig.n = 0;
         for (size_t i = 0; i < n;) {
             i = p->cl100k ? pretok_cl100k(s, n, i, p->max_digits) : pretok_gpt2(s, n, i);
-            ends_push(&fast, i);
+            fast.ends[fast.n++] = i;
         }
         tok_regex_spans(p->re, &region, s, n, span_end, &onig);
         int same = fast.n == onig.n && !memcmp(fast.ends, onig.ends, fast.n * sizeof(size_t));
@@ -73,6 +65,7 @@ static void check_text(void* ctx, const uint8_t* s, size_t n) {
                    d < onig.n ? onig.ends[d] : n);
         }
     }
+    free(fast.ends), free(onig.ends);
 }
 
 static const char* ALPHABET[] = {
