@@ -250,10 +250,12 @@ void bpe_encode_piece(TokEncoder* e, const uint8_t* s, size_t n) {
             return;
         }
     }
-    if (n > e->cap_parts) {
+    /* parts: one per byte; byte_fallback over an affixed character gives the affixes' bytes too */
+    size_t need = plain ? n : n * (1 + t->prefix_len + t->suffix_len);
+    if (need > e->cap_parts) {
         free(e->parts);
         free(e->ranks);
-        e->cap_parts = n * 2;
+        e->cap_parts = need * 2;
         e->parts = mallocCheck(e->cap_parts * sizeof(int32_t));
         e->ranks = mallocCheck(e->cap_parts * sizeof(uint32_t));
     }

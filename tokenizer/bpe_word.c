@@ -5,47 +5,40 @@
    them: each character is the vocab entry of its text, with the prefix before
    every character but the first and the suffix after the last; a character
    without one is its bytes' <0xHH> tokens (byte_fallback, when every byte has
-   one), else the unk token (fuse_unk: one for a run of them), else nothing.
+   one; with the prefix and suffix, as the library does), else the unk token
+   (fuse_unk: one for a run of them), else nothing.
    A byte that is not valid UTF-8 is a character of its own. For a byte-level
    model a "character" is one byte (its byte-level character). */
 #include <string.h>
 
 #include "tokenizer/tok_internal.h"
 
-/* the id of prefix + s[0..n) + suffix (each part optional), -1 when none */
-static int32_t lookup_affixed(const Tokenizer* t, const uint8_t* s, size_t n, int prefix, int suffix) {
-    if (!(prefix && t->prefix_len) && !(suffix && t->suffix_len)) return tok_lookup(t, s, n);
-    uint8_t buf[72]; /* prefix and suffix below 32 bytes each (load.c), a character below 5 */
-    size_t k = 0;
-    if (prefix) memcpy(buf, t->prefix_str, t->prefix_len), k = t->prefix_len;
-    memcpy(buf + k, s, n), k += n;
-    if (suffix) memcpy(buf + k, t->suffix_str, t->suffix_len), k += t->suffix_len;
-    return tok_lookup(t, buf, k);
-}
-
 size_t bpe_word_parts(const Tokenizer* t, const uint8_t* s, size_t n, int32_t* parts) {
     size_t m = 0;
     int unk_open = 0; /* a fused unk token waits to be written */
+    uint8_t buf[72];  /* prefix and suffix below 32 bytes each (load.c), a character below 5 */
     for (size_t i = 0; i < n;) {
         uint32_t cp;
-        size_t l = 1;
+        size_t l = 1, k = 0;
         if (!t->byte_level) uc_next(s + i, n - i, &cp, &l);
-        int32_t id = lookup_affixed(t, s + i, l, i > 0, i + l == n);
+        if (i > 0) memcpy(buf, t->prefix_str, t->prefix_len), k = t->prefix_len;
+        memcpy(buf + k, s + i, l), k += l;
+        if (i + l == n) memcpy(buf + k, t->suffix_str, t->suffix_len), k += t->suffix_len;
+        i += l;
+        int32_t id = tok_lookup(t, buf, k);
         if (id >= 0) {
             if (unk_open) parts[m++] = t->unk, unk_open = 0;
             parts[m++] = id;
-            i += l;
             continue;
         }
-        int all = t->byte_fallback;
-        for (size_t k = 0; k < l && all; k++) all = t->fallback_id[s[i + k]] >= 0;
+        int all = t->byte_fallback; /* the bytes of the affixed character, as the library has it */
+        for (size_t b = 0; b < k && all; b++) all = t->fallback_id[buf[b]] >= 0;
         if (all) { /* as in the library, a waiting unk token is written after these */
-            for (size_t k = 0; k < l; k++) parts[m++] = t->fallback_id[s[i + k]];
+            for (size_t b = 0; b < k; b++) parts[m++] = t->fallback_id[buf[b]];
         } else if (t->unk >= 0) {
             if (unk_open && !t->fuse_unk) parts[m++] = t->unk;
             unk_open = 1;
         }
-        i += l;
     }
     if (unk_open) parts[m++] = t->unk;
     return m;
