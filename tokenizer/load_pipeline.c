@@ -180,6 +180,9 @@ static int parse_behavior(Ctx* c, const cJSON* p, const char* path, SplitBehavio
          c->t->name, path);
 }
 
+/* Rust regex's Unicode \\w, the class the library's Whitespace pre-tokenizer uses */
+#define RUST_W "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}"
+
 /* a Split step through Oniguruma on a built-in pattern (Punctuation, Whitespace, WhitespaceSplit) */
 static int builtin_split(Ctx* c, const char* pattern, SplitBehavior b, int invert, const char* path) {
     PreStep s = {.kind = STEP_SPLIT_REGEX, .behavior = b, .invert = invert};
@@ -239,7 +242,8 @@ int parse_pre(Ctx* c, const cJSON* p, const char* path) {
         if (get(p, "behavior")) TRY(parse_behavior(c, p, path, &b));
         return builtin_split(c, "[\\p{P}\\x21-\\x2F\\x3A-\\x40\\x5B-\\x60\\x7B-\\x7E]", b, 0, path);
     }
-    if (!strcmp(ty, "Whitespace")) return builtin_split(c, "\\w+|[^\\w\\s]+", SPLIT_REMOVED, 1, path);
+    if (!strcmp(ty, "Whitespace")) /* \\w+|[^\\w\\s]+ with Rust regex's \\w, as the library has it */
+        return builtin_split(c, "[" RUST_W "]+|[^" RUST_W "\\s]+", SPLIT_REMOVED, 1, path);
     if (!strcmp(ty, "WhitespaceSplit")) return builtin_split(c, "\\s+", SPLIT_REMOVED, 0, path);
     FAIL(c,
          "tokenizer '%s': %s.type: pre-tokenizer \"%s\" is not supported (ByteLevel, Split, Digits, Metaspace, "
