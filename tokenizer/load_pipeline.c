@@ -124,10 +124,11 @@ int parse_normalizer(Ctx* c, const cJSON* p, const char* path) {
     memset(st, 0, sizeof *st);
     static const char* forms[] = {"NFC", "NFD", "NFKC", "NFKD"};
     static const NormKind form_kind[] = {NORM_NFC, NORM_NFD, NORM_NFKC, NORM_NFKD};
-    int known = 0;
+    int form = -1;
     for (int k = 0; k < 4; k++)
-        if (!strcmp(ty, forms[k])) st->kind = form_kind[k], known = 1;
-    if (known) {
+        if (!strcmp(ty, forms[k])) form = k;
+    if (form >= 0) {
+        st->kind = form_kind[form];
     } else if (!strcmp(ty, "Lowercase")) {
         st->kind = NORM_LOWERCASE;
     } else if (!strcmp(ty, "Strip")) {
@@ -180,7 +181,7 @@ static int parse_behavior(Ctx* c, const cJSON* p, const char* path, SplitBehavio
          c->t->name, path);
 }
 
-/* Rust regex's Unicode \\w, the class the library's Whitespace pre-tokenizer uses */
+/* Rust regex's Unicode \w, the class the library's Whitespace pre-tokenizer uses */
 #define RUST_W "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}"
 
 /* a Split step through Oniguruma on a built-in pattern (Punctuation, Whitespace, WhitespaceSplit) */
@@ -242,7 +243,7 @@ int parse_pre(Ctx* c, const cJSON* p, const char* path) {
         if (get(p, "behavior")) TRY(parse_behavior(c, p, path, &b));
         return builtin_split(c, "[\\p{P}\\x21-\\x2F\\x3A-\\x40\\x5B-\\x60\\x7B-\\x7E]", b, 0, path);
     }
-    if (!strcmp(ty, "Whitespace")) /* \\w+|[^\\w\\s]+ with Rust regex's \\w, as the library has it */
+    if (!strcmp(ty, "Whitespace")) /* \w+|[^\w\s]+ with Rust regex's \w, as the library has it */
         return builtin_split(c, "[" RUST_W "]+|[^" RUST_W "\\s]+", SPLIT_REMOVED, 1, path);
     if (!strcmp(ty, "WhitespaceSplit")) return builtin_split(c, "\\s+", SPLIT_REMOVED, 0, path);
     FAIL(c,
