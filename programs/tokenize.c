@@ -331,7 +331,7 @@ static void decode_shard(const Tokenizer* t, const char* path) {
         int32_t ids[65536];
         for (size_t k = 0; k < n; k++) ids[k] = (int32_t)token_le(f.tokens + (i + k) * f.token_bytes, f.token_bytes);
         len = 0;
-        size_t ok = tok_decode(t, ids, n, &out, &len, &cap);
+        size_t ok = tok_decode_from(t, ids, n, i == 0, &out, &len, &cap);
         CHECK(ok == n,
               "token file '%s': token index %zu (id %d) has no token in tokenizer '%s' (of %zu ids): decode "
               "with the tokenizer that wrote it",

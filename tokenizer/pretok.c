@@ -9,21 +9,21 @@
 #include "tokenizer/tok_internal.h"
 
 /* the GPT-2 pattern (ByteLevel's regex) */
-static const char RE_GPT2[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+const char PRETOK_RE_GPT2[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 /* cl100k_base, Llama-3 and OLMo-2 (dolma2): at most three digits per pre-token */
-static const char RE_CL100K[] =
+const char PRETOK_RE_CL100K[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
     "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 /* Qwen2: the same with one digit per pre-token */
-static const char RE_QWEN[] =
+const char PRETOK_RE_QWEN[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
     "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 int pretok_recognise(const char* regex, PreStep* step) {
     memset(step, 0, sizeof *step);
-    if (!strcmp(regex, RE_GPT2)) step->kind = STEP_SPLIT_GPT2;
-    else if (!strcmp(regex, RE_CL100K)) step->kind = STEP_SPLIT_CL100K, step->max_digits = 3;
-    else if (!strcmp(regex, RE_QWEN)) step->kind = STEP_SPLIT_CL100K, step->max_digits = 1;
+    if (!strcmp(regex, PRETOK_RE_GPT2)) step->kind = STEP_SPLIT_GPT2;
+    else if (!strcmp(regex, PRETOK_RE_CL100K)) step->kind = STEP_SPLIT_CL100K, step->max_digits = 3;
+    else if (!strcmp(regex, PRETOK_RE_QWEN)) step->kind = STEP_SPLIT_CL100K, step->max_digits = 1;
     else return -1;
     return 0;
 }

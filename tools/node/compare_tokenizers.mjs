@@ -3,7 +3,9 @@
 // tiktoken compiled to WebAssembly) and @huggingface/tokenizers (a JavaScript
 // implementation of tokenizer.json, given the same tokenizer.json).
 //   node tools/node/compare_tokenizers.mjs ENCODING TOKENIZER_JSON DOCS.jsonl REPOC_IDS
-// ENCODING: gpt2 | cl100k_base. REPOC_IDS: build/tokenize --print-ids --no-eos
+// ENCODING: gpt2 | cl100k_base, or hf:NAME for a tokenizer.json of its own
+// (@huggingface/tokenizers alone, with the post-processor's special tokens, as
+// build/tokenize adds them). REPOC_IDS: build/tokenize --print-ids --no-eos
 // output (one line of ids per document). Prints one line per reference and
 // exits 1 on any difference, naming the first differing document and token.
 import fs from "node:fs";
@@ -21,13 +23,17 @@ const ours = fs.readFileSync(idsPath, "utf8").split("\n").slice(0, docs.length)
 if (ours.length !== docs.length) { console.error(`${idsPath}: ${ours.length} lines for ${docs.length} documents`); process.exit(1); }
 
 const refs = [];
-const jsTiktoken = require("js-tiktoken").getEncoding(encName);
-refs.push(["js-tiktoken", (t) => jsTiktoken.encode(t, [], [])]);
-const wasm = require("tiktoken").get_encoding(encName === "gpt2" ? "gpt2" : "cl100k_base");
-refs.push(["tiktoken (wasm)", (t) => Array.from(wasm.encode_ordinary(t))]);
+const own = encName.startsWith("hf:");
+let wasm = null;
+if (!own) {
+  const jsTiktoken = require("js-tiktoken").getEncoding(encName);
+  refs.push(["js-tiktoken", (t) => jsTiktoken.encode(t, [], [])]);
+  wasm = require("tiktoken").get_encoding(encName === "gpt2" ? "gpt2" : "cl100k_base");
+  refs.push(["tiktoken (wasm)", (t) => Array.from(wasm.encode_ordinary(t))]);
+}
 const hfMod = require("@huggingface/tokenizers");
 const hf = new hfMod.Tokenizer(JSON.parse(fs.readFileSync(tokJson, "utf8")), {});
-refs.push(["@huggingface/tokenizers", (t) => hf.encode(t, { add_special_tokens: false }).ids]);
+refs.push(["@huggingface/tokenizers", (t) => hf.encode(t, { add_special_tokens: own }).ids]);
 
 let bad = 0;
 const bytes = docs.reduce((s, t) => s + Buffer.byteLength(t), 0);
@@ -52,5 +58,5 @@ for (const [name, enc] of refs) {
                 `${name} ${firstDiff.b.join(" ")}`);
   }
 }
-wasm.free();
+if (wasm) wasm.free();
 process.exit(bad ? 1 : 0);

@@ -1,0 +1,125 @@
+/* The hand-written pre-tokenizer matchers (tokenizer/pretok.c) against
+   Oniguruma (tokenizer/regex.c) on the same regexes: the GPT-2, cl100k/Llama-3
+   and Qwen2 patterns must cut every text into the same pre-tokens. Texts:
+   tests/fixtures/tokenizer/sample.txt, every string of up to 4 characters over
+   an alphabet of the characters the patterns treat apart (spaces and line
+   breaks of several kinds, letters, digits of other scripts, apostrophes, the
+   long s that (?i) folds to s, punctuation), 20000 longer random strings over
+   it, and the documents of each JSONL file given on the command line
+   (tests/test_tokenizer_node.sh passes its corpus). Only valid UTF-8: on an
+   invalid byte the two paths differ by design (tokenizer/tok_internal.h). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tests/testutil.h"
+#include "tests/tok_docs.h"
+#include "tokenizer/tok_internal.h"
+
+typedef struct {
+    const char* name;
+    const char* pattern;
+    int cl100k, max_digits; /* which hand-written matcher */
+    TokRegex* re;
+    size_t texts, pieces, bad; /* checked, and differing */
+} Pattern;
+
+static Pattern P[] = {
+    {"gpt2", PRETOK_RE_GPT2, 0, 0, NULL, 0, 0, 0},
+    {"cl100k", PRETOK_RE_CL100K, 1, 3, NULL, 0, 0, 0},
+    {"qwen2", PRETOK_RE_QWEN, 1, 1, NULL, 0, 0, 0},
+};
+#define N_PAT (sizeof P / sizeof P[0])
+
+typedef struct {
+    size_t* ends; /* (<= bytes of the text) where each pre-token ends */
+    size_t n;
+} Ends;
+
+static void span_end(void* ctx, size_t a, size_t b, int m) {
+    Ends* e = ctx;
+    if (b > a) e->ends[e->n++] = b; /* Isolated: every span is a pre-token */
+}
+
+static void* region;
+
+/* one text through both paths of every pattern */
+static void check_text(void* ctx, const uint8_t* s, size_t n) {
+    (void)ctx;
+    if (tok_count_invalid_utf8(s, n)) return;
+    Ends fast = {mallocCheck((n + 1) * sizeof(size_t)), 0}, onig = {mallocCheck((n + 1) * sizeof(size_t)), 0};
+    for (size_t k = 0; k < N_PAT; k++) {
+        Pattern* p = &P[k];
+        fast.n = onig.n = 0;
+        for (size_t i = 0; i < n;) {
+            i = p->cl100k ? pretok_cl100k(s, n, i, p->max_digits) : pretok_gpt2(s, n, i);
+            fast.ends[fast.n++] = i;
+        }
+        tok_regex_spans(p->re, &region, s, n, span_end, &onig);
+        int same = fast.n == onig.n && !memcmp(fast.ends, onig.ends, fast.n * sizeof(size_t));
+        p->texts++, p->pieces += fast.n;
+        if (!same && p->bad++ < 3) {
+            size_t d = 0;
+            while (d < fast.n && d < onig.n && fast.ends[d] == onig.ends[d]) d++;
+            printf("  %s: \"%.*s\" (%zu bytes): pre-token %zu ends at %zu by hand, %zu by Oniguruma\n", p->name,
+                   (int)(n < 60 ? n : 60), (const char*)s, n, d, d < fast.n ? fast.ends[d] : n,
+                   d < onig.n ? onig.ends[d] : n);
+        }
+    }
+    free(fast.ends), free(onig.ends);
+}
+
+static const char* ALPHABET[] = {
+    " ",        "  ", "\n", "\r",       "\t",           "a",        "Z",        "1",        "'",
+    "s",        "L",  ".",  "\xC3\xA9", "\xE4\xB8\xAD", "\xC2\xA0", "\xC5\xBF", "\xD9\xA3", "\xE2\x80\xA8",
+    "\xC2\x85", "!"};
+#define N_ALPHA (sizeof ALPHABET / sizeof ALPHABET[0])
+
+/* every string of len characters over the alphabet, then random longer ones */
+static void check_alphabet(void) {
+    char buf[256];
+    for (size_t len = 1; len <= 4; len++) {
+        size_t total = 1;
+        for (size_t k = 0; k < len; k++) total *= N_ALPHA;
+        for (size_t code = 0; code < total; code++) {
+            size_t n = 0, c = code;
+            for (size_t k = 0; k < len; k++, c /= N_ALPHA) {
+                size_t l = strlen(ALPHABET[c % N_ALPHA]);
+                memcpy(buf + n, ALPHABET[c % N_ALPHA], l), n += l;
+            }
+            check_text(NULL, (const uint8_t*)buf, n);
+        }
+    }
+    uint64_t x = 0x9E3779B97F4A7C15ULL;
+    for (int r = 0; r < 20000; r++) {
+        size_t n = 0, len = 8 + (size_t)(r % 17);
+        for (size_t k = 0; k < len; k++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            const char* a = ALPHABET[x % N_ALPHA];
+            memcpy(buf + n, a, strlen(a)), n += strlen(a);
+        }
+        check_text(NULL, (const uint8_t*)buf, n);
+    }
+}
+
+int main(int argc, char** argv) {
+    uc_init();
+    for (size_t k = 0; k < N_PAT; k++) {
+        char err[256];
+        P[k].re = tok_regex_new(P[k].pattern, strlen(P[k].pattern), err, sizeof err);
+        CHECK(P[k].re, "%s: %s", P[k].name, err);
+    }
+    size_t len;
+    char* sample = file_read_all("tests/fixtures/tokenizer/sample.txt", &len);
+    check_text(NULL, (const uint8_t*)sample, len);
+    free(sample);
+    check_alphabet();
+    for (int a = 1; a < argc; a++) printf("%s: %zu documents\n", argv[a], tok_docs_each(argv[a], check_text, NULL));
+    for (size_t k = 0; k < N_PAT; k++) {
+        EXPECT(P[k].bad == 0, "%s: the hand-written matcher and Oniguruma agree on %zu of %zu texts (%zu pre-tokens)",
+               P[k].name, P[k].texts - P[k].bad, P[k].texts, P[k].pieces);
+        tok_regex_free(P[k].re);
+    }
+    tok_regex_region_free(region);
+    printf("test_tokenizer_regex: %s\n", test_failures ? "FAILED" : "all OK");
+    return test_failures ? 1 : 0;
+}
