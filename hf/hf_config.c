@@ -260,8 +260,9 @@ static int check_unsupported(const cJSON* root, BlockStyle block, const char* la
     for (size_t k = 0; k < (block < BLOCK_QWEN2 ? 2u : 1u); k++) {
         const cJSON* b = cJSON_GetObjectItemCaseSensitive(root, bias[k]);
         if (b && !cJSON_IsFalse(b) && !cJSON_IsNull(b))
-            return set_err(err, len, "%s: %s must be false: %s's projections have no bias terms in repoc", label,
-                           bias[k], block_style_arch(block));
+            return set_err(err, len, "%s: %s must be false: %s", label, bias[k],
+                           k ? "repoc's OLMo-2 and Llama attention has no biases (Qwen2's and Qwen3's has)"
+                             : "repoc's MLP projections have no biases");
     }
     bool sliding = false;
     if (block >= BLOCK_QWEN2 && get_bool(root, "use_sliding_window", &sliding, label, err, len)) return 1;

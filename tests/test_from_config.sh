@@ -28,7 +28,7 @@ plan_ok() {  # label config pattern...
 }
 
 echo "--plan from published configs, without weights"
-for f in smollm2_135m olmo2_1b llama3.2_1b; do
+for f in smollm2_135m olmo2_1b llama3.2_1b qwen2.5_0.5b qwen3_0.6b; do
     config "$T/$f.json" "{\"from_config\": \"$H/$f.json\"}"
     plan_ok "from_config $f.json plans" "$T/$f.json" "memory plan" "peak RSS"
 done
