@@ -30,8 +30,8 @@ static void test_read(void) {
     ModelConfig c;
     char err[512] = "";
     int rc = parse_arch("Qwen2ForCausalLM", "", &c, err, sizeof(err));
-    EXPECT(!rc && c.block == BLOCK_QWEN2 && cfg_qkv_bias(&c) && !cfg_o_bias(&c) && cfg_hd(&c) == 8 &&
-               c.pad_id == -1 && c.norm_eps == 1e-6 && !cfg_qk_norm(&c),
+    EXPECT(!rc && c.block == BLOCK_QWEN2 && cfg_qkv_bias(&c) && !cfg_o_bias(&c) && cfg_hd(&c) == 8 && c.pad_id == -1 &&
+               c.norm_eps == 1e-6 && !cfg_qk_norm(&c),
            "Qwen2: q, k, v biases, no o bias, hd = 32/4, no pad row, rms_norm_eps default 1e-6 %s", err);
     rc = parse_arch("Qwen3ForCausalLM", "", &c, err, sizeof(err));
     EXPECT(!rc && c.block == BLOCK_QWEN3 && cfg_hd(&c) == 128 && !cfg_qkv_bias(&c) && cfg_qk_norm(&c),
@@ -160,7 +160,8 @@ static void test_groups_and_init(void) {
     }
     oc.decay_biases = true;
     size_t decayed_on = 0;
-    for (size_t i = 0; i < m.tensors.n; i++) decayed_on += m.tensors.t[i].is_bias && optim_tensor_decays(&oc, &m.tensors.t[i]);
+    for (size_t i = 0; i < m.tensors.n; i++)
+        decayed_on += m.tensors.t[i].is_bias && optim_tensor_decays(&oc, &m.tensors.t[i]);
     EXPECT(biases == 8 && decayed == 0 && decayed_on == 8,
            "8 biases: none decays by default, all with optim.decay_biases (%zu, %zu)", decayed, decayed_on);
     EXPECT(nonzero == 0, "biases start at 0, as transformers' _init_weights (%zu nonzero)", nonzero);
@@ -169,7 +170,8 @@ static void test_groups_and_init(void) {
         pad_nonzero += m.w.embed[5 * D + k] != 0;
         other_nonzero += m.w.embed[4 * D + k] != 0;
     }
-    EXPECT(pad_nonzero == 0 && other_nonzero == D, "the pad row starts at 0 (nn.Embedding padding_idx), row 4 does not");
+    EXPECT(pad_nonzero == 0 && other_nonzero == D,
+           "the pad row starts at 0 (nn.Embedding padding_idx), row 4 does not");
     model_free(&m);
 
     real table[3 * 2] = {0}, dout[4 * 2] = {1, 2, 3, 4, 5, 6, 7, 8};
