@@ -574,7 +574,6 @@ const LayerEntry GC_LAYERS[] = {
     {"embedding", "token embedding and its scatter-add backward", build_embedding, 1},
     {"rmsnorm", "RMSNorm with weight (block norms, QK-norm, final norm)", build_rmsnorm, 1},
     {"linear", "y = x W^T through BLAS", build_linear, 1},
-    {"bias", "y = x + b per row, the projections' bias (Qwen)", build_bias, 1},
     {"lora", "y = x W^T + (alpha/r) (x A^T) B^T, the LoRA adapter on a linear", build_lora, 1},
     {"rope", "rotary positions with real positions per kv head; plain and YaRN", build_rope, 1},
     {"repo", "the RePo position module", build_repo, 1},
@@ -583,13 +582,15 @@ const LayerEntry GC_LAYERS[] = {
     {"xent", "softmax cross-entropy with ignored targets, z-loss and per-target weights", build_xent, 1},
     {"block-olmo2", "OLMo-2 block, one per position mode (rope, repo, nope)", build_block_olmo2, 1},
     {"block-llama", "Llama block with GQA, one per position mode", build_block_llama, 1},
+    {"model", "tiny decoders mixing rope, repo and nope layers, GQA on", build_model, 1},
+    {"lora-model", "tiny decoders with LoRA adapters on a frozen base (OLMo-2 and Llama)", build_lora_model, 1},
+    {"rmsnorm-wrong", "a deliberately wrong backward; the check must FAIL", build_rmsnorm_wrong, 0},
+    {"pole", "an infinite numeric gradient; the check must FAIL", build_pole, 0},
+    /* after the others: each entry's random draws are keyed by its index, so adding these changed none */
+    {"bias", "y = x + b per row, the projections' bias (Qwen)", build_bias, 1},
     {"block-qwen2", "Qwen2 block (q, k, v biases), one per position mode", build_block_qwen2, 1},
     {"block-qwen3", "Qwen3 block: per-head QK-norm, head_dim != D/H, attention_bias; per position mode",
      build_block_qwen3, 1},
-    {"model", "tiny decoders mixing rope, repo and nope layers, GQA on", build_model, 1},
-    {"lora-model", "tiny decoders with LoRA adapters on a frozen base (OLMo-2 and Llama)", build_lora_model, 1},
     {"qwen-model", "tiny Qwen2 and Qwen3 decoders (biases, per-head QK-norm, RePo, LoRA)", build_qwen_model, 1},
-    {"rmsnorm-wrong", "a deliberately wrong backward; the check must FAIL", build_rmsnorm_wrong, 0},
-    {"pole", "an infinite numeric gradient; the check must FAIL", build_pole, 0},
 };
 const size_t GC_N_LAYERS = sizeof(GC_LAYERS) / sizeof(GC_LAYERS[0]);
