@@ -500,6 +500,7 @@ char* hf_config_write(const ModelConfig* c, const char* torch_dtype) {
     cJSON_AddStringToObject(root, "hidden_act", "silu");
     if (c->block != BLOCK_QWEN2) cJSON_AddBoolToObject(root, "attention_bias", c->attn_bias);
     if (c->block >= BLOCK_QWEN2) cJSON_AddBoolToObject(root, "use_sliding_window", false);
+    if (c->pad_id >= 0) cJSON_AddNumberToObject(root, "pad_token_id", (double)c->pad_id); /* Qwen's padding_idx */
     cJSON_AddStringToObject(root, "torch_dtype", torch_dtype);
     write_carried(root, c);
     write_pe_config(root, c);

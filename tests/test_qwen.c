@@ -92,6 +92,11 @@ static void test_write(void) {
            "... reads back the same");
     cJSON_Delete(root);
     free(out);
+    back.hf_carried[0] = 0; /* a pad id set without the source's keys is written from the config itself */
+    out = hf_config_write(&back, "float32");
+    CHECK(!hf_config_parse(out, strlen(out), "written", &c, err, sizeof(err)), "%s", err);
+    EXPECT(c.pad_id == 5, "pad_token_id written from the model's config, not only carried (%ld)", c.pad_id);
+    free(out);
     CHECK(!parse_arch("Qwen3ForCausalLM", "\"head_dim\": 8", &c, err, sizeof(err)), "%s", err);
     out = hf_config_write(&c, "float32");
     CHECK(!hf_config_parse(out, strlen(out), "written", &back, err, sizeof(err)), "%s", err);
