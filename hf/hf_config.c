@@ -240,21 +240,54 @@ static int carry_keys(const cJSON* root, ModelConfig* c, const char* label, char
     return rc;
 }
 
-/* what repoc does not compute is refused at config time, naming the key, instead of training something else */
-static int check_unsupported(const cJSON* root, const char* label, char* err, size_t len) {
+/* a true/false key; absent or null leaves *out */
+static int get_bool(const cJSON* root, const char* key, bool* out, const char* label, char* err, size_t len) {
+    const cJSON* v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsBool(v)) return set_err(err, len, "%s: '%s' must be true or false", label, key);
+    *out = cJSON_IsTrue(v);
+    return 0;
+}
+
+/* what repoc does not compute is refused at config time, naming the key, instead of training something else.
+   Biases: Qwen3 reads attention_bias (q, k, v, o); Qwen2's q, k, v always have them and it reads no key. */
+static int check_unsupported(const cJSON* root, BlockStyle block, const char* label, char* err, size_t len) {
     const cJSON* act = cJSON_GetObjectItemCaseSensitive(root, "hidden_act");
     if (act && !(cJSON_IsString(act) && !strcmp(act->valuestring, "silu")))
         return set_err(err, len, "%s: hidden_act %s is not supported: repoc's MLP is SwiGLU, hidden_act \"silu\"",
                        label, cJSON_IsString(act) ? act->valuestring : "(not a string)");
-    const char* bias[] = {"attention_bias", "mlp_bias"};
-    for (size_t k = 0; k < 2; k++) {
+    const char* bias[] = {"mlp_bias", "attention_bias"};
+    for (size_t k = 0; k < (block < BLOCK_QWEN2 ? 2u : 1u); k++) {
         const cJSON* b = cJSON_GetObjectItemCaseSensitive(root, bias[k]);
         if (b && !cJSON_IsFalse(b) && !cJSON_IsNull(b))
-            return set_err(err, len, "%s: %s must be false: repoc's projections have no bias terms", label, bias[k]);
+            return set_err(err, len, "%s: %s must be false: %s", label, bias[k],
+                           k ? "repoc's OLMo-2 and Llama attention has no biases (Qwen2's and Qwen3's has)"
+                             : "repoc's MLP projections have no biases");
     }
+    bool sliding = false;
+    if (block >= BLOCK_QWEN2 && get_bool(root, "use_sliding_window", &sliding, label, err, len)) return 1;
+    if (sliding)
+        return set_err(err, len,
+                       "%s: use_sliding_window true is not supported: repoc's Qwen attention sees every earlier "
+                       "token (the released small Qwen models have it false)",
+                       label);
     const cJSON* drop = cJSON_GetObjectItemCaseSensitive(root, "attention_dropout");
     if (drop && !(cJSON_IsNumber(drop) && drop->valuedouble == 0))
         return set_err(err, len, "%s: attention_dropout must be 0: repoc trains without dropout", label);
+    return 0;
+}
+
+/* Qwen2/3: transformers builds nn.Embedding(vocab_size, hidden_size, padding_idx = pad_token_id), so the
+   pad row gets no gradient from the input lookup; repoc does the same (docs/interop.md). Read after
+   vocab_size; OLMo-2 and Llama keep every row's gradient (the key is only carried). */
+static int parse_pad_id(const cJSON* root, ModelConfig* c, const char* label, char* err, size_t len) {
+    const cJSON* v = cJSON_GetObjectItemCaseSensitive(root, "pad_token_id");
+    c->pad_id = -1;
+    if (c->block < BLOCK_QWEN2 || !v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 ||
+        v->valuedouble >= (double)c->V)
+        return set_err(err, len, "%s: pad_token_id must be null or a token id in [0, vocab_size %zu)", label, c->V);
+    c->pad_id = (long)v->valuedouble;
     return 0;
 }
 
@@ -263,13 +296,16 @@ static int parse_root(const cJSON* root, ModelConfig* c, const char* label, char
     const cJSON* arch = cJSON_GetObjectItemCaseSensitive(root, "architectures");
     const cJSON* a0 = cJSON_IsArray(arch) ? cJSON_GetArrayItem(arch, 0) : NULL;
     if (!cJSON_IsString(a0)) return set_err(err, len, "%s: missing 'architectures' (a list of class names)", label);
-    if (!strcmp(a0->valuestring, "Olmo2ForCausalLM")) c->block = BLOCK_OLMO2;
-    else if (!strcmp(a0->valuestring, "LlamaForCausalLM")) c->block = BLOCK_LLAMA;
-    else
-        return set_err(err, len, "%s: architectures[0] '%s' is not supported (Olmo2ForCausalLM, LlamaForCausalLM)",
+    int block = BLOCK_OLMO2;
+    while (block <= BLOCK_QWEN3 && strcmp(a0->valuestring, block_style_arch((BlockStyle)block))) block++;
+    if (block > BLOCK_QWEN3)
+        return set_err(err, len,
+                       "%s: architectures[0] '%s' is not supported (Olmo2ForCausalLM, LlamaForCausalLM, "
+                       "Qwen2ForCausalLM, Qwen3ForCausalLM)",
                        label, a0->valuestring);
-    if (check_unsupported(root, label, err, len) || carry_keys(root, c, label, err, len)) return 1;
-    /* transformers' default when the key is absent: Olmo2Config 1e-5, LlamaConfig 1e-6 */
+    c->block = (BlockStyle)block;
+    if (check_unsupported(root, c->block, label, err, len) || carry_keys(root, c, label, err, len)) return 1;
+    /* transformers' default when the key is absent: Olmo2Config 1e-5, LlamaConfig, Qwen2Config, Qwen3Config 1e-6 */
     c->norm_eps = c->block == BLOCK_OLMO2 ? 1e-5 : 1e-6;
     if (get_size(root, "vocab_size", &c->V, 1, label, err, len) ||
         get_size(root, "hidden_size", &c->D, 1, label, err, len) ||
@@ -278,20 +314,27 @@ static int parse_root(const cJSON* root, ModelConfig* c, const char* label, char
         get_size(root, "num_attention_heads", &c->H, 1, label, err, len))
         return 1;
     c->KVH = c->H;
-    size_t head_dim = 0;
+    size_t head_dim = c->block == BLOCK_QWEN3 ? 128 : 0; /* Qwen3Config's default head_dim is 128 */
     if (get_size(root, "num_key_value_heads", &c->KVH, 0, label, err, len) ||
         get_size(root, "max_position_embeddings", &c->max_position_embeddings, 0, label, err, len) ||
         get_size(root, "head_dim", &head_dim, 0, label, err, len) ||
         get_real(root, "rms_norm_eps", &c->norm_eps, label, err, len) ||
-        get_real(root, "rope_theta", &c->rope_theta, label, err, len))
+        get_real(root, "rope_theta", &c->rope_theta, label, err, len) ||
+        (c->block == BLOCK_QWEN3 && get_bool(root, "attention_bias", &c->attn_bias, label, err, len)) ||
+        parse_pad_id(root, c, label, err, len))
         return 1;
     if (c->L > MAX_LAYERS) return set_err(err, len, "%s: num_hidden_layers %zu exceeds %d", label, c->L, MAX_LAYERS);
-    if (c->D % c->H || c->H % c->KVH)
+    if ((c->D % c->H && !head_dim) || c->H % c->KVH)
         return set_err(err, len, "%s: hidden_size %zu, num_attention_heads %zu, num_key_value_heads %zu do not divide",
                        label, c->D, c->H, c->KVH);
-    if (head_dim && head_dim != c->D / c->H)
-        return set_err(err, len, "%s: head_dim %zu != hidden_size/num_attention_heads %zu is not supported", label,
-                       head_dim, c->D / c->H);
+    if (head_dim && (c->D % c->H || head_dim != c->D / c->H)) {
+        /* transformers' Llama, Qwen2 and Qwen3 read head_dim; OLMo-2 takes hidden_size / heads */
+        if (c->block == BLOCK_OLMO2)
+            return set_err(err, len, "%s: head_dim %zu != hidden_size/num_attention_heads is not supported for OLMo-2",
+                           label, head_dim);
+        if (head_dim % 2) return set_err(err, len, "%s: head_dim %zu must be even (rotary pairs)", label, head_dim);
+        c->head_dim = head_dim;
+    }
     const cJSON* tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
     if (tie && !cJSON_IsBool(tie)) return set_err(err, len, "%s: 'tie_word_embeddings' must be true or false", label);
     c->tie_embeddings = cJSON_IsTrue(tie);
@@ -409,10 +452,11 @@ int hf_config_release_note(const ModelConfig* c, char* note, size_t len) {
         snprintf(note, len,
                  "the layout mixes RePo and NoPE layers, which pe_config cannot express; "
                  "repoc_layer_positions records it, and the released RePo loader will run other positions");
-    else if (mode != POS_ROPE && c->block == BLOCK_LLAMA)
+    else if (mode != POS_ROPE && c->block != BLOCK_OLMO2)
         snprintf(note, len,
-                 "the released RePo loader is OLMo-2 only; LlamaForCausalLM ignores pe_config and runs "
-                 "RoPE in every layer");
+                 "the released RePo loader is OLMo-2 only; %s ignores pe_config and runs "
+                 "RoPE in every layer",
+                 block_style_arch(c->block));
     else if (mode == POS_REPO && c->KVH != c->H)
         snprintf(note, len,
                  "the released RePo loader's final_map has num_attention_heads (%zu) rows, repoc's one per "
@@ -437,23 +481,26 @@ static void write_carried(cJSON* root, const ModelConfig* c) {
 
 char* hf_config_write(const ModelConfig* c, const char* torch_dtype) {
     cJSON* root = cJSON_CreateObject();
-    bool olmo2 = c->block == BLOCK_OLMO2;
     cJSON* arch = cJSON_AddArrayToObject(root, "architectures");
-    cJSON_AddItemToArray(arch, cJSON_CreateString(olmo2 ? "Olmo2ForCausalLM" : "LlamaForCausalLM"));
-    cJSON_AddStringToObject(root, "model_type", olmo2 ? "olmo2" : "llama");
+    cJSON_AddItemToArray(arch, cJSON_CreateString(block_style_arch(c->block)));
+    cJSON_AddStringToObject(root, "model_type", block_style_name(c->block));
     cJSON_AddNumberToObject(root, "vocab_size", (double)c->V);
     cJSON_AddNumberToObject(root, "hidden_size", (double)c->D);
     cJSON_AddNumberToObject(root, "intermediate_size", (double)c->F);
     cJSON_AddNumberToObject(root, "num_hidden_layers", (double)c->L);
     cJSON_AddNumberToObject(root, "num_attention_heads", (double)c->H);
     cJSON_AddNumberToObject(root, "num_key_value_heads", (double)c->KVH);
+    if (c->head_dim || c->block == BLOCK_QWEN3) /* Qwen3Config's default is 128, not hidden / heads */
+        cJSON_AddNumberToObject(root, "head_dim", (double)cfg_hd(c));
     cJSON_AddNumberToObject(root, "rms_norm_eps", c->norm_eps);
     cJSON_AddNumberToObject(root, "rope_theta", c->rope_theta);
     write_rope_scaling(root, c);
     cJSON_AddBoolToObject(root, "tie_word_embeddings", c->tie_embeddings);
     cJSON_AddNumberToObject(root, "max_position_embeddings", (double)c->max_position_embeddings);
     cJSON_AddStringToObject(root, "hidden_act", "silu");
-    cJSON_AddBoolToObject(root, "attention_bias", false);
+    if (c->block != BLOCK_QWEN2) cJSON_AddBoolToObject(root, "attention_bias", c->attn_bias);
+    if (c->block >= BLOCK_QWEN2) cJSON_AddBoolToObject(root, "use_sliding_window", false);
+    if (c->pad_id >= 0) cJSON_AddNumberToObject(root, "pad_token_id", (double)c->pad_id); /* Qwen's padding_idx */
     cJSON_AddStringToObject(root, "torch_dtype", torch_dtype);
     write_carried(root, c);
     write_pe_config(root, c);

@@ -68,7 +68,7 @@ static size_t base_metadata(const ModelConfig* c, const LoraBase* base, const ch
                             char* fingerprint, char* positions, size_t positions_len) {
     size_t n = 0;
     keys[n] = "repoc.base_model_type";
-    values[n++] = c->block == BLOCK_OLMO2 ? "olmo2" : "llama";
+    values[n++] = block_style_name(c->block);
     peft_layer_positions(c, positions, positions_len);
     keys[n] = "repoc.base_layer_positions";
     values[n++] = positions;

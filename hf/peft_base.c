@@ -91,7 +91,7 @@ void peft_check_base(const char* adapter_dir, const char* base_dir, const ModelC
     peft_read_base(adapter_dir, &rec);
     char what[16384];
     const char* trained_on = rec.path[0] ? rec.path : "(repoc.base_path not recorded)";
-    const char* type = base_cfg->block == BLOCK_OLMO2 ? "olmo2" : "llama";
+    const char* type = block_style_name(base_cfg->block);
     if (rec.model_type[0] && strcmp(rec.model_type, type)) {
         snprintf(what, sizeof(what),
                  "%s/adapter_model.safetensors: the adapter was trained on another base: its "

@@ -5,6 +5,9 @@
    Llama:   h = input_layernorm(x); q = rope(h Wq^T), k = rope(h Wk^T), v = h Wv^T
             x_mid = x + attn(q,k,v) Wo^T
             x_out = x_mid + down(silu(h2 Wg^T) ⊙ h2 Wu^T), h2 = post_attention_layernorm(x_mid)
+   Qwen2:   Llama with q = rope(h Wq^T + bq), k = rope(h Wk^T + bk), v = h Wv^T + bv
+   Qwen3:   Llama with q = rope(q_norm(h Wq^T [+ bq])), k = rope(k_norm(h Wk^T [+ bk])), the norms over each
+            head's hd features (weights [hd]); the biases, and bo on o, with attention_bias
    Positions: rope p = t; repo p = z from the module on h (OLMo-2: h = x); nope: no rotation. */
 #include "model/block.h"
 
@@ -12,6 +15,7 @@
 
 #include "common/hash.h" /* mix_triple: the LoRA dropout key of a projection */
 #include "model/attention.h"
+#include "model/bias.h"
 #include "model/linear.h"
 #include "model/repo.h"
 #include "model/rmsnorm.h"
@@ -20,16 +24,16 @@
 void layer_acts_layout(LayerActs* a, Cursor* cur, const ModelConfig* c, size_t l, size_t N) {
     memset(a, 0, sizeof(*a));
     size_t D = c->D, q = c->H * cfg_hd(c), kv = c->KVH * cfg_hd(c), F = c->F;
-    bool olmo2 = c->block == BLOCK_OLMO2;
+    bool olmo2 = cfg_olmo2(c);
     if (!olmo2) {
         a->h = cursor_take(cur, N * D);
         a->h_rstd = cursor_take(cur, N);
     }
-    if (olmo2) {
+    if (cfg_qk_norm(c)) { /* rstd per row of the norm: per token (OLMo-2) or per token and head (Qwen3) */
         a->q_pre = cursor_take(cur, N * q);
-        a->q_rstd = cursor_take(cur, N);
+        a->q_rstd = cursor_take(cur, N * cfg_qk_norm_heads(c, c->H));
         a->k_pre = cursor_take(cur, N * kv);
-        a->k_rstd = cursor_take(cur, N);
+        a->k_rstd = cursor_take(cur, N * cfg_qk_norm_heads(c, c->KVH));
     }
     a->q = cursor_take(cur, N * q);
     a->k = cursor_take(cur, N * kv);
@@ -57,7 +61,7 @@ void layer_acts_layout(LayerActs* a, Cursor* cur, const ModelConfig* c, size_t l
 
 void block_scratch_layout(BlockScratch* s, Cursor* cur, const ModelConfig* c, size_t N) {
     size_t D = c->D, q = c->H * cfg_hd(c), kv = c->KVH * cfg_hd(c), F = c->F;
-    bool olmo2 = c->block == BLOCK_OLMO2;
+    bool olmo2 = cfg_olmo2(c);
     s->dd = cursor_take(cur, N * D);
     s->do_ = cursor_take(cur, N * D);
     if (!olmo2) { /* OLMo-2 sums these into the residual stream's gradient itself */
@@ -70,7 +74,7 @@ void block_scratch_layout(BlockScratch* s, Cursor* cur, const ModelConfig* c, si
     s->dqn = cursor_take(cur, N * q);
     s->dk = cursor_take(cur, N * kv);
     s->dkn = cursor_take(cur, N * kv);
-    if (olmo2) { /* through QK-norm */
+    if (cfg_qk_norm(c)) { /* through QK-norm */
         s->dq_pre = cursor_take(cur, N * q);
         s->dk_pre = cursor_take(cur, N * kv);
     }
@@ -124,17 +128,20 @@ static void adapter_backward(real* dinp, const real* dout, size_t ldd, const Lay
     lora_backward(dinp, dw->lora_a[t], dw->lora_b[t], s->lora_dax, dout, ldd, &op);
 }
 
-/* A projection of the block, out (N,OC) = inp (N,C) W^T plus its adapter term; W = the base weight. */
-static void proj_forward(real* out, LayerActs* a, const real* inp, const real* W, const LayerWeights* w, LoraTarget t,
-                         const BlockCtx* ctx, size_t N, size_t C, size_t OC) {
+/* A projection of the block, out (N,OC) = inp (N,C) W^T + b plus its adapter term; W = the base weight,
+   b its bias (OC) or NULL for none. */
+static void proj_forward(real* out, LayerActs* a, const real* inp, const real* W, const real* b, const LayerWeights* w,
+                         LoraTarget t, const BlockCtx* ctx, size_t N, size_t C, size_t OC) {
     linear_forward(out, inp, W, N, C, OC);
+    if (b) bias_forward(out, b, N, OC);
     adapter_forward(out, OC, a, inp, w, t, ctx, N, C, OC);
 }
-/* dinp (N,C) = (or += when add)   dW, dA, dB += (NULL: frozen)   for proj_forward's out */
-static void proj_backward(real* dinp, bool add, real* dW, const real* dout, const LayerActs* a, const real* inp,
-                          const real* W, const LayerWeights* w, LayerWeights* dw, BlockScratch* s, LoraTarget t,
-                          const BlockCtx* ctx, size_t N, size_t C, size_t OC) {
+/* dinp (N,C) = (or += when add)   dW, db, dA, dB += (NULL: frozen or no bias)   for proj_forward's out */
+static void proj_backward(real* dinp, bool add, real* dW, real* db, const real* dout, const LayerActs* a,
+                          const real* inp, const real* W, const LayerWeights* w, LayerWeights* dw, BlockScratch* s,
+                          LoraTarget t, const BlockCtx* ctx, size_t N, size_t C, size_t OC) {
     linear_backward(dinp, dW, dout, inp, W, N, C, OC, add);
+    if (db) bias_backward(db, dout, N, OC);
     adapter_backward(dinp, dout, OC, a, inp, w, dw, s, t, ctx, N, C, OC);
 }
 
@@ -161,20 +168,23 @@ void block_qkv_forward(LayerActs* a, const real* x_in, const LayerWeights* w, si
     size_t N = ctx->B * ctx->T, D = c->D, qd = c->H * cfg_hd(c), kvd = c->KVH * cfg_hd(c);
     double eps = c->norm_eps;
 
-    /* attention input: the raw stream (OLMo-2) or input_layernorm(x) (Llama) */
+    /* attention input: the raw stream (OLMo-2) or input_layernorm(x) (Llama, Qwen) */
     const real* h = x_in;
-    if (c->block == BLOCK_OLMO2) {
-        proj_forward(a->q_pre, a, h, w->wq, w, LORA_Q, ctx, N, D, qd);
-        rmsnorm_forward(a->q, a->q_rstd, a->q_pre, w->q_norm, N, qd, eps);
-        proj_forward(a->k_pre, a, h, w->wk, w, LORA_K, ctx, N, D, kvd);
-        rmsnorm_forward(a->k, a->k_rstd, a->k_pre, w->k_norm, N, kvd, eps);
-    } else {
+    if (!cfg_olmo2(c)) {
         rmsnorm_forward(a->h, a->h_rstd, x_in, w->in_norm, N, D, eps);
         h = a->h;
-        proj_forward(a->q, a, h, w->wq, w, LORA_Q, ctx, N, D, qd);
-        proj_forward(a->k, a, h, w->wk, w, LORA_K, ctx, N, D, kvd);
     }
-    proj_forward(a->v, a, h, w->wv, w, LORA_V, ctx, N, D, kvd);
+    if (cfg_qk_norm(c)) { /* QK-norm on the rows of one token (OLMo-2) or of one head (Qwen3, weights [hd]) */
+        size_t qh = cfg_qk_norm_heads(c, c->H), kh = cfg_qk_norm_heads(c, c->KVH);
+        proj_forward(a->q_pre, a, h, w->wq, w->bq, w, LORA_Q, ctx, N, D, qd);
+        rmsnorm_forward(a->q, a->q_rstd, a->q_pre, w->q_norm, N * qh, qd / qh, eps);
+        proj_forward(a->k_pre, a, h, w->wk, w->bk, w, LORA_K, ctx, N, D, kvd);
+        rmsnorm_forward(a->k, a->k_rstd, a->k_pre, w->k_norm, N * kh, kvd / kh, eps);
+    } else {
+        proj_forward(a->q, a, h, w->wq, w->bq, w, LORA_Q, ctx, N, D, qd);
+        proj_forward(a->k, a, h, w->wk, w->bk, w, LORA_K, ctx, N, D, kvd);
+    }
+    proj_forward(a->v, a, h, w->wv, w->bv, w, LORA_V, ctx, N, D, kvd);
     if (c->pos[l] == POS_REPO) {
         RepoWeights rw = repo_weights(w);
         repo_forward(a->z, &a->repo, h, &rw, (RepoDims){N, D, cfg_dp(c), c->KVH});
@@ -190,10 +200,10 @@ void block_qkv_forward(LayerActs* a, const real* x_in, const LayerWeights* w, si
 void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeights* w, const BlockCtx* ctx) {
     const ModelConfig* c = ctx->cfg;
     size_t N = ctx->B * ctx->T, D = c->D, F = c->F, qd = c->H * cfg_hd(c);
-    bool olmo2 = c->block == BLOCK_OLMO2;
+    bool olmo2 = cfg_olmo2(c);
     double eps = c->norm_eps;
 
-    proj_forward(a->o, a, a->att, w->wo, w, LORA_O, ctx, N, qd, D);
+    proj_forward(a->o, a, a->att, w->wo, w->bo, w, LORA_O, ctx, N, qd, D);
     const real* mlp_in;
     if (olmo2) { /* x_mid = x + norm(o) */
         rmsnorm_residual_forward(a->x_mid, a->attn_rstd, x_in, a->o, w->attn_norm, N, D, eps);
@@ -209,10 +219,10 @@ void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerW
     adapter_forward(a->gu + F, 2 * F, a, mlp_in, w, LORA_UP, ctx, N, D, F);
     swiglu_forward(a->m, a->gu, a->gu + F, N, F, 2 * F);
     if (olmo2) { /* x_out = x_mid + norm(m Wdown^T) */
-        proj_forward(a->d, a, a->m, w->down, w, LORA_DOWN, ctx, N, F, D);
+        proj_forward(a->d, a, a->m, w->down, NULL, w, LORA_DOWN, ctx, N, F, D);
         rmsnorm_residual_forward(x_out, a->mlp_rstd, a->x_mid, a->d, w->mlp_norm, N, D, eps);
     } else { /* x_out = x_mid + m Wdown^T */
-        proj_forward(x_out, a, a->m, w->down, w, LORA_DOWN, ctx, N, F, D);
+        proj_forward(x_out, a, a->m, w->down, NULL, w, LORA_DOWN, ctx, N, F, D);
         residual_forward(x_out, x_out, a->x_mid, N * D);
     }
 }
@@ -239,7 +249,7 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
     const ModelConfig* c = ctx->cfg;
     size_t N = ctx->B * ctx->T, D = c->D, hd = cfg_hd(c), F = c->F;
     size_t qd = c->H * hd, kvd = c->KVH * hd;
-    bool olmo2 = c->block == BLOCK_OLMO2;
+    bool olmo2 = cfg_olmo2(c);
 
     /* MLP half: x_out = x_mid + [norm](m Wdown^T); dx: dx_out, then dx_mid */
     const real* dd = dx;
@@ -247,7 +257,7 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
         rmsnorm_backward(s->dd, dw->mlp_norm, dx, a->d, w->mlp_norm, a->mlp_rstd, s->norm_work, N, D, false);
         dd = s->dd;
     }
-    proj_backward(s->dm, false, dw->down, dd, a, a->m, w->down, w, dw, s, LORA_DOWN, ctx, N, F, D);
+    proj_backward(s->dm, false, dw->down, NULL, dd, a, a->m, w->down, w, dw, s, LORA_DOWN, ctx, N, F, D);
     real* dgu = a->gu; /* rows [dgate | dup], in place of [gate | up]: nothing reads those after this */
     swiglu_backward(dgu, dgu + F, s->dm, a->gu, a->gu + F, N, F, 2 * F);
     const real* mlp_in = olmo2 ? a->x_mid : a->h2;
@@ -264,7 +274,7 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
         rmsnorm_backward(s->do_, dw->attn_norm, dx, a->o, w->attn_norm, a->attn_rstd, s->norm_work, N, D, false);
         do_ = s->do_;
     }
-    proj_backward(s->datt, false, dw->wo, do_, a, a->att, w->wo, w, dw, s, LORA_O, ctx, N, qd, D);
+    proj_backward(s->datt, false, dw->wo, dw->bo, do_, a, a->att, w->wo, w, dw, s, LORA_O, ctx, N, qd, D);
     attention_backward(s->dq, s->dk, s->dv, s->datt, a->att, a->lse, a->q, a->k, a->v, ctx->docs, ctx->B, ctx->T, c->H,
                        c->KVH, hd);
 
@@ -282,16 +292,19 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
 
     /* projections into the attention input h (x itself for OLMo-2) */
     const real* h = olmo2 ? x_in : a->h;
-    real* dh = olmo2 ? dx : s->dh; /* Llama: after datt has read dx (as do_) */
-    if (olmo2) {
-        rmsnorm_backward(s->dq_pre, dw->q_norm, dqn, a->q_pre, w->q_norm, a->q_rstd, s->norm_work, N, qd, false);
-        rmsnorm_backward(s->dk_pre, dw->k_norm, dkn, a->k_pre, w->k_norm, a->k_rstd, s->norm_work, N, kvd, false);
+    real* dh = olmo2 ? dx : s->dh; /* Llama, Qwen: after datt has read dx (as do_) */
+    if (cfg_qk_norm(c)) {          /* per token (OLMo-2) or per head (Qwen3): the rows of the forward */
+        size_t qh = cfg_qk_norm_heads(c, c->H), kh = cfg_qk_norm_heads(c, c->KVH);
+        rmsnorm_backward(s->dq_pre, dw->q_norm, dqn, a->q_pre, w->q_norm, a->q_rstd, s->norm_work, N * qh, qd / qh,
+                         false);
+        rmsnorm_backward(s->dk_pre, dw->k_norm, dkn, a->k_pre, w->k_norm, a->k_rstd, s->norm_work, N * kh, kvd / kh,
+                         false);
         dqn = s->dq_pre;
         dkn = s->dk_pre;
     }
-    proj_backward(dh, olmo2, dw->wq, dqn, a, h, w->wq, w, dw, s, LORA_Q, ctx, N, D, qd);
-    proj_backward(dh, true, dw->wk, dkn, a, h, w->wk, w, dw, s, LORA_K, ctx, N, D, kvd);
-    proj_backward(dh, true, dw->wv, s->dv, a, h, w->wv, w, dw, s, LORA_V, ctx, N, D, kvd);
+    proj_backward(dh, olmo2, dw->wq, dw->bq, dqn, a, h, w->wq, w, dw, s, LORA_Q, ctx, N, D, qd);
+    proj_backward(dh, true, dw->wk, dw->bk, dkn, a, h, w->wk, w, dw, s, LORA_K, ctx, N, D, kvd);
+    proj_backward(dh, true, dw->wv, dw->bv, s->dv, a, h, w->wv, w, dw, s, LORA_V, ctx, N, D, kvd);
     if (learned) {
         if (ctx->repo_p > 0) { /* z' = (1 - p) z + p t: dz = (1 - p) dz' */
             real q = (real)(1 - ctx->repo_p);

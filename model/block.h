@@ -1,4 +1,5 @@
-/* One decoder block, OLMo-2 ("norm after", QK-norm) or Llama (pre-norm, GQA),
+/* One decoder block, OLMo-2 ("norm after", QK-norm), Llama (pre-norm, GQA), Qwen2 (Llama with q, k, v
+   biases) or Qwen3 (Llama with per-head QK-norm),
    with its layer's position mode (rope, repo or nope). The forward is two flat
    lists of op calls around the attention: block_qkv_forward (up to the rotated
    q, k and v) and block_out_forward (from the attention output to the block's
@@ -21,9 +22,9 @@
 /* What one layer's forward keeps for backward (N = B*T rows). NULL = not used
    by this block style or position mode. */
 typedef struct {
-    real *h, *h_rstd;              /* (N,D) (N)  Llama: input_layernorm(x) */
-    real *q_pre, *q_rstd;          /* (N,H*hd) (N)  OLMo-2: x Wq^T before q_norm */
-    real *k_pre, *k_rstd;          /* (N,KVH*hd) (N) */
+    real *h, *h_rstd;              /* (N,D) (N)  Llama, Qwen: input_layernorm(x) */
+    real *q_pre, *q_rstd;          /* (N,H*hd) (N)  OLMo-2: x Wq^T before q_norm; Qwen3: rstd (N,H) per head */
+    real *k_pre, *k_rstd;          /* (N,KVH*hd) (N)  Qwen3: rstd (N,KVH) */
     real *q, *k, *v;               /* (N,H*hd) (N,KVH*hd) (N,KVH*hd)  q, k after norm and rotation */
     real* z;                       /* (N,KVH)  RePo positions */
     RepoActs repo;                 /* (N,D/8) each: the module's gate, content, r */
@@ -42,10 +43,10 @@ typedef struct {
 /* Backward work space shared by all layers (overwritten by each block_backward). */
 typedef struct {
     real *dd, *do_;                 /* (N,D) */
-    real *dmlp_in, *dh;             /* (N,D), Llama only (OLMo-2 sums into the residual gradient) */
+    real *dmlp_in, *dh;             /* (N,D), pre-norm blocks only (OLMo-2 sums into the residual gradient) */
     real* dm;                       /* (N,F); the gradient of gu goes into LayerActs.gu */
-    real *datt, *dq, *dqn, *dq_pre; /* (N,H*hd); dq_pre OLMo-2 only */
-    real *dk, *dkn, *dk_pre, *dv;   /* (N,KVH*hd); dk_pre OLMo-2 only */
+    real *datt, *dq, *dqn, *dq_pre; /* (N,H*hd); dq_pre with QK-norm only */
+    real *dk, *dkn, *dk_pre, *dv;   /* (N,KVH*hd); dk_pre with QK-norm only */
     real* dz;                       /* (N,KVH) */
     real* norm_work;                /* (RMSNORM_CHUNKS, max(D, H*hd)): rmsnorm_backward */
     real* repo_scratch;             /* N*D/8: the RePo module's dr */
@@ -70,8 +71,8 @@ typedef struct {
 void layer_acts_layout(LayerActs* a, Cursor* cur, const ModelConfig* cfg, size_t l, size_t N);
 void block_scratch_layout(BlockScratch* s, Cursor* cur, const ModelConfig* cfg, size_t N);
 
-/* The half before attention, on N = B*T rows: a->h and h_rstd (Llama), q_pre,
-   k_pre and their rstd (OLMo-2), a->q, a->k, a->v, RePo's a->z and a->repo, and
+/* The half before attention, on N = B*T rows: a->h and h_rstd (Llama, Qwen), q_pre,
+   k_pre and their rstd (OLMo-2, Qwen3), a->q, a->k, a->v, RePo's a->z and a->repo, and
    q, k rotated in place by the layer's positions (ctx->pos_seq for rope,
    ctx->force_pos or a->z for repo). a->k, a->v and a->z may point into a KV cache.
    x_in (N,D)   w: layer l's weights */

@@ -28,14 +28,23 @@ void model_config_default(ModelConfig* c) {
     c->llama3_orig_max = 8192;
     c->tie_embeddings = false;
     c->max_position_embeddings = 4096;
+    c->head_dim = 0;
+    c->attn_bias = false;
+    c->pad_id = -1;
     for (size_t l = 0; l < MAX_LAYERS; l++) c->pos[l] = POS_ROPE;
 }
 
 void model_config_validate(const ModelConfig* c) {
     CHECK(c->V > 0 && c->V <= 0x7fffffff, "model: vocab_size %zu must be in [1, 2^31)", c->V);
     CHECK(c->L > 0 && c->L <= MAX_LAYERS, "model: n_layers %zu must be in [1, %d]", c->L, MAX_LAYERS);
-    CHECK(c->H > 0 && c->D % c->H == 0, "model: d_model %zu must be a multiple of n_heads %zu", c->D, c->H);
-    CHECK(cfg_hd(c) % 2 == 0, "model: head dim d_model/n_heads = %zu must be even for rotary positions", cfg_hd(c));
+    CHECK(c->H > 0 && (c->head_dim || c->D % c->H == 0), "model: d_model %zu must be a multiple of n_heads %zu", c->D,
+          c->H);
+    CHECK(!c->head_dim || !cfg_olmo2(c), "model: OLMo-2 takes its head dim from d_model / n_heads, not head_dim");
+    CHECK(cfg_hd(c) % 2 == 0, "model: head dim %zu must be even for rotary positions", cfg_hd(c));
+    CHECK(!c->attn_bias || c->block == BLOCK_QWEN3, "model: attention_bias is Qwen3's (Qwen2's q, k, v always have "
+                                                    "biases; OLMo-2 and Llama have none)");
+    CHECK(c->pad_id < 0 || (c->block >= BLOCK_QWEN2 && (size_t)c->pad_id < c->V),
+          "model: pad_token_id %ld must be a Qwen model's token id in [0, %zu)", c->pad_id, c->V);
     CHECK(c->KVH > 0 && c->H % c->KVH == 0, "model: n_heads %zu must be a multiple of n_kv_heads %zu", c->H, c->KVH);
     CHECK(c->F > 0, "model: d_ff must be positive");
     CHECK(!c->lora_rank || (c->lora_targets && c->lora_targets < (1u << LORA_N_TARGETS)),
@@ -71,7 +80,12 @@ bool cfg_has_repo(const ModelConfig* c) {
     return false;
 }
 
-const char* block_style_name(BlockStyle b) { return b == BLOCK_OLMO2 ? "olmo2" : "llama"; }
+static const char* const BLOCK_NAMES[] = {"olmo2", "llama", "qwen2", "qwen3"};
+static const char* const BLOCK_ARCHS[] = {"Olmo2ForCausalLM", "LlamaForCausalLM", "Qwen2ForCausalLM",
+                                          "Qwen3ForCausalLM"};
+
+const char* block_style_name(BlockStyle b) { return BLOCK_NAMES[b]; }
+const char* block_style_arch(BlockStyle b) { return BLOCK_ARCHS[b]; }
 
 const char* pos_mode_name(PosMode p) { return p == POS_ROPE ? "rope" : (p == POS_REPO ? "repo" : "nope"); }
 
@@ -100,6 +114,12 @@ void model_config_print(const ModelConfig* c, FILE* fp) {
     fprintf(fp, "model: %s  V=%zu D=%zu L=%zu H=%zu KVH=%zu hd=%zu F=%zu eps=%g theta=%g tied=%s\n",
             block_style_name(c->block), c->V, c->D, c->L, c->H, c->KVH, cfg_hd(c), c->F, c->norm_eps, c->rope_theta,
             c->tie_embeddings ? "yes" : "no");
+    if (cfg_qkv_bias(c) || c->pad_id >= 0)
+        fprintf(fp, "  biases: %s  pad_token_id (no input-lookup gradient): %ld\n",
+                cfg_o_bias(c)     ? "q k v o"
+                : cfg_qkv_bias(c) ? "q k v"
+                                  : "none",
+                c->pad_id);
     if (c->yarn_factor > 1.0)
         fprintf(fp, "  yarn: factor=%g original_max=%g beta_fast=%g beta_slow=%g attention_factor=%g\n", c->yarn_factor,
                 c->yarn_orig_max, c->yarn_beta_fast, c->yarn_beta_slow, c->yarn_attention_factor);

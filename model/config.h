@@ -1,5 +1,5 @@
-/* The model's configuration (docs/design.md, "The decoder block", "Positions"): sizes, block style, the position
-   mode of every layer, RoPE theta, optional YaRN, norm eps, tied embeddings.
+/* The model's configuration (docs/design.md, "The decoder block", "Positions"): sizes, block style (OLMo-2,
+   Llama, Qwen2, Qwen3), the position mode of every layer, RoPE theta, optional YaRN, norm eps, tied embeddings.
    Sizes use the letters of docs/design.md (B, T, D, H, KVH, hd, F, V). */
 #ifndef REPOC_CONFIG_H
 #define REPOC_CONFIG_H
@@ -12,7 +12,9 @@
 #define MAX_LAYERS 256
 #define HF_CARRIED_LEN 1024
 
-typedef enum { BLOCK_OLMO2, BLOCK_LLAMA } BlockStyle;
+/* Qwen2 is the Llama block with biases on q, k and v; Qwen3 the Llama block with per-head q/k RMSNorm
+   (weights [hd]) before the rotation, and biases on q, k, v and o when attn_bias is set. */
+typedef enum { BLOCK_OLMO2, BLOCK_LLAMA, BLOCK_QWEN2, BLOCK_QWEN3 } BlockStyle;
 typedef enum { POS_ROPE, POS_REPO, POS_NOPE } PosMode;
 /* The projections a LoRA adapter can wrap, in PEFT's target_modules names (lora_target_name). */
 typedef enum { LORA_Q, LORA_K, LORA_V, LORA_O, LORA_GATE, LORA_UP, LORA_DOWN, LORA_N_TARGETS } LoraTarget;
@@ -20,6 +22,10 @@ typedef enum { LORA_Q, LORA_K, LORA_V, LORA_O, LORA_GATE, LORA_UP, LORA_DOWN, LO
 typedef struct {
     BlockStyle block;
     size_t V, D, L, H, KVH, F; /* vocab, d_model, layers, heads, kv heads, d_ff */
+    size_t head_dim;           /* hd when it is not D / H (config.json's head_dim); 0 = D / H */
+    bool attn_bias;            /* Qwen3's attention_bias: biases on q, k, v and o (Qwen2 always has q, k, v's) */
+    long pad_id; /* Qwen2/3: transformers' padding_idx = pad_token_id, the embedding row that gets no gradient
+                    from the input lookup; -1 = none */
     double norm_eps;
     double rope_theta;
     double yarn_factor;   /* <= 1: no YaRN */
@@ -51,11 +57,26 @@ void model_config_default(ModelConfig* c);
 void model_config_validate(const ModelConfig* c);
 void model_config_print(const ModelConfig* c, FILE* fp);
 
-static inline size_t cfg_hd(const ModelConfig* c) { return c->D / c->H; }
+static inline size_t cfg_hd(const ModelConfig* c) { return c->head_dim ? c->head_dim : c->D / c->H; }
 static inline size_t cfg_dp(const ModelConfig* c) { return c->D / 8; }
 bool cfg_has_repo(const ModelConfig* c);
+/* OLMo-2 normalises x itself into attention (no input_layernorm) and the outputs of both halves */
+static inline bool cfg_olmo2(const ModelConfig* c) { return c->block == BLOCK_OLMO2; }
+/* q_norm / k_norm exist: OLMo-2 over the whole H*hd (KVH*hd) vector, Qwen3 over each head's hd */
+static inline bool cfg_qk_norm(const ModelConfig* c) { return c->block == BLOCK_OLMO2 || c->block == BLOCK_QWEN3; }
+/* the rows per token QK-norm runs over: 1 (OLMo-2) or the heads (Qwen3); q's are H of them, k's KVH */
+static inline size_t cfg_qk_norm_heads(const ModelConfig* c, size_t heads) {
+    return c->block == BLOCK_QWEN3 ? heads : 1;
+}
+/* q_proj, k_proj, v_proj carry biases (Qwen2; Qwen3 with attention_bias); o_proj too (Qwen3 with it) */
+static inline bool cfg_qkv_bias(const ModelConfig* c) {
+    return c->block == BLOCK_QWEN2 || (c->block == BLOCK_QWEN3 && c->attn_bias);
+}
+static inline bool cfg_o_bias(const ModelConfig* c) { return c->block == BLOCK_QWEN3 && c->attn_bias; }
 
+/* config.json's model_type: "olmo2", "llama", "qwen2", "qwen3"; block_style_arch its architectures[0] */
 const char* block_style_name(BlockStyle b);
+const char* block_style_arch(BlockStyle b);
 /* "q_proj", ..., "down_proj"; lora_target_parse returns false for an unknown name */
 const char* lora_target_name(LoraTarget t);
 bool lora_target_parse(const char* s, LoraTarget* out);

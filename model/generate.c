@@ -28,7 +28,7 @@
 static void gen_layout(Generator* g, const ModelConfig* c, Cursor* cur) {
     size_t T = g->max_T, NC = g->max_chunk, D = c->D, F = c->F, hd = cfg_hd(c);
     size_t qd = c->H * hd, kvd = c->KVH * hd;
-    bool olmo2 = c->block == BLOCK_OLMO2;
+    bool qkn = cfg_qk_norm(c);
     for (size_t l = 0; l < c->L; l++) {
         g->k[l] = cursor_take(cur, T * kvd);
         g->v[l] = cursor_take(cur, T * kvd);
@@ -39,15 +39,16 @@ static void gen_layout(Generator* g, const ModelConfig* c, Cursor* cur) {
     LayerActs* a = &g->a;
     memset(a, 0, sizeof(*a));
     a->x_mid = cursor_take(cur, NC * D);
-    a->h = a->h2 = cursor_take(cur, NC * D); /* Llama's input and post-attention norm outputs */
+    a->h = a->h2 = cursor_take(cur, NC * D); /* pre-norm blocks' input and post-attention norm outputs */
     a->o = cursor_take(cur, NC * D);
     a->d = cursor_take(cur, NC * D);
-    a->q_pre = olmo2 ? cursor_take(cur, NC * qd) : NULL;
+    a->q_pre = qkn ? cursor_take(cur, NC * qd) : NULL;
     a->q = cursor_take(cur, NC * qd);
     a->att = cursor_take(cur, NC * qd);
-    a->k_pre = olmo2 ? cursor_take(cur, NC * kvd) : NULL;
+    a->k_pre = qkn ? cursor_take(cur, NC * kvd) : NULL;
     a->lse = cursor_take(cur, NC * c->H);
-    real* rstd = cursor_take(cur, NC); /* read by backward only, so one buffer serves every norm */
+    /* read by backward only, so one buffer serves every norm; Qwen3's q norm has H rows per token */
+    real* rstd = cursor_take(cur, NC * cfg_qk_norm_heads(c, c->H));
     a->h_rstd = a->q_rstd = a->k_rstd = a->attn_rstd = a->mlp_rstd = rstd;
     a->gu = cursor_take(cur, NC * 2 * F);
     a->m = cursor_take(cur, NC * F);

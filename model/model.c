@@ -215,6 +215,10 @@ void model_init_tensor(Model* m, size_t index, uint64_t seed, double std) {
         for (size_t i = 0; i < t->numel; i++) p[i] = 1;
         return;
     }
+    if (t->is_bias) { /* transformers' _init_weights zeroes a Linear's bias */
+        memset(p, 0, t->numel * sizeof(real));
+        return;
+    }
     Rng rng;
     rng_seed(&rng, tensor_seed(seed, t->name));
     if (t->kind == TK_LORA_B) { /* PEFT: B = 0, so the adapted model starts as the base model */
@@ -229,6 +233,8 @@ void model_init_tensor(Model* m, size_t index, uint64_t seed, double std) {
     double s = t->is_repo ? 0.02 : std; /* RePo's maps start small: z near 0, close to NoPE */
     if (t->kind == TK_REPO_FINAL && m->repo_final_std > 0) s = m->repo_final_std;
     for (size_t i = 0; i < t->numel; i++) p[i] = (real)rng_trunc_normal(&rng, s, 3.0 * s);
+    if (t->kind == TK_EMBED && m->cfg.pad_id >= 0) /* nn.Embedding(padding_idx) starts that row at zero */
+        memset(p + (size_t)m->cfg.pad_id * m->cfg.D, 0, m->cfg.D * sizeof(real));
 }
 
 void model_init_weights(Model* m, uint64_t seed, double std) {
@@ -396,7 +402,7 @@ void model_backward(Model* m, const Batch* b, double dloss) {
         if (m->opts.recompute && l + 1 < c->L) block_forward(m->bs.dd, &m->la[l], m->res[l], w, l, &ctx);
         block_backward(dx, &m->dw.layer[l], &m->la[l], m->res[l], w, l, &m->bs, &ctx);
     }
-    if (m->dw.embed) embedding_backward(m->dw.embed, dx, b->tokens, N, D);
+    if (m->dw.embed) embedding_backward_pad(m->dw.embed, dx, b->tokens, N, D, c->pad_id);
     m->has_loss = false; /* the logits buffer now holds dlogits (or G) */
     m->logits_hold_grad = false;
     products_use(prev);

@@ -9,30 +9,49 @@
 #include "common/check.h"
 #include "common/safetensors.h" /* st_bf16_to_f32 */
 
-/* one row per per-layer tensor kind: its HF suffix and where it exists */
+/* where a per-layer tensor kind exists */
+typedef enum { IN_ALL, IN_PRE_NORM, IN_OLMO2, IN_QK_NORM, IN_QKV_BIAS, IN_O_BIAS, IN_REPO } KindWhere;
+
+/* one row per per-layer tensor kind: its HF suffix and where it exists; a bias follows its weight */
 typedef struct {
     TensorKind kind;
     const char* suffix;
-    bool olmo2, llama, repo_only;
+    KindWhere where;
 } LayerKindInfo;
 
 static const LayerKindInfo LAYER_KINDS[] = {
-    {TK_WQ, "self_attn.q_proj.weight", true, true, false},
-    {TK_WK, "self_attn.k_proj.weight", true, true, false},
-    {TK_WV, "self_attn.v_proj.weight", true, true, false},
-    {TK_WO, "self_attn.o_proj.weight", true, true, false},
-    {TK_Q_NORM, "self_attn.q_norm.weight", true, false, false},
-    {TK_K_NORM, "self_attn.k_norm.weight", true, false, false},
-    {TK_REPO_GATE, "self_attn.gate_map.weight", true, true, true},
-    {TK_REPO_CONTENT, "self_attn.content_map.weight", true, true, true},
-    {TK_REPO_FINAL, "self_attn.final_map.weight", true, true, true},
-    {TK_IN_NORM, "input_layernorm.weight", false, true, false},
-    {TK_ATTN_NORM, "post_attention_layernorm.weight", true, true, false},
-    {TK_MLP_NORM, "post_feedforward_layernorm.weight", true, false, false},
-    {TK_GATE, "mlp.gate_proj.weight", true, true, false},
-    {TK_UP, "mlp.up_proj.weight", true, true, false},
-    {TK_DOWN, "mlp.down_proj.weight", true, true, false},
+    {TK_WQ, "self_attn.q_proj.weight", IN_ALL},
+    {TK_BQ, "self_attn.q_proj.bias", IN_QKV_BIAS},
+    {TK_WK, "self_attn.k_proj.weight", IN_ALL},
+    {TK_BK, "self_attn.k_proj.bias", IN_QKV_BIAS},
+    {TK_WV, "self_attn.v_proj.weight", IN_ALL},
+    {TK_BV, "self_attn.v_proj.bias", IN_QKV_BIAS},
+    {TK_WO, "self_attn.o_proj.weight", IN_ALL},
+    {TK_BO, "self_attn.o_proj.bias", IN_O_BIAS},
+    {TK_Q_NORM, "self_attn.q_norm.weight", IN_QK_NORM},
+    {TK_K_NORM, "self_attn.k_norm.weight", IN_QK_NORM},
+    {TK_REPO_GATE, "self_attn.gate_map.weight", IN_REPO},
+    {TK_REPO_CONTENT, "self_attn.content_map.weight", IN_REPO},
+    {TK_REPO_FINAL, "self_attn.final_map.weight", IN_REPO},
+    {TK_IN_NORM, "input_layernorm.weight", IN_PRE_NORM},
+    {TK_ATTN_NORM, "post_attention_layernorm.weight", IN_ALL},
+    {TK_MLP_NORM, "post_feedforward_layernorm.weight", IN_OLMO2},
+    {TK_GATE, "mlp.gate_proj.weight", IN_ALL},
+    {TK_UP, "mlp.up_proj.weight", IN_ALL},
+    {TK_DOWN, "mlp.down_proj.weight", IN_ALL},
 };
+
+static bool kind_exists(KindWhere where, const ModelConfig* c, size_t l) {
+    switch (where) {
+    case IN_PRE_NORM: return !cfg_olmo2(c);
+    case IN_OLMO2: return cfg_olmo2(c);
+    case IN_QK_NORM: return cfg_qk_norm(c);
+    case IN_QKV_BIAS: return cfg_qkv_bias(c);
+    case IN_O_BIAS: return cfg_o_bias(c);
+    case IN_REPO: return c->pos[l] == POS_REPO;
+    default: return true;
+    }
+}
 #define N_LAYER_KINDS (sizeof(LAYER_KINDS) / sizeof(LAYER_KINDS[0]))
 
 TensorKind lora_target_kind(LoraTarget t) {
@@ -73,8 +92,12 @@ static size_t kind_shape(TensorKind k, LoraTarget lt, const ModelConfig* c, size
         shape[0] = c->D;
         shape[1] = q;
         return 2;
-    case TK_Q_NORM: shape[0] = q; return 1;
-    case TK_K_NORM: shape[0] = kv; return 1;
+    case TK_Q_NORM: shape[0] = q / cfg_qk_norm_heads(c, c->H); return 1; /* Qwen3: per head, [hd] */
+    case TK_K_NORM: shape[0] = kv / cfg_qk_norm_heads(c, c->KVH); return 1;
+    case TK_BQ: shape[0] = q; return 1;
+    case TK_BK:
+    case TK_BV: shape[0] = kv; return 1;
+    case TK_BO: shape[0] = c->D; return 1;
     case TK_REPO_GATE:
     case TK_REPO_CONTENT:
         shape[0] = cfg_dp(c);
@@ -131,6 +154,7 @@ static void add_tensor(TensorTable* tt, size_t* cap, TensorKind kind, LoraTarget
     if (!is_frozen) tt->n_grads += t->numel;
     t->is_norm = kind == TK_FINAL_NORM || kind == TK_Q_NORM || kind == TK_K_NORM || kind == TK_IN_NORM ||
                  kind == TK_ATTN_NORM || kind == TK_MLP_NORM;
+    t->is_bias = kind == TK_BQ || kind == TK_BK || kind == TK_BV || kind == TK_BO;
     t->is_embedding = kind == TK_EMBED; /* the input embedding only: an untied lm_head is a Linear weight */
 }
 
@@ -142,8 +166,7 @@ void tensor_table_build(TensorTable* tt, const ModelConfig* c, const char* const
     for (size_t l = 0; l < c->L; l++) {
         for (size_t i = 0; i < N_LAYER_KINDS; i++) {
             const LayerKindInfo* k = &LAYER_KINDS[i];
-            if (c->block == BLOCK_OLMO2 ? !k->olmo2 : !k->llama) continue;
-            if (k->repo_only && c->pos[l] != POS_REPO) continue;
+            if (!kind_exists(k->where, c, l)) continue;
             snprintf(name, sizeof(name), "model.layers.%zu.%s", l, k->suffix);
             add_tensor(tt, &cap, k->kind, 0, (int)l, name, c, frozen, n_frozen);
             for (int lt = 0; lt < LORA_N_TARGETS; lt++) {
@@ -197,6 +220,10 @@ static real** layer_field(LayerWeights* lw, TensorKind k) {
     case TK_WK: return &lw->wk;
     case TK_WV: return &lw->wv;
     case TK_WO: return &lw->wo;
+    case TK_BQ: return &lw->bq;
+    case TK_BK: return &lw->bk;
+    case TK_BV: return &lw->bv;
+    case TK_BO: return &lw->bo;
     case TK_Q_NORM: return &lw->q_norm;
     case TK_K_NORM: return &lw->k_norm;
     case TK_REPO_GATE: return &lw->repo_gate;

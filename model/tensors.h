@@ -29,6 +29,10 @@ typedef enum {
     TK_GATE,
     TK_UP,
     TK_DOWN, /* MLP */
+    TK_BQ,
+    TK_BK,
+    TK_BV,
+    TK_BO, /* attention biases (Qwen2: q, k, v; Qwen3 with attention_bias: q, k, v, o) */
     TK_LORA_A,
     TK_LORA_B, /* LoRA adapter of one projection */
     TK_COUNT
@@ -47,6 +51,7 @@ typedef struct {
     size_t offset;                       /* into the parameter arena */
     size_t grad_offset;                  /* into the gradient arena, NO_GRAD when frozen */
     bool is_norm, is_embedding, is_repo; /* for optimizer groups; is_embedding: embed_tokens only */
+    bool is_bias;                        /* TK_BQ .. TK_BO: not decayed unless optim.decay_biases */
     bool is_lora;                        /* TK_LORA_A / TK_LORA_B: A [r, in], B [out, r] */
     bool bf16;                           /* a frozen layer matrix kept in BF16 (cfg->base_bf16): offset is into the
                                     BF16 arena, and the layer views hold NULL until layer_weights_widen */
@@ -70,7 +75,8 @@ typedef struct {
    gradients, when it is frozen). */
 typedef struct {
     real *wq, *wk, *wv, *wo;        /* [H*hd,D] [KVH*hd,D] [KVH*hd,D] [D,H*hd] */
-    real *q_norm, *k_norm;          /* [H*hd] [KVH*hd], OLMo-2 */
+    real *bq, *bk, *bv, *bo;        /* [H*hd] [KVH*hd] [KVH*hd] [D], Qwen biases (NULL: none) */
+    real *q_norm, *k_norm;          /* [H*hd] [KVH*hd] OLMo-2; [hd] [hd] Qwen3 (shared by the heads) */
     real *repo_gate, *repo_content; /* [D/8, D], RePo layers */
     real* repo_final;               /* [KVH, D/8] */
     real* in_norm;                  /* [D] Llama input_layernorm */

@@ -140,8 +140,9 @@ void adamw_print(const AdamW* a, const TensorTable* tt, FILE* fp) {
     char label[TENSOR_NAME_LEN + 64];
     snprintf(label, sizeof(label), "weight decay %g", a->cfg.weight_decay);
     print_group(a, fp, label, is_decay, 1);
-    snprintf(label, sizeof(label), "no decay (input embedding %s, norms %s)",
-             a->cfg.decay_embeddings ? "decay" : "exempt", a->cfg.decay_norms ? "decay" : "exempt");
+    snprintf(label, sizeof(label), "no decay (input embedding %s, norms %s, biases %s)",
+             a->cfg.decay_embeddings ? "decay" : "exempt", a->cfg.decay_norms ? "decay" : "exempt",
+             a->cfg.decay_biases ? "decay" : "exempt");
     print_group(a, fp, label, is_decay, 0);
     snprintf(label, sizeof(label), "lr x%g (repo_lr_mult, RePo tensors)", a->cfg.repo_lr_mult);
     print_group(a, fp, label, has_source, LR_MULT_REPO);

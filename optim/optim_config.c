@@ -25,6 +25,7 @@ void optim_config_default(OptimConfig* c) {
     c->weight_decay = 0.1;
     c->decay_embeddings = false;
     c->decay_norms = true;
+    c->decay_biases = false;
     c->grad_clip = 1.0;
     c->repo_lr_mult = 1.0;
     c->n_lr_mult = 0;
@@ -62,10 +63,10 @@ void optim_config_print(const OptimConfig* c, FILE* fp) {
     fprintf(fp, "optim: adamw lr=%g min_lr=%g schedule=%s warmup_steps=%zu total_steps=%zu\n", c->lr, c->min_lr,
             schedule_name(c->schedule), c->warmup_steps, c->total_steps);
     fprintf(fp,
-            "  beta1=%g beta2=%g eps=%g weight_decay=%g decay_embeddings=%s decay_norms=%s grad_clip=%g "
-            "repo_lr_mult=%g\n",
+            "  beta1=%g beta2=%g eps=%g weight_decay=%g decay_embeddings=%s decay_norms=%s decay_biases=%s "
+            "grad_clip=%g repo_lr_mult=%g\n",
             c->beta1, c->beta2, c->eps, c->weight_decay, c->decay_embeddings ? "true" : "false",
-            c->decay_norms ? "true" : "false", c->grad_clip, c->repo_lr_mult);
+            c->decay_norms ? "true" : "false", c->decay_biases ? "true" : "false", c->grad_clip, c->repo_lr_mult);
     for (size_t i = 0; i < c->n_lr_mult; i++)
         fprintf(fp, "  lr_mult '%s' x%g\n", c->lr_mult[i].pattern, c->lr_mult[i].mult);
     for (size_t i = 0; i < c->n_freeze; i++) fprintf(fp, "  freeze '%s'\n", c->freeze[i]);
@@ -121,6 +122,7 @@ bool schedule_parse(const char* s, Schedule* out) {
 bool optim_tensor_decays(const OptimConfig* c, const TensorInfo* t) {
     if (t->is_embedding) return c->decay_embeddings;
     if (t->is_norm) return c->decay_norms;
+    if (t->is_bias) return c->decay_biases;
     return true;
 }
 

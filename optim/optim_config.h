@@ -38,6 +38,8 @@ typedef struct {
      decay_embeddings false   the input embedding embed_tokens only (a tied head is that tensor);
                               an untied lm_head decays like every Linear weight, as in OLMo-2's trainer
      decay_norms true         every RMSNorm weight (is_norm)
+     decay_biases false       the attention biases (is_bias: Qwen's q, k, v, o), as transformers' Trainer
+                              exempts every bias
      grad_clip 1.0      max global L2 norm of the gradient; 0 = off
      repo_lr_mult 1.0   lr multiplier of the RePo tensors (is_repo) that no lr_mult pattern matched
      lr_mult  (empty)   {pattern, mult} list; the first matching pattern wins
@@ -51,7 +53,7 @@ typedef struct {
     DecayShape decay_shape;
     double beta1, beta2, eps;
     double weight_decay;
-    bool decay_embeddings, decay_norms;
+    bool decay_embeddings, decay_norms, decay_biases;
     double grad_clip;
     double repo_lr_mult;
     bool state_bf16; /* moments in bf16 with stochastic rounding (false: f32) */

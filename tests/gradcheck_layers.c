@@ -1,5 +1,5 @@
 /* Gradient-check problems for the single ops (tests/gradcheck.h): embedding,
-   rmsnorm, linear, lora, rope (with and without YaRN), repo, attention, swiglu, xent,
+   rmsnorm, linear, bias, lora, rope (with and without YaRN), repo, attention, swiglu, xent,
    and two problems the checker must reject: the deliberately wrong RMSNorm
    backward and a pole inside the finite-difference stencil. */
 #include <math.h>
@@ -9,6 +9,7 @@
 
 #include "common/check.h"
 #include "model/attention.h"
+#include "model/bias.h"
 #include "model/embedding.h"
 #include "model/linear.h"
 #include "model/repo.h"
@@ -166,6 +167,37 @@ static size_t build_linear(Problem* out, size_t max, Rng* rng) {
     gc_add(out, "weight", c->in[1], OC * C);
     out->loss = lin_loss;
     out->grad = lin_grad;
+    return 1;
+}
+
+/* ---- bias: out (N,C) = inp + b on every row; C = 67 spans two of the backward's column blocks ---- */
+static double bias_loss(Problem* p) {
+    OpCtx* c = p->ctx;
+    size_t N = c->dims[0], C = c->dims[1];
+    memcpy(c->out, c->in[0], N * C * sizeof(real));
+    bias_forward(c->out, c->in[1], N, C);
+    return gc_project(c->out, c->proj, N * C);
+}
+static void bias_grad(Problem* p) {
+    OpCtx* c = p->ctx;
+    size_t N = c->dims[0], C = c->dims[1];
+    zero_grads(p);
+    memcpy(p->dx[0], c->proj, N * C * sizeof(real)); /* d inp = dout */
+    bias_backward(p->dx[1], c->proj, N, C);
+}
+static size_t build_bias(Problem* out, size_t max, Rng* rng) {
+    OpCtx* c = new_problem(out, "bias (N=5, C=67)");
+    size_t N = 5, C = 67;
+    c->dims[0] = N;
+    c->dims[1] = C;
+    c->in[0] = gc_random(rng, N * C, -1, 1);
+    c->in[1] = gc_random(rng, C, -1, 1);
+    c->out = gc_random(rng, N * C, 0, 0);
+    c->proj = gc_random(rng, N * C, -1, 1);
+    gc_add(out, "inp", c->in[0], N * C);
+    gc_add(out, "bias", c->in[1], C);
+    out->loss = bias_loss;
+    out->grad = bias_grad;
     return 1;
 }
 
@@ -532,6 +564,9 @@ static size_t build_pole(Problem* out, size_t max, Rng* rng) {
 
 size_t build_block_olmo2(Problem* out, size_t max, Rng* rng);
 size_t build_block_llama(Problem* out, size_t max, Rng* rng);
+size_t build_block_qwen2(Problem* out, size_t max, Rng* rng);
+size_t build_block_qwen3(Problem* out, size_t max, Rng* rng);
+size_t build_qwen_model(Problem* out, size_t max, Rng* rng);
 size_t build_model(Problem* out, size_t max, Rng* rng);
 size_t build_lora_model(Problem* out, size_t max, Rng* rng);
 
@@ -551,5 +586,11 @@ const LayerEntry GC_LAYERS[] = {
     {"lora-model", "tiny decoders with LoRA adapters on a frozen base (OLMo-2 and Llama)", build_lora_model, 1},
     {"rmsnorm-wrong", "a deliberately wrong backward; the check must FAIL", build_rmsnorm_wrong, 0},
     {"pole", "an infinite numeric gradient; the check must FAIL", build_pole, 0},
+    /* after the others: each entry's random draws are keyed by its index, so adding these changed none */
+    {"bias", "y = x + b per row, the projections' bias (Qwen)", build_bias, 1},
+    {"block-qwen2", "Qwen2 block (q, k, v biases), one per position mode", build_block_qwen2, 1},
+    {"block-qwen3", "Qwen3 block: per-head QK-norm, head_dim != D/H, attention_bias; per position mode",
+     build_block_qwen3, 1},
+    {"qwen-model", "tiny Qwen2 and Qwen3 decoders (biases, per-head QK-norm, RePo, LoRA)", build_qwen_model, 1},
 };
 const size_t GC_N_LAYERS = sizeof(GC_LAYERS) / sizeof(GC_LAYERS[0]);

@@ -28,7 +28,7 @@ plan_ok() {  # label config pattern...
 }
 
 echo "--plan from published configs, without weights"
-for f in smollm2_135m olmo2_1b llama3.2_1b; do
+for f in smollm2_135m olmo2_1b llama3.2_1b qwen2.5_0.5b qwen3_0.6b; do
     config "$T/$f.json" "{\"from_config\": \"$H/$f.json\"}"
     plan_ok "from_config $f.json plans" "$T/$f.json" "memory plan" "peak RSS"
 done
@@ -39,6 +39,11 @@ config "$T/init.json" "{\"init_from\": \"$T/olmo2_1b\"}"
 plan_ok "--plan from a config-only init_from directory" "$T/init.json" "memory plan" "weights were not checked"
 expect_refused "a run from a config-only init_from directory" "give it as model.from_config instead" "$T/init.json"
 [ ! -e "$T/run" ] && ok "  ... and wrote nothing" || bad "the refused run created $T/run"
+mkdir -p "$T/qwen3" && cp "$H/qwen3_0.6b.json" "$T/qwen3/config.json"
+config "$T/qinit.json" "{\"init_from\": \"$T/qwen3\"}"
+plan_ok "--plan from a config-only Qwen3-0.6B directory" "$T/qinit.json" "596049920 parameters" "weights were not checked"
+expect_refused "a run from a config-only Qwen3-0.6B directory" "give it as model.from_config instead" "$T/qinit.json"
+[ ! -e "$T/run" ] && ok "  ... and wrote nothing" || bad "the refused Qwen3 run created $T/run"
 
 echo "from_config excludes init_from and the size keys"
 config "$T/both.json" "{\"from_config\": \"$H/olmo2_1b.json\", \"init_from\": \"$T/olmo2_1b\"}"

@@ -340,6 +340,17 @@ int main(void) {
     for (size_t l = 0; l < llama.L; l++) llama.pos[l] = lp[l];
     run_model("llama-gqa-yarn", &llama, 33);
 
+    ModelConfig qwen2 = llama; /* q, k, v biases */
+    qwen2.block = BLOCK_QWEN2;
+    qwen2.yarn_factor = 1;
+    run_model("qwen2-gqa-biases", &qwen2, 35);
+    ModelConfig qwen3 = qwen2; /* per-head QK-norm, head_dim 24 != 64 / 4, q, k, v, o biases */
+    qwen3.block = BLOCK_QWEN3;
+    qwen3.head_dim = 24;
+    qwen3.attn_bias = true;
+    qwen3.tie_embeddings = false;
+    run_model("qwen3-hd24-attention-bias", &qwen3, 37);
+
     check_sampling();
 
     printf("errors\n");

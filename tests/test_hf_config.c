@@ -29,6 +29,7 @@ static void test_published(void) {
         /* refusal NULL: loads */
         {"olmo2_1b.json", NULL},     {"olmo2_7b.json", NULL},       {"smollm2_135m.json", NULL},
         {"smollm2_360m.json", NULL}, {"tinyllama_1.1b.json", NULL}, {"llama3.2_1b.json", NULL},
+        {"qwen2.5_0.5b.json", NULL}, {"qwen3_0.6b.json", NULL},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char path[256], err[512] = "";
@@ -43,6 +44,23 @@ static void test_published(void) {
                    cases[i].file, block_style_name(c.block), c.V, c.D, c.L, c.H, c.KVH, c.F, c.norm_eps, c.rope_theta,
                    c.tie_embeddings, c.hf_carried, err);
         free(text);
+    }
+    /* the parameter counts the model cards give: the tensor list repoc builds from each config */
+    const struct {
+        const char* file;
+        size_t params, without_embedding;
+    } counts[] = {{"qwen2.5_0.5b.json", 494032768, 357898112}, {"qwen3_0.6b.json", 596049920, 440467456}};
+    for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+        char path[256];
+        snprintf(path, sizeof(path), "tests/corpus/hf_configs/%s", counts[i].file);
+        ModelConfig c;
+        hf_config_read_file(path, &c);
+        TensorTable tt;
+        tensor_table_build(&tt, &c, NULL, 0);
+        EXPECT(tt.n_params == counts[i].params && tt.n_params - c.V * c.D == counts[i].without_embedding,
+               "%s: %zu parameters, %zu without the embedding (hd %zu, %zu tensors)", counts[i].file, tt.n_params,
+               tt.n_params - c.V * c.D, cfg_hd(&c), tt.n);
+        tensor_table_free(&tt);
     }
 }
 

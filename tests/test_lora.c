@@ -417,9 +417,19 @@ int main(void) {
     rslora.lora_rslora = true;
     run("olmo2, rank 3, use_rslora (scale alpha / sqrt(r)): training forward and merge agree", rslora, tmp);
     run("llama, rank 2 on q_proj, o_proj, up_proj", llama, tmp);
+    ModelConfig qwen3 = llama; /* the biases are base tensors: frozen with it, kept F32 by a BF16 base */
+    qwen3.block = BLOCK_QWEN3;
+    qwen3.head_dim = 6;
+    qwen3.attn_bias = true;
+    qwen3.lora_targets = 1u << LORA_Q | 1u << LORA_K | 1u << LORA_V | 1u << LORA_O;
+    run("qwen3 (head_dim 6, attention_bias), rank 2 on q_proj, k_proj, v_proj, o_proj", qwen3, tmp);
+    ModelConfig qwen2 = llama;
+    qwen2.block = BLOCK_QWEN2;
+    run("qwen2, rank 2 on q_proj, o_proj, up_proj", qwen2, tmp);
 
     check_bf16_base(olmo);
     check_bf16_base(llama);
+    check_bf16_base(qwen3);
     check_dropout(olmo);
 
     printf("errors\n");

@@ -4,7 +4,9 @@
    parameter gradient; the loss from the BF16 copy; and the save/load round trip
    (bit-identical in F32; BF16 saving rounds exactly as torch does); loss, logits and gradients with BF16
    products (train.compute_dtype "bf16") within bounds derived from BF16's 2^-8. llama3_docs adds
-   llama3 RoPE and packed rows with document masking (the fixture's doc_ids). */
+   llama3 RoPE and packed rows with document masking (the fixture's doc_ids); qwen2_pad
+   (q, k, v biases, tied) and qwen3_hd (per-head QK-norm, head_dim 12 != D/H, attention_bias)
+   add the Qwen blocks, each with a pad_token_id whose tokens are in the batch (padding_idx). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +90,21 @@ static void load_model_opts(Model* m, const char* ckpt, const Fixture* fx, const
 
 static void load_model(Model* m, const char* ckpt, const Fixture* fx) { load_model_opts(m, ckpt, fx, NULL); }
 
+/* padding_idx (Qwen's pad_token_id): the pad tokens of the batch add nothing to their embedding row, so
+   untied that row's gradient is exactly 0; tied it is the head's share alone (compared with PyTorch above) */
+static void check_pad_row(const Model* m, const Fixture* fx) {
+    long pad = m->cfg.pad_id;
+    if (pad < 0) return;
+    size_t uses = 0, D = m->cfg.D, nonzero = 0;
+    for (size_t n = 0; n < fx->N; n++) uses += fx->batch.tokens[n] == pad;
+    const real* row = m->grads + m->tensors.t[tensor_table_find(&m->tensors, "model.embed_tokens.weight")].grad_offset +
+                      (size_t)pad * D;
+    for (size_t k = 0; k < D; k++) nonzero += row[k] != 0;
+    EXPECT(uses > 0, "pad_token_id %ld appears %zu times among the fixture's tokens", pad, uses);
+    if (!m->cfg.tie_embeddings)
+        EXPECT(nonzero == 0, "untied: the pad row's gradient is exactly 0 (%zu of %zu nonzero)", nonzero, D);
+}
+
 /* loss, logits, z, every gradient */
 static void check_forward_backward(const char* dir, Fixture* fx) {
     char ckpt[512];
@@ -119,6 +136,7 @@ static void check_forward_backward(const char* dir, Fixture* fx) {
         expect_close(name, m.grads + t->grad_offset, ref, t->numel, 1e-6, 1e-4, "1e-4 x max|ref| + 1e-6");
         free(ref);
     }
+    check_pad_row(&m, fx);
     model_free(&m);
 }
 
@@ -178,7 +196,8 @@ static void check_forward_backward_bf16(const char* dir, Fixture* fx) {
    weights moves the updates by at most 1.7e-6 (metadata update_conditioning),
    60x below the 1e-4 tolerance. The exempt embedding moves only by its gradient step
    (7e-4 of its norm in olmo2_mix), so float32 storage alone costs it up to 4.2e-5
-   (metadata f32_weight_rounding_error_exempt): its tolerance is 10x that floor, at least 1e-4. */
+   (metadata f32_weight_rounding_error_exempt): its tolerance is 10x that floor, at least 1e-4. The Qwen
+   biases are exempt from decay too (optim.decay_biases false) and get the same tolerance. */
 static void check_adamw(const char* dir, Fixture* fx) {
     char ckpt[512];
     snprintf(ckpt, sizeof(ckpt), "%s/ckpt", dir);
@@ -191,7 +210,8 @@ static void check_adamw(const char* dir, Fixture* fx) {
     oc.beta2 = meta_double(&fx->ref, "beta2");
     oc.eps = meta_double(&fx->ref, "eps");
     oc.weight_decay = meta_double(&fx->ref, "weight_decay");
-    CHECK(!oc.decay_embeddings && oc.decay_norms, "the defaults are OLMo-2's groups");
+    CHECK(!oc.decay_embeddings && oc.decay_norms && !oc.decay_biases,
+          "the defaults are OLMo-2's groups, biases exempt as transformers' Trainer");
     oc.grad_clip = 0;
     oc.schedule = SCHED_CONSTANT;
     oc.warmup_steps = 0;
@@ -222,9 +242,9 @@ static void check_adamw(const char* dir, Fixture* fx) {
             num += (got - ref[k]) * (got - ref[k]);
             den += (double)ref[k] * ref[k];
         }
-        double rel = sqrt(num / den), tol = t->is_embedding ? exempt_tol : 1e-4;
+        double rel = sqrt(num / den), tol = t->is_embedding || t->is_bias ? exempt_tol : 1e-4;
         printf("%s%s %.1e", i % 4 ? "  " : "\n    ", t->name, rel);
-        if (!t->is_embedding && rel > worst) {
+        if (!t->is_embedding && !t->is_bias && rel > worst) {
             worst = rel;
             worst_name = t->name;
         }
@@ -281,8 +301,9 @@ static void check_round_trip(const char* dir, Fixture* fx) {
     hf_config_read(out_f32, &cb);
     EXPECT(memcmp(ca.pos, cb.pos, sizeof(ca.pos)) == 0 && ca.block == cb.block &&
                ca.tie_embeddings == cb.tie_embeddings && ca.yarn_factor == cb.yarn_factor &&
-               ca.rope_theta == cb.rope_theta,
-           "saved config.json reads back the same block, positions, tie, theta and YaRN");
+               ca.rope_theta == cb.rope_theta && cfg_hd(&ca) == cfg_hd(&cb) && ca.attn_bias == cb.attn_bias &&
+               ca.pad_id == cb.pad_id,
+           "saved config.json reads back the same block, positions, tie, theta, YaRN, head_dim, biases and pad id");
     hf_save(&a, out_bf16, ST_BF16);
     load_model(&c, out_bf16, fx);
     load_model(&d, bf16, fx);
@@ -298,8 +319,9 @@ static void check_round_trip(const char* dir, Fixture* fx) {
 
 int main(void) {
     threads_init(0);
-    const char* fixtures[] = {"tests/fixtures/olmo2_mix", "tests/fixtures/llama_gqa", "tests/fixtures/llama3_docs"};
-    for (int k = 0; k < 3; k++) {
+    const char* fixtures[] = {"tests/fixtures/olmo2_mix", "tests/fixtures/llama_gqa", "tests/fixtures/llama3_docs",
+                              "tests/fixtures/qwen2_pad", "tests/fixtures/qwen3_hd"};
+    for (int k = 0; k < 5; k++) {
         printf("%s\n", fixtures[k]);
         Fixture fx;
         fixture_open(&fx, fixtures[k]);

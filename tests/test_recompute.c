@@ -32,6 +32,10 @@ static ModelConfig config(BlockStyle style) {
     cfg.pos[1] = POS_REPO;
     cfg.pos[2] = POS_NOPE;
     cfg.pos[3] = POS_REPO;
+    if (style == BLOCK_QWEN3) { /* per-head QK-norm, head_dim 24 != 64 / 4, q, k, v, o biases */
+        cfg.head_dim = 24;
+        cfg.attn_bias = true;
+    }
     return cfg;
 }
 
@@ -84,9 +88,9 @@ int main(void) {
     expect_dies_with("a 4 TiB activation arena", build_huge, NULL, oom);
     real weights[N];
     for (size_t n = 0; n < N; n++) weights[n] = n % 3 ? 1.0f : 2.5f;
-    for (int style = 0; style < 2; style++) {
-        ModelConfig cfg = config(style ? BLOCK_LLAMA : BLOCK_OLMO2);
-        const char* name = style ? "llama" : "olmo2";
+    for (int style = BLOCK_OLMO2; style <= BLOCK_QWEN3; style++) {
+        ModelConfig cfg = config((BlockStyle)style);
+        const char* name = block_style_name((BlockStyle)style);
         printf("%s: rope, repo, nope, repo layers, GQA 4/2\n", name);
         Model full, rec, chunked;
         build(&full, &cfg, false, 0, false);

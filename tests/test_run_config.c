@@ -108,7 +108,7 @@ static void test_errors(void) {
     expect_error("bad enum", "{\"model\": {\"positions\": {\"mode\": \"rop\"}}, " DATA "}", NULL, 0,
                  "model.positions.mode: expected one of rope|repo|nope|r2n1|n2r1, got \"rop\" (did you mean rope?)");
     expect_error("bad arch", "{\"model\": {\"arch\": \"gpt2\"}, " DATA "}", NULL, 0,
-                 "model.arch: expected one of olmo2|llama, got \"gpt2\"");
+                 "model.arch: expected one of olmo2|llama|qwen2|qwen3, got \"gpt2\"");
     expect_error("bad rope_type",
                  "{\"model\": {\"positions\": {\"rope_scaling\": {\"rope_type\": \"linear\"}}}, " DATA "}", NULL, 0,
                  "model.positions.rope_scaling.rope_type: expected one of yarn, got \"linear\"");

@@ -19,8 +19,8 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from reference_model import (  # noqa: E402
-    Cfg, NO_DECAY, adamw_manual, adamw_run, bf16_bits_rne, doc_ids, f32_storage_floor, forward,
-    init_params, loss_and_grads, make_batch, mlp, rel_l2, rope_tables, rotate, st_read, st_write,
+    Cfg, adamw_manual, adamw_run, bf16_bits_rne, doc_ids, f32_storage_floor, forward,
+    exempt, init_params, loss_and_grads, make_batch, mlp, rel_l2, rope_tables, rotate, st_read, st_write,
     wd_of,
 )
 
@@ -82,11 +82,13 @@ def check_fd(c, P, batch, z_loss, grads):
     picks = [n for n in P if any(s in n for s in (
         "embed_tokens", "lm_head", "layers.0.self_attn.q_proj", "q_norm", "k_norm", "gate_map",
         "content_map", "final_map", "layers.1.self_attn.k_proj", "v_proj", "o_proj",
-        "input_layernorm", "post_feedforward", "layers.2.mlp.down", "model.norm"))]
+        "input_layernorm", "post_feedforward", "layers.2.mlp.down", "model.norm", "bias"))]
     h, worst = 1e-6, 0.0
     for name in picks:
         g = grads[name].reshape(-1)
         for idx in (int(g.abs().argmax()), int(torch.randint(g.numel(), (1,)))):
+            if name == "model.embed_tokens.weight" and idx // c.D == getattr(c, "pad", None):
+                continue                          # padding_idx: autograd leaves out the lookup's share
             vals = []
             for sgn in (1.0, -1.0):
                 Q = dict(P)
@@ -117,11 +119,15 @@ def check_tied(c, P, batch, z_loss, grads):
 # one fixture
 
 
+ARCHS = {"olmo2": "Olmo2ForCausalLM", "llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
+         "qwen3": "Qwen3ForCausalLM"}
+
+
 def hf_config(c, dtype):
     repo_layers = [i for i, m in enumerate(c.positions) if m == "repo"]
     ids = ",".join(str(i) for i in repo_layers)
     cfg = {
-        "architectures": ["Olmo2ForCausalLM" if c.arch == "olmo2" else "LlamaForCausalLM"],
+        "architectures": [ARCHS[c.arch]],
         "model_type": c.arch, "vocab_size": c.V, "hidden_size": c.D,
         "intermediate_size": c.F, "num_hidden_layers": c.L, "num_attention_heads": c.H,
         "num_key_value_heads": c.KVH, "rms_norm_eps": c.eps, "rope_theta": c.theta,
@@ -132,6 +138,12 @@ def hf_config(c, dtype):
                       "dynamic_pe_start_layer": repo_layers[0], "dynmaic_pe_start_layer": repo_layers[0],
                       "dynamic_pe_layer_ids": ids, "dynmaic_pe_layer_ids": ids},
     }
+    if c.arch.startswith("qwen"):               # Qwen2Config / Qwen3Config keys
+        del cfg["attention_bias"]
+        cfg.update({"use_sliding_window": False, "sliding_window": None, "max_window_layers": c.L,
+                    "pad_token_id": getattr(c, "pad", None)})
+        if c.arch == "qwen3":
+            cfg.update({"head_dim": c.hd, "attention_bias": c.attn_bias})
     if c.write_layer_positions:
         cfg["repoc_layer_positions"] = list(c.positions)
     return json.dumps(cfg, indent=2) + "\n"
@@ -162,10 +174,10 @@ def adamw_analysis(c, P, batch, hp, seed):
           "floor": {k: rel_l2(u32[k], upd[k]) for k in P}}
     # the decayed tensors move by >= 1% of their norm, so float32 storage costs them <= 1e-5 of the update;
     # the exempt embedding moves only by its (sparse, small) gradient step: its floor is reported separately
-    decayed = [k for k in P if k not in NO_DECAY]
+    decayed = [k for k in P if not exempt(k)]
     assert max(cond.values()) <= 5e-6 and max(st["floor"][k] for k in decayed) <= 1e-5, st
     assert min(st["upd_rel"][k] for k in decayed) >= 1e-2, st["upd_rel"]
-    assert max(st["floor"][k] for k in P if k in NO_DECAY) <= 5e-5, st["floor"]
+    assert max(st["floor"][k] for k in P if exempt(k)) <= 5e-5, st["floor"]
     return losses, upd, st
 
 
@@ -234,14 +246,14 @@ def make_fixture(c, hp, seed):
                  "grad_conditioning": "%.3e" % max(st["gcond"].values()),
                  "min_update_rel": "%.3e" % min(st["upd_rel"].values()),
                  "min_gradient_share": "%.3f" % min(st["gshare"].values()),
-                 "f32_weight_rounding_error": "%.3e" % max(v for k, v in st["floor"].items() if k not in NO_DECAY),
-                 "f32_weight_rounding_error_exempt": "%.3e" % max(v for k, v in st["floor"].items() if k in NO_DECAY),
+                 "f32_weight_rounding_error": "%.3e" % max(v for k, v in st["floor"].items() if not exempt(k)),
+                 "f32_weight_rounding_error_exempt": "%.3e" % max(v for k, v in st["floor"].items() if exempt(k)),
                  "inv_freq": ",".join(repr(x) for x in inv.tolist()), "rope_scale_m": repr(m),
                  "n_valid": int((targets != -1).sum()), "ignore_index": -1,
                  "loss_def": "mean_valid(lse - logit[target]) + z_loss * mean_valid(lse^2)",
                  "adamw": "torch.optim.AdamW: w -= lr*wd*w; m,v EMA; "
                           "w -= (lr/(1-b1^t)) * m / (sqrt(v)/sqrt(1-b2^t) + eps); t = 1,2,3",
-                 "decay_exempt": ",".join(NO_DECAY)})
+                 "decay_exempt": ",".join(k for k in P if exempt(k))})
     write_checked(os.path.join(d, "reference.safetensors"), ref, meta)
 
     files = sorted(os.path.join(r, f) for r, _, fs in os.walk(d) for f in fs)
@@ -292,7 +304,20 @@ def fixtures():
               positions=["rope", "repo", "rope"], write_layer_positions=False, B=2, T=16, n_ignore=3,
               docs=[[5, 7, 4], [3, 3, 10]],
               embed_std=0.3, head_std=None, gain=0.8, norm_noise=0.1, repo_in_std=0.4, repo_out_std=0.4)
-    return [(olmo, hp_olmo, 1234), (llama, hp_llama, 5678), (doc, hp_llama, 4321)]
+    # Qwen2: q, k, v biases, tied; pad_token_id 3 (padding_idx) appears 5 times among the tokens
+    qwen2 = Cfg(name="qwen2_pad", arch="qwen2", V=64, D=32, L=2, H=4, KVH=2, F=32, eps=1e-6,
+                theta=1000000.0, yarn=None, tied=True, max_pos=64, positions=["rope", "repo"],
+                write_layer_positions=False, B=2, T=16, n_ignore=3, pad=3, n_pad=5,
+                embed_std=0.3, head_std=None, gain=0.8, norm_noise=0.1, repo_in_std=0.4, repo_out_std=0.4,
+                bias_std=0.1)
+    # Qwen3: per-head QK-norm, head_dim 12 (not D/H = 8), attention_bias, untied; pad_token_id 7 appears 4 times
+    qwen3 = Cfg(name="qwen3_hd", arch="qwen3", V=48, D=32, L=2, H=4, KVH=2, head_dim=12, attn_bias=True, F=32,
+                eps=1e-6, theta=1000000.0, yarn=None, tied=False, max_pos=64, positions=["repo", "rope"],
+                write_layer_positions=False, B=2, T=16, n_ignore=3, pad=7, n_pad=4,
+                embed_std=0.8, head_std=0.2, gain=0.5, norm_noise=0.1, repo_in_std=0.4, repo_out_std=0.4,
+                bias_std=0.1)
+    return [(olmo, hp_olmo, 1234), (llama, hp_llama, 5678), (doc, hp_llama, 4321), (qwen2, hp_llama, 12),
+            (qwen3, hp_olmo, 1357)]
 
 
 def main():

@@ -2,7 +2,9 @@
 """tools/reference_model.py - the float64 PyTorch model and AdamW step behind tools/reference.py.
 
 An independent implementation of the model of docs/design.md (block, positions),
-docs/backward.md and docs/formats.md: OLMo-2 and Llama blocks, RoPE / RePo / NoPE
+docs/backward.md and docs/formats.md: OLMo-2, Llama, Qwen2 (q, k, v biases) and Qwen3
+(per-head q/k RMSNorm, explicit head_dim, attention_bias) blocks, the embedding's
+padding_idx (pad_token_id, Qwen), RoPE / RePo / NoPE
 positions in the HF rotate_half layout, YaRN and llama3 rope_scaling, document
 masking of packed rows, tied head, cross-entropy with ignore index -1, optional
 z-loss, AdamW, and the small safetensors reader and writer the fixtures use.
@@ -89,7 +91,7 @@ def bf16_bits_rne(t32):
 class Cfg:
     def __init__(self, **kw):
         self.__dict__.update(kw)
-        self.hd = self.D // self.H
+        self.hd = getattr(self, "head_dim", None) or self.D // self.H
         self.dp = self.D // 8
         self.G = self.H // self.KVH
 
@@ -132,23 +134,34 @@ def rope_tables(c):
     return torch.tensor(inv, dtype=torch.float64), m
 
 
+def biases(c):
+    """(q, k, v, o) carry biases: Qwen2 q, k, v always; Qwen3 all four with attention_bias."""
+    qkv = c.arch == "qwen2" or (c.arch == "qwen3" and getattr(c, "attn_bias", False))
+    return qkv, c.arch == "qwen3" and getattr(c, "attn_bias", False)
+
+
 def param_shapes(c):
     D, hd, F = c.D, c.hd, c.F
+    qkv_bias, o_bias = biases(c)
     S = {"model.embed_tokens.weight": (c.V, D)}
     for i in range(c.L):
         p = "model.layers.%d." % i
-        S[p + "self_attn.q_proj.weight"] = (c.H * hd, D)
-        S[p + "self_attn.k_proj.weight"] = (c.KVH * hd, D)
-        S[p + "self_attn.v_proj.weight"] = (c.KVH * hd, D)
-        S[p + "self_attn.o_proj.weight"] = (D, c.H * hd)
+        for name, rows, cols, bias in (("q", c.H * hd, D, qkv_bias), ("k", c.KVH * hd, D, qkv_bias),
+                                       ("v", c.KVH * hd, D, qkv_bias), ("o", D, c.H * hd, o_bias)):
+            S[p + "self_attn.%s_proj.weight" % name] = (rows, cols)
+            if bias:
+                S[p + "self_attn.%s_proj.bias" % name] = (rows,)
         if c.arch == "olmo2":
             S[p + "self_attn.q_norm.weight"] = (c.H * hd,)
             S[p + "self_attn.k_norm.weight"] = (c.KVH * hd,)
+        if c.arch == "qwen3":                     # one [hd] weight shared by every head
+            S[p + "self_attn.q_norm.weight"] = (hd,)
+            S[p + "self_attn.k_norm.weight"] = (hd,)
         if c.positions[i] == "repo":
             S[p + "self_attn.gate_map.weight"] = (c.dp, D)
             S[p + "self_attn.content_map.weight"] = (c.dp, D)
             S[p + "self_attn.final_map.weight"] = (c.KVH, c.dp)
-        if c.arch == "llama":
+        if c.arch != "olmo2":
             S[p + "input_layernorm.weight"] = (D,)
         S[p + "post_attention_layernorm.weight"] = (D,)
         if c.arch == "olmo2":
@@ -176,6 +189,8 @@ def init_params(c):
             w = c.repo_in_std * torch.randn(shape, dtype=torch.float64)
         elif "final_map" in name:
             w = c.repo_out_std * torch.randn(shape, dtype=torch.float64)
+        elif name.endswith(".bias"):
+            w = c.bias_std * torch.randn(shape, dtype=torch.float64)
         else:
             w = c.gain / math.sqrt(shape[1]) * torch.randn(shape, dtype=torch.float64)
         P[name] = w.to(torch.float32).to(torch.float64)
@@ -192,8 +207,11 @@ def doc_ids(c):
 
 
 def make_batch(c):
-    """tokens [B,T] and next-token targets [B,T] (int32), n_ignore targets set to -1."""
+    """tokens [B,T] and next-token targets [B,T] (int32), n_ignore targets set to -1; with c.pad, c.n_pad
+    tokens set to the pad id (as padded rows would hold it)."""
     seq = torch.randint(0, c.V, (c.B, c.T + 1))
+    if getattr(c, "pad", None) is not None:
+        seq.view(-1)[torch.randperm(c.B * (c.T + 1))[:c.n_pad]] = c.pad
     tokens, targets = seq[:, :-1].to(torch.int32), seq[:, 1:].to(torch.int32).clone()
     targets.view(-1)[torch.randperm(c.B * c.T)[:c.n_ignore]] = -1
     return tokens, targets
@@ -218,16 +236,25 @@ def mlp(h, P, p):
     return (Fn.silu(g) * u) @ P[p + "mlp.down_proj.weight"].T
 
 
+def proj(x, P, name):
+    """x W^T, plus the bias when the checkpoint has one."""
+    y = x @ P[name + ".weight"].T
+    return y + P[name + ".bias"] if name + ".bias" in P else y
+
+
 def attention(c, h, P, p, i, inv_freq, m, zs):
     B, T, _ = h.shape
     H, KVH, hd = c.H, c.KVH, c.hd
-    q = h @ P[p + "self_attn.q_proj.weight"].T
-    k = h @ P[p + "self_attn.k_proj.weight"].T
-    v = h @ P[p + "self_attn.v_proj.weight"].T
+    q = proj(h, P, p + "self_attn.q_proj")
+    k = proj(h, P, p + "self_attn.k_proj")
+    v = proj(h, P, p + "self_attn.v_proj")
     if c.arch == "olmo2":                        # QK-norm over the whole H*hd / KVH*hd vector
         q = rmsnorm(q, P[p + "self_attn.q_norm.weight"], c.eps)
         k = rmsnorm(k, P[p + "self_attn.k_norm.weight"], c.eps)
     q, k, v = q.view(B, T, H, hd), k.view(B, T, KVH, hd), v.view(B, T, KVH, hd)
+    if c.arch == "qwen3":                        # QK-norm per head, over its hd features
+        q = rmsnorm(q, P[p + "self_attn.q_norm.weight"], c.eps)
+        k = rmsnorm(k, P[p + "self_attn.k_norm.weight"], c.eps)
     mode = c.positions[i]
     ids = doc_ids(c)
     if ids is None:
@@ -251,13 +278,14 @@ def attention(c, h, P, p, i, inv_freq, m, zs):
     causal = torch.ones(T, T, dtype=torch.bool).tril()[None] & same_doc
     s = s.masked_fill(~causal[:, None], float("-inf"))
     a = torch.einsum("bhts,bshd->bthd", torch.softmax(s, dim=-1), v).reshape(B, T, H * hd)
-    return a @ P[p + "self_attn.o_proj.weight"].T
+    return proj(a, P, p + "self_attn.o_proj")
 
 
 def forward(c, P, tokens, targets, z_loss):
     """Returns loss (0-dim), logits [B,T,V], {layer: z [B,T,KVH]}, block inputs list."""
     inv_freq, m = rope_tables(c)
-    x = P["model.embed_tokens.weight"][tokens.long()]
+    # nn.Embedding(padding_idx=pad_token_id), as transformers' Qwen2/Qwen3 build it: no gradient into that row
+    x = Fn.embedding(tokens.long(), P["model.embed_tokens.weight"], padding_idx=getattr(c, "pad", None))
     zs, hidden = {}, []
     for i in range(c.L):
         hidden.append(x)
@@ -296,18 +324,23 @@ def loss_and_grads(c, P, batch, z_loss):
 
 # OLMo-2's trainer groups: every Linear weight (the untied lm_head included) and every norm weight
 # decays (decay_norm_and_bias true); only the input embedding is exempt (decay_embeddings false).
+# Biases (Qwen) are exempt too, as transformers' Trainer groups them (repoc's optim.decay_biases false).
 NO_DECAY = ("model.embed_tokens.weight",)
 
 
+def exempt(k):
+    return k in NO_DECAY or k.endswith(".bias")
+
+
 def wd_of(k, hp):
-    return 0.0 if k in NO_DECAY else hp["weight_decay"]
+    return 0.0 if exempt(k) else hp["weight_decay"]
 
 
 def adamw_run(c, P, batch, hp):
     Q = {k: v.clone().requires_grad_(True) for k, v in P.items()}
     names = list(Q)
-    groups = [{"params": [Q[k] for k in names if k not in NO_DECAY], "weight_decay": hp["weight_decay"]},
-              {"params": [Q[k] for k in names if k in NO_DECAY], "weight_decay": 0.0}]
+    groups = [{"params": [Q[k] for k in names if not exempt(k)], "weight_decay": hp["weight_decay"]},
+              {"params": [Q[k] for k in names if exempt(k)], "weight_decay": 0.0}]
     opt = torch.optim.AdamW([g for g in groups if g["params"]], lr=hp["lr"], betas=(hp["beta1"], hp["beta2"]),
                             eps=hp["eps"])
     losses = []

@@ -64,6 +64,7 @@ void memplan_compute(MemPlan* p, const ModelConfig* cfg, const RunConfig* rc, si
     for (size_t i = 0; i < rc->optim.freeze.n; i++) freeze[i] = rc->optim.freeze.v[i];
     ModelOpts mo = {rc->train.recompute, memplan_head_chunk(rc, cfg->V), !strcmp(rc->train.compute_dtype, "bf16")};
     p->n = model_arena_sizes(cfg, p->B, p->T, freeze, rc->optim.freeze.n, &mo);
+    p->n_embed = cfg->V * cfg->D;
     size_t N = p->B * p->T;
     p->head_rows = mo.head_chunk && mo.head_chunk < N ? mo.head_chunk : N;
     double r = sizeof(real);
@@ -95,9 +96,13 @@ void memplan_print(const MemPlan* p, FILE* fp) {
     fprintf(fp, "memory plan (B=%zu T=%zu, %zu thread%s%s, recompute %s, AdamW state %s%s, logits %zu rows):\n", p->B,
             p->T, p->threads, p->threads == 1 ? "" : "s", p->world > 1 ? " per rank" : "", p->recompute ? "on" : "off",
             p->state_bf16 ? "bf16" : REAL_NAME, p->sharded ? " sharded" : "", p->head_rows);
-    for (int i = 0; i < MP_ROWS; i++)
-        if ((i != MP_EVAL && i != MP_BF16) || p->bytes[i] > 0)
-            fprintf(fp, "  %-18s %10.1f MiB\n", ROW_NAMES[i], p->bytes[i] / MIB);
+    for (int i = 0; i < MP_ROWS; i++) {
+        if ((i == MP_EVAL || i == MP_BF16) && !(p->bytes[i] > 0)) continue;
+        fprintf(fp, "  %-18s %10.1f MiB", ROW_NAMES[i], p->bytes[i] / MIB);
+        size_t n = p->n.params + p->n.bf16; /* every parameter, F32 or a BF16 base */
+        if (i == MP_PARAMS) fprintf(fp, "  (%zu parameters, %zu without the input embedding)", n, n - p->n_embed);
+        fputc('\n', fp);
+    }
     fprintf(fp,
             "  %-18s %10.1f MiB  (%.2f GiB; %.2f bytes per parameter; activations %.0f bytes per token per "
             "layer kept%s)\n",

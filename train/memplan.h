@@ -45,6 +45,7 @@ typedef struct {
     bool recompute, state_bf16, sharded;
     size_t head_rows;  /* rows of logits held at once */
     ModelArenaSizes n; /* reals of each arena */
+    size_t n_embed;    /* the input embedding's parameters, V*D (the count "without the embedding" leaves out) */
     double bytes[MP_ROWS];
     double total;
     double act_bytes_per_token_layer; /* kept activations of one block per token (without recompute) */

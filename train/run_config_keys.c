@@ -45,7 +45,7 @@ const RcKey RC_KEYS[] = {
     SEC("model"),
     STR("model.init_from", model.init_from, KF_NULL, "checkpoint|init|model_path|from"),
     STR("model.from_config", model.from_config, KF_NULL, "config|config_json|architecture_config"),
-    ENUM("model.arch", model.cfg.block, "olmo2|llama", KF_CKPT, "architecture|architectures"),
+    ENUM("model.arch", model.cfg.block, "olmo2|llama|qwen2|qwen3", KF_CKPT, "architecture|architectures"),
     SIZE("model.vocab_size", model.cfg.V, 1, 2147483647.0, KF_CKPT, "vocab|n_vocab"),
     SIZE("model.d_model", model.cfg.D, 1, BIG, KF_CKPT, "hidden_size|dim|n_embd"),
     SIZE("model.n_layers", model.cfg.L, 1, MAX_LAYERS, KF_CKPT, "num_hidden_layers|n_layer|layers"),
@@ -109,6 +109,7 @@ const RcKey RC_KEYS[] = {
     REAL("optim.weight_decay", optim.cfg.weight_decay, 0, HUGE_VAL, 0, "wd"),
     BOOL("optim.decay_embeddings", optim.cfg.decay_embeddings, 0, NULL),
     BOOL("optim.decay_norms", optim.cfg.decay_norms, 0, NULL),
+    BOOL("optim.decay_biases", optim.cfg.decay_biases, 0, "decay_bias"),
     REAL("optim.grad_clip", optim.cfg.grad_clip, 0, HUGE_VAL, 0, "clip|max_grad_norm|gradient_clipping"),
     REAL("optim.z_loss", optim.z_loss, 0, HUGE_VAL, 0, "zloss|z_loss_weight"),
     WORD("optim.state_dtype", optim.state_dtype, "f32|bf16", 0, "moments_dtype|optimizer_dtype"),
@@ -137,9 +138,9 @@ _Static_assert(RC_LIST_MAX <= OPTIM_MAX_PATTERNS, "lr_mult / freeze lists must f
 _Static_assert(sizeof(BlockStyle) == sizeof(int) && sizeof(DataOrder) == sizeof(int) &&
                    sizeof(Schedule) == sizeof(int) && sizeof(DecayShape) == sizeof(int),
                "KT_ENUM fields are stored as int");
-_Static_assert(BLOCK_OLMO2 == 0 && BLOCK_LLAMA == 1 && ORDER_SEQUENTIAL == 0 && ORDER_SHUFFLE == 1 &&
-                   SCHED_CONSTANT == 0 && SCHED_LINEAR == 1 && SCHED_COSINE == 2 && SCHED_WSD == 3 &&
-                   DECAY_LINEAR == 0 && DECAY_SQRT == 1,
+_Static_assert(BLOCK_OLMO2 == 0 && BLOCK_LLAMA == 1 && BLOCK_QWEN2 == 2 && BLOCK_QWEN3 == 3 && ORDER_SEQUENTIAL == 0 &&
+                   ORDER_SHUFFLE == 1 && SCHED_CONSTANT == 0 && SCHED_LINEAR == 1 && SCHED_COSINE == 2 &&
+                   SCHED_WSD == 3 && DECAY_LINEAR == 0 && DECAY_SQRT == 1,
                "enum order = `choices` order");
 const size_t RC_N_KEYS = N_KEYS;
 

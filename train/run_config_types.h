@@ -120,7 +120,7 @@ typedef struct {
 /* The section "optim". Every key that is an OptimConfig field is stored in cfg itself, with
    optim_config_default's default, except warmup_steps (100 here, 0 there) and decay_steps (RC_UNSET, JSON
    null = decay_fraction of train.steps; 0 there): lr, min_lr, schedule, warmup_steps, decay_steps,
-   decay_fraction, decay_shape, beta1, beta2, eps, weight_decay, decay_embeddings, decay_norms, grad_clip.
+   decay_fraction, decay_shape, beta1, beta2, eps, weight_decay, decay_embeddings, decay_norms, decay_biases, grad_clip.
    run_config_optim turns cfg and the keys below into the optimizer's config. */
 typedef struct {
     OptimConfig cfg;
