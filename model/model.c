@@ -80,14 +80,16 @@ static size_t mirror_from(const Model* m) {
 }
 
 /* Elements of each of the two BF16 work spaces: the widest activation operand of a layer's products (the
-   MLP's gate and up side by side: 2F) on all N rows, or 256 rows of the logits, which the head's backward
-   takes in chunks of that many rows */
+   MLP's gate and up side by side: 2F) on all N rows, at least 256 (a generator's chunks of a prompt run
+   on a model built for one row), or 256 rows of the logits, which the head's backward takes in chunks of
+   that many rows */
 static size_t products_work(const Model* m) {
     const ModelConfig* c = &m->cfg;
-    size_t N = m->B * m->T, w = c->D, head = (m->head_rows < 256 ? m->head_rows : 256) * c->V;
+    size_t N = m->B * m->T, w = c->D, head = 256 * c->V;
     size_t widths[] = {c->H * cfg_hd(c), c->KVH * cfg_hd(c), 2 * c->F, 2 * cfg_dp(c), c->lora_rank};
     for (size_t i = 0; i < sizeof(widths) / sizeof(widths[0]); i++) w = widths[i] > w ? widths[i] : w;
-    return mulCheck(N, w, "BF16 work space") > head ? N * w : head;
+    size_t rows = N > 256 ? N : 256;
+    return mulCheck(rows, w, "BF16 work space") > head ? rows * w : head;
 }
 
 ModelArenaSizes model_arena_sizes(const ModelConfig* cfg, size_t B, size_t T, const char* const* frozen_patterns,

@@ -87,8 +87,8 @@ static void product_bf16(Bf16Products* p, bool ta, bool tb, size_t M, size_t N, 
         chunk_bf16(p, ta, tb, M, N, K, (float)alpha, A, lda, ka, B, ldb, kb, (float)beta, C, ldc);
         return;
     }
-    if (!ta && need_b <= p->act_cap) { /* rows of A and C: each chunk (m, K) */
-        size_t rows = p->act_cap / K / 16 * 16;
+    if (!ta && need_b <= p->act_cap) { /* rows of A and C: each chunk (m, K), m a multiple of 16 when it can be */
+        size_t rows = p->act_cap / K >= 16 ? p->act_cap / K / 16 * 16 : p->act_cap / K;
         CHECK(rows > 0, "product: a row of %zu exceeds the BF16 work space", K);
         for (size_t m0 = 0; m0 < M; m0 += rows) {
             size_t m = M - m0 < rows ? M - m0 : rows;
@@ -99,7 +99,7 @@ static void product_bf16(Bf16Products* p, bool ta, bool tb, size_t M, size_t N, 
     }
     CHECK(!(kb == OPERAND_ACT && tb), "product: a transposed activation B larger than the BF16 work space");
     size_t width = (ka == OPERAND_ACT ? M : 0) > (kb == OPERAND_ACT ? N : 0) ? M : N; /* the wider row */
-    size_t rows = p->act_cap / width / 16 * 16;
+    size_t rows = p->act_cap / width >= 16 ? p->act_cap / width / 16 * 16 : p->act_cap / width;
     CHECK(rows > 0, "product: a row of %zu exceeds the BF16 work space", width);
     for (size_t k0 = 0; k0 < K; k0 += rows) { /* rows of K: A (K,M) when ta, else columns; B (K,N) or (N,K) */
         size_t k = K - k0 < rows ? K - k0 : rows;

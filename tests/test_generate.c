@@ -230,6 +230,19 @@ static void check_bf16(const char* name, const ModelConfig* cfg, uint64_t seed) 
     snprintf(label, sizeof(label), "%s bf16: step logits == f32 step logits to BF16 rounding", name);
     expect_close(label, steps, steps_f, T * V, 0, tol, why_b);
     EXPECT(m.prod.weight_rounded == 0, "%s bf16 generation: every weight read from the mirror", name);
+    /* a model built for one row (as build/generate and build/eval build it), prefill in chunks of 7 */
+    Model one;
+    model_build_opts(&one, cfg, 1, 1, NULL, 0, &(ModelOpts){.compute_bf16 = true}, false);
+    memcpy(one.params, m.params, m.tensors.n_params * sizeof(real));
+    model_params_changed(&one);
+    Generator g1;
+    gen_build(&g1, &one, T, 7);
+    const real* last = gen_prefill(&g1, tokens, T);
+    snprintf(label, sizeof(label), "%s bf16, a one-row model: prefill's last logits == f32 steps' row %zu", name,
+             T - 1);
+    expect_close(label, last, steps_f + (T - 1) * V, V, 0, tol, why_b);
+    gen_free(&g1);
+    model_free(&one);
     gen_free(&g);
     gen_free(&gf);
     free(steps);
