@@ -11,6 +11,8 @@
 #          tokenizer (tests/fixtures/tokenizer/gpt2.json, 1001 ids; the synthetic marks
 #          and symbols sit above, from id 1008), at T = 128 (configs/study/prose_*.json);
 #          a tenth of the files is held out. Its gate is reported, not enforced.
+#   order  the prose stage 1 (the longer) trains beside the syn stage 1, then beside syn's stage-2 runs;
+#          training uses BF16 products (train.compute_dtype) where the CPU has them, evaluation FP32.
 #   stage 2  each mode continued from its track's stage-1 checkpoint with SEEDS
 #          (run.seed: the data order and the new RePo weights): rope, repo, nope, r2n1,
 #          n2r1 (the paper's), repo_wm (width-matched RePo, docs/study.md "Width-aware
@@ -68,11 +70,18 @@ if [ $quick = 1 ]; then
         --set train.batch_size=4 --set train.log_every=10)
     q2=(--set train.steps=6 --set optim.warmup_steps=2 --set train.eval_every=6 --set train.eval_batches=1
         --set train.batch_size=4 --set train.log_every=2 --set train.log_positions=2)
-    ITEMS=1; GATE_ITEMS=2; AN_ITEMS=1; PPL_WINDOWS=2
+    ITEMS=1; PROSE_ITEMS=1; GATE_ITEMS=2; AN_ITEMS=1; PPL_WINDOWS=2
 else
     q1=(); q2=()
-    ITEMS=100; GATE_ITEMS=200; AN_ITEMS=50; PPL_WINDOWS=400
+    ITEMS=100; PROSE_ITEMS=50; GATE_ITEMS=200; AN_ITEMS=50; PPL_WINDOWS=100
 fi
+# BF16 products (train.compute_dtype, docs/design.md) where the CPU has them: about 1.6x faster steps here;
+# evaluation stays FP32
+COMPUTE=f32
+[ -x build/bench/bench_step ] && build/bench/bench_step --cpu 2>/dev/null | grep -q '^bf16 products: bf16 operands' &&
+    COMPUTE=bf16
+q1+=(--set train.compute_dtype="\"$COMPUTE\"")
+q2+=(--set train.compute_dtype="\"$COMPUTE\"")
 
 mkdir -p "$out"/logs "$out"/configs "$out"/text
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*"; }
@@ -122,7 +131,7 @@ slot() {   # wait until fewer than 2 background jobs run
 }
 die_log() { tail -n 20 "$1" >&2; echo "tools/study.sh: $2 (log: $1)" >&2; exit 1; }
 
-# ---- stage 1 of both tracks, side by side
+# ---- stage 1 of both tracks, then stage 2
 if [ -n "$stage1" ]; then
     # stage1's run_config.json against the one this config resolves to (a 0-step run writes it), apart from
     # out_dir and the keys a 0-step check run sets for itself or a later version added with their defaults
@@ -149,53 +158,61 @@ if [ -n "$stage1" ]; then
 else
     rm -f "$out/logs/stage1_from"
 fi
-for tr in syn prose; do
-    [ $tr = syn ] && [ -n "$stage1" ] && continue
-    mkdir -p "$out/$tr"
-    rm -rf "$out/$tr/stage1_rope"
-    log "stage 1 ($tr): RoPE from scratch"
-    ( build/train "$out/configs/${tr}_stage1.json" --set run.out_dir="\"$out/$tr/stage1_rope\"" "${q1[@]}" \
-          > "$out/logs/${tr}_stage1.log" 2>&1 || die_log "$out/logs/${tr}_stage1.log" "stage 1 ($tr) failed" ) &
-done
-wait
-for tr in syn prose; do
-    grep -q '^done:' "$out/logs/${tr}_stage1.log" || die_log "$out/logs/${tr}_stage1.log" "stage 1 ($tr) did not finish"
-done
-t_stage1=$(date +%s)
-
-# ---- the gates: single needle at the training length
+# train_stage1 TRACK: train it (in the background: its job counts in slot)
+train_stage1() {
+    mkdir -p "$out/$1"
+    rm -rf "$out/$1/stage1_rope"
+    log "stage 1 ($1): RoPE from scratch"
+    ( build/train "$out/configs/${1}_stage1.json" --set run.out_dir="\"$out/$1/stage1_rope\"" "${q1[@]}" \
+          > "$out/logs/${1}_stage1.log" 2>&1 || die_log "$out/logs/${1}_stage1.log" "stage 1 ($1) failed" ) &
+}
 jnum() { sed -n "s/^[[:space:]]*\"$1\":[[:space:]]*\([^,]*\),\{0,1\}$/\1/p" "$2" | head -n 1; }
-mkdir -p "$out/eval"
-for tr in syn prose; do
-    T=$([ $tr = syn ] && echo "$T_syn" || echo "$T_prose")
-    syn=()
-    [ $tr = prose ] && syn=(--synthetic "$PROSE_VAL_SYN")
-    build/eval "$out/$tr/stage1_rope" --tasks single --lengths "$T" --items $GATE_ITEMS --seed $SEED_EVAL --threads 1 \
-        "${syn[@]}" --json "$out/eval/${tr}_stage1_gate.json" > "$out/logs/${tr}_stage1_gate.log" 2>&1 ||
-        die_log "$out/logs/${tr}_stage1_gate.log" "the $tr gate's eval failed"
-    acc=$(jnum accuracy "$out/eval/${tr}_stage1_gate.json")
-    log "stage 1 ($tr): single-needle exact match at T=$T: $acc on $GATE_ITEMS items (gate $GATE)"
-    if [ $tr = syn ] && [ $quick = 0 ] && [ "$(awk -v a="$acc" -v g=$GATE 'BEGIN { print (a >= g) }')" != 1 ]; then
+# gate TRACK: single needle at the training length; syn stops the study below GATE (not with --quick)
+gate() {
+    local T syn=() acc
+    T=$([ $1 = syn ] && echo "$T_syn" || echo "$T_prose")
+    grep -q '^done:' "$out/logs/${1}_stage1.log" || die_log "$out/logs/${1}_stage1.log" "stage 1 ($1) did not finish"
+    [ $1 = prose ] && syn=(--synthetic "$PROSE_VAL_SYN")
+    build/eval "$out/$1/stage1_rope" --tasks single --lengths "$T" --items $GATE_ITEMS --seed $SEED_EVAL --threads 1 \
+        "${syn[@]}" --json "$out/eval/${1}_stage1_gate.json" > "$out/logs/${1}_stage1_gate.log" 2>&1 ||
+        die_log "$out/logs/${1}_stage1_gate.log" "the $1 gate's eval failed"
+    acc=$(jnum accuracy "$out/eval/${1}_stage1_gate.json")
+    log "stage 1 ($1): single-needle exact match at T=$T: $acc on $GATE_ITEMS items (gate $GATE)"
+    if [ $1 = syn ] && [ $quick = 0 ] && [ "$(awk -v a="$acc" -v g=$GATE 'BEGIN { print (a >= g) }')" != 1 ]; then
         echo "stage 1 did not learn the single-needle task ($acc < $GATE): the comparison would mean nothing." \
              "Make the task or the model fit the budget (docs/study.md)." >&2
         exit 1
     fi
-done
-
-# ---- stage 2: every track, mode and seed, two runs at a time
-for s in $SEEDS; do
-    for tr in syn prose; do
+}
+# stage2 TRACK: every mode and seed, two jobs at a time
+stage2() {
+    local s m run
+    for s in $SEEDS; do
         for m in $MODES; do
             slot
-            run=$out/$tr/stage2_${m}_s$s
+            run=$out/$1/stage2_${m}_s$s
             rm -rf "$run"
             # shellcheck disable=SC2046  # mode_args gives whole --set words without spaces inside
-            ( build/train "$out/configs/${tr}_stage2.json" --set run.out_dir="\"$run\"" --set run.seed=$s \
-                  --set model.init_from="\"$out/$tr/stage1_rope\"" $(mode_args $tr $m) "${q2[@]}" \
-                  > "$out/logs/${tr}_${m}_s$s.log" 2>&1 || die_log "$out/logs/${tr}_${m}_s$s.log" "stage 2 failed" ) &
+            ( build/train "$out/configs/${1}_stage2.json" --set run.out_dir="\"$run\"" --set run.seed=$s \
+                  --set model.init_from="\"$out/$1/stage1_rope\"" $(mode_args $1 $m) "${q2[@]}" \
+                  > "$out/logs/${1}_${m}_s$s.log" 2>&1 || die_log "$out/logs/${1}_${m}_s$s.log" "stage 2 failed" ) &
         done
     done
-done
+}
+# The prose stage 1 (the longer one) trains beside the syn stage 1 and then beside syn's stage-2 runs
+mkdir -p "$out/eval"
+train_stage1 prose
+prose_pid=$!
+if [ -z "$stage1" ]; then
+    train_stage1 syn
+    wait $!
+fi
+gate syn
+t_stage1=$(date +%s)
+stage2 syn
+wait $prose_pid || true
+gate prose
+stage2 prose
 wait
 for s in $SEEDS; do for tr in syn prose; do for m in $MODES; do
     grep -q '^done:' "$out/logs/${tr}_${m}_s$s.log" || die_log "$out/logs/${tr}_${m}_s$s.log" "stage 2 did not finish"
@@ -219,7 +236,7 @@ evals() {
 # without YaRN
 prose_evals() {
     local run=$1 base=$2 lg=$3 T=$4 f
-    local p=(--ppl "$PROSE_VAL" --max-windows $PPL_WINDOWS --tasks all --synthetic "$PROSE_VAL_SYN" --items $ITEMS
+    local p=(--ppl "$PROSE_VAL" --max-windows $PPL_WINDOWS --tasks all --synthetic "$PROSE_VAL_SYN" --items $PROSE_ITEMS
              --seed $SEED_EVAL --threads 1)
     build/eval "$run" "${p[@]}" --seq-len "$T" --lengths "$T,$((2 * T)),$((4 * T))" --json "$base.json" >> "$lg" 2>&1 &&
     build/eval "$run" "${p[@]}" --seq-len $((2 * T)) --lengths $((2 * T)) --yarn-factor 2 --json "${base}_yarn2.json" \

@@ -149,8 +149,9 @@ how="make study"
 [ -s "$out/logs/stage1_from" ] && how="$how --stage1 $(cat "$out/logs/stage1_from")"
 echo "Produced by \`$how\` on $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)," \
      "$(nproc) cores ($(lscpu 2>/dev/null | sed -n 's/^Model name:[[:space:]]*//p' | head -n 1), lscpu;" \
-     "$(free -g | awk '/^Mem:/ { print $2 }') GiB). Wall time: stage 1 of both tracks side by side ${s1} s," \
-     "stage 2 ${s2} s ($(( $(echo $MODES | wc -w) * n_seeds * 2 )) runs, two at a time), evaluation and analysis ${s3} s;" \
+     "$(free -g | awk '/^Mem:/ { print $2 }') GiB), training with \`train.compute_dtype\` \"$(sed -n 's/.*"compute_dtype":[[:space:]]*"\([a-z0-9]*\)".*/\1/p' "$out/syn/stage2_rope_s$first/run_config.json")\"." \
+     "Wall time: the syn stage 1 and its gate ${s1} s (the prose stage 1 beside it), then the rest of the training" \
+     "${s2} s (the prose stage 1's end and $(( $(echo $MODES | wc -w) * n_seeds * 2 )) stage-2 runs, two processes at a time), evaluation and analysis ${s3} s;" \
      "in all $(( (s1 + s2 + s3) / 60 )) min $(( (s1 + s2 + s3) % 60 )) s. Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
 [ "$quick" = 1 ] && echo && echo "**A quick run: a few steps and items, nothing is learned; the numbers only show the pipeline works.**"
 echo
@@ -224,6 +225,16 @@ while IFS= read -r line; do
     done
 done < "$out/claims.md"
 [ $found = 1 ] || echo "- nowhere."
+echo
+# the paper's ordering for the width-matched variant: RePo >= RoPE on retrieval in noisy or longer contexts
+col=0 i=0
+for c in $CMPS; do i=$((i + 1)); [ "$c" = repo_wm:rope ] && col=$((i + 3)); done
+wm() { grep -E "^\| [a-z]+ \| (noisy|retrieval [24]×)" "$out/claims.md" | awk -F'|' -v c=$col -v want="$1" '
+    { t = $2 " " $3; gsub(/^ +| +$/, "", t); gsub(/  +/, " ", t); if (index($c, want)) { printf "%s%s", n++ ? "; " : "", t } }
+    END { if (!n) printf "none" }'; }
+echo "**The width-matched small model and the paper's ordering** (repo_wm against rope on the noisy setting and at"
+echo "2× and 4× the training length, with and without YaRN): better in every seed on: $(wm ▲); worse in every seed on:"
+echo "$(wm ▼); the seeds disagree on: $(wm ·)."
 echo
 echo "### Per mode (mean ± h over the seeds)"
 echo
