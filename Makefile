@@ -340,7 +340,7 @@ bench-attention: check-deps $(BUILD)/bench/bench_attention
 
 # make study: the small-scale reproduction of the paper's comparison (tools/study.sh,
 # docs/study.md, which gives its measured wall time). make study-quick: the same pipeline in
-# a few minutes, without the stage-1 gate and without touching docs/ (make test runs it).
+# under a minute, without the stage-1 gate and without touching docs/ (make test runs it).
 .PHONY: study study-quick
 study: deps
 	@$(MAKE) --no-print-directory all

@@ -23,6 +23,27 @@ static const SynKey SYN_KEYS[] = {
 };
 #define N_SYN_KEYS (sizeof(SYN_KEYS) / sizeof(SYN_KEYS[0]))
 
+/* filler_file's tokens, opened once per path and kept for the process (a config is copied by value into the
+   data source, the trainer's tasks and eval, so none of them owns it); every id must lie below first_id */
+static const TokenData* filler_text_open(const char* path, size_t first_id) {
+    static struct {
+        char path[256];
+        size_t first_id;
+        TokenData td;
+    } opened[8];
+    static size_t n_open;
+    for (size_t i = 0; i < n_open; i++)
+        if (!strcmp(opened[i].path, path) && opened[i].first_id == first_id) return &opened[i].td;
+    CHECK(n_open < sizeof(opened) / sizeof(opened[0]), "data.synthetic.filler_file: more than %zu files in one process",
+          sizeof(opened) / sizeof(opened[0]));
+    CHECK(first_id > 0, "data.synthetic.filler_file '%s' needs first_id > 0: the text's ids lie below first_id", path);
+    snprintf(opened[n_open].path, sizeof(opened[n_open].path), "%s", path);
+    opened[n_open].first_id = first_id;
+    const char* one[1] = {path};
+    token_data_open(&opened[n_open].td, one, 1, "auto", first_id); /* dies on an id >= first_id, naming the file */
+    return &opened[n_open++].td;
+}
+
 int synthetic_from_json(SyntheticConfig* cfg, const cJSON* obj, char* err, size_t err_len) {
     synthetic_defaults(cfg);
     if (!cJSON_IsObject(obj)) return set_err(err, err_len, "data.synthetic: expected an object");
@@ -50,6 +71,13 @@ int synthetic_from_json(SyntheticConfig* cfg, const cJSON* obj, char* err, size_
             cfg->answer_weight = it->valuedouble;
             continue;
         }
+        if (!strcmp(k, "filler_file")) {
+            if (!cJSON_IsString(it) || !it->valuestring[0] || strlen(it->valuestring) >= sizeof(cfg->filler_file))
+                return set_err(err, err_len, "data.synthetic.filler_file: expected a token file's path (< %zu bytes)",
+                               sizeof(cfg->filler_file));
+            snprintf(cfg->filler_file, sizeof(cfg->filler_file), "%s", it->valuestring);
+            continue;
+        }
         if (!strcmp(k, "filler_seed")) {
             if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble != floor(it->valuedouble))
                 return set_err(err, err_len, "data.synthetic.filler_seed: expected a non-negative integer");
@@ -64,6 +92,7 @@ int synthetic_from_json(SyntheticConfig* cfg, const cJSON* obj, char* err, size_
             return set_err(err, err_len, "data.synthetic.%s: expected a non-negative integer", k);
         *(size_t*)((char*)cfg + SYN_KEYS[i].offset) = (size_t)it->valuedouble;
     }
+    if (cfg->filler_file[0]) cfg->filler_text = filler_text_open(cfg->filler_file, cfg->first_id);
     return 0;
 }
 

@@ -13,6 +13,7 @@
 #include "common/check.h" /* DIE, CHECK */
 #include "common/hash.h"  /* mix64, mix_triple */
 #include "common/rng.h"   /* one Rng per row or item */
+#include "data/tokens.h"  /* filler_file: token_data_at */
 
 #define TRAIN_DOMAIN 0x53594E545241494Eull /* "SYNTRAIN" */
 #define EVAL_DOMAIN 0x53594E4556414Cull    /* "SYNEVAL" */
@@ -318,16 +319,25 @@ static size_t lay_out(Sink* s, const Plan* p, const SyntheticConfig* cfg, const 
         order[j] = b;
     }
 
-    /* the haystack: filler tokens, with the blocks in place as their depth comes up */
+    /* the haystack: filler tokens, with the blocks in place as their depth comes up; from the chain, or
+       text positions text0 .. text0 + n_filler - 1 of filler_file */
     Chain chain;
-    for (size_t i = 0; i < cfg->markov_order; i++) chain.hist[i] = (uint32_t)rng_below(rng, cfg->filler_vocab);
+    const TokenData* text = cfg->filler_text;
+    size_t text0 = 0;
+    if (text) {
+        CHECK(text->n_tokens >= n_filler, "data.synthetic.filler_file '%s': %zu tokens, an item needs %zu of filler",
+              cfg->filler_file, text->n_tokens, n_filler);
+        text0 = rng_below(rng, text->n_tokens - n_filler + 1);
+    } else {
+        for (size_t i = 0; i < cfg->markov_order; i++) chain.hist[i] = (uint32_t)rng_below(rng, cfg->filler_vocab);
+    }
     size_t next = 0, pinned_pos = 0;
     for (size_t i = 0; i <= n_filler; i++) {
         for (; next < p->n && at[order[next]] == i; next++) {
             if (order[next] == pinned) pinned_pos = s->pos;
             put_block(s, p, cfg, id, order[next]);
         }
-        if (i < n_filler) put(s, chain_next(&chain, cfg, id, rng));
+        if (i < n_filler) put(s, text ? (int32_t)token_data_at(text, text0 + i) : chain_next(&chain, cfg, id, rng));
     }
 
     /* the query, then the answer */
@@ -428,4 +438,7 @@ void synthetic_print(const SyntheticConfig* cfg, FILE* out) {
             cfg->first_id, cfg->first_id + synthetic_n_ids(cfg), cfg->n_cols, cfg->alphabet, cfg->filler_vocab,
             cfg->markov_order, cfg->markov_branching, (unsigned long long)cfg->filler_seed, cfg->key_len,
             cfg->value_len, cfg->n_needles, cfg->n_queries, cfg->n_values, cfg->n_distractors, cfg->table_rows);
+    if (cfg->filler_text)
+        fprintf(out, "synthetic: the filler is text: windows of %s (%zu tokens, ids below %zu), not the chain\n",
+                cfg->filler_file, cfg->filler_text->n_tokens, cfg->first_id);
 }

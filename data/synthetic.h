@@ -30,6 +30,8 @@ typedef enum {
 #define SYN_MAX_COLS 8
 #define SYN_MAX_ANSWER (SYN_MAX_ITEMS * SYN_MAX_KEY)
 
+struct TokenData; /* data/tokens.h */
+
 typedef struct {
     double weight[SYN_N_FAMILIES]; /* share of training rows per family; 0 = off (default all 1) */
     size_t first_id;               /* the reserved range starts here (0) */
@@ -48,6 +50,12 @@ typedef struct {
     size_t table_rows;             /* table: rows (4) */
     double answer_weight;          /* training loss weight of each answer target, the others weigh 1 (1: the
                                  plain mean); the trainer applies it, validation rows always weigh 1 */
+
+    /* NULL: the filler is the Markov chain. Else it is real text (`filler_file`): each item's filler is one
+       window of these tokens at an offset drawn per item; every text id lies below first_id, so the marks and
+       symbols stay apart from the text */
+    const struct TokenData* filler_text;
+    char filler_file[256]; /* the file it was read from ("" for the chain), for the log */
 } SyntheticConfig;
 
 /* The reserved ids, all absolute (first_id already added) */

@@ -25,7 +25,7 @@ typedef struct {
     size_t start;        /* stream position of this file's first token */
 } TokenFile;
 
-typedef struct {
+typedef struct TokenData {
     TokenFile* files; /* in stream order: the byte-wise sorted, de-duplicated expansion */
     size_t n_files;
     size_t n_tokens; /* total over all files */

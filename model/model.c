@@ -208,6 +208,8 @@ static uint64_t tensor_seed(uint64_t seed, const char* name) {
     return h ^ (seed * 0x9E3779B97F4A7C15ull);
 }
 
+_Static_assert(TK_REPO_CONTENT == TK_REPO_GATE + 1 && TK_REPO_FINAL == TK_REPO_GATE + 2, "Model.repo_std's order");
+
 void model_init_tensor(Model* m, size_t index, uint64_t seed, double std) {
     const TensorInfo* t = &m->tensors.t[index];
     CHECK(!t->bf16, "%s: a BF16 base (model.base_dtype \"bf16\") is loaded from model.init_from, not initialised",
@@ -233,7 +235,10 @@ void model_init_tensor(Model* m, size_t index, uint64_t seed, double std) {
         return;
     }
     double s = t->is_repo ? 0.02 : std; /* RePo's maps start small: z near 0, close to NoPE */
-    if (t->kind == TK_REPO_FINAL && m->repo_final_std > 0) s = m->repo_final_std;
+    if (t->is_repo) {
+        double set = m->repo_std[t->kind - TK_REPO_GATE]; /* gate, content, final in TensorKind's order */
+        if (set > 0) s = set;
+    }
     for (size_t i = 0; i < t->numel; i++) p[i] = (real)rng_trunc_normal(&rng, s, 3.0 * s);
     if (t->kind == TK_EMBED && m->cfg.pad_id >= 0) /* nn.Embedding(padding_idx) starts that row at zero */
         memset(p + (size_t)m->cfg.pad_id * m->cfg.D, 0, m->cfg.D * sizeof(real));

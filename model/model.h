@@ -81,12 +81,12 @@ typedef struct {
     double z_loss;               /* coefficient of OLMo-2's z-loss (0 = off) */
     const real* force_positions; /* (N,KVH) test hook: RePo layers rotate by these instead of z */
 
-    LoraBase lora_base;    /* the base checkpoint a LoRA model's adapters are saved against */
-    double repo_final_std; /* std of a newly initialised RePo final projection (final_map); 0 = 0.02 */
-    real* lora_xd;         /* (N, max(D, H*hd, F)) the dropout's work space, when cfg.lora_dropout > 0 */
-    int32_t* doc_start;    /* (N) the document starts of the last forward's doc_ids (attention.h) */
-    DocSpans spans;        /* a view of it, passed to the blocks while masked */
-    bool masked;           /* the last forward had doc_ids; pos_seq then holds t - start_t */
+    LoraBase lora_base; /* the base checkpoint a LoRA model's adapters are saved against */
+    double repo_std[3]; /* stds of newly initialised RePo maps: gate, content, final (Wg, Wc, Wz); 0 = 0.02 */
+    real* lora_xd;      /* (N, max(D, H*hd, F)) the dropout's work space, when cfg.lora_dropout > 0 */
+    int32_t* doc_start; /* (N) the document starts of the last forward's doc_ids (attention.h) */
+    DocSpans spans;     /* a view of it, passed to the blocks while masked */
+    bool masked;        /* the last forward had doc_ids; pos_seq then holds t - start_t */
 
     bool has_loss;         /* forward ran with targets, so backward may run */
     bool logits_hold_grad; /* model_forward_train left G (xent_forward_grad) in the logits buffer */
@@ -120,7 +120,7 @@ void model_free(Model* m);
 
 /* Fill every weight: matrices N(0, std²) truncated at ±3σ, norms 1; RePo
    weights N(0, 0.02²) truncated at ±3σ (docs/design.md, "RePo position module"),
-   the final projection N(0, repo_final_std²) when that is set;
+   or N(0, repo_std[i]²) for map i (gate, content, final) when that is set;
    LoRA A uniform in ±1/sqrt(in) and LoRA B zero, as PEFT initialises them. Each tensor draws from
    its own stream seeded by (seed, name), so one tensor's values do not depend
    on which others exist. */

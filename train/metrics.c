@@ -170,6 +170,8 @@ void metrics_positions(Metrics* mt, const PositionsLog* p) {
                 i ? ", " : "", p->layer[i], s->range, s->mean_abs_step, s->mean_step, s->segments);
         for (int k = 0; k < SEG_N_KINDS; k++)
             fprintf(mt->jsonl, ", \"%s\": %.17g", seg_kind_name((SegKind)k), s->share[k]);
+        fprintf(mt->jsonl, ", \"mean_abs\": %.17g", p->mean_abs[i]);
+        if (p->moved) fprintf(mt->jsonl, ", \"moved_per_step\": %.17g", p->moved[i]);
         fprintf(mt->jsonl, "}");
     }
     fprintf(mt->jsonl, "]}}\n");

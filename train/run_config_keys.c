@@ -65,6 +65,10 @@ const RcKey RC_KEYS[] = {
      "dynamic_pe_layer_ids"},
     REAL("model.positions.repo_final_init_std", model.positions.repo_final_init_std, 0, HUGE_VAL, KF_LO_OPEN,
          "repo_init_std|final_map_std"),
+    REAL("model.positions.repo_gate_init_std", model.positions.repo_gate_init_std, 0, HUGE_VAL, KF_LO_OPEN,
+         "gate_map_std"),
+    REAL("model.positions.repo_content_init_std", model.positions.repo_content_init_std, 0, HUGE_VAL, KF_LO_OPEN,
+         "content_map_std"),
     {RS, KT_OBJ, 0, 0, 0, KF_CKPT | KF_NULL, NULL, "yarn"},
     WORD(RS ".rope_type", model.positions.rope_type, "yarn", KF_CKPT, "type"),
     REAL(RS ".factor", model.cfg.yarn_factor, 1, HUGE_VAL, KF_CKPT, "scale"),
@@ -170,6 +174,8 @@ void run_config_defaults(RunConfig* rc) {
     m->positions.repo_start_layer = RC_UNSET;
     m->positions.n_layers_list = 0;
     m->positions.repo_final_init_std = 0.02;
+    m->positions.repo_gate_init_std = 0.02;
+    m->positions.repo_content_init_std = 0.02;
     strcpy(m->positions.rope_type, "yarn");
     m->positions.repo_pdrop_init = 0;
     m->positions.repo_pdrop_steps = RC_UNSET;

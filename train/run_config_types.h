@@ -58,15 +58,17 @@ typedef struct {
 /* model.positions: the keys whose run-config form is not a ModelConfig field (the plan by name, the length
    of an explicit list); the list itself and the YaRN numbers are RcModel.cfg's (pos, yarn_*). */
 typedef struct {
-    char mode[RC_WORD_LEN];      /* "rope" | "repo" | "nope" | "r2n1" | "n2r1" (plans: model/config.h) */
-    size_t repo_start_layer;     /* RC_UNSET (JSON null) = floor(n_layers/3); mode "repo" only */
-    size_t n_layers_list;        /* 0 (JSON null) = no explicit list; else the length of model.positions.layers,
+    char mode[RC_WORD_LEN];       /* "rope" | "repo" | "nope" | "r2n1" | "n2r1" (plans: model/config.h) */
+    size_t repo_start_layer;      /* RC_UNSET (JSON null) = floor(n_layers/3); mode "repo" only */
+    size_t n_layers_list;         /* 0 (JSON null) = no explicit list; else the length of model.positions.layers,
                                            held in RcModel.cfg.pos (the entries after it are rope) */
-    double repo_final_init_std;  /* 0.02: std of a newly initialised RePo final projection
+    double repo_final_init_std;   /* 0.02: std of a newly initialised RePo final projection
                                            (final_map, Wz), which sets how far z spreads at the start */
-    char rope_type[RC_WORD_LEN]; /* rope_scaling.rope_type: "yarn" (the only type supported) */
-    double repo_pdrop_init;      /* repo_pdrop.init, p0 in [0, 1]; 0 (JSON null section) = off */
-    size_t repo_pdrop_steps;     /* repo_pdrop.anneal_steps n >= 1; RC_UNSET unless the section is given */
+    double repo_gate_init_std;    /* 0.02: the same for the gate map (gate_map, Wg) */
+    double repo_content_init_std; /* 0.02: the same for the content map (content_map, Wc) */
+    char rope_type[RC_WORD_LEN];  /* rope_scaling.rope_type: "yarn" (the only type supported) */
+    double repo_pdrop_init;       /* repo_pdrop.init, p0 in [0, 1]; 0 (JSON null section) = off */
+    size_t repo_pdrop_steps;      /* repo_pdrop.anneal_steps n >= 1; RC_UNSET unless the section is given */
 } RcPositions;
 
 typedef struct {    /* model.lora beyond RcModel.cfg's lora_* fields */
@@ -90,8 +92,8 @@ typedef struct {
     char init_from[RC_PATH_LEN];   /* "" (JSON null) = a fresh model; else an HF checkpoint dir */
     char from_config[RC_PATH_LEN]; /* "" (JSON null); else a config.json (or a directory holding one): a fresh
                                            model of that architecture, sizes from the file */
-    double init_std;               /* 0.02: std of new matrices (new RePo weights use N(0, 0.02²), the
-                                           final projection model.positions.repo_final_init_std) */
+    double init_std;               /* 0.02: std of new matrices (new RePo weights use
+                                           model.positions.repo_{gate,content,final}_init_std, 0.02 each) */
     RcPositions positions;
     RcLora lora;
     char base_dtype[RC_WORD_LEN]; /* "f32" | "bf16": frozen layer matrices kept in BF16 (needs init_from);

@@ -266,7 +266,10 @@ void trainer_setup(Trainer* tr) {
                              : "optim.freeze matches every tensor",
           tr->mcfg.lora_rank ? "the adapters (e.g. \"*lora*\")" : "them");
     tr->model.z_loss = rc->optim.z_loss;
-    tr->model.repo_final_std = rc->model.positions.repo_final_init_std; /* for new RePo weights below */
+    /* the stds of new RePo weights, below or in ckpt_weights_load */
+    tr->model.repo_std[0] = rc->model.positions.repo_gate_init_std;
+    tr->model.repo_std[1] = rc->model.positions.repo_content_init_std;
+    tr->model.repo_std[2] = rc->model.positions.repo_final_init_std;
     if (rc->train.eval_tasks) setup_tasks(tr);
     build_optimizer(tr);
     /* the data source fills document ids and answer weights with every batch when the batch has them */
@@ -309,6 +312,7 @@ void trainer_setup(Trainer* tr) {
     snprintf(path, sizeof(path), "%s/run_config.json", rc->run.out_dir);
     file_write_atomic(path, tr->config_json, strlen(tr->config_json));
     metrics_open(&tr->metrics, rc->run.out_dir, tr->resumed_from[0] ? tr->state.step : 0);
+    trainer_positions_setup(tr);
 }
 
 void trainer_free(Trainer* tr) {
@@ -321,6 +325,7 @@ void trainer_free(Trainer* tr) {
     free(tr->config_json);
     free(tr->shard_counts);
     free(tr->shard_displs);
+    free(tr->pos_prev);
     run_config_free(&tr->rc);
 }
 

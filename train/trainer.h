@@ -59,6 +59,9 @@ typedef struct {
     SyntheticConfig task_syn;          /* the items' generator: data.synthetic's settings, else the defaults */
     Generator gen;                     /* KV cache over the training model's weights, for the tasks */
     const volatile sig_atomic_t* stop; /* non-zero: a signal asked to stop (checked between eval batches); or NULL */
+    real* pos_prev;       /* (RePo layers, B, T, KVH) z at the last train.log_positions measurement, or NULL */
+    size_t pos_prev_step; /* its step; has_pos_prev: there was one in this process */
+    bool has_pos_prev;
 } Trainer;
 
 /* Resolve the model (resume > init_from > fresh), open the data, build model and
@@ -108,5 +111,7 @@ Batch trainer_eval_batch(const Trainer* tr);
 /* train.log_positions (train/trainer_positions.c): the learned positions of every RePo layer on one fixed
    batch, summarised into a "positions" line of metrics.jsonl (rank 0; the others return) */
 void trainer_log_positions(Trainer* tr);
+/* Its snapshot of z, allocated at setup (rank 0, log_positions > 0, RePo layers); trainer_free frees it */
+void trainer_positions_setup(Trainer* tr);
 
 #endif
