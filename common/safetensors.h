@@ -104,8 +104,21 @@ typedef struct {
 void st_write_filled(const char* path, const StWriteTensor* tensors, const StFill* fills, size_t n,
                      const char* const* meta_keys, const char* const* meta_values, size_t n_meta);
 
-/* bf16 <-> f32 helpers (round to nearest even, NaN kept quiet) */
-uint16_t st_f32_to_bf16(float x);
+/* bf16 <-> f32 helpers (round to nearest even, NaN kept quiet)
+
+   Round to nearest even, as torch's c10::BFloat16 (round_to_nearest_even):
+   add 0x7FFF plus the lowest kept bit, then truncate. A tie (low half exactly
+   0x8000) therefore rounds up only when the kept part is odd; values past the
+   largest bf16 carry into the exponent and become inf. Every NaN becomes the
+   quiet NaN 0x7FC0 (without the check a NaN with a small payload would round
+   to inf). torch's AVX2 path writes 0xFFFF for NaN instead; both are NaN.
+   Inline: the BF16 products round every activation operand with it (model/gemm_bf16.c). */
+static inline uint16_t st_f32_to_bf16(float x) {
+    uint32_t u;
+    __builtin_memcpy(&u, &x, 4);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0;
+    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
 /* bf16 is the top half of an f32: widening is exact, `(uint32)bits << 16` (inline: AdamW's bf16 state
    widens every moment in its step loop) */
 static inline float st_bf16_to_f32(uint16_t b) {

@@ -26,19 +26,6 @@
 #define ST_PARALLEL_FOR
 #endif
 
-/* Round to nearest even, as torch's c10::BFloat16 (round_to_nearest_even):
-   add 0x7FFF plus the lowest kept bit, then truncate. A tie (low half exactly
-   0x8000) therefore rounds up only when the kept part is odd; values past the
-   largest bf16 carry into the exponent and become inf. Every NaN becomes the
-   quiet NaN 0x7FC0 (without the check a NaN with a small payload would round
-   to inf). torch's AVX2 path writes 0xFFFF for NaN instead; both are NaN. */
-uint16_t st_f32_to_bf16(float x) {
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0;
-    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
-
 /* IEEE half (1 sign, 5 exponent with bias 15, 10 mantissa bits) to float;
    every half is exactly representable as a float. */
 float st_f16_to_f32(uint16_t h) {

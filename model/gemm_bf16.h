@@ -16,22 +16,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/safetensors.h" /* st_f32_to_bf16, st_bf16_to_f32: the roundings */
+
 typedef uint16_t bf16; /* a bfloat16's bit pattern: the top half of a float */
 
-/* float -> bf16, rounded to nearest even; NaN stays NaN */
-static inline bf16 bf16_round(float x) {
-    uint32_t u;
-    __builtin_memcpy(&u, &x, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (bf16)(u >> 16 | 0x40);
-    return (bf16)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-static inline float bf16_to_float(bf16 h) {
-    uint32_t u = (uint32_t)h << 16;
-    float x;
-    __builtin_memcpy(&x, &u, 4);
-    return x;
-}
-/* out (rows, cols; row stride cols) = bf16_round of in (rows, cols; row stride ld), in one OpenMP region */
+/* out (rows, cols; row stride cols) = st_f32_to_bf16 of in (rows, cols; row stride ld), in one OpenMP region */
 void bf16_from_f32(bf16* out, const float* in, size_t rows, size_t cols, size_t ld);
 
 /* True when BF16 products can run here; else false with the reason (what to install, or what the CPU

@@ -56,7 +56,7 @@ typedef struct {
     LayerWeights wl;     /* the current layer's view with widened tensors */
 
     /* opts.compute_bf16: the BF16 copies the products read (docs/design.md, "Products and their precision") */
-    bf16* params_bf16;  /* bf16_round of params[mirror_from ..]: rewritten by AdamW's pass and when stale */
+    bf16* params_bf16;  /* st_f32_to_bf16 of params[mirror_from ..]: rewritten by AdamW's pass and when stale */
     size_t mirror_from; /* the input embedding's size when untied (no product reads it), else 0 */
     bool bf16_fresh;    /* params_bf16 holds the current params (model_params_changed clears it) */
     bf16* bf16_work;    /* 2 x products_work(): the activation operands, rounded per product */

@@ -18,7 +18,7 @@
 
 typedef enum { OPERAND_ACT, OPERAND_WEIGHT } OperandKind;
 
-/* n reals from f32 have their BF16 copies at b16 (b16[i] = bf16_round(f32[i])) */
+/* n reals from f32 have their BF16 copies at b16 (b16[i] = st_f32_to_bf16(f32[i])) */
 typedef struct {
     const real* f32;
     size_t n;

@@ -183,7 +183,7 @@ static void adamw_tensor(real* w, bf16* w16, real* m, real* v, real* g, size_t n
         v[i] = real_fma(k.omb2 * gi, gi, v[i] * k.b2);     /* exp_avg_sq.mul_(b2).addcmul_(g, g, value=1-b2) */
         real denom = real_sqrt(v[i]) / k.bc2_sqrt + k.eps; /* (exp_avg_sq.sqrt() / sqrt(bc2)).add_(eps) */
         w[i] += k.neg_step * m[i] / denom;                 /* param.addcdiv_(m, denom, value=-lr/bc1) */
-        if (w16) w16[i] = bf16_round((float)w[i]);         /* the products' copy (a.mirror) */
+        if (w16) w16[i] = st_f32_to_bf16((float)w[i]);         /* the products' copy (a.mirror) */
     }
 }
 
@@ -202,7 +202,7 @@ static void adamw_tensor_bf16(real* w, bf16* w16, uint16_t* m16, uint16_t* v16, 
         w[i] *= k.keep;
         real denom = real_sqrt(v) / k.bc2_sqrt + k.eps;
         w[i] += k.neg_step * m / denom;
-        if (w16) w16[i] = bf16_round((float)w[i]);
+        if (w16) w16[i] = st_f32_to_bf16((float)w[i]);
         m16[i] = bf16_round_stochastic((float)m, sr_bits(key_m, g0 + i));
         v16[i] = bf16_round_stochastic((float)v, sr_bits(key_v, g0 + i));
     }

@@ -78,7 +78,7 @@ typedef struct {
     size_t n;            /* == TensorTable.n_grads */
     size_t lo, hi;       /* the slice held and updated: [0, n) unless sharded */
     bf16* mirror;        /* NULL, or the parameters' BF16 mirror (Model.params_bf16) of params[mirror_from ..]: each
-                           updated weight's bf16_round is written there in the same pass (train.compute_dtype "bf16") */
+                           updated weight's st_f32_to_bf16 is written there in the same pass (train.compute_dtype "bf16") */
     size_t mirror_from;  /* Model.mirror_from: the parameters before it have no copy */
 } AdamW;
 

@@ -26,8 +26,8 @@
 /* x (n): uniform in [-1, 1) rounded to BF16 (so the FP32 and BF16 operands hold the same values) */
 static void fill(Rng* r, float* x, bf16* h, size_t n) {
     for (size_t i = 0; i < n; i++) {
-        h[i] = bf16_round((float)(2 * rng_uniform(r) - 1));
-        x[i] = bf16_to_float(h[i]);
+        h[i] = st_f32_to_bf16((float)(2 * rng_uniform(r) - 1));
+        x[i] = st_bf16_to_f32(h[i]);
     }
 }
 
@@ -215,7 +215,7 @@ static void test_model_step(Rng* rng) {
            m.prod.weight_rounded);
     size_t stale = 0;
     size_t n = m.tensors.n_params - m.mirror_from;
-    for (size_t i = 0; i < n; i++) stale += m.params_bf16[i] != bf16_round(m.params[m.mirror_from + i]);
+    for (size_t i = 0; i < n; i++) stale += m.params_bf16[i] != st_f32_to_bf16(m.params[m.mirror_from + i]);
     EXPECT(stale == 0 && m.mirror_from == (size_t)cfg.V * cfg.D,
            "after AdamW's fused pass the mirror is the rounded weights (%zu of %zu differ); it starts after the "
            "untied input embedding (%zu)",
