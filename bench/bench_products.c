@@ -1,7 +1,7 @@
 /* build/bench/bench_products: each distinct product of one training step, timed with FP32 operands
    (OpenBLAS) and with BF16 operands (oneDNN, train.compute_dtype "bf16"), side by side on the same buffers:
    the table of docs/performance.md, "BF16 products".
-     bench_products [--size S|M|L] [--threads N] [--reps N]
+     bench_products [--size S|M|L|long] [--threads N] [--reps N]
    Sizes as bench_step's (OLMo-2 block, mode rope). Per product, the GEMM's M x N x K for y = x W^T
    (forward: N rows x out x in), dx = dy W (input gradient: rows x in x out) and dW += dy^T x (weight
    gradient: out x in x rows), the median of
@@ -18,15 +18,11 @@
 #include "common/cpu.h"
 #include "common/rng.h"
 #include "common/threads.h"
+#include "bench/bench_sizes.h"
 #include "model/dispatch.h"
 #include "model/linear.h"
 #include "model/model.h"
 #include "tests/testutil.h"
-
-static int cmp_double(const void* a, const void* b) {
-    double x = *(const double*)a, y = *(const double*)b;
-    return (x > y) - (x < y);
-}
 
 typedef struct {
     const char* name;
@@ -52,7 +48,7 @@ int main(int argc, char** argv) {
         if (!strcmp(argv[i], "--size")) size = argv[i + 1];
         else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
-        else DIE("bench_products: unknown option %s (--size S|M|L, --threads N, --reps N)", argv[i]);
+        else DIE("bench_products: unknown option %s (--size S|M|L|long, --threads N, --reps N)", argv[i]);
     }
     CHECK(reps >= 1 && reps <= 1000, "bench_products: --reps in [1, 1000]");
     threads = threads_init(threads);
@@ -60,10 +56,8 @@ int main(int argc, char** argv) {
     CHECK(products_bf16_available(why, sizeof(why)), "bench_products: %s", why);
     ModelConfig c;
     model_config_default(&c);
-    size_t B = 8, T = 256;
-    if (!strcmp(size, "M")) test_model_sizes(&c, 32000, 512, 8, 8, 8, 1376), B = 4, T = 1024;
-    else if (!strcmp(size, "L")) test_model_sizes(&c, 50304, 768, 12, 12, 12, 3072), B = 2, T = 1024;
-    else CHECK(!strcmp(size, "S"), "bench_products: unknown size %s (S, M, L)", size);
+    size_t B, T;
+    CHECK(size_config(&c, size, &B, &T), "bench_products: unknown size %s (S, M, L, long)", size);
     model_config_plan_positions(&c, "rope", REPO_START_DEFAULT);
     Model m;
     model_build_opts(&m, &c, B, T, NULL, 0, &(ModelOpts){.compute_bf16 = true}, false);
@@ -104,9 +98,8 @@ int main(int argc, char** argv) {
                 s16[r] = one_call(kind, p, x, y, N);
                 products_use(prev);
             }
-            qsort(s32, (size_t)reps, sizeof(double), cmp_double);
-            qsort(s16, (size_t)reps, sizeof(double), cmp_double);
-            double a = s32[reps / 2], b = s16[reps / 2], flop = 2.0 * (double)N * (double)p->C * (double)p->OC;
+            double a = median(s32, (size_t)reps), b = median(s16, (size_t)reps),
+                   flop = 2.0 * (double)N * (double)p->C * (double)p->OC;
             t32 += a * (double)p->count;
             t16 += b * (double)p->count;
             flop_all += flop * (double)p->count;

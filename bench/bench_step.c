@@ -33,6 +33,7 @@
 #include "common/rng.h"
 #include "common/threads.h"
 #include "bench/bench_common.h"
+#include "bench/bench_sizes.h"
 #include "hf/hf_checkpoint.h"
 #include "model/dispatch.h"
 #include "model/linear.h"
@@ -49,17 +50,6 @@ typedef struct {
     bool json, attn, cpu, gemms;
 } BenchOpts;
 
-static int cmp_double(const void* a, const void* b) {
-    double x = *(const double*)a, y = *(const double*)b;
-    return (x > y) - (x < y);
-}
-
-/* median of x[0..n) (sorts x) */
-static double median(double* x, size_t n) {
-    qsort(x, n, sizeof(double), cmp_double);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
-
 static double peak_rss_mib(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -70,30 +60,6 @@ static double minor_faults(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return (double)ru.ru_minflt;
-}
-
-/* the reference sizes S, M, L, long (listed at the top); false for an unknown name */
-static bool size_config(ModelConfig* c, const char* size, size_t* B, size_t* T) {
-    *B = 8; /* S: model_config_default's sizes */
-    *T = 256;
-    if (!strcmp(size, "S")) return true;
-    if (!strcmp(size, "M") || !strcmp(size, "long")) {
-        test_model_sizes(c, 32000, 512, 8, 8, 8, 1376);
-        *B = 4;
-        *T = 1024;
-        if (!strcmp(size, "long")) {
-            *B = 1;
-            *T = 4096;
-        }
-        return true;
-    }
-    if (!strcmp(size, "L")) {
-        test_model_sizes(c, 50304, 768, 12, 12, 12, 3072);
-        *B = 2;
-        *T = 1024;
-        return true;
-    }
-    return false;
 }
 
 static void bench_sgemm(int n, int threads, bool json) {
