@@ -105,6 +105,22 @@ static void check_pad_row(const Model* m, const Fixture* fx) {
         EXPECT(nonzero == 0, "untied: the pad row's gradient is exactly 0 (%zu of %zu nonzero)", nonzero, D);
 }
 
+/* every parameter gradient against the fixture's grad.NAME, within 1e-6 + rtol x max|ref| (rtol_repo for
+   RePo's maps); labels start with prefix */
+static void compare_grads(const Model* m, const Fixture* fx, const char* prefix, double rtol, double rtol_repo,
+                          const char* why, const char* why_repo) {
+    for (size_t i = 0; i < m->tensors.n; i++) {
+        const TensorInfo* t = &m->tensors.t[i];
+        char name[160], label[200];
+        snprintf(name, sizeof(name), "grad.%s", t->name);
+        snprintf(label, sizeof(label), "%s%s", prefix, name);
+        float* ref = ref_tensor(&fx->ref, name, t->numel);
+        expect_close(label, m->grads + t->grad_offset, ref, t->numel, 1e-6, t->is_repo ? rtol_repo : rtol,
+                     t->is_repo ? why_repo : why);
+        free(ref);
+    }
+}
+
 /* loss, logits, z, every gradient */
 static void check_forward_backward(const char* dir, Fixture* fx) {
     char ckpt[512];
@@ -128,14 +144,7 @@ static void check_forward_backward(const char* dir, Fixture* fx) {
         free(ref);
     }
     model_backward(&m, &fx->batch, 1.0);
-    for (size_t i = 0; i < m.tensors.n; i++) {
-        const TensorInfo* t = &m.tensors.t[i];
-        char name[160];
-        snprintf(name, sizeof(name), "grad.%s", t->name);
-        ref = ref_tensor(&fx->ref, name, t->numel);
-        expect_close(name, m.grads + t->grad_offset, ref, t->numel, 1e-6, 1e-4, "1e-4 x max|ref| + 1e-6");
-        free(ref);
-    }
+    compare_grads(&m, fx, "", 1e-4, 1e-4, "1e-4 x max|ref| + 1e-6", "1e-4 x max|ref| + 1e-6");
     check_pad_row(&m, fx);
     model_free(&m);
 }
@@ -172,18 +181,9 @@ static void check_forward_backward_bf16(const char* dir, Fixture* fx) {
     expect_close("bf16 logits", m.logits, ref, fx->N * m.cfg.V, 1e-6, tol, why_f);
     free(ref);
     model_backward(&m, &fx->batch, 1.0);
-    for (size_t i = 0; i < m.tensors.n; i++) {
-        const TensorInfo* t = &m.tensors.t[i];
-        char name[160];
-        snprintf(name, sizeof(name), "grad.%s", t->name);
-        ref = ref_tensor(&fx->ref, name, t->numel);
-        char label[200], why_r[96];
-        snprintf(label, sizeof(label), "bf16 %s", name);
-        snprintf(why_r, sizeof(why_r), "(2 (4L+1) + 4) 2^-8 = %.3f x max|ref|", 2 * tol + 4 * 0x1p-8);
-        expect_close(label, m.grads + t->grad_offset, ref, t->numel, 1e-6, t->is_repo ? 2 * tol + 4 * 0x1p-8 : 2 * tol,
-                     t->is_repo ? why_r : why_b);
-        free(ref);
-    }
+    char why_r[96];
+    snprintf(why_r, sizeof(why_r), "(2 (4L+1) + 4) 2^-8 = %.3f x max|ref|", 2 * tol + 4 * 0x1p-8);
+    compare_grads(&m, fx, "bf16 ", 2 * tol, 2 * tol + 4 * 0x1p-8, why_b, why_r);
     EXPECT(m.prod.weight_rounded == 0, "bf16: every weight read from the mirror");
     model_free(&m);
 }
