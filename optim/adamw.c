@@ -183,7 +183,7 @@ static void adamw_tensor(real* w, bf16* w16, real* m, real* v, real* g, size_t n
         v[i] = real_fma(k.omb2 * gi, gi, v[i] * k.b2);     /* exp_avg_sq.mul_(b2).addcmul_(g, g, value=1-b2) */
         real denom = real_sqrt(v[i]) / k.bc2_sqrt + k.eps; /* (exp_avg_sq.sqrt() / sqrt(bc2)).add_(eps) */
         w[i] += k.neg_step * m[i] / denom;                 /* param.addcdiv_(m, denom, value=-lr/bc1) */
-        if (w16) w16[i] = st_f32_to_bf16((float)w[i]);         /* the products' copy (a.mirror) */
+        if (w16) w16[i] = st_f32_to_bf16((float)w[i]);     /* the products' copy (a.mirror) */
     }
 }
 
