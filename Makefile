@@ -309,7 +309,7 @@ $(FUZZ_BIN): $(FUZZ_SRC) common/safetensors.h common/check.h common/real.h
 # make fuzz-config [FUZZ_SECONDS=600]: libFuzzer on the config.json parser
 # (tests/fuzz/fuzz_config.c), seeded from tests/corpus/config.
 FUZZ_CONFIG_BIN = $(FUZZ_DIR)/fuzz_config
-FUZZ_CONFIG_SRC = tests/fuzz/fuzz_config.c hf/hf_config.c model/config.c common/check.c common/fileio.c
+FUZZ_CONFIG_SRC = tests/fuzz/fuzz_config.c hf/hf_config.c hf/hf_config_gemma.c model/config.c common/check.c common/fileio.c
 .PHONY: fuzz-config
 fuzz-config: $(FUZZ_CONFIG_BIN)
 	@mkdir -p $(FUZZ_DIR)/config_corpus $(FUZZ_DIR)/artifacts

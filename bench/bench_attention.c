@@ -1,7 +1,7 @@
 /* build/bench/bench_attention: causal attention forward + backward against the
    sgemm rate of the same process (docs/performance.md, "Attention kernel").
      bench_attention [--T 256,1024] [--hd 32,64,128] [--B N] [--H N] [--KVH N]
-                     [--reps N] [--threads N] [--sgemm N] [--cpu] [--json]
+                     [--reps N] [--threads N] [--sgemm N] [--window W] [--cpu] [--json]
    For each (T, hd): the sgemm rate on N×N (best of 5), then one warm-up call
    pair of attention and the median of --reps pairs, so each ratio compares two
    rates measured at the same moment. --cpu times with the process's CPU time
@@ -9,7 +9,9 @@
    of the kernel itself (other processes' time slices do not count).
    FLOPs: forward 2·B·H·T²·hd (the causal halves of QK^T and PV), backward
    twice that, as in bench_step's model count; backward's recomputation of S is
-   not counted. Defaults: B 2, H = KVH = 8, reps 5, sgemm 1024 (0 = off). */
+   not counted. --window W also times each shape with a sliding window of W keys (Gemma-3's sliding layers),
+   right after the causal one, and prints the causal / windowed time ratio.
+   Defaults: B 2, H = KVH = 8, reps 5, sgemm 1024 (0 = off). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +28,7 @@
 typedef struct {
     size_t T[MAX_LIST], hd[MAX_LIST], nT, nhd, B, H, KVH;
     int reps, threads, sgemm_n;
+    size_t window;
     bool json, cpu;
 } Opts;
 
@@ -43,21 +46,30 @@ static int cmp_double(const void* a, const void* b) {
     return (x > y) - (x < y);
 }
 
-/* median milliseconds of one forward + backward pair, after a warm-up pair */
-static double time_attention(const Opts* o, size_t T, size_t hd) {
+/* median milliseconds of one forward + backward pair, after a warm-up pair; window > 0: sliding */
+static double time_attention(const Opts* o, size_t T, size_t hd, size_t window) {
     AttBench a = att_bench_init(o->B, T, o->H, o->KVH, hd);
+    int32_t* start = NULL;
+    DocSpans spans;
+    if (window) {
+        start = mallocCheck(o->B * T * sizeof(int32_t));
+        window_starts(start, NULL, o->B, T, window);
+        spans = (DocSpans){start};
+        a.docs = &spans;
+    }
     double ms[64];
     int reps = o->reps < 64 ? o->reps : 64;
     att_bench_pair(&a, seconds);
     for (int r = 0; r < reps; r++) ms[r] = att_bench_pair(&a, seconds) * 1e3;
     att_bench_free(&a);
+    free(start);
     qsort(ms, (size_t)reps, sizeof(double), cmp_double);
     return reps % 2 ? ms[reps / 2] : 0.5 * (ms[reps / 2 - 1] + ms[reps / 2]);
 }
 
 static void usage(void) {
     fprintf(stderr, "usage: bench_attention [--T 256,1024] [--hd 32,64,128] [--B N] [--H N] [--KVH N]\n"
-                    "                       [--reps N] [--threads N] [--sgemm N] [--json]\n");
+                    "                       [--reps N] [--threads N] [--sgemm N] [--window W] [--cpu] [--json]\n");
     exit(2);
 }
 
@@ -111,28 +123,36 @@ int main(int argc, char** argv) {
         else if (!strcmp(a, "--reps")) o.reps = (int)parse_int(v);
         else if (!strcmp(a, "--threads")) o.threads = (int)parse_int(v);
         else if (!strcmp(a, "--sgemm")) o.sgemm_n = (int)parse_int(v);
+        else if (!strcmp(a, "--window")) o.window = (size_t)parse_int(v);
         else usage();
     }
     if (o.B == 0 || o.H == 0 || o.KVH == 0 || o.H % o.KVH || o.reps < 1) usage();
     int threads = threads_init(o.threads);
     if (!o.json) {
         threads_print(stdout);
-        printf("%s time; sgemm on %d x %d before each case\n%6s %4s %10s %10s %10s %10s %8s\n", o.cpu ? "CPU" : "wall",
+        printf("%s time; sgemm on %d x %d before each case\n%6s %4s %10s %10s %10s %10s %8s", o.cpu ? "CPU" : "wall",
                o.sgemm_n, o.sgemm_n, "T", "hd", "ms", "us/token", "GFLOP/s", "sgemm", "of sgemm");
+        if (o.window) printf(" %12s %14s", "window ms", "causal/window");
+        printf("\n");
     }
     for (size_t i = 0; i < o.nT; i++)
         for (size_t j = 0; j < o.nhd; j++) {
             size_t T = o.T[i], hd = o.hd[j];
             double sg_ms, sg = o.sgemm_n > 0 ? sgemm_rate(o.sgemm_n, seconds, &sg_ms) : 0;
-            double ms = time_attention(&o, T, hd);
+            double ms = time_attention(&o, T, hd, 0);
+            double wms = o.window ? time_attention(&o, T, hd, o.window) : 0;
             double flops = 3 * 2.0 * o.B * o.H * (double)T * T * hd, gf = flops / ms * 1e-6;
             double us_tok = ms * 1e3 / (double)(o.B * T), frac = sg > 0 ? gf / sg : 0;
             if (o.json)
                 printf("{\"T\": %zu, \"hd\": %zu, \"B\": %zu, \"H\": %zu, \"KVH\": %zu, \"threads\": %d, \"ms\": %.3f, "
                        "\"us_per_token\": %.3f, \"gflops\": %.2f, \"sgemm_gflops\": %.2f, \"of_sgemm\": %.4f, "
-                       "\"time\": \"%s\"}\n",
-                       T, hd, o.B, o.H, o.KVH, threads, ms, us_tok, gf, sg, frac, o.cpu ? "cpu" : "wall");
-            else printf("%6zu %4zu %10.2f %10.2f %10.1f %10.1f %7.1f%%\n", T, hd, ms, us_tok, gf, sg, 100 * frac);
+                       "\"window\": %zu, \"window_ms\": %.3f, \"time\": \"%s\"}\n",
+                       T, hd, o.B, o.H, o.KVH, threads, ms, us_tok, gf, sg, frac, o.window, wms, o.cpu ? "cpu" : "wall");
+            else {
+                printf("%6zu %4zu %10.2f %10.2f %10.1f %10.1f %7.1f%%", T, hd, ms, us_tok, gf, sg, 100 * frac);
+                if (o.window) printf(" %12.2f %13.2fx", wms, ms / wms);
+                printf("\n");
+            }
         }
     return 0;
 }

@@ -6,6 +6,7 @@
 #define REPOC_TESTS_BENCH_COMMON_H
 
 #include <cblas.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,7 @@ static inline double sgemm_rate(int n, double (*clock)(void), double* best_ms) {
 typedef struct {
     size_t B, T, H, KVH, hd;
     real *buf, *q, *out, *dq, *dout, *lse, *k, *v, *dk, *dv;
+    const DocSpans* docs; /* NULL (causal), or a mask such as a sliding window's starts */
 } AttBench;
 
 static inline AttBench att_bench_init(size_t B, size_t T, size_t H, size_t KVH, size_t hd) {
@@ -59,9 +61,10 @@ static inline double att_bench_pair(AttBench* a, double (*clock)(void)) {
     memset(a->dq, 0, N * qd * sizeof(real));
     memset(a->dk, 0, 2 * N * kvd * sizeof(real)); /* dk, dv */
     double t0 = clock();
-    attention_forward(a->out, a->lse, a->q, a->k, a->v, NULL, a->B, a->T, a->H, a->KVH, a->hd);
-    attention_backward(a->dq, a->dk, a->dv, a->dout, a->out, a->lse, a->q, a->k, a->v, NULL, a->B, a->T, a->H, a->KVH,
-                       a->hd);
+    real scale = (real)(1 / sqrt((double)a->hd));
+    attention_forward(a->out, a->lse, a->q, a->k, a->v, a->docs, a->B, a->T, a->H, a->KVH, a->hd, scale);
+    attention_backward(a->dq, a->dk, a->dv, a->dout, a->out, a->lse, a->q, a->k, a->v, a->docs, a->B, a->T, a->H,
+                       a->KVH, a->hd, scale);
     return clock() - t0;
 }
 

@@ -1,5 +1,6 @@
 /* config.json reading and writing (docs/formats.md, "config.json"). */
 #include "hf/hf_config.h"
+#include "hf/hf_config_keys.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -13,7 +14,7 @@
 #include "common/fileio.h"
 
 /* a positive integer key; absent is an error unless *out already holds a default and required is 0 */
-static int get_size(const cJSON* root, const char* key, size_t* out, int required, const char* label, char* err,
+int hf_get_size(const cJSON* root, const char* key, size_t* out, int required, const char* label, char* err,
                     size_t len) {
     const cJSON* v = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!v || cJSON_IsNull(v)) return required ? set_err(err, len, "%s: missing key '%s'", label, key) : 0;
@@ -24,7 +25,7 @@ static int get_size(const cJSON* root, const char* key, size_t* out, int require
     return 0;
 }
 
-static int get_real(const cJSON* root, const char* key, double* out, const char* label, char* err, size_t len) {
+int hf_get_real(const cJSON* root, const char* key, double* out, const char* label, char* err, size_t len) {
     const cJSON* v = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!v || cJSON_IsNull(v)) return 0;
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
@@ -55,9 +56,10 @@ static int check_keys(const cJSON* rs, const char* const* keys, size_t n, const 
 static const char* const LLAMA3_KEYS[] = {
     "rope_type", "type", "factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"};
 
-static int get_required(const cJSON* rs, const char* key, double* out, const char* label, char* err, size_t len) {
+static int get_required(const cJSON* rs, const char* kind, const char* key, double* out, const char* label, char* err,
+                        size_t len) {
     const cJSON* v = cJSON_GetObjectItemCaseSensitive(rs, key);
-    if (!v || cJSON_IsNull(v)) return set_err(err, len, "%s: llama3 rope_scaling needs '%s'", label, key);
+    if (!v || cJSON_IsNull(v)) return set_err(err, len, "%s: %s rope_scaling needs '%s'", label, kind, key);
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
         return set_err(err, len, "%s: rope_scaling.%s must be a number", label, key);
     *out = v->valuedouble;
@@ -66,10 +68,10 @@ static int get_required(const cJSON* rs, const char* key, double* out, const cha
 
 static int parse_llama3(const cJSON* rs, ModelConfig* c, const char* label, char* err, size_t len) {
     if (check_keys(rs, LLAMA3_KEYS, sizeof(LLAMA3_KEYS) / sizeof(LLAMA3_KEYS[0]), "llama3", label, err, len) ||
-        get_required(rs, "factor", &c->llama3_factor, label, err, len) ||
-        get_required(rs, "low_freq_factor", &c->llama3_low_freq_factor, label, err, len) ||
-        get_required(rs, "high_freq_factor", &c->llama3_high_freq_factor, label, err, len) ||
-        get_required(rs, "original_max_position_embeddings", &c->llama3_orig_max, label, err, len))
+        get_required(rs, "llama3", "factor", &c->llama3_factor, label, err, len) ||
+        get_required(rs, "llama3", "low_freq_factor", &c->llama3_low_freq_factor, label, err, len) ||
+        get_required(rs, "llama3", "high_freq_factor", &c->llama3_high_freq_factor, label, err, len) ||
+        get_required(rs, "llama3", "original_max_position_embeddings", &c->llama3_orig_max, label, err, len))
         return 1;
     if (!(c->llama3_factor >= 1))
         return set_err(err, len, "%s: rope_scaling.factor %g must be >= 1", label, c->llama3_factor);
@@ -89,7 +91,7 @@ static int parse_llama3(const cJSON* rs, ModelConfig* c, const char* label, char
 static const char* const YARN_KEYS[] = {"rope_type", "type",      "factor",          "original_max_position_embeddings",
                                         "beta_fast", "beta_slow", "attention_factor"};
 
-/* YaRN or llama3 from rope_scaling; other scaling types (linear, dynamic, longrope) are refused rather than
+/* YaRN, llama3 or linear from rope_scaling; other scaling types (dynamic, longrope) are refused rather than
    ignored */
 static int parse_rope_scaling(const cJSON* rs, ModelConfig* c, const char* label, char* err, size_t len) {
     if (!rs || cJSON_IsNull(rs)) return 0;
@@ -99,19 +101,28 @@ static int parse_rope_scaling(const cJSON* rs, ModelConfig* c, const char* label
     if (!cJSON_IsString(type)) return set_err(err, len, "%s: rope_scaling needs a string 'rope_type'", label);
     if (!strcmp(type->valuestring, "default")) return 0;
     if (!strcmp(type->valuestring, "llama3")) return parse_llama3(rs, c, label, err, len);
+    if (!strcmp(type->valuestring, "linear")) { /* Gemma-3's global layers: positions divided by the factor */
+        static const char* const LINEAR_KEYS[] = {"rope_type", "type", "factor"};
+        if (check_keys(rs, LINEAR_KEYS, 3, "linear", label, err, len) ||
+            get_required(rs, "linear", "factor", &c->rope_linear_factor, label, err, len))
+            return 1;
+        if (!(c->rope_linear_factor >= 1))
+            return set_err(err, len, "%s: rope_scaling.factor %g must be >= 1", label, c->rope_linear_factor);
+        return 0;
+    }
     if (strcmp(type->valuestring, "yarn") != 0)
         return set_err(err, len,
-                       "%s: rope_scaling type '%s' is not implemented (repoc implements \"yarn\" and "
-                       "\"llama3\")",
+                       "%s: rope_scaling type '%s' is not implemented (repoc implements \"yarn\", \"llama3\" "
+                       "and \"linear\")",
                        label, type->valuestring);
     if (check_keys(rs, YARN_KEYS, sizeof(YARN_KEYS) / sizeof(YARN_KEYS[0]), "YaRN", label, err, len)) return 1;
     c->yarn_factor = 0;
     c->yarn_orig_max = (double)c->max_position_embeddings;
-    if (get_real(rs, "factor", &c->yarn_factor, label, err, len) ||
-        get_real(rs, "original_max_position_embeddings", &c->yarn_orig_max, label, err, len) ||
-        get_real(rs, "beta_fast", &c->yarn_beta_fast, label, err, len) ||
-        get_real(rs, "beta_slow", &c->yarn_beta_slow, label, err, len) ||
-        get_real(rs, "attention_factor", &c->yarn_attention_factor, label, err, len))
+    if (hf_get_real(rs, "factor", &c->yarn_factor, label, err, len) ||
+        hf_get_real(rs, "original_max_position_embeddings", &c->yarn_orig_max, label, err, len) ||
+        hf_get_real(rs, "beta_fast", &c->yarn_beta_fast, label, err, len) ||
+        hf_get_real(rs, "beta_slow", &c->yarn_beta_slow, label, err, len) ||
+        hf_get_real(rs, "attention_factor", &c->yarn_attention_factor, label, err, len))
         return 1;
     if (!(c->yarn_factor >= 1)) return set_err(err, len, "%s: rope_scaling.factor must be >= 1", label);
     return 0;
@@ -241,7 +252,7 @@ static int carry_keys(const cJSON* root, ModelConfig* c, const char* label, char
 }
 
 /* a true/false key; absent or null leaves *out */
-static int get_bool(const cJSON* root, const char* key, bool* out, const char* label, char* err, size_t len) {
+int hf_get_bool(const cJSON* root, const char* key, bool* out, const char* label, char* err, size_t len) {
     const cJSON* v = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!v || cJSON_IsNull(v)) return 0;
     if (!cJSON_IsBool(v)) return set_err(err, len, "%s: '%s' must be true or false", label, key);
@@ -253,6 +264,7 @@ static int get_bool(const cJSON* root, const char* key, bool* out, const char* l
    Biases: Qwen3 reads attention_bias (q, k, v, o); Qwen2's q, k, v always have them and it reads no key. */
 static int check_unsupported(const cJSON* root, BlockStyle block, const char* label, char* err, size_t len) {
     const cJSON* act = cJSON_GetObjectItemCaseSensitive(root, "hidden_act");
+    if (block == BLOCK_GEMMA3) act = NULL; /* Gemma-3 reads hidden_activation (hf_gemma3_parse) */
     if (act && !(cJSON_IsString(act) && !strcmp(act->valuestring, "silu")))
         return set_err(err, len, "%s: hidden_act %s is not supported: repoc's MLP is SwiGLU, hidden_act \"silu\"",
                        label, cJSON_IsString(act) ? act->valuestring : "(not a string)");
@@ -265,7 +277,7 @@ static int check_unsupported(const cJSON* root, BlockStyle block, const char* la
                              : "repoc's MLP projections have no biases");
     }
     bool sliding = false;
-    if (block >= BLOCK_QWEN2 && get_bool(root, "use_sliding_window", &sliding, label, err, len)) return 1;
+    if (block >= BLOCK_QWEN2 && hf_get_bool(root, "use_sliding_window", &sliding, label, err, len)) return 1;
     if (sliding)
         return set_err(err, len,
                        "%s: use_sliding_window true is not supported: repoc's Qwen attention sees every earlier "
@@ -297,30 +309,37 @@ static int parse_root(const cJSON* root, ModelConfig* c, const char* label, char
     const cJSON* a0 = cJSON_IsArray(arch) ? cJSON_GetArrayItem(arch, 0) : NULL;
     if (!cJSON_IsString(a0)) return set_err(err, len, "%s: missing 'architectures' (a list of class names)", label);
     int block = BLOCK_OLMO2;
-    while (block <= BLOCK_QWEN3 && strcmp(a0->valuestring, block_style_arch((BlockStyle)block))) block++;
-    if (block > BLOCK_QWEN3)
+    while (block <= BLOCK_GEMMA3 && strcmp(a0->valuestring, block_style_arch((BlockStyle)block))) block++;
+    if (!strcmp(a0->valuestring, "Gemma3ForConditionalGeneration"))
+        return set_err(err, len,
+                       "%s: Gemma3ForConditionalGeneration is the image-text model: repoc reads the text-only "
+                       "Gemma3ForCausalLM (model_type gemma3_text)",
+                       label);
+    if (block > BLOCK_GEMMA3)
         return set_err(err, len,
                        "%s: architectures[0] '%s' is not supported (Olmo2ForCausalLM, LlamaForCausalLM, "
-                       "Qwen2ForCausalLM, Qwen3ForCausalLM)",
+                       "Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM)",
                        label, a0->valuestring);
     c->block = (BlockStyle)block;
+    if (c->block == BLOCK_GEMMA3) hf_gemma3_defaults(c);
     if (check_unsupported(root, c->block, label, err, len) || carry_keys(root, c, label, err, len)) return 1;
     /* transformers' default when the key is absent: Olmo2Config 1e-5, LlamaConfig, Qwen2Config, Qwen3Config 1e-6 */
     c->norm_eps = c->block == BLOCK_OLMO2 ? 1e-5 : 1e-6;
-    if (get_size(root, "vocab_size", &c->V, 1, label, err, len) ||
-        get_size(root, "hidden_size", &c->D, 1, label, err, len) ||
-        get_size(root, "intermediate_size", &c->F, 1, label, err, len) ||
-        get_size(root, "num_hidden_layers", &c->L, 1, label, err, len) ||
-        get_size(root, "num_attention_heads", &c->H, 1, label, err, len))
+    if (hf_get_size(root, "vocab_size", &c->V, 1, label, err, len) ||
+        hf_get_size(root, "hidden_size", &c->D, 1, label, err, len) ||
+        hf_get_size(root, "intermediate_size", &c->F, 1, label, err, len) ||
+        hf_get_size(root, "num_hidden_layers", &c->L, 1, label, err, len) ||
+        hf_get_size(root, "num_attention_heads", &c->H, 1, label, err, len))
         return 1;
     c->KVH = c->H;
-    size_t head_dim = c->block == BLOCK_QWEN3 ? 128 : 0; /* Qwen3Config's default head_dim is 128 */
-    if (get_size(root, "num_key_value_heads", &c->KVH, 0, label, err, len) ||
-        get_size(root, "max_position_embeddings", &c->max_position_embeddings, 0, label, err, len) ||
-        get_size(root, "head_dim", &head_dim, 0, label, err, len) ||
-        get_real(root, "rms_norm_eps", &c->norm_eps, label, err, len) ||
-        get_real(root, "rope_theta", &c->rope_theta, label, err, len) ||
-        (c->block == BLOCK_QWEN3 && get_bool(root, "attention_bias", &c->attn_bias, label, err, len)) ||
+    /* Qwen3Config's default head_dim is 128, Gemma3TextConfig's 256 */
+    size_t head_dim = c->block == BLOCK_QWEN3 ? 128 : c->block == BLOCK_GEMMA3 ? 256 : 0;
+    if (hf_get_size(root, "num_key_value_heads", &c->KVH, 0, label, err, len) ||
+        hf_get_size(root, "max_position_embeddings", &c->max_position_embeddings, 0, label, err, len) ||
+        hf_get_size(root, "head_dim", &head_dim, 0, label, err, len) ||
+        hf_get_real(root, "rms_norm_eps", &c->norm_eps, label, err, len) ||
+        hf_get_real(root, "rope_theta", &c->rope_theta, label, err, len) ||
+        (c->block >= BLOCK_QWEN3 && hf_get_bool(root, "attention_bias", &c->attn_bias, label, err, len)) ||
         parse_pad_id(root, c, label, err, len))
         return 1;
     if (c->L > MAX_LAYERS) return set_err(err, len, "%s: num_hidden_layers %zu exceeds %d", label, c->L, MAX_LAYERS);
@@ -337,8 +356,9 @@ static int parse_root(const cJSON* root, ModelConfig* c, const char* label, char
     }
     const cJSON* tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
     if (tie && !cJSON_IsBool(tie)) return set_err(err, len, "%s: 'tie_word_embeddings' must be true or false", label);
-    c->tie_embeddings = cJSON_IsTrue(tie);
+    if (tie || c->block != BLOCK_GEMMA3) c->tie_embeddings = cJSON_IsTrue(tie); /* Gemma-3's default: tied */
     for (size_t l = 0; l < c->L; l++) c->pos[l] = POS_ROPE;
+    if (c->block == BLOCK_GEMMA3 && hf_gemma3_parse(root, c, label, err, len)) return 1;
     if (parse_rope_scaling(cJSON_GetObjectItemCaseSensitive(root, "rope_scaling"), c, label, err, len) ||
         parse_pe_config(cJSON_GetObjectItemCaseSensitive(root, "pe_config"), c, label, err, len) ||
         parse_layer_list(cJSON_GetObjectItemCaseSensitive(root, "repoc_layer_positions"), c, label, err, len))
@@ -380,7 +400,7 @@ void hf_config_read(const char* dir, ModelConfig* cfg) {
 }
 
 /* a JSON number that Python reads as a float (transformers' rope validation checks isinstance(x, float)) */
-static void add_float(cJSON* obj, const char* key, double v) {
+void hf_add_float(cJSON* obj, const char* key, double v) {
     char buf[64];
     snprintf(buf, sizeof(buf), "%.17g", v);
     if (!strpbrk(buf, ".eEn")) strcat(buf, ".0");
@@ -392,11 +412,17 @@ static void add_float(cJSON* obj, const char* key, double v) {
 static void write_rope_scaling(cJSON* root, const ModelConfig* c) {
     if (c->llama3) { /* the form Llama-3.1/3.2 config.json files use */
         cJSON* rs = cJSON_AddObjectToObject(root, "rope_scaling");
-        add_float(rs, "factor", c->llama3_factor);
-        add_float(rs, "low_freq_factor", c->llama3_low_freq_factor);
-        add_float(rs, "high_freq_factor", c->llama3_high_freq_factor);
+        hf_add_float(rs, "factor", c->llama3_factor);
+        hf_add_float(rs, "low_freq_factor", c->llama3_low_freq_factor);
+        hf_add_float(rs, "high_freq_factor", c->llama3_high_freq_factor);
         cJSON_AddNumberToObject(rs, "original_max_position_embeddings", c->llama3_orig_max);
         cJSON_AddStringToObject(rs, "rope_type", "llama3");
+        return;
+    }
+    if (c->rope_linear_factor > 1) {
+        cJSON* rs = cJSON_AddObjectToObject(root, "rope_scaling");
+        cJSON_AddStringToObject(rs, "rope_type", "linear");
+        hf_add_float(rs, "factor", c->rope_linear_factor);
         return;
     }
     if (!(c->yarn_factor > 1.0)) {
@@ -405,11 +431,11 @@ static void write_rope_scaling(cJSON* root, const ModelConfig* c) {
     }
     cJSON* rs = cJSON_AddObjectToObject(root, "rope_scaling");
     cJSON_AddStringToObject(rs, "rope_type", "yarn");
-    add_float(rs, "factor", c->yarn_factor);
+    hf_add_float(rs, "factor", c->yarn_factor);
     cJSON_AddNumberToObject(rs, "original_max_position_embeddings", c->yarn_orig_max);
-    add_float(rs, "beta_fast", c->yarn_beta_fast);
-    add_float(rs, "beta_slow", c->yarn_beta_slow);
-    if (c->yarn_attention_factor > 0) add_float(rs, "attention_factor", c->yarn_attention_factor);
+    hf_add_float(rs, "beta_fast", c->yarn_beta_fast);
+    hf_add_float(rs, "beta_slow", c->yarn_beta_slow);
+    if (c->yarn_attention_factor > 0) hf_add_float(rs, "attention_factor", c->yarn_attention_factor);
 }
 
 /* The one mode besides RoPE that the layout uses (POS_ROPE: all RoPE), or -1 when it mixes RePo and NoPE,
@@ -490,17 +516,19 @@ char* hf_config_write(const ModelConfig* c, const char* torch_dtype) {
     cJSON_AddNumberToObject(root, "num_hidden_layers", (double)c->L);
     cJSON_AddNumberToObject(root, "num_attention_heads", (double)c->H);
     cJSON_AddNumberToObject(root, "num_key_value_heads", (double)c->KVH);
-    if (c->head_dim || c->block == BLOCK_QWEN3) /* Qwen3Config's default is 128, not hidden / heads */
+    if (c->head_dim || c->block >= BLOCK_QWEN3) /* Qwen3Config's default is 128, Gemma-3's 256, not hidden / heads */
         cJSON_AddNumberToObject(root, "head_dim", (double)cfg_hd(c));
     cJSON_AddNumberToObject(root, "rms_norm_eps", c->norm_eps);
     cJSON_AddNumberToObject(root, "rope_theta", c->rope_theta);
     write_rope_scaling(root, c);
     cJSON_AddBoolToObject(root, "tie_word_embeddings", c->tie_embeddings);
     cJSON_AddNumberToObject(root, "max_position_embeddings", (double)c->max_position_embeddings);
-    cJSON_AddStringToObject(root, "hidden_act", "silu");
+    if (c->block == BLOCK_GEMMA3) hf_gemma3_write(root, c);
+    else cJSON_AddStringToObject(root, "hidden_act", "silu");
     if (c->block != BLOCK_QWEN2) cJSON_AddBoolToObject(root, "attention_bias", c->attn_bias);
-    if (c->block >= BLOCK_QWEN2) cJSON_AddBoolToObject(root, "use_sliding_window", false);
-    if (c->pad_id >= 0) cJSON_AddNumberToObject(root, "pad_token_id", (double)c->pad_id); /* Qwen's padding_idx */
+    if (c->block == BLOCK_QWEN2 || c->block == BLOCK_QWEN3) cJSON_AddBoolToObject(root, "use_sliding_window", false);
+    if (c->pad_id >= 0) /* Qwen's and Gemma-3's padding_idx */
+        cJSON_AddNumberToObject(root, "pad_token_id", (double)c->pad_id);
     cJSON_AddStringToObject(root, "torch_dtype", torch_dtype);
     write_carried(root, c);
     write_pe_config(root, c);

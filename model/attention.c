@@ -212,9 +212,9 @@ static void transpose_block(real* xT, const real* x, size_t nq, size_t xs, size_
    The block works on S^T (keys × queries), so the query block is transposed once per task and every
    softmax reduction runs down the columns, vectorised across the queries. */
 static void forward_block(real* out, real* lse, const real* q, const real* k, const real* v, const int32_t* starts,
-                          size_t b, size_t h, size_t t0, size_t t1, size_t T, size_t H, size_t KVH, size_t hd) {
+                          size_t b, size_t h, size_t t0, size_t t1, size_t T, size_t H, size_t KVH, size_t hd,
+                          real scale) {
     size_t g = h / (H / KVH), qs = H * hd, ks = KVH * hd, nq = t1 - t0;
-    real scale = (real)(1.0 / sqrt((double)hd));
     real acc[ATT_BQ * ATT_MAX_HD], qT[ATT_MAX_HD * ATT_BQ], St[ATT_BK * ATT_BQ]; /* (nq, hd) (hd, BQ) (nk, BQ) */
     real m[ATT_BQ], l[ATT_BQ], ref[ATT_BQ], corr[ATT_BQ], sum[ATT_BQ];
     for (size_t i = 0; i < nq; i++) {
@@ -305,8 +305,16 @@ void doc_starts_from_ids(int32_t* start, const int32_t* doc, size_t B, size_t T)
     }
 }
 
+void window_starts(int32_t* start, const int32_t* doc_start, size_t B, size_t T, size_t window) {
+    for (size_t n = 0; n < B * T; n++) {
+        size_t t = n % T, w = t + 1 > window ? t + 1 - window : 0; /* the first of the last `window` keys */
+        size_t d = doc_start ? (size_t)doc_start[n] : 0;
+        start[n] = (int32_t)(w > d ? w : d);
+    }
+}
+
 void attention_forward(real* out, real* lse, const real* q, const real* k, const real* v, const DocSpans* docs,
-                       size_t B, size_t T, size_t H, size_t KVH, size_t hd) {
+                       size_t B, size_t T, size_t H, size_t KVH, size_t hd, real scale) {
     CHECK(hd <= ATT_MAX_HD && H % KVH == 0, "attention: hd %zu (max %d), H %zu, KVH %zu", hd, ATT_MAX_HD, H, KVH);
     size_t nqb = (T + ATT_BQ - 1) / ATT_BQ;
     /* later query blocks see more keys: dynamic scheduling evens the load */
@@ -315,7 +323,8 @@ void attention_forward(real* out, real* lse, const real* q, const real* k, const
         for (size_t h = 0; h < H; h++)
             for (size_t qb = 0; qb < nqb; qb++) {
                 size_t t0 = qb * ATT_BQ, t1 = t0 + ATT_BQ < T ? t0 + ATT_BQ : T;
-                forward_block(out, lse, q, k, v, docs ? docs->start + b * T : NULL, b, h, t0, t1, T, H, KVH, hd);
+                forward_block(out, lse, q, k, v, docs ? docs->start + b * T : NULL, b, h, t0, t1, T, H, KVH, hd,
+                              scale);
             }
 }
 
@@ -323,9 +332,8 @@ void attention_forward(real* out, real* lse, const real* q, const real* k, const
    Like the forward it works on S^T (keys × queries) with the query block transposed once. */
 static void backward_group(real* dq, real* dk, real* dv, const real* dout, const real* out, const real* lse,
                            const real* q, const real* k, const real* v, const DocSpans* docs, size_t b, size_t g,
-                           size_t T, size_t H, size_t KVH, size_t hd) {
+                           size_t T, size_t H, size_t KVH, size_t hd, real scale) {
     size_t group = H / KVH, qs = H * hd, ks = KVH * hd;
-    real scale = (real)(1.0 / sqrt((double)hd));
     real qT[ATT_MAX_HD * ATT_BQ], doT[ATT_MAX_HD * ATT_BQ]; /* (hd, BQ) */
     real Pt[ATT_BK * ATT_BQ], dSt[ATT_BK * ATT_BQ];         /* (nk, BQ) */
     real l[ATT_BQ], delta[ATT_BQ];
@@ -440,8 +448,9 @@ static void backward_group(real* dq, real* dk, real* dv, const real* dout, const
 
 void attention_backward(real* dq, real* dk, real* dv, const real* dout, const real* out, const real* lse, const real* q,
                         const real* k, const real* v, const DocSpans* docs, size_t B, size_t T, size_t H, size_t KVH,
-                        size_t hd) {
+                        size_t hd, real scale) {
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)
     for (size_t b = 0; b < B; b++)
-        for (size_t g = 0; g < KVH; g++) backward_group(dq, dk, dv, dout, out, lse, q, k, v, docs, b, g, T, H, KVH, hd);
+        for (size_t g = 0; g < KVH; g++)
+            backward_group(dq, dk, dv, dout, out, lse, q, k, v, docs, b, g, T, H, KVH, hd, scale);
 }

@@ -1,5 +1,6 @@
 /* Causal multi-head attention with grouped-query heads (docs/backward.md, "Attention"):
-   per (batch, head) S = q k^T / sqrt(hd) (causal), P = softmax(S), O = P v.
+   per (batch, head) S = scale q k^T (causal; scale = 1/sqrt(hd), or Gemma-3's query_pre_attn_scalar^-1/2),
+   P = softmax(S), O = P v.
    Query head h reads kv head h / (H/KVH). Only the output and the per-row
    log-sum-exp are kept; backward recomputes P, so no T×T matrix is stored. */
 #ifndef REPOC_ATTENTION_H
@@ -25,15 +26,20 @@ typedef struct {
 /* start (B,T) from doc (B,T): a document is a maximal run of equal ids within a row (a row always starts
    one) */
 void doc_starts_from_ids(int32_t* start, const int32_t* doc, size_t B, size_t T);
+/* A sliding window is the same mask with a later start: token t sees keys max(doc_start[t], t - window + 1)
+   .. t, its own key and the window - 1 before it (Gemma-3's sliding layers). start (B,T) from doc_start (B,T)
+   or NULL (one document per row). The kernel skips every key block before a query block's first start, so
+   a window makes long rows cheaper. */
+void window_starts(int32_t* start, const int32_t* doc_start, size_t B, size_t T, size_t window);
 
 /* out (B,T,H*hd)   lse (B,T,H) saved for backward
    q (B,T,H*hd)   k, v (B,T,KVH*hd)   docs: NULL or the document spans */
 void attention_forward(real* out, real* lse, const real* q, const real* k, const real* v, const DocSpans* docs,
-                       size_t B, size_t T, size_t H, size_t KVH, size_t hd);
+                       size_t B, size_t T, size_t H, size_t KVH, size_t hd, real scale);
 /* dq (B,T,H*hd) =   dk, dv (B,T,KVH*hd) =   dout (B,T,H*hd)
    out, lse, q, k, v, docs as forward saw/saved them */
 void attention_backward(real* dq, real* dk, real* dv, const real* dout, const real* out, const real* lse, const real* q,
                         const real* k, const real* v, const DocSpans* docs, size_t B, size_t T, size_t H, size_t KVH,
-                        size_t hd);
+                        size_t hd, real scale);
 
 #endif

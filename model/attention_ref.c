@@ -10,9 +10,8 @@
 
 void attention_reference(double* out, double* lse, double* dq, double* dk, double* dv, const real* q, const real* k,
                          const real* v, const real* dout, const int32_t* start, size_t B, size_t T, size_t H,
-                         size_t KVH, size_t hd) {
+                         size_t KVH, size_t hd, double scale) {
     size_t qs = H * hd, ks = KVH * hd;
-    double scale = 1 / sqrt((double)hd);
     double* p = mallocCheck(T * sizeof(double));
     for (size_t i = 0; i < B * T * qs; i++) dq[i] = 0;
     for (size_t i = 0; i < B * T * ks; i++) dk[i] = dv[i] = 0;

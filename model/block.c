@@ -8,6 +8,11 @@
    Qwen2:   Llama with q = rope(h Wq^T + bq), k = rope(h Wk^T + bk), v = h Wv^T + bv
    Qwen3:   Llama with q = rope(q_norm(h Wq^T [+ bq])), k = rope(k_norm(h Wk^T [+ bk])), the norms over each
             head's hd features (weights [hd]); the biases, and bo on o, with attention_bias
+   Gemma-3: Qwen3's q, k, v; x_mid = x + post_attention_layernorm(attn(q,k,v) Wo^T)
+            x_out = x_mid + post_feedforward_layernorm(down(gelu_tanh(h2 Wg^T) ⊙ h2 Wu^T)),
+            h2 = pre_feedforward_layernorm(x_mid); every norm x r (1 + w); scores scaled by
+            query_pre_attn_scalar^-1/2; sliding layers see the last sliding_window keys and rotate by
+            rope_local_base_freq's table
    Positions: rope p = t; repo p = z from the module on h (OLMo-2: h = x); nope: no rotation. */
 #include "model/block.h"
 
@@ -49,9 +54,10 @@ void layer_acts_layout(LayerActs* a, Cursor* cur, const ModelConfig* c, size_t l
     a->x_mid = cursor_take(cur, N * D);
     a->attn_rstd = cursor_take(cur, N);
     if (!olmo2) a->h2 = cursor_take(cur, N * D);
+    if (cfg_gemma3(c)) a->ff_rstd = cursor_take(cur, N);
     a->gu = cursor_take(cur, N * 2 * F);
     a->m = cursor_take(cur, N * F);
-    if (olmo2) {
+    if (cfg_post_norms(c)) {
         a->d = cursor_take(cur, N * D);
         a->mlp_rstd = cursor_take(cur, N);
     }
@@ -150,6 +156,33 @@ static void proj_backward(real* dinp, bool add, real* dW, real* db, const real* 
    pair always runs as two products, and both kinds of model compute the same bits. */
 static bool gate_up_join(const LayerWeights* w) { return !w->lora_a[LORA_GATE] && !w->lora_a[LORA_UP]; }
 
+/* The MLP input's norm of a pre-norm block, its weight (in w or dw) and rstd: Gemma-3's
+   pre_feedforward_layernorm, or Llama's and Qwen's post_attention_layernorm */
+static real* ff_in_norm(const LayerWeights* w, const ModelConfig* c) {
+    return cfg_gemma3(c) ? w->ff_norm : w->attn_norm;
+}
+static real* ff_in_rstd(const LayerActs* a, const ModelConfig* c) { return cfg_gemma3(c) ? a->ff_rstd : a->attn_rstd; }
+
+/* GeGLU (Gemma-3) or SwiGLU: m (N,F) from gu's rows [gate | up], and its backward into gu in place */
+static void glu_forward(real* m, const real* gu, const ModelConfig* c, size_t N) {
+    size_t F = c->F;
+    if (cfg_gemma3(c)) geglu_forward(m, gu, gu + F, N, F, 2 * F);
+    else swiglu_forward(m, gu, gu + F, N, F, 2 * F);
+}
+static void glu_backward(real* gu, const real* dm, const ModelConfig* c, size_t N) {
+    size_t F = c->F;
+    if (cfg_gemma3(c)) geglu_backward(gu, gu + F, dm, gu, gu + F, N, F, 2 * F);
+    else swiglu_backward(gu, gu + F, dm, gu, gu + F, N, F, 2 * F);
+}
+
+/* layer l's rotation table (Gemma-3's sliding layers have their own base) and attention mask */
+static const RopeTable* layer_rope(size_t l, const BlockCtx* ctx) {
+    return cfg_sliding(ctx->cfg, l) ? ctx->rope_local : ctx->rope;
+}
+static const DocSpans* layer_docs(size_t l, const BlockCtx* ctx) {
+    return cfg_sliding(ctx->cfg, l) ? ctx->docs_local : ctx->docs;
+}
+
 /* the positions a layer rotates by, or NULL for nope */
 static const real* layer_positions(const LayerActs* a, size_t l, const BlockCtx* ctx) {
     switch (ctx->cfg->pos[l]) {
@@ -167,19 +200,20 @@ void block_qkv_forward(LayerActs* a, const real* x_in, const LayerWeights* w, si
     const ModelConfig* c = ctx->cfg;
     size_t N = ctx->B * ctx->T, D = c->D, qd = c->H * cfg_hd(c), kvd = c->KVH * cfg_hd(c);
     double eps = c->norm_eps;
+    real off = (real)cfg_norm_offset(c);
 
-    /* attention input: the raw stream (OLMo-2) or input_layernorm(x) (Llama, Qwen) */
+    /* attention input: the raw stream (OLMo-2) or input_layernorm(x) (Llama, Qwen, Gemma-3) */
     const real* h = x_in;
     if (!cfg_olmo2(c)) {
-        rmsnorm_forward(a->h, a->h_rstd, x_in, w->in_norm, N, D, eps);
+        rmsnorm_forward(a->h, a->h_rstd, x_in, w->in_norm, off, N, D, eps);
         h = a->h;
     }
-    if (cfg_qk_norm(c)) { /* QK-norm on the rows of one token (OLMo-2) or of one head (Qwen3, weights [hd]) */
+    if (cfg_qk_norm(c)) { /* QK-norm on the rows of one token (OLMo-2) or of one head (Qwen3, Gemma-3: [hd]) */
         size_t qh = cfg_qk_norm_heads(c, c->H), kh = cfg_qk_norm_heads(c, c->KVH);
         proj_forward(a->q_pre, a, h, w->wq, w->bq, w, LORA_Q, ctx, N, D, qd);
-        rmsnorm_forward(a->q, a->q_rstd, a->q_pre, w->q_norm, N * qh, qd / qh, eps);
+        rmsnorm_forward(a->q, a->q_rstd, a->q_pre, w->q_norm, off, N * qh, qd / qh, eps);
         proj_forward(a->k_pre, a, h, w->wk, w->bk, w, LORA_K, ctx, N, D, kvd);
-        rmsnorm_forward(a->k, a->k_rstd, a->k_pre, w->k_norm, N * kh, kvd / kh, eps);
+        rmsnorm_forward(a->k, a->k_rstd, a->k_pre, w->k_norm, off, N * kh, kvd / kh, eps);
     } else {
         proj_forward(a->q, a, h, w->wq, w->bq, w, LORA_Q, ctx, N, D, qd);
         proj_forward(a->k, a, h, w->wk, w->bk, w, LORA_K, ctx, N, D, kvd);
@@ -194,33 +228,34 @@ void block_qkv_forward(LayerActs* a, const real* x_in, const LayerWeights* w, si
         }
     }
     const real* pos = layer_positions(a, l, ctx);
-    if (pos) rope_forward(a->q, a->k, pos, ctx->rope, N, c->H, c->KVH, c->KVH);
+    if (pos) rope_forward(a->q, a->k, pos, layer_rope(l, ctx), N, c->H, c->KVH, c->KVH);
 }
 
 void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeights* w, const BlockCtx* ctx) {
     const ModelConfig* c = ctx->cfg;
     size_t N = ctx->B * ctx->T, D = c->D, F = c->F, qd = c->H * cfg_hd(c);
-    bool olmo2 = cfg_olmo2(c);
+    bool post = cfg_post_norms(c);
     double eps = c->norm_eps;
+    real off = (real)cfg_norm_offset(c);
 
     proj_forward(a->o, a, a->att, w->wo, w->bo, w, LORA_O, ctx, N, qd, D);
-    const real* mlp_in;
-    if (olmo2) { /* x_mid = x + norm(o) */
-        rmsnorm_residual_forward(a->x_mid, a->attn_rstd, x_in, a->o, w->attn_norm, N, D, eps);
-        mlp_in = a->x_mid;
-    } else { /* x_mid = x + o; the MLP reads norm(x_mid) */
+    if (post) /* x_mid = x + norm(o) (OLMo-2, Gemma-3) */
+        rmsnorm_residual_forward(a->x_mid, a->attn_rstd, x_in, a->o, w->attn_norm, off, N, D, eps);
+    else /* x_mid = x + o */
         residual_forward(a->x_mid, x_in, a->o, N * D);
-        rmsnorm_forward(a->h2, a->attn_rstd, a->x_mid, w->attn_norm, N, D, eps);
+    const real* mlp_in = a->x_mid;
+    if (!cfg_olmo2(c)) { /* the MLP reads norm(x_mid) */
+        rmsnorm_forward(a->h2, ff_in_rstd(a, c), a->x_mid, ff_in_norm(w, c), off, N, D, eps);
         mlp_in = a->h2;
     }
     /* from here on x_in is not read, so x_out may be x_in */
     linear_pair_forward(a->gu, mlp_in, w->gate, w->up, N, D, F, gate_up_join(w)); /* gu (N,2F) rows [gate | up] */
     adapter_forward(a->gu, 2 * F, a, mlp_in, w, LORA_GATE, ctx, N, D, F);
     adapter_forward(a->gu + F, 2 * F, a, mlp_in, w, LORA_UP, ctx, N, D, F);
-    swiglu_forward(a->m, a->gu, a->gu + F, N, F, 2 * F);
-    if (olmo2) { /* x_out = x_mid + norm(m Wdown^T) */
+    glu_forward(a->m, a->gu, c, N);
+    if (post) { /* x_out = x_mid + norm(m Wdown^T) */
         proj_forward(a->d, a, a->m, w->down, NULL, w, LORA_DOWN, ctx, N, F, D);
-        rmsnorm_residual_forward(x_out, a->mlp_rstd, a->x_mid, a->d, w->mlp_norm, N, D, eps);
+        rmsnorm_residual_forward(x_out, a->mlp_rstd, a->x_mid, a->d, w->mlp_norm, off, N, D, eps);
     } else { /* x_out = x_mid + m Wdown^T */
         proj_forward(x_out, a, a->m, w->down, NULL, w, LORA_DOWN, ctx, N, F, D);
         residual_forward(x_out, x_out, a->x_mid, N * D);
@@ -234,7 +269,8 @@ void block_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeigh
     const BlockCtx* ctx = &at;
     const ModelConfig* c = ctx->cfg;
     block_qkv_forward(a, x_in, w, l, ctx);
-    attention_forward(a->att, a->lse, a->q, a->k, a->v, ctx->docs, ctx->B, ctx->T, c->H, c->KVH, cfg_hd(c));
+    attention_forward(a->att, a->lse, a->q, a->k, a->v, layer_docs(l, ctx), ctx->B, ctx->T, c->H, c->KVH, cfg_hd(c),
+                      (real)cfg_attn_scale(c));
     block_out_forward(x_out, a, x_in, w, ctx);
 }
 
@@ -249,34 +285,36 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
     const ModelConfig* c = ctx->cfg;
     size_t N = ctx->B * ctx->T, D = c->D, hd = cfg_hd(c), F = c->F;
     size_t qd = c->H * hd, kvd = c->KVH * hd;
-    bool olmo2 = cfg_olmo2(c);
+    bool olmo2 = cfg_olmo2(c), post = cfg_post_norms(c);
+    real off = (real)cfg_norm_offset(c);
 
     /* MLP half: x_out = x_mid + [norm](m Wdown^T); dx: dx_out, then dx_mid */
     const real* dd = dx;
-    if (olmo2) {
-        rmsnorm_backward(s->dd, dw->mlp_norm, dx, a->d, w->mlp_norm, a->mlp_rstd, s->norm_work, N, D, false);
+    if (post) {
+        rmsnorm_backward(s->dd, dw->mlp_norm, dx, a->d, w->mlp_norm, off, a->mlp_rstd, s->norm_work, N, D, false);
         dd = s->dd;
     }
     proj_backward(s->dm, false, dw->down, NULL, dd, a, a->m, w->down, w, dw, s, LORA_DOWN, ctx, N, F, D);
     real* dgu = a->gu; /* rows [dgate | dup], in place of [gate | up]: nothing reads those after this */
-    swiglu_backward(dgu, dgu + F, s->dm, a->gu, a->gu + F, N, F, 2 * F);
+    glu_backward(dgu, s->dm, c, N);
     const real* mlp_in = olmo2 ? a->x_mid : a->h2;
     real* dmlp_in = olmo2 ? dx : s->dmlp_in; /* Llama: after dm has read dx (as dd) */
     linear_pair_backward(dmlp_in, dw->gate, dw->up, dgu, mlp_in, w->gate, w->up, N, D, F, olmo2, gate_up_join(w));
     adapter_backward(dmlp_in, dgu, 2 * F, a, mlp_in, w, dw, s, LORA_GATE, ctx, N, D, F);
     adapter_backward(dmlp_in, dgu + F, 2 * F, a, mlp_in, w, dw, s, LORA_UP, ctx, N, D, F);
     if (!olmo2)
-        rmsnorm_backward(dx, dw->attn_norm, s->dmlp_in, a->x_mid, w->attn_norm, a->attn_rstd, s->norm_work, N, D, true);
+        rmsnorm_backward(dx, ff_in_norm(dw, c), s->dmlp_in, a->x_mid, ff_in_norm(w, c), off, ff_in_rstd(a, c),
+                         s->norm_work, N, D, true);
 
     /* attention half: x_mid = x + [norm](att Wo^T); dx: dx_mid, then dx_in */
     const real* do_ = dx;
-    if (olmo2) {
-        rmsnorm_backward(s->do_, dw->attn_norm, dx, a->o, w->attn_norm, a->attn_rstd, s->norm_work, N, D, false);
+    if (post) {
+        rmsnorm_backward(s->do_, dw->attn_norm, dx, a->o, w->attn_norm, off, a->attn_rstd, s->norm_work, N, D, false);
         do_ = s->do_;
     }
     proj_backward(s->datt, false, dw->wo, dw->bo, do_, a, a->att, w->wo, w, dw, s, LORA_O, ctx, N, qd, D);
-    attention_backward(s->dq, s->dk, s->dv, s->datt, a->att, a->lse, a->q, a->k, a->v, ctx->docs, ctx->B, ctx->T, c->H,
-                       c->KVH, hd);
+    attention_backward(s->dq, s->dk, s->dv, s->datt, a->att, a->lse, a->q, a->k, a->v, layer_docs(l, ctx), ctx->B,
+                       ctx->T, c->H, c->KVH, hd, (real)cfg_attn_scale(c));
 
     /* rotation: gradients of the un-rotated q, k (and of RePo's z) */
     const real* pos = layer_positions(a, l, ctx);
@@ -284,8 +322,8 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
     real* dkn = s->dk;
     bool learned = c->pos[l] == POS_REPO && !ctx->force_pos;
     if (pos) {
-        rope_backward(s->dqn, s->dkn, learned ? s->dz : NULL, s->dq, s->dk, a->q, a->k, pos, ctx->rope, N, c->H, c->KVH,
-                      c->KVH);
+        rope_backward(s->dqn, s->dkn, learned ? s->dz : NULL, s->dq, s->dk, a->q, a->k, pos, layer_rope(l, ctx), N, c->H,
+                      c->KVH, c->KVH);
         dqn = s->dqn;
         dkn = s->dkn;
     }
@@ -295,10 +333,10 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
     real* dh = olmo2 ? dx : s->dh; /* Llama, Qwen: after datt has read dx (as do_) */
     if (cfg_qk_norm(c)) {          /* per token (OLMo-2) or per head (Qwen3): the rows of the forward */
         size_t qh = cfg_qk_norm_heads(c, c->H), kh = cfg_qk_norm_heads(c, c->KVH);
-        rmsnorm_backward(s->dq_pre, dw->q_norm, dqn, a->q_pre, w->q_norm, a->q_rstd, s->norm_work, N * qh, qd / qh,
-                         false);
-        rmsnorm_backward(s->dk_pre, dw->k_norm, dkn, a->k_pre, w->k_norm, a->k_rstd, s->norm_work, N * kh, kvd / kh,
-                         false);
+        rmsnorm_backward(s->dq_pre, dw->q_norm, dqn, a->q_pre, w->q_norm, off, a->q_rstd, s->norm_work, N * qh,
+                         qd / qh, false);
+        rmsnorm_backward(s->dk_pre, dw->k_norm, dkn, a->k_pre, w->k_norm, off, a->k_rstd, s->norm_work, N * kh,
+                         kvd / kh, false);
         dqn = s->dq_pre;
         dkn = s->dk_pre;
     }
@@ -314,5 +352,5 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
         RepoGrads rg = {dw->repo_gate, dw->repo_content, dw->repo_final};
         repo_backward(dh, &rg, s->dz, &a->repo, h, &rw, s->repo_scratch, (RepoDims){N, D, cfg_dp(c), c->KVH});
     }
-    if (!olmo2) rmsnorm_backward(dx, dw->in_norm, s->dh, x_in, w->in_norm, a->h_rstd, s->norm_work, N, D, true);
+    if (!olmo2) rmsnorm_backward(dx, dw->in_norm, s->dh, x_in, w->in_norm, off, a->h_rstd, s->norm_work, N, D, true);
 }

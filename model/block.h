@@ -1,5 +1,6 @@
 /* One decoder block, OLMo-2 ("norm after", QK-norm), Llama (pre-norm, GQA), Qwen2 (Llama with q, k, v
-   biases) or Qwen3 (Llama with per-head QK-norm),
+   biases), Qwen3 (Llama with per-head QK-norm) or Gemma-3 (Qwen3's attention, pre- and post-norms, GeGLU,
+   sliding-window layers),
    with its layer's position mode (rope, repo or nope). The forward is two flat
    lists of op calls around the attention: block_qkv_forward (up to the rotated
    q, k and v) and block_out_forward (from the attention output to the block's
@@ -32,11 +33,12 @@ typedef struct {
     real* o;                       /* (N,D)  att Wo^T */
     real* x_mid;                   /* (N,D)  the residual stream after attention */
     real* attn_rstd;               /* (N)    post_attention_layernorm */
-    real* h2;                      /* (N,D)  Llama: post_attention_layernorm(x_mid) */
+    real* h2;                      /* (N,D)  Llama: post_attention_layernorm(x_mid); Gemma-3: pre_feedforward's */
+    real* ff_rstd;                 /* (N)    Gemma-3: pre_feedforward_layernorm */
     real* gu;                      /* (N,2F) each row [gate | up]: the two products side by side (block.c);
                                     block_backward overwrites them with their gradients [dgate | dup] */
-    real* m;                       /* (N,F)  silu(gate) ⊙ up */
-    real *d, *mlp_rstd;            /* (N,D) (N)  OLMo-2: m Wdown^T before post_feedforward_layernorm */
+    real* m;                       /* (N,F)  silu(gate) ⊙ up (Gemma-3: gelu_tanh(gate) ⊙ up) */
+    real *d, *mlp_rstd;            /* (N,D) (N)  OLMo-2, Gemma-3: m Wdown^T before post_feedforward_layernorm */
     real* lora_ax[LORA_N_TARGETS]; /* (N,r)  x A^T of each LoRA-adapted projection */
 } LayerActs;
 
@@ -57,10 +59,12 @@ typedef struct {
 typedef struct {
     const ModelConfig* cfg;
     size_t B, T;
-    const RopeTable* rope;
-    const real* pos_seq;   /* (N,KVH) integer positions t, for rope layers */
+    const RopeTable* rope;       /* the rotation of every layer but the sliding ones */
+    const RopeTable* rope_local; /* Gemma-3's sliding layers (rope_local_base_freq); NULL without them */
+    const real* pos_seq;         /* (N,KVH) integer positions t, for rope layers */
     const real* force_pos; /* (N,KVH) or NULL: a test hook replacing RePo's z */
     const DocSpans* docs;  /* NULL, or document masking: attention stays within each document */
+    const DocSpans* docs_local; /* the sliding layers' starts (window_starts over docs); NULL without them */
     size_t layer;          /* the block being run (set per layer by the model): a LoRA dropout key */
     double lora_p;         /* LoRA dropout of this forward and its backward; 0: none (evaluation) */
     uint64_t lora_key;     /* its key for this micro-batch */

@@ -31,6 +31,10 @@ void model_config_default(ModelConfig* c) {
     c->head_dim = 0;
     c->attn_bias = false;
     c->pad_id = -1;
+    c->attn_scalar = 0;
+    c->sliding_window = 0;
+    c->rope_local_theta = 10000.0;
+    c->rope_linear_factor = 1.0;
     for (size_t l = 0; l < MAX_LAYERS; l++) c->pos[l] = POS_ROPE;
 }
 
@@ -41,10 +45,25 @@ void model_config_validate(const ModelConfig* c) {
           c->H);
     CHECK(!c->head_dim || !cfg_olmo2(c), "model: OLMo-2 takes its head dim from d_model / n_heads, not head_dim");
     CHECK(cfg_hd(c) % 2 == 0, "model: head dim %zu must be even for rotary positions", cfg_hd(c));
-    CHECK(!c->attn_bias || c->block == BLOCK_QWEN3, "model: attention_bias is Qwen3's (Qwen2's q, k, v always have "
-                                                    "biases; OLMo-2 and Llama have none)");
+    CHECK(!c->attn_bias || c->block == BLOCK_QWEN3 || c->block == BLOCK_GEMMA3,
+          "model: attention_bias is Qwen3's and Gemma-3's (Qwen2's q, k, v always have biases; OLMo-2 and Llama have "
+          "none)");
     CHECK(c->pad_id < 0 || (c->block >= BLOCK_QWEN2 && (size_t)c->pad_id < c->V),
-          "model: pad_token_id %ld must be a Qwen model's token id in [0, %zu)", c->pad_id, c->V);
+          "model: pad_token_id %ld must be a Qwen or Gemma-3 model's token id in [0, %zu)", c->pad_id, c->V);
+    CHECK(c->attn_scalar >= 0, "model: query_pre_attn_scalar %g must be positive", c->attn_scalar);
+    CHECK(c->rope_linear_factor > 0, "model: linear rope_scaling.factor %g must be positive", c->rope_linear_factor);
+    CHECK(!(c->rope_linear_factor > 1) || (!c->llama3 && !(c->yarn_factor > 1.0)),
+          "model: rope_scaling is one of linear, YaRN and llama3");
+    for (size_t l = 0; l < c->L; l++) {
+        CHECK(!c->sliding[l] || c->sliding_window, "model: layer %zu is a sliding-window layer but sliding_window is 0",
+              l);
+        CHECK(!(cfg_sliding(c, l) && c->pos[l] == POS_REPO),
+              "model: layer %zu is a sliding-window layer: RePo's learned positions are for the global "
+              "(full_attention) layers only (docs/interop.md, \"Gemma-3\")",
+              l);
+    }
+    if (c->sliding_window)
+        CHECK(c->rope_local_theta > 1, "model: rope_local_base_freq %g must be > 1", c->rope_local_theta);
     CHECK(c->KVH > 0 && c->H % c->KVH == 0, "model: n_heads %zu must be a multiple of n_kv_heads %zu", c->H, c->KVH);
     CHECK(c->F > 0, "model: d_ff must be positive");
     CHECK(!c->lora_rank || (c->lora_targets && c->lora_targets < (1u << LORA_N_TARGETS)),
@@ -80,9 +99,9 @@ bool cfg_has_repo(const ModelConfig* c) {
     return false;
 }
 
-static const char* const BLOCK_NAMES[] = {"olmo2", "llama", "qwen2", "qwen3"};
+static const char* const BLOCK_NAMES[] = {"olmo2", "llama", "qwen2", "qwen3", "gemma3_text"};
 static const char* const BLOCK_ARCHS[] = {"Olmo2ForCausalLM", "LlamaForCausalLM", "Qwen2ForCausalLM",
-                                          "Qwen3ForCausalLM"};
+                                          "Qwen3ForCausalLM", "Gemma3ForCausalLM"};
 
 const char* block_style_name(BlockStyle b) { return BLOCK_NAMES[b]; }
 const char* block_style_arch(BlockStyle b) { return BLOCK_ARCHS[b]; }
@@ -102,7 +121,7 @@ bool model_config_plan_positions(ModelConfig* c, const char* plan, size_t repo_s
     for (size_t l = 0; l < c->L; l++) {
         if (!strcmp(plan, "rope")) c->pos[l] = POS_ROPE;
         else if (!strcmp(plan, "nope")) c->pos[l] = POS_NOPE;
-        else if (!strcmp(plan, "repo")) c->pos[l] = l < s ? POS_ROPE : POS_REPO;
+        else if (!strcmp(plan, "repo")) c->pos[l] = l < s || cfg_sliding(c, l) ? POS_ROPE : POS_REPO;
         else if (!strcmp(plan, "r2n1")) c->pos[l] = l % 3 == 2 ? POS_NOPE : POS_ROPE;
         else if (!strcmp(plan, "n2r1")) c->pos[l] = l % 3 == 2 ? POS_ROPE : POS_NOPE;
         else return false;
@@ -120,6 +139,14 @@ void model_config_print(const ModelConfig* c, FILE* fp) {
                 : cfg_qkv_bias(c) ? "q k v"
                                   : "none",
                 c->pad_id);
+    if (c->sliding_window) {
+        fprintf(fp, "  sliding window %zu (rope_theta %g), layers:", c->sliding_window, c->rope_local_theta);
+        for (size_t l = 0; l < c->L; l++)
+            if (c->sliding[l]) fprintf(fp, " %zu", l);
+        fprintf(fp, "\n");
+    }
+    if (c->attn_scalar > 0) fprintf(fp, "  query_pre_attn_scalar %g\n", c->attn_scalar);
+    if (c->rope_linear_factor > 1) fprintf(fp, "  linear rope: factor=%g\n", c->rope_linear_factor);
     if (c->yarn_factor > 1.0)
         fprintf(fp, "  yarn: factor=%g original_max=%g beta_fast=%g beta_slow=%g attention_factor=%g\n", c->yarn_factor,
                 c->yarn_orig_max, c->yarn_beta_fast, c->yarn_beta_slow, c->yarn_attention_factor);

@@ -1,5 +1,5 @@
 /* The model's configuration (docs/design.md, "The decoder block", "Positions"): sizes, block style (OLMo-2,
-   Llama, Qwen2, Qwen3), the position mode of every layer, RoPE theta, optional YaRN, norm eps, tied embeddings.
+   Llama, Qwen2, Qwen3, Gemma-3), the position mode of every layer, RoPE theta, optional YaRN, norm eps, tied embeddings.
    Sizes use the letters of docs/design.md (B, T, D, H, KVH, hd, F, V). */
 #ifndef REPOC_CONFIG_H
 #define REPOC_CONFIG_H
@@ -13,8 +13,10 @@
 #define HF_CARRIED_LEN 1024
 
 /* Qwen2 is the Llama block with biases on q, k and v; Qwen3 the Llama block with per-head q/k RMSNorm
-   (weights [hd]) before the rotation, and biases on q, k, v and o when attn_bias is set. */
-typedef enum { BLOCK_OLMO2, BLOCK_LLAMA, BLOCK_QWEN2, BLOCK_QWEN3 } BlockStyle;
+   (weights [hd]) before the rotation, and biases on q, k, v and o when attn_bias is set. Gemma-3 (text)
+   has Qwen3's attention with pre- and post-norms around both halves, RMSNorm x r (1 + w), a GeGLU MLP
+   (tanh GELU), embeddings scaled by sqrt(D), and sliding-window layers with their own RoPE base. */
+typedef enum { BLOCK_OLMO2, BLOCK_LLAMA, BLOCK_QWEN2, BLOCK_QWEN3, BLOCK_GEMMA3 } BlockStyle;
 typedef enum { POS_ROPE, POS_REPO, POS_NOPE } PosMode;
 /* The projections a LoRA adapter can wrap, in PEFT's target_modules names (lora_target_name). */
 typedef enum { LORA_Q, LORA_K, LORA_V, LORA_O, LORA_GATE, LORA_UP, LORA_DOWN, LORA_N_TARGETS } LoraTarget;
@@ -23,11 +25,16 @@ typedef struct {
     BlockStyle block;
     size_t V, D, L, H, KVH, F; /* vocab, d_model, layers, heads, kv heads, d_ff */
     size_t head_dim;           /* hd when it is not D / H (config.json's head_dim); 0 = D / H */
-    bool attn_bias;            /* Qwen3's attention_bias: biases on q, k, v and o (Qwen2 always has q, k, v's) */
+    bool attn_bias; /* Qwen3's, Gemma-3's attention_bias: biases on q, k, v and o (Qwen2 always has q, k, v's) */
     long pad_id; /* Qwen2/3: transformers' padding_idx = pad_token_id, the embedding row that gets no gradient
                     from the input lookup; -1 = none */
     double norm_eps;
     double rope_theta;
+    double attn_scalar;          /* Gemma-3's query_pre_attn_scalar: scores are q.k attn_scalar^-1/2; 0 = hd */
+    size_t sliding_window;       /* keys a sliding layer's query sees, its own included; 0 = no sliding layers */
+    bool sliding[MAX_LAYERS];    /* Gemma-3's layer_types: layer l is "sliding_attention" */
+    double rope_local_theta;     /* rope_local_base_freq: the RoPE base of the sliding layers (no scaling) */
+    double rope_linear_factor;   /* rope_scaling "linear" (Gemma-3's global layers): inv_freq / s; <= 1: none */
     double yarn_factor;   /* <= 1: no YaRN */
     double yarn_orig_max; /* original_max_position_embeddings */
     double yarn_beta_fast, yarn_beta_slow;
@@ -62,19 +69,33 @@ static inline size_t cfg_dp(const ModelConfig* c) { return c->D / 8; }
 bool cfg_has_repo(const ModelConfig* c);
 /* OLMo-2 normalises x itself into attention (no input_layernorm) and the outputs of both halves */
 static inline bool cfg_olmo2(const ModelConfig* c) { return c->block == BLOCK_OLMO2; }
-/* q_norm / k_norm exist: OLMo-2 over the whole H*hd (KVH*hd) vector, Qwen3 over each head's hd */
-static inline bool cfg_qk_norm(const ModelConfig* c) { return c->block == BLOCK_OLMO2 || c->block == BLOCK_QWEN3; }
-/* the rows per token QK-norm runs over: 1 (OLMo-2) or the heads (Qwen3); q's are H of them, k's KVH */
+static inline bool cfg_gemma3(const ModelConfig* c) { return c->block == BLOCK_GEMMA3; }
+/* the outputs of attention (o) and of the MLP (d) are normalised before the residual add: OLMo-2, Gemma-3 */
+static inline bool cfg_post_norms(const ModelConfig* c) { return c->block == BLOCK_OLMO2 || c->block == BLOCK_GEMMA3; }
+/* q_norm / k_norm exist: OLMo-2 over the whole H*hd (KVH*hd) vector, Qwen3 and Gemma-3 over each head's hd */
+static inline bool cfg_qk_norm(const ModelConfig* c) {
+    return c->block == BLOCK_OLMO2 || c->block == BLOCK_QWEN3 || c->block == BLOCK_GEMMA3;
+}
+/* the rows per token QK-norm runs over: 1 (OLMo-2) or the heads (Qwen3, Gemma-3); q's are H of them, k's KVH */
 static inline size_t cfg_qk_norm_heads(const ModelConfig* c, size_t heads) {
-    return c->block == BLOCK_QWEN3 ? heads : 1;
+    return c->block == BLOCK_QWEN3 || c->block == BLOCK_GEMMA3 ? heads : 1;
 }
-/* q_proj, k_proj, v_proj carry biases (Qwen2; Qwen3 with attention_bias); o_proj too (Qwen3 with it) */
-static inline bool cfg_qkv_bias(const ModelConfig* c) {
-    return c->block == BLOCK_QWEN2 || (c->block == BLOCK_QWEN3 && c->attn_bias);
+/* every RMSNorm of the model multiplies by (w + this): 1 for Gemma-3's x r (1 + w), else 0 */
+static inline double cfg_norm_offset(const ModelConfig* c) { return c->block == BLOCK_GEMMA3 ? 1.0 : 0.0; }
+/* the input embedding's multiplier: sqrt(D) for Gemma-3, else 1 */
+static inline double cfg_embed_scale(const ModelConfig* c) { return c->block == BLOCK_GEMMA3 ? sqrt((double)c->D) : 1.0; }
+/* the attention scores' scale: query_pre_attn_scalar^-1/2 when set, else hd^-1/2 */
+static inline double cfg_attn_scale(const ModelConfig* c) {
+    return 1.0 / sqrt(c->attn_scalar > 0 ? c->attn_scalar : (double)cfg_hd(c));
 }
-static inline bool cfg_o_bias(const ModelConfig* c) { return c->block == BLOCK_QWEN3 && c->attn_bias; }
+/* layer l attends within a sliding window of c->sliding_window keys */
+static inline bool cfg_sliding(const ModelConfig* c, size_t l) { return c->sliding_window && c->sliding[l]; }
+/* q_proj, k_proj, v_proj carry biases (Qwen2; Qwen3, Gemma-3 with attention_bias); o_proj too (with it) */
+static inline bool cfg_qkv_bias(const ModelConfig* c) { return c->block == BLOCK_QWEN2 || c->attn_bias; }
+static inline bool cfg_o_bias(const ModelConfig* c) { return c->attn_bias; }
 
-/* config.json's model_type: "olmo2", "llama", "qwen2", "qwen3"; block_style_arch its architectures[0] */
+/* config.json's model_type: "olmo2", "llama", "qwen2", "qwen3", "gemma3_text"; block_style_arch its
+   architectures[0] */
 const char* block_style_name(BlockStyle b);
 const char* block_style_arch(BlockStyle b);
 /* "q_proj", ..., "down_proj"; lora_target_parse returns false for an unknown name */
@@ -92,7 +113,8 @@ const char* pos_mode_name(PosMode p);
 /* returns false for an unknown name */
 bool pos_mode_parse(const char* s, PosMode* out);
 
-/* Fill c->pos from a plan: "rope", "repo" (rope below repo_start, repo from it),
+/* Fill c->pos from a plan: "rope", "repo" (rope below repo_start, repo from it; Gemma-3's sliding layers
+   stay rope),
    "nope", "r2n1" (rope, rope, nope repeated), "n2r1" (nope, nope, rope repeated).
    repo_start = (size_t)-1 means the default floor(L/3). Returns false for an unknown plan. */
 bool model_config_plan_positions(ModelConfig* c, const char* plan, size_t repo_start);

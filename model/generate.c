@@ -49,7 +49,7 @@ static void gen_layout(Generator* g, const ModelConfig* c, Cursor* cur) {
     a->lse = cursor_take(cur, NC * c->H);
     /* read by backward only, so one buffer serves every norm; Qwen3's q norm has H rows per token */
     real* rstd = cursor_take(cur, NC * cfg_qk_norm_heads(c, c->H));
-    a->h_rstd = a->q_rstd = a->k_rstd = a->attn_rstd = a->mlp_rstd = rstd;
+    a->h_rstd = a->q_rstd = a->k_rstd = a->attn_rstd = a->ff_rstd = a->mlp_rstd = rstd;
     a->gu = cursor_take(cur, NC * 2 * F);
     a->m = cursor_take(cur, NC * F);
     if (c->lora_rank) { /* x A^T is read by backward only: one buffer serves every projection */
@@ -60,6 +60,7 @@ static void gen_layout(Generator* g, const ModelConfig* c, Cursor* cur) {
         a->repo.gc = cursor_take(cur, NC * 2 * cfg_dp(c));
         a->repo.r = cursor_take(cur, NC * cfg_dp(c));
     }
+    g->win_start = c->sliding_window ? (int32_t*)cursor_take(cur, NC) : NULL; /* NC reals hold NC int32 */
     g->scores = cursor_take(cur, g->n_att_bufs * T);
     g->final_out = cursor_take(cur, D);
     g->final_rstd = cursor_take(cur, 1);
@@ -137,12 +138,13 @@ void gen_reset(Generator* g) { g->len = 0; }
 
 bool gen_stopping(const Generator* g) { return g->stop && *g->stop; }
 
-/* att (n,H*hd) for query rows at positions p0+i over cache rows 0..p0+i of layer l.
-   One task per (row, head); each thread keeps its scores in its own row of g->scores. */
+/* att (n,H*hd) for query rows at positions p0+i over cache rows 0..p0+i of layer l (a sliding layer: the last
+   sliding_window of them). One task per (row, head); each thread keeps its scores in its own row of g->scores. */
 static void cache_attention(Generator* g, size_t l, size_t n, size_t p0) {
     const ModelConfig* c = &g->m->cfg;
     size_t H = c->H, hd = cfg_hd(c), qd = H * hd, kvd = c->KVH * hd, group = H / c->KVH, T = g->max_T;
-    real scale = (real)(1.0 / sqrt((double)hd));
+    size_t window = cfg_sliding(c, l) ? c->sliding_window : 0;
+    real scale = (real)cfg_attn_scale(c);
     const real* kc = g->k[l];
     const real* vc = g->v[l];
     size_t team = threads_max() < g->n_att_bufs ? threads_max() : g->n_att_bufs; /* one score row each */
@@ -152,10 +154,11 @@ static void cache_attention(Generator* g, size_t l, size_t n, size_t p0) {
         for (size_t h = 0; h < H; h++) {
             if (gen_stopping(g)) continue; /* a row of a long context takes milliseconds: stop within one */
             size_t t = p0 + i, kvo = (h / group) * hd;
+            size_t j0 = window && t + 1 > window ? t + 1 - window : 0; /* the first key it sees */
             real* s = g->scores + threads_id() * T;
             const real* q = g->a.q + i * qd + h * hd;
             real mx = -INFINITY;
-            for (size_t j = 0; j <= t; j++) { /* s_j = q·k_j / sqrt(hd), causal: j <= t */
+            for (size_t j = j0; j <= t; j++) { /* s_j = scale q·k_j, causal: j0 <= j <= t */
                 const real* kj = kc + j * kvd + kvo;
                 real dot = 0;
 #pragma omp simd reduction(+ : dot)
@@ -165,13 +168,13 @@ static void cache_attention(Generator* g, size_t l, size_t n, size_t p0) {
             }
             real sum = 0;
 #pragma omp simd reduction(+ : sum)
-            for (size_t j = 0; j <= t; j++) {
+            for (size_t j = j0; j <= t; j++) {
                 s[j] = exp_nonpos_r(s[j] - mx);
                 sum += s[j];
             }
             real* out = g->a.att + i * qd + h * hd; /* out = Σ_j softmax_j v_j */
             for (size_t e = 0; e < hd; e++) out[e] = 0;
-            for (size_t j = 0; j <= t; j++) {
+            for (size_t j = j0; j <= t; j++) {
                 const real* vj = vc + j * kvd + kvo;
                 real p = s[j];
 #pragma omp simd
@@ -193,10 +196,16 @@ static void layer_forward(Generator* g, size_t l, size_t n, size_t p0) {
     a->k = g->k[l] + p0 * kvd; /* this chunk's cache rows */
     a->v = g->v[l] + p0 * kvd;
     a->z = g->z[l] ? g->z[l] + p0 * KVH : NULL;
-    BlockCtx ctx = {.cfg = c, .B = 1, .T = n, .rope = &m->rope, .pos_seq = g->pos}; /* no dropout */
-    block_qkv_forward(a, g->x, w, l, &ctx);
-    if (p0 == 0) attention_forward(a->att, a->lse, a->q, g->k[l], g->v[l], NULL, 1, n, c->H, KVH, cfg_hd(c));
-    else cache_attention(g, l, n, p0);
+    BlockCtx ctx = {.cfg = c, .B = 1, .T = n, .rope = &m->rope, .rope_local = &m->rope_local, .pos_seq = g->pos};
+    block_qkv_forward(a, g->x, w, l, &ctx); /* (no dropout) */
+    if (p0 == 0) { /* a first chunk: the training kernel, over a sliding layer's window */
+        DocSpans win = {g->win_start};
+        if (cfg_sliding(c, l)) window_starts(g->win_start, NULL, 1, n, c->sliding_window);
+        attention_forward(a->att, a->lse, a->q, g->k[l], g->v[l], cfg_sliding(c, l) ? &win : NULL, 1, n, c->H, KVH,
+                          cfg_hd(c), (real)cfg_attn_scale(c));
+    } else {
+        cache_attention(g, l, n, p0);
+    }
     block_out_forward(g->x, a, g->x, w, &ctx);
 }
 
@@ -229,7 +238,7 @@ const real* gen_forward(Generator* g, const int32_t* tokens, size_t n) {
         threads_init(1);
     }
     Bf16Products* prev = model_products_begin((Model*)m); /* compute_bf16: the mirror may be rewritten */
-    embedding_forward(g->x, tokens, m->w.embed, n, c->D);
+    embedding_forward(g->x, tokens, m->w.embed, (real)cfg_embed_scale(c), n, c->D);
     for (size_t i = 0; i < n; i++) /* rope layers rotate by t */
         for (size_t gr = 0; gr < c->KVH; gr++) g->pos[i * c->KVH + gr] = (real)(g->len + i);
     for (size_t l = 0; l < c->L && !gen_stopping(g); l++) layer_forward(g, l, n, g->len);

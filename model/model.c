@@ -35,12 +35,20 @@ static void acts_layout(Model* m, Cursor* cur) {
     m->lse = cursor_take(cur, N);
     m->losses = cursor_take(cur, N);
     m->pos_seq = cursor_take(cur, N * c->KVH);
-    bool any_rope = false;
-    for (size_t l = 0; l < c->L; l++) any_rope |= c->pos[l] == POS_ROPE;
+    bool any_rope = false, local_rope = false; /* a rope layer of each table */
+    for (size_t l = 0; l < c->L; l++) {
+        bool rope = c->pos[l] == POS_ROPE;
+        any_rope |= rope && !cfg_sliding(c, l);
+        local_rope |= rope && cfg_sliding(c, l);
+    }
+    size_t n_angles = m->T * (cfg_hd(c) / 2) * (sizeof(double) / sizeof(real));
     if (any_rope) { /* the angles of positions 0 .. T-1 (rope_cache_fill), in double */
-        size_t n = m->T * (cfg_hd(c) / 2) * (sizeof(double) / sizeof(real));
-        m->rope_cos = (double*)cursor_take(cur, n);
-        m->rope_sin = (double*)cursor_take(cur, n);
+        m->rope_cos = (double*)cursor_take(cur, n_angles);
+        m->rope_sin = (double*)cursor_take(cur, n_angles);
+    }
+    if (local_rope) {
+        m->local_cos = (double*)cursor_take(cur, n_angles);
+        m->local_sin = (double*)cursor_take(cur, n_angles);
     }
     if (c->lora_rank && c->lora_dropout > 0) { /* the widest projection input: D, H*hd (o_proj) or F */
         size_t widest = c->D > c->F ? c->D : c->F, qd = c->H * cfg_hd(c);
@@ -162,14 +170,16 @@ void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, cons
 
     m->doc_start = mallocCheck(N * sizeof(int32_t));
     m->spans = (DocSpans){m->doc_start};
+    if (c->sliding_window) { /* one document per row until a batch brings doc_ids */
+        m->win_start = mallocCheck(N * sizeof(int32_t));
+        m->win_spans = (DocSpans){m->win_start};
+        window_starts(m->win_start, NULL, B, T, c->sliding_window);
+    }
     for (size_t n = 0; n < N; n++)
         for (size_t g = 0; g < c->KVH; g++) m->pos_seq[n * c->KVH + g] = (real)(n % T);
-    rope_table_init(&m->rope, cfg_hd(c), c->rope_theta, c->yarn_factor, c->yarn_orig_max, c->yarn_beta_fast,
-                    c->yarn_beta_slow, c->yarn_attention_factor);
-    if (c->llama3)
-        rope_table_llama3(&m->rope, c->llama3_factor, c->llama3_low_freq_factor, c->llama3_high_freq_factor,
-                          c->llama3_orig_max);
+    model_rope_tables(&m->rope, &m->rope_local, c);
     if (m->rope_cos) rope_cache_fill(&m->rope, m->rope_cos, m->rope_sin, T);
+    if (m->local_cos) rope_cache_fill(&m->rope_local, m->local_cos, m->local_sin, T);
     if (verbose) {
         model_config_print(c, stdout);
         double mb = 1.0 / 1048576.0 * sizeof(real);
@@ -187,6 +197,17 @@ void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, cons
     }
 }
 
+void model_rope_tables(RopeTable* global, RopeTable* local, const ModelConfig* c) {
+    rope_table_init(global, cfg_hd(c), c->rope_theta, c->yarn_factor, c->yarn_orig_max, c->yarn_beta_fast,
+                    c->yarn_beta_slow, c->yarn_attention_factor);
+    if (c->llama3)
+        rope_table_llama3(global, c->llama3_factor, c->llama3_low_freq_factor, c->llama3_high_freq_factor,
+                          c->llama3_orig_max);
+    if (c->rope_linear_factor > 1) /* transformers' "linear": every frequency divided by the factor */
+        for (size_t i = 0; i < cfg_hd(c) / 2; i++) global->inv_freq[i] /= c->rope_linear_factor;
+    rope_table_init(local, cfg_hd(c), c->sliding_window ? c->rope_local_theta : c->rope_theta, 1, 1, 32, 1, 0);
+}
+
 void model_free(Model* m) {
     free(m->params);
     free(m->base_bf16);
@@ -197,6 +218,7 @@ void model_free(Model* m) {
     free(m->acts);
     free(m->scratch);
     free(m->doc_start);
+    free(m->win_start);
     tensor_table_free(&m->tensors);
     memset(m, 0, sizeof(*m));
 }
@@ -215,8 +237,9 @@ void model_init_tensor(Model* m, size_t index, uint64_t seed, double std) {
     CHECK(!t->bf16, "%s: a BF16 base (model.base_dtype \"bf16\") is loaded from model.init_from, not initialised",
           t->name);
     real* p = m->params + t->offset;
-    if (t->is_norm) {
-        for (size_t i = 0; i < t->numel; i++) p[i] = 1;
+    if (t->is_norm) { /* the identity: w = 1, or Gemma-3's 1 + w with w = 0 */
+        real one = (real)(1 - cfg_norm_offset(&m->cfg));
+        for (size_t i = 0; i < t->numel; i++) p[i] = one;
         return;
     }
     if (t->is_bias) { /* transformers' _init_weights zeroes a Linear's bias */
@@ -274,18 +297,20 @@ static const LayerWeights* layer_weights(Model* m, size_t l) {
 }
 
 static BlockCtx block_ctx(const Model* m, const Batch* b) {
-    return (BlockCtx){&m->cfg,
-                      m->B,
-                      m->T,
-                      &m->rope,
-                      m->pos_seq,
-                      m->force_positions,
-                      m->masked ? &m->spans : NULL,
-                      0,
-                      b->lora_dropout_on ? m->cfg.lora_dropout : 0,
-                      b->lora_dropout_key,
-                      m->lora_xd,
-                      b->repo_pdrop};
+    return (BlockCtx){.cfg = &m->cfg,
+                      .B = m->B,
+                      .T = m->T,
+                      .rope = &m->rope,
+                      .rope_local = &m->rope_local,
+                      .pos_seq = m->pos_seq,
+                      .force_pos = m->force_positions,
+                      .docs = m->masked ? &m->spans : NULL,
+                      .docs_local = m->win_start ? &m->win_spans : NULL,
+                      .layer = 0,
+                      .lora_p = b->lora_dropout_on ? m->cfg.lora_dropout : 0,
+                      .lora_key = b->lora_dropout_key,
+                      .lora_xd = m->lora_xd,
+                      .repo_p = b->repo_pdrop};
 }
 
 /* Document masking for this forward: spans from doc_ids and rope positions t - start_t; back to one
@@ -296,6 +321,7 @@ static void set_documents(Model* m, const int32_t* doc_ids) {
     if (!doc_ids && !m->masked) return;
     m->masked = doc_ids != NULL;
     if (m->masked) doc_starts_from_ids(m->doc_start, doc_ids, m->B, m->T);
+    if (m->win_start) window_starts(m->win_start, m->masked ? m->doc_start : NULL, m->B, m->T, m->cfg.sliding_window);
     for (size_t n = 0; n < N; n++) {
         size_t t = n % m->T;
         real p = (real)(m->masked ? t - (size_t)m->doc_start[n] : t);
@@ -305,7 +331,7 @@ static void set_documents(Model* m, const int32_t* doc_ids) {
 
 void model_head_forward(real* logits, real* normed, real* rstd, const real* x, const Model* m, size_t n) {
     const ModelConfig* c = &m->cfg;
-    rmsnorm_forward(normed, rstd, x, m->w.final_norm, n, c->D, c->norm_eps);
+    rmsnorm_forward(normed, rstd, x, m->w.final_norm, (real)cfg_norm_offset(c), n, c->D, c->norm_eps);
     linear_forward(logits, normed, m->w.lm_head, n, c->D, c->V);
 }
 
@@ -327,7 +353,7 @@ static double forward(Model* m, const Batch* b, bool train) {
     set_documents(m, b->doc_ids);
     BlockCtx ctx = block_ctx(m, b);
 
-    embedding_forward(m->res[0], tokens, m->w.embed, N, D);
+    embedding_forward(m->res[0], tokens, m->w.embed, (real)cfg_embed_scale(c), N, D);
     for (size_t l = 0; l < c->L; l++) block_forward(m->res[l + 1], &m->la[l], m->res[l], layer_weights(m, l), l, &ctx);
 
     m->has_loss = targets != NULL;
@@ -400,8 +426,8 @@ void model_backward(Model* m, const Batch* b, double dloss) {
             linear_backward(dfinal + r0 * D, m->dw.lm_head, m->logits, normed, m->w.lm_head, n, D, V, false);
         }
     }
-    rmsnorm_backward(dx, m->dw.final_norm, dfinal, m->res[c->L], m->w.final_norm, m->final_rstd, m->bs.norm_work, N, D,
-                     false);
+    rmsnorm_backward(dx, m->dw.final_norm, dfinal, m->res[c->L], m->w.final_norm, (real)cfg_norm_offset(c),
+                     m->final_rstd, m->bs.norm_work, N, D, false);
     for (size_t l = c->L; l-- > 0;) {
         /* recompute: layer l's activations again (the last layer's are still there), its output into a
            scratch buffer that block_backward overwrites */
@@ -409,7 +435,7 @@ void model_backward(Model* m, const Batch* b, double dloss) {
         if (m->opts.recompute && l + 1 < c->L) block_forward(m->bs.dd, &m->la[l], m->res[l], w, l, &ctx);
         block_backward(dx, &m->dw.layer[l], &m->la[l], m->res[l], w, l, &m->bs, &ctx);
     }
-    if (m->dw.embed) embedding_backward_pad(m->dw.embed, dx, b->tokens, N, D, c->pad_id);
+    if (m->dw.embed) embedding_backward_pad(m->dw.embed, dx, b->tokens, (real)cfg_embed_scale(c), N, D, c->pad_id);
     m->has_loss = false; /* the logits buffer now holds dlogits (or G) */
     m->logits_hold_grad = false;
     products_use(prev);

@@ -70,6 +70,7 @@ typedef struct {
     real *logits, *lse, *losses;  /* (head_rows,V) (N) (N); backward turns logits into dlogits */
     real* pos_seq;                /* (N,KVH) integer positions t */
     double *rope_cos, *rope_sin;  /* (T,hd/2) the angles of positions 0 .. T-1 when a layer is rope, else NULL */
+    double *local_cos, *local_sin; /* the same for rope_local, when a sliding layer is rope */
 
     real* scratch; /* backward work space */
     size_t n_scratch;
@@ -78,6 +79,7 @@ typedef struct {
     real* dfinal; /* (N,D) the final norm's output gradient */
 
     RopeTable rope;
+    RopeTable rope_local; /* Gemma-3's sliding layers: base rope_local_base_freq, no scaling */
     double z_loss;               /* coefficient of OLMo-2's z-loss (0 = off) */
     const real* force_positions; /* (N,KVH) test hook: RePo layers rotate by these instead of z */
 
@@ -86,6 +88,8 @@ typedef struct {
     real* lora_xd;      /* (N, max(D, H*hd, F)) the dropout's work space, when cfg.lora_dropout > 0 */
     int32_t* doc_start; /* (N) the document starts of the last forward's doc_ids (attention.h) */
     DocSpans spans;     /* a view of it, passed to the blocks while masked */
+    int32_t* win_start; /* (N) the sliding layers' starts (window_starts over the documents'), or NULL */
+    DocSpans win_spans; /* a view of it */
     bool masked;        /* the last forward had doc_ids; pos_seq then holds t - start_t */
 
     bool has_loss;         /* forward ran with targets, so backward may run */
@@ -117,6 +121,9 @@ typedef struct {
 ModelArenaSizes model_arena_sizes(const ModelConfig* cfg, size_t B, size_t T, const char* const* frozen_patterns,
                                   size_t n_frozen, const ModelOpts* opts);
 void model_free(Model* m);
+/* The rotation tables of cfg: global (rope_theta with YaRN, llama3 or linear scaling) and local (Gemma-3's
+   sliding layers: rope_local_base_freq, unscaled; rope_theta's unscaled table without sliding layers) */
+void model_rope_tables(RopeTable* global, RopeTable* local, const ModelConfig* cfg);
 
 /* Fill every weight: matrices N(0, std²) truncated at ±3σ, norms 1; RePo
    weights N(0, 0.02²) truncated at ±3σ (docs/design.md, "RePo position module"),

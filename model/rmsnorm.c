@@ -4,9 +4,9 @@
 
 #include <math.h>
 
-/* out = w ⊙ x r, plus res when res is not NULL (out may be res) */
-static void norm_rows(real* out, real* rstd, const real* res, const real* inp, const real* weight, size_t N, size_t C,
-                      double eps) {
+/* out = (w + off) ⊙ x r, plus res when res is not NULL (out may be res) */
+static void norm_rows(real* out, real* rstd, const real* res, const real* inp, const real* weight, real off, size_t N,
+                      size_t C, double eps) {
 #pragma omp parallel for
     for (size_t n = 0; n < N; n++) {
         const real* x = inp + n * C;
@@ -16,25 +16,26 @@ static void norm_rows(real* out, real* rstd, const real* res, const real* inp, c
         real r = (real)(1.0 / sqrt(ss / (double)C + eps));
         real* y = out + n * C;
         if (res)
-            for (size_t c = 0; c < C; c++) y[c] = res[n * C + c] + weight[c] * (x[c] * r);
+            for (size_t c = 0; c < C; c++) y[c] = res[n * C + c] + (weight[c] + off) * (x[c] * r);
         else
-            for (size_t c = 0; c < C; c++) y[c] = weight[c] * (x[c] * r);
+            for (size_t c = 0; c < C; c++) y[c] = (weight[c] + off) * (x[c] * r);
         rstd[n] = r;
     }
 }
 
-void rmsnorm_forward(real* out, real* rstd, const real* inp, const real* weight, size_t N, size_t C, double eps) {
-    norm_rows(out, rstd, NULL, inp, weight, N, C, eps);
+void rmsnorm_forward(real* out, real* rstd, const real* inp, const real* weight, real off, size_t N, size_t C,
+                     double eps) {
+    norm_rows(out, rstd, NULL, inp, weight, off, N, C, eps);
 }
 
-void rmsnorm_residual_forward(real* out, real* rstd, const real* res, const real* inp, const real* weight, size_t N,
-                              size_t C, double eps) {
-    norm_rows(out, rstd, res, inp, weight, N, C, eps);
+void rmsnorm_residual_forward(real* out, real* rstd, const real* res, const real* inp, const real* weight, real off,
+                              size_t N, size_t C, double eps) {
+    norm_rows(out, rstd, res, inp, weight, off, N, C, eps);
 }
 
-void rmsnorm_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
+void rmsnorm_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight, real off,
                       const real* rstd, real* work, size_t N, size_t C, bool add) {
-    /* g = dy ⊙ w ;  dx (+)= r g - x r³ (g·x) / C ;  dw += Σ_n dy ⊙ x r, summed per chunk of rows into
+    /* g = dy ⊙ (w + off) ;  dx (+)= r g - x r³ (g·x) / C ;  dw += Σ_n dy ⊙ x r, summed per chunk of rows into
        work (one pass over dy and x), then over the chunks in order: the same bits for any thread count */
     size_t rows = (N + RMSNORM_CHUNKS - 1) / RMSNORM_CHUNKS;
 #pragma omp parallel for schedule(static)
@@ -49,13 +50,13 @@ void rmsnorm_backward(real* dinp, real* dweight, const real* dout, const real* i
             real r = rstd[n];
             double gx = 0.0;
 #pragma omp simd reduction(+ : gx)
-            for (size_t c = 0; c < C; c++) gx += (double)dy[c] * weight[c] * x[c];
+            for (size_t c = 0; c < C; c++) gx += (double)dy[c] * (weight[c] + off) * x[c];
             real proj = (real)(gx * r * r * r / (double)C);
             real* dx = dinp + n * C;
             if (add)
-                for (size_t c = 0; c < C; c++) dx[c] += r * (dy[c] * weight[c]) - x[c] * proj;
+                for (size_t c = 0; c < C; c++) dx[c] += r * (dy[c] * (weight[c] + off)) - x[c] * proj;
             else
-                for (size_t c = 0; c < C; c++) dx[c] = r * (dy[c] * weight[c]) - x[c] * proj;
+                for (size_t c = 0; c < C; c++) dx[c] = r * (dy[c] * (weight[c] + off)) - x[c] * proj;
             if (part)
                 for (size_t c = 0; c < C; c++) part[c] += dy[c] * x[c] * r;
         }

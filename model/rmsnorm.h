@@ -1,6 +1,6 @@
-/* RMSNorm with weight (docs/backward.md, "RMSNorm and QK-norm"): y = w ⊙ x r, r = (mean(x²) + eps)^(-1/2).
-   Used for the block norms, for OLMo-2's QK-norm over the whole H*hd vector,
-   and for the final norm. */
+/* RMSNorm with weight (docs/backward.md, "RMSNorm and QK-norm"): y = (w + off) ⊙ x r,
+   r = (mean(x²) + eps)^(-1/2); off is 0, or 1 for Gemma-3's x r (1 + w) (cfg_norm_offset).
+   Used for the block norms, for the QK-norms and for the final norm. */
 #ifndef REPOC_RMSNORM_H
 #define REPOC_RMSNORM_H
 
@@ -10,16 +10,17 @@
 #include "common/real.h"
 
 /* out (N,C)   rstd (N) saved for backward   inp (N,C)   weight (C) */
-void rmsnorm_forward(real* out, real* rstd, const real* inp, const real* weight, size_t N, size_t C, double eps);
+void rmsnorm_forward(real* out, real* rstd, const real* inp, const real* weight, real off, size_t N, size_t C,
+                     double eps);
 /* out (N,C) = res + rmsnorm(inp): OLMo-2's post-norm residual in one pass (out may be res); the backward of
    the norm part is rmsnorm_backward's, the residual passes its gradient through */
-void rmsnorm_residual_forward(real* out, real* rstd, const real* res, const real* inp, const real* weight, size_t N,
-                              size_t C, double eps);
+void rmsnorm_residual_forward(real* out, real* rstd, const real* res, const real* inp, const real* weight, real off,
+                              size_t N, size_t C, double eps);
 /* backward sums dweight over this many chunks of rows, then over the chunks */
 #define RMSNORM_CHUNKS 32
 /* dinp (N,C) = (or += when add)   dweight (C) += (skipped when NULL)   dout (N,C);
    inp, weight, rstd as forward saw/saved them;   work (RMSNORM_CHUNKS, C) overwritten when dweight */
-void rmsnorm_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
+void rmsnorm_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight, real off,
                       const real* rstd, real* work, size_t N, size_t C, bool add);
 
 #endif

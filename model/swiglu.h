@@ -1,4 +1,5 @@
-/* SwiGLU gate m = silu(g) ⊙ u and the residual add (docs/backward.md, "SwiGLU", "Residual"). */
+/* SwiGLU gate m = silu(g) ⊙ u, Gemma-3's GeGLU m = gelu_tanh(g) ⊙ u, and the residual add
+   (docs/backward.md, "SwiGLU", "GeGLU", "Residual"). */
 #ifndef REPOC_SWIGLU_H
 #define REPOC_SWIGLU_H
 
@@ -14,6 +15,11 @@ void swiglu_forward(real* out, const real* g, const real* u, size_t rows, size_t
    when dg = g and du = u (the MLP: its gradient overwrites gu, which nothing reads after this). */
 void swiglu_backward(real* dg, real* du, const real* dout, const real* g, const real* u, size_t rows, size_t cols,
                      size_t ld);
+
+/* The same with PyTorch's tanh GELU in place of silu (transformers' "gelu_pytorch_tanh"). */
+void geglu_forward(real* out, const real* g, const real* u, size_t rows, size_t cols, size_t ld);
+void geglu_backward(real* dg, real* du, const real* dout, const real* g, const real* u, size_t rows, size_t cols,
+                    size_t ld);
 
 /* out (n) = a + b; out may alias a. Its backward is the identity on both inputs: block_backward sums the
    branch's gradient into the residual stream's in place. */

@@ -10,7 +10,7 @@
 #include "common/safetensors.h" /* st_bf16_to_f32 */
 
 /* where a per-layer tensor kind exists */
-typedef enum { IN_ALL, IN_PRE_NORM, IN_OLMO2, IN_QK_NORM, IN_QKV_BIAS, IN_O_BIAS, IN_REPO } KindWhere;
+typedef enum { IN_ALL, IN_PRE_NORM, IN_POST_NORMS, IN_GEMMA3, IN_QK_NORM, IN_QKV_BIAS, IN_O_BIAS, IN_REPO } KindWhere;
 
 /* one row per per-layer tensor kind: its HF suffix and where it exists; a bias follows its weight */
 typedef struct {
@@ -35,7 +35,8 @@ static const LayerKindInfo LAYER_KINDS[] = {
     {TK_REPO_FINAL, "self_attn.final_map.weight", IN_REPO},
     {TK_IN_NORM, "input_layernorm.weight", IN_PRE_NORM},
     {TK_ATTN_NORM, "post_attention_layernorm.weight", IN_ALL},
-    {TK_MLP_NORM, "post_feedforward_layernorm.weight", IN_OLMO2},
+    {TK_FF_NORM, "pre_feedforward_layernorm.weight", IN_GEMMA3},
+    {TK_MLP_NORM, "post_feedforward_layernorm.weight", IN_POST_NORMS},
     {TK_GATE, "mlp.gate_proj.weight", IN_ALL},
     {TK_UP, "mlp.up_proj.weight", IN_ALL},
     {TK_DOWN, "mlp.down_proj.weight", IN_ALL},
@@ -44,7 +45,8 @@ static const LayerKindInfo LAYER_KINDS[] = {
 static bool kind_exists(KindWhere where, const ModelConfig* c, size_t l) {
     switch (where) {
     case IN_PRE_NORM: return !cfg_olmo2(c);
-    case IN_OLMO2: return cfg_olmo2(c);
+    case IN_POST_NORMS: return cfg_post_norms(c);
+    case IN_GEMMA3: return cfg_gemma3(c);
     case IN_QK_NORM: return cfg_qk_norm(c);
     case IN_QKV_BIAS: return cfg_qkv_bias(c);
     case IN_O_BIAS: return cfg_o_bias(c);
@@ -119,6 +121,7 @@ static size_t kind_shape(TensorKind k, LoraTarget lt, const ModelConfig* c, size
     case TK_FINAL_NORM:
     case TK_IN_NORM:
     case TK_ATTN_NORM:
+    case TK_FF_NORM:
     case TK_MLP_NORM: shape[0] = c->D; return 1;
     default: DIE("unknown tensor kind %d", (int)k);
     }
@@ -153,7 +156,7 @@ static void add_tensor(TensorTable* tt, size_t* cap, TensorKind kind, LoraTarget
     t->grad_offset = is_frozen ? NO_GRAD : tt->n_grads;
     if (!is_frozen) tt->n_grads += t->numel;
     t->is_norm = kind == TK_FINAL_NORM || kind == TK_Q_NORM || kind == TK_K_NORM || kind == TK_IN_NORM ||
-                 kind == TK_ATTN_NORM || kind == TK_MLP_NORM;
+                 kind == TK_ATTN_NORM || kind == TK_FF_NORM || kind == TK_MLP_NORM;
     t->is_bias = kind == TK_BQ || kind == TK_BK || kind == TK_BV || kind == TK_BO;
     t->is_embedding = kind == TK_EMBED; /* the input embedding only: an untied lm_head is a Linear weight */
 }
@@ -231,6 +234,7 @@ static real** layer_field(LayerWeights* lw, TensorKind k) {
     case TK_REPO_FINAL: return &lw->repo_final;
     case TK_IN_NORM: return &lw->in_norm;
     case TK_ATTN_NORM: return &lw->attn_norm;
+    case TK_FF_NORM: return &lw->ff_norm;
     case TK_MLP_NORM: return &lw->mlp_norm;
     case TK_GATE: return &lw->gate;
     case TK_UP: return &lw->up;

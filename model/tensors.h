@@ -32,7 +32,8 @@ typedef enum {
     TK_BQ,
     TK_BK,
     TK_BV,
-    TK_BO, /* attention biases (Qwen2: q, k, v; Qwen3 with attention_bias: q, k, v, o) */
+    TK_BO,      /* attention biases (Qwen2: q, k, v; Qwen3 with attention_bias: q, k, v, o) */
+    TK_FF_NORM, /* Gemma-3's pre_feedforward_layernorm */
     TK_LORA_A,
     TK_LORA_B, /* LoRA adapter of one projection */
     TK_COUNT
@@ -80,8 +81,9 @@ typedef struct {
     real *repo_gate, *repo_content; /* [D/8, D], RePo layers */
     real* repo_final;               /* [KVH, D/8] */
     real* in_norm;                  /* [D] Llama input_layernorm */
-    real* attn_norm;                /* [D] post_attention_layernorm */
-    real* mlp_norm;                 /* [D] OLMo-2 post_feedforward_layernorm */
+    real* attn_norm;                /* [D] post_attention_layernorm: on o (OLMo-2, Gemma-3), else the MLP's input */
+    real* ff_norm;                  /* [D] Gemma-3 pre_feedforward_layernorm: the MLP's input */
+    real* mlp_norm;                 /* [D] OLMo-2, Gemma-3 post_feedforward_layernorm */
     real *gate, *up, *down;         /* [F,D] [F,D] [D,F] */
     real* lora_a[LORA_N_TARGETS];   /* [r, in] of each adapted projection, by LoraTarget */
     real* lora_b[LORA_N_TARGETS];   /* [out, r] */

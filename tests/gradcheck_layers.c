@@ -1,5 +1,5 @@
 /* Gradient-check problems for the single ops (tests/gradcheck.h): embedding,
-   rmsnorm, linear, bias, lora, rope (with and without YaRN), repo, attention, swiglu, xent,
+   rmsnorm, linear, bias, lora, rope (with and without YaRN), repo, swiglu, geglu, xent (attention: gradcheck_attention.c),
    and two problems the checker must reject: the deliberately wrong RMSNorm
    backward and a pole inside the finite-difference stencil. */
 #include <math.h>
@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "common/check.h"
-#include "model/attention.h"
 #include "model/bias.h"
 #include "model/embedding.h"
 #include "model/linear.h"
@@ -19,19 +18,7 @@
 #include "model/xent.h"
 #include "tests/gradcheck.h"
 
-/* One op's buffers: up to 8 inputs (checked), one output, its projection, scratch. */
-typedef struct {
-    real* in[8];
-    real* out;
-    real* out2;
-    real* proj;
-    real* proj2;
-    real* work[4];
-    int32_t* ints;
-    size_t dims[8];
-    RopeTable rope;
-    double z_loss;
-} OpCtx;
+#include "tests/gradcheck_op.h"
 
 static void free_op(Problem* p) {
     OpCtx* c = p->ctx;
@@ -45,7 +32,7 @@ static void free_op(Problem* p) {
     free(c);
 }
 
-static OpCtx* new_problem(Problem* p, const char* name) {
+OpCtx* new_problem(Problem* p, const char* name) {
     memset(p, 0, sizeof(*p));
     snprintf(p->name, sizeof(p->name), "%s", name);
     OpCtx* c = callocCheck(1, sizeof(OpCtx));
@@ -54,21 +41,23 @@ static OpCtx* new_problem(Problem* p, const char* name) {
     return c;
 }
 
-static void zero_grads(Problem* p) {
+void zero_grads(Problem* p) {
     for (size_t t = 0; t < p->n_tensors; t++) memset(p->dx[t], 0, p->n[t] * sizeof(real));
 }
 
-/* ---- embedding: out (N,C) = table[tokens] ---- */
+/* ---- embedding: out (N,C) = table[tokens], or sqrt(C) table[tokens] (dims[2] = 1: Gemma-3's scale) ---- */
+static real emb_scale(const OpCtx* c) { return (real)(c->dims[2] ? sqrt((double)c->dims[1]) : 1.0); }
 static double emb_loss(Problem* p) {
     OpCtx* c = p->ctx;
     size_t N = c->dims[0], C = c->dims[1];
-    embedding_forward(c->out, c->ints, c->in[0], N, C);
+    embedding_forward(c->out, c->ints, c->in[0], emb_scale(c), N, C);
     return gc_project(c->out, c->proj, N * C);
 }
 static void emb_grad(Problem* p) {
     OpCtx* c = p->ctx;
     zero_grads(p);
-    embedding_backward(p->dx[0], c->proj, c->ints, c->dims[0], c->dims[1]);
+    if (c->dims[2]) embedding_backward_pad(p->dx[0], c->proj, c->ints, emb_scale(c), c->dims[0], c->dims[1], -1);
+    else embedding_backward(p->dx[0], c->proj, c->ints, c->dims[0], c->dims[1]);
 }
 static size_t build_embedding(Problem* out, size_t max, Rng* rng) {
     OpCtx* c = new_problem(out, "embedding (V=7, C=5, N=9, repeated tokens)");
@@ -83,21 +72,33 @@ static size_t build_embedding(Problem* out, size_t max, Rng* rng) {
     gc_add(out, "table", c->in[0], V * C);
     out->loss = emb_loss;
     out->grad = emb_grad;
-    return 1;
+    if (max < 2) return 1;
+    OpCtx* s = new_problem(&out[1], "embedding scaled by sqrt(C) (Gemma-3; V=7, C=5, N=9)");
+    *s = *c; /* the same table, tokens and projection, copied */
+    s->in[0] = gc_random(rng, V * C, -1, 1);
+    s->ints = mallocCheck(N * sizeof(int32_t));
+    memcpy(s->ints, c->ints, N * sizeof(int32_t));
+    s->out = gc_random(rng, N * C, 0, 0);
+    s->proj = gc_random(rng, N * C, -1, 1);
+    s->dims[2] = 1;
+    gc_add(&out[1], "table", s->in[0], V * C);
+    out[1].loss = emb_loss;
+    out[1].grad = emb_grad;
+    return 2;
 }
 
-/* ---- rmsnorm: out = w ⊙ x r ---- */
+/* ---- rmsnorm: out = (w + off) ⊙ x r, off = dims[2] (Gemma-3: 1) ---- */
 static double rms_loss(Problem* p) {
     OpCtx* c = p->ctx;
-    rmsnorm_forward(c->out, c->work[0], c->in[0], c->in[1], c->dims[0], c->dims[1], 1e-5);
+    rmsnorm_forward(c->out, c->work[0], c->in[0], c->in[1], (real)c->dims[2], c->dims[0], c->dims[1], 1e-5);
     return gc_project(c->out, c->proj, c->dims[0] * c->dims[1]);
 }
 static void rms_grad(Problem* p) {
     OpCtx* c = p->ctx;
     zero_grads(p);
     rms_loss(p);
-    rmsnorm_backward(p->dx[0], p->dx[1], c->proj, c->in[0], c->in[1], c->work[0], c->work[1], c->dims[0], c->dims[1],
-                     false);
+    rmsnorm_backward(p->dx[0], p->dx[1], c->proj, c->in[0], c->in[1], (real)c->dims[2], c->work[0], c->work[1],
+                     c->dims[0], c->dims[1], false);
 }
 static OpCtx* setup_rmsnorm(Problem* out, Rng* rng, const char* name, size_t N, size_t C) {
     OpCtx* c = new_problem(out, name);
@@ -120,7 +121,12 @@ static size_t build_rmsnorm(Problem* out, size_t max, Rng* rng) {
     if (max < 2) return 1;
     setup_rmsnorm(&out[1], rng, "rmsnorm (N=70, C=5: 32 row chunks, the last short or empty)", 70, 5);
     out[1].grad = rms_grad;
-    return 2;
+    if (max < 3) return 2;
+    OpCtx* g = setup_rmsnorm(&out[2], rng, "rmsnorm x r (1 + w), Gemma-3 (N=6, C=7, w around 0)", 6, 7);
+    for (size_t i = 0; i < 7; i++) g->in[1][i] -= 1; /* w in [-0.5, 0.5]: the scale 1 + w around 1 */
+    g->dims[2] = 1;
+    out[2].grad = rms_grad;
+    return 3;
 }
 
 /* The deliberately wrong backward: RMSNorm's input gradient without the
@@ -378,82 +384,13 @@ static size_t build_repo(Problem* out, size_t max, Rng* rng) {
     return 2;
 }
 
-/* ---- attention: causal GQA, optionally masked to documents (document starts (B,T) in c->ints) ---- */
-static DocSpans att_docs(const OpCtx* c) { return (DocSpans){c->ints}; }
-static double att_loss(Problem* p) {
-    OpCtx* c = p->ctx;
-    size_t B = c->dims[0], T = c->dims[1], H = c->dims[2], KVH = c->dims[3], hd = c->dims[4];
-    DocSpans d = att_docs(c);
-    attention_forward(c->out, c->work[0], c->in[0], c->in[1], c->in[2], c->ints ? &d : NULL, B, T, H, KVH, hd);
-    return gc_project(c->out, c->proj, B * T * H * hd);
-}
-static void att_grad(Problem* p) {
-    OpCtx* c = p->ctx;
-    size_t B = c->dims[0], T = c->dims[1], H = c->dims[2], KVH = c->dims[3], hd = c->dims[4];
-    DocSpans d = att_docs(c);
-    zero_grads(p);
-    att_loss(p);
-    attention_backward(p->dx[0], p->dx[1], p->dx[2], c->proj, c->out, c->work[0], c->in[0], c->in[1], c->in[2],
-                       c->ints ? &d : NULL, B, T, H, KVH, hd);
-}
-/* doc_lens: NULL (causal), or per row the document lengths, 0-terminated, summing to T */
-static void setup_attention(Problem* out, Rng* rng, const char* name, size_t B, size_t T, size_t H, size_t KVH,
-                            size_t hd, const size_t (*doc_lens)[8]) {
-    OpCtx* c = new_problem(out, name);
-    c->dims[0] = B;
-    c->dims[1] = T;
-    c->dims[2] = H;
-    c->dims[3] = KVH;
-    c->dims[4] = hd;
-    c->in[0] = gc_random(rng, B * T * H * hd, -1.5, 1.5);
-    c->in[1] = gc_random(rng, B * T * KVH * hd, -1.5, 1.5);
-    c->in[2] = gc_random(rng, B * T * KVH * hd, -1, 1);
-    c->out = gc_random(rng, B * T * H * hd, 0, 0);
-    c->work[0] = gc_random(rng, B * T * H, 0, 0);
-    c->proj = gc_random(rng, B * T * H * hd, -1, 1);
-    if (doc_lens) { /* ids 7, 7, 7, 2, 2, 9, ...: any values, a new run is a new document */
-        int32_t* ids = mallocCheck(B * T * sizeof(int32_t));
-        for (size_t b = 0, n = 0; b < B; b++) {
-            size_t t = 0;
-            for (size_t i = 0; doc_lens[b][i]; i++)
-                for (size_t j = 0; j < doc_lens[b][i]; j++, t++) ids[n++] = (int32_t)(i % 2 ? 2 : 7 + b + i);
-            CHECK(t == T, "attention gradcheck: documents of row %zu sum to %zu, not T = %zu", b, t, T);
-        }
-        c->ints = mallocCheck(B * T * sizeof(int32_t));
-        doc_starts_from_ids(c->ints, ids, B, T);
-        free(ids);
-    }
-    gc_add(out, "q", c->in[0], B * T * H * hd);
-    gc_add(out, "k", c->in[1], B * T * KVH * hd);
-    gc_add(out, "v", c->in[2], B * T * KVH * hd);
-    out->loss = att_loss;
-    out->grad = att_grad;
-}
-static size_t build_attention(Problem* out, size_t max, Rng* rng) {
-    setup_attention(&out[0], rng, "attention (B=2, T=5, H=4, KVH=2 grouped, hd=4)", 2, 5, 4, 2, 4, NULL);
-    setup_attention(&out[1], rng, "attention (B=1, T over one block, H=2, KVH=2)", 1, ATT_BLOCK_MAX + 6, 2, 2, 4, NULL);
-    static const size_t small[2][8] = {{2, 1, 2, 0}, {1, 3, 1, 0}};
-    setup_attention(&out[2], rng, "attention, 3 documents per row (T=5, GQA 4/2)", 2, 5, 4, 2, 4, small);
-    /* block edges at multiples of ATT_BLOCK_MAX (model/attention.h), which are edges for every block size:
-       a 4-token document across the first, one across the second, and the query block from the second starts
-       in a document that starts after the first, so it skips key block 0 whole. hd 2: the finite differences
-       cost T^3 (each of ~T inputs reruns a T^2 forward), and this T is 268 */
-    static const size_t packed[1][8] = {{3, ATT_BLOCK_MAX - 6, 4, ATT_BLOCK_MAX + 2, 9, 0}};
-    setup_attention(&out[3], rng, "attention, 5 documents across block edges (GQA 2/1, hd 2)", 1,
-                    2 * ATT_BLOCK_MAX + 12, 2, 1, 2, packed);
-    /* hd 20: the tile kernel's vector columns (2 vectors of 8 doubles with AVX-512, 5 of 4 with AVX2) and
-       its single-column tail, on partial query and key blocks */
-    setup_attention(&out[4], rng, "attention (B=1, T=70, H=1, hd=20)", 1, 70, 1, 1, 20, NULL);
-    return 5;
-}
-
 /* ---- swiglu: out = silu(g) ⊙ u, g and u in separate buffers or side by side in rows [g | u] (RePo's module);
    the MLP's backward writes [dg | du] over [g | u] (dims[3] = 1) ---- */
 static double swi_loss(Problem* p) {
     OpCtx* c = p->ctx;
     size_t rows = c->dims[0], cols = c->dims[1], ld = c->dims[2];
     const real* u = ld == cols ? c->in[1] : c->in[0] + cols;
-    swiglu_forward(c->out, c->in[0], u, rows, cols, ld);
+    (c->dims[4] ? geglu_forward : swiglu_forward)(c->out, c->in[0], u, rows, cols, ld);
     return gc_project(c->out, c->proj, rows * cols);
 }
 static void swi_grad(Problem* p) {
@@ -461,16 +398,17 @@ static void swi_grad(Problem* p) {
     size_t rows = c->dims[0], cols = c->dims[1], ld = c->dims[2];
     real* du = ld == cols ? p->dx[1] : p->dx[0] + cols;
     const real* u = ld == cols ? c->in[1] : c->in[0] + cols;
+    __typeof__(swiglu_backward)* backward = c->dims[4] ? geglu_backward : swiglu_backward;
     zero_grads(p);
     if (c->dims[3]) { /* in place: a copy of [g | u] in the gradient's buffer becomes [dg | du] */
         memcpy(p->dx[0], c->in[0], rows * ld * sizeof(real));
-        swiglu_backward(p->dx[0], du, c->proj, p->dx[0], du, rows, cols, ld);
+        backward(p->dx[0], du, c->proj, p->dx[0], du, rows, cols, ld);
         return;
     }
-    swiglu_backward(p->dx[0], du, c->proj, c->in[0], u, rows, cols, ld);
+    backward(p->dx[0], du, c->proj, c->in[0], u, rows, cols, ld);
 }
-static void setup_swiglu(Problem* out, Rng* rng, const char* name, size_t rows, size_t cols, bool side_by_side,
-                         bool in_place) {
+static OpCtx* setup_swiglu(Problem* out, Rng* rng, const char* name, size_t rows, size_t cols, bool side_by_side,
+                           bool in_place) {
     OpCtx* c = new_problem(out, name);
     size_t n = rows * cols;
     c->dims[0] = rows;
@@ -492,12 +430,19 @@ static void setup_swiglu(Problem* out, Rng* rng, const char* name, size_t rows, 
     c->proj = gc_random(rng, n, -1, 1);
     out->loss = swi_loss;
     out->grad = swi_grad;
+    return c;
 }
 static size_t build_swiglu(Problem* out, size_t max, Rng* rng) {
     setup_swiglu(&out[0], rng, "swiglu (n=12)", 3, 4, false, false);
     setup_swiglu(&out[1], rng, "swiglu (3 rows [g | u] of 2 x 5)", 3, 5, true, false);
     setup_swiglu(&out[2], rng, "swiglu (3 rows [g | u] of 2 x 5, backward in place)", 3, 5, true, true);
     return 3;
+}
+/* ---- geglu: out = gelu_tanh(g) ⊙ u (Gemma-3's MLP), the swiglu problems with dims[4] = 1 ---- */
+static size_t build_geglu(Problem* out, size_t max, Rng* rng) {
+    setup_swiglu(&out[0], rng, "geglu (n=12)", 3, 4, false, false)->dims[4] = 1;
+    setup_swiglu(&out[1], rng, "geglu (3 rows [g | u] of 2 x 5, backward in place)", 3, 5, true, true)->dims[4] = 1;
+    return 2;
 }
 
 /* ---- xent: L = weighted mean over valid rows of CE + z_loss lse² (weights NULL = plain mean) ---- */
@@ -562,11 +507,14 @@ static size_t build_pole(Problem* out, size_t max, Rng* rng) {
     return 1;
 }
 
+size_t build_attention(Problem* out, size_t max, Rng* rng);
 size_t build_block_olmo2(Problem* out, size_t max, Rng* rng);
 size_t build_block_llama(Problem* out, size_t max, Rng* rng);
 size_t build_block_qwen2(Problem* out, size_t max, Rng* rng);
 size_t build_block_qwen3(Problem* out, size_t max, Rng* rng);
 size_t build_qwen_model(Problem* out, size_t max, Rng* rng);
+size_t build_block_gemma3(Problem* out, size_t max, Rng* rng);
+size_t build_gemma3_model(Problem* out, size_t max, Rng* rng);
 size_t build_model(Problem* out, size_t max, Rng* rng);
 size_t build_lora_model(Problem* out, size_t max, Rng* rng);
 
@@ -592,5 +540,10 @@ const LayerEntry GC_LAYERS[] = {
     {"block-qwen3", "Qwen3 block: per-head QK-norm, head_dim != D/H, attention_bias; per position mode",
      build_block_qwen3, 1},
     {"qwen-model", "tiny Qwen2 and Qwen3 decoders (biases, per-head QK-norm, RePo, LoRA)", build_qwen_model, 1},
+    {"geglu", "gelu_tanh(gate) * up (Gemma-3)", build_geglu, 1},
+    {"block-gemma3", "Gemma-3 block: four norms x r (1 + w), GeGLU, sliding window; per layer kind", build_block_gemma3,
+     1},
+    {"gemma3-model", "tiny Gemma-3 decoders (scaled embedding, sliding and global layers, RePo, documents, LoRA)",
+     build_gemma3_model, 1},
 };
 const size_t GC_N_LAYERS = sizeof(GC_LAYERS) / sizeof(GC_LAYERS[0]);

@@ -67,7 +67,13 @@ static void collect_grads(Problem* p, Model* m, size_t first) {
 }
 
 static BlockCtx ctx_of(Model* m) {
-    return (BlockCtx){.cfg = &m->cfg, .B = m->B, .T = m->T, .rope = &m->rope, .pos_seq = m->pos_seq};
+    return (BlockCtx){.cfg = &m->cfg,
+                      .B = m->B,
+                      .T = m->T,
+                      .rope = &m->rope,
+                      .rope_local = &m->rope_local,
+                      .pos_seq = m->pos_seq,
+                      .docs_local = m->win_start ? &m->win_spans : NULL};
 }
 
 /* ---- one block: L = Σ block(x_in) ⊙ proj ---- */
@@ -90,6 +96,17 @@ static void block_grad(Problem* p) {
     collect_grads(p, &c->m, 1);
 }
 
+/* Gemma-3's own keys on a small model: layer 0 and 2 slide (window 3, their own RoPE base), 1 is global
+   with linear scaling; the attention scale is query_pre_attn_scalar 10's */
+static void gemma3_small(ModelConfig* cfg) {
+    cfg->sliding_window = 3;
+    cfg->sliding[0] = cfg->sliding[2] = true;
+    cfg->rope_local_theta = 100;
+    cfg->rope_linear_factor = 2;
+    cfg->attn_scalar = 10;
+    cfg->tie_embeddings = true;
+}
+
 /* one problem per layer of a 3-layer model (rope, repo, nope); head_dim 0 = D/H; attn_bias: Qwen3's */
 static size_t build_blocks(Problem* out, size_t max, Rng* rng, BlockStyle style, size_t head_dim, bool attn_bias) {
     ModelConfig cfg;
@@ -102,12 +119,14 @@ static size_t build_blocks(Problem* out, size_t max, Rng* rng, BlockStyle style,
     cfg.pos[0] = POS_ROPE;
     cfg.pos[1] = POS_REPO;
     cfg.pos[2] = POS_NOPE;
+    if (style == BLOCK_GEMMA3) gemma3_small(&cfg); /* sliding rope, global repo, sliding nope */
     size_t B = 2, T = 5, N = B * T;
     for (size_t l = 0; l < 3; l++) {
         Problem* p = &out[l];
         memset(p, 0, sizeof(*p));
-        snprintf(p->name, sizeof(p->name), "block-%s, %s layer (D=16 H=4 KVH=2 hd=%zu F=24 B=2 T=5)",
-                 block_style_name(style), pos_mode_name(cfg.pos[l]), cfg_hd(&cfg));
+        snprintf(p->name, sizeof(p->name), "block-%s, %s%s layer (D=16 H=4 KVH=2 hd=%zu F=24 B=2 T=5)",
+                 block_style_name(style), cfg_sliding(&cfg, l) ? "sliding " : "", pos_mode_name(cfg.pos[l]),
+                 cfg_hd(&cfg));
         ModelCtx* c = callocCheck(1, sizeof(ModelCtx));
         p->ctx = c;
         p->free_ctx = free_model_ctx;
@@ -137,6 +156,10 @@ size_t build_block_qwen2(Problem* out, size_t max, Rng* rng) {
 /* head_dim 6 with D 16 and 4 heads: q is 24 wide, o_proj [16, 24]; the q/k norms [6] serve every head */
 size_t build_block_qwen3(Problem* out, size_t max, Rng* rng) {
     return build_blocks(out, max, rng, BLOCK_QWEN3, 6, true);
+}
+/* Gemma-3: head_dim 6 as Qwen3's, and its own keys (gemma3_small) */
+size_t build_block_gemma3(Problem* out, size_t max, Rng* rng) {
+    return build_blocks(out, max, rng, BLOCK_GEMMA3, 6, false);
 }
 
 /* ---- the whole model: L = its loss ---- */
@@ -284,5 +307,32 @@ size_t build_qwen_model(Problem* out, size_t max, Rng* rng) {
     cfg.lora_alpha = 4.0;
     cfg.lora_targets = (1u << LORA_N_TARGETS) - 1;
     setup_model(&out[2], rng, &cfg, "qwen-model: Qwen3 LoRA rank 2 on all seven, rope/repo", 0, NULL, NULL);
+    return 3;
+}
+
+/* Gemma-3 decoders: the sqrt(D)-scaled tied embedding, sliding and global layers (each with its RoPE table),
+   RePo on the global layer, packed documents under the window, and LoRA on a frozen base. pad_token_id
+   stays unset for the reason build_qwen_model gives (the gemma3_sw fixture compares it with PyTorch). */
+size_t build_gemma3_model(Problem* out, size_t max, Rng* rng) {
+    ModelConfig cfg;
+    model_config_default(&cfg);
+    test_model_sizes(&cfg, 11, 16, 3, 4, 2, 24);
+    cfg.norm_eps = 1e-5;
+    cfg.block = BLOCK_GEMMA3;
+    cfg.head_dim = 6;
+    gemma3_small(&cfg);
+    cfg.pos[0] = POS_ROPE;
+    cfg.pos[1] = POS_REPO;
+    cfg.pos[2] = POS_ROPE;
+    setup_model(&out[0], rng, &cfg, "gemma3-model: sliding rope, global repo, sliding rope, window 3, z-loss", 1e-3,
+                NULL, NULL);
+    if (max <= 1) return 1;
+    static const int32_t docs[12] = {0, 0, 0, 0, 1, 1, 5, 6, 6, 6, 6, 6};
+    setup_model(&out[1], rng, &cfg, "gemma3-model: documents of 4, 2 and 1, 5 under the window", 0, docs, NULL);
+    if (max <= 2) return 2;
+    cfg.lora_rank = 2;
+    cfg.lora_alpha = 4.0;
+    cfg.lora_targets = (1u << LORA_N_TARGETS) - 1;
+    setup_model(&out[2], rng, &cfg, "gemma3-model: LoRA rank 2 on all seven projections", 0, NULL, NULL);
     return 3;
 }

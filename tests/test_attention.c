@@ -3,8 +3,9 @@
    different paths: head sizes that fill whole vector groups, leave a vector or single columns over, or
    are narrower than one vector (the 8-row blocks); T below, at and across the 64-row blocks; GQA; and
    document masks with boundaries inside and on block edges. The gradient checker covers the same code
-   in double at small sizes; this test covers the float build at the sizes training uses. The gradient
-   buffers start as NaN: backward writes each before it adds into it. */
+   in double at small sizes; this test covers the float build at the sizes training uses. Sliding windows
+   (Gemma-3) are starts of window_starts, with and without documents, and a scale other than 1/sqrt(hd)
+   (query_pre_attn_scalar). The gradient buffers start as NaN: backward writes each before it adds into it. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -22,8 +23,10 @@ static void to_float(float* y, const double* x, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] = (float)x[i];
 }
 
-/* doc_len > 0: documents of doc_len tokens (the last one shorter), shifted by b so rows differ */
-static void check_case(size_t B, size_t T, size_t H, size_t KVH, size_t hd, size_t doc_len, Rng* rng) {
+/* doc_len > 0: documents of doc_len tokens (the last one shorter), shifted by b so rows differ;
+   window > 0: a sliding window of that many keys; scalar > 0: scores scaled by scalar^-1/2, not hd^-1/2 */
+static void check_window(size_t B, size_t T, size_t H, size_t KVH, size_t hd, size_t doc_len, size_t window,
+                         double scalar, Rng* rng) {
     size_t N = B * T, nq = N * H * hd, nk = N * KVH * hd;
     float* f = mallocCheck((7 * nq + 5 * nk + 2 * N * H) * sizeof(float));
     float *q = f, *dout = q + nq, *out = dout + nq, *dq = out + nq, *out_ref = dq + nq, *dq_ref = out_ref + nq;
@@ -43,12 +46,19 @@ static void check_case(size_t B, size_t T, size_t H, size_t KVH, size_t hd, size
             for (size_t t = 0; t < T; t++) ids[b * T + t] = (int32_t)((t + 3 * b) / doc_len);
         doc_starts_from_ids(start, ids, B, T);
     }
+    if (window) { /* the window's starts, over the documents' when there are some */
+        int32_t* ws = mallocCheck(N * sizeof(int32_t));
+        window_starts(ws, start, B, T, window);
+        free(start);
+        start = ws;
+    }
+    double scale = 1 / sqrt(scalar > 0 ? scalar : (double)hd);
     DocSpans docs = {start};
-    attention_forward(out, lse, q, k, v, start ? &docs : NULL, B, T, H, KVH, hd);
+    attention_forward(out, lse, q, k, v, start ? &docs : NULL, B, T, H, KVH, hd, (real)scale);
     for (size_t i = 0; i < nq; i++) dq[i] = NAN; /* backward writes every gradient before it adds into it */
     for (size_t i = 0; i < nk; i++) dk[i] = dv[i] = NAN;
-    attention_backward(dq, dk, dv, dout, out, lse, q, k, v, start ? &docs : NULL, B, T, H, KVH, hd);
-    attention_reference(ro, rlse, rdq, rdk, rdv, q, k, v, dout, start, B, T, H, KVH, hd);
+    attention_backward(dq, dk, dv, dout, out, lse, q, k, v, start ? &docs : NULL, B, T, H, KVH, hd, (real)scale);
+    attention_reference(ro, rlse, rdq, rdk, rdv, q, k, v, dout, start, B, T, H, KVH, hd, (real)scale);
     to_float(out_ref, ro, nq);
     to_float(lse_ref, rlse, N * H);
     to_float(dq_ref, rdq, nq);
@@ -60,7 +70,8 @@ static void check_case(size_t B, size_t T, size_t H, size_t KVH, size_t hd, size
     const float* ref[5] = {out_ref, lse_ref, dq_ref, dk_ref, dv_ref};
     size_t n[5] = {nq, N * H, nq, nk, nk};
     for (int i = 0; i < 5; i++) {
-        snprintf(label, sizeof label, "B%zu T%zu H%zu/%zu hd%zu docs%zu: %s", B, T, H, KVH, hd, doc_len, names[i]);
+        snprintf(label, sizeof label, "B%zu T%zu H%zu/%zu hd%zu docs%zu window%zu scalar%g: %s", B, T, H, KVH, hd,
+                 doc_len, window, scalar, names[i]);
         /* float rounding over sums of T terms of size ~1: a few 1e-6 (also where the exact value is 0,
            as dq at T = 1, where dP - delta cancels) */
         expect_close(label, got[i], ref[i], n[i], 1e-5, 2e-5, "float kernel vs double reference");
@@ -69,6 +80,10 @@ static void check_case(size_t B, size_t T, size_t H, size_t KVH, size_t hd, size
     free(r);
     free(start);
     free(ids);
+}
+
+static void check_case(size_t B, size_t T, size_t H, size_t KVH, size_t hd, size_t doc_len, Rng* rng) {
+    check_window(B, T, H, KVH, hd, doc_len, 0, 0, rng);
 }
 
 int main(void) {
@@ -86,6 +101,13 @@ int main(void) {
     /* a query block past whole earlier key blocks: the one from 2 BM starts in a document that starts at
        BM + 22 */
     check_case(1, 2 * BM + 44, 2, 1, 32, BM + 22, &rng);
+    /* sliding windows: inside one block, a block wide (whole key blocks skipped), across documents, at
+       Gemma-3-270M's head size 256 with its scale, and one wider than the row (plain causal) */
+    check_window(2, BM + 3, 4, 2, 32, 0, 5, 0, &rng);
+    check_window(1, 3 * BM + 8, 2, 1, 32, 0, BM - 1, 0, &rng);
+    check_window(2, 3 * BM + 8, 4, 2, 16, 37, 50, 0, &rng);
+    check_window(1, 2 * BM + 5, 4, 1, 256, 0, BM + 7, 256, &rng);
+    check_window(2, 40, 4, 2, 16, 0, 64, 10, &rng);
     printf("test_attention: %d passed, %d failed\n", test_passes, test_failures);
     return test_failures ? 1 : 0;
 }

@@ -61,7 +61,7 @@ static void test_read(void) {
         {"Qwen3ForCausalLM", "\"head_dim\": 7", "head_dim 7 must be even"},
         {"LlamaForCausalLM", "\"attention_bias\": true", "attention_bias must be false"},
         {"Olmo2ForCausalLM", "\"head_dim\": 16", "not supported for OLMo-2"},
-        {"Gemma3ForCausalLM", "", "Qwen2ForCausalLM, Qwen3ForCausalLM)"},
+        {"Gemma2ForCausalLM", "", "Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM)"},
     };
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
         rc = parse_arch(refused[i].arch, refused[i].extra, &c, err, sizeof(err));
@@ -181,7 +181,7 @@ static void test_groups_and_init(void) {
 
     real table[3 * 2] = {0}, dout[4 * 2] = {1, 2, 3, 4, 5, 6, 7, 8};
     int32_t tokens[4] = {2, 1, 2, 0};
-    embedding_backward_pad(table, dout, tokens, 4, 2, 2);
+    embedding_backward_pad(table, dout, tokens, 1, 4, 2, 2);
     EXPECT(table[0] == 7 && table[1] == 8 && table[2] == 3 && table[3] == 4 && table[4] == 0 && table[5] == 0,
            "embedding_backward_pad: rows 0 and 1 get their gradients, the pad row 2 nothing");
 }
