@@ -6,7 +6,10 @@
    products (train.compute_dtype "bf16") within bounds derived from BF16's 2^-8. llama3_docs adds
    llama3 RoPE and packed rows with document masking (the fixture's doc_ids); qwen2_pad
    (q, k, v biases, tied) and qwen3_hd (per-head QK-norm, head_dim 12 != D/H, attention_bias)
-   add the Qwen blocks, each with a pad_token_id whose tokens are in the batch (padding_idx). */
+   add the Qwen blocks, each with a pad_token_id whose tokens are in the batch (padding_idx); gemma3_sw adds
+   the Gemma-3 text block (sqrt(D)-scaled embedding, (1 + w) RMSNorms around both sublayers, GELU-tanh,
+   query_pre_attn_scalar, sliding-window layers with their own RoPE base, linear rope_scaling on the full
+   layers, RePo on a full layer, tied, pad_token_id 0). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,8 +323,8 @@ static void check_round_trip(const char* dir, Fixture* fx) {
 int main(void) {
     threads_init(0);
     const char* fixtures[] = {"tests/fixtures/olmo2_mix", "tests/fixtures/llama_gqa", "tests/fixtures/llama3_docs",
-                              "tests/fixtures/qwen2_pad", "tests/fixtures/qwen3_hd"};
-    for (int k = 0; k < 5; k++) {
+                              "tests/fixtures/qwen2_pad", "tests/fixtures/qwen3_hd",  "tests/fixtures/gemma3_sw"};
+    for (int k = 0; k < 6; k++) {
         printf("%s\n", fixtures[k]);
         Fixture fx;
         fixture_open(&fx, fixtures[k]);

@@ -2,8 +2,9 @@
 """tools/reference.py - float64 PyTorch reference for repoc's model and AdamW step.
 
 The model itself is tools/reference_model.py (docs/design.md, docs/backward.md,
-docs/formats.md). This script checks it (the YaRN and llama3 tables, the
-rotation, finite differences, the tied head) and writes the committed fixtures
+docs/formats.md). This script checks it (the YaRN, llama3 and linear tables, the
+rotation, Gemma's RMSNorm, GELU-tanh and sliding-window mask, finite differences,
+the tied head) and writes the committed fixtures
 under tests/fixtures/ (see tests/fixtures/README.md). It needs only torch and
 numpy.
 
@@ -19,9 +20,9 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from reference_model import (  # noqa: E402
-    Cfg, adamw_manual, adamw_run, bf16_bits_rne, doc_ids, f32_storage_floor, forward,
-    exempt, init_params, loss_and_grads, make_batch, mlp, rel_l2, rope_tables, rotate, st_read, st_write,
-    wd_of,
+    Cfg, adamw_manual, adamw_run, bf16_bits_rne, doc_ids, f32_storage_floor, forward, gelu_tanh,
+    exempt, init_params, layer_rope_tables, loss_and_grads, make_batch, mlp, norm, rel_l2, rope_tables, rotate,
+    sliding, st_read, st_write, visible, wd_of,
 )
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -61,6 +62,76 @@ def check_llama3_table():
     return inv, a
 
 
+def check_linear_table():
+    """linear factor 2, hd 16, theta 1e6: inv_freq[i] = 1e6^(-i/8) / 2 (10^(-3i/4) / 2), m = 1."""
+    c = Cfg(D=32, H=4, KVH=2, head_dim=16, theta=1000000.0, yarn={"rope_type": "linear", "factor": 2.0})
+    inv, m = rope_tables(c)
+    expect = [0.5 * 10.0 ** (-0.75 * i) for i in range(8)]
+    assert inv.shape == (8,) and m == 1.0 and inv[0].item() == 0.5 and abs(inv[4].item() - 5e-4) < 1e-19
+    for x, y in zip(inv.tolist(), expect):
+        assert abs(x - y) <= 2e-16 * y, (inv, expect)
+    return inv
+
+
+def check_gemma_norm():
+    """Gemma's RMSNorm scales by 1 + w: w = 0 is the plain normalisation x / sqrt(mean(x^2) + eps), and
+    weight w there is weight 1 + w of the other blocks' RMSNorm."""
+    g = torch.Generator().manual_seed(11)
+    x = 3 * torch.randn(6, 16, generator=g, dtype=torch.float64)
+    w = 0.1 * torch.randn(16, generator=g, dtype=torch.float64)
+    gem, qwen = Cfg(D=16, H=1, KVH=1, arch="gemma3", eps=1e-6), Cfg(D=16, H=1, KVH=1, arch="qwen3", eps=1e-6)
+    plain = x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-6)
+    y0 = norm(gem, x, torch.zeros(16, dtype=torch.float64))
+    assert torch.allclose(y0, plain, rtol=1e-14, atol=0) and ((y0 * y0).mean(-1) - 1).abs().max() < 1e-6
+    assert torch.allclose(norm(gem, x, w), plain * (1 + w), rtol=1e-14, atol=0)
+    assert torch.equal(norm(gem, x, w), norm(qwen, x, 1 + w))
+
+
+def check_gelu_tanh():
+    """gelu_pytorch_tanh = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), not the erf GELU."""
+    x = torch.linspace(-6, 6, 241, dtype=torch.float64)
+    formula = 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    assert torch.allclose(gelu_tanh(x), formula, rtol=1e-14, atol=1e-15)
+    assert (gelu_tanh(x) - torch.nn.functional.gelu(x)).abs().max() > 1e-4
+
+
+def check_sliding_mask(T=16, W=5):
+    """Query i sees keys i - W < j <= i: min(i + 1, W) of them, the last W including itself; a window >= T is
+    the causal mask; and the mask is causal minus tril(diagonal = -W), the older transformers construction."""
+    v = visible(T, W)
+    for i in range(T):
+        assert torch.nonzero(v[i])[:, 0].tolist() == list(range(max(0, i - W + 1), i + 1)), (i, v[i])
+    assert v.sum().item() == sum(min(i + 1, W) for i in range(T))
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    assert torch.equal(visible(T), causal) and torch.equal(visible(T, T), causal)
+    assert torch.equal(visible(T, T + 7), causal) and not torch.equal(visible(T, T - 1), causal)
+    assert torch.equal(v, causal & ~torch.ones(T, T, dtype=torch.bool).tril(diagonal=-W))
+    assert torch.equal(visible(T, 1), torch.eye(T, dtype=torch.bool))
+
+
+def check_gemma(c, P, batch, z_loss, loss, hidden):
+    """The fixture's Gemma pieces matter: the embedding is scaled by sqrt(D); the pad token's lookup adds
+    nothing to its row (untied copy: exactly 0); the window hides keys (window T changes the loss), and so
+    do the scale (query_pre_attn_scalar = hd) and the norm offsets (all w = 0)."""
+    tokens = batch[0]
+    E = P["model.embed_tokens.weight"]
+    assert torch.equal(hidden[0], E[tokens.long()] * math.sqrt(c.D))
+    n_pad = int((tokens == c.pad).sum())
+    cu = Cfg(**{**c.__dict__, "tied": False})
+    gu = loss_and_grads(cu, {**P, "lm_head.weight": E.clone()}, batch, z_loss)[1]
+    assert n_pad >= 3 and torch.count_nonzero(gu["model.embed_tokens.weight"][c.pad]) == 0, n_pad
+    moved, P0 = {}, {k: (0 * v if k.endswith("norm.weight") else v) for k, v in P.items()}
+    for label, kw, Q in (("sliding_window T", {"sliding_window": c.T}, P),
+                         ("query_pre_attn_scalar hd", {"query_pre_attn_scalar": c.hd}, P),
+                         ("norm weights 0", {}, P0)):
+        other = forward(Cfg(**{**c.__dict__, **kw}), Q, *batch, z_loss)[0].item()
+        moved[label] = abs(other - loss.item())
+        assert moved[label] > 1e-3, (label, other, loss.item())
+    norms = torch.cat([v for k, v in P.items() if k.endswith("norm.weight")])
+    assert norms.abs().min() > 0 and 0.05 < norms.std().item() < 0.2
+    return n_pad, moved
+
+
 def check_rotation():
     """rotate() is multiplication of x[i] + i x[i+hd/2] by m e^{i p inv_freq[i]}, so a score between
     a rotated query and key depends on positions only through their difference (times m^2)."""
@@ -79,10 +150,12 @@ def check_rotation():
 
 def check_fd(c, P, batch, z_loss, grads):
     """Central differences in float64 on the largest and one random element of several tensors."""
+    gemma = ("pre_feedforward", "post_attention", "layers.2.self_attn.q_proj", "layers.3.mlp.up") \
+        if c.arch == "gemma3" else ()
     picks = [n for n in P if any(s in n for s in (
         "embed_tokens", "lm_head", "layers.0.self_attn.q_proj", "q_norm", "k_norm", "gate_map",
         "content_map", "final_map", "layers.1.self_attn.k_proj", "v_proj", "o_proj",
-        "input_layernorm", "post_feedforward", "layers.2.mlp.down", "model.norm", "bias"))]
+        "input_layernorm", "post_feedforward", "layers.2.mlp.down", "model.norm", "bias") + gemma)]
     h, worst = 1e-6, 0.0
     for name in picks:
         g = grads[name].reshape(-1)
@@ -120,12 +193,38 @@ def check_tied(c, P, batch, z_loss, grads):
 
 
 ARCHS = {"olmo2": "Olmo2ForCausalLM", "llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
-         "qwen3": "Qwen3ForCausalLM"}
+         "qwen3": "Qwen3ForCausalLM", "gemma3": "Gemma3ForCausalLM"}
+
+
+def pe_config(c):
+    repo_layers = [i for i, m in enumerate(c.positions) if m == "repo"]
+    ids = ",".join(str(i) for i in repo_layers)
+    return {"dynamic_pe_mode": "swigluex_multihead",
+            "dynamic_pe_start_layer": repo_layers[0], "dynmaic_pe_start_layer": repo_layers[0],
+            "dynamic_pe_layer_ids": ids, "dynmaic_pe_layer_ids": ids}
+
+
+def hf_config_gemma3(c, dtype):
+    """A Gemma3TextConfig config.json (transformers 4.5x keys: layer_types, rope_local_base_freq)."""
+    cfg = {
+        "architectures": [ARCHS[c.arch]],
+        "model_type": "gemma3_text", "vocab_size": c.V, "hidden_size": c.D,
+        "intermediate_size": c.F, "num_hidden_layers": c.L, "num_attention_heads": c.H,
+        "num_key_value_heads": c.KVH, "head_dim": c.hd, "query_pre_attn_scalar": c.query_pre_attn_scalar,
+        "sliding_window": c.sliding_window, "layer_types": list(c.layer_types), "rope_theta": c.theta,
+        "rope_local_base_freq": c.local_theta, "rope_scaling": c.yarn, "rms_norm_eps": c.eps,
+        "hidden_activation": "gelu_pytorch_tanh", "attn_logit_softcapping": None, "final_logit_softcapping": None,
+        "attention_bias": False, "tie_word_embeddings": c.tied, "pad_token_id": c.pad, "bos_token_id": 2,
+        "eos_token_id": 1, "max_position_embeddings": c.max_pos, "torch_dtype": dtype, "pe_config": pe_config(c),
+    }
+    if c.write_layer_positions:
+        cfg["repoc_layer_positions"] = list(c.positions)
+    return json.dumps(cfg, indent=2) + "\n"
 
 
 def hf_config(c, dtype):
-    repo_layers = [i for i, m in enumerate(c.positions) if m == "repo"]
-    ids = ",".join(str(i) for i in repo_layers)
+    if c.arch == "gemma3":
+        return hf_config_gemma3(c, dtype)
     cfg = {
         "architectures": [ARCHS[c.arch]],
         "model_type": c.arch, "vocab_size": c.V, "hidden_size": c.D,
@@ -134,9 +233,7 @@ def hf_config(c, dtype):
         "rope_scaling": c.yarn, "tie_word_embeddings": c.tied,
         "max_position_embeddings": c.max_pos, "hidden_act": "silu", "attention_bias": False,
         "torch_dtype": dtype,
-        "pe_config": {"dynamic_pe_mode": "swigluex_multihead",
-                      "dynamic_pe_start_layer": repo_layers[0], "dynmaic_pe_start_layer": repo_layers[0],
-                      "dynamic_pe_layer_ids": ids, "dynmaic_pe_layer_ids": ids},
+        "pe_config": pe_config(c),
     }
     if c.arch.startswith("qwen"):               # Qwen2Config / Qwen3Config keys
         del cfg["attention_bias"]
@@ -194,6 +291,8 @@ def write_checked(path, tensors, metadata=None):
 
 
 def make_fixture(c, hp, seed):
+    for i, mode in enumerate(c.positions):                  # Gemma-3: RePo on full-attention layers only
+        assert not sliding(c, i) or mode == "rope", (c.name, i, mode)
     torch.manual_seed(seed)
     d = os.path.join(OUT, c.name)
     P, batch = init_params(c), make_batch(c)
@@ -205,6 +304,7 @@ def make_fixture(c, hp, seed):
         assert spread >= 4.0 and z.std().item() >= 1.0, (c.name, i, spread)
     n_fd, fd_err = check_fd(c, P, batch, hp["z_loss"], grads)
     tied = check_tied(c, P, batch, hp["z_loss"], grads) if c.tied else None
+    gemma = check_gemma(c, P, batch, hp["z_loss"], loss, hidden) if c.arch == "gemma3" else None
 
     losses, upd, st = adamw_analysis(c, P, batch, hp, seed)
     assert abs(losses[0] - loss.item()) < 1e-13
@@ -254,6 +354,12 @@ def make_fixture(c, hp, seed):
                  "adamw": "torch.optim.AdamW: w -= lr*wd*w; m,v EMA; "
                           "w -= (lr/(1-b1^t)) * m / (sqrt(v)/sqrt(1-b2^t) + eps); t = 1,2,3",
                  "decay_exempt": ",".join(k for k in P if exempt(k))})
+    if c.arch == "gemma3":                                  # inv_freq above is the full layers' table
+        meta.update({"layer_types": ",".join(c.layer_types), "sliding_window": c.sliding_window,
+                     "inv_freq_sliding": ",".join(repr(x) for x in layer_rope_tables(c)[
+                         c.layer_types.index("sliding_attention")][0].tolist()),
+                     "query_pre_attn_scalar": c.query_pre_attn_scalar, "embed_scale": repr(math.sqrt(c.D)),
+                     "pad_token_id": c.pad})
     write_checked(os.path.join(d, "reference.safetensors"), ref, meta)
 
     files = sorted(os.path.join(r, f) for r, _, fs in os.walk(d) for f in fs)
@@ -268,6 +374,9 @@ def make_fixture(c, hp, seed):
     print("  finite differences: %d tensors, max abs err %.2e" % (n_fd, fd_err))
     if tied:
         print("  tied embedding grad norms: embedding use %.3e, head use %.3e" % tied)
+    if gemma:
+        print("  pad token %d appears %d times; loss moves with %s" % (c.pad, gemma[0], ", ".join(
+            "%s by %.3e" % kv for kv in gemma[1].items())))
     for key, label in (("upd_rel", "update/weight (rel L2), min"), ("gshare", "gradient share of update, min")):
         v = st[key]
         print("  %s %.3e (%s), max %.3e" % (label, min(v.values()), min(v, key=v.get), max(v.values())))
@@ -316,8 +425,18 @@ def fixtures():
                 write_layer_positions=False, B=2, T=16, n_ignore=3, pad=7, n_pad=4,
                 embed_std=0.8, head_std=0.2, gain=0.5, norm_noise=0.1, repo_in_std=0.4, repo_out_std=0.4,
                 bias_std=0.1)
+    # Gemma-3 text: scaled embedding, (1 + w) sandwich norms, GELU-tanh, per-head QK-norm, head_dim 16 and
+    # query_pre_attn_scalar 10 (neither D/H nor hd), sliding window 5 < T on layers 0 and 2 (rope base 1e4),
+    # full layers 1 and 3 (rope base 1e6, linear factor 2), layer 3 RePo; tied; pad_token_id 0 appears 5 times
+    gemma = Cfg(name="gemma3_sw", arch="gemma3", V=48, D=32, L=4, H=4, KVH=2, head_dim=16, F=48, eps=1e-6,
+                query_pre_attn_scalar=10, sliding_window=5,
+                layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+                theta=1000000.0, local_theta=10000.0, yarn={"rope_type": "linear", "factor": 2.0}, tied=True,
+                max_pos=64, positions=["rope", "rope", "rope", "repo"], write_layer_positions=False, B=2, T=16,
+                n_ignore=3, pad=0, n_pad=5, embed_std=0.3, head_std=None, gain=0.8, norm_noise=0.1,
+                repo_in_std=0.4, repo_out_std=0.4)
     return [(olmo, hp_olmo, 1234), (llama, hp_llama, 5678), (doc, hp_llama, 4321), (qwen2, hp_llama, 12),
-            (qwen3, hp_olmo, 1357)]
+            (qwen3, hp_olmo, 1357), (gemma, hp_olmo, 2718)]
 
 
 def main():
@@ -327,9 +446,14 @@ def main():
     inv, a = check_llama3_table()
     print("llama3 table (factor 4, low 1, high 4, L0 256, hd 8, theta 5e5): inv_freq %s, blend a %.16f"
           % (inv.tolist(), a))
+    print("linear table (factor 2, hd 16, theta 1e6): inv_freq %s" % check_linear_table().tolist())
+    check_gemma_norm()
+    check_gelu_tanh()
+    check_sliding_mask()
+    print("Gemma RMSNorm (1 + w), GELU-tanh and the sliding-window mask (T 16, window 5) checked")
     total = sum(make_fixture(c, hp, seed) for c, hp, seed in fixtures())
     print("total fixture bytes: %d" % total)
-    assert total < 2 * 1024 * 1024
+    assert total < 3 * 1024 * 1024
 
 
 if __name__ == "__main__":

@@ -2,9 +2,11 @@
 """tools/reference_model.py - the float64 PyTorch model and AdamW step behind tools/reference.py.
 
 An independent implementation of the model of docs/design.md (block, positions),
-docs/backward.md and docs/formats.md: OLMo-2, Llama, Qwen2 (q, k, v biases) and Qwen3
-(per-head q/k RMSNorm, explicit head_dim, attention_bias) blocks, the embedding's
-padding_idx (pad_token_id, Qwen), RoPE / RePo / NoPE
+docs/backward.md and docs/formats.md: OLMo-2, Llama, Qwen2 (q, k, v biases), Qwen3
+(per-head q/k RMSNorm, explicit head_dim, attention_bias) and Gemma-3 text (scaled
+embedding, (1 + w) RMSNorms around both sublayers, sliding-window layers with their own
+RoPE base, query_pre_attn_scalar, GELU-tanh) blocks, the embedding's
+padding_idx (pad_token_id, Qwen, Gemma), RoPE / RePo / NoPE
 positions in the HF rotate_half layout, YaRN and llama3 rope_scaling, document
 masking of packed rows, tied head, cross-entropy with ignore index -1, optional
 z-loss, AdamW, and the small safetensors reader and writer the fixtures use.
@@ -102,6 +104,8 @@ def rope_tables(c):
     base = [c.theta ** (-2.0 * i / c.hd) for i in range(half)]
     if c.yarn is None:
         return torch.tensor(base, dtype=torch.float64), 1.0
+    if c.yarn["rope_type"] == "linear":         # position interpolation: every frequency divided by the factor
+        return torch.tensor([f / float(c.yarn["factor"]) for f in base], dtype=torch.float64), 1.0
     if c.yarn["rope_type"] == "llama3":         # Llama-3.1: by wavelength 2 pi / f against L0/high and L0/low
         s, L0 = float(c.yarn["factor"]), float(c.yarn["original_max_position_embeddings"])
         lo, hi = float(c.yarn["low_freq_factor"]), float(c.yarn["high_freq_factor"])
@@ -134,6 +138,21 @@ def rope_tables(c):
     return torch.tensor(inv, dtype=torch.float64), m
 
 
+def sliding(c, i):
+    """Gemma-3: layer i attends within its sliding window (layer_types[i] == "sliding_attention")."""
+    return c.arch == "gemma3" and c.layer_types[i] == "sliding_attention"
+
+
+def layer_rope_tables(c):
+    """(inv_freq, m) of each layer. Gemma-3's sliding layers rotate with rope_local_base_freq and no
+    rope_scaling; its full layers, and every layer of the other blocks, with rope_theta and rope_scaling."""
+    full = rope_tables(c)
+    if c.arch != "gemma3":
+        return [full] * c.L
+    local = rope_tables(Cfg(**{**c.__dict__, "theta": c.local_theta, "yarn": None}))
+    return [local if sliding(c, i) else full for i in range(c.L)]
+
+
 def biases(c):
     """(q, k, v, o) carry biases: Qwen2 q, k, v always; Qwen3 all four with attention_bias."""
     qkv = c.arch == "qwen2" or (c.arch == "qwen3" and getattr(c, "attn_bias", False))
@@ -154,7 +173,7 @@ def param_shapes(c):
         if c.arch == "olmo2":
             S[p + "self_attn.q_norm.weight"] = (c.H * hd,)
             S[p + "self_attn.k_norm.weight"] = (c.KVH * hd,)
-        if c.arch == "qwen3":                     # one [hd] weight shared by every head
+        if c.arch in ("qwen3", "gemma3"):         # one [hd] weight shared by every head
             S[p + "self_attn.q_norm.weight"] = (hd,)
             S[p + "self_attn.k_norm.weight"] = (hd,)
         if c.positions[i] == "repo":
@@ -164,7 +183,9 @@ def param_shapes(c):
         if c.arch != "olmo2":
             S[p + "input_layernorm.weight"] = (D,)
         S[p + "post_attention_layernorm.weight"] = (D,)
-        if c.arch == "olmo2":
+        if c.arch == "gemma3":
+            S[p + "pre_feedforward_layernorm.weight"] = (D,)
+        if c.arch in ("olmo2", "gemma3"):
             S[p + "post_feedforward_layernorm.weight"] = (D,)
         S[p + "mlp.gate_proj.weight"] = (F, D)
         S[p + "mlp.up_proj.weight"] = (F, D)
@@ -179,8 +200,8 @@ def init_params(c):
     """Random weights, rounded to float32 (the checkpoint) and held as float64."""
     P = {}
     for name, shape in param_shapes(c).items():
-        if name.endswith("norm.weight"):
-            w = 1.0 + c.norm_noise * torch.randn(shape, dtype=torch.float64)
+        if name.endswith("norm.weight"):         # Gemma stores the offset: its norms scale by 1 + w
+            w = (0.0 if c.arch == "gemma3" else 1.0) + c.norm_noise * torch.randn(shape, dtype=torch.float64)
         elif name == "model.embed_tokens.weight":
             w = c.embed_std * torch.randn(shape, dtype=torch.float64)
         elif name == "lm_head.weight":
@@ -221,6 +242,19 @@ def rmsnorm(x, w, eps):
     return w * (x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps))
 
 
+def norm(c, x, w):
+    """The block's RMSNorm; Gemma's weight is an offset: x rsqrt(mean(x^2) + eps) (1 + w)."""
+    return rmsnorm(x, 1.0 + w if c.arch == "gemma3" else w, c.eps)
+
+
+def visible(T, window=None):
+    """[T,T] bool: key j is visible to query i iff j <= i and, with a sliding window, i - window < j
+    (the query sees the last `window` keys, itself included)."""
+    i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+    v = j <= i
+    return v if window is None else v & (i - j < window)
+
+
 def rotate(x, p, inv_freq, m):
     """x [B,T,n,hd], p [B,T,n] float64: pair i = (x[i], x[i+hd/2]), angle p*inv_freq[i]."""
     half = x.shape[-1] // 2
@@ -230,10 +264,15 @@ def rotate(x, p, inv_freq, m):
     return torch.cat([x1 * cs - x2 * sn, x2 * cs + x1 * sn], dim=-1)
 
 
-def mlp(h, P, p):
+def mlp(h, P, p, act=Fn.silu):
     g = h @ P[p + "mlp.gate_proj.weight"].T
     u = h @ P[p + "mlp.up_proj.weight"].T
-    return (Fn.silu(g) * u) @ P[p + "mlp.down_proj.weight"].T
+    return (act(g) * u) @ P[p + "mlp.down_proj.weight"].T
+
+
+def gelu_tanh(x):
+    """hidden_activation "gelu_pytorch_tanh" (Gemma)."""
+    return Fn.gelu(x, approximate="tanh")
 
 
 def proj(x, P, name):
@@ -252,9 +291,9 @@ def attention(c, h, P, p, i, inv_freq, m, zs):
         q = rmsnorm(q, P[p + "self_attn.q_norm.weight"], c.eps)
         k = rmsnorm(k, P[p + "self_attn.k_norm.weight"], c.eps)
     q, k, v = q.view(B, T, H, hd), k.view(B, T, KVH, hd), v.view(B, T, KVH, hd)
-    if c.arch == "qwen3":                        # QK-norm per head, over its hd features
-        q = rmsnorm(q, P[p + "self_attn.q_norm.weight"], c.eps)
-        k = rmsnorm(k, P[p + "self_attn.k_norm.weight"], c.eps)
+    if c.arch in ("qwen3", "gemma3"):            # QK-norm per head, over its hd features, before the rotation
+        q = norm(c, q, P[p + "self_attn.q_norm.weight"])
+        k = norm(c, k, P[p + "self_attn.k_norm.weight"])
     mode = c.positions[i]
     ids = doc_ids(c)
     if ids is None:
@@ -274,8 +313,11 @@ def attention(c, h, P, p, i, inv_freq, m, zs):
         pq = pk.repeat_interleave(c.G, dim=2)    # query head j uses kv head j // G
         q, k = rotate(q, pq, inv_freq, m), rotate(k, pk, inv_freq, m)
     k, v = k.repeat_interleave(c.G, dim=2), v.repeat_interleave(c.G, dim=2)
-    s = torch.einsum("bthd,bshd->bhts", q, k) / math.sqrt(hd)
-    causal = torch.ones(T, T, dtype=torch.bool).tril()[None] & same_doc
+    if c.arch == "gemma3":                       # Gemma: 1/sqrt(query_pre_attn_scalar), not 1/sqrt(hd)
+        s = torch.einsum("bthd,bshd->bhts", q, k) * c.query_pre_attn_scalar ** -0.5
+    else:
+        s = torch.einsum("bthd,bshd->bhts", q, k) / math.sqrt(hd)
+    causal = visible(T, c.sliding_window if sliding(c, i) else None)[None] & same_doc
     s = s.masked_fill(~causal[:, None], float("-inf"))
     a = torch.einsum("bhts,bshd->bthd", torch.softmax(s, dim=-1), v).reshape(B, T, H * hd)
     return proj(a, P, p + "self_attn.o_proj")
@@ -283,14 +325,22 @@ def attention(c, h, P, p, i, inv_freq, m, zs):
 
 def forward(c, P, tokens, targets, z_loss):
     """Returns loss (0-dim), logits [B,T,V], {layer: z [B,T,KVH]}, block inputs list."""
-    inv_freq, m = rope_tables(c)
-    # nn.Embedding(padding_idx=pad_token_id), as transformers' Qwen2/Qwen3 build it: no gradient into that row
+    tables = layer_rope_tables(c)
+    # nn.Embedding(padding_idx=pad_token_id), as transformers' Qwen2/Qwen3/Gemma3 build it: no gradient into that row
     x = Fn.embedding(tokens.long(), P["model.embed_tokens.weight"], padding_idx=getattr(c, "pad", None))
+    if c.arch == "gemma3":                       # Gemma3TextScaledWordEmbedding: times sqrt(hidden_size)
+        x = x * math.sqrt(c.D)
     zs, hidden = {}, []
     for i in range(c.L):
         hidden.append(x)
         p = "model.layers.%d." % i
-        if c.arch == "olmo2":
+        inv_freq, m = tables[i]
+        if c.arch == "gemma3":                   # sandwich norms: each sublayer's output is normed before the add
+            o = attention(c, norm(c, x, P[p + "input_layernorm.weight"]), P, p, i, inv_freq, m, zs)
+            x = x + norm(c, o, P[p + "post_attention_layernorm.weight"])
+            f = mlp(norm(c, x, P[p + "pre_feedforward_layernorm.weight"]), P, p, gelu_tanh)
+            x = x + norm(c, f, P[p + "post_feedforward_layernorm.weight"])
+        elif c.arch == "olmo2":
             o = attention(c, x, P, p, i, inv_freq, m, zs)
             x = x + rmsnorm(o, P[p + "post_attention_layernorm.weight"], c.eps)
             x = x + rmsnorm(mlp(x, P, p), P[p + "post_feedforward_layernorm.weight"], c.eps)
@@ -299,7 +349,7 @@ def forward(c, P, tokens, targets, z_loss):
             x = x + attention(c, h, P, p, i, inv_freq, m, zs)
             x = x + mlp(rmsnorm(x, P[p + "post_attention_layernorm.weight"], c.eps), P, p)
     hidden.append(x)
-    xf = rmsnorm(x, P["model.norm.weight"], c.eps)
+    xf = norm(c, x, P["model.norm.weight"])
     head = P["model.embed_tokens.weight"] if c.tied else P["lm_head.weight"]
     logits = xf @ head.T
     lse = torch.logsumexp(logits, dim=-1)
