@@ -147,7 +147,8 @@ int main(int argc, char** argv) {
                 printf("{\"T\": %zu, \"hd\": %zu, \"B\": %zu, \"H\": %zu, \"KVH\": %zu, \"threads\": %d, \"ms\": %.3f, "
                        "\"us_per_token\": %.3f, \"gflops\": %.2f, \"sgemm_gflops\": %.2f, \"of_sgemm\": %.4f, "
                        "\"window\": %zu, \"window_ms\": %.3f, \"time\": \"%s\"}\n",
-                       T, hd, o.B, o.H, o.KVH, threads, ms, us_tok, gf, sg, frac, o.window, wms, o.cpu ? "cpu" : "wall");
+                       T, hd, o.B, o.H, o.KVH, threads, ms, us_tok, gf, sg, frac, o.window, wms,
+                       o.cpu ? "cpu" : "wall");
             else {
                 printf("%6zu %4zu %10.2f %10.2f %10.1f %10.1f %7.1f%%", T, hd, ms, us_tok, gf, sg, 100 * frac);
                 if (o.window) printf(" %12.2f %13.2fx", wms, ms / wms);

@@ -15,7 +15,7 @@
 
 /* a positive integer key; absent is an error unless *out already holds a default and required is 0 */
 int hf_get_size(const cJSON* root, const char* key, size_t* out, int required, const char* label, char* err,
-                    size_t len) {
+                size_t len) {
     const cJSON* v = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!v || cJSON_IsNull(v)) return required ? set_err(err, len, "%s: missing key '%s'", label, key) : 0;
     if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 9007199254740992.0 ||
@@ -289,12 +289,13 @@ static int check_unsupported(const cJSON* root, BlockStyle block, const char* la
     return 0;
 }
 
-/* Qwen2/3: transformers builds nn.Embedding(vocab_size, hidden_size, padding_idx = pad_token_id), so the
-   pad row gets no gradient from the input lookup; repoc does the same (docs/interop.md). Read after
-   vocab_size; OLMo-2 and Llama keep every row's gradient (the key is only carried). */
+/* Qwen2/3, Gemma-3: transformers builds nn.Embedding(vocab_size, hidden_size, padding_idx = pad_token_id), so
+   the pad row gets no gradient from the input lookup; repoc does the same (docs/interop.md). Read after
+   vocab_size; OLMo-2 and Llama keep every row's gradient (the key is only carried). Absent, Gemma3TextConfig's
+   default is 0; null is no padding_idx. */
 static int parse_pad_id(const cJSON* root, ModelConfig* c, const char* label, char* err, size_t len) {
     const cJSON* v = cJSON_GetObjectItemCaseSensitive(root, "pad_token_id");
-    c->pad_id = -1;
+    c->pad_id = c->block == BLOCK_GEMMA3 && !v ? 0 : -1;
     if (c->block < BLOCK_QWEN2 || !v || cJSON_IsNull(v)) return 0;
     if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 ||
         v->valuedouble >= (double)c->V)
@@ -363,6 +364,12 @@ static int parse_root(const cJSON* root, ModelConfig* c, const char* label, char
         parse_pe_config(cJSON_GetObjectItemCaseSensitive(root, "pe_config"), c, label, err, len) ||
         parse_layer_list(cJSON_GetObjectItemCaseSensitive(root, "repoc_layer_positions"), c, label, err, len))
         return 1;
+    for (size_t l = 0; l < c->L; l++) /* Gemma-3: learned positions on the global layers only (docs/interop.md) */
+        if (cfg_sliding(c, l) && c->pos[l] == POS_REPO)
+            return set_err(err, len,
+                           "%s: layer %zu is RePo but a sliding_attention layer: repoc learns positions on Gemma-3's "
+                           "full_attention layers only (pe_config / repoc_layer_positions)",
+                           label, l);
     return 0;
 }
 

@@ -323,8 +323,7 @@ void attention_forward(real* out, real* lse, const real* q, const real* k, const
         for (size_t h = 0; h < H; h++)
             for (size_t qb = 0; qb < nqb; qb++) {
                 size_t t0 = qb * ATT_BQ, t1 = t0 + ATT_BQ < T ? t0 + ATT_BQ : T;
-                forward_block(out, lse, q, k, v, docs ? docs->start + b * T : NULL, b, h, t0, t1, T, H, KVH, hd,
-                              scale);
+                forward_block(out, lse, q, k, v, docs ? docs->start + b * T : NULL, b, h, t0, t1, T, H, KVH, hd, scale);
             }
 }
 

@@ -241,8 +241,7 @@ void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerW
     proj_forward(a->o, a, a->att, w->wo, w->bo, w, LORA_O, ctx, N, qd, D);
     if (post) /* x_mid = x + norm(o) (OLMo-2, Gemma-3) */
         rmsnorm_residual_forward(a->x_mid, a->attn_rstd, x_in, a->o, w->attn_norm, off, N, D, eps);
-    else /* x_mid = x + o */
-        residual_forward(a->x_mid, x_in, a->o, N * D);
+    else /* x_mid = x + o */ residual_forward(a->x_mid, x_in, a->o, N * D);
     const real* mlp_in = a->x_mid;
     if (!cfg_olmo2(c)) { /* the MLP reads norm(x_mid) */
         rmsnorm_forward(a->h2, ff_in_rstd(a, c), a->x_mid, ff_in_norm(w, c), off, N, D, eps);
@@ -322,8 +321,8 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
     real* dkn = s->dk;
     bool learned = c->pos[l] == POS_REPO && !ctx->force_pos;
     if (pos) {
-        rope_backward(s->dqn, s->dkn, learned ? s->dz : NULL, s->dq, s->dk, a->q, a->k, pos, layer_rope(l, ctx), N, c->H,
-                      c->KVH, c->KVH);
+        rope_backward(s->dqn, s->dkn, learned ? s->dz : NULL, s->dq, s->dk, a->q, a->k, pos, layer_rope(l, ctx), N,
+                      c->H, c->KVH, c->KVH);
         dqn = s->dqn;
         dkn = s->dkn;
     }
@@ -333,8 +332,8 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
     real* dh = olmo2 ? dx : s->dh; /* Llama, Qwen: after datt has read dx (as do_) */
     if (cfg_qk_norm(c)) {          /* per token (OLMo-2) or per head (Qwen3): the rows of the forward */
         size_t qh = cfg_qk_norm_heads(c, c->H), kh = cfg_qk_norm_heads(c, c->KVH);
-        rmsnorm_backward(s->dq_pre, dw->q_norm, dqn, a->q_pre, w->q_norm, off, a->q_rstd, s->norm_work, N * qh,
-                         qd / qh, false);
+        rmsnorm_backward(s->dq_pre, dw->q_norm, dqn, a->q_pre, w->q_norm, off, a->q_rstd, s->norm_work, N * qh, qd / qh,
+                         false);
         rmsnorm_backward(s->dk_pre, dw->k_norm, dkn, a->k_pre, w->k_norm, off, a->k_rstd, s->norm_work, N * kh,
                          kvd / kh, false);
         dqn = s->dq_pre;

@@ -62,14 +62,14 @@ typedef struct {
     const RopeTable* rope;       /* the rotation of every layer but the sliding ones */
     const RopeTable* rope_local; /* Gemma-3's sliding layers (rope_local_base_freq); NULL without them */
     const real* pos_seq;         /* (N,KVH) integer positions t, for rope layers */
-    const real* force_pos; /* (N,KVH) or NULL: a test hook replacing RePo's z */
-    const DocSpans* docs;  /* NULL, or document masking: attention stays within each document */
-    const DocSpans* docs_local; /* the sliding layers' starts (window_starts over docs); NULL without them */
-    size_t layer;          /* the block being run (set per layer by the model): a LoRA dropout key */
-    double lora_p;         /* LoRA dropout of this forward and its backward; 0: none (evaluation) */
-    uint64_t lora_key;     /* its key for this micro-batch */
-    real* lora_xd;         /* (N, max(D, H*hd, F)): its work space */
-    double repo_p;         /* RePo layers rotate by z' = (1 - p) z + p pos_seq (a->z holds z'); 0: z itself */
+    const real* force_pos;       /* (N,KVH) or NULL: a test hook replacing RePo's z */
+    const DocSpans* docs;        /* NULL, or document masking: attention stays within each document */
+    const DocSpans* docs_local;  /* the sliding layers' starts (window_starts over docs); NULL without them */
+    size_t layer;                /* the block being run (set per layer by the model): a LoRA dropout key */
+    double lora_p;               /* LoRA dropout of this forward and its backward; 0: none (evaluation) */
+    uint64_t lora_key;           /* its key for this micro-batch */
+    real* lora_xd;               /* (N, max(D, H*hd, F)): its work space */
+    double repo_p;               /* RePo layers rotate by z' = (1 - p) z + p pos_seq (a->z holds z'); 0: z itself */
 } BlockCtx;
 
 void layer_acts_layout(LayerActs* a, Cursor* cur, const ModelConfig* cfg, size_t l, size_t N);

@@ -26,17 +26,17 @@ typedef struct {
     size_t V, D, L, H, KVH, F; /* vocab, d_model, layers, heads, kv heads, d_ff */
     size_t head_dim;           /* hd when it is not D / H (config.json's head_dim); 0 = D / H */
     bool attn_bias; /* Qwen3's, Gemma-3's attention_bias: biases on q, k, v and o (Qwen2 always has q, k, v's) */
-    long pad_id; /* Qwen2/3: transformers' padding_idx = pad_token_id, the embedding row that gets no gradient
+    long pad_id;    /* Qwen2/3: transformers' padding_idx = pad_token_id, the embedding row that gets no gradient
                     from the input lookup; -1 = none */
     double norm_eps;
     double rope_theta;
-    double attn_scalar;          /* Gemma-3's query_pre_attn_scalar: scores are q.k attn_scalar^-1/2; 0 = hd */
-    size_t sliding_window;       /* keys a sliding layer's query sees, its own included; 0 = no sliding layers */
-    bool sliding[MAX_LAYERS];    /* Gemma-3's layer_types: layer l is "sliding_attention" */
-    double rope_local_theta;     /* rope_local_base_freq: the RoPE base of the sliding layers (no scaling) */
-    double rope_linear_factor;   /* rope_scaling "linear" (Gemma-3's global layers): inv_freq / s; <= 1: none */
-    double yarn_factor;   /* <= 1: no YaRN */
-    double yarn_orig_max; /* original_max_position_embeddings */
+    double attn_scalar;        /* Gemma-3's query_pre_attn_scalar: scores are q.k attn_scalar^-1/2; 0 = hd */
+    size_t sliding_window;     /* keys a sliding layer's query sees, its own included; 0 = no sliding layers */
+    bool sliding[MAX_LAYERS];  /* Gemma-3's layer_types: layer l is "sliding_attention" */
+    double rope_local_theta;   /* rope_local_base_freq: the RoPE base of the sliding layers (no scaling) */
+    double rope_linear_factor; /* rope_scaling "linear" (Gemma-3's global layers): inv_freq / s; <= 1: none */
+    double yarn_factor;        /* <= 1: no YaRN */
+    double yarn_orig_max;      /* original_max_position_embeddings */
     double yarn_beta_fast, yarn_beta_slow;
     double yarn_attention_factor;   /* <= 0: the default 0.1 ln(factor) + 1 */
     bool llama3;                    /* Llama-3.1 rope_scaling (rope_type "llama3"); exclusive with YaRN */
@@ -83,7 +83,9 @@ static inline size_t cfg_qk_norm_heads(const ModelConfig* c, size_t heads) {
 /* every RMSNorm of the model multiplies by (w + this): 1 for Gemma-3's x r (1 + w), else 0 */
 static inline double cfg_norm_offset(const ModelConfig* c) { return c->block == BLOCK_GEMMA3 ? 1.0 : 0.0; }
 /* the input embedding's multiplier: sqrt(D) for Gemma-3, else 1 */
-static inline double cfg_embed_scale(const ModelConfig* c) { return c->block == BLOCK_GEMMA3 ? sqrt((double)c->D) : 1.0; }
+static inline double cfg_embed_scale(const ModelConfig* c) {
+    return c->block == BLOCK_GEMMA3 ? sqrt((double)c->D) : 1.0;
+}
 /* the attention scores' scale: query_pre_attn_scalar^-1/2 when set, else hd^-1/2 */
 static inline double cfg_attn_scale(const ModelConfig* c) {
     return 1.0 / sqrt(c->attn_scalar > 0 ? c->attn_scalar : (double)cfg_hd(c));

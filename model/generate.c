@@ -198,7 +198,7 @@ static void layer_forward(Generator* g, size_t l, size_t n, size_t p0) {
     a->z = g->z[l] ? g->z[l] + p0 * KVH : NULL;
     BlockCtx ctx = {.cfg = c, .B = 1, .T = n, .rope = &m->rope, .rope_local = &m->rope_local, .pos_seq = g->pos};
     block_qkv_forward(a, g->x, w, l, &ctx); /* (no dropout) */
-    if (p0 == 0) { /* a first chunk: the training kernel, over a sliding layer's window */
+    if (p0 == 0) {                          /* a first chunk: the training kernel, over a sliding layer's window */
         DocSpans win = {g->win_start};
         if (cfg_sliding(c, l)) window_starts(g->win_start, NULL, 1, n, c->sliding_window);
         attention_forward(a->att, a->lse, a->q, g->k[l], g->v[l], cfg_sliding(c, l) ? &win : NULL, 1, n, c->H, KVH,

@@ -66,10 +66,10 @@ typedef struct {
     size_t n_acts;
     real* res[MAX_LAYERS + 1]; /* (N,D) residual stream: res[0] embeddings, res[l+1] after layer l */
     LayerActs la[MAX_LAYERS];
-    real *final_out, *final_rstd; /* (N,D) (N) final norm */
-    real *logits, *lse, *losses;  /* (head_rows,V) (N) (N); backward turns logits into dlogits */
-    real* pos_seq;                /* (N,KVH) integer positions t */
-    double *rope_cos, *rope_sin;  /* (T,hd/2) the angles of positions 0 .. T-1 when a layer is rope, else NULL */
+    real *final_out, *final_rstd;  /* (N,D) (N) final norm */
+    real *logits, *lse, *losses;   /* (head_rows,V) (N) (N); backward turns logits into dlogits */
+    real* pos_seq;                 /* (N,KVH) integer positions t */
+    double *rope_cos, *rope_sin;   /* (T,hd/2) the angles of positions 0 .. T-1 when a layer is rope, else NULL */
     double *local_cos, *local_sin; /* the same for rope_local, when a sliding layer is rope */
 
     real* scratch; /* backward work space */
@@ -79,7 +79,7 @@ typedef struct {
     real* dfinal; /* (N,D) the final norm's output gradient */
 
     RopeTable rope;
-    RopeTable rope_local; /* Gemma-3's sliding layers: base rope_local_base_freq, no scaling */
+    RopeTable rope_local;        /* Gemma-3's sliding layers: base rope_local_base_freq, no scaling */
     double z_loss;               /* coefficient of OLMo-2's z-loss (0 = off) */
     const real* force_positions; /* (N,KVH) test hook: RePo layers rotate by these instead of z */
 

@@ -89,13 +89,12 @@ size_t build_attention(Problem* out, size_t max, Rng* rng) {
     setup_attention(&out[4], rng, "attention (B=1, T=70, H=1, hd=20)", 1, 70, 1, 1, 20, NULL);
     if (max < 7) return 5;
     /* Gemma-3: a sliding window of 3 keys with query_pre_attn_scalar 10; one of 5 over 3 documents per row */
-    set_window(setup_attention(&out[5], rng, "attention, sliding window 3, scale 10^-1/2 (T=7, GQA 4/2)", 2, 7, 4,
-                               2, 4, NULL),
-               3, 10);
+    set_window(
+        setup_attention(&out[5], rng, "attention, sliding window 3, scale 10^-1/2 (T=7, GQA 4/2)", 2, 7, 4, 2, 4, NULL),
+        3, 10);
     static const size_t docs[2][8] = {{4, 2, 6, 0}, {9, 3, 0}};
-    set_window(setup_attention(&out[6], rng, "attention, sliding window 5 within documents (T=12)", 2, 12, 2, 1, 4,
-                               docs),
-               5, 0);
+    set_window(
+        setup_attention(&out[6], rng, "attention, sliding window 5 within documents (T=12)", 2, 12, 2, 1, 4, docs), 5,
+        0);
     return 7;
 }
-

@@ -28,7 +28,7 @@ plan_ok() {  # label config pattern...
 }
 
 echo "--plan from published configs, without weights"
-for f in smollm2_135m olmo2_1b llama3.2_1b qwen2.5_0.5b qwen3_0.6b; do
+for f in smollm2_135m olmo2_1b llama3.2_1b qwen2.5_0.5b qwen3_0.6b gemma3_270m; do
     config "$T/$f.json" "{\"from_config\": \"$H/$f.json\"}"
     plan_ok "from_config $f.json plans" "$T/$f.json" "memory plan" "peak RSS"
 done
@@ -86,4 +86,27 @@ sed -i "s|\"out_dir\": \"$T/run\"|\"out_dir\": \"$T/run2\"|" "$T/again.json"
 if build/train "$T/again.json" >"$T/again.log" 2>&1 && grep -q "loaded .* tensors from $T/run/step_0000003" "$T/again.log"
 then ok "init_from continues the from_config checkpoint"
 else bad "continuing: $(tail -n 3 "$T/again.log")"; fi
+
+echo "a tiny Gemma-3 (sliding layers, RePo on its global layer) trains from scratch and continues"
+mkdir -p "$T/gemma"
+cat >"$T/gemma/config.json" <<'JSON'
+{"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "hidden_size": 32, "intermediate_size": 64,
+ "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 16, "num_hidden_layers": 3, "vocab_size": 64,
+ "max_position_embeddings": 256, "rope_local_base_freq": 10000.0, "sliding_window": 16, "sliding_window_pattern": 3,
+ "query_pre_attn_scalar": 16, "hidden_activation": "gelu_pytorch_tanh", "attn_logit_softcapping": null}
+JSON
+config "$T/gemma.json" "{\"from_config\": \"$T/gemma\", \"positions\": {\"mode\": \"repo\", \"repo_start_layer\": 1}}"
+sed -i "s|\"out_dir\": \"$T/run\"|\"out_dir\": \"$T/grun\"|" "$T/gemma.json"
+saved="$T/grun/step_0000002/config.json"
+if build/train "$T/gemma.json" >"$T/gemma.log" 2>&1 &&
+    grep -q '"layer_types":.*"sliding_attention", "sliding_attention", "full_attention"' "$saved" &&
+    grep -q '"repoc_layer_positions":.*"rope", "rope", "repo"' "$saved" &&
+    grep -q '"hidden_activation":.*"gelu_pytorch_tanh"' "$saved"; then
+    ok "trains 2 steps; its config.json has the layer types and RePo on the global layer 2 only"
+else bad "the tiny Gemma-3 run: $(tail -n 3 "$T/gemma.log")"; fi
+config "$T/gagain.json" "{\"init_from\": \"$T/grun\"}"
+sed -i "s|\"out_dir\": \"$T/run\"|\"out_dir\": \"$T/grun2\"|" "$T/gagain.json"
+if build/train "$T/gagain.json" >"$T/gagain.log" 2>&1 && grep -q "loaded .* tensors from $T/grun/step_0000002" "$T/gagain.log"
+then ok "init_from continues the Gemma-3 checkpoint"
+else bad "continuing Gemma-3: $(tail -n 3 "$T/gagain.log")"; fi
 exit $((failures > 0))

@@ -363,6 +363,20 @@ int main(void) {
     qwen3.attn_bias = true;
     qwen3.tie_embeddings = false;
     run_model("qwen3-hd24-attention-bias", &qwen3, 37);
+    /* Gemma-3: layers 0 and 2 slide over 5 keys (a first prefill chunk of 7 and the cache both cut them), with
+       their own RoPE base; layer 1 is global, RePo, linear scaling; the sqrt(D) embedding, scalar 10 */
+    ModelConfig gemma = qwen3;
+    gemma.block = BLOCK_GEMMA3;
+    gemma.attn_bias = false;
+    gemma.tie_embeddings = true;
+    gemma.sliding_window = 5;
+    gemma.sliding[0] = gemma.sliding[2] = true;
+    gemma.rope_local_theta = 100;
+    gemma.rope_linear_factor = 2;
+    gemma.attn_scalar = 10;
+    PosMode gp[] = {POS_ROPE, POS_REPO, POS_NOPE};
+    for (size_t l = 0; l < gemma.L; l++) gemma.pos[l] = gp[l];
+    run_model("gemma3-sliding-window-5", &gemma, 39);
 
     check_sampling();
 

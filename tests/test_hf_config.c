@@ -29,7 +29,7 @@ static void test_published(void) {
         /* refusal NULL: loads */
         {"olmo2_1b.json", NULL},     {"olmo2_7b.json", NULL},       {"smollm2_135m.json", NULL},
         {"smollm2_360m.json", NULL}, {"tinyllama_1.1b.json", NULL}, {"llama3.2_1b.json", NULL},
-        {"qwen2.5_0.5b.json", NULL}, {"qwen3_0.6b.json", NULL},
+        {"qwen2.5_0.5b.json", NULL}, {"qwen3_0.6b.json", NULL},     {"gemma3_270m.json", NULL},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char path[256], err[512] = "";
@@ -49,7 +49,9 @@ static void test_published(void) {
     const struct {
         const char* file;
         size_t params, without_embedding;
-    } counts[] = {{"qwen2.5_0.5b.json", 494032768, 357898112}, {"qwen3_0.6b.json", 596049920, 440467456}};
+    } counts[] = {{"qwen2.5_0.5b.json", 494032768, 357898112},
+                  {"qwen3_0.6b.json", 596049920, 440467456},
+                  {"gemma3_270m.json", 268098176, 100326016}};
     for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
         char path[256];
         snprintf(path, sizeof(path), "tests/corpus/hf_configs/%s", counts[i].file);

@@ -423,6 +423,13 @@ int main(void) {
     qwen3.attn_bias = true;
     qwen3.lora_targets = 1u << LORA_Q | 1u << LORA_K | 1u << LORA_V | 1u << LORA_O;
     run("qwen3 (head_dim 6, attention_bias), rank 2 on q_proj, k_proj, v_proj, o_proj", qwen3, tmp);
+    ModelConfig gemma = qwen3; /* its four norms and q/k norms are base tensors, frozen with it */
+    gemma.block = BLOCK_GEMMA3;
+    gemma.attn_bias = false;
+    gemma.sliding_window = 3;
+    gemma.sliding[0] = true;
+    gemma.lora_targets = 1u << LORA_Q | 1u << LORA_V | 1u << LORA_GATE | 1u << LORA_DOWN;
+    run("gemma3 (layer 0 sliding over 3 keys), rank 2 on q_proj, v_proj, gate_proj, down_proj", gemma, tmp);
     ModelConfig qwen2 = llama;
     qwen2.block = BLOCK_QWEN2;
     run("qwen2, rank 2 on q_proj, o_proj, up_proj", qwen2, tmp);
@@ -430,6 +437,7 @@ int main(void) {
     check_bf16_base(olmo);
     check_bf16_base(llama);
     check_bf16_base(qwen3);
+    check_bf16_base(gemma);
     check_dropout(olmo);
 
     printf("errors\n");

@@ -305,8 +305,11 @@ static void check_round_trip(const char* dir, Fixture* fx) {
     EXPECT(memcmp(ca.pos, cb.pos, sizeof(ca.pos)) == 0 && ca.block == cb.block &&
                ca.tie_embeddings == cb.tie_embeddings && ca.yarn_factor == cb.yarn_factor &&
                ca.rope_theta == cb.rope_theta && cfg_hd(&ca) == cfg_hd(&cb) && ca.attn_bias == cb.attn_bias &&
-               ca.pad_id == cb.pad_id,
-           "saved config.json reads back the same block, positions, tie, theta, YaRN, head_dim, biases and pad id");
+               ca.pad_id == cb.pad_id && memcmp(ca.sliding, cb.sliding, sizeof(ca.sliding)) == 0 &&
+               ca.sliding_window == cb.sliding_window && ca.attn_scalar == cb.attn_scalar &&
+               ca.rope_local_theta == cb.rope_local_theta && ca.rope_linear_factor == cb.rope_linear_factor,
+           "saved config.json reads back the same block, positions, tie, theta, YaRN, head_dim, biases, pad id and "
+           "Gemma-3's sliding layers, window, attention scalar, local theta and linear factor");
     hf_save(&a, out_bf16, ST_BF16);
     load_model(&c, out_bf16, fx);
     load_model(&d, bf16, fx);

@@ -36,6 +36,13 @@ static ModelConfig config(BlockStyle style) {
         cfg.head_dim = 24;
         cfg.attn_bias = true;
     }
+    if (style == BLOCK_GEMMA3) { /* the rope and nope layers slide over 5 keys (their own RoPE base) */
+        cfg.head_dim = 24;
+        cfg.sliding_window = 5;
+        cfg.sliding[0] = cfg.sliding[2] = true;
+        cfg.rope_local_theta = 100;
+        cfg.attn_scalar = 10;
+    }
     return cfg;
 }
 
@@ -88,7 +95,7 @@ int main(void) {
     expect_dies_with("a 4 TiB activation arena", build_huge, NULL, oom);
     real weights[N];
     for (size_t n = 0; n < N; n++) weights[n] = n % 3 ? 1.0f : 2.5f;
-    for (int style = BLOCK_OLMO2; style <= BLOCK_QWEN3; style++) {
+    for (int style = BLOCK_OLMO2; style <= BLOCK_GEMMA3; style++) {
         ModelConfig cfg = config((BlockStyle)style);
         const char* name = block_style_name((BlockStyle)style);
         printf("%s: rope, repo, nope, repo layers, GQA 4/2\n", name);
