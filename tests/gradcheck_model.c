@@ -29,7 +29,7 @@ static void free_model_ctx(Problem* p) {
 }
 
 /* Random weights at a scale where every path matters: matrices U(-0.4, 0.4),
-   norm weights U(0.5, 1.5), RePo weights large enough that z spans several units.
+   norm scales U(0.5, 1.5) (Gemma-3's 1 + w included), RePo weights large enough that z spans several units.
    Embedding rows are U(-1.5, 1.5), like the block checks' x_in: OLMo-2's first
    QK-norm sees them raw, and rows near zero make 1/rms so curved that the
    finite difference, not the gradient, would be the less accurate side. */
@@ -38,6 +38,10 @@ static void randomise_weights(Model* m, Rng* rng) {
         const TensorInfo* t = &m->tensors.t[i];
         double lo = t->is_norm ? 0.5 : (t->is_repo ? -0.8 : (t->kind == TK_EMBED ? -1.5 : -0.4));
         double hi = t->is_norm ? 1.5 : -lo;
+        if (t->is_norm) { /* Gemma-3's norms scale by 1 + w: w in [-0.5, 0.5] gives the same scales */
+            lo -= cfg_norm_offset(&m->cfg);
+            hi -= cfg_norm_offset(&m->cfg);
+        }
         for (size_t k = 0; k < t->numel; k++) m->params[t->offset + k] = lo + (hi - lo) * rng_uniform(rng);
     }
 }
