@@ -22,9 +22,15 @@ static double block_in_out(const ModelConfig* c) {
     return sum;
 }
 
-/* causal attention forward of all layers: QKᵀ and PV, each the causal half of 2·B·H·T²·hd */
+/* causal attention forward of all layers: QKᵀ and PV, each 2·B·H·hd per (query, visible key) pair: T²/2 pairs
+   in a layer, or about T·W on a sliding layer of window W < T (Gemma-3) */
 static double causal_attention_flops(const ModelConfig* c, size_t B, size_t T) {
-    return 2.0 * (double)B * (double)c->H * (double)T * (double)T * (double)cfg_hd(c) * (double)c->L;
+    double pairs = 0, t = (double)T;
+    for (size_t l = 0; l < c->L; l++) {
+        double w = (double)c->sliding_window;
+        pairs += cfg_sliding(c, l) && w < t ? w * (w + 1) / 2 + (t - w) * w : t * t / 2;
+    }
+    return 4.0 * (double)B * (double)c->H * (double)cfg_hd(c) * pairs;
 }
 
 double model_train_flops(const ModelConfig* c, size_t B, size_t T, double* attn) {
