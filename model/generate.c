@@ -60,7 +60,6 @@ static void gen_layout(Generator* g, const ModelConfig* c, Cursor* cur) {
         a->repo.gc = cursor_take(cur, NC * 2 * cfg_dp(c));
         a->repo.r = cursor_take(cur, NC * cfg_dp(c));
     }
-    g->win_start = c->sliding_window ? (int32_t*)cursor_take(cur, NC) : NULL; /* NC reals hold NC int32 */
     g->scores = cursor_take(cur, g->n_att_bufs * T);
     g->final_out = cursor_take(cur, D);
     g->final_rstd = cursor_take(cur, 1);
@@ -107,6 +106,7 @@ void gen_build(Generator* g, const Model* m, size_t max_T, size_t max_chunk) {
     g->n_att_bufs = threads_max();
     g->serial_below = GEN_SERIAL_WORK;
     gen_alloc(g);
+    if (m->cfg.sliding_window) g->win_start = mallocCheck(max_chunk * sizeof(int32_t));
 }
 
 void gen_allow_growth(Generator* g, size_t limit_T) {
@@ -131,6 +131,7 @@ static void gen_grow(Generator* g, size_t need) {
 
 void gen_free(Generator* g) {
     free(g->arena);
+    free(g->win_start);
     memset(g, 0, sizeof(*g));
 }
 

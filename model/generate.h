@@ -56,7 +56,8 @@ typedef struct {
     LayerActs a;                  /* the chunk's activations, shared by all layers (block.h): every
                                     rstd field is one (NC) buffer, Llama's h2 is h; k, v and z
                                     point into layer l's cache while layer l runs */
-    int32_t* win_start;           /* (NC) a first chunk's sliding-window starts (Gemma-3), or NULL */
+    int32_t* win_start;           /* (NC) a first chunk's sliding-window starts (Gemma-3), or NULL; its own
+                                     allocation, which a growing cache keeps */
     real* scores;                 /* (n_att_bufs, max_T) */
     real *final_out, *final_rstd; /* (D) (1) */
     real* logits;                 /* (V) of the last row of the last chunk */

@@ -37,8 +37,8 @@ static void test_read(void) {
     char err[512] = "";
     int rc = parse("", &c, err, sizeof(err));
     EXPECT(!rc && c.block == BLOCK_GEMMA3 && cfg_hd(&c) == 256 && c.tie_embeddings && c.rope_theta == 1e6 &&
-               c.rope_local_theta == 10000 && c.sliding_window == 4096 && c.attn_scalar == 256 &&
-               c.sliding[0] && c.sliding[3] && cfg_qk_norm(&c) && !cfg_qkv_bias(&c),
+               c.rope_local_theta == 10000 && c.sliding_window == 4096 && c.attn_scalar == 256 && c.sliding[0] &&
+               c.sliding[3] && cfg_qk_norm(&c) && !cfg_qkv_bias(&c),
            "Gemma3TextConfig's defaults: head_dim 256, tied, theta 1e6, local 1e4, window 4096, scalar 256, "
            "pattern 6 (all 4 layers sliding) %s",
            err);
@@ -91,8 +91,8 @@ static void test_read(void) {
         EXPECT(rc && strstr(err, refused[i].want), "%s {%s} refused: %s", refused[i].arch, refused[i].extra,
                rc ? err : "(loaded)");
     }
-    rc = parse("\"repoc_layer_positions\": [\"rope\", \"rope\", \"rope\", \"repo\"], \"sliding_window_pattern\": 4",
-               &c, err, sizeof(err));
+    rc = parse("\"repoc_layer_positions\": [\"rope\", \"rope\", \"rope\", \"repo\"], \"sliding_window_pattern\": 4", &c,
+               err, sizeof(err));
     EXPECT(!rc && c.pos[3] == POS_REPO, "RePo on the global layer 3 loads %s", err);
 }
 
@@ -114,14 +114,13 @@ static void test_write(void) {
                !cJSON_GetObjectItemCaseSensitive(root, "hidden_act") &&
                cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "attn_logit_softcapping")) &&
                cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "final_logit_softcapping")) &&
-               !cJSON_GetObjectItemCaseSensitive(root, "use_sliding_window") &&
-               strstr(out, "\"Gemma3ForCausalLM\"") && strstr(out, "\"model_type\":\t\"gemma3_text\""),
+               !cJSON_GetObjectItemCaseSensitive(root, "use_sliding_window") && strstr(out, "\"Gemma3ForCausalLM\"") &&
+               strstr(out, "\"model_type\":\t\"gemma3_text\""),
            "architectures, model_type gemma3_text, hidden_activation, softcapping null, no hidden_act");
     CHECK(!hf_config_parse(out, strlen(out), "written", &back, err, sizeof(err)), "%s", err);
     EXPECT(back.block == BLOCK_GEMMA3 && !memcmp(back.sliding, c.sliding, sizeof(c.sliding)) &&
                back.sliding_window == 6 && cfg_hd(&back) == 12 && back.attn_scalar == 20 &&
-               back.rope_local_theta == 300 && back.rope_linear_factor == 4 && back.tie_embeddings &&
-               back.pad_id == 0,
+               back.rope_local_theta == 300 && back.rope_linear_factor == 4 && back.tie_embeddings && back.pad_id == 0,
            "... reads back the same layer types, window, head_dim, scalar, local base, linear x4, tie, pad 0");
     cJSON_Delete(root);
     free(out);
