@@ -296,7 +296,7 @@ static const LayerWeights* layer_weights(Model* m, size_t l) {
     return &m->wl;
 }
 
-static BlockCtx block_ctx(const Model* m, const Batch* b) {
+BlockCtx model_block_ctx(const Model* m, const Batch* b) {
     return (BlockCtx){.cfg = &m->cfg,
                       .B = m->B,
                       .T = m->T,
@@ -351,7 +351,7 @@ static double forward(Model* m, const Batch* b, bool train) {
               "target %" PRId32 " at row %zu is outside [-1, %zu)", targets ? targets[n] : 0, n, V);
     }
     set_documents(m, b->doc_ids);
-    BlockCtx ctx = block_ctx(m, b);
+    BlockCtx ctx = model_block_ctx(m, b);
 
     embedding_forward(m->res[0], tokens, m->w.embed, (real)cfg_embed_scale(c), N, D);
     for (size_t l = 0; l < c->L; l++) block_forward(m->res[l + 1], &m->la[l], m->res[l], layer_weights(m, l), l, &ctx);
@@ -408,7 +408,7 @@ void model_backward(Model* m, const Batch* b, double dloss) {
           "model_backward: the batch is not the one of the last forward");
     const ModelConfig* c = &m->cfg;
     size_t N = m->B * m->T, D = c->D, V = c->V;
-    BlockCtx ctx = block_ctx(m, b);
+    BlockCtx ctx = model_block_ctx(m, b);
     Bf16Products* prev = model_products_begin(m);
 
     real* dx = m->dres; /* gradient of the residual stream, summed into by each block in turn */

@@ -151,6 +151,10 @@ void model_head_forward(real* logits, real* normed, real* rstd, const real* x, c
 void model_backward(Model* m, const Batch* b, double dloss);
 void model_zero_grad(Model* m);
 
+/* What m's blocks are run with for batch b: m's tables, positions, masks (documents, sliding windows) and b's
+   LoRA dropout and repo_pdrop. forward and backward use it; the gradient checker runs single blocks with it. */
+BlockCtx model_block_ctx(const Model* m, const Batch* b);
+
 /* The parameters were written other than by AdamW's step with the mirror (a load, an init, a test): the
    BF16 mirror is rewritten before the next product. A no-op without compute_bf16. */
 void model_params_changed(Model* m);

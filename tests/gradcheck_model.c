@@ -70,15 +70,7 @@ static void collect_grads(Problem* p, Model* m, size_t first) {
     }
 }
 
-static BlockCtx ctx_of(Model* m) {
-    return (BlockCtx){.cfg = &m->cfg,
-                      .B = m->B,
-                      .T = m->T,
-                      .rope = &m->rope,
-                      .rope_local = &m->rope_local,
-                      .pos_seq = m->pos_seq,
-                      .docs_local = m->win_start ? &m->win_spans : NULL};
-}
+static BlockCtx ctx_of(Model* m) { return model_block_ctx(m, &(Batch){.B = m->B, .T = m->T}); }
 
 /* ---- one block: L = Σ block(x_in) ⊙ proj ---- */
 static double block_loss(Problem* p) {
