@@ -112,11 +112,12 @@ void item_spans(ItemSpans* s, const SyntheticConfig* syn, SynFamily f, const int
 }
 
 void attn_probs_row(double* p, const real* q, const real* k, const real* lse, size_t t, size_t h, size_t H, size_t KVH,
-                    size_t hd) {
+                    size_t hd, double scale, size_t first) {
     size_t g = h / (H / KVH);
     const real* q_t = q + t * H * hd + h * hd;
-    double scale = 1.0 / sqrt((double)hd), l = lse[t * H + h];
-    for (size_t j = 0; j <= t; j++) {
+    double l = lse[t * H + h];
+    for (size_t j = 0; j < first && j <= t; j++) p[j] = 0; /* outside a sliding window */
+    for (size_t j = first; j <= t; j++) {
         const real* k_j = k + j * KVH * hd + g * hd;
         double s = 0;
         for (size_t d = 0; d < hd; d++) s += (double)q_t[d] * (double)k_j[d];
@@ -169,11 +170,13 @@ void attn_mass_item(Mass* rows, Mass* sep, const Model* m, const ItemSpans* s, c
     double* p = mallocCheck(m->T * sizeof(double));
     for (size_t i = 0; i < n_layers; i++) {
         const LayerActs* a = &m->la[layers[i]];
+        size_t window = cfg_sliding(c, layers[i]) ? c->sliding_window : 0;
         memset(&rows[i], 0, sizeof(Mass));
         memset(&sep[i], 0, sizeof(Mass));
         for (size_t h = 0; h < c->H; h++) {
             for (size_t t = s->query.begin; t < s->query.end; t++) {
-                attn_probs_row(p, a->q, a->k, a->lse, t, h, c->H, c->KVH, hd);
+                size_t first = window && t + 1 > window ? t + 1 - window : 0;
+                attn_probs_row(p, a->q, a->k, a->lse, t, h, c->H, c->KVH, hd, cfg_attn_scale(c), first);
                 attn_mass_add_row(&rows[i], p, t, s);
                 if (t == last) attn_mass_add_row(&sep[i], p, t, s);
             }

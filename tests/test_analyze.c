@@ -119,7 +119,7 @@ static void check_probs(void) {
     size_t n = 0;
     for (size_t h = 0; h < H; h++)
         for (size_t t = 0; t < T; t++) {
-            attn_probs_row(p, q, k, lse, t, h, H, KVH, hd);
+            attn_probs_row(p, q, k, lse, t, h, H, KVH, hd, 1 / sqrt((double)hd), 0);
             naive_row(r, q, k, t, h, H, KVH, hd);
             double sum = 0;
             for (size_t j = 0; j <= t; j++) {
@@ -205,7 +205,8 @@ static void check_model_rows(void) {
         for (size_t l = 0; l < 4; l++)
             for (size_t h = 0; h < cfg.H; h++)
                 for (size_t t = 0; t < T; t++) { /* every row, not only the query's */
-                    attn_probs_row(p, m.la[l].q, m.la[l].k, m.la[l].lse, t, h, cfg.H, cfg.KVH, cfg_hd(&cfg));
+                    attn_probs_row(p, m.la[l].q, m.la[l].k, m.la[l].lse, t, h, cfg.H, cfg.KVH, cfg_hd(&cfg),
+                                   cfg_attn_scale(&cfg), 0);
                     double sum = 0;
                     for (size_t j = 0; j <= t; j++) sum += p[j];
                     worst_row = fmax(worst_row, fabs(sum - 1));
@@ -221,6 +222,34 @@ static void check_model_rows(void) {
     model_free(&m);
 }
 
+/* Gemma-3's sliding layers and query_pre_attn_scalar: the rows recomputed with the model's scale over each
+   sliding layer's window sum to 1 against the kernel's lse (another scale or window would not) */
+static void check_gemma_rows(void) {
+    printf("fixture checkpoint tests/fixtures/gemma3_sw/ckpt (window 5, scalar 10): rows sum to 1\n");
+    ModelConfig cfg;
+    hf_config_read("tests/fixtures/gemma3_sw/ckpt", &cfg);
+    size_t T = 16;
+    Model m;
+    model_build(&m, &cfg, 1, T, (const char*[]){"*"}, 1, false);
+    hf_load_weights(&m, "tests/fixtures/gemma3_sw/ckpt", 0, false);
+    int32_t x[16];
+    for (size_t t = 0; t < T; t++) x[t] = (int32_t)((7 * t + 3) % cfg.V);
+    model_forward(&m, &(Batch){.B = 1, .T = T, .tokens = x});
+    double worst = 0, p[16];
+    for (size_t l = 0; l < cfg.L; l++)
+        for (size_t h = 0; h < cfg.H; h++)
+            for (size_t t = 0; t < T; t++) {
+                size_t w = cfg_sliding(&cfg, l) ? cfg.sliding_window : 0, first = w && t + 1 > w ? t + 1 - w : 0;
+                attn_probs_row(p, m.la[l].q, m.la[l].k, m.la[l].lse, t, h, cfg.H, cfg.KVH, cfg_hd(&cfg),
+                               cfg_attn_scale(&cfg), first);
+                double sum = 0;
+                for (size_t j = 0; j <= t; j++) sum += p[j];
+                worst = fmax(worst, fabs(sum - 1));
+            }
+    EXPECT(worst <= 1e-5, "4 layers x 4 heads x 16 rows: worst |row sum - 1| %.2e", worst);
+    model_free(&m);
+}
+
 int main(void) {
     threads_init(1);
     check_segments();
@@ -229,6 +258,7 @@ int main(void) {
     check_mass_row();
     check_spans();
     check_model_rows();
+    check_gemma_rows();
     printf("test_analyze: %s\n", test_failures ? "FAILED" : "all OK");
     return test_failures ? 1 : 0;
 }
