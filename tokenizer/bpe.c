@@ -22,8 +22,19 @@ uint64_t tok_hash_bytes(const uint8_t* s, size_t n) {
         h = (h ^ v) * 0xff51afd7ed558ccdULL;
         h ^= h >> 29;
     }
+    /* the last r < 8 bytes whole, without a loop: two 4-byte loads that overlap, or the
+       first, middle and last byte (n, in h, tells the lengths apart) */
+    size_t r = n - i;
+    const uint8_t* p = s + i;
     uint64_t tail = 0;
-    for (size_t k = 0; i + k < n; k++) tail |= (uint64_t)s[i + k] << (8 * k);
+    if (r >= 4) {
+        uint32_t a, b;
+        memcpy(&a, p, 4);
+        memcpy(&b, p + r - 4, 4);
+        tail = a | (uint64_t)b << 32;
+    } else if (r) {
+        tail = p[0] | (uint64_t)p[r / 2] << 8 | (uint64_t)p[r - 1] << 16;
+    }
     return mix64_final(h ^ tail);
 }
 
@@ -48,12 +59,17 @@ void vocab_hash_build(Tokenizer* t) {
     }
 }
 
-int32_t tok_lookup(const Tokenizer* t, const uint8_t* s, size_t n) {
-    size_t h = tok_hash_bytes(s, n) & (t->vocab_cap - 1);
+/* tok_lookup with the bytes' tok_hash_bytes at hand (the cache hashes them the same way) */
+static int32_t lookup_hashed(const Tokenizer* t, const uint8_t* s, size_t n, uint64_t hash) {
+    size_t h = hash & (t->vocab_cap - 1);
     for (int32_t id; (id = t->vocab_hash[h]) >= 0; h = (h + 1) & (t->vocab_cap - 1)) {
         if (t->off[id + 1] - t->off[id] == n && memcmp(t->bytes + t->off[id], s, n) == 0) return id;
     }
     return -1;
+}
+
+int32_t tok_lookup(const Tokenizer* t, const uint8_t* s, size_t n) {
+    return lookup_hashed(t, s, n, tok_hash_bytes(s, n));
 }
 
 /* ---- (left, right) -> (rank, merged id) ---- */
@@ -226,8 +242,10 @@ void bpe_encode_piece(TokEncoder* e, const uint8_t* s, size_t n) {
         tok_push_ids(e, &t->byte_id[s[0]], 1);
         return;
     }
+    /* one hash of the bytes serves the vocabulary and the cache */
+    uint64_t h = t->ignore_merges || n <= CACHE_MAX_PIECE ? tok_hash_bytes(s, n) : 0;
     if (t->ignore_merges) {
-        int32_t id = tok_lookup(t, s, n);
+        int32_t id = lookup_hashed(t, s, n, h);
         if (id >= 0) {
             tok_push_ids(e, &id, 1);
             return;
@@ -240,10 +258,8 @@ void bpe_encode_piece(TokEncoder* e, const uint8_t* s, size_t n) {
           t->name, n, TOK_MAX_PRETOKEN);
     Cache* c = e->cache;
     CacheSlot* slot = NULL;
-    uint64_t h = 0;
     if (n <= CACHE_MAX_PIECE) {
         if (!c) c = e->cache = callocCheck(1, sizeof(Cache));
-        h = tok_hash_bytes(s, n);
         slot = cache_find(c, s, n, h);
         if (slot->n_ids) {
             tok_push_ids(e, c->id_pool + slot->id_off, slot->n_ids);

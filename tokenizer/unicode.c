@@ -6,16 +6,17 @@
 #include "tokenizer/tok_internal.h"
 
 #include <pthread.h>
+#include <string.h>
 
 #include "common/utf8.h" /* utf8_decode */
 #include "tokenizer/unicode_table.h"
 
-static uint8_t bmp_class[0x10000];
+uint8_t uc_bmp_class[0x10000];
 static pthread_once_t bmp_once = PTHREAD_ONCE_INIT;
 
 static void mark(const uint32_t (*r)[2], size_t n, uint8_t cls) {
     for (size_t i = 0; i < n && r[i][0] < 0x10000; i++)
-        for (uint32_t cp = r[i][0]; cp <= r[i][1] && cp < 0x10000; cp++) bmp_class[cp] |= cls;
+        for (uint32_t cp = r[i][0]; cp <= r[i][1] && cp < 0x10000; cp++) uc_bmp_class[cp] |= cls;
 }
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
@@ -39,13 +40,13 @@ static int in_ranges(const uint32_t (*r)[2], size_t n, uint32_t cp) {
 }
 
 static int class_of(uint32_t cp) {
-    if (cp < 0x10000) return bmp_class[cp];
+    if (cp < 0x10000) return uc_bmp_class[cp];
     return (in_ranges(UNI_LETTER, N_OF(UNI_LETTER), cp) ? UC_LETTER : 0) |
            (in_ranges(UNI_NUMBER, N_OF(UNI_NUMBER), cp) ? UC_NUMBER : 0);
 }
 
 /* strict UTF-8 by common/utf8.h; an invalid byte is one UC_OTHER unit of its own */
-int uc_next(const uint8_t* s, size_t n, uint32_t* cp, size_t* len) {
+int uc_next_multi(const uint8_t* s, size_t n, uint32_t* cp, size_t* len) {
     *len = utf8_decode(s, n, cp);
     if (*len) return class_of(*cp);
     *cp = 0xFFFFFFFFu;
@@ -57,6 +58,14 @@ size_t tok_count_invalid_utf8(const uint8_t* s, size_t len) {
     uc_init();
     size_t bad = 0;
     for (size_t i = 0; i < len;) {
+        if (i + 8 <= len) { /* eight ASCII bytes at once */
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (!(w & 0x8080808080808080ull)) {
+                i += 8;
+                continue;
+            }
+        }
         if (s[i] < 0x80) {
             i++;
             continue;
