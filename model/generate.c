@@ -1,8 +1,10 @@
 /* KV-cache generation (see generate.h). One chunk of n new tokens at
    positions p0 .. p0+n-1 runs, per layer:
      block_qkv_forward on the n rows, with k, v (and RePo's z) written straight
-       into the cache rows p0 .. p0+n-1, keys rotated once;
-     att = causal softmax(q k^T / sqrt(hd)) v over cache rows 0 .. t, GQA;
+       into the cache rows p0 .. p0+n-1, keys rotated once (a sliding layer's
+       into g->k_chunk, v_chunk, then into their rows of its ring);
+     att = causal softmax(scale q k^T) v over cache rows 0 .. t (a sliding layer's
+       window of them), GQA;
      block_out_forward: Wo, the norms, the residuals and the SwiGLU MLP.
    A chunk into an empty cache uses the training attention (attention_forward
    reads the cache rows as its k, v); later chunks use cache_attention below. */
@@ -30,10 +32,14 @@ static void gen_layout(Generator* g, const ModelConfig* c, Cursor* cur) {
     size_t qd = c->H * hd, kvd = c->KVH * hd;
     bool qkn = cfg_qk_norm(c);
     for (size_t l = 0; l < c->L; l++) {
-        g->k[l] = cursor_take(cur, T * kvd);
-        g->v[l] = cursor_take(cur, T * kvd);
-        g->z[l] = c->pos[l] == POS_REPO ? cursor_take(cur, T * c->KVH) : NULL;
+        size_t ring = c->sliding_window + NC - 1; /* the oldest key a chunk's first query sees .. its last */
+        g->rows[l] = cfg_sliding(c, l) && ring < T ? ring : T;
+        g->k[l] = cursor_take(cur, g->rows[l] * kvd);
+        g->v[l] = cursor_take(cur, g->rows[l] * kvd);
+        g->z[l] = c->pos[l] == POS_REPO ? cursor_take(cur, T * c->KVH) : NULL; /* (never a sliding layer) */
     }
+    g->k_chunk = c->sliding_window ? cursor_take(cur, NC * kvd) : NULL;
+    g->v_chunk = c->sliding_window ? cursor_take(cur, NC * kvd) : NULL;
     g->x = cursor_take(cur, NC * D);
     g->pos = cursor_take(cur, NC * c->KVH);
     LayerActs* a = &g->a;
@@ -121,9 +127,12 @@ static void gen_grow(Generator* g, size_t need) {
     Generator old = *g;
     g->max_T = T < g->limit_T ? T : g->limit_T;
     gen_alloc(g);
-    for (size_t l = 0; l < c->L; l++) {
-        memcpy(g->k[l], old.k[l], old.len * kvd * sizeof(real));
-        memcpy(g->v[l], old.v[l], old.len * kvd * sizeof(real));
+    for (size_t l = 0; l < c->L; l++) { /* the positions each layer holds, into their new rows */
+        size_t first = old.len > old.rows[l] ? old.len - old.rows[l] : 0;
+        for (size_t j = first; j < old.len; j++) {
+            memcpy(g->k[l] + (j % g->rows[l]) * kvd, old.k[l] + (j % old.rows[l]) * kvd, kvd * sizeof(real));
+            memcpy(g->v[l] + (j % g->rows[l]) * kvd, old.v[l] + (j % old.rows[l]) * kvd, kvd * sizeof(real));
+        }
         if (g->z[l]) memcpy(g->z[l], old.z[l], old.len * c->KVH * sizeof(real));
     }
     free(old.arena);
@@ -148,6 +157,7 @@ static void cache_attention(Generator* g, size_t l, size_t n, size_t p0) {
     real scale = (real)cfg_attn_scale(c);
     const real* kc = g->k[l];
     const real* vc = g->v[l];
+    size_t rows = g->rows[l];                                                    /* position j is row j % rows */
     size_t team = threads_max() < g->n_att_bufs ? threads_max() : g->n_att_bufs; /* one score row each */
     (void)team; /* read only by the pragma: unused without OpenMP */
 #pragma omp parallel for collapse(2) schedule(dynamic, 1) num_threads((int)team)
@@ -160,7 +170,7 @@ static void cache_attention(Generator* g, size_t l, size_t n, size_t p0) {
             const real* q = g->a.q + i * qd + h * hd;
             real mx = -INFINITY;
             for (size_t j = j0; j <= t; j++) { /* s_j = scale q·k_j, causal: j0 <= j <= t */
-                const real* kj = kc + j * kvd + kvo;
+                const real* kj = kc + (j < rows ? j : j % rows) * kvd + kvo;
                 real dot = 0;
 #pragma omp simd reduction(+ : dot)
                 for (size_t e = 0; e < hd; e++) dot += q[e] * kj[e];
@@ -176,7 +186,7 @@ static void cache_attention(Generator* g, size_t l, size_t n, size_t p0) {
             real* out = g->a.att + i * qd + h * hd; /* out = Σ_j softmax_j v_j */
             for (size_t e = 0; e < hd; e++) out[e] = 0;
             for (size_t j = j0; j <= t; j++) {
-                const real* vj = vc + j * kvd + kvo;
+                const real* vj = vc + (j < rows ? j : j % rows) * kvd + kvo;
                 real p = s[j];
 #pragma omp simd
                 for (size_t e = 0; e < hd; e++) out[e] += p * vj[e];
@@ -194,16 +204,22 @@ static void layer_forward(Generator* g, size_t l, size_t n, size_t p0) {
     const LayerWeights* w = &m->w.layer[l];
     size_t KVH = c->KVH, kvd = KVH * cfg_hd(c);
     LayerActs* a = &g->a;
-    a->k = g->k[l] + p0 * kvd; /* this chunk's cache rows */
-    a->v = g->v[l] + p0 * kvd;
+    bool ring = cfg_sliding(c, l); /* its keys and values go to the chunk buffers, then to their ring rows */
+    a->k = ring ? g->k_chunk : g->k[l] + p0 * kvd; /* this chunk's cache rows */
+    a->v = ring ? g->v_chunk : g->v[l] + p0 * kvd;
     a->z = g->z[l] ? g->z[l] + p0 * KVH : NULL;
     BlockCtx ctx = {.cfg = c, .B = 1, .T = n, .rope = &m->rope, .rope_local = &m->rope_local, .pos_seq = g->pos};
     block_qkv_forward(a, g->x, w, l, &ctx); /* (no dropout) */
-    if (p0 == 0) {                          /* a first chunk: the training kernel, over a sliding layer's window */
+    for (size_t i = 0; ring && i < n; i++) {
+        size_t row = (p0 + i) % g->rows[l];
+        memcpy(g->k[l] + row * kvd, a->k + i * kvd, kvd * sizeof(real));
+        memcpy(g->v[l] + row * kvd, a->v + i * kvd, kvd * sizeof(real));
+    }
+    if (p0 == 0) { /* a first chunk: the training kernel on its own rows, over a sliding layer's window */
         DocSpans win = {g->win_start};
-        if (cfg_sliding(c, l)) window_starts(g->win_start, NULL, 1, n, c->sliding_window);
-        attention_forward(a->att, a->lse, a->q, g->k[l], g->v[l], cfg_sliding(c, l) ? &win : NULL, 1, n, c->H, KVH,
-                          cfg_hd(c), (real)cfg_attn_scale(c));
+        if (ring) window_starts(g->win_start, NULL, 1, n, c->sliding_window);
+        attention_forward(a->att, a->lse, a->q, a->k, a->v, ring ? &win : NULL, 1, n, c->H, KVH, cfg_hd(c),
+                          (real)cfg_attn_scale(c));
     } else {
         cache_attention(g, l, n, p0);
     }

@@ -15,6 +15,8 @@
    size. A chunk of little work (a one-token step of
    a small model) runs with the thread count set to 1 and restored afterwards
    (common/threads.h).
+   Sliding layers (Gemma-3) keep only the keys their windows can still read,
+   in a ring, so their cache does not grow with the context.
    Documents: one cache holds one document, attended in full, as Hugging Face
    generation does. A model trained with document masking (the batch's doc_ids) starts
    the next document with gen_reset: positions restart at 0 and no earlier token
@@ -44,11 +46,15 @@ typedef struct {
     double serial_below;               /* chunks of fewer multiply-adds run on one thread (gen_build: 4e6; 0 = never) */
     const volatile sig_atomic_t* stop; /* non-zero: a signal asked to stop; or NULL (gen_stopping) */
 
-    real* arena;         /* one allocation: cache + work space */
-    size_t n_arena;      /* its reals */
-    real* k[MAX_LAYERS]; /* (max_T, KVH*hd) rotated keys */
-    real* v[MAX_LAYERS]; /* (max_T, KVH*hd) values */
-    real* z[MAX_LAYERS]; /* (max_T, KVH) learned positions; NULL for rope / nope layers */
+    real* arena;             /* one allocation: cache + work space */
+    size_t n_arena;          /* its reals */
+    real* k[MAX_LAYERS];     /* (rows[l], KVH*hd) rotated keys: position j in row j % rows[l] */
+    real* v[MAX_LAYERS];     /* (rows[l], KVH*hd) values */
+    size_t rows[MAX_LAYERS]; /* max_T, or for a sliding layer (Gemma-3) a ring of min(max_T,
+                                sliding_window + max_chunk - 1) rows: the window of every query of a
+                                chunk, with the chunk itself */
+    real *k_chunk, *v_chunk; /* (NC, KVH*hd): a sliding layer's new keys and values, before their ring rows */
+    real* z[MAX_LAYERS];     /* (max_T, KVH) learned positions; NULL for rope / nope layers */
 
     /* work space for a chunk of up to NC = max_chunk rows */
     real* x;                      /* (NC,D) the residual stream, updated in place layer by layer */

@@ -76,9 +76,24 @@ static void compare_all_caches(const Generator* g, const Model* m, size_t T, con
             for (size_t i = 0; i < T * c->KVH; i++) zmax = fmax(zmax, fabs((double)m->la[l].z[i]));
             ktol += 1e-6 + REL_TOL * zmax;
         }
-        compare_cache("rotated-key", g->k[l], m->la[l].k, T, kvd, l, name, ktol,
+        /* the positions the layer holds, T - rows .. T - 1 of a sliding layer's ring (all T otherwise), in the
+           model's order */
+        size_t rows = g->rows[l], first = T > rows ? T - rows : 0;
+        real* k = mallocCheck(2 * (T - first) * kvd * sizeof(real));
+        real* v = k + (T - first) * kvd;
+        for (size_t j = first; j < T; j++) {
+            memcpy(k + (j - first) * kvd, g->k[l] + (j % rows) * kvd, kvd * sizeof(real));
+            memcpy(v + (j - first) * kvd, g->v[l] + (j % rows) * kvd, kvd * sizeof(real));
+        }
+        if (cfg_sliding(c, l))
+            EXPECT(rows == c->sliding_window + g->max_chunk - 1 || rows == g->max_T,
+                   "%s: layer %zu (sliding) keeps %zu rows: window %zu + chunk %zu - 1, not the context %zu", name, l,
+                   rows, c->sliding_window, g->max_chunk, g->max_T);
+        compare_cache("rotated-key", k, m->la[l].k + first * kvd, T - first, kvd, l, name, ktol,
                       c->pos[l] == POS_REPO ? "1e-5 + z's tolerance" : "same ops, another order");
-        compare_cache("value", g->v[l], m->la[l].v, T, kvd, l, name, REL_TOL, "same ops, another order");
+        compare_cache("value", v, m->la[l].v + first * kvd, T - first, kvd, l, name, REL_TOL,
+                      "same ops, another order");
+        free(k);
     }
 }
 
