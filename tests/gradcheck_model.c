@@ -42,6 +42,10 @@ static void randomise_weights(Model* m, Rng* rng) {
             lo -= cfg_norm_offset(&m->cfg);
             hi -= cfg_norm_offset(&m->cfg);
         }
+        if (t->kind == TK_EMBED) { /* Gemma-3 multiplies the rows by sqrt(D): the same inputs as the others */
+            lo /= cfg_embed_scale(&m->cfg);
+            hi /= cfg_embed_scale(&m->cfg);
+        }
         for (size_t k = 0; k < t->numel; k++) m->params[t->offset + k] = lo + (hi - lo) * rng_uniform(rng);
     }
 }
@@ -92,14 +96,14 @@ static void block_grad(Problem* p) {
     collect_grads(p, &c->m, 1);
 }
 
-/* Gemma-3's own keys on a small model: layer 0 and 2 slide (window 3, their own RoPE base), 1 is global
-   with linear scaling; the attention scale is query_pre_attn_scalar 10's */
-static void gemma3_small(ModelConfig* cfg) {
-    cfg->sliding_window = 3;
+/* Gemma-3's own keys on a small model: layers 0 and 2 slide (a window of `window` keys, their own RoPE base),
+   1 is global with linear scaling; the attention scale is query_pre_attn_scalar `scalar`'s */
+static void gemma3_small(ModelConfig* cfg, size_t window, double scalar) {
+    cfg->sliding_window = window;
     cfg->sliding[0] = cfg->sliding[2] = true;
     cfg->rope_local_theta = 100;
     cfg->rope_linear_factor = 2;
-    cfg->attn_scalar = 10;
+    cfg->attn_scalar = scalar;
     cfg->tie_embeddings = true;
 }
 
@@ -115,7 +119,7 @@ static size_t build_blocks(Problem* out, size_t max, Rng* rng, BlockStyle style,
     cfg.pos[0] = POS_ROPE;
     cfg.pos[1] = POS_REPO;
     cfg.pos[2] = POS_NOPE;
-    if (style == BLOCK_GEMMA3) gemma3_small(&cfg); /* sliding rope, global repo, sliding nope */
+    if (style == BLOCK_GEMMA3) gemma3_small(&cfg, 3, 10); /* sliding rope, global repo, sliding nope */
     size_t B = 2, T = 5, N = B * T;
     for (size_t l = 0; l < 3; l++) {
         Problem* p = &out[l];
@@ -316,15 +320,18 @@ size_t build_gemma3_model(Problem* out, size_t max, Rng* rng) {
     cfg.norm_eps = 1e-5;
     cfg.block = BLOCK_GEMMA3;
     cfg.head_dim = 6;
-    gemma3_small(&cfg);
+    /* window 4 of T 6, scale 3^-1/2 (hd 6): with a window of 3 and a scale of 10^-1/2 the q_proj and RePo
+       gradients are so small against the loss that the finite difference's round-off (halved by twice the
+       step) exceeds 1e-6 of them at one seed in four */
+    gemma3_small(&cfg, 4, 3);
     cfg.pos[0] = POS_ROPE;
     cfg.pos[1] = POS_REPO;
     cfg.pos[2] = POS_ROPE;
-    setup_model(&out[0], rng, &cfg, "gemma3-model: sliding rope, global repo, sliding rope, window 3, z-loss", 1e-3,
+    setup_model(&out[0], rng, &cfg, "gemma3-model: sliding rope, global repo, sliding rope, window 4, z-loss", 1e-3,
                 NULL, NULL);
     if (max <= 1) return 1;
     static const int32_t docs[12] = {0, 0, 0, 0, 1, 1, 5, 6, 6, 6, 6, 6};
-    setup_model(&out[1], rng, &cfg, "gemma3-model: documents of 4, 2 and 1, 5 under the window", 0, docs, NULL);
+    setup_model(&out[1], rng, &cfg, "gemma3-model: documents of 4, 2 and 1, 5 under the window of 4", 0, docs, NULL);
     if (max <= 2) return 2;
     cfg.lora_rank = 2;
     cfg.lora_alpha = 4.0;
