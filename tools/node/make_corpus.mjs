@@ -1,8 +1,11 @@
 // Collect real text from this Debian machine into a JSONL corpus (one file =
 // one document, {"source": path, "text": ...}) for the tokenizer comparison:
 // English prose (common-licenses, /usr/share/doc), code (C headers, Python),
-// numbers and roff markup (English man pages), and non-Latin scripts (the
-// translated man pages: ja, ko, ru, uk, zh_CN, zh_TW, ...). Files that are not
+// numbers and roff markup (English man pages), and other scripts (the
+// translated man pages: ja, ko, ru, uk, zh_CN, zh_TW, ...; vim's tutors in 30
+// languages: Greek, Bulgarian, Vietnamese, ...; the alphabets of chardet's
+// language table and the copyright files of the bidi and shaping libraries:
+// Arabic, Hebrew, Thai, ...). Files that are not
 // valid UTF-8 are skipped (a JavaScript string cannot hold their bytes).
 //   node tools/node/make_corpus.mjs OUT.jsonl [MEGABYTES]   (default 4)
 // Also writes OUT.txt: the documents back to back (for the round trip check).
@@ -33,12 +36,16 @@ function read(p) {
 
 const foreign = ["ja", "ko", "ru", "uk", "zh_CN", "zh_TW", "cs", "pl", "de", "fr", "es", "sr", "tr"];
 const groups = [   // [label, files, share of the budget]
-  ["licenses", walk("/usr/share/common-licenses", () => true), 0.15],
-  ["doc", walk("/usr/share/doc", (p) => /(README|NEWS|changelog)[^/]*$/.test(p)), 0.15],
-  ["c-headers", walk("/usr/include", (p) => p.endsWith(".h")), 0.2],
-  ["python", walk("/usr/lib/python3/dist-packages", (p) => p.endsWith(".py")), 0.1],
-  ["man-en", walk("/usr/share/man/man1", (p) => p.endsWith(".gz")), 0.1],
-  ["man-foreign", foreign.flatMap((l) => walk(`/usr/share/man/${l}`, (p) => p.endsWith(".gz"))), 0.3],
+  ["licenses", walk("/usr/share/common-licenses", () => true), 0.14],
+  ["doc", walk("/usr/share/doc", (p) => /(README|NEWS|changelog)[^/]*$/.test(p)), 0.13],
+  ["c-headers", walk("/usr/include", (p) => p.endsWith(".h")), 0.17],
+  ["python", walk("/usr/lib/python3/dist-packages", (p) => p.endsWith(".py")), 0.09],
+  ["man-en", walk("/usr/share/man/man1", (p) => p.endsWith(".gz")), 0.09],
+  ["man-foreign", foreign.flatMap((l) => walk(`/usr/share/man/${l}`, (p) => p.endsWith(".gz"))), 0.26],
+  ["vim-tutors", walk("/usr/share/vim", (p) => /\/tutor\/tutor(\.[a-z_]+)?\.utf-8$/.test(p)), 0.11],
+  ["alphabets", [...walk("/usr/lib/python3/dist-packages/chardet/metadata", (p) => p.endsWith("/languages.py")),
+                 ...["libfribidi0", "libharfbuzz0b", "libraqm0"].map((d) => `/usr/share/doc/${d}/copyright`)
+                   .filter((p) => fs.existsSync(p))], 0.03],
 ];
 const lines = [], texts = [];
 let skipped = 0, total = 0;
