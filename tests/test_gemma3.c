@@ -18,14 +18,8 @@
 #include "model/model.h"
 #include "tests/testutil.h"
 
-/* a small Gemma3ForCausalLM config (or another architecture) with extra keys spliced in */
 static int parse_arch(const char* arch, const char* extra, ModelConfig* c, char* err, size_t len) {
-    char text[2048];
-    snprintf(text, sizeof(text),
-             "{\"architectures\": [\"%s\"], \"vocab_size\": 64, \"hidden_size\": 32, \"intermediate_size\": 48, "
-             "\"num_hidden_layers\": 4, \"num_attention_heads\": 4, \"num_key_value_heads\": 2%s%s}",
-             arch, extra[0] ? ", " : "", extra);
-    return hf_config_parse(text, strlen(text), "config.json", c, err, len);
+    return test_parse_arch(arch, 4, extra, c, err, len);
 }
 static int parse(const char* extra, ModelConfig* c, char* err, size_t len) {
     return parse_arch("Gemma3ForCausalLM", extra, c, err, len);

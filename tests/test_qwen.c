@@ -15,14 +15,8 @@
 #include "optim/optim_config.h"
 #include "tests/testutil.h"
 
-/* a small config of architecture arch with extra keys spliced in */
 static int parse_arch(const char* arch, const char* extra, ModelConfig* c, char* err, size_t len) {
-    char text[2048];
-    snprintf(text, sizeof(text),
-             "{\"architectures\": [\"%s\"], \"vocab_size\": 64, \"hidden_size\": 32, \"intermediate_size\": 48, "
-             "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2%s%s}",
-             arch, extra[0] ? ", " : "", extra);
-    return hf_config_parse(text, strlen(text), "config.json", c, err, len);
+    return test_parse_arch(arch, 2, extra, c, err, len);
 }
 
 static void test_read(void) {

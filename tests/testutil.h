@@ -17,6 +17,7 @@
 #include <omp.h>
 #endif
 
+#include "hf/hf_config.h" /* hf_config_parse, for test_parse_arch */
 #include "model/config.h" /* ModelConfig, for test_model_sizes */
 
 static int test_passes, test_failures;
@@ -48,6 +49,18 @@ static inline void test_model_sizes(ModelConfig* c, size_t V, size_t D, size_t L
 
 /* elementwise |got - ref| <= atol + rtol_of_max * max|ref|; prints one line (and the first
    pairs when it fails). Returns 1 on pass. */
+/* a small config.json of architecture arch (V 64, D 32, F 48, `layers` layers, H 4, KVH 2) with extra keys
+   spliced in, parsed: hf_config_parse's return and message */
+static inline int test_parse_arch(const char* arch, size_t layers, const char* extra, ModelConfig* c, char* err,
+                                  size_t len) {
+    char text[2048];
+    snprintf(text, sizeof(text),
+             "{\"architectures\": [\"%s\"], \"vocab_size\": 64, \"hidden_size\": 32, \"intermediate_size\": 48, "
+             "\"num_hidden_layers\": %zu, \"num_attention_heads\": 4, \"num_key_value_heads\": 2%s%s}",
+             arch, layers, extra[0] ? ", " : "", extra);
+    return hf_config_parse(text, strlen(text), "config.json", c, err, len);
+}
+
 static inline int expect_close(const char* label, const float* got, const float* ref, size_t n, double atol,
                                double rtol_of_max, const char* why) {
     double max_ref = 0, max_abs = 0, max_rel = 0;
