@@ -1,9 +1,11 @@
 /* Hugging Face config.json <-> ModelConfig (docs/formats.md, "config.json"): Olmo2ForCausalLM,
-   LlamaForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM (head_dim, Qwen3's attention_bias, Qwen's
-   pad_token_id as padding_idx), rope_scaling (YaRN, llama3), and RePo's pe_config (read as the
+   LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM (head_dim, Qwen3's attention_bias, Qwen's
+   pad_token_id as padding_idx) and Gemma3ForCausalLM (its keys in hf/hf_config_gemma.c), rope_scaling
+   (YaRN, llama3, linear), and RePo's pe_config (read as the
    released RePo loader reads it), plus repoc's explicit per-layer list
    "repoc_layer_positions". What repoc does not compute (hidden_act other than
-   silu, MLP biases and OLMo-2/Llama attention biases, sliding windows, dropout, other rope_scaling types)
+   silu, MLP biases and OLMo-2/Llama attention biases, Qwen's sliding windows, Gemma-3's softcapping,
+   dropout, other rope_scaling types)
    is refused; token ids and a few other harmless keys are carried to the saved config; the rest is
    ignored. */
 #ifndef REPOC_HF_CONFIG_H
