@@ -60,7 +60,7 @@ typedef struct {
     const ModelConfig* cfg;
     size_t B, T;
     const RopeTable* rope;       /* the rotation of every layer but the sliding ones */
-    const RopeTable* rope_local; /* Gemma-3's sliding layers (rope_local_base_freq); NULL without them */
+    const RopeTable* rope_local; /* Gemma-3's sliding layers (rope_local_base_freq); no other layer reads it */
     const real* pos_seq;         /* (N,KVH) integer positions t, for rope layers */
     const real* force_pos;       /* (N,KVH) or NULL: a test hook replacing RePo's z */
     const DocSpans* docs;        /* NULL, or document masking: attention stays within each document */

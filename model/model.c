@@ -128,6 +128,18 @@ void model_build(Model* m, const ModelConfig* cfg, size_t B, size_t T, const cha
     model_build_opts(m, cfg, B, T, frozen_patterns, n_frozen, NULL, verbose);
 }
 
+/* The rotation tables of cfg: global (rope_theta with YaRN, llama3 or linear scaling) and, with sliding layers,
+   local (Gemma-3's: rope_local_base_freq, unscaled) */
+static void rope_tables(RopeTable* global, RopeTable* local, const ModelConfig* c) {
+    rope_table_init(global, cfg_hd(c), c->rope_theta, c->yarn_factor, c->yarn_orig_max, c->yarn_beta_fast,
+                    c->yarn_beta_slow, c->yarn_attention_factor);
+    if (c->llama3)
+        rope_table_llama3(global, c->llama3_factor, c->llama3_low_freq_factor, c->llama3_high_freq_factor,
+                          c->llama3_orig_max);
+    if (c->rope_linear_factor > 1) rope_table_linear(global, c->rope_linear_factor);
+    if (c->sliding_window) rope_table_init(local, cfg_hd(c), c->rope_local_theta, 1, 1, 32, 1, 0); /* unscaled */
+}
+
 void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, const char* const* frozen_patterns,
                       size_t n_frozen, const ModelOpts* opts, bool verbose) {
     model_shape(m, cfg, B, T, frozen_patterns, n_frozen, opts);
@@ -177,7 +189,7 @@ void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, cons
     }
     for (size_t n = 0; n < N; n++)
         for (size_t g = 0; g < c->KVH; g++) m->pos_seq[n * c->KVH + g] = (real)(n % T);
-    model_rope_tables(&m->rope, &m->rope_local, c);
+    rope_tables(&m->rope, &m->rope_local, c);
     if (m->rope_cos) rope_cache_fill(&m->rope, m->rope_cos, m->rope_sin, T);
     if (m->local_cos) rope_cache_fill(&m->rope_local, m->local_cos, m->local_sin, T);
     if (verbose) {
@@ -195,17 +207,6 @@ void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, cons
                m->tensors.n_params, m->tensors.n_params * mb, m->tensors.n_grads, m->n_acts, m->n_acts * mb, B, T,
                m->opts.recompute ? ", recompute" : "", m->head_rows, m->n_scratch * mb, REAL_NAME);
     }
-}
-
-void model_rope_tables(RopeTable* global, RopeTable* local, const ModelConfig* c) {
-    rope_table_init(global, cfg_hd(c), c->rope_theta, c->yarn_factor, c->yarn_orig_max, c->yarn_beta_fast,
-                    c->yarn_beta_slow, c->yarn_attention_factor);
-    if (c->llama3)
-        rope_table_llama3(global, c->llama3_factor, c->llama3_low_freq_factor, c->llama3_high_freq_factor,
-                          c->llama3_orig_max);
-    if (c->rope_linear_factor > 1) /* transformers' "linear": every frequency divided by the factor */
-        for (size_t i = 0; i < cfg_hd(c) / 2; i++) global->inv_freq[i] /= c->rope_linear_factor;
-    rope_table_init(local, cfg_hd(c), c->sliding_window ? c->rope_local_theta : c->rope_theta, 1, 1, 32, 1, 0);
 }
 
 void model_free(Model* m) {

@@ -79,7 +79,7 @@ typedef struct {
     real* dfinal; /* (N,D) the final norm's output gradient */
 
     RopeTable rope;
-    RopeTable rope_local;        /* Gemma-3's sliding layers: base rope_local_base_freq, no scaling */
+    RopeTable rope_local;        /* Gemma-3's sliding layers: rope_local_base_freq, no scaling (unset without them) */
     double z_loss;               /* coefficient of OLMo-2's z-loss (0 = off) */
     const real* force_positions; /* (N,KVH) test hook: RePo layers rotate by these instead of z */
 
@@ -121,9 +121,6 @@ typedef struct {
 ModelArenaSizes model_arena_sizes(const ModelConfig* cfg, size_t B, size_t T, const char* const* frozen_patterns,
                                   size_t n_frozen, const ModelOpts* opts);
 void model_free(Model* m);
-/* The rotation tables of cfg: global (rope_theta with YaRN, llama3 or linear scaling) and local (Gemma-3's
-   sliding layers: rope_local_base_freq, unscaled; rope_theta's unscaled table without sliding layers) */
-void model_rope_tables(RopeTable* global, RopeTable* local, const ModelConfig* cfg);
 
 /* Fill every weight: matrices N(0, std²) truncated at ±3σ, norms 1; RePo
    weights N(0, 0.02²) truncated at ±3σ (docs/design.md, "RePo position module"),

@@ -38,6 +38,10 @@ void rope_table_init(RopeTable* rt, size_t hd, double theta, double yarn_factor,
     rt->mscale = attention_factor > 0 ? attention_factor : 0.1 * log(yarn_factor) + 1.0;
 }
 
+void rope_table_linear(RopeTable* rt, double factor) {
+    for (size_t i = 0; i < rt->hd / 2; i++) rt->inv_freq[i] /= factor;
+}
+
 void rope_table_llama3(RopeTable* rt, double factor, double low_freq_factor, double high_freq_factor, double orig_max) {
     double two_pi = 6.283185307179586;
     double low_wavelen = orig_max / low_freq_factor, high_wavelen = orig_max / high_freq_factor;

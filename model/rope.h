@@ -38,6 +38,10 @@ void rope_cache_fill(RopeTable* rt, double* cos_t, double* sin_t, size_t n);
    f_i ((1 - a)/s + a) with a = (L0/w_i - low) / (high - low). m stays 1. */
 void rope_table_llama3(RopeTable* rt, double factor, double low_freq_factor, double high_freq_factor, double orig_max);
 
+/* transformers' "linear" rope_scaling of an initialised table (Gemma-3's global layers): every f_i / s, m
+   unchanged */
+void rope_table_linear(RopeTable* rt, double factor);
+
 /* IN PLACE: q (N, H*hd) and k (N, KVH*hd) are rotated by pos (N, P); P divides KVH divides H */
 void rope_forward(real* q, real* k, const real* pos, const RopeTable* rt, size_t N, size_t H, size_t KVH, size_t P);
 /* dq_in (N,H*hd) =   dk_in (N,KVH*hd) =   dpos (N,P) = (skipped when NULL)
