@@ -175,7 +175,7 @@ void attn_mass_item(Mass* rows, Mass* sep, const Model* m, const ItemSpans* s, c
         memset(&sep[i], 0, sizeof(Mass));
         for (size_t h = 0; h < c->H; h++) {
             for (size_t t = s->query.begin; t < s->query.end; t++) {
-                size_t first = window && t + 1 > window ? t + 1 - window : 0;
+                size_t first = window_first(t, window);
                 attn_probs_row(p, a->q, a->k, a->lse, t, h, c->H, c->KVH, hd, cfg_attn_scale(c), first);
                 attn_mass_add_row(&rows[i], p, t, s);
                 if (t == last) attn_mass_add_row(&sep[i], p, t, s);

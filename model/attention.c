@@ -307,7 +307,7 @@ void doc_starts_from_ids(int32_t* start, const int32_t* doc, size_t B, size_t T)
 
 void window_starts(int32_t* start, const int32_t* doc_start, size_t B, size_t T, size_t window) {
     for (size_t n = 0; n < B * T; n++) {
-        size_t t = n % T, w = t + 1 > window ? t + 1 - window : 0; /* the first of the last `window` keys */
+        size_t w = window_first(n % T, window);
         size_t d = doc_start ? (size_t)doc_start[n] : 0;
         start[n] = (int32_t)(w > d ? w : d);
     }

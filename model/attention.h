@@ -31,6 +31,8 @@ void doc_starts_from_ids(int32_t* start, const int32_t* doc, size_t B, size_t T)
    or NULL (one document per row). The kernel skips every key block before a query block's first start, so
    a window makes long rows cheaper. */
 void window_starts(int32_t* start, const int32_t* doc_start, size_t B, size_t T, size_t window);
+/* the first key that token t sees through a window of `window` keys (0: no window, the row's first) */
+static inline size_t window_first(size_t t, size_t window) { return window && t + 1 > window ? t + 1 - window : 0; }
 
 /* out (B,T,H*hd)   lse (B,T,H) saved for backward
    q (B,T,H*hd)   k, v (B,T,KVH*hd)   docs: NULL or the document spans */

@@ -165,7 +165,7 @@ static void cache_attention(Generator* g, size_t l, size_t n, size_t p0) {
         for (size_t h = 0; h < H; h++) {
             if (gen_stopping(g)) continue; /* a row of a long context takes milliseconds: stop within one */
             size_t t = p0 + i, kvo = (h / group) * hd;
-            size_t j0 = window && t + 1 > window ? t + 1 - window : 0; /* the first key it sees */
+            size_t j0 = window_first(t, window); /* the first key it sees */
             real* s = g->scores + threads_id() * T;
             const real* q = g->a.q + i * qd + h * hd;
             real mx = -INFINITY;

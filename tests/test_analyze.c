@@ -239,7 +239,7 @@ static void check_gemma_rows(void) {
     for (size_t l = 0; l < cfg.L; l++)
         for (size_t h = 0; h < cfg.H; h++)
             for (size_t t = 0; t < T; t++) {
-                size_t w = cfg_sliding(&cfg, l) ? cfg.sliding_window : 0, first = w && t + 1 > w ? t + 1 - w : 0;
+                size_t first = window_first(t, cfg_sliding(&cfg, l) ? cfg.sliding_window : 0);
                 attn_probs_row(p, m.la[l].q, m.la[l].k, m.la[l].lse, t, h, cfg.H, cfg.KVH, cfg_hd(&cfg),
                                cfg_attn_scale(&cfg), first);
                 double sum = 0;
