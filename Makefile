@@ -82,7 +82,7 @@ else
 endif
 HAVE_BLAS := $(call probe,$(BLAS_CFLAGS) $(BLAS_LIBS),cblas.h)
 HAVE_CJSON := $(call probe,-lcjson,cjson/cJSON.h)
-# oneDNN (Debian's libdnnl-dev): the BF16 products of train.compute_dtype "bf16" (model/gemm_bf16.c). Optional:
+# oneDNN (Debian's libdnnl-dev): the BF16 products of train.compute_dtype "bf16" (model/gemm_onednn.c). Optional:
 # without it the build has FP32 products only and "bf16" is refused, saying how to get it.
 HAVE_DNNL := $(call probe,-ldnnl,oneapi/dnnl/dnnl.h)
 # the tokenizer's regex engine (Oniguruma, as Hugging Face tokenizers uses) and Unicode normalization

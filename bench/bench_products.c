@@ -1,14 +1,16 @@
-/* build/bench/bench_products: each distinct product of one training step, timed with FP32 operands
-   (OpenBLAS) and with BF16 operands (oneDNN, train.compute_dtype "bf16"), side by side on the same buffers:
-   the table of docs/performance.md, "BF16 products".
+/* build/bench/bench_products: each distinct product of one training step, timed with FP32 operands on
+   OpenBLAS and on oneDNN (train.f32_engine) and with BF16 operands (oneDNN, train.compute_dtype "bf16"), side
+   by side on the same buffers: the tables of docs/performance.md, "BF16 products" and "Engines per CPU".
      bench_products [--size S|M|L|long] [--threads N] [--reps N]
    Sizes as bench_step's (OLMo-2 block, mode rope). Per product, the GEMM's M x N x K for y = x W^T
    (forward: N rows x out x in), dx = dy W (input gradient: rows x in x out) and dW += dy^T x (weight
    gradient: out x in x rows), the median of
-   --reps calls of each kind alternated f32, bf16, f32, ..., the GFLOP/s of both and their ratio. The BF16
+   --reps calls of each kind alternated OpenBLAS, oneDNN f32, bf16, OpenBLAS, ..., the GFLOP/s of each and
+   the ratios to OpenBLAS. The BF16
    times include rounding the activation operands (the weights' copies are made once per optimizer step).
    Each line ends with the kernel oneDNN chose. The last line weights the products by how often a step
    runs them (L times per layer product, once for the head). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +40,12 @@ static double one_call(int kind, const Proj* p, real* x, real* y, size_t N) {
     else if (kind == 1) linear_backward(x, NULL, y, x, p->W, N, p->C, p->OC, false);
     else linear_backward(NULL, p->dW, y, x, p->W, N, p->C, p->OC, false);
     return now_s() - t0;
+}
+
+/* mode e from now on: 0 FP32 on OpenBLAS, 1 FP32 on oneDNN, 2 BF16; returns the BF16 context before */
+static Bf16Products* use_mode(Model* m, int e) {
+    products_set_f32_engine(e == 1 ? F32_ONEDNN : F32_OPENBLAS);
+    return e == 2 ? model_products_begin(m) : products_use(NULL);
 }
 
 int main(int argc, char** argv) {
@@ -81,42 +89,46 @@ int main(int argc, char** argv) {
            size, B, T, N, threads, reps, cpu, cpu_level(), cpu_blas_core());
     printf("bf16: %s\n\n", products_name(true));
     printf(
-        "| product | M x N x K | runs/step | f32 GFLOP/s | bf16 GFLOP/s | bf16 / f32 |\n|---|---|---:|---:|---:|---:|\n");
+        "| product | M x N x K | runs/step | OpenBLAS f32 GFLOP/s | oneDNN f32 GFLOP/s | bf16 GFLOP/s | oneDNN f32 / "
+        "OpenBLAS | bf16 / OpenBLAS | bf16 / best f32 |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     static const char* kinds[] = {"forward", "input gradient", "weight gradient"};
-    double t32 = 0, t16 = 0, flop_all = 0;
-    double* s32 = mallocCheck((size_t)reps * sizeof(double));
-    double* s16 = mallocCheck((size_t)reps * sizeof(double));
+    double total[3] = {0, 0, 0}, flop_all = 0;
+    double* samples = mallocCheck(3 * (size_t)reps * sizeof(double));
     for (size_t k = 0; k < sizeof(ps) / sizeof(ps[0]); k++) {
         for (int kind = 0; kind < 3; kind++) {
             const Proj* p = &ps[k];
-            Bf16Products* prev = model_products_begin(&m); /* the shape's primitive, created untimed */
-            one_call(kind, p, x, y, N);
-            products_use(prev);
-            for (int r = 0; r < reps; r++) {
-                s32[r] = one_call(kind, p, x, y, N);
-                prev = model_products_begin(&m);
-                s16[r] = one_call(kind, p, x, y, N);
+            for (int e = 0; e < 3; e++) { /* each mode's primitives created untimed */
+                Bf16Products* prev = use_mode(&m, e);
+                one_call(kind, p, x, y, N);
                 products_use(prev);
             }
-            double a = median(s32, (size_t)reps), b = median(s16, (size_t)reps),
-                   flop = 2.0 * (double)N * (double)p->C * (double)p->OC;
-            t32 += a * (double)p->count;
-            t16 += b * (double)p->count;
+            for (int r = 0; r < reps; r++)
+                for (int e = 0; e < 3; e++) {
+                    Bf16Products* prev = use_mode(&m, e);
+                    samples[e * reps + r] = one_call(kind, p, x, y, N);
+                    products_use(prev);
+                }
+            double t[3], flop = 2.0 * (double)N * (double)p->C * (double)p->OC;
+            for (int e = 0; e < 3; e++) {
+                t[e] = median(samples + e * reps, (size_t)reps);
+                total[e] += t[e] * (double)p->count;
+            }
             flop_all += flop * (double)p->count;
             size_t gm = kind == 2 ? p->OC : N, gn = kind == 0 ? p->OC : p->C,
                    gk = kind == 0   ? p->C
                         : kind == 1 ? p->OC
                                     : N;
-            printf("| %s, %s | %zu x %zu x %zu | %zu | %.0f | %.0f | %.2f |\n", p->name, kinds[kind], gm, gn, gk,
-                   p->count, flop / a * 1e-9, flop / b * 1e-9, a / b);
+            printf("| %s, %s | %zu x %zu x %zu | %zu | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f |\n", p->name,
+                   kinds[kind], gm, gn, gk, p->count, flop / t[0] * 1e-9, flop / t[1] * 1e-9, flop / t[2] * 1e-9,
+                   t[0] / t[1], t[0] / t[2], fmin(t[0], t[1]) / t[2]);
         }
     }
-    printf("| the step's products, weighted by runs/step | | | %.0f | %.0f | %.2f |\n", flop_all / t32 * 1e-9,
-           flop_all / t16 * 1e-9, t32 / t16);
+    printf("| the step's products, weighted by runs/step | | | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f |\n",
+           flop_all / total[0] * 1e-9, flop_all / total[1] * 1e-9, flop_all / total[2] * 1e-9, total[0] / total[1],
+           total[0] / total[2], fmin(total[0], total[1]) / total[2]);
     printf("\nkernels oneDNN chose:\n");
-    gemm_bf16_print(stdout);
-    free(s32);
-    free(s16);
+    onednn_print(stdout);
+    free(samples);
     free(x);
     free(y);
     model_free(&m);

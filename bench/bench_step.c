@@ -36,6 +36,7 @@
 #include "bench/bench_sizes.h"
 #include "hf/hf_checkpoint.h"
 #include "model/dispatch.h"
+#include "model/engine.h"
 #include "model/linear.h"
 #include "model/model.h"
 #include "optim/adamw.h"
@@ -43,7 +44,7 @@
 #include "tests/testutil.h"
 
 typedef struct {
-    const char *size, *mode, *block, *save_dir, *compute;
+    const char *size, *mode, *block, *save_dir, *compute, *f32_engine;
     int steps, warmup, threads, sgemm_n, mfu_n;
     long batch, seq_len; /* --B, --T: override the size's B and T (0 = keep) */
     unsigned long long tokens_seed;
@@ -150,14 +151,15 @@ static void usage(FILE* fp) {
         "                  [--threads N] [--block olmo2|llama] [--tokens-seed N] [--json] [--no-attn] [--mfu-sgemm N]\n"
         "                  [--B N] [--T N]   (the size's model at another batch size / sequence length)\n"
         "                  [--gemms]   (also the step's linear GEMMs alone)\n"
-        "                  [--compute f32|bf16]   (the products' operands: train.compute_dtype)\n"
+        "                  [--compute f32|bf16|auto]   (the products' operands: train.compute_dtype)\n"
+        "                  [--f32-engine auto|openblas|onednn]   (what runs the FP32 products: train.f32_engine)\n"
         "       bench_step --sgemm N [--threads N] [--json]\n"
         "       bench_step --cpu\n"
         "       bench_step --save-weights DIR [--size ...] [--mode ...] [--block ...] [--tokens-seed N]\n");
 }
 
 static void parse_args(BenchOpts* o, int argc, char** argv) {
-    *o = (BenchOpts){"S", "repo", "olmo2", NULL, "f32", 5, 2, 0, 0, 2048, 0, 0, 1, false, true, false, false};
+    *o = (BenchOpts){"S", "repo", "olmo2", NULL, "f32", "auto", 5, 2, 0, 0, 2048, 0, 0, 1, false, true, false, false};
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -190,6 +192,7 @@ static void parse_args(BenchOpts* o, int argc, char** argv) {
         else if (!strcmp(a, "--mode")) o->mode = v;
         else if (!strcmp(a, "--block")) o->block = v;
         else if (!strcmp(a, "--compute")) o->compute = v;
+        else if (!strcmp(a, "--f32-engine")) o->f32_engine = v;
         else if (!strcmp(a, "--save-weights")) o->save_dir = v;
         else if (!strcmp(a, "--steps")) o->steps = atoi(v);
         else if (!strcmp(a, "--warmup")) o->warmup = atoi(v);
@@ -208,8 +211,27 @@ static void parse_args(BenchOpts* o, int argc, char** argv) {
     CHECK(o->steps >= 1 && o->warmup >= 0, "bench_step: --steps must be >= 1 and --warmup >= 0");
     CHECK(o->batch >= 0 && o->seq_len >= 0, "bench_step: --B and --T must be positive");
     CHECK(!strcmp(o->block, "olmo2") || !strcmp(o->block, "llama"), "bench_step: unknown block %s", o->block);
-    CHECK(!strcmp(o->compute, "f32") || !strcmp(o->compute, "bf16"), "bench_step: --compute is f32 or bf16, not %s",
-          o->compute);
+    CHECK(!strcmp(o->compute, "f32") || !strcmp(o->compute, "bf16") || !strcmp(o->compute, "auto"),
+          "bench_step: --compute is f32, bf16 or auto, not %s", o->compute);
+    F32Engine e;
+    CHECK(!strcmp(o->f32_engine, "auto") || f32_engine_parse(o->f32_engine, &e),
+          "bench_step: --f32-engine is auto, openblas or onednn, not %s", o->f32_engine);
+}
+
+/* --f32-engine and --compute, "auto" resolved as a training run resolves it (model/engine.h); true for bf16 */
+static bool choose_products(const BenchOpts* o, const ModelConfig* c, size_t N) {
+    bool auto_dtype = !strcmp(o->compute, "auto");
+    EngineChoice ec = {.f32 = F32_OPENBLAS};
+    if (!strcmp(o->f32_engine, "auto") || auto_dtype)
+        engine_choose(&ec, engine_clamp_dim(N), engine_clamp_dim(c->D), engine_clamp_dim(c->F), auto_dtype);
+    F32Engine e = ec.f32;
+    if (strcmp(o->f32_engine, "auto")) f32_engine_parse(o->f32_engine, &e);
+    products_set_f32_engine(e);
+    if (!o->json) {
+        if (!strcmp(o->f32_engine, "auto")) engine_print(&ec, stdout);
+        if (auto_dtype) printf("compute dtype: %s (auto: %s)\n", ec.bf16_pays ? "bf16" : "f32", ec.bf16_why);
+    }
+    return auto_dtype ? ec.bf16_pays : !strcmp(o->compute, "bf16");
 }
 
 int main(int argc, char** argv) {
@@ -238,7 +260,7 @@ int main(int argc, char** argv) {
     if (o.seq_len) T = (size_t)o.seq_len;
     CHECK(model_config_plan_positions(&c, o.mode, REPO_START_DEFAULT), "bench_step: unknown mode %s", o.mode);
     Model m;
-    bool bf16 = !strcmp(o.compute, "bf16");
+    bool bf16 = choose_products(&o, &c, B * T);
     model_build_opts(&m, &c, B, T, NULL, 0, &(ModelOpts){.compute_bf16 = bf16}, false);
     model_init_weights(&m, 1, 0.02);
     size_t N = B * T;
@@ -314,15 +336,16 @@ int main(int argc, char** argv) {
                "\"bwd_ms\": %.2f, \"opt_ms\": %.2f, \"attn_ms\": %.2f, \"attn_us_per_token\": %.3f, "
                "\"sgemm_gflops\": %.2f, \"mfu\": %.4f, \"minflt_per_step\": %.0f, \"cpu\": \"%s\", "
                "\"cpu_level\": \"%s\", \"isa\": \"%s\", \"blas_core\": \"%s\", \"gemms_ms\": %.2f, "
-               "\"gemms_gflop\": %.3f, \"compute\": \"%s\", \"products\": \"%s\"}\n",
+               "\"gemms_gflop\": %.3f, \"compute\": \"%s\", \"f32_engine\": \"%s\", \"products\": \"%s\"}\n",
                bf16 ? "repoc-bf16" : "repoc", o.size, o.mode, o.block, m.tensors.n_params, B, T, threads, n, o.warmup,
                ms, sum / n * 1e3, tps, flops * 1e-9, gflops, attn_flops * 1e-9, rss, loss0, fwd, bwd, optm, attn_ms,
                o.attn ? attn_ms * 1e3 / N : 0, sg, sg > 0 ? gflops / sg : 0, faults, cpu_name, cpu_level(),
-               cpu_isa_built(), cpu_blas_core(), gemm_ms, gemm_gflop, o.compute, products_name(bf16));
+               cpu_isa_built(), cpu_blas_core(), gemm_ms, gemm_gflop, bf16 ? "bf16" : "f32",
+               f32_engine_name(products_f32_engine()), products_name(bf16));
     } else {
         cpu_print(stdout, dispatch_describe());
         printf("products: %s\n", products_name(bf16));
-        if (bf16 && o.gemms) gemm_bf16_print(stdout);
+        if (bf16 && o.gemms) onednn_print(stdout);
         printf("size %s mode %s: params %zu, B=%zu T=%zu, threads %d: median %.1f ms/step (forward %.1f, backward "
                "%.1f, clip+AdamW+zero %.1f), %.0f tokens/s, %.2f GFLOP/step, %.1f GFLOP/s, peak RSS %.0f MiB, "
                "loss %.6f\n",

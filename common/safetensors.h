@@ -112,7 +112,7 @@ void st_write_filled(const char* path, const StWriteTensor* tensors, const StFil
    largest bf16 carry into the exponent and become inf. Every NaN becomes the
    quiet NaN 0x7FC0 (without the check a NaN with a small payload would round
    to inf). torch's AVX2 path writes 0xFFFF for NaN instead; both are NaN.
-   Inline: the BF16 products round every activation operand with it (model/gemm_bf16.c). */
+   Inline: the BF16 products round every activation operand with it (model/gemm_onednn.c). */
 static inline uint16_t st_f32_to_bf16(float x) {
     uint32_t u;
     __builtin_memcpy(&u, &x, 4);

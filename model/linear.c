@@ -21,7 +21,7 @@
 
 /* the threads to split rows among for an (N rows) x (weight of w reals) product; 1: one BLAS call */
 static size_t row_split(size_t N, size_t w, size_t max_w) {
-    if (products_bf16()) return 1; /* oneDNN threads each product itself */
+    if (products_onednn()) return 1; /* oneDNN threads each product itself */
     size_t nt = threads_blas_split();
     return nt > 1 && w <= max_w && N / nt >= SPLIT_ROWS ? nt : 1;
 }
@@ -40,7 +40,7 @@ static void part_rows(size_t N, size_t t, size_t nt, size_t* r0, size_t* r1) {
 #define CLEAR_MIN ((size_t)1 << 18)
 static real write_beta(real* c, size_t rows, size_t cols, size_t ld) {
     size_t nt = threads_blas_split();
-    if (nt == 1 || products_bf16() || rows * cols < CLEAR_MIN) return 0;
+    if (nt == 1 || products_onednn() || rows * cols < CLEAR_MIN) return 0;
     size_t n = ld == cols ? 1 : rows, len = ld == cols ? rows * cols : cols; /* n spans of len reals */
 #pragma omp parallel num_threads(nt)
     {

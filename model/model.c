@@ -199,8 +199,8 @@ void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, cons
             printf("  frozen base in BF16: %zu parameters (%.1f MiB), widened per layer (%.1f MiB)\n",
                    m->tensors.n_bf16, m->tensors.n_bf16 * 2.0 / 1048576.0, m->tensors.max_layer_bf16 * mb);
         if (m->opts.compute_bf16)
-            printf("  BF16 products (%s): parameter mirror %.1f MiB%s, activation work space %.1f MiB\n",
-                   gemm_bf16_engine(), (m->tensors.n_params - m->mirror_from) * 2.0 / 1048576.0,
+            printf("  BF16 products (%s): parameter mirror %.1f MiB%s, activation work space %.1f MiB\n", onednn_name(),
+                   (m->tensors.n_params - m->mirror_from) * 2.0 / 1048576.0,
                    m->mirror_from ? " (all but the input embedding)" : "", m->prod.act_cap * 4.0 / 1048576.0);
         printf("  parameters %zu (%.1f MiB)  trainable %zu  activations %zu (%.1f MiB, B=%zu T=%zu%s, logits "
                "%zu rows)  scratch %.1f MiB  precision %s\n",

@@ -1,20 +1,41 @@
-/* product(): FP32 through OpenBLAS, or BF16 through gemm_bf16 (model/products.h). */
+/* product(): FP32 through OpenBLAS or oneDNN, or BF16 through gemm_bf16 (model/products.h). */
 #include "model/products.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "common/check.h"
 #include "common/cpu.h"
 
 static Bf16Products* current; /* NULL: FP32 */
+static F32Engine f32_engine;  /* F32_OPENBLAS until products_set_f32_engine */
+
+const char* f32_engine_name(F32Engine e) { return e == F32_ONEDNN ? "onednn" : "openblas"; }
+
+bool f32_engine_parse(const char* name, F32Engine* e) {
+    if (!strcmp(name, "openblas")) *e = F32_OPENBLAS;
+    else if (!strcmp(name, "onednn")) *e = F32_ONEDNN;
+    else return false;
+    return true;
+}
+
+void products_set_f32_engine(F32Engine e) {
+#ifdef REPOC_F64
+    e = F32_OPENBLAS; /* the double build's products are OpenBLAS's dgemm */
+#endif
+    CHECK(e == F32_OPENBLAS || onednn_available(), "FP32 products through oneDNN: %s", onednn_name());
+    f32_engine = e;
+}
+
+F32Engine products_f32_engine(void) { return f32_engine; }
+
+bool products_onednn(void) { return current || f32_engine == F32_ONEDNN; }
 
 Bf16Products* products_use(Bf16Products* p) {
     Bf16Products* prev = current;
     current = p;
     return prev;
 }
-
-Bf16Products* products_bf16(void) { return current; }
 
 bool products_bf16_available(char* why, size_t n) {
 #ifdef REPOC_F64
@@ -27,13 +48,20 @@ bool products_bf16_available(char* why, size_t n) {
 
 const char* products_name(bool bf16) {
     static char buf[160];
-    if (bf16) snprintf(buf, sizeof(buf), "bf16 operands, FP32 accumulation: %s", gemm_bf16_engine());
+    if (bf16) snprintf(buf, sizeof(buf), "bf16 operands, FP32 accumulation: %s", onednn_name());
+    else if (f32_engine == F32_ONEDNN) snprintf(buf, sizeof(buf), "%s: %s", REAL_NAME, onednn_name());
     else snprintf(buf, sizeof(buf), "%s: OpenBLAS, core %s", REAL_NAME, cpu_blas_core());
     return buf;
 }
 
 static void product_f32(bool ta, bool tb, size_t M, size_t N, size_t K, real alpha, const real* A, size_t lda,
                         const real* B, size_t ldb, real beta, real* C, size_t ldc) {
+#ifndef REPOC_F64
+    if (f32_engine == F32_ONEDNN) {
+        gemm_f32_onednn(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+#endif
     cblas_gemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
                alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }

@@ -1,6 +1,8 @@
 /* Every matmul of the model goes through product() (docs/design.md, "Products and their precision"):
-   FP32 through OpenBLAS (cblas_gemm), or, while a BF16 context is in use (train.compute_dtype "bf16"), with
-   BF16 operands through gemm_bf16 (oneDNN) and FP32 accumulation into the FP32 result.
+   FP32 through the process's FP32 engine (OpenBLAS's cblas_gemm, or oneDNN's FP32 matmul where OpenBLAS has
+   no kernel for the CPU or measures slower: model/engine.h chooses), or, while a BF16 context is in use
+   (train.compute_dtype "bf16"), with BF16 operands through gemm_bf16 (oneDNN) and FP32 accumulation into the
+   FP32 result.
 
    In BF16 each operand is one of two kinds. A weight has a BF16 copy kept next to it (a region: the model's
    parameter arena and its BF16 mirror, written once per optimizer step; a frozen BF16 base), found by its
@@ -14,9 +16,25 @@
 #include <stddef.h>
 
 #include "common/real.h"
-#include "model/gemm_bf16.h"
+#include "model/gemm_onednn.h"
 
 typedef enum { OPERAND_ACT, OPERAND_WEIGHT } OperandKind;
+
+/* What runs the FP32 products: one choice per process, made once at start (model/engine.h), like the thread
+   count. Results are deterministic for a given engine and thread count, and differ in the last bits
+   between engines; a resumed run reuses its checkpoint's engine (train/trainer_products.c). */
+typedef enum { F32_OPENBLAS, F32_ONEDNN } F32Engine;
+/* "openblas", "onednn": the names train.f32_engine and trainer_state.json use */
+const char* f32_engine_name(F32Engine e);
+/* a name as f32_engine_name writes it into *e; false for any other text */
+bool f32_engine_parse(const char* name, F32Engine* e);
+/* From now on the FP32 products run on e (F32_ONEDNN needs a build with oneDNN). Not inside an OpenMP
+   parallel region. The double build (PRECISION=64) keeps OpenBLAS's dgemm whatever e is. */
+void products_set_f32_engine(F32Engine e);
+F32Engine products_f32_engine(void);
+/* The products in use run on oneDNN (a BF16 context, or the FP32 engine F32_ONEDNN): it threads each
+   product itself and is not to be called from inside a parallel region (model/linear.c splits none) */
+bool products_onednn(void);
 
 /* n reals from f32 have their BF16 copies at b16 (b16[i] = st_f32_to_bf16(f32[i])) */
 typedef struct {
@@ -36,15 +54,14 @@ typedef struct {
 /* Use p for the products from now on (NULL: FP32); returns the context in use before. Not inside an
    OpenMP parallel region. */
 Bf16Products* products_use(Bf16Products* p);
-/* the context in use, NULL for FP32 */
-Bf16Products* products_bf16(void);
 
-/* C (M,N; row stride ldc) = alpha op(A) op(B) + beta C, row-major, as cblas_gemm (model/gemm_bf16.h's
+/* C (M,N; row stride ldc) = alpha op(A) op(B) + beta C, row-major, as cblas_gemm (model/gemm_onednn.h's
    layout: ta, A stored (K,M); tb, B stored (N,K)); ka, kb say what A and B are */
 void product(bool ta, bool tb, size_t M, size_t N, size_t K, real alpha, const real* A, size_t lda, OperandKind ka,
              const real* B, size_t ldb, OperandKind kb, real beta, real* C, size_t ldc);
 
-/* "bf16 operands, FP32 accumulation: oneDNN 2.6.3, ISA avx512_core_bf16" or "f32: OpenBLAS, core Cooperlake":
+/* "bf16 operands, FP32 accumulation: oneDNN 2.6.3, ISA avx512_core_bf16", "f32: OpenBLAS, core Cooperlake" or
+   "f32: oneDNN 2.6.3, ISA avx512_core_bf16":
    what runs the products in that mode (the start-up line and the benches print it) */
 const char* products_name(bool bf16);
 /* Whether this build and CPU can run train.compute_dtype "bf16"; else false with the reason in why */

@@ -54,7 +54,7 @@
 #include "common/hash.h"
 #include "common/real.h"
 #include "common/safetensors.h"
-#include "model/gemm_bf16.h"
+#include "model/gemm_onednn.h"
 #include "model/tensors.h"
 #include "optim/optim_config.h"
 

@@ -334,7 +334,7 @@ int main(int argc, char** argv) {
     printf("checkpoint %s (%s)\n", ci.dir, an.label);
     model_config_print(&an.cfg, stdout);
     Model m;
-    cli_load_model(&m, &an.cfg, &ci, 1, an.length, false);
+    cli_load_model(&m, &an.cfg, &ci, 1, an.length, false, NULL);
     run(&an, &m, &syn, &td);
     analysis_print(&an);
     if (o.out) analysis_write(&an, o.out, o.plot_heads, o.n_plot_heads);

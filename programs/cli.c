@@ -21,6 +21,7 @@
 #include "hf/hf_checkpoint.h"
 #include "hf/hf_config.h"
 #include "hf/peft.h"
+#include "model/engine.h"
 #include "train/checkpoint.h"
 
 static const char* prog_name = "repoc";
@@ -101,16 +102,21 @@ size_t cli_valued_option(const char* a, const char* v, const char* const* names,
 }
 
 bool cli_shared_option(CliShared* sh, unsigned which, const char* a, const char* v) {
-    static const char* const names[] = {"--threads", "--yarn-factor", "--yarn-orig", "--compute"};
-    static const unsigned group[] = {CLI_THREADS, CLI_YARN, CLI_YARN, CLI_COMPUTE};
+    static const char* const names[] = {"--threads", "--yarn-factor", "--yarn-orig", "--compute", "--f32-engine"};
+    static const unsigned group[] = {CLI_THREADS, CLI_YARN, CLI_YARN, CLI_COMPUTE, CLI_COMPUTE};
     size_t k = 0;
-    while (k < 4 && strcmp(a, names[k])) k++;
-    if (k == 4 || !(which & group[k])) return false;
+    while (k < 5 && strcmp(a, names[k])) k++;
+    if (k == 5 || !(which & group[k])) return false;
     cli_once(a, &sh->seen[k]);
     v = cli_value(a, v);
     if (k == 3) {
         if (strcmp(v, "f32") && strcmp(v, "bf16")) cli_bad_option("--compute: expected f32 or bf16, got '%s'", v);
         sh->compute_bf16 = !strcmp(v, "bf16");
+    } else if (k == 4) {
+        F32Engine e;
+        if (strcmp(v, "auto") && !f32_engine_parse(v, &e))
+            cli_bad_option("--f32-engine: expected auto, openblas or onednn, got '%s'", v);
+        sh->f32_engine = strcmp(v, "auto") ? v : NULL;
     } else if (k == 0) {
         sh->threads = (int)cli_parse_size(a, v, 1, 4096);
     } else if (k == 1) {
@@ -297,8 +303,25 @@ const char* cli_tokenizer(const CkptInfo* ci, const char* given, bool required, 
     return NULL;
 }
 
-void cli_load_model(Model* m, const ModelConfig* cfg, const CkptInfo* ci, size_t B, size_t T, bool compute_bf16) {
+/* --f32-engine: the engine named, else the one model/engine.h chooses for (rows, D) x (D, F) products */
+static void choose_f32_engine(const char* given, const ModelConfig* cfg, size_t rows) {
+    F32Engine e;
+    if (given) {
+        f32_engine_parse(given, &e);
+        CHECK(e == F32_OPENBLAS || onednn_available(), "%s: --f32-engine onednn: this build has no oneDNN", prog_name);
+        products_set_f32_engine(e);
+        return;
+    }
+    EngineChoice c;
+    engine_choose(&c, engine_clamp_dim(rows), engine_clamp_dim(cfg->D), engine_clamp_dim(cfg->F), false);
+    products_set_f32_engine(c.f32);
+    engine_print(&c, stdout);
+}
+
+void cli_load_model(Model* m, const ModelConfig* cfg, const CkptInfo* ci, size_t B, size_t T, bool compute_bf16,
+                    const char* f32_engine) {
     const char* no_grads[] = {"*"}; /* inference only: no gradient arena */
+    choose_f32_engine(f32_engine, cfg, B * T);
     model_build_opts(m, cfg, B, T, no_grads, 1, &(ModelOpts){.compute_bf16 = compute_bf16}, false);
     if (compute_bf16) printf("products: %s\n", products_name(true));
     size_t fresh = ckpt_weights_load(m, ci->dir, 0, false, NULL); /* a LoRA base: the one the adapter names */

@@ -50,13 +50,15 @@ size_t cli_valued_option(const char* a, const char* v, const char* const* names,
      --yarn-factor F     YaRN with factor F >= 1 at inference (cli_apply_yarn)
      --yarn-orig L0      its original length, L0 in [1, 2^31]
      --compute f32|bf16  the products' operands, as train.compute_dtype (model/products.h)
-   which: the ones a program takes (CLI_THREADS | CLI_YARN | CLI_COMPUTE). */
+     --f32-engine auto|openblas|onednn   what runs the FP32 products, as train.f32_engine (model/engine.h)
+   which: the ones a program takes (CLI_THREADS | CLI_YARN | CLI_COMPUTE: --compute and --f32-engine). */
 enum { CLI_THREADS = 1, CLI_YARN = 2, CLI_COMPUTE = 4 };
 typedef struct {
     int threads;                   /* 0: not given */
     double yarn_factor, yarn_orig; /* 0: not given */
     bool compute_bf16;             /* --compute bf16 */
-    int seen[4];                   /* uses of each, for "given twice" */
+    const char* f32_engine;        /* --f32-engine: NULL when not given ("auto") */
+    int seen[5];                   /* uses of each, for "given twice" */
 } CliShared;
 /* When a is one of the shared options in which: checks and parses its value v into sh and
    returns true (the caller skips v); false for any other a */
@@ -108,7 +110,9 @@ void cli_check_output_dir(const char* opt, const char* dir);
 const char* cli_tokenizer(const CkptInfo* ci, const char* given, bool required, char* buf, size_t len);
 
 /* Build m for batches (B, T) without gradients and load the checkpoint's
-   weights; dies when config.json asks for RePo weights the checkpoint lacks. */
-void cli_load_model(Model* m, const ModelConfig* cfg, const CkptInfo* ci, size_t B, size_t T, bool compute_bf16);
+   weights; dies when config.json asks for RePo weights the checkpoint lacks. f32_engine: --f32-engine, or
+   NULL for the engine model/engine.h chooses (printed). */
+void cli_load_model(Model* m, const ModelConfig* cfg, const CkptInfo* ci, size_t B, size_t T, bool compute_bf16,
+                    const char* f32_engine);
 
 #endif

@@ -58,6 +58,7 @@ static void usage(FILE* fp) {
             "                      (or --yarn-orig L0); ignored when the checkpoint already has rope_scaling\n"
             "  --yarn-orig L0      original_max_position_embeddings for --yarn-factor\n"
             "  --compute f32|bf16  the products' operands (bf16: BF16 with FP32 accumulation, train.compute_dtype)\n"
+            "  --f32-engine E  auto (default), openblas or onednn: what runs the FP32 products (train.f32_engine)\n"
             "  --json OUT          write the results as JSON (docs/eval.md)\n"
             "  --threads N         OpenMP and BLAS threads (default: all cores)\n"
             "  --help              this text\n");
@@ -293,7 +294,7 @@ int main(int argc, char** argv) {
     if (ci.train_len) printf("  trained with seq_len %zu\n", ci.train_len);
     model_config_print(&cfg, stdout);
     Model m;
-    cli_load_model(&m, &cfg, &ci, 1, o.n_ppl ? o.seq_len : 1, o.sh.compute_bf16);
+    cli_load_model(&m, &cfg, &ci, 1, o.n_ppl ? o.seq_len : 1, o.sh.compute_bf16, o.sh.f32_engine);
 
     PplResult ppl[MAX_LIST];
     for (size_t i = 0; i < o.n_ppl; i++) { /* each argument one stream */

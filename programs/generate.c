@@ -49,6 +49,7 @@ static void usage(FILE* fp) {
             "  --yarn-factor F      YaRN with factor F (original length: the training length, or --yarn-orig)\n"
             "  --yarn-orig L0       original_max_position_embeddings for --yarn-factor\n"
             "  --compute f32|bf16   the products' operands (bf16: BF16 with FP32 accumulation, train.compute_dtype)\n"
+            "  --f32-engine E   auto (default), openblas or onednn: what runs the FP32 products (train.f32_engine)\n"
             "  --threads N          OpenMP and BLAS threads (default: all cores)\n"
             "  --help               this text\n"
             "The text goes to stdout as it is produced; the statistics go to stderr.\n");
@@ -165,7 +166,7 @@ int main(int argc, char** argv) {
 
     threads_init(o.sh.threads);
     Model m;
-    cli_load_model(&m, &cfg, &ci, 1, 1, o.sh.compute_bf16);
+    cli_load_model(&m, &cfg, &ci, 1, 1, o.sh.compute_bf16, o.sh.f32_engine);
     Generator g;
     /* the cache starts at prompt + 256 tokens and doubles as the new tokens need it */
     size_t max_T = n_prompt + (o.max_new ? o.max_new : 1), first_T = n_prompt + 256;

@@ -1,4 +1,4 @@
-/* BF16 products (train.compute_dtype "bf16", model/products.h, model/gemm_bf16.h):
+/* BF16 products (train.compute_dtype "bf16", model/products.h, model/gemm_onednn.h):
    1. gemm_bf16 against a double-precision product of the same BF16 operands, on odd shapes, strides
       wider than the rows, all four transposes, alpha and beta: equal up to the order of FP32 accumulation,
       |C - ref| <= 2 K 2^-24 (|alpha| sum_k |a_ik b_kj| + |beta c_ij|) + 2^-24 |ref|;
@@ -16,7 +16,7 @@
 
 #include "common/check.h"
 #include "common/rng.h"
-#include "model/gemm_bf16.h"
+#include "model/gemm_onednn.h"
 #include "model/model.h"
 #include "model/products.h"
 #include "optim/adamw.h"
@@ -208,9 +208,9 @@ static void test_model_step(Rng* rng) {
     om.mirror = m.params_bf16;
     om.mirror_from = m.mirror_from;
     double l0 = train_step(&m, &om, &b, 0), f0 = train_step(&f, &of, &b, 0);
-    size_t created = gemm_bf16_created();
+    size_t created = onednn_created();
     double l1 = train_step(&m, &om, &b, 1), f1 = train_step(&f, &of, &b, 1);
-    EXPECT(gemm_bf16_created() == created, "second step: no oneDNN primitive created (%zu after the first)", created);
+    EXPECT(onednn_created() == created, "second step: no oneDNN primitive created (%zu after the first)", created);
     EXPECT(m.prod.weight_rounded == 0, "two steps: every weight operand read from the mirror (%zu rounded)",
            m.prod.weight_rounded);
     size_t stale = 0;

@@ -43,6 +43,8 @@ static void save_state(const char* path, const TrainerState* st, const char* con
     cJSON_AddNumberToObject(root, "rows_per_step", (double)st->rows_per_step);
     cJSON_AddNumberToObject(root, "world_size", (double)st->world_size);
     if (st->threads) cJSON_AddNumberToObject(root, "threads", (double)st->threads);
+    if (st->f32_engine[0]) cJSON_AddStringToObject(root, "f32_engine", st->f32_engine);
+    if (st->compute_dtype[0]) cJSON_AddStringToObject(root, "compute_dtype", st->compute_dtype);
     if (st->has_loss) cJSON_AddNumberToObject(root, "last_loss", st->last_loss);
     cJSON_AddStringToObject(root, "data_cursor", "batches are a pure function of (seed, step): the cursor is 'step'");
     cJSON* cfg = config_json ? cJSON_Parse(config_json) : NULL;
@@ -208,6 +210,24 @@ static size_t state_int(const cJSON* root, const char* p, const char* key, size_
     return (size_t)v->valuedouble;
 }
 
+/* trainer_state.json's optional string `key`, one of the '|'-separated words of `choices`, into out ("" when
+   absent) */
+static void state_word(const cJSON* root, const char* p, const char* key, const char* choices, char* out, size_t n) {
+    const cJSON* v = cJSON_GetObjectItemCaseSensitive(root, key);
+    out[0] = 0;
+    if (!v) return;
+    bool ok = cJSON_IsString(v) && strlen(v->valuestring) < n;
+    if (ok) { /* a whole word of choices */
+        const char* hit = strstr(choices, v->valuestring);
+        size_t len = strlen(v->valuestring);
+        ok = false;
+        for (; hit && !ok; hit = strstr(hit + 1, v->valuestring))
+            ok = len && (hit == choices || hit[-1] == '|') && (hit[len] == '|' || !hit[len]);
+    }
+    CHECK(ok, "%s: key '%s': expected one of %s", p, key, choices);
+    snprintf(out, n, "%s", v->valuestring);
+}
+
 /* trainer_state.json: every field typed and in range, and the step equal to the one the directory
    name (step_NNNNNNN) states */
 void ckpt_load_state(const char* dir, TrainerState* st) {
@@ -220,6 +240,8 @@ void ckpt_load_state(const char* dir, TrainerState* st) {
     st->rows_per_step = state_int(root, p, "rows_per_step", 1, true); /* absent in older checkpoints */
     st->world_size = state_int(root, p, "world_size", 1, true);
     st->threads = state_int(root, p, "threads", 1, true);
+    state_word(root, p, "f32_engine", "openblas|onednn", st->f32_engine, sizeof(st->f32_engine));
+    state_word(root, p, "compute_dtype", "f32|bf16", st->compute_dtype, sizeof(st->compute_dtype));
     const cJSON* loss = cJSON_GetObjectItemCaseSensitive(root, "last_loss");
     CHECK(!loss || (cJSON_IsNumber(loss) && isfinite(loss->valuedouble)),
           "%s: key 'last_loss': expected a finite number", p);

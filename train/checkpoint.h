@@ -29,12 +29,14 @@
 #define TRAINER_STATE_VERSION 1
 
 typedef struct {
-    size_t step;          /* optimizer steps completed; also the data cursor and the schedule position */
-    size_t tokens_seen;   /* training tokens consumed so far */
-    size_t rows_per_step; /* global batch in rows (batch_size x grad_accum x ranks); 0 = not recorded */
-    size_t world_size;    /* data-parallel ranks that wrote it; 0 = not recorded */
-    size_t threads;       /* threads per rank that computed it; 0 = not recorded */
-    double last_loss;     /* loss of the last completed step */
+    size_t step;            /* optimizer steps completed; also the data cursor and the schedule position */
+    size_t tokens_seen;     /* training tokens consumed so far */
+    size_t rows_per_step;   /* global batch in rows (batch_size x grad_accum x ranks); 0 = not recorded */
+    size_t world_size;      /* data-parallel ranks that wrote it; 0 = not recorded */
+    size_t threads;         /* threads per rank that computed it; 0 = not recorded */
+    char f32_engine[16];    /* what ran its FP32 products, "openblas" | "onednn"; "" = not recorded */
+    char compute_dtype[16]; /* "f32" | "bf16": its products' operands; "" = not recorded */
+    double last_loss;       /* loss of the last completed step */
     bool has_loss;
     uint64_t run_id; /* the run that wrote it (kept across resumes; 0 = not recorded): keep_last prunes
                              the checkpoints of earlier runs in out_dir (run.overwrite) before this run's */

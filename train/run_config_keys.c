@@ -132,7 +132,8 @@ const RcKey RC_KEYS[] = {
     WORD("train.save_dtype", train.save_dtype, "f32|bf16", 0, "dtype|torch_dtype"),
     BOOL("train.shard_optimizer", train.shard_optimizer, 0, "zero"),
     BOOL("train.recompute", train.recompute, 0, "activation_checkpointing|gradient_checkpointing"),
-    WORD("train.compute_dtype", train.compute_dtype, "f32|bf16", 0, "mixed_precision|autocast|amp"),
+    WORD("train.compute_dtype", train.compute_dtype, "f32|bf16|auto", 0, "mixed_precision|autocast|amp"),
+    WORD("train.f32_engine", train.f32_engine, "auto|openblas|onednn", 0, "blas|gemm_backend"),
     SIZE("train.head_chunk", train.head_chunk, 0, BIG, 0, "logits_chunk"),
     {"train.eval_tasks", KT_RAW, O(train.eval_tasks), 0, 0, KF_NULL, NULL, "tasks|retrieval_eval"},
 };
@@ -214,6 +215,7 @@ void run_config_defaults(RunConfig* rc) {
     strcpy(rc->train.save_dtype, "f32");
     rc->train.recompute = false;
     strcpy(rc->train.compute_dtype, "f32");
+    strcpy(rc->train.f32_engine, "auto");
     rc->train.head_chunk = 0;
     rc->train.shard_optimizer = true;
 }

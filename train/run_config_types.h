@@ -153,7 +153,11 @@ typedef struct {
     bool recompute;                  /* false: keep only block inputs and recompute each block's activations
                                            in backward (ModelOpts.recompute; bit-identical gradients) */
     char compute_dtype[RC_WORD_LEN]; /* "f32" | "bf16": the operands of every product (ModelOpts.compute_bf16;
-                                        FP32 accumulation, FP32 master weights, docs/design.md) */
+                                        FP32 accumulation, FP32 master weights, docs/design.md); "auto": bf16
+                                        where its products measure faster (model/engine.h), which
+                                        train/trainer_products.c writes here before the model is built */
+    char f32_engine[RC_WORD_LEN];    /* "auto" | "openblas" | "onednn": what runs the FP32 products; auto
+                                        becomes the engine model/engine.h chooses, as compute_dtype does */
     size_t head_chunk;               /* 0 = automatic: all B*T rows while their logits take at most 512 MiB,
                                            else chunks of 128 MiB of logits; N > 0: N rows at once (>= B*T:
                                            all); memplan_head_chunk resolves it (ModelOpts.head_chunk) */

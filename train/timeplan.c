@@ -8,6 +8,7 @@
 #include "common/check.h"
 #include "common/clock.h"
 #include "common/rng.h"
+#include "model/engine.h" /* engine_clamp_dim: the probed shape */
 #include "model/products.h"
 #include "train/memplan.h" /* memplan_head_chunk: whether the LM head is chunked */
 
@@ -39,7 +40,8 @@ double model_train_flops(const ModelConfig* c, size_t B, size_t T, double* attn)
     return 6.0 * N * (block_in_out(c) + (double)c->D * (double)c->V) + a;
 }
 
-/* the best rate of C[m,n] = A[m,k] B[k,n]: cblas_sgemm, or gemm_bf16 on the same values rounded to BF16 */
+/* the best rate of C[m,n] = A[m,k] B[k,n]: the FP32 engine in use (cblas_sgemm or oneDNN's), or gemm_bf16 on the
+   same values rounded to BF16 */
 static double product_gflops(size_t m, size_t k, size_t n, int calls, double max_s, double (*clock)(void),
                              double* best_ms, bool use_bf16) {
     if (!clock) clock = now_s;
@@ -54,6 +56,8 @@ static double product_gflops(size_t m, size_t k, size_t n, int calls, double max
     for (int r = 0; r <= calls; r++) { /* call 0 warms up: threads, packing buffers, oneDNN's primitive */
         double t0 = clock();
         if (h) gemm_bf16(false, false, m, n, k, 1.0f, h, k, h + m * k, n, 0.0f, out, n);
+        else if (products_f32_engine() == F32_ONEDNN)
+            gemm_f32_onednn(false, false, m, n, k, 1.0f, a, k, b, n, 0.0f, out, n);
         else
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a, (int)k, b, (int)n,
                         0.0f, out, (int)n);
@@ -71,8 +75,6 @@ double sgemm_gflops(size_t m, size_t k, size_t n, int calls, double max_s, doubl
     return product_gflops(m, k, n, calls, max_s, clock, best_ms, false);
 }
 
-static size_t clamp_dim(size_t x) { return x < 64 ? 64 : x > 1024 ? 1024 : x; }
-
 void timeplan_compute(TimePlan* p, const ModelConfig* cfg, const RunConfig* rc, size_t done) {
     memset(p, 0, sizeof(*p));
     size_t B = rc->train.batch_size, T = rc->data.seq_len, N = B * T;
@@ -82,9 +84,9 @@ void timeplan_compute(TimePlan* p, const ModelConfig* cfg, const RunConfig* rc, 
     size_t chunk = memplan_head_chunk(rc, cfg->V);
     if (chunk && chunk < N) per_batch += 2.0 * (double)N * (double)cfg->D * (double)cfg->V; /* logits again */
     p->flop_step = per_batch * (double)rc->train.grad_accum;
-    p->probe_m = clamp_dim(N);
-    p->probe_k = clamp_dim(cfg->D);
-    p->probe_n = clamp_dim(cfg->F);
+    p->probe_m = engine_clamp_dim(N);
+    p->probe_k = engine_clamp_dim(cfg->D);
+    p->probe_n = engine_clamp_dim(cfg->F);
     p->bf16 = !strcmp(rc->train.compute_dtype, "bf16");
     char why[512];
     if (p->bf16 && !products_bf16_available(why, sizeof(why))) p->bf16 = false; /* the run itself refuses */
@@ -122,6 +124,9 @@ void timeplan_print(const TimePlan* p, FILE* fp) {
     fprintf(fp,
             "time: ≈ %s/step, %zu step%s ≈ %s (estimate: model %s/step at %.0f GFLOP/s measured %s "
             "%zux%zux%zu, x%.2f efficiency; evaluation not counted)\n",
-            step, p->steps_left, p->steps_left == 1 ? "" : "s", all, fl, p->gflops, p->bf16 ? "BF16 product" : "sgemm",
+            step, p->steps_left, p->steps_left == 1 ? "" : "s", all, fl, p->gflops,
+            p->bf16                               ? "BF16 product"
+            : products_f32_engine() == F32_ONEDNN ? "oneDNN f32 matmul"
+                                                  : "sgemm",
             p->probe_m, p->probe_k, p->probe_n, p->efficiency);
 }

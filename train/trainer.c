@@ -21,6 +21,7 @@
 #include "model/repo.h" /* repo_pdrop_at */
 #include "optim/clip.h"
 #include "optim/schedule.h"
+#include "model/products.h" /* the engine a checkpoint records */
 #include "train/memplan.h"
 #include "train/run_dir.h"
 #include "train/timeplan.h"
@@ -151,6 +152,7 @@ void trainer_plan_only(Trainer* tr) {
     find_resume(rc, tr->resumed_from, sizeof(tr->resumed_from)); /* reads out_dir, locks nothing */
     trainer_resolve_model(tr, true);
     model_config_validate(&tr->mcfg);
+    trainer_choose_products(tr);
     trainer_memory_plan(tr, true);
 }
 
@@ -213,6 +215,7 @@ void trainer_setup(Trainer* tr) {
     if (tr->resumed_from[0] && !rc->run.threads) keep_resumed_threads(tr);
     trainer_resolve_model(tr, false);
     model_config_validate(&tr->mcfg);
+    trainer_choose_products(tr);
     char err[1024];
     int32_t eos;
     if (run_config_eos(rc, &tr->mcfg, &eos, err, sizeof(err))) DIE("%s", err);
@@ -493,6 +496,8 @@ void trainer_save(Trainer* tr) {
     tr->state.rows_per_step = tr->rows_per_step;
     tr->state.world_size = (size_t)tr->world;
     tr->state.threads = threads_max();
+    snprintf(tr->state.f32_engine, sizeof(tr->state.f32_engine), "%s", f32_engine_name(products_f32_engine()));
+    snprintf(tr->state.compute_dtype, sizeof(tr->state.compute_dtype), "%s", tr->rc.train.compute_dtype);
     StDtype dt = strcmp(tr->rc.train.save_dtype, "bf16") ? ST_F32 : ST_BF16;
     double t0 = now_s();
     ckpt_save(tr->rc.run.out_dir, &tr->model, &tr->opt, &tr->state, tr->config_json, dt, tr->rc.train.keep_last,

@@ -90,6 +90,11 @@ bool trainer_tokenizer_json(const Trainer* tr, char* path, size_t len);
    config.json's initializer_range when it has one, as transformers initialises from a config */
 double trainer_init_std(const Trainer* tr);
 
+/* train/trainer_products.c. train.f32_engine and train.compute_dtype: "auto" resolved (model/engine.h; a resumed
+   run keeps its checkpoint's), rank 0 deciding for all, written back into tr->rc, printed, and the FP32 engine
+   set for the products. Before the memory plan: it depends on compute_dtype. */
+void trainer_choose_products(Trainer* tr);
+
 /* One optimizer step: grad_accum micro-batches, all-reduce, clip, schedule,
    AdamW (and all-gather when sharded), log.
    Dies (after the last good checkpoint) on a NaN or Inf loss or gradient. */

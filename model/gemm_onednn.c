@@ -1,7 +1,7 @@
-/* The BF16 product through oneDNN's matmul primitive (model/gemm_bf16.h). Each shape's primitive is created
+/* The BF16 product through oneDNN's matmul primitive (model/gemm_onednn.h). Each shape's primitive is created
    once, with its memory objects (data handles set at every call) and a user scratchpad shared by all of them:
    a call after a shape's first one allocates nothing. */
-#include "model/gemm_bf16.h"
+#include "model/gemm_onednn.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +34,7 @@ void bf16_from_f32(bf16* out, const float* in, size_t rows, size_t cols, size_t 
     } while (0)
 
 typedef struct {
-    bool ta, tb;
+    bool ta, tb, bf16; /* bf16: BF16 operands, else FP32 */
     size_t M, N, K, lda, ldb, ldc;
     float alpha, beta;
 } Shape;
@@ -93,7 +93,7 @@ bool gemm_bf16_available(char* why, size_t n) {
     return false;
 }
 
-const char* gemm_bf16_engine(void) {
+const char* onednn_name(void) {
     static char buf[96];
     const dnnl_version_t* v = dnnl_version();
     snprintf(buf, sizeof(buf), "oneDNN %d.%d.%d, ISA %s", v->major, v->minor, v->patch,
@@ -101,9 +101,11 @@ const char* gemm_bf16_engine(void) {
     return buf;
 }
 
+bool onednn_available(void) { return true; }
+
 static bool same_shape(const Shape* x, const Shape* y) {
-    return x->ta == y->ta && x->tb == y->tb && x->M == y->M && x->N == y->N && x->K == y->K && x->lda == y->lda &&
-           x->ldb == y->ldb && x->ldc == y->ldc && !memcmp(&x->alpha, &y->alpha, sizeof(float)) &&
+    return x->ta == y->ta && x->tb == y->tb && x->bf16 == y->bf16 && x->M == y->M && x->N == y->N && x->K == y->K &&
+           x->lda == y->lda && x->ldb == y->ldb && x->ldc == y->ldc && !memcmp(&x->alpha, &y->alpha, sizeof(float)) &&
            !memcmp(&x->beta, &y->beta, sizeof(float));
 }
 
@@ -132,8 +134,9 @@ static Entry* entry_create(const Shape* s) {
     G.next = (G.next + 1) % CACHE_SLOTS;
     e->s = *s;
     /* logical A (M,K), B (K,N), C (M,N); a transposed operand is the same matrix read with swapped strides */
-    dnnl_memory_desc_t a = s->ta ? md2(s->M, s->K, 1, s->lda, dnnl_bf16) : md2(s->M, s->K, s->lda, 1, dnnl_bf16);
-    dnnl_memory_desc_t b = s->tb ? md2(s->K, s->N, 1, s->ldb, dnnl_bf16) : md2(s->K, s->N, s->ldb, 1, dnnl_bf16);
+    dnnl_data_type_t dt = s->bf16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_memory_desc_t a = s->ta ? md2(s->M, s->K, 1, s->lda, dt) : md2(s->M, s->K, s->lda, 1, dt);
+    dnnl_memory_desc_t b = s->tb ? md2(s->K, s->N, 1, s->ldb, dt) : md2(s->K, s->N, s->ldb, 1, dt);
     dnnl_memory_desc_t c = md2(s->M, s->N, s->ldc, 1, dnnl_f32);
     dnnl_matmul_desc_t desc;
     DNNL_CHECK(dnnl_matmul_desc_init(&desc, &a, &b, NULL, &c));
@@ -177,16 +180,15 @@ static Entry* entry_find(const Shape* s) {
     return entry_create(s);
 }
 
-void gemm_bf16(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const bf16* A, size_t lda, const bf16* B,
-               size_t ldb, float beta, float* C, size_t ldc) {
-    if (M == 0 || N == 0) return;
-    if (K == 0) { /* an empty sum: C = beta C */
-        for (size_t i = 0; i < M; i++)
-            for (size_t j = 0; j < N; j++) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
+/* C = alpha op(A) op(B) + beta C through the shape's primitive; A and B hold BF16 or FP32 as s says */
+static void gemm_onednn(const Shape* s, const void* A, const void* B, float* C) {
+    if (s->M == 0 || s->N == 0) return;
+    if (s->K == 0) { /* an empty sum: C = beta C */
+        for (size_t i = 0; i < s->M; i++)
+            for (size_t j = 0; j < s->N; j++) C[i * s->ldc + j] = s->beta == 0.0f ? 0.0f : s->beta * C[i * s->ldc + j];
         return;
     }
-    Shape s = {ta, tb, M, N, K, lda, ldb, ldc, alpha, beta};
-    Entry* e = entry_find(&s);
+    Entry* e = entry_find(s);
     DNNL_CHECK(dnnl_memory_set_data_handle(e->a, (void*)A));
     DNNL_CHECK(dnnl_memory_set_data_handle(e->b, (void*)B));
     DNNL_CHECK(dnnl_memory_set_data_handle(e->c, C));
@@ -199,15 +201,25 @@ void gemm_bf16(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, cons
     DNNL_CHECK(dnnl_stream_wait(G.stream));
 }
 
-void gemm_bf16_print(FILE* fp) {
+void gemm_bf16(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const bf16* A, size_t lda, const bf16* B,
+               size_t ldb, float beta, float* C, size_t ldc) {
+    gemm_onednn(&(Shape){ta, tb, true, M, N, K, lda, ldb, ldc, alpha, beta}, A, B, C);
+}
+
+void gemm_f32_onednn(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const float* A, size_t lda,
+                     const float* B, size_t ldb, float beta, float* C, size_t ldc) {
+    gemm_onednn(&(Shape){ta, tb, false, M, N, K, lda, ldb, ldc, alpha, beta}, A, B, C);
+}
+
+void onednn_print(FILE* fp) {
     for (size_t i = 0; i < G.n; i++) {
         const Shape* s = &G.e[i].s;
-        fprintf(fp, "  bf16 %zux%zux%zu%s%s alpha %g beta %g: %s\n", s->M, s->N, s->K, s->ta ? " A^T" : "",
-                s->tb ? " B^T" : "", s->alpha, s->beta, G.e[i].impl);
+        fprintf(fp, "  %s %zux%zux%zu%s%s alpha %g beta %g: %s\n", s->bf16 ? "bf16" : "f32", s->M, s->N, s->K,
+                s->ta ? " A^T" : "", s->tb ? " B^T" : "", s->alpha, s->beta, G.e[i].impl);
     }
 }
 
-size_t gemm_bf16_created(void) { return G.created; }
+size_t onednn_created(void) { return G.created; }
 
 #else /* built without oneDNN */
 
@@ -217,12 +229,17 @@ bool gemm_bf16_available(char* why, size_t n) {
              "rebuild");
     return false;
 }
-const char* gemm_bf16_engine(void) { return "none (built without oneDNN)"; }
+const char* onednn_name(void) { return "none (built without oneDNN)"; }
+bool onednn_available(void) { return false; }
+void gemm_f32_onednn(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const float* A, size_t lda,
+                     const float* B, size_t ldb, float beta, float* C, size_t ldc) {
+    DIE("gemm_f32_onednn: this build has no oneDNN ('make deps', then rebuild)");
+}
 void gemm_bf16(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const bf16* A, size_t lda, const bf16* B,
                size_t ldb, float beta, float* C, size_t ldc) {
     DIE("gemm_bf16: this build has no oneDNN ('make deps', then rebuild)");
 }
-void gemm_bf16_print(FILE* fp) {}
-size_t gemm_bf16_created(void) { return 0; }
+void onednn_print(FILE* fp) {}
+size_t onednn_created(void) { return 0; }
 
 #endif
