@@ -18,11 +18,11 @@ int engine_blas_core_tier(const char* core) {
     static const struct {
         const char* name;
         int tier;
-    } cores[] = {{"katmai", 1},      {"coppermine", 1}, {"northwood", 1},   {"prescott", 1},     {"banias", 1},
-                 {"atom", 1},        {"core2", 1},      {"penryn", 1},      {"dunnington", 1},   {"nehalem", 1},
-                 {"athlon", 1},      {"opteron", 1},    {"opteron_sse3", 1}, {"barcelona", 1},   {"nano", 1},
-                 {"bobcat", 1},      {"sandybridge", 2}, {"bulldozer", 2},  {"piledriver", 2},   {"haswell", 3},
-                 {"steamroller", 3}, {"excavator", 3},  {"zen", 3},         {"skylakex", 4},     {"cooperlake", 4},
+    } cores[] = {{"katmai", 1},        {"coppermine", 1},  {"northwood", 1},    {"prescott", 1},   {"banias", 1},
+                 {"atom", 1},          {"core2", 1},       {"penryn", 1},       {"dunnington", 1}, {"nehalem", 1},
+                 {"athlon", 1},        {"opteron", 1},     {"opteron_sse3", 1}, {"barcelona", 1},  {"nano", 1},
+                 {"bobcat", 1},        {"sandybridge", 2}, {"bulldozer", 2},    {"piledriver", 2}, {"haswell", 3},
+                 {"steamroller", 3},   {"excavator", 3},   {"zen", 3},          {"skylakex", 4},   {"cooperlake", 4},
                  {"sapphirerapids", 4}};
     for (size_t i = 0; core && i < sizeof(cores) / sizeof(cores[0]); i++)
         if (!strcasecmp(core, cores[i].name)) return cores[i].tier;
@@ -80,8 +80,7 @@ static bool cache_read(const char* key, double g[RATE_N]) {
     size_t klen = strlen(key);
     while (!found && fgets(line, sizeof(line), fp))
         found = !strncmp(line, key, klen) && line[klen] == '\t' &&
-                sscanf(line + klen + 1, "%lf %lf %lf", &g[0], &g[1], &g[2]) == 3 && g[0] >= 0 && g[1] >= 0 &&
-                g[2] >= 0;
+                sscanf(line + klen + 1, "%lf %lf %lf", &g[0], &g[1], &g[2]) == 3 && g[0] >= 0 && g[1] >= 0 && g[2] >= 0;
     fclose(fp);
     return found;
 }
@@ -130,7 +129,7 @@ typedef struct {
     Bf16Products prod;
 } Probe;
 
-static void probe_alloc(Probe* p, size_t rows, size_t in, size_t out, bool bf16) {
+static void probe_alloc(Probe* p, size_t rows, size_t in, size_t out, bool with_bf16) {
     size_t nx = rows * in, ny = rows * out, nw = out * in;
     *p = (Probe){.rows = rows, .in = in, .out = out};
     p->x = mallocCheck((nx + ny + 2 * nw) * sizeof(real));
@@ -142,7 +141,7 @@ static void probe_alloc(Probe* p, size_t rows, size_t in, size_t out, bool bf16)
     for (size_t i = 0; i < nx + ny + nw; i++) p->x[i] = (real)(rng_uniform(&rng) - 0.5);
     memset(p->dW, 0, nw * sizeof(real));
 #ifndef REPOC_F64 /* (the double build has no BF16 products) */
-    if (!bf16) return;
+    if (!with_bf16) return;
     size_t wide = in > out ? in : out, cap = rows * wide > nw ? rows * wide : nw;
     p->Wb = mallocCheck((nw + 2 * cap) * sizeof(bf16));
     p->work = p->Wb + nw;
@@ -200,8 +199,7 @@ static void time_rates(size_t rows, size_t in, size_t out, const bool on[RATE_N]
     products_use(prev);
     products_set_f32_engine(prev_engine);
     double flop = 3 * 2.0 * (double)rows * (double)in * (double)out;
-    for (int k = 0; k < RATE_N; k++)
-        g[k] = on[k] ? flop / (best[k][0] + best[k][1] + best[k][2]) * 1e-9 : 0;
+    for (int k = 0; k < RATE_N; k++) g[k] = on[k] ? flop / (best[k][0] + best[k][1] + best[k][2]) * 1e-9 : 0;
     probe_free(&p);
 }
 
@@ -221,8 +219,8 @@ static void decide(EngineChoice* c, bool rule2, bool want_bf16) {
                  cpu_blas_core(), tier_name(engine_blas_core_tier(cpu_blas_core())), tier_name(engine_cpu_tier()));
     } else {
         c->f32 = g[RATE_ONEDNN_F32] >= ENGINE_SWITCH * g[RATE_OPENBLAS] ? F32_ONEDNN : F32_OPENBLAS;
-        snprintf(c->why, sizeof(c->why), "%s %.0f GFLOP/s against %s %.0f at %s (x%.2f needed to leave OpenBLAS)",
-                 src, c->f32 == F32_ONEDNN ? g[RATE_ONEDNN_F32] : g[RATE_OPENBLAS],
+        snprintf(c->why, sizeof(c->why), "%s %.0f GFLOP/s against %s %.0f at %s (x%.2f needed to leave OpenBLAS)", src,
+                 c->f32 == F32_ONEDNN ? g[RATE_ONEDNN_F32] : g[RATE_OPENBLAS],
                  c->f32 == F32_ONEDNN ? "OpenBLAS's" : "oneDNN's",
                  c->f32 == F32_ONEDNN ? g[RATE_OPENBLAS] : g[RATE_ONEDNN_F32], shape, ENGINE_SWITCH);
     }

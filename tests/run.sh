@@ -6,13 +6,27 @@ set -u
 cd "$(dirname "$0")/.."
 logs=build/test-logs
 mkdir -p "$logs"
+# the products' engine timing (model/engine.h) is cached here, not in the user's ~/.cache: a fresh one each run
+export REPOC_CACHE_DIR="$PWD/$logs/engine-cache"
+rm -rf "$REPOC_CACHE_DIR"
 passed=0
 failed=0
 
+# a failure's excerpt: the lines that say what failed (NOT OK, FAIL, error, DRIFT, a sanitizer's report),
+# with their line numbers in the log, first; then the log's last lines
+FAILING='NOT OK|FAIL|[Ee]rror|DRIFT|expected|Sanitizer|Segmentation|Aborted|core dumped'
 report() {   # name status milliseconds
     if [ "$2" = PASS ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
     printf '%-4s %-44s %5d.%01ds\n' "$2" "$1" $(($3 / 1000)) $(($3 % 1000 / 100))
-    if [ "$2" != PASS ]; then tail -n 40 "$logs/$1.log" | sed 's/^/     | /'; fi
+    [ "$2" = PASS ] && return
+    local log="$logs/$1.log" n
+    n=$(wc -l <"$log")
+    if grep -Eq "$FAILING" "$log"; then
+        echo "     | the failing lines (of $n in $log):"
+        grep -En "$FAILING" "$log" | head -n 20 | sed 's/^/     | /'
+    fi
+    echo "     | the last lines:"
+    tail -n 20 "$log" | sed 's/^/     | /'
 }
 
 run() {      # name command...   passes when the command exits 0

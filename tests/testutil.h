@@ -47,8 +47,17 @@ static inline void test_model_sizes(ModelConfig* c, size_t V, size_t D, size_t L
     c->F = F;
 }
 
-/* elementwise |got - ref| <= atol + rtol_of_max * max|ref|; prints one line (and the first
-   pairs when it fails). Returns 1 on pass. */
+/* FP32's rounding bound for d products chained one after the other, none longer than K terms, relative to
+   the size of what they compute: a float product's result lies within gamma_K = K 2^-24 (to first order) of
+   the sum of its terms' magnitudes from the exact value, whatever order a kernel adds them in (Higham,
+   "Accuracy and Stability of Numerical Algorithms", 2nd ed., Theorem 3.1 and section 3.5: recursive
+   summation's worst case bounds any other order's), and along a chain the first-order errors add. Two
+   computations of one value by different kernels (OpenBLAS or oneDNN, one call or rows split, another CPU's
+   kernel family) lie within twice that of each other, the elementwise functions between the products (norms,
+   exp, SiLU) adding a few 2^-24 each, far below K 2^-24. Tests take it relative to max|ref|, as the BF16
+   bounds take 2^-8. */
+static inline double fp32_chain_rtol(double d, double K) { return d * K * 0x1p-24; }
+
 /* a small config.json of architecture arch (V 64, D 32, F 48, `layers` layers, H 4, KVH 2) with extra keys
    spliced in, parsed: hf_config_parse's return and message */
 static inline int test_parse_arch(const char* arch, size_t layers, const char* extra, ModelConfig* c, char* err,
@@ -61,6 +70,8 @@ static inline int test_parse_arch(const char* arch, size_t layers, const char* e
     return hf_config_parse(text, strlen(text), "config.json", c, err, len);
 }
 
+/* elementwise |got - ref| <= atol + rtol_of_max * max|ref|; prints one line (and the first
+   pairs when it fails). Returns 1 on pass. */
 static inline int expect_close(const char* label, const float* got, const float* ref, size_t n, double atol,
                                double rtol_of_max, const char* why) {
     double max_ref = 0, max_abs = 0, max_rel = 0;

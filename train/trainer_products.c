@@ -59,8 +59,8 @@ static void note_changes(const Trainer* tr, const TrainerState* st) {
                "uninterrupted run in the last bits\n",
                tr->resumed_from, st->f32_engine, rc->train.f32_engine);
     if (st->compute_dtype[0] && strcmp(st->compute_dtype, rc->train.compute_dtype))
-        printf("note: %s was computed with compute_dtype %s, this run uses %s\n", tr->resumed_from,
-               st->compute_dtype, rc->train.compute_dtype);
+        printf("note: %s was computed with compute_dtype %s, this run uses %s\n", tr->resumed_from, st->compute_dtype,
+               rc->train.compute_dtype);
 }
 
 void trainer_choose_products(Trainer* tr) {
