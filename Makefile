@@ -12,6 +12,7 @@
 #   clean        remove build/
 #   bench        training-step speed, MFU, RSS, and the PyTorch step (tools/bench.sh)
 #   bench-threads  the speed-up from 1 to 2 threads per size and phase (tools/bench_threads.sh)
+#   bench-engines  the products' engine choice against each engine and PyTorch, S M L (tools/bench_engines.sh)
 #   bench-attention  attention forward+backward against same-process sgemm, T 256/1024 x hd 32/64/128
 #   bench-load   peak RSS and time of loading a generated OLMo-2 1B BF16 checkpoint
 #   bench-memory memory plan vs measured peak RSS and s/step: the 1B shape at T=4096 and 1024, and S M L
@@ -327,6 +328,13 @@ $(FUZZ_CONFIG_BIN): $(FUZZ_CONFIG_SRC) hf/hf_config.h model/config.h common/chec
 .PHONY: bench bench-attention
 bench: check-deps
 	@BENCH_BUILD=$(BUILD) PORTABLE=$(PORTABLE) tools/bench.sh
+
+# make bench-engines: the training step on OpenBLAS, on oneDNN's FP32 matmul, with the engine chosen, in bf16
+# and with compute_dtype "auto", and PyTorch's fp32 and bf16 steps, alternated (docs/performance.md, "Engines
+# per CPU"; about 20 minutes on 2 cores)
+.PHONY: bench-engines
+bench-engines: check-deps
+	@tools/bench_engines.sh
 
 # make bench-threads: the speed-up from 1 to 2 threads per size and phase (tools/bench_threads.sh)
 .PHONY: bench-threads

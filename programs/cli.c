@@ -315,7 +315,7 @@ static void choose_f32_engine(const char* given, const ModelConfig* cfg, size_t 
     EngineChoice c;
     engine_choose(&c, engine_clamp_dim(rows), engine_clamp_dim(cfg->D), engine_clamp_dim(cfg->F), false);
     products_set_f32_engine(c.f32);
-    engine_print(&c, stdout);
+    engine_print(&c, stderr); /* stdout is the programs' output (generated text, tables) */
 }
 
 void cli_load_model(Model* m, const ModelConfig* cfg, const CkptInfo* ci, size_t B, size_t T, bool compute_bf16,
