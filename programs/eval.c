@@ -14,8 +14,10 @@
 #include "common/threads.h"
 #include "data/source.h"
 #include "hf/hf_config.h"
-#include "programs/cli.h"
+#include "eval/eval_compare.h"
 #include "eval/eval_tasks.h"
+#include "eval/stats.h"
+#include "programs/cli.h"
 
 #define EVAL_JSON_VERSION 1
 #define MAX_LIST 32
@@ -33,12 +35,15 @@ typedef struct {
     double depth;          /* < 0: drawn per item */
     const char* synthetic; /* JSON text or a file of it; NULL: the checkpoint's, else defaults */
     const char* json_out;
+    const char* compare[2]; /* --compare A.json B.json */
+    int compare_seen;
     CliShared sh; /* --threads, --yarn-factor, --yarn-orig */
 } EvalOptions;
 
 static void usage(FILE* fp) {
     fprintf(fp,
             "usage: build/eval CHECKPOINT [options]\n"
+            "       build/eval --compare A.json B.json [--json OUT]\n"
             "  CHECKPOINT          a Hugging Face checkpoint directory (config.json + safetensors), or a run\n"
             "                      directory (its newest complete checkpoint is used); put it first\n"
             "  --tasks LIST        synthetic families, comma-separated, or 'all': single,multikey,multivalue,\n"
@@ -59,6 +64,8 @@ static void usage(FILE* fp) {
             "  --yarn-orig L0      original_max_position_embeddings for --yarn-factor\n"
             "  --compute f32|bf16  the products' operands (bf16: BF16 with FP32 accumulation, train.compute_dtype)\n"
             "  --json OUT          write the results as JSON (docs/eval.md)\n"
+            "  --compare A B       paired comparison of two --json files of this program, item by item: B - A\n"
+            "                      per task with a 95%% paired bootstrap interval, McNemar's exact p, a verdict\n"
             "  --threads N         OpenMP and BLAS threads (default: all cores)\n"
             "  --help              this text\n");
 }
@@ -88,6 +95,13 @@ static void parse_args(EvalOptions* o, int argc, char** argv) {
         const char* a = argv[i];
         const char* v = i + 1 < argc ? argv[i + 1] : NULL;
         if (cli_help_or_checkpoint(a, usage, &o->ckpt)) continue;
+        if (!strcmp(a, "--compare")) {
+            cli_once(a, &o->compare_seen);
+            o->compare[0] = cli_value(a, v);
+            o->compare[1] = cli_value(a, i + 2 < argc ? argv[i + 2] : NULL);
+            i += 2;
+            continue;
+        }
         if (!strcmp(a, "--ppl")) {
             while (i + 1 < argc && argv[i + 1][0] != '-') {
                 if (o->n_ppl == MAX_LIST) cli_bad_option("--ppl: more than %d files", MAX_LIST);
@@ -118,7 +132,9 @@ static void parse_args(EvalOptions* o, int argc, char** argv) {
         }
         i++;
     }
-    if (!o->ckpt) cli_bad_option("no CHECKPOINT given");
+    if (o->compare[0] && (o->ckpt || o->tasks_given || o->n_ppl || o->n_lengths))
+        cli_bad_option("--compare takes two JSON files and --json OUT, no CHECKPOINT, --tasks, --lengths or --ppl");
+    if (!o->ckpt && !o->compare[0]) cli_bad_option("no CHECKPOINT given");
 }
 
 static double phys_mem_bytes(void) {
@@ -129,8 +145,9 @@ static double phys_mem_bytes(void) {
 static void print_results(const TaskResult* r, size_t n, const EvalOptions* o) {
     printf("\nsynthetic retrieval: exact match of the greedy answer, %zu items per cell, seed %llu%s\n", o->items,
            (unsigned long long)o->seed, o->depth >= 0 ? " (fixed depth)" : "");
+    printf("(each cell: accuracy [95%% Wilson interval] over %zu items)\n", o->items);
     printf("%-12s", "family");
-    for (size_t j = 0; j < o->n_lengths; j++) printf("  L=%-6zu", o->lengths[j]);
+    for (size_t j = 0; j < o->n_lengths; j++) printf("  L=%-17zu", o->lengths[j]);
     printf(" | %-8s  %s\n", "chance", "key-blind");
     double col_sum[MAX_LIST] = {0};
     size_t n_fam = 0;
@@ -139,20 +156,22 @@ static void print_results(const TaskResult* r, size_t n, const EvalOptions* o) {
         double kb = 0;
         for (size_t j = 0; j < o->n_lengths; j++) {
             double acc = (double)r[i + j].correct / (double)r[i + j].items;
+            Interval ci = stats_wilson(r[i + j].correct, r[i + j].items);
             col_sum[j] += acc;
             kb += r[i + j].key_blind / (double)o->n_lengths;
-            printf("  %-8.3f", acc);
+            printf("  %.3f [%.3f,%.3f]", acc, ci.lo, ci.hi);
         }
         printf(" | %-8.1e  %.3f\n", r[i].chance, kb);
         n_fam++;
     }
     printf("%-12s", "mean");
-    for (size_t j = 0; j < o->n_lengths; j++) printf("  %-8.3f", col_sum[j] / (double)n_fam);
+    for (size_t j = 0; j < o->n_lengths; j++) printf("  %-19.3f", col_sum[j] / (double)n_fam);
     printf(" |\n");
 }
 
 static void write_json(const char* path, const EvalOptions* o, const CkptInfo* ci, const ModelConfig* cfg,
-                       const char* syn_from, const TaskResult* r, size_t n, const PplResult* ppl) {
+                       const char* syn_from, const TaskResult* r, size_t n, const uint8_t* item_ok,
+                       const PplResult* ppl) {
     cJSON* root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", "repoc-eval");
     cJSON_AddNumberToObject(root, "version", EVAL_JSON_VERSION);
@@ -184,11 +203,21 @@ static void write_json(const char* path, const EvalOptions* o, const CkptInfo* c
         cJSON_AddNumberToObject(t, "items", (double)r[i].items);
         cJSON_AddNumberToObject(t, "correct", (double)r[i].correct);
         cJSON_AddNumberToObject(t, "accuracy", (double)r[i].correct / (double)r[i].items);
+        Interval ci = stats_wilson(r[i].correct, r[i].items);
+        cJSON_AddNumberToObject(t, "n", (double)r[i].items);
+        cJSON_AddItemToObject(t, "ci", cJSON_CreateDoubleArray((double[]){ci.lo, ci.hi}, 2));
         cJSON_AddNumberToObject(t, "token_accuracy",
                                 (double)r[i].tokens_correct / (double)(r[i].items * r[i].answer_len));
         cJSON_AddNumberToObject(t, "chance", r[i].chance);
         cJSON_AddNumberToObject(t, "key_blind", r[i].key_blind);
         cJSON_AddNumberToObject(t, "seconds", r[i].seconds);
+        cJSON* per = cJSON_AddArrayToObject(t, "per_item"); /* item i of the seed: its id; 1 when exact */
+        for (size_t k = 0; k < r[i].items; k++) {
+            cJSON* e = cJSON_CreateObject();
+            cJSON_AddNumberToObject(e, "id", (double)k);
+            cJSON_AddNumberToObject(e, "score", item_ok[i * o->items + k]);
+            cJSON_AddItemToArray(per, e);
+        }
         cJSON_AddItemToArray(tasks, t);
     }
     cJSON* pp = cJSON_AddArrayToObject(root, "ppl");
@@ -243,8 +272,8 @@ static size_t plan(EvalOptions* o, const SyntheticConfig* syn, const CkptInfo* c
 }
 
 /* every (family, length) of the plan through one generator; returns the results' count */
-static size_t run_tasks(TaskResult* res, const Model* m, const SyntheticConfig* syn, const EvalOptions* o,
-                        size_t max_len, size_t chunk) {
+static size_t run_tasks(TaskResult* res, uint8_t* item_ok, const Model* m, const SyntheticConfig* syn,
+                        const EvalOptions* o, size_t max_len, size_t chunk) {
     Generator g;
     gen_build(&g, m, max_len, chunk);
     printf("KV cache for %zu tokens, prefill chunks of %zu: %.1f MiB\n", max_len, chunk,
@@ -253,10 +282,12 @@ static size_t run_tasks(TaskResult* res, const Model* m, const SyntheticConfig* 
     for (int f = 0; f < SYN_N_FAMILIES; f++) {
         if (!o->family_on[f]) continue;
         for (size_t j = 0; j < o->n_lengths; j++) {
-            TaskResult* r = &res[n++];
-            eval_task(r, &g, syn, (SynFamily)f, o->lengths[j], o->items, o->seed, o->depth);
-            printf("  %-10s L=%-6zu %4zu/%zu exact  (%.1f s)\n", synthetic_family_name(r->family), r->length,
-                   r->correct, r->items, r->seconds);
+            TaskResult* r = &res[n];
+            eval_task(r, &g, syn, (SynFamily)f, o->lengths[j], o->items, o->seed, o->depth, item_ok + n * o->items);
+            n++;
+            Interval ci = stats_wilson(r->correct, r->items);
+            printf("  %-10s L=%-6zu %4zu/%zu exact [%.3f, %.3f]  (%.1f s)\n", synthetic_family_name(r->family),
+                   r->length, r->correct, r->items, ci.lo, ci.hi, r->seconds);
             fflush(stdout);
         }
     }
@@ -269,6 +300,16 @@ int main(int argc, char** argv) {
     EvalOptions o;
     parse_args(&o, argc, argv);
     if (o.json_out) cli_check_output_file("--json", o.json_out);
+    if (o.compare[0]) { /* two JSON files, no model */
+        cJSON* cmp = eval_compare(o.compare[0], o.compare[1]);
+        if (o.json_out) {
+            file_write_json(o.json_out, cmp);
+            printf("wrote %s\n", o.json_out);
+        } else {
+            cJSON_Delete(cmp);
+        }
+        return 0;
+    }
     CkptInfo ci;
     ModelConfig cfg;
     cli_checkpoint_config(&ci, &cfg, o.ckpt, &o.sh);
@@ -304,15 +345,17 @@ int main(int argc, char** argv) {
     }
 
     TaskResult* res = callocCheck(SYN_N_FAMILIES * o.n_lengths, sizeof(TaskResult));
+    uint8_t* item_ok = callocCheck(mulCheck(SYN_N_FAMILIES * o.n_lengths, o.items, "per-item scores"), 1);
     size_t n_res = 0;
     if (max_len) {
         synthetic_print(&syn, stdout);
         printf("  (generator settings from %s)\n", syn_from);
-        n_res = run_tasks(res, &m, &syn, &o, max_len, chunk);
+        n_res = run_tasks(res, item_ok, &m, &syn, &o, max_len, chunk);
         print_results(res, n_res, &o);
     }
-    if (o.json_out) write_json(o.json_out, &o, &ci, &cfg, syn_from, res, n_res, ppl);
+    if (o.json_out) write_json(o.json_out, &o, &ci, &cfg, syn_from, res, n_res, item_ok, ppl);
     free(res);
+    free(item_ok);
     cli_ckpt_free(&ci);
     model_free(&m);
     return 0;
