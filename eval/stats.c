@@ -30,6 +30,12 @@ double stats_stderr(const double* x, size_t n) {
     return sqrt(ss / (double)(n - 1)) / sqrt((double)n);
 }
 
+double stats_stderr_prop(size_t k, size_t n) {
+    if (n < 2) return 0;
+    double p = (double)k / (double)n; /* sample variance n p (1 - p) / (n - 1), over n */
+    return sqrt(p * (1 - p) / (double)(n - 1));
+}
+
 static int cmp_double(const void* a, const void* b) {
     double x = *(const double*)a, y = *(const double*)b;
     return (x > y) - (x < y);

@@ -32,6 +32,8 @@ Interval stats_wilson(size_t k, size_t n);
 /* sample std / sqrt(n) of x (n); 0 for n < 2 */
 double stats_stderr(const double* x, size_t n);
 double stats_mean(const double* x, size_t n);
+/* the same for k ones among n 0/1 scores: sqrt(p (1 - p) / (n - 1)), p = k/n */
+double stats_stderr_prop(size_t k, size_t n);
 /* 95% percentile bootstrap of mean(x), x (n), n >= 1; work (STATS_RESAMPLES) */
 Interval stats_bootstrap_mean(const double* x, size_t n, double* work);
 /* 95% paired bootstrap of mean(b - a) over the n items, a (n) b (n); work (STATS_RESAMPLES) */

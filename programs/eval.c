@@ -16,8 +16,10 @@
 #include "hf/hf_config.h"
 #include "eval/eval_compare.h"
 #include "eval/eval_tasks.h"
+#include "eval/mc.h"
 #include "eval/stats.h"
 #include "programs/cli.h"
+#include "programs/eval_mc.h"
 
 #define EVAL_JSON_VERSION 1
 #define MAX_LIST 32
@@ -35,39 +37,54 @@ typedef struct {
     double depth;          /* < 0: drawn per item */
     const char* synthetic; /* JSON text or a file of it; NULL: the checkpoint's, else defaults */
     const char* json_out;
-    const char* compare[2]; /* --compare A.json B.json */
+    const char* mc[MAX_LIST];         /* --mc FILE,FILE2 */
+    size_t n_mc, mc_window, mc_limit; /* 0: max_position_embeddings; 0: every item */
+    const char* mc_fields;            /* --mc-fields, NULL: the defaults */
+    const char* mc_delimiter;         /* before every choice */
+    const char* tokenizer;            /* --tokenizer, NULL: the checkpoint's */
+    bool mc_no_sharing;               /* --mc-no-prefix-sharing */
+    const char* compare[2];           /* --compare A.json B.json */
     int compare_seen;
     CliShared sh; /* --threads, --yarn-factor, --yarn-orig */
 } EvalOptions;
 
 static void usage(FILE* fp) {
-    fprintf(fp,
-            "usage: build/eval CHECKPOINT [options]\n"
-            "       build/eval --compare A.json B.json [--json OUT]\n"
-            "  CHECKPOINT          a Hugging Face checkpoint directory (config.json + safetensors), or a run\n"
-            "                      directory (its newest complete checkpoint is used); put it first\n"
-            "  --tasks LIST        synthetic families, comma-separated, or 'all': single,multikey,multivalue,\n"
-            "                      multiquery,distractor,table (default: those with weight > 0 in the generator\n"
-            "                      settings, i.e. all six unless training turned some off; with --ppl, none)\n"
-            "  --lengths LIST      input windows in tokens (default: the training seq_len T0 from\n"
-            "                      trainer_state.json and 2x, 4x of it; else 256,512,1024)\n"
-            "  --items N           items per family and length (default 100)\n"
-            "  --seed S            item seed (default 1); the same seed gives the same items and results\n"
-            "  --depth D           put the asked needle at fraction D in [0,1] of the haystack (default: random)\n"
-            "  --synthetic JSON    generator settings as JSON text or a JSON file (default: data.synthetic of\n"
-            "                      the checkpoint's trainer_state.json, else the defaults)\n"
-            "  --ppl FILES...      perplexity on token files (each argument, a file or glob, is one stream)\n"
-            "  --seq-len T         perplexity window (default: the training seq_len, else 256)\n"
-            "  --max-windows N     at most N windows per file (default all)\n"
-            "  --yarn-factor F     YaRN with factor F, original_max_position_embeddings = the training length\n"
-            "                      (or --yarn-orig L0); ignored when the checkpoint already has rope_scaling\n"
-            "  --yarn-orig L0      original_max_position_embeddings for --yarn-factor\n"
-            "  --compute f32|bf16  the products' operands (bf16: BF16 with FP32 accumulation, train.compute_dtype)\n"
-            "  --json OUT          write the results as JSON (docs/eval.md)\n"
-            "  --compare A B       paired comparison of two --json files of this program, item by item: B - A\n"
-            "                      per task with a 95%% paired bootstrap interval, McNemar's exact p, a verdict\n"
-            "  --threads N         OpenMP and BLAS threads (default: all cores)\n"
-            "  --help              this text\n");
+    fprintf(
+        fp,
+        "usage: build/eval CHECKPOINT [options]\n"
+        "       build/eval --compare A.json B.json [--json OUT]\n"
+        "  CHECKPOINT          a Hugging Face checkpoint directory (config.json + safetensors), or a run\n"
+        "                      directory (its newest complete checkpoint is used); put it first\n"
+        "  --tasks LIST        synthetic families, comma-separated, or 'all': single,multikey,multivalue,\n"
+        "                      multiquery,distractor,table (default: those with weight > 0 in the generator\n"
+        "                      settings, i.e. all six unless training turned some off; with --ppl, none)\n"
+        "  --lengths LIST      input windows in tokens (default: the training seq_len T0 from\n"
+        "                      trainer_state.json and 2x, 4x of it; else 256,512,1024)\n"
+        "  --items N           items per family and length (default 100)\n"
+        "  --seed S            item seed (default 1); the same seed gives the same items and results\n"
+        "  --depth D           put the asked needle at fraction D in [0,1] of the haystack (default: random)\n"
+        "  --synthetic JSON    generator settings as JSON text or a JSON file (default: data.synthetic of\n"
+        "                      the checkpoint's trainer_state.json, else the defaults)\n"
+        "  --ppl FILES...      perplexity on token files (each argument, a file or glob, is one stream)\n"
+        "  --seq-len T         perplexity window (default: the training seq_len, else 256)\n"
+        "  --max-windows N     at most N windows per file (default all)\n"
+        "  --yarn-factor F     YaRN with factor F, original_max_position_embeddings = the training length\n"
+        "                      (or --yarn-orig L0); ignored when the checkpoint already has rope_scaling\n"
+        "  --yarn-orig L0      original_max_position_embeddings for --yarn-factor\n"
+        "  --compute f32|bf16  the products' operands (bf16: BF16 with FP32 accumulation, train.compute_dtype)\n"
+        "  --json OUT          write the results as JSON (docs/eval.md)\n"
+        "  --mc FILES          multiple-choice log-likelihood (lm-evaluation-harness rules) on JSON Lines\n"
+        "                      files, comma-separated: {\"context\": str, \"choices\": [str, ...], \"label\": int}\n"
+        "  --mc-fields SPEC    other field names: context=ctx,choices=endings,label=label,id=ind (dotted\n"
+        "                      paths into objects; choices=sol1+sol2 for one field per choice)\n"
+        "  --mc-delimiter S    put before every choice (default \" \", the harness's target_delimiter)\n"
+        "  --mc-window N       the model's window in tokens (default max_position_embeddings)\n"
+        "  --mc-limit N        score the first N items of each file (all lines are still checked)\n"
+        "  --tokenizer PATH    tokenizer.json or its directory (default: the checkpoint's)\n"
+        "  --compare A B       paired comparison of two --json files of this program, item by item: B - A\n"
+        "                      per task with a 95%% paired bootstrap interval, McNemar's exact p, a verdict\n"
+        "  --threads N         OpenMP and BLAS threads (default: all cores)\n"
+        "  --help              this text\n");
 }
 
 static void parse_tasks(EvalOptions* o, const char* list) {
@@ -86,15 +103,46 @@ static void parse_tasks(EvalOptions* o, const char* list) {
     }
 }
 
+static void parse_mc_option(EvalOptions* o, const char* a, const char* v) {
+    if (!strcmp(a, "--mc")) {
+        static char buf[4096]; /* the file names point into it */
+        snprintf(buf, sizeof buf, "%s", v);
+        char* save = NULL;
+        for (char* f = strtok_r(buf, ",", &save); f; f = strtok_r(NULL, ",", &save)) {
+            if (o->n_mc == MAX_LIST) cli_bad_option("--mc: more than %d files", MAX_LIST);
+            o->mc[o->n_mc++] = f;
+        }
+        if (!o->n_mc) cli_bad_option("--mc: expected one or more JSON Lines files, comma-separated");
+    } else if (!strcmp(a, "--mc-fields")) {
+        McFields f;
+        char err[256];
+        if (mc_fields_parse(&f, v, err, sizeof err)) cli_bad_option("%s", err);
+        o->mc_fields = v;
+    } else if (!strcmp(a, "--mc-window")) {
+        o->mc_window = cli_parse_size(a, v, 2, MAX_LENGTH);
+    } else if (!strcmp(a, "--mc-limit")) {
+        o->mc_limit = cli_parse_size(a, v, 1, (size_t)-1);
+    } else if (!strcmp(a, "--mc-delimiter")) {
+        o->mc_delimiter = v;
+    } else {
+        o->tokenizer = v;
+    }
+}
+
 static void parse_args(EvalOptions* o, int argc, char** argv) {
     memset(o, 0, sizeof(*o));
     o->items = 100;
     o->seed = 1;
     o->depth = -1;
+    o->mc_delimiter = " ";
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
         const char* v = i + 1 < argc ? argv[i + 1] : NULL;
         if (cli_help_or_checkpoint(a, usage, &o->ckpt)) continue;
+        if (!strcmp(a, "--mc-no-prefix-sharing")) {
+            o->mc_no_sharing = true;
+            continue;
+        }
         if (!strcmp(a, "--compare")) {
             cli_once(a, &o->compare_seen);
             o->compare[0] = cli_value(a, v);
@@ -114,8 +162,9 @@ static void parse_args(EvalOptions* o, int argc, char** argv) {
             i++;
             continue;
         }
-        static const char* valued[] = {"--tasks",       "--lengths",   "--items", "--seed", "--seq-len",
-                                       "--max-windows", "--synthetic", "--json",  "--depth"};
+        static const char* valued[] = {"--tasks",       "--lengths",   "--items",    "--seed",      "--seq-len",
+                                       "--max-windows", "--synthetic", "--json",     "--depth",     "--mc",
+                                       "--mc-fields",   "--mc-window", "--mc-limit", "--tokenizer", "--mc-delimiter"};
         static int seen[sizeof(valued) / sizeof(valued[0])];
         CLI_VALUED_OPTION(a, v, valued, seen);
         if (!strcmp(a, "--tasks")) parse_tasks(o, v);
@@ -126,14 +175,16 @@ static void parse_args(EvalOptions* o, int argc, char** argv) {
         else if (!strcmp(a, "--max-windows")) o->max_windows = cli_parse_size(a, v, 1, (size_t)-1);
         else if (!strcmp(a, "--synthetic")) o->synthetic = v;
         else if (!strcmp(a, "--json")) o->json_out = v;
+        else if (!strncmp(a, "--mc", 4) || !strcmp(a, "--tokenizer")) parse_mc_option(o, a, v);
         else { /* --depth */ o->depth = cli_parse_double(a, v);
             if (!(o->depth >= 0 && o->depth <= 1))
                 cli_bad_option("--depth: expected a fraction in [0, 1], got '%s'", v);
         }
         i++;
     }
-    if (o->compare[0] && (o->ckpt || o->tasks_given || o->n_ppl || o->n_lengths))
-        cli_bad_option("--compare takes two JSON files and --json OUT, no CHECKPOINT, --tasks, --lengths or --ppl");
+    if (o->compare[0] && (o->ckpt || o->tasks_given || o->n_ppl || o->n_lengths || o->n_mc))
+        cli_bad_option(
+            "--compare takes two JSON files and --json OUT, no CHECKPOINT, --tasks, --lengths, --ppl or --mc");
     if (!o->ckpt && !o->compare[0]) cli_bad_option("no CHECKPOINT given");
 }
 
@@ -171,7 +222,7 @@ static void print_results(const TaskResult* r, size_t n, const EvalOptions* o) {
 
 static void write_json(const char* path, const EvalOptions* o, const CkptInfo* ci, const ModelConfig* cfg,
                        const char* syn_from, const TaskResult* r, size_t n, const uint8_t* item_ok,
-                       const PplResult* ppl) {
+                       const PplResult* ppl, EvalMc* mc) {
     cJSON* root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", "repoc-eval");
     cJSON_AddNumberToObject(root, "version", EVAL_JSON_VERSION);
@@ -231,6 +282,7 @@ static void write_json(const char* path, const EvalOptions* o, const CkptInfo* c
         cJSON_AddNumberToObject(t, "ppl", ppl[i].ppl);
         cJSON_AddItemToArray(pp, t);
     }
+    if (mc) eval_mc_json(root, mc);
     file_write_json(path, root);
     printf("wrote %s\n", path);
 }
@@ -243,10 +295,10 @@ static size_t plan(EvalOptions* o, const SyntheticConfig* syn, const CkptInfo* c
                    size_t* chunk) {
     bool any_task = false;
     for (int f = 0; f < SYN_N_FAMILIES; f++) { /* default: the families the generator makes; with --ppl none */
-        if (!o->tasks_given) o->family_on[f] = !o->n_ppl && syn->weight[f] > 0;
+        if (!o->tasks_given) o->family_on[f] = !o->n_ppl && !o->n_mc && syn->weight[f] > 0;
         any_task |= o->family_on[f];
     }
-    if (!any_task && !o->n_ppl) cli_bad_option("nothing to evaluate: no task and no --ppl");
+    if (!any_task && !o->n_ppl && !o->n_mc) cli_bad_option("nothing to evaluate: no task, no --ppl, no --mc");
     size_t T0 = ci->train_len ? ci->train_len : 256;
     if (!o->n_lengths) {
         o->lengths[0] = T0;
@@ -326,6 +378,9 @@ int main(int argc, char** argv) {
                 "or a smaller --seq-len",
                 o.ppl[i], ppl_data[i].n_tokens, o.seq_len + 1);
     }
+    EvalMc mc; /* every line of every file checked before any work */
+    if (o.n_mc)
+        eval_mc_plan(&mc, o.mc, o.n_mc, o.mc_fields, o.mc_delimiter, o.mc_window, o.mc_limit, o.tokenizer, &ci, &cfg);
 
     /* the model: B = 1, T = the perplexity window (1 when there is none), weights only */
     threads_init(o.sh.threads);
@@ -343,6 +398,7 @@ int main(int argc, char** argv) {
                ppl[i].nll, ppl[i].ppl);
         token_data_close(&ppl_data[i]);
     }
+    if (o.n_mc) eval_mc_run(&mc, &m, o.json_out != NULL, o.mc_no_sharing);
 
     TaskResult* res = callocCheck(SYN_N_FAMILIES * o.n_lengths, sizeof(TaskResult));
     uint8_t* item_ok = callocCheck(mulCheck(SYN_N_FAMILIES * o.n_lengths, o.items, "per-item scores"), 1);
@@ -353,7 +409,8 @@ int main(int argc, char** argv) {
         n_res = run_tasks(res, item_ok, &m, &syn, &o, max_len, chunk);
         print_results(res, n_res, &o);
     }
-    if (o.json_out) write_json(o.json_out, &o, &ci, &cfg, syn_from, res, n_res, item_ok, ppl);
+    if (o.json_out) write_json(o.json_out, &o, &ci, &cfg, syn_from, res, n_res, item_ok, ppl, o.n_mc ? &mc : NULL);
+    if (o.n_mc) eval_mc_free(&mc);
     free(res);
     free(item_ok);
     cli_ckpt_free(&ci);

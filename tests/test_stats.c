@@ -61,6 +61,8 @@ static void check_stderr(void) {
     double se = stats_stderr(x, 4); /* mean 0.75, sum of squares 0.75, var 0.25, sd 0.5, / 2 */
     EXPECT(fabs(se - 0.25) < 1e-15, "{1,0,1,1}: %.17g, by hand 0.25", se);
     EXPECT(stats_stderr(x, 1) == 0, "one item: 0");
+    double p = stats_stderr_prop(3, 4);
+    EXPECT(fabs(p - 0.25) < 1e-15, "3 ones of 4 from the counts: %.17g", p);
 }
 
 static void check_bootstrap(void) {
