@@ -186,6 +186,8 @@ static void parse_args(EvalOptions* o, int argc, char** argv) {
         cli_bad_option(
             "--compare takes two JSON files and --json OUT, no CHECKPOINT, --tasks, --lengths, --ppl or --mc");
     if (!o->ckpt && !o->compare[0]) cli_bad_option("no CHECKPOINT given");
+    if (!o->n_mc && (o->mc_fields || o->mc_window || o->mc_limit || o->tokenizer || o->mc_no_sharing))
+        cli_bad_option("--mc-fields, --mc-window, --mc-limit, --mc-no-prefix-sharing and --tokenizer need --mc");
 }
 
 static double phys_mem_bytes(void) {
