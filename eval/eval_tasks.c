@@ -88,7 +88,7 @@ double eval_key_blind(const SyntheticConfig* syn, SynFamily f, const int32_t* pr
 }
 
 void eval_task(TaskResult* r, Generator* g, const SyntheticConfig* syn, SynFamily f, size_t length, size_t items,
-               uint64_t seed, double depth) {
+               uint64_t seed, double depth, uint8_t* item_correct) {
     double t0 = now_s();
     memset(r, 0, sizeof(*r));
     r->family = f;
@@ -120,6 +120,7 @@ void eval_task(TaskResult* r, Generator* g, const SyntheticConfig* syn, SynFamil
         kb += eval_key_blind(syn, f, prompt, P, answer);
         r->tokens_correct += ok;
         r->correct += ok == A;
+        if (item_correct) item_correct[i] = ok == A;
     }
     free(prompt);
     r->key_blind = r->items ? kb / (double)r->items : 0;

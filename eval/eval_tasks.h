@@ -51,9 +51,10 @@ size_t eval_prompt_len(const SyntheticConfig* syn, SynFamily f, size_t length);
    the cache, then answer_len greedy tokens, each fed back. g must hold length
    tokens. Pure function of its arguments and the weights. Returns early with
    r->stopped when gen_stopping(g) turns true (within about a millisecond of
-   work, even inside one long prefill). */
+   work, even inside one long prefill). item_correct (items), when not NULL:
+   1 where item i's answer was exact, else 0. */
 void eval_task(TaskResult* r, Generator* g, const SyntheticConfig* syn, SynFamily f, size_t length, size_t items,
-               uint64_t seed, double depth);
+               uint64_t seed, double depth, uint8_t* item_correct);
 
 double eval_chance(const SyntheticConfig* syn, SynFamily f);
 /* The key-blind reader knows the layout and how many values the answer has, but

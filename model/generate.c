@@ -277,6 +277,21 @@ const real* gen_prefill(Generator* g, const int32_t* tokens, size_t n) {
     return logits;
 }
 
+void gen_chunk_logits(Generator* g, real* logits, real* normed, real* rstd, size_t n) {
+    CHECK(n >= 1 && n <= g->max_chunk, "generate: logits of %zu rows (expected 1 .. %zu)", n, g->max_chunk);
+    Bf16Products* prev = model_products_begin((Model*)g->m);
+    model_head_forward(logits, normed, rstd, g->x, g->m, n); /* g->x: the last chunk's final residual rows */
+    products_use(prev);
+}
+
+bool gen_rewind(Generator* g, size_t n) {
+    CHECK(n <= g->len, "generate: rewind to %zu tokens, the cache holds %zu", n, g->len);
+    for (size_t l = 0; l < g->m->cfg.L; l++)
+        if (g->len > g->rows[l]) return false; /* a ring that wrapped: position j - rows is gone */
+    g->len = n;
+    return true;
+}
+
 const real* gen_step(Generator* g, int32_t token) { return gen_forward(g, &token, 1); }
 
 int32_t gen_argmax(const real* logits, size_t V) {

@@ -92,6 +92,15 @@ bool gen_stopping(const Generator* g);
 /* Append any number of tokens (n >= 1) in chunks of max_chunk; the logits after
    the last (after the chunk where gen_stopping turned true). */
 const real* gen_prefill(Generator* g, const int32_t* tokens, size_t n);
+/* After gen_forward of n tokens: the logits of each of its n rows (the last one is what
+   gen_forward returned), as model_forward would give them.
+   logits (n,V)   normed (n,D)   rstd (n): work space of the caller */
+void gen_chunk_logits(Generator* g, real* logits, real* normed, real* rstd, size_t n);
+/* Keep the first n (<= len) cached tokens, as if the later ones had never been appended, so
+   that several continuations can follow one prefix. False, and nothing changed, when a sliding
+   layer's ring (Gemma-3) has already written over rows of the first n: only while len <= the
+   rows of every layer. */
+bool gen_rewind(Generator* g, size_t n);
 /* One token: gen_forward of n = 1. */
 const real* gen_step(Generator* g, int32_t token);
 

@@ -14,8 +14,12 @@
 #include "common/threads.h"
 #include "data/source.h"
 #include "hf/hf_config.h"
-#include "programs/cli.h"
+#include "eval/eval_compare.h"
 #include "eval/eval_tasks.h"
+#include "eval/mc.h"
+#include "eval/stats.h"
+#include "programs/cli.h"
+#include "programs/eval_mc.h"
 
 #define EVAL_JSON_VERSION 1
 #define MAX_LIST 32
@@ -33,35 +37,55 @@ typedef struct {
     double depth;          /* < 0: drawn per item */
     const char* synthetic; /* JSON text or a file of it; NULL: the checkpoint's, else defaults */
     const char* json_out;
+    const char* mc[MAX_LIST];         /* --mc FILE,FILE2 */
+    size_t n_mc, mc_window, mc_limit; /* 0: max_position_embeddings; 0: every item */
+    const char* mc_fields;            /* --mc-fields, NULL: the defaults */
+    const char* mc_delimiter;         /* before every choice */
+    const char* tokenizer;            /* --tokenizer, NULL: the checkpoint's */
+    bool mc_no_sharing;               /* --mc-no-prefix-sharing */
+    const char* compare[2];           /* --compare A.json B.json */
+    int compare_seen;
     CliShared sh; /* --threads, --yarn-factor, --yarn-orig */
 } EvalOptions;
 
 static void usage(FILE* fp) {
-    fprintf(fp,
-            "usage: build/eval CHECKPOINT [options]\n"
-            "  CHECKPOINT          a Hugging Face checkpoint directory (config.json + safetensors), or a run\n"
-            "                      directory (its newest complete checkpoint is used); put it first\n"
-            "  --tasks LIST        synthetic families, comma-separated, or 'all': single,multikey,multivalue,\n"
-            "                      multiquery,distractor,table (default: those with weight > 0 in the generator\n"
-            "                      settings, i.e. all six unless training turned some off; with --ppl, none)\n"
-            "  --lengths LIST      input windows in tokens (default: the training seq_len T0 from\n"
-            "                      trainer_state.json and 2x, 4x of it; else 256,512,1024)\n"
-            "  --items N           items per family and length (default 100)\n"
-            "  --seed S            item seed (default 1); the same seed gives the same items and results\n"
-            "  --depth D           put the asked needle at fraction D in [0,1] of the haystack (default: random)\n"
-            "  --synthetic JSON    generator settings as JSON text or a JSON file (default: data.synthetic of\n"
-            "                      the checkpoint's trainer_state.json, else the defaults)\n"
-            "  --ppl FILES...      perplexity on token files (each argument, a file or glob, is one stream)\n"
-            "  --seq-len T         perplexity window (default: the training seq_len, else 256)\n"
-            "  --max-windows N     at most N windows per file (default all)\n"
-            "  --yarn-factor F     YaRN with factor F, original_max_position_embeddings = the training length\n"
-            "                      (or --yarn-orig L0); ignored when the checkpoint already has rope_scaling\n"
-            "  --yarn-orig L0      original_max_position_embeddings for --yarn-factor\n"
-            "  --compute f32|bf16  the products' operands (bf16: BF16 with FP32 accumulation, train.compute_dtype)\n"
-            "  --f32-engine E  auto (default), openblas or onednn: what runs the FP32 products (train.f32_engine)\n"
-            "  --json OUT          write the results as JSON (docs/eval.md)\n"
-            "  --threads N         OpenMP and BLAS threads (default: all cores)\n"
-            "  --help              this text\n");
+    fprintf(
+        fp,
+        "usage: build/eval CHECKPOINT [options]\n"
+        "       build/eval --compare A.json B.json [--json OUT]\n"
+        "  CHECKPOINT          a Hugging Face checkpoint directory (config.json + safetensors), or a run\n"
+        "                      directory (its newest complete checkpoint is used); put it first\n"
+        "  --tasks LIST        synthetic families, comma-separated, or 'all': single,multikey,multivalue,\n"
+        "                      multiquery,distractor,table (default: those with weight > 0 in the generator\n"
+        "                      settings, i.e. all six unless training turned some off; with --ppl, none)\n"
+        "  --lengths LIST      input windows in tokens (default: the training seq_len T0 from\n"
+        "                      trainer_state.json and 2x, 4x of it; else 256,512,1024)\n"
+        "  --items N           items per family and length (default 100)\n"
+        "  --seed S            item seed (default 1); the same seed gives the same items and results\n"
+        "  --depth D           put the asked needle at fraction D in [0,1] of the haystack (default: random)\n"
+        "  --synthetic JSON    generator settings as JSON text or a JSON file (default: data.synthetic of\n"
+        "                      the checkpoint's trainer_state.json, else the defaults)\n"
+        "  --ppl FILES...      perplexity on token files (each argument, a file or glob, is one stream)\n"
+        "  --seq-len T         perplexity window (default: the training seq_len, else 256)\n"
+        "  --max-windows N     at most N windows per file (default all)\n"
+        "  --yarn-factor F     YaRN with factor F, original_max_position_embeddings = the training length\n"
+        "                      (or --yarn-orig L0); ignored when the checkpoint already has rope_scaling\n"
+        "  --yarn-orig L0      original_max_position_embeddings for --yarn-factor\n"
+        "  --compute f32|bf16  the products' operands (bf16: BF16 with FP32 accumulation, train.compute_dtype)\n"
+        "  --f32-engine E      auto (default), openblas or onednn: what runs the FP32 products (train.f32_engine)\n"
+        "  --json OUT          write the results as JSON (docs/eval.md)\n"
+        "  --mc FILES          multiple-choice log-likelihood (lm-evaluation-harness rules) on JSON Lines\n"
+        "                      files, comma-separated: {\"context\": str, \"choices\": [str, ...], \"label\": int}\n"
+        "  --mc-fields SPEC    other field names: context=ctx,choices=endings,label=label,id=ind (dotted\n"
+        "                      paths into objects; choices=sol1+sol2 for one field per choice)\n"
+        "  --mc-delimiter S    put before every choice (default \" \", the harness's target_delimiter)\n"
+        "  --mc-window N       the model's window in tokens (default max_position_embeddings)\n"
+        "  --mc-limit N        score the first N items of each file (all lines are still checked)\n"
+        "  --tokenizer PATH    tokenizer.json or its directory (default: the checkpoint's)\n"
+        "  --compare A B       paired comparison of two --json files of this program, item by item: B - A\n"
+        "                      per task with a 95%% paired bootstrap interval, McNemar's exact p, a verdict\n"
+        "  --threads N         OpenMP and BLAS threads (default: all cores)\n"
+        "  --help              this text\n");
 }
 
 static void parse_tasks(EvalOptions* o, const char* list) {
@@ -80,15 +104,53 @@ static void parse_tasks(EvalOptions* o, const char* list) {
     }
 }
 
+static void parse_mc_option(EvalOptions* o, const char* a, const char* v) {
+    if (!strcmp(a, "--mc")) {
+        static char buf[4096]; /* the file names point into it */
+        snprintf(buf, sizeof buf, "%s", v);
+        char* save = NULL;
+        for (char* f = strtok_r(buf, ",", &save); f; f = strtok_r(NULL, ",", &save)) {
+            if (o->n_mc == MAX_LIST) cli_bad_option("--mc: more than %d files", MAX_LIST);
+            o->mc[o->n_mc++] = f;
+        }
+        if (!o->n_mc) cli_bad_option("--mc: expected one or more JSON Lines files, comma-separated");
+    } else if (!strcmp(a, "--mc-fields")) {
+        McFields f;
+        char err[256];
+        if (mc_fields_parse(&f, v, err, sizeof err)) cli_bad_option("%s", err);
+        o->mc_fields = v;
+    } else if (!strcmp(a, "--mc-window")) {
+        o->mc_window = cli_parse_size(a, v, 2, MAX_LENGTH);
+    } else if (!strcmp(a, "--mc-limit")) {
+        o->mc_limit = cli_parse_size(a, v, 1, (size_t)-1);
+    } else if (!strcmp(a, "--mc-delimiter")) {
+        o->mc_delimiter = v;
+    } else {
+        o->tokenizer = v;
+    }
+}
+
 static void parse_args(EvalOptions* o, int argc, char** argv) {
     memset(o, 0, sizeof(*o));
     o->items = 100;
     o->seed = 1;
     o->depth = -1;
+    o->mc_delimiter = " ";
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
         const char* v = i + 1 < argc ? argv[i + 1] : NULL;
         if (cli_help_or_checkpoint(a, usage, &o->ckpt)) continue;
+        if (!strcmp(a, "--mc-no-prefix-sharing")) {
+            o->mc_no_sharing = true;
+            continue;
+        }
+        if (!strcmp(a, "--compare")) {
+            cli_once(a, &o->compare_seen);
+            o->compare[0] = cli_value(a, v);
+            o->compare[1] = cli_value(a, i + 2 < argc ? argv[i + 2] : NULL);
+            i += 2;
+            continue;
+        }
         if (!strcmp(a, "--ppl")) {
             while (i + 1 < argc && argv[i + 1][0] != '-') {
                 if (o->n_ppl == MAX_LIST) cli_bad_option("--ppl: more than %d files", MAX_LIST);
@@ -101,8 +163,9 @@ static void parse_args(EvalOptions* o, int argc, char** argv) {
             i++;
             continue;
         }
-        static const char* valued[] = {"--tasks",       "--lengths",   "--items", "--seed", "--seq-len",
-                                       "--max-windows", "--synthetic", "--json",  "--depth"};
+        static const char* valued[] = {"--tasks",       "--lengths",   "--items",    "--seed",      "--seq-len",
+                                       "--max-windows", "--synthetic", "--json",     "--depth",     "--mc",
+                                       "--mc-fields",   "--mc-window", "--mc-limit", "--tokenizer", "--mc-delimiter"};
         static int seen[sizeof(valued) / sizeof(valued[0])];
         CLI_VALUED_OPTION(a, v, valued, seen);
         if (!strcmp(a, "--tasks")) parse_tasks(o, v);
@@ -113,13 +176,19 @@ static void parse_args(EvalOptions* o, int argc, char** argv) {
         else if (!strcmp(a, "--max-windows")) o->max_windows = cli_parse_size(a, v, 1, (size_t)-1);
         else if (!strcmp(a, "--synthetic")) o->synthetic = v;
         else if (!strcmp(a, "--json")) o->json_out = v;
+        else if (!strncmp(a, "--mc", 4) || !strcmp(a, "--tokenizer")) parse_mc_option(o, a, v);
         else { /* --depth */ o->depth = cli_parse_double(a, v);
             if (!(o->depth >= 0 && o->depth <= 1))
                 cli_bad_option("--depth: expected a fraction in [0, 1], got '%s'", v);
         }
         i++;
     }
-    if (!o->ckpt) cli_bad_option("no CHECKPOINT given");
+    if (o->compare[0] && (o->ckpt || o->tasks_given || o->n_ppl || o->n_lengths || o->n_mc))
+        cli_bad_option(
+            "--compare takes two JSON files and --json OUT, no CHECKPOINT, --tasks, --lengths, --ppl or --mc");
+    if (!o->ckpt && !o->compare[0]) cli_bad_option("no CHECKPOINT given");
+    if (!o->n_mc && (o->mc_fields || o->mc_window || o->mc_limit || o->tokenizer || o->mc_no_sharing))
+        cli_bad_option("--mc-fields, --mc-window, --mc-limit, --mc-no-prefix-sharing and --tokenizer need --mc");
 }
 
 static double phys_mem_bytes(void) {
@@ -130,8 +199,9 @@ static double phys_mem_bytes(void) {
 static void print_results(const TaskResult* r, size_t n, const EvalOptions* o) {
     printf("\nsynthetic retrieval: exact match of the greedy answer, %zu items per cell, seed %llu%s\n", o->items,
            (unsigned long long)o->seed, o->depth >= 0 ? " (fixed depth)" : "");
+    printf("(each cell: accuracy [95%% Wilson interval] over %zu items)\n", o->items);
     printf("%-12s", "family");
-    for (size_t j = 0; j < o->n_lengths; j++) printf("  L=%-6zu", o->lengths[j]);
+    for (size_t j = 0; j < o->n_lengths; j++) printf("  L=%-17zu", o->lengths[j]);
     printf(" | %-8s  %s\n", "chance", "key-blind");
     double col_sum[MAX_LIST] = {0};
     size_t n_fam = 0;
@@ -140,20 +210,22 @@ static void print_results(const TaskResult* r, size_t n, const EvalOptions* o) {
         double kb = 0;
         for (size_t j = 0; j < o->n_lengths; j++) {
             double acc = (double)r[i + j].correct / (double)r[i + j].items;
+            Interval ci = stats_wilson(r[i + j].correct, r[i + j].items);
             col_sum[j] += acc;
             kb += r[i + j].key_blind / (double)o->n_lengths;
-            printf("  %-8.3f", acc);
+            printf("  %.3f [%.3f,%.3f]", acc, ci.lo, ci.hi);
         }
         printf(" | %-8.1e  %.3f\n", r[i].chance, kb);
         n_fam++;
     }
     printf("%-12s", "mean");
-    for (size_t j = 0; j < o->n_lengths; j++) printf("  %-8.3f", col_sum[j] / (double)n_fam);
+    for (size_t j = 0; j < o->n_lengths; j++) printf("  %-19.3f", col_sum[j] / (double)n_fam);
     printf(" |\n");
 }
 
 static void write_json(const char* path, const EvalOptions* o, const CkptInfo* ci, const ModelConfig* cfg,
-                       const char* syn_from, const TaskResult* r, size_t n, const PplResult* ppl) {
+                       const char* syn_from, const TaskResult* r, size_t n, const uint8_t* item_ok,
+                       const PplResult* ppl, EvalMc* mc) {
     cJSON* root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", "repoc-eval");
     cJSON_AddNumberToObject(root, "version", EVAL_JSON_VERSION);
@@ -185,11 +257,21 @@ static void write_json(const char* path, const EvalOptions* o, const CkptInfo* c
         cJSON_AddNumberToObject(t, "items", (double)r[i].items);
         cJSON_AddNumberToObject(t, "correct", (double)r[i].correct);
         cJSON_AddNumberToObject(t, "accuracy", (double)r[i].correct / (double)r[i].items);
+        Interval ci = stats_wilson(r[i].correct, r[i].items);
+        cJSON_AddNumberToObject(t, "n", (double)r[i].items);
+        cJSON_AddItemToObject(t, "ci", cJSON_CreateDoubleArray((double[]){ci.lo, ci.hi}, 2));
         cJSON_AddNumberToObject(t, "token_accuracy",
                                 (double)r[i].tokens_correct / (double)(r[i].items * r[i].answer_len));
         cJSON_AddNumberToObject(t, "chance", r[i].chance);
         cJSON_AddNumberToObject(t, "key_blind", r[i].key_blind);
         cJSON_AddNumberToObject(t, "seconds", r[i].seconds);
+        cJSON* per = cJSON_AddArrayToObject(t, "per_item"); /* item i of the seed: its id; 1 when exact */
+        for (size_t k = 0; k < r[i].items; k++) {
+            cJSON* e = cJSON_CreateObject();
+            cJSON_AddNumberToObject(e, "id", (double)k);
+            cJSON_AddNumberToObject(e, "score", item_ok[i * o->items + k]);
+            cJSON_AddItemToArray(per, e);
+        }
         cJSON_AddItemToArray(tasks, t);
     }
     cJSON* pp = cJSON_AddArrayToObject(root, "ppl");
@@ -203,6 +285,7 @@ static void write_json(const char* path, const EvalOptions* o, const CkptInfo* c
         cJSON_AddNumberToObject(t, "ppl", ppl[i].ppl);
         cJSON_AddItemToArray(pp, t);
     }
+    if (mc) eval_mc_json(root, mc);
     file_write_json(path, root);
     printf("wrote %s\n", path);
 }
@@ -215,10 +298,10 @@ static size_t plan(EvalOptions* o, const SyntheticConfig* syn, const CkptInfo* c
                    size_t* chunk) {
     bool any_task = false;
     for (int f = 0; f < SYN_N_FAMILIES; f++) { /* default: the families the generator makes; with --ppl none */
-        if (!o->tasks_given) o->family_on[f] = !o->n_ppl && syn->weight[f] > 0;
+        if (!o->tasks_given) o->family_on[f] = !o->n_ppl && !o->n_mc && syn->weight[f] > 0;
         any_task |= o->family_on[f];
     }
-    if (!any_task && !o->n_ppl) cli_bad_option("nothing to evaluate: no task and no --ppl");
+    if (!any_task && !o->n_ppl && !o->n_mc) cli_bad_option("nothing to evaluate: no task, no --ppl, no --mc");
     size_t T0 = ci->train_len ? ci->train_len : 256;
     if (!o->n_lengths) {
         o->lengths[0] = T0;
@@ -244,8 +327,8 @@ static size_t plan(EvalOptions* o, const SyntheticConfig* syn, const CkptInfo* c
 }
 
 /* every (family, length) of the plan through one generator; returns the results' count */
-static size_t run_tasks(TaskResult* res, const Model* m, const SyntheticConfig* syn, const EvalOptions* o,
-                        size_t max_len, size_t chunk) {
+static size_t run_tasks(TaskResult* res, uint8_t* item_ok, const Model* m, const SyntheticConfig* syn,
+                        const EvalOptions* o, size_t max_len, size_t chunk) {
     Generator g;
     gen_build(&g, m, max_len, chunk);
     printf("KV cache for %zu tokens, prefill chunks of %zu: %.1f MiB\n", max_len, chunk,
@@ -254,10 +337,12 @@ static size_t run_tasks(TaskResult* res, const Model* m, const SyntheticConfig* 
     for (int f = 0; f < SYN_N_FAMILIES; f++) {
         if (!o->family_on[f]) continue;
         for (size_t j = 0; j < o->n_lengths; j++) {
-            TaskResult* r = &res[n++];
-            eval_task(r, &g, syn, (SynFamily)f, o->lengths[j], o->items, o->seed, o->depth);
-            printf("  %-10s L=%-6zu %4zu/%zu exact  (%.1f s)\n", synthetic_family_name(r->family), r->length,
-                   r->correct, r->items, r->seconds);
+            TaskResult* r = &res[n];
+            eval_task(r, &g, syn, (SynFamily)f, o->lengths[j], o->items, o->seed, o->depth, item_ok + n * o->items);
+            n++;
+            Interval ci = stats_wilson(r->correct, r->items);
+            printf("  %-10s L=%-6zu %4zu/%zu exact [%.3f, %.3f]  (%.1f s)\n", synthetic_family_name(r->family),
+                   r->length, r->correct, r->items, ci.lo, ci.hi, r->seconds);
             fflush(stdout);
         }
     }
@@ -270,6 +355,16 @@ int main(int argc, char** argv) {
     EvalOptions o;
     parse_args(&o, argc, argv);
     if (o.json_out) cli_check_output_file("--json", o.json_out);
+    if (o.compare[0]) { /* two JSON files, no model */
+        cJSON* cmp = eval_compare(o.compare[0], o.compare[1]);
+        if (o.json_out) {
+            file_write_json(o.json_out, cmp);
+            printf("wrote %s\n", o.json_out);
+        } else {
+            cJSON_Delete(cmp);
+        }
+        return 0;
+    }
     CkptInfo ci;
     ModelConfig cfg;
     cli_checkpoint_config(&ci, &cfg, o.ckpt, &o.sh);
@@ -286,6 +381,9 @@ int main(int argc, char** argv) {
                 "or a smaller --seq-len",
                 o.ppl[i], ppl_data[i].n_tokens, o.seq_len + 1);
     }
+    EvalMc mc; /* every line of every file checked before any work */
+    if (o.n_mc)
+        eval_mc_plan(&mc, o.mc, o.n_mc, o.mc_fields, o.mc_delimiter, o.mc_window, o.mc_limit, o.tokenizer, &ci, &cfg);
 
     /* the model: B = 1, T = the perplexity window (1 when there is none), weights only */
     threads_init(o.sh.threads);
@@ -303,17 +401,21 @@ int main(int argc, char** argv) {
                ppl[i].nll, ppl[i].ppl);
         token_data_close(&ppl_data[i]);
     }
+    if (o.n_mc) eval_mc_run(&mc, &m, o.json_out != NULL, o.mc_no_sharing);
 
     TaskResult* res = callocCheck(SYN_N_FAMILIES * o.n_lengths, sizeof(TaskResult));
+    uint8_t* item_ok = callocCheck(mulCheck(SYN_N_FAMILIES * o.n_lengths, o.items, "per-item scores"), 1);
     size_t n_res = 0;
     if (max_len) {
         synthetic_print(&syn, stdout);
         printf("  (generator settings from %s)\n", syn_from);
-        n_res = run_tasks(res, &m, &syn, &o, max_len, chunk);
+        n_res = run_tasks(res, item_ok, &m, &syn, &o, max_len, chunk);
         print_results(res, n_res, &o);
     }
-    if (o.json_out) write_json(o.json_out, &o, &ci, &cfg, syn_from, res, n_res, ppl);
+    if (o.json_out) write_json(o.json_out, &o, &ci, &cfg, syn_from, res, n_res, item_ok, ppl, o.n_mc ? &mc : NULL);
+    if (o.n_mc) eval_mc_free(&mc);
     free(res);
+    free(item_ok);
     cli_ckpt_free(&ci);
     model_free(&m);
     return 0;

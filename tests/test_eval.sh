@@ -25,6 +25,10 @@ n=$(grep -c '"family"' "$T/a.json" 2>/dev/null)
 if [ "$n" = 12 ] && grep -q '"format":.*"repoc-eval"' "$T/a.json" && grep -q '"key_blind"' "$T/a.json"; then
     ok "JSON: 12 task entries with accuracy, chance and key_blind"
 else bad "JSON: $n task entries in $T/a.json"; fi
+if [ "$(grep -c '"per_item"' "$T/a.json")" = 12 ] && [ "$(grep -c '"ci":' "$T/a.json")" = 12 ] &&
+   [ "$(grep -c '"score":' "$T/a.json")" = 60 ]; then
+    ok "JSON: every task has its Wilson interval and 5 per-item scores"
+else bad "JSON: per_item, ci or score missing in $T/a.json"; fi
 if command -v python3 >/dev/null && ! python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/a.json" 2>/dev/null; then
     bad "JSON: $T/a.json does not parse"
 fi
@@ -36,6 +40,9 @@ if diff <(grep -v seconds "$T/a.json") <(grep -v seconds "$T/b.json") >/dev/null
    diff <(grep -v seconds "$T/c.json") <(grep -v seconds "$T/d.json") >/dev/null; then
     ok "same seed, same results (and with 1 or 2 threads)"
 else bad "same seed gave other results"; fi
+expect_ok "--compare of two runs with the same seed" "single@128" "table@256" "no difference at this n" -- \
+    --compare "$T/a.json" "$T/b.json"
+grep -qE " (better|worse)$" "$T/log" && bad "--compare: a verdict other than no difference for the same items"
 
 echo "perplexity, YaRN, a run directory"
 build/tools/gen_tokens "$T/tok.u16" 3000 64 1 || exit 1

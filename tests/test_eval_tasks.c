@@ -106,17 +106,22 @@ static void check_task_counts(void) {
     gen_build(&g, &m, length, 16);
     SynFamily fams[] = {SYN_SINGLE, SYN_MULTIKEY, SYN_MULTIQUERY};
     int32_t prompt[64], answer[SYN_MAX_ANSWER], seq[64];
+    uint8_t item_ok[64];
+    CHECK(items <= 64, "items %zu > 64", items);
     for (size_t k = 0; k < 3; k++) {
         SynFamily f = fams[k];
         TaskResult r;
-        eval_task(&r, &g, &syn, f, length, items, 9, -1.0);
-        size_t correct = 0, tokens = 0;
+        eval_task(&r, &g, &syn, f, length, items, 9, -1.0, item_ok);
+        size_t correct = 0, tokens = 0, per_item_same = 0;
         for (size_t i = 0; i < items; i++) {
             synthetic_item(&syn, f, 9, i, r.prompt_len, -1.0, prompt, answer);
             size_t ok = recount_item(&m, prompt, r.prompt_len, answer, r.answer_len, seq);
             tokens += ok;
             correct += ok == r.answer_len;
+            per_item_same += item_ok[i] == (ok == r.answer_len);
         }
+        EXPECT(per_item_same == items, "%-10s: item_correct agrees with the recount on %zu of %zu items",
+               synthetic_family_name(f), per_item_same, items);
         EXPECT(r.correct == correct && r.tokens_correct == tokens && tokens > 0 &&
                    r.prompt_len + r.answer_len - 1 == length,
                "%-10s L=%zu: eval_task %zu exact, %zu tokens; recount %zu exact, %zu tokens (of %zu)",

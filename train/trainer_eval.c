@@ -48,7 +48,7 @@ static bool eval_tasks(Trainer* tr, char (*name)[40], const char** name_ptr, dou
         for (size_t j = 0; j < p->n_lengths; j++) {
             if (tr->stop && dist_any(*tr->stop != 0)) return false;
             TaskResult r;
-            eval_task(&r, &tr->gen, &tr->task_syn, (SynFamily)f, p->lengths[j], p->items, p->seed, -1);
+            eval_task(&r, &tr->gen, &tr->task_syn, (SynFamily)f, p->lengths[j], p->items, p->seed, -1, NULL);
             snprintf(name[*n], 40, "%s@%zu", synthetic_family_name((SynFamily)f), p->lengths[j]);
             name_ptr[*n] = name[*n];
             token_acc[*n] = r.items ? (double)r.tokens_correct / (double)(r.items * r.answer_len) : 0;

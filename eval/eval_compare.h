@@ -1,0 +1,23 @@
+/* build/eval --compare A.json B.json: the paired comparison of two build/eval --json files.
+   Per-item scores are read from
+     "mc": {NAME: {"items": [{"id", "label", "loglikelihoods", "choice_chars"}]}}
+         -> tasks "mc/NAME" (acc: the argmax choice is the label) and "mc/NAME/acc_norm";
+     "ruler": {TASK: {LENGTH: {"items": [{"id", "score"}]}}} -> "ruler/TASK/LENGTH";
+     "tasks": [{"family", "length", "per_item": [{"id", "score"}]}] -> "family@length".
+   For each task both files have, the items whose ids both hold are paired; reported: n, the means a
+   and b, diff = b - a, the 95% paired bootstrap interval of diff (eval/stats.h), McNemar's exact p
+   when every score is 0 or 1 (else null), and the verdict: "better" when the interval lies above 0,
+   "worse" below, else "no difference at this n". A file that cannot be read, is not JSON, holds no
+   per-item scores, an item without an id or with an id twice, a label that differs between the files,
+   synthetic tasks of different seeds, and no task or no item in common are errors naming the file
+   and key. */
+#ifndef REPOC_EVAL_COMPARE_H
+#define REPOC_EVAL_COMPARE_H
+
+#include <cjson/cJSON.h>
+
+/* Compare the files a and b, print the table to stdout; returns {"format", "version", "a", "b",
+   "compare": {KEY: {...}}} (the caller's to free). */
+cJSON* eval_compare(const char* a, const char* b);
+
+#endif
