@@ -1,7 +1,7 @@
 # repoc build. Targets:
 #   all          (default) the library objects, the programs build/<name> of programs/,
 #                build/gradcheck, the tests build/tests/*, the benches build/bench/* (of bench/)
-#   deps         install the missing Debian packages (apt-get)
+#   deps         install the missing Debian packages (apt-get), RULER's word list and essay among them
 #   check-deps   fail with a message when OpenBLAS, cJSON, Oniguruma or utf8proc is missing
 #   test         deps, all, the MPI trainer, then tests/run.sh (every test; ends "N passed, N failed")
 #   test-portable  the PORTABLE=1 build (x86-64-v3, attention also for v4, chosen at load time) passes a subset
@@ -157,7 +157,10 @@ check-deps:
 	  echo "missing libraries: OpenBLAS $(if $(HAVE_BLAS),✓,✗)  cJSON $(if $(HAVE_CJSON),✓,✗)" \
 	    "Oniguruma $(if $(HAVE_ONIG),✓,✗)  utf8proc $(if $(HAVE_UTF8PROC),✓,✗); run 'make deps' (apt-get)"; exit 1; fi
 
-DEB_PACKAGES = libopenblas-openmp-dev libcjson-dev libomp-dev libonig-dev libutf8proc-dev libdnnl-dev
+# RULER's word list and essay (eval/ruler.h, docs/ruler.md): Debian's American English words and
+# the text of The Adventures of Tom Sawyer that the klauspost/compress sources ship as test data
+RULER_PACKAGES = wamerican golang-github-klauspost-compress-dev
+DEB_PACKAGES = libopenblas-openmp-dev libcjson-dev libomp-dev libonig-dev libutf8proc-dev libdnnl-dev $(RULER_PACKAGES)
 deps:
 	@missing=""; for p in $(DEB_PACKAGES) $(EXTRA_PACKAGES); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -255,7 +258,7 @@ clean:
 # ASan+UBSan into build/asan, every sanitizer report fatal. `make test` runs it.
 ASAN_BUILD = build/asan
 ASAN_SRC = tests/test_safetensors.c common/safetensors.c common/safetensors_convert.c \
-           common/safetensors_write.c common/check.c common/mapped.c
+           common/safetensors_write.c common/textbuf.c common/check.c common/mapped.c
 ASAN_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 ASAN_RUN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 .PHONY: test-asan fuzz

@@ -10,13 +10,13 @@
 
 #include <errno.h>
 #include <fcntl.h> /* open */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h> /* write, fsync, close, unlink, getpid */
 
 #include "common/check.h" /* die_at, mallocCheck, mulCheck */
+#include "common/textbuf.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "safetensors_write.c assumes a little-endian host (the file format is little-endian)"
@@ -32,43 +32,10 @@
 #define ST_PARALLEL_FOR
 #endif
 
-/* A growable byte buffer for the header. */
-typedef struct {
-    char* p;
-    size_t len, cap;
-} StBuf;
-
-/* Append n bytes to b, growing it geometrically. */
-static void st_buf_put(StBuf* b, const char* s, size_t n) {
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1) cap = mulCheck(cap, 2, "safetensors header size");
-        char* p = realloc(b->p, cap);
-        CHECK(p, "out of memory growing the safetensors header to %zu bytes", cap);
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-/* Append printf-formatted text (numbers; short). */
-static void st_buf_printf(StBuf* b, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-static void st_buf_printf(StBuf* b, const char* fmt, ...) {
-    char tmp[128];
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-    va_end(ap);
-    CHECK(k >= 0 && (size_t)k < sizeof(tmp), "safetensors header: formatted field too long");
-    st_buf_put(b, tmp, (size_t)k);
-}
-
 /* Append s as a JSON string: quote, backslash and control characters escaped
    (\b \f \n \r \t, others \u00XX, as serde_json); UTF-8 passes through. */
-static void st_buf_json_string(StBuf* b, const char* s) {
-    st_buf_put(b, "\"", 1);
+static void st_buf_json_string(TextBuf* b, const char* s) {
+    textbuf_put(b, "\"", 1);
     for (const unsigned char* c = (const unsigned char*)s; *c; c++) {
         const char* esc = *c == '"'    ? "\\\""
                           : *c == '\\' ? "\\\\"
@@ -78,11 +45,11 @@ static void st_buf_json_string(StBuf* b, const char* s) {
                           : *c == '\r' ? "\\r"
                           : *c == '\t' ? "\\t"
                                        : NULL;
-        if (esc) st_buf_put(b, esc, 2);
-        else if (*c < 0x20) st_buf_printf(b, "\\u%04x", *c);
-        else st_buf_put(b, (const char*)c, 1);
+        if (esc) textbuf_put(b, esc, 2);
+        else if (*c < 0x20) textbuf_printf(b, "\\u%04x", *c);
+        else textbuf_put(b, (const char*)c, 1);
     }
-    st_buf_put(b, "\"", 1);
+    textbuf_put(b, "\"", 1);
 }
 
 /* One tensor to write: its description, size and place in the data section. */
@@ -135,30 +102,30 @@ static void st_plan_tensors(const char* path, const StWriteTensor* ts, const StF
 }
 
 /* Build the padded header text; by_name lists the tensors sorted by name. */
-static StBuf st_header(StPlan* const* by_name, size_t n, const char* const* keys, const char* const* values,
-                       size_t n_meta) {
-    StBuf b = {0};
-    st_buf_put(&b, "{", 1);
+static TextBuf st_header(StPlan* const* by_name, size_t n, const char* const* keys, const char* const* values,
+                         size_t n_meta) {
+    TextBuf b = {.what = "safetensors header"};
+    textbuf_put(&b, "{", 1);
     if (n_meta > 0) {
-        st_buf_put(&b, "\"__metadata__\":{", 16);
+        textbuf_put(&b, "\"__metadata__\":{", 16);
         for (size_t i = 0; i < n_meta; i++) {
-            if (i) st_buf_put(&b, ",", 1);
+            if (i) textbuf_put(&b, ",", 1);
             st_buf_json_string(&b, keys[i]);
-            st_buf_put(&b, ":", 1);
+            textbuf_put(&b, ":", 1);
             st_buf_json_string(&b, values[i]);
         }
-        st_buf_put(&b, "}", 1);
+        textbuf_put(&b, "}", 1);
     }
     for (size_t i = 0; i < n; i++) {
         const StPlan* p = by_name[i];
-        if (i || n_meta) st_buf_put(&b, ",", 1);
+        if (i || n_meta) textbuf_put(&b, ",", 1);
         st_buf_json_string(&b, p->t->name);
-        st_buf_printf(&b, ":{\"dtype\":\"%s\",\"shape\":[", st_dtype_name(p->t->dtype));
-        for (size_t d = 0; d < p->t->ndim; d++) st_buf_printf(&b, d ? ",%zu" : "%zu", p->t->shape[d]);
-        st_buf_printf(&b, "],\"data_offsets\":[%zu,%zu]}", p->begin, p->begin + p->bytes);
+        textbuf_printf(&b, ":{\"dtype\":\"%s\",\"shape\":[", st_dtype_name(p->t->dtype));
+        for (size_t d = 0; d < p->t->ndim; d++) textbuf_printf(&b, d ? ",%zu" : "%zu", p->t->shape[d]);
+        textbuf_printf(&b, "],\"data_offsets\":[%zu,%zu]}", p->begin, p->begin + p->bytes);
     }
-    st_buf_put(&b, "}", 1);
-    while (b.len % 8 != 0) st_buf_put(&b, " ", 1);
+    textbuf_put(&b, "}", 1);
+    while (b.len % 8 != 0) textbuf_put(&b, " ", 1);
     return b;
 }
 
@@ -293,7 +260,7 @@ void st_write_filled(const char* path, const StWriteTensor* tensors, const StFil
         offset += by_data[i]->bytes;
         CHECK(offset >= by_data[i]->bytes, "st_write '%s': data section size overflows", path);
     }
-    StBuf hdr = st_header(by_name, n, meta_keys, meta_values, n_meta);
+    TextBuf hdr = st_header(by_name, n, meta_keys, meta_values, n_meta);
     CHECK(hdr.len <= ST_MAX_HEADER,
           "st_write '%s': header of %zu bytes exceeds the %d-byte limit readers "
           "accept",
@@ -312,7 +279,7 @@ void st_write_filled(const char* path, const StWriteTensor* tensors, const StFil
     for (size_t i = 0; i < n && !fill_stage; i++)
         if (plan[i].fill) fill_stage = mallocCheck(ST_STAGE_BYTES);
     st_write_all(&w, len8, 8);
-    st_write_all(&w, hdr.p, hdr.len);
+    st_write_all(&w, hdr.s, hdr.len);
     for (size_t i = 0; i < n; i++) st_write_data(&w, by_data[i], stage, fill_stage);
     if (fsync(w.fd) != 0) st_write_die(&w, "fsync", errno);
     int rc = close(w.fd);
@@ -323,7 +290,7 @@ void st_write_filled(const char* path, const StWriteTensor* tensors, const StFil
     free(stage);
     free(fill_stage);
     free(w.tmp);
-    free(hdr.p);
+    textbuf_free(&hdr);
     free(plan);
     free(by_name);
     free(by_data);
