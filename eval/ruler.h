@@ -165,6 +165,17 @@ void ruler_result_free(RulerResult* r);
    "prediction", "references", "score"}]}, and root["ruler_note"] = RULER_NOTE. */
 void ruler_result_json(cJSON* root, const RulerResult* r);
 
+/* prompt tokens per forward call in ruler_run's prefill (bounds the generator's work space) */
+#define RULER_PREFILL_CHUNK 1024
+/* build/eval --ruler: each task that is on at each length, `items` items, into res (tasks on x n_lengths, in
+   task order then length order); before the run, one item per length is timed and the ETA printed. A
+   generator holding the longest length is built and freed here. Returns the results' count. */
+size_t ruler_run(RulerResult* res, const Model* m, const Tokenizer* tok, const RulerSources* s,
+                 const bool on[RULER_N_TASKS], const size_t* lengths, size_t n_lengths, size_t items, uint64_t seed,
+                 const char* dump_dir);
+/* The results as a table: a row per task, a column per length */
+void ruler_print_table(const RulerResult* res, size_t n, const size_t* lengths, size_t n_lengths);
+
 /* dir/TASK_LENGTH_ID.txt holding the prompt text exactly (dir must exist); dies naming the file */
 void ruler_dump_prompt(const char* dir, const RulerItem* it);
 

@@ -8,8 +8,8 @@
 
 #include "common/check.h"
 #include "common/clock.h"
-#include "common/hash.h"
 #include "eval/ruler_internal.h"
+#include "eval/stats.h"
 
 /* s lowercased as Python's str.lower does for text whose lowercase matters to ASCII references:
    ASCII letters, and the two characters whose lowercase holds an ASCII letter, KELVIN SIGN
@@ -69,30 +69,19 @@ static void postprocess(char* s) {
     s[n - a] = 0;
 }
 
-/* 95% percentile bootstrap of the mean of x: B resamples of n items with replacement, seeded;
-   the interval is the 50th smallest and the 50th largest of the B = 2000 resampled means */
-#define BOOT_B 2000
-static int cmp_double(const void* a, const void* b) {
-    double x = *(const double*)a, y = *(const double*)b;
-    return (x > y) - (x < y);
-}
-static void bootstrap_ci(const RulerItemResult* items, size_t n, uint64_t seed, double* lo, double* hi) {
+/* the 95% interval of the mean item score: eval/stats.h's percentile bootstrap, as every mean score of
+   build/eval */
+static void bootstrap_ci(const RulerItemResult* items, size_t n, double* lo, double* hi) {
     if (n == 0) {
         *lo = *hi = 0;
         return;
     }
-    double* means = mallocCheck(BOOT_B * sizeof(double));
-    Rng rng;
-    rng_seed(&rng, seed);
-    for (size_t b = 0; b < BOOT_B; b++) {
-        double sum = 0;
-        for (size_t i = 0; i < n; i++) sum += items[rng_below(&rng, n)].score;
-        means[b] = sum / (double)n;
-    }
-    qsort(means, BOOT_B, sizeof(double), cmp_double);
-    *lo = means[BOOT_B / 40 - 1];
-    *hi = means[BOOT_B - BOOT_B / 40];
-    free(means);
+    double* x = mallocCheck((n + STATS_RESAMPLES) * sizeof(double));
+    for (size_t i = 0; i < n; i++) x[i] = items[i].score;
+    Interval ci = stats_bootstrap_mean(x, n, x + n);
+    *lo = ci.lo;
+    *hi = ci.hi;
+    free(x);
 }
 
 /* up to max_new greedy tokens after the prompt, each fed back, stopping after eos (not kept);
@@ -150,7 +139,7 @@ void ruler_eval_task(RulerResult* r, Generator* g, const Tokenizer* tok, const R
         r->score += ir->score;
     }
     if (r->n) r->score /= (double)r->n;
-    bootstrap_ci(r->items, r->n, mix_triple(0x52554C4552ull, seed, (uint64_t)t, length), &r->ci_lo, &r->ci_hi);
+    bootstrap_ci(r->items, r->n, &r->ci_lo, &r->ci_hi);
     ruler_item_free(&it);
     free(text);
     free(gen);
@@ -208,4 +197,62 @@ void ruler_dump_prompt(const char* dir, const RulerItem* it) {
     FILE* fp = fopenCheck(path, "wb");
     fwriteCheck(it->text, 1, it->text_len, fp, path);
     fcloseCheck(fp, path);
+}
+
+/* the seconds of one item of t at length: item 0 built, prefilled and generated once, untimed by nothing else */
+static double item_seconds(Generator* g, const Tokenizer* tok, const RulerSources* s, RulerTask t, size_t length,
+                           uint64_t seed) {
+    RulerResult probe;
+    ruler_eval_task(&probe, g, tok, s, t, length, 1, seed, NULL);
+    double sec = probe.seconds;
+    ruler_result_free(&probe);
+    return sec;
+}
+
+size_t ruler_run(RulerResult* res, const Model* m, const Tokenizer* tok, const RulerSources* s,
+                 const bool on[RULER_N_TASKS], const size_t* lengths, size_t n_lengths, size_t items, uint64_t seed,
+                 const char* dump_dir) {
+    size_t max_len = 0, n_on = 0, n = 0;
+    for (size_t j = 0; j < n_lengths; j++) max_len = lengths[j] > max_len ? lengths[j] : max_len;
+    for (int t = 0; t < RULER_N_TASKS; t++) n_on += on[t];
+    Generator g;
+    gen_build(&g, m, max_len, max_len < RULER_PREFILL_CHUNK ? max_len : RULER_PREFILL_CHUNK);
+    printf("RULER: %zu task(s) x %zu length(s) x %zu items (%s)\n", n_on, n_lengths, items, RULER_NOTE);
+    double eta = 0;
+    for (size_t j = 0; j < n_lengths; j++) { /* one item per length, timed: the ETA before the run */
+        int first = 0;
+        while (!on[first]) first++;
+        double sec = item_seconds(&g, tok, s, (RulerTask)first, lengths[j], seed);
+        printf("  L=%-6zu about %.2f s per item (one %s item timed)\n", lengths[j], sec,
+               ruler_task_name((RulerTask)first));
+        eta += sec * (double)(n_on * items);
+    }
+    printf("  ETA %.0f s (%.1f min)\n", eta, eta / 60);
+    fflush(stdout);
+    for (int t = 0; t < RULER_N_TASKS; t++) {
+        if (!on[t]) continue;
+        for (size_t j = 0; j < n_lengths; j++) {
+            RulerResult* r = &res[n++];
+            ruler_eval_task(r, &g, tok, s, (RulerTask)t, lengths[j], items, seed, dump_dir);
+            printf("  %-16s L=%-6zu %.3f [%.3f, %.3f] over %zu items (%.1f s)\n", ruler_task_name(r->task),
+                   r->length, r->score, r->ci_lo, r->ci_hi, r->n, r->seconds);
+            fflush(stdout);
+            if (r->stopped) break;
+        }
+    }
+    gen_free(&g);
+    return n;
+}
+
+void ruler_print_table(const RulerResult* res, size_t n, const size_t* lengths, size_t n_lengths) {
+    printf("\nRULER: string_match_all per task and length, mean [95%% bootstrap interval] (%s)\n", RULER_NOTE);
+    printf("%-16s", "task");
+    for (size_t j = 0; j < n_lengths; j++) printf("  L=%-19zu", lengths[j]);
+    printf("\n");
+    for (size_t i = 0; i < n; i += n_lengths) {
+        printf("%-16s", ruler_task_name(res[i].task));
+        for (size_t j = 0; j < n_lengths && i + j < n; j++)
+            printf("  %.3f [%.3f,%.3f]  ", res[i + j].score, res[i + j].ci_lo, res[i + j].ci_hi);
+        printf("\n");
+    }
 }

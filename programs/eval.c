@@ -16,6 +16,7 @@
 #include "hf/hf_config.h"
 #include "eval/eval_compare.h"
 #include "eval/eval_tasks.h"
+#include "eval/ruler.h"
 #include "eval/mc.h"
 #include "eval/stats.h"
 #include "programs/cli.h"
@@ -37,6 +38,8 @@ typedef struct {
     double depth;          /* < 0: drawn per item */
     const char* synthetic; /* JSON text or a file of it; NULL: the checkpoint's, else defaults */
     const char* json_out;
+    bool ruler_on[RULER_N_TASKS], ruler_given; /* --ruler */
+    const char* dump_prompts;                  /* --dump-prompts DIR */
     const char* mc[MAX_LIST];         /* --mc FILE,FILE2 */
     size_t n_mc, mc_window, mc_limit; /* 0: max_position_embeddings; 0: every item */
     const char* mc_fields;            /* --mc-fields, NULL: the defaults */
@@ -82,6 +85,11 @@ static void usage(FILE* fp) {
         "  --mc-window N       the model's window in tokens (default max_position_embeddings)\n"
         "  --mc-limit N        score the first N items of each file (all lines are still checked)\n"
         "  --tokenizer PATH    tokenizer.json or its directory (default: the checkpoint's)\n"
+        "  --ruler TASKS       RULER's synthetic tasks generated offline (docs/ruler.md), comma-separated or\n"
+        "                      'all': niah_single_1..3, niah_multikey_1..3, niah_multivalue, niah_multiquery,\n"
+        "                      vt, cwe, fwe; at each of --lengths, --items items (RULER-generated: not the\n"
+        "                      published items, so not comparable number for number with published scores)\n"
+        "  --dump-prompts DIR  write each RULER prompt as text, DIR/TASK_LENGTH_ID.txt\n"
         "  --compare A B       paired comparison of two --json files of this program, item by item: B - A\n"
         "                      per task with a 95%% paired bootstrap interval, McNemar's exact p, a verdict\n"
         "  --threads N         OpenMP and BLAS threads (default: all cores)\n"
@@ -130,6 +138,12 @@ static void parse_mc_option(EvalOptions* o, const char* a, const char* v) {
     }
 }
 
+static void parse_ruler(EvalOptions* o, const char* list) {
+    char err[512];
+    if (ruler_parse_tasks(list, o->ruler_on, err, sizeof(err))) cli_bad_option("--ruler: %s", err);
+    o->ruler_given = true;
+}
+
 static void parse_args(EvalOptions* o, int argc, char** argv) {
     memset(o, 0, sizeof(*o));
     o->items = 100;
@@ -165,7 +179,8 @@ static void parse_args(EvalOptions* o, int argc, char** argv) {
         }
         static const char* valued[] = {"--tasks",       "--lengths",   "--items",    "--seed",      "--seq-len",
                                        "--max-windows", "--synthetic", "--json",     "--depth",     "--mc",
-                                       "--mc-fields",   "--mc-window", "--mc-limit", "--tokenizer", "--mc-delimiter"};
+                                       "--mc-fields",   "--mc-window", "--mc-limit", "--tokenizer", "--mc-delimiter",
+                                       "--ruler",       "--dump-prompts"};
         static int seen[sizeof(valued) / sizeof(valued[0])];
         CLI_VALUED_OPTION(a, v, valued, seen);
         if (!strcmp(a, "--tasks")) parse_tasks(o, v);
@@ -176,6 +191,8 @@ static void parse_args(EvalOptions* o, int argc, char** argv) {
         else if (!strcmp(a, "--max-windows")) o->max_windows = cli_parse_size(a, v, 1, (size_t)-1);
         else if (!strcmp(a, "--synthetic")) o->synthetic = v;
         else if (!strcmp(a, "--json")) o->json_out = v;
+        else if (!strcmp(a, "--ruler")) parse_ruler(o, v);
+        else if (!strcmp(a, "--dump-prompts")) o->dump_prompts = v;
         else if (!strncmp(a, "--mc", 4) || !strcmp(a, "--tokenizer")) parse_mc_option(o, a, v);
         else { /* --depth */ o->depth = cli_parse_double(a, v);
             if (!(o->depth >= 0 && o->depth <= 1))
@@ -183,12 +200,14 @@ static void parse_args(EvalOptions* o, int argc, char** argv) {
         }
         i++;
     }
-    if (o->compare[0] && (o->ckpt || o->tasks_given || o->n_ppl || o->n_lengths || o->n_mc))
+    if (o->dump_prompts && !o->ruler_given) cli_bad_option("--dump-prompts needs --ruler");
+    if (o->compare[0] && (o->ckpt || o->tasks_given || o->n_ppl || o->n_lengths || o->n_mc || o->ruler_given))
         cli_bad_option(
             "--compare takes two JSON files and --json OUT, no CHECKPOINT, --tasks, --lengths, --ppl or --mc");
     if (!o->ckpt && !o->compare[0]) cli_bad_option("no CHECKPOINT given");
-    if (!o->n_mc && (o->mc_fields || o->mc_window || o->mc_limit || o->tokenizer || o->mc_no_sharing))
-        cli_bad_option("--mc-fields, --mc-window, --mc-limit, --mc-no-prefix-sharing and --tokenizer need --mc");
+    if (!o->n_mc && (o->mc_fields || o->mc_window || o->mc_limit || o->mc_no_sharing))
+        cli_bad_option("--mc-fields, --mc-window, --mc-limit and --mc-no-prefix-sharing need --mc");
+    if (!o->n_mc && !o->ruler_given && o->tokenizer) cli_bad_option("--tokenizer needs --mc or --ruler");
 }
 
 static double phys_mem_bytes(void) {
@@ -225,7 +244,7 @@ static void print_results(const TaskResult* r, size_t n, const EvalOptions* o) {
 
 static void write_json(const char* path, const EvalOptions* o, const CkptInfo* ci, const ModelConfig* cfg,
                        const char* syn_from, const TaskResult* r, size_t n, const uint8_t* item_ok,
-                       const PplResult* ppl, EvalMc* mc) {
+                       const PplResult* ppl, EvalMc* mc, const RulerResult* ruler, size_t n_ruler) {
     cJSON* root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", "repoc-eval");
     cJSON_AddNumberToObject(root, "version", EVAL_JSON_VERSION);
@@ -286,6 +305,7 @@ static void write_json(const char* path, const EvalOptions* o, const CkptInfo* c
         cJSON_AddItemToArray(pp, t);
     }
     if (mc) eval_mc_json(root, mc);
+    for (size_t i = 0; i < n_ruler; i++) ruler_result_json(root, &ruler[i]);
     file_write_json(path, root);
     printf("wrote %s\n", path);
 }
@@ -298,10 +318,11 @@ static size_t plan(EvalOptions* o, const SyntheticConfig* syn, const CkptInfo* c
                    size_t* chunk) {
     bool any_task = false;
     for (int f = 0; f < SYN_N_FAMILIES; f++) { /* default: the families the generator makes; with --ppl none */
-        if (!o->tasks_given) o->family_on[f] = !o->n_ppl && !o->n_mc && syn->weight[f] > 0;
+        if (!o->tasks_given) o->family_on[f] = !o->n_ppl && !o->n_mc && !o->ruler_given && syn->weight[f] > 0;
         any_task |= o->family_on[f];
     }
-    if (!any_task && !o->n_ppl && !o->n_mc) cli_bad_option("nothing to evaluate: no task, no --ppl, no --mc");
+    if (!any_task && !o->n_ppl && !o->n_mc && !o->ruler_given)
+        cli_bad_option("nothing to evaluate: no task, no --ppl, no --mc, no --ruler");
     size_t T0 = ci->train_len ? ci->train_len : 256;
     if (!o->n_lengths) {
         o->lengths[0] = T0;
@@ -324,6 +345,27 @@ static size_t plan(EvalOptions* o, const SyntheticConfig* syn, const CkptInfo* c
             "%.1f GiB",
             max_len, bytes / 1073741824.0, phys_mem_bytes() / 1073741824.0);
     return max_len;
+}
+
+/* --ruler: the tokenizer (--tokenizer, else the checkpoint's), the word list and the essay, and every length
+   checked before the model loads: within what the model addresses, long enough for every task, the KV cache
+   within memory; dies naming the option otherwise */
+static Tokenizer* ruler_plan(RulerSources* src, const EvalOptions* o, const CkptInfo* ci, const ModelConfig* cfg) {
+    char buf[4200];
+    Tokenizer* tok = tok_load(cli_tokenizer(ci, o->tokenizer, true, buf, sizeof(buf)));
+    if (tok_vocab_size(tok) > cfg->V)
+        DIE("eval: --ruler: the tokenizer %s has %zu tokens, more than the model's vocab_size %zu", tok_name(tok),
+            tok_vocab_size(tok), cfg->V);
+    ruler_sources_load(src, NULL, NULL);
+    ruler_check_lengths(src, tok, o->ruler_on, o->lengths, o->n_lengths, ruler_max_length(cfg), o->seed, "--lengths");
+    size_t max_len = 0;
+    for (size_t j = 0; j < o->n_lengths; j++) max_len = o->lengths[j] > max_len ? o->lengths[j] : max_len;
+    double bytes = (double)gen_arena_reals(cfg, max_len, RULER_PREFILL_CHUNK) * sizeof(real);
+    if (bytes > 0.8 * phys_mem_bytes())
+        DIE("eval: --ruler at length %zu needs %.1f GiB for the KV cache and work space, more than 80%% of this "
+            "machine's %.1f GiB",
+            max_len, bytes / 1073741824.0, phys_mem_bytes() / 1073741824.0);
+    return tok;
 }
 
 /* every (family, length) of the plan through one generator; returns the results' count */
@@ -381,6 +423,9 @@ int main(int argc, char** argv) {
                 "or a smaller --seq-len",
                 o.ppl[i], ppl_data[i].n_tokens, o.seq_len + 1);
     }
+    Tokenizer* ruler_tok = NULL; /* RULER: the tokenizer, sources and lengths checked before any work */
+    RulerSources ruler_src;
+    if (o.ruler_given) ruler_tok = ruler_plan(&ruler_src, &o, &ci, &cfg);
     EvalMc mc; /* every line of every file checked before any work */
     if (o.n_mc)
         eval_mc_plan(&mc, o.mc, o.n_mc, o.mc_fields, o.mc_delimiter, o.mc_window, o.mc_limit, o.tokenizer, &ci, &cfg);
@@ -403,6 +448,14 @@ int main(int argc, char** argv) {
     }
     if (o.n_mc) eval_mc_run(&mc, &m, o.json_out != NULL, o.mc_no_sharing);
 
+    RulerResult* ruler = callocCheck(RULER_N_TASKS * o.n_lengths, sizeof(RulerResult));
+    size_t n_ruler = 0;
+    if (o.ruler_given) {
+        n_ruler = ruler_run(ruler, &m, ruler_tok, &ruler_src, o.ruler_on, o.lengths, o.n_lengths, o.items, o.seed,
+                            o.dump_prompts);
+        ruler_print_table(ruler, n_ruler, o.lengths, o.n_lengths);
+    }
+
     TaskResult* res = callocCheck(SYN_N_FAMILIES * o.n_lengths, sizeof(TaskResult));
     uint8_t* item_ok = callocCheck(mulCheck(SYN_N_FAMILIES * o.n_lengths, o.items, "per-item scores"), 1);
     size_t n_res = 0;
@@ -412,7 +465,14 @@ int main(int argc, char** argv) {
         n_res = run_tasks(res, item_ok, &m, &syn, &o, max_len, chunk);
         print_results(res, n_res, &o);
     }
-    if (o.json_out) write_json(o.json_out, &o, &ci, &cfg, syn_from, res, n_res, item_ok, ppl, o.n_mc ? &mc : NULL);
+    if (o.json_out)
+        write_json(o.json_out, &o, &ci, &cfg, syn_from, res, n_res, item_ok, ppl, o.n_mc ? &mc : NULL, ruler, n_ruler);
+    for (size_t i = 0; i < n_ruler; i++) ruler_result_free(&ruler[i]);
+    free(ruler);
+    if (ruler_tok) {
+        tok_free(ruler_tok);
+        ruler_sources_free(&ruler_src);
+    }
     if (o.n_mc) eval_mc_free(&mc);
     free(res);
     free(item_ok);

@@ -84,7 +84,7 @@ static void check_reference(bool no_sharing) {
     CliShared sh = {0};
     cli_checkpoint_config(&ci, &cfg, FIX "/ckpt", &sh);
     Model m;
-    cli_load_model(&m, &cfg, &ci, 1, 1, false);
+    cli_load_model(&m, &cfg, &ci, 1, 1, false, NULL);
     EvalMc p;
     const char* files[] = {FIX "/items.jsonl"};
     eval_mc_plan(&p, files, 1, NULL, " ", 0, 0, NULL, &ci, &cfg);

@@ -10,7 +10,8 @@
 #     of kernels (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed, for that PyTorch run alone) when the
 #     environment sets them: its best is the one compared
 # and prints the targets of the engine choice: default / the best f32 engine, auto / the faster of the best
-# f32 and bf16, repoc's best / PyTorch's best. Never part of make test.
+# f32 and bf16, repoc's best / PyTorch's best, each from the best run of its variant (on a shared machine the
+# least disturbed one; every run is in build/bench/engines.jsonl). Never part of make test.
 # Environment (defaults): BENCH_SIZES="S M L" BENCH_REPEATS=2 BENCH_THREADS=2 BENCH_TORCH=1 (0: skip)
 #   BENCH_TORCH_SIZES="S M" (PyTorch's L step takes about half a minute on 2 cores)
 set -euo pipefail
@@ -70,11 +71,11 @@ for size in $SIZES; do
     echo "done: $size ($(date -u +%H:%M:%S), load $(cut -d' ' -f1-3 /proc/loadavg))"
 done
 "$PY" - "$out" <<'PY'
-import json, sys, statistics
+import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-def tps(size, label, best=False):
+def tps(size, label):  # the best run: on a shared machine the least disturbed one
     v = [r["tokens_per_s"] for r in rows if r.get("size") == size and r["label"] == label]
-    return (max(v) if best else statistics.median(v)) if v else None
+    return max(v) if v else None
 sizes = []
 for r in rows:
     if r.get("size") not in sizes: sizes.append(r.get("size"))
@@ -84,11 +85,11 @@ for s in sizes:
     ob, od, de, bf, au = (tps(s, k) for k in ("openblas", "onednn", "default", "bf16", "auto"))
     eng = next(r["f32_engine"] for r in rows if r.get("size") == s and r["label"] == "default")
     chose = next(r["compute"] for r in rows if r.get("size") == s and r["label"] == "auto")
-    tf, tb = tps(s, "torch-none", True), tps(s, "torch-bf16", True)
+    tf, tb = tps(s, "torch-none"), tps(s, "torch-bf16")
     best32 = max(ob, od); best = max(best32, bf or 0)
     f = lambda x: "%.0f" % x if x else "–"
     print("| %s | %s | %s | %s (%s) | %s | %s (%s) | %.2f | %.2f | %s | %s | %s |" % (
         s, f(ob), f(od), f(de), eng, f(bf), f(au), chose, de / best32, au / best, f(tf), f(tb),
         "%.2fx" % (best / max(tf or 0, tb or 0)) if (tf or tb) else "–"))
-print("\ntokens/s, medians over the repeats (PyTorch: the best of its runs); raw runs in " + sys.argv[1])
+print("\ntokens/s, the best run of each (the least disturbed on a shared machine); raw runs in " + sys.argv[1])
 PY
