@@ -47,4 +47,24 @@ static inline size_t utf8_decode(const uint8_t* s, size_t n, uint32_t* cp) {
     return len;
 }
 
+/* s[0..n) as text a reader of UTF-8 accepts, as Python's bytes.decode(errors="replace") reads a cut or
+   broken sequence: each byte that starts no valid sequence becomes U+FFFD (EF BF BD), the rest is copied.
+   out holds at least 3 n + 1 bytes; returns its length, out NUL-terminated. */
+static inline size_t utf8_lossy(const uint8_t* s, size_t n, char* out) {
+    size_t k = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        size_t len = utf8_decode(s + i, n - i, &cp);
+        if (len) {
+            for (size_t j = 0; j < len; j++) out[k++] = (char)s[i + j];
+            i += len;
+        } else {
+            out[k++] = (char)0xEF, out[k++] = (char)0xBF, out[k++] = (char)0xBD;
+            i++;
+        }
+    }
+    out[k] = 0;
+    return k;
+}
+
 #endif

@@ -8,6 +8,7 @@
 
 #include "common/check.h"
 #include "common/clock.h"
+#include "common/utf8.h"
 #include "eval/ruler_internal.h"
 #include "eval/stats.h"
 
@@ -127,9 +128,8 @@ void ruler_eval_task(RulerResult* r, Generator* g, const Tokenizer* tok, const R
         RulerItemResult* ir = &r->items[r->n++];
         ir->id = i;
         ir->prompt_tokens = it.n_tokens;
-        ir->prediction = mallocCheck(text_len + 1);
-        memcpy(ir->prediction, text, text_len);
-        ir->prediction[text_len] = 0;
+        ir->prediction = mallocCheck(3 * text_len + 1); /* a cut multi-byte character becomes U+FFFD, as in Python */
+        utf8_lossy(text, text_len, ir->prediction);
         postprocess(ir->prediction);
         ir->n_refs = it.n_refs;
         memcpy(ir->refs, it.refs, sizeof(it.refs));
@@ -234,8 +234,8 @@ size_t ruler_run(RulerResult* res, const Model* m, const Tokenizer* tok, const R
         for (size_t j = 0; j < n_lengths; j++) {
             RulerResult* r = &res[n++];
             ruler_eval_task(r, &g, tok, s, (RulerTask)t, lengths[j], items, seed, dump_dir);
-            printf("  %-16s L=%-6zu %.3f [%.3f, %.3f] over %zu items (%.1f s)\n", ruler_task_name(r->task),
-                   r->length, r->score, r->ci_lo, r->ci_hi, r->n, r->seconds);
+            printf("  %-16s L=%-6zu %.3f [%.3f, %.3f] over %zu items (%.1f s)\n", ruler_task_name(r->task), r->length,
+                   r->score, r->ci_lo, r->ci_hi, r->n, r->seconds);
             fflush(stdout);
             if (r->stopped) break;
         }

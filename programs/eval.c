@@ -40,13 +40,13 @@ typedef struct {
     const char* json_out;
     bool ruler_on[RULER_N_TASKS], ruler_given; /* --ruler */
     const char* dump_prompts;                  /* --dump-prompts DIR */
-    const char* mc[MAX_LIST];         /* --mc FILE,FILE2 */
-    size_t n_mc, mc_window, mc_limit; /* 0: max_position_embeddings; 0: every item */
-    const char* mc_fields;            /* --mc-fields, NULL: the defaults */
-    const char* mc_delimiter;         /* before every choice */
-    const char* tokenizer;            /* --tokenizer, NULL: the checkpoint's */
-    bool mc_no_sharing;               /* --mc-no-prefix-sharing */
-    const char* compare[2];           /* --compare A.json B.json */
+    const char* mc[MAX_LIST];                  /* --mc FILE,FILE2 */
+    size_t n_mc, mc_window, mc_limit;          /* 0: max_position_embeddings; 0: every item */
+    const char* mc_fields;                     /* --mc-fields, NULL: the defaults */
+    const char* mc_delimiter;                  /* before every choice */
+    const char* tokenizer;                     /* --tokenizer, NULL: the checkpoint's */
+    bool mc_no_sharing;                        /* --mc-no-prefix-sharing */
+    const char* compare[2];                    /* --compare A.json B.json */
     int compare_seen;
     CliShared sh; /* --threads, --yarn-factor, --yarn-orig */
 } EvalOptions;
@@ -177,9 +177,9 @@ static void parse_args(EvalOptions* o, int argc, char** argv) {
             i++;
             continue;
         }
-        static const char* valued[] = {"--tasks",       "--lengths",   "--items",    "--seed",      "--seq-len",
-                                       "--max-windows", "--synthetic", "--json",     "--depth",     "--mc",
-                                       "--mc-fields",   "--mc-window", "--mc-limit", "--tokenizer", "--mc-delimiter",
+        static const char* valued[] = {"--tasks",       "--lengths",     "--items",    "--seed",      "--seq-len",
+                                       "--max-windows", "--synthetic",   "--json",     "--depth",     "--mc",
+                                       "--mc-fields",   "--mc-window",   "--mc-limit", "--tokenizer", "--mc-delimiter",
                                        "--ruler",       "--dump-prompts"};
         static int seen[sizeof(valued) / sizeof(valued[0])];
         CLI_VALUED_OPTION(a, v, valued, seen);
