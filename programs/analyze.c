@@ -335,6 +335,7 @@ int main(int argc, char** argv) {
     model_config_print(&an.cfg, stdout);
     Model m;
     cli_load_model(&m, &an.cfg, &ci, 1, an.length, false, NULL);
+    printf("%s\n", cli_products_line());
     run(&an, &m, &syn, &td);
     analysis_print(&an);
     if (o.out) analysis_write(&an, o.out, o.plot_heads, o.n_plot_heads);

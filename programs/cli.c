@@ -303,27 +303,34 @@ const char* cli_tokenizer(const CkptInfo* ci, const char* given, bool required, 
     return NULL;
 }
 
-/* --f32-engine: the engine named, else the one model/engine.h chooses for (rows, D) x (D, F) products */
-static void choose_f32_engine(const char* given, const ModelConfig* cfg, size_t rows) {
+static char products_line[640]; /* what cli_load_model chose, for cli_products_line */
+
+/* --f32-engine: the engine named, else the one model/engine.h chooses for (rows, D) x (D, F) products; what runs
+   them into products_line */
+static void choose_f32_engine(const char* given, const ModelConfig* cfg, size_t rows, bool compute_bf16) {
     F32Engine e;
+    char why[400] = "--f32-engine";
     if (given) {
         f32_engine_parse(given, &e);
         CHECK(e == F32_OPENBLAS || onednn_available(), "%s: --f32-engine onednn: this build has no oneDNN", prog_name);
-        products_set_f32_engine(e);
-        return;
+    } else {
+        EngineChoice c;
+        engine_choose(&c, engine_clamp_dim(rows), engine_clamp_dim(cfg->D), engine_clamp_dim(cfg->F), false);
+        e = c.f32;
+        snprintf(why, sizeof(why), "%s", c.why);
     }
-    EngineChoice c;
-    engine_choose(&c, engine_clamp_dim(rows), engine_clamp_dim(cfg->D), engine_clamp_dim(cfg->F), false);
-    products_set_f32_engine(c.f32);
-    engine_print(&c, stderr); /* stdout is the programs' output (generated text, tables) */
+    products_set_f32_engine(e);
+    if (compute_bf16) snprintf(products_line, sizeof(products_line), "products: %s", products_name(true));
+    else snprintf(products_line, sizeof(products_line), "products: %s (%s)", products_name(false), why);
 }
+
+const char* cli_products_line(void) { return products_line; }
 
 void cli_load_model(Model* m, const ModelConfig* cfg, const CkptInfo* ci, size_t B, size_t T, bool compute_bf16,
                     const char* f32_engine) {
     const char* no_grads[] = {"*"}; /* inference only: no gradient arena */
-    choose_f32_engine(f32_engine, cfg, B * T);
+    choose_f32_engine(f32_engine, cfg, B * T, compute_bf16);
     model_build_opts(m, cfg, B, T, no_grads, 1, &(ModelOpts){.compute_bf16 = compute_bf16}, false);
-    if (compute_bf16) printf("products: %s\n", products_name(true));
     size_t fresh = ckpt_weights_load(m, ci->dir, 0, false, NULL); /* a LoRA base: the one the adapter names */
     if (fresh)
         DIE("%s: the checkpoint lacks the weights of %zu RePo tensors its config.json asks for", prog_name, fresh);

@@ -111,8 +111,12 @@ const char* cli_tokenizer(const CkptInfo* ci, const char* given, bool required, 
 
 /* Build m for batches (B, T) without gradients and load the checkpoint's
    weights; dies when config.json asks for RePo weights the checkpoint lacks. f32_engine: --f32-engine, or
-   NULL for the engine model/engine.h chooses (printed). */
+   NULL for the engine model/engine.h chooses; the program prints cli_products_line() where its output has
+   room for it. */
 void cli_load_model(Model* m, const ModelConfig* cfg, const CkptInfo* ci, size_t B, size_t T, bool compute_bf16,
                     const char* f32_engine);
+/* "products: f32: oneDNN 2.6.3, ISA avx512_core (measured ...)": what runs the products of the model
+   cli_load_model built, and why */
+const char* cli_products_line(void);
 
 #endif

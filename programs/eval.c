@@ -438,6 +438,7 @@ int main(int argc, char** argv) {
     model_config_print(&cfg, stdout);
     Model m;
     cli_load_model(&m, &cfg, &ci, 1, o.n_ppl ? o.seq_len : 1, o.sh.compute_bf16, o.sh.f32_engine);
+    printf("%s\n", cli_products_line());
 
     PplResult ppl[MAX_LIST];
     for (size_t i = 0; i < o.n_ppl; i++) { /* each argument one stream */

@@ -202,6 +202,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "generate: prompt %zu tokens in %.2f s (%.1f tok/s); %zu new tokens in %.2f s: %.1f tok/s%s\n",
             n_prompt, t1 - t0, (double)n_prompt / (t1 - t0), n_new, t2 - t1, t2 > t1 ? (double)n_new / (t2 - t1) : 0.0,
             stopped ? " (stopped at the end of text token)" : "");
+    fprintf(stderr, "generate: %s\n", cli_products_line()); /* after the text, with the statistics */
     free(cand);
     free(w);
     gen_free(&g);

@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
     threads_init(sh.threads);
     Model m;
     cli_load_model(&m, &cfg, &ci, 1, T, false, NULL);
+    printf("%s\n", cli_products_line());
     size_t n_tok = 0, n_right = 0, n_exact = 0, n_docs = 0;
     double loss = 0;
     for (size_t r = 0; r < p.n_rows; r++) {

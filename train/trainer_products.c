@@ -24,7 +24,7 @@ static void resolve(Trainer* tr, const TrainerState* st) {
     bool auto_engine = !strcmp(rc->train.f32_engine, "auto"), auto_dtype = !strcmp(rc->train.compute_dtype, "auto");
     bool keep_engine = auto_engine && st->f32_engine[0], keep_dtype = auto_dtype && st->compute_dtype[0];
     bool asked_bf16 = !strcmp(rc->train.compute_dtype, "bf16");
-    EngineChoice c;
+    EngineChoice c = {.f32 = F32_OPENBLAS}; /* set by choose() in every branch that reads it */
     if ((auto_engine && !keep_engine) || (auto_dtype && !keep_dtype) || asked_bf16)
         choose(tr, &c, (auto_dtype && !keep_dtype) || asked_bf16);
     if (keep_engine) {
