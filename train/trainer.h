@@ -122,7 +122,8 @@ void trainer_step(Trainer* tr);
 bool trainer_data_left(Trainer* tr);
 /* Mean validation loss over train.eval_batches batches into last_val_loss (logged); with data.val given
    as sources, each source's loss over its batches and the token-weighted mean of them; with
-   train.eval_tasks, the exact-match accuracy of each family and length (eval_task, as build/eval); false,
+   train.eval_tasks, the exact-match accuracy of each family and length (eval_task, as build/eval) and each
+   multiple-choice file's acc and acc_norm (trainer_mc_eval, build/eval --mc's code); false,
    with nothing logged, when *tr->stop was set on any rank before the last batch. */
 bool trainer_eval(Trainer* tr);
 /* A checkpoint of the current step; first checks that every rank holds the same weights. */
