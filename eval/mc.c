@@ -72,7 +72,7 @@ int mc_plan_key(McPlan* p, const cJSON* v, const char* key, char* err, size_t er
     const char* k = v->string;
     if (!strcmp(k, "mc")) return plan_files(p, v, key, err, err_len);
     if (!strcmp(k, "mc_fields")) {
-        McFields f;
+        McFields f = {.context = ""};
         char e[256];
         if (!cJSON_IsString(v))
             return set_err(err, err_len, "%s.mc_fields: expected a string such as \"context=ctx,choices=endings\"",
