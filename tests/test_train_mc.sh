@@ -59,10 +59,14 @@ if build/plot "$T/r" --out "$T/p.svg" >"$T/plot.log" 2>&1 && grep -q 'data-panel
         bad "build/plot: $n multiple-choice curves, expected 4"
 else bad "build/plot: no multiple-choice panel ($(cat "$T/plot.log"))"; fi
 
-row() { build/train "$1" --plan 2>&1 | grep "eval tasks (KV)"; }
+row() { build/train "$@" --plan 2>&1 | grep "eval tasks (KV)"; }
 config "$T/none.json" "$T/none" null
 if [ -n "$(row "$T/c.json")" ] && [ -z "$(row "$T/none.json")" ]; then ok "memory plan: $(row "$T/c.json" | tr -s ' ')"
 else bad "memory plan: no eval row for the multiple-choice scorer"; fi
+mib() { row "$@" | awk '{print $4}'; }
+small=$(mib "$T/c.json"); big=$(mib "$T/c.json" --set train.eval_tasks.mc_window=8192)
+awk -v a="$small" -v b="$big" 'BEGIN { exit !(b > a + 1) }' && ok "memory plan: the eval row grows with mc_window ($small MiB at 40 tokens, $big MiB at 8192)" ||
+    bad "memory plan: the eval row does not count the window ($small, $big MiB)"
 
 echo "training state"
 losses() { grep -o '"step": [0-9]*, "loss": [^,]*' "$1/metrics.jsonl"; }
