@@ -13,6 +13,7 @@
 #   bench        training-step speed, MFU, RSS, and the PyTorch step (tools/bench.sh)
 #   bench-threads  the speed-up from 1 to 2 threads per size and phase (tools/bench_threads.sh)
 #   bench-engines  the products' engine choice against each engine and PyTorch, S M L (tools/bench_engines.sh)
+#   bench-mc     build/eval --mc's items/s with and without prefix sharing against PyTorch (tools/bench_mc.sh)
 #   bench-attention  attention forward+backward against same-process sgemm, T 256/1024 x hd 32/64/128
 #   bench-load   peak RSS and time of loading a generated OLMo-2 1B BF16 checkpoint
 #   bench-memory memory plan vs measured peak RSS and s/step: the 1B shape at T=4096 and 1024, and S M L
@@ -338,6 +339,13 @@ bench: check-deps
 .PHONY: bench-engines
 bench-engines: check-deps
 	@tools/bench_engines.sh
+
+# make bench-mc: multiple-choice scoring (build/eval --mc) with and without prefix sharing against the PyTorch
+# reference (tools/mc_reference.py --score), alternated, on the SmolLM2-135M shape (tools/bench_mc.sh;
+# BENCH_MC_ITEMS, BENCH_MC_ROUNDS, BENCH_THREADS, BENCH_MC_CONFIG select another run)
+.PHONY: bench-mc
+bench-mc: check-deps
+	@tools/bench_mc.sh
 
 # make bench-threads: the speed-up from 1 to 2 threads per size and phase (tools/bench_threads.sh)
 .PHONY: bench-threads

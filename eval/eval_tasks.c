@@ -137,9 +137,17 @@ int eval_plan_from_json(EvalPlan* p, const cJSON* obj, const char* key, const Sy
     p->seed = 1;
     if (!cJSON_IsObject(obj)) return set_err(err, err_len, "%s: expected an object", key);
     const cJSON* it;
+    bool families = false, mc_keys = false;
     cJSON_ArrayForEach(it, obj) {
         const char* k = it->string;
+        int mc = mc_plan_key(&p->mc, it, key, err, err_len);
+        if (mc > 0) return mc;
+        if (mc == 0) {
+            mc_keys = true;
+            continue;
+        }
         if (!strcmp(k, "families")) {
+            families = true;
             if (!cJSON_IsArray(it) || !it->child)
                 return set_err(err, err_len, "%s.families: expected a non-empty list of family names", key);
             memset(p->family_on, 0, sizeof(p->family_on));
@@ -176,13 +184,25 @@ int eval_plan_from_json(EvalPlan* p, const cJSON* obj, const char* key, const Sy
             if (k[0] == 'i') p->items = (size_t)it->valuedouble;
             else p->seed = (uint64_t)it->valuedouble;
         } else {
-            return set_err(err, err_len, "%s.%s: unknown key (families, lengths, items, seed)", key, k);
+            return set_err(err, err_len,
+                           "%s.%s: unknown key (families, lengths, items, seed, mc, mc_fields, mc_delimiter, mc_limit, "
+                           "mc_window)",
+                           key, k);
         }
     }
+    if (mc_keys && !p->mc.n_files)
+        return set_err(err, err_len, "%s: mc_fields, mc_delimiter, mc_limit or mc_window given without mc (the files)",
+                       key);
+    if (p->mc.n_files && !families) memset(p->family_on, 0, sizeof(p->family_on)); /* mc alone: no retrieval */
+    if (!eval_plan_has_families(p) && !p->mc.n_files)
+        return set_err(err, err_len, "%s.families: no family to score", key);
+    return 0;
+}
+
+bool eval_plan_has_families(const EvalPlan* p) {
     bool any = false;
     for (int f = 0; f < SYN_N_FAMILIES; f++) any |= p->family_on[f];
-    if (!any) return set_err(err, err_len, "%s.families: no family to score", key);
-    return 0;
+    return any;
 }
 
 size_t eval_plan_sizes(const EvalPlan* p, const SyntheticConfig* syn, size_t* chunk) {

@@ -13,6 +13,7 @@
 
 #include "data/synthetic.h"
 #include "data/tokens.h"
+#include "eval/mc.h" /* McPlan: train.eval_tasks' multiple-choice files */
 #include "model/generate.h"
 #include "model/model.h"
 
@@ -76,16 +77,21 @@ typedef struct {
     size_t n_lengths;
     size_t items;
     uint64_t seed;
+    McPlan mc; /* train.eval_tasks' multiple-choice files (the "mc" keys); build/eval keeps its own */
 } EvalPlan;
 
 /* train.eval_tasks as JSON: families (names, or "all"; default the ones with
-   weight > 0 in syn), lengths (tokens; default [default_len]), items (default
-   50), seed (default 1). Unknown keys and families are errors naming
-   "<key>.<field>". Returns 0, or non-zero with err set. */
+   weight > 0 in syn, none when mc is given), lengths (tokens; default
+   [default_len]), items (default 50), seed (default 1), and multiple choice:
+   mc (files), mc_fields, mc_delimiter, mc_limit, mc_window (mc_plan_key).
+   Unknown keys and families are errors naming "<key>.<field>". Returns 0, or
+   non-zero with err set. */
 int eval_plan_from_json(EvalPlan* p, const cJSON* obj, const char* key, const SyntheticConfig* syn, size_t default_len,
                         char* err, size_t err_len);
 /* The longest length (the cache the generator needs) and the prefill chunk;
    dies naming the family and length when a length is too short for a family. */
 size_t eval_plan_sizes(const EvalPlan* p, const SyntheticConfig* syn, size_t* chunk);
+/* Whether the plan scores a retrieval family */
+bool eval_plan_has_families(const EvalPlan* p);
 
 #endif

@@ -39,6 +39,61 @@ int mc_fields_parse(McFields* f, const char* spec, char* err, size_t err_len) {
     return 0;
 }
 
+/* v as a whole number in [lo, hi], else -1 */
+static double whole_number(const cJSON* v, double lo, double hi) {
+    bool ok =
+        cJSON_IsNumber(v) && v->valuedouble >= lo && v->valuedouble <= hi && v->valuedouble == floor(v->valuedouble);
+    return ok ? v->valuedouble : -1;
+}
+
+/* "mc": a list of 1 to MC_MAX_FILES file names, no two of one task name */
+static int plan_files(McPlan* p, const cJSON* v, const char* key, char* err, size_t err_len) {
+    size_t n = cJSON_IsArray(v) ? (size_t)cJSON_GetArraySize(v) : 0;
+    if (n == 0 || n > MC_MAX_FILES)
+        return set_err(err, err_len, "%s.mc: expected a list of 1 to %d JSON Lines files", key, MC_MAX_FILES);
+    p->n_files = 0;
+    for (const cJSON* e = v->child; e; e = e->next) {
+        if (!cJSON_IsString(e) || !e->valuestring[0])
+            return set_err(err, err_len, "%s.mc[%zu]: expected a file name", key, p->n_files);
+        char a[128], b[128];
+        mc_name(a, sizeof a, e->valuestring);
+        for (size_t j = 0; j < p->n_files; j++) {
+            mc_name(b, sizeof b, p->files[j]);
+            if (!strcmp(a, b))
+                return set_err(err, err_len, "%s.mc: '%s' and '%s' both have the name '%s'", key, p->files[j],
+                               e->valuestring, a);
+        }
+        p->files[p->n_files++] = e->valuestring;
+    }
+    return 0;
+}
+
+int mc_plan_key(McPlan* p, const cJSON* v, const char* key, char* err, size_t err_len) {
+    const char* k = v->string;
+    if (!strcmp(k, "mc")) return plan_files(p, v, key, err, err_len);
+    if (!strcmp(k, "mc_fields")) {
+        McFields f = {.context = ""};
+        char e[256];
+        if (!cJSON_IsString(v))
+            return set_err(err, err_len, "%s.mc_fields: expected a string such as \"context=ctx,choices=endings\"",
+                           key);
+        if (mc_fields_parse(&f, v->valuestring, e, sizeof e)) return set_err(err, err_len, "%s.mc_fields: %s", key, e);
+        p->fields = v->valuestring;
+    } else if (!strcmp(k, "mc_delimiter")) {
+        if (!cJSON_IsString(v)) return set_err(err, err_len, "%s.mc_delimiter: expected a string", key);
+        p->delimiter = v->valuestring;
+    } else if (!strcmp(k, "mc_limit") || !strcmp(k, "mc_window")) {
+        bool limit = k[3] == 'l';
+        double x = whole_number(v, limit ? 1 : 2, 1e15);
+        if (x < 0) return set_err(err, err_len, "%s.%s: expected an integer >= %d", key, k, limit ? 1 : 2);
+        if (limit) p->limit = (size_t)x;
+        else p->window = (size_t)x;
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
 /* o's member at a dotted path ("question.stem"), or NULL */
 static const cJSON* at_path(const cJSON* o, const char* path) {
     char buf[MC_FIELD_LEN];
@@ -189,21 +244,23 @@ static void reader_open(LineReader* lr, const char* file) {
     lr->fp = fopenCheck(file, "rb");
 }
 
-static void reader_close(LineReader* lr) {
-    fclose(lr->fp);
-    free(lr->buf);
-}
-
-size_t mc_check_file(const char* file, const McFields* f, size_t limit) {
+size_t mc_read_file(const char* file, const McFields* f, size_t first, McRecordFn fn, void* arg) {
     LineReader lr;
     reader_open(&lr, file);
     size_t n = 0;
-    for (cJSON* o; (o = next_record(&lr)); n++) {
+    for (cJSON* o; (!first || n < first) && (o = next_record(&lr)); n++) {
         McRecord r;
         mc_record(&r, o, f, file, lr.line);
+        if (fn) fn(arg, &r, lr.line);
         cJSON_Delete(o);
     }
-    reader_close(&lr);
+    fclose(lr.fp);
+    free(lr.buf);
+    return n;
+}
+
+size_t mc_check_file(const char* file, const McFields* f, size_t limit) {
+    size_t n = mc_read_file(file, f, 0, NULL, NULL);
     CHECK(n > 0, "%s: no items (every line is blank)", file);
     return limit && limit < n ? limit : n;
 }
@@ -224,41 +281,16 @@ static cJSON* item_json(const McItem* it, const McRecord* r, size_t index, bool 
     return e;
 }
 
-static void progress_line(const McResult* r, size_t i, size_t n, double t0) {
-    double dt = now_s() - t0, rate = (double)i / (dt > 0 ? dt : 1e-9), eta = (double)(n - i) / (rate > 0 ? rate : 1);
-    printf("\r  mc %-24s %zu/%zu items  %.1f items/s  ETA %dm%02ds   ", r->name, i, n, rate, (int)(eta / 60),
-           (int)fmod(eta, 60));
-    fflush(stdout);
+void mc_tally(McResult* r, const McItem* it, size_t n_choices, size_t label, bool* acc, bool* acc_norm) {
+    bool a = mc_pick(it->ll, it->chars, n_choices, false) == label;
+    bool an = mc_pick(it->ll, it->chars, n_choices, true) == label;
+    r->n_acc += a;
+    r->n_acc_norm += an;
+    if (acc) *acc = a;
+    if (acc_norm) *acc_norm = an;
 }
 
-void mc_run_file(McResult* r, McScorer* s, const char* file, const McFields* f, size_t n, bool keep_items,
-                 bool progress) {
-    memset(r, 0, sizeof(*r));
-    mc_name(r->name, sizeof r->name, file);
-    r->items = keep_items ? cJSON_CreateArray() : NULL;
-    LineReader lr;
-    reader_open(&lr, file);
-    double t0 = now_s(), shown = t0;
-    McItem it;
-    for (size_t i = 0; i < n; i++) {
-        cJSON* o = next_record(&lr);
-        CHECK(o, "%s: ended after %zu items, %zu were counted (changed while read?)", file, i, n);
-        McRecord rec;
-        mc_record(&rec, o, f, file, lr.line);
-        mc_score(&it, s, &rec, file, lr.line);
-        bool acc = mc_pick(it.ll, it.chars, rec.n_choices, false) == rec.label;
-        bool acc_norm = mc_pick(it.ll, it.chars, rec.n_choices, true) == rec.label;
-        r->n_acc += acc;
-        r->n_acc_norm += acc_norm;
-        if (keep_items) cJSON_AddItemToArray(r->items, item_json(&it, &rec, i, acc, acc_norm));
-        cJSON_Delete(o);
-        if (progress && now_s() - shown > 0.5) {
-            progress_line(r, i + 1, n, t0);
-            shown = now_s();
-        }
-    }
-    reader_close(&lr);
-    if (progress) printf("\r%*s\r", 100, "");
+void mc_result_close(McResult* r, size_t n, double t0) {
     r->n = n;
     r->seconds = now_s() - t0;
     r->acc = (double)r->n_acc / (double)n;
@@ -267,4 +299,47 @@ void mc_run_file(McResult* r, McScorer* s, const char* file, const McFields* f, 
     r->acc_norm_stderr = stats_stderr_prop(r->n_acc_norm, n);
     r->acc_ci = stats_wilson(r->n_acc, n);
     r->acc_norm_ci = stats_wilson(r->n_acc_norm, n);
+}
+
+typedef struct { /* mc_run_file's state, handed to each record */
+    McResult* r;
+    McScorer* s;
+    const char* file;
+    size_t i, n;
+    bool progress;
+    double t0, shown;
+} FileRun;
+
+static void progress_line(const McResult* r, size_t i, size_t n, double t0) {
+    double dt = now_s() - t0, rate = (double)i / (dt > 0 ? dt : 1e-9), eta = (double)(n - i) / (rate > 0 ? rate : 1);
+    printf("\r  mc %-24s %zu/%zu items  %.1f items/s  ETA %dm%02ds   ", r->name, i, n, rate, (int)(eta / 60),
+           (int)fmod(eta, 60));
+    fflush(stdout);
+}
+
+static void run_record(void* arg, const McRecord* rec, size_t line) {
+    FileRun* f = arg;
+    McItem it;
+    mc_score(&it, f->s, rec, f->file, line);
+    bool acc, acc_norm;
+    mc_tally(f->r, &it, rec->n_choices, rec->label, &acc, &acc_norm);
+    if (f->r->items) cJSON_AddItemToArray(f->r->items, item_json(&it, rec, f->i, acc, acc_norm));
+    f->i++;
+    if (f->progress && now_s() - f->shown > 0.5) {
+        progress_line(f->r, f->i, f->n, f->t0);
+        f->shown = now_s();
+    }
+}
+
+void mc_run_file(McResult* r, McScorer* s, const char* file, const McFields* f, size_t n, bool keep_items,
+                 bool progress) {
+    memset(r, 0, sizeof(*r));
+    mc_name(r->name, sizeof r->name, file);
+    r->items = keep_items ? cJSON_CreateArray() : NULL;
+    FileRun run = {.r = r, .s = s, .file = file, .n = n, .progress = progress, .t0 = now_s()};
+    run.shown = run.t0;
+    size_t got = mc_read_file(file, f, n, run_record, &run);
+    CHECK(got == n, "%s: ended after %zu items, %zu were counted (changed while read?)", file, got, n);
+    if (progress) printf("\r%*s\r", 100, "");
+    mc_result_close(r, n, run.t0);
 }

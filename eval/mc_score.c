@@ -9,6 +9,15 @@
 
 #define MC_CHUNK 256 /* rows per forward call: (MC_CHUNK, V) logits */
 
+size_t mc_window(size_t window, size_t max_position_embeddings) {
+    return window ? window : max_position_embeddings ? max_position_embeddings : MC_DEFAULT_WINDOW;
+}
+
+size_t mc_scorer_reals(const ModelConfig* cfg, size_t W) {
+    size_t chunk = W < MC_CHUNK ? W : MC_CHUNK;
+    return gen_arena_reals(cfg, W, chunk) + chunk * (cfg->V + cfg->D + 1) + cfg->V; /* logits, normed, rstd, first */
+}
+
 void mc_scorer_init(McScorer* s, const Model* m, const Tokenizer* tok, size_t W, const char* delimiter) {
     memset(s, 0, sizeof(*s));
     CHECK(W >= 2, "mc: a window of %zu tokens; at least 2", W);
@@ -37,8 +46,7 @@ void mc_scorer_free(McScorer* s) {
     free(s->text);
 }
 
-/* *buf holds at least n elements of size sz (grown, never shrunk: no allocation once the sizes are seen) */
-static void reserve(void** buf, size_t* cap, size_t n, size_t sz) {
+void mc_reserve(void** buf, size_t* cap, size_t n, size_t sz) {
     if (n <= *cap) return;
     size_t c = 2 * *cap > n ? 2 * *cap : n;
     void* p = realloc(*buf, mulCheck(c, sz, "mc buffer"));
@@ -57,15 +65,15 @@ static void encode(McScorer* s, const char* text, size_t n) {
 }
 
 /* context_enc and each choice's continuation tokens: whole[len(context_enc):] */
-static void encode_item(McScorer* s, const McRecord* r, const char* file, size_t line) {
+void mc_encode(McScorer* s, const McRecord* r, const char* file, size_t line) {
     size_t nc = strlen(r->context), nd = strlen(s->delimiter);
     encode(s, r->context, mc_rstrip_len(r->context, nc)); /* its trailing whitespace goes to the continuation */
     s->n_ctx = s->enc.n_ids;
-    reserve((void**)&s->ctx, &s->cap_ctx, s->n_ctx, sizeof(int32_t));
+    mc_reserve((void**)&s->ctx, &s->cap_ctx, s->n_ctx, sizeof(int32_t));
     memcpy(s->ctx, s->enc.ids, s->n_ctx * sizeof(int32_t));
     for (size_t k = 0; k < r->n_choices; k++) {
         size_t nk = strlen(r->choice[k]), n = nc + nd + nk; /* whole = context + delimiter + choice */
-        reserve((void**)&s->text, &s->cap_text, n, 1);
+        mc_reserve((void**)&s->text, &s->cap_text, n, 1);
         memcpy(s->text, r->context, nc);
         memcpy(s->text + nc, s->delimiter, nd);
         memcpy(s->text + nc + nd, r->choice[k], nk);
@@ -76,7 +84,7 @@ static void encode_item(McScorer* s, const McRecord* r, const char* file, size_t
               file, line, k, s->enc.n_ids, s->n_ctx);
         size_t m = s->enc.n_ids - s->n_ctx;
         CHECK(m <= s->W, "%s:%zu: choice %zu has %zu tokens, more than the window of %zu", file, line, k, m, s->W);
-        reserve((void**)&s->cont[k], &s->cap_cont[k], m, sizeof(int32_t));
+        mc_reserve((void**)&s->cont[k], &s->cap_cont[k], m, sizeof(int32_t));
         memcpy(s->cont[k], s->enc.ids + s->n_ctx, m * sizeof(int32_t));
         s->n_cont[k] = m;
     }
@@ -99,38 +107,41 @@ static void run_prefix(McScorer* s, const int32_t* p, size_t n) {
     memcpy(s->first, logits, s->V * sizeof(real));
 }
 
-/* choice k after the cache's prefix: its first token from s->first, the rest from the rows of its own tokens */
-static void score_continuation(McItem* it, McScorer* s, size_t k) {
-    const int32_t* c = s->cont[k];
-    size_t m = s->n_cont[k];
-    bool greedy = true;
-    double ll = row_logprob(s->first, s->V, c[0], &greedy);
+/* the choice c (m tokens) after the cache's prefix: its first token from s->first, the rest from the rows of its
+   own tokens; its log-likelihood, *greedy when every token was its row's argmax */
+static double score_continuation(McScorer* s, const int32_t* c, size_t m, bool* greedy) {
+    *greedy = true;
+    double ll = row_logprob(s->first, s->V, c[0], greedy);
     for (size_t j = 0; j + 1 < m; j += s->chunk) { /* rows of c[0..m-2] predict c[1..m-1] */
         size_t n = m - 1 - j < s->chunk ? m - 1 - j : s->chunk;
         gen_forward(&s->g, c + j, n);
         gen_chunk_logits(&s->g, s->logits, s->normed, s->rstd, n);
-        for (size_t r = 0; r < n; r++) ll += row_logprob(s->logits + r * s->V, s->V, c[j + r + 1], &greedy);
+        for (size_t r = 0; r < n; r++) ll += row_logprob(s->logits + r * s->V, s->V, c[j + r + 1], greedy);
     }
-    it->ll[k] = ll;
-    it->greedy[k] = greedy;
+    return ll;
 }
 
-void mc_score(McItem* it, McScorer* s, const McRecord* r, const char* file, size_t line) {
-    encode_item(s, r, file, line);
-    it->ctx_tokens = s->n_ctx;
+void mc_score_encoded(McItem* it, McScorer* s, const int32_t* ctx, size_t n_ctx, const int32_t* const* cont,
+                      const size_t* n_cont, size_t n) {
+    it->ctx_tokens = n_ctx;
     bool cached = false; /* the cache starts with the whole context and s->first is the logits after it */
-    for (size_t k = 0; k < r->n_choices; k++) {
-        it->chars[k] = (double)mc_code_points(r->choice[k], strlen(r->choice[k]));
-        size_t m = s->n_cont[k], total = s->n_ctx + m;
+    for (size_t k = 0; k < n; k++) {
+        size_t total = n_ctx + n_cont[k];
         /* the model reads (context + continuation)[-(W+1):][:-1]: the context from `start` on */
         size_t start = total - 1 > s->W ? total - 1 - s->W : 0;
-        if (start == 0 && cached && !s->no_sharing && gen_rewind(&s->g, s->n_ctx)) {
+        if (start == 0 && cached && !s->no_sharing && gen_rewind(&s->g, n_ctx)) {
             s->shared++;
         } else {
-            run_prefix(s, s->ctx + start, s->n_ctx - start); /* m <= W: at least one context token */
+            run_prefix(s, ctx + start, n_ctx - start); /* n_cont[k] <= W: at least one context token */
             cached = start == 0;
             s->unshared++;
         }
-        score_continuation(it, s, k);
+        it->ll[k] = score_continuation(s, cont[k], n_cont[k], &it->greedy[k]);
     }
+}
+
+void mc_score(McItem* it, McScorer* s, const McRecord* r, const char* file, size_t line) {
+    mc_encode(s, r, file, line);
+    for (size_t k = 0; k < r->n_choices; k++) it->chars[k] = (double)mc_code_points(r->choice[k], strlen(r->choice[k]));
+    mc_score_encoded(it, s, s->ctx, s->n_ctx, (const int32_t* const*)s->cont, s->n_cont, r->n_choices);
 }

@@ -7,12 +7,10 @@
 
 #include "common/check.h"
 
-#define DEFAULT_WINDOW 2048 /* lm-evaluation-harness's max_length when the config names none */
-
 void eval_mc_plan(EvalMc* p, const char* const* files, size_t n, const char* fields, const char* delimiter,
                   size_t window, size_t limit, const char* tokenizer, const CkptInfo* ci, const ModelConfig* cfg) {
     memset(p, 0, sizeof(*p));
-    CHECK(n <= EVAL_MC_MAX_FILES, "eval: --mc: %zu files, at most %d", n, EVAL_MC_MAX_FILES);
+    CHECK(n <= MC_MAX_FILES, "eval: --mc: %zu files, at most %d", n, MC_MAX_FILES);
     char err[256];
     if (mc_fields_parse(&p->fields, fields, err, sizeof err)) DIE("eval: %s", err);
     p->delimiter = delimiter;
@@ -25,13 +23,12 @@ void eval_mc_plan(EvalMc* p, const char* const* files, size_t n, const char* fie
                   files[i], p->res[i].name);
         p->n_items[i] = mc_check_file(files[i], &p->fields, limit);
     }
-    p->W = window ? window : cfg->max_position_embeddings ? cfg->max_position_embeddings : DEFAULT_WINDOW;
+    p->W = mc_window(window, cfg->max_position_embeddings);
     char buf[4200];
     p->tok = tok_load(cli_tokenizer(ci, tokenizer, true, buf, sizeof buf));
     CHECK(tok_vocab_size(p->tok) <= cfg->V, "eval: the tokenizer %s has ids up to %zu, the model's vocab_size is %zu",
           tok_name(p->tok), tok_vocab_size(p->tok) - 1, cfg->V);
-    size_t chunk = p->W < 256 ? p->W : 256;
-    double bytes = (double)(gen_arena_reals(cfg, p->W, chunk) + chunk * cfg->V) * sizeof(real);
+    double bytes = (double)mc_scorer_reals(cfg, p->W) * sizeof(real);
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     CHECK(pages <= 0 || bytes <= 0.8 * (double)pages * (double)page,
           "eval: --mc window of %zu tokens needs %.1f GiB for the KV cache and work space, more than 80%% of this "

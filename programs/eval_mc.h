@@ -8,22 +8,20 @@
 #include "eval/mc.h"
 #include "programs/cli.h"
 
-#define EVAL_MC_MAX_FILES 32
-
 typedef struct {
-    const char* files[EVAL_MC_MAX_FILES];
+    const char* files[MC_MAX_FILES];
     size_t n_files;
-    size_t n_items[EVAL_MC_MAX_FILES]; /* what each file will score (--mc-limit) */
+    size_t n_items[MC_MAX_FILES]; /* what each file will score (--mc-limit) */
     McFields fields;
     const char* delimiter;
     size_t W; /* the window */
     Tokenizer* tok;
-    McResult res[EVAL_MC_MAX_FILES];
+    McResult res[MC_MAX_FILES];
 } EvalMc;
 
 /* Check every file's every line, the names (two files may not share one), the tokenizer (--tokenizer,
    else the checkpoint's) against the vocabulary and the window's cache against memory. window 0:
-   max_position_embeddings (else 2048, the harness's default); limit 0: every item. */
+   mc_window's default; limit 0: every item. */
 void eval_mc_plan(EvalMc* p, const char* const* files, size_t n, const char* fields, const char* delimiter,
                   size_t window, size_t limit, const char* tokenizer, const CkptInfo* ci, const ModelConfig* cfg);
 /* Score every file, printing a line per file (and a progress line on a terminal); no_sharing: run

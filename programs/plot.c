@@ -2,7 +2,8 @@
    or more runs from their metrics.jsonl (train/metrics.h), overlaid, one
    colour per run: training loss (raw, faint, and smoothed), validation loss
    (the mean, and each data.val source dashed), learning rate, gradient norm
-   (log scale), tokens/s and, with train.eval_tasks, the retrieval accuracies.
+   (log scale), tokens/s and, with train.eval_tasks, the retrieval accuracies
+   and the multiple-choice acc and acc_norm of each file.
    A panel without data in any run is left out. With --positions, instead:
    the learned positions that train.log_positions logged, per RePo layer
    (one dash per layer): range, mean |step| and the three segment shares. Drawn by svg_lines
@@ -22,8 +23,8 @@
 #define MAX_RUNS 10 /* one palette colour each */
 #define SMOOTH 0.9  /* EMA weight of the smoothed training loss (debiased, as TensorBoard) */
 
-typedef struct {   /* one metric of one run over steps, growable */
-    char name[96]; /* "loss", "lr", ..., "val_loss", "val_loss_source/web", "retrieval/single@64" */
+typedef struct {    /* one metric of one run over steps, growable */
+    char name[160]; /* "loss", ..., "val_loss_source/web", "retrieval/single@64", "mc/hellaswag/acc_norm" */
     double *x, *y;
     size_t n, cap;
 } Curve;
@@ -95,7 +96,7 @@ static void read_line(Run* r, const cJSON* j) {
         if (cJSON_IsNumber(it)) push(curve(r, it->string), step->valuedouble, it->valuedouble);
         if (!cJSON_IsObject(it) || !strcmp(it->string, "source_tokens") || strstr(it->string, "batches")) continue;
         const cJSON* e;
-        char name[96];
+        char name[160];
         cJSON_ArrayForEach(e, it) {
             if (!cJSON_IsNumber(e)) continue;
             snprintf(name, sizeof(name), "%s/%s", it->string, e->string);
@@ -241,8 +242,9 @@ int main(int argc, char** argv) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: build/plot RUN_DIR [RUN_DIR ...] [--positions] --out FILE.svg\n"
                    "  training loss (raw and smoothed), validation loss (and per data.val source), learning\n"
-                   "  rate, gradient norm, tokens/s and retrieval accuracies (train.eval_tasks) over steps,\n"
-                   "  from each RUN_DIR/metrics.jsonl, one colour per run; FILE.png too with rsvg-convert\n"
+                   "  rate, gradient norm, tokens/s, retrieval and multiple-choice accuracies (train.eval_tasks)\n"
+                   "  over steps, from each RUN_DIR/metrics.jsonl, one colour per run; FILE.png too with\n"
+                   "  rsvg-convert\n"
                    "  --positions: instead, RePo's learned positions logged by train.log_positions: range,\n"
                    "  mean |step| and the constant / monotonic / hybrid segment shares, one dash per layer\n");
             return 0;
@@ -273,16 +275,23 @@ int main(int argc, char** argv) {
         return 0;
     }
 
-    /* panel order: training loss, validation, lr, grad norm, tokens/s, retrieval */
-    static Panel pn[6];
-    const char* titles[6] = {"training loss", "validation loss", "learning rate",
-                             "gradient norm", "tokens/s",        "retrieval accuracy (exact match)"};
-    const char* ylabels[6] = {"loss (nats)", "loss (nats)", "lr", "L2 norm", "k tokens/s", "accuracy"};
+    /* panel order: training loss, validation, lr, grad norm, tokens/s, retrieval, multiple choice */
+    enum { N_PANELS = 7 };
+    static Panel pn[N_PANELS];
+    const char* titles[N_PANELS] = {"training loss",
+                                    "validation loss",
+                                    "learning rate",
+                                    "gradient norm",
+                                    "tokens/s",
+                                    "retrieval accuracy (exact match)",
+                                    "multiple-choice accuracy (acc, acc_norm)"};
+    const char* ylabels[N_PANELS] = {"loss (nats)", "loss (nats)", "lr",      "L2 norm",
+                                     "k tokens/s",  "accuracy",    "accuracy"};
     double* smoothed[MAX_RUNS] = {0};
     double* k_tokens[MAX_RUNS] = {0}; /* tokens/s in thousands: short tick labels */
     for (size_t r = 0; r < n_runs; r++) {
         Run* run = &runs[r];
-        size_t dash_val = 1, dash_ret = 0;
+        size_t dash_val = 1, dash_ret = 0, dash_mc = 0;
         for (size_t i = 0; i < run->n; i++) {
             Curve* c = &run->c[i];
             if (!strcmp(c->name, "loss")) {
@@ -300,16 +309,17 @@ int main(int argc, char** argv) {
                 for (size_t t = 0; t < c->n; t++) k_tokens[r][t] = c->y[t] / 1e3;
                 add(&pn[4], run, r, c, k_tokens[r], "tokens/s", 0, 1);
             } else if (!strncmp(c->name, "retrieval/", 10)) add(&pn[5], run, r, c, NULL, c->name + 10, dash_ret++, 1);
+            else if (!strncmp(c->name, "mc/", 3)) add(&pn[6], run, r, c, NULL, c->name + 3, dash_mc++, 1);
         }
     }
-    LinePanel panels[6];
+    LinePanel panels[N_PANELS];
     size_t n_panels = 0;
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < N_PANELS; k++) {
         if (!pn[k].p.n_series) continue;
         pn[k].p.title = titles[k];
         pn[k].p.ylabel = ylabels[k];
         pn[k].p.log_y = k == 3;
-        pn[k].p.unit_y = k == 5;
+        pn[k].p.unit_y = k >= 5;
         panels[n_panels++] = pn[k].p;
     }
     if (!n_panels) DIE("plot: no metrics in %s%s: nothing to draw", dirs[0], n_runs > 1 ? " and the others" : "");
@@ -323,7 +333,7 @@ int main(int argc, char** argv) {
         free(smoothed[r]);
         free(k_tokens[r]);
     }
-    free_panels(pn, 6);
+    free_panels(pn, N_PANELS);
     free_runs(runs, n_runs);
     return 0;
 }

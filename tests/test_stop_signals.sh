@@ -23,18 +23,7 @@ for sig in TERM HUP INT; do
     config "$d" 100000   # an evaluation of minutes: only a prompt stop ends the run in time
     build/train "$T/cfg.json" --set train.eval_every=0 --set train.steps=2 >/dev/null 2>&1 || bad "setup run failed"
     # resume at step 2: the first thing it does is the step-2 evaluation (100000 batches)
-    touch "$T/marker"; sleep 0.01
-    build/train "$T/cfg.json" >"$T/log" 2>&1 &
-    p=$!
-    (sleep 60; kill -KILL $p 2>/dev/null) & watchdog=$!
-    wait_for "[ '$d/run_config.json' -nt '$T/marker' ]"   # written at the end of setup
-    sleep 0.5   # inside the evaluation
-    t0=$(date +%s%N)
-    kill -$sig $p
-    wait $p
-    rc=$?
-    ms=$((($(date +%s%N) - t0) / 1000000))
-    kill $watchdog 2>/dev/null; wait $watchdog 2>/dev/null
+    signal_train $sig 0.5 "$T/log" "$d" "$T/cfg.json"   # 0.5 s: inside the evaluation
     if [ $rc -eq 0 ] && [ "$(last_step "$d")" = 2 ] && grep -q "stopped by signal" "$T/log" &&
         ! grep -q '"val_loss"' "$d/metrics.jsonl" && ! grep -q "final validation loss" "$T/log" && [ $ms -lt 20000 ]
     then ok "SIG$sig during an evaluation: exit 0 after $ms ms, no further step, no stale final loss"
@@ -47,18 +36,7 @@ d="$T/run_task"
 config "$d" 1
 tasks='train.eval_tasks={"families": ["single"], "lengths": [40000], "items": 1}'
 build/train "$T/cfg.json" --set train.eval_every=0 --set train.steps=2 >/dev/null 2>&1 || bad "setup run failed"
-touch "$T/marker"; sleep 0.01
-build/train "$T/cfg.json" --set "$tasks" >"$T/log" 2>&1 &
-p=$!
-(sleep 60; kill -KILL $p 2>/dev/null) & watchdog=$!
-wait_for "[ '$d/run_config.json' -nt '$T/marker' ]"
-sleep 1   # inside the task's prefill
-t0=$(date +%s%N)
-kill -TERM $p
-wait $p
-rc=$?
-ms=$((($(date +%s%N) - t0) / 1000000))
-kill $watchdog 2>/dev/null; wait $watchdog 2>/dev/null
+signal_train TERM 1 "$T/log" "$d" "$T/cfg.json" --set "$tasks"   # 1 s: inside the task's prefill
 if [ $rc -eq 0 ] && [ "$(last_step "$d")" = 2 ] && grep -q "stopped by signal 15" "$T/log" &&
     ! grep -q '"val_loss"' "$d/metrics.jsonl" && [ $ms -lt 3000 ]
 then ok "SIGTERM inside a 40000-token eval task: exit 0 after $ms ms, no further step, nothing logged"

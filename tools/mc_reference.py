@@ -16,7 +16,15 @@ Only the BPE itself is repoc's: the ids of each text come from build/tokenize (r
 with the BOS this script reads from tokenizer.json's post-processor.
 
 Run from the repository root:  /usr/bin/python3 tools/mc_reference.py
+
+--score CKPT ITEMS scores a JSON Lines file (the default fields) on a checkpoint instead (model_type llama,
+olmo2, qwen2 or qwen3, one model.safetensors), by the same rules, in float32 unless --dtype float64, with
+--tokenizer (default CKPT/tokenizer.json), --window (default max_position_embeddings), --threads and
+--limit; prints acc, acc_norm and items/s of the scoring (the encoding through build/tokenize not counted):
+tools/bench_mc.sh times build/eval --mc against it.
 """
+import argparse
+import time
 import json
 import os
 import random
@@ -29,7 +37,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from reference_model import Cfg, forward, init_params, st_write  # noqa: E402
+from reference_model import Cfg, forward, init_params, st_read, st_write  # noqa: E402
 from reference import hf_config  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -88,14 +96,14 @@ def prefix_ids(tok_json):
     return out
 
 
-def encode_all(texts, bos):
+def encode_all(texts, bos, tokenizer=TOKENIZER):
     """repoc's BPE ids of each text (build/tokenize), without the BOS it adds"""
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "texts.jsonl")
         with open(path, "w", encoding="utf-8") as f:
             for t in texts:
                 f.write(json.dumps({"text": t}) + "\n")
-        out = subprocess.run([os.path.join(ROOT, "build", "tokenize"), "--tokenizer", TOKENIZER, "--jsonl",
+        out = subprocess.run([os.path.join(ROOT, "build", "tokenize"), "--tokenizer", tokenizer, "--jsonl",
                               "--no-eos", "--print-ids", "--threads", "1", path],
                              check=True, capture_output=True, text=True).stdout.splitlines()
     assert len(out) == len(texts), (len(out), len(texts))
@@ -118,10 +126,12 @@ def label_of(item):
     return int(item["label"])
 
 
-def score(c, P, items, bos):
+def score(c, P, items, bos, window=W, tokenizer=TOKENIZER, timed=None):
     pairs = [[encode_pair(it["context"], DELIM + ch) for ch in it["choices"]] for it in items]
     texts = sorted({t for p in pairs for pair in p for t in pair})
-    enc = encode_all(texts, bos)
+    enc = encode_all(texts, bos, tokenizer)
+    if timed is not None:
+        timed.append(time.perf_counter())
     results = []
     for it, p in zip(items, pairs):
         lls, greedy, ctx_tokens, conts = [], [], None, []
@@ -129,8 +139,8 @@ def score(c, P, items, bos):
             whole = bos + enc[whole_text]
             context_enc = bos + enc[ctx_text]
             cont = whole[len(context_enc):]
-            assert 1 <= len(cont) <= W
-            inp = (context_enc + cont)[-(W + 1):][:-1]       # HFLM._loglikelihood_tokens
+            assert 1 <= len(cont) <= window
+            inp = (context_enc + cont)[-(window + 1):][:-1]  # HFLM._loglikelihood_tokens
             tokens = torch.tensor([inp], dtype=torch.int32)
             logits = forward(c, P, tokens, torch.zeros_like(tokens), 0.0)[1][0]
             rows = logits[len(inp) - len(cont):]              # [cont, V]
@@ -163,7 +173,55 @@ def check_margins(results, items):
                 assert abs(la - lb) > 1e-3 and abs(la / ca - lb / cb) > 1e-4, (r["id"], a, b)
 
 
+def checkpoint_cfg(ckpt):
+    """reference_model's Cfg of a checkpoint's config.json (the blocks whose keys it reads: not Gemma-3)"""
+    hf = json.load(open(os.path.join(ckpt, "config.json")))
+    arch, L = hf["model_type"], hf["num_hidden_layers"]
+    assert arch in ("llama", "olmo2", "qwen2", "qwen3"), "--score: model_type %s is not supported" % arch
+    assert "repoc_layer_positions" in hf or "pe_config" not in hf, "--score: RePo without repoc_layer_positions"
+    return Cfg(name="score", arch=arch, V=hf["vocab_size"], D=hf["hidden_size"], L=L, H=hf["num_attention_heads"],
+               KVH=hf.get("num_key_value_heads") or hf["num_attention_heads"], F=hf["intermediate_size"],
+               head_dim=hf.get("head_dim"), eps=hf["rms_norm_eps"], theta=float(hf.get("rope_theta", 10000.0)),
+               yarn=hf.get("rope_scaling"), tied=hf.get("tie_word_embeddings", False),
+               attn_bias=hf.get("attention_bias", False), max_pos=hf.get("max_position_embeddings") or 2048,
+               positions=hf.get("repoc_layer_positions") or ["rope"] * L)
+
+
+def score_checkpoint(argv):
+    ap = argparse.ArgumentParser(prog="mc_reference.py --score")
+    ap.add_argument("ckpt")
+    ap.add_argument("items")
+    ap.add_argument("--tokenizer")
+    ap.add_argument("--window", type=int)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    a = ap.parse_args(argv)
+    torch.set_num_threads(a.threads)
+    c = checkpoint_cfg(a.ckpt)
+    dtype = getattr(torch, a.dtype)
+    P = {k: v.to(dtype) for k, v in st_read(os.path.join(a.ckpt, "model.safetensors"))[0].items()}
+    tokenizer = a.tokenizer or os.path.join(a.ckpt, "tokenizer.json")
+    if os.path.isdir(tokenizer):
+        tokenizer = os.path.join(tokenizer, "tokenizer.json")
+    items = [json.loads(line) for line in open(a.items, encoding="utf-8") if line.strip()]
+    items = items[:a.limit] if a.limit else items
+    t = [time.perf_counter()]
+    with torch.no_grad():
+        results = score(c, P, items, prefix_ids(json.load(open(tokenizer, encoding="utf-8"))),
+                        a.window or c.max_pos, tokenizer, t)
+    seconds = time.perf_counter() - t[1]
+    n = len(results)
+    print("reference (PyTorch %s, %s, %d threads): %d items  acc %.4f  acc_norm %.4f  %.6g items/s "
+          "(%.1f s scoring, %.1f s encoding)" % (torch.__version__, a.dtype, a.threads, n,
+                                                  sum(r["acc"] for r in results) / n,
+                                                  sum(r["acc_norm"] for r in results) / n, n / seconds, seconds,
+                                                  t[1] - t[0]))
+
+
 def main():
+    if sys.argv[1:2] == ["--score"]:
+        return score_checkpoint(sys.argv[2:])
     torch.manual_seed(99)
     c = model_cfg()
     P = init_params(c)

@@ -259,7 +259,7 @@ def rotate(x, p, inv_freq, m):
     """x [B,T,n,hd], p [B,T,n] float64: pair i = (x[i], x[i+hd/2]), angle p*inv_freq[i]."""
     half = x.shape[-1] // 2
     ang = p[..., None] * inv_freq
-    cs, sn = m * torch.cos(ang), m * torch.sin(ang)
+    cs, sn = (m * torch.cos(ang)).to(x.dtype), (m * torch.sin(ang)).to(x.dtype)  # float32 weights: float32 math
     x1, x2 = x[..., :half], x[..., half:]
     return torch.cat([x1 * cs - x2 * sn, x2 * cs + x1 * sn], dim=-1)
 

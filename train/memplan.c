@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h> /* the multiple-choice files' sizes */
 #include <unistd.h>
 
 #include "common/check.h"
@@ -31,14 +32,27 @@ static const char* ROW_NAMES[MP_ROWS] = {"parameters",       "gradients",     "A
                                          "backward scratch", "batch buffers", "token data",  "eval tasks (KV)",
                                          "BF16 products",    "runtime + BLAS"};
 
-/* train.eval_tasks' generator: a KV cache and work space for the longest length (the trainer's setup_tasks) */
+/* train.eval_tasks: the retrieval families' generator, a KV cache and work space for the longest length (the
+   trainer's setup_tasks); the multiple-choice scorer at its window (generator and logits) and the encoded
+   items, estimated at 4 bytes (one token id) per byte of the files (trainer_mc_setup) */
 static double eval_tasks_bytes(const ModelConfig* cfg, const RunConfig* rc) {
     EvalPlan plan;
     SyntheticConfig syn;
     char err[400];
     if (!rc->train.eval_tasks || run_config_eval_tasks(rc, &plan, &syn, err, sizeof err)) return 0;
-    size_t chunk, max_len = eval_plan_sizes(&plan, &syn, &chunk); /* dies naming a length too short */
-    return (double)sizeof(real) * (double)gen_arena_reals(cfg, max_len, chunk);
+    double bytes = 0;
+    if (eval_plan_has_families(&plan)) {
+        size_t chunk, max_len = eval_plan_sizes(&plan, &syn, &chunk); /* dies naming a length too short */
+        bytes += (double)sizeof(real) * (double)gen_arena_reals(cfg, max_len, chunk);
+    }
+    if (!plan.mc.n_files) return bytes;
+    size_t W = mc_window(plan.mc.window, cfg->max_position_embeddings);
+    bytes += (double)sizeof(real) * (double)mc_scorer_reals(cfg, W);
+    for (size_t i = 0; i < plan.mc.n_files; i++) {
+        struct stat st;
+        if (!stat(plan.mc.files[i], &st)) bytes += 4.0 * (double)st.st_size;
+    }
+    return bytes;
 }
 
 size_t memplan_head_chunk(const RunConfig* rc, size_t V) {

@@ -12,7 +12,9 @@
               functions (model_arena_sizes): exact, including the logits chunk
      data     the token files' bytes (mapped; pages read count as resident)
      eval     train.eval_tasks: the generator's KV cache and work space for the
-              longest length (gen_arena_reals; printed only when there are tasks)
+              longest length (gen_arena_reals), and for its multiple-choice files the
+              scorer's at their window (mc_scorer_reals) and the encoded items (4 bytes
+              per byte of the files); printed only when there are tasks
      runtime  libraries, OpenBLAS/OpenMP buffers per thread, the checkpoint
               writer's and reader's staging buffers: a fixed allowance */
 #ifndef REPOC_MEMPLAN_H

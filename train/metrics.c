@@ -135,6 +135,7 @@ void metrics_eval(Metrics* mt, const EvalLog* e) {
         printf("%s%s %.4f", k ? ", " : " | ", e->source_names[k], e->source_loss[k]);
     for (size_t k = 0; k < e->n_tasks; k++)
         printf("%s%s %.2f", k ? ", " : " | retrieval ", e->task_names[k], e->task_acc[k]);
+    for (size_t k = 0; k < e->n_mc; k++) printf("%s%s %.4f", k ? ", " : " | mc ", e->mc_names[k], e->mc_values[k]);
     printf("\n");
     fflush(stdout);
     fprintf(mt->jsonl, "{\"step\": %zu, \"val_loss\": %.17g, \"val_batches\": %zu", e->step, e->val_loss, e->n_batches);
@@ -143,6 +144,7 @@ void metrics_eval(Metrics* mt, const EvalLog* e) {
     write_named(mt->jsonl, "val_batches_source", e->n_sources, e->source_names, e->source_batches, NULL);
     write_named(mt->jsonl, "retrieval", e->n_tasks, e->task_names, NULL, e->task_acc);
     write_named(mt->jsonl, "retrieval_tokens", e->n_tasks, e->task_names, NULL, e->task_token_acc);
+    write_named(mt->jsonl, "mc", e->n_mc, e->mc_names, NULL, e->mc_values);
     fprintf(mt->jsonl, "}\n");
     flush_or_die(mt);
 }

@@ -50,6 +50,9 @@ typedef struct {
     const char* const* task_names;   /* (n_tasks) */
     const double* task_acc;          /* (n_tasks) exact-match accuracy in [0, 1] */
     const double* task_token_acc;    /* (n_tasks) answer tokens right ("retrieval_tokens") */
+    size_t n_mc;                     /* train.eval_tasks' multiple choice: "mc" in metrics.jsonl */
+    const char* const* mc_names;     /* (n_mc) "NAME/acc", "NAME/acc_norm" */
+    const double* mc_values;         /* (n_mc) in [0, 1] */
 } EvalLog;
 
 /* train.log_positions: the learned positions of each RePo layer on one fixed batch */

@@ -156,11 +156,13 @@ void trainer_plan_only(Trainer* tr) {
     trainer_memory_plan(tr, true);
 }
 
-/* train.eval_tasks: the plan (checked at config load), the generator settings and a KV cache for the longest length */
+/* train.eval_tasks: the plan (checked at config load), the generator settings and a KV cache for the longest
+   length of the retrieval families (the multiple-choice files: train/trainer_mc.c) */
 static void setup_tasks(Trainer* tr) {
     const RunConfig* rc = &tr->rc;
     char err[512];
     if (run_config_eval_tasks(rc, &tr->tasks, &tr->task_syn, err, sizeof(err))) DIE("%s", err);
+    if (!eval_plan_has_families(&tr->tasks)) return;
     synthetic_validate(&tr->task_syn, tr->mcfg.V);
     size_t chunk, max_len = eval_plan_sizes(&tr->tasks, &tr->task_syn, &chunk); /* dies when too short */
     gen_build(&tr->gen, &tr->model, max_len, chunk);
@@ -255,6 +257,7 @@ void trainer_setup(Trainer* tr) {
         tr->data.eos = eos;
     }
 
+    trainer_mc_check(tr); /* every multiple-choice file read and checked, the tokenizer loaded */
     run_config_optim(rc, &tr->ocfg);
     trainer_memory_plan(tr, false); /* may refuse to start: nothing large is allocated yet */
     const char* freeze[OPTIM_MAX_PATTERNS];
@@ -274,6 +277,7 @@ void trainer_setup(Trainer* tr) {
     tr->model.repo_std[1] = rc->model.positions.repo_content_init_std;
     tr->model.repo_std[2] = rc->model.positions.repo_final_init_std;
     if (rc->train.eval_tasks) setup_tasks(tr);
+    trainer_mc_setup(tr);
     build_optimizer(tr);
     /* the data source fills document ids and answer weights with every batch when the batch has them */
     batch_alloc(&tr->batch, tr->B, tr->T, rc->data.document_mask,
@@ -323,6 +327,7 @@ void trainer_free(Trainer* tr) {
     data_source_close(&tr->data);
     adamw_free(&tr->opt);
     if (tr->has_tasks) gen_free(&tr->gen);
+    trainer_mc_free(tr);
     model_free(&tr->model);
     batch_free(&tr->batch);
     free(tr->config_json);

@@ -21,11 +21,27 @@
 
 #include "data/source.h"
 #include "eval/eval_tasks.h"
+#include "eval/mc_set.h"
 #include "model/model.h"
 #include "optim/adamw.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
 #include "train/run_config.h"
+
+#define MC_METRIC_LEN 144 /* "NAME/acc_norm", NAME a file's base name (McResult.name) */
+
+/* train.eval_tasks' multiple-choice files (train/trainer_mc.c): checked, then encoded once at setup, scored
+   at every evaluation by build/eval --mc's code */
+typedef struct {
+    bool on;
+    McPlan plan; /* its strings point into the run config */
+    McFields fields;
+    size_t n_items[MC_MAX_FILES]; /* what each file scores (mc_limit) */
+    size_t W;                     /* the window */
+    Tokenizer* tok;               /* the run's tokenizer (trainer_tokenizer_json) */
+    McScorer scorer;              /* a generator of W tokens over the training model's weights */
+    McSet sets[MC_MAX_FILES];
+} TrainerMc;
 
 typedef struct {
     RunConfig rc;
@@ -54,10 +70,11 @@ typedef struct {
     double last_val_loss;
     bool has_val_loss;
     size_t val_step; /* the step last_val_loss was measured at */
-    bool has_tasks;  /* train.eval_tasks given: retrieval scored at every evaluation */
+    bool has_tasks;  /* train.eval_tasks names retrieval families: scored at every evaluation */
     EvalPlan tasks;
     SyntheticConfig task_syn;          /* the items' generator: data.synthetic's settings, else the defaults */
     Generator gen;                     /* KV cache over the training model's weights, for the tasks */
+    TrainerMc mc;                      /* train.eval_tasks' multiple-choice files */
     const volatile sig_atomic_t* stop; /* non-zero: a signal asked to stop (checked between eval batches); or NULL */
     real* pos_prev;       /* (RePo layers, B, T, KVH) z at the last train.log_positions measurement, or NULL */
     size_t pos_prev_step; /* its step; has_pos_prev: there was one in this process */
@@ -105,7 +122,8 @@ void trainer_step(Trainer* tr);
 bool trainer_data_left(Trainer* tr);
 /* Mean validation loss over train.eval_batches batches into last_val_loss (logged); with data.val given
    as sources, each source's loss over its batches and the token-weighted mean of them; with
-   train.eval_tasks, the exact-match accuracy of each family and length (eval_task, as build/eval); false,
+   train.eval_tasks, the exact-match accuracy of each family and length (eval_task, as build/eval) and each
+   multiple-choice file's acc and acc_norm (trainer_mc_eval, build/eval --mc's code); false,
    with nothing logged, when *tr->stop was set on any rank before the last batch. */
 bool trainer_eval(Trainer* tr);
 /* A checkpoint of the current step; first checks that every rank holds the same weights. */
@@ -113,6 +131,18 @@ void trainer_save(Trainer* tr);
 /* tr->batch as validation reads it: the same buffers, every target weighing 1 (the plain mean) and the
    adapters without dropout */
 Batch trainer_eval_batch(const Trainer* tr);
+/* train/trainer_mc.c. Before the memory plan: train.eval_tasks' multiple-choice files checked line by line
+   (dies naming file, line and field) and the run's tokenizer loaded (dies when there is none or it exceeds
+   the vocabulary); nothing when the run has no "mc" key. */
+void trainer_mc_check(Trainer* tr);
+/* After the model is built: the scorer (a generator of W tokens over its weights) and every file's items
+   encoded (dies naming file and line for a continuation without tokens or longer than W) */
+void trainer_mc_setup(Trainer* tr);
+/* Each file scored with the current weights into name[k] = "NAME/acc" | "NAME/acc_norm" and value[k], *n
+   of them; false when a signal asked to stop (the check between files and after the last keeps the ranks
+   together, as the retrieval tasks do) */
+bool trainer_mc_eval(Trainer* tr, char (*name)[MC_METRIC_LEN], const char** name_ptr, double* value, size_t* n);
+void trainer_mc_free(Trainer* tr);
 /* train.log_positions (train/trainer_positions.c): the learned positions of every RePo layer on one fixed
    batch, summarised into a "positions" line of metrics.jsonl (rank 0; the others return) */
 void trainer_log_positions(Trainer* tr);

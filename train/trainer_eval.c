@@ -1,5 +1,6 @@
 /* The evaluation of a training run (train/trainer.h, trainer_eval): the validation loss of every stream,
-   summed over the ranks, and train.eval_tasks' retrieval accuracies, into metrics.jsonl. */
+   summed over the ranks, train.eval_tasks' retrieval accuracies and multiple-choice acc and acc_norm, into
+   metrics.jsonl. */
 #include <stdio.h>
 
 #include "common/dist.h"
@@ -83,6 +84,11 @@ bool trainer_eval(Trainer* tr) {
     double acc[EVAL_MAX_TASKS], token_acc[EVAL_MAX_TASKS];
     size_t n_tasks = 0;
     if (tr->has_tasks && !eval_tasks(tr, task_names, task_ptr, acc, token_acc, &n_tasks)) return false;
+    char mc_names[2 * MC_MAX_FILES][MC_METRIC_LEN];
+    const char* mc_ptr[2 * MC_MAX_FILES];
+    double mc_values[2 * MC_MAX_FILES];
+    size_t n_mc = 0;
+    if (tr->mc.on && !trainer_mc_eval(tr, mc_names, mc_ptr, mc_values, &n_mc)) return false;
     tr->last_val_loss = all ? weighted / (double)all : 0;
     tr->has_val_loss = true;
     tr->val_step = tr->state.step;
@@ -97,7 +103,10 @@ bool trainer_eval(Trainer* tr) {
                  .n_tasks = n_tasks,
                  .task_names = task_ptr,
                  .task_acc = acc,
-                 .task_token_acc = token_acc};
+                 .task_token_acc = token_acc,
+                 .n_mc = n_mc,
+                 .mc_names = mc_ptr,
+                 .mc_values = mc_values};
     metrics_eval(&tr->metrics, &e);
     return true;
 }
