@@ -46,8 +46,8 @@ run() {  # size label args...: one bench_step run, its JSON line tagged with the
 run_torch() {  # size label amp env...
     local size=$1 label=$2 amp=$3 B T
     shift 3
-    B=$(grep "\"size\": \"$size\"" "$out" | head -n 1 | grep -o '"B": [0-9]*' | grep -o '[0-9]*$')
-    T=$(grep "\"size\": \"$size\"" "$out" | head -n 1 | grep -o '"T": [0-9]*' | grep -o '[0-9]*$')
+    B=$(grep -m1 "\"size\": \"$size\"" "$out" | grep -o '"B": [0-9]*' | grep -o '[0-9]*$')   # (grep -m1, not
+    T=$(grep -m1 "\"size\": \"$size\"" "$out" | grep -o '"T": [0-9]*' | grep -o '[0-9]*$')   # head: pipefail)
     env "$@" "$PY" tools/bench_torch.py "$tmp/ckpt_$size" --threads "$THREADS" --B "$B" --T "$T" --size "$size" \
         --mode repo --amp "$amp" $(steps_of "$size") 2>/dev/null | tail -n 1 | sed "s/^{/{\"label\": \"$label\", /" >>"$out"
 }
