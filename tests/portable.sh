@@ -14,8 +14,9 @@
 #     everywhere, so the check can fail;
 #  4. the SiLU and softmax loops of the float build are vectorised;
 #  5. build/portable/gradcheck: the OLMo-2 block and the tiny decoders (double);
-#  6. build/portable/tests/test_parity (PyTorch parity of the float build) and
-#     tests/test_step_ops (the two attention variants agree).
+#  6. build/portable/tests/test_parity (PyTorch parity of the float build, on both FP32 engines) and
+#     tests/test_step_ops (the two attention variants agree);
+#  7. the FP32 engine the rule takes when OpenBLAS runs a generic kernel (model/engine.h).
 . "$(dirname "$0")/testlib.sh" portable
 
 P=build/portable
@@ -65,6 +66,13 @@ $P/tests/test_parity >"$T/parity.log" 2>&1 && ok "portable test_parity ($(grep -
     || bad "portable test_parity: $(grep 'NOT OK' "$T/parity.log" | head -3)"
 $P/tests/test_step_ops >"$T/ops.log" 2>&1 && ok "portable test_step_ops: $(tail -1 "$T/ops.log")" \
     || bad "portable test_step_ops: $(grep 'NOT OK' "$T/ops.log" | head -3)"
+# the engine of the FP32 products (model/engine.h): with OpenBLAS on its SSE3 kernels (OPENBLAS_CORETYPE set for
+# this child alone, simulating a CPU newer than OpenBLAS's table) the portable build takes oneDNN by the rule
+REPOC_CACHE_DIR="$T/cache" OPENBLAS_CORETYPE=Prescott $P/bench/bench_step --size S --steps 1 --warmup 0 --no-attn \
+    --mfu-sgemm 0 >"$T/engine.log" 2>&1
+if grep -q 'f32 products: oneDNN.*core Prescott has SSE kernels only' "$T/engine.log"; then
+    ok "portable, OPENBLAS_CORETYPE=Prescott: $(grep -m1 'f32 products' "$T/engine.log")"
+else bad "portable engine choice with OpenBLAS on Prescott kernels (this is an x86-64-v3 build: the CPU has AVX2): $(grep -m1 'f32 products' "$T/engine.log")"; fi
 
 echo "$failures failed"
 [ "$failures" = 0 ]
