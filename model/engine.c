@@ -243,8 +243,9 @@ void engine_choose(EngineChoice* c, size_t rows, size_t in, size_t out, bool wan
     c->out = out;
     c->bf16_available = products_bf16_available(c->bf16_why, sizeof(c->bf16_why));
     bool rule2 = engine_blas_core_tier(cpu_blas_core()) == 1 && engine_cpu_tier() >= 3;
-    bool on[RATE_N] = {onednn_available() && !rule2, onednn_available(), want_bf16 && c->bf16_available};
-    if (!on[RATE_ONEDNN_F32] && !on[RATE_BF16]) { /* rule 1: nothing to time */
+    bool bf16 = want_bf16 && c->bf16_available; /* BF16 is timed against the FP32 engine */
+    bool on[RATE_N] = {onednn_available() && !rule2, onednn_available() && (!rule2 || bf16), bf16};
+    if (!on[RATE_ONEDNN_F32] && !on[RATE_BF16]) { /* rules 1 and 2: nothing to time */
         decide(c, rule2, want_bf16);
         return;
     }
