@@ -58,35 +58,34 @@ build/train "$T/plan.json" --plan >"$T/probe.log" 2>&1
 if [ ! -s "$T/cache/engine.tsv" ]; then bad "the timing wrote no cache: $(head -c 400 "$T/probe.log")"; fi
 build/train "$T/plan.json" --plan >"$T/probe2.log" 2>&1
 expect_line "a second run reads the cache" 'f32 products: .*cached\|SSE kernels only' "$T/probe2.log"
-rates() {  # openblas onednn bf16: every line of the cache gets these rates
+rates() {  # openblas onednn bf16 (GFLOP/s): every line of the cache gets these rates
     awk -F'\t' -v a="$1" -v b="$2" -v c="$3" 'BEGIN{OFS="\t"} {print $1, a, b, c}' "$T/cache/engine.tsv" >"$T/cache/x" &&
         mv "$T/cache/x" "$T/cache/engine.tsv"
 }
 generic=0
 grep -q 'SSE kernels only' "$T/probe.log" && generic=1
 config "$T/f32.json" "$T/f32" f32 auto 2   # the FP32 engine alone: the BF16 rate is not needed
+decide() {  # label "openblas onednn bf16" config pattern: a --plan with those rates cached says pattern
+    rates $2
+    build/train "$3" --plan >"$T/decide.log" 2>&1
+    expect_line "$1" "$4" "$T/decide.log"
+}
 if [ $generic = 0 ]; then
-    rates 100 104 0
-    build/train "$T/f32.json" --plan >"$T/r1.log" 2>&1
-    expect_line "oneDNN at 1.04x OpenBLAS: OpenBLAS stays" 'f32 products: OpenBLAS, core .*cached 100 GFLOP/s against oneDNN.s 104' "$T/r1.log"
-    expect_line "the time estimate uses that engine" 'measured sgemm' "$T/r1.log"
-    rates 100 106 0
-    build/train "$T/f32.json" --plan >"$T/r2.log" 2>&1
-    expect_line "oneDNN at 1.06x OpenBLAS: oneDNN" 'f32 products: oneDNN.*cached 106 GFLOP/s against OpenBLAS.s 100' "$T/r2.log"
-    expect_line "the time estimate uses that engine" 'measured oneDNN f32 matmul' "$T/r2.log"
+    decide "oneDNN at 1.04x OpenBLAS: OpenBLAS stays" "100 104 0" "$T/f32.json" \
+        'f32 products: OpenBLAS, core .*cached 100 GFLOP/s against oneDNN.s 104'
+    expect_line "the time estimate uses that engine" 'measured sgemm' "$T/decide.log"
+    decide "oneDNN at 1.06x OpenBLAS: oneDNN" "100 106 0" "$T/f32.json" \
+        'f32 products: oneDNN.*cached 106 GFLOP/s against OpenBLAS.s 100'
+    expect_line "the time estimate uses that engine" 'measured oneDNN f32 matmul' "$T/decide.log"
 fi
 if bf16_here; then
-    rates 100 100 109
-    build/train "$T/plan.json" --plan >"$T/b1.log" 2>&1
-    expect_line "bf16 at 1.09x: auto takes f32" 'compute dtype: f32 (train.compute_dtype "auto": BF16 products cached 109' "$T/b1.log"
-    rates 100 100 111
-    build/train "$T/plan.json" --plan >"$T/b2.log" 2>&1
-    expect_line "bf16 at 1.11x: auto takes bf16" 'compute dtype: bf16 (train.compute_dtype "auto": BF16 products cached 111' "$T/b2.log"
-    expect_line "the time estimate uses BF16's rate" 'measured BF16 product' "$T/b2.log"
-    rates 100 100 70
-    build/train "$T/bf16.json" --plan >"$T/b3.log" 2>&1
-    expect_line "an explicit bf16 slower than f32: runs, with a warning giving both rates" \
-        'warning: train.compute_dtype "bf16" runs, but it does not pay on this CPU: BF16 products cached 70 GFLOP/s against FP32.s 100' "$T/b3.log"
+    decide "bf16 at 1.09x: auto takes f32" "100 100 109" "$T/plan.json" \
+        'compute dtype: f32 (train.compute_dtype "auto": BF16 products cached 109'
+    decide "bf16 at 1.11x: auto takes bf16" "100 100 111" "$T/plan.json" \
+        'compute dtype: bf16 (train.compute_dtype "auto": BF16 products cached 111'
+    expect_line "the time estimate uses BF16's rate" 'measured BF16 product' "$T/decide.log"
+    decide "an explicit bf16 slower than f32: runs, with a warning giving both rates" "100 100 70" "$T/bf16.json" \
+        'warning: train.compute_dtype "bf16" runs, but it does not pay on this CPU: BF16 products cached 70 GFLOP/s against FP32.s 100'
 else ok "no BF16 products on this CPU or build: the bf16 decisions are not exercised"; fi
 
 # 4. the choice recorded and kept on resume
