@@ -222,8 +222,7 @@ static void parse_args(BenchOpts* o, int argc, char** argv) {
 static bool choose_products(const BenchOpts* o, const ModelConfig* c, size_t N) {
     bool auto_dtype = !strcmp(o->compute, "auto");
     EngineChoice ec = {.f32 = F32_OPENBLAS};
-    if (!strcmp(o->f32_engine, "auto") || auto_dtype)
-        engine_choose(&ec, engine_clamp_dim(N), engine_clamp_dim(c->D), engine_clamp_dim(c->F), auto_dtype);
+    if (!strcmp(o->f32_engine, "auto") || auto_dtype) engine_choose(&ec, c, N, auto_dtype);
     F32Engine e = ec.f32;
     if (strcmp(o->f32_engine, "auto")) f32_engine_parse(o->f32_engine, &e);
     products_set_f32_engine(e);

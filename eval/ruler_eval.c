@@ -199,7 +199,7 @@ void ruler_dump_prompt(const char* dir, const RulerItem* it) {
     fcloseCheck(fp, path);
 }
 
-/* the seconds of one item of t at length: item 0 built, prefilled and generated once, untimed by nothing else */
+/* the seconds of one item of t at length: item 0 built, prefilled, generated and scored once */
 static double item_seconds(Generator* g, const Tokenizer* tok, const RulerSources* s, RulerTask t, size_t length,
                            uint64_t seed) {
     RulerResult probe;

@@ -29,18 +29,6 @@ int engine_blas_core_tier(const char* core) {
     return 0;
 }
 
-int engine_cpu_tier(void) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return 4;
-    if (__builtin_cpu_supports("avx2")) return 3;
-    if (__builtin_cpu_supports("avx")) return 2;
-    return 1;
-#else
-    return 0;
-#endif
-}
-
 static const char* tier_name(int tier) {
     static const char* names[] = {"unknown", "SSE", "AVX", "AVX2", "AVX-512"};
     return names[tier >= 0 && tier <= 4 ? tier : 0];
@@ -215,8 +203,8 @@ static void decide(EngineChoice* c, bool rule2, bool want_bf16) {
         snprintf(c->why, sizeof(c->why), "this build has no oneDNN");
     } else if (rule2) {
         c->f32 = F32_ONEDNN;
-        snprintf(c->why, sizeof(c->why), "OpenBLAS's core %s has %s kernels only, this CPU %s: a generic kernel",
-                 cpu_blas_core(), tier_name(engine_blas_core_tier(cpu_blas_core())), tier_name(engine_cpu_tier()));
+        snprintf(c->why, sizeof(c->why), "OpenBLAS's core %s has %s kernels only, this CPU is %s: a generic kernel",
+                 cpu_blas_core(), tier_name(engine_blas_core_tier(cpu_blas_core())), cpu_level());
     } else {
         c->f32 = g[RATE_ONEDNN_F32] >= ENGINE_SWITCH * g[RATE_OPENBLAS] ? F32_ONEDNN : F32_OPENBLAS;
         snprintf(c->why, sizeof(c->why), "%s %.0f GFLOP/s against %s %.0f at %s (x%.2f needed to leave OpenBLAS)", src,
@@ -236,13 +224,16 @@ static void decide(EngineChoice* c, bool rule2, bool want_bf16) {
     }
 }
 
-void engine_choose(EngineChoice* c, size_t rows, size_t in, size_t out, bool want_bf16) {
+/* the CPU has AVX2: x86-64-v3 (AVX2, FMA, BMI2) or v4 */
+static bool cpu_has_avx2(void) { return !strcmp(cpu_level(), "x86-64-v3") || !strcmp(cpu_level(), "x86-64-v4"); }
+
+void engine_choose(EngineChoice* c, const ModelConfig* cfg, size_t rows, bool want_bf16) {
     memset(c, 0, sizeof(*c));
-    c->rows = rows;
-    c->in = in;
-    c->out = out;
+    c->rows = engine_clamp_dim(rows);
+    c->in = engine_clamp_dim(cfg->D);
+    c->out = engine_clamp_dim(cfg->F);
     c->bf16_available = products_bf16_available(c->bf16_why, sizeof(c->bf16_why));
-    bool rule2 = engine_blas_core_tier(cpu_blas_core()) == 1 && engine_cpu_tier() >= 3;
+    bool rule2 = engine_blas_core_tier(cpu_blas_core()) == 1 && cpu_has_avx2();
     bool bf16 = want_bf16 && c->bf16_available; /* BF16 is timed against the FP32 engine */
     bool on[RATE_N] = {onednn_available() && !rule2, onednn_available() && (!rule2 || bf16), bf16};
     if (!on[RATE_ONEDNN_F32] && !on[RATE_BF16]) { /* rules 1 and 2: nothing to time */
@@ -257,7 +248,7 @@ void engine_choose(EngineChoice* c, size_t rows, size_t in, size_t out, bool wan
     if (c->cached) {
         for (int k = 0; k < RATE_N; k++) c->gflops[k] = on[k] ? g[k] : 0;
     } else {
-        time_rates(rows, in, out, on, c->gflops);
+        time_rates(c->rows, c->in, c->out, on, c->gflops);
         if (!cache_read(key, g)) memset(g, 0, sizeof(g));
         for (int k = 0; k < RATE_N; k++) /* keep a rate measured before that this call did not need */
             if (on[k]) g[k] = c->gflops[k];

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "model/config.h"
 #include "model/products.h"
 
 /* oneDNN's rate over OpenBLAS's at which oneDNN takes the FP32 products (a margin over the timing's noise) */
@@ -43,9 +44,10 @@ typedef struct {
     char bf16_why[512];    /* why bf16_pays is what it is (without BF16 products: the reason) */
 } EngineChoice;
 
-/* Choose for products of (rows, in) x (in, out) with the threads in use; want_bf16: time BF16 too (else
-   bf16_pays is false and gflops[RATE_BF16] 0). Leaves the products' engine as it found it. */
-void engine_choose(EngineChoice* c, size_t rows, size_t in, size_t out, bool want_bf16);
+/* Choose for a model of cfg over `rows` rows (B*T) with the threads in use: its widest block product,
+   (rows, D) x (D, F), each dimension clamped by engine_clamp_dim; want_bf16: time BF16 too (else bf16_pays is
+   false and gflops[RATE_BF16] 0). Leaves the products' engine as it found it. */
+void engine_choose(EngineChoice* c, const ModelConfig* cfg, size_t rows, bool want_bf16);
 /* a dimension of the probed shape: x within [64, 1024] (the time estimate's probe takes the same) */
 size_t engine_clamp_dim(size_t x);
 /* One line: "f32 products: oneDNN 2.6.3, ISA avx512_core (measured 180 GFLOP/s against OpenBLAS 98 at ...)" */
@@ -56,7 +58,5 @@ const char* engine_cache_path(void);
 
 /* OpenBLAS's kernel family name's widest vector instructions: 1 SSE, 2 AVX, 3 AVX2, 4 AVX-512, 0 unknown */
 int engine_blas_core_tier(const char* core);
-/* the same for this CPU */
-int engine_cpu_tier(void);
 
 #endif

@@ -315,7 +315,7 @@ static void choose_f32_engine(const char* given, const ModelConfig* cfg, size_t 
         CHECK(e == F32_OPENBLAS || onednn_available(), "%s: --f32-engine onednn: this build has no oneDNN", prog_name);
     } else {
         EngineChoice c;
-        engine_choose(&c, engine_clamp_dim(rows), engine_clamp_dim(cfg->D), engine_clamp_dim(cfg->F), false);
+        engine_choose(&c, cfg, rows, false);
         e = c.f32;
         snprintf(why, sizeof(why), "%s", c.why);
     }

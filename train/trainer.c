@@ -18,10 +18,10 @@
 #include "common/threads.h"
 #include "hf/ckpt_weights.h"
 #include "hf/hf_checkpoint.h"
-#include "model/repo.h" /* repo_pdrop_at */
+#include "model/products.h" /* the engine a checkpoint records */
+#include "model/repo.h"     /* repo_pdrop_at */
 #include "optim/clip.h"
 #include "optim/schedule.h"
-#include "model/products.h" /* the engine a checkpoint records */
 #include "train/memplan.h"
 #include "train/run_dir.h"
 #include "train/timeplan.h"

@@ -12,9 +12,7 @@
 
 /* the probe's shape: the model's widest block product as the time estimate takes it (train/timeplan.h) */
 static void choose(const Trainer* tr, EngineChoice* c, bool want_bf16) {
-    size_t rows = engine_clamp_dim(tr->rc.train.batch_size * tr->rc.data.seq_len);
-    size_t in = engine_clamp_dim(tr->mcfg.D), out = engine_clamp_dim(tr->mcfg.F);
-    engine_choose(c, rows, in, out, want_bf16);
+    engine_choose(c, &tr->mcfg, tr->rc.train.batch_size * tr->rc.data.seq_len, want_bf16);
 }
 
 /* rank 0's choice into rc (the train.f32_engine and compute_dtype words), printed. Nothing is timed when
