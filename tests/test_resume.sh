@@ -36,7 +36,8 @@ same_run() {  # label dir_a dir_b
     else bad "$1: final weights differ ($a vs $b)"; fi
 }
 
-STEPS=120   # long enough that the signals below always land before the run ends
+STEPS=600   # long enough that the signals below always land before the run ends: 120 steps of this model took
+            # 0.13 s with oneDNN's FP32 products on an AMD EPYC (Zen 5), less than wait_for's 0.1 s poll and a start
 for order in sequential shuffle; do
     for accum in 1 2; do
         label="$order, grad_accum $accum"
