@@ -11,8 +11,8 @@
    log-likelihood is the sum of the log-probabilities of its continuation tokens; is_greedy when each
    of them is its row's argmax. acc: the argmax of the log-likelihoods is the label; acc_norm: the
    argmax of log-likelihood / (the choice's length in Unicode code points); both first on a tie.
-   Prefix sharing: an item's context runs once, its cache is rewound (gen_rewind) for each choice
-   that keeps the whole context in the window. */
+   Prefix sharing: an item's context runs once and every choice reads it; batching: the choices of an item,
+   and several items, run in one forward (eval/mc_score.c). */
 #ifndef REPOC_MC_H
 #define REPOC_MC_H
 
@@ -28,6 +28,7 @@
 #define MC_MAX_CHOICES 64
 #define MC_FIELD_LEN 128
 #define MC_MAX_FILES 32
+#define MC_HEAD_ROWS_MAX 128   /* rows per head product of the scorer: (128, V) logits */
 #define MC_DEFAULT_WINDOW 2048 /* lm-evaluation-harness's max_length when the config names none */
 
 /* Where a record keeps its parts: a field name or a dotted path into nested objects
@@ -79,22 +80,57 @@ size_t mc_rstrip_len(const char* s, size_t n);
 /* Unicode code points of s (n), as Python's len of the decoded string (an invalid byte counts one) */
 size_t mc_code_points(const char* s, size_t n);
 
+/* A row of a tree (eval/mc_score.c) that predicts a continuation token: row `row` predicts token `target` of
+   choice `choice` of the group's item `item` (choice MC_EVERY_CHOICE: the context's last row, the first token
+   of each choice) */
+#define MC_EVERY_CHOICE (-1)
+typedef struct {
+    uint32_t row, item;
+    int choice;
+    int32_t target;
+} McRow;
+
+/* A row of logits as the log-probabilities read it: log p(v) = row[v] - mx - lse; best is its argmax */
+typedef struct {
+    int32_t best;
+    double mx, lse;
+} McRowStats;
+
+/* An encoded item as the scorer reads it: context_enc and each choice's continuation tokens */
+typedef struct {
+    const int32_t* ctx;
+    size_t n_ctx, n;
+    const int32_t* cont[MC_MAX_CHOICES];
+    size_t n_cont[MC_MAX_CHOICES];
+} McItemView;
+
+#define MC_GROUP_ITEMS 64 /* the most items one tree holds */
+
 /* The model side: a generator for windows of W tokens and its buffers, allocated once */
 typedef struct {
     Generator g;
     TokEncoder enc;
     const Tokenizer* tok;
     const char* delimiter; /* before every choice */
-    size_t W, chunk, V;
-    real *logits, *normed, *rstd; /* (chunk,V) (chunk,D) (chunk) */
+    size_t W, chunk, head_rows, V;
+    real *logits, *normed, *rstd; /* (head_rows,V) (head_rows,D) (head_rows) */
+    real* gathered;               /* (head_rows,D) the tree's rows that predict a token, for the head */
     real* first;                  /* (V) the logits after the context: every choice's first token */
-    int32_t* ctx;                 /* (W+1 ...) the context's tokens, grown as needed */
+    GenBranch* tree;              /* (chunk) the group's layout (gen_forward_tree) */
+    int32_t* tree_tokens;         /* (chunk) its tokens */
+    McRow* score_rows;            /* (chunk) its rows that predict a token */
+    size_t n_score;
+    McRowStats stats[MC_HEAD_ROWS_MAX]; /* of the rows of one head product */
+    McItemView views[MC_GROUP_ITEMS];   /* the group's items */
+    int32_t* ctx;                       /* (W+1 ...) the context's tokens, grown as needed */
     int32_t* cont[MC_MAX_CHOICES];
     size_t n_ctx, n_cont[MC_MAX_CHOICES], cap_ctx, cap_cont[MC_MAX_CHOICES];
     char* text; /* context + continuation bytes, grown as needed */
     size_t cap_text;
-    size_t shared, unshared; /* choices that reused the context's cache, choices that ran their own */
+    size_t shared, unshared; /* choices that reused the context's forward, contexts run */
+    size_t trees;            /* forwards of a group of items (the rest ran alone) */
     bool no_sharing;         /* run the context again for every choice (to measure what sharing saves) */
+    bool no_batching;        /* every item alone, its choices one after another (to measure what batching saves) */
 } McScorer;
 
 void mc_scorer_init(McScorer* s, const Model* m, const Tokenizer* tok, size_t W, const char* delimiter);
@@ -114,16 +150,10 @@ typedef struct {
     size_t ctx_tokens; /* len(context_enc) */
 } McItem;
 
-/* Score record r (of file:line, for messages): mc_encode, then mc_score_encoded */
-void mc_score(McItem* it, McScorer* s, const McRecord* r, const char* file, size_t line);
 /* Record r's context_enc into s->ctx (s->n_ctx) and each choice's continuation tokens into s->cont[k]
    (s->n_cont[k]); dies naming file:line when a continuation has no tokens of its own or is longer than
    the window */
 void mc_encode(McScorer* s, const McRecord* r, const char* file, size_t line);
-/* it->ll, it->greedy and it->ctx_tokens of an encoded item: context_enc ctx (n_ctx) and the continuations
-   cont[k] (n_cont[k]) of its n choices; the choices' lengths (it->chars) are the caller's */
-void mc_score_encoded(McItem* it, McScorer* s, const int32_t* ctx, size_t n_ctx, const int32_t* const* cont,
-                      const size_t* n_cont, size_t n);
 
 /* A file's results; items (a cJSON list, the per-item records of the JSON output) when asked for */
 typedef struct {

@@ -1,21 +1,34 @@
 /* Multiple choice, the model side (eval/mc.h): the harness's encoding of a (context, choice) pair
-   and the log-likelihood of the continuation through the KV cache, the context run once per item. */
+   and the log-likelihood of the continuation.
+   Batched (mc_score_items): consecutive items laid out side by side in one chunk of the generator as a tree
+   (gen_forward_tree): per item its context, then each choice's tokens but the last, reading the context as
+   their prefix; one forward for the whole group, then the head and the log-probabilities on just the rows
+   that predict a continuation token:
+     rows   [ ctx_a .......... | a0 a0 | a1 | a2 a2 a2 | ctx_b ...... | b0 | b1 b1 ]
+     reads    own rows           ctx_a + own rows            own rows     ctx_b + own rows
+   The context's last row predicts every choice's first token; row j of choice k predicts its token j+1.
+   Without prefix sharing each choice carries its own copy of the context. An item that needs its context
+   cut to the window, or is longer than the chunk (or a sliding layer's ring), runs alone (score_one): the
+   context through the cache, then each choice after it, the cache rewound. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/check.h"
-#include "eval/mc.h"
+#include "eval/mc_set.h"
 
-#define MC_CHUNK 256 /* rows per forward call: (MC_CHUNK, V) logits */
+#define MC_CHUNK 512 /* rows per forward call (tokens of several items) */
+#define MC_HEAD_ROWS MC_HEAD_ROWS_MAX
 
 size_t mc_window(size_t window, size_t max_position_embeddings) {
     return window ? window : max_position_embeddings ? max_position_embeddings : MC_DEFAULT_WINDOW;
 }
 
 size_t mc_scorer_reals(const ModelConfig* cfg, size_t W) {
-    size_t chunk = W < MC_CHUNK ? W : MC_CHUNK;
-    return gen_arena_reals(cfg, W, chunk) + chunk * (cfg->V + cfg->D + 1) + cfg->V; /* logits, normed, rstd, first */
+    size_t chunk = W < MC_CHUNK ? W : MC_CHUNK, rows = chunk < MC_HEAD_ROWS ? chunk : MC_HEAD_ROWS;
+    /* the generator; logits, normed, gathered rows, rstd; first; the tree, its tokens and the rows to score */
+    return gen_arena_reals(cfg, W, chunk) + rows * (cfg->V + 2 * cfg->D + 1) + cfg->V +
+           chunk * (sizeof(GenBranch) + sizeof(int32_t) + sizeof(McRow)) / sizeof(real);
 }
 
 void mc_scorer_init(McScorer* s, const Model* m, const Tokenizer* tok, size_t W, const char* delimiter) {
@@ -26,12 +39,17 @@ void mc_scorer_init(McScorer* s, const Model* m, const Tokenizer* tok, size_t W,
     s->W = W;
     s->V = m->cfg.V;
     s->chunk = W < MC_CHUNK ? W : MC_CHUNK;
+    s->head_rows = s->chunk < MC_HEAD_ROWS ? s->chunk : MC_HEAD_ROWS;
     gen_build(&s->g, m, W, s->chunk);
     tok_encoder_init(&s->enc, tok);
-    s->logits = mallocCheck(mulCheck(s->chunk, s->V * sizeof(real), "mc logits"));
-    s->normed = mallocCheck(s->chunk * m->cfg.D * sizeof(real));
-    s->rstd = mallocCheck(s->chunk * sizeof(real));
+    s->logits = mallocCheck(mulCheck(s->head_rows, s->V * sizeof(real), "mc logits"));
+    s->normed = mallocCheck(s->head_rows * m->cfg.D * sizeof(real));
+    s->gathered = mallocCheck(s->head_rows * m->cfg.D * sizeof(real));
+    s->rstd = mallocCheck(s->head_rows * sizeof(real));
     s->first = mallocCheck(s->V * sizeof(real));
+    s->tree = mallocCheck(s->chunk * sizeof(GenBranch));
+    s->tree_tokens = mallocCheck(s->chunk * sizeof(int32_t));
+    s->score_rows = mallocCheck(s->chunk * sizeof(McRow));
 }
 
 void mc_scorer_free(McScorer* s) {
@@ -41,6 +59,10 @@ void mc_scorer_free(McScorer* s) {
     free(s->normed);
     free(s->rstd);
     free(s->first);
+    free(s->gathered);
+    free(s->tree);
+    free(s->tree_tokens);
+    free(s->score_rows);
     free(s->ctx);
     for (size_t k = 0; k < MC_MAX_CHOICES; k++) free(s->cont[k]);
     free(s->text);
@@ -90,14 +112,20 @@ void mc_encode(McScorer* s, const McRecord* r, const char* file, size_t line) {
     }
 }
 
-/* log p(target) under the row's softmax, in double; *greedy when target is the row's argmax */
-static double row_logprob(const real* row, size_t V, int32_t target, bool* greedy) {
-    int32_t best = gen_argmax(row, V);
-    double mx = row[best], sum = 1; /* exp(0) of the argmax itself */
+static McRowStats row_stats(const real* row, size_t V) {
+    McRowStats r = {.best = gen_argmax(row, V)};
+    r.mx = row[r.best];
+    double sum = 1; /* exp(0) of the argmax itself */
     for (size_t v = 0; v < V; v++)
-        if (v != (size_t)best) sum += exp((double)row[v] - mx);
-    *greedy &= best == target;
-    return (double)row[target] - mx - log(sum);
+        if (v != (size_t)r.best) sum += exp((double)row[v] - r.mx);
+    r.lse = log(sum);
+    return r;
+}
+
+/* log p(target) under the row's softmax, in double; *greedy when target is the row's argmax */
+static double row_logprob(const real* row, McRowStats st, int32_t target, bool* greedy) {
+    *greedy &= st.best == target;
+    return (double)row[target] - st.mx - st.lse;
 }
 
 /* the cache holds tokens p[0..n) and s->first the logits after them */
@@ -111,17 +139,22 @@ static void run_prefix(McScorer* s, const int32_t* p, size_t n) {
    own tokens; its log-likelihood, *greedy when every token was its row's argmax */
 static double score_continuation(McScorer* s, const int32_t* c, size_t m, bool* greedy) {
     *greedy = true;
-    double ll = row_logprob(s->first, s->V, c[0], greedy);
-    for (size_t j = 0; j + 1 < m; j += s->chunk) { /* rows of c[0..m-2] predict c[1..m-1] */
-        size_t n = m - 1 - j < s->chunk ? m - 1 - j : s->chunk;
+    double ll = row_logprob(s->first, row_stats(s->first, s->V), c[0], greedy);
+    for (size_t j = 0; j + 1 < m; j += s->head_rows) { /* rows of c[0..m-2] predict c[1..m-1] */
+        size_t n = m - 1 - j < s->head_rows ? m - 1 - j : s->head_rows;
         gen_forward(&s->g, c + j, n);
-        gen_chunk_logits(&s->g, s->logits, s->normed, s->rstd, n);
-        for (size_t r = 0; r < n; r++) ll += row_logprob(s->logits + r * s->V, s->V, c[j + r + 1], greedy);
+        gen_rows_logits(&s->g, s->logits, s->normed, s->rstd, s->g.x, n);
+        for (size_t r = 0; r < n; r++) {
+            const real* row = s->logits + r * s->V;
+            ll += row_logprob(row, row_stats(row, s->V), c[j + r + 1], greedy);
+        }
     }
     return ll;
 }
 
-void mc_score_encoded(McItem* it, McScorer* s, const int32_t* ctx, size_t n_ctx, const int32_t* const* cont,
+/* one item alone: its context through the cache (cut to the window where a choice needs it), each choice
+   after it; it->ll, it->greedy and it->ctx_tokens */
+static void score_one(McItem* it, McScorer* s, const int32_t* ctx, size_t n_ctx, const int32_t* const* cont,
                       const size_t* n_cont, size_t n) {
     it->ctx_tokens = n_ctx;
     bool cached = false; /* the cache starts with the whole context and s->first is the logits after it */
@@ -140,8 +173,127 @@ void mc_score_encoded(McItem* it, McScorer* s, const int32_t* ctx, size_t n_ctx,
     }
 }
 
-void mc_score(McItem* it, McScorer* s, const McRecord* r, const char* file, size_t line) {
-    mc_encode(s, r, file, line);
-    for (size_t k = 0; k < r->n_choices; k++) it->chars[k] = (double)mc_code_points(r->choice[k], strlen(r->choice[k]));
-    mc_score_encoded(it, s, s->ctx, s->n_ctx, (const int32_t* const*)s->cont, s->n_cont, r->n_choices);
+static void item_view(McItemView* v, McItem* it, const McSet* set, size_t i) {
+    const McSetItem* e = &set->item[i];
+    v->ctx = set->tokens + e->ctx_at;
+    v->n_ctx = e->ctx_len;
+    v->n = e->n_choices;
+    for (size_t k = 0; k < v->n; k++) {
+        const McSetChoice* c = &set->choice[e->first + k];
+        v->cont[k] = set->tokens + c->at;
+        v->n_cont[k] = c->len;
+        it->chars[k] = c->chars;
+    }
+    it->ctx_tokens = v->n_ctx;
+}
+
+/* The rows an item takes in a tree: its context once and each choice but its last token; without sharing
+   the context again with every choice. 0 when it cannot run in one: a choice needs the context cut to the
+   window, or the rows exceed the chunk. */
+static size_t tree_rows(const McScorer* s, const McItemView* v) {
+    if (!v->n_ctx) return 0;
+    size_t rows = s->no_sharing ? 0 : v->n_ctx;
+    for (size_t k = 0; k < v->n; k++) {
+        if (v->n_ctx + v->n_cont[k] - 1 > s->W) return 0;
+        rows += v->n_cont[k] - 1 + (s->no_sharing ? v->n_ctx : 0);
+    }
+    return rows <= s->chunk ? rows : 0;
+}
+
+/* n tokens into the tree at row at, each reading the prefix rows [pre_lo, pre_hi) and its segment from seg */
+static size_t lay(McScorer* s, size_t at, const int32_t* tok, size_t n, size_t pre_lo, size_t pre_hi, size_t seg) {
+    for (size_t j = 0; j < n; j++) {
+        s->tree_tokens[at + j] = tok[j];
+        s->tree[at + j] = (GenBranch){pre_lo, pre_hi, seg};
+    }
+    return at + n;
+}
+
+/* row `row` predicts token `target` of choice k of group item gi (k = MC_EVERY_CHOICE: the first token of each) */
+static void score_row(McScorer* s, size_t row, size_t gi, int k, int32_t target) {
+    s->score_rows[s->n_score++] = (McRow){.row = (uint32_t)row, .item = (uint32_t)gi, .choice = k, .target = target};
+}
+
+/* item v (group item gi) into the tree from row at; returns the row after it */
+static size_t lay_item(McScorer* s, size_t at, size_t gi, const McItemView* v) {
+    size_t c0 = at;
+    if (!s->no_sharing) { /* the context, then each choice reading it */
+        at = lay(s, at, v->ctx, v->n_ctx, 0, 0, c0);
+        score_row(s, at - 1, gi, MC_EVERY_CHOICE, 0);
+    }
+    for (size_t k = 0; k < v->n; k++) {
+        size_t r0 = at, m = v->n_cont[k];
+        if (s->no_sharing) {
+            at = lay(s, at, v->ctx, v->n_ctx, 0, 0, r0);
+            score_row(s, at - 1, gi, (int)k, v->cont[k][0]);
+        }
+        at = s->no_sharing ? lay(s, at, v->cont[k], m - 1, 0, 0, r0)
+                           : lay(s, at, v->cont[k], m - 1, c0, c0 + v->n_ctx, r0);
+        for (size_t j = 0; j + 1 < m; j++) score_row(s, at - (m - 1) + j, gi, (int)k, v->cont[k][j + 1]);
+    }
+    return at;
+}
+
+/* the laid-out rows scored into items[gi]: the head on the rows that predict a token, MC_HEAD_ROWS at a time,
+   their softmax statistics in parallel, then the log-probabilities summed in row order */
+static void score_tree_rows(McScorer* s, McItem* items, McItemView* views) {
+    size_t D = s->g.m->cfg.D, V = s->V;
+    for (size_t r0 = 0; r0 < s->n_score; r0 += s->head_rows) {
+        size_t n = s->n_score - r0 < s->head_rows ? s->n_score - r0 : s->head_rows;
+        for (size_t r = 0; r < n; r++)
+            memcpy(s->gathered + r * D, s->g.x + (size_t)s->score_rows[r0 + r].row * D, D * sizeof(real));
+        gen_rows_logits(&s->g, s->logits, s->normed, s->rstd, s->gathered, n);
+#pragma omp parallel for schedule(static)
+        for (size_t r = 0; r < n; r++) s->stats[r] = row_stats(s->logits + r * V, V);
+        for (size_t r = 0; r < n; r++) {
+            const McRow* w = &s->score_rows[r0 + r];
+            McItem* it = &items[w->item];
+            const real* row = s->logits + r * V;
+            if (w->choice != MC_EVERY_CHOICE) {
+                it->ll[w->choice] += row_logprob(row, s->stats[r], w->target, &it->greedy[w->choice]);
+                continue;
+            }
+            const McItemView* v = &views[w->item];
+            for (size_t k = 0; k < v->n; k++) it->ll[k] += row_logprob(row, s->stats[r], v->cont[k][0], &it->greedy[k]);
+        }
+    }
+}
+
+void mc_score_items(McItem* out, McScorer* s, const McSet* set, size_t i0, size_t n) {
+    McItemView* views = s->views;
+    CHECK(i0 + n <= set->n, "mc: items %zu .. %zu of a set of %zu", i0, i0 + n, set->n);
+    for (size_t i = 0; i < n;) {
+        item_view(&views[0], &out[i], set, i0 + i);
+        size_t rows = s->no_batching ? 0 : tree_rows(s, &views[0]);
+        gen_reset(&s->g);
+        if (!rows || !gen_tree_fits(&s->g, rows)) { /* alone, through the cache */
+            score_one(&out[i], s, views[0].ctx, views[0].n_ctx, views[0].cont, views[0].n_cont, views[0].n);
+            i++;
+            continue;
+        }
+        size_t g = 1, total = rows; /* the group: the items that follow while they fit */
+        while (i + g < n && g < MC_GROUP_ITEMS) {
+            item_view(&views[g], &out[i + g], set, i0 + i + g);
+            size_t more = tree_rows(s, &views[g]);
+            if (!more || total + more > s->chunk || !gen_tree_fits(&s->g, total + more)) break;
+            total += more;
+            g++;
+        }
+        s->n_score = 0;
+        size_t at = 0;
+        for (size_t j = 0; j < g; j++) {
+            at = lay_item(s, at, j, &views[j]);
+            McItem* it = &out[i + j];
+            for (size_t k = 0; k < views[j].n; k++) {
+                it->ll[k] = 0;
+                it->greedy[k] = true;
+            }
+            s->unshared += s->no_sharing ? views[j].n : 1; /* contexts run, and choices that read one run before */
+            s->shared += s->no_sharing ? 0 : views[j].n - 1;
+        }
+        gen_forward_tree(&s->g, s->tree_tokens, at, s->tree);
+        score_tree_rows(s, &out[i], views);
+        s->trees++;
+        i += g;
+    }
 }

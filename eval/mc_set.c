@@ -7,18 +7,8 @@
 #include "common/check.h"
 #include "common/clock.h"
 
-typedef struct {
-    McSet* set;
-    McScorer* s;
-    const char* file;
-} Loader;
-
-/* one record: its context_enc and continuations appended to the tokens, with where they start */
-static void load_record(void* arg, const McRecord* r, size_t line) {
-    Loader* ld = arg;
-    McSet* set = ld->set;
-    McScorer* s = ld->s;
-    mc_encode(s, r, ld->file, line);
+void mc_set_add(McSet* set, McScorer* s, const McRecord* r, const char* file, size_t line) {
+    mc_encode(s, r, file, line);
     size_t need = s->n_ctx;
     for (size_t k = 0; k < r->n_choices; k++) need += s->n_cont[k];
     mc_reserve((void**)&set->tokens, &set->cap_tokens, set->n_tokens + need, sizeof(int32_t));
@@ -41,6 +31,19 @@ static void load_record(void* arg, const McRecord* r, size_t line) {
     }
 }
 
+void mc_set_clear(McSet* set) { set->n = set->n_tokens = set->n_choices = 0; }
+
+typedef struct {
+    McSet* set;
+    McScorer* s;
+    const char* file;
+} Loader;
+
+static void load_record(void* arg, const McRecord* r, size_t line) {
+    Loader* ld = arg;
+    mc_set_add(ld->set, ld->s, r, ld->file, line);
+}
+
 void mc_set_load(McSet* set, McScorer* s, const char* file, const McFields* f, size_t n) {
     memset(set, 0, sizeof(*set));
     mc_name(set->name, sizeof set->name, file);
@@ -53,22 +56,17 @@ bool mc_set_run(McResult* r, McScorer* s, const McSet* set, const volatile sig_a
     memset(r, 0, sizeof(*r));
     snprintf(r->name, sizeof r->name, "%s", set->name);
     double t0 = now_s();
-    const int32_t* cont[MC_MAX_CHOICES];
-    size_t n_cont[MC_MAX_CHOICES];
-    McItem it;
-    for (size_t i = 0; i < set->n; i++) {
+    McItem it[MC_GROUP_ITEMS];
+    for (size_t i = 0; i < set->n; i += MC_GROUP_ITEMS) {
         if (stop && *stop) return false;
-        const McSetItem* e = &set->item[i];
-        for (size_t k = 0; k < e->n_choices; k++) {
-            const McSetChoice* c = &set->choice[e->first + k];
-            cont[k] = set->tokens + c->at;
-            n_cont[k] = c->len;
-            it.chars[k] = c->chars;
+        size_t n = set->n - i < MC_GROUP_ITEMS ? set->n - i : MC_GROUP_ITEMS;
+        mc_score_items(it, s, set, i, n);
+        for (size_t j = 0; j < n; j++) {
+            const McSetItem* e = &set->item[i + j];
+            mc_tally(r, &it[j], e->n_choices, e->label, NULL, NULL);
         }
-        mc_score_encoded(&it, s, set->tokens + e->ctx_at, e->ctx_len, cont, n_cont, e->n_choices);
-        mc_tally(r, &it, e->n_choices, e->label, NULL, NULL);
     }
-    if (stop && *stop) return false; /* the last item may have been cut short */
+    if (stop && *stop) return false; /* the last items may have been cut short */
     mc_result_close(r, set->n, t0);
     return true;
 }

@@ -1,6 +1,6 @@
 /* Multiple choice scored again and again (the trainer's evaluation at every train.eval_every): a file's
    first n items read, checked and encoded once (mc_encode, build/eval's encoding) and kept as token ids;
-   each mc_set_run scores them with mc_score_encoded, build/eval's scoring, reading, encoding and allocating
+   each mc_set_run scores them with mc_score_items, build/eval's scoring, reading, encoding and allocating
    nothing. */
 #ifndef REPOC_MC_SET_H
 #define REPOC_MC_SET_H
@@ -31,6 +31,13 @@ typedef struct {
 /* The first n items of file (mc_check_file's count) encoded with s's tokenizer, delimiter and window; dies
    naming file and line as mc_encode does */
 void mc_set_load(McSet* set, McScorer* s, const char* file, const McFields* f, size_t n);
+/* Add record r (of file:line) to set, encoded with s (mc_encode) */
+void mc_set_add(McSet* set, McScorer* s, const McRecord* r, const char* file, size_t line);
+/* Empty the set, keeping its buffers */
+void mc_set_clear(McSet* set);
+/* Score items i0 .. i0+n-1 of set into out[0..n): ll, greedy, chars and ctx_tokens. Consecutive items run
+   together, as many as fit one forward of the generator (eval/mc_score.c) */
+void mc_score_items(McItem* out, McScorer* s, const McSet* set, size_t i0, size_t n);
 /* Score every item of set into r (no per-item records); false, with r incomplete, once *stop is set
    (checked before each item; s->g.stop cuts a long context short) */
 bool mc_set_run(McResult* r, McScorer* s, const McSet* set, const volatile sig_atomic_t* stop);

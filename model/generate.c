@@ -7,7 +7,9 @@
        window of them), GQA;
      block_out_forward: Wo, the norms, the residuals and the SwiGLU MLP.
    A chunk into an empty cache uses the training attention (attention_forward
-   reads the cache rows as its k, v); later chunks use cache_attention below. */
+   reads the cache rows as its k, v); later chunks use cache_attention below.
+   A tree chunk (gen_forward_tree) runs the same, each row at its own position and
+   reading its own spans of the cache (key_spans), and is not appended. */
 #include "model/generate.h"
 
 #include <inttypes.h>
@@ -148,9 +150,30 @@ void gen_reset(Generator* g) { g->len = 0; }
 
 bool gen_stopping(const Generator* g) { return g->stop && *g->stop; }
 
-/* att (n,H*hd) for query rows at positions p0+i over cache rows 0..p0+i of layer l (a sliding layer: the last
-   sliding_window of them). One task per (row, head); each thread keeps its scores in its own row of g->scores. */
-static void cache_attention(Generator* g, size_t l, size_t n, size_t p0) {
+/* The keys query row i (cache position p) reads, as at most two spans of cache positions, and its
+   position t. A plain chunk: positions 0 .. p, t = p. A tree row (GenBranch b): the prefix
+   b.pre_lo .. b.pre_hi-1 holds positions 0 .. P-1 (P = pre_hi - pre_lo) and its segment b.seg .. p
+   the positions P .. t = P + p - seg. A sliding layer keeps the last `window` positions of t's. */
+typedef struct {
+    size_t lo[2], hi[2]; /* cache positions [lo, hi) */
+    size_t t;
+} KeySpans;
+
+static KeySpans key_spans(size_t p, const GenBranch* b, size_t window) {
+    GenBranch plain = {0, 0, 0};
+    if (!b) b = &plain;
+    size_t P = b->pre_hi - b->pre_lo, t = P + (p - b->seg), j0 = window_first(t, window);
+    KeySpans ks = {.t = t};
+    ks.lo[0] = b->pre_lo + (j0 < P ? j0 : P); /* prefix positions j0 .. P-1 */
+    ks.hi[0] = b->pre_hi;
+    ks.lo[1] = b->seg + (j0 > P ? j0 - P : 0); /* segment positions max(j0, P) .. t */
+    ks.hi[1] = p + 1;
+    return ks;
+}
+
+/* att (n,H*hd) for the query rows at cache positions p0+i over the keys key_spans gives them (tree: NULL for a
+   plain chunk), GQA. One task per (row, head); each thread keeps its scores in its own row of g->scores. */
+static void cache_attention(Generator* g, size_t l, size_t n, size_t p0, const GenBranch* tree) {
     const ModelConfig* c = &g->m->cfg;
     size_t H = c->H, hd = cfg_hd(c), qd = H * hd, kvd = c->KVH * hd, group = H / c->KVH, T = g->max_T;
     size_t window = cfg_sliding(c, l) ? c->sliding_window : 0;
@@ -164,41 +187,46 @@ static void cache_attention(Generator* g, size_t l, size_t n, size_t p0) {
     for (size_t i = 0; i < n; i++) {
         for (size_t h = 0; h < H; h++) {
             if (gen_stopping(g)) continue; /* a row of a long context takes milliseconds: stop within one */
-            size_t t = p0 + i, kvo = (h / group) * hd;
-            size_t j0 = window_first(t, window); /* the first key it sees */
-            real* s = g->scores + threads_id() * T;
+            KeySpans ks = key_spans(p0 + i, tree ? tree + i : NULL, window);
+            size_t kvo = (h / group) * hd;
+            real* s = g->scores + threads_id() * T; /* s[k]: the k-th key read, k < t + 1 <= T */
             const real* q = g->a.q + i * qd + h * hd;
             real mx = -INFINITY;
-            for (size_t j = j0; j <= t; j++) { /* s_j = scale q·k_j, causal: j0 <= j <= t */
-                const real* kj = kc + (j < rows ? j : j % rows) * kvd + kvo;
-                real dot = 0;
+            size_t nk = 0;
+            for (int sp = 0; sp < 2; sp++)
+                for (size_t j = ks.lo[sp]; j < ks.hi[sp]; j++, nk++) { /* s_k = scale q·k_j */
+                    const real* kj = kc + (j < rows ? j : j % rows) * kvd + kvo;
+                    real dot = 0;
 #pragma omp simd reduction(+ : dot)
-                for (size_t e = 0; e < hd; e++) dot += q[e] * kj[e];
-                s[j] = dot * scale;
-                mx = s[j] > mx ? s[j] : mx;
-            }
+                    for (size_t e = 0; e < hd; e++) dot += q[e] * kj[e];
+                    s[nk] = dot * scale;
+                    mx = s[nk] > mx ? s[nk] : mx;
+                }
             real sum = 0;
 #pragma omp simd reduction(+ : sum)
-            for (size_t j = j0; j <= t; j++) {
-                s[j] = exp_nonpos_r(s[j] - mx);
-                sum += s[j];
+            for (size_t k = 0; k < nk; k++) {
+                s[k] = exp_nonpos_r(s[k] - mx);
+                sum += s[k];
             }
-            real* out = g->a.att + i * qd + h * hd; /* out = Σ_j softmax_j v_j */
+            real* out = g->a.att + i * qd + h * hd; /* out = Σ_k softmax_k v_j(k) */
             for (size_t e = 0; e < hd; e++) out[e] = 0;
-            for (size_t j = j0; j <= t; j++) {
-                const real* vj = vc + (j < rows ? j : j % rows) * kvd + kvo;
-                real p = s[j];
+            nk = 0;
+            for (int sp = 0; sp < 2; sp++)
+                for (size_t j = ks.lo[sp]; j < ks.hi[sp]; j++, nk++) {
+                    const real* vj = vc + (j < rows ? j : j % rows) * kvd + kvo;
+                    real p = s[nk];
 #pragma omp simd
-                for (size_t e = 0; e < hd; e++) out[e] += p * vj[e];
-            }
+                    for (size_t e = 0; e < hd; e++) out[e] += p * vj[e];
+                }
             real inv = 1 / sum;
             for (size_t e = 0; e < hd; e++) out[e] *= inv;
         }
     }
 }
 
-/* layer l on the n rows of g->x (positions p0 ..), in place; fills the cache rows */
-static void layer_forward(Generator* g, size_t l, size_t n, size_t p0) {
+/* layer l on the n rows of g->x (cache positions p0 .., laid out by tree or plain), in place; fills the
+   cache rows */
+static void layer_forward(Generator* g, size_t l, size_t n, size_t p0, const GenBranch* tree) {
     const Model* m = g->m;
     const ModelConfig* c = &m->cfg;
     const LayerWeights* w = &m->w.layer[l];
@@ -215,13 +243,13 @@ static void layer_forward(Generator* g, size_t l, size_t n, size_t p0) {
         memcpy(g->k[l] + row * kvd, a->k + i * kvd, kvd * sizeof(real));
         memcpy(g->v[l] + row * kvd, a->v + i * kvd, kvd * sizeof(real));
     }
-    if (p0 == 0) { /* a first chunk: the training kernel on its own rows, over a sliding layer's window */
+    if (p0 == 0 && !tree) { /* a first chunk: the training kernel on its own rows, over a sliding layer's window */
         DocSpans win = {g->win_start};
         if (ring) window_starts(g->win_start, NULL, 1, n, c->sliding_window);
         attention_forward(a->att, a->lse, a->q, a->k, a->v, ring ? &win : NULL, 1, n, c->H, KVH, cfg_hd(c),
                           (real)cfg_attn_scale(c));
     } else {
-        cache_attention(g, l, n, p0);
+        cache_attention(g, l, n, p0, tree);
     }
     block_out_forward(g->x, a, g->x, w, &ctx);
 }
@@ -235,7 +263,9 @@ static double chunk_work(const Generator* g, size_t n, size_t len) {
     return (double)n * (per_token + 2.0 * keys * (double)(c->L * c->H * cfg_hd(c)));
 }
 
-const real* gen_forward(Generator* g, const int32_t* tokens, size_t n) {
+/* n tokens (1 .. max_chunk) through every layer into cache positions len .. len+n-1, as tree lays them out
+   (NULL: a plain chunk at positions len ..); the final residual rows in g->x. g->len is the caller's. */
+static void run_chunk(Generator* g, const int32_t* tokens, size_t n, const GenBranch* tree) {
     const Model* m = g->m;
     const ModelConfig* c = &m->cfg;
     CHECK(n >= 1 && n <= g->max_chunk, "generate: %zu tokens in one call (expected 1 .. %zu)", n, g->max_chunk);
@@ -256,15 +286,41 @@ const real* gen_forward(Generator* g, const int32_t* tokens, size_t n) {
     }
     Bf16Products* prev = model_products_begin((Model*)m); /* compute_bf16: the mirror may be rewritten */
     embedding_forward(g->x, tokens, m->w.embed, (real)cfg_embed_scale(c), n, c->D);
-    for (size_t i = 0; i < n; i++) /* rope layers rotate by t */
-        for (size_t gr = 0; gr < c->KVH; gr++) g->pos[i * c->KVH + gr] = (real)(g->len + i);
-    for (size_t l = 0; l < c->L && !gen_stopping(g); l++) layer_forward(g, l, n, g->len);
-    g->len += n;
-    /* only the last row's next-token distribution is needed */
-    model_head_forward(g->logits, g->final_out, g->final_rstd, g->x + (n - 1) * c->D, m, 1);
+    for (size_t i = 0; i < n; i++) { /* rope layers rotate by the row's position */
+        real t = (real)(tree ? key_spans(g->len + i, tree + i, 0).t : g->len + i);
+        for (size_t gr = 0; gr < c->KVH; gr++) g->pos[i * c->KVH + gr] = t;
+    }
+    for (size_t l = 0; l < c->L && !gen_stopping(g); l++) layer_forward(g, l, n, g->len, tree);
     products_use(prev);
     if (team) threads_init(team);
+}
+
+const real* gen_forward(Generator* g, const int32_t* tokens, size_t n) {
+    run_chunk(g, tokens, n, NULL);
+    g->len += n;
+    /* only the last row's next-token distribution is needed */
+    Bf16Products* prev = model_products_begin((Model*)g->m);
+    model_head_forward(g->logits, g->final_out, g->final_rstd, g->x + (n - 1) * g->m->cfg.D, g->m, 1);
+    products_use(prev);
     return g->logits;
+}
+
+bool gen_tree_fits(const Generator* g, size_t n) {
+    const ModelConfig* c = &g->m->cfg;
+    size_t ring = c->sliding_window + g->max_chunk - 1; /* a sliding layer's rows, at any cache size (gen_layout) */
+    return g->len + n <= g->limit_T && !(c->sliding_window && g->len + n > ring);
+}
+
+void gen_forward_tree(Generator* g, const int32_t* tokens, size_t n, const GenBranch* tree) {
+    CHECK(n >= 1 && n <= g->max_chunk && gen_tree_fits(g, n),
+          "generate: a tree of %zu rows after %zu cached tokens does not fit the cache", n, g->len);
+    for (size_t i = 0; i < n; i++) {
+        const GenBranch* b = &tree[i];
+        CHECK(b->pre_lo <= b->pre_hi && b->pre_hi <= b->seg && b->seg <= g->len + i,
+              "generate: tree row %zu (cache position %zu) reads the prefix [%zu, %zu) and its segment from %zu", i,
+              g->len + i, b->pre_lo, b->pre_hi, b->seg);
+    }
+    run_chunk(g, tokens, n, tree);
 }
 
 const real* gen_prefill(Generator* g, const int32_t* tokens, size_t n) {
@@ -277,10 +333,10 @@ const real* gen_prefill(Generator* g, const int32_t* tokens, size_t n) {
     return logits;
 }
 
-void gen_chunk_logits(Generator* g, real* logits, real* normed, real* rstd, size_t n) {
+void gen_rows_logits(Generator* g, real* logits, real* normed, real* rstd, const real* x, size_t n) {
     CHECK(n >= 1 && n <= g->max_chunk, "generate: logits of %zu rows (expected 1 .. %zu)", n, g->max_chunk);
     Bf16Products* prev = model_products_begin((Model*)g->m);
-    model_head_forward(logits, normed, rstd, g->x, g->m, n); /* g->x: the last chunk's final residual rows */
+    model_head_forward(logits, normed, rstd, x, g->m, n);
     products_use(prev);
 }
 

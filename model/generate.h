@@ -92,15 +92,31 @@ bool gen_stopping(const Generator* g);
 /* Append any number of tokens (n >= 1) in chunks of max_chunk; the logits after
    the last (after the chunk where gen_stopping turned true). */
 const real* gen_prefill(Generator* g, const int32_t* tokens, size_t n);
-/* After gen_forward of n tokens: the logits of each of its n rows (the last one is what
-   gen_forward returned), as model_forward would give them.
-   logits (n,V)   normed (n,D)   rstd (n): work space of the caller */
-void gen_chunk_logits(Generator* g, real* logits, real* normed, real* rstd, size_t n);
+/* The logits of n rows x (n,D) of the last chunk's final residual rows: g->x itself (after gen_forward of n
+   tokens, each of its rows; the last one is what gen_forward returned) or rows gathered from it, as
+   model_forward would give them.   logits (n,V)   normed (n,D)   rstd (n): work space of the caller */
+void gen_rows_logits(Generator* g, real* logits, real* normed, real* rstd, const real* x, size_t n);
 /* Keep the first n (<= len) cached tokens, as if the later ones had never been appended, so
    that several continuations can follow one prefix. False, and nothing changed, when a sliding
    layer's ring (Gemma-3) has already written over rows of the first n: only while len <= the
    rows of every layer. */
 bool gen_rewind(Generator* g, size_t n);
+/* Several sequences that share prefixes, in one chunk (multiple choice: a context and its choices, several
+   items side by side). Row i of the chunk sits at cache position p = len + i; besides the rows seg .. p of its
+   own segment (causal) it reads the cache positions pre_lo .. pre_hi-1 as the tokens before that segment:
+   positions 0 .. P-1 (P = pre_hi - pre_lo), so the row's own position is P + p - seg. A row that starts a
+   sequence has an empty prefix (pre_lo = pre_hi) and seg = p; pre_lo <= pre_hi <= seg <= p. */
+typedef struct {
+    size_t pre_lo, pre_hi, seg;
+} GenBranch;
+/* True when a tree of n rows fits after the len cached tokens: within limit_T, and for a sliding layer
+   (Gemma-3) within its ring, so that no row a query reads has been written over. */
+bool gen_tree_fits(const Generator* g, size_t n);
+/* Run n rows (1 .. max_chunk; gen_tree_fits) laid out by tree[0..n) through every layer, their keys and values
+   into cache positions len .. len+n-1, WITHOUT appending them (len is unchanged: the next call writes over
+   them). Their final residual rows are in g->x (n,D): gen_rows_logits on any of them gives that row's logits,
+   as model_forward would give them for the row's own sequence. */
+void gen_forward_tree(Generator* g, const int32_t* tokens, size_t n, const GenBranch* tree);
 /* One token: gen_forward of n = 1. */
 const real* gen_step(Generator* g, int32_t token);
 

@@ -46,6 +46,7 @@ typedef struct {
     const char* mc_delimiter;                  /* before every choice */
     const char* tokenizer;                     /* --tokenizer, NULL: the checkpoint's */
     bool mc_no_sharing;                        /* --mc-no-prefix-sharing */
+    bool mc_no_batching;                       /* --mc-no-batching */
     const char* compare[2];                    /* --compare A.json B.json */
     int compare_seen;
     CliShared sh; /* --threads, --yarn-factor, --yarn-orig */
@@ -84,6 +85,8 @@ static void usage(FILE* fp) {
         "  --mc-delimiter S    put before every choice (default \" \", the harness's target_delimiter)\n"
         "  --mc-window N       the model's window in tokens (default max_position_embeddings)\n"
         "  --mc-limit N        score the first N items of each file (all lines are still checked)\n"
+        "  --mc-no-prefix-sharing  run the context again for every choice (to measure what sharing saves)\n"
+        "  --mc-no-batching    each item alone, its choices one after another (to measure what batching saves)\n"
         "  --tokenizer PATH    tokenizer.json or its directory (default: the checkpoint's)\n"
         "  --ruler TASKS       RULER's synthetic tasks generated offline (docs/ruler.md), comma-separated or\n"
         "                      'all': niah_single_1..3, niah_multikey_1..3, niah_multivalue, niah_multiquery,\n"
@@ -158,6 +161,10 @@ static void parse_args(EvalOptions* o, int argc, char** argv) {
             o->mc_no_sharing = true;
             continue;
         }
+        if (!strcmp(a, "--mc-no-batching")) {
+            o->mc_no_batching = true;
+            continue;
+        }
         if (!strcmp(a, "--compare")) {
             cli_once(a, &o->compare_seen);
             o->compare[0] = cli_value(a, v);
@@ -205,8 +212,8 @@ static void parse_args(EvalOptions* o, int argc, char** argv) {
         cli_bad_option(
             "--compare takes two JSON files and --json OUT, no CHECKPOINT, --tasks, --lengths, --ppl or --mc");
     if (!o->ckpt && !o->compare[0]) cli_bad_option("no CHECKPOINT given");
-    if (!o->n_mc && (o->mc_fields || o->mc_window || o->mc_limit || o->mc_no_sharing))
-        cli_bad_option("--mc-fields, --mc-window, --mc-limit and --mc-no-prefix-sharing need --mc");
+    if (!o->n_mc && (o->mc_fields || o->mc_window || o->mc_limit || o->mc_no_sharing || o->mc_no_batching))
+        cli_bad_option("--mc-fields, --mc-window, --mc-limit, --mc-no-prefix-sharing and --mc-no-batching need --mc");
     if (!o->n_mc && !o->ruler_given && o->tokenizer) cli_bad_option("--tokenizer needs --mc or --ruler");
 }
 
@@ -447,7 +454,7 @@ int main(int argc, char** argv) {
                ppl[i].nll, ppl[i].ppl);
         token_data_close(&ppl_data[i]);
     }
-    if (o.n_mc) eval_mc_run(&mc, &m, o.json_out != NULL, o.mc_no_sharing);
+    if (o.n_mc) eval_mc_run(&mc, &m, o.json_out != NULL, o.mc_no_sharing, o.mc_no_batching);
 
     RulerResult* ruler = callocCheck(RULER_N_TASKS * o.n_lengths, sizeof(RulerResult));
     size_t n_ruler = 0;

@@ -36,22 +36,23 @@ void eval_mc_plan(EvalMc* p, const char* const* files, size_t n, const char* fie
           p->W, bytes / 1073741824.0);
 }
 
-void eval_mc_run(EvalMc* p, const Model* m, bool keep_items, bool no_sharing) {
+void eval_mc_run(EvalMc* p, const Model* m, bool keep_items, bool no_sharing, bool no_batching) {
     McScorer s;
     mc_scorer_init(&s, m, p->tok, p->W, p->delimiter);
     s.no_sharing = no_sharing;
+    s.no_batching = no_batching;
     printf("\nmultiple choice (lm-evaluation-harness rules): window %zu tokens, delimiter \"%s\", tokenizer %s\n", p->W,
            p->delimiter, tok_name(p->tok));
     printf("(acc and acc_norm with their stderr, as the harness reports it, and [95%% Wilson interval])\n");
     for (size_t i = 0; i < p->n_files; i++) {
         McResult* r = &p->res[i];
-        size_t shared = s.shared, runs = s.unshared;
+        size_t shared = s.shared, runs = s.unshared, trees = s.trees;
         mc_run_file(r, &s, p->files[i], &p->fields, p->n_items[i], keep_items, isatty(STDOUT_FILENO));
         printf("  mc %-20s %6zu items  acc %.4f ± %.4f [%.4f, %.4f]  acc_norm %.4f ± %.4f [%.4f, %.4f]  "
-               "%.1f items/s (%zu context runs, %zu reused)\n",
+               "%.1f items/s (%zu context runs, %zu reused; %zu batched forwards)\n",
                r->name, r->n, r->acc, r->acc_stderr, r->acc_ci.lo, r->acc_ci.hi, r->acc_norm, r->acc_norm_stderr,
                r->acc_norm_ci.lo, r->acc_norm_ci.hi, (double)r->n / (r->seconds > 0 ? r->seconds : 1e-9),
-               s.unshared - runs, s.shared - shared);
+               s.unshared - runs, s.shared - shared, s.trees - trees);
         fflush(stdout);
     }
     mc_scorer_free(&s);

@@ -25,8 +25,8 @@ typedef struct {
 void eval_mc_plan(EvalMc* p, const char* const* files, size_t n, const char* fields, const char* delimiter,
                   size_t window, size_t limit, const char* tokenizer, const CkptInfo* ci, const ModelConfig* cfg);
 /* Score every file, printing a line per file (and a progress line on a terminal); no_sharing: run
-   each context again for every choice */
-void eval_mc_run(EvalMc* p, const Model* m, bool keep_items, bool no_sharing);
+   each context again for every choice; no_batching: each item alone, its choices one after another */
+void eval_mc_run(EvalMc* p, const Model* m, bool keep_items, bool no_sharing, bool no_batching);
 /* "mc": {NAME: {n, acc, acc_stderr, acc_ci, acc_norm, ..., items}} into root (the items move there) */
 void eval_mc_json(cJSON* root, EvalMc* p);
 void eval_mc_free(EvalMc* p);

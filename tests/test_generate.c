@@ -163,6 +163,76 @@ static void check_steps_and_prefill(Model* m, int32_t* tokens, size_t T, const c
     free(steps);
 }
 
+/* the logits of every row of seq (n tokens) run as one plain chunk from an empty cache: (n,V) into out */
+static void plain_logits(real* out, const Model* m, const int32_t* seq, size_t n) {
+    Generator g;
+    gen_build(&g, m, n, n);
+    gen_forward(&g, seq, n);
+    real* normed = mallocCheck(n * m->cfg.D * sizeof(real));
+    real rstd[64];
+    gen_rows_logits(&g, out, normed, rstd, g.x, n);
+    free(normed);
+    gen_free(&g);
+}
+
+/* A tree chunk (gen_forward_tree) after a cached prefix of 10 tokens: branches a (6 tokens) and b (4) after
+   the cache; a new sequence c (5 tokens) in the chunk, with branches d (3) and e (2) after it. Every row's
+   logits equal those of its own sequence run plainly (checked against model_forward above); the cache's
+   length is unchanged. Rows a and c exceed Gemma-3's window of 5, and the chunk of 32 keeps its sliding layers
+   in a ring of 36 rows (< 40). */
+static void check_tree(const Model* m, const int32_t* tokens, const char* name) {
+    size_t V = m->cfg.V;
+    enum { PRE = 10, NA = 6, NB = 4, NCX = 5, ND = 3, NE = 2, N = NA + NB + NCX + ND + NE };
+    const int32_t *a = tokens + 10, *b = tokens + 20, *cx = tokens + 30, *d = tokens + 5, *e = tokens + 12;
+    int32_t chunk[N];
+    GenBranch tree[N];
+    size_t at = 0, c0 = PRE + NA + NB; /* cache position of c's first row */
+    struct {
+        const int32_t* tok;
+        size_t n, pre_lo, pre_hi;
+    } part[] = {{a, NA, 0, PRE}, {b, NB, 0, PRE}, {cx, NCX, 0, 0}, {d, ND, c0, c0 + NCX}, {e, NE, c0, c0 + NCX}};
+    for (size_t p = 0; p < 5; p++) {
+        size_t seg = PRE + at;
+        for (size_t j = 0; j < part[p].n; j++, at++) {
+            chunk[at] = part[p].tok[j];
+            tree[at] = (GenBranch){part[p].pre_lo, part[p].pre_hi, seg};
+        }
+    }
+    Generator g;
+    gen_build(&g, m, 40, 32);
+    gen_prefill(&g, tokens, PRE);
+    size_t most = m->cfg.sliding_window ? 26 : 30; /* 10 cached + 26 rows fill the rings, + 30 the cache */
+    EXPECT(gen_tree_fits(&g, most) && !gen_tree_fits(&g, most + 1),
+           "%s: gen_tree_fits: a tree of up to %zu rows after the 10 cached tokens, not %zu", name, most, most + 1);
+    gen_forward_tree(&g, chunk, N, tree);
+    EXPECT(g.len == PRE, "%s: the tree leaves the cache's length at %zu (got %zu)", name, (size_t)PRE, g.len);
+    real* got = mallocCheck(N * V * sizeof(real));
+    real* normed = mallocCheck(N * m->cfg.D * sizeof(real));
+    real rstd[N];
+    gen_rows_logits(&g, got, normed, rstd, g.x, N);
+    /* each part's rows against its own sequence: the prefix (cache or c), then the part */
+    int32_t seq[PRE + NA];
+    real* ref = mallocCheck((PRE + NA) * V * sizeof(real));
+    double err = 0, mx = 0;
+    for (size_t p = 0, row = 0; p < 5; row += part[p].n, p++) {
+        const int32_t* pre = part[p].pre_hi == PRE ? tokens : cx;
+        size_t np = part[p].pre_hi - part[p].pre_lo;
+        memcpy(seq, pre, np * sizeof(int32_t));
+        memcpy(seq + np, part[p].tok, part[p].n * sizeof(int32_t));
+        plain_logits(ref, m, seq, np + part[p].n);
+        for (size_t i = 0; i < part[p].n * V; i++) {
+            err = fmax(err, fabs((double)got[row * V + i] - ref[np * V + i]));
+            mx = fmax(mx, fabs((double)ref[np * V + i]));
+        }
+    }
+    printf("  %s: tree of 5 branches, 20 rows: max abs error %.3e, max|logit| %.3e\n", name, err, mx);
+    EXPECT(err <= REL_TOL * mx, "%s: tree rows' logits == their own sequences' (1e-5 of max|logit|)", name);
+    free(ref);
+    free(normed);
+    free(got);
+    gen_free(&g);
+}
+
 /* greedy continuation == argmax of full-recompute logits at every step */
 static void check_greedy(Model* m, const int32_t* tokens, size_t n_prompt, size_t n_new, const char* name) {
     size_t V = m->cfg.V, T = m->T;
@@ -279,6 +349,7 @@ static void run_model(const char* name, const ModelConfig* cfg, uint64_t seed) {
     random_weights(&m, seed);
     check_steps_and_prefill(&m, tokens, T, name, false);
     check_steps_and_prefill(&m, tokens, T, name, true);
+    check_tree(&m, tokens, name);
     model_free(&m);
 
     model_build(&m, cfg, 1, n_prompt + n_new - 1, NULL, 0, false);

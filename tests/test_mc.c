@@ -76,9 +76,9 @@ static void compare_items(const cJSON* got, const cJSON* ref, const char* label)
     free(r);
 }
 
-static void check_reference(bool no_sharing) {
-    printf("build/eval --mc on %s/items.jsonl against tools/mc_reference.py%s\n", FIX,
-           no_sharing ? ", prefix sharing off" : "");
+static void check_reference(bool no_sharing, bool no_batching) {
+    const char* label = no_batching ? "no batching" : no_sharing ? "no sharing" : "shared, batched";
+    printf("build/eval --mc on %s/items.jsonl against tools/mc_reference.py: %s\n", FIX, label);
     CkptInfo ci;
     ModelConfig cfg;
     CliShared sh = {0};
@@ -89,11 +89,11 @@ static void check_reference(bool no_sharing) {
     const char* files[] = {FIX "/items.jsonl"};
     eval_mc_plan(&p, files, 1, NULL, " ", 0, 0, NULL, &ci, &cfg);
     EXPECT(p.W == 40, "the window is max_position_embeddings: %zu", p.W);
-    eval_mc_run(&p, &m, true, no_sharing);
+    eval_mc_run(&p, &m, true, no_sharing, no_batching);
     char* text = file_read_all(FIX "/reference.json", NULL);
     cJSON* ref = cJSON_Parse(text);
     free(text);
-    compare_items(p.res[0].items, get(ref, "items"), no_sharing ? "no sharing" : "shared");
+    compare_items(p.res[0].items, get(ref, "items"), label);
     EXPECT(p.res[0].acc == get(ref, "acc")->valuedouble && p.res[0].acc_norm == get(ref, "acc_norm")->valuedouble,
            "acc %.4f acc_norm %.4f, reference %.4f %.4f", p.res[0].acc, p.res[0].acc_norm, get(ref, "acc")->valuedouble,
            get(ref, "acc_norm")->valuedouble);
@@ -107,8 +107,9 @@ int main(void) {
     cli_init("test_mc");
     threads_init(1);
     check_text_rules();
-    check_reference(false);
-    check_reference(true);
+    check_reference(false, false);
+    check_reference(true, false);
+    check_reference(false, true);
     printf("%d passed, %d failed\n", test_passes, test_failures);
     return test_failures ? 1 : 0;
 }

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# tools/bench_mc.sh (make bench-mc): multiple-choice scoring throughput, items/s, of build/eval --mc with
-# prefix sharing (each context run once, its KV cache rewound for every choice) and without it
-# (--mc-no-prefix-sharing), against tools/mc_reference.py --score (PyTorch in float32, one forward of
+# tools/bench_mc.sh (make bench-mc): multiple-choice scoring throughput, items/s, of build/eval --mc as it runs
+# by default (prefix sharing and batching: each context run once, every choice reading it, several items in one
+# forward), without prefix sharing (--mc-no-prefix-sharing: the context again with every choice, still
+# batched) and without batching (--mc-no-batching: each item alone, its choices one after another after its
+# context), against tools/mc_reference.py --score (PyTorch in float32, one forward of
 # (context + choice)[-(W+1):][:-1] per choice, as lm-evaluation-harness runs a request), on the same items
 # with the same threads, on a checkpoint of a Hugging Face config's shape with random weights (one step of
-# build/train from model.from_config, kept in build/bench/mc/). The three are alternated, the order reversed
+# build/train from model.from_config, kept in build/bench/mc/). The four are alternated, the order reversed
 # every round; printed: each run's items/s, and the median over the rounds of each round's ratios. The
-# accuracies of the three must agree (the same rules and weights). Never part of make test.
+# accuracies of the four must agree (the same rules and weights). Never part of make test.
 # The items: HellaSwag-shaped records generated here (a context of 30-60 words, 4 choices of 6-16 words,
 # seed 1), encoded with tests/fixtures/tokenizer/smol.json (1001 ids: within any vocabulary here).
 # Environment (defaults): BENCH_MC_CONFIG=tests/corpus/hf_configs/smollm2_135m.json BENCH_MC_ITEMS=40
@@ -52,9 +54,10 @@ log=$dir/runs.log
 : >"$log"
 run() {  # variant: "items/s acc acc_norm" (build/eval's from its JSON: n / seconds of the scoring)
     case $1 in
-    share | noshare)
+    share | noshare | nobatch)
         build/eval "$ckpt" --mc "$items" --tokenizer "$TOK" --mc-window "$WINDOW" --threads "$THREADS" \
-            --json "$dir/eval.json" $([ "$1" = noshare ] && echo --mc-no-prefix-sharing) >>"$log" 2>&1
+            --json "$dir/eval.json" $([ "$1" = noshare ] && echo --mc-no-prefix-sharing) \
+            $([ "$1" = nobatch ] && echo --mc-no-batching) >>"$log" 2>&1
         $PY -c 'import json, sys; (t,) = json.load(open(sys.argv[1]))["mc"].values()
 print(t["n"] / t["seconds"], t["acc"], t["acc_norm"])' "$dir/eval.json" ;;
     torch)
@@ -68,8 +71,8 @@ echo "bench-mc: $ITEMS items, $name shape ($ckpt), window $WINDOW, $THREADS thre
 results=$dir/results.tsv
 : >"$results"
 for r in $(seq "$ROUNDS"); do
-    order="share noshare torch"
-    [ $((r % 2)) -eq 0 ] && order="torch noshare share"
+    order="share noshare nobatch torch"
+    [ $((r % 2)) -eq 0 ] && order="torch nobatch noshare share"
     for v in $order; do
         read -r rate acc accn < <(run "$v")
         printf "%s\t%s\t%s\t%s\t%s\n" "$r" "$v" "$rate" "$acc" "$accn" >>"$results"
@@ -85,8 +88,10 @@ rounds = sorted({r for r, _ in rate})
 def med(a, b):
     return statistics.median(rate[(r, a)] / rate[(r, b)] for r in rounds)
 print("median of the per-round ratios over %d rounds:" % len(rounds))
-print("  repoc with prefix sharing / PyTorch     %.2fx" % med("share", "torch"))
-print("  repoc without prefix sharing / PyTorch  %.2fx" % med("noshare", "torch"))
-print("  prefix sharing / without                %.2fx" % med("share", "noshare"))
+print("  repoc (sharing, batching) / PyTorch      %.2fx" % med("share", "torch"))
+print("  repoc without prefix sharing / PyTorch   %.2fx" % med("noshare", "torch"))
+print("  repoc without batching / PyTorch         %.2fx" % med("nobatch", "torch"))
+print("  prefix sharing / without (both batched)  %.2fx" % med("share", "noshare"))
+print("  batching / without (both sharing)        %.2fx" % med("share", "nobatch"))
 print("accuracies agree" if len(accs) == 1 else "WARNING: the accuracies differ: %s" % sorted(accs))
 PY
