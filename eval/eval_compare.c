@@ -195,65 +195,110 @@ static void check_same_items(const ScoreFile* a, const ScoreFile* b) {
     }
 }
 
-/* the items of ta that tb holds too, their scores into xa, xb; returns how many */
-static size_t pair_items(const ScoreFile* a, const TaskScores* ta, const ScoreFile* b, const TaskScores* tb, double* xa,
-                         double* xb) {
-    size_t n = 0;
-    for (size_t i = 0; i < ta->n; i++) {
-        const ItemScore* o = bsearch(&ta->it[i], tb->it, tb->n, sizeof(ItemScore), cmp_item);
-        if (!o) continue;
-        bool both_nan = isnan(o->label) && isnan(ta->it[i].label);
-        CHECK(both_nan || o->label == ta->it[i].label,
-              "eval --compare: %s: item \"%s\" has label %g in %s and %g in %s: not the same item", ta->key, o->id,
-              ta->it[i].label, a->path, o->label, b->path);
-        xa[n] = ta->it[i].score;
-        xb[n++] = o->score;
-    }
-    return n;
+static const TaskScores* find_task(const ScoreFile* f, const char* key) {
+    for (size_t i = 0; i < f->n; i++)
+        if (!strcmp(f->t[i].key, key)) return &f->t[i];
+    return NULL;
 }
 
 static const char* verdict(Interval ci) {
     return ci.lo > 0 ? "better" : ci.hi < 0 ? "worse" : "no difference at this n";
 }
 
-/* one task's comparison: JSON entry and table row */
-static void compare_task(cJSON* out, const ScoreFile* a, const TaskScores* ta, const ScoreFile* b, const TaskScores* tb,
-                         double* work) {
-    double* xa = mallocCheck((ta->n + 1) * sizeof(double));
-    double* xb = mallocCheck((ta->n + 1) * sizeof(double));
-    size_t n = pair_items(a, ta, b, tb, xa, xb);
-    CHECK(n > 0, "eval --compare: %s: no item id is in both %s (%zu items) and %s (%zu items)", ta->key, a->path, ta->n,
-          b->path, tb->n);
-    double ma = stats_mean(xa, n), mb = stats_mean(xb, n);
-    Interval ci = stats_bootstrap_diff(xa, xb, n, work);
-    bool binary = stats_binary(xa, n) && stats_binary(xb, n);
+/* A task's scores in every file: S runs per side, paired by seed; the items every file holds, paired by id */
+typedef struct {
+    size_t S, n;
+    double *a, *b; /* (S,n): row s the scores of a[s], b[s] */
+} Paired;
+
+/* key's items that all 2S files hold (in a[0]'s order), their scores into p; dies on a label that differs */
+static void collect(Paired* p, const ScoreFile* fa, const ScoreFile* fb, size_t S, const char* key) {
+    const TaskScores* t0 = find_task(&fa[0], key);
+    size_t cap = t0->n;
+    p->S = S;
+    p->n = 0;
+    p->a = mallocCheck((S * cap + 1) * sizeof(double));
+    p->b = mallocCheck((S * cap + 1) * sizeof(double));
+    for (size_t i = 0; i < cap; i++) {
+        const ItemScore* it = &t0->it[i];
+        const ItemScore* found[2 * STATS_MAX_SEEDS];
+        bool everywhere = true;
+        for (size_t f = 0; f < 2 * S && everywhere; f++) {
+            const ScoreFile* file = f < S ? &fa[f] : &fb[f - S];
+            const TaskScores* t = find_task(file, key);
+            found[f] = bsearch(it, t->it, t->n, sizeof(ItemScore), cmp_item);
+            everywhere = found[f] != NULL;
+            bool both_nan = everywhere && isnan(found[f]->label) && isnan(it->label);
+            CHECK(!everywhere || both_nan || found[f]->label == it->label,
+                  "eval --compare: %s: item \"%s\" has label %g in %s and %g in %s: not the same item", key, it->id,
+                  it->label, fa[0].path, found[f]->label, file->path);
+        }
+        if (!everywhere) continue;
+        for (size_t k = 0; k < S; k++) {
+            p->a[k * cap + p->n] = found[k]->score;
+            p->b[k * cap + p->n] = found[S + k]->score;
+        }
+        p->n++;
+    }
+    for (size_t k = 1; k < S; k++) { /* rows of stride cap to rows of stride n */
+        memmove(p->a + k * p->n, p->a + k * cap, p->n * sizeof(double));
+        memmove(p->b + k * p->n, p->b + k * cap, p->n * sizeof(double));
+    }
+}
+
+/* q's items appended to p's, seed by seed */
+static void append(Paired* p, const Paired* q) {
+    size_t n = p->n + q->n, S = q->S;
+    double* a = mallocCheck((S * n + 1) * sizeof(double));
+    double* b = mallocCheck((S * n + 1) * sizeof(double));
+    for (size_t k = 0; k < S; k++) {
+        if (p->n) memcpy(a + k * n, p->a + k * p->n, p->n * sizeof(double));
+        if (p->n) memcpy(b + k * n, p->b + k * p->n, p->n * sizeof(double));
+        memcpy(a + k * n + p->n, q->a + k * q->n, q->n * sizeof(double));
+        memcpy(b + k * n + p->n, q->b + k * q->n, q->n * sizeof(double));
+    }
+    free(p->a);
+    free(p->b);
+    *p = (Paired){S, n, a, b};
+}
+
+/* one task's comparison: JSON entry and table row. S = 1: the paired bootstrap over items and McNemar's p
+   for 0/1 scores; S > 1: the two-level bootstrap over seeds and items, and the difference of each seed */
+static void compare_task(cJSON* out, const char* key, const Paired* p, double* work) {
+    size_t S = p->S, n = p->n, N = S * n;
+    double ma = stats_mean(p->a, N), mb = stats_mean(p->b, N);
+    Interval ci = stats_bootstrap_diff_seeds(p->a, p->b, S, n, work);
+    bool binary = S == 1 && stats_binary(p->a, n) && stats_binary(p->b, n);
     size_t n01 = 0, n10 = 0;
     for (size_t i = 0; binary && i < n; i++) {
-        n01 += xa[i] == 0 && xb[i] == 1;
-        n10 += xa[i] == 1 && xb[i] == 0;
+        n01 += p->a[i] == 0 && p->b[i] == 1;
+        n10 += p->a[i] == 1 && p->b[i] == 0;
     }
-    double p = binary ? stats_mcnemar_exact(n01, n10) : NAN;
-    cJSON* e = cJSON_AddObjectToObject(out, ta->key);
+    double pv = binary ? stats_mcnemar_exact(n01, n10) : NAN;
+    cJSON* e = cJSON_AddObjectToObject(out, key);
     cJSON_AddNumberToObject(e, "n", (double)n);
+    if (S > 1) cJSON_AddNumberToObject(e, "seeds", (double)S);
     cJSON_AddNumberToObject(e, "a", ma);
     cJSON_AddNumberToObject(e, "b", mb);
     cJSON_AddNumberToObject(e, "diff", mb - ma);
     cJSON_AddItemToObject(e, "ci", cJSON_CreateDoubleArray((double[]){ci.lo, ci.hi}, 2));
-    if (binary) cJSON_AddNumberToObject(e, "p_mcnemar", p);
+    if (binary) cJSON_AddNumberToObject(e, "p_mcnemar", pv);
     else cJSON_AddNullToObject(e, "p_mcnemar");
     cJSON_AddStringToObject(e, "verdict", verdict(ci));
     char pbuf[16] = "-";
-    if (binary) snprintf(pbuf, sizeof pbuf, "%.4g", p);
-    printf("%-28s %6zu  %7.4f  %7.4f  %+8.4f  [%+.4f, %+.4f]  %-9s  %s\n", ta->key, n, ma, mb, mb - ma, ci.lo, ci.hi,
-           pbuf, verdict(ci));
-    free(xa);
-    free(xb);
-}
-
-static const TaskScores* find_task(const ScoreFile* f, const char* key) {
-    for (size_t i = 0; i < f->n; i++)
-        if (!strcmp(f->t[i].key, key)) return &f->t[i];
-    return NULL;
+    if (binary) snprintf(pbuf, sizeof pbuf, "%.4g", pv);
+    printf("%-28s %6zu  %7.4f  %7.4f  %+8.4f  [%+.4f, %+.4f]  %-9s  %s\n", key, n, ma, mb, mb - ma, ci.lo, ci.hi, pbuf,
+           verdict(ci));
+    if (S > 1) {
+        cJSON* d = cJSON_AddArrayToObject(e, "diff_per_seed");
+        printf("%-28s per seed:", "");
+        for (size_t k = 0; k < S; k++) {
+            double dk = stats_mean(p->b + k * n, n) - stats_mean(p->a + k * n, n);
+            cJSON_AddItemToArray(d, cJSON_CreateNumber(dk));
+            printf(" %+.4f", dk);
+        }
+        printf("\n");
+    }
 }
 
 /* "k1, k2, ..." of f's tasks into buf */
@@ -264,42 +309,92 @@ static void task_list(char* buf, size_t len, const ScoreFile* f) {
         k += (size_t)snprintf(buf + k, len - k, "%s%s", i ? ", " : "", f->t[i].key);
 }
 
-cJSON* eval_compare(const char* path_a, const char* path_b) {
-    ScoreFile a, b;
-    read_file(&a, path_a);
-    read_file(&b, path_b);
+/* true when every file holds the task */
+static bool in_all(const ScoreFile* fa, const ScoreFile* fb, size_t S, const char* key) {
+    for (size_t k = 0; k < S; k++)
+        if (!find_task(&fa[k], key) || !find_task(&fb[k], key)) return false;
+    return true;
+}
+
+static cJSON* path_list(const char* const* paths, size_t S) {
+    if (S == 1) return cJSON_CreateString(paths[0]);
+    cJSON* l = cJSON_CreateArray();
+    for (size_t k = 0; k < S; k++) cJSON_AddItemToArray(l, cJSON_CreateString(paths[k]));
+    return l;
+}
+
+cJSON* eval_compare(const char* const* path_a, const char* const* path_b, size_t S, const char* const* pool,
+                    size_t n_pool) {
+    CHECK(S >= 1 && S <= STATS_MAX_SEEDS, "eval --compare: %zu files per side (expected 1 .. %d)", S, STATS_MAX_SEEDS);
+    ScoreFile* fa = mallocCheck(2 * S * sizeof(ScoreFile));
+    ScoreFile* fb = fa + S;
+    for (size_t k = 0; k < S; k++) {
+        read_file(&fa[k], path_a[k]);
+        read_file(&fb[k], path_b[k]);
+    }
     size_t shared = 0;
-    for (size_t i = 0; i < a.n; i++) shared += find_task(&b, a.t[i].key) != NULL;
+    for (size_t i = 0; i < fa[0].n; i++) shared += in_all(fa, fb, S, fa[0].t[i].key);
     char la[1024], lb[1024];
-    task_list(la, sizeof la, &a);
-    task_list(lb, sizeof lb, &b);
-    CHECK(shared, "eval --compare: no task in both files: %s has %s; %s has %s", path_a, la, path_b, lb);
+    task_list(la, sizeof la, &fa[0]);
+    task_list(lb, sizeof lb, &fb[0]);
+    CHECK(shared, "eval --compare: no task in %s: %s has %s; %s has %s", S == 1 ? "both files" : "every file",
+          path_a[0], la, path_b[0], lb);
+    for (size_t j = 0; j < n_pool; j++)
+        CHECK(in_all(fa, fb, S, pool[j]), "eval --compare: --pool names '%s', which not every file holds (%s has %s)",
+              pool[j], path_a[0], la);
     cJSON* root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", "repoc-eval-compare");
     cJSON_AddNumberToObject(root, "version", COMPARE_VERSION);
-    cJSON_AddStringToObject(root, "a", path_a);
-    cJSON_AddStringToObject(root, "b", path_b);
+    cJSON_AddItemToObject(root, "a", path_list(path_a, S));
+    cJSON_AddItemToObject(root, "b", path_list(path_b, S));
     cJSON* out = cJSON_AddObjectToObject(root, "compare");
-    printf("paired comparison, items matched by id: A = %s, B = %s\n", path_a, path_b);
-    printf("95%% interval of B - A: paired bootstrap over items (%d resamples); verdict better/worse when it "
-           "excludes 0\n",
-           STATS_RESAMPLES);
+    if (S == 1) {
+        printf("paired comparison, items matched by id: A = %s, B = %s\n", path_a[0], path_b[0]);
+        printf("95%% interval of B - A: paired bootstrap over items (%d resamples); verdict better/worse when it "
+               "excludes 0\n",
+               STATS_RESAMPLES);
+    } else {
+        printf("paired comparison of %zu runs per side, paired by position (seed) and items by id: A = %s, ..., "
+               "B = %s, ...\n",
+               S, path_a[0], path_b[0]);
+        printf("95%% interval of B - A: two-level bootstrap, seeds then items (%d resamples); verdict better/worse "
+               "when it excludes 0\n",
+               STATS_RESAMPLES);
+    }
     printf("%-28s %6s  %7s  %7s  %8s  %-18s  %-9s  %s\n", "task", "n", "A", "B", "B - A", "95% interval", "McNemar p",
            "verdict");
     double* work = mallocCheck(STATS_RESAMPLES * sizeof(double));
-    for (size_t i = 0; i < a.n; i++) {
-        const TaskScores* tb = find_task(&b, a.t[i].key);
-        if (!tb) {
-            printf("%-28s only in %s\n", a.t[i].key, path_a);
+    Paired pooled = {S, 0, NULL, NULL};
+    for (size_t i = 0; i < fa[0].n; i++) {
+        const char* key = fa[0].t[i].key;
+        if (!in_all(fa, fb, S, key)) {
+            printf(S == 1 ? "%-28s only in %s\n" : "%-28s not in every file\n", key, path_a[0]);
             continue;
         }
-        if (!strchr(a.t[i].key, '/')) check_same_items(&a, &b); /* a synthetic family@length */
-        compare_task(out, &a, &a.t[i], &b, tb, work);
+        for (size_t k = 0; k < 2 * S; k++)
+            if (!strchr(key, '/')) check_same_items(&fa[0], &fa[k]); /* a synthetic family@length */
+        Paired p;
+        collect(&p, fa, fb, S, key);
+        CHECK(p.n > 0, "eval --compare: %s: no item id is in %s %s (%zu items) and %s (%zu items)", key,
+              S == 1 ? "both" : "every file of", path_a[0], find_task(&fa[0], key)->n, path_b[0],
+              find_task(&fb[0], key)->n);
+        compare_task(out, key, &p, work);
+        for (size_t j = 0; j < n_pool; j++)
+            if (!strcmp(pool[j], key)) append(&pooled, &p);
+        free(p.a);
+        free(p.b);
     }
-    for (size_t i = 0; i < b.n; i++)
-        if (!find_task(&a, b.t[i].key)) printf("%-28s only in %s\n", b.t[i].key, path_b);
+    for (size_t i = 0; i < fb[0].n; i++)
+        if (!find_task(&fa[0], fb[0].t[i].key)) printf("%-28s only in %s\n", fb[0].t[i].key, path_b[0]);
+    if (n_pool) {
+        compare_task(out, "pool", &pooled, work);
+        cJSON* names = cJSON_AddArrayToObject(cJSON_GetObjectItemCaseSensitive(out, "pool"), "tasks");
+        for (size_t j = 0; j < n_pool; j++) cJSON_AddItemToArray(names, cJSON_CreateString(pool[j]));
+        free(pooled.a);
+        free(pooled.b);
+    }
     free(work);
-    free_file(&a);
-    free_file(&b);
+    for (size_t k = 0; k < 2 * S; k++) free_file(&fa[k]);
+    free(fa);
     return root;
 }

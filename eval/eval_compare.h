@@ -1,4 +1,5 @@
-/* build/eval --compare A.json B.json: the paired comparison of two build/eval --json files.
+/* build/eval --compare A.json B.json: the paired comparison of two build/eval --json files (or of two
+   lists of them, one per seed: A1,A2,A3 B1,B2,B3).
    Per-item scores are read from
      "mc": {NAME: {"items": [{"id", "label", "loglikelihoods", "choice_chars"}]}}
          -> tasks "mc/NAME" (acc: the argmax choice is the label) and "mc/NAME/acc_norm";
@@ -16,8 +17,13 @@
 
 #include <cjson/cJSON.h>
 
-/* Compare the files a and b, print the table to stdout; returns {"format", "version", "a", "b",
-   "compare": {KEY: {...}}} (the caller's to free). */
-cJSON* eval_compare(const char* a, const char* b);
+/* Compare the files a and b (S of each: runs of S seeds, a[k] paired with b[k]; S = 1 the plain paired
+   comparison), print the table to stdout. With S > 1 an item is compared where all 2S files hold it, the
+   interval is the two-level bootstrap over seeds and items (eval/stats.h), p_mcnemar is null and each
+   task also gets "seeds" and "diff_per_seed". pool (n_pool task keys, each in every file): one more
+   task, "pool", whose items are those of the listed tasks together (with "tasks": the keys). Returns
+   {"format", "version", "a", "b" (a path, or a list when S > 1), "compare": {KEY: {...}}} (the caller's
+   to free). */
+cJSON* eval_compare(const char* const* a, const char* const* b, size_t S, const char* const* pool, size_t n_pool);
 
 #endif

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "common/check.h"
 #include "common/rng.h"
 
 Interval stats_wilson(size_t k, size_t n) {
@@ -68,6 +69,25 @@ Interval stats_bootstrap_mean(const double* x, size_t n, double* work) { return 
 
 Interval stats_bootstrap_diff(const double* a, const double* b, size_t n, double* work) {
     return bootstrap(a, b, n, work);
+}
+
+Interval stats_bootstrap_diff_seeds(const double* a, const double* b, size_t S, size_t n, double* work) {
+    if (S == 1) return bootstrap(a, b, n, work);
+    Rng rng;
+    rng_seed(&rng, STATS_SEED);
+    size_t seeds[STATS_MAX_SEEDS];
+    CHECK(S >= 1 && S <= STATS_MAX_SEEDS, "stats: %zu seeds (expected 1 .. %d)", S, STATS_MAX_SEEDS);
+    for (size_t r = 0; r < STATS_RESAMPLES; r++) {
+        for (size_t k = 0; k < S; k++) seeds[k] = (size_t)rng_below(&rng, S); /* the seeds, then the items */
+        double sum = 0;
+        for (size_t j = 0; j < n; j++) {
+            size_t i = (size_t)rng_below(&rng, n);
+            for (size_t k = 0; k < S; k++) sum += b[seeds[k] * n + i] - a[seeds[k] * n + i];
+        }
+        work[r] = sum / (double)(S * n);
+    }
+    qsort(work, STATS_RESAMPLES, sizeof(double), cmp_double);
+    return (Interval){quantile(work, STATS_RESAMPLES, 0.025), quantile(work, STATS_RESAMPLES, 0.975)};
 }
 
 double stats_mcnemar_exact(size_t n01, size_t n10) {

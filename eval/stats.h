@@ -7,6 +7,9 @@
      (linear interpolation between order statistics, numpy's default);
    - the paired bootstrap of mean(b - a): the same, resampling item indices, so
      each item keeps its pair;
+   - over seeds and items (runs of S seeds scored on the same n items, paired by seed and by item): each
+     resample draws S seeds with replacement, then n items with replacement (one draw for all the chosen
+     seeds), and takes the mean of b - a over the chosen (seed, item) pairs; S = 1 is the paired bootstrap;
    - McNemar's exact two-sided p for paired 0/1 scores: with n01 items right
      only in B and n10 only in A, p = min(1, 2 P(X <= min(n01, n10))),
      X ~ Binomial(n01 + n10, 1/2); 1 when no item is discordant;
@@ -22,6 +25,7 @@
 #define STATS_Z95 1.959963984540054 /* the 97.5% quantile of N(0,1) */
 #define STATS_RESAMPLES 10000       /* bootstrap resamples */
 #define STATS_SEED 20240611u        /* bootstrap seed: the interval is a function of the scores */
+#define STATS_MAX_SEEDS 64          /* runs per side of stats_bootstrap_diff_seeds */
 
 typedef struct {
     double lo, hi;
@@ -38,6 +42,9 @@ double stats_stderr_prop(size_t k, size_t n);
 Interval stats_bootstrap_mean(const double* x, size_t n, double* work);
 /* 95% paired bootstrap of mean(b - a) over the n items, a (n) b (n); work (STATS_RESAMPLES) */
 Interval stats_bootstrap_diff(const double* a, const double* b, size_t n, double* work);
+/* 95% two-level bootstrap of mean(b - a) over S seeds and n items: a (S,n) b (S,n), row s the scores of
+   seed s; work (STATS_RESAMPLES) */
+Interval stats_bootstrap_diff_seeds(const double* a, const double* b, size_t S, size_t n, double* work);
 /* McNemar's exact two-sided p: n01 items right in B only, n10 right in A only */
 double stats_mcnemar_exact(size_t n01, size_t n10);
 /* true when every score is exactly 0 or 1 */

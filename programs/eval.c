@@ -47,8 +47,11 @@ typedef struct {
     const char* tokenizer;                     /* --tokenizer, NULL: the checkpoint's */
     bool mc_no_sharing;                        /* --mc-no-prefix-sharing */
     bool mc_no_batching;                       /* --mc-no-batching */
-    const char* compare[2];                    /* --compare A.json B.json */
+    const char* compare[2][MAX_LIST];          /* --compare A.json B.json, or one list per side (per seed) */
+    size_t n_compare;                          /* files per side */
     int compare_seen;
+    const char* pool[MAX_LIST]; /* --pool KEY,KEY2: one more comparison, of these tasks' items together */
+    size_t n_pool;
     CliShared sh; /* --threads, --yarn-factor, --yarn-orig */
 } EvalOptions;
 
@@ -56,7 +59,7 @@ static void usage(FILE* fp) {
     fprintf(
         fp,
         "usage: build/eval CHECKPOINT [options]\n"
-        "       build/eval --compare A.json B.json [--json OUT]\n"
+        "       build/eval --compare A.json[,A2.json...] B.json[,B2.json...] [--pool KEYS] [--json OUT]\n"
         "  CHECKPOINT          a Hugging Face checkpoint directory (config.json + safetensors), or a run\n"
         "                      directory (its newest complete checkpoint is used); put it first\n"
         "  --tasks LIST        synthetic families, comma-separated, or 'all': single,multikey,multivalue,\n"
@@ -94,7 +97,10 @@ static void usage(FILE* fp) {
         "                      published items, so not comparable number for number with published scores)\n"
         "  --dump-prompts DIR  write each RULER prompt as text, DIR/TASK_LENGTH_ID.txt\n"
         "  --compare A B       paired comparison of two --json files of this program, item by item: B - A\n"
-        "                      per task with a 95%% paired bootstrap interval, McNemar's exact p, a verdict\n"
+        "                      per task with a 95%% paired bootstrap interval, McNemar's exact p, a verdict;\n"
+        "                      A1,A2,A3 B1,B2,B3: runs of several seeds, paired by position, with a two-level\n"
+        "                      bootstrap over seeds and items\n"
+        "  --pool K1,K2        with --compare: one more row, 'pool', of these tasks' items together\n"
         "  --threads N         OpenMP and BLAS threads (default: all cores)\n"
         "  --help              this text\n");
 }
@@ -115,15 +121,22 @@ static void parse_tasks(EvalOptions* o, const char* list) {
     }
 }
 
+/* v's comma-separated parts into out (at most MAX_LIST), copied into storage of their own; returns how many */
+static size_t split_list(const char* opt, const char* v, const char** out) {
+    char* buf = strdup(v); /* the parts point into it, for the program's life */
+    CHECK(buf, "out of memory");
+    size_t n = 0;
+    char* save = NULL;
+    for (char* f = strtok_r(buf, ",", &save); f; f = strtok_r(NULL, ",", &save)) {
+        if (n == MAX_LIST) cli_bad_option("%s: more than %d entries", opt, MAX_LIST);
+        out[n++] = f;
+    }
+    return n;
+}
+
 static void parse_mc_option(EvalOptions* o, const char* a, const char* v) {
     if (!strcmp(a, "--mc")) {
-        static char buf[4096]; /* the file names point into it */
-        snprintf(buf, sizeof buf, "%s", v);
-        char* save = NULL;
-        for (char* f = strtok_r(buf, ",", &save); f; f = strtok_r(NULL, ",", &save)) {
-            if (o->n_mc == MAX_LIST) cli_bad_option("--mc: more than %d files", MAX_LIST);
-            o->mc[o->n_mc++] = f;
-        }
+        o->n_mc = split_list(a, v, o->mc);
         if (!o->n_mc) cli_bad_option("--mc: expected one or more JSON Lines files, comma-separated");
     } else if (!strcmp(a, "--mc-fields")) {
         McFields f;
@@ -167,9 +180,18 @@ static void parse_args(EvalOptions* o, int argc, char** argv) {
         }
         if (!strcmp(a, "--compare")) {
             cli_once(a, &o->compare_seen);
-            o->compare[0] = cli_value(a, v);
-            o->compare[1] = cli_value(a, i + 2 < argc ? argv[i + 2] : NULL);
+            size_t na = split_list(a, cli_value(a, v), o->compare[0]);
+            o->n_compare = split_list(a, cli_value(a, i + 2 < argc ? argv[i + 2] : NULL), o->compare[1]);
+            if (!na || na != o->n_compare)
+                cli_bad_option("--compare: %zu files for A and %zu for B; give one file, or one per seed, on each side",
+                               na, o->n_compare);
             i += 2;
+            continue;
+        }
+        if (!strcmp(a, "--pool")) {
+            o->n_pool = split_list(a, cli_value(a, v), o->pool);
+            if (!o->n_pool) cli_bad_option("--pool: expected task keys, comma-separated");
+            i++;
             continue;
         }
         if (!strcmp(a, "--ppl")) {
@@ -208,10 +230,11 @@ static void parse_args(EvalOptions* o, int argc, char** argv) {
         i++;
     }
     if (o->dump_prompts && !o->ruler_given) cli_bad_option("--dump-prompts needs --ruler");
-    if (o->compare[0] && (o->ckpt || o->tasks_given || o->n_ppl || o->n_lengths || o->n_mc || o->ruler_given))
+    if (o->n_compare && (o->ckpt || o->tasks_given || o->n_ppl || o->n_lengths || o->n_mc || o->ruler_given))
         cli_bad_option(
             "--compare takes two JSON files and --json OUT, no CHECKPOINT, --tasks, --lengths, --ppl or --mc");
-    if (!o->ckpt && !o->compare[0]) cli_bad_option("no CHECKPOINT given");
+    if (!o->ckpt && !o->n_compare) cli_bad_option("no CHECKPOINT given");
+    if (o->n_pool && !o->n_compare) cli_bad_option("--pool needs --compare");
     if (!o->n_mc && (o->mc_fields || o->mc_window || o->mc_limit || o->mc_no_sharing || o->mc_no_batching))
         cli_bad_option("--mc-fields, --mc-window, --mc-limit, --mc-no-prefix-sharing and --mc-no-batching need --mc");
     if (!o->n_mc && !o->ruler_given && o->tokenizer) cli_bad_option("--tokenizer needs --mc or --ruler");
@@ -404,8 +427,8 @@ int main(int argc, char** argv) {
     EvalOptions o;
     parse_args(&o, argc, argv);
     if (o.json_out) cli_check_output_file("--json", o.json_out);
-    if (o.compare[0]) { /* two JSON files, no model */
-        cJSON* cmp = eval_compare(o.compare[0], o.compare[1]);
+    if (o.n_compare) { /* two JSON files, no model */
+        cJSON* cmp = eval_compare(o.compare[0], o.compare[1], o.n_compare, o.pool, o.n_pool);
         if (o.json_out) {
             file_write_json(o.json_out, cmp);
             printf("wrote %s\n", o.json_out);

@@ -69,6 +69,24 @@ expect_ok "A against B" "worse" -- --compare "$T/b.json" "$T/a.json" --json "$T/
 check "swapped: mc/toy verdict" "$(field "$T/d.json" mc/toy verdict)" '"worse"'
 check "swapped: mc/toy diff" "$(field "$T/d.json" mc/toy diff)" -0.5
 
+echo "runs of several seeds, and a pool"
+expect_ok "two seeds per side" "two-level bootstrap" "per seed: +0.5000 +0.5000" "wrote $T/s.json" -- \
+    --compare "$T/a.json,$T/a.json" "$T/b.json,$T/b.json" --json "$T/s.json"
+check "two seeds: mc/toy diff" "$(field "$T/s.json" mc/toy diff)" 0.5
+check "two seeds: mc/toy seeds" "$(field "$T/s.json" mc/toy seeds)" 2
+check "two seeds: McNemar p (pairs of two seeds are not independent)" "$(field "$T/s.json" mc/toy p_mcnemar)" null
+check "two seeds: mc/toy verdict" "$(field "$T/s.json" mc/toy verdict)" '"better"'
+expect_ok "a pool of mc/toy and single@128" "pool" -- --compare "$T/a.json" "$T/b.json" --pool mc/toy,single@128 \
+    --json "$T/p.json"
+check "pool n (40 + 20 items)" "$(field "$T/p.json" pool n)" 60
+check "pool a ((10 + 5) / 60)" "$(field "$T/p.json" pool a)" 0.25
+check "pool diff ((30 + 5) / 60 - 0.25)" "$(awk -v d="$(field "$T/p.json" pool diff)" 'BEGIN { printf "%.6f", d }')" \
+    0.333333
+expect_fail "two files against one" "--compare: 2 files for A and 1 for B" --compare "$T/a.json,$T/a.json" "$T/b.json"
+expect_fail "a pool naming no task of the files" "--pool names 'mc/none', which not every file holds" \
+    --compare "$T/a.json" "$T/b.json" --pool mc/none
+expect_fail "--pool without --compare" "--pool needs --compare" tests/fixtures/olmo2_mix/ckpt --pool mc/toy
+
 echo "refusals"
 expect_fail "missing file" "cannot read '$T/none.json'" --compare "$T/a.json" "$T/none.json"
 echo '{"mc": ' >"$T/broken.json"

@@ -91,6 +91,27 @@ static void check_bootstrap(void) {
            "400 items, half of them 1: [%.4f, %.4f], normal [%.4f, %.4f]", c.lo, c.hi, 0.5 - half, 0.5 + half);
     Interval again = stats_bootstrap_mean(x, 400, work);
     EXPECT(again.lo == c.lo && again.hi == c.hi, "the same scores give the same interval");
+
+    printf("two-level bootstrap over seeds and items\n");
+    for (size_t i = 0; i < 400; i++) y[i] = x[i] + 0.25;
+    Interval one = stats_bootstrap_diff(x, y, 400, work), s1 = stats_bootstrap_diff_seeds(x, y, 1, 400, work);
+    EXPECT(one.lo == s1.lo && one.hi == s1.hi, "one seed: the paired bootstrap, [%.17g, %.17g]", s1.lo, s1.hi);
+    double a[2 * 50], b[2 * 50]; /* seed 0: every item +1 (0 -> 1); seed 1: every item -1 (1 -> 0) */
+    for (size_t i = 0; i < 50; i++) {
+        a[i] = 0, b[i] = 1;
+        a[50 + i] = 1, b[50 + i] = 0;
+    }
+    c = stats_bootstrap_diff_seeds(a, b, 2, 50, work);
+    EXPECT(c.lo == -1 && c.hi == 1,
+           "seeds +1 and -1 on every item: [%g, %g] (means -1, 0, 1 with probabilities 1/4, 1/2, 1/4, whatever the "
+           "items drawn)",
+           c.lo, c.hi);
+    Interval pooled = stats_bootstrap_diff(a, b, 100, work); /* the same 100 pairs as one seed */
+    EXPECT(pooled.hi - pooled.lo < 0.5, "the same pairs read as one seed: [%.3f, %.3f], far narrower", pooled.lo,
+           pooled.hi);
+    for (size_t i = 0; i < 100; i++) b[i] = a[i] + 0.5;
+    c = stats_bootstrap_diff_seeds(a, b, 2, 50, work);
+    EXPECT(c.lo == 0.5 && c.hi == 0.5, "both seeds +0.5 on every item: [%.17g, %.17g]", c.lo, c.hi);
     free(work);
 }
 
