@@ -27,9 +27,12 @@ typedef struct {
     size_t n;
 } TaskScores;
 
+#define COMPARE_MAX_PARTS 8
+
 typedef struct {
     const char* path;
-    cJSON* root;
+    cJSON* root[COMPARE_MAX_PARTS]; /* one per file joined by '+'; root[0] holds the synthetic seed and depth */
+    size_t n_roots;
     TaskScores* t;
     size_t n, cap;
 } ScoreFile;
@@ -138,21 +141,22 @@ static void read_mc(ScoreFile* f, const cJSON* items, const char* name) {
     sort_check(f, norm, key_norm);
 }
 
-static void read_file(ScoreFile* f, const char* path) {
-    memset(f, 0, sizeof(*f));
-    f->path = path;
-    size_t len;
+/* one file's per-item scores into f (a later part's root in f->root[f->n_roots]) */
+static void read_part(ScoreFile* f, const char* path) {
+    size_t len, had = f->n;
     char* text = file_read_all_or_null(path, &len);
     CHECK(text, "eval --compare: cannot read '%s': %s", path, file_read_error(errno));
-    f->root = cJSON_ParseWithLength(text, len);
+    CHECK(f->n_roots < COMPARE_MAX_PARTS, "eval --compare: %s: more than %d files joined by '+'", f->path,
+          COMPARE_MAX_PARTS);
+    cJSON* root = f->root[f->n_roots++] = cJSON_ParseWithLength(text, len);
     free(text);
-    CHECK(cJSON_IsObject(f->root), "eval --compare: %s is not a JSON object (a build/eval --json file)", path);
-    const cJSON* fmt = cJSON_GetObjectItemCaseSensitive(f->root, "format");
+    CHECK(cJSON_IsObject(root), "eval --compare: %s is not a JSON object (a build/eval --json file)", path);
+    const cJSON* fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
     CHECK(!fmt || (cJSON_IsString(fmt) && !strcmp(fmt->valuestring, "repoc-eval")),
           "eval --compare: %s: \"format\" is not \"repoc-eval\" (a build/eval --json file)", path);
-    const cJSON *x, *mc = cJSON_GetObjectItemCaseSensitive(f->root, "mc");
+    const cJSON *x, *mc = cJSON_GetObjectItemCaseSensitive(root, "mc");
     cJSON_ArrayForEach(x, mc) { read_mc(f, items_of(f, x, x->string, "items"), x->string); }
-    const cJSON *len_obj, *ruler = cJSON_GetObjectItemCaseSensitive(f->root, "ruler");
+    const cJSON *len_obj, *ruler = cJSON_GetObjectItemCaseSensitive(root, "ruler");
     cJSON_ArrayForEach(x, ruler) {
         cJSON_ArrayForEach(len_obj, x) {
             char key[192];
@@ -160,7 +164,7 @@ static void read_file(ScoreFile* f, const char* path) {
             read_scored(f, items_of(f, len_obj, key, "items"), key);
         }
     }
-    const cJSON* tasks = cJSON_GetObjectItemCaseSensitive(f->root, "tasks");
+    const cJSON* tasks = cJSON_GetObjectItemCaseSensitive(root, "tasks");
     cJSON_ArrayForEach(x, tasks) {
         const cJSON* fam = cJSON_GetObjectItemCaseSensitive(x, "family");
         const cJSON* L = cJSON_GetObjectItemCaseSensitive(x, "length");
@@ -170,21 +174,38 @@ static void read_file(ScoreFile* f, const char* path) {
         snprintf(key, sizeof key, "%s@%.0f", fam->valuestring, L->valuedouble);
         read_scored(f, items_of(f, x, key, "per_item"), key);
     }
-    CHECK(f->n, "eval --compare: %s holds no per-item scores (\"mc\", \"ruler\" or \"tasks\" with \"per_item\")", path);
+    CHECK(f->n > had, "eval --compare: %s holds no per-item scores (\"mc\", \"ruler\" or \"tasks\" with \"per_item\")",
+          path);
+    for (size_t i = had; i < f->n; i++)
+        for (size_t j = 0; j < had; j++)
+            CHECK(strcmp(f->t[i].key, f->t[j].key), "eval --compare: %s: task %s is in two of its files", f->path,
+                  f->t[i].key);
+}
+
+/* path: a build/eval --json file, or several joined by '+' (one run's evaluations, tasks distinct) */
+static void read_file(ScoreFile* f, const char* path) {
+    memset(f, 0, sizeof(*f));
+    f->path = path;
+    char* parts = strdup(path);
+    CHECK(parts, "out of memory");
+    char* save = NULL;
+    for (char* p = strtok_r(parts, "+", &save); p; p = strtok_r(NULL, "+", &save)) read_part(f, p);
+    CHECK(f->n_roots, "eval --compare: an empty file name");
+    free(parts);
 }
 
 static void free_file(ScoreFile* f) {
     for (size_t i = 0; i < f->n; i++) free(f->t[i].it);
     free(f->t);
-    cJSON_Delete(f->root);
+    for (size_t i = 0; i < f->n_roots; i++) cJSON_Delete(f->root[i]);
 }
 
 /* synthetic items are the same items only under the same seed and depth */
 static void check_same_items(const ScoreFile* a, const ScoreFile* b) {
     static const char* const keys[] = {"seed", "depth"};
     for (int k = 0; k < 2; k++) {
-        const cJSON* x = cJSON_GetObjectItemCaseSensitive(a->root, keys[k]);
-        const cJSON* y = cJSON_GetObjectItemCaseSensitive(b->root, keys[k]);
+        const cJSON* x = cJSON_GetObjectItemCaseSensitive(a->root[0], keys[k]);
+        const cJSON* y = cJSON_GetObjectItemCaseSensitive(b->root[0], keys[k]);
         char* sx = x ? cJSON_PrintUnformatted(x) : NULL;
         char* sy = y ? cJSON_PrintUnformatted(y) : NULL;
         bool same = (!sx && !sy) || (sx && sy && !strcmp(sx, sy));

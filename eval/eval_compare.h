@@ -1,5 +1,5 @@
 /* build/eval --compare A.json B.json: the paired comparison of two build/eval --json files (or of two
-   lists of them, one per seed: A1,A2,A3 B1,B2,B3).
+   lists of them, one per seed: A1,A2,A3 B1,B2,B3; a run's evaluations in several files joined by '+').
    Per-item scores are read from
      "mc": {NAME: {"items": [{"id", "label", "loglikelihoods", "choice_chars"}]}}
          -> tasks "mc/NAME" (acc: the argmax choice is the label) and "mc/NAME/acc_norm";

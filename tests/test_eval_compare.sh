@@ -82,6 +82,17 @@ check "pool n (40 + 20 items)" "$(field "$T/p.json" pool n)" 60
 check "pool a ((10 + 5) / 60)" "$(field "$T/p.json" pool a)" 0.25
 check "pool diff ((30 + 5) / 60 - 0.25)" "$(awk -v d="$(field "$T/p.json" pool diff)" 'BEGIN { printf "%.6f", d }')" \
     0.333333
+# one run's evaluations in two files: a "noisy" family beside the others
+for w in a b; do
+    printf '{"format": "repoc-eval", "seed": 1, "depth": null, "tasks": [{"family": "noisy", "length": 128, "per_item": [%s, %s]}]}\n' \
+        "$(scored 0 0)" "$(scored 1 $([ $w = b ] && echo 1 || echo 0))" >"$T/noisy_$w.json"
+done
+expect_ok "files joined by +" "noisy@128" -- --compare "$T/a.json+$T/noisy_a.json" "$T/b.json+$T/noisy_b.json" \
+    --pool mc/toy,noisy@128 --json "$T/j.json"
+check "joined: noisy@128 diff" "$(field "$T/j.json" noisy@128 diff)" 0.5
+check "joined: pool n (40 + 2)" "$(field "$T/j.json" pool n)" 42
+expect_fail "a task in two joined files" "task mc/toy is in two of its files" \
+    --compare "$T/a.json+$T/b.json" "$T/b.json"
 expect_fail "two files against one" "--compare: 2 files for A and 1 for B" --compare "$T/a.json,$T/a.json" "$T/b.json"
 expect_fail "a pool naming no task of the files" "--pool names 'mc/none', which not every file holds" \
     --compare "$T/a.json" "$T/b.json" --pool mc/none
