@@ -1,310 +1,315 @@
 #!/usr/bin/env bash
-# tools/study.sh (`make study`, `make study-quick`): the small-scale reproduction
-# of the RePo paper's comparison, version 3 (docs/study.md says what and why).
+# tools/study.sh (`make study`, `make study-quick`): the small-scale test of the RePo paper's claim,
+# version 4, run and judged by the decision rule of docs/study.md ("Version 4: the decision rule"),
+# which was committed before this pipeline's first run.
 #
-# Two tracks, each a stage 1 and its stage-2 comparison:
-#   syn    the synthetic mixture with Markov filler at T = 64 (configs/study/stage1.json,
-#          stage2.json); stage 1 must solve the single needle at T (>= 90% on 200
-#          held-out items) before stage 2 starts, else the study stops.
-#   prose  the same retrieval families with real text as filler: the Debian
-#          copyright files (/usr/share/doc/*/copyright) tokenized with the fixture BPE
-#          tokenizer (tests/fixtures/tokenizer/gpt2.json, 1001 ids; the synthetic marks
-#          and symbols sit above, from id 1008), at T = 128 (configs/study/prose_*.json);
-#          a tenth of the files is held out. Its gate is reported, not enforced.
-#   order  the prose stage 1 (the longer) trains beside the syn stage 1, then beside syn's stage-2 runs;
-#          training uses BF16 products (train.compute_dtype) where the CPU has them, evaluation FP32.
-#   stage 2  each mode continued from its track's stage-1 checkpoint with SEEDS
-#          (run.seed: the data order and the new RePo weights): rope, repo, nope, r2n1,
-#          n2r1 (the paper's), repo_wm (width-matched RePo, docs/study.md "Width-aware
-#          RePo": the three maps' init std and lr_mult below) and repo_pdrop (repo with
-#          model.positions.repo_pdrop from 1 to 0 over half of stage 2). Two runs at a
-#          time, one thread each; RePo runs log their positions (train.log_positions).
-#   eval   syn: every family at 1x, 2x, 4x T, without and with YaRN (factor 2, 4), and the
-#          noisy setting (distractor with NOISY_DISTRACTORS near-duplicates); prose: every
-#          family with held-out text as filler, the same lengths, and perplexity of the
-#          held-out text at 1x, 2x, 4x T without and with YaRN; build/analyze on syn:
-#          attention mass and positions.
-#   report OUT/results.md (tools/study_report.sh): mean and min-max over the seeds, and
-#          which comparisons hold in every seed; a full run also puts it into
-#          docs/study.md between <!-- results:begin --> and <!-- results:end -->, and its
-#          figures into docs/study/.
+#   text      the Debian copyright files (/usr/share/doc/*/copyright) tokenized with the fixture BPE
+#             tokenizer (tests/fixtures/tokenizer/gpt2.json), a tenth held out: the filler of the
+#             retrieval items, the training text, and (held out) the filler of every evaluation.
+#   stage 1   configs/study/prose_stage1.json: RoPE from scratch, T = 128 (two threads, alone).
+#   calibrate from the stage-1 checkpoint or rope alone, never from a comparison of modes:
+#             band   each family (and the noisy setting: the distractor with NOISY near-duplicates) on
+#                    CAL_ITEMS items (eval seed 11); those scoring within [0.30, 0.90] make the primary
+#                    metric M;
+#             lr     rope for PILOT_STEPS steps with stage 2's settings at each of LRS (run seed 1): the
+#                    lower held-out loss wins;
+#             width  repo's three maps drawn with each std of WM_STDS on the stage-1 checkpoint: mean |z|
+#                    at step 0 and its movement per step; the std nearest (in log) the 1B's 2.86 within
+#                    0.5-2x is repo_wm's, else repo is the primary RePo mode.
+#   stage 2   configs/study/prose_stage2.json (2500 steps, linear to 0, z-loss 1e-4, the primary families
+#             in the loop every 250 steps) for each mode of MODES and seed of SEEDS, two runs at a time,
+#             one thread each.
+#   eval      each run: every family at T on EVAL_ITEMS items (eval seed 7) and the noisy setting, on
+#             held-out text; at 2x and 4x T with YaRN (factor 2, 4) and without; held-out perplexity at
+#             1x, 2x, 4x T. Per-item scores in OUT/eval/*.json.
+#   compare   build/eval --compare over the seeds (two-level bootstrap) with --pool M: nope against rope
+#             (the adaptation check), the primary RePo mode against rope (the claim) and against r1n3
+#             (attribution), r2n1 against rope and repo against repo_wm (context).
+#   report    OUT/results.md (tools/study_report.sh): the calibration, the budget, the verdict as the
+#             rule says, every comparison with its interval, per-mode tables; a full run also puts it
+#             into docs/study.md between <!-- results:begin --> and <!-- results:end -->.
 #
-# usage: tools/study.sh [--quick] [--out DIR] [--stage1 RUN_DIR]
-#   --quick   the same pipeline in well under a minute (few steps, few items), for
-#             `make test`: it reports the gates but does not stop on them, and never
-#             touches docs/.
+# usage: tools/study.sh [--quick] [--out DIR]
+#   --quick   the same pipeline in a minute or two (few steps, few items), for `make test`: nothing is
+#             learned, the band is not enforced, and docs/ is never touched.
 #   --out DIR where the runs and results go (default runs/study, --quick: runs/study-quick)
-#   --stage1 RUN_DIR  take the syn stage 1 from a finished run of configs/study/stage1.json
-#             (its run_config.json must match but for out_dir) instead of training it.
+# Environment: STUDY_MODES (default "rope nope r1n3 r2n1 repo_wm repo"; the rule's cut order: repo, then r2n1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 quick=0
 out=
-stage1=
 while [ $# -gt 0 ]; do
     case $1 in
         --quick) quick=1 ;;
         --out) out=${2:?--out needs a directory}; shift ;;
-        --stage1) stage1=${2:?--stage1 needs a run directory}; shift ;;
         -h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) echo "tools/study.sh: unknown option '$1' (--quick, --out DIR, --stage1 RUN_DIR)" >&2; exit 2 ;;
+        *) echo "tools/study.sh: unknown option '$1' (--quick, --out DIR)" >&2; exit 2 ;;
     esac
     shift
 done
 [ -n "$out" ] || out=$([ $quick = 1 ] && echo runs/study-quick || echo runs/study)
 
-MODES="rope repo nope r2n1 n2r1 repo_wm repo_pdrop"
-REPO_MODES="repo repo_wm repo_pdrop"
+MODES=${STUDY_MODES:-rope nope r1n3 r2n1 repo_wm repo}
+for m in rope nope r1n3; do
+    case " $MODES " in *" $m "*) ;; *) echo "tools/study.sh: STUDY_MODES must hold rope, nope and r1n3" >&2; exit 2 ;; esac
+done
 SEEDS="2 3 4"
-# repo_wm, the width rule of docs/study.md at d_model 128: std 0.02 sqrt(2048/128) for the gate, content and
-# final maps, and the RePo step lr x lr_mult = 7.4487e-5 x 2048/128 (the released lr at OLMo-2 1B's width)
-WM_STD=0.08
-WM_LR_MULT=1.2
-NOISY_DISTRACTORS=7
+FAMILIES="single multikey multivalue multiquery distractor table"
+NOISY=7                       # near-duplicate needles of the noisy setting
 TOKENIZER=tests/fixtures/tokenizer/gpt2.json
-SEED_EVAL=7
-GATE=0.90
-QUICK_S1=40
+SEED_EVAL=7 SEED_CAL=11
+BAND_LO=0.30 BAND_HI=0.90
+LRS="1e-3 1.19e-3"            # version 3's; the release's carried to d_model 128 by the width rule
+WM_STDS="0.08 0.1 0.127 0.16 0.2 0.25 0.32"   # the width rule's 0.08, up to 4x
+WM_LR_MULT_LR=1.19e-3         # repo_wm's RePo step: the width rule's 7.4487e-5 x 2048/128
+Z_TARGET=2.86                 # mean |z| at step 0 of OLMo-2 1B with the released init (docs/study.md)
 if [ $quick = 1 ]; then
-    q1=(--set train.steps=$QUICK_S1 --set optim.warmup_steps=5 --set train.eval_every=40 --set train.eval_batches=1
+    q1=(--set train.steps=40 --set optim.warmup_steps=5 --set train.eval_every=40 --set train.eval_batches=1
         --set train.batch_size=4 --set train.log_every=10)
-    q2=(--set train.steps=6 --set optim.warmup_steps=2 --set train.eval_every=6 --set train.eval_batches=1
-        --set train.batch_size=4 --set train.log_every=2 --set train.log_positions=2)
-    ITEMS=1; PROSE_ITEMS=1; GATE_ITEMS=2; AN_ITEMS=1; PPL_WINDOWS=2
+    q2=(--set train.steps=6 --set optim.warmup_steps=2 --set train.eval_every=3 --set train.eval_batches=1
+        --set train.batch_size=4 --set train.log_every=2 --set train.log_positions=2
+        --set 'train.eval_tasks={"families":["single"],"items":2,"seed":5}')
+    PILOT_STEPS=4 CAL_ITEMS=4 EVAL_ITEMS=4 PPL_WINDOWS=2 WIDTH_STEPS=2
 else
     q1=(); q2=()
-    ITEMS=100; PROSE_ITEMS=50; GATE_ITEMS=200; AN_ITEMS=50; PPL_WINDOWS=100
+    PILOT_STEPS=500 CAL_ITEMS=200 EVAL_ITEMS=250 PPL_WINDOWS=100 WIDTH_STEPS=4
 fi
-# BF16 products (train.compute_dtype, docs/design.md) where the CPU has them: about 1.6x faster steps here;
-# evaluation stays FP32
+# BF16 products (train.compute_dtype, docs/design.md) where the CPU has them; evaluation stays FP32
 COMPUTE=f32
 [ -x build/bench/bench_step ] && build/bench/bench_step --cpu 2>/dev/null | grep -q '^bf16 products: bf16 operands' &&
     COMPUTE=bf16
 q1+=(--set train.compute_dtype="\"$COMPUTE\"")
 q2+=(--set train.compute_dtype="\"$COMPUTE\"")
 
-mkdir -p "$out"/logs "$out"/configs "$out"/text
+rm -rf "$out"/logs "$out"/eval "$out"/cal "$out"/compare
+mkdir -p "$out"/logs "$out"/configs "$out"/text "$out"/eval "$out"/cal "$out"/compare "$out"/analysis
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+die_log() { tail -n 20 "$1" >&2; echo "tools/study.sh: $2 (log: $1)" >&2; exit 1; }
+slot() { while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n || true; done; }   # at most two jobs
+jnum() { sed -n "s/^[[:space:]]*\"$1\":[[:space:]]*\([^,]*\),\{0,1\}$/\1/p" "$2" | head -n 1; }
 t_start=$(date +%s)
 
-# ---- the prose text: the copyright files of the installed packages (the licence texts if there are few),
-# one document each, a tenth held out by tokenize's hash of the document index
+# ---- the text, one document per file, a tenth held out by tokenize's hash of the document index
 text_files=$(ls /usr/share/doc/*/copyright 2>/dev/null | wc -l)
 if [ "$text_files" -ge 200 ]; then TEXT_SRC="/usr/share/doc/*/copyright"; else TEXT_SRC="/usr/share/common-licenses/*"; fi
 rm -f "$out"/text/prose_*
 # shellcheck disable=SC2086  # TEXT_SRC is a glob
 build/tokenize --tokenizer "$TOKENIZER" --out "$out/text/prose" --val 0.1 --threads 1 $TEXT_SRC \
-    > "$out/logs/tokenize.log" 2>&1 || { cat "$out/logs/tokenize.log"; echo "tokenize failed" >&2; exit 1; }
+    > "$out/logs/tokenize.log" 2>&1 || die_log "$out/logs/tokenize.log" "tokenize failed"
 # shellcheck disable=SC2086
 echo "$TEXT_SRC $(ls $TEXT_SRC | wc -l) files $(cat $TEXT_SRC | md5sum | cut -c1-12)" > "$out/text/source"
 PROSE_TRAIN=$out/text/prose_train_000000.bin
 PROSE_VAL=$out/text/prose_val_000000.bin
-# the configs with this run's paths (the committed files name the default out, runs/study)
-for c in stage1 stage2; do cp "configs/study/$c.json" "$out/configs/syn_$c.json"; done
-for c in stage1 stage2; do
-    sed "s|runs/study/|$out/|g" "configs/study/prose_$c.json" > "$out/configs/prose_$c.json"
-done
-# the generator settings of a track's configs, with the filler file swapped for the held-out text (prose)
-syn_json() { tr -d '\n' < "$out/configs/$1_stage1.json" | sed 's/.*"synthetic": *\({[^}]*{[^}]*}}\).*/\1/'; }
-PROSE_VAL_SYN=$(syn_json prose | sed "s|$PROSE_TRAIN|$PROSE_VAL|")
-NOISY_SYN=$(syn_json syn | sed 's/"answer_weight": *[0-9.]*,//; s/"weights": {[^}]*}/"weights": {"distractor": 1}/' |
-            sed "s/}\$/, \"n_distractors\": $NOISY_DISTRACTORS}/")
-T_syn=$(sed -n 's/.*"seq_len": *\([0-9]*\).*/\1/p' "$out/configs/syn_stage1.json")
-T_prose=$(sed -n 's/.*"seq_len": *\([0-9]*\).*/\1/p' "$out/configs/prose_stage1.json")
-steps2() { sed -n 's/.*"steps": *\([0-9]*\).*/\1/p' "$out/configs/$1_stage2.json"; }
+for c in stage1 stage2; do sed "s|runs/study/|$out/|g" "configs/study/prose_$c.json" > "$out/configs/$c.json"; done
+# the generator settings of stage 1, the filler swapped for the held-out text; the noisy setting beside them
+VAL_SYN=$(tr -d '\n' < "$out/configs/stage1.json" | sed 's/.*"synthetic": *\({[^}]*{[^}]*}}\).*/\1/' |
+          sed "s|$PROSE_TRAIN|$PROSE_VAL|")
+NOISY_SYN=$(echo "$VAL_SYN" | sed 's/"answer_weight": *[0-9.]*,//; s/"weights": {[^}]*}/"weights": {"distractor": 1}/' |
+            sed "s/}\$/, \"n_distractors\": $NOISY}/")
+T=$(sed -n 's/.*"seq_len": *\([0-9]*\).*/\1/p' "$out/configs/stage1.json")
+STEPS2=$([ $quick = 1 ] && echo 6 || sed -n 's/.*"steps": *\([0-9]*\).*/\1/p' "$out/configs/stage2.json")
 
-# mode_args TRACK MODE: the position plan and the settings of a stage-2 mode
+# retrieval RUN OUT.json LENGTHS [build/eval options]: the six families on held-out text, per-item scores
+retrieval() {
+    local run=$1 json=$2 lengths=$3
+    shift 3
+    build/eval "$run" --tasks all --lengths "$lengths" --synthetic "$VAL_SYN" --threads 1 --json "$json" "$@"
+}
+# noisy RUN OUT.json LENGTHS [options]: the distractor among NOISY near-duplicates, as family "noisy"
+noisy() {
+    local run=$1 json=$2 lengths=$3
+    shift 3
+    build/eval "$run" --tasks distractor --lengths "$lengths" --synthetic "$NOISY_SYN" --threads 1 --json "$json" "$@" &&
+        sed -i 's/"family":[[:space:]]*"distractor"/"family": "noisy"/' "$json"
+}
+# accuracy FILE FAMILY LENGTH: a family's exact match in a build/eval --json file
+accuracy() {
+    tr -d ' \t\n' < "$1" | grep -oE "\{\"family\":\"$2\",\"length\":$3,[^[]*" | grep -oE '"accuracy":[0-9.e+-]+' |
+        cut -d: -f2 | head -n 1
+}
+
+# ---- stage 1
+rm -rf "$out/stage1_rope"
+log "stage 1: RoPE from scratch, T = $T"
+build/train "$out/configs/stage1.json" --set run.out_dir="\"$out/stage1_rope\"" --set run.threads=2 "${q1[@]}" \
+    > "$out/logs/stage1.log" 2>&1 || die_log "$out/logs/stage1.log" "stage 1 failed"
+t_stage1=$(date +%s)
+
+# ---- calibration: band, lr, width (two jobs at a time)
+s1=$out/stage1_rope
+log "calibration: the band ($CAL_ITEMS items per family, eval seed $SEED_CAL), the lr pilot, repo_wm's width"
+( retrieval "$s1" "$out/cal/band.json" "$T" --items $CAL_ITEMS --seed $SEED_CAL &&
+  noisy "$s1" "$out/cal/band_noisy.json" "$T" --items $CAL_ITEMS --seed $SEED_CAL ) > "$out/logs/cal_band.log" 2>&1 ||
+    die_log "$out/logs/cal_band.log" "the band's eval failed"
+for lr in $LRS; do
+    slot
+    rm -rf "$out/cal/pilot_lr$lr"
+    ( build/train "$out/configs/stage2.json" --set run.out_dir="\"$out/cal/pilot_lr$lr\"" --set run.seed=1 \
+          --set model.init_from="\"$s1\"" --set optim.lr=$lr --set train.log_positions=0 "${q2[@]}" \
+          --set train.steps=$PILOT_STEPS --set train.eval_every=$PILOT_STEPS --set train.eval_tasks=null \
+          > "$out/logs/cal_pilot_lr$lr.log" 2>&1 || die_log "$out/logs/cal_pilot_lr$lr.log" "the lr pilot failed" ) &
+done
+# width STD: repo from the stage-1 checkpoint, its three maps drawn with STD, positions logged every step
+width_run() {
+    build/train "$out/configs/stage2.json" --set run.out_dir="\"$out/cal/width_$1\"" --set run.seed=1 \
+        --set model.init_from="\"$s1\"" --set model.positions.mode='"repo"' \
+        --set model.positions.repo_gate_init_std=$1 --set model.positions.repo_content_init_std=$1 \
+        --set model.positions.repo_final_init_std=$1 "--set" "optim.lr_mult={\"repo\":$2}" "${q2[@]}" \
+        --set train.steps=$WIDTH_STEPS --set train.log_positions=1 --set train.eval_every=0 --set train.eval_tasks=null \
+        --set train.log_every=1 > "$out/logs/cal_width_$1.log" 2>&1 || die_log "$out/logs/cal_width_$1.log" "width run $1 failed"
+}
+# the lr of stage 2 is decided before the width runs use it
+wait
+val_loss() { grep -o '"val_loss": [0-9.e+-]*' "$1/metrics.jsonl" | tail -n 1 | cut -d' ' -f2; }
+LR='' best=''
+for lr in $LRS; do
+    v=$(val_loss "$out/cal/pilot_lr$lr")
+    echo "$lr $v" >> "$out/cal/lr.txt"
+    if [ -z "$best" ] || awk -v a="$v" -v b="$best" 'BEGIN { exit !(a < b) }'; then best=$v LR=$lr; fi
+done
+WM_LR_MULT=$(awk -v a=$WM_LR_MULT_LR -v l="$LR" 'BEGIN { printf "%.6g", a / l }')
+for std in $WM_STDS; do
+    slot
+    width_run "$std" "$WM_LR_MULT" &
+done
+wait
+# pos RUN STEP KEY: the mean over RePo layers of KEY in the positions line of STEP
+pos() {
+    grep "^{\"step\": $2, \"positions\"" "$1/metrics.jsonl" | grep -oE "\"$3\": [-0-9.e+]+" |
+        awk '{ s += $2; n++ } END { if (n) printf "%.6g", s / n }'
+}
+WM_STD='' best=''
+: > "$out/cal/width.txt"
+for std in $WM_STDS; do
+    r=$out/cal/width_$std
+    z0=$(pos "$r" 0 mean_abs)
+    mv=$(for s in $(seq 1 $WIDTH_STEPS); do pos "$r" "$s" moved_per_step; echo; done | awk '{ t += $1 } END { printf "%.6g", t / NR }')
+    echo "$std $z0 $mv" >> "$out/cal/width.txt"
+    d=$(awk -v z="$z0" -v t=$Z_TARGET 'BEGIN { x = log(z / t); printf "%.6g", x < 0 ? -x : x }')
+    if awk -v z="$z0" -v t=$Z_TARGET 'BEGIN { exit !(z >= 0.5 * t && z <= 2 * t) }' &&
+       { [ -z "$best" ] || awk -v a="$d" -v b="$best" 'BEGIN { exit !(a < b) }'; }; then best=$d WM_STD=$std; fi
+done
+PRIMARY=repo_wm
+if [ -z "$WM_STD" ]; then PRIMARY=repo; WM_STD=$(echo "$WM_STDS" | awk '{ print $NF }'); fi
+case " $MODES " in *" $PRIMARY "*) ;; *) echo "tools/study.sh: the primary RePo mode $PRIMARY is not in STUDY_MODES" >&2; exit 2 ;; esac
+# the band: the families (and the noisy setting) where stage 1 scores within [BAND_LO, BAND_HI]
+POOL='' BAND_FAMS=''
+: > "$out/cal/band.txt"
+for f in $FAMILIES noisy; do
+    file=$out/cal/band.json
+    [ $f = noisy ] && file=$out/cal/band_noisy.json
+    a=$(accuracy "$file" $f "$T")
+    echo "$f $a" >> "$out/cal/band.txt"
+    if [ $quick = 1 ] || awk -v a="$a" -v l=$BAND_LO -v h=$BAND_HI 'BEGIN { exit !(a >= l && a <= h) }'; then
+        POOL=${POOL:+$POOL,}$f@$T BAND_FAMS="$BAND_FAMS $f"
+    fi
+done
+[ -n "$POOL" ] || { echo "tools/study.sh: no family of the stage-1 checkpoint scores within [$BAND_LO, $BAND_HI]" \
+                        "($out/cal/band.txt): the rule stops the study here" >&2; exit 1; }
+log "calibration: lr $LR (pilot val loss: $(tr '\n' ' ' < "$out/cal/lr.txt")); M = $POOL; $PRIMARY primary" \
+    "(repo_wm std $WM_STD, lr_mult $WM_LR_MULT)"
+t_cal=$(date +%s)
+
+# ---- stage 2: every mode and seed, two runs at a time
 mode_args() {
-    local anneal=$(($(steps2 "$1") / 2))
-    [ $quick = 1 ] && anneal=3
-    case $2 in
+    case $1 in
+        r1n3) echo '--set model.positions.layers=["rope","nope","nope","nope"]' ;;
         repo_wm) echo "--set model.positions.mode=\"repo\" --set model.positions.repo_gate_init_std=$WM_STD" \
                       "--set model.positions.repo_content_init_std=$WM_STD --set model.positions.repo_final_init_std=$WM_STD" \
                       "--set optim.lr_mult={\"repo\":$WM_LR_MULT}" ;;
-        repo_pdrop) echo "--set model.positions.mode=\"repo\" --set model.positions.repo_pdrop={\"init\":1,\"anneal_steps\":$anneal}" ;;
-        *) echo "--set model.positions.mode=\"$2\"" ;;
+        *) echo "--set model.positions.mode=\"$1\"" ;;
     esac
 }
-
-slot() {   # wait until fewer than 2 background jobs run
-    while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n || true; done
-}
-die_log() { tail -n 20 "$1" >&2; echo "tools/study.sh: $2 (log: $1)" >&2; exit 1; }
-
-# ---- stage 1 of both tracks, then stage 2
-if [ -n "$stage1" ]; then
-    # stage1's run_config.json against the one this config resolves to (a 0-step run writes it), apart from
-    # out_dir and the keys a 0-step check run sets for itself or a later version added with their defaults
-    rm -rf "$out/stage1_check"
-    build/train "$out/configs/syn_stage1.json" "${q1[@]}" --set run.out_dir="\"$out/stage1_check\"" --set train.steps=0 \
-        --set optim.warmup_steps=0 --set train.eval_every=0 > "$out/logs/stage1_check.log" 2>&1 ||
-        die_log "$out/logs/stage1_check.log" "resolving the syn stage 1 config failed"
-    strip() { grep -vE '"(out_dir|steps|warmup_steps|eval_every|log_positions|repo_[a-z]*_init_std|repo_pdrop|init|anneal_steps|compute_dtype)":' "$1"; }
-    s1_steps=$([ $quick = 1 ] && echo $QUICK_S1 || sed -n 's/.*"steps": *\([0-9]*\).*/\1/p' "$out/configs/syn_stage1.json")
-    last=$(sed -n 's/.*"step":[[:space:]]*\([0-9]*\).*/\1/p' "$stage1/$(cat "$stage1/latest" 2>/dev/null)/trainer_state.json" \
-           2>/dev/null | head -n 1)
-    if ! diff <(strip "$out/stage1_check/run_config.json") <(strip "$stage1/run_config.json") > "$out/logs/stage1_diff.txt" ||
-       [ "$last" != "$s1_steps" ] || [ ! -s "$stage1/train.log" ]; then
-        echo "tools/study.sh: --stage1 $stage1 is not a finished run of configs/study/stage1.json (last step '$last' of" \
-             "$s1_steps; differences in $out/logs/stage1_diff.txt; its log must be $stage1/train.log)" >&2
-        exit 2
-    fi
-    rm -rf "$out/syn/stage1_rope" "$out/stage1_check"
-    mkdir -p "$out/syn"
-    cp -r "$stage1" "$out/syn/stage1_rope"
-    cp "$stage1/train.log" "$out/logs/syn_stage1.log"
-    echo "$stage1" > "$out/logs/stage1_from"
-    log "stage 1 (syn): taken from $stage1 (--stage1)"
-else
-    rm -f "$out/logs/stage1_from"
-fi
-# train_stage1 TRACK: train it (in the background: its job counts in slot)
-train_stage1() {
-    mkdir -p "$out/$1"
-    rm -rf "$out/$1/stage1_rope"
-    log "stage 1 ($1): RoPE from scratch"
-    ( build/train "$out/configs/${1}_stage1.json" --set run.out_dir="\"$out/$1/stage1_rope\"" "${q1[@]}" \
-          > "$out/logs/${1}_stage1.log" 2>&1 || die_log "$out/logs/${1}_stage1.log" "stage 1 ($1) failed" ) &
-}
-jnum() { sed -n "s/^[[:space:]]*\"$1\":[[:space:]]*\([^,]*\),\{0,1\}$/\1/p" "$2" | head -n 1; }
-# gate TRACK: single needle at the training length; syn stops the study below GATE (not with --quick)
-gate() {
-    local T syn=() acc
-    T=$([ $1 = syn ] && echo "$T_syn" || echo "$T_prose")
-    if [ $1 = prose ] || [ -z "$stage1" ]; then
-        grep -q '^done:' "$out/logs/${1}_stage1.log" || die_log "$out/logs/${1}_stage1.log" "stage 1 ($1) did not finish"
-    fi
-    [ $1 = prose ] && syn=(--synthetic "$PROSE_VAL_SYN")
-    build/eval "$out/$1/stage1_rope" --tasks single --lengths "$T" --items $GATE_ITEMS --seed $SEED_EVAL --threads 1 \
-        "${syn[@]}" --json "$out/eval/${1}_stage1_gate.json" > "$out/logs/${1}_stage1_gate.log" 2>&1 ||
-        die_log "$out/logs/${1}_stage1_gate.log" "the $1 gate's eval failed"
-    acc=$(jnum accuracy "$out/eval/${1}_stage1_gate.json")
-    log "stage 1 ($1): single-needle exact match at T=$T: $acc on $GATE_ITEMS items (gate $GATE)"
-    if [ $1 = syn ] && [ $quick = 0 ] && [ "$(awk -v a="$acc" -v g=$GATE 'BEGIN { print (a >= g) }')" != 1 ]; then
-        echo "stage 1 did not learn the single-needle task ($acc < $GATE): the comparison would mean nothing." \
-             "Make the task or the model fit the budget (docs/study.md)." >&2
-        exit 1
-    fi
-}
-# stage2 TRACK: every mode and seed, two jobs at a time
-stage2() {
-    local s m run
-    for s in $SEEDS; do
-        for m in $MODES; do
-            slot
-            run=$out/$1/stage2_${m}_s$s
-            rm -rf "$run"
-            # shellcheck disable=SC2046  # mode_args gives whole --set words without spaces inside
-            ( build/train "$out/configs/${1}_stage2.json" --set run.out_dir="\"$run\"" --set run.seed=$s \
-                  --set model.init_from="\"$out/$1/stage1_rope\"" $(mode_args $1 $m) "${q2[@]}" \
-                  > "$out/logs/${1}_${m}_s$s.log" 2>&1 || die_log "$out/logs/${1}_${m}_s$s.log" "stage 2 failed" ) &
-        done
-    done
-}
-# The prose stage 1 (the longer one) trains beside the syn stage 1 and then beside syn's stage-2 runs
-mkdir -p "$out/eval"
-train_stage1 prose
-prose_pid=$!
-if [ -z "$stage1" ]; then
-    train_stage1 syn
-    wait $!
-fi
-gate syn
-t_stage1=$(date +%s)
-stage2 syn
-wait $prose_pid || true
-gate prose
-stage2 prose
-wait
-for s in $SEEDS; do for tr in syn prose; do for m in $MODES; do
-    grep -q '^done:' "$out/logs/${tr}_${m}_s$s.log" || die_log "$out/logs/${tr}_${m}_s$s.log" "stage 2 did not finish"
-done; done; done
-t_stage2=$(date +%s)
-
-# ---- eval and analysis, two processes at a time
-# evals RUN OUTBASE LOG T [build/eval options]: 1x/2x/4x without YaRN, 2x with factor 2, 4x with factor 4
-evals() {
-    local run=$1 base=$2 lg=$3 T=$4
-    shift 4
-    build/eval "$run" "$@" --lengths "$T,$((2 * T)),$((4 * T))" --items $ITEMS --seed $SEED_EVAL --threads 1 \
-        --json "$base.json" >> "$lg" 2>&1 &&
-    build/eval "$run" "$@" --lengths $((2 * T)) --items $ITEMS --seed $SEED_EVAL --threads 1 --yarn-factor 2 \
-        --json "${base}_yarn2.json" >> "$lg" 2>&1 &&
-    build/eval "$run" "$@" --lengths $((4 * T)) --items $ITEMS --seed $SEED_EVAL --threads 1 --yarn-factor 4 \
-        --json "${base}_yarn4.json" >> "$lg" 2>&1
-}
-# prose_evals RUN OUTBASE LOG T: evals' three calls on held-out text as filler, each also scoring the perplexity
-# of the held-out text at its own length (T; 2T with YaRN 2; 4T with YaRN 4), then the perplexity at 2T and 4T
-# without YaRN
-prose_evals() {
-    local run=$1 base=$2 lg=$3 T=$4 f
-    local p=(--ppl "$PROSE_VAL" --max-windows $PPL_WINDOWS --tasks all --synthetic "$PROSE_VAL_SYN" --items $PROSE_ITEMS
-             --seed $SEED_EVAL --threads 1)
-    build/eval "$run" "${p[@]}" --seq-len "$T" --lengths "$T,$((2 * T)),$((4 * T))" --json "$base.json" >> "$lg" 2>&1 &&
-    build/eval "$run" "${p[@]}" --seq-len $((2 * T)) --lengths $((2 * T)) --yarn-factor 2 --json "${base}_yarn2.json" \
-        >> "$lg" 2>&1 &&
-    build/eval "$run" "${p[@]}" --seq-len $((4 * T)) --lengths $((4 * T)) --yarn-factor 4 --json "${base}_yarn4.json" \
-        >> "$lg" 2>&1 || return 1
-    for f in 2 4; do
-        build/eval "$run" --ppl "$PROSE_VAL" --max-windows $PPL_WINDOWS --threads 1 --seq-len $((f * T)) \
-            --json "${base}_ppl$f.json" >> "$lg" 2>&1 || return 1
-    done
-}
-mkdir -p "$out/analysis"
+in_loop=$(for f in $BAND_FAMS; do if [ $f != noisy ]; then printf '"%s",' "$f"; fi; done | sed 's/,$//')
+[ -n "$in_loop" ] || in_loop='"single"'
+loop_items=$([ $quick = 1 ] && echo 2 || echo 100)
 for s in $SEEDS; do
     for m in $MODES; do
-        run=$out/syn/stage2_${m}_s$s lg=$out/logs/eval_syn_${m}_s$s.log
         slot
-        : > "$lg"
-        ( evals "$run" "$out/eval/syn_${m}_s$s" "$lg" "$T_syn" --tasks all &&
-          evals "$run" "$out/eval/syn_${m}_s${s}_noisy" "$lg" "$T_syn" --tasks distractor --synthetic "$NOISY_SYN" &&
-          what=--attention && case " $REPO_MODES " in *" $m "*) what="--attention --positions" ;; esac &&
-          # shellcheck disable=SC2086  # what is one or two options
-          build/analyze "$run" $what --items $AN_ITEMS --seed $SEED_EVAL --threads 1 --label $m \
-              --out "$out/analysis/syn_${m}_s$s" >> "$lg" 2>&1 || die_log "$lg" "syn eval ($m, seed $s) failed" ) &
-        run=$out/prose/stage2_${m}_s$s lg=$out/logs/eval_prose_${m}_s$s.log
-        slot
-        : > "$lg"
-        ( prose_evals "$run" "$out/eval/prose_${m}_s$s" "$lg" "$T_prose" || die_log "$lg" "prose eval ($m, seed $s) failed" ) &
+        run=$out/stage2_${m}_s$s
+        rm -rf "$run"
+        # shellcheck disable=SC2046  # mode_args gives whole --set words without spaces inside
+        ( build/train "$out/configs/stage2.json" --set run.out_dir="\"$run\"" --set run.seed=$s \
+              --set model.init_from="\"$s1\"" --set optim.lr=$LR $(mode_args $m) "${q2[@]}" \
+              --set "train.eval_tasks={\"families\":[$in_loop],\"items\":$loop_items,\"seed\":5}" \
+              > "$out/logs/stage2_${m}_s$s.log" 2>&1 || die_log "$out/logs/stage2_${m}_s$s.log" "stage 2 failed" ) &
     done
 done
 wait
 for s in $SEEDS; do for m in $MODES; do
-    for f in "$out/eval/syn_${m}_s${s}_noisy_yarn4.json" "$out/analysis/syn_${m}_s$s/analysis.json" \
-             "$out/eval/prose_${m}_s${s}_yarn4.json" "$out/eval/prose_${m}_s${s}_ppl4.json"; do
-        [ -s "$f" ] || { echo "missing $f (logs in $out/logs)" >&2; exit 1; }
-    done
+    grep -q '^done:' "$out/logs/stage2_${m}_s$s.log" || die_log "$out/logs/stage2_${m}_s$s.log" "stage 2 did not finish"
 done; done
-s0=${SEEDS%% *}
-for s in $SEEDS; do
-    build/analyze --compare $(for m in $MODES; do echo "$out/analysis/syn_${m}_s$s/analysis.json"; done) \
-        --out "$out/analysis/compare_s$s" > "$out/analysis/compare_s$s.md" 2>>"$out/logs/compare.log"
-done
-{
-    for tr in syn prose; do
-        build/plot "$out/$tr/stage1_rope" --out "$out/analysis/${tr}_training_stage1.svg" &&
-        build/plot $(for m in $MODES; do echo "$out/$tr/stage2_${m}_s$s0"; done) --out "$out/analysis/${tr}_training_stage2.svg" &&
-        build/plot --positions $(for m in $REPO_MODES; do echo "$out/$tr/stage2_${m}_s$s0"; done) \
-            --out "$out/analysis/${tr}_positions_training.svg" || exit 1
+t_stage2=$(date +%s)
+
+# ---- eval, two runs at a time: T (the primary metric), 2T and 4T with and without YaRN, perplexity
+evals() { # RUN BASE
+    local run=$1 b=$2 L2=$((2 * T)) L4=$((4 * T)) o=(--items "$EVAL_ITEMS" --seed "$SEED_EVAL")
+    retrieval "$run" "$b.json" "$T,$L2,$L4" "${o[@]}" --ppl "$PROSE_VAL" --max-windows $PPL_WINDOWS --seq-len "$T" &&
+    noisy "$run" "${b}_noisy.json" "$T" "${o[@]}" &&
+    retrieval "$run" "${b}_yarn2.json" "$L2" "${o[@]}" --yarn-factor 2 &&
+    retrieval "$run" "${b}_yarn4.json" "$L4" "${o[@]}" --yarn-factor 4 &&
+    for f in 2 4; do
+        build/eval "$run" --ppl "$PROSE_VAL" --max-windows $PPL_WINDOWS --threads 1 --seq-len $((f * T)) \
+            --json "${b}_ppl$f.json" || return 1
     done
+}
+for s in $SEEDS; do
+    for m in $MODES; do
+        slot
+        lg=$out/logs/eval_${m}_s$s.log
+        ( evals "$out/stage2_${m}_s$s" "$out/eval/${m}_s$s" > "$lg" 2>&1 || die_log "$lg" "eval ($m, seed $s) failed" ) &
+    done
+done
+wait
+for s in $SEEDS; do for m in $MODES; do
+    [ -s "$out/eval/${m}_s${s}_ppl4.json" ] || { echo "missing $out/eval/${m}_s${s}_ppl4.json" >&2; exit 1; }
+done; done
+
+# ---- the comparisons of the rule, over the seeds, with M pooled
+files() { # MODE [SUFFIX]: the seeds' eval files, comma-separated (the main file joined with the noisy one)
+    local s l=
+    for s in $SEEDS; do
+        if [ -z "${2:-}" ]; then l=${l:+$l,}$out/eval/${1}_s$s.json+$out/eval/${1}_s${s}_noisy.json
+        else l=${l:+$l,}$out/eval/${1}_s${s}_$2.json; fi
+    done
+    echo "$l"
+}
+compare() { # NAME A B
+    build/eval --compare "$(files "$2")" "$(files "$3")" --pool "$POOL" --json "$out/compare/$1.json" \
+        > "$out/compare/$1.txt" 2>&1 || die_log "$out/compare/$1.txt" "compare $1 failed"
+    for y in yarn2 yarn4; do
+        build/eval --compare "$(files "$2" $y)" "$(files "$3" $y)" --json "$out/compare/${1}_$y.json" \
+            > "$out/compare/${1}_$y.txt" 2>&1 || die_log "$out/compare/${1}_$y.txt" "compare $1 ($y) failed"
+    done
+}
+has() { case " $MODES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+compare adaptation rope nope
+compare claim rope "$PRIMARY"
+compare attribution r1n3 "$PRIMARY"
+if has r2n1; then compare r2n1 rope r2n1; fi
+if has repo && has repo_wm; then compare repo_vs_wm repo_wm repo; fi
+s0=${SEEDS%% *}
+# shellcheck disable=SC2046  # one run directory per word
+{
+    build/plot "$out/stage1_rope" --out "$out/analysis/training_stage1.svg" &&
+    build/plot $(for m in $MODES; do echo "$out/stage2_${m}_s$s0"; done) --out "$out/analysis/training_stage2.svg" &&
+    build/plot --positions $(for m in repo repo_wm; do case " $MODES " in *" $m "*) echo "$out/stage2_${m}_s$s0" ;; esac; done) \
+        --out "$out/analysis/positions_training.svg"
 } > "$out/logs/plot.log" 2>&1 || die_log "$out/logs/plot.log" "build/plot failed"
 t_end=$(date +%s)
 
 # ---- report
-MODES="$MODES" REPO_MODES="$REPO_MODES" SEEDS="$SEEDS" NOISY_DISTRACTORS=$NOISY_DISTRACTORS NOISY_SYN="$NOISY_SYN" \
-    PROSE_VAL_SYN="$PROSE_VAL_SYN" WM_STD=$WM_STD WM_LR_MULT=$WM_LR_MULT \
-    tools/study_report.sh "$out" "$quick" $((t_stage1 - t_start)) $((t_stage2 - t_stage1)) $((t_end - t_stage2)) \
-    > "$out/results.md" || { echo "tools/study_report.sh failed on $out" >&2; exit 1; }
+MODES="$MODES" SEEDS="$SEEDS" T=$T POOL="$POOL" PRIMARY=$PRIMARY LR=$LR WM_STD=$WM_STD WM_LR_MULT=$WM_LR_MULT \
+    Z_TARGET=$Z_TARGET BAND_LO=$BAND_LO BAND_HI=$BAND_HI NOISY=$NOISY STEPS2=$STEPS2 COMPUTE=$COMPUTE \
+    EVAL_ITEMS=$EVAL_ITEMS CAL_ITEMS=$CAL_ITEMS \
+    tools/study_report.sh "$out" "$quick" $((t_stage1 - t_start)) $((t_cal - t_stage1)) $((t_stage2 - t_cal)) \
+    $((t_end - t_stage2)) > "$out/results.md" || { echo "tools/study_report.sh failed on $out" >&2; exit 1; }
 log "results: $out/results.md ($((t_end - t_start)) s in all)"
 if [ $quick = 0 ]; then
     mkdir -p docs/study
     rm -f docs/study/*.svg
-    for f in compare_s$s0/compare_attention compare_s$s0/compare_segments $(for m in $REPO_MODES; do echo syn_${m}_s$s0/positions; done) \
-             syn_training_stage1 syn_training_stage2 syn_positions_training \
-             prose_training_stage1 prose_training_stage2 prose_positions_training; do
-        [ -f "$out/analysis/$f.svg" ] && cp "$out/analysis/$f.svg" "docs/study/$(echo "$f" | sed "s|_s$s0||; s|/|_|").svg"
-    done
+    cp "$out"/analysis/*.svg docs/study/
     tools/study_report.sh --splice docs/study.md "$out/results.md"
     log "docs/study.md updated"
 fi
