@@ -25,7 +25,7 @@ for s in 2 3 4; do
         grep -q '"schedule":[[:space:]]*"linear"' "$run/run_config.json" || fail "$m: not the linear schedule"
         grep -q '"z_loss":[[:space:]]*0.0001' "$run/run_config.json" || fail "$m: no z-loss 1e-4"
         grep -q '"retrieval"' "$run/metrics.jsonl" || fail "$m seed $s: no learning curve (train.eval_tasks)"
-        for f in "" _noisy _yarn2 _yarn4 _ppl2 _ppl4; do
+        for f in "" _noisy _long _yarn2 _yarn4 _ppl2 _ppl4; do
             [ -s "$out/eval/${m}_s$s$f.json" ] || fail "no eval $m seed $s $f"
         done
         grep -q '"family":[[:space:]]*"noisy"' "$out/eval/${m}_s${s}_noisy.json" || fail "the noisy setting is not named noisy"

@@ -20,8 +20,8 @@
 #             in the loop every 250 steps) for each mode of MODES and seed of SEEDS, two runs at a time,
 #             one thread each.
 #   eval      each run: every family at T on EVAL_ITEMS items (eval seed 7) and the noisy setting, on
-#             held-out text; at 2x and 4x T with YaRN (factor 2, 4) and without; held-out perplexity at
-#             1x, 2x, 4x T. Per-item scores in OUT/eval/*.json.
+#             held-out text; at 2x and 4x T with YaRN (factor 2, 4) and without on SECONDARY_ITEMS;
+#             held-out perplexity at 1x, 2x, 4x T. Per-item scores in OUT/eval/*.json.
 #   compare   build/eval --compare over the seeds (two-level bootstrap) with --pool M: nope against rope
 #             (the adaptation check), the primary RePo mode against rope (the claim) and against r1n3
 #             (attribution), r2n1 against rope and repo against repo_wm (context).
@@ -33,7 +33,8 @@
 #   --quick   the same pipeline in a minute or two (few steps, few items), for `make test`: nothing is
 #             learned, the band is not enforced, and docs/ is never touched.
 #   --out DIR where the runs and results go (default runs/study, --quick: runs/study-quick)
-# Environment: STUDY_MODES (default "rope nope r1n3 r2n1 repo_wm repo"; the rule's cut order: repo, then r2n1).
+# Environment: STUDY_MODES (default "rope nope r1n3 r2n1" and the primary RePo mode: the rule's first cut, the
+# other RePo mode, keeps the run near an hour on 2 cores; STUDY_MODES="rope nope r1n3 r2n1 repo_wm repo" runs all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,7 +51,7 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$out" ] || out=$([ $quick = 1 ] && echo runs/study-quick || echo runs/study)
 
-MODES=${STUDY_MODES:-rope nope r1n3 r2n1 repo_wm repo}
+MODES=${STUDY_MODES:-rope nope r1n3 r2n1 repo_wm repo}   # by default the RePo mode that is not primary is cut (below)
 for m in rope nope r1n3; do
     case " $MODES " in *" $m "*) ;; *) echo "tools/study.sh: STUDY_MODES must hold rope, nope and r1n3" >&2; exit 2 ;; esac
 done
@@ -70,10 +71,10 @@ if [ $quick = 1 ]; then
     q2=(--set train.steps=6 --set optim.warmup_steps=2 --set train.eval_every=3 --set train.eval_batches=1
         --set train.batch_size=4 --set train.log_every=2 --set train.log_positions=2
         --set 'train.eval_tasks={"families":["single"],"items":2,"seed":5}')
-    PILOT_STEPS=4 CAL_ITEMS=4 EVAL_ITEMS=4 PPL_WINDOWS=2 WIDTH_STEPS=2
+    PILOT_STEPS=4 CAL_ITEMS=4 EVAL_ITEMS=4 SECONDARY_ITEMS=2 PPL_WINDOWS=2 WIDTH_STEPS=2
 else
     q1=(); q2=()
-    PILOT_STEPS=500 CAL_ITEMS=200 EVAL_ITEMS=250 PPL_WINDOWS=100 WIDTH_STEPS=4
+    PILOT_STEPS=500 CAL_ITEMS=200 EVAL_ITEMS=250 SECONDARY_ITEMS=100 PPL_WINDOWS=100 WIDTH_STEPS=4
 fi
 # BF16 products (train.compute_dtype, docs/design.md) where the CPU has them; evaluation stays FP32
 COMPUTE=f32
@@ -193,6 +194,10 @@ done
 PRIMARY=repo_wm
 if [ -z "$WM_STD" ]; then PRIMARY=repo; WM_STD=$(echo "$WM_STDS" | awk '{ print $NF }'); fi
 case " $MODES " in *" $PRIMARY "*) ;; *) echo "tools/study.sh: the primary RePo mode $PRIMARY is not in STUDY_MODES" >&2; exit 2 ;; esac
+# the rule's first cut, to fit about an hour on 2 cores: the RePo mode that is not primary (STUDY_MODES keeps it)
+if [ -z "${STUDY_MODES:-}" ] && [ $quick = 0 ]; then
+    MODES=$(echo "$MODES" | tr ' ' '\n' | grep -vx "$([ $PRIMARY = repo_wm ] && echo repo || echo repo_wm)" | tr '\n' ' ' | sed 's/ $//')
+fi
 # the band: the families (and the noisy setting) where stage 1 scores within [BAND_LO, BAND_HI]
 POOL='' BAND_FAMS=''
 : > "$out/cal/band.txt"
@@ -242,13 +247,16 @@ for s in $SEEDS; do for m in $MODES; do
 done; done
 t_stage2=$(date +%s)
 
-# ---- eval, two runs at a time: T (the primary metric), 2T and 4T with and without YaRN, perplexity
+# ---- eval, two runs at a time: T on EVAL_ITEMS items (the primary metric), 2T and 4T with and without YaRN on
+# SECONDARY_ITEMS (the secondary metrics), perplexity
 evals() { # RUN BASE
     local run=$1 b=$2 L2=$((2 * T)) L4=$((4 * T)) o=(--items "$EVAL_ITEMS" --seed "$SEED_EVAL")
-    retrieval "$run" "$b.json" "$T,$L2,$L4" "${o[@]}" --ppl "$PROSE_VAL" --max-windows $PPL_WINDOWS --seq-len "$T" &&
+    local o2=(--items "$SECONDARY_ITEMS" --seed "$SEED_EVAL")
+    retrieval "$run" "$b.json" "$T" "${o[@]}" --ppl "$PROSE_VAL" --max-windows $PPL_WINDOWS --seq-len "$T" &&
     noisy "$run" "${b}_noisy.json" "$T" "${o[@]}" &&
-    retrieval "$run" "${b}_yarn2.json" "$L2" "${o[@]}" --yarn-factor 2 &&
-    retrieval "$run" "${b}_yarn4.json" "$L4" "${o[@]}" --yarn-factor 4 &&
+    retrieval "$run" "${b}_long.json" "$L2,$L4" "${o2[@]}" &&
+    retrieval "$run" "${b}_yarn2.json" "$L2" "${o2[@]}" --yarn-factor 2 &&
+    retrieval "$run" "${b}_yarn4.json" "$L4" "${o2[@]}" --yarn-factor 4 &&
     for f in 2 4; do
         build/eval "$run" --ppl "$PROSE_VAL" --max-windows $PPL_WINDOWS --threads 1 --seq-len $((f * T)) \
             --json "${b}_ppl$f.json" || return 1
@@ -302,7 +310,7 @@ t_end=$(date +%s)
 # ---- report
 MODES="$MODES" SEEDS="$SEEDS" T=$T POOL="$POOL" PRIMARY=$PRIMARY LR=$LR WM_STD=$WM_STD WM_LR_MULT=$WM_LR_MULT \
     Z_TARGET=$Z_TARGET BAND_LO=$BAND_LO BAND_HI=$BAND_HI NOISY=$NOISY STEPS2=$STEPS2 COMPUTE=$COMPUTE \
-    EVAL_ITEMS=$EVAL_ITEMS CAL_ITEMS=$CAL_ITEMS \
+    EVAL_ITEMS=$EVAL_ITEMS SECONDARY_ITEMS=$SECONDARY_ITEMS CAL_ITEMS=$CAL_ITEMS \
     tools/study_report.sh "$out" "$quick" $((t_stage1 - t_start)) $((t_cal - t_stage1)) $((t_stage2 - t_cal)) \
     $((t_end - t_stage2)) > "$out/results.md" || { echo "tools/study_report.sh failed on $out" >&2; exit 1; }
 log "results: $out/results.md ($((t_end - t_start)) s in all)"

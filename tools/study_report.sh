@@ -24,7 +24,7 @@ fi
 
 out=$1 quick=$2 t1=$3 tc=$4 t2=$5 te=$6
 : "${MODES:?} ${SEEDS:?} ${T:?} ${POOL:?} ${PRIMARY:?} ${LR:?} ${WM_STD:?} ${WM_LR_MULT:?} ${Z_TARGET:?}"
-: "${BAND_LO:?} ${BAND_HI:?} ${NOISY:?} ${STEPS2:?} ${COMPUTE:?} ${EVAL_ITEMS:?} ${CAL_ITEMS:?}"
+: "${BAND_LO:?} ${BAND_HI:?} ${NOISY:?} ${STEPS2:?} ${COMPUTE:?} ${EVAL_ITEMS:?} ${SECONDARY_ITEMS:?} ${CAL_ITEMS:?}"
 FAMILIES="single multikey multivalue multiquery distractor table"
 
 # field FILE KEY FIELD: a field of KEY's object in a --compare JSON, as written
@@ -181,7 +181,7 @@ for cmp in adaptation:"nope − rope" claim:"$PRIMARY − rope" attribution:"$PR
 done
 echo
 
-echo "### Per mode (means over the seeds; $EVAL_ITEMS items per family and length, held-out text)"
+echo "### Per mode (means over the seeds; held-out text; $EVAL_ITEMS items per family at T, $SECONDARY_ITEMS at 2× and 4×)"
 echo
 echo "Exact match at 1×, 2×, 4× T without YaRN and at 2×, 4× with YaRN (factor 2, 4), and held-out perplexity."
 echo
@@ -189,8 +189,8 @@ echo "| mode | family | 1× | 2× | 4× | 2× YaRN | 4× YaRN |"
 echo "|---|---|---:|---:|---:|---:|---:|"
 for m in $MODES; do
     for f in $FAMILIES; do
-        echo "| $m | $f | $(mean_over_seeds $m $f $T "") | $(mean_over_seeds $m $f $((2 * T)) "") |" \
-             "$(mean_over_seeds $m $f $((4 * T)) "") | $(mean_over_seeds $m $f $((2 * T)) _yarn2) |" \
+        echo "| $m | $f | $(mean_over_seeds $m $f $T "") | $(mean_over_seeds $m $f $((2 * T)) _long) |" \
+             "$(mean_over_seeds $m $f $((4 * T)) _long) | $(mean_over_seeds $m $f $((2 * T)) _yarn2) |" \
              "$(mean_over_seeds $m $f $((4 * T)) _yarn4) |"
     done
     echo "| $m | noisy | $(mean_over_seeds $m noisy $T _noisy) | | | | |"
