@@ -19,7 +19,7 @@
 #   bench-memory memory plan vs measured peak RSS and s/step: the 1B shape at T=4096 and 1024, and S M L
 #   fuzz         libFuzzer on the safetensors header parser
 #   fuzz-config  libFuzzer on the config.json parser
-#   study        the small-scale reproduction (tools/study.sh, docs/study.md)
+#   study        the small-scale test of the paper's claim (tools/study.sh, docs/study.md)
 #   study-quick  the same pipeline in a few minutes, writing into build/ only
 #   deps-node    the npm packages of the tokenizer and chat template comparisons, into build/node
 #   compare-tokenizers  repoc's tokenizer against js-tiktoken, tiktoken and @huggingface/tokenizers
@@ -358,9 +358,9 @@ bench-threads: check-deps
 bench-attention: check-deps $(BUILD)/bench/bench_attention
 	@$(BUILD)/bench/bench_attention $(ATT_ARGS)
 
-# make study: the small-scale reproduction of the paper's comparison (tools/study.sh,
-# docs/study.md, which gives its measured wall time). make study-quick: the same pipeline in
-# under a minute, without the stage-1 gate and without touching docs/ (make test runs it).
+# make study: the small-scale test of the paper's claim by the decision rule of docs/study.md
+# (tools/study.sh; the report gives its measured wall time). make study-quick: the same pipeline
+# in under a minute, nothing learned, the band not enforced, docs/ untouched (make test runs it).
 .PHONY: study study-quick
 study: deps
 	@$(MAKE) --no-print-directory all
