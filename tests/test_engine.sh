@@ -8,7 +8,8 @@
 #  3. the decisions, from rates written into the cache (the file the timing fills): oneDNN only at >= 1.05x
 #     OpenBLAS, bf16 "auto" only at >= 1.1x the FP32 engine, an explicit "bf16" that measures slower runs with
 #     a warning giving both rates, and the time estimate uses the engine chosen;
-#  4. the choice recorded in trainer_state.json and kept on resume though the rates changed since;
+#  4. the choice recorded in trainer_state.json and kept on resume though the rates changed since (a checkpoint
+#     without it, of an earlier version, read as OpenBLAS);
 #  5. train.f32_engine given, and refused when it is not a known engine.
 . "$(dirname "$0")/testlib.sh" engine
 export REPOC_CACHE_DIR="$T/cache"   # this test's own cache, never the user's
@@ -105,6 +106,14 @@ if [ $generic = 0 ]; then
     config "$T/run.json" "$T/run" f32 openblas 6
     build/train "$T/run.json" >"$T/run3.log" 2>&1 || bad "the run resumed on openblas failed: $(tail -n 3 "$T/run3.log")"
     expect_line "resumed with another engine given: said" 'note: .* was computed with f32 products on onednn, this run uses openblas' "$T/run3.log"
+    # a checkpoint of a version before train.f32_engine: its products were OpenBLAS's, which auto keeps
+    st="$T/run/$(head -n 1 "$T/run/latest")/trainer_state.json"
+    sed -i '/"f32_engine":/d' "$st"
+    rates 100 150 0
+    config "$T/run.json" "$T/run" f32 auto 8
+    build/train "$T/run.json" >"$T/run4.log" 2>&1 || bad "the run resumed from an older checkpoint failed: $(tail -n 3 "$T/run4.log")"
+    expect_line "resumed with auto from a checkpoint without f32_engine: OpenBLAS, what every earlier version used" \
+        'f32 products: openblas, as .* was computed with' "$T/run4.log"
 fi
 
 # 5. given, and refused

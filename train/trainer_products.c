@@ -65,6 +65,8 @@ void trainer_choose_products(Trainer* tr) {
     RunConfig* rc = &tr->rc;
     TrainerState st = {0};
     if (tr->resumed_from[0]) ckpt_load_state(tr->resumed_from, &st);
+    /* a checkpoint of a version before train.f32_engine was computed on OpenBLAS, the only engine then */
+    if (tr->resumed_from[0] && !st.f32_engine[0]) snprintf(st.f32_engine, sizeof(st.f32_engine), "openblas");
     if (tr->rank == 0) {
         resolve(tr, &st);
         note_changes(tr, &st);
