@@ -38,6 +38,11 @@ double stats_stderr_prop(size_t k, size_t n);
 Interval stats_bootstrap_mean(const double* x, size_t n, double* work);
 /* 95% paired bootstrap of mean(b - a) over the n items, a (n) b (n); work (STATS_RESAMPLES) */
 Interval stats_bootstrap_diff(const double* a, const double* b, size_t n, double* work);
+/* the q-quantile (q in [0, 1]) of s (n >= 1), sorted ascending: s[h] interpolated linearly at h = (n - 1) q,
+   numpy's default */
+double stats_quantile(const double* s, size_t n, double q);
+/* x (n) sorted ascending in place */
+void stats_sort(double* x, size_t n);
 /* McNemar's exact two-sided p: n01 items right in B only, n10 right in A only */
 double stats_mcnemar_exact(size_t n01, size_t n10);
 /* true when every score is exactly 0 or 1 */
