@@ -13,7 +13,6 @@
 
 #define ANALYZE_JSON_VERSION 1
 
-
 void analysis_print(const Analysis* an);
 /* positions.csv (layer,head,t,z of the first item), analysis.json and the
    SVG (+ PNG) figures into dir */

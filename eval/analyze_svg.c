@@ -152,7 +152,6 @@ static void svg_close(FILE* f, char** buf, size_t* len, const char* path) {
 #define MARGIN_TOP 50.0
 #define POS_MAX_XLABELS 160 /* more tokens than this: no label under each */
 
-
 /* the y axis of one panel: every drawn value, or the clip_q to 1 - clip_q quantiles of them */
 static void pos_y_range(Axes* a, const PosPlot* pp, const real* z) {
     size_t n = pp->T * pp->n_heads;
@@ -185,7 +184,8 @@ static void pos_line(FILE* f, const Axes* a, const PosPlot* pp, const real* z, s
     fputs("\"/>\n", f);
     for (size_t t = 0; t < pp->T; t++) {
         double v = z[t * pp->KVH + pp->heads[i]];
-        if (v > a->ymax || v < a->ymin) outlier_mark(f, px(a, t), v > a->ymax ? a->y0 : a->y0 + a->h, v > a->ymax, color);
+        if (v > a->ymax || v < a->ymin)
+            outlier_mark(f, px(a, t), v > a->ymax ? a->y0 : a->y0 + a->h, v > a->ymax, color);
     }
 }
 
@@ -208,8 +208,14 @@ void svg_positions(const char* path, const PosPlot* pp) {
     put_text(f, POS_W / 2, 22, "middle", 15, "font-weight=\"bold\"", pp->title);
     for (size_t pn = 0; pn < pp->n_panels; pn++) {
         const real* z = pp->z[pn];
-        Axes a = {MARGIN_L, MARGIN_TOP + pn * panel_h + 10, POS_W - MARGIN_L - MARGIN_R, POS_PANEL_H - 75, -0.5,
-                  (double)pp->T - 0.5, 0, 0};
+        Axes a = {MARGIN_L,
+                  MARGIN_TOP + pn * panel_h + 10,
+                  POS_W - MARGIN_L - MARGIN_R,
+                  POS_PANEL_H - 75,
+                  -0.5,
+                  (double)pp->T - 0.5,
+                  0,
+                  0};
         pos_y_range(&a, pp, z);
         for (size_t s = 0; s < pp->n_shade; s++) { /* spans behind everything */
             double x1 = px(&a, pp->shade[s].begin - 0.5), x2 = px(&a, pp->shade[s].end - 0.5);

@@ -9,7 +9,6 @@
 #include "common/check.h"
 #include "eval/stats.h"
 
-
 ZRange z_range(const real* z, size_t stride, size_t T, double* work) {
     for (size_t t = 0; t < T; t++) work[t] = z[t * stride];
     stats_sort(work, T);
@@ -49,8 +48,8 @@ static int cmp_gap(const void* a, const void* b) {
 }
 
 BoundaryCount boundary_count(const real* z, size_t stride, size_t T, const uint8_t* is_boundary, double top_frac) {
-    CHECK(T >= 2 && top_frac > 0 && top_frac <= 1, "boundary_count: T %zu (at least 2), top fraction %g in (0, 1]",
-          T, top_frac);
+    CHECK(T >= 2 && top_frac > 0 && top_frac <= 1, "boundary_count: T %zu (at least 2), top fraction %g in (0, 1]", T,
+          top_frac);
     size_t G = T - 1; /* gaps */
     Gap* g = mallocCheck(G * sizeof(Gap));
     BoundaryCount c = {(size_t)ceil(top_frac * (double)G - 1e-9), 0, G, 0}; /* 0.1 x 90 = 9, not 10 */
@@ -81,7 +80,8 @@ static double mean_to_query(const real* z, size_t stride, const ItemSpans* s, bo
     for (size_t i = 0; i < s->query.begin; i++) {
         bool take = needle ? in_any(i, s->needle, s->n_needles) : !in_any(i, s->block, s->n_blocks);
         if (!take) continue;
-        for (size_t j = s->query.begin; j < s->query.end; j++) sum += fabs((double)z[i * stride] - (double)z[j * stride]);
+        for (size_t j = s->query.begin; j < s->query.end; j++)
+            sum += fabs((double)z[i * stride] - (double)z[j * stride]);
         n += s->query.end - s->query.begin;
     }
     return n ? sum / (double)n : NAN;

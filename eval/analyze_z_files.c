@@ -34,7 +34,9 @@ static void mem_write(MemFile* m, const char* dir, const char* name) {
 }
 
 /* dir/name */
-static void figure_path(char* path, size_t n, const char* dir, const char* name) { snprintf(path, n, "%s/%s", dir, name); }
+static void figure_path(char* path, size_t n, const char* dir, const char* name) {
+    snprintf(path, n, "%s/%s", dir, name);
+}
 
 /* "2" or "all": a layer or head column */
 static void index_or_all(char* out, size_t n, size_t i, bool all) {
@@ -125,7 +127,16 @@ static void plot_mechanism(const Analysis* an, const char* path) {
     }
     char title[256];
     snprintf(title, sizeof(title), "distance to the query in z: %s, %zu item(s)", an->label, an->items);
-    Scatter sc = {title, "mean |z_filler - z_query| (one point per head)", "mean |z_needle - z_query|", n, x, y, grp, legend, R, true};
+    Scatter sc = {.title = title,
+                  .xlabel = "mean |z_filler - z_query| (one point per head)",
+                  .ylabel = "mean |z_needle - z_query|",
+                  .n = n,
+                  .x = x,
+                  .y = y,
+                  .group = grp,
+                  .legend = legend,
+                  .n_groups = R,
+                  .diagonal = true};
     svg_scatter(path, &sc);
     free(x);
     free(y);
@@ -257,8 +268,16 @@ void analysis_write_text(const Analysis* an, const char* dir, const size_t* head
         snprintf(title, sizeof(title), "learned positions of the text (%s, %zu tokens): %s, layer %zu", an->text_from,
                  T, an->label, an->repo_layer[r]);
         const real* z = an->z0 + r * T * KVH;
-        PosPlot pp = {title, T, KVH, 1, &an->repo_layer[r], &z, heads, n_heads, {{0, 0}}, {0}, 0, TEXT_CLIP_Q,
-                      (const char* const*)an->pieces};
+        PosPlot pp = {.title = title,
+                      .T = T,
+                      .KVH = KVH,
+                      .n_panels = 1,
+                      .layer = &an->repo_layer[r],
+                      .z = &z,
+                      .heads = heads,
+                      .n_heads = n_heads,
+                      .clip_q = TEXT_CLIP_Q,
+                      .xlabels = (const char* const*)an->pieces};
         svg_positions(path, &pp);
         svg_to_png(path);
     }

@@ -71,7 +71,6 @@ ZRange range_layer_mean(const Analysis* an, const RangeRun* rr, size_t r) {
     return m;
 }
 
-
 void analysis_print_z(const Analysis* an) {
     size_t KVH = an->cfg.KVH;
     if (analysis_has_bnd(an)) {

@@ -110,7 +110,8 @@ static void parse_valued(AnalyzeOptions* o, const char* a, const char* v) {
     } else if (!strcmp(a, "--ranges")) o->n_ranges = cli_parse_size_list(a, v, 1, 64, o->range_mult, MAX_RANGES);
     else if (!strcmp(a, "--top-frac")) {
         o->top_frac = cli_parse_double(a, v);
-        if (!(o->top_frac > 0 && o->top_frac <= 1)) cli_bad_option("--top-frac: expected a share in (0, 1], got '%s'", v);
+        if (!(o->top_frac > 0 && o->top_frac <= 1))
+            cli_bad_option("--top-frac: expected a share in (0, 1], got '%s'", v);
     } else if (!strcmp(a, "--text")) o->text = v;
     else if (!strcmp(a, "--text-file")) o->text_file = v;
     else if (!strcmp(a, "--tokenizer")) o->tokenizer = v;
@@ -176,10 +177,10 @@ static void parse_args(AnalyzeOptions* o, int argc, char** argv) {
         else if (!strcmp(a, "--attention")) o->want_att = o->parts_given = true;
         else if (!strcmp(a, "--ranges-yarn")) o->ranges_yarn = true;
         else {
-            static const char* valued[] = {"--task",      "--length", "--items",      "--seed",    "--depth",
-                                           "--synthetic", "--tokens", "--offset",     "--segment", "--eps-const",
-                                           "--mono-frac", "--layers", "--plot-heads", "--label",   "--out",
-                                           "--ranges",    "--top-frac", "--text",     "--text-file", "--tokenizer"};
+            static const char* valued[] = {"--task",      "--length",   "--items",      "--seed",      "--depth",
+                                           "--synthetic", "--tokens",   "--offset",     "--segment",   "--eps-const",
+                                           "--mono-frac", "--layers",   "--plot-heads", "--label",     "--out",
+                                           "--ranges",    "--top-frac", "--text",       "--text-file", "--tokenizer"};
             static int seen[sizeof(valued) / sizeof(valued[0])];
             const char* v = i + 1 < argc ? argv[i + 1] : NULL;
             if (!cli_shared_option(&o->sh, CLI_THREADS | CLI_YARN, a, v)) {
@@ -325,7 +326,8 @@ int main(int argc, char** argv) {
         const char* pat[] = {o.tokens};
         token_data_open(&td, pat, 1, "auto", an.cfg.V);
         size_t window = an.length;
-        for (size_t k = 0; k < o.n_ranges; k++) window = o.range_mult[k] * an.length > window ? o.range_mult[k] * an.length : window;
+        for (size_t k = 0; k < o.n_ranges; k++)
+            window = o.range_mult[k] * an.length > window ? o.range_mult[k] * an.length : window;
         CHECK(o.offset <= td.n_tokens && td.n_tokens - o.offset >= window,
               "analyze: %s holds %zu tokens; a "
               "window of %zu from offset %zu runs past its end%s",

@@ -1,6 +1,7 @@
 /* build/analyze's inputs, forward passes and range runs (programs/analyze_run.h, docs/analyze.md). */
 #include "programs/analyze_run.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,11 @@
 
 /* the length of the UTF-8 sequence that starts s (n bytes left), 0 when it is not a whole valid one */
 static size_t utf8_len(const unsigned char* s, size_t n) {
-    size_t len = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
+    size_t len = s[0] < 0x80             ? 1
+                 : (s[0] & 0xE0) == 0xC0 ? 2
+                 : (s[0] & 0xF0) == 0xE0 ? 3
+                 : (s[0] & 0xF8) == 0xF0 ? 4
+                                         : 0;
     if (!len || len > n || (len == 2 && s[0] < 0xC2)) return 0;
     for (size_t i = 1; i < len; i++)
         if ((s[i] & 0xC0) != 0x80) return 0;
@@ -45,7 +50,8 @@ void analyze_text_input(Analysis* an, const char* text, const char* text_file, c
                         const CkptInfo* ci) {
     const char* opt = text_file ? "--text-file" : "--text";
     size_t n = 0;
-    char* bytes = text_file ? file_read_all(text_file, &n) : NULL;
+    char* bytes = text_file ? file_read_all_or_null(text_file, &n) : NULL;
+    if (text_file && !bytes) DIE("analyze: --text-file '%s': %s", text_file, file_read_error(errno));
     if (!text_file) n = strlen(text);
     CHECK(n > 0, "analyze: %s: the text is empty", opt);
     if (tokenizer)
@@ -54,8 +60,9 @@ void analyze_text_input(Analysis* an, const char* text, const char* text_file, c
     static char path[4200];
     an->tokenizer = cli_tokenizer(ci, tokenizer, true, path, sizeof(path)); /* dies without one */
     Tokenizer* tok = tok_load(an->tokenizer);
-    CHECK(tok_vocab_size(tok) <= an->cfg.V, "analyze: --tokenizer %s has %zu tokens, more than the model's vocab_size %zu",
-          tok_name(tok), tok_vocab_size(tok), an->cfg.V);
+    CHECK(tok_vocab_size(tok) <= an->cfg.V,
+          "analyze: --tokenizer %s has %zu tokens, more than the model's vocab_size %zu", tok_name(tok),
+          tok_vocab_size(tok), an->cfg.V);
     TokEncoder e;
     tok_encoder_init(&e, tok);
     size_t n_prefix;
@@ -203,7 +210,7 @@ void analyze_ranges(Analysis* an, const CkptInfo* ci, const SyntheticConfig* syn
                     const size_t* mults, size_t n, bool with_yarn, double yarn_orig) {
     an->ranges = callocCheck(2 * n, sizeof(RangeRun));
     for (size_t k = 0; k < n; k++)
-        for (int yarn = 0; yarn <= (with_yarn && mults[k] > 1); yarn++) {
+        for (int yarn = 0; yarn < (with_yarn && mults[k] > 1 ? 2 : 1); yarn++) {
             RangeRun* rr = &an->ranges[an->n_ranges++];
             ModelConfig cfg = an->cfg;
             if (yarn) { /* as build/eval --yarn-factor mult: original length --yarn-orig, else the training one */
@@ -211,8 +218,8 @@ void analyze_ranges(Analysis* an, const CkptInfo* ci, const SyntheticConfig* syn
                 cfg.yarn_orig_max = yarn_orig ? yarn_orig : ci->train_len ? (double)ci->train_len : (double)an->length;
                 model_config_validate(&cfg);
             }
-            *rr = (RangeRun){mults[k] * an->length, mults[k], cfg.yarn_factor, yarn, an->synthetic ? an->items : 1,
-                             NULL};
+            *rr =
+                (RangeRun){mults[k] * an->length, mults[k], cfg.yarn_factor, yarn, an->synthetic ? an->items : 1, NULL};
             printf("ranges: length %zu (%zux)%s\n", rr->length, rr->mult, yarn ? " with YaRN" : "");
             range_run(rr, an, &cfg, ci, syn, td);
         }

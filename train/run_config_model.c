@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "common/check.h"
-#include "data/source.h" /* synthetic_from_json: the eval tasks' generator settings */
-#include "hf/hf_config.h"   /* hf_carried_eos */
+#include "data/source.h"  /* synthetic_from_json: the eval tasks' generator settings */
+#include "hf/hf_config.h" /* hf_carried_eos */
 #include "train/run_config_parse.h"
 
 #define RS_ORIG_MAX "model.positions.rope_scaling.original_max_position_embeddings"
