@@ -111,31 +111,28 @@ void analysis_print_z(const Analysis* an) {
     }
 }
 
-static cJSON* bnd_obj(const BoundarySummary* b) {
-    cJSON* o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "share", b->share);
-    cJSON_AddNumberToObject(o, "lo", b->lo);
-    cJSON_AddNumberToObject(o, "hi", b->hi);
-    cJSON_AddNumberToObject(o, "chance", b->chance);
-    if (b->chance > 0) cJSON_AddNumberToObject(o, "enrichment", b->share / b->chance);
-    else cJSON_AddNullToObject(o, "enrichment");
-    return o;
-}
-
 static void add_num_or_null(cJSON* o, const char* key, double v) {
     if (isfinite(v)) cJSON_AddNumberToObject(o, key, v);
     else cJSON_AddNullToObject(o, key);
 }
 
-static cJSON* mech_obj(const MechSummary* m) {
+/* {keys[i]: v[i]} for i < n, a non-finite value as null */
+static cJSON* num_obj(const char* const* keys, const double* v, size_t n) {
     cJSON* o = cJSON_CreateObject();
-    add_num_or_null(o, "needle_query", m->needle);
-    add_num_or_null(o, "filler_query", m->filler);
-    add_num_or_null(o, "ratio", m->ratio);
-    add_num_or_null(o, "diff_lo", m->lo);
-    add_num_or_null(o, "diff_hi", m->hi);
-    cJSON_AddNumberToObject(o, "items", (double)m->items);
+    for (size_t i = 0; i < n; i++) add_num_or_null(o, keys[i], v[i]);
     return o;
+}
+
+static cJSON* bnd_obj(const BoundarySummary* b) {
+    static const char* const keys[] = {"share", "lo", "hi", "chance", "enrichment", "items"};
+    double v[] = {b->share, b->lo, b->hi, b->chance, b->chance > 0 ? b->share / b->chance : NAN, (double)b->items};
+    return num_obj(keys, v, 6);
+}
+
+static cJSON* mech_obj(const MechSummary* m) {
+    static const char* const keys[] = {"needle_query", "filler_query", "ratio", "diff_lo", "diff_hi", "items"};
+    double v[] = {m->needle, m->filler, m->ratio, m->lo, m->hi, (double)m->items};
+    return num_obj(keys, v, 6);
 }
 
 /* the summary of layers [r0, r1) and heads [g0, g1) as JSON: boundary alignment, or else query distance */
