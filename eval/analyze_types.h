@@ -56,6 +56,7 @@ typedef struct {
     size_t bnd_large;   /* large gaps per item */
     double* bnd_share;  /* (items, n_repo, KVH) boundary_share */
     double* bnd_chance; /* (items) boundary_chance (the same for every head) */
+    double* bnd_best;   /* (items) boundary_best (the same for every head) */
     double* d_needle;   /* (items, n_repo, KVH) z_query_distance .needle */
     double* d_filler;   /* (items, n_repo, KVH) z_query_distance .filler (NAN: an item without filler) */
 

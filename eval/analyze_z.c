@@ -65,6 +65,10 @@ BoundaryCount boundary_count(const real* z, size_t stride, size_t T, const uint8
 }
 
 double boundary_share(const BoundaryCount* c) { return c->large ? (double)c->large_on / (double)c->large : 0; }
+double boundary_best(const BoundaryCount* c) {
+    size_t m = c->boundary_gaps < c->large ? c->boundary_gaps : c->large;
+    return c->large ? (double)m / (double)c->large : 0;
+}
 double boundary_chance(const BoundaryCount* c) { return c->gaps ? (double)c->boundary_gaps / (double)c->gaps : 0; }
 
 static bool in_any(size_t j, const Span* spans, size_t n) {

@@ -51,6 +51,8 @@ BoundaryCount boundary_count(const real* z, size_t stride, size_t T, const uint8
 /* large_on / large, and boundary_gaps / gaps (the share the k gaps would have if drawn at random) */
 double boundary_share(const BoundaryCount* c);
 double boundary_chance(const BoundaryCount* c);
+/* the largest share possible: min(k, boundary gaps) / k (fewer boundary gaps than large ones cap it) */
+double boundary_best(const BoundaryCount* c);
 
 /* (c) mean |z_i - z_j| over needle tokens i (s->needle) and query tokens j
    (s->query), and over filler tokens i (before the query, outside every block)

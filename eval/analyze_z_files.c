@@ -65,8 +65,8 @@ static void each_group(FILE* f, const Analysis* an, GroupRow row) {
 static void boundary_row(FILE* f, const Analysis* an, const char* layer, const char* head, size_t r0, size_t r1,
                          size_t g0, size_t g1) {
     BoundarySummary b = boundary_summary(an, r0, r1, g0, g1);
-    fprintf(f, "%s,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%zu\n", layer, head, b.share, b.lo, b.hi, b.chance,
-            b.chance > 0 ? b.share / b.chance : NAN, b.items);
+    fprintf(f, "%s,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%zu\n", layer, head, b.share, b.lo, b.hi, b.chance,
+            b.chance > 0 ? b.share / b.chance : NAN, b.best, b.items);
 }
 
 static void mech_row(FILE* f, const Analysis* an, const char* layer, const char* head, size_t r0, size_t r1, size_t g0,
@@ -80,25 +80,26 @@ static void plot_boundaries(const Analysis* an, const char* path) {
     size_t R = an->n_repo, KVH = an->cfg.KVH;
     const char** group = callocCheck(R + 1, sizeof(char*));
     char(*names)[32] = callocCheck(R + 1, sizeof(*names));
-    double* v = callocCheck((R + 1) * 2, sizeof(double));
-    double* lo = callocCheck((R + 1) * 2, sizeof(double));
-    double* hi = callocCheck((R + 1) * 2, sizeof(double));
+    double* v = callocCheck((R + 1) * 3, sizeof(double));
+    double* lo = callocCheck((R + 1) * 3, sizeof(double));
+    double* hi = callocCheck((R + 1) * 3, sizeof(double));
     for (size_t r = 0; r <= R; r++) {
         BoundarySummary b = boundary_summary(an, r < R ? r : 0, r < R ? r + 1 : R, 0, KVH);
         if (r < R) snprintf(names[r], sizeof(names[r]), "layer %zu", an->repo_layer[r]);
         else snprintf(names[r], sizeof(names[r]), "all");
         group[r] = names[r];
-        v[r * 2] = b.share;
-        v[r * 2 + 1] = b.chance;
-        lo[r * 2] = b.lo; /* the interval over items of the share; chance is exact */
-        hi[r * 2] = b.hi;
-        lo[r * 2 + 1] = hi[r * 2 + 1] = NAN;
+        v[r * 3] = b.share;
+        v[r * 3 + 1] = b.chance;
+        v[r * 3 + 2] = b.best;
+        lo[r * 3] = b.lo; /* the interval over items of the share; chance and the largest share are exact */
+        hi[r * 3] = b.hi;
+        lo[r * 3 + 1] = hi[r * 3 + 1] = lo[r * 3 + 2] = hi[r * 3 + 2] = NAN;
     }
-    static const char* const series[] = {"on a boundary", "chance"};
+    static const char* const series[] = {"on a boundary", "chance", "at most"};
     char title[256];
     snprintf(title, sizeof(title), "boundary alignment: %s, %zu %s item(s), length %zu, top %g of |dz|", an->label,
              an->items, synthetic_family_name(an->family), an->length, an->top_frac);
-    BarChart bc = {title, "share of the large gaps", R + 1, 2, group, series, v, 0, lo, hi};
+    BarChart bc = {title, "share of the large gaps", R + 1, 3, group, series, v, 0, lo, hi};
     svg_bars(path, &bc);
     free(group);
     free(names);
@@ -216,7 +217,7 @@ void analysis_write_z(const Analysis* an, const char* dir) {
     if (analysis_has_bnd(an)) {
         MemFile m;
         FILE* f = mem_open(&m);
-        fprintf(f, "layer,head,share,lo,hi,chance,enrichment,items\n");
+        fprintf(f, "layer,head,share,lo,hi,chance,enrichment,best,items\n");
         each_group(f, an, boundary_row);
         mem_write(&m, dir, "boundaries.csv");
         f = mem_open(&m);

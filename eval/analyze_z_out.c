@@ -27,7 +27,7 @@ BoundarySummary boundary_summary(const Analysis* an, size_t r0, size_t r1, size_
     double* work = mallocCheck(STATS_RESAMPLES * sizeof(double));
     for (size_t i = 0; i < n; i++) x[i] = group_mean(an, an->bnd_share, i, r0, r1, g0, g1);
     Interval ci = stats_bootstrap_mean(x, n, work);
-    BoundarySummary b = {stats_mean(x, n), ci.lo, ci.hi, stats_mean(an->bnd_chance, n), n};
+    BoundarySummary b = {stats_mean(x, n), ci.lo, ci.hi, stats_mean(an->bnd_chance, n), stats_mean(an->bnd_best, n), n};
     free(x);
     free(work);
     return b;
@@ -82,8 +82,8 @@ void analysis_print_z(const Analysis* an) {
             BoundarySummary b = boundary_summary(an, all ? 0 : r, all ? an->n_repo : r + 1, 0, KVH);
             char name[32];
             snprintf(name, sizeof(name), all ? "all" : "layer %zu", all ? 0 : an->repo_layer[r]);
-            printf("  %-14s on boundaries %.3f [%.3f, %.3f]  chance %.3f  (%.2fx)\n", name, b.share, b.lo, b.hi,
-                   b.chance, b.chance > 0 ? b.share / b.chance : NAN);
+            printf("  %-14s on boundaries %.3f [%.3f, %.3f]  chance %.3f  (%.2fx)  at most %.3f\n", name, b.share, b.lo,
+                   b.hi, b.chance, b.chance > 0 ? b.share / b.chance : NAN, b.best);
         }
         printf("\nquery distance: mean |z_i - z_j| of needle tokens i and of filler tokens i to query tokens j\n");
         for (size_t r = 0; r <= an->n_repo; r++) {
@@ -124,9 +124,10 @@ static cJSON* num_obj(const char* const* keys, const double* v, size_t n) {
 }
 
 static cJSON* bnd_obj(const BoundarySummary* b) {
-    static const char* const keys[] = {"share", "lo", "hi", "chance", "enrichment", "items"};
-    double v[] = {b->share, b->lo, b->hi, b->chance, b->chance > 0 ? b->share / b->chance : NAN, (double)b->items};
-    return num_obj(keys, v, 6);
+    static const char* const keys[] = {"share", "lo", "hi", "chance", "enrichment", "best", "items"};
+    double v[] = {b->share, b->lo,           b->hi, b->chance, b->chance > 0 ? b->share / b->chance : NAN,
+                  b->best,  (double)b->items};
+    return num_obj(keys, v, 7);
 }
 
 static cJSON* mech_obj(const MechSummary* m) {

@@ -14,6 +14,7 @@
 typedef struct {
     double share, lo, hi; /* large gaps on boundaries: mean share and its interval */
     double chance;        /* the share at random: mean boundary gaps / gaps */
+    double best;          /* the largest share possible: mean min(k, boundary gaps) / k */
     size_t items;
 } BoundarySummary;
 BoundarySummary boundary_summary(const Analysis* an, size_t r0, size_t r1, size_t g0, size_t g1);

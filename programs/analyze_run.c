@@ -124,6 +124,7 @@ static void gather_boundaries(Analysis* an, const Model* m, const int32_t* x, si
             BoundaryCount c = boundary_count(z + g, KVH, T, is_boundary, an->top_frac);
             an->bnd_share[at] = boundary_share(&c);
             an->bnd_chance[i] = boundary_chance(&c);
+            an->bnd_best[i] = boundary_best(&c);
             an->bnd_large = c.large;
             ZDist d = z_query_distance(z + g, KVH, &an->spans[i]);
             an->d_needle[at] = d.needle;
@@ -144,6 +145,7 @@ static void alloc_results(Analysis* an) {
     if (an->synthetic && an->has_pos) {
         an->bnd_share = callocCheck(an->items * heads, sizeof(double));
         an->bnd_chance = callocCheck(an->items, sizeof(double));
+        an->bnd_best = callocCheck(an->items, sizeof(double));
         an->d_needle = callocCheck(an->items * heads, sizeof(double));
         an->d_filler = callocCheck(an->items * heads, sizeof(double));
     }
@@ -235,6 +237,7 @@ void analysis_free(Analysis* an) {
     free(an->spans);
     free(an->bnd_share);
     free(an->bnd_chance);
+    free(an->bnd_best);
     free(an->d_needle);
     free(an->d_filler);
     for (size_t k = 0; k < an->n_ranges; k++) free(an->ranges[k].head);

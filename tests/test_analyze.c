@@ -306,9 +306,10 @@ static void check_boundaries(void) {
     z[0] = 0;
     for (int t = 1; t < 21; t++) z[t] = z[t - 1] + (t - 1 == 4 || t - 1 == 9 ? 5.0f : 0.1f) * (t % 2 ? 1 : -1);
     BoundaryCount c = boundary_count(z, 1, 21, b20, 0.1);
-    EXPECT(c.large == 2 && c.large_on == 1 && boundary_share(&c) == 0.5 && boundary_chance(&c) == 0.1,
-           "jumps at gaps 4 and 9, boundaries at 4 and 15: share %g (1/2), chance %g (2/20)", boundary_share(&c),
-           boundary_chance(&c));
+    EXPECT(c.large == 2 && c.large_on == 1 && boundary_share(&c) == 0.5 && boundary_chance(&c) == 0.1 &&
+               boundary_best(&c) == 1,
+           "jumps at gaps 4 and 9, boundaries at 4 and 15: share %g (1/2), chance %g (2/20), at most %g (2/2)",
+           boundary_share(&c), boundary_chance(&c), boundary_best(&c));
     for (int t = 0; t < 21; t++) z[t] = (real)t; /* every |step| 1: the tie goes to the earliest gaps, 0 and 1 */
     b20[1] = 1;
     c = boundary_count(z, 1, 21, b20, 0.1);
@@ -317,8 +318,11 @@ static void check_boundaries(void) {
     real z91[91];
     uint8_t b90[90] = {0};
     for (int t = 0; t < 91; t++) z91[t] = (real)(t * t);
+    b90[3] = 1;
     c = boundary_count(z91, 1, 91, b90, 0.1);
-    EXPECT(c.large == 9, "top 0.1 of 90 gaps: %zu (9, not 10 from rounding)", c.large);
+    EXPECT(c.large == 9 && boundary_best(&c) == 1.0 / 9,
+           "top 0.1 of 90 gaps: %zu (9, not 10 from rounding); 1 boundary gap: at most %g (1/9)", c.large,
+           boundary_best(&c));
 }
 
 static void check_query_distance(void) {
