@@ -152,16 +152,20 @@ static void svg_close(FILE* f, char** buf, size_t* len, const char* path) {
 #define MARGIN_TOP 50.0
 #define POS_MAX_XLABELS 160 /* more tokens than this: no label under each */
 
-/* the y axis of one panel: every drawn value, or the clip_q to 1 - clip_q quantiles of them */
+/* the y axis of one panel: every drawn value, or those within Tukey's fences Q1 - k IQR, Q3 + k IQR */
 static void pos_y_range(Axes* a, const PosPlot* pp, const real* z) {
     size_t n = pp->T * pp->n_heads;
     double* v = mallocCheck(n * sizeof(double));
     for (size_t i = 0; i < pp->n_heads; i++)
         for (size_t t = 0; t < pp->T; t++) v[i * pp->T + t] = z[t * pp->KVH + pp->heads[i]];
     stats_sort(v, n);
-    double q = pp->clip_q > 0 ? pp->clip_q : 0;
-    a->ymin = stats_quantile(v, n, q);
-    a->ymax = stats_quantile(v, n, 1 - q);
+    a->ymin = v[0];
+    a->ymax = v[n - 1];
+    if (pp->fence > 0) {
+        double q1 = stats_quantile(v, n, 0.25), q3 = stats_quantile(v, n, 0.75);
+        a->ymin = fmax(a->ymin, q1 - pp->fence * (q3 - q1));
+        a->ymax = fmin(a->ymax, q3 + pp->fence * (q3 - q1));
+    }
     free(v);
     nice_range(&a->ymin, &a->ymax);
 }
@@ -237,9 +241,9 @@ void svg_positions(const char* path, const PosPlot* pp) {
         }
         for (size_t s = 0; s < pp->n_shade; s++, ly += 17)
             legend_entry(f, lx, ly, SHADES[s % N_SHADES], 0.45, pp->shade_label[s]);
-        if (pp->clip_q > 0) {
+        if (pp->fence > 0) {
             char note[96];
-            snprintf(note, sizeof(note), "y axis: the %g-%g%% quantiles;", 100 * pp->clip_q, 100 * (1 - pp->clip_q));
+            snprintf(note, sizeof(note), "y axis: Q1 - %g IQR .. Q3 + %g IQR;", pp->fence, pp->fence);
             put_text(f, lx, ly + 4, "start", 9, NULL, note);
             put_text(f, lx, ly + 16, "start", 9, NULL, "a triangle: a point beyond it");
         }

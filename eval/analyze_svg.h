@@ -1,7 +1,7 @@
 /* Figures as SVG written by hand (no plotting library). For build/analyze:
    learned positions z against the token index, one panel per RePo layer and
    one polyline per chosen head with the needle and query spans shaded (the y
-   axis clamped to inner quantiles on request, outliers marked on its edge);
+   axis clamped to Tukey's fences on request, outliers marked on its edge);
    grouped bar charts (attention mass needle / query / rest, segment shares);
    scatter plots (needle against filler distance to the query).
    For build/plot: panels of line series over steps (training curves of
@@ -28,9 +28,10 @@ typedef struct {
     Span shade[SVG_MAX_SHADE]; /* token spans shaded behind the lines */
     const char* shade_label[SVG_MAX_SHADE];
     size_t n_shade;
-    double clip_q;              /* > 0: each panel's y axis spans the clip_q to 1 - clip_q quantile of its
-                                   drawn values; a point outside is drawn on the edge and marked with a
-                                   triangle pointing out (class="outlier"); 0: the full range */
+    double fence;               /* > 0: each panel's y axis ends at Tukey's fences of its drawn values,
+                                   Q1 - fence IQR and Q3 + fence IQR (or at the extremes where they lie
+                                   within), a point beyond drawn on the edge and marked with a triangle
+                                   pointing out (class="outlier"); 0: the full range */
     const char* const* xlabels; /* NULL, or (T) a label under each token (text: its piece) */
 } PosPlot;
 

@@ -277,7 +277,7 @@ void analysis_write_text(const Analysis* an, const char* dir, const size_t* head
                       .z = &z,
                       .heads = heads,
                       .n_heads = n_heads,
-                      .clip_q = TEXT_CLIP_Q,
+                      .fence = TEXT_FENCE,
                       .xlabels = (const char* const*)an->pieces};
         svg_positions(path, &pp);
         svg_to_png(path);

@@ -18,7 +18,7 @@
       without an outlier, the boundary gaps of a hand-made item, the share of
       the large |dz| on them (and the top-k count and its tie rule), the
       needle and filler distances to the query;
-   8. a positions figure with clipped axes marks exactly the outliers.
+   8. a positions figure with axes at Tukey's fences marks exactly the outliers.
    Prints OK / NOT OK per check, exits non-zero on a failure. */
 #include <math.h>
 #include <stdio.h>
@@ -336,31 +336,35 @@ static void check_query_distance(void) {
            d.filler);
 }
 
+/* svg_positions of z (200) with the given fence into path; the outlier marks it drew */
+static size_t outlier_marks(const char* path, const real* z, double fence) {
+    size_t layer = 1, head = 0;
+    const real* zs[1] = {z};
+    PosPlot pp = {"t", 200, 1, 1, &layer, zs, &head, 1, {{0, 0}}, {0}, 0, fence, NULL};
+    svg_positions(path, &pp);
+    char* svg = file_read_all(path, NULL);
+    size_t marks = 0;
+    for (const char* p = svg; (p = strstr(p, "class=\"outlier\"")); p++) marks++;
+    free(svg);
+    return marks;
+}
+
 static void check_clipped_figure(void) {
-    printf("positions figure with axes at the 1-99%% quantiles\n");
-    size_t T = 200;
+    printf("positions figure with axes at Tukey's fences Q1 - 3 IQR, Q3 + 3 IQR\n");
     real z[200];
-    for (size_t t = 0; t < T; t++) z[t] = (real)sin((double)t / 10);
-    z[50] = 1000; /* one above, one below: 1% of 200 is 2 points, so each lies outside the quantiles */
+    for (size_t t = 0; t < 200; t++) z[t] = (real)sin((double)t / 10);
+    z[50] = 1000; /* one above, one below: sin's IQR is about 1.4, its fences about +-4.9 */
     z[120] = -1000;
     char path[] = "/tmp/repoc_test_analyze_XXXXXX";
     int fd = mkstemp(path);
     CHECK(fd >= 0, "mkstemp");
     close(fd);
-    size_t layer = 1, head = 0;
-    const real* zs[1] = {z};
-    PosPlot pp = {"t", T, 1, 1, &layer, zs, &head, 1, {{0, 0}}, {0}, 0, 0.01, NULL};
-    svg_positions(path, &pp);
-    char* svg = file_read_all(path, NULL);
-    size_t marks = 0;
-    for (const char* p = svg; (p = strstr(p, "class=\"outlier\"")); p++) marks++;
-    EXPECT(marks == 2, "2 outliers marked on the edge (got %zu)", marks);
-    pp.clip_q = 0;
-    svg_positions(path, &pp);
-    free(svg);
-    svg = file_read_all(path, NULL);
-    EXPECT(!strstr(svg, "outlier"), "without clipping: none marked");
-    free(svg);
+    size_t fenced = outlier_marks(path, z, 3), full = outlier_marks(path, z, 0);
+    EXPECT(fenced == 2 && full == 0, "sin with two spikes: %zu marked on the edge (2), %zu on the full range (0)",
+           fenced, full);
+    for (size_t t = 0; t < 200; t++) z[t] = (real)t; /* wide, no outlier: the fences lie beyond the extremes */
+    size_t wide = outlier_marks(path, z, 3);
+    EXPECT(wide == 0, "z = t: %zu marked (0)", wide);
     unlink(path);
 }
 
