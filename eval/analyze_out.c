@@ -224,8 +224,14 @@ static void plot_positions(const Analysis* an, const char* path, const size_t* h
     const real* z[MAX_LAYERS];
     for (size_t r = 0; r < an->n_repo; r++) z[r] = an->z0 + r * an->length * an->cfg.KVH;
     char title[256];
-    PosPlot pp = {title, an->length, an->cfg.KVH, an->n_repo, an->repo_layer, z, heads, n_heads, {{0, 0}},
-                  {0},   0,          0,           NULL};
+    PosPlot pp = {.title = title,
+                  .T = an->length,
+                  .KVH = an->cfg.KVH,
+                  .n_panels = an->n_repo,
+                  .layer = an->repo_layer,
+                  .z = z,
+                  .heads = heads,
+                  .n_heads = n_heads};
     if (an->synthetic) {
         snprintf(title, sizeof(title), "learned positions: %s, %s item 0 (seed %llu), length %zu", an->label,
                  synthetic_family_name(an->family), (unsigned long long)an->seed, an->length);

@@ -153,11 +153,11 @@ static void svg_close(FILE* f, char** buf, size_t* len, const char* path) {
 #define POS_MAX_XLABELS 160 /* more tokens than this: no label under each */
 
 /* the y axis of one panel: every drawn value, or those within Tukey's fences Q1 - k IQR, Q3 + k IQR */
-static void pos_y_range(Axes* a, const PosPlot* pp, const real* z) {
-    size_t n = pp->T * pp->n_heads;
+static void pos_y_range(Axes* a, const PosPlot* pp, const real* z, size_t h0, size_t h1) {
+    size_t n = pp->T * (h1 - h0);
     double* v = mallocCheck(n * sizeof(double));
-    for (size_t i = 0; i < pp->n_heads; i++)
-        for (size_t t = 0; t < pp->T; t++) v[i * pp->T + t] = z[t * pp->KVH + pp->heads[i]];
+    for (size_t i = h0; i < h1; i++)
+        for (size_t t = 0; t < pp->T; t++) v[(i - h0) * pp->T + t] = z[t * pp->KVH + pp->heads[i]];
     stats_sort(v, n);
     a->ymin = v[0];
     a->ymax = v[n - 1];
@@ -203,51 +203,51 @@ static void pos_xlabels(FILE* f, const Axes* a, const PosPlot* pp) {
     }
 }
 
+/* one panel, its top at top: panel pn's heads pp->heads[h0 .. h1) on their own y axis */
+static void pos_panel(FILE* f, const PosPlot* pp, size_t pn, size_t h0, size_t h1, double top, bool labels) {
+    const real* z = pp->z[pn];
+    Axes a = {MARGIN_L, top, POS_W - MARGIN_L - MARGIN_R, POS_PANEL_H - 75, -0.5, (double)pp->T - 0.5, 0, 0};
+    pos_y_range(&a, pp, z, h0, h1);
+    for (size_t s = 0; s < pp->n_shade; s++) { /* spans behind everything */
+        double x1 = px(&a, pp->shade[s].begin - 0.5), x2 = px(&a, pp->shade[s].end - 0.5);
+        fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" fill-opacity=\"0.45\"/>\n",
+                x1, a.y0, fmax(x2 - x1, 1.0), a.h, SHADES[s % N_SHADES]);
+    }
+    char title[64];
+    if (pp->per_head) snprintf(title, sizeof(title), "layer %zu, head %zu", pp->layer[pn], pp->heads[h0]);
+    else snprintf(title, sizeof(title), "layer %zu", pp->layer[pn]);
+    draw_axes(f, &a, labels ? NULL : "token index t", "position z", title, true);
+    if (labels) pos_xlabels(f, &a, pp);
+    for (size_t i = h0; i < h1; i++) pos_line(f, &a, pp, z, i);
+    double lx = a.x0 + a.w + 15, ly = a.y0 + 12;
+    for (size_t i = h0; i < h1; i++, ly += 17) {
+        char lab[32];
+        snprintf(lab, sizeof(lab), "head %zu", pp->heads[i]);
+        legend_entry(f, lx, ly, COLORS[i % N_COLORS], 1, lab);
+    }
+    for (size_t s = 0; s < pp->n_shade; s++, ly += 17)
+        legend_entry(f, lx, ly, SHADES[s % N_SHADES], 0.45, pp->shade_label[s]);
+    if (pp->fence > 0) {
+        char note[96];
+        snprintf(note, sizeof(note), "Q1 - %g IQR .. Q3 + %g IQR", pp->fence, pp->fence);
+        put_text(f, lx, ly + 4, "start", 9, NULL, "y axis: Tukey's fences");
+        put_text(f, lx, ly + 16, "start", 9, NULL, note);
+        put_text(f, lx, ly + 28, "start", 9, NULL, "triangles: points beyond");
+    }
+}
+
 void svg_positions(const char* path, const PosPlot* pp) {
     char* buf;
     size_t len;
     bool labels = pp->xlabels && pp->T <= POS_MAX_XLABELS;
-    double panel_h = POS_PANEL_H + (labels ? 60 : 0), H = MARGIN_TOP + pp->n_panels * panel_h;
+    size_t per_panel = pp->per_head ? 1 : pp->n_heads, n = pp->n_panels * (pp->n_heads / per_panel);
+    double panel_h = POS_PANEL_H + (labels ? 60 : 0), H = MARGIN_TOP + n * panel_h;
     FILE* f = svg_open(&buf, &len, POS_W, H);
     put_text(f, POS_W / 2, 22, "middle", 15, "font-weight=\"bold\"", pp->title);
-    for (size_t pn = 0; pn < pp->n_panels; pn++) {
-        const real* z = pp->z[pn];
-        Axes a = {MARGIN_L,
-                  MARGIN_TOP + pn * panel_h + 10,
-                  POS_W - MARGIN_L - MARGIN_R,
-                  POS_PANEL_H - 75,
-                  -0.5,
-                  (double)pp->T - 0.5,
-                  0,
-                  0};
-        pos_y_range(&a, pp, z);
-        for (size_t s = 0; s < pp->n_shade; s++) { /* spans behind everything */
-            double x1 = px(&a, pp->shade[s].begin - 0.5), x2 = px(&a, pp->shade[s].end - 0.5);
-            fprintf(f,
-                    "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" "
-                    "fill-opacity=\"0.45\"/>\n",
-                    x1, a.y0, fmax(x2 - x1, 1.0), a.h, SHADES[s % N_SHADES]);
-        }
-        char title[64];
-        snprintf(title, sizeof(title), "layer %zu", pp->layer[pn]);
-        draw_axes(f, &a, labels ? NULL : "token index t", "position z", title, true);
-        if (labels) pos_xlabels(f, &a, pp);
-        for (size_t i = 0; i < pp->n_heads; i++) pos_line(f, &a, pp, z, i);
-        double lx = a.x0 + a.w + 15, ly = a.y0 + 12;
-        for (size_t i = 0; i < pp->n_heads; i++, ly += 17) {
-            char lab[32];
-            snprintf(lab, sizeof(lab), "head %zu", pp->heads[i]);
-            legend_entry(f, lx, ly, COLORS[i % N_COLORS], 1, lab);
-        }
-        for (size_t s = 0; s < pp->n_shade; s++, ly += 17)
-            legend_entry(f, lx, ly, SHADES[s % N_SHADES], 0.45, pp->shade_label[s]);
-        if (pp->fence > 0) {
-            char note[96];
-            snprintf(note, sizeof(note), "y axis: Q1 - %g IQR .. Q3 + %g IQR;", pp->fence, pp->fence);
-            put_text(f, lx, ly + 4, "start", 9, NULL, note);
-            put_text(f, lx, ly + 16, "start", 9, NULL, "a triangle: a point beyond it");
-        }
-    }
+    size_t k = 0;
+    for (size_t pn = 0; pn < pp->n_panels; pn++)
+        for (size_t h0 = 0; h0 < pp->n_heads; h0 += per_panel, k++)
+            pos_panel(f, pp, pn, h0, h0 + per_panel, MARGIN_TOP + k * panel_h + 10, labels);
     svg_close(f, &buf, &len, path);
 }
 

@@ -33,6 +33,7 @@ typedef struct {
                                    within), a point beyond drawn on the edge and marked with a triangle
                                    pointing out (class="outlier"); 0: the full range */
     const char* const* xlabels; /* NULL, or (T) a label under each token (text: its piece) */
+    bool per_head;              /* each head in a panel of its own (each on its own axis), not one per layer */
 } PosPlot;
 
 /* points (x, y), one colour per group, with the diagonal y = x when diagonal */

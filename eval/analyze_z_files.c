@@ -278,7 +278,8 @@ void analysis_write_text(const Analysis* an, const char* dir, const size_t* head
                       .heads = heads,
                       .n_heads = n_heads,
                       .fence = TEXT_FENCE,
-                      .xlabels = (const char* const*)an->pieces};
+                      .xlabels = (const char* const*)an->pieces,
+                      .per_head = true};
         svg_positions(path, &pp);
         svg_to_png(path);
     }

@@ -340,7 +340,15 @@ static void check_query_distance(void) {
 static size_t outlier_marks(const char* path, const real* z, double fence) {
     size_t layer = 1, head = 0;
     const real* zs[1] = {z};
-    PosPlot pp = {"t", 200, 1, 1, &layer, zs, &head, 1, {{0, 0}}, {0}, 0, fence, NULL};
+    PosPlot pp = {.title = "t",
+                  .T = 200,
+                  .KVH = 1,
+                  .n_panels = 1,
+                  .layer = &layer,
+                  .z = zs,
+                  .heads = &head,
+                  .n_heads = 1,
+                  .fence = fence};
     svg_positions(path, &pp);
     char* svg = file_read_all(path, NULL);
     size_t marks = 0;
