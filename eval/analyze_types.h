@@ -39,7 +39,7 @@ typedef struct {
     const char* tokens_file;
     size_t offset;
     const char* text_from; /* text: "--text" or the --text-file path */
-    const char* tokenizer; /* text: the tokenizer.json read */
+    char tokenizer[4200];  /* text: the tokenizer.json read */
     char** pieces;         /* text: (length) each token's text, NUL-terminated */
 
     /* learned positions: per RePo layer and KV head, over every item */

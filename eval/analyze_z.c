@@ -9,6 +9,7 @@
 #include "common/check.h"
 #include "eval/stats.h"
 
+/* z[t * stride], t < T; sorted into work (T): range = z_(T-1) - z_(0), span = q(0.95) - q(0.05) */
 ZRange z_range(const real* z, size_t stride, size_t T, double* work) {
     for (size_t t = 0; t < T; t++) work[t] = z[t * stride];
     stats_sort(work, T);
@@ -47,6 +48,8 @@ static int cmp_gap(const void* a, const void* b) {
     return (x->t > y->t) - (x->t < y->t);
 }
 
+/* dz_t = z[t+1] - z[t] for the G = T - 1 gaps; the k = ceil(top_frac G) largest |dz_t| (earlier first on a
+   tie), and of them those with is_boundary[t] */
 BoundaryCount boundary_count(const real* z, size_t stride, size_t T, const uint8_t* is_boundary, double top_frac) {
     CHECK(T >= 2 && top_frac > 0 && top_frac <= 1, "boundary_count: T %zu (at least 2), top fraction %g in (0, 1]", T,
           top_frac);
@@ -77,7 +80,8 @@ static bool in_any(size_t j, const Span* spans, size_t n) {
     return false;
 }
 
-/* mean over i in the tokens `take` accepts and j in the query of |z_i - z_j| */
+/* mean over i and j in the query of |z_i - z_j|, i over the needle tokens (needle) or over the filler:
+   the tokens before the query in no block */
 static double mean_to_query(const real* z, size_t stride, const ItemSpans* s, bool needle) {
     double sum = 0;
     size_t n = 0;

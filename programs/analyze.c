@@ -298,7 +298,9 @@ static void plan(Analysis* an, AnalyzeOptions* o, const CkptInfo* ci, SyntheticC
     if (an->synthetic) {
         const char* from = cli_resolve_synthetic(syn, o->synthetic, ci);
         synthetic_validate(syn, c->V);
-        an->prompt_len = eval_prompt_len(syn, an->family, an->length); /* dies when the length is too short */
+        SynIds id = synthetic_ids(syn);
+        if (an->eos >= (int32_t)syn->first_id && an->eos < id.end) an->eos = -1; /* a mark or symbol, not an eos */
+        an->prompt_len = eval_prompt_len(syn, an->family, an->length);           /* dies when the length is too short */
         printf("synthetic items: %zu x %s, length %zu (prompt %zu), seed %llu; generator settings from %s\n", an->items,
                synthetic_family_name(an->family), an->length, an->prompt_len, (unsigned long long)an->seed, from);
     }

@@ -57,9 +57,9 @@ void analyze_text_input(Analysis* an, const char* text, const char* text_file, c
     if (tokenizer)
         CHECK(path_exists(tokenizer), "analyze: --tokenizer '%s' does not exist (a tokenizer.json or its directory)",
               tokenizer);
-    static char path[4200];
-    an->tokenizer = cli_tokenizer(ci, tokenizer, true, path, sizeof(path)); /* dies without one */
-    Tokenizer* tok = tok_load(an->tokenizer);
+    char path[4200];
+    snprintf(an->tokenizer, sizeof(an->tokenizer), "%s", cli_tokenizer(ci, tokenizer, true, path, sizeof(path)));
+    Tokenizer* tok = tok_load(an->tokenizer); /* cli_tokenizer died when there is none */
     CHECK(tok_vocab_size(tok) <= an->cfg.V,
           "analyze: --tokenizer %s has %zu tokens, more than the model's vocab_size %zu", tok_name(tok),
           tok_vocab_size(tok), an->cfg.V);
