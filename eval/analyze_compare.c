@@ -89,7 +89,9 @@ static size_t bars(const Entry* e, size_t n, bool att, const char* path) {
                    group,
                    att ? att_series : seg_series,
                    v,
-                   att ? 2 : 0};
+                   att ? 2 : 0,
+                   NULL,
+                   NULL};
     svg_bars(path, &bc);
     svg_to_png(path);
     return g;

@@ -11,6 +11,8 @@
 #include "common/check.h"
 #include "common/fileio.h"
 #include "eval/analyze_svg.h"
+#include "eval/analyze_z_files.h"
+#include "eval/analyze_z_out.h"
 
 /* heads and layers merged */
 static PosStats layer_stats(const Analysis* an, size_t r) {
@@ -61,6 +63,7 @@ void analysis_print(const Analysis* an) {
         PosStats all = overall_stats(an);
         print_pos_line("all", &all);
     }
+    analysis_print_z(an);
     if (an->has_att) {
         printf("\nattention mass of the query rows, %zu %s item(s) of length %zu, mean over heads and rows\n",
                an->items, synthetic_family_name(an->family), an->length);
@@ -140,6 +143,10 @@ static cJSON* positions_json(const Analysis* an) {
         }
         cJSON_AddItemToArray(layers, lo);
     }
+    cJSON* b = boundary_json(an);
+    cJSON_AddItemToObject(p, "boundaries", b ? b : cJSON_CreateNull());
+    b = mechanism_json(an);
+    cJSON_AddItemToObject(p, "mechanism", b ? b : cJSON_CreateNull());
     return p;
 }
 
@@ -180,7 +187,8 @@ static void write_json(const Analysis* an, const char* path) {
     if (an->cfg.yarn_factor > 1) cJSON_AddNumberToObject(root, "yarn_factor", an->cfg.yarn_factor);
     else cJSON_AddNullToObject(root, "yarn_factor");
     cJSON* in = cJSON_AddObjectToObject(root, "input");
-    cJSON_AddStringToObject(in, "kind", an->synthetic ? "synthetic" : "tokens");
+    static const char* const kinds[] = {"synthetic", "tokens", "text"};
+    cJSON_AddStringToObject(in, "kind", kinds[an->kind]);
     cJSON_AddNumberToObject(in, "length", (double)an->length);
     cJSON_AddNumberToObject(in, "items", (double)an->items);
     if (an->synthetic) {
@@ -189,12 +197,21 @@ static void write_json(const Analysis* an, const char* path) {
         cJSON_AddNumberToObject(in, "seed", (double)an->seed);
         if (an->depth >= 0) cJSON_AddNumberToObject(in, "depth", an->depth);
         else cJSON_AddNullToObject(in, "depth");
-    } else {
+    } else if (an->kind == INPUT_TOKENS) {
         cJSON_AddStringToObject(in, "file", an->tokens_file);
         cJSON_AddNumberToObject(in, "offset", (double)an->offset);
+    } else {
+        cJSON_AddStringToObject(in, "text_from", an->text_from);
+        cJSON_AddStringToObject(in, "tokenizer", an->tokenizer);
     }
     cJSON* tok = cJSON_AddArrayToObject(in, "tokens"); /* the first item's */
     for (size_t t = 0; t < an->length; t++) cJSON_AddItemToArray(tok, cJSON_CreateNumber(an->tokens0[t]));
+    if (an->kind == INPUT_TEXT) {
+        cJSON* pieces = cJSON_AddArrayToObject(in, "pieces");
+        for (size_t t = 0; t < an->length; t++) cJSON_AddItemToArray(pieces, cJSON_CreateString(an->pieces[t]));
+    }
+    cJSON* ranges = ranges_json(an);
+    cJSON_AddItemToObject(root, "ranges", ranges ? ranges : cJSON_CreateNull());
     if (an->has_pos) cJSON_AddItemToObject(root, "positions", positions_json(an));
     else cJSON_AddNullToObject(root, "positions");
     if (an->has_att) cJSON_AddItemToObject(root, "attention", attention_json(an));
@@ -207,7 +224,14 @@ static void plot_positions(const Analysis* an, const char* path, const size_t* h
     const real* z[MAX_LAYERS];
     for (size_t r = 0; r < an->n_repo; r++) z[r] = an->z0 + r * an->length * an->cfg.KVH;
     char title[256];
-    PosPlot pp = {title, an->length, an->cfg.KVH, an->n_repo, an->repo_layer, z, heads, n_heads, {{0, 0}}, {0}, 0};
+    PosPlot pp = {.title = title,
+                  .T = an->length,
+                  .KVH = an->cfg.KVH,
+                  .n_panels = an->n_repo,
+                  .layer = an->repo_layer,
+                  .z = z,
+                  .heads = heads,
+                  .n_heads = n_heads};
     if (an->synthetic) {
         snprintf(title, sizeof(title), "learned positions: %s, %s item 0 (seed %llu), length %zu", an->label,
                  synthetic_family_name(an->family), (unsigned long long)an->seed, an->length);
@@ -242,7 +266,7 @@ static void plot_attention(const Analysis* an, const char* path) {
     char title[256];
     snprintf(title, sizeof(title), "attention mass of the query rows: %s, %zu %s item(s), length %zu", an->label,
              an->items, synthetic_family_name(an->family), an->length);
-    BarChart bc = {title, "attention probability mass", an->n_att + 2, 3, group, series, v, 2};
+    BarChart bc = {title, "attention probability mass", an->n_att + 2, 3, group, series, v, 2, NULL, NULL};
     svg_bars(path, &bc);
     free(group);
     free(names);
@@ -252,13 +276,16 @@ static void plot_attention(const Analysis* an, const char* path) {
 void analysis_write(const Analysis* an, const char* dir, const size_t* plot_heads, size_t n_plot_heads) {
     char path[4200];
     mkdir_p(dir);
-    if (an->has_pos) {
+    if (an->kind == INPUT_TEXT) {
+        analysis_write_text(an, dir, plot_heads, n_plot_heads);
+    } else if (an->has_pos) {
         snprintf(path, sizeof(path), "%s/positions.csv", dir);
         write_csv(an, path);
         snprintf(path, sizeof(path), "%s/positions.svg", dir);
         plot_positions(an, path, plot_heads, n_plot_heads);
         svg_to_png(path);
     }
+    analysis_write_z(an, dir);
     if (an->has_att) {
         snprintf(path, sizeof(path), "%s/attention.svg", dir);
         plot_attention(an, path);

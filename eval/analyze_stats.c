@@ -98,12 +98,11 @@ void item_spans(ItemSpans* s, const SyntheticConfig* syn, SynFamily f, const int
     size_t blen = block_len(syn, f);
     for (size_t i = 0; i + 1 + kl <= q0; i++) {
         if (x[i] != mark) continue;
+        CHECK(s->n_blocks < SYN_MAX_ITEMS && i + blen <= q0,
+              "analyze: block at %zu: more than %d blocks, or one running into the query", i, SYN_MAX_ITEMS);
+        s->block[s->n_blocks++] = (Span){i, i + blen};
         for (size_t qi = q0; qi + 1 + kl <= P; qi++) { /* each QUERY key of the query */
             if (x[qi] != id.query || memcmp(x + i + 1, x + qi + 1, kl * sizeof(int32_t)) != 0) continue;
-            CHECK(s->n_needles < SYN_MAX_ITEMS && i + blen <= q0,
-                  "analyze: needle at %zu: more than %d asked "
-                  "blocks, or one running into the query",
-                  i, SYN_MAX_ITEMS);
             s->needle[s->n_needles++] = (Span){i, i + blen};
             break;
         }

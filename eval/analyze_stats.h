@@ -75,11 +75,14 @@ typedef struct {
    the SEP that ends the prompt) and every block whose key the query asks: the
    needles NEEDLE key SEP value (all n_values of a multivalue item, the true one
    of a distractor item, each asked one of a multiquery item) or, for a table,
-   the asked row ROW key (COL_c cell_c)*. */
+   the asked row ROW key (COL_c cell_c)*. blocks: every block of the prompt, asked or not (needles,
+   distractors, table rows), in order; the filler is what lies before the query outside them. */
 typedef struct {
     Span query;
     Span needle[SYN_MAX_ITEMS];
     size_t n_needles;
+    Span block[SYN_MAX_ITEMS];
+    size_t n_blocks;
 } ItemSpans;
 
 /* x: the prompt, P tokens. Dies when the layout is not a synthetic item's. */

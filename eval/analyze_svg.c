@@ -15,6 +15,7 @@
 
 #include "common/check.h"
 #include "common/fileio.h"
+#include "eval/stats.h"
 
 extern char** environ;
 
@@ -149,61 +150,148 @@ static void svg_close(FILE* f, char** buf, size_t* len, const char* path) {
 #define MARGIN_L 80.0
 #define MARGIN_R 150.0 /* the legend */
 #define MARGIN_TOP 50.0
+#define POS_MAX_XLABELS 160 /* more tokens than this: no label under each */
+
+/* the y axis of one panel: every drawn value, or those within Tukey's fences Q1 - k IQR, Q3 + k IQR */
+static void pos_y_range(Axes* a, const PosPlot* pp, const real* z, size_t h0, size_t h1) {
+    size_t n = pp->T * (h1 - h0);
+    double* v = mallocCheck(n * sizeof(double));
+    for (size_t i = h0; i < h1; i++)
+        for (size_t t = 0; t < pp->T; t++) v[(i - h0) * pp->T + t] = z[t * pp->KVH + pp->heads[i]];
+    stats_sort(v, n);
+    a->ymin = v[0];
+    a->ymax = v[n - 1];
+    if (pp->fence > 0) {
+        double q1 = stats_quantile(v, n, 0.25), q3 = stats_quantile(v, n, 0.75);
+        a->ymin = fmax(a->ymin, q1 - pp->fence * (q3 - q1));
+        a->ymax = fmin(a->ymax, q3 + pp->fence * (q3 - q1));
+    }
+    free(v);
+    nice_range(&a->ymin, &a->ymax);
+}
+
+/* a triangle on the axis edge at x pointing up (above the axis) or down (below) */
+static void outlier_mark(FILE* f, double x, double y, bool up, const char* color) {
+    double d = up ? -6 : 6;
+    fprintf(f, "<path class=\"outlier\" d=\"M%.2f,%.2f L%.2f,%.2f L%.2f,%.2f Z\" fill=\"%s\"/>\n", x, y + d, x - 3.5, y,
+            x + 3.5, y, color);
+}
+
+/* one head's polyline, values outside the axis drawn on its edge and marked */
+static void pos_line(FILE* f, const Axes* a, const PosPlot* pp, const real* z, size_t i) {
+    const char* color = COLORS[i % N_COLORS];
+    fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.3\" points=\"", color);
+    for (size_t t = 0; t < pp->T; t++) {
+        double v = z[t * pp->KVH + pp->heads[i]];
+        fprintf(f, "%.2f,%.2f ", px(a, t), py(a, fmin(fmax(v, a->ymin), a->ymax)));
+    }
+    fputs("\"/>\n", f);
+    for (size_t t = 0; t < pp->T; t++) {
+        double v = z[t * pp->KVH + pp->heads[i]];
+        if (v > a->ymax || v < a->ymin)
+            outlier_mark(f, px(a, t), v > a->ymax ? a->y0 : a->y0 + a->h, v > a->ymax, color);
+    }
+}
+
+/* each token's label under the axis, turned to read upwards */
+static void pos_xlabels(FILE* f, const Axes* a, const PosPlot* pp) {
+    for (size_t t = 0; t < pp->T; t++) {
+        char tr[96];
+        double x = px(a, t) + 3, y = a->y0 + a->h + 44;
+        snprintf(tr, sizeof(tr), "transform=\"rotate(-60 %.1f %.1f)\"", x, y);
+        put_text(f, x, y, "end", 9, tr, pp->xlabels[t]);
+    }
+}
+
+/* one panel, its top at top: panel pn's heads pp->heads[h0 .. h1) on their own y axis */
+static void pos_panel(FILE* f, const PosPlot* pp, size_t pn, size_t h0, size_t h1, double top, bool labels) {
+    const real* z = pp->z[pn];
+    Axes a = {MARGIN_L, top, POS_W - MARGIN_L - MARGIN_R, POS_PANEL_H - 75, -0.5, (double)pp->T - 0.5, 0, 0};
+    pos_y_range(&a, pp, z, h0, h1);
+    for (size_t s = 0; s < pp->n_shade; s++) { /* spans behind everything */
+        double x1 = px(&a, pp->shade[s].begin - 0.5), x2 = px(&a, pp->shade[s].end - 0.5);
+        fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" fill-opacity=\"0.45\"/>\n",
+                x1, a.y0, fmax(x2 - x1, 1.0), a.h, SHADES[s % N_SHADES]);
+    }
+    char title[64];
+    if (pp->per_head) snprintf(title, sizeof(title), "layer %zu, head %zu", pp->layer[pn], pp->heads[h0]);
+    else snprintf(title, sizeof(title), "layer %zu", pp->layer[pn]);
+    draw_axes(f, &a, labels ? NULL : "token index t", "position z", title, true);
+    if (labels) pos_xlabels(f, &a, pp);
+    for (size_t i = h0; i < h1; i++) pos_line(f, &a, pp, z, i);
+    double lx = a.x0 + a.w + 15, ly = a.y0 + 12;
+    for (size_t i = h0; i < h1; i++, ly += 17) {
+        char lab[32];
+        snprintf(lab, sizeof(lab), "head %zu", pp->heads[i]);
+        legend_entry(f, lx, ly, COLORS[i % N_COLORS], 1, lab);
+    }
+    for (size_t s = 0; s < pp->n_shade; s++, ly += 17)
+        legend_entry(f, lx, ly, SHADES[s % N_SHADES], 0.45, pp->shade_label[s]);
+    if (pp->fence > 0) {
+        char note[96];
+        snprintf(note, sizeof(note), "Q1 - %g IQR .. Q3 + %g IQR", pp->fence, pp->fence);
+        put_text(f, lx, ly + 4, "start", 9, NULL, "y axis: Tukey's fences");
+        put_text(f, lx, ly + 16, "start", 9, NULL, note);
+        put_text(f, lx, ly + 28, "start", 9, NULL, "triangles: points beyond");
+    }
+}
 
 void svg_positions(const char* path, const PosPlot* pp) {
     char* buf;
     size_t len;
-    double H = MARGIN_TOP + pp->n_panels * POS_PANEL_H;
+    bool labels = pp->xlabels && pp->T <= POS_MAX_XLABELS;
+    size_t per_panel = pp->per_head ? 1 : pp->n_heads, n = pp->n_panels * (pp->n_heads / per_panel);
+    double panel_h = POS_PANEL_H + (labels ? 60 : 0), H = MARGIN_TOP + n * panel_h;
     FILE* f = svg_open(&buf, &len, POS_W, H);
     put_text(f, POS_W / 2, 22, "middle", 15, "font-weight=\"bold\"", pp->title);
-    for (size_t pn = 0; pn < pp->n_panels; pn++) {
-        const real* z = pp->z[pn];
-        Axes a = {MARGIN_L,
-                  MARGIN_TOP + pn * POS_PANEL_H + 10,
-                  POS_W - MARGIN_L - MARGIN_R,
-                  POS_PANEL_H - 75,
-                  -0.5,
-                  (double)pp->T - 0.5,
-                  INFINITY,
-                  -INFINITY};
-        for (size_t i = 0; i < pp->n_heads; i++)
-            for (size_t t = 0; t < pp->T; t++) {
-                double v = z[t * pp->KVH + pp->heads[i]];
-                a.ymin = fmin(a.ymin, v);
-                a.ymax = fmax(a.ymax, v);
-            }
-        nice_range(&a.ymin, &a.ymax);
-        for (size_t s = 0; s < pp->n_shade; s++) { /* spans behind everything */
-            double x1 = px(&a, pp->shade[s].begin - 0.5), x2 = px(&a, pp->shade[s].end - 0.5);
-            fprintf(f,
-                    "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" "
-                    "fill-opacity=\"0.45\"/>\n",
-                    x1, a.y0, fmax(x2 - x1, 1.0), a.h, SHADES[s % N_SHADES]);
-        }
-        char title[64];
-        snprintf(title, sizeof(title), "layer %zu", pp->layer[pn]);
-        draw_axes(f, &a, "token index t", "position z", title, true);
-        for (size_t i = 0; i < pp->n_heads; i++) {
-            fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.3\" points=\"", COLORS[i % N_COLORS]);
-            for (size_t t = 0; t < pp->T; t++)
-                fprintf(f, "%.2f,%.2f ", px(&a, t), py(&a, z[t * pp->KVH + pp->heads[i]]));
-            fputs("\"/>\n", f);
-        }
-        double lx = a.x0 + a.w + 15, ly = a.y0 + 12;
-        for (size_t i = 0; i < pp->n_heads; i++, ly += 17) {
-            char lab[32];
-            snprintf(lab, sizeof(lab), "head %zu", pp->heads[i]);
-            legend_entry(f, lx, ly, COLORS[i % N_COLORS], 1, lab);
-        }
-        for (size_t s = 0; s < pp->n_shade; s++, ly += 17)
-            legend_entry(f, lx, ly, SHADES[s % N_SHADES], 0.45, pp->shade_label[s]);
+    size_t k = 0;
+    for (size_t pn = 0; pn < pp->n_panels; pn++)
+        for (size_t h0 = 0; h0 < pp->n_heads; h0 += per_panel, k++)
+            pos_panel(f, pp, pn, h0, h0 + per_panel, MARGIN_TOP + k * panel_h + 10, labels);
+    svg_close(f, &buf, &len, path);
+}
+
+#define SC_W 620.0
+#define SC_H 480.0
+
+void svg_scatter(const char* path, const Scatter* sc) {
+    char* buf;
+    size_t len;
+    FILE* f = svg_open(&buf, &len, SC_W, SC_H);
+    Axes a = {MARGIN_L, MARGIN_TOP, SC_W - MARGIN_L - MARGIN_R, SC_H - MARGIN_TOP - 55, 0, 0, 0, 0};
+    for (size_t i = 0; i < sc->n; i++) {
+        if (!isfinite(sc->x[i]) || !isfinite(sc->y[i])) continue;
+        a.xmax = fmax(a.xmax, sc->x[i]);
+        a.ymax = fmax(a.ymax, sc->y[i]);
     }
+    if (sc->diagonal) a.xmax = a.ymax = fmax(a.xmax, a.ymax); /* one scale: y = x is the diagonal */
+    nice_range(&a.xmin, &a.xmax);
+    nice_range(&a.ymin, &a.ymax);
+    draw_axes(f, &a, sc->xlabel, sc->ylabel, sc->title, true);
+    if (sc->diagonal)
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999\" stroke-dasharray=\"4 3\"/>\n",
+                px(&a, 0), py(&a, 0), px(&a, a.xmax), py(&a, a.xmax));
+    for (size_t i = 0; i < sc->n; i++) {
+        if (!isfinite(sc->x[i]) || !isfinite(sc->y[i])) continue;
+        fprintf(f, "<circle class=\"point\" cx=\"%.2f\" cy=\"%.2f\" r=\"4\" fill=\"%s\" fill-opacity=\"0.8\"/>\n",
+                px(&a, sc->x[i]), py(&a, sc->y[i]), COLORS[sc->group[i] % N_COLORS]);
+    }
+    double lx = a.x0 + a.w + 15, ly = a.y0 + 12;
+    for (size_t g = 0; g < sc->n_groups; g++, ly += 17) legend_entry(f, lx, ly, COLORS[g % N_COLORS], 1, sc->legend[g]);
+    if (sc->diagonal) put_text(f, lx, ly + 4, "start", 10, NULL, "dashed: y = x");
     svg_close(f, &buf, &len, path);
 }
 
 #define BAR_W 20.0
 #define BAR_GAP 28.0   /* between groups */
 #define PANEL_GAP 90.0 /* between the two panels of a split chart: ticks and y label */
+
+/* an interval from y_lo to y_hi (pixels) at x, with caps */
+static void whisker(FILE* f, double x, double y_lo, double y_hi) {
+    line(f, x, y_lo, x, y_hi, "#222");
+    line(f, x - 4, y_lo, x + 4, y_lo, "#222");
+    line(f, x - 4, y_hi, x + 4, y_hi, "#222");
+}
 
 /* series s0 .. s0+ns-1 of every group into axes a (its x0, y0, w, h set), on their own scale */
 static void bar_panel(FILE* f, Axes* a, const BarChart* bc, size_t s0, size_t ns, const char* ylabel) {
@@ -213,7 +301,10 @@ static void bar_panel(FILE* f, Axes* a, const BarChart* bc, size_t s0, size_t ns
     a->ymin = 0;
     a->ymax = 0;
     for (size_t g = 0; g < bc->n_groups; g++)
-        for (size_t s = s0; s < s0 + ns; s++) a->ymax = fmax(a->ymax, bc->value[g * bc->n_series + s]);
+        for (size_t s = s0; s < s0 + ns; s++) {
+            a->ymax = fmax(a->ymax, bc->value[g * bc->n_series + s]);
+            if (bc->hi && isfinite(bc->hi[g * bc->n_series + s])) a->ymax = fmax(a->ymax, bc->hi[g * bc->n_series + s]);
+        }
     a->ymax = a->ymax > 0 ? a->ymax * 1.15 : 1; /* room for the value labels */
     nice_range(&a->ymin, &a->ymax);
     a->ymin = 0;
@@ -225,9 +316,15 @@ static void bar_panel(FILE* f, Axes* a, const BarChart* bc, size_t s0, size_t ns
             char lab[32], tr[96];
             fprintf(f, "<rect x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" height=\"%.2f\" fill=\"%s\"/>\n", bx, top, BAR_W - 2,
                     a->y0 + a->h - top, COLORS[s % N_COLORS]);
+            double ly = top; /* the value's label starts above the bar, or above its whisker */
+            if (bc->lo && isfinite(bc->lo[g * bc->n_series + s]) && isfinite(bc->hi[g * bc->n_series + s])) {
+                whisker(f, bx + (BAR_W - 2) / 2, py(a, bc->lo[g * bc->n_series + s]),
+                        py(a, bc->hi[g * bc->n_series + s]));
+                ly = fmin(ly, py(a, bc->hi[g * bc->n_series + s]));
+            }
             snprintf(lab, sizeof(lab), "%.3g", v);
-            snprintf(tr, sizeof(tr), "transform=\"rotate(-90 %.1f %.1f)\"", bx + BAR_W / 2 + 3, top - 4);
-            put_text(f, bx + BAR_W / 2 + 3, top - 4, "start", 9, tr, lab);
+            snprintf(tr, sizeof(tr), "transform=\"rotate(-90 %.1f %.1f)\"", bx + BAR_W / 2 + 3, ly - 4);
+            put_text(f, bx + BAR_W / 2 + 3, ly - 4, "start", 9, tr, lab);
         }
         put_text(f, x + ns * BAR_W / 2, a->y0 + a->h + 18, "middle", 11, NULL, bc->group[g]);
     }

@@ -1,7 +1,9 @@
 /* Figures as SVG written by hand (no plotting library). For build/analyze:
    learned positions z against the token index, one panel per RePo layer and
-   one polyline per chosen head with the needle and query spans shaded; and
-   grouped bar charts (attention mass needle / query / rest, segment shares).
+   one polyline per chosen head with the needle and query spans shaded (the y
+   axis clamped to Tukey's fences on request, outliers marked on its edge);
+   grouped bar charts (attention mass needle / query / rest, segment shares);
+   scatter plots (needle against filler distance to the query).
    For build/plot: panels of line series over steps (training curves of
    several runs). Each is also converted to PNG when rsvg-convert is on PATH. */
 #ifndef REPOC_ANALYZE_SVG_H
@@ -26,7 +28,27 @@ typedef struct {
     Span shade[SVG_MAX_SHADE]; /* token spans shaded behind the lines */
     const char* shade_label[SVG_MAX_SHADE];
     size_t n_shade;
+    double fence;               /* > 0: each panel's y axis ends at Tukey's fences of its drawn values,
+                                   Q1 - fence IQR and Q3 + fence IQR (or at the extremes where they lie
+                                   within), a point beyond drawn on the edge and marked with a triangle
+                                   pointing out (class="outlier"); 0: the full range */
+    const char* const* xlabels; /* NULL, or (T) a label under each token (text: its piece) */
+    bool per_head;              /* each head in a panel of its own (each on its own axis), not one per layer */
 } PosPlot;
+
+/* points (x, y), one colour per group, with the diagonal y = x when diagonal */
+typedef struct {
+    const char* title;
+    const char* xlabel;
+    const char* ylabel;
+    size_t n;
+    const double* x;           /* (n) */
+    const double* y;           /* (n) non-finite points are left out */
+    const size_t* group;       /* (n) colour index */
+    const char* const* legend; /* (n_groups) the legend's text of each group */
+    size_t n_groups;
+    bool diagonal;
+} Scatter;
 
 typedef struct {
     const char* title;
@@ -37,6 +59,8 @@ typedef struct {
     const double* value;       /* (n_groups, n_series) */
     size_t split;              /* > 0: series [0, split) and [split, n_series) in two panels side by
                                      side, each on its own scale (small needle masses next to a large rest) */
+    const double *lo, *hi;     /* NULL, or (n_groups, n_series) an interval drawn as a whisker on each bar
+                                  (a non-finite end: none on that bar) */
 } BarChart;
 
 /* one polyline of a LinePanel */
@@ -62,6 +86,7 @@ typedef struct {
 /* Write the figure to path (atomically); returns nothing, dies naming the path */
 void svg_positions(const char* path, const PosPlot* pp);
 void svg_bars(const char* path, const BarChart* bc);
+void svg_scatter(const char* path, const Scatter* sc);
 /* Panels stacked, one per LinePanel, sharing the x label; each with its legend on the right.
    Every polyline carries data-panel="<panel title>" data-series="<label>" (for tests). */
 void svg_lines(const char* path, const char* title, const char* xlabel, const LinePanel* panels, size_t n_panels);

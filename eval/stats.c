@@ -42,8 +42,9 @@ static int cmp_double(const void* a, const void* b) {
     return (x > y) - (x < y);
 }
 
-/* the q-quantile of sorted s (n): s[h] interpolated linearly at h = (n - 1) q */
-static double quantile(const double* s, size_t n, double q) {
+void stats_sort(double* x, size_t n) { qsort(x, n, sizeof(double), cmp_double); }
+
+double stats_quantile(const double* s, size_t n, double q) {
     double h = (double)(n - 1) * q;
     size_t i = (size_t)h;
     return i + 1 < n ? s[i] + (h - (double)i) * (s[i + 1] - s[i]) : s[n - 1];
@@ -61,8 +62,8 @@ static Interval bootstrap(const double* a, const double* b, size_t n, double* wo
         }
         work[r] = s / (double)n;
     }
-    qsort(work, STATS_RESAMPLES, sizeof(double), cmp_double);
-    return (Interval){quantile(work, STATS_RESAMPLES, 0.025), quantile(work, STATS_RESAMPLES, 0.975)};
+    stats_sort(work, STATS_RESAMPLES);
+    return (Interval){stats_quantile(work, STATS_RESAMPLES, 0.025), stats_quantile(work, STATS_RESAMPLES, 0.975)};
 }
 
 Interval stats_bootstrap_mean(const double* x, size_t n, double* work) { return bootstrap(NULL, x, n, work); }
@@ -86,8 +87,8 @@ Interval stats_bootstrap_diff_seeds(const double* a, const double* b, size_t S, 
         }
         work[r] = sum / (double)(S * n);
     }
-    qsort(work, STATS_RESAMPLES, sizeof(double), cmp_double);
-    return (Interval){quantile(work, STATS_RESAMPLES, 0.025), quantile(work, STATS_RESAMPLES, 0.975)};
+    stats_sort(work, STATS_RESAMPLES);
+    return (Interval){stats_quantile(work, STATS_RESAMPLES, 0.025), stats_quantile(work, STATS_RESAMPLES, 0.975)};
 }
 
 double stats_mcnemar_exact(size_t n01, size_t n10) {

@@ -45,6 +45,11 @@ Interval stats_bootstrap_diff(const double* a, const double* b, size_t n, double
 /* 95% two-level bootstrap of mean(b - a) over S seeds and n items: a (S,n) b (S,n), row s the scores of
    seed s; work (STATS_RESAMPLES) */
 Interval stats_bootstrap_diff_seeds(const double* a, const double* b, size_t S, size_t n, double* work);
+/* the q-quantile (q in [0, 1]) of s (n >= 1), sorted ascending: s[h] interpolated linearly at h = (n - 1) q,
+   numpy's default */
+double stats_quantile(const double* s, size_t n, double q);
+/* x (n) sorted ascending in place */
+void stats_sort(double* x, size_t n);
 /* McNemar's exact two-sided p: n01 items right in B only, n10 right in A only */
 double stats_mcnemar_exact(size_t n01, size_t n10);
 /* true when every score is exactly 0 or 1 */

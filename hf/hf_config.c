@@ -230,6 +230,16 @@ static const char* const CARRIED_KEYS[] = {"bos_token_id", "eos_token_id",      
                                            "use_cache",    "attention_dropout",   "mlp_bias",     "pretraining_tp",
                                            "head_dim",     "transformers_version"};
 
+double hf_carried_eos(const ModelConfig* cfg) {
+    if (!cfg->hf_carried[0]) return -1;
+    cJSON* carried = cJSON_Parse(cfg->hf_carried);
+    const cJSON* v = cJSON_GetObjectItemCaseSensitive(carried, "eos_token_id");
+    if (cJSON_IsArray(v)) v = cJSON_GetArrayItem(v, 0);
+    double id = cJSON_IsNumber(v) ? v->valuedouble : -1;
+    cJSON_Delete(carried);
+    return id;
+}
+
 static int carry_keys(const cJSON* root, ModelConfig* c, const char* label, char* err, size_t len) {
     cJSON* keep = cJSON_CreateObject();
     CHECK(keep, "out of memory");

@@ -29,6 +29,8 @@ void hf_config_read_file(const char* path, ModelConfig* cfg);
    (token ids, ...) are written back; pe_config is written in the released RePo loader's reading whenever the
    layout is expressible there (all RoPE, RoPE + RePo, RoPE + NoPE) and left out when it mixes RePo and NoPE. */
 char* hf_config_write(const ModelConfig* cfg, const char* torch_dtype);
+/* The eos_token_id cfg carried from its config.json (the first of a list); -1 when it has none */
+double hf_carried_eos(const ModelConfig* cfg);
 /* 1 and a one-line note when the released RePo loader (OLMo-2 only, one dynamic_pe_mode, legacy rope_scaling
    rule) will not reproduce cfg from the written config.json; 0 and "" otherwise */
 int hf_config_release_note(const ModelConfig* cfg, char* note, size_t len);

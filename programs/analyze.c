@@ -4,6 +4,10 @@
      a window of a token file, with range, step and segment-class statistics;
    - the attention mass of the query rows of synthetic retrieval items on the
      needle, the query and the rest, for any position mode;
+   - the paper's analyses of z: its range against the input length (--ranges),
+     how its large jumps align with the items' segment boundaries, and how close
+     the needle sits to the query against the filler;
+   - the positions of any text through a tokenizer (--text, --text-file);
    - CSV, JSON and SVG figures (--out DIR), and --compare for several runs. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,12 +18,14 @@
 #include "data/tokens.h"
 #include "eval/analyze_compare.h"
 #include "eval/analyze_out.h"
-#include "hf/hf_config.h"
-#include "programs/cli.h"
 #include "eval/eval_tasks.h" /* eval_prompt_len: the same lengths as build/eval */
+#include "hf/hf_config.h"
+#include "programs/analyze_run.h"
+#include "programs/cli.h"
 
 #define MAX_COMPARE 64
 #define MAX_LENGTH ((size_t)1 << 31)
+#define MAX_RANGES 8
 
 typedef struct {
     const char* ckpt;
@@ -39,6 +45,11 @@ typedef struct {
     size_t plot_heads[MAX_LAYERS], n_plot_heads;
     const char* label;
     const char* out;
+    size_t range_mult[MAX_RANGES], n_ranges; /* --ranges */
+    bool ranges_yarn;
+    double top_frac;
+    const char *text, *text_file, *tokenizer;
+    bool length_given;
     CliShared sh; /* --threads, --yarn-factor, --yarn-orig */
 } AnalyzeOptions;
 
@@ -62,6 +73,11 @@ static void usage(FILE* fp) {
                 "  --mono-frac F       monotonic: at least F of the steps share one sign (default 0.9)\n"
                 "  --layers A-B        attention layers (default: the RePo layers, else floor(L/3)..L-1)\n"
                 "  --plot-heads LIST   KV heads drawn in positions.svg (default: the first four)\n"
+                "  --ranges LIST       (a) z's range at these multiples of the length, e.g. 1,2,4 (ranges.csv, .svg)\n"
+                "  --ranges-yarn       (a) also with YaRN, factor = the multiple (as build/eval --yarn-factor)\n"
+                "  --top-frac F        (b) large |dz|: the top F of each item's gaps (default 0.1)\n"
+                "  --text S            the positions of a text (--text-file F: of a file's text) through\n"
+                "                      --tokenizer P (default: the checkpoint's tokenizer.json)\n"
                 "  --label NAME        names the checkpoint in the JSON and in --compare (default: its position plan)\n"
                 "  --out DIR           write positions.csv, analysis.json, positions.svg, attention.svg (and PNG\n"
                 "                      when rsvg-convert is on PATH)\n"
@@ -88,7 +104,17 @@ static void parse_valued(AnalyzeOptions* o, const char* a, const char* v) {
         int f = synthetic_family_parse(v);
         if (f < 0) cli_bad_option("--task: unknown task '%s' (%s)", v, synthetic_family_list());
         o->family = (SynFamily)f;
-    } else if (!strcmp(a, "--length")) o->length = cli_parse_size(a, v, 2, MAX_LENGTH);
+    } else if (!strcmp(a, "--length")) {
+        o->length = cli_parse_size(a, v, 2, MAX_LENGTH);
+        o->length_given = true;
+    } else if (!strcmp(a, "--ranges")) o->n_ranges = cli_parse_size_list(a, v, 1, 64, o->range_mult, MAX_RANGES);
+    else if (!strcmp(a, "--top-frac")) {
+        o->top_frac = cli_parse_double(a, v);
+        if (!(o->top_frac > 0 && o->top_frac <= 1))
+            cli_bad_option("--top-frac: expected a share in (0, 1], got '%s'", v);
+    } else if (!strcmp(a, "--text")) o->text = v;
+    else if (!strcmp(a, "--text-file")) o->text_file = v;
+    else if (!strcmp(a, "--tokenizer")) o->tokenizer = v;
     else if (!strcmp(a, "--items")) {
         o->items = cli_parse_size(a, v, 1, 1000000);
         o->items_given = true;
@@ -114,6 +140,20 @@ static void parse_valued(AnalyzeOptions* o, const char* a, const char* v) {
     else o->out = v; /* --out */
 }
 
+/* what --text and --ranges combine with: usage errors before any file is read */
+static void check_text_options(const AnalyzeOptions* o) {
+    if (o->ranges_yarn && !o->n_ranges) cli_bad_option("--ranges-yarn adds YaRN runs to --ranges LIST; give --ranges");
+    const char* text = o->text ? "--text" : o->text_file ? "--text-file" : NULL;
+    if (o->text && o->text_file) cli_bad_option("give --text or --text-file, not both");
+    if (o->tokenizer && !text) cli_bad_option("--tokenizer is read with --text or --text-file");
+    if (!text) return;
+    if (o->tokens) cli_bad_option("%s and --tokens: one input at a time", text);
+    if (o->want_att) cli_bad_option("--attention needs synthetic items (needle and query spans); %s has none", text);
+    if (o->items_given) cli_bad_option("--items: %s is one input", text);
+    if (o->length_given) cli_bad_option("--length: %s sets the length (its tokens)", text);
+    if (o->n_ranges) cli_bad_option("--ranges measures synthetic items or a token window; not %s", text);
+}
+
 static void parse_args(AnalyzeOptions* o, int argc, char** argv) {
     memset(o, 0, sizeof(*o));
     o->family = SYN_SINGLE;
@@ -123,6 +163,7 @@ static void parse_args(AnalyzeOptions* o, int argc, char** argv) {
     o->seg = (SegParams){SEG_LEN_DEFAULT, -1, SEG_MONO_FRAC_DEFAULT};
     o->layer_hi = 0; /* unset */
     o->layer_lo = 1;
+    o->top_frac = BOUNDARY_TOP_FRAC_DEFAULT;
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
         if (cli_help_or_checkpoint(a, usage, &o->ckpt)) continue;
@@ -134,10 +175,12 @@ static void parse_args(AnalyzeOptions* o, int argc, char** argv) {
             if (!o->n_compare) cli_bad_option("--compare: expected at least one analysis.json");
         } else if (!strcmp(a, "--positions")) o->want_pos = o->parts_given = true;
         else if (!strcmp(a, "--attention")) o->want_att = o->parts_given = true;
+        else if (!strcmp(a, "--ranges-yarn")) o->ranges_yarn = true;
         else {
-            static const char* valued[] = {"--task",      "--length", "--items",      "--seed",    "--depth",
-                                           "--synthetic", "--tokens", "--offset",     "--segment", "--eps-const",
-                                           "--mono-frac", "--layers", "--plot-heads", "--label",   "--out"};
+            static const char* valued[] = {"--task",      "--length",   "--items",      "--seed",      "--depth",
+                                           "--synthetic", "--tokens",   "--offset",     "--segment",   "--eps-const",
+                                           "--mono-frac", "--layers",   "--plot-heads", "--label",     "--out",
+                                           "--ranges",    "--top-frac", "--text",       "--text-file", "--tokenizer"};
             static int seen[sizeof(valued) / sizeof(valued[0])];
             const char* v = i + 1 < argc ? argv[i + 1] : NULL;
             if (!cli_shared_option(&o->sh, CLI_THREADS | CLI_YARN, a, v)) {
@@ -152,6 +195,7 @@ static void parse_args(AnalyzeOptions* o, int argc, char** argv) {
     if (o->n_compare && !o->out) cli_bad_option("--compare needs --out DIR for its figures");
     if (!o->n_compare && !o->ckpt) cli_bad_option("no CHECKPOINT given");
     if (o->seg.eps_const < 0) o->seg.eps_const = seg_eps_const_default(o->seg.len);
+    check_text_options(o);
 }
 
 /* "rope,rope,repo" (sep ","), cut where out ends */
@@ -204,7 +248,8 @@ static void plan(Analysis* an, AnalyzeOptions* o, const CkptInfo* ci, SyntheticC
     const ModelConfig* c = &an->cfg;
     an->ckpt_dir = ci->dir;
     an->train_len = ci->train_len;
-    an->synthetic = !o->tokens;
+    an->kind = o->text || o->text_file ? INPUT_TEXT : o->tokens ? INPUT_TOKENS : INPUT_SYNTHETIC;
+    an->synthetic = an->kind == INPUT_SYNTHETIC;
     if (o->tokens && o->want_att)
         cli_bad_option("--attention needs synthetic items (it sums over the needle and query spans); --tokens "
                        "gives positions only");
@@ -220,6 +265,12 @@ static void plan(Analysis* an, AnalyzeOptions* o, const CkptInfo* ci, SyntheticC
             "--attention alone gives the attention mass",
             ci->dir, modes);
     }
+    if (o->n_ranges && !an->n_repo)
+        DIE("analyze: --ranges: %s has no RePo layers: it has no learned positions whose range to measure", ci->dir);
+    if (o->ranges_yarn && c->yarn_factor > 1)
+        DIE("analyze: --ranges-yarn: the model already has YaRN (factor %g, original length %g; from the checkpoint "
+            "or --yarn-factor), which every run of --ranges uses; give --ranges alone",
+            c->yarn_factor, c->yarn_orig_max);
     choose_layers_and_heads(an, o);
     if (o->label) snprintf(an->label, sizeof(an->label), "%s", o->label);
     else default_label(an->label, sizeof(an->label), c);
@@ -232,76 +283,29 @@ static void plan(Analysis* an, AnalyzeOptions* o, const CkptInfo* ci, SyntheticC
     an->tokens_file = o->tokens;
     an->offset = o->offset;
     an->seg = o->seg;
+    an->top_frac = o->top_frac;
+    double eos = hf_carried_eos(c);
+    an->eos = eos >= 0 && eos < (double)c->V ? (int32_t)eos : -1;
+    for (size_t k = 0; k < o->n_ranges; k++)
+        if (o->range_mult[k] > MAX_LENGTH / an->length)
+            cli_bad_option("--ranges: %zu x the length %zu is above %zu tokens", o->range_mult[k], an->length,
+                           MAX_LENGTH);
+    if (an->kind == INPUT_TEXT) {
+        an->items = 1;
+        analyze_text_input(an, o->text, o->text_file, o->tokenizer, ci); /* sets the length */
+        return;
+    }
     if (an->synthetic) {
         const char* from = cli_resolve_synthetic(syn, o->synthetic, ci);
         synthetic_validate(syn, c->V);
-        an->prompt_len = eval_prompt_len(syn, an->family, an->length); /* dies when the length is too short */
+        SynIds id = synthetic_ids(syn);
+        if (an->eos >= (int32_t)syn->first_id && an->eos < id.end) an->eos = -1; /* a mark or symbol, not an eos */
+        an->prompt_len = eval_prompt_len(syn, an->family, an->length);           /* dies when the length is too short */
         printf("synthetic items: %zu x %s, length %zu (prompt %zu), seed %llu; generator settings from %s\n", an->items,
                synthetic_family_name(an->family), an->length, an->prompt_len, (unsigned long long)an->seed, from);
     }
     if (an->has_pos && an->length < an->seg.len)
         cli_bad_option("--segment %zu is longer than the input (%zu tokens)", an->seg.len, an->length);
-}
-
-/* input i: synthetic item i (its prompt, then the answer but its last token) or the token window */
-static void make_input(int32_t* x, ItemSpans* spans, const Analysis* an, const SyntheticConfig* syn,
-                       const TokenData* td, size_t i) {
-    if (!an->synthetic) {
-        for (size_t t = 0; t < an->length; t++) x[t] = (int32_t)token_data_at(td, an->offset + t);
-        return;
-    }
-    int32_t answer[SYN_MAX_ANSWER];
-    size_t P = an->prompt_len, at = synthetic_item(syn, an->family, an->seed, i, P, an->depth, x, answer);
-    memcpy(x + P, answer, (an->length - P) * sizeof(int32_t));
-    item_spans(spans, syn, an->family, x, P);
-    bool found = an->family == SYN_TABLE; /* the table's start is not its asked row's */
-    for (size_t b = 0; b < spans->n_needles; b++) found |= spans->needle[b].begin == at;
-    CHECK(found, "analyze: item %zu: the asked needle at %zu is not among the spans found", i, at);
-}
-
-/* forward every input and gather the statistics */
-static void run(Analysis* an, Model* m, const SyntheticConfig* syn, const TokenData* td) {
-    size_t T = an->length, KVH = an->cfg.KVH;
-    int32_t* x = mallocCheck(T * sizeof(int32_t));
-    an->tokens0 = mallocCheck(T * sizeof(int32_t));
-    an->head_stats = callocCheck(an->n_repo * KVH, sizeof(PosStats));
-    an->z0 = callocCheck(an->n_repo * T * KVH, sizeof(real));
-    an->layer_rows = callocCheck(an->n_att, sizeof(Mass));
-    an->layer_sep = callocCheck(an->n_att, sizeof(Mass));
-    an->item_rows = callocCheck(an->items, sizeof(Mass));
-    an->spans = callocCheck(an->items, sizeof(ItemSpans));
-    Mass* rows = callocCheck(an->n_att, sizeof(Mass));
-    Mass* sep = callocCheck(an->n_att, sizeof(Mass));
-    for (size_t i = 0; i < an->items; i++) {
-        make_input(x, &an->spans[i], an, syn, td, i);
-        model_forward(m, &(Batch){.B = 1, .T = T, .tokens = x});
-        if (i == 0) memcpy(an->tokens0, x, T * sizeof(int32_t));
-        for (size_t r = 0; an->has_pos && r < an->n_repo; r++) {
-            const real* z = m->la[an->repo_layer[r]].z; /* (T,KVH) */
-            if (i == 0) memcpy(an->z0 + r * T * KVH, z, T * KVH * sizeof(real));
-            pos_stats_add_layer(&an->head_stats[r * KVH], false, z, 1, T, KVH, &an->seg);
-        }
-        if (!an->has_att) continue;
-        attn_mass_item(rows, sep, m, &an->spans[i], an->att_layer, an->n_att);
-        for (size_t l = 0; l < an->n_att; l++) {
-            attn_mass_merge(&an->layer_rows[l], &rows[l]);
-            attn_mass_merge(&an->layer_sep[l], &sep[l]);
-            attn_mass_merge(&an->item_rows[i], &rows[l]);
-        }
-    }
-    free(rows);
-    free(sep);
-    free(x);
-}
-
-static void analysis_free(Analysis* an) {
-    free(an->tokens0);
-    free(an->head_stats);
-    free(an->z0);
-    free(an->layer_rows);
-    free(an->layer_sep);
-    free(an->item_rows);
-    free(an->spans);
 }
 
 int main(int argc, char** argv) {
@@ -323,10 +327,13 @@ int main(int argc, char** argv) {
     if (o.tokens) {
         const char* pat[] = {o.tokens};
         token_data_open(&td, pat, 1, "auto", an.cfg.V);
-        CHECK(o.offset <= td.n_tokens && td.n_tokens - o.offset >= an.length,
+        size_t window = an.length;
+        for (size_t k = 0; k < o.n_ranges; k++)
+            window = o.range_mult[k] * an.length > window ? o.range_mult[k] * an.length : window;
+        CHECK(o.offset <= td.n_tokens && td.n_tokens - o.offset >= window,
               "analyze: %s holds %zu tokens; a "
-              "window of %zu from offset %zu runs past its end",
-              o.tokens, td.n_tokens, an.length, o.offset);
+              "window of %zu from offset %zu runs past its end%s",
+              o.tokens, td.n_tokens, window, o.offset, window > an.length ? " (the longest of --ranges)" : "");
     }
 
     threads_init(o.sh.threads);
@@ -336,14 +343,15 @@ int main(int argc, char** argv) {
     Model m;
     cli_load_model(&m, &an.cfg, &ci, 1, an.length, false, NULL);
     printf("%s\n", cli_products_line());
-    run(&an, &m, &syn, &td);
+    analyze_run(&an, &m, &syn, &td);
+    model_free(&m);
+    if (o.n_ranges) analyze_ranges(&an, &ci, &syn, &td, o.range_mult, o.n_ranges, o.ranges_yarn, o.sh.yarn_orig);
     analysis_print(&an);
     if (o.out) analysis_write(&an, o.out, o.plot_heads, o.n_plot_heads);
     else printf("(--out DIR writes positions.csv, analysis.json and the figures)\n");
 
     if (o.tokens) token_data_close(&td);
     analysis_free(&an);
-    model_free(&m);
     cli_ckpt_free(&ci);
     return 0;
 }

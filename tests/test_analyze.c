@@ -12,12 +12,19 @@
       (ROW) and carry a queried key, the query starts with QUERY and ends the
       prompt, and for single the needle is where synthetic_item put it;
    6. on the OLMo-2 fixture checkpoint: every recomputed row of every layer
-      sums to 1 (|sum - 1| <= 1e-5) and the masses of an item add up to 1.
+      sums to 1 (|sum - 1| <= 1e-5) and the masses of an item add up to 1;
+   7. the analyses of z (eval/analyze_z.h) on hand-made sequences whose
+      answers are known exactly: the range and 5-95% span of 0..99 with and
+      without an outlier, the boundary gaps of a hand-made item, the share of
+      the large |dz| on them (and the top-k count and its tie rule), the
+      needle and filler distances to the query;
+   8. a positions figure with axes at Tukey's fences marks exactly the outliers.
    Prints OK / NOT OK per check, exits non-zero on a failure. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/check.h"
 #include "common/rng.h"
@@ -25,7 +32,10 @@
 #include "hf/hf_checkpoint.h"
 #include "hf/hf_config.h"
 #include "model/attention.h"
+#include "common/fileio.h"
 #include "eval/analyze_stats.h"
+#include "eval/analyze_svg.h"
+#include "eval/analyze_z.h"
 #include "eval/eval_tasks.h"
 #include "tests/testutil.h"
 
@@ -165,6 +175,8 @@ static void check_spans(void) {
     SynIds id = synthetic_ids(&syn);
     int32_t x[256], answer[SYN_MAX_ANSWER];
     size_t expect_n[SYN_N_FAMILIES] = {1, 1, syn.n_values, syn.n_queries, 1, 1};
+    size_t expect_blocks[SYN_N_FAMILIES] = {
+        1, syn.n_needles, syn.n_values, syn.n_needles, syn.n_distractors + 1, syn.table_rows};
     for (int f = 0; f < SYN_N_FAMILIES; f++) {
         size_t P = eval_prompt_len(&syn, (SynFamily)f, 200), bad = 0;
         for (size_t i = 0; i < 50; i++) {
@@ -180,6 +192,16 @@ static void check_spans(void) {
         }
         EXPECT(bad == 0, "%-10s %zu needle span(s) per item, query span ends the prompt (%zu bad)",
                synthetic_family_name((SynFamily)f), expect_n[f], bad);
+        size_t blocks = 0; /* every block: needles, distractors, table rows */
+        for (size_t i = 0; i < 20; i++) {
+            synthetic_item(&syn, (SynFamily)f, 7, i, P, -1.0, x, answer);
+            ItemSpans s;
+            item_spans(&s, &syn, (SynFamily)f, x, P);
+            blocks += s.n_blocks != expect_blocks[f];
+            for (size_t b = 0; b + 1 < s.n_blocks; b++) blocks += s.block[b].end > s.block[b + 1].begin;
+        }
+        EXPECT(blocks == 0, "%-10s %zu blocks per item, in order, not overlapping (%zu bad)",
+               synthetic_family_name((SynFamily)f), expect_blocks[f], blocks);
     }
 }
 
@@ -250,6 +272,110 @@ static void check_gemma_rows(void) {
     model_free(&m);
 }
 
+static void check_z_range(void) {
+    printf("z range: max - min and the 5-95%% span\n");
+    real z[100];
+    double work[100];
+    for (int t = 0; t < 100; t++) z[t] = (real)t;
+    ZRange a = z_range(z, 1, 100, work);
+    z[50] = 1e6; /* one outlier moves max - min, and the span by one rank: 5.05 .. 95.05 -> 4.95 .. 95.05 */
+    ZRange b = z_range(z, 1, 100, work);
+    EXPECT(a.range == 99 && fabs(a.span - 89.1) < 1e-9, "0..99: range %g (99), span %g (94.05 - 4.95 = 89.1)", a.range,
+           a.span);
+    EXPECT(b.range == 1e6 && fabs(b.span - 90.1) < 1e-9, "0..99 with z[50] = 1e6: range %g, span %g (95.05 - 4.95)",
+           b.range, b.span);
+}
+
+static void check_boundaries(void) {
+    printf("boundary alignment on hand-made items\n");
+    /* blocks [3, 9) and [12, 18), query [30, 34), answer from 34, T 36, x[20] the eos: tokens 3, 9, 12, 18, 30,
+       34 and 21 begin a segment, so gaps 2, 8, 11, 17, 29, 33 and 20 are boundary gaps */
+    ItemSpans s = {.query = {30, 34}, .needle = {{3, 9}}, .n_needles = 1, .block = {{3, 9}, {12, 18}}, .n_blocks = 2};
+    int32_t x[36] = {0};
+    x[20] = 7;
+    uint8_t isb[35];
+    size_t nb = item_boundary_gaps(isb, &s, x, 34, 36, 7);
+    EXPECT(nb == 7 && isb[2] && isb[8] && isb[11] && isb[17] && isb[20] && isb[29] && isb[33] && !isb[3] && !isb[21],
+           "7 boundary gaps: 2, 8, 11, 17, 20 (eos), 29 (query), 33 (answer); got %zu", nb);
+    EXPECT(item_boundary_gaps(isb, &s, x, 34, 36, -1) == 6 && !isb[20], "without an eos: 6");
+
+    /* T 21: 20 gaps, top 0.1 = 2 large ones: jumps of 5 at gaps 4 and 9, 0.1 elsewhere; boundaries at 4 and 15 */
+    real z[21];
+    uint8_t b20[20] = {0};
+    b20[4] = b20[15] = 1;
+    z[0] = 0;
+    for (int t = 1; t < 21; t++) z[t] = z[t - 1] + (t - 1 == 4 || t - 1 == 9 ? 5.0f : 0.1f) * (t % 2 ? 1 : -1);
+    BoundaryCount c = boundary_count(z, 1, 21, b20, 0.1);
+    EXPECT(c.large == 2 && c.large_on == 1 && boundary_share(&c) == 0.5 && boundary_chance(&c) == 0.1 &&
+               boundary_best(&c) == 1,
+           "jumps at gaps 4 and 9, boundaries at 4 and 15: share %g (1/2), chance %g (2/20), at most %g (2/2)",
+           boundary_share(&c), boundary_chance(&c), boundary_best(&c));
+    for (int t = 0; t < 21; t++) z[t] = (real)t; /* every |step| 1: the tie goes to the earliest gaps, 0 and 1 */
+    b20[1] = 1;
+    c = boundary_count(z, 1, 21, b20, 0.1);
+    EXPECT(c.large == 2 && c.large_on == 1, "equal steps: the earliest gaps are the large ones (%zu of 2 on)",
+           c.large_on);
+    real z91[91];
+    uint8_t b90[90] = {0};
+    for (int t = 0; t < 91; t++) z91[t] = (real)(t * t);
+    b90[3] = 1;
+    c = boundary_count(z91, 1, 91, b90, 0.1);
+    EXPECT(c.large == 9 && boundary_best(&c) == 1.0 / 9,
+           "top 0.1 of 90 gaps: %zu (9, not 10 from rounding); 1 boundary gap: at most %g (1/9)", c.large,
+           boundary_best(&c));
+}
+
+static void check_query_distance(void) {
+    printf("needle and filler distance to the query\n");
+    /* needle [2, 4), another block [6, 7), query [8, 10); filler 0, 1, 4, 5, 7 */
+    ItemSpans s = {.query = {8, 10}, .needle = {{2, 4}}, .n_needles = 1, .block = {{2, 4}, {6, 7}}, .n_blocks = 2};
+    real z[10] = {0, 1, 9, 11, 2, 3, 100, 0, 10, 10};
+    ZDist d = z_query_distance(z, 1, &s);
+    /* needle: |9 - 10|, |11 - 10| -> 1; filler: |0-10|, |1-10|, |2-10|, |3-10|, |0-10| -> 44 / 5 = 8.8 */
+    EXPECT(d.needle == 1 && d.filler == 8.8, "needle %g (1), filler %g (8.8; the other block is not filler)", d.needle,
+           d.filler);
+}
+
+/* svg_positions of z (200) with the given fence into path; the outlier marks it drew */
+static size_t outlier_marks(const char* path, const real* z, double fence) {
+    size_t layer = 1, head = 0;
+    const real* zs[1] = {z};
+    PosPlot pp = {.title = "t",
+                  .T = 200,
+                  .KVH = 1,
+                  .n_panels = 1,
+                  .layer = &layer,
+                  .z = zs,
+                  .heads = &head,
+                  .n_heads = 1,
+                  .fence = fence};
+    svg_positions(path, &pp);
+    char* svg = file_read_all(path, NULL);
+    size_t marks = 0;
+    for (const char* p = svg; (p = strstr(p, "class=\"outlier\"")); p++) marks++;
+    free(svg);
+    return marks;
+}
+
+static void check_clipped_figure(void) {
+    printf("positions figure with axes at Tukey's fences Q1 - 3 IQR, Q3 + 3 IQR\n");
+    real z[200];
+    for (size_t t = 0; t < 200; t++) z[t] = (real)sin((double)t / 10);
+    z[50] = 1000; /* one above, one below: sin's IQR is about 1.4, its fences about +-4.9 */
+    z[120] = -1000;
+    char path[] = "/tmp/repoc_test_analyze_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp");
+    close(fd);
+    size_t fenced = outlier_marks(path, z, 3), full = outlier_marks(path, z, 0);
+    EXPECT(fenced == 2 && full == 0, "sin with two spikes: %zu marked on the edge (2), %zu on the full range (0)",
+           fenced, full);
+    for (size_t t = 0; t < 200; t++) z[t] = (real)t; /* wide, no outlier: the fences lie beyond the extremes */
+    size_t wide = outlier_marks(path, z, 3);
+    EXPECT(wide == 0, "z = t: %zu marked (0)", wide);
+    unlink(path);
+}
+
 int main(void) {
     threads_init(1);
     check_segments();
@@ -259,6 +385,10 @@ int main(void) {
     check_spans();
     check_model_rows();
     check_gemma_rows();
+    check_z_range();
+    check_boundaries();
+    check_query_distance();
+    check_clipped_figure();
     printf("test_analyze: %s\n", test_failures ? "FAILED" : "all OK");
     return test_failures ? 1 : 0;
 }

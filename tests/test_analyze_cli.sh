@@ -5,8 +5,10 @@
 # attention masses of every item add up to 1, the same seed gives the same
 # file, a token window gives positions only, a 1-step r2n1 run (rope and nope
 # layers, no RePo) gives attention mass but refuses positions, --compare draws
-# the grouped bars, PNGs appear exactly when rsvg-convert is on PATH, and every
-# bad checkpoint or option stops with a message naming it. Tiny models, one
+# the grouped bars, PNGs appear exactly when rsvg-convert is on PATH, the
+# paper's analyses (--ranges with and without YaRN, boundary alignment, query
+# distance) write consistent CSV and JSON, --text gives one row per token and
+# head, and every bad checkpoint or option stops with a message naming it. Tiny models, one
 # thread, a few seconds in all. The JSON checks need jq (skipped without it;
 # tests/test_analyze.c checks the sums of the masses on its own).
 set -u
@@ -101,6 +103,56 @@ check "rsvg-convert on PATH: positions.png and attention.png" '[ -s $T/p/positio
 PATH="$T/nobin" $PROG $OLMO --items 1 --length 64 --out "$T/n" --threads 1 >"$T/log" 2>&1
 check "no rsvg-convert: SVG only" '[ -s $T/n/positions.svg ] && ! ls $T/n/*.png >/dev/null 2>&1'
 
+echo "the paper's analyses: ranges, boundary alignment, query distance on $OLMO"
+expect_ok "--ranges 1,2 --ranges-yarn, needle at depth 0.5" "boundary alignment" "query distance" \
+    "L=192 (2x, YaRN 2)" "wrote $T/z/ranges.svg" "wrote $T/z/boundaries.svg" "wrote $T/z/mechanism.svg" -- \
+    $OLMO --items 3 --length 96 --depth 0.5 --ranges 1,2 --ranges-yarn --out "$T/z"
+check "boundaries.csv: 4 heads, layer 2 over its heads, all; mechanism.csv the same rows" \
+    '[ $(wc -l <$T/z/boundaries.csv) -eq 7 ] &&
+     [ "$(head -1 $T/z/boundaries.csv)" = "layer,head,share,lo,hi,chance,enrichment,best,items" ] &&
+     [ "$(cut -d, -f1,2 $T/z/boundaries.csv | tail -2 | tr "\n" " ")" = \
+       "2,all all,all " ] && [ "$(cut -d, -f1,2 $T/z/mechanism.csv)" = "$(cut -d, -f1,2 $T/z/boundaries.csv)" ]'
+check "mechanism.csv: ratio = needle_query / filler_query on every row" \
+    'awk -F, "NR > 1 && (\$5 - \$3 / \$4 > 1e-5 || \$3 / \$4 - \$5 > 1e-5) { bad = 1 } END { exit bad }" $T/z/mechanism.csv'
+check "ranges.csv: 3 runs (96, 192, 192 with YaRN 2) x 4 heads" \
+    '[ $(wc -l <$T/z/ranges.csv) -eq 13 ] && [ "$(cut -d, -f1,3 $T/z/ranges.csv | sort -u | tr "\n" " ")" = \
+       "192, 192,2 96, length,yarn_factor " ]'
+if have_jq; then
+    J=$T/z/analysis.json
+    # single items with the needle mid-filler: its start and end, the query's start and the answer's start are
+    # 4 boundary gaps of the 95
+    check "JSON: chance = 4/95 for every item, 10 large gaps per item (so at most 4/10 on them), shares in [0, 1]" \
+        'jq -e ".positions.boundaries | (.chance_per_item | all(. == 4/95)) and .large_per_item == 10 and
+                (.overall.best - 0.4 | fabs) < 1e-12 and
+                ([.layers[].heads[] | .share >= 0 and .share <= 1 and .lo <= .hi] | all)" $J >/dev/null'
+    check "JSON: the 1x range run measures the same max - min as the positions (same items, same length)" \
+        'jq -e "[.positions.layers[0].heads[].range] as \$p | [.ranges.runs[0].layers[0].heads[].range] as \$r |
+                [range(4) | (\$p[.] - \$r[.]) | fabs < 1e-6 * (1 + fabs)] | all" $J >/dev/null'
+    check "JSON: runs of length 96, 192, 192 with YaRN factors null, null, 2; span <= range on every head" \
+        '[ "$(jq -c "[.ranges.runs[] | [.length, .yarn_factor]]" $J)" = "[[96,null],[192,null],[192,2]]" ] &&
+         jq -e "[.ranges.runs[].layers[].heads[] | .span <= .range] | all" $J >/dev/null'
+fi
+
+echo "--text on tests/fixtures/mc/ckpt (rope, repo, nope; 2 KV heads; its tokenizer.json; 40 positions)"
+MC=tests/fixtures/mc/ckpt
+expect_ok "--text, the checkpoint's tokenizer" "text from --text" "layer 1" "wrote $T/x/text_layer1.svg" -- \
+    $MC --text "The cat sat on the mat, \"quoted\"." --out "$T/x"
+if have_jq; then
+    n=$(jq ".input.tokens | length" $T/x/analysis.json)
+    check "text_positions.csv: one row per token and head (1 layer x 2 heads x $n tokens), a piece per token" \
+        '[ $(wc -l <$T/x/text_positions.csv) -eq $((2 * n + 1)) ] &&
+         [ "$(head -1 $T/x/text_positions.csv)" = "layer,head,t,token,piece,z" ] &&
+         [ "$(jq ".input.pieces | length" $T/x/analysis.json)" = "$n" ] &&
+         [ "$(jq -r ".input.kind, .attention, .ranges" $T/x/analysis.json | tr "\n" " ")" = "text null null " ]'
+    check "text_positions.csv: the z of head 1 are the JSON's" \
+        '[ "$(grep "^1,1," $T/x/text_positions.csv | awk -F, "{ printf \"%.5g \", \$NF }")" = \
+           "$(jq ".positions.layers[0].heads[1].z[]" $T/x/analysis.json | awk "{ printf \"%.5g \", \$1 }")" ]'
+fi
+printf 'The cat sat on the mat.\n' >"$T/text.txt"
+expect_ok "--text-file, --tokenizer the fixture's directory" "text from $T/text.txt" -- \
+    $MC --text-file "$T/text.txt" --tokenizer $MC
+long=$(for i in $(seq 30); do printf 'the cat sat '; done)
+
 echo "errors"
 mkdir -p "$T/empty"
 expect_fail "missing checkpoint" "does not exist" "$T/nowhere"
@@ -127,6 +179,25 @@ expect_fail "--out under a file" "--out '$T/afile/o': '$T/afile' is not a direct
 grep -q "^checkpoint" "$T/log" && bad "--out under a file: the analysis ran before the check"
 expect_fail "--compare --out under a file" "--out '$T/afile/c': '$T/afile' is not a directory" \
     --compare "$T/o/analysis.json" --out "$T/afile/c"
+expect_fail "--text without a tokenizer" "has no tokenizer.json" $OLMO --text "hello"
+expect_fail "--tokenizer that does not exist" "--tokenizer '$T/nowhere' does not exist" \
+    $MC --text "hello" --tokenizer "$T/nowhere"
+expect_fail "empty --text" "--text: the text is empty" $MC --text ""
+: >"$T/empty.txt"
+expect_fail "empty --text-file" "--text-file: the text is empty" $MC --text-file "$T/empty.txt"
+expect_fail "missing --text-file" "--text-file '$T/nowhere.txt': No such file" $MC --text-file "$T/nowhere.txt"
+expect_fail "--text longer than the model addresses" "above what the model can address: 40 positions" \
+    $MC --text "$long"
+expect_fail "--text with --attention" "--attention needs synthetic items" $MC --text "hi" --attention
+expect_fail "--text with --ranges" "--ranges measures synthetic items or a token window" $MC --text "hi" --ranges 1,2
+expect_fail "--tokenizer without a text" "--tokenizer is read with --text" $OLMO --tokenizer $MC
+expect_fail "--ranges-yarn without --ranges" "--ranges-yarn adds YaRN runs to --ranges" $OLMO --ranges-yarn
+expect_fail "--ranges-yarn on a model with YaRN" "--ranges-yarn: the model already has YaRN" \
+    $LLAMA --ranges 1,2 --ranges-yarn
+expect_fail "--ranges past the token file" "(the longest of --ranges)" \
+    $LLAMA --tokens "$T/tok.u16" --length 64 --ranges 1,8
+expect_fail "--top-frac out of range" "--top-frac: expected a share in (0, 1]" $OLMO --top-frac 1.5
+[ -d "$T/run" ] && expect_fail "--ranges on a model without RePo" "--ranges: $T/run/" "$T/run" --attention --ranges 1,2
 $PROG --help >"$T/log" 2>&1 && grep -q "usage" "$T/log" && ok "--help prints the usage" || bad "--help"
 
 echo "test_analyze_cli: $([ $failures -eq 0 ] && echo all OK || echo FAILED)"

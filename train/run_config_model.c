@@ -10,7 +10,8 @@
 #include <string.h>
 
 #include "common/check.h"
-#include "data/source.h" /* synthetic_from_json: the eval tasks' generator settings */
+#include "data/source.h"  /* synthetic_from_json: the eval tasks' generator settings */
+#include "hf/hf_config.h" /* hf_carried_eos */
 #include "train/run_config_parse.h"
 
 #define RS_ORIG_MAX "model.positions.rope_scaling.original_max_position_embeddings"
@@ -180,13 +181,7 @@ int run_config_eos(const RunConfig* rc, const ModelConfig* c, int32_t* eos, char
     if (!rc->data.document_mask || !strcmp(rc->data.format, "jsonl")) return 0; /* jsonl: the packer's ids */
     double id = -1;
     if (rc->data.eos_token_id != RC_UNSET) id = (double)rc->data.eos_token_id;
-    else if (c->hf_carried[0]) { /* the checkpoint's eos_token_id: a number, or a list (its first entry) */
-        cJSON* carried = cJSON_Parse(c->hf_carried);
-        const cJSON* v = cJSON_GetObjectItemCaseSensitive(carried, "eos_token_id");
-        if (cJSON_IsArray(v)) v = cJSON_GetArrayItem(v, 0);
-        if (cJSON_IsNumber(v)) id = v->valuedouble;
-        cJSON_Delete(carried);
-    }
+    else id = hf_carried_eos(c); /* the checkpoint's eos_token_id: a number, or a list (its first entry) */
     if (id < 0)
         return rc_fail(&x, "data.eos_token_id",
                        "is required with data.document_mask: the token that ends each "
