@@ -77,6 +77,13 @@ expect_rows 5 "^\| [a-z0-9_]+ − [a-z0-9_]+ \| \*\*M\*\* \| [0-9]+ \| [0-9.]+ \
 expect_rows 36 '^\| [a-z0-9_]+ \| (single|multikey|multivalue|multiquery|distractor|table) \|( [0-9.]+ \|){5}$' \
     "per-family rows (6 modes x 6 families)"
 expect_rows 6 '^\| [a-z0-9_]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' "perplexity rows"
+expect_rows 6 '^\| repo(_wm)? s[234] \| [0-9.]+ \[[0-9.]+, [0-9.]+\] \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| \[[-0-9.]+, [-0-9.]+\] \|( [0-9.]+ \|){3}$' \
+    "analysis rows (2 RePo modes x 3 seeds: boundaries, distance to the query, range)"
+for m in repo_wm repo; do
+    for f in ranges boundaries mechanism; do
+        [ -s "$out/analysis/${m}_s2/$f.svg" ] || fail "no $f.svg of $m"
+    done
+done
 for f in training_stage1 training_stage2 positions_training; do
     [ -s "$out/analysis/$f.svg" ] || fail "no $f.svg from build/plot"
 done

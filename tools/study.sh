@@ -22,6 +22,9 @@
 #   eval      each run: every family at T on EVAL_ITEMS items (eval seed 7) and the noisy setting, on
 #             held-out text; at 2x and 4x T with YaRN (factor 2, 4) and without on SECONDARY_ITEMS;
 #             held-out perplexity at 1x, 2x, 4x T. Per-item scores in OUT/eval/*.json.
+#   analyze   the RePo runs (build/analyze): z's range at 1x, 2x, 4x T with and without YaRN, the share of large
+#             |dz| on segment boundaries, the needle's and the filler's distance to the query, per layer and head
+#             (AN_ITEMS single-needle items on held-out text).
 #   compare   build/eval --compare over the seeds (two-level bootstrap) with --pool M: nope against rope
 #             (the adaptation check), the primary RePo mode against rope (the claim) and against r1n3
 #             (attribution), r2n1 against rope and repo against repo_wm (context).
@@ -71,10 +74,10 @@ if [ $quick = 1 ]; then
     q2=(--set train.steps=6 --set optim.warmup_steps=2 --set train.eval_every=3 --set train.eval_batches=1
         --set train.batch_size=4 --set train.log_every=2 --set train.log_positions=2
         --set 'train.eval_tasks={"families":["single"],"items":2,"seed":5}')
-    PILOT_STEPS=4 CAL_ITEMS=4 EVAL_ITEMS=4 SECONDARY_ITEMS=2 PPL_WINDOWS=2 WIDTH_STEPS=2
+    PILOT_STEPS=4 CAL_ITEMS=4 EVAL_ITEMS=4 SECONDARY_ITEMS=2 PPL_WINDOWS=2 WIDTH_STEPS=2 AN_ITEMS=2
 else
     q1=(); q2=()
-    PILOT_STEPS=500 CAL_ITEMS=200 EVAL_ITEMS=250 SECONDARY_ITEMS=100 PPL_WINDOWS=100 WIDTH_STEPS=4
+    PILOT_STEPS=500 CAL_ITEMS=200 EVAL_ITEMS=250 SECONDARY_ITEMS=100 PPL_WINDOWS=100 WIDTH_STEPS=4 AN_ITEMS=50
 fi
 # BF16 products (train.compute_dtype, docs/design.md) where the CPU has them; evaluation stays FP32
 COMPUTE=f32
@@ -216,6 +219,8 @@ log "calibration: lr $LR (pilot val loss: $(tr '\n' ' ' < "$out/cal/lr.txt")); M
     "(repo_wm std $WM_STD, lr_mult $WM_LR_MULT)"
 t_cal=$(date +%s)
 
+has() { case " $MODES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
 # ---- stage 2: every mode and seed, two runs at a time
 mode_args() {
     case $1 in
@@ -274,6 +279,21 @@ for s in $SEEDS; do for m in $MODES; do
     [ -s "$out/eval/${m}_s${s}_ppl4.json" ] || { echo "missing $out/eval/${m}_s${s}_ppl4.json" >&2; exit 1; }
 done; done
 
+# ---- the paper's analyses of the RePo runs (build/analyze, docs/analyze.md): z's range at 1x, 2x, 4x T with
+# and without YaRN, the boundary alignment of large |dz|, the needle's and the filler's distance to the query;
+# single-needle items on held-out text
+for s in $SEEDS; do
+    for m in repo_wm repo; do
+        has "$m" || continue
+        slot
+        lg=$out/logs/analyze_${m}_s$s.log
+        ( build/analyze "$out/stage2_${m}_s$s" --positions --items "$AN_ITEMS" --seed "$SEED_EVAL" --synthetic "$VAL_SYN" \
+              --ranges 1,2,4 --ranges-yarn --threads 1 --label "${m}_s$s" --out "$out/analysis/${m}_s$s" > "$lg" 2>&1 ||
+              die_log "$lg" "analyze ($m, seed $s) failed" ) &
+    done
+done
+wait
+
 # ---- the comparisons of the rule, over the seeds, with M pooled
 files() { # MODE [SUFFIX]: the seeds' eval files, comma-separated (the main file joined with the noisy one)
     local s l=
@@ -291,7 +311,6 @@ compare() { # NAME A B
             > "$out/compare/${1}_$y.txt" 2>&1 || die_log "$out/compare/${1}_$y.txt" "compare $1 ($y) failed"
     done
 }
-has() { case " $MODES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 compare adaptation rope nope
 compare claim rope "$PRIMARY"
 compare attribution r1n3 "$PRIMARY"
@@ -310,7 +329,7 @@ t_end=$(date +%s)
 # ---- report
 MODES="$MODES" SEEDS="$SEEDS" T=$T POOL="$POOL" PRIMARY=$PRIMARY LR=$LR WM_STD=$WM_STD WM_LR_MULT=$WM_LR_MULT \
     Z_TARGET=$Z_TARGET BAND_LO=$BAND_LO BAND_HI=$BAND_HI NOISY=$NOISY STEPS2=$STEPS2 COMPUTE=$COMPUTE \
-    EVAL_ITEMS=$EVAL_ITEMS SECONDARY_ITEMS=$SECONDARY_ITEMS CAL_ITEMS=$CAL_ITEMS \
+    EVAL_ITEMS=$EVAL_ITEMS SECONDARY_ITEMS=$SECONDARY_ITEMS CAL_ITEMS=$CAL_ITEMS AN_ITEMS=$AN_ITEMS \
     tools/study_report.sh "$out" "$quick" $((t_stage1 - t_start)) $((t_cal - t_stage1)) $((t_stage2 - t_cal)) \
     $((t_end - t_stage2)) > "$out/results.md" || { echo "tools/study_report.sh failed on $out" >&2; exit 1; }
 log "results: $out/results.md ($((t_end - t_start)) s in all)"
@@ -318,6 +337,9 @@ if [ $quick = 0 ]; then
     mkdir -p docs/study
     rm -f docs/study/*.svg
     cp "$out"/analysis/*.svg docs/study/
+    for f in ranges boundaries mechanism positions; do
+        cp "$out/analysis/${PRIMARY}_s${SEEDS%% *}/$f.svg" "docs/study/${PRIMARY}_$f.svg"
+    done
     tools/study_report.sh --splice docs/study.md "$out/results.md"
     log "docs/study.md updated"
 fi

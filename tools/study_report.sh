@@ -23,8 +23,10 @@ if [ "${1:-}" = --splice ]; then
 fi
 
 out=$1 quick=$2 t1=$3 tc=$4 t2=$5 te=$6
+out_rel=study   # the figures' folder as docs/study.md links it
 : "${MODES:?} ${SEEDS:?} ${T:?} ${POOL:?} ${PRIMARY:?} ${LR:?} ${WM_STD:?} ${WM_LR_MULT:?} ${Z_TARGET:?}"
 : "${BAND_LO:?} ${BAND_HI:?} ${NOISY:?} ${STEPS2:?} ${COMPUTE:?} ${EVAL_ITEMS:?} ${SECONDARY_ITEMS:?} ${CAL_ITEMS:?}"
+: "${AN_ITEMS:?}"
 FAMILIES="single multikey multivalue multiquery distractor table"
 
 # field FILE KEY FIELD: a field of KEY's object in a --compare JSON, as written
@@ -200,6 +202,37 @@ echo "| mode | perplexity 1× | 2× | 4× |"
 echo "|---|---:|---:|---:|"
 for m in $MODES; do echo "| $m | $(ppl_over_seeds $m "") | $(ppl_over_seeds $m _ppl2) | $(ppl_over_seeds $m _ppl4) |"; done
 echo
+echo "### The paper's analyses (build/analyze on the RePo runs, $AN_ITEMS single-needle items at T on held-out text)"
+echo
+echo "docs/analyze.md defines each number. (a) z's range at 1×, 2×, 4× T, without and with YaRN; (b) the share of"
+echo "the largest tenth of |Δz| that falls on segment boundaries (needle, query, answer, document ends), against"
+echo "chance; (c) the needle's and the filler's mean distance in z to the query (a ratio below 1: the needle sits"
+echo "nearer). Per seed, over all RePo layers and heads:"
+echo
+echo "| run | on boundaries [95%] | chance | largest possible | needle / filler distance | filler − needle [95%] | range 1× | 4× | 4× YaRN |"
+echo "|---|---|---:|---:|---:|---|---:|---:|---:|"
+for m in repo_wm repo; do
+    case " $MODES " in *" $m "*) ;; *) continue ;; esac
+    for s in $SEEDS; do
+        lg=$out/logs/analyze_${m}_s$s.log
+        b=$(sed -n '/^boundary alignment/,/^$/p' "$lg" | grep '^  all ')
+        q=$(sed -n '/^query distance/,/^$/p' "$lg" | grep '^  all ')
+        rng() { grep -E "^  L=[0-9]+ \($1\) +layer" "$lg" | awk '{ for (i = 1; i < NF; i++) if ($i == "range") { t += $(i + 1); n++ } } END { if (n) printf "%.2f", t / n }'; }
+        echo "| ${m} s$s | $(echo "$b" | awk '{ print $4, $5, $6 }') | $(echo "$b" | awk '{ print $8 }') |" \
+             "$(echo "$b" | awk '{ print $NF }') | $(echo "$q" | awk '{ print $7 }') | $(echo "$q" | awk '{ print $11, $12 }') |" \
+             "$(rng 1x) | $(rng 4x) | $(rng '4x, YaRN 4') |"
+    done
+done
+echo
+s0=${SEEDS%% *}
+echo "Per layer, $PRIMARY seed $s0 (build/analyze's own lines; figures: [ranges]($out_rel/${PRIMARY}_ranges.svg)," \
+     "[boundaries]($out_rel/${PRIMARY}_boundaries.svg), [mechanism]($out_rel/${PRIMARY}_mechanism.svg)):"
+echo
+echo '```'
+sed -n '/^boundary alignment/,$p' "$out/logs/analyze_${PRIMARY}_s$s0.log" | grep -v '^wrote '
+echo '```'
+echo
+
 echo "Learning curves (train.eval_tasks on the primary families, training text as filler, every 250 steps) and"
 echo "training loss: [training_stage2.svg](study/training_stage2.svg); RePo's positions over training:"
 echo "[positions_training.svg](study/positions_training.svg)."
