@@ -36,6 +36,8 @@
 #   --quick   the same pipeline in a minute or two (few steps, few items), for `make test`: nothing is
 #             learned, the band is not enforced, and docs/ is never touched.
 #   --out DIR where the runs and results go (default runs/study, --quick: runs/study-quick)
+#   --keep-stage1  keep OUT's stage 1 when a run of the same configs/study/prose_stage1.json finished it
+#             (its log ends with "done:"; after a later step failed, say), instead of training it again
 # Environment: STUDY_MODES (default "rope nope r1n3 r2n1" and the primary RePo mode: the rule's first cut, the
 # other RePo mode, keeps the run near an hour on 2 cores; STUDY_MODES="rope nope r1n3 r2n1 repo_wm repo" runs all).
 set -euo pipefail
@@ -43,12 +45,14 @@ cd "$(dirname "$0")/.."
 
 quick=0
 out=
+keep1=0
 while [ $# -gt 0 ]; do
     case $1 in
         --quick) quick=1 ;;
         --out) out=${2:?--out needs a directory}; shift ;;
-        -h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) echo "tools/study.sh: unknown option '$1' (--quick, --out DIR)" >&2; exit 2 ;;
+        --keep-stage1) keep1=1 ;;
+        -h|--help) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "tools/study.sh: unknown option '$1' (--quick, --out DIR, --keep-stage1)" >&2; exit 2 ;;
     esac
     shift
 done
@@ -86,6 +90,12 @@ COMPUTE=f32
 q1+=(--set train.compute_dtype="\"$COMPUTE\"")
 q2+=(--set train.compute_dtype="\"$COMPUTE\"")
 
+s1_log=
+if [ $keep1 = 1 ] && [ -f "$out/logs/stage1.log" ] && grep -q '^done:' "$out/logs/stage1.log" &&
+   cmp -s "configs/study/prose_stage1.json" "$out/configs/stage1.json.src" 2>/dev/null; then
+    s1_log=$(mktemp)
+    cp "$out/logs/stage1.log" "$s1_log"
+fi
 rm -rf "$out"/logs "$out"/eval "$out"/cal "$out"/compare
 mkdir -p "$out"/logs "$out"/configs "$out"/text "$out"/eval "$out"/cal "$out"/compare "$out"/analysis
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*"; }
@@ -106,6 +116,7 @@ echo "$TEXT_SRC $(ls $TEXT_SRC | wc -l) files $(cat $TEXT_SRC | md5sum | cut -c1
 PROSE_TRAIN=$out/text/prose_train_000000.bin
 PROSE_VAL=$out/text/prose_val_000000.bin
 for c in stage1 stage2; do sed "s|runs/study/|$out/|g" "configs/study/prose_$c.json" > "$out/configs/$c.json"; done
+cp configs/study/prose_stage1.json "$out/configs/stage1.json.src"   # what --keep-stage1 compares
 # the generator settings of stage 1, the filler swapped for the held-out text; the noisy setting beside them
 VAL_SYN=$(tr -d '\n' < "$out/configs/stage1.json" | sed 's/.*"synthetic": *\({[^}]*{[^}]*}}\).*/\1/' |
           sed "s|$PROSE_TRAIN|$PROSE_VAL|")
@@ -134,10 +145,15 @@ accuracy() {
 }
 
 # ---- stage 1
-rm -rf "$out/stage1_rope"
-log "stage 1: RoPE from scratch, T = $T"
-build/train "$out/configs/stage1.json" --set run.out_dir="\"$out/stage1_rope\"" --set run.threads=2 "${q1[@]}" \
-    > "$out/logs/stage1.log" 2>&1 || die_log "$out/logs/stage1.log" "stage 1 failed"
+if [ -n "$s1_log" ]; then
+    mv "$s1_log" "$out/logs/stage1.log"
+    log "stage 1: kept from the finished run in $out/stage1_rope (--keep-stage1)"
+else
+    rm -rf "$out/stage1_rope"
+    log "stage 1: RoPE from scratch, T = $T"
+    build/train "$out/configs/stage1.json" --set run.out_dir="\"$out/stage1_rope\"" --set run.threads=2 "${q1[@]}" \
+        > "$out/logs/stage1.log" 2>&1 || die_log "$out/logs/stage1.log" "stage 1 failed"
+fi
 t_stage1=$(date +%s)
 
 # ---- calibration: band, lr, width (two jobs at a time)
@@ -160,7 +176,8 @@ width_run() {
         --set model.init_from="\"$s1\"" --set model.positions.mode='"repo"' \
         --set model.positions.repo_gate_init_std=$1 --set model.positions.repo_content_init_std=$1 \
         --set model.positions.repo_final_init_std=$1 "--set" "optim.lr_mult={\"repo\":$2}" "${q2[@]}" \
-        --set train.steps=$WIDTH_STEPS --set train.log_positions=1 --set train.eval_every=0 --set train.eval_tasks=null \
+        --set train.steps=$WIDTH_STEPS --set optim.warmup_steps=0 --set train.log_positions=1 --set train.eval_every=0 \
+        --set train.eval_tasks=null \
         --set train.log_every=1 > "$out/logs/cal_width_$1.log" 2>&1 || die_log "$out/logs/cal_width_$1.log" "width run $1 failed"
 }
 # the lr of stage 2 is decided before the width runs use it
