@@ -499,6 +499,7 @@ ChatTemplate* chat_template_parse(const char* src, char* err, size_t err_len) {
         return NULL;
     }
     size_t n = strlen(src), i = 0;
+    src = pool_strndup(P.pool, src, n); /* the text statements point into it: the template owns its copy */
     bool strip_next = false; /* the tag before ended with '-': the next text loses its leading whitespace */
     bool trim_nl = false;    /* ... or was a block tag (trim_blocks): the next text loses one newline */
     while (i <= n) {

@@ -23,7 +23,8 @@
 
 typedef struct ChatTemplate ChatTemplate;
 
-/* Parse src. NULL with err ("line L: ...") when it uses something outside the subset above. */
+/* Parse src (the template keeps a copy: src may be freed at once). NULL with err ("line L: ...") when it uses
+   something outside the subset above. */
 ChatTemplate* chat_template_parse(const char* src, char* err, size_t err_len);
 void chat_template_free(ChatTemplate* t);
 
