@@ -143,8 +143,10 @@ static void encode(Reader* r, const char* text, const char* file, size_t line) {
 
 /* a chat record: the conversation rendered with the tokenizer's template (data/chat.h) and tokenized whole
    (special tokens in the text are the tokenizer's added tokens, as apply_chat_template's ids); a token
-   carries loss when it starts inside an assistant turn's span. No BOS or EOS is added: the template has its
-   own. */
+   carries loss when any of its bytes lies inside an assistant turn's span: transformers' assistant mask,
+   which runs from the token holding the span's first character to the one holding its last, so " no" after
+   a generation prompt "ASSISTANT:" carries loss though it starts before the span. No BOS or EOS is added:
+   the template has its own. */
 static void read_chat(Reader* r, PackedRows* p, const cJSON* messages, const char* file, size_t line) {
     CHECK(r->tok,
           "%s:%zu: a \"messages\" record needs a tokenizer with a chat template: set data.tokenizer (a "
@@ -167,7 +169,7 @@ static void read_chat(Reader* r, PackedRows* p, const cJSON* messages, const cha
         size_t n = 0;
         tok_token_bytes(r->tok, id, &n);
         while (s < n_spans && r->spans[s].end <= at) s++;
-        bool loss = s < n_spans && at >= r->spans[s].begin;
+        bool loss = s < n_spans && at + n > r->spans[s].begin; /* [at, at + n) meets [begin, end) */
         ints_push(&r->ids, id), ints_push(&r->labels, loss ? id : -1);
         at += n;
     }
