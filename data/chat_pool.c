@@ -41,6 +41,6 @@ void pool_free(Pool* p) {
 }
 
 void chat_error(char* err, size_t err_len, int line, const char* fmt, va_list ap) {
-    int n = snprintf(err, err_len, "line %d: ", line);
+    int n = line ? snprintf(err, err_len, "line %d: ", line) : 0; /* line 0: the context, before any template line */
     if (n >= 0 && (size_t)n < err_len) vsnprintf(err + n, err_len - (size_t)n, fmt, ap);
 }

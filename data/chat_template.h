@@ -34,4 +34,10 @@ void chat_template_free(ChatTemplate* t);
    raise_exception message). */
 char* chat_template_render(const ChatTemplate* t, const cJSON* context, size_t* len, char* err, size_t err_len);
 
+/* Keep the literal of every number of root, which cJSON parsed from text, in its valuestring (cJSON leaves
+   it unused for a number; cJSON_Duplicate copies it, cJSON_Delete frees it), so that the template reads each
+   as Python's json.loads does: 1.0 a float that prints "1.0", 9007199254740993 an exact int (one beyond 64
+   bits is refused at render time). A number without its literal is an int when integral below 2^53. */
+void chat_json_keep_numbers(cJSON* root, const char* text);
+
 #endif

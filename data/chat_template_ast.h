@@ -17,7 +17,8 @@ void* pool_alloc(Pool* p, size_t n); /* zeroed, 16-byte aligned; dies when memor
 char* pool_strndup(Pool* p, const char* s, size_t n);
 void pool_free(Pool* p);
 
-/* "line L: " and the message into err (both the parser's and the renderer's failures) */
+/* "line L: " and the message into err (both the parser's and the renderer's failures); the message alone for
+   line 0 (the context, read before any line of the template) */
 void chat_error(char* err, size_t err_len, int line, const char* fmt, va_list ap);
 
 typedef enum {

@@ -278,6 +278,7 @@ static void read_file(Reader* r, Packer* k, PackedRows* p, const char* file, Int
               "character), which would cut the text there: remove it",
               file, line, key);
         CHECK(cJSON_IsObject(o), "%s:%zu: expected a JSON object", file, line);
+        if (cJSON_GetObjectItemCaseSensitive(o, "messages")) chat_json_keep_numbers(o, c);
         end += strspn(end, " \t\r");
         CHECK(!*end, "%s:%zu: byte column %zu: more after the JSON object (one object per line)", file, line,
               (size_t)(end - start) + 1);

@@ -42,9 +42,9 @@ done
 [ $n_same -ge 20 ] && ok "fixture templates: $n_same renderings byte-identical to jinja2, $n_refused refused by both" ||
     bad "only $n_same identical renderings"
 
-refused() {   # label template-text phrase
+refused() {   # label template-text phrase [context.json]
     printf '%s' "$2" >"$T/bad.jinja"
-    if build/tools/chat_render "$T/bad.jinja" "$T/ctx_0_0.json" >"$T/out" 2>&1; then bad "$1: accepted"
+    if build/tools/chat_render "$T/bad.jinja" "${4:-$T/ctx_0_0.json}" >"$T/out" 2>&1; then bad "$1: accepted"
     elif grep -qF "$3" "$T/out"; then ok "$1: $(grep -F "$3" "$T/out" | cut -c1-150)"
     else bad "$1: $(cat "$T/out")"; fi
 }
@@ -56,6 +56,8 @@ refused "a block set" '{% set x %}a{% endset %}' "block set"
 refused "an unclosed if" $'a\n{% if true %}b' "line 2: this if is never closed"
 refused "a non-ASCII upper" '{{ "é" | upper }}' "non-ASCII"
 refused "attribute of undefined" '{{ nothing.role }}' "'.role' of an undefined value"
+printf '{"n": 18446744073709551616}' >"$T/big.json"   # Python's int has no bound; repoc's has 64 bits
+refused "an int beyond 64 bits" '{{ n }}' "the JSON number 18446744073709551616 is beyond 64 bits" "$T/big.json"
 
 # 3. training on chat records with the fixture tokenizer and a template of the fixtures
 tok=$T/tok && mkdir -p "$tok" && cp tests/fixtures/tokenizer/gpt2.json "$tok/tokenizer.json"
@@ -88,13 +90,18 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 refs = [json.loads(l) for l in open(sys.argv[2])]
 vocab = {v: k for k, v in json.load(open(sys.argv[3]))["model"]["vocab"].items()}
+bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256)); cs = bs[:]; n = 0
+for x in range(256):   # gpt2.json's byte alphabet: one character per byte
+    if x not in bs: bs.append(x); cs.append(256 + n); n += 1
+byte_of = dict(zip(map(chr, cs), bs))
 assert len(rows) == len(refs) > 0
 for row, ref in zip(rows, refs):
     starts, at = [], 0   # each token's first byte
     for i in row["ids"]:
         starts.append(at)
         at += len(vocab[i])   # a character per byte (the one added token, <|endoftext|>, is ASCII)
-    assert at == len(ref["text"].encode()), (at, ref["text"])
+    text = bytes(byte_of[c] for i in row["ids"] for c in vocab[i]).decode()
+    assert text == ref["text"], (text, ref["text"])   # the rendering the tokens hold is jinja2's
     token_of = lambda byte: max(k for k, s in enumerate(starts) if s <= byte)
     want = [0] * len(row["ids"])
     for b, e in ref["spans"]:
@@ -110,6 +117,9 @@ expect_refused "no assistant turn" "no assistant turn" "$T/sft.json" --set "data
 printf '%s\n' '{"messages": [{"role": "robot", "content": "hi"}, {"role": "assistant", "content": "x"}]}' >"$T/role.jsonl"
 expect_refused "the template's own refusal" "the template refused the input: unknown role robot" "$T/sft.json" \
     --set "data.train=[\"$T/role.jsonl\"]"
+printf '%s\n' '{"messages": [{"role": "user", "content": "n?"}, {"role": "assistant", "content": 18446744073709551616}]}' \
+    >"$T/big.jsonl"
+expect_refused "an int beyond 64 bits in a record" "big.jsonl:1: " "$T/sft.json" --set "data.train=[\"$T/big.jsonl\"]"
 mkdir -p "$T/notmpl" && cp tests/fixtures/tokenizer/gpt2.json "$T/notmpl/tokenizer.json"
 expect_refused "a tokenizer without a chat template" "notmpl/tokenizer_config.json: cannot read it" "$T/sft.json" \
     --set "data.tokenizer=\"$T/notmpl\""
