@@ -290,10 +290,18 @@ static void read_file(Reader* r, Packer* k, PackedRows* p, const char* file, Int
             continue;
         } /* no room for the completion */
         size_t n = r->ids.n;
-        if (n < 2) continue; /* nothing to predict */
+        if (n < 2) { /* nothing to predict */
+            p->n_no_loss++;
+            continue;
+        }
         tgt->n = 0;
-        for (size_t i = 0; i + 1 < n; i++) ints_push(tgt, r->labels.v[i + 1]);
+        size_t n_loss = 0;
+        for (size_t i = 0; i + 1 < n; i++) {
+            ints_push(tgt, r->labels.v[i + 1]);
+            n_loss += r->labels.v[i + 1] != -1;
+        }
         ints_push(tgt, -1);
+        p->n_no_loss += n_loss == 0;
         if (n > p->T && k->one_per_row) {
             p->n_too_long++;
             continue;
@@ -328,6 +336,10 @@ void packed_open(PackedRows* p, const char* const* files, size_t n_files, const 
           n_files ? files[0] : "data", n_files > 1 ? " ..." : "", p->n_records, p->n_skipped_prompt, T);
     p->tokens = k.tok.v, p->targets = k.tgt.v, p->doc_ids = k.ids.v;
     for (size_t i = 0; i < p->n_rows * T; i++) p->n_loss_tokens += p->targets[i] != -1;
+    CHECK(p->n_loss_tokens > 0,
+          "%s%s: no token of the %zu records carries loss (%zu of them have none: labels all -100 or -1, or "
+          "one token; %zu prompts fill data.seq_len): a run would train at loss 0 and learn nothing",
+          n_files ? files[0] : "data", n_files > 1 ? " ..." : "", p->n_records, p->n_no_loss, p->n_skipped_prompt);
     free(tgt.v), free(r.ids.v), free(r.labels.v);
     if (r.tok) tok_encoder_free(&r.enc), tok_free(r.tok);
     if (r.chat.tmpl) chat_format_free(&r.chat);
@@ -347,6 +359,11 @@ void packed_print(const PackedRows* p, const char* label, FILE* out) {
             100.0 * (double)p->n_loss_tokens / (double)(p->n_rows * p->T));
     if (p->n_split) fprintf(out, "; %zu documents longer than seq_len split over rows", p->n_split);
     fprintf(out, "\n");
+    if (p->n_no_loss * 10 > p->n_records)
+        fprintf(out,
+                "  warning: %zu of the %zu records of %s carry no loss (labels all -100 or -1, or one token): they "
+                "take room in the rows and teach nothing\n",
+                p->n_no_loss, p->n_records, label);
     if (p->n_skipped_prompt)
         fprintf(out, "  skipped %zu records whose prompt fills data.seq_len %zu (no room for the completion)\n",
                 p->n_skipped_prompt, p->T);
