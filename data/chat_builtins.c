@@ -192,6 +192,8 @@ static void json_put(Render* R, const Value* v, long long indent, int depth) {
         return;
     case V_LIST:
     case V_DICT: {
+        if (v->is_namespace) render_fail(R, "tojson of a namespace (jinja2: not JSON serializable)");
+        if (!value_walk_enter(R, v)) render_fail(R, "tojson of a list that contains itself");
         out_append(R, v->k == V_LIST ? "[" : "{", 1);
         for (size_t k = 0; k < v->n; k++) {
             if (k) out_append(R, indent >= 0 ? "," : ", ", indent >= 0 ? 1 : 2);
@@ -211,6 +213,7 @@ static void json_put(Render* R, const Value* v, long long indent, int depth) {
             for (long long s = 0; s < indent * depth; s++) out_append(R, " ", 1);
         }
         out_append(R, v->k == V_LIST ? "]" : "}", 1);
+        R->n_walking--;
         return;
     }
     }
@@ -280,6 +283,9 @@ Value* value_filter(Render* R, Value* v, const char* f, const Args* a) {
         return value_binary(R, "*", v, value_int(R, (v->k == V_FLOAT ? v->f : (double)v->i) < 0 ? -1 : 1));
     if (!strcmp(f, "int")) {
         if (v->k == V_INT || v->k == V_BOOL) return value_int(R, v->i);
+        if (v->k == V_FLOAT && isnan(v->f)) return value_int(R, 0); /* int() fails, jinja2 returns its default */
+        if (v->k == V_FLOAT && !(fabs(v->f) < 0x1p63))
+            render_fail(R, "int of %g is beyond 64 bits (the template's ints are 64-bit)", v->f);
         if (v->k == V_FLOAT) return value_int(R, (long long)v->f);
         if (v->k == V_STR) return value_int(R, strtoll(v->s, NULL, 10));
         return value_int(R, 0);
@@ -313,8 +319,8 @@ bool value_test(Render* R, const Value* v, const char* t, const Args* a) {
     }
     Value* x = arg(a, 0, "other");
     if (!x) render_fail(R, "the test '%s' needs an argument", t);
-    if (!strcmp(t, "eq") || !strcmp(t, "equalto") || !strcmp(t, "==")) return value_equal(v, x);
-    if (!strcmp(t, "ne") || !strcmp(t, "!=")) return !value_equal(v, x);
+    if (!strcmp(t, "eq") || !strcmp(t, "equalto") || !strcmp(t, "==")) return value_equal(R, v, x);
+    if (!strcmp(t, "ne") || !strcmp(t, "!=")) return !value_equal(R, v, x);
     if (!strcmp(t, "in")) return value_truthy(value_binary(R, "in", (Value*)v, x));
     if (!strcmp(t, "divisibleby")) {
         if (v->k != V_INT || x->k != V_INT || x->i == 0) render_fail(R, "'divisibleby' needs non-zero integers");

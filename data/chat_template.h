@@ -14,7 +14,9 @@
    globals raise_exception, namespace and range. Anything else — a macro, a block set, an unknown filter,
    test, method or tag — is refused at parse or render time with its name and line: repoc renders a
    template exactly or not at all. strftime_now is left undefined (templates that test for it fall back
-   to their fixed date), so a rendering never depends on the day it ran. */
+   to their fixed date), so a rendering never depends on the day it ran. Ints are 64-bit: a literal or a
+   result beyond that is refused (Python's have no bound). An expression nested more than 64 deep or 256
+   operations deep, and a value nested more than 500 deep when printed or compared, are refused. */
 #ifndef REPOC_DATA_CHAT_TEMPLATE_H
 #define REPOC_DATA_CHAT_TEMPLATE_H
 

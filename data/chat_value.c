@@ -4,6 +4,7 @@
 #include "data/chat_value.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -181,6 +182,15 @@ static void put_str(Render* R, const Value* v) {
     }
 }
 
+bool value_walk_enter(Render* R, const Value* v) {
+    for (size_t k = 0; k < R->n_walking; k++)
+        if (R->walking[k] == v) return false;
+    if (R->n_walking == VALUE_MAX_DEPTH) render_fail(R, "a value nested more than %d deep", VALUE_MAX_DEPTH);
+    R->walking[R->n_walking++] = v;
+    return true;
+}
+
+/* Python's repr(); a list, dict or namespace met again inside itself is [...], {...} as Python's is */
 static void put_repr(Render* R, const Value* v) {
     if (v->k == V_STR) { /* single quotes unless the text holds one and no double quote */
         char q = memchr(v->s, '\'', v->len) && !memchr(v->s, '"', v->len) ? '"' : '\'';
@@ -200,6 +210,11 @@ static void put_repr(Render* R, const Value* v) {
         return;
     }
     if (v->k == V_LIST || v->k == V_DICT) {
+        if (v->is_namespace) put(R, "<Namespace ");
+        if (!value_walk_enter(R, v)) {
+            put(R, v->k == V_LIST ? "[...]" : v->is_namespace ? "{...}>" : "{...}");
+            return;
+        }
         put(R, v->k == V_LIST ? "[" : "{");
         for (size_t k = 0; k < v->n; k++) {
             if (k) put(R, ", ");
@@ -210,7 +225,8 @@ static void put_repr(Render* R, const Value* v) {
             }
             put_repr(R, v->items[k]);
         }
-        put(R, v->k == V_LIST ? "]" : "}");
+        put(R, v->k == V_LIST ? "]" : v->is_namespace ? "}>" : "}");
+        R->n_walking--;
         return;
     }
     if (v->k == V_UNDEF) render_fail(R, "an undefined value inside a list or dict cannot be printed");
@@ -235,9 +251,12 @@ static Value* to_str(Render* R, const Value* v) {
 static bool is_num(const Value* v) { return v->k == V_INT || v->k == V_FLOAT || v->k == V_BOOL; }
 static double num(const Value* v) { return v->k == V_FLOAT ? v->f : (double)v->i; }
 
-static bool equal(const Value* a, const Value* b) {
+/* Python's ==: a namespace equals itself only; the items of lists and dicts are compared as Python's
+   PyObject_RichCompareBool compares them, the same object equal to itself without a look inside */
+static bool equal(Render* R, const Value* a, const Value* b, size_t depth) {
     if (is_num(a) && is_num(b)) return a->k == V_FLOAT || b->k == V_FLOAT ? num(a) == num(b) : a->i == b->i;
     if (a->k != b->k) return false;
+    if (a->is_namespace || b->is_namespace) return a == b;
     switch (a->k) {
     case V_UNDEF:
     case V_NONE: return true;
@@ -245,9 +264,10 @@ static bool equal(const Value* a, const Value* b) {
     case V_LIST:
     case V_DICT:
         if (a->n != b->n) return false;
+        if (depth == VALUE_MAX_DEPTH) render_fail(R, "a value nested more than %d deep", VALUE_MAX_DEPTH);
         for (size_t k = 0; k < a->n; k++) {
             if (a->k == V_DICT && strcmp(a->keys[k], b->keys[k])) return false;
-            if (!equal(a->items[k], b->items[k])) return false;
+            if (a->items[k] != b->items[k] && !equal(R, a->items[k], b->items[k], depth + 1)) return false;
         }
         return true;
     default: return false;
@@ -272,7 +292,7 @@ static bool contains(Render* R, const Value* item, const Value* in) {
     }
     if (in->k == V_LIST) {
         for (size_t k = 0; k < in->n; k++)
-            if (equal(item, in->items[k])) return true;
+            if (in->items[k] == item || equal(R, item, in->items[k], 0)) return true;
         return false;
     }
     if (in->k == V_DICT) return item->k == V_STR && dict_get(in, item->s) != NULL;
@@ -289,9 +309,30 @@ static Value* concat(Render* R, const Value* a, const Value* b) {
 
 static long long floor_div(long long a, long long b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
+/* Python's int arithmetic within 64 bits: a result beyond them (Python's ints have no bound) is refused, never
+   wrapped */
+static Value* int_op(Render* R, char op, long long a, long long b) {
+    long long r = 0;
+    bool over = false;
+    switch (op) {
+    case '+': over = __builtin_add_overflow(a, b, &r); break;
+    case '-': over = __builtin_sub_overflow(a, b, &r); break;
+    case '*': over = __builtin_mul_overflow(a, b, &r); break;
+    case '/': /* floor division; b != 0 */
+        over = b == -1 && a == LLONG_MIN;
+        if (!over) r = floor_div(a, b);
+        break;
+    case '%': r = b == -1 ? 0 : a - b * floor_div(a, b); break; /* the sign of b, as Python's */
+    }
+    if (over)
+        render_fail(R, "%lld %s %lld is beyond 64 bits (the template's ints are 64-bit)", a,
+                    op == '/' ? "//" : (char[]){op, 0}, b);
+    return value_int(R, r);
+}
+
 Value* value_binary(Render* R, const char* op, Value* a, Value* b) {
-    if (!strcmp(op, "==")) return value_bool(equal(a, b));
-    if (!strcmp(op, "!=")) return value_bool(!equal(a, b));
+    if (!strcmp(op, "==")) return value_bool(equal(R, a, b, 0));
+    if (!strcmp(op, "!=")) return value_bool(!equal(R, a, b, 0));
     if (!strcmp(op, "<")) return value_bool(compare(R, op, a, b) < 0);
     if (!strcmp(op, "<=")) return value_bool(compare(R, op, a, b) <= 0);
     if (!strcmp(op, ">")) return value_bool(compare(R, op, a, b) > 0);
@@ -316,16 +357,16 @@ Value* value_binary(Render* R, const char* op, Value* a, Value* b) {
     bool ints = a->k != V_FLOAT && b->k != V_FLOAT;
     double x = num(a), y = num(b);
     switch (op[0]) {
-    case '+': return ints ? value_int(R, a->i + b->i) : value_float(R, x + y);
-    case '-': return ints ? value_int(R, a->i - b->i) : value_float(R, x - y);
-    case '*': return ints ? value_int(R, a->i * b->i) : value_float(R, x * y);
+    case '+': return ints ? int_op(R, '+', a->i, b->i) : value_float(R, x + y);
+    case '-': return ints ? int_op(R, '-', a->i, b->i) : value_float(R, x - y);
+    case '*': return ints ? int_op(R, '*', a->i, b->i) : value_float(R, x * y);
     case '/':
         if (y == 0) render_fail(R, "division by zero");
-        if (op[1] == '/') return ints ? value_int(R, floor_div(a->i, b->i)) : value_float(R, floor(x / y));
+        if (op[1] == '/') return ints ? int_op(R, '/', a->i, b->i) : value_float(R, floor(x / y));
         return value_float(R, x / y);
     case '%':
         if (y == 0) render_fail(R, "modulo by zero");
-        if (ints) return value_int(R, a->i - b->i * floor_div(a->i, b->i));
+        if (ints) return int_op(R, '%', a->i, b->i);
         return value_float(R, x - y * floor(x / y));
     }
     render_fail(R, "the operator '%s' is not supported", op);
@@ -355,6 +396,13 @@ size_t value_length(Render* R, const Value* v) {
     render_fail(R, "the length of a %s", value_type_name(v));
 }
 
+/* whether i + step reaches or passes end, i before end in the step's direction (i + step itself could wrap) */
+static bool step_passes(long long i, long long end, long long step) {
+    unsigned long long gap =
+        step > 0 ? (unsigned long long)end - (unsigned long long)i : (unsigned long long)i - (unsigned long long)end;
+    return gap <= (step > 0 ? (unsigned long long)step : 0ull - (unsigned long long)step);
+}
+
 static long long slice_bound(Render* R, const Value* v, long long dflt, long long n, bool neg_step) {
     if (!v || v->k == V_NONE) return dflt;
     if (v->k != V_INT && v->k != V_BOOL) render_fail(R, "a slice bound must be an integer");
@@ -380,6 +428,7 @@ Value* value_slice(Render* R, Value* obj, const Value* start, const Value* stop,
     for (long long i = a; st > 0 ? i < b : i > b; i += st) {
         if (obj->k == V_LIST) list_push(R, out, obj->items[i]);
         else out = concat(R, out, &(Value){.k = V_STR, .s = obj->s + off[i], .len = off[i + 1] - off[i]});
+        if (step_passes(i, b, st)) break;
     }
     return out;
 }
@@ -401,6 +450,7 @@ Value* value_iterable(Render* R, Value* v) {
     render_fail(R, "a %s is not iterable", value_type_name(v));
 }
 
+#define RANGE_MAX 100000 /* jinja2's sandbox refuses a longer range() */
 Value* value_range(Render* R, const Args* a) {
     long long lim[3] = {0, 0, 1};
     if (a->n < 1 || a->n > 3) render_fail(R, "range() takes 1 to 3 arguments");
@@ -411,8 +461,9 @@ Value* value_range(Render* R, const Args* a) {
     if (lim[2] == 0) render_fail(R, "range() with a step of 0");
     Value* l = value_list(R);
     for (long long i = lim[0]; lim[2] > 0 ? i < lim[1] : i > lim[1]; i += lim[2]) {
-        if (l->n >= 1000000) render_fail(R, "range() of more than 10^6 items");
+        if (l->n == RANGE_MAX) render_fail(R, "range() of more than %d items (jinja2's sandbox limit)", RANGE_MAX);
         list_push(R, l, value_int(R, i));
+        if (step_passes(i, lim[1], lim[2])) break;
     }
     return l;
 }
@@ -451,4 +502,4 @@ static const char* keep_numbers(cJSON* item, const char* p) {
     return json_space(p) + 1; /* ] or } */
 }
 void chat_json_keep_numbers(cJSON* root, const char* text) { keep_numbers(root, text); }
-bool value_equal(const Value* a, const Value* b) { return equal(a, b); }
+bool value_equal(Render* R, const Value* a, const Value* b) { return equal(R, a, b, 0); }

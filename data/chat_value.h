@@ -28,8 +28,14 @@ struct Value {
 
 extern Value V_UNDEFINED, V_NONE_VALUE;
 
+/* the deepest a value's printer (repr, tojson) and == walk into lists and dicts: Python's own recursion limit
+   is 1000 */
+#define VALUE_MAX_DEPTH 500
+
 typedef struct {
     Pool* pool;
+    const Value* walking[VALUE_MAX_DEPTH]; /* the lists and dicts being printed, outermost first */
+    size_t n_walking;
     char* out; /* the text so far (malloc'd) */
     size_t out_len, out_cap;
     int line; /* of the statement or expression being evaluated, for messages */
@@ -60,7 +66,10 @@ Value* value_from_json(Render* R, const cJSON* j);
 const char* value_type_name(const Value* v);
 
 bool value_truthy(const Value* v);
-bool value_equal(const Value* a, const Value* b);
+bool value_equal(Render* R, const Value* a, const Value* b);
+/* the printers' walk one level into v (a list or dict): false when v is being printed already (a namespace
+   that holds itself); refused past VALUE_MAX_DEPTH */
+bool value_walk_enter(Render* R, const Value* v);
 /* len(): code points of a string, items of a list or dict, 0 for undefined */
 size_t value_length(Render* R, const Value* v);
 /* str(v) as a string value */
