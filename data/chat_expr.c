@@ -2,7 +2,7 @@
    number literals as Jinja's lexer reads them, operators), then parsed by recursive descent with Jinja's
    precedence, from loosest to tightest:
      a if c else b  <  or  <  and  <  not  <  == != < <= > >= in, not in  <  + -  <  ~  <  * / // %
-     <  unary -  <  primary with .attr [item] (call) | filter, is test */
+     <  | filter, is test  <  unary - +  <  primary with .attr [item] (call) */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -243,56 +243,81 @@ static Expr* parse_primary(Parser* P) {
     expr_fail(P, t->k == T_END ? "an expression ends too early" : "unexpected '%s'", t->k == T_END ? "" : t->s);
 }
 
-/* primary, then .attr, [item or slice], (call), | filter and `is test`, left to right */
-static Expr* parse_postfix(Parser* P) {
-    Expr* e = parse_primary(P);
+/* [item] or [start:stop:step] after e, the '[' taken */
+static Expr* parse_subscript(Parser* P, Expr* e) {
+    Expr* idx[3] = {NULL, NULL, NULL};
+    size_t colons = 0;
+    while (!expr_accept_op(P, "]")) {
+        if (expr_accept_op(P, ":")) {
+            if (++colons > 2) expr_fail(P, "a slice with more than two ':'");
+            continue;
+        }
+        if (idx[colons]) expr_fail(P, "expected ']'");
+        idx[colons] = expr_parse(P);
+    }
+    Expr* a = node(P, colons ? E_SLICE : E_ITEM);
+    if (!colons && !idx[0]) expr_fail(P, "an empty subscript");
+    a->a = e, a->b = idx[0], a->c = idx[1];
+    if (colons) a->args = pool_alloc(P->pool, sizeof(Expr*)), a->args[0] = idx[2];
+    return a;
+}
+
+/* .attr, [item] and (call) after e, left to right */
+static Expr* parse_postfix(Parser* P, Expr* e) {
     int n = 0;
     for (;;) {
-        if (expr_is_op(P, ".") || expr_is_op(P, "[") || expr_is_op(P, "(") || expr_is_op(P, "|") || is_word(P, "is"))
-            grow(P, &n);
+        if (expr_is_op(P, ".") || expr_is_op(P, "[") || expr_is_op(P, "(")) grow(P, &n);
         if (expr_accept_op(P, ".")) {
             Expr* a = node(P, E_ATTR);
             a->a = e, a->s = expr_expect_name(P), e = a;
         } else if (expr_accept_op(P, "[")) {
-            Expr* idx[3] = {NULL, NULL, NULL};
-            size_t colons = 0;
-            while (!expr_accept_op(P, "]")) {
-                if (expr_accept_op(P, ":")) {
-                    if (++colons > 2) expr_fail(P, "a slice with more than two ':'");
-                    continue;
-                }
-                if (idx[colons]) expr_fail(P, "expected ']'");
-                idx[colons] = expr_parse(P);
-            }
-            Expr* a = node(P, colons ? E_SLICE : E_ITEM);
-            if (!colons && !idx[0]) expr_fail(P, "an empty subscript");
-            a->a = e, a->b = idx[0], a->c = idx[1];
-            if (colons) a->args = pool_alloc(P->pool, sizeof(Expr*)), a->args[0] = idx[2];
-            e = a;
+            e = parse_subscript(P, e);
         } else if (expr_accept_op(P, "(")) {
             Expr* a = node(P, E_CALL);
             a->a = e, parse_args(P, a, ")"), e = a;
-        } else if (expr_accept_op(P, "|")) {
+        } else {
+            P->depth -= n;
+            return e;
+        }
+    }
+}
+
+/* `is [not] name` after e, the 'is' taken: arguments in parentheses, or one bare (`x is divisibleby 3`) */
+static Expr* parse_test(Parser* P, Expr* e) {
+    Expr* a = node(P, E_TEST);
+    a->a = e, a->negated = expr_accept_word(P, "not");
+    a->s = expr_expect_name(P);
+    if (!strcmp(a->s, "none") || !strcmp(a->s, "None")) a->s = "none";
+    if (!strcmp(a->s, "true") || !strcmp(a->s, "True")) a->s = "true";
+    if (!strcmp(a->s, "false") || !strcmp(a->s, "False")) a->s = "false";
+    TokKind k = peek(P)->k;
+    if (expr_accept_op(P, "(")) {
+        parse_args(P, a, ")");
+    } else if ((k == T_STR || k == T_INT || k == T_FLOAT || k == T_NAME || expr_is_op(P, "[") || expr_is_op(P, "{")) &&
+               !is_word(P, "and") && !is_word(P, "or") && !is_word(P, "else") && !is_word(P, "if")) {
+        if (is_word(P, "is")) expr_fail(P, "tests cannot be chained with 'is'");
+        a->args = pool_alloc(P->pool, sizeof(Expr*));
+        a->kw = pool_alloc(P->pool, sizeof(char*));
+        a->args[0] = parse_postfix(P, parse_primary(P)), a->n_args = 1;
+    }
+    return a;
+}
+
+/* | filter, is test and (call) after e, left to right; as in jinja2, no .attr or [item] follows a filter */
+static Expr* parse_filters(Parser* P, Expr* e) {
+    int n = 0;
+    for (;;) {
+        if (expr_is_op(P, "|") || is_word(P, "is") || expr_is_op(P, "(")) grow(P, &n);
+        if (expr_accept_op(P, "|")) {
             Expr* a = node(P, E_FILTER);
             a->a = e, a->s = expr_expect_name(P);
             if (expr_accept_op(P, "(")) parse_args(P, a, ")");
             e = a;
         } else if (expr_accept_word(P, "is")) {
-            Expr* a = node(P, E_TEST);
-            a->a = e, a->negated = expr_accept_word(P, "not");
-            a->s = expr_expect_name(P);
-            if (!strcmp(a->s, "none") || !strcmp(a->s, "None")) a->s = "none";
-            if (!strcmp(a->s, "true") || !strcmp(a->s, "True")) a->s = "true";
-            if (!strcmp(a->s, "false") || !strcmp(a->s, "False")) a->s = "false";
-            if (expr_accept_op(P, "(")) parse_args(P, a, ")");
-            else if (peek(P)->k == T_STR || peek(P)->k == T_INT || peek(P)->k == T_NAME) {
-                if (!is_word(P, "and") && !is_word(P, "or") && !is_word(P, "else") && !is_word(P, "if")) {
-                    a->args = pool_alloc(P->pool, sizeof(Expr*)); /* `x is divisibleby 3`, `x is eq "a"` */
-                    a->kw = pool_alloc(P->pool, sizeof(char*));
-                    a->args[0] = parse_primary(P), a->n_args = 1;
-                }
-            }
-            e = a;
+            e = parse_test(P, e);
+        } else if (expr_accept_op(P, "(")) {
+            Expr* a = node(P, E_CALL);
+            a->a = e, parse_args(P, a, ")"), e = a;
         } else {
             P->depth -= n;
             return e;
@@ -306,20 +331,25 @@ static Expr* binary(Parser* P, const char* op, Expr* a, Expr* b) {
     return e;
 }
 
-static Expr* parse_unary(Parser* P) {
+/* unary - and + bind tighter than filters and looser than .attr, as in jinja2: -x.y | abs is (-(x.y)) | abs */
+static Expr* parse_unary(Parser* P, bool filters) {
+    Expr* e;
     if (expr_accept_op(P, "-") || expr_accept_op(P, "+")) {
         bool neg = P->tok[P->pos - 1].s[0] == '-';
         enter(P);
-        Expr* e = node(P, E_NEG);
-        e->a = parse_unary(P);
+        Expr* operand = parse_unary(P, false);
         leave(P);
-        return neg ? e : e->a;
+        e = operand;
+        if (neg) e = node(P, E_NEG), e->a = operand;
+    } else {
+        e = parse_primary(P);
     }
-    return parse_postfix(P);
+    e = parse_postfix(P, e);
+    return filters ? parse_filters(P, e) : e;
 }
 
 static Expr* parse_mul(Parser* P) {
-    Expr* e = parse_unary(P);
+    Expr* e = parse_unary(P, true);
     int n = 0;
     for (;;) {
         const char* op = expr_is_op(P, "*")    ? "*"
@@ -333,7 +363,7 @@ static Expr* parse_mul(Parser* P) {
         }
         grow(P, &n);
         P->pos++;
-        e = binary(P, op, e, parse_unary(P));
+        e = binary(P, op, e, parse_unary(P, true));
     }
 }
 

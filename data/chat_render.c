@@ -80,10 +80,7 @@ static Value* subscript(Render* R, Value* obj, Value* idx) {
     }
     if (obj->k != V_LIST && obj->k != V_STR) render_fail(R, "subscript of a %s", value_type_name(obj));
     if (idx->k != V_INT && idx->k != V_BOOL) render_fail(R, "an index must be an integer");
-    long long n = (long long)(obj->k == V_LIST ? obj->n : obj->len), i = idx->i;
-    if (i < 0) i += n;
-    if (i < 0 || i >= n) return &V_UNDEFINED; /* Jinja: an undefined value, an error only when used */
-    return obj->k == V_LIST ? obj->items[i] : value_str(R, obj->s + i, 1);
+    return value_index(R, obj, idx->i);
 }
 
 static Value* attribute(Render* R, Value* obj, const char* name) {

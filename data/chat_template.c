@@ -95,9 +95,11 @@ static void parse_tag(Parser* P, Open* stack, size_t* depth, StmtList* top) {
 }
 
 /* end of the tag starting at s[i] (just after its opener) whose closer is c ('}', '%' or '#'), honouring
-   string literals; returns the index of the closer's first character */
+   string literals and, as Jinja's lexer, brackets: {{ {'a': {'b': 1}} }} ends at the last }}; returns the
+   index of the closer's first character */
 static size_t tag_end(Parser* P, const char* s, size_t n, size_t i, char c) {
     char quote = 0;
+    size_t open = 0; /* brackets ( [ { open */
     for (; i + 1 < n; i++) {
         if (quote) {
             if (s[i] == '\\') i++;
@@ -108,7 +110,9 @@ static size_t tag_end(Parser* P, const char* s, size_t n, size_t i, char c) {
             quote = s[i];
             continue;
         }
-        if (s[i] == c && s[i + 1] == '}') return i;
+        if (c != '#' && strchr("([{", s[i])) open++;
+        else if (c != '#' && strchr(")]}", s[i]) && open) open--;
+        else if (s[i] == c && s[i + 1] == '}' && !open) return i;
     }
     expr_fail(P, "a %s is not closed", c == '#' ? "comment" : c == '%' ? "tag" : "{{ expression");
 }
@@ -117,6 +121,21 @@ static int line_at(const char* s, size_t i) {
     int line = 1;
     for (size_t k = 0; k < i; k++) line += s[k] == '\n';
     return line;
+}
+
+/* src (n bytes) as Jinja's lexer reads it, into the pool: every \r\n and \r a \n, and one newline at the end
+   dropped (keep_trailing_newline is off); *n its new length */
+static char* normalize_newlines(Pool* pool, const char* src, size_t* n) {
+    char* t = pool_alloc(pool, *n + 1);
+    size_t o = 0;
+    for (size_t i = 0; i < *n; i++) {
+        t[o++] = src[i] == '\r' ? '\n' : src[i];
+        if (src[i] == '\r' && i + 1 < *n && src[i + 1] == '\n') i++;
+    }
+    if (o && t[o - 1] == '\n') o--;
+    t[o] = 0;
+    *n = o;
+    return t;
 }
 
 ChatTemplate* chat_template_parse(const char* src, char* err, size_t err_len) {
@@ -130,9 +149,9 @@ ChatTemplate* chat_template_parse(const char* src, char* err, size_t err_len) {
         return NULL;
     }
     size_t n = strlen(src), i = 0;
-    src = pool_strndup(P.pool, src, n); /* the text statements point into it: the template owns its copy */
-    bool strip_next = false;            /* the tag before ended with '-': the next text loses its leading whitespace */
-    bool trim_nl = false;               /* ... or was a block tag (trim_blocks): the next text loses one newline */
+    src = normalize_newlines(P.pool, src, &n); /* the text statements point into it: the template owns its copy */
+    bool strip_next = false; /* the tag before ended with '-': the next text loses its leading whitespace */
+    bool trim_nl = false;    /* ... or was a block tag (trim_blocks): the next text loses one newline */
     while (i <= n) {
         size_t j = i;
         while (j + 1 < n && !(src[j] == '{' && (src[j + 1] == '{' || src[j + 1] == '%' || src[j + 1] == '#'))) j++;

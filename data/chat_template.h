@@ -11,7 +11,11 @@
    string int float tojson items reverse replace abs), tests (defined undefined none string number integer
    float boolean true false mapping iterable sequence even odd), string methods (startswith endswith strip
    lstrip rstrip split upper lower title capitalize replace), dict methods (items keys values get), and the
-   globals raise_exception, namespace and range. Anything else — a macro, a block set, an unknown filter,
+   globals raise_exception, namespace and range. Each filter and method takes the arguments Jinja's (or
+   Python's) takes, tojson transformers' (ensure_ascii, indent, separators, sort_keys), join its attribute,
+   int its default and base; an argument it does not take is refused, never ignored. The source is read as
+   Jinja's lexer reads it (every \r\n or \r a \n, one newline at its end dropped), a string's length,
+   index and slice count code points. Anything else — a macro, a block set, an unknown filter,
    test, method or tag — is refused at parse or render time with its name and line: repoc renders a
    template exactly or not at all. strftime_now is left undefined (templates that test for it fall back
    to their fixed date), so a rendering never depends on the day it ran. Ints are 64-bit: a literal or a

@@ -3,7 +3,6 @@
    length, index and slice count code points, as Python's do. */
 #include "data/chat_value.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -90,20 +89,10 @@ void dict_set(Render* R, Value* d, const char* key, Value* x) {
     d->keys[d->n - 1] = pool_strndup(R->pool, key, strlen(key));
 }
 
-/* a JSON number literal as Python's json.loads reads it: with a fraction or an exponent a float, else an int
-   (Python's has no bound: one beyond 64 bits is refused) */
-static Value* number_literal(Render* R, const char* s) {
-    if (strpbrk(s, ".eE")) return value_float(R, strtod(s, NULL));
-    errno = 0;
-    long long i = strtoll(s, NULL, 10);
-    if (errno == ERANGE) render_fail(R, "the JSON number %s is beyond 64 bits (the template's ints are 64-bit)", s);
-    return value_int(R, i);
-}
-
 Value* value_from_json(Render* R, const cJSON* j) {
     if (!j || cJSON_IsNull(j)) return &V_NONE_VALUE;
     if (cJSON_IsBool(j)) return value_bool(cJSON_IsTrue(j));
-    if (cJSON_IsNumber(j) && j->valuestring) return number_literal(R, j->valuestring);
+    if (cJSON_IsNumber(j) && j->valuestring) return value_number_literal(R, j->valuestring);
     if (cJSON_IsNumber(j)) { /* one built in C, without its literal */
         double d = j->valuedouble;
         if (d == floor(d) && fabs(d) < 9007199254740992.0) return value_int(R, (long long)d);
@@ -433,6 +422,14 @@ Value* value_slice(Render* R, Value* obj, const Value* start, const Value* stop,
     return out;
 }
 
+Value* value_index(Render* R, Value* obj, long long i) {
+    size_t* off = NULL;
+    long long n = obj->k == V_LIST ? (long long)obj->n : (long long)code_points(R, obj, &off);
+    if (i < 0) i += n;
+    if (i < 0 || i >= n) return &V_UNDEFINED; /* Jinja: an undefined value, an error only when used */
+    return obj->k == V_LIST ? obj->items[i] : value_str(R, obj->s + off[i], off[i + 1] - off[i]);
+}
+
 Value* value_iterable(Render* R, Value* v) {
     if (v->k == V_LIST) return v;
     if (v->k == V_UNDEF) return value_list(R);
@@ -470,36 +467,4 @@ Value* value_range(Render* R, const Args* a) {
 
 Value* value_to_str(Render* R, const Value* v) { return to_str(R, v); }
 
-/* ---- JSON numbers with their literal ---- */
-
-static const char* json_space(const char* p) { return p + strspn(p, " \t\r\n"); }
-static const char* json_string_end(const char* p) { /* p at the opening quote */
-    for (p++; *p != '"'; p++)
-        if (*p == '\\') p++;
-    return p + 1;
-}
-/* the value at p that cJSON parsed into item, walked in step with it; returns the end of its text */
-static const char* keep_numbers(cJSON* item, const char* p) {
-    p = json_space(p);
-    if (cJSON_IsNumber(item)) {
-        size_t n = strspn(p, "+-0123456789.eE"); /* the characters cJSON reads a number from */
-        char* lit = cJSON_malloc(n + 1);
-        CHECK(lit, "out of memory");
-        memcpy(lit, p, n), lit[n] = 0;
-        cJSON_free(item->valuestring);
-        item->valuestring = lit;
-        return p + n;
-    }
-    if (cJSON_IsString(item)) return json_string_end(p);
-    if (!cJSON_IsArray(item) && !cJSON_IsObject(item)) return p + strspn(p, "truefalsn");
-    p++; /* [ or { */
-    for (cJSON* c = item->child; c; c = c->next) {
-        p = json_space(p);
-        if (*p == ',') p = json_space(p + 1);
-        if (cJSON_IsObject(item)) p = json_space(json_string_end(p)) + 1; /* the key and its ':' */
-        p = keep_numbers(c, p);
-    }
-    return json_space(p) + 1; /* ] or } */
-}
-void chat_json_keep_numbers(cJSON* root, const char* text) { keep_numbers(root, text); }
 bool value_equal(Render* R, const Value* a, const Value* b) { return equal(R, a, b, 0); }

@@ -63,6 +63,13 @@ void list_push(Render* R, Value* list, Value* v);
 Value* dict_get(const Value* dict, const char* key); /* NULL when absent */
 void dict_set(Render* R, Value* dict, const char* key, Value* v);
 Value* value_from_json(Render* R, const cJSON* j);
+/* a JSON number literal as Python's json.loads reads it: with a fraction or an exponent a float, else an int
+   (refused beyond 64 bits) (data/chat_json.c) */
+Value* value_number_literal(Render* R, const char* s);
+/* transformers' tojson filter: json.dumps(v, ensure_ascii, indent, separators, sort_keys), each NULL for its
+   default (data/chat_json.c) */
+Value* value_tojson(Render* R, const Value* v, const Value* ensure_ascii, const Value* indent, const Value* separators,
+                    const Value* sort_keys);
 const char* value_type_name(const Value* v);
 
 bool value_truthy(const Value* v);
@@ -79,6 +86,8 @@ void value_print(Render* R, const Value* v);
 /* a b with op one of + - * / // % ~ == != < <= > >= in "not in" */
 Value* value_binary(Render* R, const char* op, Value* a, Value* b);
 Value* value_slice(Render* R, Value* obj, const Value* start, const Value* stop, const Value* step);
+/* obj[i] of a list or a string (its i-th code point), i < 0 counted from the end; undefined outside */
+Value* value_index(Render* R, Value* obj, long long i);
 /* what `for x in v` walks: a list's items, a dict's keys, a string's characters (undefined: none) */
 Value* value_iterable(Render* R, Value* v);
 Value* value_range(Render* R, const Args* a);

@@ -42,6 +42,8 @@ static void check(const Case* c) {
     int st = capture_child(render_case, (void*)c, out, sizeof(out));
     char label[96];
     snprintf(label, sizeof(label), "%.80s%s", c->tmpl, strlen(c->tmpl) > 80 ? "..." : "");
+    for (char* p = label; *p; p++)
+        if ((unsigned char)*p < 0x20) *p = ' '; /* one line per case */
     if (c->want) {
         EXPECT(st == 0 && !strncmp(out, "OUT:", 4) && !strcmp(out + 4, c->want), "%s -> '%.100s' (exit %d: %.200s)",
                label, c->want, st, out);
@@ -106,7 +108,63 @@ static const Case CRASHES[] = {
     RENDERS("{{ 'nan' | float | int }}", NULL, "0"),
 };
 
+/* the template's text, literals, filters and methods as jinja2 reads them: newlines, code points, keyword
+   arguments taken or refused, never ignored */
+static const Case JINJA[] = {
+    RENDERS("a\r\nb\r\n", NULL, "a\nb"),
+    RENDERS("a\rb\n\n", NULL, "a\nb\n"),
+    RENDERS("{{ 'x\r\ny' }}\r\n", NULL, "x\ny"),
+    RENDERS("{% if true %}\r\nA{% endif %}\r\n", NULL, "A"),
+    RENDERS("{{ 'é日x'[1] }}{{ 'é日x'[-1] }}{{ s[0] }}{{ s[-2] }}", "{\"s\": \"🙂ab\"}", "日x🙂a"),
+    RENDERS(
+        "{{ 'a'|int(base=16) }} {{ '0x1f'|int(0, 16) }} {{ ' 1_000 '|int }} {{ '12abc'|int }} {{ '1.9'|int }} {{ 'nan'|int }} {{ '1e3'|int }} {{ 'x'|int(7) }} {{ '-0b11'|int(base=0) }} {{ '1__0'|int }}",
+        NULL, "10 31 1000 0 1 0 1000 7 -3 0"),
+    RENDERS(
+        "{{ none|int }} {{ [1]|int }} {{ true|int }} {{ none|float }} {{ '1'|int(base=1) }} {{ '0_7'|int }} {{ '07'|int }} {{ '0x_1f'|int(base=16) }} {{ '+ 5'|int }} {{ '1e400'|float }} {{ {}|int }} {{ '1.5'|float|int }} {{ ' -0x10 '|int(base=0) }} {{ '010'|int(base=0) }} {{ '0_0'|int(base=0) }} {{ 'z'|int(base=36) }}",
+        NULL, "0 0 1 0.0 1 7 7 31 0 inf 0 1 -16 10 0 35"),
+    RENDERS(
+        "{{ '1.'|float }} {{ '.5'|float }} {{ '1.e2'|float }} {{ '_1'|float }} {{ '1_'|float }} {{ 'InFiNiTy'|float }} {{ '-nan'|float }} {{ '1e'|float }} {{ '+.5e-1_0'|float }} {{ 'infinit'|float }} {{ ' 1.5 '|float }} {{ '0x1p3'|float }} {{ 'x'|float(2) }}",
+        NULL, "1.0 0.5 100.0 0.0 0.0 inf nan 0.0 5e-11 0.0 1.5 0.0 2"),
+    RENDERS("{{ '-9223372036854775808'|int }} {{ '9223372036854775807'|int }} {{ '7fffffffffffffff'|int(base=16) }}",
+            NULL, "-9223372036854775808 9223372036854775807 9223372036854775807"),
+    REFUSED("{{ ('9' * 30) | int }}", NULL, "beyond 64 bits"),             /* jinja2: 999999999999999999999999999999 */
+    REFUSED("{{ '-9223372036854775809' | int }}", NULL, "beyond 64 bits"), /* jinja2: -9223372036854775809 */
+    REFUSED("{{ '٣' | int }}", NULL, "non-ASCII"),                         /* jinja2: 3 */
+    REFUSED("{{ 'inf' | int }}", NULL, "beyond 64 bits"),                  /* jinja2: OverflowError */
+    RENDERS(
+        "{{ d | tojson(sort_keys=true) }}|{{ d | tojson(true) }}|{{ d | tojson(indent=2, separators=[',', '=']) }}|{{ d | tojson(false, 1) }}|{{ d|tojson(indent='\t') }}|{{ [] | tojson(indent=2) }}",
+        "{\"d\": {\"b\": 1, \"a\": [1, \"é😀\x7f"
+        "\\u0001\"], \"c\": {}}}",
+        "{\"a\": [1, \"é😀\x7f"
+        "\\u0001\"], \"b\": 1, \"c\": {}}|{\"b\": 1, \"a\": [1, \"\\u00e9\\ud83d\\ude00\\u007f\\u0001\"], \"c\": {}}|{\n  \"b\"=1,\n  \"a\"=[\n    1,\n    \"é😀\x7f"
+        "\\u0001\"\n  ],\n  \"c\"={}\n}|{\n \"b\": 1,\n \"a\": [\n  1,\n  \"é😀\x7f"
+        "\\u0001\"\n ],\n \"c\": {}\n}|{\n\t\"b\": 1,\n\t\"a\": [\n\t\t1,\n\t\t\"é😀\x7f"
+        "\\u0001\"\n\t],\n\t\"c\": {}\n}|[]"),
+    RENDERS(
+        "{{ [{'n': 'a'}, {'n': 'b'}] | join(',', attribute='n') }}|{{ [{'a': {'b': 1}}, {'a': {'b': 2}}] | join('-', attribute='a.b') }}|{{ [[1, 2], [3, 4]] | join(',', attribute='1') }}|{{ [{'a': 1}, {}] | join(',', attribute='a') }}|{{ 'xy' | join(d='-') }}",
+        NULL, "a,b|1-2|2,4|1,|x-y"),
+    RENDERS(
+        "{{ 'abc' | trim(chars='a') }}{{ -3 | abs }} {{ -2.5 | abs }} {{ true | abs }}{{ 'x' | default('a', true) }}{{ '' | d('a', boolean=true) }}",
+        NULL, "bc3 2.5 1xa"),
+    REFUSED("{{ 'x' | upper(1) }}", NULL, "takes 0 arguments"),                 /* jinja2: TypeError */
+    REFUSED("{{ [1] | join(foo=1) }}", NULL, "has no argument 'foo'"),          /* jinja2: TypeError */
+    REFUSED("{{ 'a' | replace('a') }}", NULL, "needs its argument 'new'"),      /* jinja2: TypeError */
+    REFUSED("{{ 'x' | default('a', true, 3) }}", NULL, "takes 2 arguments"),    /* jinja2: TypeError */
+    REFUSED("{{ 'a' | abs }}", NULL, "abs of a str"),                           /* jinja2: TypeError */
+    REFUSED("{{ 'a'.strip(chars='a') }}", NULL, "takes no keyword arguments"),  /* jinja2: TypeError */
+    REFUSED("{{ {'a': 1}.get(key='a') }}", NULL, "takes no keyword arguments"), /* jinja2: TypeError */
+    RENDERS("{{ 'a b'.split(sep=' ') }}{{ 'a,b,c'.split(',', maxsplit=1) }}", NULL, "['a', 'b']['a', 'b,c']"),
+    REFUSED("{{ [1] | tojson(indent=1, foo=2) }}", NULL, "has no argument 'foo'"),       /* jinja2: TypeError */
+    REFUSED("{{ 'x' | tojson(ensure_ascii=false, ensure_ascii=true) }}", NULL, "twice"), /* jinja2: \"x\" */
+    RENDERS("{{ 1_000 }} {{ 1e3 }} {{ 1_0.5_0 }} {{ 2E-3 }} {{ 1.5e+2 }} {{ 00 }}", NULL,
+            "1000 1000.0 10.5 0.002 150.0 0"),
+    REFUSED("{{ 012 }}", NULL, "leading zero"),                    /* jinja2: TemplateSyntaxError */
+    REFUSED("{{ 0x1F }}", NULL, "hex, octal and binary literals"), /* jinja2: 31 */
+};
+
 int main(void) {
+    printf("jinja2's reading of text, literals, filters and methods\n");
+    for (size_t i = 0; i < sizeof(JINJA) / sizeof(JINJA[0]); i++) check(&JINJA[i]);
     printf("crashes: each refused with a message or rendered as jinja2 does\n");
     for (size_t i = 0; i < sizeof(CRASHES) / sizeof(CRASHES[0]); i++) check(&CRASHES[i]);
     /* nesting: jinja2 itself fails near 70 levels (Python's recursion limit); repoc refuses beyond 64 */
