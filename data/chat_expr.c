@@ -29,7 +29,9 @@ static bool is_name_char(char c, bool first) {
 /* a quoted literal from s (at the quote) into pool bytes, with Python's escapes; returns the length eaten */
 static size_t lex_string(Parser* P, const char* s, size_t n, Tok* t) {
     char q = s[0];
-    char* out = pool_alloc(P->pool, n + 1);
+    size_t end = 1; /* the closing quote: the literal is at most end - 1 bytes */
+    while (end < n && s[end] != q) end += s[end] == '\\' ? 2 : 1;
+    char* out = pool_alloc(P->pool, end < n ? end : n);
     size_t o = 0, i = 1;
     for (; i < n && s[i] != q; i++) {
         char c = s[i];

@@ -13,7 +13,12 @@ struct PoolBlock {
 };
 
 void* pool_alloc(Pool* p, size_t n) {
+    if (p->limit && (n > p->limit || p->total + n > p->limit - 16)) {
+        p->over(p->ctx);
+        DIE("the chat template pool's limit handler returned");
+    }
     n = (n + 15) & ~(size_t)15;
+    p->total += n;
     if (!p->head || p->head->used + n > p->head->cap) {
         size_t cap = n > 65536 ? n : 65536;
         PoolBlock* b = mallocCheck(sizeof(PoolBlock) + cap);

@@ -243,9 +243,16 @@ static Flow exec_list(Render* R, Scope* s, const StmtList* l) {
     return FLOW_NEXT;
 }
 
+static void pool_over(void* R) {
+    render_fail(R,
+                "the rendering holds more than %zu MiB of text and values (a string grown in a loop keeps every step)",
+                CHAT_RENDER_MAX_BYTES >> 20);
+}
+
 char* chat_template_render(const ChatTemplate* t, const cJSON* context, size_t* len, char* err, size_t err_len) {
-    Pool pool = {0};
+    Pool pool = {.limit = CHAT_RENDER_MAX_BYTES, .over = pool_over};
     Render R = {.pool = &pool, .err = err, .err_len = err_len};
+    pool.ctx = &R;
     if (setjmp(R.fail)) {
         free(R.out);
         pool_free(&pool);

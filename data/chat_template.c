@@ -117,10 +117,11 @@ static size_t tag_end(Parser* P, const char* s, size_t n, size_t i, char c) {
     expr_fail(P, "a %s is not closed", c == '#' ? "comment" : c == '%' ? "tag" : "{{ expression");
 }
 
-static int line_at(const char* s, size_t i) {
-    int line = 1;
-    for (size_t k = 0; k < i; k++) line += s[k] == '\n';
-    return line;
+/* the line of s[i], counted on from where the last call stopped (*at, *line): positions only grow, so the
+   whole source is read once */
+static int line_at(const char* s, size_t i, size_t* at, int* line) {
+    for (; *at < i; (*at)++) *line += s[*at] == '\n';
+    return *line;
 }
 
 /* src (n bytes) as Jinja's lexer reads it, into the pool: every \r\n and \r a \n, and one newline at the end
@@ -152,6 +153,8 @@ ChatTemplate* chat_template_parse(const char* src, char* err, size_t err_len) {
     src = normalize_newlines(P.pool, src, &n); /* the text statements point into it: the template owns its copy */
     bool strip_next = false; /* the tag before ended with '-': the next text loses its leading whitespace */
     bool trim_nl = false;    /* ... or was a block tag (trim_blocks): the next text loses one newline */
+    size_t line_pos = 0;     /* line_at's count has read src up to here */
+    int line = 1;
     while (i <= n) {
         size_t j = i;
         while (j + 1 < n && !(src[j] == '{' && (src[j + 1] == '{' || src[j + 1] == '%' || src[j + 1] == '#'))) j++;
@@ -174,14 +177,14 @@ ChatTemplate* chat_template_parse(const char* src, char* err, size_t err_len) {
         }
         StmtList* into = depth ? stack[depth - 1].into : &t->body;
         if (b > a) {
-            P.line = line_at(src, a);
+            P.line = line_at(src, a, &line_pos, &line);
             Stmt* s = stmt(&P, S_TEXT);
             s->text = src + a, s->len = b - a;
             push(P.pool, into, s);
         }
         if (j >= n) break;
         char kind = src[j + 1];
-        P.line = line_at(src, j);
+        P.line = line_at(src, j, &line_pos, &line);
         size_t body = j + 2 + (j + 2 < n && (src[j + 2] == '-' || src[j + 2] == '+'));
         size_t close = tag_end(&P, src, n, body, kind == '{' ? '}' : kind);
         size_t inner_end = close > body && src[close - 1] == '-' ? close - 1 : close;

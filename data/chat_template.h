@@ -20,7 +20,9 @@
    template exactly or not at all. strftime_now is left undefined (templates that test for it fall back
    to their fixed date), so a rendering never depends on the day it ran. Ints are 64-bit: a literal or a
    result beyond that is refused (Python's have no bound). An expression nested more than 64 deep or 256
-   operations deep, and a value nested more than 500 deep when printed or compared, are refused. */
+   operations deep, and a value nested more than 500 deep when printed or compared, are refused. A rendering
+   holds at most 256 MiB of text and values together (its pool frees nothing until it ends, so a string grown
+   in a loop keeps every step: about 20000 steps of one character fit) and is refused past that. */
 #ifndef REPOC_DATA_CHAT_TEMPLATE_H
 #define REPOC_DATA_CHAT_TEMPLATE_H
 

@@ -12,6 +12,10 @@
 typedef struct PoolBlock PoolBlock;
 typedef struct {
     PoolBlock* head;
+    size_t total; /* bytes taken so far */
+    size_t limit; /* 0: none; past it, over(ctx), which does not return (it longjmps) */
+    void (*over)(void* ctx);
+    void* ctx;
 } Pool;
 void* pool_alloc(Pool* p, size_t n); /* zeroed, 16-byte aligned; dies when memory runs out */
 char* pool_strndup(Pool* p, const char* s, size_t n);

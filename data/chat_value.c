@@ -24,9 +24,12 @@ void render_fail(Render* R, const char* fmt, ...) {
 }
 
 void out_append(Render* R, const char* s, size_t n) {
-    if (R->out_len + n + 1 > R->out_cap) {
+    if (R->out_len + n + 1 > R->out_cap) { /* the text's buffer and the pool share CHAT_RENDER_MAX_BYTES */
         size_t cap = R->out_cap ? R->out_cap : 256;
-        while (cap < R->out_len + n + 1) cap *= 2;
+        while (cap < R->out_len + n + 1 && cap <= CHAT_RENDER_MAX_BYTES) cap *= 2;
+        if (cap > CHAT_RENDER_MAX_BYTES || cap + R->pool->total > CHAT_RENDER_MAX_BYTES)
+            render_fail(R, "the rendering holds more than %zu MiB of text and values", CHAT_RENDER_MAX_BYTES >> 20);
+        R->pool->limit = CHAT_RENDER_MAX_BYTES - cap;
         char* p = realloc(R->out, cap);
         if (!p) render_fail(R, "out of memory");
         R->out = p, R->out_cap = cap;
@@ -41,9 +44,15 @@ static Value* value_new(Render* R, ValueKind k) {
     v->k = k;
     return v;
 }
+static bool is_ascii(const char* s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] >= 0x80) return false;
+    return true;
+}
+
 Value* value_str(Render* R, const char* s, size_t n) {
     Value* v = value_new(R, V_STR);
-    v->s = pool_strndup(R->pool, s, n), v->len = n;
+    v->s = pool_strndup(R->pool, s, n), v->len = n, v->ascii = is_ascii(s, n);
     return v;
 }
 Value* value_int(Render* R, long long i) {
@@ -292,7 +301,19 @@ static Value* concat(Render* R, const Value* a, const Value* b) {
     Value* v = value_new(R, V_STR);
     char* s = pool_alloc(R->pool, a->len + b->len + 1);
     memcpy(s, a->s, a->len), memcpy(s + a->len, b->s, b->len);
-    v->s = s, v->len = a->len + b->len;
+    v->s = s, v->len = a->len + b->len, v->ascii = a->ascii && b->ascii;
+    return v;
+}
+
+/* s repeated n times (Python's s * n: empty for n <= 0), built in one piece */
+static Value* repeat(Render* R, const Value* s, long long n) {
+    size_t total;
+    if (n > 0 && __builtin_mul_overflow(s->len, (size_t)n, &total))
+        render_fail(R, "a string repeated %lld times is more than the rendering may hold", n);
+    Value* v = value_new(R, V_STR);
+    char* t = pool_alloc(R->pool, n > 0 ? total + 1 : 1);
+    for (long long k = 0; k < n; k++) memcpy(t + (size_t)k * s->len, s->s, s->len);
+    v->s = t, v->len = n > 0 ? total : 0, v->ascii = s->ascii;
     return v;
 }
 
@@ -336,11 +357,7 @@ Value* value_binary(Render* R, const char* op, Value* a, Value* b) {
         for (size_t k = 0; k < b->n; k++) list_push(R, l, b->items[k]);
         return l;
     }
-    if (!strcmp(op, "*") && a->k == V_STR && (b->k == V_INT || b->k == V_BOOL)) {
-        Value* s = value_str(R, "", 0);
-        for (long long k = 0; k < b->i; k++) s = concat(R, s, a);
-        return s;
-    }
+    if (!strcmp(op, "*") && a->k == V_STR && (b->k == V_INT || b->k == V_BOOL)) return repeat(R, a, b->i);
     if (!is_num(a) || !is_num(b))
         render_fail(R, "'%s' between a %s and a %s", op, value_type_name(a), value_type_name(b));
     bool ints = a->k != V_FLOAT && b->k != V_FLOAT;
@@ -363,10 +380,19 @@ Value* value_binary(Render* R, const char* op, Value* a, Value* b) {
 
 /* ---- code points, slices, iteration ---- */
 
-/* byte offsets of s's code points into *off (n + 1 entries, pooled); returns n */
-static size_t code_points(Render* R, const Value* s, size_t** off) {
+static size_t count_points(const Value* s) {
+    if (s->ascii) return s->len;
     size_t n = 0;
     for (size_t i = 0; i < s->len; i++) n += ((unsigned char)s->s[i] & 0xC0) != 0x80;
+    return n;
+}
+
+/* byte offsets of s's code points into *off (n + 1 entries, pooled; NULL for an ASCII string, whose code
+   point i is byte i); returns n */
+static size_t code_points(Render* R, const Value* s, size_t** off) {
+    size_t n = count_points(s);
+    *off = NULL;
+    if (s->ascii) return n;
     *off = pool_alloc(R->pool, (n + 1) * sizeof(size_t));
     size_t k = 0;
     for (size_t i = 0; i < s->len; i++)
@@ -376,10 +402,7 @@ static size_t code_points(Render* R, const Value* s, size_t** off) {
 }
 
 size_t value_length(Render* R, const Value* v) {
-    if (v->k == V_STR) {
-        size_t* off;
-        return code_points(R, v, &off);
-    }
+    if (v->k == V_STR) return count_points(v);
     if (v->k == V_LIST || v->k == V_DICT) return v->n;
     if (v->k == V_UNDEF) return 0;
     render_fail(R, "the length of a %s", value_type_name(v));
@@ -413,21 +436,33 @@ Value* value_slice(Render* R, Value* obj, const Value* start, const Value* stop,
     long long n = obj->k == V_LIST ? (long long)obj->n : (long long)code_points(R, obj, &off);
     long long a = slice_bound(R, start, st > 0 ? 0 : n - 1, n, st < 0);
     long long b = slice_bound(R, stop, st > 0 ? n : -1, n, st < 0);
-    Value* out = obj->k == V_LIST ? value_list(R) : value_str(R, "", 0);
+    Value* out = obj->k == V_LIST ? value_list(R) : NULL;
+    size_t mark = R->out_len; /* a string's slice is built at the end of the output, then taken off it */
     for (long long i = a; st > 0 ? i < b : i > b; i += st) {
         if (obj->k == V_LIST) list_push(R, out, obj->items[i]);
-        else out = concat(R, out, &(Value){.k = V_STR, .s = obj->s + off[i], .len = off[i + 1] - off[i]});
+        else if (off) out_append(R, obj->s + off[i], off[i + 1] - off[i]);
+        else out_append(R, obj->s + i, 1);
         if (step_passes(i, b, st)) break;
     }
+    if (obj->k == V_LIST) return out;
+    out = value_str(R, R->out ? R->out + mark : "", R->out_len - mark);
+    R->out_len = mark;
+    if (R->out) R->out[mark] = 0;
     return out;
 }
 
 Value* value_index(Render* R, Value* obj, long long i) {
-    size_t* off = NULL;
-    long long n = obj->k == V_LIST ? (long long)obj->n : (long long)code_points(R, obj, &off);
+    long long n = obj->k == V_LIST ? (long long)obj->n : (long long)count_points(obj);
     if (i < 0) i += n;
     if (i < 0 || i >= n) return &V_UNDEFINED; /* Jinja: an undefined value, an error only when used */
-    return obj->k == V_LIST ? obj->items[i] : value_str(R, obj->s + off[i], off[i + 1] - off[i]);
+    if (obj->k == V_LIST) return obj->items[i];
+    if (obj->ascii) return value_str(R, obj->s + i, 1);
+    size_t at = 0; /* the byte where code point i starts */
+    for (long long k = 0; k < i; k++)
+        for (at++; ((unsigned char)obj->s[at] & 0xC0) == 0x80; at++) {}
+    size_t end = at + 1;
+    while (end < obj->len && ((unsigned char)obj->s[end] & 0xC0) == 0x80) end++;
+    return value_str(R, obj->s + at, end - at);
 }
 
 Value* value_iterable(Render* R, Value* v) {
@@ -441,7 +476,8 @@ Value* value_iterable(Render* R, Value* v) {
     if (v->k == V_STR) {
         size_t* off;
         size_t n = code_points(R, v, &off);
-        for (size_t k = 0; k < n; k++) list_push(R, l, value_str(R, v->s + off[k], off[k + 1] - off[k]));
+        for (size_t k = 0; k < n; k++)
+            list_push(R, l, off ? value_str(R, v->s + off[k], off[k + 1] - off[k]) : value_str(R, v->s + k, 1));
         return l;
     }
     render_fail(R, "a %s is not iterable", value_type_name(v));

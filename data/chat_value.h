@@ -20,6 +20,7 @@ struct Value {
     double f;      /* V_FLOAT */
     const char* s; /* V_STR: len bytes, NUL-terminated */
     size_t len;
+    bool ascii;        /* V_STR: known to be ASCII only, so a code point is a byte (false: not known) */
     Value** items;     /* V_LIST: n items; V_DICT: n values in insertion order */
     const char** keys; /* V_DICT: n keys */
     size_t n, cap;
@@ -27,6 +28,10 @@ struct Value {
 };
 
 extern Value V_UNDEFINED, V_NONE_VALUE;
+
+/* the most a rendering may hold in values and text together: a string grown in a loop keeps every step (the
+   pool frees nothing until the rendering ends), so it is refused past this */
+#define CHAT_RENDER_MAX_BYTES ((size_t)256 << 20)
 
 /* the deepest a value's printer (repr, tojson) and == walk into lists and dicts: Python's own recursion limit
    is 1000 */

@@ -5,6 +5,8 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 
 #include "data/chat_template.h"
 #include "tests/testutil.h"
@@ -38,7 +40,7 @@ static void render_case(void* arg) {
 }
 
 static void check(const Case* c) {
-    static char out[1 << 16];
+    static char out[1 << 20];
     int st = capture_child(render_case, (void*)c, out, sizeof(out));
     char label[96];
     snprintf(label, sizeof(label), "%.80s%s", c->tmpl, strlen(c->tmpl) > 80 ? "..." : "");
@@ -162,6 +164,52 @@ static const Case JINJA[] = {
     REFUSED("{{ 0x1F }}", NULL, "hex, octal and binary literals"), /* jinja2: 31 */
 };
 
+/* memory and time: jinja2 needs megabytes for each of these; repoc builds strings in one piece, slices them in
+   one pass, reads the source once, and refuses (never exhausts memory on) what passes its documented limit */
+static void memory_and_time(void) {
+    check(&(Case)RENDERS("{{ ('ab' * 100000) | length }}", NULL, "200000"));
+    check(&(Case)REFUSED("{{ ('ab' * 1000000000) | length }}", NULL, "more than 256 MiB"));
+    char* x = repeat("x", 200000);
+    char* ctx = malloc(2 * 200000 + 64);
+    sprintf(ctx, "{\"m\": \"%sabc\"}", x);
+    check(&(Case)RENDERS("{{ m[1:] | length }} {{ m[::-1] | length }} {{ m[-3:] }} {{ m[::100000] }}", ctx,
+                         "200002 200003 abc xxa"));
+    char* e = repeat("\u00e9", 100000); /* é, as JSON escapes */
+    sprintf(ctx, "{\"m\": \"%s\u65e5\u672c\"}", e);
+    check(&(Case)RENDERS("{{ m[1:] | length }} {{ m[::-1][:2] }} {{ m[-2] }} {{ m | length }}", ctx,
+                         "100001 \u672c\u65e5 \u65e5 100002"));
+    free(x);
+    free(e);
+    free(ctx);
+    /* every step of a string grown in a loop stays in the pool: 15000 steps fit, 100000 are refused */
+    check(&(Case)RENDERS("{% set ns = namespace(s='') %}{% for i in range(15000) %}{% set ns.s = ns.s ~ 'x' %}"
+                         "{% endfor %}{{ ns.s | length }}",
+                         NULL, "15000"));
+    check(&(Case)REFUSED("{% set ns = namespace(s='') %}{% for i in range(100000) %}{% set ns.s = ns.s ~ 'x' %}"
+                         "{% endfor %}{{ ns.s | length }}",
+                         NULL, "more than 256 MiB of text and values"));
+    check(&(Case)REFUSED("{% for i in range(30000) %}{{ 'x' * 10000 }}{% endfor %}", NULL, "more than 256 MiB"));
+    struct rusage ru;
+    getrusage(RUSAGE_CHILDREN, &ru);
+    EXPECT(ru.ru_maxrss < 384 * 1024,
+           "the largest rendering so far peaked at %ld MiB (under 384: 256 MiB of text and values together, and the "
+           "test's own)",
+           ru.ru_maxrss >> 10);
+    /* 200000 tags on as many lines: the source is read once (the old parser counted lines from the start at every
+       tag: seconds per 100000) */
+    char* many = repeat("{{ 1 }}\n", 200000);
+    char* ones = repeat("1\n", 200000);
+    ones[2 * 200000 - 1] = 0; /* the source's last newline is dropped */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    check(&(Case)RENDERS(many, NULL, ones));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    EXPECT(s < 5, "200000 tags parsed and rendered in %.2f s (under 5; jinja2 took 9 s here)", s);
+    free(many);
+    free(ones);
+}
+
 int main(void) {
     printf("jinja2's reading of text, literals, filters and methods\n");
     for (size_t i = 0; i < sizeof(JINJA) / sizeof(JINJA[0]); i++) check(&JINJA[i]);
@@ -206,5 +254,7 @@ int main(void) {
     check(&(Case)RENDERS(t, NULL, "True"));
     snprintf(t, sizeof(t), "%s%s", deep_list, "{% set ns.y = [ns.x] %}{{ ns.y == [ns.x] }}");
     check(&(Case)RENDERS(t, NULL, "True"));
+    printf("memory and time\n");
+    memory_and_time();
     return test_failures ? 1 : 0;
 }
