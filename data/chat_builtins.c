@@ -72,7 +72,9 @@ static Value* strip(Render* R, const Value* s, const Value* chars, int which) {
     return value_str(R, s->s + a, b - a);
 }
 
-static Value* map_case(Render* R, const Value* s, char mode) { /* 'u' upper, 'l' lower, 't' title, 'c' capitalize */
+/* mode 'u' upper, 'l' lower, 'c' capitalize, 't' Python's str.title() (a word starts after any non-letter),
+   'T' jinja2's title filter (a word starts after a run of whitespace, - ( { [ <, so "it's" is "It's") */
+static Value* map_case(Render* R, const Value* s, char mode) {
     need_str(R, s, "case mapping");
     Value* v = value_str(R, s->s, s->len);
     char* o = (char*)v->s;
@@ -80,9 +82,9 @@ static Value* map_case(Render* R, const Value* s, char mode) { /* 'u' upper, 'l'
     for (size_t i = 0; i < s->len; i++) {
         unsigned char c = (unsigned char)o[i];
         if (c >= 0x80) render_fail(R, "upper/lower/title/capitalize of non-ASCII text is not supported");
-        bool up = mode == 'u' || (mode == 't' && word_start) || (mode == 'c' && i == 0);
+        bool up = mode == 'u' || ((mode == 't' || mode == 'T') && word_start) || (mode == 'c' && i == 0);
         o[i] = (char)(up ? toupper(c) : tolower(c));
-        word_start = !isalpha(c);
+        word_start = mode == 'T' ? strchr("-({[<", c) || space_at(o + i, 1) : !isalpha(c);
     }
     return v;
 }
@@ -156,11 +158,14 @@ static bool affix(Render* R, const Value* s, const Value* x, bool at_end) {
     return x->len <= s->len && !memcmp(s->s + (at_end ? s->len - x->len : 0), x->s, x->len);
 }
 
+/* the (key, value) tuples of d, as an iterator (|items) or a dict view (.items()) */
 static Value* items_of(Render* R, const Value* d) {
     if (d->k != V_DICT) render_fail(R, "items() of a %s", value_type_name(d));
     Value* l = value_list(R);
+    l->seq = SEQ_ITER;
     for (size_t k = 0; k < d->n; k++) {
         Value* pair = value_list(R);
+        pair->seq = SEQ_TUPLE;
         list_push(R, pair, value_str(R, d->keys[k], strlen(d->keys[k])));
         list_push(R, pair, d->items[k]);
         list_push(R, l, pair);
@@ -396,19 +401,21 @@ Value* value_filter(Render* R, Value* v, const char* f, const Args* a) {
     if (!strcmp(f, "trim")) return strip(R, value_to_str(R, v), p[0], 3);
     if (!strcmp(f, "upper")) return map_case(R, value_to_str(R, v), 'u');
     if (!strcmp(f, "lower")) return map_case(R, value_to_str(R, v), 'l');
-    if (!strcmp(f, "title")) return map_case(R, value_to_str(R, v), 't');
+    if (!strcmp(f, "title")) return map_case(R, value_to_str(R, v), 'T');
     if (!strcmp(f, "capitalize")) return map_case(R, value_to_str(R, v), 'c');
     if (!strcmp(f, "string")) return value_to_str(R, v);
     if (!strcmp(f, "safe")) return v;
     if (!strcmp(f, "tojson")) return value_tojson(R, v, p[0], p[1], p[2], p[3]);
     if (!strcmp(f, "items")) return items_of(R, v);
-    if (!strcmp(f, "list")) return value_iterable(R, v);
+    if (!strcmp(f, "list")) return value_seq(R, value_iterable(R, v), SEQ_LIST);
     if (!strcmp(f, "first") || !strcmp(f, "last")) {
         Value* l = value_iterable(R, v);
         return l->n ? l->items[f[0] == 'f' ? 0 : l->n - 1] : &V_UNDEFINED;
     }
-    if (!strcmp(f, "reverse"))
-        return value_slice(R, v->k == V_STR ? v : value_iterable(R, v), NULL, NULL, value_int(R, -1));
+    if (!strcmp(f, "reverse") && v->k == V_STR) return value_slice(R, v, NULL, NULL, value_int(R, -1));
+    if (!strcmp(f, "reverse")) /* jinja2: reversed(v), an iterator */
+        return value_seq(R, value_slice(R, value_seq(R, value_iterable(R, v), SEQ_LIST), NULL, NULL, value_int(R, -1)),
+                         SEQ_ITER);
     if (!strcmp(f, "join")) return join(R, v, p[0], p[1]);
     if (!strcmp(f, "default") || !strcmp(f, "d")) {
         bool use = v->k == V_UNDEF || (p[1] && value_truthy(p[1]) && !value_truthy(v));
@@ -463,12 +470,8 @@ Value* value_method(Render* R, Value* self, const char* m, const Args* a) {
         render_fail(R, "the %s method '%s' is not supported", self->k == V_DICT ? "dict" : "string", m);
     Value** p = bind(R, sig, "method", a);
     if (!strcmp(m, "items")) return items_of(R, self);
-    if (!strcmp(m, "keys")) return value_iterable(R, self);
-    if (!strcmp(m, "values")) {
-        Value* l = value_list(R);
-        for (size_t k = 0; k < self->n; k++) list_push(R, l, self->items[k]);
-        return l;
-    }
+    if (!strcmp(m, "keys")) return value_seq(R, value_iterable(R, self), SEQ_ITER);
+    if (!strcmp(m, "values")) return value_seq(R, self, SEQ_ITER);
     if (!strcmp(m, "get")) {
         if (p[0]->k != V_STR) render_fail(R, "get() needs a string key");
         Value* v = dict_get(self, p[0]->s);

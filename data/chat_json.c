@@ -119,6 +119,8 @@ static void json_put(Render* R, const Value* v, const JsonStyle* st, size_t dept
 
 static void json_container(Render* R, const Value* v, const JsonStyle* st, size_t depth) {
     if (v->is_namespace) render_fail(R, "tojson of a namespace (jinja2: not JSON serializable)");
+    if (v->k == V_LIST && (v->seq == SEQ_RANGE || v->seq == SEQ_ITER))
+        render_fail(R, "tojson of a range() or an iterator (jinja2: not JSON serializable)");
     if (!value_walk_enter(R, v)) render_fail(R, "tojson of a list that contains itself");
     const char*** by_key = NULL; /* sort_keys: pointers into v->keys, in the keys' order */
     if (v->k == V_DICT && st->sort) {

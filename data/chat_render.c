@@ -124,7 +124,10 @@ static Value* eval(Render* R, Scope* s, const Expr* e) {
         return value_bool(value_test(R, v, e->s, &a) != e->negated);
     }
     case E_NOT: return value_bool(!value_truthy(eval(R, s, e->a)));
-    case E_NEG: return value_binary(R, "-", value_int(R, 0), eval(R, s, e->a));
+    case E_NEG: {
+        Value* x = eval(R, s, e->a);
+        return x->k == V_FLOAT ? value_float(R, -x->f) : value_binary(R, "-", value_int(R, 0), x); /* -0.0 kept */
+    }
     case E_BIN: {
         Value* a = eval(R, s, e->a);
         Value* b = eval(R, s, e->b);
@@ -176,6 +179,8 @@ static Value* loop_info(Render* R, Value* items, size_t i) {
     dict_set(R, loop, "first", value_bool(i == 0));
     dict_set(R, loop, "last", value_bool(i + 1 == n));
     dict_set(R, loop, "length", value_int(R, (long long)n));
+    dict_set(R, loop, "depth", value_int(R, 1)); /* loops are never recursive here */
+    dict_set(R, loop, "depth0", value_int(R, 0));
     dict_set(R, loop, "previtem", i ? items->items[i - 1] : &V_UNDEFINED);
     dict_set(R, loop, "nextitem", i + 1 < n ? items->items[i + 1] : &V_UNDEFINED);
     return loop;

@@ -136,125 +136,19 @@ bool value_truthy(const Value* v) {
     return false;
 }
 
-/* ---- Python's str() and repr() ---- */
-
-static void put(Render* R, const char* s) { out_append(R, s, strlen(s)); }
-
-static void put_float(Render* R, double f) {
-    char buf[64];
-    if (isnan(f)) {
-        put(R, "nan");
-        return;
-    }
-    if (isinf(f)) {
-        put(R, f > 0 ? "inf" : "-inf");
-        return;
-    }
-    int p = 1; /* the fewest significant digits that read back as f, as repr() */
-    for (; p < 17; p++) {
-        snprintf(buf, sizeof(buf), "%.*e", p - 1, f);
-        if (strtod(buf, NULL) == f) break;
-    }
-    snprintf(buf, sizeof(buf), "%.*e", p - 1, f);
-    int x = atoi(strchr(buf, 'e') + 1); /* the decimal exponent */
-    if (x >= -4 && x < 16) {            /* positional, with at least one decimal: 1.0, 0.0001, 123.5 */
-        snprintf(buf, sizeof(buf), "%.*f", p - 1 - x > 0 ? p - 1 - x : 0, f);
-        if (!strchr(buf, '.')) strcat(buf, ".0");
-    }
-    put(R, buf);
-}
-
-static void put_repr(Render* R, const Value* v);
-
-static void put_str(Render* R, const Value* v) {
-    char buf[32];
-    switch (v->k) {
-    case V_UNDEF: return;
-    case V_NONE: put(R, "None"); return;
-    case V_BOOL: put(R, v->i ? "True" : "False"); return;
-    case V_INT: snprintf(buf, sizeof(buf), "%lld", v->i), put(R, buf); return;
-    case V_FLOAT: put_float(R, v->f); return;
-    case V_STR: out_append(R, v->s, v->len); return;
-    case V_LIST:
-    case V_DICT: put_repr(R, v); return;
-    }
-}
-
-bool value_walk_enter(Render* R, const Value* v) {
-    for (size_t k = 0; k < R->n_walking; k++)
-        if (R->walking[k] == v) return false;
-    if (R->n_walking == VALUE_MAX_DEPTH) render_fail(R, "a value nested more than %d deep", VALUE_MAX_DEPTH);
-    R->walking[R->n_walking++] = v;
-    return true;
-}
-
-/* Python's repr(); a list, dict or namespace met again inside itself is [...], {...} as Python's is */
-static void put_repr(Render* R, const Value* v) {
-    if (v->k == V_STR) { /* single quotes unless the text holds one and no double quote */
-        char q = memchr(v->s, '\'', v->len) && !memchr(v->s, '"', v->len) ? '"' : '\'';
-        out_append(R, &q, 1);
-        for (size_t i = 0; i < v->len; i++) {
-            unsigned char c = (unsigned char)v->s[i];
-            char esc[8];
-            if (c == '\\' || c == (unsigned char)q) snprintf(esc, sizeof(esc), "\\%c", c);
-            else if (c == '\n') strcpy(esc, "\\n");
-            else if (c == '\t') strcpy(esc, "\\t");
-            else if (c == '\r') strcpy(esc, "\\r");
-            else if (c < 0x20 || c == 0x7f) snprintf(esc, sizeof(esc), "\\x%02x", c);
-            else esc[0] = (char)c, esc[1] = 0;
-            put(R, esc);
-        }
-        out_append(R, &q, 1);
-        return;
-    }
-    if (v->k == V_LIST || v->k == V_DICT) {
-        if (v->is_namespace) put(R, "<Namespace ");
-        if (!value_walk_enter(R, v)) {
-            put(R, v->k == V_LIST ? "[...]" : v->is_namespace ? "{...}>" : "{...}");
-            return;
-        }
-        put(R, v->k == V_LIST ? "[" : "{");
-        for (size_t k = 0; k < v->n; k++) {
-            if (k) put(R, ", ");
-            if (v->k == V_DICT) {
-                Value key = {.k = V_STR, .s = v->keys[k], .len = strlen(v->keys[k])};
-                put_repr(R, &key);
-                put(R, ": ");
-            }
-            put_repr(R, v->items[k]);
-        }
-        put(R, v->k == V_LIST ? "]" : v->is_namespace ? "}>" : "}");
-        R->n_walking--;
-        return;
-    }
-    if (v->k == V_UNDEF) render_fail(R, "an undefined value inside a list or dict cannot be printed");
-    put_str(R, v);
-}
-
-void value_print(Render* R, const Value* v) { put_str(R, v); }
-
-/* str(v) as a pooled string value */
-static Value* to_str(Render* R, const Value* v) {
-    if (v->k == V_STR) return (Value*)v;
-    size_t mark = R->out_len;
-    put_str(R, v);
-    Value* s = value_str(R, R->out + mark, R->out_len - mark);
-    R->out_len = mark;
-    if (R->out) R->out[mark] = 0;
-    return s;
-}
-
 /* ---- comparison and arithmetic ---- */
 
 static bool is_num(const Value* v) { return v->k == V_INT || v->k == V_FLOAT || v->k == V_BOOL; }
 static double num(const Value* v) { return v->k == V_FLOAT ? v->f : (double)v->i; }
 
-/* Python's ==: a namespace equals itself only; the items of lists and dicts are compared as Python's
-   PyObject_RichCompareBool compares them, the same object equal to itself without a look inside */
+/* Python's ==: a namespace or an iterator equals itself only, a list never a tuple or a range; the items of
+   lists and dicts are compared as Python's PyObject_RichCompareBool compares them, the same object equal to
+   itself without a look inside */
 static bool equal(Render* R, const Value* a, const Value* b, size_t depth) {
     if (is_num(a) && is_num(b)) return a->k == V_FLOAT || b->k == V_FLOAT ? num(a) == num(b) : a->i == b->i;
     if (a->k != b->k) return false;
-    if (a->is_namespace || b->is_namespace) return a == b;
+    if (a->is_namespace || b->is_namespace || (a->k == V_LIST && a->seq == SEQ_ITER)) return a == b;
+    if (a->k == V_LIST && a->seq != b->seq) return false;
     switch (a->k) {
     case V_UNDEF:
     case V_NONE: return true;
@@ -349,10 +243,13 @@ Value* value_binary(Render* R, const char* op, Value* a, Value* b) {
     if (!strcmp(op, ">=")) return value_bool(compare(R, op, a, b) >= 0);
     if (!strcmp(op, "in")) return value_bool(contains(R, a, b));
     if (!strcmp(op, "not in")) return value_bool(!contains(R, a, b));
-    if (!strcmp(op, "~")) return concat(R, to_str(R, a), to_str(R, b));
+    if (!strcmp(op, "~")) return concat(R, value_to_str(R, a), value_to_str(R, b));
     if (!strcmp(op, "+") && a->k == V_STR && b->k == V_STR) return concat(R, a, b);
     if (!strcmp(op, "+") && a->k == V_LIST && b->k == V_LIST) {
+        if (a->seq != b->seq || a->seq == SEQ_RANGE || a->seq == SEQ_ITER)
+            render_fail(R, "'+' of these two sequences (Python adds lists to lists and tuples to tuples only)");
         Value* l = value_list(R);
+        l->seq = a->seq;
         for (size_t k = 0; k < a->n; k++) list_push(R, l, a->items[k]);
         for (size_t k = 0; k < b->n; k++) list_push(R, l, b->items[k]);
         return l;
@@ -424,6 +321,16 @@ static long long slice_bound(Render* R, const Value* v, long long dflt, long lon
     return i < lo ? lo : i > hi ? hi : i;
 }
 
+/* Python's range(start, stop, step)[a:b:st], a and b normalized as slice.indices() does: range(start + a *
+   step, start + b * step, step * st) */
+static void range_slice(Render* R, Value* out, const Value* r, long long a, long long b, long long st) {
+    long long* g = out->range = pool_alloc(R->pool, 3 * sizeof(long long));
+    if (__builtin_mul_overflow(a, r->range[2], &g[0]) || __builtin_add_overflow(g[0], r->range[0], &g[0]) ||
+        __builtin_mul_overflow(b, r->range[2], &g[1]) || __builtin_add_overflow(g[1], r->range[0], &g[1]) ||
+        __builtin_mul_overflow(st, r->range[2], &g[2]))
+        render_fail(R, "a slice of a range() beyond 64 bits (the template's ints are 64-bit)");
+}
+
 Value* value_slice(Render* R, Value* obj, const Value* start, const Value* stop, const Value* step) {
     if (obj->k != V_LIST && obj->k != V_STR) render_fail(R, "a slice of a %s", value_type_name(obj));
     long long st = 1;
@@ -436,7 +343,10 @@ Value* value_slice(Render* R, Value* obj, const Value* start, const Value* stop,
     long long n = obj->k == V_LIST ? (long long)obj->n : (long long)code_points(R, obj, &off);
     long long a = slice_bound(R, start, st > 0 ? 0 : n - 1, n, st < 0);
     long long b = slice_bound(R, stop, st > 0 ? n : -1, n, st < 0);
+    if (obj->k == V_LIST && obj->seq == SEQ_ITER) render_fail(R, "a slice of an iterator or a dict view");
     Value* out = obj->k == V_LIST ? value_list(R) : NULL;
+    if (out) out->seq = obj->seq;
+    if (obj->seq == SEQ_RANGE) range_slice(R, out, obj, a, b, st);
     size_t mark = R->out_len; /* a string's slice is built at the end of the output, then taken off it */
     for (long long i = a; st > 0 ? i < b : i > b; i += st) {
         if (obj->k == V_LIST) list_push(R, out, obj->items[i]);
@@ -451,7 +361,15 @@ Value* value_slice(Render* R, Value* obj, const Value* start, const Value* stop,
     return out;
 }
 
+Value* value_seq(Render* R, const Value* v, SeqKind seq) {
+    Value* l = value_list(R);
+    l->seq = seq;
+    for (size_t k = 0; k < v->n; k++) list_push(R, l, v->items[k]);
+    return l;
+}
+
 Value* value_index(Render* R, Value* obj, long long i) {
+    if (obj->k == V_LIST && obj->seq == SEQ_ITER) render_fail(R, "an index into an iterator or a dict view");
     long long n = obj->k == V_LIST ? (long long)obj->n : (long long)count_points(obj);
     if (i < 0) i += n;
     if (i < 0 || i >= n) return &V_UNDEFINED; /* Jinja: an undefined value, an error only when used */
@@ -493,6 +411,9 @@ Value* value_range(Render* R, const Args* a) {
     }
     if (lim[2] == 0) render_fail(R, "range() with a step of 0");
     Value* l = value_list(R);
+    l->seq = SEQ_RANGE;
+    l->range = pool_alloc(R->pool, sizeof(lim));
+    memcpy(l->range, lim, sizeof(lim));
     for (long long i = lim[0]; lim[2] > 0 ? i < lim[1] : i > lim[1]; i += lim[2]) {
         if (l->n == RANGE_MAX) render_fail(R, "range() of more than %d items (jinja2's sandbox limit)", RANGE_MAX);
         list_push(R, l, value_int(R, i));
@@ -500,7 +421,5 @@ Value* value_range(Render* R, const Args* a) {
     }
     return l;
 }
-
-Value* value_to_str(Render* R, const Value* v) { return to_str(R, v); }
 
 bool value_equal(Render* R, const Value* a, const Value* b) { return equal(R, a, b, 0); }

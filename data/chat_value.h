@@ -13,6 +13,10 @@
 
 typedef enum { V_UNDEF, V_NONE, V_BOOL, V_INT, V_FLOAT, V_STR, V_LIST, V_DICT } ValueKind;
 
+/* what a V_LIST is in Python: a list, a tuple (the pairs of items()), a range() (range[3] its arguments), or
+   an iterator or dict view (reverse, |items, .items(), .keys(), .values()), which jinja2 prints by address */
+typedef enum { SEQ_LIST, SEQ_TUPLE, SEQ_RANGE, SEQ_ITER } SeqKind;
+
 typedef struct Value Value;
 struct Value {
     ValueKind k;
@@ -22,6 +26,8 @@ struct Value {
     size_t len;
     bool ascii;        /* V_STR: known to be ASCII only, so a code point is a byte (false: not known) */
     Value** items;     /* V_LIST: n items; V_DICT: n values in insertion order */
+    SeqKind seq;       /* V_LIST */
+    long long* range;  /* SEQ_RANGE: start, stop, step */
     const char** keys; /* V_DICT: n keys */
     size_t n, cap;
     bool is_namespace;
@@ -84,9 +90,11 @@ bool value_equal(Render* R, const Value* a, const Value* b);
 bool value_walk_enter(Render* R, const Value* v);
 /* len(): code points of a string, items of a list or dict, 0 for undefined */
 size_t value_length(Render* R, const Value* v);
-/* str(v) as a string value */
+/* a new list (kind seq) of v's items */
+Value* value_seq(Render* R, const Value* v, SeqKind seq);
+/* str(v) as a string value (data/chat_print.c) */
 Value* value_to_str(Render* R, const Value* v);
-/* the text {{ v }} writes (Python's str(), undefined as "") appended to the output */
+/* the text {{ v }} writes (Python's str(), undefined as "") appended to the output (data/chat_print.c) */
 void value_print(Render* R, const Value* v);
 /* a b with op one of + - * / // % ~ == != < <= > >= in "not in" */
 Value* value_binary(Render* R, const char* op, Value* a, Value* b);

@@ -164,6 +164,43 @@ static const Case JINJA[] = {
     REFUSED("{{ 0x1F }}", NULL, "hex, octal and binary literals"), /* jinja2: 31 */
 };
 
+/* loops, case mapping, ranges, tuples, iterators and reprs as jinja2 has them (or refused where jinja2 prints an
+   object's address) */
+static const Case SEMANTICS[] = {
+    RENDERS(
+        "{% for x in [1, 2, 3] %}{{ x }}{% if x == 2 %}{% break %}{% endif %}{% else %}E{% endfor %}|{% for x in [] %}{{ x }}{% else %}E{% endfor %}|{% for x in [1, 2] if x > 5 %}{{ x }}{% else %}E{% endfor %}",
+        NULL, "12|E|E"),
+    RENDERS("{% for x in [1, 2] %}{% for y in [3] %}{{ loop.depth }}{{ loop.depth0 }}{% endfor %}{% endfor %}", NULL,
+            "1010"),
+    RENDERS(
+        "{{ 'hello wORLD' | title }} {{ \"it's o'neil d-x\" | title }} {{ 'a1b c_d' | title }} {{ t | title }}|{{ \"it's o'neil\".title() }}",
+        "{\"t\": \"a(b [c{d<e\\tf\\u001cg\"}",
+        "Hello World It's O'neil D-X A1b C_d A(B [C{D<E\tF\x1c"
+        "G|It'S O'Neil"),
+    RENDERS(
+        "{{ range(3) }} {{ range(1, 10, 3) }} {{ range(10)[2:5] }} {{ range(10)[::-1] }} {{ range(0, 10, 3)[1:] }} {{ range(3) | list }} {{ range(3) == [0, 1, 2] }} {{ range(3) | length }} {{ range(3)[1] }}",
+        NULL, "range(0, 3) range(1, 10, 3) range(2, 5) range(9, -1, -1) range(3, 12, 3) [0, 1, 2] False 3 1"),
+    RENDERS("{{ range(3) | reverse | list }}{% for i in range(3) | reverse %}{{ i }}{% endfor %}", NULL,
+            "[2, 1, 0]210"),
+    REFUSED("{{ range(3) | reverse }}", NULL, "printing an iterator"),              /* jinja2: <range_iterator object */
+    REFUSED("{{ {'a': 1}.items() }}", NULL, "printing an iterator or a dict view"), /* jinja2: dict_items([('a', 1)]) */
+    REFUSED("{{ range(3) | tojson }}", NULL, "tojson of a range()"),                /* jinja2: TypeError */
+    RENDERS(
+        "{{ {'a': 1}.items() | list }} {{ {'a': 1} | items | list }} {{ {'a': 1}.keys() | list }} {{ {'a': 1}.values() | list }} {{ ({'a': 1}.items() | list)[0] == ['a', 1] }} {{ {'a': 1} | items | list | tojson }}",
+        NULL, "[('a', 1)] [('a', 1)] ['a'] [1] False [[\"a\", 1]]"),
+    RENDERS(
+        "{% for k, v in {'a': 1, 'b': 2}.items() %}{{ k }}={{ v }};{% endfor %}{% for k, v in {'a': 1} | items %}{{ k }}{{ v }}{% endfor %}",
+        NULL, "a=1;b=2;a1"),
+    RENDERS(
+        "{{ m }}",
+        "{\"m\": [\" \", \" \", \"​\", \"é\", \"😀\", \"\x7f"
+        "\", \"󠀁\", \"\", \"it's\", \"say \\\"hi\\\"\", \"both ' \\\"\"]}",
+        "['\\xa0', '\\u2028', '\\u200b', 'é', '😀', '\\x7f', '\\U000e0001', '\\ue000', \"it's\", 'say \"hi\"', 'both \\' \"']"),
+    RENDERS("{{ [1, 'a', none, true, 1.5, {'k': [2]}] }} {{ 1e16 }} {{ 1.5e-7 }} {{ 0.1 + 0.2 }} {{ 1e22 }} {{ -0.0 }}",
+            NULL, "[1, 'a', None, True, 1.5, {'k': [2]}] 1e+16 1.5e-07 0.30000000000000004 1e+22 -0.0"),
+    REFUSED("{{ [1] + range(2) }}", NULL, "'+' of these two sequences"), /* jinja2: TypeError */
+};
+
 /* memory and time: jinja2 needs megabytes for each of these; repoc builds strings in one piece, slices them in
    one pass, reads the source once, and refuses (never exhausts memory on) what passes its documented limit */
 static void memory_and_time(void) {
@@ -213,6 +250,8 @@ static void memory_and_time(void) {
 int main(void) {
     printf("jinja2's reading of text, literals, filters and methods\n");
     for (size_t i = 0; i < sizeof(JINJA) / sizeof(JINJA[0]); i++) check(&JINJA[i]);
+    printf("loops, case mapping, ranges, tuples, iterators and reprs\n");
+    for (size_t i = 0; i < sizeof(SEMANTICS) / sizeof(SEMANTICS[0]); i++) check(&SEMANTICS[i]);
     printf("crashes: each refused with a message or rendered as jinja2 does\n");
     for (size_t i = 0; i < sizeof(CRASHES) / sizeof(CRASHES[0]); i++) check(&CRASHES[i]);
     /* nesting: jinja2 itself fails near 70 levels (Python's recursion limit); repoc refuses beyond 64 */
