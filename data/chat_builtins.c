@@ -103,10 +103,7 @@ static Value* replace(Render* R, const Value* s, const Value* old, const Value* 
         i = j + old->len;
         if (left > 0) left--;
     }
-    Value* out = value_str(R, R->out + mark, R->out_len - mark);
-    R->out_len = mark;
-    if (R->out) R->out[mark] = 0;
-    return out;
+    return out_take(R, mark);
 }
 
 static Value* split(Render* R, const Value* s, const Value* sep, const Value* maxsplit) {
@@ -305,7 +302,6 @@ static const Signature FILTERS[] = {
     {"title", 0, false, {NULL}},
     {"capitalize", 0, false, {NULL}},
     {"string", 0, false, {NULL}},
-    {"safe", 0, false, {NULL}},
     {"items", 0, false, {NULL}},
     {"list", 0, false, {NULL}},
     {"first", 0, false, {NULL}},
@@ -395,6 +391,8 @@ static Value* join(Render* R, Value* v, Value* sep, const Value* attribute) {
 
 Value* value_filter(Render* R, Value* v, const char* f, const Args* a) {
     const Signature* sig = find(FILTERS, sizeof(FILTERS) / sizeof(FILTERS[0]), f);
+    if (!sig && !strcmp(f, "safe")) /* jinja2's Markup escapes a string added to it: '<a>'|safe + '<' is <a>&lt; */
+        render_fail(R, "the filter 'safe' is not supported: jinja2's Markup escapes what is added to it");
     if (!sig) render_fail(R, "the filter '%s' is not supported", f);
     Value** p = bind(R, sig, "filter", a);
     if (!strcmp(f, "length") || !strcmp(f, "count")) return value_int(R, (long long)value_length(R, v));
@@ -404,7 +402,6 @@ Value* value_filter(Render* R, Value* v, const char* f, const Args* a) {
     if (!strcmp(f, "title")) return map_case(R, value_to_str(R, v), 'T');
     if (!strcmp(f, "capitalize")) return map_case(R, value_to_str(R, v), 'c');
     if (!strcmp(f, "string")) return value_to_str(R, v);
-    if (!strcmp(f, "safe")) return v;
     if (!strcmp(f, "tojson")) return value_tojson(R, v, p[0], p[1], p[2], p[3]);
     if (!strcmp(f, "items")) return items_of(R, v);
     if (!strcmp(f, "list")) return value_seq(R, value_iterable(R, v), SEQ_LIST);
@@ -442,22 +439,23 @@ bool value_test(Render* R, const Value* v, const char* t, const Args* a) {
     if (!strcmp(t, "boolean")) return v->k == V_BOOL;
     if (!strcmp(t, "true")) return v->k == V_BOOL && v->i;
     if (!strcmp(t, "false")) return v->k == V_BOOL && !v->i;
-    if (!strcmp(t, "mapping")) return v->k == V_DICT;
-    if (!strcmp(t, "iterable")) return v->k == V_LIST || v->k == V_DICT || v->k == V_STR;
-    if (!strcmp(t, "sequence")) return v->k == V_LIST || v->k == V_DICT || v->k == V_STR;
-    if (!strcmp(t, "even") || !strcmp(t, "odd")) {
-        if (v->k != V_INT) render_fail(R, "'is %s' of a %s", t, value_type_name(v));
-        return (v->i % 2 == 0) == (t[0] == 'e');
+    /* jinja2's undefined iterates as empty and has a length; a namespace is none of these; an iterator or a
+       dict view has no index, so it is no sequence */
+    bool container = (v->k == V_LIST || v->k == V_DICT) && !v->is_namespace;
+    if (!strcmp(t, "mapping")) return v->k == V_DICT && !v->is_namespace;
+    if (!strcmp(t, "iterable")) return container || v->k == V_STR || v->k == V_UNDEF;
+    if (!strcmp(t, "sequence"))
+        return (container && !(v->k == V_LIST && v->seq == SEQ_ITER)) || v->k == V_STR || v->k == V_UNDEF;
+    if (!strcmp(t, "even") || !strcmp(t, "odd")) { /* value % 2 == 0, value % 2 == 1 */
+        Value* r = value_binary(R, "%", (Value*)v, value_int(R, 2));
+        return value_equal(R, r, value_int(R, t[0] == 'e' ? 0 : 1));
     }
     Value* x = arg(a, 0, "other");
     if (!x) render_fail(R, "the test '%s' needs an argument", t);
     if (!strcmp(t, "eq") || !strcmp(t, "equalto") || !strcmp(t, "==")) return value_equal(R, v, x);
     if (!strcmp(t, "ne") || !strcmp(t, "!=")) return !value_equal(R, v, x);
     if (!strcmp(t, "in")) return value_truthy(value_binary(R, "in", (Value*)v, x));
-    if (!strcmp(t, "divisibleby")) {
-        if (v->k != V_INT || x->k != V_INT || x->i == 0) render_fail(R, "'divisibleby' needs non-zero integers");
-        return v->i % x->i == 0;
-    }
+    if (!strcmp(t, "divisibleby")) return value_equal(R, value_binary(R, "%", (Value*)v, x), value_int(R, 0));
     render_fail(R, "the test '%s' is not supported", t);
 }
 

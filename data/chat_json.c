@@ -188,8 +188,5 @@ Value* value_tojson(Render* R, const Value* v, const Value* ensure_ascii, const 
     }
     size_t mark = R->out_len;
     json_put(R, v, &st, 0);
-    Value* s = value_str(R, R->out + mark, R->out_len - mark);
-    R->out_len = mark;
-    if (R->out) R->out[mark] = 0;
-    return s;
+    return out_take(R, mark);
 }

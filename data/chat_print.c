@@ -155,8 +155,5 @@ Value* value_to_str(Render* R, const Value* v) {
     if (v->k == V_STR) return (Value*)v;
     size_t mark = R->out_len;
     put_str(R, v);
-    Value* s = value_str(R, R->out + mark, R->out_len - mark);
-    R->out_len = mark;
-    if (R->out) R->out[mark] = 0;
-    return s;
+    return out_take(R, mark);
 }

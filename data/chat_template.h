@@ -8,7 +8,7 @@
    Expressions: string, number, true/false/none literals (either case), lists, dicts, attribute and item
    access, slices with steps, calls, `a if c else b`, or / and / not, == != < <= > >=, in / not in, + - * /
    // % ~, unary -, filters (length count trim upper lower title capitalize first last join default list
-   string int float tojson items reverse replace abs), tests (defined undefined none string number integer
+   string int float tojson items reverse replace abs; not safe, whose Markup escapes what is added to it), tests (defined undefined none string number integer
    float boolean true false mapping iterable sequence even odd), string methods (startswith endswith strip
    lstrip rstrip split upper lower title capitalize replace), dict methods (items keys values get), and the
    globals raise_exception, namespace and range. Each filter and method takes the arguments Jinja's (or

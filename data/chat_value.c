@@ -39,6 +39,13 @@ void out_append(Render* R, const char* s, size_t n) {
     R->out[R->out_len] = 0;
 }
 
+Value* out_take(Render* R, size_t mark) {
+    Value* s = value_str(R, R->out ? R->out + mark : "", R->out_len - mark);
+    R->out_len = mark;
+    if (R->out) R->out[mark] = 0;
+    return s;
+}
+
 static Value* value_new(Render* R, ValueKind k) {
     Value* v = pool_alloc(R->pool, sizeof(Value));
     v->k = k;
@@ -355,10 +362,7 @@ Value* value_slice(Render* R, Value* obj, const Value* start, const Value* stop,
         if (step_passes(i, b, st)) break;
     }
     if (obj->k == V_LIST) return out;
-    out = value_str(R, R->out ? R->out + mark : "", R->out_len - mark);
-    R->out_len = mark;
-    if (R->out) R->out[mark] = 0;
-    return out;
+    return out_take(R, mark);
 }
 
 Value* value_seq(Render* R, const Value* v, SeqKind seq) {

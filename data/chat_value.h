@@ -63,6 +63,9 @@ typedef struct {
 
 _Noreturn void render_fail(Render* R, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 void out_append(Render* R, const char* s, size_t n);
+/* the text appended since the output's length was mark, as a string value, taken off the output again: how a
+   value's text (str(), tojson, a slice) is built */
+Value* out_take(Render* R, size_t mark);
 
 Value* value_str(Render* R, const char* s, size_t n);
 Value* value_int(Render* R, long long i);

@@ -168,6 +168,10 @@ static const Case JINJA[] = {
    object's address) */
 static const Case SEMANTICS[] = {
     RENDERS(
+        "{% set ns = namespace() %}{{ missing is iterable }} {{ missing is sequence }} {{ ns is mapping }} {{ ns is iterable }} {{ {'a': 1}.items() is sequence }} {{ [1] | reverse is sequence }} {{ true is odd }} {{ 1.5 is even }} {{ -0.0 is divisibleby 3 }} {{ 2.0 is even }}",
+        NULL, "True True False False False False True False True True"),
+    REFUSED("{{ '<a>' | safe + '<b>' }}", NULL, "the filter 'safe' is not supported"), /* jinja2: <a>&lt;b&gt; */
+    RENDERS(
         "{% for x in [1, 2, 3] %}{{ x }}{% if x == 2 %}{% break %}{% endif %}{% else %}E{% endfor %}|{% for x in [] %}{{ x }}{% else %}E{% endfor %}|{% for x in [1, 2] if x > 5 %}{{ x }}{% else %}E{% endfor %}",
         NULL, "12|E|E"),
     RENDERS("{% for x in [1, 2] %}{% for y in [3] %}{{ loop.depth }}{{ loop.depth0 }}{% endfor %}{% endfor %}", NULL,
