@@ -327,9 +327,8 @@ static int parse_block(const cJSON* root, ModelConfig* c, const char* label, cha
            strcmp(a0->valuestring, block_style_arch((BlockStyle)by_arch)))
         by_arch++;
     if (type && by_type > BLOCK_GEMMA3)
-        return set_err(err, len,
-                       "%s: model_type '%s' is not supported (olmo2, llama, qwen2, qwen3, gemma3_text)", label,
-                       type->valuestring);
+        return set_err(err, len, "%s: model_type '%s' is not supported (olmo2, llama, qwen2, qwen3, gemma3_text)",
+                       label, type->valuestring);
     if (!type && by_arch > BLOCK_GEMMA3)
         return set_err(err, len,
                        "%s: architectures[0] '%s' is not supported (Olmo2ForCausalLM, LlamaForCausalLM, "
