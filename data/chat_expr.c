@@ -264,6 +264,14 @@ static Expr* parse_subscript(Parser* P, Expr* e) {
     return a;
 }
 
+/* (arguments) after e, the '(' taken */
+static Expr* parse_call(Parser* P, Expr* e) {
+    Expr* a = node(P, E_CALL);
+    a->a = e;
+    parse_args(P, a, ")");
+    return a;
+}
+
 /* .attr, [item] and (call) after e, left to right */
 static Expr* parse_postfix(Parser* P, Expr* e) {
     int n = 0;
@@ -275,8 +283,7 @@ static Expr* parse_postfix(Parser* P, Expr* e) {
         } else if (expr_accept_op(P, "[")) {
             e = parse_subscript(P, e);
         } else if (expr_accept_op(P, "(")) {
-            Expr* a = node(P, E_CALL);
-            a->a = e, parse_args(P, a, ")"), e = a;
+            e = parse_call(P, e);
         } else {
             P->depth -= n;
             return e;
@@ -318,8 +325,7 @@ static Expr* parse_filters(Parser* P, Expr* e) {
         } else if (expr_accept_word(P, "is")) {
             e = parse_test(P, e);
         } else if (expr_accept_op(P, "(")) {
-            Expr* a = node(P, E_CALL);
-            a->a = e, parse_args(P, a, ")"), e = a;
+            e = parse_call(P, e);
         } else {
             P->depth -= n;
             return e;
@@ -427,29 +433,21 @@ static Expr* parse_not(Parser* P) {
     return parse_compare(P);
 }
 
-static Expr* parse_and(Parser* P) {
-    Expr* e = parse_not(P);
+/* operand (word operand)*, left to right: the and / or chains */
+static Expr* parse_chain(Parser* P, const char* word, ExprKind k, Expr* (*operand)(Parser*)) {
+    Expr* e = operand(P);
     int n = 0;
-    while (expr_accept_word(P, "and")) {
+    while (expr_accept_word(P, word)) {
         grow(P, &n);
-        Expr* a = node(P, E_AND);
-        a->a = e, a->b = parse_not(P), e = a;
+        Expr* a = node(P, k);
+        a->a = e, a->b = operand(P), e = a;
     }
     P->depth -= n;
     return e;
 }
 
-Expr* expr_parse_or(Parser* P) {
-    Expr* e = parse_and(P);
-    int n = 0;
-    while (expr_accept_word(P, "or")) {
-        grow(P, &n);
-        Expr* a = node(P, E_OR);
-        a->a = e, a->b = parse_and(P), e = a;
-    }
-    P->depth -= n;
-    return e;
-}
+static Expr* parse_and(Parser* P) { return parse_chain(P, "and", E_AND, parse_not); }
+Expr* expr_parse_or(Parser* P) { return parse_chain(P, "or", E_OR, parse_and); }
 
 Expr* expr_parse(Parser* P) {
     enter(P);
