@@ -317,7 +317,7 @@ static int parse_block(const cJSON* root, ModelConfig* c, const char* label, cha
     if ((type && !strcmp(type->valuestring, "gemma3")) ||
         (cJSON_IsString(a0) && !strcmp(a0->valuestring, "Gemma3ForConditionalGeneration")))
         return set_err(err, len,
-                       "%s: Gemma3ForConditionalGeneration (model_type gemma3) is the image-text model: repoc reads "
+                       "%s: Gemma3ForConditionalGeneration is the image-text model (model_type gemma3): repoc reads "
                        "the text-only Gemma3ForCausalLM (model_type gemma3_text)",
                        label);
     int by_type = BLOCK_OLMO2, by_arch = BLOCK_OLMO2;
