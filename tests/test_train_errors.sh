@@ -109,6 +109,11 @@ resume_fails() {  # name phrase --set...   the resumed run stops before touching
 resume_fails "resume with another model size" \
     "model.d_model: 64 disagrees with 32 in $ck/config.json (the checkpoint this run resumes); a resumed run keeps" \
     --set model.d_model=64
+resume_fails "resume with another data.seq_len" \
+    "it was trained with data.seq_len 16, this run has 8; which rows each step reads depends on" --set data.seq_len=8
+resume_fails "resume with another run.seed" "it was trained with run.seed" --set run.seed=7
+resume_fails "resume with another data.order" "it was trained with data.order shuffle, this run has sequential" \
+    --set 'data.order="sequential"'
 resume_fails "resume with other positions" \
     "model.positions.mode: gives the layers repo, repo, but $ck/config.json (the checkpoint this run resumes) has rope, rope" \
     --set 'model.positions.mode="repo"' --set model.positions.repo_start_layer=0
