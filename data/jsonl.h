@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "data/json_nul.h" /* jsonl_nul_string, which JSONL readers use */
 #include "data/tokens.h"
 
 typedef struct {
@@ -61,10 +62,5 @@ void packed_print(const PackedRows* p, const char* label, FILE* out);
    tokens, targets, doc_ids (n, T); each may be NULL. */
 void packed_rows(const PackedRows* p, DataOrder order, uint64_t seed, size_t step, size_t rows_per_step, size_t row0,
                  size_t n, int32_t* tokens, int32_t* targets, int32_t* doc_ids);
-
-/* Whether the JSON text (len bytes) has a string holding the escape \u0000: cJSON's strings end
-   at their first NUL, so its text would be cut there without a word. 1 with the member name of
-   that string (as written, escapes kept; "(top level)" outside any object) in key, else 0. */
-int jsonl_nul_string(const char* text, size_t len, char* key, size_t key_len);
 
 #endif

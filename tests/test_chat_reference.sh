@@ -120,6 +120,11 @@ expect_refused "the template's own refusal" "the template refused the input: unk
 printf '%s\n' '{"messages": [{"role": "user", "content": "n?"}, {"role": "assistant", "content": 18446744073709551616}]}' \
     >"$T/big.jsonl"
 expect_refused "an int beyond 64 bits in a record" "big.jsonl:1: " "$T/sft.json" --set "data.train=[\"$T/big.jsonl\"]"
+mkdir -p "$T/nul" && cp tests/fixtures/tokenizer/gpt2.json "$T/nul/tokenizer.json"
+printf '%s' '{"chat_template": "{{ messages[0].content }}\u0000{{ raise_exception(1) }}", "eos_token": "x"}' \
+    >"$T/nul/tokenizer_config.json"
+expect_refused "a chat_template holding \\u0000" 'the string of "chat_template" holds \u0000' "$T/sft.json" \
+    --set "data.tokenizer=\"$T/nul\""
 mkdir -p "$T/notmpl" && cp tests/fixtures/tokenizer/gpt2.json "$T/notmpl/tokenizer.json"
 expect_refused "a tokenizer without a chat template" "notmpl/tokenizer_config.json: cannot read it" "$T/sft.json" \
     --set "data.tokenizer=\"$T/notmpl\""
