@@ -6,7 +6,7 @@
 #   test         deps, all, the MPI trainer, then tests/run.sh (every test; ends "N passed, N failed")
 #   test-portable  the PORTABLE=1 build (x86-64-v3, attention also for v4, chosen at load time) passes a subset
 #   test-asan    the safetensors and checkpoint tests, training on chat records and the chat template fuzzer
-#                (CHAT_FUZZ_SECONDS, default 20) under ASan+UBSan (make test runs it)
+#                (CHAT_FUZZ_SECONDS, default 10) under ASan+UBSan (make test runs it)
 #   test-ubsan   the C tests, gradcheck --all and short program runs built with UBSan alone (make test runs it)
 #   quickstart   build, then tools/quickstart.sh (RoPE from scratch, then RePo continued from it)
 #   debug        all at -O0 -g with ASan+UBSan into build/debug
@@ -265,7 +265,7 @@ ASAN_SRC = tests/test_safetensors.c common/safetensors.c common/safetensors_conv
            common/safetensors_write.c common/textbuf.c common/check.c common/mapped.c
 ASAN_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 ASAN_RUN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-CHAT_FUZZ_SECONDS ?= 20
+CHAT_FUZZ_SECONDS ?= 10
 ASAN_CHAT_SRC = tests/tools/chat_fuzz.c $(wildcard data/chat_*.c) common/check.c common/fileio.c
 .PHONY: test-asan fuzz
 test-asan: $(ASAN_BUILD)/test_safetensors $(ASAN_BUILD)/chat_fuzz
