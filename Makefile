@@ -5,7 +5,8 @@
 #   check-deps   fail with a message when OpenBLAS, cJSON, Oniguruma or utf8proc is missing
 #   test         deps, all, the MPI trainer, then tests/run.sh (every test; ends "N passed, N failed")
 #   test-portable  the PORTABLE=1 build (x86-64-v3, attention also for v4, chosen at load time) passes a subset
-#   test-asan    the safetensors and checkpoint tests under ASan+UBSan (make test runs it)
+#   test-asan    the safetensors and checkpoint tests, training on chat records and the chat template fuzzer
+#                (CHAT_FUZZ_SECONDS, default 10) under ASan+UBSan (make test runs it)
 #   test-ubsan   the C tests, gradcheck --all and short program runs built with UBSan alone (make test runs it)
 #   quickstart   build, then tools/quickstart.sh (RoPE from scratch, then RePo continued from it)
 #   debug        all at -O0 -g with ASan+UBSan into build/debug
@@ -254,19 +255,30 @@ clean:
 	rm -rf build
 
 # ---- safetensors (common/safetensors*.c): sanitizer run and fuzzing ----
-# make test-asan: tests/test_safetensors (round trips and the malformed corpus)
-# and tests/test_checkpoint (malformed checkpoint directories) built with
-# ASan+UBSan into build/asan, every sanitizer report fatal. `make test` runs it.
+# make test-asan: tests/test_safetensors (round trips and the malformed corpus),
+# tests/test_checkpoint (malformed checkpoint directories), build/train on chat
+# records (tests/asan_train.sh) and the chat template fuzzer (tests/tools/chat_fuzz.c,
+# CHAT_FUZZ_SECONDS) built with ASan+UBSan into build/asan, every sanitizer report
+# fatal. `make test` runs it.
 ASAN_BUILD = build/asan
 ASAN_SRC = tests/test_safetensors.c common/safetensors.c common/safetensors_convert.c \
            common/safetensors_write.c common/textbuf.c common/check.c common/mapped.c
 ASAN_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 ASAN_RUN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+CHAT_FUZZ_SECONDS ?= 10
+ASAN_CHAT_SRC = tests/tools/chat_fuzz.c $(wildcard data/chat_*.c) common/check.c common/fileio.c
 .PHONY: test-asan fuzz
-test-asan: $(ASAN_BUILD)/test_safetensors
+test-asan: $(ASAN_BUILD)/test_safetensors $(ASAN_BUILD)/chat_fuzz
 	$(ASAN_RUN_ENV) $(ASAN_BUILD)/test_safetensors tests/corpus
-	@$(MAKE) --no-print-directory DEBUG=1 BUILD=$(ASAN_BUILD)/lib $(ASAN_BUILD)/lib/tests/test_checkpoint
+	@$(MAKE) --no-print-directory DEBUG=1 BUILD=$(ASAN_BUILD)/lib $(ASAN_BUILD)/lib/tests/test_checkpoint \
+	  $(ASAN_BUILD)/lib/train
 	$(ASAN_RUN_ENV) $(ASAN_BUILD)/lib/tests/test_checkpoint
+	@tests/asan_train.sh
+	$(ASAN_RUN_ENV) $(ASAN_BUILD)/chat_fuzz $(CHAT_FUZZ_SECONDS) tests/fixtures/chat/fuzz_context.json \
+	  tests/fixtures/chat/*.jinja
+$(ASAN_BUILD)/chat_fuzz: $(ASAN_CHAT_SRC) $(wildcard data/chat*.h) common/check.h common/fileio.h
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -O3,$(CFLAGS)) $(ASAN_FLAGS) $(ASAN_CHAT_SRC) -o $@ -lcjson -lutf8proc -lm
 $(ASAN_BUILD)/test_safetensors: $(ASAN_SRC) common/safetensors.h common/check.h common/real.h common/mapped.h \
                                common/utf8.h
 	@mkdir -p $(dir $@)

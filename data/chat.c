@@ -7,12 +7,19 @@
 
 #include "common/check.h"
 #include "common/fileio.h"
+#include "data/json_nul.h"
 
 char* chat_template_from_config(const char* path, char* err, size_t err_len) {
     size_t n;
     char* text = file_read_all_or_null(path, &n);
     if (!text) {
         snprintf(err, err_len, "cannot read it");
+        return NULL;
+    }
+    char key[128];
+    if (jsonl_nul_string(text, n, key, sizeof(key))) {
+        snprintf(err, err_len, "the string of \"%s\" holds \\u0000 (a NUL character), which would cut it there", key);
+        free(text);
         return NULL;
     }
     cJSON* c = cJSON_ParseWithLength(text, n);

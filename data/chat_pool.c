@@ -13,7 +13,12 @@ struct PoolBlock {
 };
 
 void* pool_alloc(Pool* p, size_t n) {
+    if (p->limit && (n > p->limit || p->total + n > p->limit - 16)) {
+        p->over(p->ctx);
+        DIE("the chat template pool's limit handler returned");
+    }
     n = (n + 15) & ~(size_t)15;
+    p->total += n;
     if (!p->head || p->head->used + n > p->head->cap) {
         size_t cap = n > 65536 ? n : 65536;
         PoolBlock* b = mallocCheck(sizeof(PoolBlock) + cap);
@@ -41,6 +46,6 @@ void pool_free(Pool* p) {
 }
 
 void chat_error(char* err, size_t err_len, int line, const char* fmt, va_list ap) {
-    int n = snprintf(err, err_len, "line %d: ", line);
+    int n = line ? snprintf(err, err_len, "line %d: ", line) : 0; /* line 0: the context, before any template line */
     if (n >= 0 && (size_t)n < err_len) vsnprintf(err + n, err_len - (size_t)n, fmt, ap);
 }

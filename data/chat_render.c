@@ -80,10 +80,7 @@ static Value* subscript(Render* R, Value* obj, Value* idx) {
     }
     if (obj->k != V_LIST && obj->k != V_STR) render_fail(R, "subscript of a %s", value_type_name(obj));
     if (idx->k != V_INT && idx->k != V_BOOL) render_fail(R, "an index must be an integer");
-    long long n = (long long)(obj->k == V_LIST ? obj->n : obj->len), i = idx->i;
-    if (i < 0) i += n;
-    if (i < 0 || i >= n) return &V_UNDEFINED; /* Jinja: an undefined value, an error only when used */
-    return obj->k == V_LIST ? obj->items[i] : value_str(R, obj->s + i, 1);
+    return value_index(R, obj, idx->i);
 }
 
 static Value* attribute(Render* R, Value* obj, const char* name) {
@@ -127,7 +124,10 @@ static Value* eval(Render* R, Scope* s, const Expr* e) {
         return value_bool(value_test(R, v, e->s, &a) != e->negated);
     }
     case E_NOT: return value_bool(!value_truthy(eval(R, s, e->a)));
-    case E_NEG: return value_binary(R, "-", value_int(R, 0), eval(R, s, e->a));
+    case E_NEG: {
+        Value* x = eval(R, s, e->a);
+        return x->k == V_FLOAT ? value_float(R, -x->f) : value_binary(R, "-", value_int(R, 0), x); /* -0.0 kept */
+    }
     case E_BIN: {
         Value* a = eval(R, s, e->a);
         Value* b = eval(R, s, e->b);
@@ -179,6 +179,8 @@ static Value* loop_info(Render* R, Value* items, size_t i) {
     dict_set(R, loop, "first", value_bool(i == 0));
     dict_set(R, loop, "last", value_bool(i + 1 == n));
     dict_set(R, loop, "length", value_int(R, (long long)n));
+    dict_set(R, loop, "depth", value_int(R, 1)); /* loops are never recursive here */
+    dict_set(R, loop, "depth0", value_int(R, 0));
     dict_set(R, loop, "previtem", i ? items->items[i - 1] : &V_UNDEFINED);
     dict_set(R, loop, "nextitem", i + 1 < n ? items->items[i + 1] : &V_UNDEFINED);
     return loop;
@@ -246,9 +248,16 @@ static Flow exec_list(Render* R, Scope* s, const StmtList* l) {
     return FLOW_NEXT;
 }
 
+static void pool_over(void* R) {
+    render_fail(R,
+                "the rendering holds more than %zu MiB of text and values (a string grown in a loop keeps every step)",
+                CHAT_RENDER_MAX_BYTES >> 20);
+}
+
 char* chat_template_render(const ChatTemplate* t, const cJSON* context, size_t* len, char* err, size_t err_len) {
-    Pool pool = {0};
+    Pool pool = {.limit = CHAT_RENDER_MAX_BYTES, .over = pool_over};
     Render R = {.pool = &pool, .err = err, .err_len = err_len};
+    pool.ctx = &R;
     if (setjmp(R.fail)) {
         free(R.out);
         pool_free(&pool);

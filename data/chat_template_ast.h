@@ -12,12 +12,17 @@
 typedef struct PoolBlock PoolBlock;
 typedef struct {
     PoolBlock* head;
+    size_t total; /* bytes taken so far */
+    size_t limit; /* 0: none; past it, over(ctx), which does not return (it longjmps) */
+    void (*over)(void* ctx);
+    void* ctx;
 } Pool;
 void* pool_alloc(Pool* p, size_t n); /* zeroed, 16-byte aligned; dies when memory runs out */
 char* pool_strndup(Pool* p, const char* s, size_t n);
 void pool_free(Pool* p);
 
-/* "line L: " and the message into err (both the parser's and the renderer's failures) */
+/* "line L: " and the message into err (both the parser's and the renderer's failures); the message alone for
+   line 0 (the context, read before any line of the template) */
 void chat_error(char* err, size_t err_len, int line, const char* fmt, va_list ap);
 
 typedef enum {

@@ -3,6 +3,7 @@
    length, index and slice count code points, as Python's do. */
 #include "data/chat_value.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,9 +24,12 @@ void render_fail(Render* R, const char* fmt, ...) {
 }
 
 void out_append(Render* R, const char* s, size_t n) {
-    if (R->out_len + n + 1 > R->out_cap) {
+    if (R->out_len + n + 1 > R->out_cap) { /* the text's buffer and the pool share CHAT_RENDER_MAX_BYTES */
         size_t cap = R->out_cap ? R->out_cap : 256;
-        while (cap < R->out_len + n + 1) cap *= 2;
+        while (cap < R->out_len + n + 1 && cap <= CHAT_RENDER_MAX_BYTES) cap *= 2;
+        if (cap > CHAT_RENDER_MAX_BYTES || cap + R->pool->total > CHAT_RENDER_MAX_BYTES)
+            render_fail(R, "the rendering holds more than %zu MiB of text and values", CHAT_RENDER_MAX_BYTES >> 20);
+        R->pool->limit = CHAT_RENDER_MAX_BYTES - cap;
         char* p = realloc(R->out, cap);
         if (!p) render_fail(R, "out of memory");
         R->out = p, R->out_cap = cap;
@@ -35,14 +39,27 @@ void out_append(Render* R, const char* s, size_t n) {
     R->out[R->out_len] = 0;
 }
 
+Value* out_take(Render* R, size_t mark) {
+    Value* s = value_str(R, R->out ? R->out + mark : "", R->out_len - mark);
+    R->out_len = mark;
+    if (R->out) R->out[mark] = 0;
+    return s;
+}
+
 static Value* value_new(Render* R, ValueKind k) {
     Value* v = pool_alloc(R->pool, sizeof(Value));
     v->k = k;
     return v;
 }
+static bool is_ascii(const char* s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] >= 0x80) return false;
+    return true;
+}
+
 Value* value_str(Render* R, const char* s, size_t n) {
     Value* v = value_new(R, V_STR);
-    v->s = pool_strndup(R->pool, s, n), v->len = n;
+    v->s = pool_strndup(R->pool, s, n), v->len = n, v->ascii = is_ascii(s, n);
     return v;
 }
 Value* value_int(Render* R, long long i) {
@@ -91,7 +108,8 @@ void dict_set(Render* R, Value* d, const char* key, Value* x) {
 Value* value_from_json(Render* R, const cJSON* j) {
     if (!j || cJSON_IsNull(j)) return &V_NONE_VALUE;
     if (cJSON_IsBool(j)) return value_bool(cJSON_IsTrue(j));
-    if (cJSON_IsNumber(j)) {
+    if (cJSON_IsNumber(j) && j->valuestring) return value_number_literal(R, j->valuestring);
+    if (cJSON_IsNumber(j)) { /* one built in C, without its literal */
         double d = j->valuedouble;
         if (d == floor(d) && fabs(d) < 9007199254740992.0) return value_int(R, (long long)d);
         return value_float(R, d);
@@ -125,107 +143,19 @@ bool value_truthy(const Value* v) {
     return false;
 }
 
-/* ---- Python's str() and repr() ---- */
-
-static void put(Render* R, const char* s) { out_append(R, s, strlen(s)); }
-
-static void put_float(Render* R, double f) {
-    char buf[64];
-    if (isnan(f)) {
-        put(R, "nan");
-        return;
-    }
-    if (isinf(f)) {
-        put(R, f > 0 ? "inf" : "-inf");
-        return;
-    }
-    int p = 1; /* the fewest significant digits that read back as f, as repr() */
-    for (; p < 17; p++) {
-        snprintf(buf, sizeof(buf), "%.*e", p - 1, f);
-        if (strtod(buf, NULL) == f) break;
-    }
-    snprintf(buf, sizeof(buf), "%.*e", p - 1, f);
-    int x = atoi(strchr(buf, 'e') + 1); /* the decimal exponent */
-    if (x >= -4 && x < 16) {            /* positional, with at least one decimal: 1.0, 0.0001, 123.5 */
-        snprintf(buf, sizeof(buf), "%.*f", p - 1 - x > 0 ? p - 1 - x : 0, f);
-        if (!strchr(buf, '.')) strcat(buf, ".0");
-    }
-    put(R, buf);
-}
-
-static void put_repr(Render* R, const Value* v);
-
-static void put_str(Render* R, const Value* v) {
-    char buf[32];
-    switch (v->k) {
-    case V_UNDEF: return;
-    case V_NONE: put(R, "None"); return;
-    case V_BOOL: put(R, v->i ? "True" : "False"); return;
-    case V_INT: snprintf(buf, sizeof(buf), "%lld", v->i), put(R, buf); return;
-    case V_FLOAT: put_float(R, v->f); return;
-    case V_STR: out_append(R, v->s, v->len); return;
-    case V_LIST:
-    case V_DICT: put_repr(R, v); return;
-    }
-}
-
-static void put_repr(Render* R, const Value* v) {
-    if (v->k == V_STR) { /* single quotes unless the text holds one and no double quote */
-        char q = memchr(v->s, '\'', v->len) && !memchr(v->s, '"', v->len) ? '"' : '\'';
-        out_append(R, &q, 1);
-        for (size_t i = 0; i < v->len; i++) {
-            unsigned char c = (unsigned char)v->s[i];
-            char esc[8];
-            if (c == '\\' || c == (unsigned char)q) snprintf(esc, sizeof(esc), "\\%c", c);
-            else if (c == '\n') strcpy(esc, "\\n");
-            else if (c == '\t') strcpy(esc, "\\t");
-            else if (c == '\r') strcpy(esc, "\\r");
-            else if (c < 0x20 || c == 0x7f) snprintf(esc, sizeof(esc), "\\x%02x", c);
-            else esc[0] = (char)c, esc[1] = 0;
-            put(R, esc);
-        }
-        out_append(R, &q, 1);
-        return;
-    }
-    if (v->k == V_LIST || v->k == V_DICT) {
-        put(R, v->k == V_LIST ? "[" : "{");
-        for (size_t k = 0; k < v->n; k++) {
-            if (k) put(R, ", ");
-            if (v->k == V_DICT) {
-                Value key = {.k = V_STR, .s = v->keys[k], .len = strlen(v->keys[k])};
-                put_repr(R, &key);
-                put(R, ": ");
-            }
-            put_repr(R, v->items[k]);
-        }
-        put(R, v->k == V_LIST ? "]" : "}");
-        return;
-    }
-    if (v->k == V_UNDEF) render_fail(R, "an undefined value inside a list or dict cannot be printed");
-    put_str(R, v);
-}
-
-void value_print(Render* R, const Value* v) { put_str(R, v); }
-
-/* str(v) as a pooled string value */
-static Value* to_str(Render* R, const Value* v) {
-    if (v->k == V_STR) return (Value*)v;
-    size_t mark = R->out_len;
-    put_str(R, v);
-    Value* s = value_str(R, R->out + mark, R->out_len - mark);
-    R->out_len = mark;
-    if (R->out) R->out[mark] = 0;
-    return s;
-}
-
 /* ---- comparison and arithmetic ---- */
 
 static bool is_num(const Value* v) { return v->k == V_INT || v->k == V_FLOAT || v->k == V_BOOL; }
 static double num(const Value* v) { return v->k == V_FLOAT ? v->f : (double)v->i; }
 
-static bool equal(const Value* a, const Value* b) {
+/* Python's ==: a namespace or an iterator equals itself only, a list never a tuple or a range; the items of
+   lists and dicts are compared as Python's PyObject_RichCompareBool compares them, the same object equal to
+   itself without a look inside */
+static bool equal(Render* R, const Value* a, const Value* b, size_t depth) {
     if (is_num(a) && is_num(b)) return a->k == V_FLOAT || b->k == V_FLOAT ? num(a) == num(b) : a->i == b->i;
     if (a->k != b->k) return false;
+    if (a->is_namespace || b->is_namespace || (a->k == V_LIST && a->seq == SEQ_ITER)) return a == b;
+    if (a->k == V_LIST && a->seq != b->seq) return false;
     switch (a->k) {
     case V_UNDEF:
     case V_NONE: return true;
@@ -233,9 +163,10 @@ static bool equal(const Value* a, const Value* b) {
     case V_LIST:
     case V_DICT:
         if (a->n != b->n) return false;
+        if (depth == VALUE_MAX_DEPTH) render_fail(R, "a value nested more than %d deep", VALUE_MAX_DEPTH);
         for (size_t k = 0; k < a->n; k++) {
             if (a->k == V_DICT && strcmp(a->keys[k], b->keys[k])) return false;
-            if (!equal(a->items[k], b->items[k])) return false;
+            if (a->items[k] != b->items[k] && !equal(R, a->items[k], b->items[k], depth + 1)) return false;
         }
         return true;
     default: return false;
@@ -260,7 +191,7 @@ static bool contains(Render* R, const Value* item, const Value* in) {
     }
     if (in->k == V_LIST) {
         for (size_t k = 0; k < in->n; k++)
-            if (equal(item, in->items[k])) return true;
+            if (in->items[k] == item || equal(R, item, in->items[k], 0)) return true;
         return false;
     }
     if (in->k == V_DICT) return item->k == V_STR && dict_get(in, item->s) != NULL;
@@ -271,49 +202,81 @@ static Value* concat(Render* R, const Value* a, const Value* b) {
     Value* v = value_new(R, V_STR);
     char* s = pool_alloc(R->pool, a->len + b->len + 1);
     memcpy(s, a->s, a->len), memcpy(s + a->len, b->s, b->len);
-    v->s = s, v->len = a->len + b->len;
+    v->s = s, v->len = a->len + b->len, v->ascii = a->ascii && b->ascii;
+    return v;
+}
+
+/* s repeated n times (Python's s * n: empty for n <= 0), built in one piece */
+static Value* repeat(Render* R, const Value* s, long long n) {
+    size_t total;
+    if (n > 0 && __builtin_mul_overflow(s->len, (size_t)n, &total))
+        render_fail(R, "a string repeated %lld times is more than the rendering may hold", n);
+    Value* v = value_new(R, V_STR);
+    char* t = pool_alloc(R->pool, n > 0 ? total + 1 : 1);
+    for (long long k = 0; k < n; k++) memcpy(t + (size_t)k * s->len, s->s, s->len);
+    v->s = t, v->len = n > 0 ? total : 0, v->ascii = s->ascii;
     return v;
 }
 
 static long long floor_div(long long a, long long b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
+/* Python's int arithmetic within 64 bits: a result beyond them (Python's ints have no bound) is refused, never
+   wrapped */
+static Value* int_op(Render* R, char op, long long a, long long b) {
+    long long r = 0;
+    bool over = false;
+    switch (op) {
+    case '+': over = __builtin_add_overflow(a, b, &r); break;
+    case '-': over = __builtin_sub_overflow(a, b, &r); break;
+    case '*': over = __builtin_mul_overflow(a, b, &r); break;
+    case '/': /* floor division; b != 0 */
+        over = b == -1 && a == LLONG_MIN;
+        if (!over) r = floor_div(a, b);
+        break;
+    case '%': r = b == -1 ? 0 : a - b * floor_div(a, b); break; /* the sign of b, as Python's */
+    }
+    if (over)
+        render_fail(R, "%lld %s %lld is beyond 64 bits (the template's ints are 64-bit)", a,
+                    op == '/' ? "//" : (char[]){op, 0}, b);
+    return value_int(R, r);
+}
+
 Value* value_binary(Render* R, const char* op, Value* a, Value* b) {
-    if (!strcmp(op, "==")) return value_bool(equal(a, b));
-    if (!strcmp(op, "!=")) return value_bool(!equal(a, b));
+    if (!strcmp(op, "==")) return value_bool(equal(R, a, b, 0));
+    if (!strcmp(op, "!=")) return value_bool(!equal(R, a, b, 0));
     if (!strcmp(op, "<")) return value_bool(compare(R, op, a, b) < 0);
     if (!strcmp(op, "<=")) return value_bool(compare(R, op, a, b) <= 0);
     if (!strcmp(op, ">")) return value_bool(compare(R, op, a, b) > 0);
     if (!strcmp(op, ">=")) return value_bool(compare(R, op, a, b) >= 0);
     if (!strcmp(op, "in")) return value_bool(contains(R, a, b));
     if (!strcmp(op, "not in")) return value_bool(!contains(R, a, b));
-    if (!strcmp(op, "~")) return concat(R, to_str(R, a), to_str(R, b));
+    if (!strcmp(op, "~")) return concat(R, value_to_str(R, a), value_to_str(R, b));
     if (!strcmp(op, "+") && a->k == V_STR && b->k == V_STR) return concat(R, a, b);
     if (!strcmp(op, "+") && a->k == V_LIST && b->k == V_LIST) {
+        if (a->seq != b->seq || a->seq == SEQ_RANGE || a->seq == SEQ_ITER)
+            render_fail(R, "'+' of these two sequences (Python adds lists to lists and tuples to tuples only)");
         Value* l = value_list(R);
+        l->seq = a->seq;
         for (size_t k = 0; k < a->n; k++) list_push(R, l, a->items[k]);
         for (size_t k = 0; k < b->n; k++) list_push(R, l, b->items[k]);
         return l;
     }
-    if (!strcmp(op, "*") && a->k == V_STR && (b->k == V_INT || b->k == V_BOOL)) {
-        Value* s = value_str(R, "", 0);
-        for (long long k = 0; k < b->i; k++) s = concat(R, s, a);
-        return s;
-    }
+    if (!strcmp(op, "*") && a->k == V_STR && (b->k == V_INT || b->k == V_BOOL)) return repeat(R, a, b->i);
     if (!is_num(a) || !is_num(b))
         render_fail(R, "'%s' between a %s and a %s", op, value_type_name(a), value_type_name(b));
     bool ints = a->k != V_FLOAT && b->k != V_FLOAT;
     double x = num(a), y = num(b);
     switch (op[0]) {
-    case '+': return ints ? value_int(R, a->i + b->i) : value_float(R, x + y);
-    case '-': return ints ? value_int(R, a->i - b->i) : value_float(R, x - y);
-    case '*': return ints ? value_int(R, a->i * b->i) : value_float(R, x * y);
+    case '+': return ints ? int_op(R, '+', a->i, b->i) : value_float(R, x + y);
+    case '-': return ints ? int_op(R, '-', a->i, b->i) : value_float(R, x - y);
+    case '*': return ints ? int_op(R, '*', a->i, b->i) : value_float(R, x * y);
     case '/':
         if (y == 0) render_fail(R, "division by zero");
-        if (op[1] == '/') return ints ? value_int(R, floor_div(a->i, b->i)) : value_float(R, floor(x / y));
+        if (op[1] == '/') return ints ? int_op(R, '/', a->i, b->i) : value_float(R, floor(x / y));
         return value_float(R, x / y);
     case '%':
         if (y == 0) render_fail(R, "modulo by zero");
-        if (ints) return value_int(R, a->i - b->i * floor_div(a->i, b->i));
+        if (ints) return int_op(R, '%', a->i, b->i);
         return value_float(R, x - y * floor(x / y));
     }
     render_fail(R, "the operator '%s' is not supported", op);
@@ -321,10 +284,19 @@ Value* value_binary(Render* R, const char* op, Value* a, Value* b) {
 
 /* ---- code points, slices, iteration ---- */
 
-/* byte offsets of s's code points into *off (n + 1 entries, pooled); returns n */
-static size_t code_points(Render* R, const Value* s, size_t** off) {
+static size_t count_points(const Value* s) {
+    if (s->ascii) return s->len;
     size_t n = 0;
     for (size_t i = 0; i < s->len; i++) n += ((unsigned char)s->s[i] & 0xC0) != 0x80;
+    return n;
+}
+
+/* byte offsets of s's code points into *off (n + 1 entries, pooled; NULL for an ASCII string, whose code
+   point i is byte i); returns n */
+static size_t code_points(Render* R, const Value* s, size_t** off) {
+    size_t n = count_points(s);
+    *off = NULL;
+    if (s->ascii) return n;
     *off = pool_alloc(R->pool, (n + 1) * sizeof(size_t));
     size_t k = 0;
     for (size_t i = 0; i < s->len; i++)
@@ -334,13 +306,17 @@ static size_t code_points(Render* R, const Value* s, size_t** off) {
 }
 
 size_t value_length(Render* R, const Value* v) {
-    if (v->k == V_STR) {
-        size_t* off;
-        return code_points(R, v, &off);
-    }
+    if (v->k == V_STR) return count_points(v);
     if (v->k == V_LIST || v->k == V_DICT) return v->n;
     if (v->k == V_UNDEF) return 0;
     render_fail(R, "the length of a %s", value_type_name(v));
+}
+
+/* whether i + step reaches or passes end, i before end in the step's direction (i + step itself could wrap) */
+static bool step_passes(long long i, long long end, long long step) {
+    unsigned long long gap =
+        step > 0 ? (unsigned long long)end - (unsigned long long)i : (unsigned long long)i - (unsigned long long)end;
+    return gap <= (step > 0 ? (unsigned long long)step : 0ull - (unsigned long long)step);
 }
 
 static long long slice_bound(Render* R, const Value* v, long long dflt, long long n, bool neg_step) {
@@ -350,6 +326,16 @@ static long long slice_bound(Render* R, const Value* v, long long dflt, long lon
     if (i < 0) i += n;
     long long lo = neg_step ? -1 : 0, hi = neg_step ? n - 1 : n;
     return i < lo ? lo : i > hi ? hi : i;
+}
+
+/* Python's range(start, stop, step)[a:b:st], a and b normalized as slice.indices() does: range(start + a *
+   step, start + b * step, step * st) */
+static void range_slice(Render* R, Value* out, const Value* r, long long a, long long b, long long st) {
+    long long* g = out->range = pool_alloc(R->pool, 3 * sizeof(long long));
+    if (__builtin_mul_overflow(a, r->range[2], &g[0]) || __builtin_add_overflow(g[0], r->range[0], &g[0]) ||
+        __builtin_mul_overflow(b, r->range[2], &g[1]) || __builtin_add_overflow(g[1], r->range[0], &g[1]) ||
+        __builtin_mul_overflow(st, r->range[2], &g[2]))
+        render_fail(R, "a slice of a range() beyond 64 bits (the template's ints are 64-bit)");
 }
 
 Value* value_slice(Render* R, Value* obj, const Value* start, const Value* stop, const Value* step) {
@@ -364,12 +350,41 @@ Value* value_slice(Render* R, Value* obj, const Value* start, const Value* stop,
     long long n = obj->k == V_LIST ? (long long)obj->n : (long long)code_points(R, obj, &off);
     long long a = slice_bound(R, start, st > 0 ? 0 : n - 1, n, st < 0);
     long long b = slice_bound(R, stop, st > 0 ? n : -1, n, st < 0);
-    Value* out = obj->k == V_LIST ? value_list(R) : value_str(R, "", 0);
+    if (obj->k == V_LIST && obj->seq == SEQ_ITER) render_fail(R, "a slice of an iterator or a dict view");
+    Value* out = obj->k == V_LIST ? value_list(R) : NULL;
+    if (out) out->seq = obj->seq;
+    if (obj->seq == SEQ_RANGE) range_slice(R, out, obj, a, b, st);
+    size_t mark = R->out_len; /* a string's slice is built at the end of the output, then taken off it */
     for (long long i = a; st > 0 ? i < b : i > b; i += st) {
         if (obj->k == V_LIST) list_push(R, out, obj->items[i]);
-        else out = concat(R, out, &(Value){.k = V_STR, .s = obj->s + off[i], .len = off[i + 1] - off[i]});
+        else if (off) out_append(R, obj->s + off[i], off[i + 1] - off[i]);
+        else out_append(R, obj->s + i, 1);
+        if (step_passes(i, b, st)) break;
     }
-    return out;
+    if (obj->k == V_LIST) return out;
+    return out_take(R, mark);
+}
+
+Value* value_seq(Render* R, const Value* v, SeqKind seq) {
+    Value* l = value_list(R);
+    l->seq = seq;
+    for (size_t k = 0; k < v->n; k++) list_push(R, l, v->items[k]);
+    return l;
+}
+
+Value* value_index(Render* R, Value* obj, long long i) {
+    if (obj->k == V_LIST && obj->seq == SEQ_ITER) render_fail(R, "an index into an iterator or a dict view");
+    long long n = obj->k == V_LIST ? (long long)obj->n : (long long)count_points(obj);
+    if (i < 0) i += n;
+    if (i < 0 || i >= n) return &V_UNDEFINED; /* Jinja: an undefined value, an error only when used */
+    if (obj->k == V_LIST) return obj->items[i];
+    if (obj->ascii) return value_str(R, obj->s + i, 1);
+    size_t at = 0; /* the byte where code point i starts */
+    for (long long k = 0; k < i; k++)
+        for (at++; ((unsigned char)obj->s[at] & 0xC0) == 0x80; at++) {}
+    size_t end = at + 1;
+    while (end < obj->len && ((unsigned char)obj->s[end] & 0xC0) == 0x80) end++;
+    return value_str(R, obj->s + at, end - at);
 }
 
 Value* value_iterable(Render* R, Value* v) {
@@ -383,12 +398,14 @@ Value* value_iterable(Render* R, Value* v) {
     if (v->k == V_STR) {
         size_t* off;
         size_t n = code_points(R, v, &off);
-        for (size_t k = 0; k < n; k++) list_push(R, l, value_str(R, v->s + off[k], off[k + 1] - off[k]));
+        for (size_t k = 0; k < n; k++)
+            list_push(R, l, off ? value_str(R, v->s + off[k], off[k + 1] - off[k]) : value_str(R, v->s + k, 1));
         return l;
     }
     render_fail(R, "a %s is not iterable", value_type_name(v));
 }
 
+#define RANGE_MAX 100000 /* jinja2's sandbox refuses a longer range() */
 Value* value_range(Render* R, const Args* a) {
     long long lim[3] = {0, 0, 1};
     if (a->n < 1 || a->n > 3) render_fail(R, "range() takes 1 to 3 arguments");
@@ -398,12 +415,15 @@ Value* value_range(Render* R, const Args* a) {
     }
     if (lim[2] == 0) render_fail(R, "range() with a step of 0");
     Value* l = value_list(R);
+    l->seq = SEQ_RANGE;
+    l->range = pool_alloc(R->pool, sizeof(lim));
+    memcpy(l->range, lim, sizeof(lim));
     for (long long i = lim[0]; lim[2] > 0 ? i < lim[1] : i > lim[1]; i += lim[2]) {
-        if (l->n >= 1000000) render_fail(R, "range() of more than 10^6 items");
+        if (l->n == RANGE_MAX) render_fail(R, "range() of more than %d items (jinja2's sandbox limit)", RANGE_MAX);
         list_push(R, l, value_int(R, i));
+        if (step_passes(i, lim[1], lim[2])) break;
     }
     return l;
 }
 
-Value* value_to_str(Render* R, const Value* v) { return to_str(R, v); }
-bool value_equal(const Value* a, const Value* b) { return equal(a, b); }
+bool value_equal(Render* R, const Value* a, const Value* b) { return equal(R, a, b, 0); }

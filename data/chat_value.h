@@ -13,6 +13,10 @@
 
 typedef enum { V_UNDEF, V_NONE, V_BOOL, V_INT, V_FLOAT, V_STR, V_LIST, V_DICT } ValueKind;
 
+/* what a V_LIST is in Python: a list, a tuple (the pairs of items()), a range() (range[3] its arguments), or
+   an iterator or dict view (reverse, |items, .items(), .keys(), .values()), which jinja2 prints by address */
+typedef enum { SEQ_LIST, SEQ_TUPLE, SEQ_RANGE, SEQ_ITER } SeqKind;
+
 typedef struct Value Value;
 struct Value {
     ValueKind k;
@@ -20,7 +24,10 @@ struct Value {
     double f;      /* V_FLOAT */
     const char* s; /* V_STR: len bytes, NUL-terminated */
     size_t len;
+    bool ascii;        /* V_STR: known to be ASCII only, so a code point is a byte (false: not known) */
     Value** items;     /* V_LIST: n items; V_DICT: n values in insertion order */
+    SeqKind seq;       /* V_LIST */
+    long long* range;  /* SEQ_RANGE: start, stop, step */
     const char** keys; /* V_DICT: n keys */
     size_t n, cap;
     bool is_namespace;
@@ -28,8 +35,18 @@ struct Value {
 
 extern Value V_UNDEFINED, V_NONE_VALUE;
 
+/* the most a rendering may hold in values and text together: a string grown in a loop keeps every step (the
+   pool frees nothing until the rendering ends), so it is refused past this */
+#define CHAT_RENDER_MAX_BYTES ((size_t)256 << 20)
+
+/* the deepest a value's printer (repr, tojson) and == walk into lists and dicts: Python's own recursion limit
+   is 1000 */
+#define VALUE_MAX_DEPTH 500
+
 typedef struct {
     Pool* pool;
+    const Value* walking[VALUE_MAX_DEPTH]; /* the lists and dicts being printed, outermost first */
+    size_t n_walking;
     char* out; /* the text so far (malloc'd) */
     size_t out_len, out_cap;
     int line; /* of the statement or expression being evaluated, for messages */
@@ -46,6 +63,9 @@ typedef struct {
 
 _Noreturn void render_fail(Render* R, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 void out_append(Render* R, const char* s, size_t n);
+/* the text appended since the output's length was mark, as a string value, taken off the output again: how a
+   value's text (str(), tojson, a slice) is built */
+Value* out_take(Render* R, size_t mark);
 
 Value* value_str(Render* R, const char* s, size_t n);
 Value* value_int(Render* R, long long i);
@@ -57,19 +77,33 @@ void list_push(Render* R, Value* list, Value* v);
 Value* dict_get(const Value* dict, const char* key); /* NULL when absent */
 void dict_set(Render* R, Value* dict, const char* key, Value* v);
 Value* value_from_json(Render* R, const cJSON* j);
+/* a JSON number literal as Python's json.loads reads it: with a fraction or an exponent a float, else an int
+   (refused beyond 64 bits) (data/chat_json.c) */
+Value* value_number_literal(Render* R, const char* s);
+/* transformers' tojson filter: json.dumps(v, ensure_ascii, indent, separators, sort_keys), each NULL for its
+   default (data/chat_json.c) */
+Value* value_tojson(Render* R, const Value* v, const Value* ensure_ascii, const Value* indent, const Value* separators,
+                    const Value* sort_keys);
 const char* value_type_name(const Value* v);
 
 bool value_truthy(const Value* v);
-bool value_equal(const Value* a, const Value* b);
+bool value_equal(Render* R, const Value* a, const Value* b);
+/* the printers' walk one level into v (a list or dict): false when v is being printed already (a namespace
+   that holds itself); refused past VALUE_MAX_DEPTH */
+bool value_walk_enter(Render* R, const Value* v);
 /* len(): code points of a string, items of a list or dict, 0 for undefined */
 size_t value_length(Render* R, const Value* v);
-/* str(v) as a string value */
+/* a new list (kind seq) of v's items */
+Value* value_seq(Render* R, const Value* v, SeqKind seq);
+/* str(v) as a string value (data/chat_print.c) */
 Value* value_to_str(Render* R, const Value* v);
-/* the text {{ v }} writes (Python's str(), undefined as "") appended to the output */
+/* the text {{ v }} writes (Python's str(), undefined as "") appended to the output (data/chat_print.c) */
 void value_print(Render* R, const Value* v);
 /* a b with op one of + - * / // % ~ == != < <= > >= in "not in" */
 Value* value_binary(Render* R, const char* op, Value* a, Value* b);
 Value* value_slice(Render* R, Value* obj, const Value* start, const Value* stop, const Value* step);
+/* obj[i] of a list or a string (its i-th code point), i < 0 counted from the end; undefined outside */
+Value* value_index(Render* R, Value* obj, long long i);
 /* what `for x in v` walks: a list's items, a dict's keys, a string's characters (undefined: none) */
 Value* value_iterable(Render* R, Value* v);
 Value* value_range(Render* R, const Args* a);

@@ -55,47 +55,6 @@ static void pack_doc(Packer* k, const int32_t* ids, const int32_t* tgt, size_t n
     if (k->one_per_row) pack_pad_row(k);
 }
 
-int jsonl_nul_string(const char* text, size_t len, char* key, size_t key_len) {
-    const char* str = NULL;                  /* the string being read, after its quote */
-    const char *prev = NULL, *member = NULL; /* the last string; the last member name */
-    size_t prev_len = 0, member_len = 0;
-    bool nul = false;
-    for (size_t i = 0; i < len; i++) {
-        char c = text[i];
-        if (!str) {
-            if (c == '"') {
-                str = text + i + 1;
-                nul = false;
-            } else if (c == ':' && prev) {
-                member = prev;
-                member_len = prev_len;
-            } else if (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
-                prev = NULL;
-            }
-            continue;
-        }
-        if (c == '\\') { /* an escape: \u0000 is the NUL; the escaped character is skipped */
-            if (i + 5 < len && !memcmp(text + i + 1, "u0000", 5)) nul = true;
-            i++;
-            continue;
-        }
-        if (c != '"') continue;
-        prev = str;
-        prev_len = (size_t)(text + i - str);
-        str = NULL;
-        if (!nul) continue;
-        size_t j = i + 1; /* the string is a member name itself when a ':' follows */
-        while (j < len && (text[j] == ' ' || text[j] == '\t' || text[j] == '\r' || text[j] == '\n')) j++;
-        if (j < len && text[j] == ':') {
-            member = prev;
-            member_len = prev_len;
-        }
-        snprintf(key, key_len, "%.*s", member ? (int)member_len : 11, member ? member : "(top level)");
-        return 1;
-    }
-    return 0;
-}
-
 /* "a string" field of a record, or NULL when absent; dies when present but not a string */
 static const char* string_field(const cJSON* o, const char* key, const char* file, size_t line) {
     const cJSON* v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -143,8 +102,10 @@ static void encode(Reader* r, const char* text, const char* file, size_t line) {
 
 /* a chat record: the conversation rendered with the tokenizer's template (data/chat.h) and tokenized whole
    (special tokens in the text are the tokenizer's added tokens, as apply_chat_template's ids); a token
-   carries loss when it starts inside an assistant turn's span. No BOS or EOS is added: the template has its
-   own. */
+   carries loss when any of its bytes lies inside an assistant turn's span: transformers' assistant mask,
+   which runs from the token holding the span's first character to the one holding its last, so " no" after
+   a generation prompt "ASSISTANT:" carries loss though it starts before the span. No BOS or EOS is added:
+   the template has its own. */
 static void read_chat(Reader* r, PackedRows* p, const cJSON* messages, const char* file, size_t line) {
     CHECK(r->tok,
           "%s:%zu: a \"messages\" record needs a tokenizer with a chat template: set data.tokenizer (a "
@@ -167,7 +128,7 @@ static void read_chat(Reader* r, PackedRows* p, const cJSON* messages, const cha
         size_t n = 0;
         tok_token_bytes(r->tok, id, &n);
         while (s < n_spans && r->spans[s].end <= at) s++;
-        bool loss = s < n_spans && at >= r->spans[s].begin;
+        bool loss = s < n_spans && at + n > r->spans[s].begin; /* [at, at + n) meets [begin, end) */
         ints_push(&r->ids, id), ints_push(&r->labels, loss ? id : -1);
         at += n;
     }
@@ -276,6 +237,7 @@ static void read_file(Reader* r, Packer* k, PackedRows* p, const char* file, Int
               "character), which would cut the text there: remove it",
               file, line, key);
         CHECK(cJSON_IsObject(o), "%s:%zu: expected a JSON object", file, line);
+        if (cJSON_GetObjectItemCaseSensitive(o, "messages")) chat_json_keep_numbers(o, c);
         end += strspn(end, " \t\r");
         CHECK(!*end, "%s:%zu: byte column %zu: more after the JSON object (one object per line)", file, line,
               (size_t)(end - start) + 1);
@@ -287,10 +249,18 @@ static void read_file(Reader* r, Packer* k, PackedRows* p, const char* file, Int
             continue;
         } /* no room for the completion */
         size_t n = r->ids.n;
-        if (n < 2) continue; /* nothing to predict */
+        if (n < 2) { /* nothing to predict */
+            p->n_no_loss++;
+            continue;
+        }
         tgt->n = 0;
-        for (size_t i = 0; i + 1 < n; i++) ints_push(tgt, r->labels.v[i + 1]);
+        size_t n_loss = 0;
+        for (size_t i = 0; i + 1 < n; i++) {
+            ints_push(tgt, r->labels.v[i + 1]);
+            n_loss += r->labels.v[i + 1] != -1;
+        }
         ints_push(tgt, -1);
+        p->n_no_loss += n_loss == 0;
         if (n > p->T && k->one_per_row) {
             p->n_too_long++;
             continue;
@@ -325,6 +295,10 @@ void packed_open(PackedRows* p, const char* const* files, size_t n_files, const 
           n_files ? files[0] : "data", n_files > 1 ? " ..." : "", p->n_records, p->n_skipped_prompt, T);
     p->tokens = k.tok.v, p->targets = k.tgt.v, p->doc_ids = k.ids.v;
     for (size_t i = 0; i < p->n_rows * T; i++) p->n_loss_tokens += p->targets[i] != -1;
+    CHECK(p->n_loss_tokens > 0,
+          "%s%s: no token of the %zu records carries loss (%zu of them have none: labels all -100 or -1, or "
+          "one token; %zu prompts fill data.seq_len): a run would train at loss 0 and learn nothing",
+          n_files ? files[0] : "data", n_files > 1 ? " ..." : "", p->n_records, p->n_no_loss, p->n_skipped_prompt);
     free(tgt.v), free(r.ids.v), free(r.labels.v);
     if (r.tok) tok_encoder_free(&r.enc), tok_free(r.tok);
     if (r.chat.tmpl) chat_format_free(&r.chat);
@@ -344,6 +318,11 @@ void packed_print(const PackedRows* p, const char* label, FILE* out) {
             100.0 * (double)p->n_loss_tokens / (double)(p->n_rows * p->T));
     if (p->n_split) fprintf(out, "; %zu documents longer than seq_len split over rows", p->n_split);
     fprintf(out, "\n");
+    if (p->n_no_loss * 10 > p->n_records)
+        fprintf(out,
+                "  warning: %zu of the %zu records of %s carry no loss (labels all -100 or -1, or one token): they "
+                "take room in the rows and teach nothing\n",
+                p->n_no_loss, p->n_records, label);
     if (p->n_skipped_prompt)
         fprintf(out, "  skipped %zu records whose prompt fills data.seq_len %zu (no room for the completion)\n",
                 p->n_skipped_prompt, p->T);

@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "data/json_nul.h" /* jsonl_nul_string, which JSONL readers use */
 #include "data/tokens.h"
 
 typedef struct {
@@ -38,6 +39,7 @@ typedef struct {
     size_t n_split;          /* documents longer than T, split over rows */
     size_t n_loss_tokens;    /* targets != -1 over all rows */
     size_t n_too_long;       /* one_per_row: documents longer than T, left out */
+    size_t n_no_loss;        /* records none of whose tokens carries loss */
 } PackedRows;
 
 /* Read, tokenize and pack every line of the files. tokenizer: a tokenizer.json
@@ -45,12 +47,14 @@ typedef struct {
    and line on a line that is not one JSON object with exactly one of the field
    sets above (the byte column of a syntax error or of text after the object), a
    token id >= vocab_size, a label other than an id, -100 or -1, a text record
-   when the tokenizer names no end of text token, and on files that give no rows. one_per_row (for
+   when the tokenizer names no end of text token, on files that give no rows, and on files where no token
+   carries loss (a run on them would train at loss 0 and learn nothing). one_per_row (for
    evaluation): each document alone in a padded row, those longer than T left out and counted. */
 void packed_open(PackedRows* p, const char* const* files, size_t n_files, const char* tokenizer, size_t vocab_size,
                  size_t T, bool one_per_row);
 void packed_close(PackedRows* p);
-/* records, skipped prompts, rows and the fraction of tokens that carry loss */
+/* records, skipped prompts, rows and the fraction of tokens that carry loss; a warning when more than a
+   tenth of the records carry no loss */
 void packed_print(const PackedRows* p, const char* label, FILE* out);
 
 /* Rows row0 .. row0+n-1 of step `step`: packed row (step * rows_per_step + r) mod n_rows
@@ -58,10 +62,5 @@ void packed_print(const PackedRows* p, const char* label, FILE* out);
    tokens, targets, doc_ids (n, T); each may be NULL. */
 void packed_rows(const PackedRows* p, DataOrder order, uint64_t seed, size_t step, size_t rows_per_step, size_t row0,
                  size_t n, int32_t* tokens, int32_t* targets, int32_t* doc_ids);
-
-/* Whether the JSON text (len bytes) has a string holding the escape \u0000: cJSON's strings end
-   at their first NUL, so its text would be cut there without a word. 1 with the member name of
-   that string (as written, escapes kept; "(top level)" outside any object) in key, else 0. */
-int jsonl_nul_string(const char* text, size_t len, char* key, size_t key_len);
 
 #endif

@@ -314,24 +314,48 @@ static int parse_pad_id(const cJSON* root, ModelConfig* c, const char* label, ch
     return 0;
 }
 
-static int parse_root(const cJSON* root, ModelConfig* c, const char* label, char* err, size_t len) {
-    if (!cJSON_IsObject(root)) return set_err(err, len, "%s: the top level must be a JSON object", label);
+/* The family, as transformers' Auto classes choose it: by model_type (AutoConfig's key; the model class
+   follows from the config class), architectures[0] only where model_type is absent; the two disagreeing is
+   refused rather than one of them silently followed. */
+static int parse_block(const cJSON* root, ModelConfig* c, const char* label, char* err, size_t len) {
     const cJSON* arch = cJSON_GetObjectItemCaseSensitive(root, "architectures");
     const cJSON* a0 = cJSON_IsArray(arch) ? cJSON_GetArrayItem(arch, 0) : NULL;
-    if (!cJSON_IsString(a0)) return set_err(err, len, "%s: missing 'architectures' (a list of class names)", label);
-    int block = BLOCK_OLMO2;
-    while (block <= BLOCK_GEMMA3 && strcmp(a0->valuestring, block_style_arch((BlockStyle)block))) block++;
-    if (!strcmp(a0->valuestring, "Gemma3ForConditionalGeneration"))
+    const cJSON* type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    if (type && !cJSON_IsString(type)) return set_err(err, len, "%s: 'model_type' must be a string", label);
+    if (!type && !cJSON_IsString(a0))
+        return set_err(err, len, "%s: missing 'model_type' (and 'architectures', a list of class names)", label);
+    if ((type && !strcmp(type->valuestring, "gemma3")) ||
+        (cJSON_IsString(a0) && !strcmp(a0->valuestring, "Gemma3ForConditionalGeneration")))
         return set_err(err, len,
-                       "%s: Gemma3ForConditionalGeneration is the image-text model: repoc reads the text-only "
-                       "Gemma3ForCausalLM (model_type gemma3_text)",
+                       "%s: Gemma3ForConditionalGeneration is the image-text model (model_type gemma3): repoc reads "
+                       "the text-only Gemma3ForCausalLM (model_type gemma3_text)",
                        label);
-    if (block > BLOCK_GEMMA3)
+    int by_type = BLOCK_OLMO2, by_arch = BLOCK_OLMO2;
+    while (type && by_type <= BLOCK_GEMMA3 && strcmp(type->valuestring, block_style_name((BlockStyle)by_type)))
+        by_type++;
+    while (cJSON_IsString(a0) && by_arch <= BLOCK_GEMMA3 &&
+           strcmp(a0->valuestring, block_style_arch((BlockStyle)by_arch)))
+        by_arch++;
+    if (type && by_type > BLOCK_GEMMA3)
+        return set_err(err, len, "%s: model_type '%s' is not supported (olmo2, llama, qwen2, qwen3, gemma3_text)",
+                       label, type->valuestring);
+    if (!type && by_arch > BLOCK_GEMMA3)
         return set_err(err, len,
                        "%s: architectures[0] '%s' is not supported (Olmo2ForCausalLM, LlamaForCausalLM, "
                        "Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM)",
                        label, a0->valuestring);
-    c->block = (BlockStyle)block;
+    if (type && cJSON_IsString(a0) && by_arch != by_type)
+        return set_err(err, len,
+                       "%s: model_type '%s' and architectures[0] '%s' name different models (transformers builds "
+                       "the model of model_type, %s): make them agree",
+                       label, type->valuestring, a0->valuestring, block_style_arch((BlockStyle)by_type));
+    c->block = (BlockStyle)(type ? by_type : by_arch);
+    return 0;
+}
+
+static int parse_root(const cJSON* root, ModelConfig* c, const char* label, char* err, size_t len) {
+    if (!cJSON_IsObject(root)) return set_err(err, len, "%s: the top level must be a JSON object", label);
+    if (parse_block(root, c, label, err, len)) return 1;
     if (c->block == BLOCK_GEMMA3) hf_gemma3_defaults(c);
     if (check_unsupported(root, c->block, label, err, len) || carry_keys(root, c, label, err, len)) return 1;
     /* transformers' default when the key is absent: Olmo2Config 1e-5, LlamaConfig, Qwen2Config, Qwen3Config 1e-6 */

@@ -42,9 +42,9 @@ done
 [ $n_same -ge 20 ] && ok "fixture templates: $n_same renderings byte-identical to jinja2, $n_refused refused by both" ||
     bad "only $n_same identical renderings"
 
-refused() {   # label template-text phrase
+refused() {   # label template-text phrase [context.json]
     printf '%s' "$2" >"$T/bad.jinja"
-    if build/tools/chat_render "$T/bad.jinja" "$T/ctx_0_0.json" >"$T/out" 2>&1; then bad "$1: accepted"
+    if build/tools/chat_render "$T/bad.jinja" "${4:-$T/ctx_0_0.json}" >"$T/out" 2>&1; then bad "$1: accepted"
     elif grep -qF "$3" "$T/out"; then ok "$1: $(grep -F "$3" "$T/out" | cut -c1-150)"
     else bad "$1: $(cat "$T/out")"; fi
 }
@@ -56,11 +56,16 @@ refused "a block set" '{% set x %}a{% endset %}' "block set"
 refused "an unclosed if" $'a\n{% if true %}b' "line 2: this if is never closed"
 refused "a non-ASCII upper" '{{ "é" | upper }}' "non-ASCII"
 refused "attribute of undefined" '{{ nothing.role }}' "'.role' of an undefined value"
+printf '{"n": 18446744073709551616}' >"$T/big.json"   # Python's int has no bound; repoc's has 64 bits
+refused "an int beyond 64 bits" '{{ n }}' "the JSON number 18446744073709551616 is beyond 64 bits" "$T/big.json"
 
 # 3. training on chat records with the fixture tokenizer and a template of the fixtures
 tok=$T/tok && mkdir -p "$tok" && cp tests/fixtures/tokenizer/gpt2.json "$tok/tokenizer.json"
-$PY -c "import json,sys; print(json.dumps({'chat_template': open('$F/turns.jinja').read(), 'eos_token': '<|endoftext|>'}))" \
-    >"$tok/tokenizer_config.json"
+config() {   # TEMPLATE: tokenizer_config.json of the fixture tokenizer with that chat template
+    $PY -c "import json,sys; print(json.dumps({'chat_template': open(sys.argv[1]).read(), 'eos_token': '<|endoftext|>'}))" \
+        "$1" >"$tok/tokenizer_config.json"
+}
+config $F/turns.jinja
 grep -v '"tool"' $F/conversations.jsonl >"$T/chat.jsonl"
 cat >"$T/sft.json" <<JSON
 {"run": {"out_dir": "$T/run", "threads": 1},
@@ -71,27 +76,40 @@ JSON
 if build/train "$T/sft.json" >"$T/train.log" 2>&1 && grep -q "3 records (0 prompt/completion, 0 text, 3 chat" "$T/train.log"; then
     ok "trains on chat records: $(grep -m1 'chat,' "$T/train.log" | cut -c1-150)"
 else bad "chat training: $(tail -3 "$T/train.log")"; fi
-build/tools/jsonl_rows "$tok" "$T/chat.jsonl" 128 >"$T/rows.jsonl"
-$PY tools/chat_reference.py spans "$tok/tokenizer_config.json" "$T/chat.jsonl" >"$T/spans.jsonl"
-$PY - "$T/rows.jsonl" "$T/spans.jsonl" "$tok/tokenizer.json" <<'PYEOF' && ok "loss on the assistant turns exactly" || bad "loss mask"
+# the loss mask as transformers' return_assistant_tokens_mask sets it: for each assistant span, every token from
+# the one holding the span's first character (char_to_token(start)) through the one holding its last
+# (char_to_token(end - 1)), token offsets from the tokens' bytes (gpt2.json's byte alphabet); the Vicuna-style
+# template's generation prompt ends in a space, so a one-word answer is one token that begins before its span
+for pair in turns.jinja:"$T/chat.jsonl" vicuna.jinja:$F/yes_no.jsonl; do
+    tmpl=${pair%%:*} data=${pair#*:}
+    config $F/$tmpl
+    build/tools/jsonl_rows "$tok" "$data" 512 >"$T/rows.jsonl"
+    $PY tools/chat_reference.py spans "$tok/tokenizer_config.json" "$data" >"$T/spans.jsonl"
+    $PY - "$T/rows.jsonl" "$T/spans.jsonl" "$tok/tokenizer.json" <<'PYEOF' && ok "$tmpl: loss mask as transformers' assistant mask" || bad "$tmpl: loss mask"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 refs = [json.loads(l) for l in open(sys.argv[2])]
 vocab = {v: k for k, v in json.load(open(sys.argv[3]))["model"]["vocab"].items()}
-for row, ref in zip(rows, refs):   # the loss tokens, decoded, are the assistant spans' text
-    tok_text = lambda ids: "".join(vocab[i] for i in ids)
-    got = tok_text([i for i, l in zip(row["ids"], row["loss"]) if l])
-    b = ref["text"].encode()
-    want_bytes = b"".join(b[s:e] for s, e in ref["spans"])
-    # gpt2.json's byte alphabet: map each byte of the spans the same way
-    bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256)); cs = bs[:]; n = 0
-    for x in range(256):
-        if x not in bs: bs.append(x); cs.append(256 + n); n += 1
-    enc = dict(zip(bs, map(chr, cs)))
-    want = "".join(enc[x] for x in want_bytes)
-    assert got == want, (got, want)
-    assert sum(row["loss"]) > 0
+bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256)); cs = bs[:]; n = 0
+for x in range(256):   # gpt2.json's byte alphabet: one character per byte
+    if x not in bs: bs.append(x); cs.append(256 + n); n += 1
+byte_of = dict(zip(map(chr, cs), bs))
+assert len(rows) == len(refs) > 0
+for row, ref in zip(rows, refs):
+    starts, at = [], 0   # each token's first byte
+    for i in row["ids"]:
+        starts.append(at)
+        at += len(vocab[i])   # a character per byte (the one added token, <|endoftext|>, is ASCII)
+    text = bytes(byte_of[c] for i in row["ids"] for c in vocab[i]).decode()
+    assert text == ref["text"], (text, ref["text"])   # the rendering the tokens hold is jinja2's
+    token_of = lambda byte: max(k for k, s in enumerate(starts) if s <= byte)
+    want = [0] * len(row["ids"])
+    for b, e in ref["spans"]:
+        for k in range(token_of(b), token_of(e - 1) + 1): want[k] = 1
+    assert row["loss"] == want, (row["ids"], row["loss"], want, ref)
 PYEOF
+done
+config $F/turns.jinja
 printf '%s\n' '{"messages": [{"role": "user", "content": "hi"}], "text": "x"}' >"$T/both.jsonl"
 expect_refused "messages and text" 'both "messages" and "text"' "$T/sft.json" --set "data.train=[\"$T/both.jsonl\"]"
 printf '%s\n' '{"messages": [{"role": "user", "content": "hi"}]}' >"$T/noasst.jsonl"
@@ -99,6 +117,14 @@ expect_refused "no assistant turn" "no assistant turn" "$T/sft.json" --set "data
 printf '%s\n' '{"messages": [{"role": "robot", "content": "hi"}, {"role": "assistant", "content": "x"}]}' >"$T/role.jsonl"
 expect_refused "the template's own refusal" "the template refused the input: unknown role robot" "$T/sft.json" \
     --set "data.train=[\"$T/role.jsonl\"]"
+printf '%s\n' '{"messages": [{"role": "user", "content": "n?"}, {"role": "assistant", "content": 18446744073709551616}]}' \
+    >"$T/big.jsonl"
+expect_refused "an int beyond 64 bits in a record" "big.jsonl:1: " "$T/sft.json" --set "data.train=[\"$T/big.jsonl\"]"
+mkdir -p "$T/nul" && cp tests/fixtures/tokenizer/gpt2.json "$T/nul/tokenizer.json"
+printf '%s' '{"chat_template": "{{ messages[0].content }}\u0000{{ raise_exception(1) }}", "eos_token": "x"}' \
+    >"$T/nul/tokenizer_config.json"
+expect_refused "a chat_template holding \\u0000" 'the string of "chat_template" holds \u0000' "$T/sft.json" \
+    --set "data.tokenizer=\"$T/nul\""
 mkdir -p "$T/notmpl" && cp tests/fixtures/tokenizer/gpt2.json "$T/notmpl/tokenizer.json"
 expect_refused "a tokenizer without a chat template" "notmpl/tokenizer_config.json: cannot read it" "$T/sft.json" \
     --set "data.tokenizer=\"$T/notmpl\""

@@ -37,6 +37,10 @@ config "$T/dir.json" "{\"from_config\": \"$T/olmo2_1b\", \"positions\": {\"mode\
 plan_ok "from_config names a directory (with RePo)" "$T/dir.json" "memory plan"
 config "$T/init.json" "{\"init_from\": \"$T/olmo2_1b\"}"
 plan_ok "--plan from a config-only init_from directory" "$T/init.json" "memory plan" "weights were not checked"
+# initializer_range is the weights' standard deviation: one <= 0 is refused, never replaced by 0.02
+printf '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4, "initializer_range": -1}' >"$T/badinit.json"
+config "$T/badinit_run.json" "{\"from_config\": \"$T/badinit.json\"}"
+expect_refused "initializer_range -1" "badinit.json: initializer_range must be a number > 0" "$T/badinit_run.json"
 expect_refused "a run from a config-only init_from directory" "give it as model.from_config instead" "$T/init.json"
 [ ! -e "$T/run" ] && ok "  ... and wrote nothing" || bad "the refused run created $T/run"
 mkdir -p "$T/qwen3" && cp "$H/qwen3_0.6b.json" "$T/qwen3/config.json"

@@ -139,6 +139,39 @@ static void test_refusals(void) {
            "silu, no biases, no dropout: loads %s", err);
 }
 
+/* ---- the family: model_type first, as transformers' AutoConfig and AutoModelForCausalLM choose it ---- */
+static void test_model_type(void) {
+    printf("the family comes from model_type; architectures[0] must agree with it\n");
+    const char* sizes = "\"vocab_size\": 64, \"hidden_size\": 32, \"intermediate_size\": 64, "
+                        "\"num_hidden_layers\": 2, \"num_attention_heads\": 4";
+    const struct {
+        const char* keys;
+        int block; /* -1: refused */
+        const char* want;
+    } cases[] = {
+        {"\"model_type\": \"gemma3_text\", \"architectures\": [\"Qwen2ForCausalLM\"]", -1,
+         "model_type 'gemma3_text' and architectures[0] 'Qwen2ForCausalLM' name different models"},
+        {"\"model_type\": \"llama\", \"architectures\": [\"MistralForCausalLM\"]", -1, "name different models"},
+        {"\"model_type\": \"qwen2\"", BLOCK_QWEN2, ""},
+        {"\"model_type\": \"qwen3\", \"architectures\": [\"Qwen3ForCausalLM\"]", BLOCK_QWEN3, ""},
+        {"\"architectures\": [\"LlamaForCausalLM\"]", BLOCK_LLAMA, ""},
+        {"\"model_type\": \"mistral\"", -1, "model_type 'mistral' is not supported"},
+        {"\"model_type\": \"gemma3\"", -1, "is the image-text model"},
+        {"\"model_type\": 3", -1, "'model_type' must be a string"},
+        {"\"hidden_act\": \"silu\"", -1, "missing 'model_type'"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char text[512], err[512] = "";
+        snprintf(text, sizeof(text), "{%s, %s}", cases[i].keys, sizes);
+        ModelConfig c;
+        int rc = parse(text, &c, err, sizeof(err));
+        if (cases[i].block < 0) EXPECT(rc && strstr(err, cases[i].want), "{%s}: refused: %s", cases[i].keys, err);
+        else
+            EXPECT(!rc && c.block == (BlockStyle)cases[i].block, "{%s}: %s %s", cases[i].keys,
+                   rc ? "refused" : block_style_name(c.block), err);
+    }
+}
+
 /* ---- rms_norm_eps absent: transformers' default of the model type ---- */
 static void test_eps_default(void) {
     printf("rms_norm_eps defaults\n");
@@ -456,6 +489,7 @@ int main(void) {
     test_published();
     test_llama3();
     test_refusals();
+    test_model_type();
     test_eps_default();
     test_carried();
     test_pe_read();

@@ -119,6 +119,13 @@ sed 's/"!":0,//' $F/gpt2.json >"$T/nobyte.json"
 expect_fail "a byte without a token" "model.vocab: no token for byte 0x21" $tok --tokenizer "$T/nobyte.json" --print-ids "$T/a.txt"
 sed 's/"dropout":null/"dropout":0.1/' $F/gpt2.json >"$T/drop.json"
 expect_fail "BPE dropout" "model.dropout = 0.1 is not supported" $tok --tokenizer "$T/drop.json" --print-ids "$T/a.txt"
+# a boolean given as a string is refused, never read as false
+sed 's/"add_prefix_space":false/"add_prefix_space":"true"/' $F/gpt2.json >"$T/strbool.json"
+expect_fail "a boolean given as a string" 'pre_tokenizer.add_prefix_space: expected true or false, not a string' \
+    $tok --tokenizer "$T/strbool.json" --print-ids "$T/a.txt"
+sed 's/"fuse_unk":false/"fuse_unk":"false"/' $F/gpt2.json >"$T/strbool2.json"
+expect_fail "model.fuse_unk as a string" 'model.fuse_unk: expected true or false, not a string' \
+    $tok --tokenizer "$T/strbool2.json" --print-ids "$T/a.txt"
 expect_fail "a missing tokenizer" "cannot read tokenizer '$T/none'" \
     $tok --tokenizer "$T/none" --print-ids "$T/a.txt"
 

@@ -101,6 +101,20 @@ static void check_alphabet(void) {
     }
 }
 
+static void no_span(void* ctx, size_t a, size_t b, int m) {}
+
+/* a search that backtracks past Oniguruma's limit: (a|a)*$ on 36 a's and a ! tries 2^36 ways */
+static void backtracking_search(void* arg) {
+    (void)arg;
+    char err[256];
+    TokRegex* re = tok_regex_new("(a|a)*$", 7, err, sizeof err);
+    CHECK(re, "%s", err);
+    const char* s = "xx aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!";
+    void* reg = NULL;
+    tok_regex_spans(re, &reg, (const uint8_t*)s, strlen(s), no_span, NULL);
+    printf("the search ended without an error\n");
+}
+
 int main(int argc, char** argv) {
     uc_init();
     for (size_t k = 0; k < N_PAT; k++) {
@@ -113,6 +127,9 @@ int main(int argc, char** argv) {
     check_text(NULL, (const uint8_t*)sample, len);
     free(sample);
     check_alphabet();
+    expect_dies_with(
+        "a search past Oniguruma's backtracking limit is an error, not the end of the matches", backtracking_search,
+        NULL, (const char* const[]){"the tokenizer's regex failed searching from byte offset 0", "retry-limit", NULL});
     for (int a = 1; a < argc; a++) printf("%s: %zu documents\n", argv[a], tok_docs_each(argv[a], check_text, NULL));
     for (size_t k = 0; k < N_PAT; k++) {
         EXPECT(P[k].bad == 0, "%s: the hand-written matcher and Oniguruma agree on %zu of %zu texts (%zu pre-tokens)",

@@ -66,6 +66,22 @@ case_ "tokens per micro-batch overflow" "train.batch_size: 536870912 x data.seq_
     "$base" --set train.batch_size=536870912
 case_ "--set value failing a check between keys" "--set optim.min_lr=1: optim.min_lr: 1 exceeds optim.lr" \
     "$base" --set optim.min_lr=1
+# JSONL data where no token carries loss would train at loss 0 and exit 0: refused; a large share of
+# records without loss is a warning
+for i in 1 2 3 4; do echo '{"input_ids": [1, 2, 3, 4], "labels": [-100, -100, -100, -100]}'; done >"$T/noloss.jsonl"
+jsonl='"model": {"vocab_size": 64, "d_model": 32, "n_layers": 2, "n_heads": 4, "d_ff": 64},
+      "data": {"train": ["'$T'/noloss.jsonl"], "format": "jsonl", "seq_len": 16},
+      "optim": {"warmup_steps": 0}, "train": {"batch_size": 2, "steps": 2, "eval_every": 0}'
+case_ "JSONL data where no token carries loss"     "$T/noloss.jsonl: no token of the 4 records carries loss (4 of them have none" "$jsonl"
+{ cat "$T/noloss.jsonl"; echo '{"input_ids": [1, 2, 3, 4]}'; } >"$T/someloss.jsonl"
+printf '{"run": {"out_dir": "%s"}, %s}\n' "$T/someloss" "$jsonl" >"$T/cfg.json"
+if build/train "$T/cfg.json" --set "data.train=[\"$T/someloss.jsonl\"]" >"$T/log" 2>&1 &&
+    grep -q "warning: 4 of the 5 records of data.train (jsonl) carry no loss" "$T/log"; then
+    echo "  OK      JSONL data where most records carry no loss trains with a warning: $(grep -m1 "warning: 4 of" "$T/log")"
+else
+    echo "  NOT OK  JSONL data where most records carry no loss: no warning"; tail -n 5 "$T/log"
+    failures=$((failures + 1))
+fi
 
 # a run to resume and to start from: 2 steps, one checkpoint
 printf '{"run": {"out_dir": "%s"}, %s}\n' "$T/done" "$base" >"$T/done.json"
@@ -93,6 +109,11 @@ resume_fails() {  # name phrase --set...   the resumed run stops before touching
 resume_fails "resume with another model size" \
     "model.d_model: 64 disagrees with 32 in $ck/config.json (the checkpoint this run resumes); a resumed run keeps" \
     --set model.d_model=64
+resume_fails "resume with another data.seq_len" \
+    "it was trained with data.seq_len 16, this run has 8; which rows each step reads depends on" --set data.seq_len=8
+resume_fails "resume with another run.seed" "it was trained with run.seed" --set run.seed=7
+resume_fails "resume with another data.order" "it was trained with data.order shuffle, this run has sequential" \
+    --set 'data.order="sequential"'
 resume_fails "resume with other positions" \
     "model.positions.mode: gives the layers repo, repo, but $ck/config.json (the checkpoint this run resumes) has rope, rope" \
     --set 'model.positions.mode="repo"' --set model.positions.repo_start_layer=0

@@ -177,9 +177,11 @@ static int parse_model(Ctx* c, const cJSON* root) {
         FAIL(c, "tokenizer '%s': model.type: \"%s\" is not supported (only BPE)", t->name, ty ? ty : "(none)");
     TRY(load_require_off(c, model, "dropout", "model"));
     TRY(parse_affixes(c, model));
-    t->ignore_merges = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "ignore_merges"));
-    t->byte_fallback = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "byte_fallback"));
-    t->fuse_unk = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "fuse_unk"));
+    bool flag[3];
+    TRY(load_flag(c, model, "ignore_merges", "model", false, &flag[0]));
+    TRY(load_flag(c, model, "byte_fallback", "model", false, &flag[1]));
+    TRY(load_flag(c, model, "fuse_unk", "model", false, &flag[2]));
+    t->ignore_merges = flag[0], t->byte_fallback = flag[1], t->fuse_unk = flag[2];
     const cJSON* vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
     const cJSON* merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
     const cJSON* added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");

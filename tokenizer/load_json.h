@@ -26,6 +26,9 @@ typedef struct {
 const char* load_type_of(const cJSON* o); /* the "type" string, NULL when none */
 /* key must be absent, null, false or "" (an option this code does not implement, left off) */
 int load_require_off(Ctx* c, const cJSON* o, const char* key, const char* path);
+/* o's boolean key into *out: dflt when absent or null, refused when neither true nor false (a string "true"
+   is not read as false) */
+int load_flag(Ctx* c, const cJSON* o, const char* key, const char* path, bool dflt, bool* out);
 bool load_is_id(const cJSON* v); /* an integer id in [0, 2^31-1) */
 
 int parse_normalizer(Ctx* c, const cJSON* p, const char* path);

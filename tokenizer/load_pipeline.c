@@ -23,6 +23,15 @@ int load_require_off(Ctx* c, const cJSON* o, const char* key, const char* path) 
     return 1;
 }
 
+int load_flag(Ctx* c, const cJSON* o, const char* key, const char* path, bool dflt, bool* out) {
+    const cJSON* v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (v && !cJSON_IsNull(v) && !cJSON_IsBool(v))
+        FAIL(c, "tokenizer '%s': %s.%s: expected true or false, not %s", c->t->name, path, key,
+             cJSON_IsString(v) ? "a string" : "another type");
+    *out = v && !cJSON_IsNull(v) ? cJSON_IsTrue(v) : dflt;
+    return 0;
+}
+
 bool load_is_id(const cJSON* v) {
     return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= (double)INT32_MAX - 1 &&
            v->valuedouble == (double)(int64_t)v->valuedouble;
@@ -133,8 +142,10 @@ int parse_normalizer(Ctx* c, const cJSON* p, const char* path) {
         st->kind = NORM_LOWERCASE;
     } else if (!strcmp(ty, "Strip")) {
         st->kind = NORM_STRIP;
-        st->left = cJSON_IsTrue(get(p, "strip_left"));
-        st->right = cJSON_IsTrue(get(p, "strip_right"));
+        bool left, right;
+        TRY(load_flag(c, p, "strip_left", path, false, &left));
+        TRY(load_flag(c, p, "strip_right", path, false, &right));
+        st->left = left, st->right = right;
     } else if (!strcmp(ty, "Prepend")) {
         const char* s = NULL;
         TRY(get_string(c, p, "prepend", path, &s));
@@ -198,7 +209,9 @@ static int builtin_split(Ctx* c, const char* pattern, SplitBehavior b, int inver
 static int parse_split(Ctx* c, const cJSON* p, const char* path) {
     PreStep s = {.kind = STEP_SPLIT_REGEX};
     TRY(parse_behavior(c, p, path, &s.behavior));
-    s.invert = cJSON_IsTrue(get(p, "invert"));
+    bool invert;
+    TRY(load_flag(c, p, "invert", path, false, &invert));
+    s.invert = invert;
     const cJSON* rx = get(get(p, "pattern"), "Regex");
     PreStep fast;
     if (cJSON_IsString(rx) && s.behavior == SPLIT_ISOLATED && !s.invert && !pretok_recognise(rx->valuestring, &fast))
@@ -217,16 +230,19 @@ int parse_pre(Ctx* c, const cJSON* p, const char* path) {
     if (!ty) FAIL(c, "tokenizer '%s': %s: expected an object with a \"type\"", c->t->name, path);
     if (!strcmp(ty, "Sequence")) return parse_seq(c, p, "pretokenizers", path, parse_pre);
     if (!strcmp(ty, "ByteLevel")) {
-        const cJSON* aps = get(p, "add_prefix_space");
-        const cJSON* re = get(p, "use_regex");
-        if (cJSON_IsTrue(aps)) TRY(add_step(c, (PreStep){.kind = STEP_PREFIX_SPACE}, path));
-        if (!re || cJSON_IsTrue(re)) TRY(add_step(c, (PreStep){.kind = STEP_SPLIT_GPT2}, path));
+        bool aps, re; /* absent: no prefix space, the GPT-2 regex */
+        TRY(load_flag(c, p, "add_prefix_space", path, false, &aps));
+        TRY(load_flag(c, p, "use_regex", path, true, &re));
+        if (aps) TRY(add_step(c, (PreStep){.kind = STEP_PREFIX_SPACE}, path));
+        if (re) TRY(add_step(c, (PreStep){.kind = STEP_SPLIT_GPT2}, path));
         c->t->byte_level = 1;
         return 0;
     }
     if (!strcmp(ty, "Digits")) {
         PreStep s = {.kind = STEP_DIGITS};
-        s.individual = cJSON_IsTrue(get(p, "individual_digits"));
+        bool individual;
+        TRY(load_flag(c, p, "individual_digits", path, false, &individual));
+        s.individual = individual;
         return add_step(c, s, path);
     }
     if (!strcmp(ty, "Split")) return parse_split(c, p, path);

@@ -6,7 +6,9 @@
    the previous match is skipped and the search moves on by one character.
    Oniguruma needs valid UTF-8, so each run of valid UTF-8 is searched alone and
    every invalid byte is a span of its own. Searching is thread-safe: each
-   caller brings its own region. */
+   caller brings its own region. An error of the search (Oniguruma gives up
+   past its backtracking limit) stops the program naming the offset: the rest
+   of the text is never left unsplit as if nothing more matched. */
 #include <oniguruma.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -72,7 +74,14 @@ static void run_spans(const TokRegex* re, OnigRegion* region, const uint8_t* s, 
     size_t from = 0, prev = 0, last_end = (size_t)-1;
     while (from <= n) {
         int r = onig_search(re->reg, s, s + n, s + from, s + n, region, ONIG_OPTION_NONE);
-        if (r < 0) break; /* ONIG_MISMATCH (an error on valid UTF-8 is not expected) */
+        if (r == ONIG_MISMATCH) break;
+        if (r < 0) { /* an error, such as the backtracking limit: never read as "no more matches" */
+            UChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
+            onig_error_code_to_str(msg, r);
+            DIE("the tokenizer's regex failed searching from byte offset %zu of the text being encoded (\"%.24s...\"): "
+                "Oniguruma: %s; the text is not split there as Hugging Face tokenizers would split it",
+                base + from, (const char*)s + from, (const char*)msg);
+        }
         size_t a = (size_t)region->beg[0], b = (size_t)region->end[0];
         if (a == b && b == last_end) { /* no empty match right after a match: one character on */
             uint32_t cp;

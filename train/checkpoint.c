@@ -230,6 +230,13 @@ static void state_word(const cJSON* root, const char* p, const char* key, const 
 
 /* trainer_state.json: every field typed and in range, and the step equal to the one the directory
    name (step_NNNNNNN) states */
+cJSON* ckpt_load_config(const char* dir) {
+    cJSON* root = read_state_json(dir);
+    cJSON* cfg = cJSON_DetachItemFromObjectCaseSensitive(root, "config");
+    cJSON_Delete(root);
+    return cJSON_IsObject(cfg) ? cfg : (cJSON_Delete(cfg), NULL);
+}
+
 void ckpt_load_state(const char* dir, TrainerState* st) {
     char p[4096];
     snprintf(p, sizeof(p), "%s/trainer_state.json", dir);

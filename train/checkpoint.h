@@ -18,6 +18,7 @@
 #ifndef REPOC_CHECKPOINT_H
 #define REPOC_CHECKPOINT_H
 
+#include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -70,6 +71,9 @@ void ckpt_load(const char* dir, Model* m, AdamW* opt, TrainerState* st);
 /* Read and check a checkpoint's trainer_state.json alone (ckpt_load's first
    step), so a run can refuse to resume before building anything large */
 void ckpt_load_state(const char* dir, TrainerState* st);
+/* the resolved run config trainer_state.json of checkpoint dir holds ("config"), NULL in older checkpoints;
+   the caller cJSON_Deletes it */
+cJSON* ckpt_load_config(const char* dir);
 
 /* The resolved config JSON stored in a checkpoint's trainer_state.json (malloc'd). */
 char* ckpt_read_config(const char* dir);

@@ -91,6 +91,35 @@ static void check_resume_batch(const Trainer* tr) {
         tr->rc.train.grad_accum, tr->world, tr->world == 1 ? "" : "s", st.rows_per_step);
 }
 
+/* Which rows step s reads is a function of run.seed (the shuffle, and the dropout masks), data.order and
+   data.seq_len as well: resumed with another value of one, the run would read other data from the step it
+   resumes at than the run it continues, repeating or skipping rows. Refused like another global batch;
+   train.compute_dtype and the products' engine change only the arithmetic, and are noted
+   (trainer_products.c). Checkpoints without a saved config pass. */
+static void check_resume_data(const Trainer* tr) {
+    cJSON* cfg = ckpt_load_config(tr->resumed_from);
+    if (!cfg) return;
+    const RunConfig* rc = &tr->rc;
+    char now[3][64], then[3][64];
+    static const char* const keys[3][2] = {{"run", "seed"}, {"data", "seq_len"}, {"data", "order"}};
+    snprintf(now[0], sizeof(now[0]), "%llu", (unsigned long long)rc->run.seed);
+    snprintf(now[1], sizeof(now[1]), "%zu", rc->data.seq_len);
+    snprintf(now[2], sizeof(now[2]), "%s", rc->data.order == ORDER_SHUFFLE ? "shuffle" : "sequential");
+    for (int k = 0; k < 3; k++) {
+        const cJSON* v =
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cfg, keys[k][0]), keys[k][1]);
+        if (cJSON_IsNumber(v)) snprintf(then[k], sizeof(then[k]), "%.0f", v->valuedouble);
+        else snprintf(then[k], sizeof(then[k]), "%.60s", cJSON_IsString(v) ? v->valuestring : now[k]);
+        if (strcmp(now[k], then[k]))
+            DIE("cannot resume from %s: it was trained with %s.%s %s, this run has %s; which rows each step reads "
+                "depends on run.seed, data.order and data.seq_len, so the continuation would read other data than "
+                "the run it continues. Set %s.%s back to %s, or start a new run from these weights with "
+                "model.init_from",
+                tr->resumed_from, keys[k][0], keys[k][1], then[k], now[k], keys[k][0], keys[k][1], then[k]);
+    }
+    cJSON_Delete(cfg);
+}
+
 /* The optimizer: the whole state, or this rank's slice of it (ZeRO-1); each rank's slice recorded for the gathers */
 static void build_optimizer(Trainer* tr) {
     const TensorTable* tt = &tr->model.tensors;
@@ -214,6 +243,7 @@ void trainer_setup(Trainer* tr) {
     }
     dist_bcast(tr->resumed_from, sizeof(tr->resumed_from)); /* rank 0 decides for all */
     if (tr->resumed_from[0]) check_resume_batch(tr);
+    if (tr->resumed_from[0]) check_resume_data(tr);
     if (tr->resumed_from[0] && !rc->run.threads) keep_resumed_threads(tr);
     trainer_resolve_model(tr, false);
     model_config_validate(&tr->mcfg);

@@ -5,6 +5,7 @@
 #include "train/trainer.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <string.h>
 
 #include "common/check.h"
@@ -144,7 +145,11 @@ double trainer_init_std(const Trainer* tr) {
         return rc->model.init_std;
     cJSON* carried = cJSON_Parse(tr->mcfg.hf_carried);
     const cJSON* v = cJSON_GetObjectItemCaseSensitive(carried, "initializer_range");
-    double std = cJSON_IsNumber(v) && v->valuedouble > 0 ? v->valuedouble : rc->model.init_std;
+    CHECK(!v || (cJSON_IsNumber(v) && v->valuedouble > 0 && isfinite(v->valuedouble)),
+          "%s: initializer_range must be a number > 0 (the weights' standard deviation; transformers draws them "
+          "so), not %s: fix it, or set model.init_std",
+          rc->model.from_config, cJSON_IsNumber(v) ? "a number <= 0" : "another type");
+    double std = v ? v->valuedouble : rc->model.init_std;
     cJSON_Delete(carried);
     return std;
 }

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
     char* ctx_text = file_read_all(argv[2], &n);
     cJSON* ctx = cJSON_ParseWithLength(ctx_text, n);
     CHECK(cJSON_IsObject(ctx), "%s: not a JSON object", argv[2]);
+    chat_json_keep_numbers(ctx, ctx_text);
     if (plen > 5 && !strcmp(path + plen - 5, ".json")) { /* the config's special tokens, as the trainer passes them */
         char* text = file_read_all(path, &n);
         cJSON* c = cJSON_ParseWithLength(text, n);

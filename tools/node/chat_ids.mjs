@@ -1,7 +1,8 @@
 // The ids and loss mask of reference chat records (tools/chat_reference.py's "spans" lines on stdin),
 // encoded by @huggingface/tokenizers with tokenizer.json, without added BOS/EOS, as apply_chat_template's
-// ids: one line {"ids": [...], "loss": [...]} per record, a token carrying loss when its first byte lies in
-// an assistant span. Byte offsets come from the tokens' byte-level strings (GPT-2's byte alphabet), so this
+// ids: one line {"ids": [...], "loss": [...]} per record, a token carrying loss when one of its bytes lies
+// in an assistant span (transformers' assistant mask: from the token holding a span's first character through
+// the one holding its last). Byte offsets come from the tokens' byte-level strings (GPT-2's byte alphabet), so this
 // is for byte-level BPE tokenizers. Usage: node tools/node/chat_ids.mjs TOKENIZER.json < spans.jsonl
 import fs from "node:fs";
 import { createRequire } from "node:module";
@@ -23,9 +24,10 @@ for (const line of fs.readFileSync(0, "utf8").split("\n")) {
     const loss = [];
     let at = 0;
     for (const t of enc.tokens) {
-        loss.push(spans.some(([b, e]) => at >= b && at < e) ? 1 : 0);
+        const start = at;
         if (added.has(t)) at += added.get(t);
         else for (const ch of t) { if (!byteOf.has(ch)) throw new Error("not a byte-level token: " + t); at++; }
+        loss.push(spans.some(([b, e]) => start < e && at > b) ? 1 : 0);
     }
     if (at !== Buffer.byteLength(text, "utf8")) throw new Error(`tokens hold ${at} bytes, the text ${Buffer.byteLength(text)}`);
     console.log(JSON.stringify({ ids: enc.ids, loss }));
