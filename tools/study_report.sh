@@ -149,6 +149,33 @@ fi
 echo "**Verdict:** $sentence"
 echo
 
+echo "### Learning curves (the loop's evaluation: M's families, 100 items each, training text as filler; means over the seeds)"
+echo
+# curve MODE: "step value" per evaluation, value the mean over M's families (noisy is not in the loop) and the seeds
+curve() {
+    local s
+    for s in $SEEDS; do
+        grep '"retrieval"' "$out/stage2_${1}_s$s/metrics.jsonl" | sed 's/"retrieval_tokens".*//' |
+            awk -v pool=",$POOL," '{ step = $2; sub(/,$/, "", step); t = 0; n = 0
+                while (match($0, /"[a-z]+@[0-9]+": [0-9.e+-]+/)) {
+                    kv = substr($0, RSTART, RLENGTH); $0 = substr($0, RSTART + RLENGTH)
+                    split(kv, a, /": /); k = substr(a[1], 2)
+                    if (index(pool, "," k ",")) { t += a[2]; n++ } }
+                if (n) print step, t / n }'
+    done | awk '{ v[$1] += $2; c[$1]++ } END { for (k in v) print k, v[k] / c[k] }' | sort -n
+}
+steps=$(curve rope | awk '{ print $1 }' | tr '\n' ' ')
+printf '| step |'; for m in $MODES; do printf ' %s |' "$m"; done; printf ' nope − rope |\n'
+printf '|---:|'; for m in $MODES; do printf '%s' '---:|'; done; printf '%s\n' '---:|'
+for m in $MODES; do curve "$m" > "$out/compare/curve_$m.txt"; done
+for st in $steps; do
+    printf '| %s |' "$st"
+    for m in $MODES; do printf ' %s |' "$(awk -v s="$st" '$1 == s { printf "%.3f", $2 }' "$out/compare/curve_$m.txt")"; done
+    printf ' %s |\n' "$(join <(awk -v s="$st" '$1 == s' "$out/compare/curve_nope.txt") <(awk -v s="$st" '$1 == s' "$out/compare/curve_rope.txt") |
+        awk '{ printf "%+.3f", $2 - $3 }')"
+done
+echo
+
 echo "### Every comparison (B − A over $n_seeds seeds and the items; 95% two-level bootstrap, seeds then items)"
 echo
 echo "| comparison | metric | n | A | B | B − A | 95% interval | per seed | verdict |"
