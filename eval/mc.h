@@ -178,9 +178,4 @@ size_t mc_check_file(const char* file, const McFields* f, size_t limit);
 void mc_tally(McResult* r, const McItem* it, size_t n_choices, size_t label, bool* acc, bool* acc_norm);
 /* r's n, seconds (since t0), acc, acc_norm, their stderr and Wilson intervals from its counts */
 void mc_result_close(McResult* r, size_t n, double t0);
-/* Score the first n items of file (mc_check_file's count). keep_items: per-item records into r->items.
-   progress: a line with items/s and ETA, rewritten in place (a terminal). */
-void mc_run_file(McResult* r, McScorer* s, const char* file, const McFields* f, size_t n, bool keep_items,
-                 bool progress);
-
 #endif

@@ -1,6 +1,8 @@
-/* Multiple choice encoded once, scored at every evaluation (eval/mc_set.h). */
+/* Multiple choice encoded once, scored at every evaluation, and files scored as they are read (eval/mc_set.h). */
 #include "eval/mc_set.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,4 +83,84 @@ void mc_set_free(McSet* set) {
     free(set->item);
     free(set->choice);
     memset(set, 0, sizeof(*set));
+}
+
+/* ---- a file scored as it is read: records in blocks of MC_GROUP_ITEMS, each block one McSet */
+
+/* the per-item record of the JSON output: item e of a set, its id (NULL: its index in the file) */
+static cJSON* item_json(const McItem* it, const McSetItem* r, const cJSON* id, size_t index, bool acc, bool acc_norm) {
+    cJSON* e = cJSON_CreateObject();
+    if (id) cJSON_AddItemToObject(e, "id", cJSON_Duplicate(id, true));
+    else cJSON_AddNumberToObject(e, "id", (double)index); /* the item's index in the file, as the harness's doc_id */
+    cJSON_AddNumberToObject(e, "label", (double)r->label);
+    cJSON_AddItemToObject(e, "loglikelihoods", cJSON_CreateDoubleArray(it->ll, (int)r->n_choices));
+    cJSON* g = cJSON_AddArrayToObject(e, "is_greedy");
+    for (size_t k = 0; k < r->n_choices; k++) cJSON_AddItemToArray(g, cJSON_CreateBool(it->greedy[k]));
+    cJSON_AddItemToObject(e, "choice_chars", cJSON_CreateDoubleArray(it->chars, (int)r->n_choices));
+    cJSON_AddNumberToObject(e, "context_tokens", (double)it->ctx_tokens);
+    cJSON_AddNumberToObject(e, "acc", acc);
+    cJSON_AddNumberToObject(e, "acc_norm", acc_norm);
+    return e;
+}
+
+typedef struct { /* mc_run_file's state, handed to each record */
+    McResult* r;
+    McScorer* s;
+    const char* file;
+    size_t i, n;
+    bool progress;
+    double t0, shown;
+    McSet block;                /* the records read and not yet scored */
+    cJSON* ids[MC_GROUP_ITEMS]; /* theirs (copies), or NULL */
+    McItem it[MC_GROUP_ITEMS];
+} FileRun;
+
+static void progress_line(const McResult* r, size_t i, size_t n, double t0) {
+    double dt = now_s() - t0, rate = (double)i / (dt > 0 ? dt : 1e-9), eta = (double)(n - i) / (rate > 0 ? rate : 1);
+    printf("\r  mc %-24s %zu/%zu items  %.1f items/s  ETA %dm%02ds   ", r->name, i, n, rate, (int)(eta / 60),
+           (int)fmod(eta, 60));
+    fflush(stdout);
+}
+
+/* score the block of records read, count them, and empty it */
+static void run_block(FileRun* f) {
+    McSet* b = &f->block;
+    mc_score_items(f->it, f->s, b, 0, b->n);
+    for (size_t j = 0; j < b->n; j++, f->i++) {
+        bool acc, acc_norm;
+        mc_tally(f->r, &f->it[j], b->item[j].n_choices, b->item[j].label, &acc, &acc_norm);
+        if (f->r->items)
+            cJSON_AddItemToArray(f->r->items, item_json(&f->it[j], &b->item[j], f->ids[j], f->i, acc, acc_norm));
+        cJSON_Delete(f->ids[j]);
+        f->ids[j] = NULL;
+    }
+    mc_set_clear(b);
+    if (f->progress && now_s() - f->shown > 0.5) {
+        progress_line(f->r, f->i, f->n, f->t0);
+        f->shown = now_s();
+    }
+}
+
+static void run_record(void* arg, const McRecord* rec, size_t line) {
+    FileRun* f = arg;
+    f->ids[f->block.n] = rec->id ? cJSON_Duplicate(rec->id, true) : NULL;
+    mc_set_add(&f->block, f->s, rec, f->file, line);
+    if (f->block.n == MC_GROUP_ITEMS) run_block(f);
+}
+
+void mc_run_file(McResult* r, McScorer* s, const char* file, const McFields* f, size_t n, bool keep_items,
+                 bool progress) {
+    memset(r, 0, sizeof(*r));
+    mc_name(r->name, sizeof r->name, file);
+    r->items = keep_items ? cJSON_CreateArray() : NULL;
+    FileRun* run = callocCheck(1, sizeof(FileRun));
+    *run = (FileRun){.r = r, .s = s, .file = file, .n = n, .progress = progress, .t0 = now_s()};
+    run->shown = run->t0;
+    size_t got = mc_read_file(file, f, n, run_record, run);
+    if (run->block.n) run_block(run);
+    CHECK(got == n, "%s: ended after %zu items, %zu were counted (changed while read?)", file, got, n);
+    if (progress) printf("\r%*s\r", 100, "");
+    mc_result_close(r, n, run->t0);
+    mc_set_free(&run->block);
+    free(run);
 }

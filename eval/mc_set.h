@@ -1,7 +1,7 @@
 /* Multiple choice scored again and again (the trainer's evaluation at every train.eval_every): a file's
    first n items read, checked and encoded once (mc_encode, build/eval's encoding) and kept as token ids;
    each mc_set_run scores them with mc_score_items, build/eval's scoring, reading, encoding and allocating
-   nothing. */
+   nothing. mc_run_file scores a file as it reads it, a block of records at a time through the same sets. */
 #ifndef REPOC_MC_SET_H
 #define REPOC_MC_SET_H
 
@@ -44,5 +44,10 @@ bool mc_set_run(McResult* r, McScorer* s, const McSet* set, const volatile sig_a
 /* The bytes the set holds */
 size_t mc_set_bytes(const McSet* set);
 void mc_set_free(McSet* set);
+
+/* Score the first n items of file (mc_check_file's count). keep_items: per-item records into r->items.
+   progress: a line with items/s and ETA, rewritten in place (a terminal). */
+void mc_run_file(McResult* r, McScorer* s, const char* file, const McFields* f, size_t n, bool keep_items,
+                 bool progress);
 
 #endif

@@ -5,7 +5,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "eval/mc.h"
+#include "eval/mc_set.h"
 #include "programs/cli.h"
 
 typedef struct {
