@@ -326,6 +326,24 @@ static void choose_f32_engine(const char* given, const ModelConfig* cfg, size_t 
 
 const char* cli_products_line(void) { return products_line; }
 
+/* every weight finite: one NaN or infinity makes every output NaN, which would run to exit 0 */
+static void check_finite(const Model* m, const char* dir) {
+    for (size_t i = 0; i < m->tensors.n; i++) {
+        const TensorInfo* t = &m->tensors.t[i];
+        if (t->bf16) continue; /* the BF16 arena: not used for inference */
+        const real* p = m->params + t->offset;
+        size_t bad = 0;
+#pragma omp parallel for reduction(+ : bad) schedule(static)
+        for (size_t j = 0; j < t->numel; j++) bad += !isfinite(p[j]);
+        if (!bad) continue;
+        size_t j = 0;
+        while (isfinite(p[j])) j++;
+        DIE("%s: %s: tensor %s holds %zu values that are not finite (the first, element %zu, is %g): a diverged or "
+            "damaged checkpoint",
+            prog_name, dir, t->name, bad, j, (double)p[j]);
+    }
+}
+
 void cli_load_model(Model* m, const ModelConfig* cfg, const CkptInfo* ci, size_t B, size_t T, bool compute_bf16,
                     const char* f32_engine) {
     const char* no_grads[] = {"*"}; /* inference only: no gradient arena */
@@ -334,4 +352,5 @@ void cli_load_model(Model* m, const ModelConfig* cfg, const CkptInfo* ci, size_t
     size_t fresh = ckpt_weights_load(m, ci->dir, 0, false, NULL); /* a LoRA base: the one the adapter names */
     if (fresh)
         DIE("%s: the checkpoint lacks the weights of %zu RePo tensors its config.json asks for", prog_name, fresh);
+    check_finite(m, ci->dir);
 }

@@ -83,6 +83,13 @@ echo "errors"
 mkdir -p "$T/empty"
 expect_fail "missing checkpoint" "does not exist" "$T/nowhere"
 expect_fail "directory without a checkpoint" "neither a checkpoint" "$T/empty"
+# a NaN in the weights (element 5 of lm_head.weight, the first F32 tensor of the mc fixture) is refused: before,
+# build/eval ran to exit 0 and printed nll nan
+cp -r tests/fixtures/mc/ckpt "$T/nan_ckpt"
+hdr=$(od -An -tu8 -N8 "$T/nan_ckpt/model.safetensors" | tr -d ' ')
+printf '\000\000\300\177' | dd of="$T/nan_ckpt/model.safetensors" bs=1 seek=$((8 + hdr + 20)) conv=notrunc 2>/dev/null
+expect_fail "a NaN weight" "tensor lm_head.weight holds 1 values that are not finite (the first, element 5, is nan)" \
+    "$T/nan_ckpt" --tasks single --lengths 40 --items 1
 expect_fail "unknown option" "unknown option '--bogus'" $CK --bogus
 expect_fail "unknown task" "unknown task 'needle' (all, single, multikey, multivalue, multiquery, distractor, table)" \
     $CK --tasks single,needle
