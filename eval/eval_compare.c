@@ -240,19 +240,24 @@ static void collect(Paired* p, const ScoreFile* fa, const ScoreFile* fb, size_t 
     p->n = 0;
     p->a = mallocCheck((S * cap + 1) * sizeof(double));
     p->b = mallocCheck((S * cap + 1) * sizeof(double));
+    const ScoreFile* files[2 * STATS_MAX_SEEDS];
+    const TaskScores* tasks[2 * STATS_MAX_SEEDS]; /* key's scores in each file: a[0..S), then b[0..S) */
+    for (size_t f = 0; f < 2 * S; f++) {
+        files[f] = f < S ? &fa[f] : &fb[f - S];
+        tasks[f] = find_task(files[f], key);
+    }
     for (size_t i = 0; i < cap; i++) {
         const ItemScore* it = &t0->it[i];
         const ItemScore* found[2 * STATS_MAX_SEEDS];
         bool everywhere = true;
         for (size_t f = 0; f < 2 * S && everywhere; f++) {
-            const ScoreFile* file = f < S ? &fa[f] : &fb[f - S];
-            const TaskScores* t = find_task(file, key);
+            const TaskScores* t = tasks[f];
             found[f] = bsearch(it, t->it, t->n, sizeof(ItemScore), cmp_item);
             everywhere = found[f] != NULL;
             bool both_nan = everywhere && isnan(found[f]->label) && isnan(it->label);
             CHECK(!everywhere || both_nan || found[f]->label == it->label,
                   "eval --compare: %s: item \"%s\" has label %g in %s and %g in %s: not the same item", key, it->id,
-                  it->label, fa[0].path, found[f]->label, file->path);
+                  it->label, fa[0].path, found[f]->label, files[f]->path);
         }
         if (!everywhere) continue;
         for (size_t k = 0; k < S; k++) {

@@ -50,6 +50,12 @@ double stats_quantile(const double* s, size_t n, double q) {
     return i + 1 < n ? s[i] + (h - (double)i) * (s[i + 1] - s[i]) : s[n - 1];
 }
 
+/* the 2.5% and 97.5% quantiles of the STATS_RESAMPLES resampled means in work (sorted in place) */
+static Interval percentile_interval(double* work) {
+    stats_sort(work, STATS_RESAMPLES);
+    return (Interval){stats_quantile(work, STATS_RESAMPLES, 0.025), stats_quantile(work, STATS_RESAMPLES, 0.975)};
+}
+
 /* resample item indices; each resample's mean of b[i] - a[i] (a NULL: of b[i]) into work */
 static Interval bootstrap(const double* a, const double* b, size_t n, double* work) {
     Rng rng;
@@ -62,8 +68,7 @@ static Interval bootstrap(const double* a, const double* b, size_t n, double* wo
         }
         work[r] = s / (double)n;
     }
-    stats_sort(work, STATS_RESAMPLES);
-    return (Interval){stats_quantile(work, STATS_RESAMPLES, 0.025), stats_quantile(work, STATS_RESAMPLES, 0.975)};
+    return percentile_interval(work);
 }
 
 Interval stats_bootstrap_mean(const double* x, size_t n, double* work) { return bootstrap(NULL, x, n, work); }
@@ -87,8 +92,7 @@ Interval stats_bootstrap_diff_seeds(const double* a, const double* b, size_t S, 
         }
         work[r] = sum / (double)(S * n);
     }
-    stats_sort(work, STATS_RESAMPLES);
-    return (Interval){stats_quantile(work, STATS_RESAMPLES, 0.025), stats_quantile(work, STATS_RESAMPLES, 0.975)};
+    return percentile_interval(work);
 }
 
 double stats_mcnemar_exact(size_t n01, size_t n10) {

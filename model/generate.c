@@ -28,13 +28,17 @@
    about a millisecond of one core's work */
 #define GEN_SERIAL_WORK 4e6
 
+/* the rows of a sliding layer's ring for chunks of NC tokens: the oldest key a chunk's first query sees .. its
+   last */
+static size_t ring_rows(const ModelConfig* c, size_t NC) { return c->sliding_window + NC - 1; }
+
 /* every view of the arena, in one list (counting when cur->base is NULL) */
 static void gen_layout(Generator* g, const ModelConfig* c, Cursor* cur) {
     size_t T = g->max_T, NC = g->max_chunk, D = c->D, F = c->F, hd = cfg_hd(c);
     size_t qd = c->H * hd, kvd = c->KVH * hd;
     bool qkn = cfg_qk_norm(c);
     for (size_t l = 0; l < c->L; l++) {
-        size_t ring = c->sliding_window + NC - 1; /* the oldest key a chunk's first query sees .. its last */
+        size_t ring = ring_rows(c, NC);
         g->rows[l] = cfg_sliding(c, l) && ring < T ? ring : T;
         g->k[l] = cursor_take(cur, g->rows[l] * kvd);
         g->v[l] = cursor_take(cur, g->rows[l] * kvd);
@@ -307,8 +311,7 @@ const real* gen_forward(Generator* g, const int32_t* tokens, size_t n) {
 
 bool gen_tree_fits(const Generator* g, size_t n) {
     const ModelConfig* c = &g->m->cfg;
-    size_t ring = c->sliding_window + g->max_chunk - 1; /* a sliding layer's rows, at any cache size (gen_layout) */
-    return g->len + n <= g->limit_T && !(c->sliding_window && g->len + n > ring);
+    return g->len + n <= g->limit_T && !(c->sliding_window && g->len + n > ring_rows(c, g->max_chunk));
 }
 
 void gen_forward_tree(Generator* g, const int32_t* tokens, size_t n, const GenBranch* tree) {

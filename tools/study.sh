@@ -42,6 +42,8 @@
 # other RePo mode, keeps the run near an hour on 2 cores; STUDY_MODES="rope nope r1n3 r2n1 repo_wm repo" runs all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=tools/study_lib.sh
+. tools/study_lib.sh
 
 quick=0
 out=
@@ -101,7 +103,6 @@ mkdir -p "$out"/logs "$out"/configs "$out"/text "$out"/eval "$out"/cal "$out"/co
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 die_log() { tail -n 20 "$1" >&2; echo "tools/study.sh: $2 (log: $1)" >&2; exit 1; }
 slot() { while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n || true; done; }   # at most two jobs
-jnum() { sed -n "s/^[[:space:]]*\"$1\":[[:space:]]*\([^,]*\),\{0,1\}$/\1/p" "$2" | head -n 1; }
 t_start=$(date +%s)
 
 # ---- the text, one document per file, a tenth held out by tokenize's hash of the document index
@@ -137,11 +138,6 @@ noisy() {
     shift 3
     build/eval "$run" --tasks distractor --lengths "$lengths" --synthetic "$NOISY_SYN" --threads 1 --json "$json" "$@" &&
         sed -i 's/"family":[[:space:]]*"distractor"/"family": "noisy"/' "$json"
-}
-# accuracy FILE FAMILY LENGTH: a family's exact match in a build/eval --json file
-accuracy() {
-    tr -d ' \t\n' < "$1" | grep -oE "\{\"family\":\"$2\",\"length\":$3,[^[]*" | grep -oE '"accuracy":[0-9.e+-]+' |
-        cut -d: -f2 | head -n 1
 }
 
 # ---- stage 1

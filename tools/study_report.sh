@@ -8,6 +8,8 @@
 # per line) and the eval JSON in OUT/eval; the settings come from tools/study.sh's environment.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=tools/study_lib.sh
+. tools/study_lib.sh
 
 if [ "${1:-}" = --splice ]; then
     doc=$2 res=$3
@@ -38,11 +40,6 @@ ci() { field "$1" "$2" ci | tr -d '[] ' | awk -F, '{ printf "[%+.3f, %+.3f]", $1
 num() { awk -v x="$1" 'BEGIN { printf "%+.3f", x }'; }
 per_seed() { # FILE KEY: the per-seed differences
     field "$1" "$2" diff_per_seed | tr -d '[] ' | awk -F, '{ for (i = 1; i <= NF; i++) printf "%s%+.3f", (i > 1 ? ", " : ""), $i }'
-}
-# accuracy FILE FAMILY LENGTH: a family's exact match in a build/eval --json file
-accuracy() {
-    tr -d ' \t\n' < "$1" | grep -oE "\{\"family\":\"$2\",\"length\":$3,[^[]*" | grep -oE '"accuracy":[0-9.e+-]+' |
-        cut -d: -f2 | head -n 1
 }
 mean_over_seeds() { # MODE FAMILY LENGTH SUFFIX
     local s v
