@@ -18,14 +18,13 @@
 #include "eval/mc_set.h"
 
 #define MC_CHUNK 512 /* rows per forward call (tokens of several items) */
-#define MC_HEAD_ROWS MC_HEAD_ROWS_MAX
 
 size_t mc_window(size_t window, size_t max_position_embeddings) {
     return window ? window : max_position_embeddings ? max_position_embeddings : MC_DEFAULT_WINDOW;
 }
 
 size_t mc_scorer_reals(const ModelConfig* cfg, size_t W) {
-    size_t chunk = W < MC_CHUNK ? W : MC_CHUNK, rows = chunk < MC_HEAD_ROWS ? chunk : MC_HEAD_ROWS;
+    size_t chunk = W < MC_CHUNK ? W : MC_CHUNK, rows = chunk < MC_HEAD_ROWS_MAX ? chunk : MC_HEAD_ROWS_MAX;
     /* the generator; logits, normed, gathered rows, rstd; first; the tree, its tokens and the rows to score */
     return gen_arena_reals(cfg, W, chunk) + rows * (cfg->V + 2 * cfg->D + 1) + cfg->V +
            chunk * (sizeof(GenBranch) + sizeof(int32_t) + sizeof(McRow)) / sizeof(real);
@@ -39,7 +38,7 @@ void mc_scorer_init(McScorer* s, const Model* m, const Tokenizer* tok, size_t W,
     s->W = W;
     s->V = m->cfg.V;
     s->chunk = W < MC_CHUNK ? W : MC_CHUNK;
-    s->head_rows = s->chunk < MC_HEAD_ROWS ? s->chunk : MC_HEAD_ROWS;
+    s->head_rows = s->chunk < MC_HEAD_ROWS_MAX ? s->chunk : MC_HEAD_ROWS_MAX;
     gen_build(&s->g, m, W, s->chunk);
     tok_encoder_init(&s->enc, tok);
     s->logits = mallocCheck(mulCheck(s->head_rows, s->V * sizeof(real), "mc logits"));
@@ -234,7 +233,7 @@ static size_t lay_item(McScorer* s, size_t at, size_t gi, const McItemView* v) {
     return at;
 }
 
-/* the laid-out rows scored into items[gi]: the head on the rows that predict a token, MC_HEAD_ROWS at a time,
+/* the laid-out rows scored into items[gi]: the head on the rows that predict a token, MC_HEAD_ROWS_MAX at a time,
    their softmax statistics in parallel, then the log-probabilities summed in row order */
 static void score_tree_rows(McScorer* s, McItem* items, McItemView* views) {
     size_t D = s->g.m->cfg.D, V = s->V;
