@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "data/chat_parse.h"
 
 /* ---- tokens of one tag ---- */
@@ -26,6 +27,16 @@ static bool is_name_char(char c, bool first) {
     return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (!first && c >= '0' && c <= '9');
 }
 
+/* the character at s[0..n) (n >= 1) for a message: the whole UTF-8 sequence, never half of one; a byte
+   that starts no valid sequence as \xNN */
+static const char* char_shown(const char* s, size_t n, char out[8]) {
+    uint32_t cp;
+    size_t len = utf8_decode((const uint8_t*)s, n, &cp);
+    if (len) memcpy(out, s, len), out[len] = 0;
+    else snprintf(out, 8, "\\x%02X", (unsigned char)s[0]);
+    return out;
+}
+
 /* a quoted literal from s (at the quote) into pool bytes, with Python's escapes; returns the length eaten */
 static size_t lex_string(Parser* P, const char* s, size_t n, Tok* t) {
     char q = s[0];
@@ -36,10 +47,10 @@ static size_t lex_string(Parser* P, const char* s, size_t n, Tok* t) {
     for (; i < n && s[i] != q; i++) {
         char c = s[i];
         if (c == '\\' && i + 1 < n) {
-            char e = s[++i];
+            char e = s[++i], shown[8];
             c = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e;
             if (e != 'n' && e != 't' && e != 'r' && e != '\\' && e != '\'' && e != '"')
-                expr_fail(P, "the escape \\%c in a string literal is not supported", e);
+                expr_fail(P, "the escape \\%s in a string literal is not supported", char_shown(s + i, n - i, shown));
         }
         out[o++] = c;
     }
@@ -113,10 +124,11 @@ void expr_lex(Parser* P, const char* s, size_t n) {
             i = j;
             continue;
         }
-        size_t len = strchr("+-*/%~<>=()[]{}.,:|", c) ? 1 : 0;
+        size_t len = c && strchr("+-*/%~<>=()[]{}.,:|", c) ? 1 : 0;
         for (size_t k = 0; k < sizeof(ops2) / sizeof(ops2[0]); k++)
             if (i + 1 < n && s[i] == ops2[k][0] && s[i + 1] == ops2[k][1]) len = 2;
-        if (!len) expr_fail(P, "unexpected character '%c' in an expression", c);
+        char shown[8];
+        if (!len) expr_fail(P, "unexpected character '%s' in an expression", char_shown(s + i, n - i, shown));
         if (len == 2 && s[i] == '*') expr_fail(P, "the operator ** is not supported");
         t->k = T_OP, t->s = pool_strndup(P->pool, s + i, len), t->len = len;
         i += len;

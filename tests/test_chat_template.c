@@ -162,6 +162,9 @@ static const Case JINJA[] = {
             "1000 1000.0 10.5 0.002 150.0 0"),
     REFUSED("{{ 012 }}", NULL, "leading zero"),                    /* jinja2: TemplateSyntaxError */
     REFUSED("{{ 0x1F }}", NULL, "hex, octal and binary literals"), /* jinja2: 31 */
+    /* a message shows the whole character, never half of its UTF-8 bytes */
+    REFUSED("{{ 1 \u00e9 2 }}", NULL, "unexpected character '\u00e9'"),
+    REFUSED("{{ 'a\\\u00e9' }}", NULL, "the escape \\\u00e9 in"),
 };
 
 /* loops, case mapping, ranges, tuples, iterators and reprs as jinja2 has them (or refused where jinja2 prints an
