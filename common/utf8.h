@@ -67,4 +67,13 @@ static inline size_t utf8_lossy(const uint8_t* s, size_t n, char* out) {
     return k;
 }
 
+/* How many bytes of s[0..len) a message may print ("%.*s") to show at most max of them without cutting a
+   UTF-8 sequence in two: len when it is at most max, else max or fewer, when byte max continues a sequence. */
+static inline int utf8_clip(const char* s, size_t len, size_t max) {
+    if (len <= max) return (int)len;
+    size_t n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--;
+    return (int)n;
+}
+
 #endif

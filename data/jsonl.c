@@ -96,8 +96,12 @@ static void encode(Reader* r, const char* text, const char* file, size_t line) {
           "%s:%zu: a text record needs a tokenizer: set data.tokenizer (build/train) or pass --tokenizer "
           "(build/sft_eval), a tokenizer.json or its directory, or use a checkpoint with tokenizer.json",
           file, line);
+    char source[4200]; /* a tokenizer error names the record (tokenizer.h) */
+    snprintf(source, sizeof source, "the text of line %zu of '%s'", line, file);
     r->enc.n_ids = 0;
+    r->enc.source = source;
     tok_encode(&r->enc, (const uint8_t*)text, strlen(text));
+    r->enc.source = NULL;
 }
 
 /* a chat record: the conversation rendered with the tokenizer's template (data/chat.h) and tokenized whole
@@ -120,8 +124,12 @@ static void read_chat(Reader* r, PackedRows* p, const cJSON* messages, const cha
     char err[1024];
     CHECK(chat_render_record(&r->chat, messages, &text, &len, r->spans, CHAT_MAX_TURNS, &n_spans, err, sizeof(err)),
           "%s:%zu: %s", file, line, err);
+    char source[4200];
+    snprintf(source, sizeof source, "the rendered conversation of line %zu of '%s'", line, file);
     r->enc.n_ids = 0;
+    r->enc.source = source;
     tok_encode(&r->enc, (const uint8_t*)text, len);
+    r->enc.source = NULL;
     size_t at = 0, s = 0; /* the byte offset of token i in text; the first span not yet behind it */
     for (size_t i = 0; i < r->enc.n_ids; i++) {
         int32_t id = r->enc.ids[i];

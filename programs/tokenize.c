@@ -209,13 +209,21 @@ static void encode_doc(TokEncoder* e, const Doc* d, const Options* o, const char
         else if (!cJSON_IsString(f))
             snprintf(out->err, sizeof out->err, "'%s' line %zu: no string field \"%s\"", path, d->line, o->field);
         else {
+            char source[4200]; /* a tokenizer error names the document (tokenizer.h) */
+            snprintf(source, sizeof source, "the string of \"%s\" on line %zu of '%s'", o->field, d->line, path);
+            e->source = source;
             out->text_bytes = strlen(f->valuestring);
             tok_encode(e, (const uint8_t*)f->valuestring, out->text_bytes);
+            e->source = NULL;
         }
         cJSON_Delete(j);
     } else {
+        char source[4200];
+        snprintf(source, sizeof source, "'%s'", path);
+        e->source = source;
         out->text_bytes = d->len;
         tok_encode(e, d->text, d->len);
+        e->source = NULL;
     }
     tok_push_ids(e, ar->suffix, ar->n_suffix);
     if (ar->eos >= 0) tok_push_ids(e, &ar->eos, 1);

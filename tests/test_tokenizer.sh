@@ -112,6 +112,16 @@ expect_fail "a bad regex" "pre_tokenizer.pretokenizers[0].pattern.Regex: bad reg
     $tok --tokenizer "$T/re.json" --print-ids "$T/a.txt"
 expect_fail "a bad regex: Oniguruma's message" "end pattern with unmatched parenthesis (Oniguruma)" \
     $tok --tokenizer "$T/re.json" --print-ids "$T/a.txt"
+# a search past Oniguruma's backtracking limit names the document and the byte offset in it
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); d["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(a|a)*$"; json.dump(d, open(sys.argv[2], "w"))' \
+    $F/cl100k.json "$T/limit.json"
+printf '{"text": "fine"}\n{"text": "xx %s!"}\n' "$(printf 'a%.0s' $(seq 36))" >"$T/limit.jsonl"
+expect_fail "the regex's backtracking limit in a JSONL record" \
+    "failed searching from byte offset 0 of the string of \"text\" on line 2 of '$T/limit.jsonl'" \
+    $tok --tokenizer "$T/limit.json" --jsonl --print-ids "$T/limit.jsonl"
+printf 'xx %s!' "$(printf 'a%.0s' $(seq 36))" >"$T/limit.txt"
+expect_fail "the regex's backtracking limit in a text file" "byte offset 0 of '$T/limit.txt'" \
+    $tok --tokenizer "$T/limit.json" --print-ids "$T/limit.txt"
 sed 's/"merges":\[\["Ġ","t"\]/"merges":[["Ġ","t"],["Ġ","ZZZ"]/' $F/gpt2.json >"$T/merge.json"
 expect_fail "a merge of an unknown token" 'model.merges[1]: "ZZZ" is not a token of model.vocab' \
     $tok --tokenizer "$T/merge.json" --print-ids "$T/a.txt"

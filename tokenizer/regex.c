@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/check.h"
+#include "common/utf8.h"
 #include "tokenizer/tok_internal.h"
 
 struct TokRegex {
@@ -78,9 +79,12 @@ static void run_spans(const TokRegex* re, OnigRegion* region, const uint8_t* s, 
         if (r < 0) { /* an error, such as the backtracking limit: never read as "no more matches" */
             UChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
             onig_error_code_to_str(msg, r);
-            DIE("the tokenizer's regex failed searching from byte offset %zu of the text being encoded (\"%.24s...\"): "
-                "Oniguruma: %s; the text is not split there as Hugging Face tokenizers would split it",
-                base + from, (const char*)s + from, (const char*)msg);
+            char site[512];
+            tok_encoding_site(s + from, base + from, site, sizeof site);
+            const char* at = (const char*)s + from;
+            DIE("the tokenizer's regex failed searching from %s (\"%.*s...\"): Oniguruma: %s; the text is not split "
+                "there as Hugging Face tokenizers would split it",
+                site, utf8_clip(at, n - from, 24), at, (const char*)msg);
         }
         size_t a = (size_t)region->beg[0], b = (size_t)region->end[0];
         if (a == b && b == last_end) { /* no empty match right after a match: one character on */

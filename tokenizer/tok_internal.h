@@ -49,6 +49,10 @@ char* tok_regex_escape(const char* s);
 typedef void (*SpanFn)(void* ctx, size_t a, size_t b, int is_match);
 void tok_regex_spans(const TokRegex* re, void** region, const uint8_t* s, size_t n, SpanFn fn, void* ctx);
 void tok_regex_region_free(void* region);
+/* Where p, byte at of the text searched, lies, for a message: "byte offset N of SOURCE" when p is inside the
+   text the calling thread's tok_encode was given, else at within the normalizer's rewrite of it, or within
+   the text searched when no tok_encode runs (tokenizer/tokenizer.c). */
+void tok_encoding_site(const uint8_t* p, size_t at, char* out, size_t n);
 
 /* ---- pre-tokenizer steps (tokenizer/pretok.c) ---- */
 typedef enum {

@@ -1,5 +1,6 @@
 /* Encoding (the order of the steps is in tokenizer/tokenizer.h): the two passes
    over added tokens, the normalizer between them, and the pre-tokenizer steps. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,9 +207,26 @@ static void encode_pass(TokEncoder* e, int which, const uint8_t* s, size_t n, in
     encode_piece(e, which, s + seg, n - seg, first && seg == 0);
 }
 
+/* the text the calling thread's tok_encode works on, and what it is (TokEncoder.source) */
+static _Thread_local struct {
+    const char* source;
+    const uint8_t* text;
+    size_t len;
+} encoding;
+
+void tok_encoding_site(const uint8_t* p, size_t at, char* out, size_t n) {
+    const char* what = encoding.source ? encoding.source : "the text being encoded";
+    if (!encoding.text) snprintf(out, n, "byte offset %zu of the text searched", at);
+    else if (p >= encoding.text && p <= encoding.text + encoding.len)
+        snprintf(out, n, "byte offset %zu of %s", (size_t)(p - encoding.text), what);
+    else snprintf(out, n, "byte offset %zu of %s as the normalizer rewrote it", at, what);
+}
+
 void tok_encode(TokEncoder* e, const uint8_t* text, size_t len) {
     e->invalid_utf8 += tok_count_invalid_utf8(text, len);
+    encoding.source = e->source, encoding.text = text, encoding.len = len;
     encode_pass(e, 0, text, len, 1);
+    encoding.text = NULL;
 }
 
 size_t tok_vocab_size(const Tokenizer* t) { return t->V; }

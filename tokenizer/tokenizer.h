@@ -69,6 +69,9 @@ typedef struct {
     uint32_t* ranks;
     size_t cap_parts;
     void* region; /* Oniguruma's match region (tokenizer/regex.c) */
+    /* what the caller is encoding, for an error's message ("'a.jsonl' line 12"): set it before tok_encode,
+       NULL for "the text being encoded"; the caller keeps the string alive */
+    const char* source;
 } TokEncoder;
 
 void tok_encoder_init(TokEncoder* e, const Tokenizer* t);
