@@ -175,7 +175,7 @@ bool peft_read_config(const char* dir, ModelConfig* cfg) {
         LoraTarget t;
         CHECK(cJSON_IsString(it) && lora_target_parse(it->valuestring, &t),
               "%s: target_modules entry %s matches no projection; the valid names are q_proj, k_proj, v_proj, "
-              "o_proj, gate_proj, up_proj, down_proj",
+              "o_proj, gate_proj, up_proj, down_proj (or PEFT's self_attn.q_proj, mlp.down_proj forms)",
               path, cJSON_IsString(it) ? it->valuestring : "(not a string)");
         cfg->lora_targets |= 1u << t;
     }
@@ -213,6 +213,33 @@ static bool listed(const cJSON* mts, const TensorInfo* t) {
     return false;
 }
 
+/* Every entry of modules_to_save names a module the adapter file holds weights of: one that names nothing
+   (a typo, a module of another model) is refused rather than merged as if it were not there. */
+static void check_modules_exist(const cJSON* mts, const StFile* f, const char* path) {
+    const cJSON* it;
+    cJSON_ArrayForEach(it, mts) {
+        bool found = false;
+        for (size_t j = 0; j < f->n_tensors && !found; j++) {
+            char module[TENSOR_NAME_LEN + 32];
+            snprintf(module, sizeof module, "%s", f->tensors[j].name);
+            char* dot = strrchr(module, '.'); /* the module's path: the name without ".weight" */
+            if (dot) *dot = 0;
+            size_t n = strlen(module), k = strlen(it->valuestring);
+            found = k <= n && !strcmp(module + n - k, it->valuestring);
+        }
+        CHECK(found,
+              "%s/adapter_config.json: modules_to_save names '%s', but %s holds no weight of a module whose name "
+              "ends with it: a module this model does not have, or weights missing from the file",
+              path, it->valuestring, "adapter_model.safetensors");
+    }
+}
+
+/* a RePo weight's name (model.layers.N.self_attn.gate_map.weight and the other two maps) */
+static bool is_repo_name(const char* name) {
+    return strstr(name, ".self_attn.gate_map.") || strstr(name, ".self_attn.content_map.") ||
+           strstr(name, ".self_attn.final_map.");
+}
+
 /* The layers the adapter file has LoRA tensors for: 1 + the largest N of a
    "base_model.model.model.layers.N.*.lora_[AB].weight" name (0 without any) */
 static size_t adapter_layers(const StFile* f) {
@@ -237,6 +264,7 @@ size_t peft_load(Model* m, const char* dir, char* loaded) {
     StFile f;
     st_open_or_die(&f, path);
     const TensorTable* tt = &m->tensors;
+    if (mts) check_modules_exist(mts, &f, dir);
     size_t n = 0, layers = adapter_layers(&f);
     CHECK(!layers || layers == m->cfg.L,
           "%s: the adapter has LoRA tensors for %zu layers (model.layers.0 to %zu) "
@@ -251,6 +279,15 @@ size_t peft_load(Model* m, const char* dir, char* loaded) {
               path, st->name);
         size_t pl = strlen(PEFT_PREFIX);
         long i = strncmp(st->name, PEFT_PREFIX, pl) ? -1 : tensor_table_find(tt, st->name + pl);
+        if (i < 0 && is_repo_name(st->name)) {
+            char positions[8 * MAX_LAYERS];
+            peft_layer_positions(&m->cfg, positions, sizeof positions);
+            DIE("%s: tensor '%s' is a RePo weight, but the base model's layer at that place has none (its layer "
+                "positions are %s): the run that trained this adapter added RePo layers to its base. Merge with "
+                "the run's checkpoint as BASE (build/merge CKPT CKPT OUT): its config.json has the layers the "
+                "adapter was trained with, and it takes the weights from the base it names",
+                path, st->name, positions);
+        }
         CHECK(i >= 0 && (tt->t[i].is_lora || tt->t[i].is_repo),
               "%s: tensor '%s' is not a LoRA or RePo tensor of this model (rank %zu, targets as configured)", path,
               st->name, m->cfg.lora_rank);

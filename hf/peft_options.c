@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "common/check.h"
+#include "common/utf8.h"
 #include "hf/peft.h"
 
 typedef enum { OPT_READ, OPT_FREE, OPT_FALSE, OPT_EMPTY } OptRule;
@@ -107,8 +108,10 @@ void peft_check_options(const cJSON* j, const char* path) {
                   (o->rule == OPT_EMPTY && is_empty(it));
         if (ok) continue;
         char* text = cJSON_PrintUnformatted(it);
-        DIE("%s: '%s' is %.80s%s, which repoc does not apply: %s; only %s is accepted", path, o->key, text ? text : "?",
-            text && strlen(text) > 80 ? "..." : "", o->why, o->rule == OPT_FALSE ? "false (or null)" : "null or empty");
+        const char* shown = text ? text : "?";
+        DIE("%s: '%s' is %.*s%s, which repoc does not apply: %s; only %s is accepted", path, o->key,
+            utf8_clip(shown, strlen(shown), 80), shown, strlen(shown) > 80 ? "..." : "", o->why,
+            o->rule == OPT_FALSE ? "false (or null)" : "null or empty");
     }
     check_init(cJSON_GetObjectItemCaseSensitive(j, "init_lora_weights"), path);
 }

@@ -45,6 +45,8 @@ void model_config_validate(const ModelConfig* c) {
           c->H);
     CHECK(!c->head_dim || !cfg_olmo2(c), "model: OLMo-2 takes its head dim from d_model / n_heads, not head_dim");
     CHECK(cfg_hd(c) % 2 == 0, "model: head dim %zu must be even for rotary positions", cfg_hd(c));
+    CHECK(cfg_hd(c) <= MAX_HEAD_DIM, "model: head dim %zu is above %d, the largest the attention kernel takes",
+          cfg_hd(c), MAX_HEAD_DIM);
     CHECK(!c->attn_bias || c->block == BLOCK_QWEN3 || c->block == BLOCK_GEMMA3,
           "model: attention_bias is Qwen3's and Gemma-3's (Qwen2's q, k, v always have biases; OLMo-2 and Llama have "
           "none)");
@@ -170,11 +172,16 @@ static const char* const LORA_NAMES[LORA_N_TARGETS] = {"q_proj",    "k_proj",  "
 
 const char* lora_target_name(LoraTarget t) { return LORA_NAMES[t]; }
 
+/* PEFT matches a target_modules entry against the end of a module's path at a dot, so "self_attn.q_proj"
+   and "mlp.down_proj" name the same modules of every layer as "q_proj" and "down_proj" */
 bool lora_target_parse(const char* s, LoraTarget* out) {
-    for (int t = 0; t < LORA_N_TARGETS; t++)
-        if (!strcmp(s, LORA_NAMES[t])) {
+    for (int t = 0; t < LORA_N_TARGETS; t++) {
+        const char* parent = t <= LORA_O ? "self_attn." : "mlp.";
+        size_t p = strlen(parent);
+        if (!strcmp(s, LORA_NAMES[t]) || (!strncmp(s, parent, p) && !strcmp(s + p, LORA_NAMES[t]))) {
             *out = (LoraTarget)t;
             return true;
         }
+    }
     return false;
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #define MAX_LAYERS 256
+#define MAX_HEAD_DIM 256 /* the attention kernel's largest head dim (model/attention.c) */
 #define HF_CARRIED_LEN 1024
 
 /* Qwen2 is the Llama block with biases on q, k and v; Qwen3 the Llama block with per-head q/k RMSNorm
@@ -100,7 +101,8 @@ static inline bool cfg_o_bias(const ModelConfig* c) { return c->attn_bias; }
    architectures[0] */
 const char* block_style_name(BlockStyle b);
 const char* block_style_arch(BlockStyle b);
-/* "q_proj", ..., "down_proj"; lora_target_parse returns false for an unknown name */
+/* "q_proj", ..., "down_proj"; lora_target_parse also reads PEFT's suffix form ("self_attn.q_proj",
+   "mlp.down_proj") and returns false for any other name */
 const char* lora_target_name(LoraTarget t);
 bool lora_target_parse(const char* s, LoraTarget* out);
 static inline bool cfg_lora_on(const ModelConfig* c, LoraTarget t) {

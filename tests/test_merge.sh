@@ -91,6 +91,20 @@ for kv in '"use_dora": false' '"fan_in_fan_out": false' '"rank_pattern": {}' '"a
     $MERGE "$B" "$T/ad" "$T/o_def" >"$T/m.log" 2>&1 && cmp -s "$T/plain/model.safetensors" "$T/o_def/model.safetensors" &&
         ok "$kv: accepted, the merge is byte-identical to the plain one" || bad "$kv: $(head -c 300 "$T/m.log")"
 done
+a78=$(printf 'a%.0s' $(seq 78))
+adapter "\"layers_pattern\": \"${a78}é\""
+merge_fails "a long value in a message: cut before a whole character, never inside one" "is \"$a78...," "$B" "$T/ad" "$T/o_opt"
+adapter '"revision": null'
+sed -i 's/"modules_to_save":[[:space:]]*null/"modules_to_save": ["gate_mapx"]/' "$T/ad/adapter_config.json"
+grep -q gate_mapx "$T/ad/adapter_config.json" || bad "the test's adapter_config.json has no modules_to_save to change"
+merge_fails "modules_to_save naming a module the adapter holds no weight of" "modules_to_save names 'gate_mapx'" \
+    "$B" "$T/ad" "$T/o_opt"
+[ ! -e "$T/o_opt/model.safetensors" ] || bad "modules_to_save gate_mapx: merge wrote $T/o_opt"
+adapter '"target_modules": ["self_attn.q_proj", "self_attn.v_proj", "mlp.down_proj"]'
+rm -rf "$T/o_suffix"
+$MERGE "$B" "$T/ad" "$T/o_suffix" >"$T/m.log" 2>&1 && cmp -s "$T/plain/model.safetensors" "$T/o_suffix/model.safetensors" &&
+    ok "PEFT's suffix form of target_modules (self_attn.q_proj, mlp.down_proj): the same merge" ||
+    bad "target_modules in suffix form: $(head -c 300 "$T/m.log")"
 adapter '"use_rslora": true'
 merge_ok "use_rslora true" "$B" "$T/ad" "$T/o_rs"
 cmp -s "$T/plain/model.safetensors" "$T/o_rs/model.safetensors" && bad "use_rslora true merged as plain LoRA" ||
@@ -107,6 +121,11 @@ merge_fails "a 3-layer base: the layer count named" "LoRA tensors for 2 layers (
     "$T/b3/step_0000002" "$L" "$T/o3"
 merge_fails "a Llama base" "repoc.base_model_type is olmo2, but" "$T/llama/step_0000002" "$L" "$T/o_llama"
 merge_fails "a RePo base" "repoc.base_layer_positions are rope,rope, but" "$T/repo/step_0000002" "$L" "$T/o_repo"
+config "$T/lr" "\"$B\"" '{"rank": 4, "alpha": 8, "targets": ["q_proj"]}' 2 olmo2 '["rope", "repo"]'
+merge_fails "an adapter whose run added RePo layers, onto its plain base: that cause named, and the way" \
+    "the run that trained this adapter added RePo layers to its base. Merge with the run's checkpoint as BASE" \
+    "$B" "$T/lr/step_0000002" "$T/o_lr"
+merge_ok "... which merges" "$T/lr/step_0000002" "$T/lr/step_0000002" "$T/o_lr"
 cp -r "$L" "$T/stamped" && build/tools/adapter_meta "$T/stamped" --stamp "$B" || bad "adapter_meta --stamp"
 merge_ok "a stamped adapter onto its base" "$B" "$T/stamped" "$T/o_st"
 grep -q "base verified" "$T/m.log" && cmp -s "$T/plain/model.safetensors" "$T/o_st/model.safetensors" &&
