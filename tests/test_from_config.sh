@@ -41,6 +41,10 @@ plan_ok "--plan from a config-only init_from directory" "$T/init.json" "memory p
 printf '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4, "initializer_range": -1}' >"$T/badinit.json"
 config "$T/badinit_run.json" "{\"from_config\": \"$T/badinit.json\"}"
 expect_refused "initializer_range -1" "badinit.json: initializer_range must be a number > 0" "$T/badinit_run.json"
+# a head dim the run refuses is refused by --plan too, before any plan is printed
+printf '{"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 512}' >"$T/hd512.json"
+config "$T/hd512_run.json" "{\"from_config\": \"$T/hd512.json\"}"
+expect_refused "head_dim 512 with --plan" "head dim 512 is above 256, the largest the attention kernel takes" "$T/hd512_run.json" --plan
 expect_refused "a run from a config-only init_from directory" "give it as model.from_config instead" "$T/init.json"
 [ ! -e "$T/run" ] && ok "  ... and wrote nothing" || bad "the refused run created $T/run"
 mkdir -p "$T/qwen3" && cp "$H/qwen3_0.6b.json" "$T/qwen3/config.json"

@@ -170,6 +170,20 @@ build/train "$T/cfg.json" >"$T/log" 2>&1 && grep -q "no complete checkpoint: sta
 echo step_0000007 >"$d/latest"; rm -r "$d/step_0000002"
 build/train "$T/cfg.json" >"$T/log" 2>&1 && grep -q "no complete checkpoint: starting at step 0" "$T/log" &&
     ok "... also when latest names an incomplete one" || bad "latest -> incomplete: $(tail -2 "$T/log")"
+grep -q "note: '$d/latest' names step_0000007, which is not a complete checkpoint" "$T/log" &&
+    ok "... and says that latest's checkpoint was passed over" || bad "latest -> incomplete, silently: $(head -3 "$T/log")"
+
+echo "latest naming something other than a step directory of the run"
+d="$T/latest_out"
+config "$d" 2 2 2
+build/train "$T/cfg.json" >"$T/log" 2>&1 || bad "latest_out: first run: $(tail -2 "$T/log")"
+mkdir -p "$T/other" && cp -r "$d/step_0000002" "$T/other/"
+echo ../other/step_0000002 >"$d/latest"
+config "$d" 4 2 2
+build/train "$T/cfg.json" >"$T/log" 2>&1
+rc=$?
+[ $rc -ne 0 ] && grep -q "'$d/latest' holds '../other/step_0000002', which is not the name of a step directory" "$T/log" &&
+    ok "latest holding ../other/step_0000002 refused, naming it: exit $rc" || bad "latest -> ../: exit $rc: $(tail -2 "$T/log")"
 
 echo "a write that fails (disk full; here a file-size limit makes write(2) fail with EFBIG)"
 d="$T/full"

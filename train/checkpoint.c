@@ -159,15 +159,30 @@ void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const Trai
     dist_barrier(); /* the checkpoint is complete when any rank returns */
 }
 
+/* `latest` names a step directory of out_dir as save writes it (step_NNNNNNN), nothing else: "../other/step_N"
+   would resume another run's checkpoint as if it were this one's. One that is incomplete (its files removed
+   after the save) is passed over with a note naming it. */
 bool ckpt_find_latest(const char* out_dir, char* path, size_t len) {
     char p[4096];
     snprintf(p, sizeof(p), "%s/latest", out_dir);
     char* text = file_read_all_or_null(p, NULL);
     if (text) {
         text[strcspn(text, "\r\n")] = 0;
+        size_t digits = strncmp(text, "step_", 5) ? 0 : strspn(text + 5, "0123456789");
+        CHECK(digits >= 7 && !text[5 + digits],
+              "'%s' holds '%.200s', which is not the name of a step directory beside it (step_NNNNNNN, as a save "
+              "writes it): write the name of the checkpoint to resume from into it, or remove it to resume from "
+              "the newest complete one",
+              p, text);
         snprintf(path, len, "%s/%s", out_dir, text);
+        bool ok = complete(path);
+        if (!ok)
+            fprintf(stderr,
+                    "note: '%s' names %s, which is not a complete checkpoint (files missing); the newest "
+                    "complete one is used instead\n",
+                    p, text);
         free(text);
-        if (complete(path)) return true;
+        if (ok) return true;
     }
     size_t* steps;
     size_t n = run_dir_list_steps(out_dir, &steps);
