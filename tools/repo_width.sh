@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tools/repo_width.sh [OUT_MD]: how RePo's learned positions z start and move against d_model
-# (docs/study.md, "Width-aware RePo"). For each width a fresh OLMo-2 model with the 1B's layout
+# (docs/repo_width.md). For each width a fresh OLMo-2 model with the 1B's layout
 # (16 layers, RePo from layer 5, head dim 128, or d_model below 128; d_ff 4 d_model) trains a few
 # steps with everything frozen but RePo's three maps (optim.freeze), at the released lr 7.4487e-5,
 # constant, no warmup, B = 2 rows of T = 64 synthetic tokens; train.log_positions 1 measures z on the
