@@ -91,6 +91,9 @@ HAVE_DNNL := $(call probe,-ldnnl,oneapi/dnnl/dnnl.h)
 # the tokenizer's regex engine (Oniguruma, as Hugging Face tokenizers uses) and Unicode normalization
 HAVE_ONIG := $(call probe,-lonig,oniguruma.h)
 HAVE_UTF8PROC := $(call probe,-lutf8proc,utf8proc.h)
+# compressed corpora for build/tokenize (data/text_input.c): gzip through zlib, Zstandard through libzstd
+HAVE_ZLIB := $(call probe,-lz,zlib.h)
+HAVE_ZSTD := $(call probe,-lzstd,zstd.h)
 ifneq ($(NO_OMP),1)
   HAVE_OMP := $(call probe,-fopenmp,omp.h)
 endif
@@ -102,7 +105,7 @@ endif
 
 CFLAGS ?=
 CFLAGS += $(CFLAGS_BASE) $(OMP_FLAGS) $(BLAS_CFLAGS) $(if $(filter 1,$(MPI)),-DREPOC_MPI,)
-LDLIBS += $(BLAS_LIBS) -lcjson -lonig -lutf8proc
+LDLIBS += $(BLAS_LIBS) -lcjson -lonig -lutf8proc -lz -lzstd
 ifeq ($(HAVE_DNNL),yes)
   CFLAGS += -DREPOC_DNNL
   LDLIBS += -ldnnl
@@ -151,18 +154,20 @@ BENCHES = $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 .PHONY: all deps test quickstart debug clean check-deps bench-load bench-memory
 .SECONDARY:   # keep the objects: they are chained through pattern rules
 all: check-deps $(BUILD)/gradcheck $(PROGRAMS) $(TESTS) $(TEST_TOOLS) $(BENCHES)
-	@echo "built with CC=$(CC) -march=$(MARCH) PRECISION=$(PRECISION) MPI=$(if $(filter 1,$(MPI)),✓,✗) OpenMP=$(if $(filter yes,$(HAVE_OMP)),✓,✗) $(BLAS_NAME)=$(if $(HAVE_BLAS),✓,✗) cJSON=$(if $(HAVE_CJSON),✓,✗) Oniguruma=$(if $(HAVE_ONIG),✓,✗) utf8proc=$(if $(HAVE_UTF8PROC),✓,✗) oneDNN=$(if $(HAVE_DNNL),✓,✗)"
+	@echo "built with CC=$(CC) -march=$(MARCH) PRECISION=$(PRECISION) MPI=$(if $(filter 1,$(MPI)),✓,✗) OpenMP=$(if $(filter yes,$(HAVE_OMP)),✓,✗) $(BLAS_NAME)=$(if $(HAVE_BLAS),✓,✗) cJSON=$(if $(HAVE_CJSON),✓,✗) Oniguruma=$(if $(HAVE_ONIG),✓,✗) utf8proc=$(if $(HAVE_UTF8PROC),✓,✗) zlib=$(if $(HAVE_ZLIB),✓,✗) zstd=$(if $(HAVE_ZSTD),✓,✗) oneDNN=$(if $(HAVE_DNNL),✓,✗)"
 
 check-deps:
 	@if [ "$(HAVE_BLAS)" != yes ] || [ "$(HAVE_CJSON)" != yes ] || [ "$(HAVE_ONIG)" != yes ] || \
-	    [ "$(HAVE_UTF8PROC)" != yes ]; then \
+	    [ "$(HAVE_UTF8PROC)" != yes ] || [ "$(HAVE_ZLIB)" != yes ] || [ "$(HAVE_ZSTD)" != yes ]; then \
 	  echo "missing libraries: OpenBLAS $(if $(HAVE_BLAS),✓,✗)  cJSON $(if $(HAVE_CJSON),✓,✗)" \
-	    "Oniguruma $(if $(HAVE_ONIG),✓,✗)  utf8proc $(if $(HAVE_UTF8PROC),✓,✗); run 'make deps' (apt-get)"; exit 1; fi
+	    "Oniguruma $(if $(HAVE_ONIG),✓,✗)  utf8proc $(if $(HAVE_UTF8PROC),✓,✗)  zlib $(if $(HAVE_ZLIB),✓,✗)" \
+	    "zstd $(if $(HAVE_ZSTD),✓,✗); run 'make deps' (apt-get)"; exit 1; fi
 
 # RULER's word list and essay (eval/ruler.h, docs/ruler.md): Debian's American English words and
 # the text of The Adventures of Tom Sawyer that the klauspost/compress sources ship as test data
 RULER_PACKAGES = wamerican golang-github-klauspost-compress-dev
-DEB_PACKAGES = libopenblas-openmp-dev libcjson-dev libomp-dev libonig-dev libutf8proc-dev libdnnl-dev $(RULER_PACKAGES)
+DEB_PACKAGES = libopenblas-openmp-dev libcjson-dev libomp-dev libonig-dev libutf8proc-dev zlib1g-dev libzstd-dev \
+               libdnnl-dev $(RULER_PACKAGES)
 deps:
 	@missing=""; for p in $(DEB_PACKAGES) $(EXTRA_PACKAGES); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -205,7 +210,7 @@ $(BUILD)/%: programs/%.c $(OBJ)
 
 # make test: install what is missing (Open MPI too), build both precisions and
 # the MPI trainer (build/mpi/train, for tests/test_mpi.sh), run every test
-test: EXTRA_PACKAGES += $(MPI_PACKAGES) python3-jinja2
+test: EXTRA_PACKAGES += $(MPI_PACKAGES) python3-jinja2 zstd
 test: deps
 	@$(MAKE) --no-print-directory MPI= BUILD=build all
 	@if command -v $(MPICC) >/dev/null 2>&1; then $(MAKE) --no-print-directory MPI=1 build/mpi/train; \

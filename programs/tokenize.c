@@ -1,7 +1,8 @@
 /* build/tokenize: text files to llm.c token shards with a Hugging Face
    tokenizer.json (tokenizer/tokenizer.h), and token shards back to text.
    A plain text file is one document; a JSONL file has one document per line
-   (the string field --field). Each document gets the tokenizer's prefix (BOS,
+   (the string field --field); either may be compressed with gzip or Zstandard
+   (data/text_input.h: recognised by its first bytes, streamed). Each document gets the tokenizer's prefix (BOS,
    when its post-processor adds one) before it and the end of text token after
    it, and goes whole to train or to val by a hash of its index (the same
    split on every run; a small corpus gets a minimum of whole val documents). Documents are tokenized in batches, in parallel over
@@ -13,11 +14,9 @@
    exactly this run's output. */
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,10 +25,10 @@
 #include "common/clock.h"
 #include "common/fileio.h"
 #include "common/hash.h"
-#include "common/mapped.h"
 #include "common/threads.h"
 #include "data/jsonl.h"
 #include "data/shard_write.h"
+#include "data/text_input.h"
 #include "data/tokens.h"
 #include "tokenizer/tokenizer.h"
 #include "programs/cli.h"
@@ -134,13 +133,7 @@ static void parse_args(Options* o, int argc, char** argv) {
     if (!o->out && !o->print_ids) cli_bad_option("no --out PREFIX given");
 }
 
-/* ---- input: files mapped whole, cut into documents ---- */
-typedef struct {
-    const uint8_t* text; /* the document, or its JSONL line */
-    size_t len;
-    size_t file, line; /* for messages: file index, 1-based line (JSONL) */
-} Doc;
-
+/* ---- input: documents of the files (data/text_input.h) ---- */
 typedef struct {
     int32_t* ids;
     size_t n;
@@ -149,42 +142,6 @@ typedef struct {
     char err[512];     /* a JSONL error, reported in input order */
 } DocOut;
 
-/* A regular file is mapped (*mapped = 1); a pipe or device (/dev/stdin) is read whole. */
-static const uint8_t* map_file(const char* path, size_t* len, int* mapped) {
-    int fd = open(path, O_RDONLY);
-    CHECK(fd >= 0, "cannot open input '%s': %s", path, strerror(errno));
-    struct stat st;
-    CHECK(fstat(fd, &st) == 0, "cannot stat input '%s': %s", path, strerror(errno));
-    const uint8_t* p = NULL;
-    *mapped = S_ISREG(st.st_mode);
-    if (*mapped) {
-        *len = (size_t)st.st_size;
-        if (*len) {
-            void* m = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0);
-            CHECK(m != MAP_FAILED, "cannot mmap input '%s' (%zu bytes): %s", path, *len, strerror(errno));
-            madvise(m, *len, MADV_SEQUENTIAL);
-            mapped_add(m, *len, path); /* a file that shrinks meanwhile: a named error, not a bare SIGBUS */
-            p = m;
-        }
-    } else {
-        size_t cap = 1 << 16;
-        uint8_t* buf = mallocCheck(cap);
-        *len = 0;
-        for (ssize_t got; (got = read(fd, buf + *len, cap - *len)) != 0;) {
-            CHECK(got > 0, "cannot read input '%s': %s", path, strerror(errno));
-            *len += (size_t)got;
-            if (*len == cap) {
-                uint8_t* b = realloc(buf, cap *= 2);
-                CHECK(b, "out of memory reading '%s' (%zu bytes)", path, cap);
-                buf = b;
-            }
-        }
-        p = buf;
-    }
-    close(fd);
-    return p;
-}
-
 /* one document (or JSONL line) into out through e; errors go to out->err */
 typedef struct {
     const int32_t *prefix, *suffix;
@@ -192,7 +149,8 @@ typedef struct {
     int32_t eos; /* -1: none (--no-eos, or the suffix ends with it) */
 } Around;
 
-static void encode_doc(TokEncoder* e, const Doc* d, const Options* o, const char* path, DocOut* out, const Around* ar) {
+static void encode_doc(TokEncoder* e, const TextDoc* d, const Options* o, const char* path, DocOut* out,
+                       const Around* ar) {
     e->n_ids = 0;
     size_t invalid0 = e->invalid_utf8;
     tok_push_ids(e, ar->prefix, ar->n_prefix);
@@ -233,28 +191,6 @@ static void encode_doc(TokEncoder* e, const Doc* d, const Options* o, const char
     if (e->n_ids) memcpy(out->ids, e->ids, e->n_ids * sizeof(int32_t)); /* an empty document may have no ids array */
 }
 
-/* the documents of file f (mapped at p, len bytes) appended to docs */
-static void cut_docs(Doc** docs, size_t* n, size_t* cap, const uint8_t* p, size_t len, size_t f, int jsonl) {
-    size_t line = 0;
-    for (size_t i = 0; i < len;) {
-        const uint8_t* nl = jsonl ? memchr(p + i, '\n', len - i) : NULL;
-        size_t end = nl ? (size_t)(nl - p) : len;
-        line++;
-        int blank = 1; /* a JSONL line of only white space holds no document */
-        for (size_t k = i; k < end && blank; k++) blank = p[k] == ' ' || p[k] == '\t' || p[k] == '\r';
-        if (!jsonl || !blank) {
-            if (*n == *cap) {
-                *cap = *cap ? 2 * *cap : 1024;
-                Doc* d = realloc(*docs, *cap * sizeof(Doc));
-                CHECK(d, "out of memory for %zu documents", *cap);
-                *docs = d;
-            }
-            (*docs)[(*n)++] = (Doc){p + i, end - i, f, line};
-        }
-        i = end + 1;
-    }
-}
-
 /* drawn for val: a hash of document index i against the fraction */
 static int is_val(size_t i, double val) { return (double)(mix64((uint64_t)i) >> 11) * 0x1.0p-53 < val; }
 
@@ -284,15 +220,9 @@ static int in_val(const ValSplit* s, size_t i) {
 }
 
 /* the documents of every file, as the main loop will cut them */
-static size_t count_docs(const Options* o, const uint8_t* const* maps, const size_t* lens) {
-    Doc* docs = NULL;
-    size_t n = 0, cap = 0, total = 0;
-    for (size_t f = 0; f < o->n_files; f++) {
-        n = 0;
-        cut_docs(&docs, &n, &cap, maps[f], lens[f], f, o->jsonl);
-        total += n;
-    }
-    free(docs);
+static size_t count_docs(const Options* o) {
+    size_t total = 0;
+    for (size_t f = 0; f < o->n_files; f++) total += text_input_count(o->files[f], f, o->jsonl);
     return total;
 }
 
@@ -316,6 +246,7 @@ static void val_report(const ValSplit* s, size_t val_docs, size_t val_tokens) {
 static double progress_every(void) { return isatty(2) ? 0.5 : 10.0; }
 
 static void progress(double t0, size_t done, size_t total, size_t tokens, int last) {
+    if (total < done) total = done; /* a pipe's size is not known before it ends */
     double dt = now_s() - t0, mb = (double)done / 1e6;
     double rate = dt > 0 ? mb / dt : 0, eta = rate > 0 ? ((double)(total - done) / 1e6) / rate : 0;
     bool tty = isatty(2);
@@ -407,14 +338,12 @@ int main(int argc, char** argv) {
     ar.eos = o.no_eos || suffix_eos ? -1 : eos;
     size_t V = tok_vocab_size(t);
 
-    /* map every file; count the bytes for the progress line */
-    const uint8_t** maps = mallocCheck(o.n_files * sizeof(uint8_t*));
-    size_t* lens = mallocCheck(o.n_files * sizeof(size_t));
-    int* mapped = mallocCheck(o.n_files * sizeof(int));
+    /* the files' sizes on disk, for the progress line (a pipe counts 0) */
     size_t total = 0;
     for (size_t f = 0; f < o.n_files; f++) {
-        maps[f] = map_file(o.files[f], &lens[f], &mapped[f]);
-        total += lens[f];
+        struct stat st;
+        CHECK(stat(o.files[f], &st) == 0, "cannot open input '%s': %s", o.files[f], strerror(errno));
+        if (S_ISREG(st.st_mode)) total += (size_t)st.st_size;
     }
 
     char prefix_path[4096 + 8];
@@ -442,30 +371,26 @@ int main(int argc, char** argv) {
     TokEncoder* enc = mallocCheck((size_t)n_threads * sizeof(TokEncoder));
     for (int k = 0; k < n_threads; k++) tok_encoder_init(&enc[k], t);
 
-    ValSplit split = val_split(o.print_ids ? 0 : o.val, o.print_ids || o.val <= 0 ? 0 : count_docs(&o, maps, lens));
-    Doc* docs = NULL;
-    size_t n_docs = 0, cap_docs = 0, doc_index = 0, done_bytes = 0, invalid = 0, n_val_docs = 0, text_bytes = 0;
+    ValSplit split = val_split(o.print_ids ? 0 : o.val, o.print_ids || o.val <= 0 ? 0 : count_docs(&o));
+    TextDoc* docs = mallocCheck(BATCH_DOCS * sizeof(TextDoc));
+    size_t doc_index = 0, done_bytes = 0, invalid = 0, n_val_docs = 0, text_bytes = 0;
     DocOut* outs = mallocCheck(BATCH_DOCS * sizeof(DocOut));
     double t0 = now_s(), last_print = 0;
     for (size_t f = 0; f < o.n_files; f++) {
-        n_docs = 0;
-        cut_docs(&docs, &n_docs, &cap_docs, maps[f], lens[f], f, o.jsonl);
-        for (size_t b0 = 0; b0 < n_docs;) {
-            size_t b1 = b0, bytes = 0; /* this batch: docs [b0, b1) */
-            while (b1 < n_docs && b1 - b0 < BATCH_DOCS && (b1 == b0 || bytes + docs[b1].len <= BATCH_BYTES))
-                bytes += docs[b1++].len;
+        TextInput* in = text_input_open(o.files[f], f, o.jsonl);
+        for (size_t n; (n = text_input_next(in, docs, BATCH_DOCS, BATCH_BYTES)) != 0;) { /* one batch */
 #pragma omp parallel for schedule(dynamic, 1)
-            for (size_t i = b0; i < b1; i++) {
+            for (size_t i = 0; i < n; i++) {
                 int k = 0;
 #ifdef OMP
                 k = omp_get_thread_num();
 #endif
-                outs[i - b0].err[0] = 0;
-                outs[i - b0].text_bytes = 0;
-                encode_doc(&enc[k], &docs[i], &o, o.files[f], &outs[i - b0], &ar);
+                outs[i].err[0] = 0;
+                outs[i].text_bytes = 0;
+                encode_doc(&enc[k], &docs[i], &o, o.files[f], &outs[i], &ar);
             }
-            for (size_t i = b0; i < b1; i++, doc_index++) {
-                DocOut* d = &outs[i - b0];
+            for (size_t i = 0; i < n; i++, doc_index++) {
+                DocOut* d = &outs[i];
                 CHECK(!d->err[0], "%s", d->err);
                 invalid += d->invalid_utf8;
                 text_bytes += d->text_bytes;
@@ -479,18 +404,13 @@ int main(int argc, char** argv) {
                 }
                 free(d->ids);
             }
-            done_bytes += bytes;
-            b0 = b1;
             if (!o.print_ids && now_s() - last_print > progress_every()) {
-                progress(t0, done_bytes, total, w[0].n_tokens + w[1].n_tokens, 0);
+                progress(t0, done_bytes + text_input_read(in), total, w[0].n_tokens + w[1].n_tokens, 0);
                 last_print = now_s();
             }
         }
-        if (mapped[f] && maps[f]) {
-            mapped_remove(maps[f]);
-            munmap((void*)maps[f], lens[f]);
-        }
-        if (!mapped[f]) free((void*)maps[f]);
+        done_bytes += text_input_read(in);
+        text_input_close(in);
     }
     if (!o.print_ids) shards_commit(o.out, w);
     double secs = now_s() - t0;
@@ -512,9 +432,6 @@ int main(int argc, char** argv) {
     free(enc);
     free(outs);
     free(docs);
-    free(maps);
-    free(lens);
-    free(mapped);
     free(o.files);
     tok_free(t);
     return 0;

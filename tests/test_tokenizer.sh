@@ -98,6 +98,37 @@ hdr=$(od -An -tu4 -N16 "$T/w_train_000000.bin" | tr -s ' ')
 $tok --tokenizer "$T/wide.json" --decode "$T/w_train_000000.bin" | grep -q "A<|endoftext|>" &&
     ok "--decode reads the uint32 shard" || bad "--decode of the uint32 shard"
 
+# compressed corpora (gzip, Zstandard), recognised by their first bytes: the same ids as plain, at any thread
+# count; a truncated stream is refused naming the file and the byte offset, and leaves no shard
+python3 -c 'import json, sys
+for i, line in enumerate(open(sys.argv[1], encoding="utf-8").read().split("\n")): print(json.dumps({"text": line * (1 + i % 3)}))' \
+    $F/sample.txt >"$T/c.jsonl"
+gzip -c "$T/c.jsonl" >"$T/c.jsonl.gz" && zstd -q -c "$T/c.jsonl" >"$T/c.jsonl.zst" && cp "$T/c.jsonl.gz" "$T/c_gz.dat" &&
+    gzip -c $F/sample.txt >"$T/s.txt.gz" || bad "making the compressed files (gzip, zstd)"
+$tok --tokenizer $F/cl100k.json --jsonl --print-ids "$T/c.jsonl" >"$T/c.ids"
+for f in c.jsonl.gz c.jsonl.zst c_gz.dat; do
+    if $tok --tokenizer $F/cl100k.json --jsonl --print-ids "$T/$f" | cmp -s - "$T/c.ids"; then
+        ok "$f: the ids of the plain JSONL ($(wc -l <"$T/c.ids") documents)"
+    else bad "$f: other ids than the plain JSONL"; fi
+done
+$tok --tokenizer $F/cl100k.json --print-ids --no-eos "$T/s.txt.gz" | cmp -s - $F/cl100k.ids &&
+    ok "s.txt.gz: the reference ids of sample.txt" || bad "s.txt.gz: other ids"
+$tok --tokenizer $F/cl100k.json --jsonl --val 0.2 --threads 1 --out "$T/plain1" "$T/c.jsonl" >"$T/log" 2>&1 || bad "plain shards"
+for th in 1 2; do
+    $tok --tokenizer $F/cl100k.json --jsonl --val 0.2 --threads $th --out "$T/zst$th" "$T/c.jsonl.zst" >"$T/log" 2>&1 &&
+        cmp -s "$T/plain1_train_000000.bin" "$T/zst${th}_train_000000.bin" &&
+        cmp -s "$T/plain1_val_000000.bin" "$T/zst${th}_val_000000.bin" &&
+        ok "c.jsonl.zst with $th thread(s): the shards of the plain file, byte for byte" ||
+        bad "c.jsonl.zst with $th thread(s): other shards: $(tail -1 "$T/log")"
+done
+head -c 400 "$T/c.jsonl.gz" >"$T/cut.jsonl.gz"
+expect_fail "a truncated .jsonl.gz" "cut.jsonl.gz' ends inside its gzip stream (at byte offset 400): the file is truncated" \
+    $tok --tokenizer $F/cl100k.json --jsonl --out "$T/cut" "$T/cut.jsonl.gz"
+head -c 400 "$T/c.jsonl.zst" >"$T/cut.jsonl.zst"
+expect_fail "a truncated .jsonl.zst" "cut.jsonl.zst' ends inside a Zstandard frame (at byte offset 400)" \
+    $tok --tokenizer $F/cl100k.json --jsonl --val 0 --out "$T/cut" "$T/c.jsonl" "$T/cut.jsonl.zst"
+ls "$T"/cut_* >/dev/null 2>&1 && bad "a truncated input left shards: $(ls "$T"/cut_*)" || ok "... and no shard is left"
+
 # 5. malformed and unsupported tokenizer.json: refused, naming the JSON path
 head -c 5000 $F/gpt2.json >"$T/trunc.json"
 expect_fail "truncated JSON" "not valid JSON at byte offset" $tok --tokenizer "$T/trunc.json" --print-ids "$T/a.txt"
