@@ -138,7 +138,11 @@ static size_t npy_shape(NpyCursor* c, size_t* first) {
 /* Read the header dict key by key; any order, every key required, no other keys */
 static void parse_npy(TokenFile* f) {
     CHECK(f->map_bytes >= 10 && memcmp(f->map, "\x93NUMPY", 6) == 0,
-          "token file '%s': bad magic at byte offset 0: not a NumPy .npy file", f->path);
+          "token file '%s': no NumPy header (the magic \\x93NUMPY at byte offset 0): OLMo and Dolma write their "
+          "token files as raw little-endian arrays under the name .npy (a numpy memmap, no header); set "
+          "data.format to \"u32\" (OLMo's uint32 ids) or \"u16\" (uint16), the width that wrote them, to read "
+          "such files",
+          f->path);
     unsigned major = f->map[6], minor = f->map[7];
     size_t len_bytes = major == 1 ? 2 : (major == 2 || major == 3) ? 4 : 0;
     CHECK(len_bytes != 0,
@@ -202,6 +206,16 @@ static void parse_raw(TokenFile* f, size_t token_bytes) {
           "number of %zu-byte tokens (a partial token at byte offset %zu)",
           f->path, f->map_bytes, token_bytes, f->map_bytes - f->map_bytes % token_bytes);
     f->n_tokens = f->map_bytes / token_bytes;
+    /* uint32 ids read two bytes at a time give a zero at every odd index: refused, never read wrongly */
+    size_t n = f->n_tokens < 65536 ? f->n_tokens & ~(size_t)1 : 65536, odd = 0, even = 0;
+    for (size_t i = 0; token_bytes == 2 && i < n; i += 2) {
+        even |= load_le(f->map + 2 * i, 2);
+        odd |= load_le(f->map + 2 * i + 2, 2);
+    }
+    CHECK(token_bytes != 2 || n < 64 || odd || !even,
+          "token file '%s': read as uint16, its first %zu ids are 0 at every odd index: these are uint32 ids "
+          "(OLMo's and Dolma's token files are); set data.format to \"u32\"",
+          f->path, n);
 }
 
 /* "auto": the llm.c magic, the NumPy magic, else the extension */

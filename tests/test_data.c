@@ -145,14 +145,15 @@ static void test_formats(void) {
     write_npy("a32v2.npy", 2, dict, 1, src, N_TOK, 4); /* unpadded: the data starts at an odd offset */
     write_raw("a16.u16", src16, N_TOK, 2);
     write_raw("a32.u32", src, N_TOK, 4);
+    write_raw("olmo.npy", src, N_TOK, 4); /* OLMo and Dolma: a raw uint32 memmap named .npy */
     static const struct {
         const char* name;
         const char* fmt;
         int wide;
-    } cases[] = {{"a16.bin", "bin", 0},   {"a32.bin", "bin", 1}, {"a16.npy", "npy", 0},
-                 {"a32v2.npy", "npy", 1}, {"a16.u16", "u16", 0}, {"a32.u32", "u32", 1}};
+    } cases[] = {{"a16.bin", "bin", 0}, {"a32.bin", "bin", 1}, {"a16.npy", "npy", 0}, {"a32v2.npy", "npy", 1},
+                 {"a16.u16", "u16", 0}, {"a32.u32", "u32", 1}, {"olmo.npy", "u32", 1}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        for (int named = 0; named < 2; named++) {
+        for (int named = !strcmp(cases[c].name, "olmo.npy"); named < 2; named++) { /* olmo.npy: named only */
             const char* p = path_of(cases[c].name);
             TokenData td;
             token_data_open(&td, &p, 1, named ? cases[c].fmt : "auto", 100000);
@@ -306,7 +307,10 @@ static void test_errors(void) {
         {"npy 2-D", "2d.npy", "auto", 0, "2d.npy': .npy array has 2 dimensions"},
         {"npy truncated", "short.npy", "auto", 0, "short.npy': truncated: the header says 65 tokens"},
         {"npy garbled header", "garbled.npy", "auto", 0, "bad .npy header at byte offset 44: expected True or False"},
-        {"npy format named, not npy", "a16.u16", "npy", 0, "a16.u16': bad magic at byte offset 0"},
+        {"npy format named, not npy", "a16.u16", "npy", 0, "a16.u16': no NumPy header"},
+        {"a headerless .npy (OLMo, Dolma): the fix named", "olmo.npy", "auto", 0,
+         "olmo.npy': no NumPy header (the magic \\x93NUMPY at byte offset 0): OLMo and Dolma write their token files "
+         "as raw little-endian arrays under the name .npy (a numpy memmap, no header); set data.format to \"u32\""},
         {"raw u16 of odd size", "odd.u16", "auto", 0, "a partial token at byte offset 62"},
         {"empty file", "empty.u16", "auto", 0, "empty.u16' is empty"},
         {"shard with no tokens", "zero.bin", "auto", 0, "zero.bin' holds no tokens"},

@@ -49,6 +49,19 @@ case_ "unwritable out_dir" "afile" "$base" --set "run.out_dir=\"$T/afile/run\""
 case_ "init_from size mismatch" "model.d_model" \
     '"model": {"init_from": "tests/fixtures/olmo2_mix/ckpt", "d_model": 64}, "data": {"synthetic": {}, "seq_len": 64},
      "optim": {"warmup_steps": 0}, "train": {"batch_size": 1, "steps": 1, "eval_every": 0}'
+# OLMo's and Dolma's token files: raw uint32 arrays named .npy, refused naming the fix, read with data.format u32
+build/tools/gen_tokens "$T/olmo.npy" 5000 64 1 u32 || exit 1
+case_ "a headerless .npy" 'olmo.npy'"'"': no NumPy header (the magic \x93NUMPY at byte offset 0): OLMo and Dolma' \
+    "$base" --set "data.train=[\"$T/olmo.npy\"]"
+case_ "uint32 ids read as u16" "read as uint16, its first 10000 ids are 0 at every odd index: these are uint32 ids" \
+    "$base" --set "data.train=[\"$T/olmo.npy\"]" --set 'data.format="u16"'
+printf '{"run": {"out_dir": "%s"}, %s}\n' "$T/olmo" "$base" >"$T/cfg.json"
+if build/train "$T/cfg.json" --set "data.train=[\"$T/olmo.npy\"]" --set 'data.format="u32"' >"$T/log" 2>&1 &&
+    grep -q "^done: steps 0..2" "$T/log"; then echo "  OK      a headerless .npy with data.format u32 trains"
+else
+    echo "  NOT OK  a headerless .npy with data.format u32: $(tail -2 "$T/log")"
+    failures=$((failures + 1))
+fi
 case_ "malformed JSON" "JSON syntax error" '"train": {"steps": 3,,}'
 case_ "init_from missing" "nowhere" '"model": {"init_from": "'$T'/nowhere"}, "data": {"synthetic": {}}'
 build/tools/gen_tokens "$T/short.u16" 10 64 1 || exit 1
