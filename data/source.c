@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/check.h"
+#include "common/dist.h"
 #include "common/hash.h"
 #include "data/documents.h"
 
@@ -53,6 +54,7 @@ int synthetic_from_json(SyntheticConfig* cfg, const cJSON* obj, char* err, size_
         if (!strcmp(k, "weights")) {
             if (!cJSON_IsObject(it)) return set_err(err, err_len, "data.synthetic.weights: expected an object");
             for (int f = 0; f < SYN_N_FAMILIES; f++) cfg->weight[f] = 0; /* only the families named */
+            cfg->families_named = true;
             const cJSON* w;
             cJSON_ArrayForEach(w, it) {
                 int f = synthetic_family_parse(w->string);
@@ -114,6 +116,30 @@ static void open_mixture(Mixture* mx, const cJSON* list, const char* key, const 
     mixture_open(mx, key, format, vocab_size, T);
 }
 
+/* The default families (data.synthetic.weights not given) that need more than data.seq_len T are left out
+   with a note naming them, so that a short seq_len trains on those that fit; families the user named are
+   checked, not left out. */
+static void leave_out_long_families(SyntheticConfig* syn, size_t T) {
+    if (syn->families_named) return;
+    char left[512] = "";
+    size_t n = 0, kept = 0;
+    for (int f = 0; f < SYN_N_FAMILIES; f++) {
+        size_t need = synthetic_min_len(syn, (SynFamily)f) - 1;
+        if (T >= need) {
+            kept++;
+            continue;
+        }
+        n += (size_t)snprintf(left + n, sizeof left - n, "%s%s (%zu tokens)", n ? ", " : "",
+                              synthetic_family_name((SynFamily)f), need);
+        syn->weight[f] = 0;
+    }
+    CHECK(kept, "data.seq_len %zu is too short for every synthetic family: %s", T, left);
+    if (n && dist_rank() == 0)
+        printf("note: data.synthetic: left out %s, longer than data.seq_len %zu; the other families train (name "
+               "families in data.synthetic.weights to choose them)\n",
+               left, T);
+}
+
 void data_source_open(DataSource* ds, const DataSourceSpec* spec) {
     const cJSON* synthetic = spec->synthetic;
     const char* format = spec->format;
@@ -125,11 +151,13 @@ void data_source_open(DataSource* ds, const DataSourceSpec* spec) {
     if (synthetic) {
         char err[512];
         if (synthetic_from_json(&ds->syn, synthetic, err, sizeof(err))) DIE("%s", err);
+        leave_out_long_families(&ds->syn, T);
         synthetic_validate(&ds->syn, vocab_size);
         for (int f = 0; f < SYN_N_FAMILIES; f++) /* checked before any work starts */
             CHECK(ds->syn.weight[f] == 0 || T + 1 >= synthetic_min_len(&ds->syn, (SynFamily)f),
-                  "data.seq_len %zu is too short for synthetic family '%s' (needs %zu tokens)", T,
-                  synthetic_family_name((SynFamily)f), synthetic_min_len(&ds->syn, (SynFamily)f) - 1);
+                  "data.seq_len %zu is too short for synthetic family '%s' (needs %zu tokens): give a longer "
+                  "data.seq_len or leave the family out of data.synthetic.weights",
+                  T, synthetic_family_name((SynFamily)f), synthetic_min_len(&ds->syn, (SynFamily)f) - 1);
         ds->synthetic = true;
         ds->has_val = true;
         return;

@@ -9,6 +9,7 @@
 #ifndef REPOC_DATA_SYNTHETIC_H
 #define REPOC_DATA_SYNTHETIC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@ struct TokenData; /* data/tokens.h */
 
 typedef struct {
     double weight[SYN_N_FAMILIES]; /* share of training rows per family; 0 = off (default all 1) */
+    bool families_named;           /* weight came from data.synthetic.weights, not the default */
     size_t first_id;               /* the reserved range starts here (0) */
     size_t n_cols;                 /* table columns, each with its own COL id (4) */
     size_t alphabet;               /* ids that keys, values and cells are spelled with (32) */
