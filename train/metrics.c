@@ -49,22 +49,35 @@ void metrics_open(Metrics* mt, const char* out_dir, size_t keep_step) {
     snprintf(path, sizeof(path), "%s/metrics.jsonl", out_dir);
     truncate_after(path, keep_step);
     mt->jsonl = fopenCheck(path, "a");
+    tb_open(&mt->tb, out_dir, keep_step);
     mt->tty = isatty(1);
     mt->line_open = false;
 }
 
-/* a line that cannot be written (disk full) stops the run rather than going missing */
-static void flush_or_die(Metrics* mt) {
-    if (fflush(mt->jsonl) != 0 || ferror(mt->jsonl)) {
+/* A line is composed in memory, then written to metrics.jsonl and as an event to the TensorBoard file; one
+   that cannot be written (disk full) stops the run rather than going missing. */
+static FILE* line_begin(Metrics* mt) {
+    FILE* fp = open_memstream(&mt->line, &mt->line_len);
+    CHECK(fp, "out of memory composing a metrics line");
+    return fp;
+}
+
+static void line_end(Metrics* mt, FILE* fp) {
+    CHECK(fclose(fp) == 0, "out of memory composing a metrics line");
+    if (fwrite(mt->line, 1, mt->line_len, mt->jsonl) != mt->line_len || fflush(mt->jsonl) != 0 || ferror(mt->jsonl)) {
         metrics_break(mt);
         DIE("writing metrics.jsonl: %s; stopping (the checkpoints already written are intact)", strerror(errno));
     }
+    tb_line(&mt->tb, mt->line, mt->line_len);
+    free(mt->line);
+    mt->line = NULL;
 }
 
 void metrics_close(Metrics* mt) {
     metrics_break(mt);
     if (mt->jsonl) fcloseCheck(mt->jsonl, "metrics.jsonl");
     mt->jsonl = NULL;
+    tb_close(&mt->tb);
 }
 
 void metrics_break(Metrics* mt) {
@@ -115,16 +128,17 @@ void metrics_step(Metrics* mt, const StepLog* s) {
     if (mt->tty) mt->line_open = true;
     else printf("\n");
     fflush(stdout);
-    fprintf(mt->jsonl,
+    FILE* fp = line_begin(mt);
+    fprintf(fp,
             "{\"step\": %zu, \"loss\": %.17g, \"lr\": %.17g, \"grad_norm\": %.17g, \"tokens_per_s\": %.1f, "
             "\"ms\": %.3f, \"tokens_seen\": %zu",
             s->step, s->loss, s->lr, s->grad_norm, s->tokens_per_s, s->ms, s->tokens_seen);
-    if (s->z_loss >= 0) fprintf(mt->jsonl, ", \"z_loss\": %.17g", s->z_loss);
-    if (s->repo_pdrop > 0) fprintf(mt->jsonl, ", \"repo_pdrop\": %.17g", s->repo_pdrop);
-    if (s->comm_ms >= 0) fprintf(mt->jsonl, ", \"comm_ms\": %.3f", s->comm_ms);
-    write_named(mt->jsonl, "source_tokens", s->n_sources, s->source_names, s->source_tokens, NULL);
-    fprintf(mt->jsonl, "}\n");
-    flush_or_die(mt);
+    if (s->z_loss >= 0) fprintf(fp, ", \"z_loss\": %.17g", s->z_loss);
+    if (s->repo_pdrop > 0) fprintf(fp, ", \"repo_pdrop\": %.17g", s->repo_pdrop);
+    if (s->comm_ms >= 0) fprintf(fp, ", \"comm_ms\": %.3f", s->comm_ms);
+    write_named(fp, "source_tokens", s->n_sources, s->source_names, s->source_tokens, NULL);
+    fprintf(fp, "}\n");
+    line_end(mt, fp);
 }
 
 void metrics_eval(Metrics* mt, const EvalLog* e) {
@@ -138,15 +152,16 @@ void metrics_eval(Metrics* mt, const EvalLog* e) {
     for (size_t k = 0; k < e->n_mc; k++) printf("%s%s %.4f", k ? ", " : " | mc ", e->mc_names[k], e->mc_values[k]);
     printf("\n");
     fflush(stdout);
-    fprintf(mt->jsonl, "{\"step\": %zu, \"val_loss\": %.17g, \"val_batches\": %zu", e->step, e->val_loss, e->n_batches);
-    if (e->val_z_loss >= 0) fprintf(mt->jsonl, ", \"val_z_loss\": %.17g", e->val_z_loss);
-    write_named(mt->jsonl, "val_loss_source", e->n_sources, e->source_names, NULL, e->source_loss);
-    write_named(mt->jsonl, "val_batches_source", e->n_sources, e->source_names, e->source_batches, NULL);
-    write_named(mt->jsonl, "retrieval", e->n_tasks, e->task_names, NULL, e->task_acc);
-    write_named(mt->jsonl, "retrieval_tokens", e->n_tasks, e->task_names, NULL, e->task_token_acc);
-    write_named(mt->jsonl, "mc", e->n_mc, e->mc_names, NULL, e->mc_values);
-    fprintf(mt->jsonl, "}\n");
-    flush_or_die(mt);
+    FILE* fp = line_begin(mt);
+    fprintf(fp, "{\"step\": %zu, \"val_loss\": %.17g, \"val_batches\": %zu", e->step, e->val_loss, e->n_batches);
+    if (e->val_z_loss >= 0) fprintf(fp, ", \"val_z_loss\": %.17g", e->val_z_loss);
+    write_named(fp, "val_loss_source", e->n_sources, e->source_names, NULL, e->source_loss);
+    write_named(fp, "val_batches_source", e->n_sources, e->source_names, e->source_batches, NULL);
+    write_named(fp, "retrieval", e->n_tasks, e->task_names, NULL, e->task_acc);
+    write_named(fp, "retrieval_tokens", e->n_tasks, e->task_names, NULL, e->task_token_acc);
+    write_named(fp, "mc", e->n_mc, e->mc_names, NULL, e->mc_values);
+    fprintf(fp, "}\n");
+    line_end(mt, fp);
 }
 
 void metrics_positions(Metrics* mt, const PositionsLog* p) {
@@ -160,22 +175,22 @@ void metrics_positions(Metrics* mt, const PositionsLog* p) {
     }
     printf(" (%.0f ms)\n", p->ms);
     fflush(stdout);
-    fprintf(mt->jsonl,
+    FILE* fp = line_begin(mt);
+    fprintf(fp,
             "{\"step\": %zu, \"positions\": {\"rows\": %zu, \"T\": %zu, \"batch\": \"%s\", "
             "\"segment\": %zu, \"eps_const\": %.17g, \"mono_frac\": %.17g, \"ms\": %.3f, \"layers\": [",
             p->step, p->rows, p->T, p->val ? "val" : "train", p->seg->len, p->seg->eps_const, p->seg->mono_frac, p->ms);
     for (size_t i = 0; i < p->n_layers; i++) {
         const PosSummary* s = &p->s[i];
-        fprintf(mt->jsonl,
+        fprintf(fp,
                 "%s{\"layer\": %zu, \"range\": %.17g, \"mean_abs_step\": %.17g, \"mean_step\": %.17g, "
                 "\"segments\": %zu",
                 i ? ", " : "", p->layer[i], s->range, s->mean_abs_step, s->mean_step, s->segments);
-        for (int k = 0; k < SEG_N_KINDS; k++)
-            fprintf(mt->jsonl, ", \"%s\": %.17g", seg_kind_name((SegKind)k), s->share[k]);
-        fprintf(mt->jsonl, ", \"mean_abs\": %.17g", p->mean_abs[i]);
-        if (p->moved) fprintf(mt->jsonl, ", \"moved_per_step\": %.17g", p->moved[i]);
-        fprintf(mt->jsonl, "}");
+        for (int k = 0; k < SEG_N_KINDS; k++) fprintf(fp, ", \"%s\": %.17g", seg_kind_name((SegKind)k), s->share[k]);
+        fprintf(fp, ", \"mean_abs\": %.17g", p->mean_abs[i]);
+        if (p->moved) fprintf(fp, ", \"moved_per_step\": %.17g", p->moved[i]);
+        fprintf(fp, "}");
     }
-    fprintf(mt->jsonl, "]}}\n");
-    flush_or_die(mt);
+    fprintf(fp, "]}}\n");
+    line_end(mt, fp);
 }

@@ -11,9 +11,13 @@
 #include <stdio.h>
 
 #include "eval/analyze_stats.h" /* SegParams, PosSummary */
+#include "train/tensorboard.h"
 
 typedef struct {
-    FILE* jsonl;    /* out_dir/metrics.jsonl, appended */
+    FILE* jsonl; /* out_dir/metrics.jsonl, appended */
+    TbWriter tb; /* the same lines as TensorBoard events (train/tensorboard.h) */
+    char* line;  /* the line being composed (open_memstream) */
+    size_t line_len;
     bool tty;       /* stdout is a terminal: redraw one progress line */
     bool line_open; /* a progress line is on screen without its newline */
 } Metrics;
@@ -74,7 +78,8 @@ typedef struct {
    after keep_step (a run killed after its last checkpoint logged steps that the
    resumed run will log again): keep_step is the resumed step, 0 for a run that
    starts over (the file then starts empty). Damaged lines are dropped with a
-   warning naming the line. The caller holds out_dir's lock (train/run_dir.h). */
+   warning naming the line. The caller holds out_dir's lock (train/run_dir.h). The TensorBoard event files
+   beside it are trimmed the same way, and a new one is opened. */
 void metrics_open(Metrics* mt, const char* out_dir, size_t keep_step);
 void metrics_close(Metrics* mt);
 void metrics_step(Metrics* mt, const StepLog* s);
