@@ -7,7 +7,8 @@
    A panel without data in any run is left out. With --positions, instead:
    the learned positions that train.log_positions logged, per RePo layer
    (one dash per layer): range, mean |step| and the three segment shares. Drawn by svg_lines
-   (eval/analyze_svg.h); FILE.png too when rsvg-convert is on PATH. */
+   (eval/analyze_svg.h); FILE.png too when rsvg-convert is on PATH. With --csv FILE.csv, the same numbers
+   for a spreadsheet: one row per run and step, one column per metric (RFC 4180). */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdbool.h>
@@ -194,6 +195,91 @@ static void free_runs(Run* runs, size_t n_runs) {
     for (size_t r = 0; r < n_runs; r++) free(runs[r].c);
 }
 
+/* s as one CSV field: quoted, with its quotes doubled, when it holds a comma, a quote or a line break */
+static void csv_field(FILE* f, const char* s) {
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static int cmp_double(const void* a, const void* b) {
+    double x = *(const double*)a, y = *(const double*)b;
+    return (x > y) - (x < y);
+}
+
+/* x in the fewest significant digits (up to 17) that read back as x: 0.1 rather than 0.10000000000000001 */
+static const char* shortest(double x, char* out, size_t n) {
+    for (int digits = 6; digits <= 17; digits++) {
+        snprintf(out, n, "%.*g", digits, x);
+        if (strtod(out, NULL) == x) break;
+    }
+    return out;
+}
+
+/* the value of c at step x, or NULL */
+static const double* at_step(const Curve* c, double x) {
+    for (size_t i = 0; i < c->n; i++)
+        if (c->x[i] == x) return &c->y[i];
+    return NULL;
+}
+
+/* --csv: columns run, step, then every metric of any run in the order first met; a cell is empty where the
+   run did not log the metric at that step */
+static void write_csv(const Run* runs, size_t n_runs, const char* path) {
+    const char** cols = NULL;
+    size_t n_cols = 0, cap_cols = 0;
+    for (size_t r = 0; r < n_runs; r++)
+        for (size_t i = 0; i < runs[r].n; i++) {
+            size_t k = 0;
+            while (k < n_cols && strcmp(cols[k], runs[r].c[i].name)) k++;
+            if (k < n_cols) continue;
+            cols = grow(cols, n_cols, &cap_cols, sizeof(char*));
+            cols[n_cols++] = runs[r].c[i].name;
+        }
+    FILE* f = fopenCheck(path, "w");
+    fputs("run,step", f);
+    for (size_t k = 0; k < n_cols; k++) {
+        fputc(',', f);
+        csv_field(f, cols[k]);
+    }
+    fputc('\n', f);
+    for (size_t r = 0; r < n_runs; r++) {
+        size_t n = 0;
+        for (size_t i = 0; i < runs[r].n; i++) n += runs[r].c[i].n;
+        double* steps = mallocCheck((n ? n : 1) * sizeof(double));
+        n = 0;
+        for (size_t i = 0; i < runs[r].n; i++)
+            for (size_t t = 0; t < runs[r].c[i].n; t++) steps[n++] = runs[r].c[i].x[t];
+        qsort(steps, n, sizeof(double), cmp_double);
+        char num[32];
+        for (size_t t = 0; t < n; t++) {
+            if (t && steps[t] == steps[t - 1]) continue;
+            csv_field(f, runs[r].label);
+            fprintf(f, ",%.0f", steps[t]);
+            for (size_t k = 0; k < n_cols; k++) {
+                const Curve* c = NULL;
+                for (size_t i = 0; i < runs[r].n && !c; i++)
+                    if (!strcmp(runs[r].c[i].name, cols[k])) c = &runs[r].c[i];
+                const double* v = c ? at_step(c, steps[t]) : NULL;
+                if (v) fprintf(f, ",%s", shortest(*v, num, sizeof num));
+                else fputc(',', f);
+            }
+            fputc('\n', f);
+        }
+        free(steps);
+    }
+    fcloseCheck(f, path);
+    free(cols);
+    printf("wrote %s (%zu metrics)\n", path, n_cols);
+}
+
 /* --positions: one panel per statistic, one polyline per (run, RePo layer): colour = run, dash = layer */
 static void plot_positions(const Run* runs, size_t n_runs, const char* out) {
     static Panel pn[N_POS_FIELDS];
@@ -234,25 +320,32 @@ static void plot_positions(const Run* runs, size_t n_runs, const char* out) {
 int main(int argc, char** argv) {
     cli_init("plot");
     const char* out = NULL;
+    const char* csv = NULL;
     const char* dirs[MAX_RUNS];
     size_t n_runs = 0;
-    int seen_out = 0;
+    int seen_out = 0, seen_csv = 0;
     bool positions = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: build/plot RUN_DIR [RUN_DIR ...] [--positions] --out FILE.svg\n"
+            printf("usage: build/plot RUN_DIR [RUN_DIR ...] [--positions] [--out FILE.svg] [--csv FILE.csv]\n"
                    "  training loss (raw and smoothed), validation loss (and per data.val source), learning\n"
                    "  rate, gradient norm, tokens/s, retrieval and multiple-choice accuracies (train.eval_tasks)\n"
                    "  over steps, from each RUN_DIR/metrics.jsonl, one colour per run; FILE.png too with\n"
                    "  rsvg-convert\n"
                    "  --positions: instead, RePo's learned positions logged by train.log_positions: range,\n"
-                   "  mean |step| and the constant / monotonic / hybrid segment shares, one dash per layer\n");
+                   "  mean |step| and the constant / monotonic / hybrid segment shares, one dash per layer\n"
+                   "  --csv FILE.csv: the numbers for a spreadsheet, one row per run and step, one column per\n"
+                   "  metric (with or instead of --out)\n");
             return 0;
         }
         if (!strcmp(argv[i], "--positions")) positions = true;
         else if (!strcmp(argv[i], "--out")) {
             cli_once("--out", &seen_out);
             out = cli_value("--out", i + 1 < argc ? argv[i + 1] : NULL);
+            i++;
+        } else if (!strcmp(argv[i], "--csv")) {
+            cli_once("--csv", &seen_csv);
+            csv = cli_value("--csv", i + 1 < argc ? argv[i + 1] : NULL);
             i++;
         } else if (argv[i][0] == '-') {
             cli_bad_option("unknown option '%s'", argv[i]);
@@ -263,12 +356,19 @@ int main(int argc, char** argv) {
     }
     if (!n_runs) cli_bad_option("expected at least one run directory");
     size_t ol = out ? strlen(out) : 0;
-    if (ol < 5 || strcmp(out + ol - 4, ".svg")) cli_bad_option("--out: expected a file name ending in .svg");
-    cli_check_output_file("--out", out);
+    if (!out && !csv) cli_bad_option("expected --out FILE.svg or --csv FILE.csv");
+    if (out && (ol < 5 || strcmp(out + ol - 4, ".svg"))) cli_bad_option("--out: expected a file name ending in .svg");
+    if (out) cli_check_output_file("--out", out);
+    if (csv) cli_check_output_file("--csv", csv);
 
     static Run runs[MAX_RUNS];
     for (size_t r = 0; r < n_runs; r++) read_run(&runs[r], dirs[r]);
     short_labels(runs, n_runs);
+    if (csv) write_csv(runs, n_runs, csv);
+    if (!out) {
+        free_runs(runs, n_runs);
+        return 0;
+    }
     if (positions) {
         plot_positions(runs, n_runs, out);
         free_runs(runs, n_runs);

@@ -4,7 +4,7 @@
 # the SVG parses as XML, and every (run, metric) has exactly one polyline in
 # its panel (training loss raw and smoothed, val_loss and each source, lr,
 # grad norm, tokens/s, each retrieval task) with one point per metrics.jsonl
-# entry; bad arguments are usage errors.
+# entry; --csv writes the same numbers for a spreadsheet; bad arguments are usage errors.
 . "$(dirname "$0")/testlib.sh" plot
 
 build/tools/gen_tokens "$T/web.u16" 20000 64 1 || exit 1
@@ -47,6 +47,27 @@ for mode in ("rope", "repo"):
     for name in ("single@32", "distractor@32"):
         want[("retrieval accuracy (exact match)", run + " " + name)] = len(evals)
 assert lines == want, (sorted(set(lines) ^ set(want)), [(k, lines.get(k), want.get(k)) for k in want if lines.get(k) != want[k]])
+PY
+# --csv: one row per run and step, one column per metric, every value as metrics.jsonl has it
+build/plot "$T/rope" "$T/repo" --csv "$T/m.csv" >"$T/csv.log" 2>&1 || bad "build/plot --csv: $(cat "$T/csv.log")"
+python3 - "$T" <<'PY' && ok "--csv: every value of both runs' metrics.jsonl in its row and column ($(head -c 80 "$T/m.csv" | head -n 1)...)" || bad "--csv"
+import csv, json, sys
+T = sys.argv[1]
+rows = list(csv.DictReader(open(T + "/m.csv", newline="")))
+cell = {(r["run"], int(r["step"])): r for r in rows}
+checked = 0
+for run in ("rope", "repo"):
+    for j in map(json.loads, open(T + "/" + run + "/metrics.jsonl")):
+        for key, v in j.items():
+            items = v.items() if isinstance(v, dict) else [(None, v)]
+            for sub, x in items:
+                name = key if sub is None else key + "/" + sub
+                if key in ("step", "ms", "tokens_seen", "source_tokens") or "batches" in key:
+                    continue
+                got = cell[(run, j["step"])][name]
+                assert float(got) == x, (run, j["step"], name, got, x)
+                checked += 1
+assert len(rows) == len(cell) and checked > 100, (len(rows), len(cell), checked)
 PY
 if command -v rsvg-convert >/dev/null; then
     [ -s "$T/curves.png" ] && ok "rsvg-convert present: curves.png written" || bad "rsvg-convert present but no PNG"
