@@ -31,6 +31,7 @@ typedef struct {
     const char* ppl[MAX_LIST];
     size_t n_ppl;
     size_t seq_len, max_windows; /* 0 = the training length (else 256); 0 = all windows */
+    const char* seq_len_from;    /* where seq_len came from, printed next to every perplexity */
     bool family_on[SYN_N_FAMILIES], tasks_given;
     size_t lengths[MAX_LIST], n_lengths;
     size_t items;
@@ -360,6 +361,10 @@ static size_t plan(EvalOptions* o, const SyntheticConfig* syn, const CkptInfo* c
         o->lengths[2] = 4 * T0;
         o->n_lengths = 3;
     }
+    o->seq_len_from = o->seq_len  ? "--seq-len"
+                      : ci->train_len ? "the training seq_len"
+                                      : "the default 256: the checkpoint records no training length (a merged or "
+                                        "another tool's checkpoint); give --seq-len";
     if (!o->seq_len) o->seq_len = T0;
     *chunk = 0;
     if (!any_task) return 0;
@@ -473,8 +478,8 @@ int main(int argc, char** argv) {
     PplResult ppl[MAX_LIST];
     for (size_t i = 0; i < o.n_ppl; i++) { /* each argument one stream */
         eval_perplexity(&ppl[i], &m, &ppl_data[i], o.max_windows);
-        printf("perplexity %-40s %zu windows of %zu: nll %.4f  ppl %.3f\n", o.ppl[i], ppl[i].windows, o.seq_len,
-               ppl[i].nll, ppl[i].ppl);
+        printf("perplexity %-40s %zu windows of %zu: nll %.4f  ppl %.3f  (window: %s)\n", o.ppl[i], ppl[i].windows,
+               o.seq_len, ppl[i].nll, ppl[i].ppl, o.seq_len_from);
         token_data_close(&ppl_data[i]);
     }
     if (o.n_mc) eval_mc_run(&mc, &m, o.json_out != NULL, o.mc_no_sharing, o.mc_no_batching);

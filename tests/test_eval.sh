@@ -46,7 +46,7 @@ grep -qE " (better|worse)$" "$T/log" && bad "--compare: a verdict other than no 
 
 echo "perplexity, YaRN, a run directory"
 build/tools/gen_tokens "$T/tok.u16" 3000 64 1 || exit 1
-expect_ok "--ppl on a token file (11 windows of 256)" "11 windows of 256" "ppl" -- \
+expect_ok "--ppl on a token file (11 windows of 256)" "11 windows of 256" "ppl" "(window: the default 256: the checkpoint records no training length" -- \
     $CK --ppl "$T/tok.u16" --json "$T/p.json"
 grep -q '"ppl":' "$T/p.json" && ! grep -q '"family"' "$T/p.json" && ok "--ppl alone: no tasks in the JSON" \
     || bad "--ppl JSON"
