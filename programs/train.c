@@ -18,10 +18,11 @@ static volatile sig_atomic_t stop_requested;
 static void on_signal(int sig) { stop_requested = sig; }
 
 static void usage(FILE* fp) {
-    fprintf(fp, "usage: build/train CONFIG.json [--set KEY=VALUE ...] [--plan]\n"
+    fprintf(fp, "usage: build/train CONFIG.json [--set KEY=VALUE ...] [--threads N] [--plan]\n"
                 "  Trains (or continues training) a model as CONFIG.json says; see docs/config.md for every key.\n"
                 "  --set KEY=VALUE   override one key, e.g. --set train.steps=200 --set optim.lr=1e-3\n"
                 "                    (VALUE is JSON when it parses as JSON, else a string)\n"
+                "  --threads N       threads per rank: the same as --set run.threads=N\n"
                 "  --plan            print the memory plan (peak RSS by part, what is available) and the time\n"
                 "                    estimate, and exit 0, allocating nothing large and reading only the\n"
                 "                    weights' headers (a config.json alone will do); every run prints both at\n"
@@ -74,7 +75,13 @@ int main(int argc, char** argv) {
             continue;
         }
         const char* over = NULL;
-        if (!strcmp(a, "--set")) over = cli_value(a, i + 1 < argc ? argv[++i] : NULL);
+        static char threads[64]; /* --threads N: the other programs' spelling of run.threads */
+        if (!strcmp(a, "--threads")) {
+            static int seen_threads;
+            cli_once(a, &seen_threads);
+            snprintf(threads, sizeof threads, "run.threads=%.40s", cli_value(a, i + 1 < argc ? argv[++i] : NULL));
+            over = threads;
+        } else if (!strcmp(a, "--set")) over = cli_value(a, i + 1 < argc ? argv[++i] : NULL);
         else if (!strncmp(a, "--set=", 6)) over = a + 6;
         else if (a[0] == '-') cli_bad_option("unknown option '%s'", a);
         else if (config) cli_bad_option("unexpected argument '%s' (the config is '%s')", a, config);

@@ -66,6 +66,13 @@ echo "merge and train: no option taken as a path"
 refused "merge A B --bf16: --bf16 is not OUT" "expected BASE ADAPTER OUT, got 2 paths" $B/merge a b --bf16
 refused "merge --f16 A B C" "unknown option '--f16'" $B/merge --f16 a b c
 refused "train --plna" "unknown option '--plna'" $B/train c.json --plna
+refused "train --threads twice" "--threads is given twice" $B/train c.json --threads 1 --threads 2
+# the hint of threads_print ("set run.threads or --threads") works for build/train too
+printf '{"run": {"out_dir": "%s"}, "model": {"vocab_size": 64, "d_model": 32, "n_layers": 1, "n_heads": 2, "d_ff": 32}, "data": {"synthetic": {}, "seq_len": 32}}' \
+    "$T/never" >"$T/t.json"
+$B/train "$T/t.json" --threads 1 --plan >"$T/log" 2>&1 && grep -q "memory plan (B=8 T=32, 1 thread," "$T/log" &&
+    ok "train --threads 1: run.threads 1 ($(grep -m1 "memory plan" "$T/log"))" ||
+    bad "train --threads 1: $(tail -2 "$T/log")"
 
 echo "a value with one leading dash reaches its parser"
 refused "eval --seed -1" "--seed: expected an integer in [0, " $B/eval $CK --seed -1
