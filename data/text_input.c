@@ -239,6 +239,20 @@ void text_input_close(TextInput* t) {
     free(t);
 }
 
+TextCompression text_input_sniff(const char* path, bool* regular) {
+    int fd = open(path, O_RDONLY);
+    CHECK(fd >= 0, "cannot open input '%s': %s", path, strerror(errno));
+    struct stat st;
+    CHECK(fstat(fd, &st) == 0, "cannot stat input '%s': %s", path, strerror(errno));
+    *regular = S_ISREG(st.st_mode);
+    uint8_t head[4];
+    ssize_t got = *regular ? pread(fd, head, 4, 0) : 0;
+    close(fd);
+    if (got >= 2 && !memcmp(head, GZIP_MAGIC, 2)) return TEXT_GZIP;
+    if (got >= 4 && !memcmp(head, ZSTD_MAGIC, 4)) return TEXT_ZSTD;
+    return TEXT_PLAIN;
+}
+
 size_t text_input_count(const char* path, size_t file, bool jsonl) {
     TextInput* t = text_input_open(path, file, jsonl);
     TextDoc docs[1024];

@@ -35,6 +35,9 @@ size_t text_input_read(const TextInput* in);
 TextCompression text_input_compression(const TextInput* in);
 void text_input_close(TextInput* in);
 
+/* What path holds, by its first bytes: TEXT_PLAIN also for a pipe or device, which is not read (its bytes
+   would be gone); *regular says whether it is a regular file, which can be read twice. */
+TextCompression text_input_sniff(const char* path, bool* regular);
 /* the documents of path, counted by reading it once */
 size_t text_input_count(const char* path, size_t file, bool jsonl);
 

@@ -316,6 +316,71 @@ static void shards_commit(const char* prefix, ShardWriter w[2]) {
                 prefix);
 }
 
+/* One pass over the input files: documents in batches, encoded in parallel, written in input order */
+typedef struct {
+    const Options* o;
+    const Around* ar;
+    TokEncoder* enc; /* one per thread */
+    TextDoc* docs;   /* (BATCH_DOCS) */
+    DocOut* outs;    /* (BATCH_DOCS) */
+    ShardWriter* w;  /* train, val */
+    ValSplit split;
+    size_t total; /* the files' bytes on disk, for the progress line */
+    /* what the pass did */
+    size_t doc_index, n_val_docs, invalid, text_bytes;
+    double t0;
+} Pass;
+
+/* the batch docs[0..n) of file f: encoded in parallel, then printed or written in order */
+static void pass_batch(Pass* ps, size_t f, size_t n) {
+    const Options* o = ps->o;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (size_t i = 0; i < n; i++) {
+        int k = 0;
+#ifdef OMP
+        k = omp_get_thread_num();
+#endif
+        ps->outs[i].err[0] = 0;
+        ps->outs[i].text_bytes = 0;
+        encode_doc(&ps->enc[k], &ps->docs[i], o, o->files[f], &ps->outs[i], ps->ar);
+    }
+    for (size_t i = 0; i < n; i++, ps->doc_index++) {
+        DocOut* d = &ps->outs[i];
+        CHECK(!d->err[0], "%s", d->err);
+        ps->invalid += d->invalid_utf8;
+        ps->text_bytes += d->text_bytes;
+        if (o->print_ids) {
+            for (size_t k = 0; k < d->n; k++) printf(k ? " %d" : "%d", d->ids[k]);
+            putchar('\n');
+        } else {
+            int v = in_val(&ps->split, ps->doc_index);
+            ps->n_val_docs += v;
+            shard_write(&ps->w[v], d->ids, d->n);
+        }
+        free(d->ids);
+    }
+}
+
+static void tokenize_pass(Pass* ps) {
+    const Options* o = ps->o;
+    ps->doc_index = ps->n_val_docs = ps->invalid = ps->text_bytes = 0;
+    ps->t0 = now_s();
+    size_t done_bytes = 0;
+    double last_print = 0;
+    for (size_t f = 0; f < o->n_files; f++) {
+        TextInput* in = text_input_open(o->files[f], f, o->jsonl);
+        for (size_t n; (n = text_input_next(in, ps->docs, BATCH_DOCS, BATCH_BYTES)) != 0;) {
+            pass_batch(ps, f, n);
+            if (!o->print_ids && now_s() - last_print > progress_every()) {
+                progress(ps->t0, done_bytes + text_input_read(in), ps->total, ps->w[0].n_tokens + ps->w[1].n_tokens, 0);
+                last_print = now_s();
+            }
+        }
+        done_bytes += text_input_read(in);
+        text_input_close(in);
+    }
+}
+
 int main(int argc, char** argv) {
     cli_init("tokenize");
     Options o;
@@ -371,47 +436,44 @@ int main(int argc, char** argv) {
     TokEncoder* enc = mallocCheck((size_t)n_threads * sizeof(TokEncoder));
     for (int k = 0; k < n_threads; k++) tok_encoder_init(&enc[k], t);
 
-    ValSplit split = val_split(o.print_ids ? 0 : o.val, o.print_ids || o.val <= 0 ? 0 : count_docs(&o));
-    TextDoc* docs = mallocCheck(BATCH_DOCS * sizeof(TextDoc));
-    size_t doc_index = 0, done_bytes = 0, invalid = 0, n_val_docs = 0, text_bytes = 0;
-    DocOut* outs = mallocCheck(BATCH_DOCS * sizeof(DocOut));
-    double t0 = now_s(), last_print = 0;
-    for (size_t f = 0; f < o.n_files; f++) {
-        TextInput* in = text_input_open(o.files[f], f, o.jsonl);
-        for (size_t n; (n = text_input_next(in, docs, BATCH_DOCS, BATCH_BYTES)) != 0;) { /* one batch */
-#pragma omp parallel for schedule(dynamic, 1)
-            for (size_t i = 0; i < n; i++) {
-                int k = 0;
-#ifdef OMP
-                k = omp_get_thread_num();
-#endif
-                outs[i].err[0] = 0;
-                outs[i].text_bytes = 0;
-                encode_doc(&enc[k], &docs[i], &o, o.files[f], &outs[i], &ar);
-            }
-            for (size_t i = 0; i < n; i++, doc_index++) {
-                DocOut* d = &outs[i];
-                CHECK(!d->err[0], "%s", d->err);
-                invalid += d->invalid_utf8;
-                text_bytes += d->text_bytes;
-                if (o.print_ids) {
-                    for (size_t k = 0; k < d->n; k++) printf(k ? " %d" : "%d", d->ids[k]);
-                    putchar('\n');
-                } else {
-                    int v = in_val(&split, doc_index);
-                    n_val_docs += v;
-                    shard_write(&w[v], d->ids, d->n);
-                }
-                free(d->ids);
-            }
-            if (!o.print_ids && now_s() - last_print > progress_every()) {
-                progress(t0, done_bytes + text_input_read(in), total, w[0].n_tokens + w[1].n_tokens, 0);
-                last_print = now_s();
-            }
-        }
-        done_bytes += text_input_read(in);
-        text_input_close(in);
+    Pass ps = {.o = &o, .ar = &ar, .enc = enc, .w = w, .total = total};
+    ps.docs = mallocCheck(BATCH_DOCS * sizeof(TextDoc));
+    ps.outs = mallocCheck(BATCH_DOCS * sizeof(DocOut));
+    double val = o.print_ids ? 0 : o.val;
+    /* The split needs the count of documents: counted first where that is cheap (plain files, mapped); a
+       compressed file would be decompressed twice and a pipe read twice, so there the pass assumes the hash
+       alone draws the split, which holds unless the corpus is small, and a small one is tokenized again. */
+    bool streamed = false, pipe = false;
+    for (size_t f = 0; f < o.n_files && val > 0; f++) {
+        bool regular;
+        streamed |= text_input_sniff(o.files[f], &regular) != TEXT_PLAIN || !regular;
+        pipe |= !regular;
     }
+    ps.split = val_split(val, val > 0 && !streamed ? count_docs(&o) : 0);
+    tokenize_pass(&ps);
+    if (val > 0 && streamed) {
+        ValSplit exact = val_split(val, ps.doc_index);
+        CHECK(!exact.forced || !pipe,
+              "tokenize: --val %g draws %zu of the %zu documents, fewer than the %zu a small corpus puts into val, "
+              "and an input is a pipe, which cannot be read again: give the files, or --val 0",
+              val, exact.drawn, ps.doc_index, exact.forced);
+        if (exact.forced) {
+            fprintf(stderr, "tokenize: a small corpus (%zu documents): a second pass puts %zu more into val\n",
+                    ps.doc_index, exact.forced);
+            for (int k = 0; k < 2; k++) {
+                char prefix[sizeof w[k].prefix];
+                memcpy(prefix, w[k].prefix, sizeof prefix);
+                shard_writer_discard(&w[k]);
+                shard_writer_init(&w[k], prefix, V, o.shard_tokens);
+            }
+            ps.split = exact;
+            tokenize_pass(&ps);
+        }
+        ps.split = exact;
+    }
+    ValSplit split = ps.split;
+    size_t doc_index = ps.doc_index, n_val_docs = ps.n_val_docs, invalid = ps.invalid, text_bytes = ps.text_bytes;
+    double t0 = ps.t0;
     if (!o.print_ids) shards_commit(o.out, w);
     double secs = now_s() - t0;
     if (!o.print_ids) {
@@ -430,8 +492,8 @@ int main(int argc, char** argv) {
                 invalid);
     for (int k = 0; k < n_threads; k++) tok_encoder_free(&enc[k]);
     free(enc);
-    free(outs);
-    free(docs);
+    free(ps.outs);
+    free(ps.docs);
     free(o.files);
     tok_free(t);
     return 0;

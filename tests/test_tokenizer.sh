@@ -121,6 +121,17 @@ for th in 1 2; do
         ok "c.jsonl.zst with $th thread(s): the shards of the plain file, byte for byte" ||
         bad "c.jsonl.zst with $th thread(s): other shards: $(tail -1 "$T/log")"
 done
+# a small corpus where --val 0.005 draws no document: a compressed input is tokenized again to put the
+# forced val documents in (a plain one is counted first); the same shards either way
+$tok --tokenizer $F/cl100k.json --jsonl --val 0.005 --out "$T/small_plain" "$T/c.jsonl" >"$T/log" 2>&1 || bad "small plain"
+$tok --tokenizer $F/cl100k.json --jsonl --val 0.005 --out "$T/small_gz" "$T/c.jsonl.gz" >"$T/log" 2>&1 &&
+    grep -q "a second pass puts 1 more into val" "$T/log" &&
+    cmp -s "$T/small_plain_train_000000.bin" "$T/small_gz_train_000000.bin" &&
+    cmp -s "$T/small_plain_val_000000.bin" "$T/small_gz_val_000000.bin" &&
+    ok "a small gzip corpus: a second pass forces its val document; the shards of the plain file" ||
+    bad "a small gzip corpus: $(tail -2 "$T/log")"
+expect_fail "a small corpus from a pipe that would need a second pass" "an input is a pipe, which cannot be read again" \
+    sh -c "cat '$T/c.jsonl' | $tok --tokenizer $F/cl100k.json --jsonl --val 0.005 --out '$T/small_pipe' /dev/stdin"
 head -c 400 "$T/c.jsonl.gz" >"$T/cut.jsonl.gz"
 expect_fail "a truncated .jsonl.gz" "cut.jsonl.gz' ends inside its gzip stream (at byte offset 400): the file is truncated" \
     $tok --tokenizer $F/cl100k.json --jsonl --out "$T/cut" "$T/cut.jsonl.gz"
