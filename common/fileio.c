@@ -176,36 +176,59 @@ void file_write_output(const char* path, const void* data, size_t len) {
     if (close(fd) != 0) DIE("closing '%s': %s", path, strerror(errno));
 }
 
+/* whether fd is still the file at path: a holder that ends removes the lock file (file_unlock), so a lock
+   taken on the file it removed guards nothing */
+static bool still_at(int fd, const char* path) {
+    struct stat a, b;
+    return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* the pid of a lock's holder from its file (it writes it just after taking the lock: up to a second) */
+static void read_holder(int fd, char* holder, size_t holder_len) {
+    char buf[32] = "";
+    ssize_t n = 0;
+    for (int tries = 0; tries < 50; tries++) {
+        n = pread(fd, buf, sizeof(buf) - 1, 0);
+        if (n > 0 && memchr(buf, '\n', (size_t)n)) break;
+        usleep(20000);
+    }
+    buf[n > 0 ? n : 0] = 0;
+    buf[strcspn(buf, "\n")] = 0;
+    if (buf[0]) snprintf(holder, holder_len, "%s", buf);
+}
+
 int file_lock(const char* path, char* holder, size_t holder_len) {
     snprintf(holder, holder_len, "unknown");
-    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0) return -1;
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        int e = errno;
-        char buf[32] = "";
-        ssize_t n = 0;
-        /* the holder writes its pid just after taking the lock: give it up to a second to appear */
-        for (int tries = 0; e == EWOULDBLOCK && tries < 50; tries++) {
-            n = pread(fd, buf, sizeof(buf) - 1, 0);
-            if (n > 0 && memchr(buf, '\n', (size_t)n)) break;
-            usleep(20000);
+    for (;;) {
+        int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0) return -1;
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            int e = errno;
+            if (e == EWOULDBLOCK) read_holder(fd, holder, holder_len);
+            close(fd);
+            errno = e;
+            return -1;
         }
-        buf[n > 0 ? n : 0] = 0;
-        buf[strcspn(buf, "\n")] = 0;
-        if (buf[0]) snprintf(holder, holder_len, "%s", buf);
-        close(fd);
-        errno = e;
-        return -1;
+        if (!still_at(fd, path)) { /* its last holder removed it as we took it: lock the file at path now */
+            close(fd);
+            continue;
+        }
+        char pid[32];
+        int len = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+        if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len) {
+            int e = errno;
+            close(fd);
+            errno = e;
+            return -1;
+        }
+        return fd;
     }
-    char pid[32];
-    int len = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len) {
-        int e = errno;
-        close(fd);
-        errno = e;
-        return -1;
-    }
-    return fd;
+}
+
+void file_unlock(const char* path, int fd) {
+    if (fd < 0) return;
+    unlink(path); /* while still held: a waiter that then locks the removed file sees it is gone (still_at) */
+    close(fd);
 }
 
 void file_write_json(const char* path, cJSON* root) {

@@ -38,10 +38,13 @@ struct cJSON;
    (file_write_output), and free root */
 void file_write_json(const char* path, struct cJSON* root);
 /* flock(LOCK_EX | LOCK_NB) on path (created when missing, never through a link), which then
-   holds our pid. Returns the open descriptor (held until the process exits), or -1 with
+   holds our pid. Returns the open descriptor (held until file_unlock or the process exits), or -1 with
    errno set; for EWOULDBLOCK, the holder's pid (waited for up to a second) in holder, else
    "unknown". */
 int file_lock(const char* path, char* holder, size_t holder_len);
+/* Release a lock of file_lock and remove its file, so that a finished run leaves none behind; a process
+   that locked the removed file meanwhile notices and locks the new one. */
+void file_unlock(const char* path, int fd);
 /* fsync a directory so a rename inside it is durable; dies naming it */
 void fsync_dir(const char* dir);
 /* the directory part of path ("." when none) into out */

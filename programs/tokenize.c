@@ -292,10 +292,14 @@ static void discard_shards(void) {
 
 /* PREFIX.lock taken (held to exit: a second tokenize to PREFIX stops naming the first), the
    temporary shards of killed runs removed, and a failed exit set to remove this run's own */
+static char lock_path[4096 + 8]; /* PREFIX.lock, held from shards_begin, removed when the run succeeds */
+static int lock_fd = -1;
+
 static void shards_begin(const char* prefix, ShardWriter w[2]) {
-    char lock[4096 + 8], holder[32];
-    snprintf(lock, sizeof lock, "%s.lock", prefix);
-    int fd = file_lock(lock, holder, sizeof holder);
+    char* lock = lock_path;
+    char holder[32];
+    snprintf(lock, sizeof lock_path, "%s.lock", prefix);
+    int fd = lock_fd = file_lock(lock, holder, sizeof holder);
     if (fd < 0 && errno == EWOULDBLOCK)
         DIE("tokenize: --out '%s' is being written by another tokenize (pid %s holds '%s'): wait for it, or give "
             "another --out",
@@ -311,6 +315,8 @@ static void shards_begin(const char* prefix, ShardWriter w[2]) {
 static void shards_commit(const char* prefix, ShardWriter w[2]) {
     size_t stale = shard_writer_commit(&w[0]);
     stale += shard_writer_commit(&w[1]);
+    file_unlock(lock_path, lock_fd); /* a finished run leaves no lock file */
+    lock_fd = -1;
     if (stale)
         fprintf(stderr, "tokenize: removed %zu shard(s) of an earlier run to %s that this run did not write\n", stale,
                 prefix);

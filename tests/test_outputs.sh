@@ -133,8 +133,9 @@ for f in web_train_notes.txt web_train_000001.bin.bak web_train_1.bin web_train_
          webx_train_000001.bin; do echo keep >"$T/d/$f"; done
 expect "a re-run to the prefix with one shard and no val" 0 "removed $((n_first - 1)) shard(s) of an earlier run" \
     $tok --tokenizer $F/gpt2.json --val 0 --out "$P" "$T/small.txt"
+check "  a finished run leaves no lock file" '[ ! -e "$P.lock" ]'
 check "  only its own shard is left of the shard names, every other name kept" \
-    '[ "$(cd "$T/d" && ls | LC_ALL=C sort | tr "\n" " ")" = "web.lock web_train_000000.bin web_train_0000001.bin \
+    '[ "$(cd "$T/d" && ls | LC_ALL=C sort | tr "\n" " ")" = "web_train_000000.bin web_train_0000001.bin \
 web_train_000001.bin.bak web_train_1.bin web_train_notes.txt web_train_x_000001.bin webx_train_000001.bin " ]'
 cp "$P"_train_000000.bin "$T/second.bin"
 ( exec 9<>"$P.lock"; flock -n 9 || exit 1; echo $BASHPID >"$P.lock"; exec sleep 30 ) &   # the lock dies with it

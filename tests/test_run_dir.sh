@@ -177,6 +177,7 @@ echo "latest naming something other than a step directory of the run"
 d="$T/latest_out"
 config "$d" 2 2 2
 build/train "$T/cfg.json" >"$T/log" 2>&1 || bad "latest_out: first run: $(tail -2 "$T/log")"
+[ ! -e "$d/run.lock" ] && ok "a finished run leaves no run.lock" || bad "run.lock left after a finished run"
 mkdir -p "$T/other" && cp -r "$d/step_0000002" "$T/other/"
 echo ../other/step_0000002 >"$d/latest"
 config "$d" 4 2 2

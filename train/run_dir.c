@@ -140,7 +140,8 @@ RunDirContents run_dir_contents(const char* out_dir) {
     return c;
 }
 
-static int lock_fd = -1; /* held open (and locked) until the process exits */
+static int lock_fd = -1; /* held open (and locked) until run_dir_unlock or the process exits */
+static char lock_path[4096];
 
 void run_dir_lock(const char* out_dir) {
     if (lock_fd >= 0) return;
@@ -153,4 +154,10 @@ void run_dir_lock(const char* out_dir) {
             out_dir, holder, path);
     if (fd < 0) DIE("cannot lock '%s': %s", path, strerror(errno));
     lock_fd = fd;
+    snprintf(lock_path, sizeof lock_path, "%s", path);
+}
+
+void run_dir_unlock(void) {
+    file_unlock(lock_path, lock_fd);
+    lock_fd = -1;
 }

@@ -51,6 +51,8 @@ size_t run_dir_list_steps(const char* out_dir, size_t** steps);
    out_dir/run.lock; die naming the holder's pid when another process has it.
    The lock is held until the process exits. Does nothing when already held. */
 void run_dir_lock(const char* out_dir);
+/* the lock released and run.lock removed: at the end of a run that took it */
+void run_dir_unlock(void);
 
 /* Remove a checkpoint directory repoc wrote (step_NNNNNNN or its .tmp.<pid>):
    its checkpoint files (and their .tmp.<pid> leftovers) are unlinked, never

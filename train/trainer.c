@@ -354,6 +354,7 @@ void trainer_setup(Trainer* tr) {
 
 void trainer_free(Trainer* tr) {
     metrics_close(&tr->metrics);
+    run_dir_unlock(); /* a finished run leaves no run.lock */
     data_source_close(&tr->data);
     adamw_free(&tr->opt);
     if (tr->has_tasks) gen_free(&tr->gen);
