@@ -2,11 +2,15 @@
 # The README's mixture figure: a small model trained on two byte-level sources
 # that ship with Debian (licence texts and C headers, one token per byte),
 # mixed 3:1, per-source validation, WSD schedule, rope and repo side by side,
-# then build/plot of both runs into docs/mixture_example.svg.
-# Usage: tools/mixture_example.sh [WORKDIR]   (about two minutes on 2 cores)
+# then build/plot of both runs into WORKDIR/mixture_example.svg; --docs writes it over the README's
+# docs/mixture_example.svg instead.
+# Usage: tools/mixture_example.sh [--docs] [WORKDIR]   (about two minutes on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+out=
+if [ "${1:-}" = --docs ]; then out=docs/mixture_example.svg; shift; fi
 W=${1:-build/mixture_example}
+out=${out:-$W/mixture_example.svg}
 mkdir -p "$W"
 make --no-print-directory -s build/train build/plot
 bytes() {   # out files...: every byte of the files as one uint16 token
@@ -30,4 +34,4 @@ JSON
     build/train "$W/$mode.json" >"$W/$mode.log" 2>&1
     tail -n 2 "$W/$mode.log"
 done
-build/plot "$W/rope" "$W/repo" --out docs/mixture_example.svg
+build/plot "$W/rope" "$W/repo" --out "$out"
