@@ -68,6 +68,22 @@ static double numeric_grad(Problem* p, real* x) {
     return (-f[0] + 8 * f[1] - 8 * f[2] + f[3]) / (12 * H_STEP);
 }
 
+/* the failed tensors, for the list at the end: a failure deep in --all's output is not missed */
+#define MAX_LISTED 64
+static struct {
+    char what[160];
+    double max_rel;
+} failures[MAX_LISTED];
+static size_t n_failures;
+
+static void note_failure(const Problem* p, size_t t, double max_rel) {
+    if (n_failures < MAX_LISTED) {
+        snprintf(failures[n_failures].what, sizeof failures[0].what, "%.80s: %.70s", p->name, p->tensor_name[t]);
+        failures[n_failures].max_rel = max_rel;
+    }
+    n_failures++;
+}
+
 /* check one problem; returns the number of failed tensors */
 static int check_problem(Problem* p, double tol, double perturb, int verbose) {
     p->grad(p);
@@ -101,6 +117,7 @@ static int check_problem(Problem* p, double tol, double perturb, int verbose) {
         int degenerate = r.max_ref == 0 && n > 0 && !r.bad_numeric;
         r.pass = r.max_rel <= tol && !degenerate && !r.bad_analytic && !r.bad_numeric;
         failed += !r.pass;
+        if (!r.pass) note_failure(p, t, r.max_rel);
         printf("  %-52s n=%-5zu max|grad| %.3e  max abs err %.3e  max rel err %.3e  %s%s", p->tensor_name[t], n,
                r.max_ref, r.max_abs, r.max_rel, r.pass ? "PASS" : "FAIL",
                degenerate ? " (gradient identically zero: nothing was checked)" : "");
@@ -210,6 +227,10 @@ int main(int argc, char** argv) {
         usage(stderr);
         return 2;
     }
+    if (n_failures) printf("failed tensors (problem: tensor, max rel err):\n");
+    for (size_t k = 0; k < n_failures && k < MAX_LISTED; k++)
+        printf("  FAIL %s  %.3e\n", failures[k].what, failures[k].max_rel);
+    if (n_failures > MAX_LISTED) printf("  ... and %zu more\n", n_failures - MAX_LISTED);
     printf("gradcheck: %d tensors checked, %d failed (tol %.1e, seed %llu)\n", checked, failed, tol, seed);
     return failed ? 1 : 0;
 }

@@ -48,7 +48,7 @@ run_fails() { # name pattern command...   passes when the command exits non-zero
 # gradient checks, double precision build
 run gradcheck-all build/gradcheck --all
 run gradcheck-seed2 build/gradcheck --all --seed 2
-run_fails gradcheck-catches-wrong-backward "FAIL" build/gradcheck --layer rmsnorm-wrong
+run_fails gradcheck-catches-wrong-backward "  FAIL rmsnorm-wrong (deliberately wrong backward: no projection term): inp" build/gradcheck --layer rmsnorm-wrong
 run_fails gradcheck-catches-1e-5-perturbation "FAIL" build/gradcheck --layer attention --perturb 1e-5
 # a NaN or Inf gradient, analytic or numeric, is a FAIL (a comparison with NaN never fails)
 run_fails gradcheck-catches-nan-gradient "non-finite gradients: 24 analytic, 0 numeric" build/gradcheck --layer rmsnorm --perturb nan
