@@ -30,6 +30,7 @@ static const char* const SHADES[] = {"#f4c542", "#9ecae1", "#c7e9c0", "#fdd0a2"}
 typedef struct {
     double x0, y0, w, h; /* pixels: left, top, width, height */
     double xmin, xmax, ymin, ymax;
+    bool log_y; /* y is log10 of the value: ticks at 1, 2, 5 x 10^k labelled with the values */
 } Axes;
 
 static double px(const Axes* a, double x) { return a->x0 + (x - a->xmin) / (a->xmax - a->xmin) * a->w; }
@@ -82,19 +83,46 @@ static void tick_label(char* buf, size_t n, double v, double step) {
     snprintf(buf, n, "%.*f", digits, v);
 }
 
-/* frame, grid lines, ticks with labels, axis labels and the title */
+/* one y tick at v (the axis' coordinate) labelled text; returns the label's width in pixels (11 px text) */
+static double y_tick(FILE* f, const Axes* a, double v, const char* text) {
+    double y = py(a, v);
+    line(f, a->x0, y, a->x0 + a->w, y, "#ddd"); /* grid */
+    line(f, a->x0 - 4, y, a->x0, y, "#333");    /* tick */
+    put_text(f, a->x0 - 7, y + 4, "end", 11, NULL, text);
+    return 6.2 * (double)strlen(text);
+}
+
+/* the y ticks: on a log axis the values 1, 2 and 5 x 10^k in range (only the powers of ten over more than
+   two decades), labelled with the values themselves; returns the widest label's width */
+static double y_ticks(FILE* f, const Axes* a) {
+    char buf[64];
+    double widest = 0;
+    if (a->log_y) {
+        bool few = a->ymax - a->ymin > 2.0;
+        for (double k = floor(a->ymin); k <= ceil(a->ymax); k++)
+            for (int m = 0; m < (few ? 1 : 3); m++) {
+                double v = k + log10((const double[]){1, 2, 5}[m]);
+                if (v < a->ymin - 1e-9 || v > a->ymax + 1e-9) continue;
+                snprintf(buf, sizeof buf, "%g", pow(10, v));
+                widest = fmax(widest, y_tick(f, a, v, buf));
+            }
+        return widest;
+    }
+    double st = nice_step(a->ymin, a->ymax, 5);
+    for (double v = ceil(a->ymin / st - 1e-9) * st; v <= a->ymax + st * 1e-9; v += st) {
+        tick_label(buf, sizeof(buf), v, st);
+        widest = fmax(widest, y_tick(f, a, v, buf));
+    }
+    return widest;
+}
+
+/* frame, grid lines, ticks with labels, axis labels (the y label clear of the widest tick label) and the
+   title */
 static void draw_axes(FILE* f, const Axes* a, const char* xlabel, const char* ylabel, const char* title, bool x_ticks) {
     char buf[64];
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#333\"/>\n", a->x0,
             a->y0, a->w, a->h);
-    double st = nice_step(a->ymin, a->ymax, 5);
-    for (double v = ceil(a->ymin / st - 1e-9) * st; v <= a->ymax + st * 1e-9; v += st) {
-        double y = py(a, v);
-        line(f, a->x0, y, a->x0 + a->w, y, "#ddd"); /* grid */
-        line(f, a->x0 - 4, y, a->x0, y, "#333");    /* tick */
-        tick_label(buf, sizeof(buf), v, st);
-        put_text(f, a->x0 - 7, y + 4, "end", 11, NULL, buf);
-    }
+    double widest = y_ticks(f, a), st;
     if (x_ticks) {
         st = nice_step(a->xmin, a->xmax, 8);
         for (double v = ceil(a->xmin / st - 1e-9) * st; v <= a->xmax + st * 1e-9; v += st) {
@@ -107,7 +135,7 @@ static void draw_axes(FILE* f, const Axes* a, const char* xlabel, const char* yl
     if (xlabel) put_text(f, a->x0 + a->w / 2, a->y0 + a->h + 32, "middle", 12, NULL, xlabel);
     if (ylabel) {
         char tr[96];
-        double x = a->x0 - 46, y = a->y0 + a->h / 2;
+        double x = fmax(12, a->x0 - 7 - widest - 12), y = a->y0 + a->h / 2;
         snprintf(tr, sizeof(tr), "transform=\"rotate(-90 %.1f %.1f)\"", x, y);
         put_text(f, x, y, "middle", 12, tr, ylabel);
     }
@@ -206,7 +234,7 @@ static void pos_xlabels(FILE* f, const Axes* a, const PosPlot* pp) {
 /* one panel, its top at top: panel pn's heads pp->heads[h0 .. h1) on their own y axis */
 static void pos_panel(FILE* f, const PosPlot* pp, size_t pn, size_t h0, size_t h1, double top, bool labels) {
     const real* z = pp->z[pn];
-    Axes a = {MARGIN_L, top, POS_W - MARGIN_L - MARGIN_R, POS_PANEL_H - 75, -0.5, (double)pp->T - 0.5, 0, 0};
+    Axes a = {MARGIN_L, top, POS_W - MARGIN_L - MARGIN_R, POS_PANEL_H - 75, -0.5, (double)pp->T - 0.5, 0, 0, false};
     pos_y_range(&a, pp, z, h0, h1);
     for (size_t s = 0; s < pp->n_shade; s++) { /* spans behind everything */
         double x1 = px(&a, pp->shade[s].begin - 0.5), x2 = px(&a, pp->shade[s].end - 0.5);
@@ -258,7 +286,7 @@ void svg_scatter(const char* path, const Scatter* sc) {
     char* buf;
     size_t len;
     FILE* f = svg_open(&buf, &len, SC_W, SC_H);
-    Axes a = {MARGIN_L, MARGIN_TOP, SC_W - MARGIN_L - MARGIN_R, SC_H - MARGIN_TOP - 55, 0, 0, 0, 0};
+    Axes a = {MARGIN_L, MARGIN_TOP, SC_W - MARGIN_L - MARGIN_R, SC_H - MARGIN_TOP - 55, 0, 0, 0, 0, false};
     for (size_t i = 0; i < sc->n; i++) {
         if (!isfinite(sc->x[i]) || !isfinite(sc->y[i])) continue;
         a.xmax = fmax(a.xmax, sc->x[i]);
@@ -350,7 +378,7 @@ void svg_bars(const char* path, const BarChart* bc) {
     double x0 = MARGIN_L;
     Axes a = {0};
     for (size_t p = 0; p < n_panels; p++, x0 += pw[p - 1] + PANEL_GAP) {
-        a = (Axes){x0, MARGIN_TOP, pw[p], H - MARGIN_TOP - 45, 0, 0, 0, 0};
+        a = (Axes){x0, MARGIN_TOP, pw[p], H - MARGIN_TOP - 45, 0, 0, 0, 0, false};
         bar_panel(f, &a, bc, s0[p], ns[p], bc->ylabel);
     }
     double lx = a.x0 + a.w + 15, ly = a.y0 + 12;
@@ -362,6 +390,18 @@ void svg_bars(const char* path, const BarChart* bc) {
 #define LINE_W 1000.0
 #define LINE_PANEL_H 250.0
 #define LINE_MARGIN_R 270.0 /* the legends */
+
+/* [lo, hi] in log10 widened to the 1, 2 or 5 x 10^k just outside it (a flat range to the ones around it) */
+static void log_range(double* lo, double* hi) {
+    static const double M[] = {1, 2, 5, 10};
+    double l = floor(*lo), h = floor(*hi), nlo = l, nhi = h + 1;
+    for (int m = 0; m < 4; m++) {
+        if (l + log10(M[m]) <= *lo + 1e-12 && l + log10(M[m]) < *hi) nlo = l + log10(M[m]);
+        if (h + log10(M[3 - m]) >= *hi - 1e-12 && h + log10(M[3 - m]) > *lo) nhi = h + log10(M[3 - m]);
+    }
+    *lo = nlo;
+    *hi = nhi;
+}
 
 /* a point's y on the panel's scale: log10 for a log panel; NAN when it cannot be drawn */
 static double scale_y(const LinePanel* p, double y) {
@@ -384,7 +424,8 @@ void svg_lines(const char* path, const char* title, const char* xlabel, const Li
                   INFINITY,
                   -INFINITY,
                   INFINITY,
-                  -INFINITY};
+                  -INFINITY,
+                  false};
         for (size_t s = 0; s < p->n_series; s++)
             for (size_t i = 0; i < p->series[s].n; i++) {
                 double y = scale_y(p, p->series[s].y[i]);
@@ -401,14 +442,17 @@ void svg_lines(const char* path, const char* title, const char* xlabel, const Li
             a.ymax = 1;
         }
         if (!(a.xmax > a.xmin)) a.xmax = a.xmin + 1;
+        a.log_y = p->log_y;
         if (p->unit_y) {
             a.ymin = 0;
             a.ymax = 1;
+        } else if (p->log_y) {
+            log_range(&a.ymin, &a.ymax);
         } else {
             nice_range(&a.ymin, &a.ymax);
         }
         char ylabel[96];
-        snprintf(ylabel, sizeof(ylabel), "%s%s", p->ylabel, p->log_y ? " (log10)" : "");
+        snprintf(ylabel, sizeof(ylabel), "%s%s", p->ylabel, p->log_y ? " (log scale)" : "");
         draw_axes(f, &a, pn + 1 == n_panels ? xlabel : NULL, ylabel, p->title, true);
         double lx = a.x0 + a.w + 15, ly = a.y0 + 12;
         for (size_t s = 0; s < p->n_series; s++) {
@@ -427,6 +471,12 @@ void svg_lines(const char* path, const char* title, const char* xlabel, const Li
                 if (!isnan(y)) fprintf(f, "%.2f,%.2f ", px(&a, ls->x[i]), py(&a, y));
             }
             fputs("\"/>\n", f);
+            for (size_t i = 0; ls->markers && i < ls->n; i++) { /* each measured point (evaluations) */
+                double y = scale_y(p, ls->y[i]);
+                if (!isnan(y))
+                    fprintf(f, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"2.6\" fill=\"%s\" fill-opacity=\"%.2f\"/>\n",
+                            px(&a, ls->x[i]), py(&a, y), color, ls->opacity);
+            }
             if (ly > a.y0 + a.h + 40) continue; /* the legend is full: the panel is crowded anyway */
             fprintf(f,
                     "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\" "

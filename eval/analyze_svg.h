@@ -72,6 +72,7 @@ typedef struct {
     size_t color;    /* index into the palette (runs keep their colour across panels) */
     size_t dash;     /* 0 solid, then dashed, dotted, dash-dot (metrics within a panel) */
     double opacity;  /* 1; lower for a raw curve under its smoothed one */
+    bool markers;    /* a dot at each point (evaluations, which are few and far between) */
 } LineSeries;
 
 typedef struct {
@@ -79,7 +80,7 @@ typedef struct {
     const char* ylabel;
     const LineSeries* series;
     size_t n_series;
-    bool log_y;  /* log10 scale (every y > 0 then; others are left out) */
+    bool log_y;  /* log scale, ticks labelled with the values (every y > 0 then; others are left out) */
     bool unit_y; /* y axis [0, 1] whatever the data (accuracies) */
 } LinePanel;
 

@@ -180,7 +180,7 @@ static void plot_ranges(const Analysis* an, const char* path) {
                     x[n] = (double)rr->length;
                     y[n++] = s == 2 * KVH ? (double)rr->length - 1 : s % 2 ? zr->range : zr->span;
                 }
-                *ls = (LineSeries){labels[s], n, x, y, s == 2 * KVH ? 7 : s / 2, s == 2 * KVH ? 2 : s % 2, 1};
+                *ls = (LineSeries){labels[s], n, x, y, s == 2 * KVH ? 7 : s / 2, s == 2 * KVH ? 2 : s % 2, 1, false};
             }
             panels[p] = (LinePanel){titles[p], "range of z", &series[p * n_series], n_series, true, false};
         }

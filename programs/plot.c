@@ -22,7 +22,6 @@
 #include "programs/cli.h"
 
 #define MAX_RUNS 10 /* one palette colour each */
-#define SMOOTH 0.9  /* EMA weight of the smoothed training loss (debiased, as TensorBoard) */
 
 typedef struct {    /* one metric of one run over steps, growable */
     char name[160]; /* "loss", ..., "val_loss_source/web", "retrieval/single@64", "mc/hellaswag/acc_norm" */
@@ -144,18 +143,22 @@ static void short_labels(Run* runs, size_t n) {
     for (size_t r = 0; r < n; r++) memmove(runs[r].label, base[r], strlen(base[r]) + 1);
 }
 
-/* the training loss smoothed: a debiased exponential moving average */
-static void smooth(const Curve* c, double* out) {
+/* The training loss smoothed over steps, not over logged points: an exponential moving average whose weight
+   halves every half_life steps (so the lag, about 1.4 half-lives, is the same at any log_every), debiased
+   at the start as TensorBoard's is */
+static void smooth(const Curve* c, double half_life, double* out) {
     double ema = 0, w = 0;
     for (size_t i = 0; i < c->n; i++) {
-        ema = SMOOTH * ema + (1 - SMOOTH) * c->y[i];
-        w = SMOOTH * w + (1 - SMOOTH);
+        double keep = i ? pow(0.5, (c->x[i] - c->x[i - 1]) / half_life) : 0;
+        ema = keep * ema + (1 - keep) * c->y[i];
+        w = keep * w + (1 - keep);
         out[i] = ema / w;
     }
 }
 
 typedef struct { /* a panel being filled */
     LinePanel p;
+    bool markers;  /* its series get a dot at each point (evaluations) */
     LineSeries* s; /* (cap) */
     char** labels; /* (cap) one allocation each, so that growing s keeps them */
     size_t cap;
@@ -174,7 +177,8 @@ static void add(Panel* pn, const Run* r, size_t run, const Curve* c, const doubl
                             .y = y ? y : c->y,
                             .color = run,
                             .dash = dash,
-                            .opacity = opacity};
+                            .opacity = opacity,
+                            .markers = pn->markers};
     pn->p.series = pn->s;
 }
 
@@ -323,7 +327,8 @@ int main(int argc, char** argv) {
     const char* csv = NULL;
     const char* dirs[MAX_RUNS];
     size_t n_runs = 0;
-    int seen_out = 0, seen_csv = 0;
+    int seen_out = 0, seen_csv = 0, seen_smooth = 0;
+    double half_life = -1; /* --smooth; < 0: the default, 1% of the longest run's steps */
     bool positions = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -334,6 +339,8 @@ int main(int argc, char** argv) {
                    "  rsvg-convert\n"
                    "  --positions: instead, RePo's learned positions logged by train.log_positions: range,\n"
                    "  mean |step| and the constant / monotonic / hybrid segment shares, one dash per layer\n"
+                   "  --smooth STEPS: the half-life in steps of the smoothed training loss (default 1%% of the\n"
+                   "  longest run's steps; 0: no smoothed curve)\n"
                    "  --csv FILE.csv: the numbers for a spreadsheet, one row per run and step, one column per\n"
                    "  metric (with or instead of --out)\n");
             return 0;
@@ -342,6 +349,12 @@ int main(int argc, char** argv) {
         else if (!strcmp(argv[i], "--out")) {
             cli_once("--out", &seen_out);
             out = cli_value("--out", i + 1 < argc ? argv[i + 1] : NULL);
+            i++;
+        } else if (!strcmp(argv[i], "--smooth")) {
+            cli_once("--smooth", &seen_smooth);
+            half_life = cli_parse_double("--smooth", cli_value("--smooth", i + 1 < argc ? argv[i + 1] : NULL));
+            if (!(half_life >= 0))
+                cli_bad_option("--smooth: expected a half-life in steps >= 0, got '%s'", argv[i + 1]);
             i++;
         } else if (!strcmp(argv[i], "--csv")) {
             cli_once("--csv", &seen_csv);
@@ -387,6 +400,17 @@ int main(int argc, char** argv) {
                                     "multiple-choice accuracy (acc, acc_norm)"};
     const char* ylabels[N_PANELS] = {"loss (nats)", "loss (nats)", "lr",      "L2 norm",
                                      "k tokens/s",  "accuracy",    "accuracy"};
+    if (half_life < 0) { /* 1% of the longest run's steps */
+        double last = 0;
+        for (size_t r = 0; r < n_runs; r++)
+            for (size_t i = 0; i < runs[r].n; i++)
+                if (runs[r].c[i].n) last = fmax(last, runs[r].c[i].x[runs[r].c[i].n - 1]);
+        half_life = fmax(1, last / 100);
+    }
+    char smooth_label[64];
+    snprintf(smooth_label, sizeof smooth_label, "loss (smoothed, half-life %g step%s)", half_life,
+             half_life == 1 ? "" : "s");
+    pn[1].markers = pn[5].markers = pn[6].markers = true; /* evaluations: few points, each one marked */
     double* smoothed[MAX_RUNS] = {0};
     double* k_tokens[MAX_RUNS] = {0}; /* tokens/s in thousands: short tick labels */
     for (size_t r = 0; r < n_runs; r++) {
@@ -395,10 +419,12 @@ int main(int argc, char** argv) {
         for (size_t i = 0; i < run->n; i++) {
             Curve* c = &run->c[i];
             if (!strcmp(c->name, "loss")) {
-                smoothed[r] = mallocCheck(c->n * sizeof(double));
-                smooth(c, smoothed[r]);
-                add(&pn[0], run, r, c, NULL, "loss", 0, 0.3);
-                add(&pn[0], run, r, c, smoothed[r], "loss (smoothed)", 0, 1);
+                add(&pn[0], run, r, c, NULL, "loss", 0, half_life > 0 ? 0.45 : 1);
+                if (half_life > 0) {
+                    smoothed[r] = mallocCheck(c->n * sizeof(double));
+                    smooth(c, half_life, smoothed[r]);
+                    add(&pn[0], run, r, c, smoothed[r], smooth_label, 0, 1);
+                }
             } else if (!strcmp(c->name, "val_loss")) add(&pn[1], run, r, c, NULL, "val_loss", 0, 1);
             else if (!strncmp(c->name, "val_loss_source/", 16))
                 add(&pn[1], run, r, c, NULL, c->name + 16, dash_val++, 1);

@@ -39,7 +39,7 @@ for mode in ("rope", "repo"):
     m = [json.loads(l) for l in open(T + "/" + mode + "/metrics.jsonl")]
     steps = [j for j in m if "loss" in j]
     evals = [j for j in m if "val_loss" in j]
-    for name, panel in (("loss", "training loss"), ("loss (smoothed)", "training loss"), ("lr", "learning rate"),
+    for name, panel in (("loss", "training loss"), ("loss (smoothed, half-life 1 step)", "training loss"), ("lr", "learning rate"),
                         ("grad norm", "gradient norm"), ("tokens/s", "tokens/s")):
         want[(panel, run + " " + name)] = len(steps)
     for name in ("val_loss", "web", "code"):
@@ -69,6 +69,21 @@ for run in ("rope", "repo"):
                 checked += 1
 assert len(rows) == len(cell) and checked > 100, (len(rows), len(cell), checked)
 PY
+# evaluations are marked (a dot per point of the validation and retrieval panels), the gradient norm's log
+# axis is labelled with values, and --smooth 0 leaves the smoothed curve out
+python3 - "$T" <<'PY' && ok "a dot at each evaluation point, the log axis labelled with values (not log10)" || bad "markers or log axis"
+import json, sys, xml.etree.ElementTree as ET
+T = sys.argv[1]
+svg = ET.parse(T + "/curves.svg").getroot()
+ns = "{http://www.w3.org/2000/svg}"
+dots = len(list(svg.iter(ns + "circle")))
+evals = sum(1 for mode in ("rope", "repo") for l in open(T + "/" + mode + "/metrics.jsonl") if "val_loss" in json.loads(l))
+assert dots == evals * 5, (dots, evals)   # val_loss, web, code, single@32, distractor@32
+texts = [t.text for t in svg.iter(ns + "text")]
+assert "L2 norm (log scale)" in texts and not any("log10" in (t or "") for t in texts), texts
+PY
+build/plot "$T/rope" --smooth 0 --out "$T/raw.svg" >"$T/plot.log" 2>&1 && ! grep -q "smoothed" "$T/raw.svg" &&
+    ok "--smooth 0: no smoothed curve" || bad "--smooth 0: $(cat "$T/plot.log")"
 if command -v rsvg-convert >/dev/null; then
     [ -s "$T/curves.png" ] && ok "rsvg-convert present: curves.png written" || bad "rsvg-convert present but no PNG"
 fi
