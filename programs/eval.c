@@ -361,7 +361,7 @@ static size_t plan(EvalOptions* o, const SyntheticConfig* syn, const CkptInfo* c
         o->lengths[2] = 4 * T0;
         o->n_lengths = 3;
     }
-    o->seq_len_from = o->seq_len  ? "--seq-len"
+    o->seq_len_from = o->seq_len      ? "--seq-len"
                       : ci->train_len ? "the training seq_len"
                                       : "the default 256: the checkpoint records no training length (a merged or "
                                         "another tool's checkpoint); give --seq-len";
