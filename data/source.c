@@ -272,3 +272,45 @@ void data_source_val_batch(const DataSource* ds, size_t k, size_t batch, Batch* 
     unit_weights(b->target_weights, B * T);
     eos_doc_ids(ds, B, T, b->tokens, b->doc_ids);
 }
+
+/* "one pass over N is P steps (this run: k passes)" */
+static void describe_pass(FILE* fp, double per_step, double n, size_t steps) {
+    double pass = n / per_step;
+    fprintf(fp, "one pass over them takes %.1f steps (this run of %zu steps: %.2f passes)", pass, steps,
+            (double)steps / pass);
+}
+
+void data_source_describe(const DataSource* ds, size_t rows_per_step, size_t T, size_t steps, FILE* fp) {
+    double step_tokens = (double)rows_per_step * (double)T;
+    if (ds->synthetic) {
+        fprintf(fp, "data: synthetic rows, generated afresh at every step (%.0f tokens a step): no end\n", step_tokens);
+        return;
+    }
+    if (ds->jsonl) {
+        fprintf(fp, "data: %zu packed rows of %zu tokens, %zu a step: ", ds->jtrain.n_rows, T, rows_per_step);
+        describe_pass(fp, (double)rows_per_step, (double)ds->jtrain.n_rows, steps);
+        fprintf(fp, "; %s\n",
+                ds->order == ORDER_SEQUENTIAL ? "after the last row the first comes again"
+                                              : "each row is drawn at random, so rows repeat before all are read");
+        return;
+    }
+    if (ds->train_mix.n) {
+        for (size_t k = 0; k < ds->train_mix.n; k++) {
+            const MixSource* s = &ds->train_mix.src[k];
+            fprintf(fp, "data: source '%s': %zu tokens, %.0f a step (share %.3f): ", s->name, s->data.n_tokens,
+                    s->share * step_tokens, s->share);
+            describe_pass(fp, s->share * step_tokens, (double)s->data.n_tokens, steps);
+            fprintf(fp, "; used up, it %s\n",
+                    s->exhausted == MIX_STOP ? "stops the run (exhausted \"stop\")"
+                                             : "starts again (exhausted \"wrap\")");
+        }
+        return;
+    }
+    fprintf(fp, "data: %zu tokens, %.0f a step (%zu rows of %zu): ", ds->train.n_tokens, step_tokens, rows_per_step, T);
+    describe_pass(fp, step_tokens, (double)ds->train.n_tokens, steps);
+    fprintf(fp, "; %s\n",
+            ds->order == ORDER_SEQUENTIAL
+                ? "at the end the stream runs on from its start (data.order \"sequential\")"
+                : "each row is a window drawn at random (data.order \"shuffle\"), so windows repeat before all "
+                  "are read and the data has no end");
+}

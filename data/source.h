@@ -63,6 +63,9 @@ void data_source_open(DataSource* ds, const DataSourceSpec* spec);
    loss-token fraction. spec's synthetic, sources and format are not read. */
 void data_source_open_jsonl(DataSource* ds, const DataSourceSpec* spec);
 void data_source_close(DataSource* ds);
+/* What a run of `steps` steps of rows_per_step rows of T tokens will read, printed at its start: the tokens,
+   the steps one pass over the data takes (per source for a mixture) and what happens at its end */
+void data_source_describe(const DataSource* ds, size_t rows_per_step, size_t T, size_t steps, FILE* fp);
 
 /* Rows row0 .. row0+b->B-1 of step `step` (rows_per_step global rows), b->T tokens each, into b; val = the
    held-out stream. Fills b->tokens and b->targets, and when they are not NULL:

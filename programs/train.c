@@ -105,6 +105,7 @@ int main(int argc, char** argv) {
         return 0;
     }
     trainer_setup(&tr);
+    if (tr.rank == 0) data_source_describe(&tr.data, tr.rows_per_step, tr.T, tr.rc.train.steps, stdout);
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);

@@ -32,6 +32,10 @@ config "$T/a.json" "$T/a" wrap
 if build/train "$T/a.json" >"$T/a.log" 2>&1; then ok "a 12-step run on a two-source mixture"
 else bad "training on a mixture failed"; tail -5 "$T/a.log"; fi
 
+# what the run will read, said at its start: 128 tokens a step, 96 of web's 40000 and 32 of code's 300
+grep -q "^data: source 'web': 40000 tokens, 96 a step (share 0.750): one pass over them takes 416.7 steps (this run of 12 steps: 0.03 passes); used up, it starts again" "$T/a.log" &&
+    grep -q "^data: source 'code': 300 tokens, 32 a step (share 0.250): one pass over them takes 9.4 steps (this run of 12 steps: 1.28 passes); used up, it starts again (exhausted \"wrap\")" "$T/a.log" &&
+    ok "at start: each source's tokens, steps per pass and what happens at its end" || bad "no data summary: $(grep "^data:" "$T/a.log")"
 # code: 300 tokens = 9 windows of 32 + 1 -> 2 batches of 4; web: 3 (eval_batches)
 python3 - "$T/a/metrics.jsonl" <<'PY' && ok "metrics.jsonl: source_tokens sum to tokens_seen in the ratio 3:1; val_loss = the batch-weighted mean of val_loss_source" || bad "metrics.jsonl per-source numbers"
 import json, sys
