@@ -24,7 +24,7 @@ typedef enum { TEXT_PLAIN, TEXT_GZIP, TEXT_ZSTD } TextCompression;
 
 typedef struct TextInput TextInput;
 
-/* path opened as file number `file` of the run; jsonl: one document per line */
+/* path ("-": standard input) opened as file number `file` of the run; jsonl: one document per line */
 TextInput* text_input_open(const char* path, size_t file, bool jsonl);
 /* The next documents into docs[0..max_docs), as many as fit about max_bytes (at least one): their text
    stays valid until the next call. Returns how many; 0 at the end of the file. */

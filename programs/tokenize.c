@@ -58,6 +58,7 @@ typedef struct {
 static void usage(FILE* fp) {
     fprintf(fp, "usage: build/tokenize --tokenizer DIR|tokenizer.json [options] --out PREFIX FILES...\n"
                 "       build/tokenize --tokenizer DIR|tokenizer.json --decode SHARD\n"
+                "  FILES               text or JSONL files, plain, gzip or Zstandard; - is standard input\n"
                 "  --tokenizer P       a Hugging Face tokenizer.json or the directory holding it (its\n"
                 "                      tokenizer_config.json, when present, names the end of text token)\n"
                 "  --out PREFIX        write PREFIX_train_000000.bin ... and PREFIX_val_000000.bin ...\n"
@@ -413,7 +414,8 @@ int main(int argc, char** argv) {
     size_t total = 0;
     for (size_t f = 0; f < o.n_files; f++) {
         struct stat st;
-        CHECK(stat(o.files[f], &st) == 0, "cannot open input '%s': %s", o.files[f], strerror(errno));
+        const char* path = strcmp(o.files[f], "-") ? o.files[f] : "/dev/stdin";
+        CHECK(stat(path, &st) == 0, "cannot open input '%s': %s", o.files[f], strerror(errno));
         if (S_ISREG(st.st_mode)) total += (size_t)st.st_size;
     }
 

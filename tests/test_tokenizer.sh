@@ -82,6 +82,8 @@ expect_fail "JSONL without the field" "d.jsonl' line 5: no string field \"text\"
 printf '{"text": "one"}\n{"text": "tw\n' >"$T/e.jsonl"
 expect_fail "JSONL syntax error" "e.jsonl' line 2: not valid JSON" $tok --tokenizer $F/gpt2.json --jsonl --print-ids "$T/e.jsonl"
 ids=$(printf '{"t": "one"}\n\n{"t": "two"}' | $tok --tokenizer $F/gpt2.json --jsonl --field t --print-ids --no-eos /dev/stdin)
+[ "$(printf '{"t": "one"}\n\n{"t": "two"}' | $tok --tokenizer $F/gpt2.json --jsonl --field t --print-ids --no-eos -)" = "$ids" ] &&
+    ok "- reads standard input" || bad "- is not standard input"
 [ "$ids" = "$(printf '505\n83 86 78')" ] && ok "JSONL: a document per line, blank lines skipped, --field" || bad "JSONL: got '$ids'"
 for i in $(seq 1 40); do printf '{"text": "document %d"}\n' $i; done >"$T/many.jsonl"
 $tok --tokenizer $F/gpt2.json --jsonl --val 0.25 --out "$T/s" "$T/many.jsonl" >"$T/log" 2>&1
