@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The library folders form a strict stack, each built only on those to its left:
-#   common <- tokenizer <- data <- model <- hf <- optim, eval <- train <- programs
+#   common <- tokenizer <- template <- data <- model <- hf <- optim, eval <- train <- programs
 # (optim and eval side by side: neither includes the other; tests/ and tools/
 # may include anything). Every #include "..." line of the folders' .c and .h
 # files is read and checked against two rules:
@@ -17,7 +17,7 @@
 # the checker is run on a small planted tree, to show it finds every kind of break.
 . "$(dirname "$0")/testlib.sh" include_stack
 
-STACK="common tokenizer data model hf optim,eval train programs"
+STACK="common tokenizer template data model hf optim,eval train programs"
 
 # check_stack ROOT: prints one line per break, "file:line: ..."; exit status 1 when there is any
 check_stack() {

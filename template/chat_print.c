@@ -1,4 +1,4 @@
-/* Chat template values printed (data/chat_value.h) as Python prints them: str() for {{ v }}, which is repr()
+/* Chat template values printed (template/chat_value.h) as Python prints them: str() for {{ v }}, which is repr()
    for the items of lists and dicts.
      repr(float)   the fewest significant digits that read back as the same double; positional from 1e-4 to
                    1e16 with at least one decimal (1.0), else with an exponent (1e+16)
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#include "data/chat_value.h"
+#include "template/chat_value.h"
 
 static void put(Render* R, const char* s) { out_append(R, s, strlen(s)); }
 

@@ -1,4 +1,4 @@
-/* Chat templates, the expressions of a tag (data/chat_parse.h): its text split into tokens (names, string and
+/* Chat templates, the expressions of a tag (template/chat_parse.h): its text split into tokens (names, string and
    number literals as Jinja's lexer reads them, operators), then parsed by recursive descent with Jinja's
    precedence, from loosest to tightest:
      a if c else b  <  or  <  and  <  not  <  == != < <= > >= in, not in  <  + -  <  ~  <  * / // %
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/chat_parse.h"
+#include "template/chat_parse.h"
 
 /* ---- tokens of one tag ---- */
 

@@ -1,10 +1,10 @@
-/* The pool chat templates allocate from, and their messages (data/chat_template_ast.h). */
+/* The pool chat templates allocate from, and their messages (template/chat_template_ast.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/check.h"
-#include "data/chat_template_ast.h"
+#include "template/chat_template_ast.h"
 
 struct PoolBlock {
     PoolBlock* next;

@@ -1,4 +1,4 @@
-/* JSON into and out of chat templates (data/chat_value.h): a record's numbers as Python's json.loads reads
+/* JSON into and out of chat templates (template/chat_value.h): a record's numbers as Python's json.loads reads
    them, and the tojson filter as transformers defines it,
      tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
        = json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys),
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "common/check.h"
-#include "data/chat_value.h"
+#include "template/chat_value.h"
 
 /* ---- JSON numbers with their literal ---- */
 

@@ -1,7 +1,7 @@
-/* Chat template values (data/chat_value.h): construction, Python's str() and ==, the operators, and the
-   iteration and slicing rules. The filters, tests and methods are in data/chat_builtins.c. A string's
+/* Chat template values (template/chat_value.h): construction, Python's str() and ==, the operators, and the
+   iteration and slicing rules. The filters, tests and methods are in template/chat_builtins.c. A string's
    length, index and slice count code points, as Python's do. */
-#include "data/chat_value.h"
+#include "template/chat_value.h"
 
 #include <limits.h>
 #include <math.h>

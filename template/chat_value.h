@@ -1,15 +1,15 @@
-/* The values a chat template computes with (data/chat_value.c), as Jinja has them from Python: undefined,
+/* The values a chat template computes with (template/chat_value.c), as Jinja has them from Python: undefined,
    none, bool, int, float, str, list and dict (a namespace() is a dict that `set ns.x` may change), and
    the rendering's state: its output, its pool and where a failure jumps to. */
-#ifndef REPOC_DATA_CHAT_VALUE_H
-#define REPOC_DATA_CHAT_VALUE_H
+#ifndef REPOC_TEMPLATE_CHAT_VALUE_H
+#define REPOC_TEMPLATE_CHAT_VALUE_H
 
 #include <cjson/cJSON.h>
 #include <setjmp.h>
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "data/chat_template_ast.h"
+#include "template/chat_template_ast.h"
 
 typedef enum { V_UNDEF, V_NONE, V_BOOL, V_INT, V_FLOAT, V_STR, V_LIST, V_DICT } ValueKind;
 
@@ -78,10 +78,10 @@ Value* dict_get(const Value* dict, const char* key); /* NULL when absent */
 void dict_set(Render* R, Value* dict, const char* key, Value* v);
 Value* value_from_json(Render* R, const cJSON* j);
 /* a JSON number literal as Python's json.loads reads it: with a fraction or an exponent a float, else an int
-   (refused beyond 64 bits) (data/chat_json.c) */
+   (refused beyond 64 bits) (template/chat_json.c) */
 Value* value_number_literal(Render* R, const char* s);
 /* transformers' tojson filter: json.dumps(v, ensure_ascii, indent, separators, sort_keys), each NULL for its
-   default (data/chat_json.c) */
+   default (template/chat_json.c) */
 Value* value_tojson(Render* R, const Value* v, const Value* ensure_ascii, const Value* indent, const Value* separators,
                     const Value* sort_keys);
 const char* value_type_name(const Value* v);
@@ -95,9 +95,9 @@ bool value_walk_enter(Render* R, const Value* v);
 size_t value_length(Render* R, const Value* v);
 /* a new list (kind seq) of v's items */
 Value* value_seq(Render* R, const Value* v, SeqKind seq);
-/* str(v) as a string value (data/chat_print.c) */
+/* str(v) as a string value (template/chat_print.c) */
 Value* value_to_str(Render* R, const Value* v);
-/* the text {{ v }} writes (Python's str(), undefined as "") appended to the output (data/chat_print.c) */
+/* the text {{ v }} writes (Python's str(), undefined as "") appended to the output (template/chat_print.c) */
 void value_print(Render* R, const Value* v);
 /* a b with op one of + - * / // % ~ == != < <= > >= in "not in" */
 Value* value_binary(Render* R, const char* op, Value* a, Value* b);

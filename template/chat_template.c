@@ -1,12 +1,12 @@
-/* Chat templates, parsing (data/chat_template.h): the source split into text and tags with Jinja's
+/* Chat templates, parsing (template/chat_template.h): the source split into text and tags with Jinja's
    whitespace rules (trim_blocks, lstrip_blocks, the - and + controls), each tag's expression parsed by
-   data/chat_expr.c, and the tags nested into statements by a stack of open blocks. */
+   template/chat_expr.c, and the tags nested into statements by a stack of open blocks. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/check.h"
-#include "data/chat_parse.h"
+#include "template/chat_parse.h"
 
 /* ---- the template: text and tags, nested by a stack of open blocks ---- */
 

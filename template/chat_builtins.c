@@ -1,4 +1,4 @@
-/* Chat template filters, tests and methods (data/chat_value.h), with the semantics transformers' Jinja
+/* Chat template filters, tests and methods (template/chat_value.h), with the semantics transformers' Jinja
    environment gives them: Jinja's filters, its tojson replaced by json.dumps(ensure_ascii=False), and
    Python's str and dict methods. Case mapping (upper, lower, title, capitalize) is done for ASCII text
    only and refuses other letters rather than map them differently from Python. */
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "data/chat_value.h"
+#include "template/chat_value.h"
 
 static Value* arg(const Args* a, size_t pos, const char* kw) {
     for (size_t k = 0; k < a->n; k++)
