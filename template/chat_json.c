@@ -32,7 +32,8 @@ static const char* keep_numbers(cJSON* item, const char* p) {
         size_t n = strspn(p, "+-0123456789.eE"); /* the characters cJSON reads a number from */
         char* lit = cJSON_malloc(n + 1);
         CHECK(lit, "out of memory");
-        memcpy(lit, p, n), lit[n] = 0;
+        memcpy(lit, p, n);
+        lit[n] = 0;
         cJSON_free(item->valuestring);
         item->valuestring = lit;
         return p + n;
@@ -184,7 +185,8 @@ Value* value_tojson(Render* R, const Value* v, const Value* ensure_ascii, const 
         if (separators->k != V_LIST || separators->n != 2 || separators->items[0]->k != V_STR ||
             separators->items[1]->k != V_STR)
             render_fail(R, "tojson's separators must be a list of two strings");
-        st.item_sep = separators->items[0], st.key_sep = separators->items[1];
+        st.item_sep = separators->items[0];
+        st.key_sep = separators->items[1];
     }
     size_t mark = R->out_len;
     json_put(R, v, &st, 0);

@@ -32,7 +32,8 @@ void out_append(Render* R, const char* s, size_t n) {
         R->pool->limit = CHAT_RENDER_MAX_BYTES - cap;
         char* p = realloc(R->out, cap);
         if (!p) render_fail(R, "out of memory");
-        R->out = p, R->out_cap = cap;
+        R->out = p;
+        R->out_cap = cap;
     }
     if (n) memcpy(R->out + R->out_len, s, n);
     R->out_len += n;
@@ -59,7 +60,9 @@ static bool is_ascii(const char* s, size_t n) {
 
 Value* value_str(Render* R, const char* s, size_t n) {
     Value* v = value_new(R, V_STR);
-    v->s = pool_strndup(R->pool, s, n), v->len = n, v->ascii = is_ascii(s, n);
+    v->s = pool_strndup(R->pool, s, n);
+    v->len = n;
+    v->ascii = is_ascii(s, n);
     return v;
 }
 Value* value_int(Render* R, long long i) {
@@ -83,7 +86,8 @@ void list_push(Render* R, Value* l, Value* x) {
         const char** keys = l->k == V_DICT ? pool_alloc(R->pool, cap * sizeof(char*)) : NULL;
         if (l->n) memcpy(items, l->items, l->n * sizeof(Value*));
         if (keys && l->n) memcpy(keys, l->keys, l->n * sizeof(char*));
-        l->items = items, l->cap = cap;
+        l->items = items;
+        l->cap = cap;
         if (keys) l->keys = keys;
     }
     l->items[l->n++] = x;
@@ -201,8 +205,11 @@ static bool contains(Render* R, const Value* item, const Value* in) {
 static Value* concat(Render* R, const Value* a, const Value* b) {
     Value* v = value_new(R, V_STR);
     char* s = pool_alloc(R->pool, a->len + b->len + 1);
-    memcpy(s, a->s, a->len), memcpy(s + a->len, b->s, b->len);
-    v->s = s, v->len = a->len + b->len, v->ascii = a->ascii && b->ascii;
+    memcpy(s, a->s, a->len);
+    memcpy(s + a->len, b->s, b->len);
+    v->s = s;
+    v->len = a->len + b->len;
+    v->ascii = a->ascii && b->ascii;
     return v;
 }
 
@@ -214,7 +221,9 @@ static Value* repeat(Render* R, const Value* s, long long n) {
     Value* v = value_new(R, V_STR);
     char* t = pool_alloc(R->pool, n > 0 ? total + 1 : 1);
     for (long long k = 0; k < n; k++) memcpy(t + (size_t)k * s->len, s->s, s->len);
-    v->s = t, v->len = n > 0 ? total : 0, v->ascii = s->ascii;
+    v->s = t;
+    v->len = n > 0 ? total : 0;
+    v->ascii = s->ascii;
     return v;
 }
 
