@@ -31,7 +31,7 @@ static inline int uc_next(const uint8_t* s, size_t n, uint32_t* cp, size_t* len)
     return uc_next_multi(s, n, cp, len);
 }
 
-/* append s[0..n) to the buffer *p (*len bytes of *cap used; realloc'd) (tokenizer/tokenizer.c) */
+/* append s[0..n) to the buffer *p (*len bytes of *cap used; realloc'd) (tokenizer/bytebuf.c) */
 void tok_buf_put(uint8_t** p, size_t* len, size_t* cap, const void* s, size_t n);
 
 /* ---- regular expressions through Oniguruma (tokenizer/regex.c) ---- */
@@ -207,9 +207,5 @@ size_t bpe_word_parts(const Tokenizer* t, const uint8_t* s, size_t n, int32_t* p
 /* BPE of one pre-token into e->ids, through e's cache */
 void bpe_encode_piece(TokEncoder* e, const uint8_t* s, size_t n);
 void bpe_cache_free(void* cache);
-/* hash tables, built once at load */
-void vocab_hash_build(Tokenizer* t);
-int merge_insert(Tokenizer* t, int32_t a, int32_t b, uint32_t rank, int32_t id);
-uint64_t tok_hash_bytes(const uint8_t* s, size_t n);
 
 #endif

@@ -20,18 +20,6 @@ void tok_encoder_free(TokEncoder* e) {
     memset(e, 0, sizeof *e);
 }
 
-void tok_buf_put(uint8_t** p, size_t* len, size_t* cap, const void* s, size_t n) {
-    if (*len + n > *cap) {
-        size_t c = *cap ? *cap : 256;
-        while (c < *len + n) c *= 2;
-        uint8_t* q = realloc(*p, c);
-        CHECK(q, "out of memory growing a text buffer to %zu bytes", c);
-        *p = q, *cap = c;
-    }
-    if (n) memcpy(*p + *len, s, n);
-    *len += n;
-}
-
 static void run_steps(TokEncoder* e, const uint8_t* s, size_t n, size_t k, int first);
 
 /* A Split step's pieces as the library's NormalizedString::split makes them from
