@@ -59,6 +59,25 @@ Value* value_number_literal(Render* R, const char* s) {
     return value_int(R, i);
 }
 
+Value* value_from_json(Render* R, const cJSON* j) {
+    if (!j || cJSON_IsNull(j)) return &V_NONE_VALUE;
+    if (cJSON_IsBool(j)) return value_bool(cJSON_IsTrue(j));
+    if (cJSON_IsNumber(j) && j->valuestring) return value_number_literal(R, j->valuestring);
+    if (cJSON_IsNumber(j)) { /* one built in C, without its literal */
+        double d = j->valuedouble;
+        if (d == floor(d) && fabs(d) < 9007199254740992.0) return value_int(R, (long long)d);
+        return value_float(R, d);
+    }
+    if (cJSON_IsString(j)) return value_str(R, j->valuestring, strlen(j->valuestring));
+    Value* v = cJSON_IsArray(j) ? value_list(R) : value_dict(R);
+    const cJSON* it;
+    cJSON_ArrayForEach(it, j) {
+        if (v->k == V_LIST) list_push(R, v, value_from_json(R, it));
+        else dict_set(R, v, it->string, value_from_json(R, it));
+    }
+    return v;
+}
+
 /* ---- tojson ---- */
 
 typedef struct {

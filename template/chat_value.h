@@ -67,6 +67,8 @@ void out_append(Render* R, const char* s, size_t n);
    value's text (str(), tojson, a slice) is built */
 Value* out_take(Render* R, size_t mark);
 
+/* a new value of kind k from the rendering's pool */
+Value* value_new(Render* R, ValueKind k);
 Value* value_str(Render* R, const char* s, size_t n);
 Value* value_int(Render* R, long long i);
 Value* value_float(Render* R, double f);
@@ -76,6 +78,7 @@ Value* value_dict(Render* R);
 void list_push(Render* R, Value* list, Value* v);
 Value* dict_get(const Value* dict, const char* key); /* NULL when absent */
 void dict_set(Render* R, Value* dict, const char* key, Value* v);
+/* a record's JSON as values, numbers as json.loads reads them (template/chat_json.c) */
 Value* value_from_json(Render* R, const cJSON* j);
 /* a JSON number literal as Python's json.loads reads it: with a fraction or an exponent a float, else an int
    (refused beyond 64 bits) (template/chat_json.c) */
@@ -87,6 +90,7 @@ Value* value_tojson(Render* R, const Value* v, const Value* ensure_ascii, const 
 const char* value_type_name(const Value* v);
 
 bool value_truthy(const Value* v);
+/* Python's == (template/chat_ops.c, as the operators, length, slices and iteration below) */
 bool value_equal(Render* R, const Value* a, const Value* b);
 /* the printers' walk one level into v (a list or dict): false when v is being printed already (a namespace
    that holds itself); refused past VALUE_MAX_DEPTH */
