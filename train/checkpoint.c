@@ -131,12 +131,7 @@ void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const Trai
           "repoc did not write)",
           tmp_dir); /* never write through a link */
     bool adapter_only = m->cfg.lora_rank && !save_base && m->lora_base.path[0];
-    if (adapter_only) {                     /* the adapter and the model's config.json; the base is named, not copied */
-        hf_save_config(m, tmp_dir, ST_F32); /* creates tmp_dir */
-        peft_save(m, tmp_dir, true);        /* frozen RePo weights too: the base may lack them */
-    } else {
-        hf_save(m, tmp_dir, model_dtype); /* creates tmp_dir */
-    }
+    ckpt_weights_save(m, tmp_dir, model_dtype, adapter_only); /* creates tmp_dir */
     snprintf(path, sizeof(path), "%s/optimizer.safetensors", tmp_dir);
     adamw_save(path, m, opt, !adapter_only && model_dtype != ST_F32);
     snprintf(path, sizeof(path), "%s/trainer_state.json", tmp_dir);
