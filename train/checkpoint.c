@@ -16,7 +16,7 @@
 #include "common/dist.h"
 #include "common/fileio.h"
 #include "hf/ckpt_weights.h"
-#include "hf/hf_checkpoint.h"
+#include "hf/hf_config.h"
 #include "hf/peft.h"
 #include "optim/adamw_io.h"
 #include "train/run_dir.h"
@@ -270,11 +270,8 @@ void ckpt_load(const char* dir, Model* m, AdamW* opt, TrainerState* st) {
     /* the base later checkpoints name: the one this one names (checked by the load when it holds no copy);
        none (so they keep a copy) for a checkpoint that names none: its own copy may be pruned */
     if (m->cfg.lora_rank) peft_read_lora_base(dir, &m->lora_base);
+    bool bf16_model = hf_config_torch_dtype_is_bf16(dir); /* the FP32 master weights are in the optimizer file */
     char p[4096];
-    snprintf(p, sizeof(p), "%s/config.json", dir);
-    char* cfg = file_read_all(p, NULL);
-    bool bf16_model = strstr(cfg, "\"bfloat16\"") != NULL;
-    free(cfg);
     snprintf(p, sizeof(p), "%s/optimizer.safetensors", dir);
     adamw_load(p, m, opt, bf16_model);
 }
