@@ -17,7 +17,7 @@
    an adapter and no model weights of its own (dies when the adapter names none). Reads headers only: no fingerprint check. */
 const char* ckpt_weights_dir(const char* dir, char* out, size_t len);
 
-/* Load checkpoint dir into m (see above; hf_load_adapted's rules for missing RePo and LoRA tensors).
+/* Load checkpoint dir into m (see above; ckpt_weights_load_dirs' rules for missing RePo and LoRA tensors).
    With base (may be NULL), *base gets the base m's frozen weights belong to: the one dir's adapter names
    (also when dir holds a copy of it), else dir itself (absolute) with its fingerprint. Returns the count of newly initialised tensors. */
 size_t ckpt_weights_load(Model* m, const char* dir, uint64_t init_seed, bool verbose, LoraBase* base);
