@@ -215,7 +215,8 @@ for want in 'common/c.c:1: includes "model/m.h": up the stack (common may includ
             'optim/o.c:2: includes "eval/e.h": up the stack (optim may include only itself and common, tokenizer,' \
             'a circle between files: ' 'train/a.c:4 uses b1 (train/b.h, defined in train/b.c)' \
             'train/b.c:2 uses a1 (train/a.h, defined in train/a.c)' \
-            'train/s1.c:2 uses s2 (train/s.h, defined in train/s2.c)' 'train/s2.c:4 uses s1 (train/s.h, defined in train/s1.c)'; do
+            'train/s1.c:2 uses s2 (train/s.h, defined in train/s2.c)' \
+            'train/s2.c:4 uses s1 (train/s.h, defined in train/s1.c)'; do
     grep -qF -- "$want" <<<"$out" && ok "planted: $want" || bad "planted: no line with '$want' in: $out"
 done
 [ "$(grep -c . <<<"$out")" -eq 4 ] && ok "planted: four breaks, a name in a comment or a string not counted as a use" \
