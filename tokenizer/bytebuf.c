@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "common/check.h"
-#include "tokenizer/tok_internal.h"
+#include "tokenizer/tok_text.h"
 
 void tok_buf_put(uint8_t** p, size_t* len, size_t* cap, const void* s, size_t n) {
     if (*len + n > *cap) {

@@ -15,7 +15,8 @@
 #include <string.h>
 
 #include "common/check.h"
-#include "tokenizer/tok_internal.h"
+#include "tokenizer/tok_regex.h"
+#include "tokenizer/tok_text.h"
 
 struct TokRegex {
     regex_t* reg;
