@@ -41,18 +41,29 @@ for p in "$@"; do
 done
 [ ${#files[@]} -gt 0 ] || exit 0
 
-if [ "$rule" = family-names ]; then
-    awk '
-    FNR == 1 { incom = 0 }
-    {
-        line = $0
-        if (incom) { if (!index(line, "*/")) next; line = substr(line, index(line, "*/") + 2); incom = 0 }
+# the awk function code(line): the line without its comments (incom carries a /* ... */ across lines; an
+# awk program that uses it sets incom = 0 at each file's first line)
+CODE='
+    function code(line,    rest) {
+        if (incom) {
+            if (!index(line, "*/")) return ""
+            line = substr(line, index(line, "*/") + 2)
+            incom = 0
+        }
         while (match(line, /\/\*/)) {
             rest = substr(line, RSTART + 2)
             if (index(rest, "*/")) line = substr(line, 1, RSTART - 1) " " substr(rest, index(rest, "*/") + 2)
             else { line = substr(line, 1, RSTART - 1); incom = 1 }
         }
         sub(/\/\/.*/, "", line)
+        return line
+    }'
+
+if [ "$rule" = family-names ]; then
+    awk "$CODE"'
+    FNR == 1 { incom = 0 }
+    {
+        line = code($0)
         found = ""
         while (match(line, /[A-Za-z_][A-Za-z_0-9]*/)) {
             w = substr(line, RSTART, RLENGTH); line = substr(line, RSTART + RLENGTH)
@@ -69,7 +80,7 @@ fi
 
 # one line per function definition: FILE LINE NAME LINES PARAMS (tab-separated)
 list_functions() {
-    awk '
+    awk "$CODE"'
     function count_params(sig,    p, i, c, d, n, inner) {
         p = index(sig, "("); inner = ""; d = 0
         for (i = p; i <= length(sig); i++) {
@@ -91,14 +102,7 @@ list_functions() {
     }
     FNR == 1 { insig = 0; infn = 0; incom = 0 }
     {
-        line = $0
-        if (incom) { if (!index(line, "*/")) next; line = substr(line, index(line, "*/") + 2); incom = 0 }
-        while (match(line, /\/\*/)) {
-            rest = substr(line, RSTART + 2)
-            if (index(rest, "*/")) line = substr(line, 1, RSTART - 1) " " substr(rest, index(rest, "*/") + 2)
-            else { line = substr(line, 1, RSTART - 1); incom = 1 }
-        }
-        sub(/\/\/.*/, "", line)
+        line = code($0)
         if (infn) {
             if (line ~ /^}/) { printf "%s\t%d\t%s\t%d\t%d\n", FILENAME, start, name, FNR - start + 1, params; infn = 0 }
             next
