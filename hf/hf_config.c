@@ -404,11 +404,7 @@ void hf_config_read_file(const char* path, ModelConfig* cfg) {
 bool hf_config_torch_dtype_is_bf16(const char* dir) {
     char path[4096];
     snprintf(path, sizeof(path), "%s/config.json", dir);
-    size_t len;
-    char* text = file_read_all(path, &len);
-    cJSON* root = cJSON_ParseWithLength(text, len);
-    free(text);
-    CHECK(root, "%s: invalid JSON", path);
+    cJSON* root = json_read_file(path);
     const cJSON* dtype = cJSON_GetObjectItemCaseSensitive(root, "torch_dtype");
     CHECK(!dtype || cJSON_IsString(dtype) || cJSON_IsNull(dtype), "%s: 'torch_dtype' must be a string", path);
     bool bf16 = cJSON_IsString(dtype) && !strcmp(dtype->valuestring, "bfloat16");

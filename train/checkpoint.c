@@ -179,11 +179,7 @@ bool ckpt_find_latest(const char* out_dir, char* path, size_t len) {
 static cJSON* read_state_json(const char* dir) {
     char p[4096];
     snprintf(p, sizeof(p), "%s/trainer_state.json", dir);
-    size_t len;
-    char* text = file_read_all(p, &len);
-    cJSON* root = cJSON_ParseWithLength(text, len);
-    free(text);
-    CHECK(root, "%s: invalid JSON", p);
+    cJSON* root = json_read_file(p);
     const cJSON* v = cJSON_GetObjectItemCaseSensitive(root, "format_version");
     CHECK(cJSON_IsNumber(v) && v->valuedouble == TRAINER_STATE_VERSION,
           "%s: format_version %g is not the one this build reads (%d)", p, cJSON_IsNumber(v) ? v->valuedouble : -1.0,
