@@ -126,7 +126,7 @@ endif
 # `int main` is a program (build/<name>), the rest of programs/ (the shared
 # command-line helpers) is library
 PROG_SRC := $(shell grep -l '^int main' programs/*.c 2>/dev/null)
-LIB_SRC = $(wildcard common/*.c tokenizer/*.c data/*.c model/*.c hf/*.c optim/*.c eval/*.c train/*.c) \
+LIB_SRC = $(wildcard common/*.c tokenizer/*.c template/*.c data/*.c model/*.c hf/*.c optim/*.c eval/*.c train/*.c) \
           $(filter-out $(PROG_SRC),$(wildcard programs/*.c))
 BUILD ?= build
 OBJ32 = $(patsubst %.c,$(BUILD)/obj32/%.o,$(LIB_SRC))
@@ -271,7 +271,7 @@ ASAN_SRC = tests/test_safetensors.c common/safetensors.c common/safetensors_conv
 ASAN_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 ASAN_RUN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 CHAT_FUZZ_SECONDS ?= 10
-ASAN_CHAT_SRC = tests/tools/chat_fuzz.c $(wildcard data/chat_*.c) common/check.c common/fileio.c
+ASAN_CHAT_SRC = tests/tools/chat_fuzz.c $(wildcard template/chat_*.c) common/check.c common/fileio.c
 .PHONY: test-asan fuzz
 test-asan: $(ASAN_BUILD)/test_safetensors $(ASAN_BUILD)/chat_fuzz
 	$(ASAN_RUN_ENV) $(ASAN_BUILD)/test_safetensors tests/corpus
@@ -281,7 +281,7 @@ test-asan: $(ASAN_BUILD)/test_safetensors $(ASAN_BUILD)/chat_fuzz
 	@tests/asan_train.sh
 	$(ASAN_RUN_ENV) $(ASAN_BUILD)/chat_fuzz $(CHAT_FUZZ_SECONDS) tests/fixtures/chat/fuzz_context.json \
 	  tests/fixtures/chat/*.jinja
-$(ASAN_BUILD)/chat_fuzz: $(ASAN_CHAT_SRC) $(wildcard data/chat*.h) common/check.h common/fileio.h
+$(ASAN_BUILD)/chat_fuzz: $(ASAN_CHAT_SRC) $(wildcard template/chat*.h) common/check.h common/fileio.h
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -O3,$(CFLAGS)) $(ASAN_FLAGS) $(ASAN_CHAT_SRC) -o $@ -lcjson -lutf8proc -lm
 $(ASAN_BUILD)/test_safetensors: $(ASAN_SRC) common/safetensors.h common/check.h common/real.h common/mapped.h \

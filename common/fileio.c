@@ -53,6 +53,15 @@ char* file_read_all(const char* path, size_t* len) {
     return buf;
 }
 
+struct cJSON* json_read_file(const char* path) {
+    size_t len;
+    char* text = file_read_all(path, &len);
+    cJSON* root = cJSON_ParseWithLength(text, len);
+    free(text);
+    CHECK(root, "%s: invalid JSON", path);
+    return root;
+}
+
 void dir_of(const char* path, char* out, size_t out_len) {
     const char* slash = strrchr(path, '/');
     if (!slash) snprintf(out, out_len, ".");

@@ -10,6 +10,8 @@
 
 /* The whole file, NUL-terminated, malloc'd; *len = its size. Dies naming the path. */
 char* file_read_all(const char* path, size_t* len);
+/* The JSON document in the file (cJSON_Delete it); dies naming the path when it cannot be read or parsed */
+struct cJSON* json_read_file(const char* path);
 /* NULL (and errno set) instead of dying, for optional files */
 char* file_read_all_or_null(const char* path, size_t* len);
 /* the reason file_read_all_or_null failed with errno err ("not a regular file ..." for EINVAL) */

@@ -1,5 +1,5 @@
 /* Chat records ({"messages": [{"role": ..., "content": ...}, ...]}) rendered with the tokenizer's own chat
-   template (tokenizer_config.json's chat_template, data/chat_template.h), with the byte spans of the
+   template (tokenizer_config.json's chat_template, template/chat_template.h), with the byte spans of the
    assistant turns, which carry the loss.
 
    A turn's span is found the way a prefix is: for assistant turn i, the rendering of messages[0..i) with
@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "data/chat_template.h"
+#include "template/chat_template.h"
 
 /* tokenizer_config.json's chat_template (a string, or the "default" of a list of {name, template}), with
    NULL and err when the file has none or cannot be read */
@@ -34,7 +34,7 @@ typedef struct {
 
 /* The chat format of the tokenizer at tokenizer_path (a tokenizer.json or its directory): the
    tokenizer_config.json beside it. Dies naming the file when it has no chat_template or one repoc cannot
-   render (data/chat_template.h says what it can). */
+   render (template/chat_template.h says what it can). */
 void chat_format_load(ChatFormat* f, const char* tokenizer_path);
 void chat_format_free(ChatFormat* f);
 

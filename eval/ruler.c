@@ -11,55 +11,6 @@
 #include "common/check.h"
 #include "eval/ruler_internal.h"
 
-static const char* const NAMES[RULER_N_TASKS] = {"niah_single_1",
-                                                 "niah_single_2",
-                                                 "niah_single_3",
-                                                 "niah_multikey_1",
-                                                 "niah_multikey_2",
-                                                 "niah_multikey_3",
-                                                 "niah_multivalue",
-                                                 "niah_multiquery",
-                                                 "vt",
-                                                 "cwe",
-                                                 "fwe"};
-/* RULER's constants.py: niah 128, variable_tracking 30, common_words_extraction 120, freq_words_extraction 50 */
-static const size_t TOKENS_TO_GENERATE[RULER_N_TASKS] = {128, 128, 128, 128, 128, 128, 128, 128, 30, 120, 50};
-
-const char* ruler_task_name(RulerTask t) { return NAMES[t]; }
-size_t ruler_tokens_to_generate(RulerTask t) { return TOKENS_TO_GENERATE[t]; }
-
-int ruler_task_parse(const char* name) {
-    for (int t = 0; t < RULER_N_TASKS; t++)
-        if (!strcmp(name, NAMES[t])) return t;
-    return -1;
-}
-
-const char* ruler_task_list(void) {
-    return "niah_single_1, niah_single_2, niah_single_3, niah_multikey_1, niah_multikey_2, niah_multikey_3, "
-           "niah_multivalue, niah_multiquery, vt, cwe, fwe";
-}
-
-int ruler_parse_tasks(const char* list, bool on[RULER_N_TASKS], char* err, size_t err_len) {
-    memset(on, 0, RULER_N_TASKS * sizeof(bool));
-    char name[64];
-    for (const char* p = list;; p++) {
-        size_t n = strcspn(p, ",");
-        if (n == 0 || n >= sizeof(name)) return set_err(err, err_len, "empty or overlong task name in '%s'", list);
-        memcpy(name, p, n);
-        name[n] = 0;
-        int t = ruler_task_parse(name);
-        if (!strcmp(name, "all")) {
-            for (int k = 0; k < RULER_N_TASKS; k++) on[k] = true;
-        } else if (t < 0) {
-            return set_err(err, err_len, "unknown RULER task '%s' (all, %s)", name, ruler_task_list());
-        } else {
-            on[t] = true;
-        }
-        p += n;
-        if (!*p) return 0;
-    }
-}
-
 /* tokens of the item: the tokenizer's prefix, then the text's ids, into it->tokens */
 static size_t item_tokens(RulerItem* it, TokEncoder* enc, bool keep) {
     size_t n_prefix;
@@ -167,12 +118,6 @@ void ruler_item_with_haystack(RulerItem* out, const RulerSources* s, TokEncoder*
                               size_t haystack) {
     ruler_task_text(out, s, it->task, it->length, it->seed, it->id, haystack, it->haystack_icl);
     item_tokens(out, enc, true);
-}
-
-void ruler_item_free(RulerItem* it) {
-    free(it->text);
-    free(it->tokens);
-    memset(it, 0, sizeof(*it));
 }
 
 size_t ruler_max_length(const ModelConfig* cfg) {

@@ -1,4 +1,5 @@
-/* Loading a checkpoint's weights, its LoRA base named or held (ckpt_weights.h). */
+/* A checkpoint directory's weights in and out, its LoRA base named or held (ckpt_weights.h): plain Hugging
+   Face weights (hf/hf_checkpoint.h), then the PEFT adapter (hf/peft.h). */
 #include "hf/ckpt_weights.h"
 
 #include <stdio.h>
@@ -8,16 +9,8 @@
 #include "common/check.h"
 #include "common/fileio.h"
 #include "hf/hf_checkpoint.h"
+#include "hf/hf_fingerprint.h"
 #include "hf/peft.h"
-
-/* whether dir holds model weights of its own (hf_checkpoint's layouts) */
-static bool has_weights(const char* dir) {
-    char p[4200];
-    snprintf(p, sizeof(p), "%s/model.safetensors", dir);
-    if (path_exists(p)) return true;
-    snprintf(p, sizeof(p), "%s/model.safetensors.index.json", dir);
-    return path_exists(p);
-}
 
 /* dir's adapter files: both or neither (dies naming the missing one); true when both */
 static bool has_adapter(const char* dir) {
@@ -42,7 +35,7 @@ static void named_base(const char* dir, LoraBase* base) {
 }
 
 const char* ckpt_weights_dir(const char* dir, char* out, size_t len) {
-    if (has_weights(dir) || !has_adapter(dir)) return dir; /* no weights, no adapter: hf_checkpoint's message */
+    if (hf_has_weights(dir) || !has_adapter(dir)) return dir; /* no weights, no adapter: hf_checkpoint's message */
     LoraBase base;
     named_base(dir, &base);
     snprintf(out, len, "%s", base.path);
@@ -63,12 +56,23 @@ static void check_base(const char* dir, const LoraBase* base) {
           dir, base->path, (unsigned long long)fp, (unsigned long long)base->fingerprint, dir, base->path);
 }
 
+size_t ckpt_weights_load_dirs(Model* m, const char* dir, const char* adapter_dir, uint64_t init_seed, bool verbose) {
+    char* loaded = callocCheck(m->tensors.n, 1);
+    hf_read_weights(m, dir, loaded);
+    char adapter[4096];
+    snprintf(adapter, sizeof(adapter), "%s/adapter_model.safetensors", adapter_dir ? adapter_dir : "");
+    if (m->cfg.lora_rank && adapter_dir && path_exists(adapter)) peft_load(m, adapter_dir, loaded);
+    size_t n_fresh = hf_init_missing(m, dir, loaded, init_seed, verbose);
+    free(loaded);
+    return n_fresh;
+}
+
 size_t ckpt_weights_load(Model* m, const char* dir, uint64_t init_seed, bool verbose, LoraBase* base) {
     bool adapter = has_adapter(dir);
     LoraBase named;
     memset(&named, 0, sizeof(named));
     const char* weights = dir;
-    if (!has_weights(dir) && adapter) {
+    if (!hf_has_weights(dir) && adapter) {
         named_base(dir, &named);
         check_base(dir, &named);
         weights = named.path;
@@ -76,7 +80,7 @@ size_t ckpt_weights_load(Model* m, const char* dir, uint64_t init_seed, bool ver
             printf("LoRA checkpoint %s: its base %s (weights fingerprint %016llx, checked)\n", dir, named.path,
                    (unsigned long long)named.fingerprint);
     }
-    size_t fresh = hf_load_adapted(m, weights, m->cfg.lora_rank ? dir : NULL, init_seed, verbose);
+    size_t fresh = ckpt_weights_load_dirs(m, weights, m->cfg.lora_rank ? dir : NULL, init_seed, verbose);
     if (adapter && !m->cfg.lora_rank) {
         size_t n = peft_merge_file(m, dir);
         printf("note: %s holds a LoRA adapter and this model has none (no model.lora): folded its %zu adapted "
@@ -92,4 +96,10 @@ size_t ckpt_weights_load(Model* m, const char* dir, uint64_t init_seed, bool ver
     CHECK(realpath(dir, base->path), "%s: cannot resolve the path", dir);
     base->fingerprint = hf_weights_fingerprint(dir);
     return fresh;
+}
+
+void ckpt_weights_save(const Model* m, const char* dir, StDtype dtype, bool adapter_only) {
+    if (adapter_only) hf_save_config(m, dir, ST_F32);      /* the model's config.json; the base is named, not copied */
+    else hf_save(m, dir, dtype);                           /* creates dir */
+    if (m->cfg.lora_rank) peft_save(m, dir, adapter_only); /* adapter only: frozen RePo weights too */
 }

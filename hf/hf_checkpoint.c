@@ -14,71 +14,8 @@
 
 #include "common/check.h"
 #include "common/fileio.h"
-#include "common/hash.h" /* mix64 */
 #include "hf/hf_config.h"
-#include "hf/peft.h"
-
-#define MAX_SHARDS 1024
-
-typedef struct {
-    char* file[MAX_SHARDS]; /* shard file names, relative to the directory */
-    StFile st[MAX_SHARDS];
-    size_t n;
-} Shards;
-
-/* the weight files of dir: the index's weight_map files, or model.safetensors */
-static void list_shards(const char* dir, Shards* s, cJSON** index_out) {
-    char path[4096];
-    size_t len;
-    snprintf(path, sizeof(path), "%s/model.safetensors.index.json", dir);
-    char* text = file_read_all_or_null(path, &len);
-    *index_out = NULL;
-    if (!text) {
-        snprintf(path, sizeof(path), "%s/model.safetensors", dir);
-        CHECK(path_exists(path), "%s: no weights (expected model.safetensors or model.safetensors.index.json)", dir);
-        s->file[s->n++] = strdup("model.safetensors");
-        return;
-    }
-    cJSON* index = cJSON_ParseWithLength(text, len);
-    free(text);
-    const cJSON* map = index ? cJSON_GetObjectItemCaseSensitive(index, "weight_map") : NULL;
-    CHECK(cJSON_IsObject(map), "%s: expected a JSON object with a 'weight_map' object", path);
-    const cJSON* it;
-    cJSON_ArrayForEach(it, map) {
-        CHECK(cJSON_IsString(it) && it->valuestring[0] && !strchr(it->valuestring, '/'),
-              "%s: weight_map['%s'] must be a file name in the same directory", path, it->string);
-        size_t k = 0;
-        while (k < s->n && strcmp(s->file[k], it->valuestring)) k++;
-        if (k == s->n) {
-            CHECK(s->n < MAX_SHARDS, "%s: more than %d shard files", path, MAX_SHARDS);
-            s->file[s->n++] = strdup(it->valuestring);
-        }
-    }
-    CHECK(s->n > 0, "%s: weight_map is empty", path);
-    *index_out = index;
-}
-
-/* shard k of s (dir/file[k]) opened and validated; dies naming it */
-static const StFile* shard_open(const char* dir, Shards* s, size_t k) {
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", dir, s->file[k]);
-    st_open_or_die(&s->st[k], path);
-    return &s->st[k];
-}
-
-/* shard k closed and its name freed */
-static void shard_close(Shards* s, size_t k) {
-    st_close(&s->st[k]);
-    free(s->file[k]);
-}
-
-/* drop the whole pages of t's bytes from this process (the page cache keeps them) */
-static void release_pages(const StFile* f, const StTensor* t) {
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    uintptr_t b = (uintptr_t)(f->data + t->begin), e = (uintptr_t)(f->data + t->end);
-    uintptr_t b_up = (b + page - 1) / page * page, e_down = e / page * page;
-    if (e_down > b_up) madvise((void*)b_up, e_down - b_up, MADV_DONTNEED);
-}
+#include "hf/shards.h"
 
 /* Convert st into dst in chunks of LOAD_CHUNK elements, dropping each chunk's
    file pages once converted: resident memory stays at the destination arena
@@ -92,7 +29,7 @@ static void load_tensor(const StFile* f, const StTensor* st, real* dst) {
         part.begin = st->begin + off * es;
         part.end = part.begin + part.numel * es;
         st_read_real(f, &part, dst + off);
-        release_pages(f, &part);
+        shard_release_pages(f, &part);
     }
 }
 
@@ -106,7 +43,7 @@ static void load_tensor_bf16(const StFile* f, const StTensor* st, uint16_t* dst,
         part.end = part.begin + part.numel * es;
         st_read_real(f, &part, tmp);
         for (size_t k = 0; k < part.numel; k++) dst[off + k] = st_f32_to_bf16((float)tmp[k]);
-        release_pages(f, &part);
+        shard_release_pages(f, &part);
     }
 }
 
@@ -140,7 +77,7 @@ static void scan_weights(const char* dir, const TensorTable* tt, real* params, u
     Shards s;
     memset(&s, 0, sizeof(s));
     cJSON* index;
-    list_shards(dir, &s, &index);
+    shards_list(dir, &s, &index);
     static char unexpected[4096], missing[4096];
     unexpected[0] = missing[0] = 0;
     size_t n_unexpected = 0, n_missing = 0;
@@ -204,17 +141,12 @@ void hf_check_weights(const char* dir, const ModelConfig* cfg) {
     tensor_table_free(&tt);
 }
 
-size_t hf_load_weights(Model* m, const char* dir, uint64_t init_seed, bool verbose) {
-    return hf_load_adapted(m, dir, dir, init_seed, verbose);
+void hf_read_weights(Model* m, const char* dir, char* loaded) {
+    scan_weights(dir, &m->tensors, m->params, m->base_bf16, loaded);
 }
 
-size_t hf_load_adapted(Model* m, const char* dir, const char* adapter_dir, uint64_t init_seed, bool verbose) {
+size_t hf_init_missing(Model* m, const char* dir, const char* loaded, uint64_t init_seed, bool verbose) {
     const TensorTable* tt = &m->tensors;
-    char* loaded = callocCheck(tt->n, 1);
-    scan_weights(dir, tt, m->params, m->base_bf16, loaded);
-    char adapter[4096];
-    snprintf(adapter, sizeof(adapter), "%s/adapter_model.safetensors", adapter_dir ? adapter_dir : "");
-    if (m->cfg.lora_rank && adapter_dir && path_exists(adapter)) peft_load(m, adapter_dir, loaded);
     static char fresh[4096];
     fresh[0] = 0;
     size_t n_fresh = 0, n_lora = 0;
@@ -225,7 +157,6 @@ size_t hf_load_adapted(Model* m, const char* dir, const char* adapter_dir, uint6
         else append(fresh, sizeof(fresh), tt->t[i].name);
         n_fresh++;
     }
-    free(loaded);
     if (verbose) {
         printf("loaded %zu tensors from %s\n", tt->n - n_fresh, dir);
         if (n_fresh > n_lora)
@@ -235,6 +166,14 @@ size_t hf_load_adapted(Model* m, const char* dir, const char* adapter_dir, uint6
             printf("  new LoRA adapters: %zu tensors (A uniform in ±1/sqrt(in), B = 0, seed %llu)\n", n_lora,
                    (unsigned long long)init_seed);
     }
+    return n_fresh;
+}
+
+size_t hf_load_weights(Model* m, const char* dir, uint64_t init_seed, bool verbose) {
+    char* loaded = callocCheck(m->tensors.n, 1);
+    hf_read_weights(m, dir, loaded);
+    size_t n_fresh = hf_init_missing(m, dir, loaded, init_seed, verbose);
+    free(loaded);
     return n_fresh;
 }
 
@@ -253,7 +192,7 @@ void hf_save(const Model* m, const char* dir, StDtype dtype) {
     size_t n = 0;
     for (size_t i = 0; i < tt->n; i++) {
         const TensorInfo* t = &tt->t[i];
-        if (t->is_lora) continue; /* adapters go to the PEFT files */
+        if (t->is_lora) continue; /* adapters go to the PEFT files (hf/ckpt_weights.c) */
         w[n].name = t->name;
         w[n].dtype = dtype;
         w[n].ndim = t->ndim;
@@ -269,7 +208,6 @@ void hf_save(const Model* m, const char* dir, StDtype dtype) {
     st_write_filled(path, w, fills, n, keys, values, 2);
     free(w);
     free(fills);
-    if (m->cfg.lora_rank) peft_save(m, dir, false);
     hf_save_config(m, dir, dtype);
 }
 
@@ -286,45 +224,4 @@ void hf_save_config(const Model* m, const char* dir, StDtype dtype) {
         printf("note: %s: %s\n", path, note);
         noted = true;
     }
-}
-
-/* 64 bits of b[0..n): four independent multiply-xor lanes over 8-byte words (memory-bound, not a
-   cryptographic hash), the tail and the length folded in at the end */
-static uint64_t hash_bytes(const uint8_t* b, size_t n, uint64_t seed) {
-    uint64_t lane[4] = {seed ^ 0x243F6A8885A308D3ull, seed ^ 0x13198A2E03707344ull, seed ^ 0xA4093822299F31D0ull,
-                        seed ^ 0x082EFA98EC4E6C89ull};
-    size_t i = 0;
-    for (; i + 32 <= n; i += 32)
-        for (int k = 0; k < 4; k++) {
-            uint64_t w;
-            memcpy(&w, b + i + 8 * k, 8);
-            lane[k] = (lane[k] ^ w) * HASH_GOLDEN;
-            lane[k] ^= lane[k] >> 29;
-        }
-    uint64_t h = seed ^ (uint64_t)n;
-    for (int k = 0; k < 4; k++) h = mix64(h ^ lane[k]);
-    for (; i < n; i++) h = mix64(h ^ b[i]);
-    return h;
-}
-
-uint64_t hf_weights_fingerprint(const char* dir) {
-    Shards s;
-    memset(&s, 0, sizeof(s));
-    cJSON* index;
-    list_shards(dir, &s, &index);
-    uint64_t sum = 0;
-    for (size_t k = 0; k < s.n; k++) {
-        const StFile* f = shard_open(dir, &s, k);
-        for (size_t j = 0; j < f->n_tensors; j++) {
-            const StTensor* st = &f->tensors[j];
-            uint64_t h = hash_bytes((const uint8_t*)st->name, strlen(st->name), 0x6e616d65ull);
-            h = mix64(h ^ (uint64_t)st->dtype);
-            for (size_t d = 0; d < st->ndim; d++) h = mix64(h ^ st->shape[d]);
-            sum += hash_bytes(f->data + st->begin, st->end - st->begin, h); /* a sum: shard order is free */
-            release_pages(f, st); /* resident memory grows by one tensor at most, as in loading */
-        }
-        shard_close(&s, k);
-    }
-    cJSON_Delete(index);
-    return sum;
 }

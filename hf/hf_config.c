@@ -1,6 +1,5 @@
 /* config.json reading and writing (docs/formats.md, "config.json"). */
 #include "hf/hf_config.h"
-#include "hf/hf_config_keys.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -12,27 +11,8 @@
 
 #include "common/check.h"
 #include "common/fileio.h"
-
-/* a positive integer key; absent is an error unless *out already holds a default and required is 0 */
-int hf_get_size(const cJSON* root, const char* key, size_t* out, int required, const char* label, char* err,
-                size_t len) {
-    const cJSON* v = cJSON_GetObjectItemCaseSensitive(root, key);
-    if (!v || cJSON_IsNull(v)) return required ? set_err(err, len, "%s: missing key '%s'", label, key) : 0;
-    if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 9007199254740992.0 ||
-        v->valuedouble != floor(v->valuedouble))
-        return set_err(err, len, "%s: '%s' must be a positive integer", label, key);
-    *out = (size_t)v->valuedouble;
-    return 0;
-}
-
-int hf_get_real(const cJSON* root, const char* key, double* out, const char* label, char* err, size_t len) {
-    const cJSON* v = cJSON_GetObjectItemCaseSensitive(root, key);
-    if (!v || cJSON_IsNull(v)) return 0;
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-        return set_err(err, len, "%s: '%s' must be a number", label, key);
-    *out = v->valuedouble;
-    return 0;
-}
+#include "hf/hf_config_gemma.h"
+#include "hf/hf_config_keys.h"
 
 /* every key of it is one of keys[0..n), else an error naming the first unknown one */
 static int check_keys(const cJSON* rs, const char* const* keys, size_t n, const char* kind, const char* label,
@@ -261,15 +241,6 @@ static int carry_keys(const cJSON* root, ModelConfig* c, const char* label, char
     return rc;
 }
 
-/* a true/false key; absent or null leaves *out */
-int hf_get_bool(const cJSON* root, const char* key, bool* out, const char* label, char* err, size_t len) {
-    const cJSON* v = cJSON_GetObjectItemCaseSensitive(root, key);
-    if (!v || cJSON_IsNull(v)) return 0;
-    if (!cJSON_IsBool(v)) return set_err(err, len, "%s: '%s' must be true or false", label, key);
-    *out = cJSON_IsTrue(v);
-    return 0;
-}
-
 /* what repoc does not compute is refused at config time, naming the key, instead of training something else.
    Biases: Qwen3 reads attention_bias (q, k, v, o); Qwen2's q, k, v always have them and it reads no key. */
 static int check_unsupported(const cJSON* root, BlockStyle block, const char* label, char* err, size_t len) {
@@ -430,6 +401,17 @@ void hf_config_read_file(const char* path, ModelConfig* cfg) {
     if (rc) DIE("%s", err);
 }
 
+bool hf_config_torch_dtype_is_bf16(const char* dir) {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    cJSON* root = json_read_file(path);
+    const cJSON* dtype = cJSON_GetObjectItemCaseSensitive(root, "torch_dtype");
+    CHECK(!dtype || cJSON_IsString(dtype) || cJSON_IsNull(dtype), "%s: 'torch_dtype' must be a string", path);
+    bool bf16 = cJSON_IsString(dtype) && !strcmp(dtype->valuestring, "bfloat16");
+    cJSON_Delete(root);
+    return bf16;
+}
+
 void hf_config_read(const char* dir, ModelConfig* cfg) {
     char path[4096];
     snprintf(path, sizeof(path), "%s/config.json", dir);
@@ -438,14 +420,6 @@ void hf_config_read(const char* dir, ModelConfig* cfg) {
             "directory?)",
             path, dir);
     hf_config_read_file(path, cfg);
-}
-
-/* a JSON number that Python reads as a float (transformers' rope validation checks isinstance(x, float)) */
-void hf_add_float(cJSON* obj, const char* key, double v) {
-    char buf[64];
-    snprintf(buf, sizeof(buf), "%.17g", v);
-    if (!strpbrk(buf, ".eEn")) strcat(buf, ".0");
-    cJSON_AddRawToObject(obj, key, buf);
 }
 
 /* YaRN in the form transformers' rope_config_validation accepts: rope_type, float factor, the original context,

@@ -11,6 +11,7 @@
 #ifndef REPOC_HF_CONFIG_H
 #define REPOC_HF_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "model/config.h"
@@ -23,6 +24,9 @@
 int hf_config_parse(const char* json, size_t len, const char* label, ModelConfig* cfg, char* err, size_t err_len);
 /* Read <dir>/config.json; dies with the message. */
 void hf_config_read(const char* dir, ModelConfig* cfg);
+/* Whether dir/config.json's torch_dtype is "bfloat16" (hf_save's BF16 weights); dies naming the file when it
+   cannot be read or parsed, or torch_dtype is not a string */
+bool hf_config_torch_dtype_is_bf16(const char* dir);
 /* Read the config.json at path (any file name); dies with the message. */
 void hf_config_read_file(const char* path, ModelConfig* cfg);
 /* config.json text for cfg (malloc'd); torch_dtype "float32" or "bfloat16". The source config's carried keys

@@ -1,4 +1,5 @@
-/* The typed key readers of config.json (hf/hf_config.c), shared with the Gemma-3 part (hf/hf_config_gemma.c).
+/* The typed key readers of config.json (hf/hf_config_keys.c), for hf/hf_config.c and each family's own keys
+   (hf/hf_config_gemma.c).
    Each returns 0, or non-zero with err set to "<label>: '<key>' ...". An absent or null key leaves *out. */
 #ifndef REPOC_HF_CONFIG_KEYS_H
 #define REPOC_HF_CONFIG_KEYS_H
@@ -6,8 +7,6 @@
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
-
-#include "model/config.h"
 
 /* a positive integer; absent is an error when required */
 int hf_get_size(const cJSON* root, const char* key, size_t* out, int required, const char* label, char* err,
@@ -19,14 +18,5 @@ int hf_get_bool(const cJSON* root, const char* key, bool* out, const char* label
 
 /* a JSON number that Python reads as a float (transformers' rope validation checks isinstance(x, float)) */
 void hf_add_float(cJSON* obj, const char* key, double v);
-
-/* Gemma-3 text (Gemma3ForCausalLM, model_type gemma3_text): its defaults before the common keys are read */
-void hf_gemma3_defaults(ModelConfig* c);
-/* its own keys, after the common ones (c->L known): layer_types or sliding_window_pattern, sliding_window,
-   query_pre_attn_scalar, rope_local_base_freq, hidden_activation; softcapping and bidirectional attention
-   refused */
-int hf_gemma3_parse(const cJSON* root, ModelConfig* c, const char* label, char* err, size_t len);
-/* its keys into a config.json being written */
-void hf_gemma3_write(cJSON* root, const ModelConfig* c);
 
 #endif

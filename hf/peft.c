@@ -256,6 +256,30 @@ static size_t adapter_layers(const StFile* f) {
     return n;
 }
 
+/* Every tensor of the adapter file belongs to the model: a LoRA or RePo tensor of it under PEFT's file name;
+   a RePo weight the base lacks says that the adapter's run added RePo layers, and how to merge it */
+static void check_file_tensor(const Model* m, const StTensor* st, const char* path) {
+    CHECK(!strstr(st->name, ".modules_to_save."),
+          "%s: tensor '%s' has PEFT's in-model name; the adapter file "
+          "stores a modules_to_save weight without 'modules_to_save.<adapter name>.' (e.g. "
+          "base_model.model.model.layers.N.self_attn.gate_map.weight)",
+          path, st->name);
+    size_t pl = strlen(PEFT_PREFIX);
+    long i = strncmp(st->name, PEFT_PREFIX, pl) ? -1 : tensor_table_find(&m->tensors, st->name + pl);
+    if (i < 0 && is_repo_name(st->name)) {
+        char positions[8 * MAX_LAYERS];
+        peft_layer_positions(&m->cfg, positions, sizeof positions);
+        DIE("%s: tensor '%s' is a RePo weight, but the base model's layer at that place has none (its layer "
+            "positions are %s): the run that trained this adapter added RePo layers to its base. Merge with "
+            "the run's checkpoint as BASE (build/merge CKPT CKPT OUT): its config.json has the layers the "
+            "adapter was trained with, and it takes the weights from the base it names",
+            path, st->name, positions);
+    }
+    CHECK(i >= 0 && (m->tensors.t[i].is_lora || m->tensors.t[i].is_repo),
+          "%s: tensor '%s' is not a LoRA or RePo tensor of this model (rank %zu, targets as configured)", path,
+          st->name, m->cfg.lora_rank);
+}
+
 size_t peft_load(Model* m, const char* dir, char* loaded) {
     char path[4096], name[TENSOR_NAME_LEN + 32];
     snprintf(path, sizeof(path), "%s/adapter_model.safetensors", dir);
@@ -270,28 +294,7 @@ size_t peft_load(Model* m, const char* dir, char* loaded) {
           "%s: the adapter has LoRA tensors for %zu layers (model.layers.0 to %zu) "
           "but the base model has %zu (num_hidden_layers): it was trained on another base",
           path, layers, layers - 1, m->cfg.L);
-    for (size_t j = 0; j < f.n_tensors; j++) { /* every tensor of the file must belong to the model */
-        const StTensor* st = &f.tensors[j];
-        CHECK(!strstr(st->name, ".modules_to_save."),
-              "%s: tensor '%s' has PEFT's in-model name; the adapter file "
-              "stores a modules_to_save weight without 'modules_to_save.<adapter name>.' (e.g. "
-              "base_model.model.model.layers.N.self_attn.gate_map.weight)",
-              path, st->name);
-        size_t pl = strlen(PEFT_PREFIX);
-        long i = strncmp(st->name, PEFT_PREFIX, pl) ? -1 : tensor_table_find(tt, st->name + pl);
-        if (i < 0 && is_repo_name(st->name)) {
-            char positions[8 * MAX_LAYERS];
-            peft_layer_positions(&m->cfg, positions, sizeof positions);
-            DIE("%s: tensor '%s' is a RePo weight, but the base model's layer at that place has none (its layer "
-                "positions are %s): the run that trained this adapter added RePo layers to its base. Merge with "
-                "the run's checkpoint as BASE (build/merge CKPT CKPT OUT): its config.json has the layers the "
-                "adapter was trained with, and it takes the weights from the base it names",
-                path, st->name, positions);
-        }
-        CHECK(i >= 0 && (tt->t[i].is_lora || tt->t[i].is_repo),
-              "%s: tensor '%s' is not a LoRA or RePo tensor of this model (rank %zu, targets as configured)", path,
-              st->name, m->cfg.lora_rank);
-    }
+    for (size_t j = 0; j < f.n_tensors; j++) check_file_tensor(m, &f.tensors[j], path);
     for (size_t i = 0; i < tt->n; i++) {
         const TensorInfo* t = &tt->t[i];
         if (!t->is_lora && !t->is_repo) continue;

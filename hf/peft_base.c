@@ -12,7 +12,7 @@
 #include "common/check.h"
 #include "common/fileio.h"
 #include "common/safetensors.h"
-#include "hf/hf_checkpoint.h"
+#include "hf/hf_fingerprint.h"
 #include "hf/peft.h"
 
 /* 16 lowercase hex digits into *v */

@@ -146,12 +146,12 @@ int main(int argc, char** argv) {
     Model m;
     const char* no_grads[] = {"*"};
     model_build(&m, &cfg, 1, 1, no_grads, 1, false);
-    hf_load_weights(&m, weights, 0, false); /* the adapter of BASE, if any, is replaced next */
+    ckpt_weights_load_dirs(&m, weights, weights, 0, false); /* the adapter of BASE, if any, is replaced next */
     size_t n = peft_load(&m, adapter, NULL);
     peft_check_base(adapter, weights, &cfg, force);
     peft_merge(&m);
     check_finite(&m, bf16);
-    m.cfg.lora_rank = 0; /* the merged model is a plain one: hf_save writes no adapter files */
+    m.cfg.lora_rank = 0; /* the merged model is a plain one */
     hf_save(&m, out, bf16 ? ST_BF16 : ST_F32);
     printf("merged %zu adapter tensors of %s (rank %zu, alpha %g%s) into %s: wrote %s\n", n, adapter, cfg.lora_rank,
            cfg.lora_alpha, cfg.lora_rslora ? ", rslora" : "", base, out);

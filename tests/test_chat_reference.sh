@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Chat templates (data/chat_template.h) and chat records (data/chat.h):
+# Chat templates (template/chat_template.h) and chat records (data/chat.h):
 #  1. the templates of tests/fixtures/chat (written for these tests: ChatML- and Llama-3-style turns, tool
 #     calls, JSON, loops, filters, whitespace control) rendered by repoc and by Python's jinja2 with
 #     transformers' settings (tools/chat_reference.py), on every conversation of conversations.jsonl, with

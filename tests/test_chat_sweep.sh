@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The chat template engine swept against Python's jinja2 (transformers' settings): tools/chat_sweep.py writes
-# 400 random templates of the subset data/chat_template.h lists (seeded, the same each run), each rendered by
+# 400 random templates of the subset template/chat_template.h lists (seeded, the same each run), each rendered by
 # jinja2 on three conversations; build/tools/chat_sweep renders each with repoc. No rendering may differ:
 # repoc's text is jinja2's, byte for byte, or repoc refuses it; and at least 300 templates and 300
 # renderings must come out the same as jinja2's. (The fuzzer of the same engine under ASan and UBSan runs

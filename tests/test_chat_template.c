@@ -1,4 +1,4 @@
-/* The chat template engine (data/chat_template.h) on cases written by hand, each with what Python's jinja2 3.1
+/* The chat template engine (template/chat_template.h) on cases written by hand, each with what Python's jinja2 3.1
    (transformers' settings, tools/chat_reference.py) renders, or, where repoc cannot render it as jinja2
    does, the phrase of its refusal. Every case runs in a child process, so a crash is one failing case with
    its signal, not the end of the test; under make test-ubsan a signed overflow is one too. */
@@ -8,7 +8,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "data/chat_template.h"
+#include "template/chat_template.h"
 #include "tests/testutil.h"
 
 typedef struct {

@@ -44,7 +44,7 @@ got=$(would_compile common/real.h build/obj32/model/embedding.o)
 [ "$got" = "model/embedding.c" ] && ok "a newer common/real.h rebuilds obj32/model/embedding.o" \
     || bad "a newer common/real.h: expected model/embedding.c rebuilt, got '$got'"
 
-up=$(grep -lE '^#include "programs/' common/* model/* hf/* data/* optim/* train/* eval/* tokenizer/* 2>/dev/null)
+up=$(grep -lE '^#include "programs/' common/* model/* hf/* template/* data/* optim/* train/* eval/* tokenizer/* 2>/dev/null)
 [ -z "$up" ] && ok "no library file includes a header of programs/" \
     || bad "library files include programs/ headers: $(echo $up)"
 

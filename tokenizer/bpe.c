@@ -1,4 +1,4 @@
-/* Byte pair encoding of one pre-token, the lookup tables it needs, and the
+/* Byte pair encoding of one pre-token through the tables of tokenizer/tok_vocab.h, and the
    per-encoder cache of pre-tokens already merged.
    BPE (the Hugging Face BPE model): start from the pre-token's bytes as
    single-byte tokens (byte-level BPE; the general model starts from the parts
@@ -10,93 +10,8 @@
 #include <string.h>
 
 #include "common/check.h"
-#include "common/hash.h"
 #include "tokenizer/tok_internal.h"
-
-uint64_t tok_hash_bytes(const uint8_t* s, size_t n) {
-    uint64_t h = HASH_GOLDEN ^ n;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t v;
-        memcpy(&v, s + i, 8);
-        h = (h ^ v) * 0xff51afd7ed558ccdULL;
-        h ^= h >> 29;
-    }
-    /* the last r < 8 bytes whole, without a loop: two 4-byte loads that overlap, or the
-       first, middle and last byte (n, in h, tells the lengths apart) */
-    size_t r = n - i;
-    const uint8_t* p = s + i;
-    uint64_t tail = 0;
-    if (r >= 4) {
-        uint32_t a, b;
-        memcpy(&a, p, 4);
-        memcpy(&b, p + r - 4, 4);
-        tail = a | (uint64_t)b << 32;
-    } else if (r) {
-        tail = p[0] | (uint64_t)p[r / 2] << 8 | (uint64_t)p[r - 1] << 16;
-    }
-    return mix64_final(h ^ tail);
-}
-
-static size_t pow2_at_least(size_t n) {
-    size_t c = 16;
-    while (c < n) c <<= 1;
-    return c;
-}
-
-/* ---- bytes -> id over every token (vocab and added) ---- */
-void vocab_hash_build(Tokenizer* t) {
-    t->vocab_cap = pow2_at_least(2 * t->V + 1);
-    t->vocab_hash = mallocCheck(t->vocab_cap * sizeof(int32_t));
-    memset(t->vocab_hash, 0xff, t->vocab_cap * sizeof(int32_t));
-    for (size_t id = 0; id < t->V; id++) {
-        if (!t->has[id]) continue;
-        size_t len = t->off[id + 1] - t->off[id];
-        if (tok_lookup(t, t->bytes + t->off[id], len) >= 0) continue; /* the first id keeps the bytes */
-        size_t h = tok_hash_bytes(t->bytes + t->off[id], len) & (t->vocab_cap - 1);
-        while (t->vocab_hash[h] >= 0) h = (h + 1) & (t->vocab_cap - 1);
-        t->vocab_hash[h] = (int32_t)id;
-    }
-}
-
-/* tok_lookup with the bytes' tok_hash_bytes at hand (the cache hashes them the same way) */
-static int32_t lookup_hashed(const Tokenizer* t, const uint8_t* s, size_t n, uint64_t hash) {
-    size_t h = hash & (t->vocab_cap - 1);
-    for (int32_t id; (id = t->vocab_hash[h]) >= 0; h = (h + 1) & (t->vocab_cap - 1)) {
-        if (t->off[id + 1] - t->off[id] == n && memcmp(t->bytes + t->off[id], s, n) == 0) return id;
-    }
-    return -1;
-}
-
-int32_t tok_lookup(const Tokenizer* t, const uint8_t* s, size_t n) {
-    return lookup_hashed(t, s, n, tok_hash_bytes(s, n));
-}
-
-/* ---- (left, right) -> (rank, merged id) ---- */
-static inline uint64_t pair_key(int32_t a, int32_t b) { return ((uint64_t)(uint32_t)a << 32) | (uint32_t)b; }
-
-static inline const MergeSlot* merge_find(const Tokenizer* t, int32_t a, int32_t b) {
-    uint64_t key = pair_key(a, b);
-    for (size_t h = mix64_final(key) & (t->merge_cap - 1);; h = (h + 1) & (t->merge_cap - 1)) {
-        const MergeSlot* m = &t->merges[h];
-        if (m->id < 0) return NULL;
-        if (m->key == key) return m;
-    }
-}
-
-/* A later duplicate of a pair replaces the earlier one, as in the Hugging Face
-   library (its merges become a hash map in order). Returns 1 for a duplicate. */
-int merge_insert(Tokenizer* t, int32_t a, int32_t b, uint32_t rank, int32_t id) {
-    uint64_t key = pair_key(a, b);
-    for (size_t h = mix64_final(key) & (t->merge_cap - 1);; h = (h + 1) & (t->merge_cap - 1)) {
-        MergeSlot* m = &t->merges[h];
-        if (m->id < 0 || m->key == key) {
-            int dup = m->id >= 0;
-            m->key = key, m->rank = rank, m->id = id;
-            return dup;
-        }
-    }
-}
+#include "tokenizer/tok_vocab.h"
 
 /* ---- the cache: pre-token bytes -> ids, per encoder, emptied when full ---- */
 #define CACHE_SLOTS (1u << 16)        /* entries at most half of them */
@@ -245,7 +160,7 @@ void bpe_encode_piece(TokEncoder* e, const uint8_t* s, size_t n) {
     /* one hash of the bytes serves the vocabulary and the cache */
     uint64_t h = t->ignore_merges || n <= CACHE_MAX_PIECE ? tok_hash_bytes(s, n) : 0;
     if (t->ignore_merges) {
-        int32_t id = lookup_hashed(t, s, n, h);
+        int32_t id = vocab_lookup_hashed(t, s, n, h);
         if (id >= 0) {
             tok_push_ids(e, &id, 1);
             return;

@@ -13,6 +13,7 @@
 #include "common/check.h"
 #include "common/fileio.h"
 #include "tokenizer/load_json.h"
+#include "tokenizer/tok_vocab.h"
 
 /* byte-level BPE writes byte b as the character byte_char[b] (GPT-2's
    bytes_to_unicode): printable Latin-1 bytes as themselves, the other 68 as

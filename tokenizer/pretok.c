@@ -6,7 +6,8 @@
    UTF-8 is one character of class "other" (tokenizer/unicode.c). */
 #include <string.h>
 
-#include "tokenizer/tok_internal.h"
+#include "tokenizer/tok_steps.h"
+#include "tokenizer/tok_text.h"
 
 /* the GPT-2 pattern (ByteLevel's regex) */
 const char PRETOK_RE_GPT2[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";

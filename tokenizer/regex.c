@@ -16,7 +16,8 @@
 
 #include "common/check.h"
 #include "common/utf8.h"
-#include "tokenizer/tok_internal.h"
+#include "tokenizer/tok_regex.h"
+#include "tokenizer/tok_text.h"
 
 struct TokRegex {
     regex_t* reg;
@@ -69,6 +70,31 @@ char* tok_regex_escape(const char* s) {
     return out;
 }
 
+/* the text the calling thread's tok_encode works on, and what it is (TokEncoder.source): set around each
+   tok_encode by tokenizer.c, for the message of a failed search */
+static _Thread_local struct {
+    const char* source;
+    const uint8_t* text;
+    size_t len;
+} site;
+
+void tok_regex_site(const char* source, const uint8_t* text, size_t len) {
+    site.source = source;
+    site.text = text;
+    site.len = len;
+}
+
+/* where p, byte `at` of the text searched, lies: "byte offset N of SOURCE" when p is inside the text
+   tok_encode was given, else at within the normalizer's rewrite of it, or within the text searched when no
+   tok_encode runs */
+static void site_of(const uint8_t* p, size_t at, char* out, size_t n) {
+    const char* what = site.source ? site.source : "the text being encoded";
+    if (!site.text) snprintf(out, n, "byte offset %zu of the text searched", at);
+    else if (p >= site.text && p <= site.text + site.len)
+        snprintf(out, n, "byte offset %zu of %s", (size_t)(p - site.text), what);
+    else snprintf(out, n, "byte offset %zu of %s as the normalizer rewrote it", at, what);
+}
+
 /* the spans of one valid UTF-8 run s[0..n), shifted by base */
 static void run_spans(const TokRegex* re, OnigRegion* region, const uint8_t* s, size_t n, size_t base, SpanFn fn,
                       void* ctx) {
@@ -79,12 +105,12 @@ static void run_spans(const TokRegex* re, OnigRegion* region, const uint8_t* s, 
         if (r < 0) { /* an error, such as the backtracking limit: never read as "no more matches" */
             UChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
             onig_error_code_to_str(msg, r);
-            char site[512];
-            tok_encoding_site(s + from, base + from, site, sizeof site);
+            char where[512];
+            site_of(s + from, base + from, where, sizeof where);
             const char* at = (const char*)s + from;
             DIE("the tokenizer's regex failed searching from %s (\"%.*s...\"): Oniguruma: %s; the text is not split "
                 "there as Hugging Face tokenizers would split it",
-                site, utf8_clip(at, n - from, 24), at, (const char*)msg);
+                where, utf8_clip(at, n - from, 24), at, (const char*)msg);
         }
         size_t a = (size_t)region->beg[0], b = (size_t)region->end[0];
         if (a == b && b == last_end) { /* no empty match right after a match: one character on */

@@ -1,6 +1,7 @@
-/* What the files of tokenizer/ share: the Tokenizer struct, the regex engine,
-   the normalizer, pre-tokenizer and decoder steps, the Unicode classes and the
-   BPE tables. Not for use outside tokenizer/. */
+/* What the files of tokenizer/ share: the Tokenizer struct and the functions over it (added tokens, the
+   normalizer, BPE). Its parts: tokenizer/tok_text.h (Unicode classes, the byte buffer), tokenizer/tok_regex.h,
+   tokenizer/tok_steps.h (the pipeline's steps), tokenizer/tok_vocab.h (the lookup tables). Not for use
+   outside tokenizer/. */
 #ifndef REPOC_TOK_INTERNAL_H
 #define REPOC_TOK_INTERNAL_H
 
@@ -8,132 +9,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tokenizer/tok_steps.h"
+#include "tokenizer/tok_text.h"
 #include "tokenizer/tokenizer.h"
 
-/* ---- Unicode (tokenizer/unicode.c) ---- */
-enum { UC_OTHER = 0, UC_LETTER = 1, UC_NUMBER = 2, UC_SPACE = 4 };
-void uc_init(void); /* builds the BMP table; idempotent, call before threads */
-/* the class of each code point below U+10000 (filled by uc_init) */
-extern uint8_t uc_bmp_class[0x10000];
-/* uc_next for a character that is not ASCII (s[0] >= 0x80) */
-int uc_next_multi(const uint8_t* s, size_t n, uint32_t* cp, size_t* len);
-/* The character at s[0..n): its class and byte length (>= 1). A byte that does
-   not start a valid UTF-8 sequence is a character of its own of class
-   UC_OTHER (*cp = 0xFFFFFFFF). Inline for ASCII, which the pre-tokenizer's
-   matchers ask about most: a call per character was about 13% of the
-   instructions of encoding the gpt2 corpus of tools/tokenizer_compare.sh (callgrind). */
-static inline int uc_next(const uint8_t* s, size_t n, uint32_t* cp, size_t* len) {
-    if (s[0] < 0x80) {
-        *cp = s[0];
-        *len = 1;
-        return uc_bmp_class[s[0]];
-    }
-    return uc_next_multi(s, n, cp, len);
-}
-
-/* append s[0..n) to the buffer *p (*len bytes of *cap used; realloc'd) (tokenizer/tokenizer.c) */
-void tok_buf_put(uint8_t** p, size_t* len, size_t* cap, const void* s, size_t n);
-
-/* ---- regular expressions through Oniguruma (tokenizer/regex.c) ---- */
-typedef struct TokRegex TokRegex;
-/* pattern[0..len) compiled as Hugging Face tokenizers does (ONIG_SYNTAX_DEFAULT, UTF-8, no options);
-   NULL with Oniguruma's message in err on a bad pattern */
-TokRegex* tok_regex_new(const char* pattern, size_t len, char* err, size_t err_len);
-void tok_regex_free(TokRegex* re);
-/* a pattern that matches the string s literally (malloc'd) */
-char* tok_regex_escape(const char* s);
-/* The spans of s[0..n) as tokenizers' find_matches gives them: in order, covering the text,
-   each matched (1) or not (0); an empty match is a span of its own. A byte that is not valid
-   UTF-8 is a span of its own with is_match -1 (the regex sees each valid run alone).
-   region: the caller's Oniguruma region, made when *region is NULL (tok_regex_region_free). */
-typedef void (*SpanFn)(void* ctx, size_t a, size_t b, int is_match);
-void tok_regex_spans(const TokRegex* re, void** region, const uint8_t* s, size_t n, SpanFn fn, void* ctx);
-void tok_regex_region_free(void* region);
-/* Where p, byte at of the text searched, lies, for a message: "byte offset N of SOURCE" when p is inside the
-   text the calling thread's tok_encode was given, else at within the normalizer's rewrite of it, or within
-   the text searched when no tok_encode runs (tokenizer/tokenizer.c). */
-void tok_encoding_site(const uint8_t* p, size_t at, char* out, size_t n);
-
-/* ---- pre-tokenizer steps (tokenizer/pretok.c) ---- */
-typedef enum {
-    STEP_SPLIT_GPT2,   /* 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
-    STEP_SPLIT_CL100K, /* (?i:'s|...)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,max_digits}| ?[^\s\p{L}\p{N}]+[\r\n]*|... */
-    STEP_DIGITS,       /* Digits: runs of \p{N} apart from the rest, or each one alone */
-    STEP_PREFIX_SPACE, /* ByteLevel add_prefix_space: " " before a pre-token that does not start with one */
-    STEP_SPLIT_REGEX,  /* Split (and Punctuation, Whitespace, WhitespaceSplit) through Oniguruma */
-    STEP_METASPACE     /* Metaspace: spaces to the replacement, prepended per scheme, split before each */
-} StepKind;
-
-/* SplitDelimiterBehavior: what becomes of a match and the text around it */
-typedef enum {
-    SPLIT_ISOLATED,
-    SPLIT_REMOVED,
-    SPLIT_MERGED_PREVIOUS,
-    SPLIT_MERGED_NEXT,
-    SPLIT_CONTIGUOUS
-} SplitBehavior;
-enum { PREPEND_ALWAYS, PREPEND_FIRST, PREPEND_NEVER }; /* Metaspace prepend_scheme */
-
-typedef struct {
-    StepKind kind;
-    int max_digits;         /* STEP_SPLIT_CL100K: 3 (cl100k, Llama-3) or 1 (Qwen) */
-    int individual;         /* STEP_DIGITS */
-    TokRegex* re;           /* STEP_SPLIT_REGEX: owned */
-    SplitBehavior behavior; /* STEP_SPLIT_REGEX */
-    int invert;             /* STEP_SPLIT_REGEX: matches and the text between them swap roles */
-    uint8_t rep[4];         /* STEP_METASPACE: the replacement character's UTF-8 bytes */
-    size_t rep_len;
-    int prepend; /* STEP_METASPACE: PREPEND_* */
-    int split;   /* STEP_METASPACE: split before each replacement character */
-} PreStep;
-
-#define MAX_STEPS 16
-#define MAX_AROUND 8 /* special tokens a template puts on one side of the text */
-#define MAX_NORM 16  /* normalizer steps */
-#define MAX_DEC 16   /* decoder steps */
-
-/* The end of the regex match that starts at i of piece [0, n) (> i). */
-size_t pretok_gpt2(const uint8_t* s, size_t n, size_t i);
-size_t pretok_cl100k(const uint8_t* s, size_t n, size_t i, int max_digits);
-/* the three regexes with a hand-written matcher: GPT-2, cl100k (Llama-3), Qwen2 */
-extern const char PRETOK_RE_GPT2[], PRETOK_RE_CL100K[], PRETOK_RE_QWEN[];
-/* Recognise a Split regex with a hand-written matcher: the step for it, 0 when known, -1 when not. */
-int pretok_recognise(const char* regex, PreStep* step);
-
-/* ---- normalizers (tokenizer/normalize.c) ---- */
-typedef enum {
-    NORM_NFC,
-    NORM_NFD,
-    NORM_NFKC,
-    NORM_NFKD,
-    NORM_LOWERCASE,
-    NORM_STRIP,
-    NORM_PREPEND,
-    NORM_REPLACE
-} NormKind;
-typedef struct {
-    NormKind kind;
-    int left, right; /* NORM_STRIP */
-    char* str;       /* NORM_PREPEND: the prefix; NORM_REPLACE: the content (owned) */
-    char* pat;       /* NORM_REPLACE: a {"String": ...} pattern, matched literally (owned) */
-    TokRegex* re;    /* NORM_REPLACE: a {"Regex": ...} pattern (owned) */
-} NormStep;
+/* ---- the normalizer (tokenizer/normalize.c) ---- */
 /* s[0..n) through the normalizer into *out (malloc'd, *out_n bytes); false when there is no normalizer */
 bool tok_normalize(const Tokenizer* t, void** region, const uint8_t* s, size_t n, uint8_t** out, size_t* out_n);
 
-/* ---- decoders (tokenizer/decode.c) ---- */
-typedef enum { DEC_BYTE_LEVEL, DEC_BYTE_FALLBACK, DEC_FUSE, DEC_STRIP, DEC_REPLACE, DEC_METASPACE } DecKind;
-typedef struct {
-    DecKind kind;
-    uint8_t ch[4]; /* DEC_STRIP: the character stripped; DEC_METASPACE: the replacement */
-    size_t ch_len;
-    size_t start, stop; /* DEC_STRIP: at most this many at the start and at the end */
-    int prepend;        /* DEC_METASPACE: PREPEND_* */
-    char* pat;          /* DEC_REPLACE: the string replaced (owned; a literal string) */
-    char* content;      /* DEC_REPLACE: and its replacement (owned) */
-} DecStep;
-
-/* ---- BPE tables (tokenizer/bpe.c) ---- */
+/* ---- a slot of the merge table (tokenizer/tok_vocab.h) ---- */
 typedef struct {
     uint64_t key;  /* (left id << 32) | right id; 0 = empty slot (UINT64_MAX never a key) */
     uint32_t rank; /* position in model.merges */
@@ -211,9 +95,5 @@ size_t bpe_word_parts(const Tokenizer* t, const uint8_t* s, size_t n, int32_t* p
 /* BPE of one pre-token into e->ids, through e's cache */
 void bpe_encode_piece(TokEncoder* e, const uint8_t* s, size_t n);
 void bpe_cache_free(void* cache);
-/* hash tables, built once at load */
-void vocab_hash_build(Tokenizer* t);
-int merge_insert(Tokenizer* t, int32_t a, int32_t b, uint32_t rank, int32_t id);
-uint64_t tok_hash_bytes(const uint8_t* s, size_t n);
 
 #endif

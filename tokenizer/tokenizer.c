@@ -21,18 +21,6 @@ void tok_encoder_free(TokEncoder* e) {
     memset(e, 0, sizeof *e);
 }
 
-void tok_buf_put(uint8_t** p, size_t* len, size_t* cap, const void* s, size_t n) {
-    if (*len + n > *cap) {
-        size_t c = *cap ? *cap : 256;
-        while (c < *len + n) c *= 2;
-        uint8_t* q = realloc(*p, c);
-        CHECK(q, "out of memory growing a text buffer to %zu bytes", c);
-        *p = q, *cap = c;
-    }
-    if (n) memcpy(*p + *len, s, n);
-    *len += n;
-}
-
 static void run_steps(TokEncoder* e, const uint8_t* s, size_t n, size_t k, int first);
 
 /* A Split step's pieces as the library's NormalizedString::split makes them from
@@ -207,26 +195,11 @@ static void encode_pass(TokEncoder* e, int which, const uint8_t* s, size_t n, in
     encode_piece(e, which, s + seg, n - seg, first && seg == 0);
 }
 
-/* the text the calling thread's tok_encode works on, and what it is (TokEncoder.source) */
-static _Thread_local struct {
-    const char* source;
-    const uint8_t* text;
-    size_t len;
-} encoding;
-
-void tok_encoding_site(const uint8_t* p, size_t at, char* out, size_t n) {
-    const char* what = encoding.source ? encoding.source : "the text being encoded";
-    if (!encoding.text) snprintf(out, n, "byte offset %zu of the text searched", at);
-    else if (p >= encoding.text && p <= encoding.text + encoding.len)
-        snprintf(out, n, "byte offset %zu of %s", (size_t)(p - encoding.text), what);
-    else snprintf(out, n, "byte offset %zu of %s as the normalizer rewrote it", at, what);
-}
-
 void tok_encode(TokEncoder* e, const uint8_t* text, size_t len) {
     e->invalid_utf8 += tok_count_invalid_utf8(text, len);
-    encoding.source = e->source, encoding.text = text, encoding.len = len;
+    tok_regex_site(e->source, text, len);
     encode_pass(e, 0, text, len, 1);
-    encoding.text = NULL;
+    tok_regex_site(NULL, NULL, 0);
 }
 
 size_t tok_vocab_size(const Tokenizer* t) { return t->V; }

@@ -3,7 +3,7 @@
    tools/gen_unicode_table.py from Debian's unicode-data); the Basic
    Multilingual Plane is expanded once into a byte per code point (64 KiB),
    the planes above it are binary-searched. */
-#include "tokenizer/tok_internal.h"
+#include "tokenizer/tok_text.h"
 
 #include <pthread.h>
 #include <string.h>

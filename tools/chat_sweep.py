@@ -1,4 +1,4 @@
-"""Random chat templates of the subset repoc renders (data/chat_template.h), rendered by Python's jinja2 with
+"""Random chat templates of the subset repoc renders (template/chat_template.h), rendered by Python's jinja2 with
 transformers' settings (tools/chat_reference.py), for tests/test_chat_sweep.sh: each line of the output is
 {"template": T, "context": C, "ok": true, "out": jinja2's rendering} or {..., "ok": false, "error": its
 exception}. build/tools/chat_sweep renders the same and compares. Seeded, so a run writes the same cases.

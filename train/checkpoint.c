@@ -16,7 +16,7 @@
 #include "common/dist.h"
 #include "common/fileio.h"
 #include "hf/ckpt_weights.h"
-#include "hf/hf_checkpoint.h"
+#include "hf/hf_config.h"
 #include "hf/peft.h"
 #include "optim/adamw_io.h"
 #include "train/run_dir.h"
@@ -131,12 +131,7 @@ void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const Trai
           "repoc did not write)",
           tmp_dir); /* never write through a link */
     bool adapter_only = m->cfg.lora_rank && !save_base && m->lora_base.path[0];
-    if (adapter_only) {                     /* the adapter and the model's config.json; the base is named, not copied */
-        hf_save_config(m, tmp_dir, ST_F32); /* creates tmp_dir */
-        peft_save(m, tmp_dir, true);        /* frozen RePo weights too: the base may lack them */
-    } else {
-        hf_save(m, tmp_dir, model_dtype); /* creates tmp_dir */
-    }
+    ckpt_weights_save(m, tmp_dir, model_dtype, adapter_only); /* creates tmp_dir */
     snprintf(path, sizeof(path), "%s/optimizer.safetensors", tmp_dir);
     adamw_save(path, m, opt, !adapter_only && model_dtype != ST_F32);
     snprintf(path, sizeof(path), "%s/trainer_state.json", tmp_dir);
@@ -199,11 +194,7 @@ bool ckpt_find_latest(const char* out_dir, char* path, size_t len) {
 static cJSON* read_state_json(const char* dir) {
     char p[4096];
     snprintf(p, sizeof(p), "%s/trainer_state.json", dir);
-    size_t len;
-    char* text = file_read_all(p, &len);
-    cJSON* root = cJSON_ParseWithLength(text, len);
-    free(text);
-    CHECK(root, "%s: invalid JSON", p);
+    cJSON* root = json_read_file(p);
     const cJSON* v = cJSON_GetObjectItemCaseSensitive(root, "format_version");
     CHECK(cJSON_IsNumber(v) && v->valuedouble == TRAINER_STATE_VERSION,
           "%s: format_version %g is not the one this build reads (%d)", p, cJSON_IsNumber(v) ? v->valuedouble : -1.0,
@@ -290,11 +281,8 @@ void ckpt_load(const char* dir, Model* m, AdamW* opt, TrainerState* st) {
     /* the base later checkpoints name: the one this one names (checked by the load when it holds no copy);
        none (so they keep a copy) for a checkpoint that names none: its own copy may be pruned */
     if (m->cfg.lora_rank) peft_read_lora_base(dir, &m->lora_base);
+    bool bf16_model = hf_config_torch_dtype_is_bf16(dir); /* the FP32 master weights are in the optimizer file */
     char p[4096];
-    snprintf(p, sizeof(p), "%s/config.json", dir);
-    char* cfg = file_read_all(p, NULL);
-    bool bf16_model = strstr(cfg, "\"bfloat16\"") != NULL;
-    free(cfg);
     snprintf(p, sizeof(p), "%s/optimizer.safetensors", dir);
     adamw_load(p, m, opt, bf16_model);
 }

@@ -11,7 +11,8 @@
 
 #include "common/check.h"
 #include "common/safetensors.h"
-#include "hf/hf_checkpoint.h"
+#include "hf/ckpt_weights.h"
+#include "hf/hf_fingerprint.h"
 #include "hf/hf_config.h"
 #include "hf/peft.h"
 
@@ -21,7 +22,7 @@ static void stamp(const char* adapter, const char* base) {
     CHECK(peft_read_config(adapter, &cfg), "%s: no adapter_config.json", adapter);
     Model m;
     model_build(&m, &cfg, 1, 1, (const char*[]){"*"}, 1, false);
-    hf_load_weights(&m, base, 0, false);
+    ckpt_weights_load_dirs(&m, base, base, 0, false);
     peft_load(&m, adapter, NULL);
     char abs[PATH_MAX];
     CHECK(realpath(base, abs), "realpath '%s'", base);

@@ -14,7 +14,7 @@
 
 #include "common/check.h"
 #include "common/fileio.h"
-#include "data/chat_template.h"
+#include "template/chat_template.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static uint64_t next(void) { /* xorshift64* */

@@ -9,7 +9,7 @@
 #include "common/check.h"
 #include "common/fileio.h"
 #include "data/chat.h"
-#include "data/chat_template.h"
+#include "template/chat_template.h"
 
 int main(int argc, char** argv) {
     CHECK(argc == 3, "usage: chat_render TEMPLATE|tokenizer_config.json CONTEXT.json");

@@ -13,7 +13,7 @@
 
 #include "common/check.h"
 #include "common/fileio.h"
-#include "data/chat_template.h"
+#include "template/chat_template.h"
 
 int main(int argc, char** argv) {
     CHECK(argc == 2, "usage: chat_sweep CASES.jsonl");

@@ -1,15 +1,15 @@
-/* The values a chat template computes with (data/chat_value.c), as Jinja has them from Python: undefined,
+/* The values a chat template computes with (template/chat_value.c), as Jinja has them from Python: undefined,
    none, bool, int, float, str, list and dict (a namespace() is a dict that `set ns.x` may change), and
    the rendering's state: its output, its pool and where a failure jumps to. */
-#ifndef REPOC_DATA_CHAT_VALUE_H
-#define REPOC_DATA_CHAT_VALUE_H
+#ifndef REPOC_TEMPLATE_CHAT_VALUE_H
+#define REPOC_TEMPLATE_CHAT_VALUE_H
 
 #include <cjson/cJSON.h>
 #include <setjmp.h>
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "data/chat_template_ast.h"
+#include "template/chat_template_ast.h"
 
 typedef enum { V_UNDEF, V_NONE, V_BOOL, V_INT, V_FLOAT, V_STR, V_LIST, V_DICT } ValueKind;
 
@@ -67,6 +67,8 @@ void out_append(Render* R, const char* s, size_t n);
    value's text (str(), tojson, a slice) is built */
 Value* out_take(Render* R, size_t mark);
 
+/* a new value of kind k from the rendering's pool */
+Value* value_new(Render* R, ValueKind k);
 Value* value_str(Render* R, const char* s, size_t n);
 Value* value_int(Render* R, long long i);
 Value* value_float(Render* R, double f);
@@ -76,17 +78,19 @@ Value* value_dict(Render* R);
 void list_push(Render* R, Value* list, Value* v);
 Value* dict_get(const Value* dict, const char* key); /* NULL when absent */
 void dict_set(Render* R, Value* dict, const char* key, Value* v);
+/* a record's JSON as values, numbers as json.loads reads them (template/chat_json.c) */
 Value* value_from_json(Render* R, const cJSON* j);
 /* a JSON number literal as Python's json.loads reads it: with a fraction or an exponent a float, else an int
-   (refused beyond 64 bits) (data/chat_json.c) */
+   (refused beyond 64 bits) (template/chat_json.c) */
 Value* value_number_literal(Render* R, const char* s);
 /* transformers' tojson filter: json.dumps(v, ensure_ascii, indent, separators, sort_keys), each NULL for its
-   default (data/chat_json.c) */
+   default (template/chat_json.c) */
 Value* value_tojson(Render* R, const Value* v, const Value* ensure_ascii, const Value* indent, const Value* separators,
                     const Value* sort_keys);
 const char* value_type_name(const Value* v);
 
 bool value_truthy(const Value* v);
+/* Python's == (template/chat_ops.c, as the operators, length, slices and iteration below) */
 bool value_equal(Render* R, const Value* a, const Value* b);
 /* the printers' walk one level into v (a list or dict): false when v is being printed already (a namespace
    that holds itself); refused past VALUE_MAX_DEPTH */
@@ -95,9 +99,9 @@ bool value_walk_enter(Render* R, const Value* v);
 size_t value_length(Render* R, const Value* v);
 /* a new list (kind seq) of v's items */
 Value* value_seq(Render* R, const Value* v, SeqKind seq);
-/* str(v) as a string value (data/chat_print.c) */
+/* str(v) as a string value (template/chat_print.c) */
 Value* value_to_str(Render* R, const Value* v);
-/* the text {{ v }} writes (Python's str(), undefined as "") appended to the output (data/chat_print.c) */
+/* the text {{ v }} writes (Python's str(), undefined as "") appended to the output (template/chat_print.c) */
 void value_print(Render* R, const Value* v);
 /* a b with op one of + - * / // % ~ == != < <= > >= in "not in" */
 Value* value_binary(Render* R, const char* op, Value* a, Value* b);

@@ -1,4 +1,4 @@
-/* JSON into and out of chat templates (data/chat_value.h): a record's numbers as Python's json.loads reads
+/* JSON into and out of chat templates (template/chat_value.h): a record's numbers as Python's json.loads reads
    them, and the tojson filter as transformers defines it,
      tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
        = json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys),
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "common/check.h"
-#include "data/chat_value.h"
+#include "template/chat_value.h"
 
 /* ---- JSON numbers with their literal ---- */
 
@@ -32,7 +32,8 @@ static const char* keep_numbers(cJSON* item, const char* p) {
         size_t n = strspn(p, "+-0123456789.eE"); /* the characters cJSON reads a number from */
         char* lit = cJSON_malloc(n + 1);
         CHECK(lit, "out of memory");
-        memcpy(lit, p, n), lit[n] = 0;
+        memcpy(lit, p, n);
+        lit[n] = 0;
         cJSON_free(item->valuestring);
         item->valuestring = lit;
         return p + n;
@@ -56,6 +57,25 @@ Value* value_number_literal(Render* R, const char* s) {
     long long i = strtoll(s, NULL, 10);
     if (errno == ERANGE) render_fail(R, "the JSON number %s is beyond 64 bits (the template's ints are 64-bit)", s);
     return value_int(R, i);
+}
+
+Value* value_from_json(Render* R, const cJSON* j) {
+    if (!j || cJSON_IsNull(j)) return &V_NONE_VALUE;
+    if (cJSON_IsBool(j)) return value_bool(cJSON_IsTrue(j));
+    if (cJSON_IsNumber(j) && j->valuestring) return value_number_literal(R, j->valuestring);
+    if (cJSON_IsNumber(j)) { /* one built in C, without its literal */
+        double d = j->valuedouble;
+        if (d == floor(d) && fabs(d) < 9007199254740992.0) return value_int(R, (long long)d);
+        return value_float(R, d);
+    }
+    if (cJSON_IsString(j)) return value_str(R, j->valuestring, strlen(j->valuestring));
+    Value* v = cJSON_IsArray(j) ? value_list(R) : value_dict(R);
+    const cJSON* it;
+    cJSON_ArrayForEach(it, j) {
+        if (v->k == V_LIST) list_push(R, v, value_from_json(R, it));
+        else dict_set(R, v, it->string, value_from_json(R, it));
+    }
+    return v;
 }
 
 /* ---- tojson ---- */
@@ -184,7 +204,8 @@ Value* value_tojson(Render* R, const Value* v, const Value* ensure_ascii, const 
         if (separators->k != V_LIST || separators->n != 2 || separators->items[0]->k != V_STR ||
             separators->items[1]->k != V_STR)
             render_fail(R, "tojson's separators must be a list of two strings");
-        st.item_sep = separators->items[0], st.key_sep = separators->items[1];
+        st.item_sep = separators->items[0];
+        st.key_sep = separators->items[1];
     }
     size_t mark = R->out_len;
     json_put(R, v, &st, 0);

@@ -23,8 +23,8 @@
    operations deep, and a value nested more than 500 deep when printed or compared, are refused. A rendering
    holds at most 256 MiB of text and values together (its pool frees nothing until it ends, so a string grown
    in a loop keeps every step: about 20000 steps of one character fit) and is refused past that. */
-#ifndef REPOC_DATA_CHAT_TEMPLATE_H
-#define REPOC_DATA_CHAT_TEMPLATE_H
+#ifndef REPOC_TEMPLATE_CHAT_TEMPLATE_H
+#define REPOC_TEMPLATE_CHAT_TEMPLATE_H
 
 #include <cjson/cJSON.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* Chat template values printed (data/chat_value.h) as Python prints them: str() for {{ v }}, which is repr()
+/* Chat template values printed (template/chat_value.h) as Python prints them: str() for {{ v }}, which is repr()
    for the items of lists and dicts.
      repr(float)   the fewest significant digits that read back as the same double; positional from 1e-4 to
                    1e16 with at least one decimal (1.0), else with an exponent (1e+16)
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#include "data/chat_value.h"
+#include "template/chat_value.h"
 
 static void put(Render* R, const char* s) { out_append(R, s, strlen(s)); }
 
@@ -51,7 +51,10 @@ static void put_str(Render* R, const Value* v) {
     case V_UNDEF: return;
     case V_NONE: put(R, "None"); return;
     case V_BOOL: put(R, v->i ? "True" : "False"); return;
-    case V_INT: snprintf(buf, sizeof(buf), "%lld", v->i), put(R, buf); return;
+    case V_INT:
+        snprintf(buf, sizeof(buf), "%lld", v->i);
+        put(R, buf);
+        return;
     case V_FLOAT: put_float(R, v->f); return;
     case V_STR: out_append(R, v->s, v->len); return;
     case V_LIST:
@@ -93,13 +96,10 @@ static void put_str_repr(Render* R, const char* s, size_t n) {
             utf8proc_ssize_t len = utf8proc_iterate((const utf8proc_uint8_t*)s + i, (utf8proc_ssize_t)(n - i), &cp);
             if (len < 1) render_fail(R, "printing a string that is not UTF-8");
             if (printable(cp)) out_append(R, s + i, (size_t)len);
-            else
-                put(R, (snprintf(esc, sizeof(esc),
-                                 cp < 0x100     ? "\\x%02x"
-                                 : cp < 0x10000 ? "\\u%04x"
-                                                : "\\U%08x",
-                                 cp),
-                        esc));
+            else {
+                snprintf(esc, sizeof(esc), cp < 0x100 ? "\\x%02x" : cp < 0x10000 ? "\\u%04x" : "\\U%08x", cp);
+                put(R, esc);
+            }
             i += (size_t)len;
             continue;
         }
@@ -108,7 +108,10 @@ static void put_str_repr(Render* R, const char* s, size_t n) {
         else if (c == '\t') strcpy(esc, "\\t");
         else if (c == '\r') strcpy(esc, "\\r");
         else if (c < 0x20 || c == 0x7f) snprintf(esc, sizeof(esc), "\\x%02x", c);
-        else esc[0] = (char)c, esc[1] = 0;
+        else {
+            esc[0] = (char)c;
+            esc[1] = 0;
+        }
         put(R, esc);
         i++;
     }
@@ -140,11 +143,11 @@ static void put_container(Render* R, const Value* v) {
 static void put_repr(Render* R, const Value* v) {
     char buf[96];
     if (v->k == V_STR) put_str_repr(R, v->s, v->len);
-    else if (v->k == V_LIST && v->seq == SEQ_RANGE)
-        put(R, (snprintf(buf, sizeof(buf), v->range[2] == 1 ? "range(%lld, %lld)" : "range(%lld, %lld, %lld)",
-                         v->range[0], v->range[1], v->range[2]),
-                buf));
-    else if (v->k == V_LIST || v->k == V_DICT) put_container(R, v);
+    else if (v->k == V_LIST && v->seq == SEQ_RANGE) {
+        snprintf(buf, sizeof(buf), v->range[2] == 1 ? "range(%lld, %lld)" : "range(%lld, %lld, %lld)", v->range[0],
+                 v->range[1], v->range[2]);
+        put(R, buf);
+    } else if (v->k == V_LIST || v->k == V_DICT) put_container(R, v);
     else if (v->k == V_UNDEF) render_fail(R, "an undefined value inside a list or dict cannot be printed");
     else put_str(R, v);
 }

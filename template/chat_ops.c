@@ -1,147 +1,11 @@
-/* Chat template values (data/chat_value.h): construction, Python's str() and ==, the operators, and the
-   iteration and slicing rules. The filters, tests and methods are in data/chat_builtins.c. A string's
-   length, index and slice count code points, as Python's do. */
-#include "data/chat_value.h"
-
+/* Chat template values (template/chat_value.h): Python's ==, the comparison and arithmetic operators, and the
+   iteration and slicing rules. A string's length, index and slice count code points, as Python's do. */
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/check.h"
-
-Value V_UNDEFINED = {.k = V_UNDEF}, V_NONE_VALUE = {.k = V_NONE};
-static Value V_TRUE = {.k = V_BOOL, .i = 1}, V_FALSE = {.k = V_BOOL, .i = 0};
-
-void render_fail(Render* R, const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    chat_error(R->err, R->err_len, R->line, fmt, ap);
-    va_end(ap);
-    longjmp(R->fail, 1);
-}
-
-void out_append(Render* R, const char* s, size_t n) {
-    if (R->out_len + n + 1 > R->out_cap) { /* the text's buffer and the pool share CHAT_RENDER_MAX_BYTES */
-        size_t cap = R->out_cap ? R->out_cap : 256;
-        while (cap < R->out_len + n + 1 && cap <= CHAT_RENDER_MAX_BYTES) cap *= 2;
-        if (cap > CHAT_RENDER_MAX_BYTES || cap + R->pool->total > CHAT_RENDER_MAX_BYTES)
-            render_fail(R, "the rendering holds more than %zu MiB of text and values", CHAT_RENDER_MAX_BYTES >> 20);
-        R->pool->limit = CHAT_RENDER_MAX_BYTES - cap;
-        char* p = realloc(R->out, cap);
-        if (!p) render_fail(R, "out of memory");
-        R->out = p, R->out_cap = cap;
-    }
-    if (n) memcpy(R->out + R->out_len, s, n);
-    R->out_len += n;
-    R->out[R->out_len] = 0;
-}
-
-Value* out_take(Render* R, size_t mark) {
-    Value* s = value_str(R, R->out ? R->out + mark : "", R->out_len - mark);
-    R->out_len = mark;
-    if (R->out) R->out[mark] = 0;
-    return s;
-}
-
-static Value* value_new(Render* R, ValueKind k) {
-    Value* v = pool_alloc(R->pool, sizeof(Value));
-    v->k = k;
-    return v;
-}
-static bool is_ascii(const char* s, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)s[i] >= 0x80) return false;
-    return true;
-}
-
-Value* value_str(Render* R, const char* s, size_t n) {
-    Value* v = value_new(R, V_STR);
-    v->s = pool_strndup(R->pool, s, n), v->len = n, v->ascii = is_ascii(s, n);
-    return v;
-}
-Value* value_int(Render* R, long long i) {
-    Value* v = value_new(R, V_INT);
-    v->i = i;
-    return v;
-}
-Value* value_float(Render* R, double f) {
-    Value* v = value_new(R, V_FLOAT);
-    v->f = f;
-    return v;
-}
-Value* value_bool(bool b) { return b ? &V_TRUE : &V_FALSE; }
-Value* value_list(Render* R) { return value_new(R, V_LIST); }
-Value* value_dict(Render* R) { return value_new(R, V_DICT); }
-
-void list_push(Render* R, Value* l, Value* x) {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 4;
-        Value** items = pool_alloc(R->pool, cap * sizeof(Value*));
-        const char** keys = l->k == V_DICT ? pool_alloc(R->pool, cap * sizeof(char*)) : NULL;
-        if (l->n) memcpy(items, l->items, l->n * sizeof(Value*));
-        if (keys && l->n) memcpy(keys, l->keys, l->n * sizeof(char*));
-        l->items = items, l->cap = cap;
-        if (keys) l->keys = keys;
-    }
-    l->items[l->n++] = x;
-}
-
-Value* dict_get(const Value* d, const char* key) {
-    for (size_t k = 0; k < d->n; k++)
-        if (!strcmp(d->keys[k], key)) return d->items[k];
-    return NULL;
-}
-
-void dict_set(Render* R, Value* d, const char* key, Value* x) {
-    for (size_t k = 0; k < d->n; k++)
-        if (!strcmp(d->keys[k], key)) {
-            d->items[k] = x;
-            return;
-        }
-    list_push(R, d, x);
-    d->keys[d->n - 1] = pool_strndup(R->pool, key, strlen(key));
-}
-
-Value* value_from_json(Render* R, const cJSON* j) {
-    if (!j || cJSON_IsNull(j)) return &V_NONE_VALUE;
-    if (cJSON_IsBool(j)) return value_bool(cJSON_IsTrue(j));
-    if (cJSON_IsNumber(j) && j->valuestring) return value_number_literal(R, j->valuestring);
-    if (cJSON_IsNumber(j)) { /* one built in C, without its literal */
-        double d = j->valuedouble;
-        if (d == floor(d) && fabs(d) < 9007199254740992.0) return value_int(R, (long long)d);
-        return value_float(R, d);
-    }
-    if (cJSON_IsString(j)) return value_str(R, j->valuestring, strlen(j->valuestring));
-    Value* v = cJSON_IsArray(j) ? value_list(R) : value_dict(R);
-    const cJSON* it;
-    cJSON_ArrayForEach(it, j) {
-        if (v->k == V_LIST) list_push(R, v, value_from_json(R, it));
-        else dict_set(R, v, it->string, value_from_json(R, it));
-    }
-    return v;
-}
-
-const char* value_type_name(const Value* v) {
-    static const char* const names[] = {"undefined value", "none", "bool", "int", "float", "str", "list", "dict"};
-    return names[v->k];
-}
-
-bool value_truthy(const Value* v) {
-    switch (v->k) {
-    case V_UNDEF:
-    case V_NONE: return false;
-    case V_BOOL:
-    case V_INT: return v->i != 0;
-    case V_FLOAT: return v->f != 0;
-    case V_STR: return v->len > 0;
-    case V_LIST:
-    case V_DICT: return v->n > 0;
-    }
-    return false;
-}
+#include "template/chat_value.h"
 
 /* ---- comparison and arithmetic ---- */
 
@@ -201,8 +65,11 @@ static bool contains(Render* R, const Value* item, const Value* in) {
 static Value* concat(Render* R, const Value* a, const Value* b) {
     Value* v = value_new(R, V_STR);
     char* s = pool_alloc(R->pool, a->len + b->len + 1);
-    memcpy(s, a->s, a->len), memcpy(s + a->len, b->s, b->len);
-    v->s = s, v->len = a->len + b->len, v->ascii = a->ascii && b->ascii;
+    memcpy(s, a->s, a->len);
+    memcpy(s + a->len, b->s, b->len);
+    v->s = s;
+    v->len = a->len + b->len;
+    v->ascii = a->ascii && b->ascii;
     return v;
 }
 
@@ -214,7 +81,9 @@ static Value* repeat(Render* R, const Value* s, long long n) {
     Value* v = value_new(R, V_STR);
     char* t = pool_alloc(R->pool, n > 0 ? total + 1 : 1);
     for (long long k = 0; k < n; k++) memcpy(t + (size_t)k * s->len, s->s, s->len);
-    v->s = t, v->len = n > 0 ? total : 0, v->ascii = s->ascii;
+    v->s = t;
+    v->len = n > 0 ? total : 0;
+    v->ascii = s->ascii;
     return v;
 }
 

@@ -1,10 +1,10 @@
-/* The pool chat templates allocate from, and their messages (data/chat_template_ast.h). */
+/* The pool chat templates allocate from, and their messages (template/chat_template_ast.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/check.h"
-#include "data/chat_template_ast.h"
+#include "template/chat_template_ast.h"
 
 struct PoolBlock {
     PoolBlock* next;
@@ -22,7 +22,9 @@ void* pool_alloc(Pool* p, size_t n) {
     if (!p->head || p->head->used + n > p->head->cap) {
         size_t cap = n > 65536 ? n : 65536;
         PoolBlock* b = mallocCheck(sizeof(PoolBlock) + cap);
-        b->next = p->head, b->used = 0, b->cap = cap;
+        b->next = p->head;
+        b->used = 0;
+        b->cap = cap;
         p->head = b;
     }
     void* r = p->head->data + p->head->used;

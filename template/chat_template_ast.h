@@ -1,13 +1,13 @@
-/* The parsed form of a chat template (data/chat_template.c builds it, data/chat_render.c walks it), and the
+/* The parsed form of a chat template (template/chat_template.c builds it, template/chat_render.c walks it), and the
    pool both allocate from: one block list freed at once, so neither frees piece by piece. */
-#ifndef REPOC_DATA_CHAT_TEMPLATE_AST_H
-#define REPOC_DATA_CHAT_TEMPLATE_AST_H
+#ifndef REPOC_TEMPLATE_CHAT_TEMPLATE_AST_H
+#define REPOC_TEMPLATE_CHAT_TEMPLATE_AST_H
 
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "data/chat_template.h"
+#include "template/chat_template.h"
 
 typedef struct PoolBlock PoolBlock;
 typedef struct {

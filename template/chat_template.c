@@ -1,12 +1,12 @@
-/* Chat templates, parsing (data/chat_template.h): the source split into text and tags with Jinja's
+/* Chat templates, parsing (template/chat_template.h): the source split into text and tags with Jinja's
    whitespace rules (trim_blocks, lstrip_blocks, the - and + controls), each tag's expression parsed by
-   data/chat_expr.c, and the tags nested into statements by a stack of open blocks. */
+   template/chat_expr.c, and the tags nested into statements by a stack of open blocks. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/check.h"
-#include "data/chat_parse.h"
+#include "template/chat_parse.h"
 
 /* ---- the template: text and tags, nested by a stack of open blocks ---- */
 
@@ -15,7 +15,8 @@ static void push(Pool* pool, StmtList* l, Stmt* s) {
         size_t cap = l->cap ? 2 * l->cap : 8;
         Stmt** v = pool_alloc(pool, cap * sizeof(Stmt*));
         if (l->n) memcpy(v, l->v, l->n * sizeof(Stmt*));
-        l->v = v, l->cap = cap;
+        l->v = v;
+        l->cap = cap;
     }
     l->v[l->n++] = s;
 }
@@ -29,7 +30,8 @@ typedef struct {
 
 static Stmt* stmt(Parser* P, StmtKind k) {
     Stmt* s = pool_alloc(P->pool, sizeof(Stmt));
-    s->k = k, s->line = P->line;
+    s->k = k;
+    s->line = P->line;
     return s;
 }
 
@@ -66,14 +68,16 @@ static void parse_tag(Parser* P, Open* stack, size_t* depth, StmtList* top) {
     } else if (!strcmp(w, "else")) {
         if (!cur || cur->in_else) expr_fail(P, "else outside an if or for");
         expr_expect_end(P, "else");
-        cur->into = &cur->s->orelse, cur->in_else = true;
+        cur->into = &cur->s->orelse;
+        cur->in_else = true;
     } else if (!strcmp(w, "endif") || !strcmp(w, "endfor")) {
         if (!cur || strcmp(cur->opened, w + 3)) expr_fail(P, "%s without an open %s", w, w + 3);
         expr_expect_end(P, w);
         (*depth)--;
     } else if (!strcmp(w, "set")) {
         Stmt* s = stmt(P, S_SET);
-        s->names[0] = expr_expect_name(P), s->n_names = 1;
+        s->names[0] = expr_expect_name(P);
+        s->n_names = 1;
         if (expr_accept_op(P, ".")) s->attr = expr_expect_name(P);
         if (expr_is_op(P, ",")) expr_fail(P, "set with several targets is not supported");
         if (!expr_accept_op(P, "="))
@@ -179,7 +183,8 @@ ChatTemplate* chat_template_parse(const char* src, char* err, size_t err_len) {
         if (b > a) {
             P.line = line_at(src, a, &line_pos, &line);
             Stmt* s = stmt(&P, S_TEXT);
-            s->text = src + a, s->len = b - a;
+            s->text = src + a;
+            s->len = b - a;
             push(P.pool, into, s);
         }
         if (j >= n) break;

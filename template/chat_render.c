@@ -1,4 +1,4 @@
-/* Chat templates, rendering (data/chat_template.h): the parsed statements walked over a scope chain, values
+/* Chat templates, rendering (template/chat_template.h): the parsed statements walked over a scope chain, values
    as Jinja (Python) has them. Everything a rendering allocates comes from one pool freed at its end. */
 #include <math.h>
 #include <setjmp.h>
@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "common/check.h"
-#include "data/chat_template_ast.h"
-#include "data/chat_value.h"
+#include "template/chat_template_ast.h"
+#include "template/chat_value.h"
 
 /* ---- scopes: a for loop's body gets a fresh one each iteration; set writes the innermost ---- */
 

@@ -1,14 +1,14 @@
-/* The parser of chat templates, shared by its two files: data/chat_expr.c (a tag's tokens and the expressions
-   in it) and data/chat_template.c (text and tags, nested into statements). A failure longjmps to P->fail with
+/* The parser of chat templates, shared by its two files: template/chat_expr.c (a tag's tokens and the expressions
+   in it) and template/chat_template.c (text and tags, nested into statements). A failure longjmps to P->fail with
    "line L: message" in P->err. */
-#ifndef REPOC_DATA_CHAT_PARSE_H
-#define REPOC_DATA_CHAT_PARSE_H
+#ifndef REPOC_TEMPLATE_CHAT_PARSE_H
+#define REPOC_TEMPLATE_CHAT_PARSE_H
 
 #include <setjmp.h>
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "data/chat_template_ast.h"
+#include "template/chat_template_ast.h"
 
 typedef enum { T_END, T_NAME, T_STR, T_INT, T_FLOAT, T_OP } TokKind;
 typedef struct {

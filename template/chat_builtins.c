@@ -1,4 +1,4 @@
-/* Chat template filters, tests and methods (data/chat_value.h), with the semantics transformers' Jinja
+/* Chat template filters, tests and methods (template/chat_value.h), with the semantics transformers' Jinja
    environment gives them: Jinja's filters, its tojson replaced by json.dumps(ensure_ascii=False), and
    Python's str and dict methods. Case mapping (upper, lower, title, capitalize) is done for ASCII text
    only and refuses other letters rather than map them differently from Python. */
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "data/chat_value.h"
+#include "template/chat_value.h"
 
 static Value* arg(const Args* a, size_t pos, const char* kw) {
     for (size_t k = 0; k < a->n; k++)
@@ -90,7 +90,9 @@ static Value* map_case(Render* R, const Value* s, char mode) {
 }
 
 static Value* replace(Render* R, const Value* s, const Value* old, const Value* new_, const Value* count) {
-    need_str(R, s, "replace"), need_str(R, old, "replace"), need_str(R, new_, "replace");
+    need_str(R, s, "replace");
+    need_str(R, old, "replace");
+    need_str(R, new_, "replace");
     if (old->len == 0) render_fail(R, "replace() of an empty string is not supported");
     long long left = count && count->k == V_INT ? count->i : -1;
     size_t i = 0, mark = R->out_len; /* built at the end of the output, then taken off it */
@@ -265,8 +267,8 @@ static Value* to_int(Render* R, const Value* v, Value* dflt, const Value* base) 
     long long i;
     if (v->k == V_STR && py_int(R, v, base ? base->i : 10, &i)) return value_int(R, i);
     if (v->k == V_INT || v->k == V_BOOL) return value_int(R, v->i);
-    double f;
-    bool is_float = v->k == V_FLOAT ? (f = v->f, true) : v->k == V_STR && py_float(R, v, &f);
+    double f = v->k == V_FLOAT ? v->f : 0;
+    bool is_float = v->k == V_FLOAT || (v->k == V_STR && py_float(R, v, &f));
     if (is_float && !isnan(f)) {
         if (!(fabs(f) < 0x1p63)) render_fail(R, "int of %g is beyond 64 bits (the template's ints are 64-bit)", f);
         return value_int(R, (long long)f);

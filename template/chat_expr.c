@@ -1,4 +1,4 @@
-/* Chat templates, the expressions of a tag (data/chat_parse.h): its text split into tokens (names, string and
+/* Chat templates, the expressions of a tag (template/chat_parse.h): its text split into tokens (names, string and
    number literals as Jinja's lexer reads them, operators), then parsed by recursive descent with Jinja's
    precedence, from loosest to tightest:
      a if c else b  <  or  <  and  <  not  <  == != < <= > >= in, not in  <  + -  <  ~  <  * / // %
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "common/utf8.h"
-#include "data/chat_parse.h"
+#include "template/chat_parse.h"
 
 /* ---- tokens of one tag ---- */
 
@@ -55,7 +55,9 @@ static size_t lex_string(Parser* P, const char* s, size_t n, Tok* t) {
         out[o++] = c;
     }
     if (i >= n) expr_fail(P, "a string literal has no closing %c", q);
-    t->k = T_STR, t->s = out, t->len = o;
+    t->k = T_STR;
+    t->s = out;
+    t->len = o;
     return i + 1;
 }
 
@@ -73,21 +75,29 @@ static size_t lex_number(Parser* P, const char* s, size_t n, Tok* t) {
         expr_fail(P, "hex, octal and binary literals are not supported");
     size_t j = digit_run(s, n, 0);
     bool is_float = false;
-    if (j + 1 < n && s[j] == '.' && is_digit(s[j + 1])) j = digit_run(s, n, j + 1), is_float = true;
+    if (j + 1 < n && s[j] == '.' && is_digit(s[j + 1])) {
+        j = digit_run(s, n, j + 1);
+        is_float = true;
+    }
     if (j < n && (s[j] == 'e' || s[j] == 'E')) {
         size_t k = j + 1 + (j + 1 < n && (s[j + 1] == '+' || s[j + 1] == '-'));
-        if (k < n && is_digit(s[k])) j = digit_run(s, n, k), is_float = true;
+        if (k < n && is_digit(s[k])) {
+            j = digit_run(s, n, k);
+            is_float = true;
+        }
     }
     char* lit = pool_alloc(P->pool, j + 1);
     for (size_t k = 0, o = 0; k < j; k++)
         if (s[k] != '_') lit[o++] = s[k];
     if (is_float) {
-        t->k = T_FLOAT, t->f = strtod(lit, NULL);
+        t->k = T_FLOAT;
+        t->f = strtod(lit, NULL);
         return j;
     }
     if (lit[0] == '0' && lit[strspn(lit, "0")]) expr_fail(P, "the integer %s has a leading zero", lit);
     errno = 0;
-    t->k = T_INT, t->i = strtoll(lit, NULL, 10);
+    t->k = T_INT;
+    t->i = strtoll(lit, NULL, 10);
     if (errno == ERANGE) expr_fail(P, "the integer %s is beyond 64 bits (the template's ints are 64-bit)", lit);
     return j;
 }
@@ -106,7 +116,8 @@ void expr_lex(Parser* P, const char* s, size_t n) {
         if (P->n + 1 >= cap) {
             Tok* t = pool_alloc(P->pool, 2 * cap * sizeof(Tok));
             memcpy(t, P->tok, cap * sizeof(Tok));
-            P->tok = t, cap *= 2;
+            P->tok = t;
+            cap *= 2;
         }
         Tok* t = &P->tok[P->n++];
         if (c == '\'' || c == '"') {
@@ -120,7 +131,9 @@ void expr_lex(Parser* P, const char* s, size_t n) {
         if (is_name_char(c, true)) {
             size_t j = i;
             while (j < n && is_name_char(s[j], false)) j++;
-            t->k = T_NAME, t->s = pool_strndup(P->pool, s + i, j - i), t->len = j - i;
+            t->k = T_NAME;
+            t->s = pool_strndup(P->pool, s + i, j - i);
+            t->len = j - i;
             i = j;
             continue;
         }
@@ -130,7 +143,9 @@ void expr_lex(Parser* P, const char* s, size_t n) {
         char shown[8];
         if (!len) expr_fail(P, "unexpected character '%s' in an expression", char_shown(s + i, n - i, shown));
         if (len == 2 && s[i] == '*') expr_fail(P, "the operator ** is not supported");
-        t->k = T_OP, t->s = pool_strndup(P->pool, s + i, len), t->len = len;
+        t->k = T_OP;
+        t->s = pool_strndup(P->pool, s + i, len);
+        t->len = len;
         i += len;
     }
     P->tok[P->n].k = T_END;
@@ -139,8 +154,17 @@ void expr_lex(Parser* P, const char* s, size_t n) {
 static const Tok* peek(Parser* P) { return &P->tok[P->pos]; }
 bool expr_is_op(Parser* P, const char* op) { return peek(P)->k == T_OP && !strcmp(peek(P)->s, op); }
 static bool is_word(Parser* P, const char* w) { return peek(P)->k == T_NAME && !strcmp(peek(P)->s, w); }
-bool expr_accept_op(Parser* P, const char* op) { return expr_is_op(P, op) ? (P->pos++, true) : false; }
-bool expr_accept_word(Parser* P, const char* w) { return is_word(P, w) ? (P->pos++, true) : false; }
+bool expr_accept_op(Parser* P, const char* op) {
+    if (!expr_is_op(P, op)) return false;
+    P->pos++;
+    return true;
+}
+
+bool expr_accept_word(Parser* P, const char* w) {
+    if (!is_word(P, w)) return false;
+    P->pos++;
+    return true;
+}
 static void expect_op(Parser* P, const char* op) {
     if (!expr_accept_op(P, op)) expr_fail(P, "expected '%s'", op);
 }
@@ -151,7 +175,8 @@ const char* expr_expect_name(Parser* P) {
 
 static Expr* node(Parser* P, ExprKind k) {
     Expr* e = pool_alloc(P->pool, sizeof(Expr));
-    e->k = k, e->line = P->line;
+    e->k = k;
+    e->line = P->line;
     return e;
 }
 
@@ -198,33 +223,44 @@ static Expr* parse_primary(Parser* P) {
     const Tok* t = peek(P);
     Expr* e;
     if (t->k == T_STR) {
-        e = node(P, E_STR), e->s = t->s, e->len = t->len, P->pos++;
+        e = node(P, E_STR);
+        e->s = t->s;
+        e->len = t->len;
+        P->pos++;
         while (peek(P)->k == T_STR) { /* adjacent literals join, as in Python */
             const Tok* u = &P->tok[P->pos++];
             char* s = pool_alloc(P->pool, e->len + u->len + 1);
-            memcpy(s, e->s, e->len), memcpy(s + e->len, u->s, u->len);
-            e->s = s, e->len += u->len;
+            memcpy(s, e->s, e->len);
+            memcpy(s + e->len, u->s, u->len);
+            e->s = s;
+            e->len += u->len;
         }
         return e;
     }
     if (t->k == T_INT) {
-        e = node(P, E_INT), e->i = t->i, P->pos++;
+        e = node(P, E_INT);
+        e->i = t->i;
+        P->pos++;
         return e;
     }
     if (t->k == T_FLOAT) {
-        e = node(P, E_FLOAT), e->f = t->f, P->pos++;
+        e = node(P, E_FLOAT);
+        e->f = t->f;
+        P->pos++;
         return e;
     }
     if (t->k == T_NAME) {
         const char* s = t->s;
         P->pos++;
         if (!strcmp(s, "true") || !strcmp(s, "True")) {
-            e = node(P, E_BOOL), e->i = 1;
+            e = node(P, E_BOOL);
+            e->i = 1;
             return e;
         }
         if (!strcmp(s, "false") || !strcmp(s, "False")) return node(P, E_BOOL);
         if (!strcmp(s, "none") || !strcmp(s, "None")) return node(P, E_NONE);
-        e = node(P, E_NAME), e->s = s;
+        e = node(P, E_NAME);
+        e->s = s;
         return e;
     }
     if (expr_accept_op(P, "(")) {
@@ -234,7 +270,8 @@ static Expr* parse_primary(Parser* P) {
         return e;
     }
     if (expr_accept_op(P, "[")) {
-        e = node(P, E_LIST), parse_args(P, e, "]");
+        e = node(P, E_LIST);
+        parse_args(P, e, "]");
         return e;
     }
     if (expr_accept_op(P, "{")) {
@@ -271,8 +308,13 @@ static Expr* parse_subscript(Parser* P, Expr* e) {
     }
     Expr* a = node(P, colons ? E_SLICE : E_ITEM);
     if (!colons && !idx[0]) expr_fail(P, "an empty subscript");
-    a->a = e, a->b = idx[0], a->c = idx[1];
-    if (colons) a->args = pool_alloc(P->pool, sizeof(Expr*)), a->args[0] = idx[2];
+    a->a = e;
+    a->b = idx[0];
+    a->c = idx[1];
+    if (colons) {
+        a->args = pool_alloc(P->pool, sizeof(Expr*));
+        a->args[0] = idx[2];
+    }
     return a;
 }
 
@@ -291,7 +333,9 @@ static Expr* parse_postfix(Parser* P, Expr* e) {
         if (expr_is_op(P, ".") || expr_is_op(P, "[") || expr_is_op(P, "(")) grow(P, &n);
         if (expr_accept_op(P, ".")) {
             Expr* a = node(P, E_ATTR);
-            a->a = e, a->s = expr_expect_name(P), e = a;
+            a->a = e;
+            a->s = expr_expect_name(P);
+            e = a;
         } else if (expr_accept_op(P, "[")) {
             e = parse_subscript(P, e);
         } else if (expr_accept_op(P, "(")) {
@@ -306,7 +350,8 @@ static Expr* parse_postfix(Parser* P, Expr* e) {
 /* `is [not] name` after e, the 'is' taken: arguments in parentheses, or one bare (`x is divisibleby 3`) */
 static Expr* parse_test(Parser* P, Expr* e) {
     Expr* a = node(P, E_TEST);
-    a->a = e, a->negated = expr_accept_word(P, "not");
+    a->a = e;
+    a->negated = expr_accept_word(P, "not");
     a->s = expr_expect_name(P);
     if (!strcmp(a->s, "none") || !strcmp(a->s, "None")) a->s = "none";
     if (!strcmp(a->s, "true") || !strcmp(a->s, "True")) a->s = "true";
@@ -319,7 +364,8 @@ static Expr* parse_test(Parser* P, Expr* e) {
         if (is_word(P, "is")) expr_fail(P, "tests cannot be chained with 'is'");
         a->args = pool_alloc(P->pool, sizeof(Expr*));
         a->kw = pool_alloc(P->pool, sizeof(char*));
-        a->args[0] = parse_postfix(P, parse_primary(P)), a->n_args = 1;
+        a->args[0] = parse_postfix(P, parse_primary(P));
+        a->n_args = 1;
     }
     return a;
 }
@@ -331,7 +377,8 @@ static Expr* parse_filters(Parser* P, Expr* e) {
         if (expr_is_op(P, "|") || is_word(P, "is") || expr_is_op(P, "(")) grow(P, &n);
         if (expr_accept_op(P, "|")) {
             Expr* a = node(P, E_FILTER);
-            a->a = e, a->s = expr_expect_name(P);
+            a->a = e;
+            a->s = expr_expect_name(P);
             if (expr_accept_op(P, "(")) parse_args(P, a, ")");
             e = a;
         } else if (expr_accept_word(P, "is")) {
@@ -347,7 +394,9 @@ static Expr* parse_filters(Parser* P, Expr* e) {
 
 static Expr* binary(Parser* P, const char* op, Expr* a, Expr* b) {
     Expr* e = node(P, E_BIN);
-    e->s = op, e->a = a, e->b = b;
+    e->s = op;
+    e->a = a;
+    e->b = b;
     return e;
 }
 
@@ -360,7 +409,10 @@ static Expr* parse_unary(Parser* P, bool filters) {
         Expr* operand = parse_unary(P, false);
         leave(P);
         e = operand;
-        if (neg) e = node(P, E_NEG), e->a = operand;
+        if (neg) {
+            e = node(P, E_NEG);
+            e->a = operand;
+        }
     } else {
         e = parse_primary(P);
     }
@@ -423,9 +475,10 @@ static Expr* parse_compare(Parser* P) {
             if (expr_is_op(P, ops[k])) op = ops[k];
         if (op) P->pos++;
         else if (expr_accept_word(P, "in")) op = "in";
-        else if (is_word(P, "not") && P->tok[P->pos + 1].k == T_NAME && !strcmp(P->tok[P->pos + 1].s, "in"))
-            P->pos += 2, op = "not in";
-        else {
+        else if (is_word(P, "not") && P->tok[P->pos + 1].k == T_NAME && !strcmp(P->tok[P->pos + 1].s, "in")) {
+            P->pos += 2;
+            op = "not in";
+        } else {
             P->depth -= n;
             return e;
         }
@@ -452,7 +505,9 @@ static Expr* parse_chain(Parser* P, const char* word, ExprKind k, Expr* (*operan
     while (expr_accept_word(P, word)) {
         grow(P, &n);
         Expr* a = node(P, k);
-        a->a = e, a->b = operand(P), e = a;
+        a->a = e;
+        a->b = operand(P);
+        e = a;
     }
     P->depth -= n;
     return e;
@@ -468,7 +523,8 @@ Expr* expr_parse(Parser* P) {
     while (expr_accept_word(P, "if")) {
         grow(P, &n);
         Expr* c = node(P, E_COND);
-        c->a = e, c->b = expr_parse_or(P);
+        c->a = e;
+        c->b = expr_parse_or(P);
         if (expr_accept_word(P, "else")) c->c = expr_parse(P);
         e = c;
     }

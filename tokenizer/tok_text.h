@@ -1,0 +1,34 @@
+/* The text helpers of tokenizer/: Unicode classes (tokenizer/unicode.c) and the growable byte buffer
+   (tokenizer/bytebuf.c). Not for use outside tokenizer/. */
+#ifndef REPOC_TOK_TEXT_H
+#define REPOC_TOK_TEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- Unicode (tokenizer/unicode.c) ---- */
+enum { UC_OTHER = 0, UC_LETTER = 1, UC_NUMBER = 2, UC_SPACE = 4 };
+void uc_init(void); /* builds the BMP table; idempotent, call before threads */
+/* the class of each code point below U+10000 (filled by uc_init) */
+extern uint8_t uc_bmp_class[0x10000];
+/* uc_next for a character that is not ASCII (s[0] >= 0x80) */
+int uc_next_multi(const uint8_t* s, size_t n, uint32_t* cp, size_t* len);
+/* The character at s[0..n): its class and byte length (>= 1). A byte that does
+   not start a valid UTF-8 sequence is a character of its own of class
+   UC_OTHER (*cp = 0xFFFFFFFF). Inline for ASCII, which the pre-tokenizer's
+   matchers ask about most: a call per character was about 13% of the
+   instructions of encoding the gpt2 corpus of tools/tokenizer_compare.sh (callgrind). */
+static inline int uc_next(const uint8_t* s, size_t n, uint32_t* cp, size_t* len) {
+    if (s[0] < 0x80) {
+        *cp = s[0];
+        *len = 1;
+        return uc_bmp_class[s[0]];
+    }
+    return uc_next_multi(s, n, cp, len);
+}
+
+/* ---- the byte buffer (tokenizer/bytebuf.c) ---- */
+/* append s[0..n) to the buffer *p (*len bytes of *cap used; realloc'd) (tokenizer/bytebuf.c) */
+void tok_buf_put(uint8_t** p, size_t* len, size_t* cap, const void* s, size_t n);
+
+#endif
