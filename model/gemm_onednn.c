@@ -12,7 +12,7 @@ void bf16_from_f32(bf16* out, const float* in, size_t rows, size_t cols, size_t 
     if (ld == cols) { /* one span: split it evenly */
         size_t n = rows * cols;
 #pragma omp parallel for simd schedule(static) if (n >= 65536)
-        for (size_t i = 0; i < n; i++) out[i] = st_f32_to_bf16(in[i]);
+        for (size_t i = 0; i < n; i++) out[i] = bf16_round_nearest(in[i]);
         return;
     }
 #pragma omp parallel for schedule(static) if (rows * cols >= 65536)
@@ -20,7 +20,7 @@ void bf16_from_f32(bf16* out, const float* in, size_t rows, size_t cols, size_t 
         const float* x = in + r * ld;
         bf16* y = out + r * cols;
 #pragma omp simd
-        for (size_t c = 0; c < cols; c++) y[c] = st_f32_to_bf16(x[c]);
+        for (size_t c = 0; c < cols; c++) y[c] = bf16_round_nearest(x[c]);
     }
 }
 

@@ -18,11 +18,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "common/safetensors.h" /* st_f32_to_bf16, st_bf16_to_f32: the roundings */
+#include "common/bf16.h"
 
-typedef uint16_t bf16; /* a bfloat16's bit pattern: the top half of a float */
-
-/* out (rows, cols; row stride cols) = st_f32_to_bf16 of in (rows, cols; row stride ld), in one OpenMP region */
+/* out (rows, cols; row stride cols) = bf16_round_nearest of in (rows, cols; row stride ld), in one OpenMP region */
 void bf16_from_f32(bf16* out, const float* in, size_t rows, size_t cols, size_t ld);
 
 /* True when BF16 products can run here; else false with the reason (what to install, or what the CPU

@@ -223,7 +223,7 @@ static void check_forward_backward_bf16(const char* dir, Fixture* fx) {
     char why_r[96];
     snprintf(why_r, sizeof(why_r), "(2 (4L+1) + 4) 2^-8 = %.3f x max|ref|", 2 * tol + 4 * 0x1p-8);
     compare_grads(&m, fx, "bf16 ", 2 * tol, 2 * tol + 4 * 0x1p-8, why_b, why_r);
-    EXPECT(m.prod.weight_rounded == 0, "bf16: every weight read from the mirror");
+    EXPECT(m.products->prod.weight_rounded == 0, "bf16: every weight read from the mirror");
     model_free(&m);
 }
 
