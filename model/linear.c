@@ -9,14 +9,14 @@
 #include "common/threads.h"
 #include "model/products.h"
 
-/* On short products (S: 2048 rows, K = 256 or 1024) one single-threaded call per thread on its own rows
-   measured 2-12% faster than one call that OpenBLAS threads itself, and neutral at 256 x 4096 (Intel Xeon,
-   AVX-512, 2 threads). Each thread packs the whole weight itself, so only weights up to SPLIT_W reals are split,
-   and only when every thread gets SPLIT_ROWS rows or more. */
+/* On short products one single-threaded call per thread on its own rows runs faster than one call that
+   OpenBLAS threads itself (docs/performance.md, "Decisions on the Intel Xeon", for this and the constants
+   below). Each thread packs the whole weight itself, so only weights up to SPLIT_W reals are split, and only
+   when every thread gets SPLIT_ROWS rows or more. */
 #define SPLIT_W ((size_t)1 << 20)
 #define SPLIT_ROWS 256
-/* the backward's two products (dinp and dweight) at once, on two halves of the threads, up to this weight: 0.93 of
-   the time of the two threaded calls one after the other at 256 x 256, 1.03-1.08 from 256 x 2048 up */
+/* the backward's two products (dinp and dweight) at once, on two halves of the threads, up to this weight: faster
+   than the two threaded calls one after the other below it, slower above */
 #define SPLIT_BACKWARD_W ((size_t)1 << 16)
 
 /* the threads to split rows among for an (N rows) x (weight of w reals) product; 1: one BLAS call */
@@ -34,9 +34,9 @@ static void part_rows(size_t N, size_t t, size_t nt, size_t* r0, size_t* r1) {
 
 /* The beta for a product that writes (not adds into) c (rows, cols; row stride ld) in one BLAS call. When
    OpenBLAS threads the call itself, its beta = 0 clears c in each thread's strip of columns with stores that
-   first read every line; a memset in one OpenMP region and beta = 1 measured 5% faster on S's down projection
-   backward and 1-1.5% on M's and L's large forward products (Intel Xeon, AVX-512, 2 threads). Run in one thread, OpenBLAS clears a contiguous c with memset itself, and below CLEAR_MIN reals the
-   clearing is too short to pay for the extra parallel region: beta stays 0 there. */
+   first read every line; a memset in one OpenMP region and beta = 1 is faster. Run in one thread, OpenBLAS
+   clears a contiguous c with memset itself, and below CLEAR_MIN reals the clearing is too short to pay for
+   the extra parallel region: beta stays 0 there. */
 #define CLEAR_MIN ((size_t)1 << 18)
 static real write_beta(const Bf16Products* bf, real* c, size_t rows, size_t cols, size_t ld) {
     size_t nt = threads_blas_split();
