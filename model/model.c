@@ -140,6 +140,38 @@ static void rope_tables(RopeTable* global, RopeTable* local, const ModelConfig* 
     if (c->sliding_window) rope_table_init(local, cfg_hd(c), c->rope_local_theta, 1, 1, 32, 1, 0); /* unscaled */
 }
 
+/* compute_bf16: the parameters' BF16 mirror, the activation operands' work space and the context the
+   products get (model_products) */
+static void build_products(Model* m) {
+    char why[512];
+    CHECK(products_bf16_available(why, sizeof(why)), "train.compute_dtype \"bf16\": %s", why);
+    size_t work = products_work(m), from = mirror_from(m), n = m->tensors.n_params - from;
+    m->mirror_from = from;
+    m->params_bf16 = arenaAllocNamed(mulCheck(n, sizeof(bf16), "BF16 mirror"), "BF16 mirror");
+    m->bf16_work = arenaAllocNamed(mulCheck(2 * work, sizeof(bf16), "BF16 work space"), "BF16 work space");
+    m->products = mallocCheck(sizeof(ModelProducts));
+    *m->products = (ModelProducts){.prod = {.region = {{m->params + from, n, m->params_bf16}},
+                                            .act = {m->bf16_work, m->bf16_work + work},
+                                            .act_cap = work}};
+}
+
+/* the config and every arena's size, on stdout */
+static void print_sizes(const Model* m) {
+    model_config_print(&m->cfg, stdout);
+    double mb = 1.0 / 1048576.0 * sizeof(real);
+    if (m->tensors.n_bf16)
+        printf("  frozen base in BF16: %zu parameters (%.1f MiB), widened per layer (%.1f MiB)\n", m->tensors.n_bf16,
+               m->tensors.n_bf16 * 2.0 / 1048576.0, m->tensors.max_layer_bf16 * mb);
+    if (m->opts.compute_bf16)
+        printf("  BF16 products (%s): parameter mirror %.1f MiB%s, activation work space %.1f MiB\n", onednn_name(),
+               (m->tensors.n_params - m->mirror_from) * 2.0 / 1048576.0,
+               m->mirror_from ? " (all but the input embedding)" : "", m->products->prod.act_cap * 4.0 / 1048576.0);
+    printf("  parameters %zu (%.1f MiB)  trainable %zu  activations %zu (%.1f MiB, B=%zu T=%zu%s, logits "
+           "%zu rows)  scratch %.1f MiB  precision %s\n",
+           m->tensors.n_params, m->tensors.n_params * mb, m->tensors.n_grads, m->n_acts, m->n_acts * mb, m->B, m->T,
+           m->opts.recompute ? ", recompute" : "", m->head_rows, m->n_scratch * mb, REAL_NAME);
+}
+
 void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, const char* const* frozen_patterns,
                       size_t n_frozen, const ModelOpts* opts, bool verbose) {
     model_shape(m, cfg, B, T, frozen_patterns, n_frozen, opts);
@@ -152,18 +184,7 @@ void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, cons
                                  "BF16 widening buffer");
     weights_view(&m->w, &m->tensors, c, m->params, false);
     weights_view(&m->dw, &m->tensors, c, m->grads, true);
-    if (m->opts.compute_bf16) {
-        char why[512];
-        CHECK(products_bf16_available(why, sizeof(why)), "train.compute_dtype \"bf16\": %s", why);
-        size_t work = products_work(m), from = mirror_from(m), n = m->tensors.n_params - from;
-        m->mirror_from = from;
-        m->params_bf16 = arenaAllocNamed(mulCheck(n, sizeof(bf16), "BF16 mirror"), "BF16 mirror");
-        m->bf16_work = arenaAllocNamed(mulCheck(2 * work, sizeof(bf16), "BF16 work space"), "BF16 work space");
-        m->products = mallocCheck(sizeof(ModelProducts));
-        *m->products = (ModelProducts){.prod = {.region = {{m->params + from, n, m->params_bf16}},
-                                                .act = {m->bf16_work, m->bf16_work + work},
-                                                .act_cap = work}};
-    }
+    if (m->opts.compute_bf16) build_products(m);
 
     Cursor cur = {NULL, 0};
     acts_layout(m, &cur);
@@ -193,21 +214,7 @@ void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, cons
     rope_tables(&m->rope, &m->rope_local, c);
     if (m->rope_cos) rope_cache_fill(&m->rope, m->rope_cos, m->rope_sin, T);
     if (m->local_cos) rope_cache_fill(&m->rope_local, m->local_cos, m->local_sin, T);
-    if (verbose) {
-        model_config_print(c, stdout);
-        double mb = 1.0 / 1048576.0 * sizeof(real);
-        if (m->tensors.n_bf16)
-            printf("  frozen base in BF16: %zu parameters (%.1f MiB), widened per layer (%.1f MiB)\n",
-                   m->tensors.n_bf16, m->tensors.n_bf16 * 2.0 / 1048576.0, m->tensors.max_layer_bf16 * mb);
-        if (m->opts.compute_bf16)
-            printf("  BF16 products (%s): parameter mirror %.1f MiB%s, activation work space %.1f MiB\n", onednn_name(),
-                   (m->tensors.n_params - m->mirror_from) * 2.0 / 1048576.0,
-                   m->mirror_from ? " (all but the input embedding)" : "", m->products->prod.act_cap * 4.0 / 1048576.0);
-        printf("  parameters %zu (%.1f MiB)  trainable %zu  activations %zu (%.1f MiB, B=%zu T=%zu%s, logits "
-               "%zu rows)  scratch %.1f MiB  precision %s\n",
-               m->tensors.n_params, m->tensors.n_params * mb, m->tensors.n_grads, m->n_acts, m->n_acts * mb, B, T,
-               m->opts.recompute ? ", recompute" : "", m->head_rows, m->n_scratch * mb, REAL_NAME);
-    }
+    if (verbose) print_sizes(m);
 }
 
 void model_free(Model* m) {
