@@ -34,13 +34,17 @@
 _Static_assert(ATT_BLOCK_MAX % ATT_BLOCK == 0, "the tests' lengths are placed around multiples of ATT_BLOCK_MAX");
 #define ATT_MAX_HD 256
 
-/* What both passes read: the inputs, mask and sizes of one call (attention.h's shapes) */
+/* What both passes read: the inputs (attention.h's shapes) and the shape's sizes, scale and mask */
 typedef struct {
     const real *q, *k, *v;
     const DocSpans* docs;
     size_t T, H, KVH, hd;
     real scale;
 } AttnIn;
+
+static AttnIn attn_in(const real* q, const real* k, const real* v, const AttnShape* s) {
+    return (AttnIn){q, k, v, s->docs, s->T, s->H, s->KVH, s->hd, s->scale};
+}
 
 /* One tile: key block [j0, j0 + nk) against query block [t0, t0 + nq), of head width hd; dj = j0 - t0, the
    diagonal's offset in it; st the query block's document starts, or NULL */
@@ -178,10 +182,11 @@ static void forward_block(real* out, real* lse, const AttnIn* a, size_t b, size_
     }
 }
 
-void attention_forward(real* out, real* lse, const real* q, const real* k, const real* v, const DocSpans* docs,
-                       size_t B, size_t T, size_t H, size_t KVH, size_t hd, real scale) {
-    CHECK(hd <= ATT_MAX_HD && H % KVH == 0, "attention: hd %zu (max %d), H %zu, KVH %zu", hd, ATT_MAX_HD, H, KVH);
-    AttnIn a = {q, k, v, docs, T, H, KVH, hd, scale};
+void attention_forward(real* out, real* lse, const real* q, const real* k, const real* v, const AttnShape* s) {
+    size_t B = s->B, T = s->T, H = s->H;
+    CHECK(s->hd <= ATT_MAX_HD && H % s->KVH == 0, "attention: hd %zu (max %d), H %zu, KVH %zu", s->hd, ATT_MAX_HD, H,
+          s->KVH);
+    AttnIn a = attn_in(q, k, v, s);
     size_t nqb = (T + ATT_BQ - 1) / ATT_BQ;
     /* later query blocks see more keys: dynamic scheduling evens the load */
 #pragma omp parallel for collapse(3) schedule(dynamic, 1)
@@ -282,10 +287,10 @@ static void backward_group(const AttnGrads* gr, const AttnIn* a, size_t b, size_
 }
 
 void attention_backward(real* dq, real* dk, real* dv, const real* dout, const real* out, const real* lse, const real* q,
-                        const real* k, const real* v, const DocSpans* docs, size_t B, size_t T, size_t H, size_t KVH,
-                        size_t hd, real scale) {
-    AttnIn a = {q, k, v, docs, T, H, KVH, hd, scale};
+                        const real* k, const real* v, const AttnShape* s) {
+    AttnIn a = attn_in(q, k, v, s);
     AttnGrads gr = {dq, dk, dv, dout, out, lse};
+    size_t B = s->B, KVH = s->KVH;
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)
     for (size_t b = 0; b < B; b++)
         for (size_t g = 0; g < KVH; g++) backward_group(&gr, &a, b, g);

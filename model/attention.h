@@ -17,14 +17,20 @@
    document starts around multiples of the larger, which are multiples of both. */
 #define ATT_BLOCK_MAX 128
 
+/* What one call attends over: B rows of T tokens, H query heads in KVH groups of hd features each, the
+   scores scaled by scale, and the mask: docs, NULL (causal only) or each token's first key */
+typedef struct {
+    size_t B, T, H, KVH, hd;
+    real scale;
+    const DocSpans* docs;
+} AttnShape;
+
 /* out (B,T,H*hd)   lse (B,T,H) saved for backward
-   q (B,T,H*hd)   k, v (B,T,KVH*hd)   docs: NULL or the document spans */
-void attention_forward(real* out, real* lse, const real* q, const real* k, const real* v, const DocSpans* docs,
-                       size_t B, size_t T, size_t H, size_t KVH, size_t hd, real scale);
+   q (B,T,H*hd)   k, v (B,T,KVH*hd) */
+void attention_forward(real* out, real* lse, const real* q, const real* k, const real* v, const AttnShape* s);
 /* dq (B,T,H*hd) =   dk, dv (B,T,KVH*hd) =   dout (B,T,H*hd)
-   out, lse, q, k, v, docs as forward saw/saved them */
+   out, lse, q, k, v, s as forward saw/saved them */
 void attention_backward(real* dq, real* dk, real* dv, const real* dout, const real* out, const real* lse, const real* q,
-                        const real* k, const real* v, const DocSpans* docs, size_t B, size_t T, size_t H, size_t KVH,
-                        size_t hd, real scale);
+                        const real* k, const real* v, const AttnShape* s);
 
 #endif

@@ -269,8 +269,8 @@ void block_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeigh
     const BlockCtx* ctx = &at;
     const ModelConfig* c = ctx->cfg;
     block_qkv_forward(a, x_in, w, l, ctx);
-    attention_forward(a->att, a->lse, a->q, a->k, a->v, layer_docs(l, ctx), ctx->B, ctx->T, c->H, c->KVH, cfg_hd(c),
-                      (real)cfg_attn_scale(c));
+    AttnShape as = {ctx->B, ctx->T, c->H, c->KVH, cfg_hd(c), (real)cfg_attn_scale(c), layer_docs(l, ctx)};
+    attention_forward(a->att, a->lse, a->q, a->k, a->v, &as);
     block_out_forward(x_out, a, x_in, w, ctx);
 }
 
@@ -314,8 +314,8 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
         do_ = s->do_;
     }
     proj_backward(s->datt, false, dw->wo, dw->bo, do_, a, a->att, w->wo, w, dw, s, LORA_O, ctx, N, qd, D);
-    attention_backward(s->dq, s->dk, s->dv, s->datt, a->att, a->lse, a->q, a->k, a->v, layer_docs(l, ctx), ctx->B,
-                       ctx->T, c->H, c->KVH, hd, (real)cfg_attn_scale(c));
+    AttnShape as = {ctx->B, ctx->T, c->H, c->KVH, hd, (real)cfg_attn_scale(c), layer_docs(l, ctx)};
+    attention_backward(s->dq, s->dk, s->dv, s->datt, a->att, a->lse, a->q, a->k, a->v, &as);
 
     /* rotation: gradients of the un-rotated q, k (and of RePo's z) */
     const real* pos = layer_positions(a, l, ctx);

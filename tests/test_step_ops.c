@@ -347,12 +347,11 @@ static void test_dispatch_variants(void) {
         p = r[i][4] + nk;
     }
     fill_normal4(11, q, nq, k, nk, v, nk, dout, nq);
-    attention_forward_v3(r[0][0], r[0][1], q, k, v, NULL, B, T, H, KVH, hd, (real)(1 / sqrt((double)hd)));
-    attention_forward_v4(r[1][0], r[1][1], q, k, v, NULL, B, T, H, KVH, hd, (real)(1 / sqrt((double)hd)));
-    attention_backward_v3(r[0][2], r[0][3], r[0][4], dout, r[0][0], r[0][1], q, k, v, NULL, B, T, H, KVH, hd,
-                          (real)(1 / sqrt((double)hd)));
-    attention_backward_v4(r[1][2], r[1][3], r[1][4], dout, r[1][0], r[1][1], q, k, v, NULL, B, T, H, KVH, hd,
-                          (real)(1 / sqrt((double)hd)));
+    AttnShape as = {B, T, H, KVH, hd, (real)(1 / sqrt((double)hd)), NULL};
+    attention_forward_v3(r[0][0], r[0][1], q, k, v, &as);
+    attention_forward_v4(r[1][0], r[1][1], q, k, v, &as);
+    attention_backward_v3(r[0][2], r[0][3], r[0][4], dout, r[0][0], r[0][1], q, k, v, &as);
+    attention_backward_v4(r[1][2], r[1][3], r[1][4], dout, r[1][0], r[1][1], q, k, v, &as);
     /* the variants use blocks of 64 and 128 (attention.c, ATT_BLOCK): the online softmax of the forward meets
        the keys in other groups, and backward's tiles on the causal diagonal and at the ragged end (T = 77) group
        the sums differently per vector width, so the variants agree to float rounding, not to the bit */
