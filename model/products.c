@@ -51,7 +51,7 @@ static void product_f32(size_t M, size_t N, size_t K, real alpha, Operand A, Ope
                         size_t ldc) {
 #ifndef REPOC_F64
     if (f32_engine == F32_ONEDNN) {
-        gemm_f32_onednn(A.t, B.t, M, N, K, alpha, A.p, A.ld, B.p, B.ld, beta, C, ldc);
+        gemm_f32_onednn(&(GemmShape){A.t, B.t, M, N, K, A.ld, B.ld, ldc, alpha, beta}, A.p, B.p, C);
         return;
     }
 #endif
@@ -93,7 +93,7 @@ static void chunk_bf16(Bf16Products* p, size_t M, size_t N, size_t K, float alph
     size_t la, lb;
     const bf16* a = operand(p, A, A.t ? K : M, A.t ? M : K, 0, &la);
     const bf16* b = operand(p, B, B.t ? N : K, B.t ? K : N, 1, &lb);
-    gemm_bf16(A.t, B.t, M, N, K, alpha, a, la, b, lb, beta, C, ldc);
+    gemm_bf16(&(GemmShape){A.t, B.t, M, N, K, la, lb, ldc, alpha, beta}, a, b, C);
 }
 
 /* x with its storage moved on by off reals */

@@ -87,7 +87,8 @@ static void test_gemm(Rng* rng) {
             for (int ai = 0; ai < 2; ai++)
                 for (int bi = 0; bi < 3; bi++) {
                     memcpy(C, C0, nc * 4);
-                    gemm_bf16(ta, tb, M, N, K, (float)alphas[ai], Ah, lda, Bh, ldb, (float)betas[bi], C, ldc);
+                    GemmShape s = {ta, tb, M, N, K, lda, ldb, ldc, (float)alphas[ai], (float)betas[bi]};
+                    gemm_bf16(&s, Ah, Bh, C);
                     reference(ta, tb, M, N, K, alphas[ai], A, lda, B, ldb, betas[bi], C0, ldc, ref, bound);
                     bool k;
                     double w = worst_ratio(C, ldc, ref, bound, M, N, C0, &k);
