@@ -392,9 +392,9 @@ static double forward(Model* m, const Batch* b, bool train) {
         model_head_forward(m->logits, m->final_out + r0 * D, m->final_rstd + r0, m->res[c->L] + r0 * D, m, n);
         const real* wr = b->target_weights ? b->target_weights + r0 : NULL;
         total += m->logits_hold_grad ? xent_forward_grad(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V,
-                                                         m->z_loss, &nv, &ws, &zs)
+                                                         m->opts.z_loss, &nv, &ws, &zs)
                                      : xent_forward_sum(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V,
-                                                        m->z_loss, &nv, &ws, &zs);
+                                                        m->opts.z_loss, &nv, &ws, &zs);
         count += nv;
         wsum += ws;
         zsum += zs;
@@ -431,7 +431,7 @@ void model_backward(Model* m, const Batch* b, double dloss) {
             const real* normed = m->final_out + r0 * D;
             if (m->head_rows < N) linear_forward(bf, m->logits, normed, m->w.lm_head, n, D, V); /* its logits again */
             xent_backward(m->logits, m->lse + r0, b->targets + r0, b->target_weights ? b->target_weights + r0 : NULL, n,
-                          V, m->z_loss, m->weight_sum, dloss); /* logits → dlogits */
+                          V, m->opts.z_loss, m->weight_sum, dloss); /* logits → dlogits */
             linear_backward(bf, dfinal + r0 * D, m->dw.lm_head, m->logits, normed, m->w.lm_head, n, D, V, false);
         }
     }

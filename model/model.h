@@ -34,11 +34,13 @@ typedef struct {
      recomputes each chunk's logits; the full (B*T,V) logits never exist, so a
      forward without targets (which returns logits) needs head_chunk 0.
    compute_bf16: every product takes BF16 operands (model/products.h): the model keeps a BF16 mirror of
-     its parameters and a work space for the activation operands. */
+     its parameters and a work space for the activation operands.
+   z_loss: the coefficient c of OLMo-2's z-loss, c lse² per target added to the objective (0 = off). */
 typedef struct {
     bool recompute;
     size_t head_chunk;
     bool compute_bf16;
+    double z_loss;
 } ModelOpts;
 
 /* compute_bf16's context of the products (docs/design.md, "Products and their precision"), apart from the
@@ -88,7 +90,6 @@ typedef struct {
 
     RopeTable rope;
     RopeTable rope_local;        /* Gemma-3's sliding layers: rope_local_base_freq, no scaling (unset without them) */
-    double z_loss;               /* coefficient of OLMo-2's z-loss (0 = off) */
     const real* force_positions; /* (N,KVH) test hook: RePo layers rotate by these instead of z */
 
     LoraBase lora_base; /* the base checkpoint a LoRA model's adapters are saved against */

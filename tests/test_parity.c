@@ -85,10 +85,11 @@ static void fixture_close(Fixture* fx) {
 static void load_model_opts(Model* m, const char* ckpt, const Fixture* fx, const ModelOpts* opts) {
     ModelConfig cfg;
     hf_config_read(ckpt, &cfg);
-    model_build_opts(m, &cfg, fx->B, fx->T, NULL, 0, opts, false);
+    ModelOpts o = opts ? *opts : (ModelOpts){0};
+    o.z_loss = fx->z_loss;
+    model_build_opts(m, &cfg, fx->B, fx->T, NULL, 0, &o, false);
     size_t fresh = hf_load_weights(m, ckpt, 1, false);
     CHECK(fresh == 0, "%s: %zu tensors were missing", ckpt, fresh);
-    m->z_loss = fx->z_loss;
 }
 
 static void load_model(Model* m, const char* ckpt, const Fixture* fx) { load_model_opts(m, ckpt, fx, NULL); }

@@ -181,9 +181,8 @@ static void test_fused_head(void) {
         w[i] = (real)(0.5 + 1.5 * rng_uniform(&rng));
     }
     Model m;
-    model_build(&m, &c, B, T, NULL, 0, false);
+    model_build_opts(&m, &c, B, T, NULL, 0, &(ModelOpts){.z_loss = 1e-3}, false);
     model_init_weights(&m, 3, 0.05);
-    m.z_loss = 1e-3;
     Batch b = {.B = B, .T = T, .tokens = tok, .targets = tgt, .target_weights = w};
     size_t n = m.tensors.n_grads;
     real* g = mallocCheck(2 * n * sizeof(real));

@@ -158,7 +158,8 @@ static void build_model(Trainer* tr) {
     trainer_memory_plan(tr, false); /* may refuse to start: nothing large is allocated yet */
     const char* freeze[OPTIM_MAX_PATTERNS];
     size_t n_freeze = optim_freeze_patterns(&tr->ocfg, freeze);
-    ModelOpts mo = {rc->train.recompute, memplan_head_chunk(rc, tr->mcfg.V), !strcmp(rc->train.compute_dtype, "bf16")};
+    ModelOpts mo = {rc->train.recompute, memplan_head_chunk(rc, tr->mcfg.V), !strcmp(rc->train.compute_dtype, "bf16"),
+                    rc->optim.z_loss};
     model_build_opts(&tr->model, &tr->mcfg, tr->B, tr->T, freeze, n_freeze, &mo, true);
     CHECK(tr->model.tensors.n_grads,
           "nothing to train: every tensor is frozen (%s); remove the optim.freeze "
@@ -167,7 +168,6 @@ static void build_model(Trainer* tr) {
                                "train, and optim.freeze matches them all"
                              : "optim.freeze matches every tensor",
           tr->mcfg.lora_rank ? "the adapters (e.g. \"*lora*\")" : "them");
-    tr->model.z_loss = rc->optim.z_loss;
     /* the stds of new RePo weights, in restore_or_init or ckpt_weights_load */
     tr->model.repo_std[0] = rc->model.positions.repo_gate_init_std;
     tr->model.repo_std[1] = rc->model.positions.repo_content_init_std;
@@ -346,7 +346,7 @@ static void reduce_and_check(Trainer* tr, size_t step, StepSums* s) {
     double t_comm = now_s();
     dist_allreduce_sum_real(m->grads, m->tensors.n_grads);
     dist_allreduce_sum_double(&s->loss, 1);
-    if (m->z_loss > 0) dist_allreduce_sum_double(&s->loss_z, 1);
+    if (m->opts.z_loss > 0) dist_allreduce_sum_double(&s->loss_z, 1);
     tr->comm_s = now_s() - t_comm;
     s->norm = grad_global_norm(m->grads, m->tensors.n_grads);
     if (!isfinite(s->norm)) {
@@ -388,7 +388,7 @@ static void log_step(Trainer* tr, const StepSums* s) {
     StepLog l = {.step = tr->state.step,
                  .steps = tr->rc.train.steps,
                  .loss = ce,
-                 .z_loss = tr->model.z_loss > 0 ? s->loss_z : -1,
+                 .z_loss = tr->model.opts.z_loss > 0 ? s->loss_z : -1,
                  .repo_pdrop = s->pdrop > 0 ? s->pdrop : -1,
                  .lr = s->lr,
                  .grad_norm = s->norm,
