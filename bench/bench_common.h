@@ -61,10 +61,9 @@ static inline double att_bench_pair(AttBench* a, double (*clock)(void)) {
     memset(a->dq, 0, N * qd * sizeof(real));
     memset(a->dk, 0, 2 * N * kvd * sizeof(real)); /* dk, dv */
     double t0 = clock();
-    real scale = (real)(1 / sqrt((double)a->hd));
-    attention_forward(a->out, a->lse, a->q, a->k, a->v, a->docs, a->B, a->T, a->H, a->KVH, a->hd, scale);
-    attention_backward(a->dq, a->dk, a->dv, a->dout, a->out, a->lse, a->q, a->k, a->v, a->docs, a->B, a->T, a->H,
-                       a->KVH, a->hd, scale);
+    AttnShape s = {a->B, a->T, a->H, a->KVH, a->hd, (real)(1 / sqrt((double)a->hd)), a->docs};
+    attention_forward(a->out, a->lse, a->q, a->k, a->v, &s);
+    attention_backward(a->dq, a->dk, a->dv, a->dout, a->out, a->lse, a->q, a->k, a->v, &s);
     return clock() - t0;
 }
 

@@ -34,18 +34,18 @@ typedef struct {
 } Proj;
 
 /* seconds of one call: kind 0 forward, 1 input gradient, 2 weight gradient */
-static double one_call(int kind, const Proj* p, real* x, real* y, size_t N) {
+static double one_call(Bf16Products* bf, int kind, const Proj* p, real* x, real* y, size_t N) {
     double t0 = now_s();
-    if (kind == 0) linear_forward(y, x, p->W, N, p->C, p->OC);
-    else if (kind == 1) linear_backward(x, NULL, y, x, p->W, N, p->C, p->OC, false);
-    else linear_backward(NULL, p->dW, y, x, p->W, N, p->C, p->OC, false);
+    if (kind == 0) linear_forward(bf, y, x, p->W, N, p->C, p->OC);
+    else if (kind == 1) linear_backward(bf, x, NULL, y, x, p->W, N, p->C, p->OC, false);
+    else linear_backward(bf, NULL, p->dW, y, x, p->W, N, p->C, p->OC, false);
     return now_s() - t0;
 }
 
-/* mode e from now on: 0 FP32 on OpenBLAS, 1 FP32 on oneDNN, 2 BF16; returns the BF16 context before */
-static Bf16Products* use_mode(Model* m, int e) {
+/* mode e from now on: 0 FP32 on OpenBLAS, 1 FP32 on oneDNN, 2 BF16; returns its products' context */
+static Bf16Products* use_mode(const Model* m, int e) {
     products_set_f32_engine(e == 1 ? F32_ONEDNN : F32_OPENBLAS);
-    return e == 2 ? model_products_begin(m) : products_use(NULL);
+    return e == 2 ? model_products(m) : NULL;
 }
 
 int main(int argc, char** argv) {
@@ -99,16 +99,10 @@ int main(int argc, char** argv) {
         for (int kind = 0; kind < 3; kind++) {
             const Proj* p = &ps[k];
             for (int e = 0; e < modes; e++) { /* each mode's primitives created untimed */
-                Bf16Products* prev = use_mode(&m, e);
-                one_call(kind, p, x, y, N);
-                products_use(prev);
+                one_call(use_mode(&m, e), kind, p, x, y, N);
             }
             for (int r = 0; r < reps; r++)
-                for (int e = 0; e < modes; e++) {
-                    Bf16Products* prev = use_mode(&m, e);
-                    samples[e * reps + r] = one_call(kind, p, x, y, N);
-                    products_use(prev);
-                }
+                for (int e = 0; e < modes; e++) { samples[e * reps + r] = one_call(use_mode(&m, e), kind, p, x, y, N); }
             double t[3] = {NAN, NAN, NAN}, flop = 2.0 * (double)N * (double)p->C * (double)p->OC;
             for (int e = 0; e < modes; e++) {
                 t[e] = median(samples + e * reps, (size_t)reps);

@@ -92,41 +92,41 @@ static double bench_gemms(Model* m, int reps, double* gflop) {
     BlockScratch* s = &m->bs;
     bool olmo2 = c->block == BLOCK_OLMO2; /* its first input-gradient GEMMs add into the residual gradient */
     double* t = mallocCheck((size_t)reps * sizeof(double));
-    Bf16Products* prev = model_products_begin(m); /* --compute bf16: the same BF16 products as the step */
+    Bf16Products* bf = model_products(m); /* --compute bf16: the same BF16 products as the step */
     for (int r = 0; r < reps; r++) {
         double t0 = now_s();
         for (size_t l = 0; l < c->L; l++) {
             LayerActs* a = &m->la[l];
             const LayerWeights* w = &m->w.layer[l];
             const real* x = m->res[l];
-            linear_forward(a->q, x, w->wq, N, D, qd);
-            linear_forward(a->k, x, w->wk, N, D, kvd);
-            linear_forward(a->v, x, w->wv, N, D, kvd);
-            linear_forward(a->o, a->att, w->wo, N, qd, D);
-            linear_pair_forward(a->gu, a->x_mid, w->gate, w->up, N, D, F, true);
-            linear_forward(s->dd, a->m, w->down, N, F, D);
+            linear_forward(bf, a->q, x, w->wq, N, D, qd);
+            linear_forward(bf, a->k, x, w->wk, N, D, kvd);
+            linear_forward(bf, a->v, x, w->wv, N, D, kvd);
+            linear_forward(bf, a->o, a->att, w->wo, N, qd, D);
+            linear_pair_forward(bf, a->gu, a->x_mid, &(LinearPair){w->gate, w->up, NULL, NULL, true}, N, D, F);
+            linear_forward(bf, s->dd, a->m, w->down, N, F, D);
         }
         for (size_t r0 = 0; r0 < N; r0 += m->head_rows) { /* forward and backward per chunk, as model.c */
             size_t n = N - r0 < m->head_rows ? N - r0 : m->head_rows;
-            linear_forward(m->logits, m->final_out + r0 * D, m->w.lm_head, n, D, V);
-            linear_backward(m->dfinal + r0 * D, m->dw.lm_head, m->logits, m->final_out + r0 * D, m->w.lm_head, n, D, V,
-                            false);
+            linear_forward(bf, m->logits, m->final_out + r0 * D, m->w.lm_head, n, D, V);
+            linear_backward(bf, m->dfinal + r0 * D, m->dw.lm_head, m->logits, m->final_out + r0 * D, m->w.lm_head, n, D,
+                            V, false);
         }
         for (size_t l = c->L; l-- > 0;) {
             const LayerActs* a = &m->la[l];
             const LayerWeights* w = &m->w.layer[l];
             LayerWeights* dw = &m->dw.layer[l];
             const real* x = m->res[l];
-            linear_backward(s->dm, dw->down, s->dd, a->m, w->down, N, F, D, false);
-            linear_pair_backward(m->dres, dw->gate, dw->up, a->gu, a->x_mid, w->gate, w->up, N, D, F, olmo2, true);
-            linear_backward(s->datt, dw->wo, s->do_, a->att, w->wo, N, qd, D, false);
-            linear_backward(m->dres, dw->wq, s->dq, x, w->wq, N, D, qd, olmo2);
-            linear_backward(m->dres, dw->wk, s->dk, x, w->wk, N, D, kvd, true);
-            linear_backward(m->dres, dw->wv, s->dv, x, w->wv, N, D, kvd, true);
+            linear_backward(bf, s->dm, dw->down, s->dd, a->m, w->down, N, F, D, false);
+            LinearPair gate_up = {w->gate, w->up, dw->gate, dw->up, true};
+            linear_pair_backward(bf, m->dres, a->gu, a->x_mid, &gate_up, N, D, F, olmo2);
+            linear_backward(bf, s->datt, dw->wo, s->do_, a->att, w->wo, N, qd, D, false);
+            linear_backward(bf, m->dres, dw->wq, s->dq, x, w->wq, N, D, qd, olmo2);
+            linear_backward(bf, m->dres, dw->wk, s->dk, x, w->wk, N, D, kvd, true);
+            linear_backward(bf, m->dres, dw->wv, s->dv, x, w->wv, N, D, kvd, true);
         }
         t[r] = now_s() - t0;
     }
-    products_use(prev);
     *gflop = 6.0 * (double)N * ((double)c->L * (D * qd + 2 * D * kvd + qd * D + 3 * D * F) + (double)D * V) * 1e-9;
     double ms = median(t, (size_t)reps) * 1e3;
     free(t);

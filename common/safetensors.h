@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/bf16.h"
 #include "common/real.h"
 
 typedef enum { ST_F64, ST_F32, ST_F16, ST_BF16, ST_I64, ST_I32, ST_I16, ST_I8, ST_U8, ST_BOOL } StDtype;
@@ -104,29 +105,9 @@ typedef struct {
 void st_write_filled(const char* path, const StWriteTensor* tensors, const StFill* fills, size_t n,
                      const char* const* meta_keys, const char* const* meta_values, size_t n_meta);
 
-/* bf16 <-> f32 helpers (round to nearest even, NaN kept quiet)
-
-   Round to nearest even, as torch's c10::BFloat16 (round_to_nearest_even):
-   add 0x7FFF plus the lowest kept bit, then truncate. A tie (low half exactly
-   0x8000) therefore rounds up only when the kept part is odd; values past the
-   largest bf16 carry into the exponent and become inf. Every NaN becomes the
-   quiet NaN 0x7FC0 (without the check a NaN with a small payload would round
-   to inf). torch's AVX2 path writes 0xFFFF for NaN instead; both are NaN.
-   Inline: the BF16 products round every activation operand with it (model/gemm_onednn.c). */
-static inline uint16_t st_f32_to_bf16(float x) {
-    uint32_t u;
-    __builtin_memcpy(&u, &x, 4);
-    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0;
-    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
-/* bf16 is the top half of an f32: widening is exact, `(uint32)bits << 16` (inline: AdamW's bf16 state
-   widens every moment in its step loop) */
-static inline float st_bf16_to_f32(uint16_t b) {
-    uint32_t u = (uint32_t)b << 16;
-    float x;
-    __builtin_memcpy(&x, &u, 4);
-    return x;
-}
+/* The names hf/ reads BF16 tensors by: common/bf16.h's rounding to nearest even and widening */
+static inline uint16_t st_f32_to_bf16(float x) { return bf16_round_nearest(x); }
+static inline float st_bf16_to_f32(uint16_t b) { return bf16_to_f32(b); }
 float st_f16_to_f32(uint16_t h);
 
 /* Offset of the first byte of s[0..n) that does not start a valid UTF-8

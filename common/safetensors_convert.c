@@ -73,7 +73,7 @@ static inline real st_load_real(const uint8_t* p, StDtype dt) {
     default: {
         uint16_t v;
         memcpy(&v, p, 2);
-        return (real)st_bf16_to_f32(v);
+        return (real)bf16_to_f32(v);
     }
     }
 }

@@ -166,7 +166,7 @@ static void st_convert(uint8_t* out, const real* src, size_t count, StDtype dt) 
             double v = (double)src[i];
             memcpy(out + 8 * i, &v, 8);
         } else {
-            uint16_t v = st_f32_to_bf16((float)src[i]);
+            uint16_t v = bf16_round_nearest((float)src[i]);
             memcpy(out + 2 * i, &v, 2);
         }
     }

@@ -140,7 +140,31 @@ static void leave_out_long_families(SyntheticConfig* syn, size_t T) {
                left, T);
 }
 
+/* data.format "jsonl" (data_source_open) */
+static void open_jsonl(DataSource* ds, const DataSourceSpec* spec) {
+    CHECK(!spec->synthetic, "data.format \"jsonl\" reads data.train files; remove data.synthetic");
+    CHECK(!spec->train_sources && !spec->val_sources,
+          "data.format \"jsonl\" takes data.train and data.val as lists of files, not of sources");
+    memset(ds, 0, sizeof(*ds));
+    ds->eos = -1;
+    ds->order = spec->order;
+    ds->seed = spec->seed;
+    ds->jsonl = true;
+    CHECK(spec->n_train > 0, "data.train: no training files given for data.format \"jsonl\"");
+    packed_open(&ds->jtrain, spec->train, spec->n_train, spec->tokenizer, spec->vocab_size, spec->T, false);
+    packed_print(&ds->jtrain, "data.train (jsonl)", stdout);
+    if (spec->n_val) {
+        packed_open(&ds->jval, spec->val, spec->n_val, spec->tokenizer, spec->vocab_size, spec->T, false);
+        packed_print(&ds->jval, "data.val (jsonl)", stdout);
+        ds->has_val = true;
+    }
+}
+
 void data_source_open(DataSource* ds, const DataSourceSpec* spec) {
+    if (spec->format && !strcmp(spec->format, "jsonl")) {
+        open_jsonl(ds, spec);
+        return;
+    }
     const cJSON* synthetic = spec->synthetic;
     const char* format = spec->format;
     size_t vocab_size = spec->vocab_size, T = spec->T;
@@ -176,22 +200,6 @@ void data_source_open(DataSource* ds, const DataSourceSpec* spec) {
         token_data_open(&ds->val, spec->val, spec->n_val, format, vocab_size);
         ds->has_val = true;
         check_length(&ds->val, "data.val", spec->val, spec->n_val, T);
-    }
-}
-
-void data_source_open_jsonl(DataSource* ds, const DataSourceSpec* spec) {
-    memset(ds, 0, sizeof(*ds));
-    ds->eos = -1;
-    ds->order = spec->order;
-    ds->seed = spec->seed;
-    ds->jsonl = true;
-    CHECK(spec->n_train > 0, "data.train: no training files given for data.format \"jsonl\"");
-    packed_open(&ds->jtrain, spec->train, spec->n_train, spec->tokenizer, spec->vocab_size, spec->T, false);
-    packed_print(&ds->jtrain, "data.train (jsonl)", stdout);
-    if (spec->n_val) {
-        packed_open(&ds->jval, spec->val, spec->n_val, spec->tokenizer, spec->vocab_size, spec->T, false);
-        packed_print(&ds->jval, "data.val (jsonl)", stdout);
-        ds->has_val = true;
     }
 }
 

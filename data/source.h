@@ -56,12 +56,11 @@ typedef struct {
 } DataSourceSpec;
 
 /* Open files (dies naming file and offset on bad data) or set up the generator, from spec's synthetic,
-   train / val (or train_sources / val_sources), format, order, seed, vocab_size and T. */
+   train / val (or train_sources / val_sources), format, order, seed, vocab_size and T. With format "jsonl"
+   the files train / val are JSON Lines records (data/jsonl.h), tokenized with spec->tokenizer (NULL:
+   pre-tokenized lines only) and packed into rows of T, and the record counts and loss-token fraction are
+   printed; such a spec has no synthetic and no sources (refused, saying so). */
 void data_source_open(DataSource* ds, const DataSourceSpec* spec);
-/* data.format "jsonl": the files train / val are JSON Lines records (data/jsonl.h), tokenized with
-   spec->tokenizer (NULL: pre-tokenized lines only) and packed into rows of T; prints the record counts and
-   loss-token fraction. spec's synthetic, sources and format are not read. */
-void data_source_open_jsonl(DataSource* ds, const DataSourceSpec* spec);
 void data_source_close(DataSource* ds);
 /* What a run of `steps` steps of rows_per_step rows of T tokens will read, printed at its start: the tokens,
    the steps one pass over the data takes (per source for a mixture) and what happens at its end */

@@ -9,8 +9,10 @@
 #include "common/check.h"
 
 void attention_reference(double* out, double* lse, double* dq, double* dk, double* dv, const real* q, const real* k,
-                         const real* v, const real* dout, const int32_t* start, size_t B, size_t T, size_t H,
-                         size_t KVH, size_t hd, double scale) {
+                         const real* v, const real* dout, const AttnShape* s) {
+    size_t B = s->B, T = s->T, H = s->H, KVH = s->KVH, hd = s->hd;
+    double scale = s->scale;
+    const int32_t* start = s->docs ? s->docs->start : NULL;
     size_t qs = H * hd, ks = KVH * hd;
     double* p = mallocCheck(T * sizeof(double));
     for (size_t i = 0; i < B * T * qs; i++) dq[i] = 0;

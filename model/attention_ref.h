@@ -8,13 +8,13 @@
 #include <stdint.h>
 
 #include "common/real.h"
+#include "model/attention.h"
 
-/* q, dout (B,T,H*hd)   k, v (B,T,KVH*hd)   start (B,T) each token's document start, NULL: causal only.
+/* q, dout (B,T,H*hd)   k, v (B,T,KVH*hd)   s: the sizes, the scale and the mask (each token's document or
+   window start; NULL docs: causal only), as attention_forward takes them.
    Writes out (B,T,H*hd), lse (B,T,H) = log sum_j exp(scale q·k_j), dq (B,T,H*hd), dk, dv (B,T,KVH*hd)
-   for the loss sum(dout ⊙ out) with scores scale q·k; query head h reads kv head h / (H / KVH). A sliding
-   window is a start of window_starts (model/attention.h). */
+   for the loss sum(dout ⊙ out) with scores scale q·k; query head h reads kv head h / (H / KVH). */
 void attention_reference(double* out, double* lse, double* dq, double* dk, double* dv, const real* q, const real* k,
-                         const real* v, const real* dout, const int32_t* start, size_t B, size_t T, size_t H,
-                         size_t KVH, size_t hd, double scale);
+                         const real* v, const real* dout, const AttnShape* s);
 
 #endif

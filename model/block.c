@@ -122,7 +122,7 @@ static void adapter_forward(real* out, size_t ldo, LayerActs* a, const real* inp
     LoraDropout d;
     if (!w->lora_a[t]) return;
     LoraOp op = adapter_op(a, inp, w, t, ctx, &d, N, C, OC);
-    lora_forward(out, ldo, &op);
+    lora_forward(ctx->prod, out, ldo, &op);
 }
 /* its backward: dinp (N,C) +=   dA, dB += (NULL: frozen)   dout (N,OC) with row stride ldd */
 static void adapter_backward(real* dinp, const real* dout, size_t ldd, const LayerActs* a, const real* inp,
@@ -131,14 +131,14 @@ static void adapter_backward(real* dinp, const real* dout, size_t ldd, const Lay
     LoraDropout d;
     if (!w->lora_a[t]) return;
     LoraOp op = adapter_op(a, inp, w, t, ctx, &d, N, C, OC);
-    lora_backward(dinp, dw->lora_a[t], dw->lora_b[t], s->lora_dax, dout, ldd, &op);
+    lora_backward(ctx->prod, dinp, dw->lora_a[t], dw->lora_b[t], s->lora_dax, dout, ldd, &op);
 }
 
 /* A projection of the block, out (N,OC) = inp (N,C) W^T + b plus its adapter term; W = the base weight,
    b its bias (OC) or NULL for none. */
 static void proj_forward(real* out, LayerActs* a, const real* inp, const real* W, const real* b, const LayerWeights* w,
                          LoraTarget t, const BlockCtx* ctx, size_t N, size_t C, size_t OC) {
-    linear_forward(out, inp, W, N, C, OC);
+    linear_forward(ctx->prod, out, inp, W, N, C, OC);
     if (b) bias_forward(out, b, N, OC);
     adapter_forward(out, OC, a, inp, w, t, ctx, N, C, OC);
 }
@@ -146,7 +146,7 @@ static void proj_forward(real* out, LayerActs* a, const real* inp, const real* W
 static void proj_backward(real* dinp, bool add, real* dW, real* db, const real* dout, const LayerActs* a,
                           const real* inp, const real* W, const LayerWeights* w, LayerWeights* dw, BlockScratch* s,
                           LoraTarget t, const BlockCtx* ctx, size_t N, size_t C, size_t OC) {
-    linear_backward(dinp, dW, dout, inp, W, N, C, OC, add);
+    linear_backward(ctx->prod, dinp, dW, dout, inp, W, N, C, OC, add);
     if (db) bias_backward(db, dout, N, OC);
     adapter_backward(dinp, dout, OC, a, inp, w, dw, s, t, ctx, N, C, OC);
 }
@@ -221,7 +221,7 @@ void block_qkv_forward(LayerActs* a, const real* x_in, const LayerWeights* w, si
     proj_forward(a->v, a, h, w->wv, w->bv, w, LORA_V, ctx, N, D, kvd);
     if (c->pos[l] == POS_REPO) {
         RepoWeights rw = repo_weights(w);
-        repo_forward(a->z, &a->repo, h, &rw, (RepoDims){N, D, cfg_dp(c), c->KVH});
+        repo_forward(ctx->prod, a->z, &a->repo, h, &rw, (RepoDims){N, D, cfg_dp(c), c->KVH});
         if (ctx->repo_p > 0) { /* repo_pdrop: z' = (1 - p) z + p t, toward rope's positions */
             real p = (real)ctx->repo_p, q = (real)(1 - ctx->repo_p);
             for (size_t i = 0; i < N * c->KVH; i++) a->z[i] = q * a->z[i] + p * ctx->pos_seq[i];
@@ -248,7 +248,8 @@ void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerW
         mlp_in = a->h2;
     }
     /* from here on x_in is not read, so x_out may be x_in */
-    linear_pair_forward(a->gu, mlp_in, w->gate, w->up, N, D, F, gate_up_join(w)); /* gu (N,2F) rows [gate | up] */
+    LinearPair gate_up = {w->gate, w->up, NULL, NULL, gate_up_join(w)};
+    linear_pair_forward(ctx->prod, a->gu, mlp_in, &gate_up, N, D, F); /* gu (N,2F) rows [gate | up] */
     adapter_forward(a->gu, 2 * F, a, mlp_in, w, LORA_GATE, ctx, N, D, F);
     adapter_forward(a->gu + F, 2 * F, a, mlp_in, w, LORA_UP, ctx, N, D, F);
     glu_forward(a->m, a->gu, c, N);
@@ -268,8 +269,8 @@ void block_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeigh
     const BlockCtx* ctx = &at;
     const ModelConfig* c = ctx->cfg;
     block_qkv_forward(a, x_in, w, l, ctx);
-    attention_forward(a->att, a->lse, a->q, a->k, a->v, layer_docs(l, ctx), ctx->B, ctx->T, c->H, c->KVH, cfg_hd(c),
-                      (real)cfg_attn_scale(c));
+    AttnShape as = {ctx->B, ctx->T, c->H, c->KVH, cfg_hd(c), (real)cfg_attn_scale(c), layer_docs(l, ctx)};
+    attention_forward(a->att, a->lse, a->q, a->k, a->v, &as);
     block_out_forward(x_out, a, x_in, w, ctx);
 }
 
@@ -298,7 +299,8 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
     glu_backward(dgu, s->dm, c, N);
     const real* mlp_in = olmo2 ? a->x_mid : a->h2;
     real* dmlp_in = olmo2 ? dx : s->dmlp_in; /* Llama: after dm has read dx (as dd) */
-    linear_pair_backward(dmlp_in, dw->gate, dw->up, dgu, mlp_in, w->gate, w->up, N, D, F, olmo2, gate_up_join(w));
+    LinearPair gate_up = {w->gate, w->up, dw->gate, dw->up, gate_up_join(w)};
+    linear_pair_backward(ctx->prod, dmlp_in, dgu, mlp_in, &gate_up, N, D, F, olmo2);
     adapter_backward(dmlp_in, dgu, 2 * F, a, mlp_in, w, dw, s, LORA_GATE, ctx, N, D, F);
     adapter_backward(dmlp_in, dgu + F, 2 * F, a, mlp_in, w, dw, s, LORA_UP, ctx, N, D, F);
     if (!olmo2)
@@ -312,8 +314,8 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
         do_ = s->do_;
     }
     proj_backward(s->datt, false, dw->wo, dw->bo, do_, a, a->att, w->wo, w, dw, s, LORA_O, ctx, N, qd, D);
-    attention_backward(s->dq, s->dk, s->dv, s->datt, a->att, a->lse, a->q, a->k, a->v, layer_docs(l, ctx), ctx->B,
-                       ctx->T, c->H, c->KVH, hd, (real)cfg_attn_scale(c));
+    AttnShape as = {ctx->B, ctx->T, c->H, c->KVH, hd, (real)cfg_attn_scale(c), layer_docs(l, ctx)};
+    attention_backward(s->dq, s->dk, s->dv, s->datt, a->att, a->lse, a->q, a->k, a->v, &as);
 
     /* rotation: gradients of the un-rotated q, k (and of RePo's z) */
     const real* pos = layer_positions(a, l, ctx);
@@ -349,7 +351,8 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
         }
         RepoWeights rw = repo_weights(w);
         RepoGrads rg = {dw->repo_gate, dw->repo_content, dw->repo_final};
-        repo_backward(dh, &rg, s->dz, &a->repo, h, &rw, s->repo_scratch, (RepoDims){N, D, cfg_dp(c), c->KVH});
+        repo_backward(ctx->prod, dh, &rg, s->dz, &a->repo, h, &rw, s->repo_scratch,
+                      (RepoDims){N, D, cfg_dp(c), c->KVH});
     }
     if (!olmo2) rmsnorm_backward(dx, dw->in_norm, s->dh, x_in, w->in_norm, off, a->h_rstd, s->norm_work, N, D, true);
 }

@@ -16,6 +16,7 @@
 #include "common/real.h"
 #include "model/attention.h"
 #include "model/config.h"
+#include "model/products.h"
 #include "model/repo.h"
 #include "model/rope.h"
 #include "model/tensors.h"
@@ -58,6 +59,7 @@ typedef struct {
 /* Everything a block needs besides weights and activations. */
 typedef struct {
     const ModelConfig* cfg;
+    Bf16Products* prod; /* the context of every product (model/products.h): BF16 operands; NULL: FP32 */
     size_t B, T;
     const RopeTable* rope;       /* the rotation of every layer but the sliding ones */
     const RopeTable* rope_local; /* Gemma-3's sliding layers (rope_local_base_freq); no other layer reads it */

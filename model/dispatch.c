@@ -19,8 +19,6 @@
 /* the two variants of each entry point, declared from the public prototype */
 extern __typeof__(attention_forward) attention_forward_v3, attention_forward_v4;
 extern __typeof__(attention_backward) attention_backward_v3, attention_backward_v4;
-extern __typeof__(doc_starts_from_ids) doc_starts_from_ids_v3, doc_starts_from_ids_v4;
-extern __typeof__(window_starts) window_starts_v3, window_starts_v4;
 
 /* resolvers run before constructors, so each initialises the CPU model itself */
 static int have_v4(void) {
@@ -33,16 +31,8 @@ static __typeof__(attention_forward)* resolve_forward(void) {
 static __typeof__(attention_backward)* resolve_backward(void) {
     return have_v4() ? attention_backward_v4 : attention_backward_v3;
 }
-static __typeof__(doc_starts_from_ids)* resolve_doc_starts(void) {
-    return have_v4() ? doc_starts_from_ids_v4 : doc_starts_from_ids_v3;
-}
-static __typeof__(window_starts)* resolve_window_starts(void) {
-    return have_v4() ? window_starts_v4 : window_starts_v3;
-}
 __typeof__(attention_forward) attention_forward __attribute__((ifunc("resolve_forward")));
 __typeof__(attention_backward) attention_backward __attribute__((ifunc("resolve_backward")));
-__typeof__(doc_starts_from_ids) doc_starts_from_ids __attribute__((ifunc("resolve_doc_starts")));
-__typeof__(window_starts) window_starts __attribute__((ifunc("resolve_window_starts")));
 
 const char* dispatch_describe(void) {
     return have_v4() ? "attention kernel for x86-64-v4 (chosen at run time)"

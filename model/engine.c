@@ -145,18 +145,18 @@ static void probe_free(Probe* p) {
 
 /* seconds of one product of the step: kind 0 forward y = x W^T, 1 input gradient x = y W, 2 weight gradient
    dW += y^T x; through the model's own linear layer, so OpenBLAS's row split is timed as a step runs it */
-static double one_call(Probe* p, int kind) {
+static double one_call(Probe* p, RateKind k, int kind) {
+    Bf16Products* bf = k == RATE_BF16 ? &p->prod : NULL;
     double t0 = now_s();
-    if (kind == 0) linear_forward(p->y, p->x, p->W, p->rows, p->in, p->out);
-    else if (kind == 1) linear_backward(p->x, NULL, p->y, p->x, p->W, p->rows, p->in, p->out, false);
-    else linear_backward(NULL, p->dW, p->y, p->x, p->W, p->rows, p->in, p->out, false);
+    if (kind == 0) linear_forward(bf, p->y, p->x, p->W, p->rows, p->in, p->out);
+    else if (kind == 1) linear_backward(bf, p->x, NULL, p->y, p->x, p->W, p->rows, p->in, p->out, false);
+    else linear_backward(bf, NULL, p->dW, p->y, p->x, p->W, p->rows, p->in, p->out, false);
     return now_s() - t0;
 }
 
-/* the products of kind k from now on */
-static void use(Probe* p, RateKind k) {
+/* the FP32 engine of kind k from now on (RATE_BF16's products take the probe's context instead) */
+static void use(RateKind k) {
 #ifndef REPOC_F64
-    products_use(k == RATE_BF16 ? &p->prod : NULL);
     products_set_f32_engine(k == RATE_OPENBLAS ? F32_OPENBLAS : F32_ONEDNN);
 #endif
 }
@@ -169,22 +169,20 @@ static void use(Probe* p, RateKind k) {
 static void time_rates(size_t rows, size_t in, size_t out, const bool on[RATE_N], double g[RATE_N]) {
     Probe p;
     probe_alloc(&p, rows, in, out, on[RATE_BF16]);
-    Bf16Products* prev = products_use(NULL);
     F32Engine prev_engine = products_f32_engine();
     double best[RATE_N][3], start = 0;
     for (int r = -1; r < PROBE_ROUNDS; r++) { /* round -1 warms up: threads, packing, oneDNN's primitives */
         if (r == 0) start = now_s();
         for (int k = 0; k < RATE_N; k++) {
             if (!on[k]) continue;
-            use(&p, (RateKind)k);
+            use((RateKind)k);
             for (int kind = 0; kind < 3; kind++) {
-                double t = one_call(&p, kind);
+                double t = one_call(&p, (RateKind)k, kind);
                 if (r <= 0 || t < best[k][kind]) best[k][kind] = t;
             }
         }
         if (r >= 2 && now_s() - start > PROBE_SECONDS) break;
     }
-    products_use(prev);
     products_set_f32_engine(prev_engine);
     double flop = 3 * 2.0 * (double)rows * (double)in * (double)out;
     for (int k = 0; k < RATE_N; k++) g[k] = on[k] ? flop / (best[k][0] + best[k][1] + best[k][2]) * 1e-9 : 0;

@@ -12,7 +12,7 @@ void bf16_from_f32(bf16* out, const float* in, size_t rows, size_t cols, size_t 
     if (ld == cols) { /* one span: split it evenly */
         size_t n = rows * cols;
 #pragma omp parallel for simd schedule(static) if (n >= 65536)
-        for (size_t i = 0; i < n; i++) out[i] = st_f32_to_bf16(in[i]);
+        for (size_t i = 0; i < n; i++) out[i] = bf16_round_nearest(in[i]);
         return;
     }
 #pragma omp parallel for schedule(static) if (rows * cols >= 65536)
@@ -20,7 +20,7 @@ void bf16_from_f32(bf16* out, const float* in, size_t rows, size_t cols, size_t 
         const float* x = in + r * ld;
         bf16* y = out + r * cols;
 #pragma omp simd
-        for (size_t c = 0; c < cols; c++) y[c] = st_f32_to_bf16(x[c]);
+        for (size_t c = 0; c < cols; c++) y[c] = bf16_round_nearest(x[c]);
     }
 }
 
@@ -201,14 +201,19 @@ static void gemm_onednn(const Shape* s, const void* A, const void* B, float* C) 
     DNNL_CHECK(dnnl_stream_wait(G.stream));
 }
 
-void gemm_bf16(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const bf16* A, size_t lda, const bf16* B,
-               size_t ldb, float beta, float* C, size_t ldc) {
-    gemm_onednn(&(Shape){ta, tb, true, M, N, K, lda, ldb, ldc, alpha, beta}, A, B, C);
+/* the primitive cache's key: g's layout, with the operands' type */
+static Shape shape_of(const GemmShape* g, bool bf16) {
+    return (Shape){g->ta, g->tb, bf16, g->M, g->N, g->K, g->lda, g->ldb, g->ldc, g->alpha, g->beta};
 }
 
-void gemm_f32_onednn(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const float* A, size_t lda,
-                     const float* B, size_t ldb, float beta, float* C, size_t ldc) {
-    gemm_onednn(&(Shape){ta, tb, false, M, N, K, lda, ldb, ldc, alpha, beta}, A, B, C);
+void gemm_bf16(const GemmShape* s, const bf16* A, const bf16* B, float* C) {
+    Shape k = shape_of(s, true);
+    gemm_onednn(&k, A, B, C);
+}
+
+void gemm_f32_onednn(const GemmShape* s, const float* A, const float* B, float* C) {
+    Shape k = shape_of(s, false);
+    gemm_onednn(&k, A, B, C);
 }
 
 void onednn_print(FILE* fp) {
@@ -231,12 +236,10 @@ bool gemm_bf16_available(char* why, size_t n) {
 }
 const char* onednn_name(void) { return "none (built without oneDNN)"; }
 bool onednn_available(void) { return false; }
-void gemm_f32_onednn(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const float* A, size_t lda,
-                     const float* B, size_t ldb, float beta, float* C, size_t ldc) {
+void gemm_f32_onednn(const GemmShape* s, const float* A, const float* B, float* C) {
     DIE("gemm_f32_onednn: this build has no oneDNN ('make deps', then rebuild)");
 }
-void gemm_bf16(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const bf16* A, size_t lda, const bf16* B,
-               size_t ldb, float beta, float* C, size_t ldc) {
+void gemm_bf16(const GemmShape* s, const bf16* A, const bf16* B, float* C) {
     DIE("gemm_bf16: this build has no oneDNN ('make deps', then rebuild)");
 }
 void onednn_print(FILE* fp) {}

@@ -18,27 +18,31 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "common/safetensors.h" /* st_f32_to_bf16, st_bf16_to_f32: the roundings */
+#include "common/bf16.h"
 
-typedef uint16_t bf16; /* a bfloat16's bit pattern: the top half of a float */
-
-/* out (rows, cols; row stride cols) = st_f32_to_bf16 of in (rows, cols; row stride ld), in one OpenMP region */
+/* out (rows, cols; row stride cols) = bf16_round_nearest of in (rows, cols; row stride ld), in one OpenMP region */
 void bf16_from_f32(bf16* out, const float* in, size_t rows, size_t cols, size_t ld);
 
 /* True when BF16 products can run here; else false with the reason (what to install, or what the CPU
    lacks) in why (n bytes). */
 bool gemm_bf16_available(char* why, size_t n);
-/* C (M,N; row stride ldc) = alpha op(A) op(B) + beta C; beta 0 writes C without reading it */
-void gemm_bf16(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const bf16* A, size_t lda, const bf16* B,
-               size_t ldb, float beta, float* C, size_t ldc);
+/* One product's layout and scalars: C (M,N; row stride ldc) = alpha op(A) op(B) + beta C, A (M,K) with row
+   stride lda or stored (K,M) when ta, B (K,N) with row stride ldb or stored (N,K) when tb */
+typedef struct {
+    bool ta, tb;
+    size_t M, N, K, lda, ldb, ldc;
+    float alpha, beta;
+} GemmShape;
+
+/* C = alpha op(A) op(B) + beta C as s lays them out; beta 0 writes C without reading it */
+void gemm_bf16(const GemmShape* s, const bf16* A, const bf16* B, float* C);
 
 /* True when this build has oneDNN (its FP32 products run on every x86-64 CPU) */
 bool onednn_available(void);
 /* "oneDNN 2.6.3, ISA avx512_core_bf16": the library and the best instruction set it may use here, or why none */
 const char* onednn_name(void);
 /* gemm_bf16 with FP32 operands: the same layout, FP32 throughout */
-void gemm_f32_onednn(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const float* A, size_t lda,
-                     const float* B, size_t ldb, float beta, float* C, size_t ldc);
+void gemm_f32_onednn(const GemmShape* s, const float* A, const float* B, float* C);
 
 /* One line per cached primitive: its operands' type, its shape and the kernel oneDNN chose for it
    (e.g. "brg:avx512_core_bf16") */

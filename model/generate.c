@@ -230,7 +230,7 @@ static void cache_attention(Generator* g, size_t l, size_t n, size_t p0, const G
 
 /* layer l on the n rows of g->x (cache positions p0 .., laid out by tree or plain), in place; fills the
    cache rows */
-static void layer_forward(Generator* g, size_t l, size_t n, size_t p0, const GenBranch* tree) {
+static void layer_forward(Generator* g, size_t l, size_t n, size_t p0, const GenBranch* tree, Bf16Products* bf) {
     const Model* m = g->m;
     const ModelConfig* c = &m->cfg;
     const LayerWeights* w = &m->w.layer[l];
@@ -240,7 +240,8 @@ static void layer_forward(Generator* g, size_t l, size_t n, size_t p0, const Gen
     a->k = ring ? g->k_chunk : g->k[l] + p0 * kvd; /* this chunk's cache rows */
     a->v = ring ? g->v_chunk : g->v[l] + p0 * kvd;
     a->z = g->z[l] ? g->z[l] + p0 * KVH : NULL;
-    BlockCtx ctx = {.cfg = c, .B = 1, .T = n, .rope = &m->rope, .rope_local = &m->rope_local, .pos_seq = g->pos};
+    BlockCtx ctx =
+        {.cfg = c, .prod = bf, .B = 1, .T = n, .rope = &m->rope, .rope_local = &m->rope_local, .pos_seq = g->pos};
     block_qkv_forward(a, g->x, w, l, &ctx); /* (no dropout) */
     for (size_t i = 0; ring && i < n; i++) {
         size_t row = (p0 + i) % g->rows[l];
@@ -250,8 +251,8 @@ static void layer_forward(Generator* g, size_t l, size_t n, size_t p0, const Gen
     if (p0 == 0 && !tree) { /* a first chunk: the training kernel on its own rows, over a sliding layer's window */
         DocSpans win = {g->win_start};
         if (ring) window_starts(g->win_start, NULL, 1, n, c->sliding_window);
-        attention_forward(a->att, a->lse, a->q, a->k, a->v, ring ? &win : NULL, 1, n, c->H, KVH, cfg_hd(c),
-                          (real)cfg_attn_scale(c));
+        AttnShape as = {1, n, c->H, KVH, cfg_hd(c), (real)cfg_attn_scale(c), ring ? &win : NULL};
+        attention_forward(a->att, a->lse, a->q, a->k, a->v, &as);
     } else {
         cache_attention(g, l, n, p0, tree);
     }
@@ -288,14 +289,13 @@ static void run_chunk(Generator* g, const int32_t* tokens, size_t n, const GenBr
         team = (int)threads_max();
         threads_init(1);
     }
-    Bf16Products* prev = model_products_begin((Model*)m); /* compute_bf16: the mirror may be rewritten */
+    Bf16Products* bf = model_products(m); /* compute_bf16: the mirror may be rewritten */
     embedding_forward(g->x, tokens, m->w.embed, (real)cfg_embed_scale(c), n, c->D);
     for (size_t i = 0; i < n; i++) { /* rope layers rotate by the row's position */
         real t = (real)(tree ? key_spans(g->len + i, tree + i, 0).t : g->len + i);
         for (size_t gr = 0; gr < c->KVH; gr++) g->pos[i * c->KVH + gr] = t;
     }
-    for (size_t l = 0; l < c->L && !gen_stopping(g); l++) layer_forward(g, l, n, g->len, tree);
-    products_use(prev);
+    for (size_t l = 0; l < c->L && !gen_stopping(g); l++) layer_forward(g, l, n, g->len, tree, bf);
     if (team) threads_init(team);
 }
 
@@ -303,9 +303,7 @@ const real* gen_forward(Generator* g, const int32_t* tokens, size_t n) {
     run_chunk(g, tokens, n, NULL);
     g->len += n;
     /* only the last row's next-token distribution is needed */
-    Bf16Products* prev = model_products_begin((Model*)g->m);
     model_head_forward(g->logits, g->final_out, g->final_rstd, g->x + (n - 1) * g->m->cfg.D, g->m, 1);
-    products_use(prev);
     return g->logits;
 }
 
@@ -338,9 +336,7 @@ const real* gen_prefill(Generator* g, const int32_t* tokens, size_t n) {
 
 void gen_rows_logits(Generator* g, real* logits, real* normed, real* rstd, const real* x, size_t n) {
     CHECK(n >= 1 && n <= g->max_chunk, "generate: logits of %zu rows (expected 1 .. %zu)", n, g->max_chunk);
-    Bf16Products* prev = model_products_begin((Model*)g->m);
     model_head_forward(logits, normed, rstd, x, g->m, n);
-    products_use(prev);
 }
 
 bool gen_rewind(Generator* g, size_t n) {

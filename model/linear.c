@@ -9,19 +9,19 @@
 #include "common/threads.h"
 #include "model/products.h"
 
-/* On short products (S: 2048 rows, K = 256 or 1024) one single-threaded call per thread on its own rows
-   measured 2-12% faster than one call that OpenBLAS threads itself, and neutral at 256 x 4096 (Intel Xeon,
-   AVX-512, 2 threads). Each thread packs the whole weight itself, so only weights up to SPLIT_W reals are split,
-   and only when every thread gets SPLIT_ROWS rows or more. */
+/* On short products one single-threaded call per thread on its own rows runs faster than one call that
+   OpenBLAS threads itself (docs/performance.md, "Decisions on the Intel Xeon", for this and the constants
+   below). Each thread packs the whole weight itself, so only weights up to SPLIT_W reals are split, and only
+   when every thread gets SPLIT_ROWS rows or more. */
 #define SPLIT_W ((size_t)1 << 20)
 #define SPLIT_ROWS 256
-/* the backward's two products (dinp and dweight) at once, on two halves of the threads, up to this weight: 0.93 of
-   the time of the two threaded calls one after the other at 256 x 256, 1.03-1.08 from 256 x 2048 up */
+/* the backward's two products (dinp and dweight) at once, on two halves of the threads, up to this weight: faster
+   than the two threaded calls one after the other below it, slower above */
 #define SPLIT_BACKWARD_W ((size_t)1 << 16)
 
 /* the threads to split rows among for an (N rows) x (weight of w reals) product; 1: one BLAS call */
-static size_t row_split(size_t N, size_t w, size_t max_w) {
-    if (products_onednn()) return 1; /* oneDNN threads each product itself */
+static size_t row_split(const Bf16Products* bf, size_t N, size_t w, size_t max_w) {
+    if (products_onednn(bf)) return 1; /* oneDNN threads each product itself */
     size_t nt = threads_blas_split();
     return nt > 1 && w <= max_w && N / nt >= SPLIT_ROWS ? nt : 1;
 }
@@ -34,13 +34,13 @@ static void part_rows(size_t N, size_t t, size_t nt, size_t* r0, size_t* r1) {
 
 /* The beta for a product that writes (not adds into) c (rows, cols; row stride ld) in one BLAS call. When
    OpenBLAS threads the call itself, its beta = 0 clears c in each thread's strip of columns with stores that
-   first read every line; a memset in one OpenMP region and beta = 1 measured 5% faster on S's down projection
-   backward and 1-1.5% on M's and L's large forward products (Intel Xeon, AVX-512, 2 threads). Run in one thread, OpenBLAS clears a contiguous c with memset itself, and below CLEAR_MIN reals the
-   clearing is too short to pay for the extra parallel region: beta stays 0 there. */
+   first read every line; a memset in one OpenMP region and beta = 1 is faster. Run in one thread, OpenBLAS
+   clears a contiguous c with memset itself, and below CLEAR_MIN reals the clearing is too short to pay for
+   the extra parallel region: beta stays 0 there. */
 #define CLEAR_MIN ((size_t)1 << 18)
-static real write_beta(real* c, size_t rows, size_t cols, size_t ld) {
+static real write_beta(const Bf16Products* bf, real* c, size_t rows, size_t cols, size_t ld) {
     size_t nt = threads_blas_split();
-    if (nt == 1 || products_onednn() || rows * cols < CLEAR_MIN) return 0;
+    if (nt == 1 || products_onednn(bf) || rows * cols < CLEAR_MIN) return 0;
     size_t n = ld == cols ? 1 : rows, len = ld == cols ? rows * cols : cols; /* n spans of len reals */
 #pragma omp parallel num_threads(nt)
     {
@@ -55,49 +55,53 @@ static real write_beta(real* c, size_t rows, size_t cols, size_t ld) {
     return 1;
 }
 
+/* the operands of the products below: an activation x (row stride ld, stored transposed when t), a weight w */
+static Operand act(const real* x, size_t ld, bool t) { return (Operand){x, ld, t, OPERAND_ACT}; }
+static Operand weight_op(const real* w, size_t ld, bool t) { return (Operand){w, ld, t, OPERAND_WEIGHT}; }
+
 /* out (N,OC), row stride ldo, = inp (N,C) · weight^T (C,OC) + beta out */
-static void gemm_forward(real* out, size_t ldo, const real* inp, const real* weight, size_t N, size_t C, size_t OC,
-                         real beta) {
-    product(false, true, N, OC, C, 1, inp, C, OPERAND_ACT, weight, C, OPERAND_WEIGHT, beta, out, ldo);
+static void gemm_forward(Bf16Products* bf, real* out, size_t ldo, const real* inp, const real* weight, size_t N,
+                         size_t C, size_t OC, real beta) {
+    product(bf, N, OC, C, 1, act(inp, C, false), weight_op(weight, C, true), beta, out, ldo);
 }
 
-/* dinp (N,C) = alpha dout (N,OC; row stride ldd) · W (OC,C) + beta dinp */
-static void gemm_dinp(real* dinp, const real* dout, size_t ldd, const real* weight, size_t N, size_t C, size_t OC,
-                      real alpha, real beta) {
-    product(false, false, N, C, OC, alpha, dout, ldd, OPERAND_ACT, weight, C, OPERAND_WEIGHT, beta, dinp, C);
+/* dinp (N,C) = alpha dout (N,OC; row stride dout.ld) · W (OC,C) + beta dinp */
+static void gemm_dinp(Bf16Products* bf, real* dinp, LinearDout dout, const real* weight, size_t N, size_t C, size_t OC,
+                      real beta) {
+    product(bf, N, C, OC, dout.alpha, act(dout.p, dout.ld, false), weight_op(weight, C, false), beta, dinp, C);
 }
 
-/* rows [o0, o1) of dW (OC,C) += alpha dout^T (OC,N; dout's row stride ldd) · inp (N,C) */
-static void gemm_dweight(real* dweight, const real* dout, size_t ldd, const real* inp, size_t N, size_t C, size_t o0,
-                         size_t o1, real alpha) {
-    product(true, false, o1 - o0, C, N, alpha, dout + o0, ldd, OPERAND_ACT, inp, C, OPERAND_ACT, 1, dweight + o0 * C,
-            C);
+/* rows [o0, o1) of dW (OC,C) += alpha dout^T (OC,N; dout's row stride dout.ld) · inp (N,C) */
+static void gemm_dweight(Bf16Products* bf, real* dweight, LinearDout dout, const real* inp, size_t N, size_t C,
+                         size_t o0, size_t o1) {
+    product(bf, o1 - o0, C, N, dout.alpha, act(dout.p + o0, dout.ld, true), act(inp, C, false), 1, dweight + o0 * C, C);
 }
 
-void linear_forward_ld(real* out, size_t ldo, const real* inp, const real* weight, size_t N, size_t C, size_t OC) {
-    size_t nt = row_split(N, C * OC, SPLIT_W);
+void linear_forward_ld(Bf16Products* bf, real* out, size_t ldo, const real* inp, const real* weight, size_t N, size_t C,
+                       size_t OC) {
+    size_t nt = row_split(bf, N, C * OC, SPLIT_W);
     if (nt == 1) {
-        gemm_forward(out, ldo, inp, weight, N, C, OC, write_beta(out, N, OC, ldo));
+        gemm_forward(bf, out, ldo, inp, weight, N, C, OC, write_beta(bf, out, N, OC, ldo));
         return;
     }
 #pragma omp parallel num_threads(nt)
     {
         size_t r0, r1;
         part_rows(N, threads_id(), threads_team(), &r0, &r1);
-        gemm_forward(out + r0 * ldo, ldo, inp + r0 * C, weight, r1 - r0, C, OC, 0);
+        gemm_forward(bf, out + r0 * ldo, ldo, inp + r0 * C, weight, r1 - r0, C, OC, 0);
     }
 }
 
-void linear_forward(real* out, const real* inp, const real* weight, size_t N, size_t C, size_t OC) {
-    linear_forward_ld(out, OC, inp, weight, N, C, OC);
+void linear_forward(Bf16Products* bf, real* out, const real* inp, const real* weight, size_t N, size_t C, size_t OC) {
+    linear_forward_ld(bf, out, OC, inp, weight, N, C, OC);
 }
 
-void linear_backward_ld(real* dinp, real* dweight, const real* dout, size_t ldd, const real* inp, const real* weight,
-                        size_t N, size_t C, size_t OC, real alpha, bool add) {
-    size_t nt = dinp && dweight ? row_split(N, C * OC, SPLIT_BACKWARD_W) : 1;
+void linear_backward_ld(Bf16Products* bf, real* dinp, real* dweight, LinearDout dout, const real* inp,
+                        const real* weight, size_t N, size_t C, size_t OC, bool add) {
+    size_t nt = dinp && dweight ? row_split(bf, N, C * OC, SPLIT_BACKWARD_W) : 1;
     if (nt == 1) {
-        if (dinp) gemm_dinp(dinp, dout, ldd, weight, N, C, OC, alpha, add ? 1 : write_beta(dinp, N, C, C));
-        if (dweight) gemm_dweight(dweight, dout, ldd, inp, N, C, 0, OC, alpha);
+        if (dinp) gemm_dinp(bf, dinp, dout, weight, N, C, OC, add ? 1 : write_beta(bf, dinp, N, C, C));
+        if (dweight) gemm_dweight(bf, dweight, dout, inp, N, C, 0, OC);
         return;
     }
     /* threads [0, nx) split the rows of dinp, threads [nx, n) those of dweight (a team of one does both) */
@@ -106,42 +110,44 @@ void linear_backward_ld(real* dinp, real* dweight, const real* dout, size_t ldd,
         size_t t = threads_id(), n = threads_team(), nx = n / 2, r0, r1;
         if (t < nx || n == 1) {
             part_rows(N, t, n == 1 ? 1 : nx, &r0, &r1);
-            gemm_dinp(dinp + r0 * C, dout + r0 * ldd, ldd, weight, r1 - r0, C, OC, alpha, add ? 1 : 0);
+            LinearDout rows = {dout.p + r0 * dout.ld, dout.ld, dout.alpha};
+            gemm_dinp(bf, dinp + r0 * C, rows, weight, r1 - r0, C, OC, add ? 1 : 0);
         }
         if (t >= nx) {
             part_rows(OC, t - nx, n - nx, &r0, &r1);
-            gemm_dweight(dweight, dout, ldd, inp, N, C, r0, r1, alpha);
+            gemm_dweight(bf, dweight, dout, inp, N, C, r0, r1);
         }
     }
 }
 
-void linear_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight, size_t N,
-                     size_t C, size_t OC, bool add) {
-    linear_backward_ld(dinp, dweight, dout, OC, inp, weight, N, C, OC, 1, add);
+void linear_backward(Bf16Products* bf, real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
+                     size_t N, size_t C, size_t OC, bool add) {
+    linear_backward_ld(bf, dinp, dweight, (LinearDout){dout, OC, 1}, inp, weight, N, C, OC, add);
 }
 
 /* Two weights lie back to back when the second starts where the first ends: then [W1; W2] is one (2 OC, C)
    matrix and the pair is one product of twice the width (docs/backward.md, "Linear") */
 static bool back_to_back(const real* W1, const real* W2, size_t C, size_t OC) { return W2 == W1 + OC * C; }
 
-void linear_pair_forward(real* out, const real* inp, const real* W1, const real* W2, size_t N, size_t C, size_t OC,
-                         bool join) {
-    if (join && back_to_back(W1, W2, C, OC)) {
-        linear_forward(out, inp, W1, N, C, 2 * OC);
+void linear_pair_forward(Bf16Products* bf, real* out, const real* inp, const LinearPair* w, size_t N, size_t C,
+                         size_t OC) {
+    if (w->join && back_to_back(w->W1, w->W2, C, OC)) {
+        linear_forward(bf, out, inp, w->W1, N, C, 2 * OC);
         return;
     }
-    linear_forward_ld(out, 2 * OC, inp, W1, N, C, OC);
-    linear_forward_ld(out + OC, 2 * OC, inp, W2, N, C, OC);
+    linear_forward_ld(bf, out, 2 * OC, inp, w->W1, N, C, OC);
+    linear_forward_ld(bf, out + OC, 2 * OC, inp, w->W2, N, C, OC);
 }
 
-void linear_pair_backward(real* dinp, real* dW1, real* dW2, const real* dout, const real* inp, const real* W1,
-                          const real* W2, size_t N, size_t C, size_t OC, bool add, bool join) {
-    if (join && back_to_back(W1, W2, C, OC) && (dW1 ? dW2 && back_to_back(dW1, dW2, C, OC) : !dW2)) {
-        linear_backward(dinp, dW1, dout, inp, W1, N, C, 2 * OC, add);
+void linear_pair_backward(Bf16Products* bf, real* dinp, const real* dout, const real* inp, const LinearPair* w,
+                          size_t N, size_t C, size_t OC, bool add) {
+    real *dW1 = w->dW1, *dW2 = w->dW2;
+    if (w->join && back_to_back(w->W1, w->W2, C, OC) && (dW1 ? dW2 && back_to_back(dW1, dW2, C, OC) : !dW2)) {
+        linear_backward(bf, dinp, dW1, dout, inp, w->W1, N, C, 2 * OC, add);
         return;
     }
-    linear_backward_ld(dinp, dW1, dout, 2 * OC, inp, W1, N, C, OC, 1, add);
-    linear_backward_ld(dinp, dW2, dout + OC, 2 * OC, inp, W2, N, C, OC, 1, true);
+    linear_backward_ld(bf, dinp, dW1, (LinearDout){dout, 2 * OC, 1}, inp, w->W1, N, C, OC, add);
+    linear_backward_ld(bf, dinp, dW2, (LinearDout){dout + OC, 2 * OC, 1}, inp, w->W2, N, C, OC, true);
 }
 
 void linear_forward_naive(real* out, const real* inp, const real* weight, size_t N, size_t C, size_t OC) {
@@ -165,37 +171,38 @@ void lora_dropout_apply(real* out, const real* inp, bool add, const LoraDropout*
     }
 }
 
-void lora_forward(real* out, size_t ldo, const LoraOp* op) {
+void lora_forward(Bf16Products* bf, real* out, size_t ldo, const LoraOp* op) {
     size_t N = op->N, C = op->C, OC = op->OC, r = op->r;
     const real* inp = op->inp;
     if (op->drop) { /* x = dropout(inp) */
         lora_dropout_apply(op->drop->xd, inp, false, op->drop, N, C);
         inp = op->drop->xd;
     }
-    linear_forward(op->ax, inp, op->A, N, C, r); /* ax (N,r) = x A^T */
+    linear_forward(bf, op->ax, inp, op->A, N, C, r); /* ax (N,r) = x A^T */
     /* out (N,OC) += scale · ax (N,r) · B^T (r,OC) */
-    product(false, true, N, OC, r, op->scale, op->ax, r, OPERAND_ACT, op->B, r, OPERAND_WEIGHT, 1, out, ldo);
+    product(bf, N, OC, r, op->scale, act(op->ax, r, false), weight_op(op->B, r, true), 1, out, ldo);
 }
 
-void lora_backward(real* dinp, real* dA, real* dB, real* dax, const real* dout, size_t ldd, const LoraOp* op) {
+void lora_backward(Bf16Products* bf, real* dinp, real* dA, real* dB, real* dax, const real* dout, size_t ldd,
+                   const LoraOp* op) {
     size_t N = op->N, C = op->C, OC = op->OC, r = op->r;
     const real *inp = op->inp, *A = op->A;
     const LoraDropout* drop = op->drop;
     /* out = scale · ax B^T:  dB (OC,r) += scale · dout^T (OC,N) · ax (N,r) */
-    if (dB) product(true, false, OC, r, N, op->scale, dout, ldd, OPERAND_ACT, op->ax, r, OPERAND_ACT, 1, dB, r);
+    if (dB) product(bf, OC, r, N, op->scale, act(dout, ldd, true), act(op->ax, r, false), 1, dB, r);
     if (!dinp && !dA) return;
     /* dax (N,r) = scale · dout (N,OC) · B (OC,r) */
-    product(false, false, N, r, OC, op->scale, dout, ldd, OPERAND_ACT, op->B, r, OPERAND_WEIGHT, 0, dax, r);
+    product(bf, N, r, OC, op->scale, act(dout, ldd, false), weight_op(op->B, r, false), 0, dax, r);
     if (!drop) { /* ax = inp A^T:  dinp += dax A,  dA += dax^T inp */
-        linear_backward(dinp, dA, dax, inp, A, N, C, r, true);
+        linear_backward(bf, dinp, dA, dax, inp, A, N, C, r, true);
         return;
     }
     if (dA) { /* ax = x A^T, x = dropout(inp):  dA += dax^T x */
         lora_dropout_apply(drop->xd, inp, false, drop, N, C);
-        linear_backward(NULL, dA, dax, drop->xd, A, N, C, r, true);
+        linear_backward(bf, NULL, dA, dax, drop->xd, A, N, C, r, true);
     }
     if (dinp) { /* dx = dax A (into xd), then dinp += dx * mask / (1 - p) */
-        product(false, false, N, C, r, 1, dax, r, OPERAND_ACT, A, C, OPERAND_WEIGHT, 0, drop->xd, C);
+        product(bf, N, C, r, 1, act(dax, r, false), weight_op(A, C, false), 0, drop->xd, C);
         lora_dropout_apply(dinp, drop->xd, true, drop, N, C);
     }
 }

@@ -10,29 +10,44 @@
 #include <stdint.h>
 
 #include "common/real.h"
+#include "model/products.h"
 
-/* out (N,OC)   inp (N,C)   weight (OC,C) */
-void linear_forward(real* out, const real* inp, const real* weight, size_t N, size_t C, size_t OC);
+/* Every function here but the reference runs its products with the context bf (model/products.h; NULL: FP32).
+   out (N,OC)   inp (N,C)   weight (OC,C) */
+void linear_forward(Bf16Products* bf, real* out, const real* inp, const real* weight, size_t N, size_t C, size_t OC);
 /* linear_forward into rows of stride ldo >= OC: out[n * ldo + o], the columns from OC on left alone
    (two products side by side in one buffer, e.g. the MLP's gate and up) */
-void linear_forward_ld(real* out, size_t ldo, const real* inp, const real* weight, size_t N, size_t C, size_t OC);
+void linear_forward_ld(Bf16Products* bf, real* out, size_t ldo, const real* inp, const real* weight, size_t N, size_t C,
+                       size_t OC);
 /* dinp (N,C) = dout W, or += when add (skipped when NULL)   dweight (OC,C) += dout^T inp (skipped when NULL)
    dout (N,OC)   inp (N,C)   weight (OC,C) */
-void linear_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight, size_t N,
-                     size_t C, size_t OC, bool add);
-/* linear_backward with dout scaled by alpha and read through rows of stride ldd >= OC:
-   dinp (=|+=) alpha dout W, dweight += alpha dout^T inp */
-void linear_backward_ld(real* dinp, real* dweight, const real* dout, size_t ldd, const real* inp, const real* weight,
-                        size_t N, size_t C, size_t OC, real alpha, bool add);
-/* Two products of one input side by side: out (N,2 OC) rows [inp W1^T | inp W2^T]   W1, W2 (OC,C). One
-   product of twice the width when join and W2 starts where W1 ends (as the parameter list lays out a layer's
-   gate and up), else two into the halves of each row (docs/backward.md, "Linear"). */
-void linear_pair_forward(real* out, const real* inp, const real* W1, const real* W2, size_t N, size_t C, size_t OC,
-                         bool join);
-/* its backward: dinp (N,C) = (or += when add) dout W over both halves; dW1, dW2 += (NULL: frozen)
+void linear_backward(Bf16Products* bf, real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
+                     size_t N, size_t C, size_t OC, bool add);
+/* The output gradient as linear_backward_ld reads it: rows of stride ld >= OC, scaled by alpha */
+typedef struct {
+    const real* p;
+    size_t ld;
+    real alpha;
+} LinearDout;
+/* linear_backward with dout scaled and strided: dinp (=|+=) alpha dout W, dweight += alpha dout^T inp */
+void linear_backward_ld(Bf16Products* bf, real* dinp, real* dweight, LinearDout dout, const real* inp,
+                        const real* weight, size_t N, size_t C, size_t OC, bool add);
+/* Two weights W1, W2 (OC,C) applied to one input, their gradients dW1, dW2 (+=; NULL: frozen), and whether
+   they may run as one product (join) */
+typedef struct {
+    const real *W1, *W2;
+    real *dW1, *dW2;
+    bool join;
+} LinearPair;
+/* Two products of one input side by side: out (N,2 OC) rows [inp W1^T | inp W2^T]. One product of twice the
+   width when join and W2 starts where W1 ends (as the parameter list lays out a layer's gate and up), else
+   two into the halves of each row (docs/backward.md, "Linear"). */
+void linear_pair_forward(Bf16Products* bf, real* out, const real* inp, const LinearPair* w, size_t N, size_t C,
+                         size_t OC);
+/* its backward: dinp (N,C) = (or += when add) dout W over both halves; w->dW1, w->dW2 +=
    dout (N,2 OC) rows [dout1 | dout2] */
-void linear_pair_backward(real* dinp, real* dW1, real* dW2, const real* dout, const real* inp, const real* W1,
-                          const real* W2, size_t N, size_t C, size_t OC, bool add, bool join);
+void linear_pair_backward(Bf16Products* bf, real* dinp, const real* dout, const real* inp, const LinearPair* w,
+                          size_t N, size_t C, size_t OC, bool add);
 /* the reference: same contract as linear_forward, plain loops */
 void linear_forward_naive(real* out, const real* inp, const real* weight, size_t N, size_t C, size_t OC);
 
@@ -59,10 +74,11 @@ typedef struct {
     size_t N, C, OC, r;
 } LoraOp;
 /* out (N,OC), row stride ldo, += scale · (x A^T) B^T; saves op->ax */
-void lora_forward(real* out, size_t ldo, const LoraOp* op);
+void lora_forward(Bf16Products* bf, real* out, size_t ldo, const LoraOp* op);
 /* dinp (N,C) += scale · ((dout B) A) * mask / (1 - p) (skipped when NULL)   dA (r,C) += scale · (dout B)^T x
    dB (OC,r) += scale · dout^T ax   (dA, dB skipped when NULL; a frozen adapter)
    dax (N,r): work space, overwritten   dout (N,OC), row stride ldd   op: as forward saw it */
-void lora_backward(real* dinp, real* dA, real* dB, real* dax, const real* dout, size_t ldd, const LoraOp* op);
+void lora_backward(Bf16Products* bf, real* dinp, real* dA, real* dB, real* dax, const real* dout, size_t ldd,
+                   const LoraOp* op);
 
 #endif

@@ -140,6 +140,38 @@ static void rope_tables(RopeTable* global, RopeTable* local, const ModelConfig* 
     if (c->sliding_window) rope_table_init(local, cfg_hd(c), c->rope_local_theta, 1, 1, 32, 1, 0); /* unscaled */
 }
 
+/* compute_bf16: the parameters' BF16 mirror, the activation operands' work space and the context the
+   products get (model_products) */
+static void build_products(Model* m) {
+    char why[512];
+    CHECK(products_bf16_available(why, sizeof(why)), "train.compute_dtype \"bf16\": %s", why);
+    size_t work = products_work(m), from = mirror_from(m), n = m->tensors.n_params - from;
+    m->mirror_from = from;
+    m->params_bf16 = arenaAllocNamed(mulCheck(n, sizeof(bf16), "BF16 mirror"), "BF16 mirror");
+    m->bf16_work = arenaAllocNamed(mulCheck(2 * work, sizeof(bf16), "BF16 work space"), "BF16 work space");
+    m->products = mallocCheck(sizeof(ModelProducts));
+    *m->products = (ModelProducts){.prod = {.region = {{m->params + from, n, m->params_bf16}},
+                                            .act = {m->bf16_work, m->bf16_work + work},
+                                            .act_cap = work}};
+}
+
+/* the config and every arena's size, on stdout */
+static void print_sizes(const Model* m) {
+    model_config_print(&m->cfg, stdout);
+    double mb = 1.0 / 1048576.0 * sizeof(real);
+    if (m->tensors.n_bf16)
+        printf("  frozen base in BF16: %zu parameters (%.1f MiB), widened per layer (%.1f MiB)\n", m->tensors.n_bf16,
+               m->tensors.n_bf16 * 2.0 / 1048576.0, m->tensors.max_layer_bf16 * mb);
+    if (m->opts.compute_bf16)
+        printf("  BF16 products (%s): parameter mirror %.1f MiB%s, activation work space %.1f MiB\n", onednn_name(),
+               (m->tensors.n_params - m->mirror_from) * 2.0 / 1048576.0,
+               m->mirror_from ? " (all but the input embedding)" : "", m->products->prod.act_cap * 4.0 / 1048576.0);
+    printf("  parameters %zu (%.1f MiB)  trainable %zu  activations %zu (%.1f MiB, B=%zu T=%zu%s, logits "
+           "%zu rows)  scratch %.1f MiB  precision %s\n",
+           m->tensors.n_params, m->tensors.n_params * mb, m->tensors.n_grads, m->n_acts, m->n_acts * mb, m->B, m->T,
+           m->opts.recompute ? ", recompute" : "", m->head_rows, m->n_scratch * mb, REAL_NAME);
+}
+
 void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, const char* const* frozen_patterns,
                       size_t n_frozen, const ModelOpts* opts, bool verbose) {
     model_shape(m, cfg, B, T, frozen_patterns, n_frozen, opts);
@@ -152,17 +184,7 @@ void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, cons
                                  "BF16 widening buffer");
     weights_view(&m->w, &m->tensors, c, m->params, false);
     weights_view(&m->dw, &m->tensors, c, m->grads, true);
-    if (m->opts.compute_bf16) {
-        char why[512];
-        CHECK(products_bf16_available(why, sizeof(why)), "train.compute_dtype \"bf16\": %s", why);
-        size_t work = products_work(m), from = mirror_from(m), n = m->tensors.n_params - from;
-        m->mirror_from = from;
-        m->params_bf16 = arenaAllocNamed(mulCheck(n, sizeof(bf16), "BF16 mirror"), "BF16 mirror");
-        m->bf16_work = arenaAllocNamed(mulCheck(2 * work, sizeof(bf16), "BF16 work space"), "BF16 work space");
-        m->prod = (Bf16Products){.region = {{m->params + from, n, m->params_bf16}},
-                                 .act = {m->bf16_work, m->bf16_work + work},
-                                 .act_cap = work};
-    }
+    if (m->opts.compute_bf16) build_products(m);
 
     Cursor cur = {NULL, 0};
     acts_layout(m, &cur);
@@ -192,21 +214,7 @@ void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, cons
     rope_tables(&m->rope, &m->rope_local, c);
     if (m->rope_cos) rope_cache_fill(&m->rope, m->rope_cos, m->rope_sin, T);
     if (m->local_cos) rope_cache_fill(&m->rope_local, m->local_cos, m->local_sin, T);
-    if (verbose) {
-        model_config_print(c, stdout);
-        double mb = 1.0 / 1048576.0 * sizeof(real);
-        if (m->tensors.n_bf16)
-            printf("  frozen base in BF16: %zu parameters (%.1f MiB), widened per layer (%.1f MiB)\n",
-                   m->tensors.n_bf16, m->tensors.n_bf16 * 2.0 / 1048576.0, m->tensors.max_layer_bf16 * mb);
-        if (m->opts.compute_bf16)
-            printf("  BF16 products (%s): parameter mirror %.1f MiB%s, activation work space %.1f MiB\n", onednn_name(),
-                   (m->tensors.n_params - m->mirror_from) * 2.0 / 1048576.0,
-                   m->mirror_from ? " (all but the input embedding)" : "", m->prod.act_cap * 4.0 / 1048576.0);
-        printf("  parameters %zu (%.1f MiB)  trainable %zu  activations %zu (%.1f MiB, B=%zu T=%zu%s, logits "
-               "%zu rows)  scratch %.1f MiB  precision %s\n",
-               m->tensors.n_params, m->tensors.n_params * mb, m->tensors.n_grads, m->n_acts, m->n_acts * mb, B, T,
-               m->opts.recompute ? ", recompute" : "", m->head_rows, m->n_scratch * mb, REAL_NAME);
-    }
+    if (verbose) print_sizes(m);
 }
 
 void model_free(Model* m) {
@@ -215,6 +223,7 @@ void model_free(Model* m) {
     free(m->widened);
     free(m->params_bf16);
     free(m->bf16_work);
+    free(m->products);
     free(m->grads);
     free(m->acts);
     free(m->scratch);
@@ -273,18 +282,21 @@ void model_init_weights(Model* m, uint64_t seed, double std) {
     model_params_changed(m);
 }
 
-void model_params_changed(Model* m) { m->bf16_fresh = false; }
+void model_params_changed(Model* m) {
+    if (m->products) m->products->fresh = false;
+}
 
-Bf16Products* model_products_begin(Model* m) {
-    if (!m->opts.compute_bf16) return products_use(NULL);
-    if (!m->bf16_fresh) { /* (the double build refuses compute_bf16 at model_build) */
+Bf16Products* model_products(const Model* m) {
+    ModelProducts* p = m->products;
+    if (!p) return NULL;
+    if (!p->fresh) { /* (the double build refuses compute_bf16 at model_build) */
 #ifndef REPOC_F64
         size_t n = m->tensors.n_params - m->mirror_from;
         bf16_from_f32(m->params_bf16, m->params + m->mirror_from, 1, n, n);
 #endif
-        m->bf16_fresh = true;
+        p->fresh = true;
     }
-    return products_use(&m->prod);
+    return &p->prod;
 }
 
 /* layer l's weights, its BF16 base tensors widened into m->widened (whose BF16 copies, for the products, are
@@ -292,13 +304,15 @@ Bf16Products* model_products_begin(Model* m) {
 static const LayerWeights* layer_weights(Model* m, size_t l) {
     if (!m->tensors.n_bf16) return &m->w.layer[l];
     layer_weights_widen(&m->wl, &m->w.layer[l], &m->tensors, m->base_bf16, m->widened, (int)l);
-    m->prod.region[1] =
-        (Bf16Region){m->widened, m->tensors.layer_range[l].n_bf16, m->base_bf16 + m->tensors.layer_range[l].bf16_start};
+    if (m->products)
+        m->products->prod.region[1] = (Bf16Region){m->widened, m->tensors.layer_range[l].n_bf16,
+                                                   m->base_bf16 + m->tensors.layer_range[l].bf16_start};
     return &m->wl;
 }
 
 BlockCtx model_block_ctx(const Model* m, const Batch* b) {
     return (BlockCtx){.cfg = &m->cfg,
+                      .prod = model_products(m),
                       .B = m->B,
                       .T = m->T,
                       .rope = &m->rope,
@@ -333,7 +347,7 @@ static void set_documents(Model* m, const int32_t* doc_ids) {
 void model_head_forward(real* logits, real* normed, real* rstd, const real* x, const Model* m, size_t n) {
     const ModelConfig* c = &m->cfg;
     rmsnorm_forward(normed, rstd, x, m->w.final_norm, (real)cfg_norm_offset(c), n, c->D, c->norm_eps);
-    linear_forward(logits, normed, m->w.lm_head, n, c->D, c->V);
+    linear_forward(model_products(m), logits, normed, m->w.lm_head, n, c->D, c->V);
 }
 
 /* model_forward; train: model_forward_train (G in the logits buffer when it holds every row) */
@@ -378,9 +392,9 @@ static double forward(Model* m, const Batch* b, bool train) {
         model_head_forward(m->logits, m->final_out + r0 * D, m->final_rstd + r0, m->res[c->L] + r0 * D, m, n);
         const real* wr = b->target_weights ? b->target_weights + r0 : NULL;
         total += m->logits_hold_grad ? xent_forward_grad(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V,
-                                                         m->z_loss, &nv, &ws, &zs)
+                                                         m->opts.z_loss, &nv, &ws, &zs)
                                      : xent_forward_sum(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V,
-                                                        m->z_loss, &nv, &ws, &zs);
+                                                        m->opts.z_loss, &nv, &ws, &zs);
         count += nv;
         wsum += ws;
         zsum += zs;
@@ -392,16 +406,9 @@ static double forward(Model* m, const Batch* b, bool train) {
     return m->loss;
 }
 
-static double forward_with_products(Model* m, const Batch* b, bool train) {
-    Bf16Products* prev = model_products_begin(m);
-    double loss = forward(m, b, train);
-    products_use(prev);
-    return loss;
-}
+double model_forward(Model* m, const Batch* b) { return forward(m, b, false); }
 
-double model_forward(Model* m, const Batch* b) { return forward_with_products(m, b, false); }
-
-double model_forward_train(Model* m, const Batch* b) { return forward_with_products(m, b, true); }
+double model_forward_train(Model* m, const Batch* b) { return forward(m, b, true); }
 
 void model_backward(Model* m, const Batch* b, double dloss) {
     CHECK(m->has_loss, "model_backward: the last forward had no targets (or backward already ran)");
@@ -410,21 +417,22 @@ void model_backward(Model* m, const Batch* b, double dloss) {
     const ModelConfig* c = &m->cfg;
     size_t N = m->B * m->T, D = c->D, V = c->V;
     BlockCtx ctx = model_block_ctx(m, b);
-    Bf16Products* prev = model_products_begin(m);
+    Bf16Products* bf = ctx.prod;
 
     real* dx = m->dres; /* gradient of the residual stream, summed into by each block in turn */
     real* dfinal = m->dfinal;
     if (m->logits_hold_grad) { /* dlogits = G dloss / weight_sum: the scalar goes into the GEMMs */
         real alpha = (real)(m->weight_sum > 0 ? dloss / m->weight_sum : 0.0);
-        linear_backward_ld(dfinal, m->dw.lm_head, m->logits, V, m->final_out, m->w.lm_head, N, D, V, alpha, false);
+        linear_backward_ld(bf, dfinal, m->dw.lm_head, (LinearDout){m->logits, V, alpha}, m->final_out, m->w.lm_head, N,
+                           D, V, false);
     } else {
         for (size_t r0 = 0; r0 < N; r0 += m->head_rows) { /* the chunks of forward */
             size_t n = N - r0 < m->head_rows ? N - r0 : m->head_rows;
             const real* normed = m->final_out + r0 * D;
-            if (m->head_rows < N) linear_forward(m->logits, normed, m->w.lm_head, n, D, V); /* its logits again */
+            if (m->head_rows < N) linear_forward(bf, m->logits, normed, m->w.lm_head, n, D, V); /* its logits again */
             xent_backward(m->logits, m->lse + r0, b->targets + r0, b->target_weights ? b->target_weights + r0 : NULL, n,
-                          V, m->z_loss, m->weight_sum, dloss); /* logits → dlogits */
-            linear_backward(dfinal + r0 * D, m->dw.lm_head, m->logits, normed, m->w.lm_head, n, D, V, false);
+                          V, m->opts.z_loss, m->weight_sum, dloss); /* logits → dlogits */
+            linear_backward(bf, dfinal + r0 * D, m->dw.lm_head, m->logits, normed, m->w.lm_head, n, D, V, false);
         }
     }
     rmsnorm_backward(dx, m->dw.final_norm, dfinal, m->res[c->L], m->w.final_norm, (real)cfg_norm_offset(c),
@@ -439,7 +447,6 @@ void model_backward(Model* m, const Batch* b, double dloss) {
     if (m->dw.embed) embedding_backward_pad(m->dw.embed, dx, b->tokens, (real)cfg_embed_scale(c), N, D, c->pad_id);
     m->has_loss = false; /* the logits buffer now holds dlogits (or G) */
     m->logits_hold_grad = false;
-    products_use(prev);
 }
 
 void model_zero_grad(Model* m) { memset(m->grads, 0, m->tensors.n_grads * sizeof(real)); }

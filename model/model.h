@@ -34,12 +34,23 @@ typedef struct {
      recomputes each chunk's logits; the full (B*T,V) logits never exist, so a
      forward without targets (which returns logits) needs head_chunk 0.
    compute_bf16: every product takes BF16 operands (model/products.h): the model keeps a BF16 mirror of
-     its parameters and a work space for the activation operands. */
+     its parameters and a work space for the activation operands.
+   z_loss: the coefficient c of OLMo-2's z-loss, c lse² per target added to the objective (0 = off). */
 typedef struct {
     bool recompute;
     size_t head_chunk;
     bool compute_bf16;
+    double z_loss;
 } ModelOpts;
+
+/* compute_bf16's context of the products (docs/design.md, "Products and their precision"), apart from the
+   Model, which points to it: the BF16 mirror is a cache of the parameters, brought up to date by any pass
+   that reads it (generation's too, through a const Model), and every product writes the context's work
+   space and counter. */
+typedef struct {
+    Bf16Products prod; /* regions: params -> params_bf16, widened -> the current layer's base_bf16 */
+    bool fresh;        /* params_bf16 holds the current params (model_params_changed clears it) */
+} ModelProducts;
 
 typedef struct {
     ModelConfig cfg;
@@ -56,11 +67,10 @@ typedef struct {
     LayerWeights wl;     /* the current layer's view with widened tensors */
 
     /* opts.compute_bf16: the BF16 copies the products read (docs/design.md, "Products and their precision") */
-    bf16* params_bf16;  /* st_f32_to_bf16 of params[mirror_from ..]: rewritten by AdamW's pass and when stale */
+    bf16* params_bf16;  /* bf16_round_nearest of params[mirror_from ..]: rewritten by AdamW's pass and when stale */
     size_t mirror_from; /* the input embedding's size when untied (no product reads it), else 0 */
-    bool bf16_fresh;    /* params_bf16 holds the current params (model_params_changed clears it) */
     bf16* bf16_work;    /* 2 x products_work(): the activation operands, rounded per product */
-    Bf16Products prod;  /* regions: params -> params_bf16, widened -> the current layer's base_bf16 */
+    ModelProducts* products; /* the BF16 context; NULL without compute_bf16 (FP32 products) */
 
     real* acts; /* activation arena */
     size_t n_acts;
@@ -80,7 +90,6 @@ typedef struct {
 
     RopeTable rope;
     RopeTable rope_local;        /* Gemma-3's sliding layers: rope_local_base_freq, no scaling (unset without them) */
-    double z_loss;               /* coefficient of OLMo-2's z-loss (0 = off) */
     const real* force_positions; /* (N,KVH) test hook: RePo layers rotate by these instead of z */
 
     LoraBase lora_base; /* the base checkpoint a LoRA model's adapters are saved against */
@@ -148,15 +157,16 @@ void model_head_forward(real* logits, real* normed, real* rstd, const real* x, c
 void model_backward(Model* m, const Batch* b, double dloss);
 void model_zero_grad(Model* m);
 
-/* What m's blocks are run with for batch b: m's tables, positions, masks (documents, sliding windows) and b's
-   LoRA dropout and repo_pdrop. forward and backward use it; the gradient checker runs single blocks with it. */
+/* What m's blocks are run with for batch b: m's products (model_products), tables, positions, masks
+   (documents, sliding windows) and b's LoRA dropout and repo_pdrop. forward and backward use it; the gradient
+   checker runs single blocks with it. */
 BlockCtx model_block_ctx(const Model* m, const Batch* b);
 
 /* The parameters were written other than by AdamW's step with the mirror (a load, an init, a test): the
    BF16 mirror is rewritten before the next product. A no-op without compute_bf16. */
 void model_params_changed(Model* m);
-/* The products of m from here on: m's BF16 context (its mirror made current first) or FP32; returns the
-   context in use before, for products_use to restore. forward, backward and generation call it. */
-Bf16Products* model_products_begin(Model* m);
+/* The context of m's products: NULL (FP32) without compute_bf16, else m's BF16 context with the mirror
+   brought up to date first. forward, backward and generation pass it to every op that runs a product. */
+Bf16Products* model_products(const Model* m);
 
 #endif

@@ -7,8 +7,7 @@
 #include "common/check.h"
 #include "common/cpu.h"
 
-static Bf16Products* current; /* NULL: FP32 */
-static F32Engine f32_engine;  /* F32_OPENBLAS until products_set_f32_engine */
+static F32Engine f32_engine; /* F32_OPENBLAS until products_set_f32_engine */
 
 const char* f32_engine_name(F32Engine e) { return e == F32_ONEDNN ? "onednn" : "openblas"; }
 
@@ -29,13 +28,7 @@ void products_set_f32_engine(F32Engine e) {
 
 F32Engine products_f32_engine(void) { return f32_engine; }
 
-bool products_onednn(void) { return current || f32_engine == F32_ONEDNN; }
-
-Bf16Products* products_use(Bf16Products* p) {
-    Bf16Products* prev = current;
-    current = p;
-    return prev;
-}
+bool products_onednn(const Bf16Products* bf) { return bf || f32_engine == F32_ONEDNN; }
 
 bool products_bf16_available(char* why, size_t n) {
 #ifdef REPOC_F64
@@ -54,16 +47,16 @@ const char* products_name(bool bf16) {
     return buf;
 }
 
-static void product_f32(bool ta, bool tb, size_t M, size_t N, size_t K, real alpha, const real* A, size_t lda,
-                        const real* B, size_t ldb, real beta, real* C, size_t ldc) {
+static void product_f32(size_t M, size_t N, size_t K, real alpha, Operand A, Operand B, real beta, real* C,
+                        size_t ldc) {
 #ifndef REPOC_F64
     if (f32_engine == F32_ONEDNN) {
-        gemm_f32_onednn(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        gemm_f32_onednn(&(GemmShape){A.t, B.t, M, N, K, A.ld, B.ld, ldc, alpha, beta}, A.p, B.p, C);
         return;
     }
 #endif
-    cblas_gemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
-               alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
+    cblas_gemm(CblasRowMajor, A.t ? CblasTrans : CblasNoTrans, B.t ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
+               alpha, A.p, (int)A.ld, B.p, (int)B.ld, beta, C, (int)ldc);
 }
 
 #ifndef REPOC_F64
@@ -77,74 +70,75 @@ static const bf16* weight_copy(const Bf16Products* p, const real* w) {
 }
 
 /* An operand of the BF16 product: a weight's copy (its own stride), or an activation rounded into the work
-   space `slot` (rows x cols read with stride ld, written with stride cols) */
-static const bf16* operand(Bf16Products* p, const real* x, OperandKind k, size_t rows, size_t cols, size_t ld, int slot,
-                           size_t* ld_out) {
-    if (k == OPERAND_WEIGHT) {
-        const bf16* w = weight_copy(p, x);
+   space `slot` (rows x cols read with stride x.ld, written with stride cols) */
+static const bf16* operand(Bf16Products* p, Operand x, size_t rows, size_t cols, int slot, size_t* ld_out) {
+    if (x.kind == OPERAND_WEIGHT) {
+        const bf16* w = weight_copy(p, x.p);
         if (w) {
-            *ld_out = ld;
+            *ld_out = x.ld;
             return w;
         }
         p->weight_rounded++;
     }
     CHECK(rows * cols <= p->act_cap, "product: a %zu x %zu operand exceeds the BF16 work space of %zu elements", rows,
           cols, p->act_cap);
-    bf16_from_f32(p->act[slot], x, rows, cols, ld);
+    bf16_from_f32(p->act[slot], x.p, rows, cols, x.ld);
     *ld_out = cols;
     return p->act[slot];
 }
 
-/* One chunk: the stored shapes of A ((M,K), or (K,M) when ta) and B ((K,N), or (N,K) when tb) */
-static void chunk_bf16(Bf16Products* p, bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const real* A,
-                       size_t lda, OperandKind ka, const real* B, size_t ldb, OperandKind kb, float beta, real* C,
-                       size_t ldc) {
+/* One chunk: the stored shapes of A ((M,K), or (K,M) when A.t) and B ((K,N), or (N,K) when B.t) */
+static void chunk_bf16(Bf16Products* p, size_t M, size_t N, size_t K, float alpha, Operand A, Operand B, float beta,
+                       real* C, size_t ldc) {
     size_t la, lb;
-    const bf16* a = operand(p, A, ka, ta ? K : M, ta ? M : K, lda, 0, &la);
-    const bf16* b = operand(p, B, kb, tb ? N : K, tb ? K : N, ldb, 1, &lb);
-    gemm_bf16(ta, tb, M, N, K, alpha, a, la, b, lb, beta, C, ldc);
+    const bf16* a = operand(p, A, A.t ? K : M, A.t ? M : K, 0, &la);
+    const bf16* b = operand(p, B, B.t ? N : K, B.t ? K : N, 1, &lb);
+    gemm_bf16(&(GemmShape){A.t, B.t, M, N, K, la, lb, ldc, alpha, beta}, a, b, C);
+}
+
+/* x with its storage moved on by off reals */
+static Operand operand_at(Operand x, size_t off) {
+    x.p += off;
+    return x;
 }
 
 /* Activations larger than the work space are taken in chunks of rows: of M when A's rows are C's (A not
    transposed), else of K, the rows both operands share, with beta 1 after the first chunk */
-static void product_bf16(Bf16Products* p, bool ta, bool tb, size_t M, size_t N, size_t K, real alpha, const real* A,
-                         size_t lda, OperandKind ka, const real* B, size_t ldb, OperandKind kb, real beta, real* C,
-                         size_t ldc) {
-    size_t need_a = ka == OPERAND_ACT ? M * K : 0, need_b = kb == OPERAND_ACT ? K * N : 0;
+static void product_bf16(Bf16Products* p, size_t M, size_t N, size_t K, real alpha, Operand A, Operand B, real beta,
+                         real* C, size_t ldc) {
+    size_t need_a = A.kind == OPERAND_ACT ? M * K : 0, need_b = B.kind == OPERAND_ACT ? K * N : 0;
     if (need_a <= p->act_cap && need_b <= p->act_cap) {
-        chunk_bf16(p, ta, tb, M, N, K, (float)alpha, A, lda, ka, B, ldb, kb, (float)beta, C, ldc);
+        chunk_bf16(p, M, N, K, (float)alpha, A, B, (float)beta, C, ldc);
         return;
     }
-    if (!ta && need_b <= p->act_cap) { /* rows of A and C: each chunk (m, K), m a multiple of 16 when it can be */
+    if (!A.t && need_b <= p->act_cap) { /* rows of A and C: each chunk (m, K), m a multiple of 16 when it can be */
         size_t rows = p->act_cap / K >= 16 ? p->act_cap / K / 16 * 16 : p->act_cap / K;
         CHECK(rows > 0, "product: a row of %zu exceeds the BF16 work space", K);
         for (size_t m0 = 0; m0 < M; m0 += rows) {
             size_t m = M - m0 < rows ? M - m0 : rows;
-            chunk_bf16(p, ta, tb, m, N, K, (float)alpha, A + m0 * lda, lda, ka, B, ldb, kb, (float)beta, C + m0 * ldc,
-                       ldc);
+            chunk_bf16(p, m, N, K, (float)alpha, operand_at(A, m0 * A.ld), B, (float)beta, C + m0 * ldc, ldc);
         }
         return;
     }
-    CHECK(!(kb == OPERAND_ACT && tb), "product: a transposed activation B larger than the BF16 work space");
-    size_t width = (ka == OPERAND_ACT ? M : 0) > (kb == OPERAND_ACT ? N : 0) ? M : N; /* the wider row */
+    CHECK(!(B.kind == OPERAND_ACT && B.t), "product: a transposed activation B larger than the BF16 work space");
+    size_t width = (A.kind == OPERAND_ACT ? M : 0) > (B.kind == OPERAND_ACT ? N : 0) ? M : N; /* the wider row */
     size_t rows = p->act_cap / width >= 16 ? p->act_cap / width / 16 * 16 : p->act_cap / width;
     CHECK(rows > 0, "product: a row of %zu exceeds the BF16 work space", width);
-    for (size_t k0 = 0; k0 < K; k0 += rows) { /* rows of K: A (K,M) when ta, else columns; B (K,N) or (N,K) */
+    for (size_t k0 = 0; k0 < K; k0 += rows) { /* rows of K: A (K,M) when A.t, else columns; B (K,N) or (N,K) */
         size_t k = K - k0 < rows ? K - k0 : rows;
-        const real* a = ta ? A + k0 * lda : A + k0;
-        const real* b = tb ? B + k0 : B + k0 * ldb;
-        chunk_bf16(p, ta, tb, M, N, k, (float)alpha, a, lda, ka, b, ldb, kb, k0 ? 1.0f : (float)beta, C, ldc);
+        Operand a = operand_at(A, A.t ? k0 * A.ld : k0), b = operand_at(B, B.t ? k0 : k0 * B.ld);
+        chunk_bf16(p, M, N, k, (float)alpha, a, b, k0 ? 1.0f : (float)beta, C, ldc);
     }
 }
 #endif
 
-void product(bool ta, bool tb, size_t M, size_t N, size_t K, real alpha, const real* A, size_t lda, OperandKind ka,
-             const real* B, size_t ldb, OperandKind kb, real beta, real* C, size_t ldc) {
+void product(Bf16Products* bf, size_t M, size_t N, size_t K, real alpha, Operand A, Operand B, real beta, real* C,
+             size_t ldc) {
 #ifndef REPOC_F64
-    if (current) {
-        product_bf16(current, ta, tb, M, N, K, alpha, A, lda, ka, B, ldb, kb, beta, C, ldc);
+    if (bf) {
+        product_bf16(bf, M, N, K, alpha, A, B, beta, C, ldc);
         return;
     }
 #endif
-    product_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    product_f32(M, N, K, alpha, A, B, beta, C, ldc);
 }

@@ -1,8 +1,9 @@
 /* Every matmul of the model goes through product() (docs/design.md, "Products and their precision"):
    FP32 through the process's FP32 engine (OpenBLAS's cblas_gemm, or oneDNN's FP32 matmul where OpenBLAS has
-   no kernel for the CPU or measures slower: model/engine.h chooses), or, while a BF16 context is in use
+   no kernel for the CPU or measures slower: model/engine.h chooses), or, given a BF16 context
    (train.compute_dtype "bf16"), with BF16 operands through gemm_bf16 (oneDNN) and FP32 accumulation into the
-   FP32 result.
+   FP32 result. The context is an argument of every product and of every op that runs one (NULL: FP32), so a
+   product's result depends on its arguments and the process's FP32 engine only.
 
    In BF16 each operand is one of two kinds. A weight has a BF16 copy kept next to it (a region: the model's
    parameter arena and its BF16 mirror, written once per optimizer step; a frozen BF16 base), found by its
@@ -32,11 +33,8 @@ bool f32_engine_parse(const char* name, F32Engine* e);
    parallel region. The double build (PRECISION=64) keeps OpenBLAS's dgemm whatever e is. */
 void products_set_f32_engine(F32Engine e);
 F32Engine products_f32_engine(void);
-/* The products in use run on oneDNN (a BF16 context, or the FP32 engine F32_ONEDNN): it threads each
-   product itself and is not to be called from inside a parallel region (model/linear.c splits none) */
-bool products_onednn(void);
 
-/* n reals from f32 have their BF16 copies at b16 (b16[i] = st_f32_to_bf16(f32[i])) */
+/* n reals from f32 have their BF16 copies at b16 (b16[i] = bf16_round_nearest(f32[i])) */
 typedef struct {
     const real* f32;
     size_t n;
@@ -51,14 +49,23 @@ typedef struct {
     size_t weight_rounded; /* weight operands found in no region, rounded at their product */
 } Bf16Products;
 
-/* Use p for the products from now on (NULL: FP32); returns the context in use before. Not inside an
-   OpenMP parallel region. */
-Bf16Products* products_use(Bf16Products* p);
+/* One operand of a product: p with row stride ld, stored transposed when t, and what it is */
+typedef struct {
+    const real* p;
+    size_t ld;
+    bool t;
+    OperandKind kind;
+} Operand;
 
 /* C (M,N; row stride ldc) = alpha op(A) op(B) + beta C, row-major, as cblas_gemm (model/gemm_onednn.h's
-   layout: ta, A stored (K,M); tb, B stored (N,K)); ka, kb say what A and B are */
-void product(bool ta, bool tb, size_t M, size_t N, size_t K, real alpha, const real* A, size_t lda, OperandKind ka,
-             const real* B, size_t ldb, OperandKind kb, real beta, real* C, size_t ldc);
+   layout: A.t, A stored (K,M); B.t, B stored (N,K)), with BF16 operands when bf is a context (NULL: FP32).
+   Not inside an OpenMP parallel region when products_onednn(bf). */
+void product(Bf16Products* bf, size_t M, size_t N, size_t K, real alpha, Operand A, Operand B, real beta, real* C,
+             size_t ldc);
+/* Products with context bf (NULL: FP32) run on oneDNN (a BF16 context, or the FP32 engine F32_ONEDNN): it
+   threads each product itself and is not to be called from inside a parallel region (model/linear.c splits
+   none) */
+bool products_onednn(const Bf16Products* bf);
 
 /* "bf16 operands, FP32 accumulation: oneDNN 2.6.3, ISA avx512_core_bf16", "f32: OpenBLAS, core Cooperlake" or
    "f32: oneDNN 2.6.3, ISA avx512_core_bf16":

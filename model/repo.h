@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "common/real.h"
+#include "model/products.h"
 
 /* The three maps: Wg, Wc (dp,D), Wz (P,dp). */
 typedef struct {
@@ -27,12 +28,12 @@ typedef struct {
     size_t N, D, dp, P;
 } RepoDims;
 
-/* z (N,P)   s: gc, r written   h (N,D) */
-void repo_forward(real* z, const RepoActs* s, const real* h, const RepoWeights* w, RepoDims n);
+/* z (N,P)   s: gc, r written   h (N,D); the products with context bf (NULL: FP32) */
+void repo_forward(Bf16Products* bf, real* z, const RepoActs* s, const real* h, const RepoWeights* w, RepoDims n);
 /* dh (N,D) +=   dw +=   dz (N,P)   s, h, w as forward saved/saw them; s->gc is overwritten by its
    gradient [dgate | dcontent] (as the MLP's gu: nothing reads it after this)   scratch: N*dp reals for dr */
-void repo_backward(real* dh, const RepoGrads* dw, const real* dz, RepoActs* s, const real* h, const RepoWeights* w,
-                   real* scratch, RepoDims n);
+void repo_backward(Bf16Products* bf, real* dh, const RepoGrads* dw, const real* dz, RepoActs* s, const real* h,
+                   const RepoWeights* w, real* scratch, RepoDims n);
 
 /* model.positions.repo_pdrop's p before optimizer step `step` (0 for the first): p0 max(0, 1 - step/n),
    p0 at step 0 and 0 from step n on; n = 0: 0 */

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "common/check.h"
-#include "common/safetensors.h" /* st_bf16_to_f32 */
+#include "common/bf16.h"
 
 /* where a per-layer tensor kind exists */
 typedef enum { IN_ALL, IN_PRE_NORM, IN_POST_NORMS, IN_GEMMA3, IN_QK_NORM, IN_QKV_BIAS, IN_O_BIAS, IN_REPO } KindWhere;
@@ -266,7 +266,7 @@ void layer_weights_widen(LayerWeights* out, const LayerWeights* w, const TensorT
     size_t start = tt->layer_range[layer].bf16_start, n = tt->layer_range[layer].n_bf16;
     const uint16_t* src = bf16 + start;
 #pragma omp parallel for
-    for (size_t k = 0; k < n; k++) buf[k] = (real)st_bf16_to_f32(src[k]);
+    for (size_t k = 0; k < n; k++) buf[k] = (real)bf16_to_f32(src[k]);
     for (size_t i = first; i < end; i++)
         if (tt->t[i].bf16) *layer_field(out, tt->t[i].kind) = buf + (tt->t[i].offset - start);
 }

@@ -183,7 +183,7 @@ static void adamw_tensor(real* w, bf16* w16, real* m, real* v, real* g, size_t n
         v[i] = real_fma(k.omb2 * gi, gi, v[i] * k.b2);     /* exp_avg_sq.mul_(b2).addcmul_(g, g, value=1-b2) */
         real denom = real_sqrt(v[i]) / k.bc2_sqrt + k.eps; /* (exp_avg_sq.sqrt() / sqrt(bc2)).add_(eps) */
         w[i] += k.neg_step * m[i] / denom;                 /* param.addcdiv_(m, denom, value=-lr/bc1) */
-        if (w16) w16[i] = st_f32_to_bf16((float)w[i]);     /* the products' copy (a.mirror) */
+        if (w16) w16[i] = bf16_round_nearest((float)w[i]); /* the products' copy (a.mirror) */
     }
 }
 
@@ -197,12 +197,12 @@ static void adamw_tensor_bf16(real* w, bf16* w16, uint16_t* m16, uint16_t* v16, 
     for (size_t i = 0; i < n; i++) {
         real gi = g[i] * k.gs;
         if (zero) g[i] = 0;
-        real m = real_fma(k.omb1, gi, (real)st_bf16_to_f32(m16[i]) * k.b1);
-        real v = real_fma(k.omb2 * gi, gi, (real)st_bf16_to_f32(v16[i]) * k.b2);
+        real m = real_fma(k.omb1, gi, (real)bf16_to_f32(m16[i]) * k.b1);
+        real v = real_fma(k.omb2 * gi, gi, (real)bf16_to_f32(v16[i]) * k.b2);
         w[i] *= k.keep;
         real denom = real_sqrt(v) / k.bc2_sqrt + k.eps;
         w[i] += k.neg_step * m / denom;
-        if (w16) w16[i] = st_f32_to_bf16((float)w[i]);
+        if (w16) w16[i] = bf16_round_nearest((float)w[i]);
         m16[i] = bf16_round_stochastic((float)m, sr_bits(key_m, g0 + i));
         v16[i] = bf16_round_stochastic((float)v, sr_bits(key_v, g0 + i));
     }
@@ -222,7 +222,7 @@ void adamw_moment_get(const AdamW* a, int which, size_t i0, size_t n, real* out)
         return;
     }
     const uint16_t* s = (which ? a->v16 : a->m16) + i0;
-    for (size_t i = 0; i < n; i++) out[i] = (real)st_bf16_to_f32(s[i]);
+    for (size_t i = 0; i < n; i++) out[i] = (real)bf16_to_f32(s[i]);
 }
 
 void adamw_moment_set(AdamW* a, int which, size_t i0, size_t n, const real* in) {
@@ -231,7 +231,7 @@ void adamw_moment_set(AdamW* a, int which, size_t i0, size_t n, const real* in) 
         return;
     }
     uint16_t* s = (which ? a->v16 : a->m16) + i0;
-    for (size_t i = 0; i < n; i++) s[i] = st_f32_to_bf16((float)in[i]); /* nearest even: exact for bf16 values */
+    for (size_t i = 0; i < n; i++) s[i] = bf16_round_nearest((float)in[i]); /* nearest even: exact for bf16 values */
 }
 
 bool adamw_slice_part(const AdamW* a, size_t offset, size_t n, size_t* g0, size_t* g1) {

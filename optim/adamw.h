@@ -51,10 +51,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/bf16.h"
 #include "common/hash.h"
 #include "common/real.h"
-#include "common/safetensors.h"
-#include "model/gemm_onednn.h"
 #include "model/tensors.h"
 #include "optim/optim_config.h"
 
@@ -72,14 +71,14 @@ typedef struct {
     OptimConfig cfg; /* a copy: betas, eps, weight_decay */
     AdamWTensor* t;  /* n_tensors, in table order */
     size_t n_tensors;
-    real* m;             /* (hi - lo) first moments of gradient-arena elements lo..hi-1; NULL with bf16 state */
-    real* v;             /* (hi - lo) second moments; NULL with bf16 state */
-    uint16_t *m16, *v16; /* (hi - lo) each, bf16 bit patterns, with cfg.state_bf16; else NULL */
-    size_t n;            /* == TensorTable.n_grads */
-    size_t lo, hi;       /* the slice held and updated: [0, n) unless sharded */
-    bf16* mirror;        /* NULL, or the parameters' BF16 mirror (Model.params_bf16) of params[mirror_from ..]: each
-                           updated weight's st_f32_to_bf16 is written there in the same pass (train.compute_dtype "bf16") */
-    size_t mirror_from;  /* Model.mirror_from: the parameters before it have no copy */
+    real* m;            /* (hi - lo) first moments of gradient-arena elements lo..hi-1; NULL with bf16 state */
+    real* v;            /* (hi - lo) second moments; NULL with bf16 state */
+    bf16 *m16, *v16;    /* (hi - lo) each, with cfg.state_bf16; else NULL */
+    size_t n;           /* == TensorTable.n_grads */
+    size_t lo, hi;      /* the slice held and updated: [0, n) unless sharded */
+    bf16* mirror;       /* NULL, or the parameters' BF16 mirror (Model.params_bf16) of params[mirror_from ..]: each
+                           updated weight's bf16_round_nearest is written there in the same pass (train.compute_dtype "bf16") */
+    size_t mirror_from; /* Model.mirror_from: the parameters before it have no copy */
 } AdamW;
 
 /* Validate cfg, check it against the table (every freeze pattern matches a
@@ -101,15 +100,6 @@ void adamw_moment_set(AdamW* a, int which, size_t i0, size_t n, const real* in);
 /* bytes of one moment element: 4 (f32; 8 in the double build) or 2 (bf16) */
 size_t adamw_state_bytes(const OptimConfig* cfg);
 
-/* float -> bf16 with stochastic rounding by the 16 random bits r: x + r·ulp/65536, truncated */
-static inline uint16_t bf16_round_stochastic(float x, uint32_t r) {
-    uint32_t bits;
-    __builtin_memcpy(&bits, &x, 4);
-    if ((bits & 0x7f800000u) == 0x7f800000u) return (uint16_t)(bits >> 16 | ((bits & 0xffff) ? 0x40 : 0));
-    uint32_t up = bits + (r & 0xffffu);
-    if ((up & 0x7f800000u) == 0x7f800000u) up = bits; /* never round a finite value up to infinity */
-    return (uint16_t)(up >> 16);
-}
 /* 32 random bits of (key, i): the splitmix64 finaliser, a counter-based generator */
 static inline uint32_t sr_bits(uint64_t key, uint64_t i) { return (uint32_t)mix64_final(key + i * HASH_GOLDEN); }
 

@@ -92,7 +92,7 @@ static void check_finite(const Model* m, bool bf16) {
         for (size_t d = 0; d < t->ndim; d++) numel *= t->shape[d];
         for (size_t k = 0; k < numel; k++) {
             float x = (float)w[k];
-            bool finite = bf16 ? (st_f32_to_bf16(x) & 0x7f80) != 0x7f80 : isfinite(x);
+            bool finite = bf16 ? (bf16_round_nearest(x) & 0x7f80) != 0x7f80 : isfinite(x);
             CHECK(finite,
                   "merged weight '%s' element %zu is %g%s: not finite, nothing written (adapter scale %g: "
                   "lora_alpha %g, r %zu%s)",

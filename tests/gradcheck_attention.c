@@ -9,24 +9,26 @@
 
 /* ---- attention: causal GQA, optionally masked to documents or a sliding window (starts (B,T) in c->ints),
    scores scaled by hd^-1/2 or by query_pre_attn_scalar^-1/2 (dims[6] > 0, Gemma-3) ---- */
-static DocSpans att_docs(const OpCtx* c) { return (DocSpans){c->ints}; }
 static real att_scale(const OpCtx* c) { return (real)(1 / sqrt((double)(c->dims[6] ? c->dims[6] : c->dims[4]))); }
+/* the problem's shape; d: the mask's view of c->ints */
+static AttnShape att_shape(const OpCtx* c, DocSpans* d) {
+    *d = (DocSpans){c->ints};
+    return (AttnShape){c->dims[0], c->dims[1], c->dims[2], c->dims[3], c->dims[4], att_scale(c), c->ints ? d : NULL};
+}
 static double att_loss(Problem* p) {
     OpCtx* c = p->ctx;
-    size_t B = c->dims[0], T = c->dims[1], H = c->dims[2], KVH = c->dims[3], hd = c->dims[4];
-    DocSpans d = att_docs(c);
-    attention_forward(c->out, c->work[0], c->in[0], c->in[1], c->in[2], c->ints ? &d : NULL, B, T, H, KVH, hd,
-                      att_scale(c));
-    return gc_project(c->out, c->proj, B * T * H * hd);
+    DocSpans d;
+    AttnShape s = att_shape(c, &d);
+    attention_forward(c->out, c->work[0], c->in[0], c->in[1], c->in[2], &s);
+    return gc_project(c->out, c->proj, s.B * s.T * s.H * s.hd);
 }
 static void att_grad(Problem* p) {
     OpCtx* c = p->ctx;
-    size_t B = c->dims[0], T = c->dims[1], H = c->dims[2], KVH = c->dims[3], hd = c->dims[4];
-    DocSpans d = att_docs(c);
+    DocSpans d;
+    AttnShape s = att_shape(c, &d);
     zero_grads(p);
     att_loss(p);
-    attention_backward(p->dx[0], p->dx[1], p->dx[2], c->proj, c->out, c->work[0], c->in[0], c->in[1], c->in[2],
-                       c->ints ? &d : NULL, B, T, H, KVH, hd, att_scale(c));
+    attention_backward(p->dx[0], p->dx[1], p->dx[2], c->proj, c->out, c->work[0], c->in[0], c->in[1], c->in[2], &s);
 }
 /* doc_lens: NULL (causal), or per row the document lengths, 0-terminated, summing to T */
 static OpCtx* setup_attention(Problem* out, Rng* rng, const char* name, size_t B, size_t T, size_t H, size_t KVH,

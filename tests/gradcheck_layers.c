@@ -151,13 +151,13 @@ static size_t build_rmsnorm_wrong(Problem* out, size_t max, Rng* rng) {
 /* ---- linear: out (N,OC) = inp W^T ---- */
 static double lin_loss(Problem* p) {
     OpCtx* c = p->ctx;
-    linear_forward(c->out, c->in[0], c->in[1], c->dims[0], c->dims[1], c->dims[2]);
+    linear_forward(NULL, c->out, c->in[0], c->in[1], c->dims[0], c->dims[1], c->dims[2]);
     return gc_project(c->out, c->proj, c->dims[0] * c->dims[2]);
 }
 static void lin_grad(Problem* p) {
     OpCtx* c = p->ctx;
     zero_grads(p);
-    linear_backward(p->dx[0], p->dx[1], c->proj, c->in[0], c->in[1], c->dims[0], c->dims[1], c->dims[2], false);
+    linear_backward(NULL, p->dx[0], p->dx[1], c->proj, c->in[0], c->in[1], c->dims[0], c->dims[1], c->dims[2], false);
 }
 static size_t build_linear(Problem* out, size_t max, Rng* rng) {
     OpCtx* c = new_problem(out, "linear (N=4, C=5, OC=3)");
@@ -230,8 +230,8 @@ static double lora_loss(Problem* p) {
     size_t N = c->dims[0], C = c->dims[1], OC = c->dims[2];
     LoraDropout d;
     LoraOp op = lora_op(c, &d);
-    linear_forward(c->out, c->in[0], c->in[1], N, C, OC);
-    lora_forward(c->out, OC, &op);
+    linear_forward(NULL, c->out, c->in[0], c->in[1], N, C, OC);
+    lora_forward(NULL, c->out, OC, &op);
     return gc_project(c->out, c->proj, N * OC);
 }
 static void lora_grad(Problem* p) {
@@ -241,8 +241,8 @@ static void lora_grad(Problem* p) {
     LoraOp op = lora_op(c, &d);
     zero_grads(p);
     lora_loss(p);
-    linear_backward(p->dx[0], p->dx[1], c->proj, c->in[0], c->in[1], N, C, OC, false);
-    lora_backward(p->dx[0], p->dx[2], p->dx[3], c->work[1], c->proj, OC, &op);
+    linear_backward(NULL, p->dx[0], p->dx[1], c->proj, c->in[0], c->in[1], N, C, OC, false);
+    lora_backward(NULL, p->dx[0], p->dx[2], p->dx[3], c->work[1], c->proj, OC, &op);
 }
 static void setup_lora(Problem* out, Rng* rng, const char* name, bool dropout) {
     OpCtx* c = new_problem(out, name);
@@ -333,7 +333,7 @@ static double repo_loss(Problem* p) {
     size_t N = c->dims[0], D = c->dims[1], dp = c->dims[2], P = c->dims[3];
     RepoActs s = {c->work[0], c->work[1]};
     RepoWeights w = repo_w(c);
-    repo_forward(c->out, &s, c->in[0], &w, (RepoDims){N, D, dp, P});
+    repo_forward(NULL, c->out, &s, c->in[0], &w, (RepoDims){N, D, dp, P});
     return gc_project(c->out, c->proj, N * P);
 }
 static void repo_grad(Problem* p) {
@@ -345,7 +345,7 @@ static void repo_grad(Problem* p) {
     RepoWeights w = repo_w(c);
     RepoGrads dw =
         c->dims[4] ? (RepoGrads){p->dx[1], p->dx[1] + dp * D, p->dx[2]} : (RepoGrads){p->dx[1], p->dx[2], p->dx[3]};
-    repo_backward(p->dx[0], &dw, c->proj, &s, c->in[0], &w, c->work[3], (RepoDims){N, D, dp, P});
+    repo_backward(NULL, p->dx[0], &dw, c->proj, &s, c->in[0], &w, c->work[3], (RepoDims){N, D, dp, P});
 }
 static void setup_repo(Problem* out, Rng* rng, const char* name, bool joined) {
     OpCtx* c = new_problem(out, name);

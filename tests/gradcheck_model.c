@@ -186,7 +186,7 @@ static void setup_model(Problem* p, Rng* rng, const ModelConfig* cfg, const char
     size_t B = 2, T = 6, N = B * T;
     model_build_opts(&c->m, cfg, B, T, NULL, 0, opts, false);
     randomise_weights(&c->m, rng);
-    c->m.z_loss = z_loss;
+    c->m.opts.z_loss = z_loss; /* the problem's own coefficient, whatever opts say */
     batch_alloc(&c->batch, B, T, doc_ids != NULL, false);
     for (size_t n = 0; n < N; n++) {
         c->batch.tokens[n] = (int32_t)rng_below(rng, cfg->V);

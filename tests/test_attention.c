@@ -54,11 +54,12 @@ static void check_window(size_t B, size_t T, size_t H, size_t KVH, size_t hd, si
     }
     double scale = 1 / sqrt(scalar > 0 ? scalar : (double)hd);
     DocSpans docs = {start};
-    attention_forward(out, lse, q, k, v, start ? &docs : NULL, B, T, H, KVH, hd, (real)scale);
+    AttnShape as = {B, T, H, KVH, hd, (real)scale, start ? &docs : NULL};
+    attention_forward(out, lse, q, k, v, &as);
     for (size_t i = 0; i < nq; i++) dq[i] = NAN; /* backward writes every gradient before it adds into it */
     for (size_t i = 0; i < nk; i++) dk[i] = dv[i] = NAN;
-    attention_backward(dq, dk, dv, dout, out, lse, q, k, v, start ? &docs : NULL, B, T, H, KVH, hd, (real)scale);
-    attention_reference(ro, rlse, rdq, rdk, rdv, q, k, v, dout, start, B, T, H, KVH, hd, (real)scale);
+    attention_backward(dq, dk, dv, dout, out, lse, q, k, v, &as);
+    attention_reference(ro, rlse, rdq, rdk, rdv, q, k, v, dout, &as);
     to_float(out_ref, ro, nq);
     to_float(lse_ref, rlse, N * H);
     to_float(dq_ref, rdq, nq);

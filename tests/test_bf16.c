@@ -26,8 +26,8 @@
 /* x (n): uniform in [-1, 1) rounded to BF16 (so the FP32 and BF16 operands hold the same values) */
 static void fill(Rng* r, float* x, bf16* h, size_t n) {
     for (size_t i = 0; i < n; i++) {
-        h[i] = st_f32_to_bf16((float)(2 * rng_uniform(r) - 1));
-        x[i] = st_bf16_to_f32(h[i]);
+        h[i] = bf16_round_nearest((float)(2 * rng_uniform(r) - 1));
+        x[i] = bf16_to_f32(h[i]);
     }
 }
 
@@ -87,7 +87,8 @@ static void test_gemm(Rng* rng) {
             for (int ai = 0; ai < 2; ai++)
                 for (int bi = 0; bi < 3; bi++) {
                     memcpy(C, C0, nc * 4);
-                    gemm_bf16(ta, tb, M, N, K, (float)alphas[ai], Ah, lda, Bh, ldb, (float)betas[bi], C, ldc);
+                    GemmShape s = {ta, tb, M, N, K, lda, ldb, ldc, (float)alphas[ai], (float)betas[bi]};
+                    gemm_bf16(&s, Ah, Bh, C);
                     reference(ta, tb, M, N, K, alphas[ai], A, lda, B, ldb, betas[bi], C0, ldc, ref, bound);
                     bool k;
                     double w = worst_ratio(C, ldc, ref, bound, M, N, C0, &k);
@@ -120,11 +121,10 @@ static void test_product(Rng* rng) {
     const size_t caps[] = {M * K, 16 * K, 16 * N + 16 * M};
     for (int c = 0; c < 3; c++) {
         Bf16Products p = {.region = {{W, N * K, Wh}}, .act = {work, work + M * K}, .act_cap = caps[c]};
-        Bf16Products* prev = products_use(&p);
         bool kept;
         /* C = A W^T, W (N,K) a weight: chunks of M when the work space is small */
         memcpy(C, C0, sizeof(float) * M * N);
-        product(false, true, M, N, K, 1, A, K, OPERAND_ACT, W, K, OPERAND_WEIGHT, 1, C, N);
+        product(&p, M, N, K, 1, (Operand){A, K, false, OPERAND_ACT}, (Operand){W, K, true, OPERAND_WEIGHT}, 1, C, N);
         reference(false, true, M, N, K, 1, A, K, W, K, 1, C0, N, ref, bound);
         double w1 = worst_ratio(C, N, ref, bound, M, N, C0, &kept);
         /* C (K... here M x N) = A^T-shaped: C (N,K)?  dW = dout^T x: (N,M)^T... use A stored (K',M) */
@@ -136,10 +136,9 @@ static void test_product(Rng* rng) {
         bf16* Xh = mallocCheck(M * N * 2);
         fill(rng, X, Xh, M * N);
         memset(D, 0, K * N * 4);
-        product(true, false, K, N, M, 0.5, A, K, OPERAND_ACT, X, N, OPERAND_ACT, 0, D, N);
+        product(&p, K, N, M, 0.5, (Operand){A, K, true, OPERAND_ACT}, (Operand){X, N, false, OPERAND_ACT}, 0, D, N);
         reference(true, false, K, N, M, 0.5, A, K, X, N, 0, D0, N, rd, bd);
         double w2 = worst_ratio(D, N, rd, bd, K, N, D0, &kept);
-        products_use(prev);
         EXPECT(w1 <= 1 && w2 <= 1 && p.weight_rounded == 0,
                "product, work space %zu: A W^T (W's BF16 copy) %.3f and 0.5 A^T X (activations) %.3f of the bound, "
                "no weight rounded",
@@ -148,9 +147,7 @@ static void test_product(Rng* rng) {
     }
     /* a weight in no region: rounded at the product, counted */
     Bf16Products p = {.act = {work, work + M * K}, .act_cap = M * K};
-    Bf16Products* prev = products_use(&p);
-    product(false, true, M, N, K, 1, A, K, OPERAND_ACT, W, K, OPERAND_WEIGHT, 0, C, N);
-    products_use(prev);
+    product(&p, M, N, K, 1, (Operand){A, K, false, OPERAND_ACT}, (Operand){W, K, true, OPERAND_WEIGHT}, 0, C, N);
     reference(false, true, M, N, K, 1, A, K, W, K, 0, C0, N, ref, bound);
     bool kept;
     double w = worst_ratio(C, N, ref, bound, M, N, C, &kept);
@@ -211,11 +208,11 @@ static void test_model_step(Rng* rng) {
     size_t created = onednn_created();
     double l1 = train_step(&m, &om, &b, 1), f1 = train_step(&f, &of, &b, 1);
     EXPECT(onednn_created() == created, "second step: no oneDNN primitive created (%zu after the first)", created);
-    EXPECT(m.prod.weight_rounded == 0, "two steps: every weight operand read from the mirror (%zu rounded)",
-           m.prod.weight_rounded);
+    EXPECT(m.products->prod.weight_rounded == 0, "two steps: every weight operand read from the mirror (%zu rounded)",
+           m.products->prod.weight_rounded);
     size_t stale = 0;
     size_t n = m.tensors.n_params - m.mirror_from;
-    for (size_t i = 0; i < n; i++) stale += m.params_bf16[i] != st_f32_to_bf16(m.params[m.mirror_from + i]);
+    for (size_t i = 0; i < n; i++) stale += m.params_bf16[i] != bf16_round_nearest(m.params[m.mirror_from + i]);
     EXPECT(stale == 0 && m.mirror_from == (size_t)cfg.V * cfg.D,
            "after AdamW's fused pass the mirror is the rounded weights (%zu of %zu differ); it starts after the "
            "untied input embedding (%zu)",

@@ -314,7 +314,7 @@ static void check_bf16(const char* name, const ModelConfig* cfg, uint64_t seed) 
     expect_close(label, steps, m.logits, T * V, 0, tol, why_b);
     snprintf(label, sizeof(label), "%s bf16: step logits == f32 step logits to BF16 rounding", name);
     expect_close(label, steps, steps_f, T * V, 0, tol, why_b);
-    EXPECT(m.prod.weight_rounded == 0, "%s bf16 generation: every weight read from the mirror", name);
+    EXPECT(m.products->prod.weight_rounded == 0, "%s bf16 generation: every weight read from the mirror", name);
     /* a model built for one row (as build/generate and build/eval build it), prefill in chunks of 7 */
     Model one;
     model_build_opts(&one, cfg, 1, 1, NULL, 0, &(ModelOpts){.compute_bf16 = true}, false);

@@ -237,10 +237,10 @@ static void test_z_loss_apart(void) {
         model_init_weights(&m, 5, 0.5); /* large logits: lse² well above 0 */
         for (int weighted = 0; weighted < 2; weighted++) {
             Batch b = {.B = B, .T = T, .tokens = tokens, .targets = targets, .target_weights = weighted ? w : NULL};
-            m.z_loss = 0;
+            m.opts.z_loss = 0; /* the same model with and without the term */
             double ce = model_forward(&m, &b);
             bool zero = m.loss_z == 0;
-            m.z_loss = 1e-2;
+            m.opts.z_loss = 1e-2;
             double total = model_forward(&m, &b), z = m.loss_z, num = 0, den = 0;
             for (size_t n = 0; n < N; n++)
                 if (targets[n] >= 0) {

@@ -27,12 +27,12 @@ static void test_rounding(void) {
     for (int k = 0; k < 65536; k += 4099) {
         float x = lo + ulp * (float)k / 65536.0f;
         size_t up = 0;
-        for (uint32_t r = 0; r < 65536; r++) up += st_bf16_to_f32(bf16_round_stochastic(x, r)) > lo;
+        for (uint32_t r = 0; r < 65536; r++) up += bf16_to_f32(bf16_round_stochastic(x, r)) > lo;
         exact &= up == (size_t)k;
     }
     EXPECT(exact, "x = 1 + (k/65536) ulp rounds up for exactly k of the 65536 random values (k = 0, 4099, ...)");
     float big = 3.3895314e38f; /* the largest bf16 value */
-    EXPECT(isfinite(st_bf16_to_f32(bf16_round_stochastic(nextafterf(big, INFINITY), 0xffff))),
+    EXPECT(isfinite(bf16_to_f32(bf16_round_stochastic(nextafterf(big, INFINITY), 0xffff))),
            "a finite value above the largest bf16 never rounds to infinity");
 }
 

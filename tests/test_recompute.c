@@ -70,10 +70,9 @@ static double run_step(Model* m, real* weights, bool docs) {
 }
 
 static void build(Model* m, const ModelConfig* cfg, bool recompute, size_t chunk, bool bf16) {
-    ModelOpts o = {.recompute = recompute, .head_chunk = chunk, .compute_bf16 = bf16};
+    ModelOpts o = {.recompute = recompute, .head_chunk = chunk, .compute_bf16 = bf16, .z_loss = 1e-3};
     model_build_opts(m, cfg, B, T, NULL, 0, &o, false);
     model_init_weights(m, 3, 0.05);
-    m->z_loss = 1e-3;
     ModelArenaSizes s = model_arena_sizes(cfg, B, T, NULL, 0, &o);
     EXPECT(s.params == m->tensors.n_params && s.grads == m->tensors.n_grads && s.acts == m->n_acts &&
                s.scratch == m->n_scratch,

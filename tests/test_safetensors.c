@@ -61,11 +61,11 @@ static void test_bf16_rounding(void) {
         {0xFFC00001, 0x7FC0, "negative NaN"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        uint16_t got = st_f32_to_bf16(u2f(cases[i].in));
+        uint16_t got = bf16_round_nearest(u2f(cases[i].in));
         report(got == cases[i].out, "bf16 round 0x%08x -> 0x%04x (expected 0x%04x): %s", cases[i].in, got, cases[i].out,
                cases[i].what);
     }
-    report(f2u(st_bf16_to_f32(0xC020)) == 0xC0200000, "bf16 0xc020 -> f32 bits << 16 (-2.5)");
+    report(f2u(bf16_to_f32(0xC020)) == 0xC0200000, "bf16 0xc020 -> f32 bits << 16 (-2.5)");
 }
 
 /* f16 -> f32: normals, subnormals, zeros, inf, NaN */
@@ -156,14 +156,14 @@ static void test_round_trip(const char* dir) {
     real f32[6] = {1.5f, -0.0f, 3.14159265f, 1e-40f, -65504.0f, 7.0f};
     real bf[4]; /* bf16-exact values survive the trip */
     const uint16_t bf_bits[4] = {0x3F80, 0xC020, 0x3E20, 0x0001};
-    for (int i = 0; i < 4; i++) bf[i] = st_bf16_to_f32(bf_bits[i]);
+    for (int i = 0; i < 4; i++) bf[i] = bf16_to_f32(bf_bits[i]);
     real odd[3] = {1.0f, 2.0f, -3.0f}; /* 6 bytes of BF16: the F32 tensors must still be aligned */
     real f64[3] = {0.1f, -1e30f, 123456.789f};
     int32_t ids[4] = {INT32_MIN, -1, 0, INT32_MAX};
     real scalar = 42.5f;
     size_t big_n = (size_t)1 << 17; /* past the OpenMP threshold */
     real* big = mallocCheck(big_n * sizeof(real));
-    for (size_t i = 0; i < big_n; i++) big[i] = st_bf16_to_f32((uint16_t)(i * 7919u));
+    for (size_t i = 0; i < big_n; i++) big[i] = bf16_to_f32((uint16_t)(i * 7919u));
     for (size_t i = 0; i < big_n; i++)
         if (big[i] != big[i]) big[i] = 0; /* NaN bit patterns vary */
     /* given out of name order: the header must come out sorted; the data

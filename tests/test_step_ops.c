@@ -181,9 +181,8 @@ static void test_fused_head(void) {
         w[i] = (real)(0.5 + 1.5 * rng_uniform(&rng));
     }
     Model m;
-    model_build(&m, &c, B, T, NULL, 0, false);
+    model_build_opts(&m, &c, B, T, NULL, 0, &(ModelOpts){.z_loss = 1e-3}, false);
     model_init_weights(&m, 3, 0.05);
-    m.z_loss = 1e-3;
     Batch b = {.B = B, .T = T, .tokens = tok, .targets = tgt, .target_weights = w};
     size_t n = m.tensors.n_grads;
     real* g = mallocCheck(2 * n * sizeof(real));
@@ -231,8 +230,8 @@ static void check_linear_split(size_t N, size_t C, size_t OC) {
         memcpy(dx[1], x, nx * sizeof(real));
         memcpy(dw[0], dw0, nw * sizeof(real));
         memcpy(dw[1], dw0, nw * sizeof(real));
-        linear_forward(y[0], x, w, N, C, OC);
-        linear_backward_ld(dx[0], dw[0], dy, OC, x, w, N, C, OC, alpha, add);
+        linear_forward(NULL, y[0], x, w, N, C, OC);
+        linear_backward_ld(NULL, dx[0], dw[0], (LinearDout){dy, OC, alpha}, x, w, N, C, OC, add);
 #pragma omp parallel num_threads(2)
         if (threads_id() == 0) {
             cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)OC, (int)C, 1, x, (int)C, w, (int)C, 0,
@@ -254,8 +253,8 @@ static void check_linear_split(size_t N, size_t C, size_t OC) {
         expect_close(label, dw[0], dw[1], nw, 0, rtol, why);
         memcpy(dx[1], x, nx * sizeof(real)); /* the split again, on the same inputs */
         memcpy(dw[1], dw0, nw * sizeof(real));
-        linear_forward(y[1], x, w, N, C, OC);
-        linear_backward_ld(dx[1], dw[1], dy, OC, x, w, N, C, OC, alpha, add);
+        linear_forward(NULL, y[1], x, w, N, C, OC);
+        linear_backward_ld(NULL, dx[1], dw[1], (LinearDout){dy, OC, alpha}, x, w, N, C, OC, add);
         EXPECT(same_bits(y[0], y[1], ny) && same_bits(dx[0], dx[1], nx) && same_bits(dw[0], dw[1], nw),
                "%s: the same bits when run again", label);
     }
@@ -277,10 +276,10 @@ static void check_linear_stride(size_t N, size_t C, size_t OC) {
     for (size_t i = 0; i < ny; i++) y[i] = 7;
     for (size_t i = 0; i < nx; i++) dx[0][i] = dx[1][i] = 7;
     for (size_t n = 0; n < N; n++) memcpy(dys + n * ld, dy + n * OC, OC * sizeof(real));
-    linear_forward(y, x, w, N, C, OC);
-    linear_forward_ld(ys, ld, x, w, N, C, OC);
-    linear_backward_ld(dx[0], dw[0], dy, OC, x, w, N, C, OC, 0.5f, false);
-    linear_backward_ld(dx[1], dw[1], dys, ld, x, w, N, C, OC, 0.5f, false);
+    linear_forward(NULL, y, x, w, N, C, OC);
+    linear_forward_ld(NULL, ys, ld, x, w, N, C, OC);
+    linear_backward_ld(NULL, dx[0], dw[0], (LinearDout){dy, OC, 0.5f}, x, w, N, C, OC, false);
+    linear_backward_ld(NULL, dx[1], dw[1], (LinearDout){dys, ld, 0.5f}, x, w, N, C, OC, false);
     bool same = true, pad = true;
     for (size_t n = 0; n < N; n++) {
         same = same && same_bits(y + n * OC, ys + n * ld, OC);
@@ -347,12 +346,11 @@ static void test_dispatch_variants(void) {
         p = r[i][4] + nk;
     }
     fill_normal4(11, q, nq, k, nk, v, nk, dout, nq);
-    attention_forward_v3(r[0][0], r[0][1], q, k, v, NULL, B, T, H, KVH, hd, (real)(1 / sqrt((double)hd)));
-    attention_forward_v4(r[1][0], r[1][1], q, k, v, NULL, B, T, H, KVH, hd, (real)(1 / sqrt((double)hd)));
-    attention_backward_v3(r[0][2], r[0][3], r[0][4], dout, r[0][0], r[0][1], q, k, v, NULL, B, T, H, KVH, hd,
-                          (real)(1 / sqrt((double)hd)));
-    attention_backward_v4(r[1][2], r[1][3], r[1][4], dout, r[1][0], r[1][1], q, k, v, NULL, B, T, H, KVH, hd,
-                          (real)(1 / sqrt((double)hd)));
+    AttnShape as = {B, T, H, KVH, hd, (real)(1 / sqrt((double)hd)), NULL};
+    attention_forward_v3(r[0][0], r[0][1], q, k, v, &as);
+    attention_forward_v4(r[1][0], r[1][1], q, k, v, &as);
+    attention_backward_v3(r[0][2], r[0][3], r[0][4], dout, r[0][0], r[0][1], q, k, v, &as);
+    attention_backward_v4(r[1][2], r[1][3], r[1][4], dout, r[1][0], r[1][1], q, k, v, &as);
     /* the variants use blocks of 64 and 128 (attention.c, ATT_BLOCK): the online softmax of the forward meets
        the keys in other groups, and backward's tiles on the causal diagonal and at the ragged end (T = 77) group
        the sums differently per vector width, so the variants agree to float rounding, not to the bit */

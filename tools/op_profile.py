@@ -31,7 +31,7 @@ static inline double op_now(void) {
 void op_add(const char* name, double seconds);
 void op_reset(void);
 void op_dump(void);
-#define OP(name, stmt) do { double op_t0_ = op_now(); stmt; op_add(name, op_now() - op_t0_); } while (0)
+#define OP(name, ...) do { double op_t0_ = op_now(); __VA_ARGS__; op_add(name, op_now() - op_t0_); } while (0)
 '''
 
 TIMER_C = r'''#include <stdio.h>
@@ -99,7 +99,8 @@ def instrument(path, extra):
             name = m.group(2)
             if name in ("proj_forward", "proj_backward", "linear_pair_forward", "linear_pair_backward",
                         "memset"):   # named by the buffer they write
-                first = re.search(r"\((.*?),", stmt).group(1).strip()
+                args = re.search(r"\((.*)", stmt, re.S).group(1).split(",")
+                first = args[1 if args[0].strip() in ("ctx->prod", "bf") else 0].strip()  # after the products' context
                 name += ":" + first.split("->")[-1].split(".")[-1].strip()[:10]
             out.append('%s%sOP("%s", %s);' % (indent, cond, name, stmt.strip()))
             i = j + 1

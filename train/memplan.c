@@ -76,7 +76,9 @@ void memplan_compute(MemPlan* p, const ModelConfig* cfg, const RunConfig* rc, si
     p->sharded = p->world > 1 && rc->train.shard_optimizer;
     const char* freeze[RC_LIST_MAX];
     for (size_t i = 0; i < rc->optim.freeze.n; i++) freeze[i] = rc->optim.freeze.v[i];
-    ModelOpts mo = {rc->train.recompute, memplan_head_chunk(rc, cfg->V), !strcmp(rc->train.compute_dtype, "bf16")};
+    ModelOpts mo = {.recompute = rc->train.recompute,
+                    .head_chunk = memplan_head_chunk(rc, cfg->V),
+                    .compute_bf16 = !strcmp(rc->train.compute_dtype, "bf16")};
     p->n = model_arena_sizes(cfg, p->B, p->T, freeze, rc->optim.freeze.n, &mo);
     p->n_embed = cfg->V * cfg->D;
     size_t N = p->B * p->T;
@@ -98,7 +100,7 @@ void memplan_compute(MemPlan* p, const ModelConfig* cfg, const RunConfig* rc, si
         RUNTIME_BASE_BYTES + BLAS_PANEL_BYTES_PER_COL * (widest < BLAS_PANEL_MAX_COLS ? widest : BLAS_PANEL_MAX_COLS);
     for (int i = 0; i < MP_ROWS; i++) p->total += p->bytes[i];
     /* one block's kept activations per token: the arena without recompute, less the shared parts, / (N L) */
-    ModelOpts keep = {false, mo.head_chunk, mo.compute_bf16};
+    ModelOpts keep = {.head_chunk = mo.head_chunk, .compute_bf16 = mo.compute_bf16};
     ModelArenaSizes all = model_arena_sizes(cfg, p->B, p->T, freeze, rc->optim.freeze.n, &keep);
     ModelConfig none = *cfg;
     none.L = 1; /* the same model with one layer: the difference is L-1 layers */

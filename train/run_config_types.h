@@ -126,7 +126,7 @@ typedef struct {
    run_config_optim turns cfg and the keys below into the optimizer's config. */
 typedef struct {
     OptimConfig cfg;
-    double z_loss;                 /* 0: coefficient of OLMo-2's z-loss (Model.z_loss) */
+    double z_loss;                 /* 0: coefficient of OLMo-2's z-loss (ModelOpts.z_loss) */
     char state_dtype[RC_WORD_LEN]; /* "f32" | "bf16": AdamW moments kept (and saved) in this dtype; bf16
                                            with stochastic rounding, the master weights stay f32 (state_bf16) */
     RcLrMult lr_mult;              /* {"repo": 1}: any key but "repo" is an fnmatch pattern over HF

@@ -55,9 +55,9 @@ static double product_gflops(size_t m, size_t k, size_t n, int calls, double max
     double best = 1e30, start = clock();
     for (int r = 0; r <= calls; r++) { /* call 0 warms up: threads, packing buffers, oneDNN's primitive */
         double t0 = clock();
-        if (h) gemm_bf16(false, false, m, n, k, 1.0f, h, k, h + m * k, n, 0.0f, out, n);
-        else if (products_f32_engine() == F32_ONEDNN)
-            gemm_f32_onednn(false, false, m, n, k, 1.0f, a, k, b, n, 0.0f, out, n);
+        GemmShape s = {false, false, m, n, k, k, n, n, 1.0f, 0.0f};
+        if (h) gemm_bf16(&s, h, h + m * k, out);
+        else if (products_f32_engine() == F32_ONEDNN) gemm_f32_onednn(&s, a, b, out);
         else
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a, (int)k, b, (int)n,
                         0.0f, out, (int)n);

@@ -26,100 +26,6 @@
 #include "train/run_dir.h"
 #include "train/timeplan.h"
 
-/* the checkpoint to resume from, if any (run.resume: auto | never | a path) */
-static bool find_resume(const RunConfig* rc, char* path, size_t len) {
-    if (rc->run.resume_mode == RESUME_NEVER) return false;
-    if (rc->run.resume_mode == RESUME_AUTO) return ckpt_find_latest(rc->run.out_dir, path, len);
-    const char* p = rc->run.resume;
-    char ts[4096];
-    snprintf(ts, sizeof(ts), "%s/trainer_state.json", p);
-    if (path_exists(ts)) {
-        snprintf(path, len, "%s", p);
-        return true;
-    }
-    CHECK(ckpt_find_latest(p, path, len), "run.resume: '%s' is neither a checkpoint nor a run directory with one", p);
-    return true;
-}
-
-/* Rank 0, before anything is built: a run that does not continue out_dir's own
-   checkpoints refuses an out_dir holding an earlier run (its metrics.jsonl
-   would start over and keep_last would prune its checkpoints) unless
-   run.overwrite says to start over there. run.resume "auto" without a
-   complete checkpoint starts at step 0 with a note. */
-static void check_earlier_run(const Trainer* tr) {
-    const RunConfig* rc = &tr->rc;
-    const char* out = rc->run.out_dir;
-    if (!is_dir(out)) return;
-    char parent[4096], a[4096], b[4096];
-    if (tr->resumed_from[0]) {
-        dir_of(tr->resumed_from, parent, sizeof(parent));
-        if (realpath(parent, a) && realpath(out, b) && !strcmp(a, b)) return; /* continues out_dir's run */
-    }
-    RunDirContents c = run_dir_contents(out);
-    if (!c.n_steps && !c.metrics) return;
-    char what[128];
-    snprintf(what, sizeof(what), "%zu step director%s%s", c.n_steps, c.n_steps == 1 ? "y" : "ies",
-             c.metrics ? " and metrics.jsonl" : "");
-    if (rc->run.resume_mode == RESUME_AUTO && !tr->resumed_from[0])
-        printf("note: run.out_dir '%s' holds %s but no complete checkpoint: starting at step 0, "
-               "metrics.jsonl starts over\n",
-               out, what);
-    else if (rc->run.overwrite)
-        printf("note: run.overwrite: starting over in '%s', which holds %s of an earlier run: metrics.jsonl "
-               "starts over and keep_last prunes the earlier checkpoints as this run saves its own\n",
-               out, what);
-    else
-        DIE("run.out_dir '%s' holds an earlier run (%s) that this run does not continue (run.resume \"%s\"): "
-            "set run.resume to \"auto\" to continue it, run.overwrite to true to start over there, or choose "
-            "another run.out_dir",
-            out, what, rc->run.resume);
-}
-
-/* Row r of step s is a function of (s * rows_per_step + r) in every data order
-   (data/tokens.h, data/mixture.h): resumed with another global batch, step s
-   would start elsewhere in the data, skipping or repeating rows. Refused
-   before anything large is built; checkpoints older than the field pass. */
-static void check_resume_batch(const Trainer* tr) {
-    TrainerState st;
-    ckpt_load_state(tr->resumed_from, &st);
-    if (!st.rows_per_step || st.rows_per_step == tr->rows_per_step) return;
-    DIE("cannot resume from %s: it was trained with %zu rows per step (batch_size x grad_accum x ranks, %zu "
-        "rank%s), this run takes %zu (train.batch_size %zu x train.grad_accum %zu x %d rank%s); the rows of "
-        "each step depend on that number, so the data order would change. Set batch_size x grad_accum x ranks "
-        "to %zu, or start a new run from these weights with model.init_from",
-        tr->resumed_from, st.rows_per_step, st.world_size, st.world_size == 1 ? "" : "s", tr->rows_per_step, tr->B,
-        tr->rc.train.grad_accum, tr->world, tr->world == 1 ? "" : "s", st.rows_per_step);
-}
-
-/* Which rows step s reads is a function of run.seed (the shuffle, and the dropout masks), data.order and
-   data.seq_len as well: resumed with another value of one, the run would read other data from the step it
-   resumes at than the run it continues, repeating or skipping rows. Refused like another global batch;
-   train.compute_dtype and the products' engine change only the arithmetic, and are noted
-   (trainer_products.c). Checkpoints without a saved config pass. */
-static void check_resume_data(const Trainer* tr) {
-    cJSON* cfg = ckpt_load_config(tr->resumed_from);
-    if (!cfg) return;
-    const RunConfig* rc = &tr->rc;
-    char now[3][64], then[3][64];
-    static const char* const keys[3][2] = {{"run", "seed"}, {"data", "seq_len"}, {"data", "order"}};
-    snprintf(now[0], sizeof(now[0]), "%llu", (unsigned long long)rc->run.seed);
-    snprintf(now[1], sizeof(now[1]), "%zu", rc->data.seq_len);
-    snprintf(now[2], sizeof(now[2]), "%s", rc->data.order == ORDER_SHUFFLE ? "shuffle" : "sequential");
-    for (int k = 0; k < 3; k++) {
-        const cJSON* v =
-            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cfg, keys[k][0]), keys[k][1]);
-        if (cJSON_IsNumber(v)) snprintf(then[k], sizeof(then[k]), "%.0f", v->valuedouble);
-        else snprintf(then[k], sizeof(then[k]), "%.60s", cJSON_IsString(v) ? v->valuestring : now[k]);
-        if (strcmp(now[k], then[k]))
-            DIE("cannot resume from %s: it was trained with %s.%s %s, this run has %s; which rows each step reads "
-                "depends on run.seed, data.order and data.seq_len, so the continuation would read other data than "
-                "the run it continues. Set %s.%s back to %s, or start a new run from these weights with "
-                "model.init_from",
-                tr->resumed_from, keys[k][0], keys[k][1], then[k], now[k], keys[k][0], keys[k][1], then[k]);
-    }
-    cJSON_Delete(cfg);
-}
-
 /* The optimizer: the whole state, or this rank's slice of it (ZeRO-1); each rank's slice recorded for the gathers */
 static void build_optimizer(Trainer* tr) {
     const TensorTable* tt = &tr->model.tensors;
@@ -178,7 +84,7 @@ void trainer_plan_only(Trainer* tr) {
     tr->world = dist_world();
     init_threads(rc);
     tr->resumed_from[0] = 0;
-    find_resume(rc, tr->resumed_from, sizeof(tr->resumed_from)); /* reads out_dir, locks nothing */
+    trainer_find_resume(rc, tr->resumed_from, sizeof(tr->resumed_from)); /* reads out_dir, locks nothing */
     trainer_resolve_model(tr, true);
     model_config_validate(&tr->mcfg);
     trainer_choose_products(tr);
@@ -213,86 +119,47 @@ static void note_lora_base(const Trainer* tr) {
                                            : "name it and hold the adapter alone");
 }
 
-/* A resumed run with run.threads 0 computes with the thread count its checkpoint was made with, whatever
-   the cores' load now, so it continues bit-identically (results move in the last bits between counts) */
-static void keep_resumed_threads(const Trainer* tr) {
-    TrainerState st;
-    ckpt_load_state(tr->resumed_from, &st);
-    if (!st.threads || st.threads == threads_max()) return;
-    threads_init((int)st.threads);
-    printf("note: resuming with the %zu thread(s) per rank %s was computed with, for a bit-identical continuation "
-           "(run.threads sets another count)\n",
-           st.threads, tr->resumed_from);
-}
-
-void trainer_setup(Trainer* tr) {
-    RunConfig* rc = &tr->rc;
-    tr->rank = dist_rank();
-    tr->world = dist_world();
-    init_threads(rc);
-    threads_print(stdout);
-    run_config_print(rc, stdout);
-    tr->B = rc->train.batch_size;
-    tr->T = rc->data.seq_len;
-    tr->rows_per_step = tr->B * rc->train.grad_accum * (size_t)tr->world;
-    tr->resumed_from[0] = 0;
-    if (tr->rank == 0) { /* one run per out_dir: lock it before reading what it holds */
-        if (is_dir(rc->run.out_dir)) run_dir_lock(rc->run.out_dir);
-        find_resume(rc, tr->resumed_from, sizeof(tr->resumed_from));
-        check_earlier_run(tr);
-    }
-    dist_bcast(tr->resumed_from, sizeof(tr->resumed_from)); /* rank 0 decides for all */
-    if (tr->resumed_from[0]) check_resume_batch(tr);
-    if (tr->resumed_from[0]) check_resume_data(tr);
-    if (tr->resumed_from[0] && !rc->run.threads) keep_resumed_threads(tr);
-    trainer_resolve_model(tr, false);
-    model_config_validate(&tr->mcfg);
-    trainer_choose_products(tr);
+/* The data source of data.*: token files, a mixture, the synthetic generator or JSONL records (tokenized
+   with the run's tokenizer), with documents ended by the model's end-of-document token */
+static void open_data(Trainer* tr) {
+    const RunConfig* rc = &tr->rc;
     char err[1024];
     int32_t eos;
     if (run_config_eos(rc, &tr->mcfg, &eos, err, sizeof(err))) DIE("%s", err);
-
     const char* train_files[RC_LIST_MAX];
     const char* val_files[RC_LIST_MAX];
     for (size_t i = 0; i < rc->data.train.n; i++) train_files[i] = rc->data.train.v[i];
     for (size_t i = 0; i < rc->data.val.n; i++) val_files[i] = rc->data.val.v[i];
-    if (!strcmp(rc->data.format, "jsonl")) {
-        CHECK(!rc->data.synthetic, "data.format \"jsonl\" reads data.train files; remove data.synthetic");
-        CHECK(!rc->data.train_sources && !rc->data.val_sources,
-              "data.format \"jsonl\" takes data.train and data.val as lists of files, not of sources");
-        char tok[4200]; /* data.tokenizer, else the model's tokenizer.json when it has one */
-        if (!trainer_tokenizer_json(tr, tok, sizeof(tok))) tok[0] = 0;
-        data_source_open_jsonl(&tr->data, &(DataSourceSpec){.train = train_files,
-                                                            .n_train = rc->data.train.n,
-                                                            .val = val_files,
-                                                            .n_val = rc->data.val.n,
-                                                            .tokenizer = tok[0] ? tok : NULL,
-                                                            .order = rc->data.order,
-                                                            .seed = rc->run.seed,
-                                                            .vocab_size = tr->mcfg.V,
-                                                            .T = tr->T});
-    } else {
-        data_source_open(&tr->data, &(DataSourceSpec){.synthetic = rc->data.synthetic,
-                                                      .train = train_files,
-                                                      .n_train = rc->data.train.n,
-                                                      .val = val_files,
-                                                      .n_val = rc->data.val.n,
-                                                      .train_sources = rc->data.train_sources,
-                                                      .val_sources = rc->data.val_sources,
-                                                      .format = rc->data.format,
-                                                      .order = rc->data.order,
-                                                      .seed = rc->run.seed,
-                                                      .vocab_size = tr->mcfg.V,
-                                                      .T = tr->T});
-        tr->data.eos = eos;
-    }
+    bool jsonl = !strcmp(rc->data.format, "jsonl");
+    char tok[4200]; /* jsonl: data.tokenizer, else the model's tokenizer.json when it has one */
+    if (!jsonl || !trainer_tokenizer_json(tr, tok, sizeof(tok))) tok[0] = 0;
+    data_source_open(&tr->data, &(DataSourceSpec){.synthetic = rc->data.synthetic,
+                                                  .train = train_files,
+                                                  .n_train = rc->data.train.n,
+                                                  .val = val_files,
+                                                  .n_val = rc->data.val.n,
+                                                  .train_sources = rc->data.train_sources,
+                                                  .val_sources = rc->data.val_sources,
+                                                  .format = rc->data.format,
+                                                  .tokenizer = tok[0] ? tok : NULL,
+                                                  .order = rc->data.order,
+                                                  .seed = rc->run.seed,
+                                                  .vocab_size = tr->mcfg.V,
+                                                  .T = tr->T});
+    if (!jsonl) tr->data.eos = eos; /* packed JSONL rows know their records' boundaries */
+}
 
+/* Everything the memory plan needs checked (the multiple-choice files, the optimizer config), the plan, then
+   the model, with its z-loss and the stds of new RePo weights, and what evaluates it (train.eval_tasks) */
+static void build_model(Trainer* tr) {
+    RunConfig* rc = &tr->rc;
     trainer_mc_check(tr); /* every multiple-choice file read and checked, the tokenizer loaded */
     run_config_optim(rc, &tr->ocfg);
     trainer_memory_plan(tr, false); /* may refuse to start: nothing large is allocated yet */
     const char* freeze[OPTIM_MAX_PATTERNS];
     size_t n_freeze = optim_freeze_patterns(&tr->ocfg, freeze);
-    ModelOpts mo = {rc->train.recompute, memplan_head_chunk(rc, tr->mcfg.V), !strcmp(rc->train.compute_dtype, "bf16")};
+    ModelOpts mo = {rc->train.recompute, memplan_head_chunk(rc, tr->mcfg.V), !strcmp(rc->train.compute_dtype, "bf16"),
+                    rc->optim.z_loss};
     model_build_opts(&tr->model, &tr->mcfg, tr->B, tr->T, freeze, n_freeze, &mo, true);
     CHECK(tr->model.tensors.n_grads,
           "nothing to train: every tensor is frozen (%s); remove the optim.freeze "
@@ -301,24 +168,33 @@ void trainer_setup(Trainer* tr) {
                                "train, and optim.freeze matches them all"
                              : "optim.freeze matches every tensor",
           tr->mcfg.lora_rank ? "the adapters (e.g. \"*lora*\")" : "them");
-    tr->model.z_loss = rc->optim.z_loss;
-    /* the stds of new RePo weights, below or in ckpt_weights_load */
+    /* the stds of new RePo weights, in restore_or_init or ckpt_weights_load */
     tr->model.repo_std[0] = rc->model.positions.repo_gate_init_std;
     tr->model.repo_std[1] = rc->model.positions.repo_content_init_std;
     tr->model.repo_std[2] = rc->model.positions.repo_final_init_std;
     if (rc->train.eval_tasks) setup_tasks(tr);
     trainer_mc_setup(tr);
-    build_optimizer(tr);
-    /* the data source fills document ids and answer weights with every batch when the batch has them */
+}
+
+/* The micro-batch's buffers: the data source fills document ids and answer weights with every batch when the
+   batch has them */
+static void alloc_batch(Trainer* tr) {
+    const RunConfig* rc = &tr->rc;
     batch_alloc(&tr->batch, tr->B, tr->T, rc->data.document_mask,
                 tr->data.synthetic && tr->data.syn.answer_weight != 1.0);
     if (rc->data.document_mask) {
         if (tr->data.jsonl) printf("document masking: attention within the packed JSONL records, positions restart\n");
         else
-            printf("document masking: attention within documents ended by token %" PRId32 ", positions restart\n", eos);
+            printf("document masking: attention within documents ended by token %" PRId32 ", positions restart\n",
+                   tr->data.eos);
     }
-    memset(&tr->state, 0, sizeof(tr->state));
+}
 
+/* The weights and state: a resumed checkpoint's, else model.init_from's (with new RePo and LoRA weights
+   initialised), else fresh ones; then rank 0's copy on every rank */
+static void restore_or_init(Trainer* tr) {
+    const RunConfig* rc = &tr->rc;
+    memset(&tr->state, 0, sizeof(tr->state));
     if (tr->resumed_from[0]) {
         ckpt_load(tr->resumed_from, &tr->model, &tr->opt, &tr->state);
         printf("resumed from %s at step %zu\n", tr->resumed_from, tr->state.step);
@@ -339,9 +215,14 @@ void trainer_setup(Trainer* tr) {
     /* every rank starts from rank 0's weights */
     dist_bcast(tr->model.params, tr->model.tensors.n_params * sizeof(real));
     model_params_changed(&tr->model);
+}
+
+/* Rank 0, all input checked: only now does the run write anything. out_dir with its lock, run_config.json
+   and metrics.jsonl. */
+static void open_out_dir(Trainer* tr) {
+    const RunConfig* rc = &tr->rc;
     tr->config_json = run_config_to_json(rc);
     if (tr->rank != 0) return; /* rank 0 alone writes to out_dir */
-    /* all input is checked: only now does the run write anything */
     mkdir_p(rc->run.out_dir);
     run_dir_lock(rc->run.out_dir); /* a new out_dir: two runs that both created it meet here */
     run_dir_clean_stale(rc->run.out_dir);
@@ -350,6 +231,28 @@ void trainer_setup(Trainer* tr) {
     file_write_atomic(path, tr->config_json, strlen(tr->config_json));
     metrics_open(&tr->metrics, rc->run.out_dir, tr->resumed_from[0] ? tr->state.step : 0);
     trainer_positions_setup(tr);
+}
+
+void trainer_setup(Trainer* tr) {
+    RunConfig* rc = &tr->rc;
+    tr->rank = dist_rank();
+    tr->world = dist_world();
+    init_threads(rc);
+    threads_print(stdout);
+    run_config_print(rc, stdout);
+    tr->B = rc->train.batch_size;
+    tr->T = rc->data.seq_len;
+    tr->rows_per_step = tr->B * rc->train.grad_accum * (size_t)tr->world;
+    trainer_lock_and_find_resume(tr);
+    trainer_resolve_model(tr, false);
+    model_config_validate(&tr->mcfg);
+    trainer_choose_products(tr);
+    open_data(tr);
+    build_model(tr);
+    build_optimizer(tr);
+    alloc_batch(tr);
+    restore_or_init(tr);
+    open_out_dir(tr);
 }
 
 void trainer_free(Trainer* tr) {
@@ -403,15 +306,25 @@ static void gather_params(Trainer* tr) {
     model_params_changed(m);
 }
 
-void trainer_step(Trainer* tr) {
+/* What one step computed, for its log line */
+typedef struct {
+    double loss;   /* the mean objective over the global batch: cross-entropy + z-loss term */
+    double loss_z; /* its z-loss term */
+    double pdrop;  /* repo_pdrop's p of the step */
+    double norm;   /* the gradient's global norm before clipping */
+    double lr;
+    double seconds;
+} StepSums;
+
+/* The grad_accum micro-batches of this rank: forward and backward of each, the gradients summed into the
+   arena (zeroed first unless the last update did), the losses into s */
+static void accumulate(Trainer* tr, size_t step, StepSums* s) {
     Model* m = &tr->model;
-    size_t step = tr->state.step, accum = tr->rc.train.grad_accum, world = (size_t)tr->world;
-    double t0 = now_s(), loss = 0, loss_z = 0; /* the objective (cross-entropy + z-loss term) and its z-loss term */
+    size_t accum = tr->rc.train.grad_accum, world = (size_t)tr->world;
     if (!tr->grads_zeroed) model_zero_grad(m);
     tr->grads_zeroed = false;
     const RcPositions* rp = &tr->rc.model.positions; /* repo_pdrop: a pure function of the step, as resume needs */
-    double pdrop =
-        repo_pdrop_at(rp->repo_pdrop_init, rp->repo_pdrop_steps == RC_UNSET ? 0 : rp->repo_pdrop_steps, step);
+    s->pdrop = repo_pdrop_at(rp->repo_pdrop_init, rp->repo_pdrop_steps == RC_UNSET ? 0 : rp->repo_pdrop_steps, step);
     for (size_t k = 0; k < accum; k++) { /* micro-batch k of rank r is global rows [(k*world + r)*B, +B) */
         size_t row0 = (k * world + (size_t)tr->rank) * tr->B;
         Batch* b = &tr->batch; /* with the answer-weighted loss of data.synthetic.answer_weight when set */
@@ -419,71 +332,96 @@ void trainer_step(Trainer* tr) {
         /* LoRA dropout masks: a pure function of (seed, step, global micro-batch), so resume stays exact */
         b->lora_dropout_on = true;
         b->lora_dropout_key = mix_triple(0x6c6f72612d64726full, tr->rc.run.seed, step, k * world + (size_t)tr->rank);
-        b->repo_pdrop = pdrop;
+        b->repo_pdrop = s->pdrop;
         double l = model_forward_train(m, b);
         if (!isfinite(l)) die_nonfinite(tr, step + 1, "the loss is not finite");
-        loss += l / (double)(accum * world);
-        loss_z += m->loss_z / (double)(accum * world);
+        s->loss += l / (double)(accum * world);
+        s->loss_z += m->loss_z / (double)(accum * world);
         model_backward(m, b, 1.0 / (double)(accum * world));
     }
+}
+
+/* The sums over the ranks (the mean over the global batch), and the gradient's norm, which must be finite */
+static void reduce_and_check(Trainer* tr, size_t step, StepSums* s) {
+    Model* m = &tr->model;
     double t_comm = now_s();
-    dist_allreduce_sum_real(m->grads, m->tensors.n_grads); /* the mean over the global batch */
-    dist_allreduce_sum_double(&loss, 1);
-    if (m->z_loss > 0) dist_allreduce_sum_double(&loss_z, 1);
+    dist_allreduce_sum_real(m->grads, m->tensors.n_grads);
+    dist_allreduce_sum_double(&s->loss, 1);
+    if (m->opts.z_loss > 0) dist_allreduce_sum_double(&s->loss_z, 1);
     tr->comm_s = now_s() - t_comm;
-    double norm = grad_global_norm(m->grads, m->tensors.n_grads);
-    if (!isfinite(norm)) {
+    s->norm = grad_global_norm(m->grads, m->tensors.n_grads);
+    if (!isfinite(s->norm)) {
         long bad = first_nonfinite_tensor(&m->tensors, m->grads);
         char what[256];
         snprintf(what, sizeof(what), "the gradient of %s is not finite",
                  bad >= 0 ? m->tensors.t[bad].name : "the model (sum of squares overflowed)");
         die_nonfinite(tr, step + 1, what);
     }
-    double lr = lr_at(&tr->ocfg, step, tr->rc.train.steps);
+}
+
+/* AdamW at the schedule's learning rate on the clipped gradients; sharded, every rank's slice to all */
+static void update(Trainer* tr, size_t step, StepSums* s) {
+    Model* m = &tr->model;
+    s->lr = lr_at(&tr->ocfg, step, tr->rc.train.steps);
     /* clipped and zeroed as AdamW reads them; sharded, the all-gather below reuses the arena */
-    adamw_step(&tr->opt, m->params, m->grads, lr, step, grad_clip_scale(tr->ocfg.grad_clip, norm), !tr->sharded);
+    adamw_step(&tr->opt, m->params, m->grads, s->lr, step, grad_clip_scale(tr->ocfg.grad_clip, s->norm), !tr->sharded);
     tr->grads_zeroed = !tr->sharded;
     if (tr->sharded) {
-        t_comm = now_s();
+        double t_comm = now_s();
         gather_params(tr);
         tr->comm_s += now_s() - t_comm;
     }
-    double dt = now_s() - t0;
+}
 
-    tr->state.step = step + 1;
+/* The step counted in the trainer's state, and every log_every steps (and the last) a metrics line */
+static void log_step(Trainer* tr, const StepSums* s) {
+    double ce = s->loss - s->loss_z; /* the cross-entropy, as OLMo logs it and metrics.jsonl's "loss"; z_loss apart */
+    tr->state.step++;
     tr->state.tokens_seen += tr->rows_per_step * tr->T;
-    tr->state.last_loss = loss - loss_z; /* the cross-entropy, as metrics.jsonl's "loss" */
+    tr->state.last_loss = ce;
     tr->state.has_loss = true;
     if (!tr->has_first_loss) {
-        tr->first_loss = loss - loss_z;
+        tr->first_loss = ce;
         tr->has_first_loss = true;
     }
     size_t every = tr->rc.train.log_every ? tr->rc.train.log_every : 1;
-    if (tr->state.step % every == 0 || tr->state.step == tr->rc.train.steps) {
-        StepLog s = {.step = tr->state.step,
-                     .steps = tr->rc.train.steps,
-                     .loss = loss - loss_z, /* the cross-entropy, as OLMo logs it; z_loss apart */
-                     .z_loss = m->z_loss > 0 ? loss_z : -1,
-                     .repo_pdrop = pdrop > 0 ? pdrop : -1,
-                     .lr = lr,
-                     .grad_norm = norm,
-                     .ms = dt * 1e3,
-                     .tokens_per_s = tr->rows_per_step * tr->T / dt,
-                     .eta_s = dt * (double)(tr->rc.train.steps - tr->state.step),
-                     .tokens_seen = tr->state.tokens_seen,
-                     .comm_ms = tr->world > 1 ? tr->comm_s * 1e3 : -1};
-        const Mixture* mx = &tr->data.train_mix;
-        const char* names[MIX_MAX_SOURCES];
-        size_t tokens[MIX_MAX_SOURCES];
-        for (size_t k = 0; k < mx->n; k++) { /* a pure function of the step: right after a resume too */
-            names[k] = mx->src[k].name;
-            tokens[k] = (size_t)mixture_count(mx, k, (uint64_t)tr->state.step * tr->rows_per_step) * tr->T;
-        }
-        s.n_sources = mx->n;
-        s.source_names = names;
-        s.source_tokens = tokens;
-        metrics_step(&tr->metrics, &s);
+    if (tr->state.step % every != 0 && tr->state.step != tr->rc.train.steps) return;
+    StepLog l = {.step = tr->state.step,
+                 .steps = tr->rc.train.steps,
+                 .loss = ce,
+                 .z_loss = tr->model.opts.z_loss > 0 ? s->loss_z : -1,
+                 .repo_pdrop = s->pdrop > 0 ? s->pdrop : -1,
+                 .lr = s->lr,
+                 .grad_norm = s->norm,
+                 .ms = s->seconds * 1e3,
+                 .tokens_per_s = tr->rows_per_step * tr->T / s->seconds,
+                 .eta_s = s->seconds * (double)(tr->rc.train.steps - tr->state.step),
+                 .tokens_seen = tr->state.tokens_seen,
+                 .comm_ms = tr->world > 1 ? tr->comm_s * 1e3 : -1};
+    const Mixture* mx = &tr->data.train_mix;
+    const char* names[MIX_MAX_SOURCES];
+    size_t tokens[MIX_MAX_SOURCES];
+    for (size_t k = 0; k < mx->n; k++) { /* a pure function of the step: right after a resume too */
+        names[k] = mx->src[k].name;
+        tokens[k] = (size_t)mixture_count(mx, k, (uint64_t)tr->state.step * tr->rows_per_step) * tr->T;
     }
+    l.n_sources = mx->n;
+    l.source_names = names;
+    l.source_tokens = tokens;
+    metrics_step(&tr->metrics, &l);
+}
+
+/* llm.c's step in four phases: forward and backward of every micro-batch, the sums over ranks checked, the
+   update, the log */
+void trainer_step(Trainer* tr) {
+    size_t step = tr->state.step;
+    double t0 = now_s();
+    StepSums s = {0};
+    accumulate(tr, step, &s);
+    reduce_and_check(tr, step, &s);
+    update(tr, step, &s);
+    s.seconds = now_s() - t0;
+    log_step(tr, &s);
 }
 
 bool trainer_data_left(Trainer* tr) {

@@ -85,6 +85,12 @@ typedef struct {
    optimizer, restore or initialise the weights, create out_dir and its logs.
    Every check that can fail on the user's input runs before out_dir is touched. */
 void trainer_setup(Trainer* tr);
+/* train/trainer_resume.c. The checkpoint to resume from into path, if any (run.resume: auto | never | a path) */
+bool trainer_find_resume(const RunConfig* rc, char* path, size_t len);
+/* Rank 0 locks out_dir (one run per out_dir) before reading what it holds, finds the checkpoint to resume
+   from into tr->resumed_from and refuses an earlier run this one does not continue; every rank then checks
+   that the checkpoint continues with the same rows per step and data, and keeps its thread count. */
+void trainer_lock_and_find_resume(Trainer* tr);
 /* The memory plan (train/memplan.h) of the resolved model and config: printed;
    then, unless plan_only, a run that does not fit is refused (exit 1) when
    run.check_memory is true. trainer_setup calls it before allocating. */

@@ -32,7 +32,7 @@ static bool eval_stream(Trainer* tr, size_t k, size_t n, double* total, double* 
         *total_z += tr->model.loss_z;
     }
     dist_allreduce_sum_double(total, 1);
-    if (tr->model.z_loss > 0) dist_allreduce_sum_double(total_z, 1);
+    if (tr->model.opts.z_loss > 0) dist_allreduce_sum_double(total_z, 1);
     return true;
 }
 
@@ -94,7 +94,7 @@ bool trainer_eval(Trainer* tr) {
     tr->val_step = tr->state.step;
     EvalLog e = {.step = tr->state.step,
                  .val_loss = tr->last_val_loss,
-                 .val_z_loss = tr->model.z_loss > 0 && all ? weighted_z / (double)all : -1,
+                 .val_z_loss = tr->model.opts.z_loss > 0 && all ? weighted_z / (double)all : -1,
                  .n_batches = all,
                  .n_sources = names[0] ? n_streams : 0,
                  .source_names = names,
