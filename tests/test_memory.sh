@@ -19,10 +19,10 @@
 . "$(dirname "$0")/testlib.sh" memory
 
 echo "--plan and the refusal"
-big() {  # file d_model n_layers d_ff vocab seq_len state
+big() {  # file d_model n_layers d_ff vocab seq_len state [n_heads]
     cat >"$1" <<JSON
 {"run": {"out_dir": "$T/never", "threads": 1},
- "model": {"vocab_size": $5, "d_model": $2, "n_layers": $3, "n_heads": 16, "d_ff": $4,
+ "model": {"vocab_size": $5, "d_model": $2, "n_layers": $3, "n_heads": ${8:-16}, "d_ff": $4,
            "positions": {"mode": "repo", "repo_start_layer": 5}},
  "data": {"synthetic": {}, "seq_len": $6},
  "optim": {"state_dtype": "$7"},
@@ -74,7 +74,7 @@ for c in "s 68" "s_re 86"; do
     then ok "${c% *} --plan: $line"; else bad "${c% *} --plan time line: '$line'"; fi
 done
 # a model whose parameters, gradients and activations alone exceed any machine's memory: no process count
-big "$T/huge.json" 8192 48 28672 100352 4096 f32
+big "$T/huge.json" 8192 48 28672 100352 4096 f32 64   # head dim 128: one the attention kernel takes
 build/train "$T/huge.json" --plan >"$T/huge.log" 2>&1
 if grep -q "mpirun -np N does not help: sharding (train.shard_optimizer) divides only the AdamW state" "$T/huge.log" &&
     ! grep -q "mpirun -np [0-9]" "$T/huge.log"; then ok "no process count suggested: $(grep -o 'the rest takes .*' "$T/huge.log")"
