@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tools/bench_engines.sh (make bench-engines): the engine choice of the products (model/engine.h) against
-# every engine it chooses from, and against PyTorch, side by side in one run (docs/performance.md, "Engines
+# every engine it chooses from, and against PyTorch, side by side in one run (docs/cpus.md, "Engines
 # per CPU"). Per size and repeat, alternated, the training step of bench_step in mode repo (tokens/s):
 #   openblas  f32 on OpenBLAS (--f32-engine openblas)    onednn  f32 on oneDNN's FP32 matmul
 #   default   what a run gets with nothing set (f32, --f32-engine auto)
