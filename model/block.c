@@ -1,19 +1,16 @@
-/* Decoder block forward and backward (docs/design.md, "One training step"; docs/backward.md).
-   OLMo-2:  q = rope(q_norm(x Wq^T)), k = rope(k_norm(x Wk^T)), v = x Wv^T
-            x_mid = x + post_attention_layernorm(attn(q,k,v) Wo^T)
-            x_out = x_mid + post_feedforward_layernorm(down(silu(x_mid Wg^T) ⊙ x_mid Wu^T))
-   Llama:   h = input_layernorm(x); q = rope(h Wq^T), k = rope(h Wk^T), v = h Wv^T
-            x_mid = x + attn(q,k,v) Wo^T
-            x_out = x_mid + down(silu(h2 Wg^T) ⊙ h2 Wu^T), h2 = post_attention_layernorm(x_mid)
-   Qwen2:   Llama with q = rope(h Wq^T + bq), k = rope(h Wk^T + bk), v = h Wv^T + bv
-   Qwen3:   Llama with q = rope(q_norm(h Wq^T [+ bq])), k = rope(k_norm(h Wk^T [+ bk])), the norms over each
-            head's hd features (weights [hd]); the biases, and bo on o, with attention_bias
-   Gemma-3: Qwen3's q, k, v; x_mid = x + post_attention_layernorm(attn(q,k,v) Wo^T)
-            x_out = x_mid + post_feedforward_layernorm(down(gelu_tanh(h2 Wg^T) ⊙ h2 Wu^T)),
-            h2 = pre_feedforward_layernorm(x_mid); every norm x r (1 + w); scores scaled by
-            query_pre_attn_scalar^-1/2; sliding layers see the last sliding_window keys and rotate by
-            rope_local_base_freq's table
-   Positions: rope p = t; repo p = z from the module on h (OLMo-2: h = x); nope: no rotation. */
+/* Decoder block forward and backward (docs/design.md, "One training step"; docs/backward.md), written once for
+   every model it runs: it reads the BlockTraits of model/config.h (which model has which: the table in
+   model/config.c), never a model's name.
+     h      = input_layernorm(x)                          with input_norm; else h = x
+     q      = rope(q_norm(h Wq^T [+ bq])), k likewise     q_norm over the whole vector or per head (qk_norm);
+     v      = h Wv^T [+ bv]                               biases: qkv_bias, or attention_bias (then bo too)
+     x_mid  = x + [post_attention_layernorm](att Wo^T)    the norm with post_norms
+     h2     = norm(x_mid)                                 with ff_pre_norm: post_attention_layernorm, or
+                                                          pre_feedforward_layernorm when post_norms holds that one
+     x_out  = x_mid + [post_feedforward_layernorm](down(act(h2 Wg^T) ⊙ h2 Wu^T))   act: silu or gelu_tanh (glu)
+   every norm x r (w + norm_offset); scores scaled by cfg_attn_scale; a sliding layer sees its last
+   sliding_window keys and, with window_rope, rotates by its own table.
+   Positions: rope p = t; repo p = z from the module on h; nope: no rotation. */
 #include "model/block.h"
 
 #include <string.h>
@@ -29,12 +26,12 @@
 void layer_acts_layout(LayerActs* a, Cursor* cur, const ModelConfig* c, size_t l, size_t N) {
     memset(a, 0, sizeof(*a));
     size_t D = c->D, q = c->H * cfg_hd(c), kv = c->KVH * cfg_hd(c), F = c->F;
-    bool olmo2 = cfg_olmo2(c);
-    if (!olmo2) {
+    const BlockTraits* t = cfg_traits(c);
+    if (t->input_norm) {
         a->h = cursor_take(cur, N * D);
         a->h_rstd = cursor_take(cur, N);
     }
-    if (cfg_qk_norm(c)) { /* rstd per row of the norm: per token (OLMo-2) or per token and head (Qwen3) */
+    if (cfg_qk_norm(c)) { /* rstd per row of the norm: per token (whole vector) or per token and head */
         a->q_pre = cursor_take(cur, N * q);
         a->q_rstd = cursor_take(cur, N * cfg_qk_norm_heads(c, c->H));
         a->k_pre = cursor_take(cur, N * kv);
@@ -53,27 +50,26 @@ void layer_acts_layout(LayerActs* a, Cursor* cur, const ModelConfig* c, size_t l
     a->o = cursor_take(cur, N * D);
     a->x_mid = cursor_take(cur, N * D);
     a->attn_rstd = cursor_take(cur, N);
-    if (!olmo2) a->h2 = cursor_take(cur, N * D);
-    if (cfg_gemma3(c)) a->ff_rstd = cursor_take(cur, N);
+    if (t->ff_pre_norm) a->h2 = cursor_take(cur, N * D);
+    if (t->ff_pre_norm && t->post_norms) a->ff_rstd = cursor_take(cur, N);
     a->gu = cursor_take(cur, N * 2 * F);
     a->m = cursor_take(cur, N * F);
     if (cfg_post_norms(c)) {
         a->d = cursor_take(cur, N * D);
         a->mlp_rstd = cursor_take(cur, N);
     }
-    for (int t = 0; t < LORA_N_TARGETS; t++)
-        if (cfg_lora_on(c, (LoraTarget)t)) a->lora_ax[t] = cursor_take(cur, N * c->lora_rank);
+    for (int lt = 0; lt < LORA_N_TARGETS; lt++)
+        if (cfg_lora_on(c, (LoraTarget)lt)) a->lora_ax[lt] = cursor_take(cur, N * c->lora_rank);
 }
 
 void block_scratch_layout(BlockScratch* s, Cursor* cur, const ModelConfig* c, size_t N) {
     size_t D = c->D, q = c->H * cfg_hd(c), kv = c->KVH * cfg_hd(c), F = c->F;
-    bool olmo2 = cfg_olmo2(c);
+    const BlockTraits* t = cfg_traits(c);
     s->dd = cursor_take(cur, N * D);
     s->do_ = cursor_take(cur, N * D);
-    if (!olmo2) { /* OLMo-2 sums these into the residual stream's gradient itself */
-        s->dmlp_in = cursor_take(cur, N * D);
-        s->dh = cursor_take(cur, N * D);
-    }
+    /* without its norm a half's input is the stream itself, whose gradient takes these sums directly */
+    if (t->ff_pre_norm) s->dmlp_in = cursor_take(cur, N * D);
+    if (t->input_norm) s->dh = cursor_take(cur, N * D);
     s->dm = cursor_take(cur, N * F);
     s->datt = cursor_take(cur, N * q);
     s->dq = cursor_take(cur, N * q);
@@ -156,28 +152,30 @@ static void proj_backward(real* dinp, bool add, real* dW, real* db, const real* 
    pair always runs as two products, and both kinds of model compute the same bits. */
 static bool gate_up_join(const LayerWeights* w) { return !w->lora_a[LORA_GATE] && !w->lora_a[LORA_UP]; }
 
-/* The MLP input's norm of a pre-norm block, its weight (in w or dw) and rstd: Gemma-3's
-   pre_feedforward_layernorm, or Llama's and Qwen's post_attention_layernorm */
+/* The MLP input's norm (ff_pre_norm), its weight (in w or dw) and rstd: pre_feedforward_layernorm when
+   post_norms gives post_attention_layernorm to o, else post_attention_layernorm */
 static real* ff_in_norm(const LayerWeights* w, const ModelConfig* c) {
-    return cfg_gemma3(c) ? w->ff_norm : w->attn_norm;
+    return cfg_post_norms(c) ? w->ff_norm : w->attn_norm;
 }
-static real* ff_in_rstd(const LayerActs* a, const ModelConfig* c) { return cfg_gemma3(c) ? a->ff_rstd : a->attn_rstd; }
+static real* ff_in_rstd(const LayerActs* a, const ModelConfig* c) {
+    return cfg_post_norms(c) ? a->ff_rstd : a->attn_rstd;
+}
 
-/* GeGLU (Gemma-3) or SwiGLU: m (N,F) from gu's rows [gate | up], and its backward into gu in place */
+/* GeGLU or SwiGLU (BlockTraits.glu): m (N,F) from gu's rows [gate | up], and its backward into gu in place */
 static void glu_forward(real* m, const real* gu, const ModelConfig* c, size_t N) {
     size_t F = c->F;
-    if (cfg_gemma3(c)) geglu_forward(m, gu, gu + F, N, F, 2 * F);
+    if (cfg_traits(c)->glu == GLU_GELU_TANH) geglu_forward(m, gu, gu + F, N, F, 2 * F);
     else swiglu_forward(m, gu, gu + F, N, F, 2 * F);
 }
 static void glu_backward(real* gu, const real* dm, const ModelConfig* c, size_t N) {
     size_t F = c->F;
-    if (cfg_gemma3(c)) geglu_backward(gu, gu + F, dm, gu, gu + F, N, F, 2 * F);
+    if (cfg_traits(c)->glu == GLU_GELU_TANH) geglu_backward(gu, gu + F, dm, gu, gu + F, N, F, 2 * F);
     else swiglu_backward(gu, gu + F, dm, gu, gu + F, N, F, 2 * F);
 }
 
-/* layer l's rotation table (Gemma-3's sliding layers have their own base) and attention mask */
+/* layer l's rotation table (a sliding layer's own with window_rope) and attention mask */
 static const RopeTable* layer_rope(size_t l, const BlockCtx* ctx) {
-    return cfg_sliding(ctx->cfg, l) ? ctx->rope_local : ctx->rope;
+    return cfg_local_rope(ctx->cfg, l) ? ctx->rope_local : ctx->rope;
 }
 static const DocSpans* layer_docs(size_t l, const BlockCtx* ctx) {
     return cfg_sliding(ctx->cfg, l) ? ctx->docs_local : ctx->docs;
@@ -202,13 +200,13 @@ void block_qkv_forward(LayerActs* a, const real* x_in, const LayerWeights* w, si
     double eps = c->norm_eps;
     real off = (real)cfg_norm_offset(c);
 
-    /* attention input: the raw stream (OLMo-2) or input_layernorm(x) (Llama, Qwen, Gemma-3) */
+    /* attention input: input_layernorm(x), or the stream itself */
     const real* h = x_in;
-    if (!cfg_olmo2(c)) {
+    if (cfg_traits(c)->input_norm) {
         rmsnorm_forward(a->h, a->h_rstd, x_in, w->in_norm, off, N, D, eps);
         h = a->h;
     }
-    if (cfg_qk_norm(c)) { /* QK-norm on the rows of one token (OLMo-2) or of one head (Qwen3, Gemma-3: [hd]) */
+    if (cfg_qk_norm(c)) { /* QK-norm on the rows of one token (the whole vector) or of one head ([hd]) */
         size_t qh = cfg_qk_norm_heads(c, c->H), kh = cfg_qk_norm_heads(c, c->KVH);
         proj_forward(a->q_pre, a, h, w->wq, w->bq, w, LORA_Q, ctx, N, D, qd);
         rmsnorm_forward(a->q, a->q_rstd, a->q_pre, w->q_norm, off, N * qh, qd / qh, eps);
@@ -239,11 +237,11 @@ void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerW
     real off = (real)cfg_norm_offset(c);
 
     proj_forward(a->o, a, a->att, w->wo, w->bo, w, LORA_O, ctx, N, qd, D);
-    if (post) /* x_mid = x + norm(o) (OLMo-2, Gemma-3) */
+    if (post) /* x_mid = x + norm(o) */
         rmsnorm_residual_forward(a->x_mid, a->attn_rstd, x_in, a->o, w->attn_norm, off, N, D, eps);
     else /* x_mid = x + o */ residual_forward(a->x_mid, x_in, a->o, N * D);
     const real* mlp_in = a->x_mid;
-    if (!cfg_olmo2(c)) { /* the MLP reads norm(x_mid) */
+    if (cfg_traits(c)->ff_pre_norm) { /* the MLP reads norm(x_mid) */
         rmsnorm_forward(a->h2, ff_in_rstd(a, c), a->x_mid, ff_in_norm(w, c), off, N, D, eps);
         mlp_in = a->h2;
     }
@@ -284,7 +282,8 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
     const ModelConfig* c = ctx->cfg;
     size_t N = ctx->B * ctx->T, D = c->D, hd = cfg_hd(c), F = c->F;
     size_t qd = c->H * hd, kvd = c->KVH * hd;
-    bool olmo2 = cfg_olmo2(c), post = cfg_post_norms(c);
+    const BlockTraits* t = cfg_traits(c);
+    bool post = t->post_norms;
     real off = (real)cfg_norm_offset(c);
 
     /* MLP half: x_out = x_mid + [norm](m Wdown^T); dx: dx_out, then dx_mid */
@@ -296,12 +295,15 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
     proj_backward(s->dm, false, dw->down, NULL, dd, a, a->m, w->down, w, dw, s, LORA_DOWN, ctx, N, F, D);
     real* dgu = a->gu; /* rows [dgate | dup], in place of [gate | up]: nothing reads those after this */
     glu_backward(dgu, s->dm, c, N);
-    const real* mlp_in = olmo2 ? a->x_mid : a->h2;
-    real* dmlp_in = olmo2 ? dx : s->dmlp_in; /* Llama: after dm has read dx (as dd) */
-    linear_pair_backward(dmlp_in, dw->gate, dw->up, dgu, mlp_in, w->gate, w->up, N, D, F, olmo2, gate_up_join(w));
+    /* the MLP's input: norm(x_mid), whose gradient is written first and then read by the norm after dm has read
+       dx (as dd); or x_mid itself, whose gradient dx takes the sums directly */
+    bool ff_norm = t->ff_pre_norm;
+    const real* mlp_in = ff_norm ? a->h2 : a->x_mid;
+    real* dmlp_in = ff_norm ? s->dmlp_in : dx;
+    linear_pair_backward(dmlp_in, dw->gate, dw->up, dgu, mlp_in, w->gate, w->up, N, D, F, !ff_norm, gate_up_join(w));
     adapter_backward(dmlp_in, dgu, 2 * F, a, mlp_in, w, dw, s, LORA_GATE, ctx, N, D, F);
     adapter_backward(dmlp_in, dgu + F, 2 * F, a, mlp_in, w, dw, s, LORA_UP, ctx, N, D, F);
-    if (!olmo2)
+    if (ff_norm)
         rmsnorm_backward(dx, ff_in_norm(dw, c), s->dmlp_in, a->x_mid, ff_in_norm(w, c), off, ff_in_rstd(a, c),
                          s->norm_work, N, D, true);
 
@@ -327,10 +329,12 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
         dkn = s->dkn;
     }
 
-    /* projections into the attention input h (x itself for OLMo-2) */
-    const real* h = olmo2 ? x_in : a->h;
-    real* dh = olmo2 ? dx : s->dh; /* Llama, Qwen: after datt has read dx (as do_) */
-    if (cfg_qk_norm(c)) {          /* per token (OLMo-2) or per head (Qwen3): the rows of the forward */
+    /* projections into the attention input h: input_layernorm(x), whose gradient is written first (after datt
+       has read dx as do_); or x itself, whose gradient dx takes the sums directly */
+    bool in_norm = t->input_norm;
+    const real* h = in_norm ? a->h : x_in;
+    real* dh = in_norm ? s->dh : dx;
+    if (cfg_qk_norm(c)) { /* per token (the whole vector) or per head: the rows of the forward */
         size_t qh = cfg_qk_norm_heads(c, c->H), kh = cfg_qk_norm_heads(c, c->KVH);
         rmsnorm_backward(s->dq_pre, dw->q_norm, dqn, a->q_pre, w->q_norm, off, a->q_rstd, s->norm_work, N * qh, qd / qh,
                          false);
@@ -339,7 +343,7 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
         dqn = s->dq_pre;
         dkn = s->dk_pre;
     }
-    proj_backward(dh, olmo2, dw->wq, dw->bq, dqn, a, h, w->wq, w, dw, s, LORA_Q, ctx, N, D, qd);
+    proj_backward(dh, !in_norm, dw->wq, dw->bq, dqn, a, h, w->wq, w, dw, s, LORA_Q, ctx, N, D, qd);
     proj_backward(dh, true, dw->wk, dw->bk, dkn, a, h, w->wk, w, dw, s, LORA_K, ctx, N, D, kvd);
     proj_backward(dh, true, dw->wv, dw->bv, s->dv, a, h, w->wv, w, dw, s, LORA_V, ctx, N, D, kvd);
     if (learned) {
@@ -351,5 +355,5 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
         RepoGrads rg = {dw->repo_gate, dw->repo_content, dw->repo_final};
         repo_backward(dh, &rg, s->dz, &a->repo, h, &rw, s->repo_scratch, (RepoDims){N, D, cfg_dp(c), c->KVH});
     }
-    if (!olmo2) rmsnorm_backward(dx, dw->in_norm, s->dh, x_in, w->in_norm, off, a->h_rstd, s->norm_work, N, D, true);
+    if (in_norm) rmsnorm_backward(dx, dw->in_norm, s->dh, x_in, w->in_norm, off, a->h_rstd, s->norm_work, N, D, true);
 }
