@@ -279,7 +279,8 @@ static int check_unsupported(const cJSON* root, BlockStyle block, const char* la
         return set_err(err, len, "%s: hidden_act %s is not supported: repoc's MLP is SwiGLU, hidden_act \"silu\"",
                        label, cJSON_IsString(act) ? act->valuestring : "(not a string)");
     const char* bias[] = {"mlp_bias", "attention_bias"};
-    for (size_t k = 0; k < (block < BLOCK_QWEN2 ? 2u : 1u); k++) {
+    const BlockTraits* t = &BLOCK_FAMILIES[block].traits;
+    for (size_t k = 0; k < (t->qkv_bias || t->attention_bias ? 1u : 2u); k++) {
         const cJSON* b = cJSON_GetObjectItemCaseSensitive(root, bias[k]);
         if (b && !cJSON_IsFalse(b) && !cJSON_IsNull(b))
             return set_err(err, len, "%s: %s must be false: %s", label, bias[k],
@@ -306,7 +307,7 @@ static int check_unsupported(const cJSON* root, BlockStyle block, const char* la
 static int parse_pad_id(const cJSON* root, ModelConfig* c, const char* label, char* err, size_t len) {
     const cJSON* v = cJSON_GetObjectItemCaseSensitive(root, "pad_token_id");
     c->pad_id = c->block == BLOCK_GEMMA3 && !v ? 0 : -1;
-    if (c->block < BLOCK_QWEN2 || !v || cJSON_IsNull(v)) return 0;
+    if (!cfg_traits(c)->pad_idx || !v || cJSON_IsNull(v)) return 0;
     if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 ||
         v->valuedouble >= (double)c->V)
         return set_err(err, len, "%s: pad_token_id must be null or a token id in [0, vocab_size %zu)", label, c->V);
@@ -331,15 +332,15 @@ static int parse_block(const cJSON* root, ModelConfig* c, const char* label, cha
                        "the text-only Gemma3ForCausalLM (model_type gemma3_text)",
                        label);
     int by_type = BLOCK_OLMO2, by_arch = BLOCK_OLMO2;
-    while (type && by_type <= BLOCK_GEMMA3 && strcmp(type->valuestring, block_style_name((BlockStyle)by_type)))
+    while (type && by_type < BLOCK_N_STYLES && strcmp(type->valuestring, block_style_name((BlockStyle)by_type)))
         by_type++;
-    while (cJSON_IsString(a0) && by_arch <= BLOCK_GEMMA3 &&
+    while (cJSON_IsString(a0) && by_arch < BLOCK_N_STYLES &&
            strcmp(a0->valuestring, block_style_arch((BlockStyle)by_arch)))
         by_arch++;
-    if (type && by_type > BLOCK_GEMMA3)
+    if (type && by_type == BLOCK_N_STYLES)
         return set_err(err, len, "%s: model_type '%s' is not supported (olmo2, llama, qwen2, qwen3, gemma3_text)",
                        label, type->valuestring);
-    if (!type && by_arch > BLOCK_GEMMA3)
+    if (!type && by_arch == BLOCK_N_STYLES)
         return set_err(err, len,
                        "%s: architectures[0] '%s' is not supported (Olmo2ForCausalLM, LlamaForCausalLM, "
                        "Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM)",
@@ -374,7 +375,7 @@ static int parse_root(const cJSON* root, ModelConfig* c, const char* label, char
         hf_get_size(root, "head_dim", &head_dim, 0, label, err, len) ||
         hf_get_real(root, "rms_norm_eps", &c->norm_eps, label, err, len) ||
         hf_get_real(root, "rope_theta", &c->rope_theta, label, err, len) ||
-        (c->block >= BLOCK_QWEN3 && hf_get_bool(root, "attention_bias", &c->attn_bias, label, err, len)) ||
+        (cfg_traits(c)->attention_bias && hf_get_bool(root, "attention_bias", &c->attn_bias, label, err, len)) ||
         parse_pad_id(root, c, label, err, len))
         return 1;
     if (c->L > MAX_LAYERS) return set_err(err, len, "%s: num_hidden_layers %zu exceeds %d", label, c->L, MAX_LAYERS);
