@@ -338,12 +338,13 @@ static int parse_block(const cJSON* root, ModelConfig* c, const char* label, cha
            strcmp(a0->valuestring, block_style_arch((BlockStyle)by_arch)))
         by_arch++;
     if (type && by_type == BLOCK_N_STYLES)
-        return set_err(err, len, "%s: model_type '%s' is not supported (olmo2, llama, qwen2, qwen3, gemma3_text)",
-                       label, type->valuestring);
+        return set_err(err, len,
+                       "%s: model_type '%s' is not supported (olmo2, llama, qwen2, qwen3, gemma3_text, mistral)", label,
+                       type->valuestring);
     if (!type && by_arch == BLOCK_N_STYLES)
         return set_err(err, len,
                        "%s: architectures[0] '%s' is not supported (Olmo2ForCausalLM, LlamaForCausalLM, "
-                       "Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM)",
+                       "Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM, MistralForCausalLM)",
                        label, a0->valuestring);
     if (type && cJSON_IsString(a0) && by_arch != by_type)
         return set_err(err, len,
@@ -358,6 +359,7 @@ static int parse_root(const cJSON* root, ModelConfig* c, const char* label, char
     if (!cJSON_IsObject(root)) return set_err(err, len, "%s: the top level must be a JSON object", label);
     if (parse_block(root, c, label, err, len)) return 1;
     if (c->block == BLOCK_GEMMA3) hf_gemma3_defaults(c);
+    if (c->block == BLOCK_MISTRAL) hf_mistral_defaults(c);
     if (check_unsupported(root, c->block, label, err, len) || carry_keys(root, c, label, err, len)) return 1;
     /* transformers' default when the key is absent: Olmo2Config 1e-5, LlamaConfig, Qwen2Config, Qwen3Config 1e-6 */
     c->norm_eps = c->block == BLOCK_OLMO2 ? 1e-5 : 1e-6;
@@ -395,6 +397,7 @@ static int parse_root(const cJSON* root, ModelConfig* c, const char* label, char
     if (tie || c->block != BLOCK_GEMMA3) c->tie_embeddings = cJSON_IsTrue(tie); /* Gemma-3's default: tied */
     for (size_t l = 0; l < c->L; l++) c->pos[l] = POS_ROPE;
     if (c->block == BLOCK_GEMMA3 && hf_gemma3_parse(root, c, label, err, len)) return 1;
+    if (c->block == BLOCK_MISTRAL && hf_mistral_parse(root, c, label, err, len)) return 1;
     if (parse_rope_scaling(cJSON_GetObjectItemCaseSensitive(root, "rope_scaling"), c, label, err, len) ||
         parse_pe_config(cJSON_GetObjectItemCaseSensitive(root, "pe_config"), c, label, err, len) ||
         parse_layer_list(cJSON_GetObjectItemCaseSensitive(root, "repoc_layer_positions"), c, label, err, len))
@@ -567,6 +570,7 @@ char* hf_config_write(const ModelConfig* c, const char* torch_dtype) {
     cJSON_AddNumberToObject(root, "max_position_embeddings", (double)c->max_position_embeddings);
     if (c->block == BLOCK_GEMMA3) hf_gemma3_write(root, c);
     else cJSON_AddStringToObject(root, "hidden_act", "silu");
+    if (c->block == BLOCK_MISTRAL) hf_mistral_write(root, c);
     if (c->block != BLOCK_QWEN2) cJSON_AddBoolToObject(root, "attention_bias", c->attn_bias);
     if (c->block == BLOCK_QWEN2 || c->block == BLOCK_QWEN3) cJSON_AddBoolToObject(root, "use_sliding_window", false);
     if (c->pad_id >= 0) /* Qwen's and Gemma-3's padding_idx */

@@ -1,4 +1,5 @@
-/* The typed key readers of config.json (hf/hf_config.c), shared with the Gemma-3 part (hf/hf_config_gemma.c).
+/* The typed key readers of config.json (hf/hf_config.c), shared with the Gemma-3 and Mistral parts
+   (hf/hf_config_gemma.c, hf/hf_config_mistral.c).
    Each returns 0, or non-zero with err set to "<label>: '<key>' ...". An absent or null key leaves *out. */
 #ifndef REPOC_HF_CONFIG_KEYS_H
 #define REPOC_HF_CONFIG_KEYS_H
@@ -28,5 +29,11 @@ void hf_gemma3_defaults(ModelConfig* c);
 int hf_gemma3_parse(const cJSON* root, ModelConfig* c, const char* label, char* err, size_t len);
 /* its keys into a config.json being written */
 void hf_gemma3_write(cJSON* root, const ModelConfig* c);
+
+/* Mistral (MistralForCausalLM, model_type mistral): its defaults before the common keys are read, its
+   sliding_window after them (c->L known; every layer slides, or none with null), and that key written */
+void hf_mistral_defaults(ModelConfig* c);
+int hf_mistral_parse(const cJSON* root, ModelConfig* c, const char* label, char* err, size_t len);
+void hf_mistral_write(cJSON* root, const ModelConfig* c);
 
 #endif

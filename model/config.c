@@ -104,7 +104,8 @@ bool cfg_has_repo(const ModelConfig* c) {
 /* The families. OLMo-2 normalises after each half (no input_layernorm, QK-norm over the whole vector); Llama is
    pre-norm; Qwen2 is Llama with q, k, v biases; Qwen3 Llama with per-head QK-norm, its own head_dim and
    attention_bias; Gemma-3 (text) Qwen3's attention with pre- and post-norms around both halves, x r (1 + w),
-   GeGLU, embeddings times sqrt(D), and sliding layers with their own RoPE base. */
+   GeGLU, embeddings times sqrt(D), and sliding layers with their own RoPE base; Mistral the Llama block whose
+   layers all slide, rotated by the global table. */
 const BlockFamily BLOCK_FAMILIES[BLOCK_N_STYLES] = {
     [BLOCK_OLMO2] = {"olmo2", "Olmo2ForCausalLM", {.post_norms = true, .qk_norm = QK_NORM_VECTOR}},
     [BLOCK_LLAMA] = {"llama", "LlamaForCausalLM", {.input_norm = true, .ff_pre_norm = true, .head_dim = true}},
@@ -132,6 +133,9 @@ const BlockFamily BLOCK_FAMILIES[BLOCK_N_STYLES] = {
                        .head_dim = true,
                        .pad_idx = true,
                        .window_rope = true}},
+    [BLOCK_MISTRAL] = {"mistral",
+                       "MistralForCausalLM",
+                       {.input_norm = true, .ff_pre_norm = true, .head_dim = true, .pad_idx = true}},
 };
 
 const char* pos_mode_name(PosMode p) { return p == POS_ROPE ? "rope" : (p == POS_REPO ? "repo" : "nope"); }

@@ -1,5 +1,6 @@
 /* The model's configuration (docs/design.md, "The decoder block", "Positions"): sizes, block style (OLMo-2,
-   Llama, Qwen2, Qwen3, Gemma-3), the position mode of every layer, RoPE theta, optional YaRN, norm eps, tied embeddings.
+   Llama, Qwen2, Qwen3, Gemma-3, Mistral), the position mode of every layer, RoPE theta, optional YaRN, norm
+   eps, tied embeddings.
    Sizes use the letters of docs/design.md (B, T, D, H, KVH, hd, F, V). */
 #ifndef REPOC_CONFIG_H
 #define REPOC_CONFIG_H
@@ -14,7 +15,15 @@
 
 /* The families, in config.json's model_type order of model/config.c's table (BLOCK_FAMILIES): each is a row
    of traits there, and nothing else in the model tests which family it is. */
-typedef enum { BLOCK_OLMO2, BLOCK_LLAMA, BLOCK_QWEN2, BLOCK_QWEN3, BLOCK_GEMMA3, BLOCK_N_STYLES } BlockStyle;
+typedef enum {
+    BLOCK_OLMO2,
+    BLOCK_LLAMA,
+    BLOCK_QWEN2,
+    BLOCK_QWEN3,
+    BLOCK_GEMMA3,
+    BLOCK_MISTRAL,
+    BLOCK_N_STYLES
+} BlockStyle;
 /* q_norm / k_norm: none; one RMSNorm over each token's whole H*hd (KVH*hd) vector (weights [H*hd]); or one per
    head over its hd features (weights [hd], shared by the heads) */
 typedef enum { QK_NORM_NONE, QK_NORM_VECTOR, QK_NORM_PER_HEAD } QkNorm;
@@ -136,7 +145,7 @@ static inline bool cfg_local_rope(const ModelConfig* c, size_t l) {
 static inline bool cfg_qkv_bias(const ModelConfig* c) { return cfg_traits(c)->qkv_bias || c->attn_bias; }
 static inline bool cfg_o_bias(const ModelConfig* c) { return c->attn_bias; }
 
-/* config.json's model_type: "olmo2", "llama", "qwen2", "qwen3", "gemma3_text"; block_style_arch its
+/* config.json's model_type: "olmo2", "llama", "qwen2", "qwen3", "gemma3_text", "mistral"; block_style_arch its
    architectures[0] */
 static inline const char* block_style_name(BlockStyle b) { return BLOCK_FAMILIES[b].name; }
 static inline const char* block_style_arch(BlockStyle b) { return BLOCK_FAMILIES[b].arch; }
