@@ -19,6 +19,7 @@
 #include "model/attention.h"
 #include "model/bias.h"
 #include "model/linear.h"
+#include "model/lora.h"
 #include "model/repo.h"
 #include "model/rmsnorm.h"
 #include "model/swiglu.h"
@@ -87,6 +88,24 @@ void block_scratch_layout(BlockScratch* s, Cursor* cur, const ModelConfig* c, si
     if (c->lora_rank) s->lora_dax = cursor_take(cur, N * c->lora_rank);
 }
 
+/* One projection of the block: out (N,OC) = inp (N,C) W^T [+ b] [+ its LoRA term], where W, b and the adapter
+   are those of target t in the layer's weights (proj_weight, proj_bias, lora_a[t], lora_b[t]) */
+typedef struct {
+    LoraTarget t;
+    const real* inp;
+    size_t N, C, OC;
+} Proj;
+
+/* projection t's base weight and bias (NULL: none) in w, the layer's weights or their gradients */
+static real* proj_weight(const LayerWeights* w, LoraTarget t) {
+    real* const W[LORA_N_TARGETS] = {w->wq, w->wk, w->wv, w->wo, w->gate, w->up, w->down};
+    return W[t];
+}
+static real* proj_bias(const LayerWeights* w, LoraTarget t) {
+    real* const b[LORA_N_TARGETS] = {w->bq, w->bk, w->bv, w->bo, NULL, NULL, NULL};
+    return b[t];
+}
+
 /* The LoRA dropout of projection t in this forward: NULL without dropout, else *d keyed by (micro-batch
    key, layer, t) */
 static const LoraDropout* proj_dropout(LoraDropout* d, LoraTarget t, const BlockCtx* ctx) {
@@ -95,56 +114,54 @@ static const LoraDropout* proj_dropout(LoraDropout* d, LoraTarget t, const Block
     return d;
 }
 
-/* projection t's adapter on inp (N,C) -> (N,OC), with its dropout in *d when there is one */
-static LoraOp adapter_op(const LayerActs* a, const real* inp, const LayerWeights* w, LoraTarget t, const BlockCtx* ctx,
-                         LoraDropout* d, size_t N, size_t C, size_t OC) {
+/* p's adapter on p->inp (N,C) -> (N,OC), with its dropout in *d when there is one */
+static LoraOp adapter_op(const Proj* p, const LayerActs* a, const LayerWeights* w, const BlockCtx* ctx,
+                         LoraDropout* d) {
     const ModelConfig* c = ctx->cfg;
-    return (LoraOp){.inp = inp,
-                    .ax = a->lora_ax[t],
-                    .A = w->lora_a[t],
-                    .B = w->lora_b[t],
+    return (LoraOp){.inp = p->inp,
+                    .ax = a->lora_ax[p->t],
+                    .A = w->lora_a[p->t],
+                    .B = w->lora_b[p->t],
                     .scale = (real)cfg_lora_scale(c),
-                    .drop = proj_dropout(d, t, ctx),
-                    .N = N,
-                    .C = C,
-                    .OC = OC,
+                    .drop = proj_dropout(d, p->t, ctx),
+                    .N = p->N,
+                    .C = p->C,
+                    .OC = p->OC,
                     .r = c->lora_rank};
 }
 
-/* out (N,OC; row stride ldo) += projection t's LoRA term (alpha/r) (x A^T) B^T when it is adapted (x = inp,
-   or its dropout); nothing otherwise */
-static void adapter_forward(real* out, size_t ldo, LayerActs* a, const real* inp, const LayerWeights* w, LoraTarget t,
-                            const BlockCtx* ctx, size_t N, size_t C, size_t OC) {
+/* out (N,OC; row stride ldo) += p's LoRA term (alpha/r) (x A^T) B^T when it is adapted (x = inp, or its
+   dropout); nothing otherwise */
+static void adapter_forward(real* out, size_t ldo, const Proj* p, LayerActs* a, const LayerWeights* w,
+                            const BlockCtx* ctx) {
     LoraDropout d;
-    if (!w->lora_a[t]) return;
-    LoraOp op = adapter_op(a, inp, w, t, ctx, &d, N, C, OC);
+    if (!w->lora_a[p->t]) return;
+    LoraOp op = adapter_op(p, a, w, ctx, &d);
     lora_forward(out, ldo, &op);
 }
 /* its backward: dinp (N,C) +=   dA, dB += (NULL: frozen)   dout (N,OC) with row stride ldd */
-static void adapter_backward(real* dinp, const real* dout, size_t ldd, const LayerActs* a, const real* inp,
-                             const LayerWeights* w, LayerWeights* dw, BlockScratch* s, LoraTarget t,
-                             const BlockCtx* ctx, size_t N, size_t C, size_t OC) {
+static void adapter_backward(real* dinp, const real* dout, size_t ldd, const Proj* p, const LayerActs* a,
+                             const LayerWeights* w, LayerWeights* dw, BlockScratch* s, const BlockCtx* ctx) {
     LoraDropout d;
-    if (!w->lora_a[t]) return;
-    LoraOp op = adapter_op(a, inp, w, t, ctx, &d, N, C, OC);
-    lora_backward(dinp, dw->lora_a[t], dw->lora_b[t], s->lora_dax, dout, ldd, &op);
+    if (!w->lora_a[p->t]) return;
+    LoraOp op = adapter_op(p, a, w, ctx, &d);
+    lora_backward(dinp, dw->lora_a[p->t], dw->lora_b[p->t], s->lora_dax, dout, ldd, &op);
 }
 
-/* A projection of the block, out (N,OC) = inp (N,C) W^T + b plus its adapter term; W = the base weight,
-   b its bias (OC) or NULL for none. */
-static void proj_forward(real* out, LayerActs* a, const real* inp, const real* W, const real* b, const LayerWeights* w,
-                         LoraTarget t, const BlockCtx* ctx, size_t N, size_t C, size_t OC) {
-    linear_forward(out, inp, W, N, C, OC);
-    if (b) bias_forward(out, b, N, OC);
-    adapter_forward(out, OC, a, inp, w, t, ctx, N, C, OC);
+/* out (N,OC) = inp W^T + b plus the adapter's term */
+static void proj_forward(real* out, const Proj* p, LayerActs* a, const LayerWeights* w, const BlockCtx* ctx) {
+    const real* b = proj_bias(w, p->t);
+    linear_forward(out, p->inp, proj_weight(w, p->t), p->N, p->C, p->OC);
+    if (b) bias_forward(out, b, p->N, p->OC);
+    adapter_forward(out, p->OC, p, a, w, ctx);
 }
-/* dinp (N,C) = (or += when add)   dW, db, dA, dB += (NULL: frozen or no bias)   for proj_forward's out */
-static void proj_backward(real* dinp, bool add, real* dW, real* db, const real* dout, const LayerActs* a,
-                          const real* inp, const real* W, const LayerWeights* w, LayerWeights* dw, BlockScratch* s,
-                          LoraTarget t, const BlockCtx* ctx, size_t N, size_t C, size_t OC) {
-    linear_backward(dinp, dW, dout, inp, W, N, C, OC, add);
-    if (db) bias_backward(db, dout, N, OC);
-    adapter_backward(dinp, dout, OC, a, inp, w, dw, s, t, ctx, N, C, OC);
+/* dinp (N,C) = (or += when add)   dW, db, dA, dB += (NULL: frozen or no bias)   dout (N,OC) of proj_forward's out */
+static void proj_backward(real* dinp, bool add, const real* dout, const Proj* p, const LayerActs* a,
+                          const LayerWeights* w, LayerWeights* dw, BlockScratch* s, const BlockCtx* ctx) {
+    real* db = proj_bias(dw, p->t);
+    linear_backward(dinp, proj_weight(dw, p->t), dout, p->inp, proj_weight(w, p->t), p->N, p->C, p->OC, add);
+    if (db) bias_backward(db, dout, p->N, p->OC);
+    adapter_backward(dinp, dout, p->OC, p, a, w, dw, s, ctx);
 }
 
 /* Whether gate and up may run as one product (linear_pair_forward's join): when neither has a LoRA adapter.
@@ -208,22 +225,19 @@ void block_qkv_forward(LayerActs* a, const real* x_in, const LayerWeights* w, si
     }
     if (cfg_qk_norm(c)) { /* QK-norm on the rows of one token (the whole vector) or of one head ([hd]) */
         size_t qh = cfg_qk_norm_heads(c, c->H), kh = cfg_qk_norm_heads(c, c->KVH);
-        proj_forward(a->q_pre, a, h, w->wq, w->bq, w, LORA_Q, ctx, N, D, qd);
+        proj_forward(a->q_pre, &(Proj){LORA_Q, h, N, D, qd}, a, w, ctx);
         rmsnorm_forward(a->q, a->q_rstd, a->q_pre, w->q_norm, off, N * qh, qd / qh, eps);
-        proj_forward(a->k_pre, a, h, w->wk, w->bk, w, LORA_K, ctx, N, D, kvd);
+        proj_forward(a->k_pre, &(Proj){LORA_K, h, N, D, kvd}, a, w, ctx);
         rmsnorm_forward(a->k, a->k_rstd, a->k_pre, w->k_norm, off, N * kh, kvd / kh, eps);
     } else {
-        proj_forward(a->q, a, h, w->wq, w->bq, w, LORA_Q, ctx, N, D, qd);
-        proj_forward(a->k, a, h, w->wk, w->bk, w, LORA_K, ctx, N, D, kvd);
+        proj_forward(a->q, &(Proj){LORA_Q, h, N, D, qd}, a, w, ctx);
+        proj_forward(a->k, &(Proj){LORA_K, h, N, D, kvd}, a, w, ctx);
     }
-    proj_forward(a->v, a, h, w->wv, w->bv, w, LORA_V, ctx, N, D, kvd);
+    proj_forward(a->v, &(Proj){LORA_V, h, N, D, kvd}, a, w, ctx);
     if (c->pos[l] == POS_REPO) {
         RepoWeights rw = repo_weights(w);
         repo_forward(a->z, &a->repo, h, &rw, (RepoDims){N, D, cfg_dp(c), c->KVH});
-        if (ctx->repo_p > 0) { /* repo_pdrop: z' = (1 - p) z + p t, toward rope's positions */
-            real p = (real)ctx->repo_p, q = (real)(1 - ctx->repo_p);
-            for (size_t i = 0; i < N * c->KVH; i++) a->z[i] = q * a->z[i] + p * ctx->pos_seq[i];
-        }
+        if (ctx->repo_p > 0) repo_pdrop_forward(a->z, ctx->pos_seq, ctx->repo_p, N * c->KVH);
     }
     const real* pos = layer_positions(a, l, ctx);
     if (pos) rope_forward(a->q, a->k, pos, layer_rope(l, ctx), N, c->H, c->KVH, c->KVH);
@@ -236,7 +250,7 @@ void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerW
     double eps = c->norm_eps;
     real off = (real)cfg_norm_offset(c);
 
-    proj_forward(a->o, a, a->att, w->wo, w->bo, w, LORA_O, ctx, N, qd, D);
+    proj_forward(a->o, &(Proj){LORA_O, a->att, N, qd, D}, a, w, ctx);
     if (post) /* x_mid = x + norm(o) */
         rmsnorm_residual_forward(a->x_mid, a->attn_rstd, x_in, a->o, w->attn_norm, off, N, D, eps);
     else /* x_mid = x + o */ residual_forward(a->x_mid, x_in, a->o, N * D);
@@ -247,14 +261,14 @@ void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerW
     }
     /* from here on x_in is not read, so x_out may be x_in */
     linear_pair_forward(a->gu, mlp_in, w->gate, w->up, N, D, F, gate_up_join(w)); /* gu (N,2F) rows [gate | up] */
-    adapter_forward(a->gu, 2 * F, a, mlp_in, w, LORA_GATE, ctx, N, D, F);
-    adapter_forward(a->gu + F, 2 * F, a, mlp_in, w, LORA_UP, ctx, N, D, F);
+    adapter_forward(a->gu, 2 * F, &(Proj){LORA_GATE, mlp_in, N, D, F}, a, w, ctx);
+    adapter_forward(a->gu + F, 2 * F, &(Proj){LORA_UP, mlp_in, N, D, F}, a, w, ctx);
     glu_forward(a->m, a->gu, c, N);
     if (post) { /* x_out = x_mid + norm(m Wdown^T) */
-        proj_forward(a->d, a, a->m, w->down, NULL, w, LORA_DOWN, ctx, N, F, D);
+        proj_forward(a->d, &(Proj){LORA_DOWN, a->m, N, F, D}, a, w, ctx);
         rmsnorm_residual_forward(x_out, a->mlp_rstd, a->x_mid, a->d, w->mlp_norm, off, N, D, eps);
     } else { /* x_out = x_mid + m Wdown^T */
-        proj_forward(x_out, a, a->m, w->down, NULL, w, LORA_DOWN, ctx, N, F, D);
+        proj_forward(x_out, &(Proj){LORA_DOWN, a->m, N, F, D}, a, w, ctx);
         residual_forward(x_out, x_out, a->x_mid, N * D);
     }
 }
@@ -271,52 +285,41 @@ void block_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeigh
     block_out_forward(x_out, a, x_in, w, ctx);
 }
 
-/* Every buffer of the backward is written first (add = false) and then summed into (add = true), so
-   nothing is cleared before use. The residual stream's gradient dx is summed into in place: each skip path
-   passes it through unchanged, and each branch adds its input gradient once its own norm has read dx. */
-void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, const LayerWeights* w, size_t l,
-                    BlockScratch* s, const BlockCtx* ctx_all) {
-    BlockCtx at = *ctx_all; /* this layer's: its LoRA dropout keys, as block_forward made them */
-    at.layer = l;
-    const BlockCtx* ctx = &at;
+/* The MLP half, x_out = x_mid + [norm](m Wdown^T): dx holds dx_out on entry and dx_mid on return */
+static void mlp_backward(real* dx, LayerWeights* dw, LayerActs* a, const LayerWeights* w, BlockScratch* s,
+                         const BlockCtx* ctx) {
     const ModelConfig* c = ctx->cfg;
-    size_t N = ctx->B * ctx->T, D = c->D, hd = cfg_hd(c), F = c->F;
-    size_t qd = c->H * hd, kvd = c->KVH * hd;
-    const BlockTraits* t = cfg_traits(c);
-    bool post = t->post_norms;
+    size_t N = ctx->B * ctx->T, D = c->D, F = c->F;
     real off = (real)cfg_norm_offset(c);
-
-    /* MLP half: x_out = x_mid + [norm](m Wdown^T); dx: dx_out, then dx_mid */
     const real* dd = dx;
-    if (post) {
+    if (cfg_post_norms(c)) {
         rmsnorm_backward(s->dd, dw->mlp_norm, dx, a->d, w->mlp_norm, off, a->mlp_rstd, s->norm_work, N, D, false);
         dd = s->dd;
     }
-    proj_backward(s->dm, false, dw->down, NULL, dd, a, a->m, w->down, w, dw, s, LORA_DOWN, ctx, N, F, D);
+    proj_backward(s->dm, false, dd, &(Proj){LORA_DOWN, a->m, N, F, D}, a, w, dw, s, ctx);
     real* dgu = a->gu; /* rows [dgate | dup], in place of [gate | up]: nothing reads those after this */
     glu_backward(dgu, s->dm, c, N);
     /* the MLP's input: norm(x_mid), whose gradient is written first and then read by the norm after dm has read
        dx (as dd); or x_mid itself, whose gradient dx takes the sums directly */
-    bool ff_norm = t->ff_pre_norm;
+    bool ff_norm = cfg_traits(c)->ff_pre_norm;
     const real* mlp_in = ff_norm ? a->h2 : a->x_mid;
     real* dmlp_in = ff_norm ? s->dmlp_in : dx;
     linear_pair_backward(dmlp_in, dw->gate, dw->up, dgu, mlp_in, w->gate, w->up, N, D, F, !ff_norm, gate_up_join(w));
-    adapter_backward(dmlp_in, dgu, 2 * F, a, mlp_in, w, dw, s, LORA_GATE, ctx, N, D, F);
-    adapter_backward(dmlp_in, dgu + F, 2 * F, a, mlp_in, w, dw, s, LORA_UP, ctx, N, D, F);
+    adapter_backward(dmlp_in, dgu, 2 * F, &(Proj){LORA_GATE, mlp_in, N, D, F}, a, w, dw, s, ctx);
+    adapter_backward(dmlp_in, dgu + F, 2 * F, &(Proj){LORA_UP, mlp_in, N, D, F}, a, w, dw, s, ctx);
     if (ff_norm)
         rmsnorm_backward(dx, ff_in_norm(dw, c), s->dmlp_in, a->x_mid, ff_in_norm(w, c), off, ff_in_rstd(a, c),
                          s->norm_work, N, D, true);
+}
 
-    /* attention half: x_mid = x + [norm](att Wo^T); dx: dx_mid, then dx_in */
-    const real* do_ = dx;
-    if (post) {
-        rmsnorm_backward(s->do_, dw->attn_norm, dx, a->o, w->attn_norm, off, a->attn_rstd, s->norm_work, N, D, false);
-        do_ = s->do_;
-    }
-    proj_backward(s->datt, false, dw->wo, dw->bo, do_, a, a->att, w->wo, w, dw, s, LORA_O, ctx, N, qd, D);
-    attention_backward(s->dq, s->dk, s->dv, s->datt, a->att, a->lse, a->q, a->k, a->v, layer_docs(l, ctx), ctx->B,
-                       ctx->T, c->H, c->KVH, hd, (real)cfg_attn_scale(c));
-
+/* From the gradients s->dq, s->dk, s->dv of the rotated q, k and of v to the attention input h and the block's
+   input: the rotation (and RePo's z), QK-norm, the three projections, RePo's module and input_layernorm; dx
+   holds dx_mid on entry (already read) and dx_in on return */
+static void qkv_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, const LayerWeights* w, size_t l,
+                         BlockScratch* s, const BlockCtx* ctx) {
+    const ModelConfig* c = ctx->cfg;
+    size_t N = ctx->B * ctx->T, D = c->D, qd = c->H * cfg_hd(c), kvd = c->KVH * cfg_hd(c);
+    real off = (real)cfg_norm_offset(c);
     /* rotation: gradients of the un-rotated q, k (and of RePo's z) */
     const real* pos = layer_positions(a, l, ctx);
     real* dqn = s->dq;
@@ -328,10 +331,9 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
         dqn = s->dqn;
         dkn = s->dkn;
     }
-
     /* projections into the attention input h: input_layernorm(x), whose gradient is written first (after datt
        has read dx as do_); or x itself, whose gradient dx takes the sums directly */
-    bool in_norm = t->input_norm;
+    bool in_norm = cfg_traits(c)->input_norm;
     const real* h = in_norm ? a->h : x_in;
     real* dh = in_norm ? s->dh : dx;
     if (cfg_qk_norm(c)) { /* per token (the whole vector) or per head: the rows of the forward */
@@ -343,17 +345,40 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
         dqn = s->dq_pre;
         dkn = s->dk_pre;
     }
-    proj_backward(dh, !in_norm, dw->wq, dw->bq, dqn, a, h, w->wq, w, dw, s, LORA_Q, ctx, N, D, qd);
-    proj_backward(dh, true, dw->wk, dw->bk, dkn, a, h, w->wk, w, dw, s, LORA_K, ctx, N, D, kvd);
-    proj_backward(dh, true, dw->wv, dw->bv, s->dv, a, h, w->wv, w, dw, s, LORA_V, ctx, N, D, kvd);
+    proj_backward(dh, !in_norm, dqn, &(Proj){LORA_Q, h, N, D, qd}, a, w, dw, s, ctx);
+    proj_backward(dh, true, dkn, &(Proj){LORA_K, h, N, D, kvd}, a, w, dw, s, ctx);
+    proj_backward(dh, true, s->dv, &(Proj){LORA_V, h, N, D, kvd}, a, w, dw, s, ctx);
     if (learned) {
-        if (ctx->repo_p > 0) { /* z' = (1 - p) z + p t: dz = (1 - p) dz' */
-            real q = (real)(1 - ctx->repo_p);
-            for (size_t i = 0; i < N * c->KVH; i++) s->dz[i] *= q;
-        }
+        if (ctx->repo_p > 0) repo_pdrop_backward(s->dz, ctx->repo_p, N * c->KVH);
         RepoWeights rw = repo_weights(w);
         RepoGrads rg = {dw->repo_gate, dw->repo_content, dw->repo_final};
         repo_backward(dh, &rg, s->dz, &a->repo, h, &rw, s->repo_scratch, (RepoDims){N, D, cfg_dp(c), c->KVH});
     }
     if (in_norm) rmsnorm_backward(dx, dw->in_norm, s->dh, x_in, w->in_norm, off, a->h_rstd, s->norm_work, N, D, true);
+}
+
+/* Every buffer of the backward is written first (add = false) and then summed into (add = true), so
+   nothing is cleared before use. The residual stream's gradient dx is summed into in place: each skip path
+   passes it through unchanged, and each branch adds its input gradient once its own norm has read dx. */
+void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, const LayerWeights* w, size_t l,
+                    BlockScratch* s, const BlockCtx* ctx_all) {
+    BlockCtx at = *ctx_all; /* this layer's: its LoRA dropout keys, as block_forward made them */
+    at.layer = l;
+    const BlockCtx* ctx = &at;
+    const ModelConfig* c = ctx->cfg;
+    size_t N = ctx->B * ctx->T, D = c->D, qd = c->H * cfg_hd(c);
+
+    mlp_backward(dx, dw, a, w, s, ctx); /* dx: dx_out, then dx_mid */
+
+    /* attention half: x_mid = x + [norm](att Wo^T); dx: dx_mid, then dx_in */
+    const real* do_ = dx;
+    if (cfg_post_norms(c)) {
+        rmsnorm_backward(s->do_, dw->attn_norm, dx, a->o, w->attn_norm, (real)cfg_norm_offset(c), a->attn_rstd,
+                         s->norm_work, N, D, false);
+        do_ = s->do_;
+    }
+    proj_backward(s->datt, false, do_, &(Proj){LORA_O, a->att, N, qd, D}, a, w, dw, s, ctx);
+    attention_backward(s->dq, s->dk, s->dv, s->datt, a->att, a->lse, a->q, a->k, a->v, layer_docs(l, ctx), ctx->B,
+                       ctx->T, c->H, c->KVH, cfg_hd(c), (real)cfg_attn_scale(c));
+    qkv_backward(dx, dw, a, x_in, w, l, s, ctx);
 }

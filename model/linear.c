@@ -5,7 +5,6 @@
 
 #include <string.h>
 
-#include "common/hash.h" /* mix64: the dropout mask's stateless hash */
 #include "common/threads.h"
 #include "model/products.h"
 
@@ -151,51 +150,5 @@ void linear_forward_naive(real* out, const real* inp, const real* weight, size_t
             for (size_t c = 0; c < C; c++) acc += (double)inp[n * C + c] * weight[o * C + c];
             out[n * OC + o] = (real)acc;
         }
-    }
-}
-
-void lora_dropout_apply(real* out, const real* inp, bool add, const LoraDropout* d, size_t N, size_t C) {
-    real keep = (real)(1.0 / (1.0 - d->p));
-    size_t n = N * C;
-#pragma omp parallel for
-    for (size_t i = 0; i < n; i++) {
-        double u = (double)(mix64(d->key + i) >> 11) * 0x1.0p-53;
-        real x = u >= d->p ? inp[i] * keep : 0;
-        out[i] = add ? out[i] + x : x;
-    }
-}
-
-void lora_forward(real* out, size_t ldo, const LoraOp* op) {
-    size_t N = op->N, C = op->C, OC = op->OC, r = op->r;
-    const real* inp = op->inp;
-    if (op->drop) { /* x = dropout(inp) */
-        lora_dropout_apply(op->drop->xd, inp, false, op->drop, N, C);
-        inp = op->drop->xd;
-    }
-    linear_forward(op->ax, inp, op->A, N, C, r); /* ax (N,r) = x A^T */
-    /* out (N,OC) += scale · ax (N,r) · B^T (r,OC) */
-    product(false, true, N, OC, r, op->scale, op->ax, r, OPERAND_ACT, op->B, r, OPERAND_WEIGHT, 1, out, ldo);
-}
-
-void lora_backward(real* dinp, real* dA, real* dB, real* dax, const real* dout, size_t ldd, const LoraOp* op) {
-    size_t N = op->N, C = op->C, OC = op->OC, r = op->r;
-    const real *inp = op->inp, *A = op->A;
-    const LoraDropout* drop = op->drop;
-    /* out = scale · ax B^T:  dB (OC,r) += scale · dout^T (OC,N) · ax (N,r) */
-    if (dB) product(true, false, OC, r, N, op->scale, dout, ldd, OPERAND_ACT, op->ax, r, OPERAND_ACT, 1, dB, r);
-    if (!dinp && !dA) return;
-    /* dax (N,r) = scale · dout (N,OC) · B (OC,r) */
-    product(false, false, N, r, OC, op->scale, dout, ldd, OPERAND_ACT, op->B, r, OPERAND_WEIGHT, 0, dax, r);
-    if (!drop) { /* ax = inp A^T:  dinp += dax A,  dA += dax^T inp */
-        linear_backward(dinp, dA, dax, inp, A, N, C, r, true);
-        return;
-    }
-    if (dA) { /* ax = x A^T, x = dropout(inp):  dA += dax^T x */
-        lora_dropout_apply(drop->xd, inp, false, drop, N, C);
-        linear_backward(NULL, dA, dax, drop->xd, A, N, C, r, true);
-    }
-    if (dinp) { /* dx = dax A (into xd), then dinp += dx * mask / (1 - p) */
-        product(false, false, N, C, r, 1, dax, r, OPERAND_ACT, A, C, OPERAND_WEIGHT, 0, drop->xd, C);
-        lora_dropout_apply(dinp, drop->xd, true, drop, N, C);
     }
 }

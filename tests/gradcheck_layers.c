@@ -11,6 +11,7 @@
 #include "model/bias.h"
 #include "model/embedding.h"
 #include "model/linear.h"
+#include "model/lora.h"
 #include "model/repo.h"
 #include "model/rmsnorm.h"
 #include "model/rope.h"
