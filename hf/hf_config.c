@@ -12,6 +12,7 @@
 #include "common/check.h"
 #include "common/fileio.h"
 #include "hf/hf_config_gemma.h"
+#include "hf/hf_config_mistral.h"
 #include "hf/hf_config_keys.h"
 
 /* every key of it is one of keys[0..n), else an error naming the first unknown one */
@@ -250,7 +251,8 @@ static int check_unsupported(const cJSON* root, BlockStyle block, const char* la
         return set_err(err, len, "%s: hidden_act %s is not supported: repoc's MLP is SwiGLU, hidden_act \"silu\"",
                        label, cJSON_IsString(act) ? act->valuestring : "(not a string)");
     const char* bias[] = {"mlp_bias", "attention_bias"};
-    for (size_t k = 0; k < (block < BLOCK_QWEN2 ? 2u : 1u); k++) {
+    const BlockTraits* t = &BLOCK_FAMILIES[block].traits;
+    for (size_t k = 0; k < (t->qkv_bias || t->attention_bias ? 1u : 2u); k++) {
         const cJSON* b = cJSON_GetObjectItemCaseSensitive(root, bias[k]);
         if (b && !cJSON_IsFalse(b) && !cJSON_IsNull(b))
             return set_err(err, len, "%s: %s must be false: %s", label, bias[k],
@@ -277,7 +279,7 @@ static int check_unsupported(const cJSON* root, BlockStyle block, const char* la
 static int parse_pad_id(const cJSON* root, ModelConfig* c, const char* label, char* err, size_t len) {
     const cJSON* v = cJSON_GetObjectItemCaseSensitive(root, "pad_token_id");
     c->pad_id = c->block == BLOCK_GEMMA3 && !v ? 0 : -1;
-    if (c->block < BLOCK_QWEN2 || !v || cJSON_IsNull(v)) return 0;
+    if (!cfg_traits(c)->pad_idx || !v || cJSON_IsNull(v)) return 0;
     if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 ||
         v->valuedouble >= (double)c->V)
         return set_err(err, len, "%s: pad_token_id must be null or a token id in [0, vocab_size %zu)", label, c->V);
@@ -302,18 +304,19 @@ static int parse_block(const cJSON* root, ModelConfig* c, const char* label, cha
                        "the text-only Gemma3ForCausalLM (model_type gemma3_text)",
                        label);
     int by_type = BLOCK_OLMO2, by_arch = BLOCK_OLMO2;
-    while (type && by_type <= BLOCK_GEMMA3 && strcmp(type->valuestring, block_style_name((BlockStyle)by_type)))
+    while (type && by_type < BLOCK_N_STYLES && strcmp(type->valuestring, block_style_name((BlockStyle)by_type)))
         by_type++;
-    while (cJSON_IsString(a0) && by_arch <= BLOCK_GEMMA3 &&
+    while (cJSON_IsString(a0) && by_arch < BLOCK_N_STYLES &&
            strcmp(a0->valuestring, block_style_arch((BlockStyle)by_arch)))
         by_arch++;
-    if (type && by_type > BLOCK_GEMMA3)
-        return set_err(err, len, "%s: model_type '%s' is not supported (olmo2, llama, qwen2, qwen3, gemma3_text)",
-                       label, type->valuestring);
-    if (!type && by_arch > BLOCK_GEMMA3)
+    if (type && by_type == BLOCK_N_STYLES)
+        return set_err(err, len,
+                       "%s: model_type '%s' is not supported (olmo2, llama, qwen2, qwen3, gemma3_text, mistral)", label,
+                       type->valuestring);
+    if (!type && by_arch == BLOCK_N_STYLES)
         return set_err(err, len,
                        "%s: architectures[0] '%s' is not supported (Olmo2ForCausalLM, LlamaForCausalLM, "
-                       "Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM)",
+                       "Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM, MistralForCausalLM)",
                        label, a0->valuestring);
     if (type && cJSON_IsString(a0) && by_arch != by_type)
         return set_err(err, len,
@@ -328,6 +331,7 @@ static int parse_root(const cJSON* root, ModelConfig* c, const char* label, char
     if (!cJSON_IsObject(root)) return set_err(err, len, "%s: the top level must be a JSON object", label);
     if (parse_block(root, c, label, err, len)) return 1;
     if (c->block == BLOCK_GEMMA3) hf_gemma3_defaults(c);
+    if (c->block == BLOCK_MISTRAL) hf_mistral_defaults(c);
     if (check_unsupported(root, c->block, label, err, len) || carry_keys(root, c, label, err, len)) return 1;
     /* transformers' default when the key is absent: Olmo2Config 1e-5, LlamaConfig, Qwen2Config, Qwen3Config 1e-6 */
     c->norm_eps = c->block == BLOCK_OLMO2 ? 1e-5 : 1e-6;
@@ -345,7 +349,7 @@ static int parse_root(const cJSON* root, ModelConfig* c, const char* label, char
         hf_get_size(root, "head_dim", &head_dim, 0, label, err, len) ||
         hf_get_real(root, "rms_norm_eps", &c->norm_eps, label, err, len) ||
         hf_get_real(root, "rope_theta", &c->rope_theta, label, err, len) ||
-        (c->block >= BLOCK_QWEN3 && hf_get_bool(root, "attention_bias", &c->attn_bias, label, err, len)) ||
+        (cfg_traits(c)->attention_bias && hf_get_bool(root, "attention_bias", &c->attn_bias, label, err, len)) ||
         parse_pad_id(root, c, label, err, len))
         return 1;
     if (c->L > MAX_LAYERS) return set_err(err, len, "%s: num_hidden_layers %zu exceeds %d", label, c->L, MAX_LAYERS);
@@ -365,6 +369,7 @@ static int parse_root(const cJSON* root, ModelConfig* c, const char* label, char
     if (tie || c->block != BLOCK_GEMMA3) c->tie_embeddings = cJSON_IsTrue(tie); /* Gemma-3's default: tied */
     for (size_t l = 0; l < c->L; l++) c->pos[l] = POS_ROPE;
     if (c->block == BLOCK_GEMMA3 && hf_gemma3_parse(root, c, label, err, len)) return 1;
+    if (c->block == BLOCK_MISTRAL && hf_mistral_parse(root, c, label, err, len)) return 1;
     if (parse_rope_scaling(cJSON_GetObjectItemCaseSensitive(root, "rope_scaling"), c, label, err, len) ||
         parse_pe_config(cJSON_GetObjectItemCaseSensitive(root, "pe_config"), c, label, err, len) ||
         parse_layer_list(cJSON_GetObjectItemCaseSensitive(root, "repoc_layer_positions"), c, label, err, len))
@@ -540,6 +545,7 @@ char* hf_config_write(const ModelConfig* c, const char* torch_dtype) {
     cJSON_AddNumberToObject(root, "max_position_embeddings", (double)c->max_position_embeddings);
     if (c->block == BLOCK_GEMMA3) hf_gemma3_write(root, c);
     else cJSON_AddStringToObject(root, "hidden_act", "silu");
+    if (c->block == BLOCK_MISTRAL) hf_mistral_write(root, c);
     if (c->block != BLOCK_QWEN2) cJSON_AddBoolToObject(root, "attention_bias", c->attn_bias);
     if (c->block == BLOCK_QWEN2 || c->block == BLOCK_QWEN3) cJSON_AddBoolToObject(root, "use_sliding_window", false);
     if (c->pad_id >= 0) /* Qwen's and Gemma-3's padding_idx */

@@ -1,6 +1,7 @@
 /* Hugging Face config.json <-> ModelConfig (docs/formats.md, "config.json"): Olmo2ForCausalLM,
    LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM (head_dim, Qwen3's attention_bias, Qwen's
-   pad_token_id as padding_idx) and Gemma3ForCausalLM (its keys in hf/hf_config_gemma.c), rope_scaling
+   pad_token_id as padding_idx), Gemma3ForCausalLM (its keys in hf/hf_config_gemma.c) and MistralForCausalLM
+   (hf/hf_config_mistral.c), rope_scaling
    (YaRN, llama3, linear), and RePo's pe_config (read as the
    released RePo loader reads it), plus repoc's explicit per-layer list
    "repoc_layer_positions". What repoc does not compute (hidden_act other than

@@ -1,7 +1,7 @@
-/* One decoder block, OLMo-2 ("norm after", QK-norm), Llama (pre-norm, GQA), Qwen2 (Llama with q, k, v
-   biases), Qwen3 (Llama with per-head QK-norm) or Gemma-3 (Qwen3's attention, pre- and post-norms, GeGLU,
-   sliding-window layers),
-   with its layer's position mode (rope, repo or nope). The forward is two flat
+/* One decoder block, as its family's BlockTraits (model/config.h) describe it: OLMo-2 ("norm after",
+   QK-norm), Llama (pre-norm, GQA), Qwen2 (Llama with q, k, v biases), Qwen3 (Llama with per-head QK-norm) or
+   Gemma-3 (Qwen3's attention, pre- and post-norms, GeGLU, sliding-window layers), with its layer's position
+   mode (rope, repo or nope). The forward is two flat
    lists of op calls around the attention: block_qkv_forward (up to the rotated
    q, k and v) and block_out_forward (from the attention output to the block's
    output). Training (block_forward) and cached generation (model/generate.c)
@@ -21,12 +21,12 @@
 #include "model/rope.h"
 #include "model/tensors.h"
 
-/* What one layer's forward keeps for backward (N = B*T rows). NULL = not used
-   by this block style or position mode. */
+/* What one layer's forward keeps for backward (N = B*T rows). NULL = not used by the block's traits or the
+   layer's position mode. */
 typedef struct {
-    real *h, *h_rstd;              /* (N,D) (N)  Llama, Qwen: input_layernorm(x) */
-    real *q_pre, *q_rstd;          /* (N,H*hd) (N)  OLMo-2: x Wq^T before q_norm; Qwen3: rstd (N,H) per head */
-    real *k_pre, *k_rstd;          /* (N,KVH*hd) (N)  Qwen3: rstd (N,KVH) */
+    real *h, *h_rstd;              /* (N,D) (N)  input_norm: input_layernorm(x) */
+    real *q_pre, *q_rstd;          /* (N,H*hd) (N)  h Wq^T before q_norm; per head: rstd (N,H) */
+    real *k_pre, *k_rstd;          /* (N,KVH*hd) (N)  per head: rstd (N,KVH) */
     real *q, *k, *v;               /* (N,H*hd) (N,KVH*hd) (N,KVH*hd)  q, k after norm and rotation */
     real* z;                       /* (N,KVH)  RePo positions */
     RepoActs repo;                 /* (N,D/8) each: the module's gate, content, r */
@@ -34,19 +34,19 @@ typedef struct {
     real* o;                       /* (N,D)  att Wo^T */
     real* x_mid;                   /* (N,D)  the residual stream after attention */
     real* attn_rstd;               /* (N)    post_attention_layernorm */
-    real* h2;                      /* (N,D)  Llama: post_attention_layernorm(x_mid); Gemma-3: pre_feedforward's */
-    real* ff_rstd;                 /* (N)    Gemma-3: pre_feedforward_layernorm */
+    real* h2;                      /* (N,D)  ff_pre_norm: the MLP's input norm(x_mid) */
+    real* ff_rstd;                 /* (N)    pre_feedforward_layernorm (ff_pre_norm with post_norms) */
     real* gu;                      /* (N,2F) each row [gate | up]: the two products side by side (block.c);
                                     block_backward overwrites them with their gradients [dgate | dup] */
-    real* m;                       /* (N,F)  silu(gate) ⊙ up (Gemma-3: gelu_tanh(gate) ⊙ up) */
-    real *d, *mlp_rstd;            /* (N,D) (N)  OLMo-2, Gemma-3: m Wdown^T before post_feedforward_layernorm */
+    real* m;                       /* (N,F)  silu(gate) ⊙ up (GLU_GELU_TANH: gelu_tanh(gate) ⊙ up) */
+    real *d, *mlp_rstd;            /* (N,D) (N)  post_norms: m Wdown^T before post_feedforward_layernorm */
     real* lora_ax[LORA_N_TARGETS]; /* (N,r)  x A^T of each LoRA-adapted projection */
 } LayerActs;
 
 /* Backward work space shared by all layers (overwritten by each block_backward). */
 typedef struct {
     real *dd, *do_;                 /* (N,D) */
-    real *dmlp_in, *dh;             /* (N,D), pre-norm blocks only (OLMo-2 sums into the residual gradient) */
+    real *dmlp_in, *dh;             /* (N,D), with ff_pre_norm, input_norm (else the residual gradient takes them) */
     real* dm;                       /* (N,F); the gradient of gu goes into LayerActs.gu */
     real *datt, *dq, *dqn, *dq_pre; /* (N,H*hd); dq_pre with QK-norm only */
     real *dk, *dkn, *dk_pre, *dv;   /* (N,KVH*hd); dk_pre with QK-norm only */
@@ -62,7 +62,7 @@ typedef struct {
     Bf16Products* prod; /* the context of every product (model/products.h): BF16 operands; NULL: FP32 */
     size_t B, T;
     const RopeTable* rope;       /* the rotation of every layer but the sliding ones */
-    const RopeTable* rope_local; /* Gemma-3's sliding layers (rope_local_base_freq); no other layer reads it */
+    const RopeTable* rope_local; /* sliding layers with window_rope (rope_local_base_freq); no other reads it */
     const real* pos_seq;         /* (N,KVH) integer positions t, for rope layers */
     const real* force_pos;       /* (N,KVH) or NULL: a test hook replacing RePo's z */
     const DocSpans* docs;        /* NULL, or document masking: attention stays within each document */
@@ -77,8 +77,8 @@ typedef struct {
 void layer_acts_layout(LayerActs* a, Cursor* cur, const ModelConfig* cfg, size_t l, size_t N);
 void block_scratch_layout(BlockScratch* s, Cursor* cur, const ModelConfig* cfg, size_t N);
 
-/* The half before attention, on N = B*T rows: a->h and h_rstd (Llama, Qwen), q_pre,
-   k_pre and their rstd (OLMo-2, Qwen3), a->q, a->k, a->v, RePo's a->z and a->repo, and
+/* The half before attention, on N = B*T rows: a->h and h_rstd (input_norm), q_pre,
+   k_pre and their rstd (qk_norm), a->q, a->k, a->v, RePo's a->z and a->repo, and
    q, k rotated in place by the layer's positions (ctx->pos_seq for rope,
    ctx->force_pos or a->z for repo). a->k, a->v and a->z may point into a KV cache.
    x_in (N,D)   w: layer l's weights */

@@ -39,19 +39,21 @@ void model_config_default(ModelConfig* c) {
 }
 
 void model_config_validate(const ModelConfig* c) {
+    CHECK((unsigned)c->block < BLOCK_N_STYLES, "model: block style %d is not a family", (int)c->block);
     CHECK(c->V > 0 && c->V <= 0x7fffffff, "model: vocab_size %zu must be in [1, 2^31)", c->V);
     CHECK(c->L > 0 && c->L <= MAX_LAYERS, "model: n_layers %zu must be in [1, %d]", c->L, MAX_LAYERS);
     CHECK(c->H > 0 && (c->head_dim || c->D % c->H == 0), "model: d_model %zu must be a multiple of n_heads %zu", c->D,
           c->H);
-    CHECK(!c->head_dim || !cfg_olmo2(c), "model: OLMo-2 takes its head dim from d_model / n_heads, not head_dim");
+    CHECK(!c->head_dim || cfg_traits(c)->head_dim, "model: %s takes its head dim from d_model / n_heads, not head_dim",
+          block_style_name(c->block));
     CHECK(cfg_hd(c) % 2 == 0, "model: head dim %zu must be even for rotary positions", cfg_hd(c));
     CHECK(cfg_hd(c) <= MAX_HEAD_DIM, "model: head dim %zu is above %d, the largest the attention kernel takes",
           cfg_hd(c), MAX_HEAD_DIM);
-    CHECK(!c->attn_bias || c->block == BLOCK_QWEN3 || c->block == BLOCK_GEMMA3,
-          "model: attention_bias is Qwen3's and Gemma-3's (Qwen2's q, k, v always have biases; OLMo-2 and Llama have "
-          "none)");
-    CHECK(c->pad_id < 0 || (c->block >= BLOCK_QWEN2 && (size_t)c->pad_id < c->V),
-          "model: pad_token_id %ld must be a Qwen or Gemma-3 model's token id in [0, %zu)", c->pad_id, c->V);
+    CHECK(!c->attn_bias || cfg_traits(c)->attention_bias, "model: %s has no attention_bias",
+          block_style_name(c->block));
+    CHECK(c->pad_id < 0 || (cfg_traits(c)->pad_idx && (size_t)c->pad_id < c->V),
+          "model: pad_token_id %ld must be a token id in [0, %zu) of a family with a padding_idx (Qwen, Gemma-3)",
+          c->pad_id, c->V);
     CHECK(c->attn_scalar >= 0, "model: query_pre_attn_scalar %g must be positive", c->attn_scalar);
     CHECK(c->rope_linear_factor > 0, "model: linear rope_scaling.factor %g must be positive", c->rope_linear_factor);
     CHECK(!(c->rope_linear_factor > 1) || (!c->llama3 && !(c->yarn_factor > 1.0)),
@@ -101,12 +103,42 @@ bool cfg_has_repo(const ModelConfig* c) {
     return false;
 }
 
-static const char* const BLOCK_NAMES[] = {"olmo2", "llama", "qwen2", "qwen3", "gemma3_text"};
-static const char* const BLOCK_ARCHS[] = {"Olmo2ForCausalLM", "LlamaForCausalLM", "Qwen2ForCausalLM",
-                                          "Qwen3ForCausalLM", "Gemma3ForCausalLM"};
-
-const char* block_style_name(BlockStyle b) { return BLOCK_NAMES[b]; }
-const char* block_style_arch(BlockStyle b) { return BLOCK_ARCHS[b]; }
+/* The families. OLMo-2 normalises after each half (no input_layernorm, QK-norm over the whole vector); Llama is
+   pre-norm; Qwen2 is Llama with q, k, v biases; Qwen3 Llama with per-head QK-norm, its own head_dim and
+   attention_bias; Gemma-3 (text) Qwen3's attention with pre- and post-norms around both halves, x r (1 + w),
+   GeGLU, embeddings times sqrt(D), and sliding layers with their own RoPE base; Mistral the Llama block whose
+   layers all slide, rotated by the global table. */
+const BlockFamily BLOCK_FAMILIES[BLOCK_N_STYLES] = {
+    [BLOCK_OLMO2] = {"olmo2", "Olmo2ForCausalLM", {.post_norms = true, .qk_norm = QK_NORM_VECTOR}},
+    [BLOCK_LLAMA] = {"llama", "LlamaForCausalLM", {.input_norm = true, .ff_pre_norm = true, .head_dim = true}},
+    [BLOCK_QWEN2] = {"qwen2",
+                     "Qwen2ForCausalLM",
+                     {.input_norm = true, .ff_pre_norm = true, .qkv_bias = true, .head_dim = true, .pad_idx = true}},
+    [BLOCK_QWEN3] = {"qwen3",
+                     "Qwen3ForCausalLM",
+                     {.input_norm = true,
+                      .ff_pre_norm = true,
+                      .qk_norm = QK_NORM_PER_HEAD,
+                      .attention_bias = true,
+                      .head_dim = true,
+                      .pad_idx = true}},
+    [BLOCK_GEMMA3] = {"gemma3_text",
+                      "Gemma3ForCausalLM",
+                      {.input_norm = true,
+                       .post_norms = true,
+                       .ff_pre_norm = true,
+                       .qk_norm = QK_NORM_PER_HEAD,
+                       .glu = GLU_GELU_TANH,
+                       .norm_offset = 1,
+                       .embed_scale = true,
+                       .attention_bias = true,
+                       .head_dim = true,
+                       .pad_idx = true,
+                       .window_rope = true}},
+    [BLOCK_MISTRAL] = {"mistral",
+                       "MistralForCausalLM",
+                       {.input_norm = true, .ff_pre_norm = true, .head_dim = true, .pad_idx = true}},
+};
 
 const char* pos_mode_name(PosMode p) { return p == POS_ROPE ? "rope" : (p == POS_REPO ? "repo" : "nope"); }
 

@@ -1,5 +1,6 @@
 /* The model's configuration (docs/design.md, "The decoder block", "Positions"): sizes, block style (OLMo-2,
-   Llama, Qwen2, Qwen3, Gemma-3), the position mode of every layer, RoPE theta, optional YaRN, norm eps, tied embeddings.
+   Llama, Qwen2, Qwen3, Gemma-3, Mistral), the position mode of every layer, RoPE theta, optional YaRN, norm
+   eps, tied embeddings.
    Sizes use the letters of docs/design.md (B, T, D, H, KVH, hd, F, V). */
 #ifndef REPOC_CONFIG_H
 #define REPOC_CONFIG_H
@@ -13,11 +14,60 @@
 #define MAX_HEAD_DIM 256 /* the attention kernel's largest head dim (model/attention.c) */
 #define HF_CARRIED_LEN 1024
 
-/* Qwen2 is the Llama block with biases on q, k and v; Qwen3 the Llama block with per-head q/k RMSNorm
-   (weights [hd]) before the rotation, and biases on q, k, v and o when attn_bias is set. Gemma-3 (text)
-   has Qwen3's attention with pre- and post-norms around both halves, RMSNorm x r (1 + w), a GeGLU MLP
-   (tanh GELU), embeddings scaled by sqrt(D), and sliding-window layers with their own RoPE base. */
-typedef enum { BLOCK_OLMO2, BLOCK_LLAMA, BLOCK_QWEN2, BLOCK_QWEN3, BLOCK_GEMMA3 } BlockStyle;
+/* The families, in config.json's model_type order of model/config.c's table (BLOCK_FAMILIES): each is a row
+   of traits there, and nothing else in the model tests which family it is. */
+typedef enum {
+    BLOCK_OLMO2,
+    BLOCK_LLAMA,
+    BLOCK_QWEN2,
+    BLOCK_QWEN3,
+    BLOCK_GEMMA3,
+    BLOCK_MISTRAL,
+    BLOCK_N_STYLES
+} BlockStyle;
+/* q_norm / k_norm: none; one RMSNorm over each token's whole H*hd (KVH*hd) vector (weights [H*hd]); or one per
+   head over its hd features (weights [hd], shared by the heads) */
+typedef enum { QK_NORM_NONE, QK_NORM_VECTOR, QK_NORM_PER_HEAD } QkNorm;
+/* the MLP's gate activation: SwiGLU's silu, or GeGLU's tanh-approximated GELU */
+typedef enum { GLU_SILU, GLU_GELU_TANH } GluAct;
+
+/* What a family's decoder block computes (docs/design.md, "The decoder block"): model/block.c, the tensor table
+   and the embedding read these, never the family itself. */
+typedef struct {
+    /* attention reads input_layernorm(x); false: the stream x itself */
+    bool input_norm;
+    /* the outputs of attention (o, through post_attention_layernorm) and of the MLP (d, through
+       post_feedforward_layernorm) are normalised before their residual add */
+    bool post_norms;
+    /* the MLP reads norm(x_mid), false: x_mid itself. The norm is post_attention_layernorm, or, when
+       post_norms gives that one to o, its own pre_feedforward_layernorm */
+    bool ff_pre_norm;
+    QkNorm qk_norm;
+    GluAct glu;
+    /* every RMSNorm multiplies by (w + norm_offset): 0, or 1 for x r (1 + w) */
+    double norm_offset;
+    /* the input embedding is multiplied by sqrt(D) */
+    bool embed_scale;
+    /* q, k and v always carry biases */
+    bool qkv_bias;
+    /* config.json's attention_bias may put biases on q, k, v and o */
+    bool attention_bias;
+    /* config.json's head_dim may make hd other than D / H */
+    bool head_dim;
+    /* pad_token_id is the embedding's padding_idx: that row gets no gradient from the input lookup */
+    bool pad_idx;
+    /* sliding layers rotate by their own unscaled table (rope_local_base_freq); false: by the global one */
+    bool window_rope;
+} BlockTraits;
+
+/* One row of the family table: config.json's model_type and architectures[0], and the block's traits */
+typedef struct {
+    const char* name;
+    const char* arch;
+    BlockTraits traits;
+} BlockFamily;
+extern const BlockFamily BLOCK_FAMILIES[BLOCK_N_STYLES];
+
 typedef enum { POS_ROPE, POS_REPO, POS_NOPE } PosMode;
 /* The projections a LoRA adapter can wrap, in PEFT's target_modules names (lora_target_name). */
 typedef enum { LORA_Q, LORA_K, LORA_V, LORA_O, LORA_GATE, LORA_UP, LORA_DOWN, LORA_N_TARGETS } LoraTarget;
@@ -68,24 +118,19 @@ void model_config_print(const ModelConfig* c, FILE* fp);
 static inline size_t cfg_hd(const ModelConfig* c) { return c->head_dim ? c->head_dim : c->D / c->H; }
 static inline size_t cfg_dp(const ModelConfig* c) { return c->D / 8; }
 bool cfg_has_repo(const ModelConfig* c);
-/* OLMo-2 normalises x itself into attention (no input_layernorm) and the outputs of both halves */
-static inline bool cfg_olmo2(const ModelConfig* c) { return c->block == BLOCK_OLMO2; }
-static inline bool cfg_gemma3(const ModelConfig* c) { return c->block == BLOCK_GEMMA3; }
-/* the outputs of attention (o) and of the MLP (d) are normalised before the residual add: OLMo-2, Gemma-3 */
-static inline bool cfg_post_norms(const ModelConfig* c) { return c->block == BLOCK_OLMO2 || c->block == BLOCK_GEMMA3; }
-/* q_norm / k_norm exist: OLMo-2 over the whole H*hd (KVH*hd) vector, Qwen3 and Gemma-3 over each head's hd */
-static inline bool cfg_qk_norm(const ModelConfig* c) {
-    return c->block == BLOCK_OLMO2 || c->block == BLOCK_QWEN3 || c->block == BLOCK_GEMMA3;
-}
-/* the rows per token QK-norm runs over: 1 (OLMo-2) or the heads (Qwen3, Gemma-3); q's are H of them, k's KVH */
+static inline const BlockTraits* cfg_traits(const ModelConfig* c) { return &BLOCK_FAMILIES[c->block].traits; }
+static inline bool cfg_post_norms(const ModelConfig* c) { return cfg_traits(c)->post_norms; }
+/* q_norm / k_norm exist */
+static inline bool cfg_qk_norm(const ModelConfig* c) { return cfg_traits(c)->qk_norm != QK_NORM_NONE; }
+/* the rows per token QK-norm runs over: 1 (over the whole vector) or the heads; q's are H of them, k's KVH */
 static inline size_t cfg_qk_norm_heads(const ModelConfig* c, size_t heads) {
-    return c->block == BLOCK_QWEN3 || c->block == BLOCK_GEMMA3 ? heads : 1;
+    return cfg_traits(c)->qk_norm == QK_NORM_PER_HEAD ? heads : 1;
 }
-/* every RMSNorm of the model multiplies by (w + this): 1 for Gemma-3's x r (1 + w), else 0 */
-static inline double cfg_norm_offset(const ModelConfig* c) { return c->block == BLOCK_GEMMA3 ? 1.0 : 0.0; }
-/* the input embedding's multiplier: sqrt(D) for Gemma-3, else 1 */
+/* every RMSNorm of the model multiplies by (w + this) */
+static inline double cfg_norm_offset(const ModelConfig* c) { return cfg_traits(c)->norm_offset; }
+/* the input embedding's multiplier: sqrt(D) or 1 */
 static inline double cfg_embed_scale(const ModelConfig* c) {
-    return c->block == BLOCK_GEMMA3 ? sqrt((double)c->D) : 1.0;
+    return cfg_traits(c)->embed_scale ? sqrt((double)c->D) : 1.0;
 }
 /* the attention scores' scale: query_pre_attn_scalar^-1/2 when set, else hd^-1/2 */
 static inline double cfg_attn_scale(const ModelConfig* c) {
@@ -93,14 +138,18 @@ static inline double cfg_attn_scale(const ModelConfig* c) {
 }
 /* layer l attends within a sliding window of c->sliding_window keys */
 static inline bool cfg_sliding(const ModelConfig* c, size_t l) { return c->sliding_window && c->sliding[l]; }
-/* q_proj, k_proj, v_proj carry biases (Qwen2; Qwen3, Gemma-3 with attention_bias); o_proj too (with it) */
-static inline bool cfg_qkv_bias(const ModelConfig* c) { return c->block == BLOCK_QWEN2 || c->attn_bias; }
+/* layer l rotates by the sliding layers' own table (BlockTraits.window_rope), not the global one */
+static inline bool cfg_local_rope(const ModelConfig* c, size_t l) {
+    return cfg_sliding(c, l) && cfg_traits(c)->window_rope;
+}
+/* q_proj, k_proj, v_proj carry biases (always, or with attention_bias); o_proj too (with it) */
+static inline bool cfg_qkv_bias(const ModelConfig* c) { return cfg_traits(c)->qkv_bias || c->attn_bias; }
 static inline bool cfg_o_bias(const ModelConfig* c) { return c->attn_bias; }
 
-/* config.json's model_type: "olmo2", "llama", "qwen2", "qwen3", "gemma3_text"; block_style_arch its
+/* config.json's model_type: "olmo2", "llama", "qwen2", "qwen3", "gemma3_text", "mistral"; block_style_arch its
    architectures[0] */
-const char* block_style_name(BlockStyle b);
-const char* block_style_arch(BlockStyle b);
+static inline const char* block_style_name(BlockStyle b) { return BLOCK_FAMILIES[b].name; }
+static inline const char* block_style_arch(BlockStyle b) { return BLOCK_FAMILIES[b].arch; }
 /* "q_proj", ..., "down_proj"; lora_target_parse also reads PEFT's suffix form ("self_attn.q_proj",
    "mlp.down_proj") and returns false for any other name */
 const char* lora_target_name(LoraTarget t);

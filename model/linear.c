@@ -5,7 +5,6 @@
 
 #include <string.h>
 
-#include "common/hash.h" /* mix64: the dropout mask's stateless hash */
 #include "common/threads.h"
 #include "model/products.h"
 
@@ -56,25 +55,24 @@ static real write_beta(const Bf16Products* bf, real* c, size_t rows, size_t cols
 }
 
 /* the operands of the products below: an activation x (row stride ld, stored transposed when t), a weight w */
-static Operand act(const real* x, size_t ld, bool t) { return (Operand){x, ld, t, OPERAND_ACT}; }
-static Operand weight_op(const real* w, size_t ld, bool t) { return (Operand){w, ld, t, OPERAND_WEIGHT}; }
 
 /* out (N,OC), row stride ldo, = inp (N,C) · weight^T (C,OC) + beta out */
 static void gemm_forward(Bf16Products* bf, real* out, size_t ldo, const real* inp, const real* weight, size_t N,
                          size_t C, size_t OC, real beta) {
-    product(bf, N, OC, C, 1, act(inp, C, false), weight_op(weight, C, true), beta, out, ldo);
+    product(bf, N, OC, C, 1, op_act(inp, C, false), op_weight(weight, C, true), beta, out, ldo);
 }
 
 /* dinp (N,C) = alpha dout (N,OC; row stride dout.ld) · W (OC,C) + beta dinp */
 static void gemm_dinp(Bf16Products* bf, real* dinp, LinearDout dout, const real* weight, size_t N, size_t C, size_t OC,
                       real beta) {
-    product(bf, N, C, OC, dout.alpha, act(dout.p, dout.ld, false), weight_op(weight, C, false), beta, dinp, C);
+    product(bf, N, C, OC, dout.alpha, op_act(dout.p, dout.ld, false), op_weight(weight, C, false), beta, dinp, C);
 }
 
 /* rows [o0, o1) of dW (OC,C) += alpha dout^T (OC,N; dout's row stride dout.ld) · inp (N,C) */
 static void gemm_dweight(Bf16Products* bf, real* dweight, LinearDout dout, const real* inp, size_t N, size_t C,
                          size_t o0, size_t o1) {
-    product(bf, o1 - o0, C, N, dout.alpha, act(dout.p + o0, dout.ld, true), act(inp, C, false), 1, dweight + o0 * C, C);
+    product(bf, o1 - o0, C, N, dout.alpha, op_act(dout.p + o0, dout.ld, true), op_act(inp, C, false), 1,
+            dweight + o0 * C, C);
 }
 
 void linear_forward_ld(Bf16Products* bf, real* out, size_t ldo, const real* inp, const real* weight, size_t N, size_t C,
@@ -157,52 +155,5 @@ void linear_forward_naive(real* out, const real* inp, const real* weight, size_t
             for (size_t c = 0; c < C; c++) acc += (double)inp[n * C + c] * weight[o * C + c];
             out[n * OC + o] = (real)acc;
         }
-    }
-}
-
-void lora_dropout_apply(real* out, const real* inp, bool add, const LoraDropout* d, size_t N, size_t C) {
-    real keep = (real)(1.0 / (1.0 - d->p));
-    size_t n = N * C;
-#pragma omp parallel for
-    for (size_t i = 0; i < n; i++) {
-        double u = (double)(mix64(d->key + i) >> 11) * 0x1.0p-53;
-        real x = u >= d->p ? inp[i] * keep : 0;
-        out[i] = add ? out[i] + x : x;
-    }
-}
-
-void lora_forward(Bf16Products* bf, real* out, size_t ldo, const LoraOp* op) {
-    size_t N = op->N, C = op->C, OC = op->OC, r = op->r;
-    const real* inp = op->inp;
-    if (op->drop) { /* x = dropout(inp) */
-        lora_dropout_apply(op->drop->xd, inp, false, op->drop, N, C);
-        inp = op->drop->xd;
-    }
-    linear_forward(bf, op->ax, inp, op->A, N, C, r); /* ax (N,r) = x A^T */
-    /* out (N,OC) += scale · ax (N,r) · B^T (r,OC) */
-    product(bf, N, OC, r, op->scale, act(op->ax, r, false), weight_op(op->B, r, true), 1, out, ldo);
-}
-
-void lora_backward(Bf16Products* bf, real* dinp, real* dA, real* dB, real* dax, const real* dout, size_t ldd,
-                   const LoraOp* op) {
-    size_t N = op->N, C = op->C, OC = op->OC, r = op->r;
-    const real *inp = op->inp, *A = op->A;
-    const LoraDropout* drop = op->drop;
-    /* out = scale · ax B^T:  dB (OC,r) += scale · dout^T (OC,N) · ax (N,r) */
-    if (dB) product(bf, OC, r, N, op->scale, act(dout, ldd, true), act(op->ax, r, false), 1, dB, r);
-    if (!dinp && !dA) return;
-    /* dax (N,r) = scale · dout (N,OC) · B (OC,r) */
-    product(bf, N, r, OC, op->scale, act(dout, ldd, false), weight_op(op->B, r, false), 0, dax, r);
-    if (!drop) { /* ax = inp A^T:  dinp += dax A,  dA += dax^T inp */
-        linear_backward(bf, dinp, dA, dax, inp, A, N, C, r, true);
-        return;
-    }
-    if (dA) { /* ax = x A^T, x = dropout(inp):  dA += dax^T x */
-        lora_dropout_apply(drop->xd, inp, false, drop, N, C);
-        linear_backward(bf, NULL, dA, dax, drop->xd, A, N, C, r, true);
-    }
-    if (dinp) { /* dx = dax A (into xd), then dinp += dx * mask / (1 - p) */
-        product(bf, N, C, r, 1, act(dax, r, false), weight_op(A, C, false), 0, drop->xd, C);
-        lora_dropout_apply(dinp, drop->xd, true, drop, N, C);
     }
 }

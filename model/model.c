@@ -38,8 +38,8 @@ static void acts_layout(Model* m, Cursor* cur) {
     bool any_rope = false, local_rope = false; /* a rope layer of each table */
     for (size_t l = 0; l < c->L; l++) {
         bool rope = c->pos[l] == POS_ROPE;
-        any_rope |= rope && !cfg_sliding(c, l);
-        local_rope |= rope && cfg_sliding(c, l);
+        any_rope |= rope && !cfg_local_rope(c, l);
+        local_rope |= rope && cfg_local_rope(c, l);
     }
     size_t n_angles = m->T * (cfg_hd(c) / 2) * (sizeof(double) / sizeof(real));
     if (any_rope) { /* the angles of positions 0 .. T-1 (rope_cache_fill), in double */

@@ -56,6 +56,9 @@ typedef struct {
     bool t;
     OperandKind kind;
 } Operand;
+/* an activation operand x (row stride ld, transposed when t), and a weight operand w */
+static inline Operand op_act(const real* x, size_t ld, bool t) { return (Operand){x, ld, t, OPERAND_ACT}; }
+static inline Operand op_weight(const real* w, size_t ld, bool t) { return (Operand){w, ld, t, OPERAND_WEIGHT}; }
 
 /* C (M,N; row stride ldc) = alpha op(A) op(B) + beta C, row-major, as cblas_gemm (model/gemm_onednn.h's
    layout: A.t, A stored (K,M); B.t, B stored (N,K)), with BF16 operands when bf is a context (NULL: FP32).

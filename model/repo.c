@@ -1,6 +1,7 @@
 /* RePo position module forward and backward (the math: docs/design.md, "RePo position module"):
      dr = dz Wz ; dWz += dz^T r ; dgate = dr ⊙ content ⊙ silu'(gate) ; dcontent = dr ⊙ silu(gate)
-     dWg += dgate^T h ; dWc += dcontent^T h ; dh += dgate Wg + dcontent Wc */
+     dWg += dgate^T h ; dWc += dcontent^T h ; dh += dgate Wg + dcontent Wc
+   and repo_pdrop's mix toward rope's positions, z' = (1 - p) z + p t:  dz = (1 - p) dz' */
 #include "model/repo.h"
 
 #include "model/linear.h"
@@ -26,7 +27,12 @@ void repo_backward(Bf16Products* bf, real* dh, const RepoGrads* dw, const real* 
     linear_pair_backward(bf, dh, dgc, h, &gc, n.N, n.D, n.dp, true);
 }
 
-double repo_pdrop_at(double p0, size_t n, size_t step) {
-    if (p0 <= 0 || n == 0 || step >= n) return 0;
-    return p0 * (1 - (double)step / (double)n);
+void repo_pdrop_forward(real* z, const real* t, double p, size_t n) {
+    real move = (real)p, keep = (real)(1 - p);
+    for (size_t i = 0; i < n; i++) z[i] = keep * z[i] + move * t[i];
+}
+
+void repo_pdrop_backward(real* dz, double p, size_t n) {
+    real keep = (real)(1 - p);
+    for (size_t i = 0; i < n; i++) dz[i] *= keep;
 }

@@ -35,8 +35,11 @@ void repo_forward(Bf16Products* bf, real* z, const RepoActs* s, const real* h, c
 void repo_backward(Bf16Products* bf, real* dh, const RepoGrads* dw, const real* dz, RepoActs* s, const real* h,
                    const RepoWeights* w, real* scratch, RepoDims n);
 
-/* model.positions.repo_pdrop's p before optimizer step `step` (0 for the first): p0 max(0, 1 - step/n),
-   p0 at step 0 and 0 from step n on; n = 0: 0 */
-double repo_pdrop_at(double p0, size_t n, size_t step);
+/* model.positions.repo_pdrop with probability-like weight p in (0, 1] (its schedule: repo_pdrop_at,
+   optim/schedule.h): the positions a RePo layer rotates by move toward rope's integer ones,
+   z' = keep z + p t with keep = 1 - p.   z (n) in place: z on entry, z' on return   t (n): pos_seq */
+void repo_pdrop_forward(real* z, const real* t, double p, size_t n);
+/* its backward: dz (n) in place, dz' on entry, dz = keep dz' on return */
+void repo_pdrop_backward(real* dz, double p, size_t n);
 
 #endif

@@ -10,7 +10,17 @@
 #include "common/bf16.h"
 
 /* where a per-layer tensor kind exists */
-typedef enum { IN_ALL, IN_PRE_NORM, IN_POST_NORMS, IN_GEMMA3, IN_QK_NORM, IN_QKV_BIAS, IN_O_BIAS, IN_REPO } KindWhere;
+typedef enum {
+    IN_ALL,
+    IN_INPUT_NORM,
+    IN_ATTN_NORM,
+    IN_POST_NORMS,
+    IN_FF_OWN_NORM,
+    IN_QK_NORM,
+    IN_QKV_BIAS,
+    IN_O_BIAS,
+    IN_REPO
+} KindWhere;
 
 /* one row per per-layer tensor kind: its HF suffix and where it exists; a bias follows its weight */
 typedef struct {
@@ -33,20 +43,24 @@ static const LayerKindInfo LAYER_KINDS[] = {
     {TK_REPO_GATE, "self_attn.gate_map.weight", IN_REPO},
     {TK_REPO_CONTENT, "self_attn.content_map.weight", IN_REPO},
     {TK_REPO_FINAL, "self_attn.final_map.weight", IN_REPO},
-    {TK_IN_NORM, "input_layernorm.weight", IN_PRE_NORM},
-    {TK_ATTN_NORM, "post_attention_layernorm.weight", IN_ALL},
-    {TK_FF_NORM, "pre_feedforward_layernorm.weight", IN_GEMMA3},
+    {TK_IN_NORM, "input_layernorm.weight", IN_INPUT_NORM},
+    {TK_ATTN_NORM, "post_attention_layernorm.weight", IN_ATTN_NORM},
+    {TK_FF_NORM, "pre_feedforward_layernorm.weight", IN_FF_OWN_NORM},
     {TK_MLP_NORM, "post_feedforward_layernorm.weight", IN_POST_NORMS},
     {TK_GATE, "mlp.gate_proj.weight", IN_ALL},
     {TK_UP, "mlp.up_proj.weight", IN_ALL},
     {TK_DOWN, "mlp.down_proj.weight", IN_ALL},
 };
 
+/* post_attention_layernorm normalises o (post_norms) or the MLP's input (ff_pre_norm); with both, the MLP's
+   input has its own pre_feedforward_layernorm */
 static bool kind_exists(KindWhere where, const ModelConfig* c, size_t l) {
+    const BlockTraits* t = cfg_traits(c);
     switch (where) {
-    case IN_PRE_NORM: return !cfg_olmo2(c);
-    case IN_POST_NORMS: return cfg_post_norms(c);
-    case IN_GEMMA3: return cfg_gemma3(c);
+    case IN_INPUT_NORM: return t->input_norm;
+    case IN_ATTN_NORM: return t->post_norms || t->ff_pre_norm;
+    case IN_POST_NORMS: return t->post_norms;
+    case IN_FF_OWN_NORM: return t->post_norms && t->ff_pre_norm;
     case IN_QK_NORM: return cfg_qk_norm(c);
     case IN_QKV_BIAS: return cfg_qkv_bias(c);
     case IN_O_BIAS: return cfg_o_bias(c);
@@ -94,7 +108,7 @@ static size_t kind_shape(TensorKind k, LoraTarget lt, const ModelConfig* c, size
         shape[0] = c->D;
         shape[1] = q;
         return 2;
-    case TK_Q_NORM: shape[0] = q / cfg_qk_norm_heads(c, c->H); return 1; /* Qwen3: per head, [hd] */
+    case TK_Q_NORM: shape[0] = q / cfg_qk_norm_heads(c, c->H); return 1; /* per head: [hd] */
     case TK_K_NORM: shape[0] = kv / cfg_qk_norm_heads(c, c->KVH); return 1;
     case TK_BQ: shape[0] = q; return 1;
     case TK_BK:

@@ -1,4 +1,4 @@
-/* Learning-rate schedules; the formulas are written out in optim/schedule.h. */
+/* Learning-rate and repo_pdrop schedules; the formulas are written out in optim/schedule.h. */
 #include "optim/schedule.h"
 
 #include <math.h>
@@ -23,4 +23,10 @@ double lr_at(const OptimConfig* c, size_t step, size_t total_steps) {
     if (p > 1.0) p = 1.0;
     if (c->schedule == SCHED_LINEAR) return c->lr - (c->lr - c->min_lr) * p;
     return c->min_lr + 0.5 * (c->lr - c->min_lr) * (1.0 + cos(M_PI * p)); /* cosine */
+}
+
+/* pure, as lr_at: a resumed run gets the same p for the same step */
+double repo_pdrop_at(double p0, size_t n, size_t step) {
+    if (p0 <= 0 || n == 0 || step >= n) return 0;
+    return p0 * (1 - (double)step / (double)n);
 }

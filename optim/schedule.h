@@ -38,4 +38,8 @@
 
 double lr_at(const OptimConfig* c, size_t step, size_t total_steps);
 
+/* model.positions.repo_pdrop's p before optimizer step `step` (0 for the first): p0 max(0, 1 - step/n),
+   p0 at step 0 and 0 from step n on; n = 0: 0 (the mix itself: repo_pdrop_forward, model/repo.h) */
+double repo_pdrop_at(double p0, size_t n, size_t step);
+
 #endif

@@ -11,6 +11,7 @@
 #include "model/bias.h"
 #include "model/embedding.h"
 #include "model/linear.h"
+#include "model/lora.h"
 #include "model/repo.h"
 #include "model/rmsnorm.h"
 #include "model/rope.h"
@@ -515,6 +516,8 @@ size_t build_block_qwen3(Problem* out, size_t max, Rng* rng);
 size_t build_qwen_model(Problem* out, size_t max, Rng* rng);
 size_t build_block_gemma3(Problem* out, size_t max, Rng* rng);
 size_t build_gemma3_model(Problem* out, size_t max, Rng* rng);
+size_t build_block_mistral(Problem* out, size_t max, Rng* rng);
+size_t build_mistral_model(Problem* out, size_t max, Rng* rng);
 size_t build_model(Problem* out, size_t max, Rng* rng);
 size_t build_lora_model(Problem* out, size_t max, Rng* rng);
 
@@ -545,5 +548,8 @@ const LayerEntry GC_LAYERS[] = {
      1},
     {"gemma3-model", "tiny Gemma-3 decoders (scaled embedding, sliding and global layers, RePo, documents, LoRA)",
      build_gemma3_model, 1},
+    {"block-mistral", "Mistral block: Llama's with a sliding window on every layer; per position mode",
+     build_block_mistral, 1},
+    {"mistral-model", "tiny Mistral decoders (windows on every layer, documents)", build_mistral_model, 1},
 };
 const size_t GC_N_LAYERS = sizeof(GC_LAYERS) / sizeof(GC_LAYERS[0]);

@@ -120,6 +120,11 @@ static size_t build_blocks(Problem* out, size_t max, Rng* rng, BlockStyle style,
     cfg.pos[1] = POS_REPO;
     cfg.pos[2] = POS_NOPE;
     if (style == BLOCK_GEMMA3) gemma3_small(&cfg, 3, 10); /* sliding rope, global repo, sliding nope */
+    if (style == BLOCK_MISTRAL) { /* every layer slides over 3 of T 5 keys, by the global table: no RePo */
+        cfg.sliding_window = 3;
+        for (size_t l = 0; l < 3; l++) cfg.sliding[l] = true;
+        cfg.pos[1] = POS_ROPE;
+    }
     size_t B = 2, T = 5, N = B * T;
     for (size_t l = 0; l < 3; l++) {
         Problem* p = &out[l];
@@ -160,6 +165,11 @@ size_t build_block_qwen3(Problem* out, size_t max, Rng* rng) {
 /* Gemma-3: head_dim 6 as Qwen3's, and its own keys (gemma3_small) */
 size_t build_block_gemma3(Problem* out, size_t max, Rng* rng) {
     return build_blocks(out, max, rng, BLOCK_GEMMA3, 6, false);
+}
+
+/* Mistral: the Llama block with a window on every layer (rope, rope, nope) */
+size_t build_block_mistral(Problem* out, size_t max, Rng* rng) {
+    return build_blocks(out, max, rng, BLOCK_MISTRAL, 0, false);
 }
 
 /* ---- the whole model: L = its loss ---- */
@@ -279,15 +289,21 @@ size_t build_lora_model(Problem* out, size_t max, Rng* rng) {
     return 3;
 }
 
-/* Qwen2 and Qwen3 decoders: biases, per-head QK-norm with head_dim != D/H, RePo on the attention input, and
-   LoRA on a frozen Qwen3 base (its biases frozen with it). The pad row's masked gradient is not a derivative,
-   so pad_token_id stays unset here (test_model checks it; the qwen3_pad fixture compares it with PyTorch). */
-size_t build_qwen_model(Problem* out, size_t max, Rng* rng) {
+/* the family problems' decoder: V 11, D 16, 3 layers, 4 heads over 2 kv heads, F 24, eps 1e-5 */
+static ModelConfig small_decoder(BlockStyle style) {
     ModelConfig cfg;
     model_config_default(&cfg);
     test_model_sizes(&cfg, 11, 16, 3, 4, 2, 24);
     cfg.norm_eps = 1e-5;
-    cfg.block = BLOCK_QWEN2;
+    cfg.block = style;
+    return cfg;
+}
+
+/* Qwen2 and Qwen3 decoders: biases, per-head QK-norm with head_dim != D/H, RePo on the attention input, and
+   LoRA on a frozen Qwen3 base (its biases frozen with it). The pad row's masked gradient is not a derivative,
+   so pad_token_id stays unset here (test_model checks it; the qwen3_pad fixture compares it with PyTorch). */
+size_t build_qwen_model(Problem* out, size_t max, Rng* rng) {
+    ModelConfig cfg = small_decoder(BLOCK_QWEN2);
     cfg.tie_embeddings = true;
     cfg.pos[0] = POS_ROPE;
     cfg.pos[1] = POS_REPO;
@@ -314,11 +330,7 @@ size_t build_qwen_model(Problem* out, size_t max, Rng* rng) {
    RePo on the global layer, packed documents under the window, and LoRA on a frozen base. pad_token_id
    stays unset for the reason build_qwen_model gives (the gemma3_sw fixture compares it with PyTorch). */
 size_t build_gemma3_model(Problem* out, size_t max, Rng* rng) {
-    ModelConfig cfg;
-    model_config_default(&cfg);
-    test_model_sizes(&cfg, 11, 16, 3, 4, 2, 24);
-    cfg.norm_eps = 1e-5;
-    cfg.block = BLOCK_GEMMA3;
+    ModelConfig cfg = small_decoder(BLOCK_GEMMA3);
     cfg.head_dim = 6;
     /* window 4 of T 6, scale 3^-1/2 (hd 6): with a window of 3 and a scale of 10^-1/2 the q_proj and RePo
        gradients are so small against the loss that the finite difference's round-off (halved by twice the
@@ -338,4 +350,21 @@ size_t build_gemma3_model(Problem* out, size_t max, Rng* rng) {
     cfg.lora_targets = (1u << LORA_N_TARGETS) - 1;
     setup_model(&out[2], rng, &cfg, "gemma3-model: LoRA rank 2 on all seven projections", 0, NULL, NULL);
     return 3;
+}
+
+/* Mistral decoders: every layer slides over 4 of T 6 keys (rope, nope, rope), untied head; then packed
+   documents under the window */
+size_t build_mistral_model(Problem* out, size_t max, Rng* rng) {
+    ModelConfig cfg = small_decoder(BLOCK_MISTRAL);
+    cfg.sliding_window = 4;
+    for (size_t l = 0; l < 3; l++) cfg.sliding[l] = true;
+    cfg.pos[0] = POS_ROPE;
+    cfg.pos[1] = POS_NOPE;
+    cfg.pos[2] = POS_ROPE;
+    setup_model(&out[0], rng, &cfg, "mistral-model: window 4 on every layer, rope/nope/rope, z-loss", 1e-3, NULL, NULL);
+    if (max <= 1) return 1;
+    static const int32_t docs[12] = {0, 0, 0, 0, 0, 1, 1, 2, 2, 2, 2, 2};
+    setup_model(&out[1], rng, &cfg, "mistral-model: documents of 5 and 1, then 1 and 5, under the window of 4", 0, docs,
+                NULL);
+    return 2;
 }

@@ -28,7 +28,7 @@ plan_ok() {  # label config pattern...
 }
 
 echo "--plan from published configs, without weights"
-for f in smollm2_135m olmo2_1b llama3.2_1b qwen2.5_0.5b qwen3_0.6b gemma3_270m; do
+for f in smollm2_135m olmo2_1b llama3.2_1b qwen2.5_0.5b qwen3_0.6b gemma3_270m mistral_7b; do
     config "$T/$f.json" "{\"from_config\": \"$H/$f.json\"}"
     plan_ok "from_config $f.json plans" "$T/$f.json" "memory plan" "peak RSS"
 done
@@ -57,6 +57,8 @@ config "$T/ginit.json" "{\"init_from\": \"$T/gemma3\"}"
 plan_ok "--plan from a config-only Gemma-3-270M directory" "$T/ginit.json" "268098176 parameters" "weights were not checked"
 expect_refused "a run from a config-only Gemma-3-270M directory" "give it as model.from_config instead" "$T/ginit.json"
 [ ! -e "$T/run" ] && ok "  ... and wrote nothing" || bad "the refused Gemma-3 run created $T/run"
+config "$T/mplan.json" "{\"from_config\": \"$H/mistral_7b.json\"}"
+plan_ok "--plan from Mistral-7B-v0.1's config.json: the model card's 7.24B" "$T/mplan.json" "7241732096 parameters"
 
 echo "from_config excludes init_from and the size keys"
 config "$T/both.json" "{\"from_config\": \"$H/olmo2_1b.json\", \"init_from\": \"$T/olmo2_1b\"}"
@@ -100,6 +102,17 @@ if build/train "$T/again.json" >"$T/again.log" 2>&1 && grep -q "loaded .* tensor
 then ok "init_from continues the from_config checkpoint"
 else bad "continuing: $(tail -n 3 "$T/again.log")"; fi
 
+run_config() {  # file model-json run-dir: config() with the run in $T/run-dir
+    config "$1" "$2"
+    sed -i "s|\"out_dir\": \"$T/run\"|\"out_dir\": \"$T/$3\"|" "$1"
+}
+continues() {  # family run-dir new-run-dir: init_from run-dir (its step 2) trains on
+    run_config "$T/$3.json" "{\"init_from\": \"$T/$2\"}" "$3"
+    if build/train "$T/$3.json" >"$T/$3.log" 2>&1 && grep -q "loaded .* tensors from $T/$2/step_0000002" "$T/$3.log"
+    then ok "init_from continues the $1 checkpoint"
+    else bad "continuing $1: $(tail -n 3 "$T/$3.log")"; fi
+}
+
 echo "a tiny Gemma-3 (sliding layers, RePo on its global layer) trains from scratch and continues"
 mkdir -p "$T/gemma"
 cat >"$T/gemma/config.json" <<'JSON'
@@ -108,8 +121,7 @@ cat >"$T/gemma/config.json" <<'JSON'
  "max_position_embeddings": 256, "rope_local_base_freq": 10000.0, "sliding_window": 16, "sliding_window_pattern": 3,
  "query_pre_attn_scalar": 16, "hidden_activation": "gelu_pytorch_tanh", "attn_logit_softcapping": null}
 JSON
-config "$T/gemma.json" "{\"from_config\": \"$T/gemma\", \"positions\": {\"mode\": \"repo\", \"repo_start_layer\": 1}}"
-sed -i "s|\"out_dir\": \"$T/run\"|\"out_dir\": \"$T/grun\"|" "$T/gemma.json"
+run_config "$T/gemma.json" "{\"from_config\": \"$T/gemma\", \"positions\": {\"mode\": \"repo\", \"repo_start_layer\": 1}}" grun
 saved="$T/grun/step_0000002/config.json"
 if build/train "$T/gemma.json" >"$T/gemma.log" 2>&1 &&
     grep -q '"layer_types":.*"sliding_attention", "sliding_attention", "full_attention"' "$saved" &&
@@ -117,9 +129,20 @@ if build/train "$T/gemma.json" >"$T/gemma.log" 2>&1 &&
     grep -q '"hidden_activation":.*"gelu_pytorch_tanh"' "$saved"; then
     ok "trains 2 steps; its config.json has the layer types and RePo on the global layer 2 only"
 else bad "the tiny Gemma-3 run: $(tail -n 3 "$T/gemma.log")"; fi
-config "$T/gagain.json" "{\"init_from\": \"$T/grun\"}"
-sed -i "s|\"out_dir\": \"$T/run\"|\"out_dir\": \"$T/grun2\"|" "$T/gagain.json"
-if build/train "$T/gagain.json" >"$T/gagain.log" 2>&1 && grep -q "loaded .* tensors from $T/grun/step_0000002" "$T/gagain.log"
-then ok "init_from continues the Gemma-3 checkpoint"
-else bad "continuing Gemma-3: $(tail -n 3 "$T/gagain.log")"; fi
+continues Gemma-3 grun grun2
+echo "a tiny Mistral (a window on every layer) trains from scratch, continues and generates"
+mkdir -p "$T/mistral"  # MistralConfig's defaults for the rest: untied, theta 1e4, eps 1e-6
+printf '{"model_type": "mistral", "hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 4, %s}\n' \
+    '"num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 1024, "sliding_window": 16' >"$T/mistral/config.json"
+run_config "$T/mistral.json" "{\"from_config\": \"$T/mistral\", \"positions\": {\"layers\": [\"rope\", \"nope\"]}}" mrun
+saved="$T/mrun/step_0000002/config.json"
+if build/train "$T/mistral.json" >"$T/mistral.log" 2>&1 && grep -q '"model_type":.*"mistral"' "$saved" &&
+    grep -q '"sliding_window":.*16' "$saved" && grep -q '"repoc_layer_positions":.*"rope", "nope"' "$saved"; then
+    ok "trains 2 steps; its config.json is a Mistral's with the window and the layers' positions"
+else bad "the tiny Mistral run: $(tail -n 3 "$T/mistral.log")"; fi
+continues Mistral mrun mrun2
+out=$(build/generate "$T/mrun2" --tokenizer tests/fixtures/tokenizer/gpt2.json --threads 1 --prompt "int main" \
+    --max-new-tokens 24 --temperature 0 2>"$T/mgen.err")
+case "$out" in "int main"?*) ok "generates 24 tokens past the window of 16 from the continued checkpoint" ;;
+    *) bad "Mistral generation: '$out' $(tail -n 2 "$T/mgen.err")" ;; esac
 exit $((failures > 0))

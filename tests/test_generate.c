@@ -463,6 +463,15 @@ int main(void) {
     PosMode gp[] = {POS_ROPE, POS_REPO, POS_NOPE};
     for (size_t l = 0; l < gemma.L; l++) gemma.pos[l] = gp[l];
     run_model("gemma3-sliding-window-5", &gemma, 39);
+    /* Mistral: every layer slides over 5 keys, rotated by the global table */
+    ModelConfig mistral = llama;
+    mistral.block = BLOCK_MISTRAL;
+    mistral.yarn_factor = 1;
+    mistral.sliding_window = 5;
+    for (size_t l = 0; l < mistral.L; l++) mistral.sliding[l] = true;
+    PosMode mp[] = {POS_ROPE, POS_NOPE, POS_ROPE};
+    for (size_t l = 0; l < mistral.L; l++) mistral.pos[l] = mp[l];
+    run_model("mistral-sliding-window-5", &mistral, 41);
 
     check_sampling();
 

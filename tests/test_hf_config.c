@@ -155,7 +155,7 @@ static void test_model_type(void) {
         {"\"model_type\": \"qwen2\"", BLOCK_QWEN2, ""},
         {"\"model_type\": \"qwen3\", \"architectures\": [\"Qwen3ForCausalLM\"]", BLOCK_QWEN3, ""},
         {"\"architectures\": [\"LlamaForCausalLM\"]", BLOCK_LLAMA, ""},
-        {"\"model_type\": \"mistral\"", -1, "model_type 'mistral' is not supported"},
+        {"\"model_type\": \"phi3\"", -1, "model_type 'phi3' is not supported"},
         {"\"model_type\": \"gemma3\"", -1, "is the image-text model"},
         {"\"model_type\": 3", -1, "'model_type' must be a string"},
         {"\"hidden_act\": \"silu\"", -1, "missing 'model_type'"},

@@ -16,6 +16,7 @@
 #include "common/safetensors.h"
 #include "hf/peft.h"
 #include "model/linear.h"
+#include "model/lora.h"
 #include "model/model.h"
 #include "tests/testutil.h"
 

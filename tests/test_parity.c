@@ -9,7 +9,8 @@
    add the Qwen blocks, each with a pad_token_id whose tokens are in the batch (padding_idx); gemma3_sw adds
    the Gemma-3 text block (sqrt(D)-scaled embedding, (1 + w) RMSNorms around both sublayers, GELU-tanh,
    query_pre_attn_scalar, sliding-window layers with their own RoPE base, linear rope_scaling on the full
-   layers, RePo on a full layer, tied, pad_token_id 0). */
+   layers, RePo on a full layer, tied, pad_token_id 0); mistral_sw the Mistral block (Llama's, every layer
+   sliding over 5 of 16 keys and rotated by the global table; rope, nope, rope). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -375,8 +376,9 @@ static void check_round_trip(const char* dir, Fixture* fx) {
 int main(void) {
     threads_init(0);
     const char* fixtures[] = {"tests/fixtures/olmo2_mix", "tests/fixtures/llama_gqa", "tests/fixtures/llama3_docs",
-                              "tests/fixtures/qwen2_pad", "tests/fixtures/qwen3_hd",  "tests/fixtures/gemma3_sw"};
-    for (int k = 0; k < 6; k++) {
+                              "tests/fixtures/qwen2_pad", "tests/fixtures/qwen3_hd",  "tests/fixtures/gemma3_sw",
+                              "tests/fixtures/mistral_sw"};
+    for (size_t k = 0; k < sizeof(fixtures) / sizeof(fixtures[0]); k++) {
         printf("%s\n", fixtures[k]);
         Fixture fx;
         fixture_open(&fx, fixtures[k]);

@@ -55,7 +55,7 @@ static void test_read(void) {
         {"Qwen3ForCausalLM", "\"head_dim\": 7", "head_dim 7 must be even"},
         {"LlamaForCausalLM", "\"attention_bias\": true", "attention_bias must be false"},
         {"Olmo2ForCausalLM", "\"head_dim\": 16", "not supported for OLMo-2"},
-        {"Gemma2ForCausalLM", "", "Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM)"},
+        {"Gemma2ForCausalLM", "", "Qwen3ForCausalLM, Gemma3ForCausalLM, MistralForCausalLM)"},
     };
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
         rc = parse_arch(refused[i].arch, refused[i].extra, &c, err, sizeof(err));

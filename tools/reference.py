@@ -8,7 +8,7 @@ the tied head) and writes the committed fixtures
 under tests/fixtures/ (see tests/fixtures/README.md). It needs only torch and
 numpy.
 
-Run from the repository root:  /usr/bin/python3 tools/reference.py
+Run from the repository root:  /usr/bin/python3 tools/reference.py [fixture name ...]
 """
 import json
 import math
@@ -193,11 +193,13 @@ def check_tied(c, P, batch, z_loss, grads):
 
 
 ARCHS = {"olmo2": "Olmo2ForCausalLM", "llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
-         "qwen3": "Qwen3ForCausalLM", "gemma3": "Gemma3ForCausalLM"}
+         "qwen3": "Qwen3ForCausalLM", "gemma3": "Gemma3ForCausalLM", "mistral": "MistralForCausalLM"}
 
 
 def pe_config(c):
     repo_layers = [i for i, m in enumerate(c.positions) if m == "repo"]
+    if not repo_layers:                         # nothing to describe (mistral_sw: no RePo layer)
+        return None
     ids = ",".join(str(i) for i in repo_layers)
     return {"dynamic_pe_mode": "swigluex_multihead",
             "dynamic_pe_start_layer": repo_layers[0], "dynmaic_pe_start_layer": repo_layers[0],
@@ -235,6 +237,9 @@ def hf_config(c, dtype):
         "torch_dtype": dtype,
         "pe_config": pe_config(c),
     }
+    if c.arch == "mistral":                     # MistralConfig keys: the window, no attention_bias; no RePo layer
+        del cfg["attention_bias"], cfg["pe_config"]
+        cfg["sliding_window"] = c.sliding_window
     if c.arch.startswith("qwen"):               # Qwen2Config / Qwen3Config keys
         del cfg["attention_bias"]
         cfg.update({"use_sliding_window": False, "sliding_window": None, "max_window_layers": c.L,
@@ -291,8 +296,8 @@ def write_checked(path, tensors, metadata=None):
 
 
 def make_fixture(c, hp, seed):
-    for i, mode in enumerate(c.positions):                  # Gemma-3: RePo on full-attention layers only
-        assert not sliding(c, i) or mode == "rope", (c.name, i, mode)
+    for i, mode in enumerate(c.positions):                  # RePo on layers without a window only
+        assert not sliding(c, i) or mode != "repo", (c.name, i, mode)
     torch.manual_seed(seed)
     d = os.path.join(OUT, c.name)
     P, batch = init_params(c), make_batch(c)
@@ -305,6 +310,10 @@ def make_fixture(c, hp, seed):
     n_fd, fd_err = check_fd(c, P, batch, hp["z_loss"], grads)
     tied = check_tied(c, P, batch, hp["z_loss"], grads) if c.tied else None
     gemma = check_gemma(c, P, batch, hp["z_loss"], loss, hidden) if c.arch == "gemma3" else None
+    if c.arch == "mistral":                                 # the window matters: seeing every key moves the loss
+        unwindowed = forward(Cfg(**{**c.__dict__, "sliding_window": None}), P, *batch, hp["z_loss"])[0].item()
+        assert abs(unwindowed - loss.item()) > 1e-3, (unwindowed, loss.item())
+        print("  without the window the loss would be %.6f" % unwindowed)
 
     losses, upd, st = adamw_analysis(c, P, batch, hp, seed)
     assert abs(losses[0] - loss.item()) < 1e-13
@@ -354,6 +363,8 @@ def make_fixture(c, hp, seed):
                  "adamw": "torch.optim.AdamW: w -= lr*wd*w; m,v EMA; "
                           "w -= (lr/(1-b1^t)) * m / (sqrt(v)/sqrt(1-b2^t) + eps); t = 1,2,3",
                  "decay_exempt": ",".join(k for k in P if exempt(k))})
+    if c.arch == "mistral":                                 # inv_freq above is every layer's table
+        meta.update({"sliding_window": c.sliding_window})
     if c.arch == "gemma3":                                  # inv_freq above is the full layers' table
         meta.update({"layer_types": ",".join(c.layer_types), "sliding_window": c.sliding_window,
                      "inv_freq_sliding": ",".join(repr(x) for x in layer_rope_tables(c)[
@@ -435,8 +446,15 @@ def fixtures():
                 max_pos=64, positions=["rope", "rope", "rope", "repo"], write_layer_positions=False, B=2, T=16,
                 n_ignore=3, pad=0, n_pad=5, embed_std=0.3, head_std=None, gain=0.8, norm_noise=0.1,
                 repo_in_std=0.4, repo_out_std=0.4)
+    # Mistral: Llama's block with a sliding window of 5 < T on every layer, rotated by rope_theta's table (rope,
+    # nope, rope: RePo is for layers without a window), GQA, untied; rope_theta 1e6 (Mistral-7B-v0.2's), not the
+    # 1e4 of the unused local table
+    mistral = Cfg(name="mistral_sw", arch="mistral", V=48, D=32, L=3, H=4, KVH=2, F=32, eps=1e-5, theta=1000000.0,
+                  yarn=None, tied=False, max_pos=64, sliding_window=5, positions=["rope", "nope", "rope"],
+                  write_layer_positions=True, B=2, T=16, n_ignore=3, embed_std=0.8, head_std=0.2, gain=0.8,
+                  norm_noise=0.1, repo_in_std=0.4, repo_out_std=0.4)
     return [(olmo, hp_olmo, 1234), (llama, hp_llama, 5678), (doc, hp_llama, 4321), (qwen2, hp_llama, 12),
-            (qwen3, hp_olmo, 1357), (gemma, hp_olmo, 2718)]
+            (qwen3, hp_olmo, 1357), (gemma, hp_olmo, 2718), (mistral, hp_olmo, 3141)]
 
 
 def main():
@@ -451,7 +469,8 @@ def main():
     check_gelu_tanh()
     check_sliding_mask()
     print("Gemma RMSNorm (1 + w), GELU-tanh and the sliding-window mask (T 16, window 5) checked")
-    total = sum(make_fixture(c, hp, seed) for c, hp, seed in fixtures())
+    only = sys.argv[1:]                                     # fixture names to write (default: all)
+    total = sum(make_fixture(c, hp, seed) for c, hp, seed in fixtures() if not only or c.name in only)
     print("total fixture bytes: %d" % total)
     assert total < 3 * 1024 * 1024
 

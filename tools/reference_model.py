@@ -3,9 +3,10 @@
 
 An independent implementation of the model of docs/design.md (block, positions),
 docs/backward.md and docs/formats.md: OLMo-2, Llama, Qwen2 (q, k, v biases), Qwen3
-(per-head q/k RMSNorm, explicit head_dim, attention_bias) and Gemma-3 text (scaled
+(per-head q/k RMSNorm, explicit head_dim, attention_bias), Gemma-3 text (scaled
 embedding, (1 + w) RMSNorms around both sublayers, sliding-window layers with their own
-RoPE base, query_pre_attn_scalar, GELU-tanh) blocks, the embedding's
+RoPE base, query_pre_attn_scalar, GELU-tanh) and Mistral (the Llama block with a sliding
+window on every layer, transformers' MistralModel) blocks, the embedding's
 padding_idx (pad_token_id, Qwen, Gemma), RoPE / RePo / NoPE
 positions in the HF rotate_half layout, YaRN and llama3 rope_scaling, document
 masking of packed rows, tied head, cross-entropy with ignore index -1, optional
@@ -139,7 +140,10 @@ def rope_tables(c):
 
 
 def sliding(c, i):
-    """Gemma-3: layer i attends within its sliding window (layer_types[i] == "sliding_attention")."""
+    """Layer i attends within its sliding window: Gemma-3's layer_types[i] == "sliding_attention", every layer of
+    a Mistral with a sliding_window (rotated by the global table, layer_rope_tables)."""
+    if c.arch == "mistral":
+        return bool(c.sliding_window)
     return c.arch == "gemma3" and c.layer_types[i] == "sliding_attention"
 
 

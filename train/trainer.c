@@ -19,7 +19,6 @@
 #include "hf/ckpt_weights.h"
 #include "hf/hf_checkpoint.h"
 #include "model/products.h" /* the engine a checkpoint records */
-#include "model/repo.h"     /* repo_pdrop_at */
 #include "optim/clip.h"
 #include "optim/schedule.h"
 #include "train/memplan.h"
