@@ -87,19 +87,10 @@ static void describe_positions(const ModelConfig* c, char* out, size_t n) {
         used += (size_t)snprintf(out + used, n - used, "%s%s", l ? ", " : "", pos_mode_name(c->pos[l]));
 }
 
-int run_config_apply_checkpoint(const RunConfig* rc, ModelConfig* c, const char* ckpt_dir, bool resuming, char* err,
-                                size_t err_len) {
-    RcCtx x = {NULL, rc->source[0] ? rc->source : NULL, err, err_len, true, rc};
+/* The sizes the config gives (vocab, width, layers, heads, d_ff, arch, tied embeddings) against the
+   checkpoint's c: a disagreement is refused naming the key, both values, where c came from and the fix */
+static int check_sizes(const RunConfig* rc, const ModelConfig* c, RcCtx* x, const char* from, const char* fix) {
     const ModelConfig* m = &rc->model.cfg;
-    /* where c came from, and what to do about a disagreement */
-    char from[4200];
-    const char* fix =
-        resuming
-            ? "a resumed run keeps the model it was trained with: remove the key, or start a new run "
-              "(another run.out_dir, or run.resume \"never\")"
-            : "remove the key to take the checkpoint's value, or point model.init_from at a checkpoint that has it";
-    snprintf(from, sizeof(from), "%s/config.json (%s)", ckpt_dir,
-             resuming ? "the checkpoint this run resumes" : "model.init_from");
     /* n_kv_heads given as null means "= n_heads": the file's n_heads if set, else the checkpoint's */
     size_t heads = run_config_was_set(rc, "model.n_heads") ? m->H : c->H;
     size_t kvh = m->KVH != RC_UNSET ? m->KVH : heads;
@@ -126,8 +117,25 @@ int run_config_apply_checkpoint(const RunConfig* rc, ModelConfig* c, const char*
             snprintf(want, sizeof(want), "%zu", sizes[i].want);
             snprintf(have, sizeof(have), "%zu", sizes[i].have);
         }
-        return rc_fail(&x, key, "%s disagrees with %s in %s; %s", want, have, from, fix);
+        return rc_fail(x, key, "%s disagrees with %s in %s; %s", want, have, from, fix);
     }
+    return 0;
+}
+
+int run_config_apply_checkpoint(const RunConfig* rc, ModelConfig* c, const char* ckpt_dir, bool resuming, char* err,
+                                size_t err_len) {
+    RcCtx x = {NULL, rc->source[0] ? rc->source : NULL, err, err_len, true, rc};
+    const ModelConfig* m = &rc->model.cfg;
+    /* where c came from, and what to do about a disagreement */
+    char from[4200];
+    const char* fix =
+        resuming
+            ? "a resumed run keeps the model it was trained with: remove the key, or start a new run "
+              "(another run.out_dir, or run.resume \"never\")"
+            : "remove the key to take the checkpoint's value, or point model.init_from at a checkpoint that has it";
+    snprintf(from, sizeof(from), "%s/config.json (%s)", ckpt_dir,
+             resuming ? "the checkpoint this run resumes" : "model.init_from");
+    if (check_sizes(rc, c, &x, from, fix)) return -1;
     set_lora(rc, c);
     if (run_config_was_set(rc, "model.rope_theta")) c->rope_theta = m->rope_theta;
     if (run_config_was_set(rc, "model.norm_eps")) c->norm_eps = m->norm_eps;
