@@ -30,7 +30,7 @@ t1=$(($(date +%s) + 1))
 
 # compare RUN_DIR T0 T1 LABEL: the events of every file (in name order) against metrics.jsonl
 compare() {
-    python3 tools/tb_events.py $(ls "$1"/events.out.tfevents.*) >"$T/events.jsonl" 2>"$T/tb.err" ||
+    python3 tools/tb_events.py "$1"/events.out.tfevents.* >"$T/events.jsonl" 2>"$T/tb.err" ||
         { bad "$4: the decoder refused the files: $(cat "$T/tb.err")"; return; }
     python3 - "$1/metrics.jsonl" "$T/events.jsonl" "$2" "$3" <<'PY' >"$T/cmp.log" 2>&1
 import json, struct, sys
@@ -88,7 +88,7 @@ t2=$(($(date +%s) + 1))
 n=$(ls "$T/run"/events.out.tfevents.* | wc -l)
 [ "$n" = 2 ] && ok "the resumed run appended a second event file" || bad "$n event files after the resume"
 compare "$T/run" "$t0" "$t2" "resumed at step 3 of 6 to step 8: every step once, as in metrics.jsonl"
-steps=$(python3 tools/tb_events.py $(ls "$T/run"/events.out.tfevents.*) |
+steps=$(python3 tools/tb_events.py "$T/run"/events.out.tfevents.* |
     python3 -c 'import json, sys; print(" ".join(str(e["step"]) for e in map(json.loads, sys.stdin) if "loss" in e.get("values", {})))')
 [ "$steps" = "1 2 3 4 5 6 7 8" ] && ok "training steps in the files: $steps" || bad "training steps in the files: $steps"
 
@@ -99,7 +99,7 @@ truncate -s $((size - 5)) "$last"
 build/train "$T/cfg.json" --set train.steps=9 >"$T/log3" 2>&1 || bad "the run after a cut record failed: $(tail -3 "$T/log3")"
 grep -q "warning: $last: the bytes from byte offset [0-9]* on are no whole record (a crash cut it): dropped" "$T/log3" &&
     ok "a record cut by a crash: dropped with a warning" || bad "no warning for the cut record: $(head -5 "$T/log3")"
-python3 tools/tb_events.py $(ls "$T/run"/events.out.tfevents.*) >/dev/null 2>"$T/tb.err" &&
+python3 tools/tb_events.py "$T/run"/events.out.tfevents.* >/dev/null 2>"$T/tb.err" &&
     ok "... and every file decodes again" || bad "after the cut record: $(cat "$T/tb.err")"
 
 echo "tensorboard: $([ $failures -eq 0 ] && echo all OK || echo FAILED)"
