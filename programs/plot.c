@@ -227,15 +227,8 @@ static const char* shortest(double x, char* out, size_t n) {
     return out;
 }
 
-/* the value of c at step x, or NULL */
-static const double* at_step(const Curve* c, double x) {
-    for (size_t i = 0; i < c->n; i++)
-        if (c->x[i] == x) return &c->y[i];
-    return NULL;
-}
-
 /* --csv: columns run, step, then every metric of any run in the order first met; a cell is empty where the
-   run did not log the metric at that step */
+   run did not log the metric at that step. Linear in the points: one cursor per column. */
 static void write_csv(const Run* runs, size_t n_runs, const char* path) {
     const char** cols = NULL;
     size_t n_cols = 0, cap_cols = 0;
@@ -262,21 +255,29 @@ static void write_csv(const Run* runs, size_t n_runs, const char* path) {
         for (size_t i = 0; i < runs[r].n; i++)
             for (size_t t = 0; t < runs[r].c[i].n; t++) steps[n++] = runs[r].c[i].x[t];
         qsort(steps, n, sizeof(double), cmp_double);
+        /* each column's curve in this run (NULL: not logged) and a cursor into it: the steps ascend, and so do
+           a curve's, so every point is visited once */
+        const Curve** curve_of = callocCheck(n_cols ? n_cols : 1, sizeof(Curve*));
+        size_t* at = callocCheck(n_cols ? n_cols : 1, sizeof(size_t));
+        for (size_t k = 0; k < n_cols; k++)
+            for (size_t i = 0; i < runs[r].n && !curve_of[k]; i++)
+                if (!strcmp(runs[r].c[i].name, cols[k])) curve_of[k] = &runs[r].c[i];
         char num[32];
         for (size_t t = 0; t < n; t++) {
             if (t && steps[t] == steps[t - 1]) continue;
             csv_field(f, runs[r].label);
             fprintf(f, ",%.0f", steps[t]);
             for (size_t k = 0; k < n_cols; k++) {
-                const Curve* c = NULL;
-                for (size_t i = 0; i < runs[r].n && !c; i++)
-                    if (!strcmp(runs[r].c[i].name, cols[k])) c = &runs[r].c[i];
-                const double* v = c ? at_step(c, steps[t]) : NULL;
-                if (v) fprintf(f, ",%s", shortest(*v, num, sizeof num));
+                const Curve* c = curve_of[k];
+                while (c && at[k] < c->n && c->x[at[k]] < steps[t]) at[k]++;
+                if (c && at[k] < c->n && c->x[at[k]] == steps[t])
+                    fprintf(f, ",%s", shortest(c->y[at[k]], num, sizeof num));
                 else fputc(',', f);
             }
             fputc('\n', f);
         }
+        free(curve_of);
+        free(at);
         free(steps);
     }
     fcloseCheck(f, path);
