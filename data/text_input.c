@@ -148,8 +148,7 @@ static void read_whole(TextInput* t) {
     t->eof = true;
 }
 
-/* "-" is standard input */
-static const char* os_path(const char* path) { return strcmp(path, "-") ? path : "/dev/stdin"; }
+const char* text_input_os_path(const char* path) { return strcmp(path, "-") ? path : "/dev/stdin"; }
 
 TextInput* text_input_open(const char* path, size_t file, bool jsonl) {
     TextInput* t = calloc(1, sizeof *t);
@@ -157,7 +156,7 @@ TextInput* text_input_open(const char* path, size_t file, bool jsonl) {
     t->path = path;
     t->file = file;
     t->jsonl = jsonl;
-    t->fd = open(os_path(path), O_RDONLY);
+    t->fd = open(text_input_os_path(path), O_RDONLY);
     CHECK(t->fd >= 0, "cannot open input '%s': %s", path, strerror(errno));
     struct stat st;
     CHECK(fstat(t->fd, &st) == 0, "cannot stat input '%s': %s", path, strerror(errno));
@@ -243,7 +242,7 @@ void text_input_close(TextInput* t) {
 }
 
 TextCompression text_input_sniff(const char* path, bool* regular) {
-    int fd = open(os_path(path), O_RDONLY);
+    int fd = open(text_input_os_path(path), O_RDONLY);
     CHECK(fd >= 0, "cannot open input '%s': %s", path, strerror(errno));
     struct stat st;
     CHECK(fstat(fd, &st) == 0, "cannot stat input '%s': %s", path, strerror(errno));

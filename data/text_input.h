@@ -24,6 +24,8 @@ typedef enum { TEXT_PLAIN, TEXT_GZIP, TEXT_ZSTD } TextCompression;
 
 typedef struct TextInput TextInput;
 
+/* the path to open for an input named path: "-" is standard input */
+const char* text_input_os_path(const char* path);
 /* path ("-": standard input) opened as file number `file` of the run; jsonl: one document per line */
 TextInput* text_input_open(const char* path, size_t file, bool jsonl);
 /* The next documents into docs[0..max_docs), as many as fit about max_bytes (at least one): their text

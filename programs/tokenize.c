@@ -414,8 +414,8 @@ int main(int argc, char** argv) {
     size_t total = 0;
     for (size_t f = 0; f < o.n_files; f++) {
         struct stat st;
-        const char* path = strcmp(o.files[f], "-") ? o.files[f] : "/dev/stdin";
-        CHECK(stat(path, &st) == 0, "cannot open input '%s': %s", o.files[f], strerror(errno));
+        CHECK(stat(text_input_os_path(o.files[f]), &st) == 0, "cannot open input '%s': %s", o.files[f],
+              strerror(errno));
         if (S_ISREG(st.st_mode)) total += (size_t)st.st_size;
     }
 
