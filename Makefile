@@ -13,6 +13,7 @@
 #   clean        remove build/
 #   bench        training-step speed, MFU, RSS, and the PyTorch step (tools/bench.sh)
 #   bench-threads  the speed-up from 1 to 2 threads per size and phase (tools/bench_threads.sh)
+#   bench-tokenize build/tokenize's MB/s at 1 and 2 threads beside tiktoken (tools/tokenize_bench.sh)
 #   bench-engines  the products' engine choice against each engine and PyTorch, S M L (tools/bench_engines.sh)
 #   bench-mc     build/eval --mc's items/s with and without prefix sharing against PyTorch (tools/bench_mc.sh)
 #   bench-attention  attention forward+backward against same-process sgemm, T 256/1024 x hd 32/64/128
@@ -368,6 +369,13 @@ bench-mc: check-deps
 .PHONY: bench-threads
 bench-threads: check-deps
 	@tools/bench_threads.sh
+
+# make bench-tokenize: build/tokenize at 1 and 2 threads beside npm tiktoken on cl100k_base and
+# o200k_base (each regex spelling), and on gzip'ed and zstd'ed input (tools/tokenize_bench.sh,
+# docs/tokenizer.md)
+.PHONY: bench-tokenize
+bench-tokenize: check-deps $(BUILD)/tokenize deps-node
+	@tools/tokenize_bench.sh
 
 # make bench-attention: the attention kernel alone against OpenBLAS sgemm measured in the same
 # process just before each case (docs/performance.md, "Attention kernel"). ATT_ARGS adds options,

@@ -1,6 +1,8 @@
 /* The hand-written pre-tokenizer matchers (tokenizer/pretok.c) against
    Oniguruma (tokenizer/regex.c) on the same regexes: the GPT-2, cl100k/Llama-3
-   and Qwen2 patterns must cut every text into the same pre-tokens. Texts:
+   and Qwen2 patterns, and cl100k's and Qwen2's as js-tiktoken spells them (every ASCII case of each
+   contraction written out), must cut every text into the same pre-tokens, the matcher chosen by
+   pretok_recognise from the pattern's text; spellings that are not equivalent must not be recognised. Texts:
    tests/fixtures/tokenizer/sample.txt, every string of up to 4 characters over
    an alphabet of the characters the patterns treat apart (spaces and line
    breaks of several kinds, letters, digits of other scripts, apostrophes, the
@@ -18,15 +20,34 @@
 typedef struct {
     const char* name;
     const char* pattern;
-    int cl100k, max_digits; /* which hand-written matcher */
+    PreStep step; /* the hand-written matcher pretok_recognise chose */
     TokRegex* re;
     size_t texts, pieces, bad; /* checked, and differing */
 } Pattern;
 
+/* js-tiktoken's spelling of the contraction group, and the rest of cl100k's and Qwen2's patterns */
+#define JS_CONTRACTIONS "('s|'S|'t|'T|'re|'rE|'Re|'RE|'ve|'vE|'Ve|'VE|'m|'M|'ll|'lL|'Ll|'LL|'d|'D)"
+#define REST_CL100K \
+    "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+#define REST_QWEN "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+
 static Pattern P[] = {
-    {"gpt2", PRETOK_RE_GPT2, 0, 0, NULL, 0, 0, 0},
-    {"cl100k", PRETOK_RE_CL100K, 1, 3, NULL, 0, 0, 0},
-    {"qwen2", PRETOK_RE_QWEN, 1, 1, NULL, 0, 0, 0},
+    {.name = "gpt2", .pattern = PRETOK_RE_GPT2},
+    {.name = "cl100k", .pattern = PRETOK_RE_CL100K},
+    {.name = "qwen2", .pattern = PRETOK_RE_QWEN},
+    {.name = "cl100k as js-tiktoken spells it", .pattern = JS_CONTRACTIONS REST_CL100K},
+    {.name = "qwen2, (?: and the contractions reordered",
+     .pattern = "(?:'D|'d|'LL|'Ll|'lL|'ll|'M|'m|'VE|'Ve|'vE|'ve|'RE|'Re|'rE|'re|'T|'t|'S|'s)" REST_QWEN},
+    {.name = "cl100k, (?i: and the contractions in upper case", .pattern = "(?i:'S|'T|'RE|'VE|'M|'LL|'D)" REST_CL100K},
+};
+/* spellings that are not the same regex: each must go to Oniguruma */
+static const char* const NOT_EQUIVALENT[] = {
+    "('s|'S|'t|'T|'re|'rE|'Re|'RE|'ve|'vE|'Ve|'VE|'m|'M|'ll|'lL|'Ll|'LL|'d)" REST_CL100K, /* 'D missing */
+    "('s|'t|'re|'ve|'m|'ll|'d)" REST_CL100K,                                              /* case-sensitive */
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d|'x)" REST_CL100K,                                        /* one more */
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d|'s)" REST_CL100K,                                        /* twice */
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)" REST_CL100K "|x",                                      /* another tail */
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d" REST_CL100K,                                            /* not closed */
 };
 #define N_PAT (sizeof P / sizeof P[0])
 
@@ -51,7 +72,7 @@ static void check_text(void* ctx, const uint8_t* s, size_t n) {
         Pattern* p = &P[k];
         fast.n = onig.n = 0;
         for (size_t i = 0; i < n;) {
-            i = p->cl100k ? pretok_cl100k(s, n, i, p->max_digits) : pretok_gpt2(s, n, i);
+            i = p->step.kind == STEP_SPLIT_CL100K ? pretok_cl100k(s, n, i, &p->step) : pretok_gpt2(s, n, i);
             fast.ends[fast.n++] = i;
         }
         tok_regex_spans(p->re, &region, s, n, span_end, &onig);
@@ -121,6 +142,15 @@ int main(int argc, char** argv) {
         char err[256];
         P[k].re = tok_regex_new(P[k].pattern, strlen(P[k].pattern), err, sizeof err);
         CHECK(P[k].re, "%s: %s", P[k].name, err);
+        CHECK(!pretok_recognise(P[k].pattern, &P[k].step), "%s: no hand-written matcher recognises it", P[k].name);
+    }
+    EXPECT(P[3].step.contraction_fold == CONTRACT_ASCII && P[1].step.contraction_fold == CONTRACT_UNICODE &&
+               P[4].step.max_digits == 1 && P[3].step.max_digits == 3,
+           "the spelled-out contractions fold ASCII cases only, (?i: folds U+017F too; Qwen2 keeps one digit");
+    for (size_t k = 0; k < sizeof NOT_EQUIVALENT / sizeof NOT_EQUIVALENT[0]; k++) {
+        PreStep st;
+        EXPECT(pretok_recognise(NOT_EQUIVALENT[k], &st) == -1, "a regex that is not cl100k's goes to Oniguruma: %s",
+               NOT_EQUIVALENT[k]);
     }
     size_t len;
     char* sample = file_read_all("tests/fixtures/tokenizer/sample.txt", &len);

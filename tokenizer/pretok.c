@@ -20,12 +20,57 @@ const char PRETOK_RE_QWEN[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
     "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
+/* The contractions 's 't 're 've 'm 'll 'd, as one regex group spells them: "(?i:" with each once (in any
+   case), or "(" / "(?:" with every ASCII case of each spelled out (js-tiktoken's spelling). The order does
+   not matter: no alternative is a prefix of another. The group's length from g, 0 when it is not one;
+   *fold: CONTRACT_UNICODE for (?i, which also folds U+017F into s, CONTRACT_ASCII for the spelled cases. */
+static size_t contraction_group(const char* g, int* fold) {
+    static const char* const WORDS[] = {"s", "t", "re", "ve", "m", "ll", "d"};
+    const char* p = g;
+    if (*p++ != '(') return 0;
+    int icase = !strncmp(p, "?i:", 3);
+    p += icase ? 3 : !strncmp(p, "?:", 2) ? 2 : 0;
+    unsigned seen[7] = {0}; /* per word, a bit per case variant (bit k: letter k upper) */
+    for (;;) {
+        if (*p++ != '\'') return 0;
+        char w[3] = {0};
+        size_t len = 0;
+        unsigned variant = 0;
+        for (; len < 3 && ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z'); len++, p++) {
+            variant |= (*p >= 'A' && *p <= 'Z') << len;
+            w[len < 2 ? len : 0] = (char)(*p | 0x20);
+        }
+        size_t k = 0;
+        while (k < 7 && !(len == strlen(WORDS[k]) && !strncmp(w, WORDS[k], len))) k++;
+        if (k == 7 || (seen[k] >> variant & 1u)) return 0;
+        seen[k] |= 1u << variant;
+        if (*p == ')') break;
+        if (*p++ != '|') return 0;
+    }
+    for (size_t k = 0; k < 7; k++) {
+        unsigned all = (1u << (1u << strlen(WORDS[k]))) - 1u; /* every case variant */
+        if (icase ? __builtin_popcount(seen[k]) != 1 : seen[k] != all) return 0;
+    }
+    *fold = icase ? CONTRACT_UNICODE : CONTRACT_ASCII;
+    return (size_t)(p + 1 - g);
+}
+
 int pretok_recognise(const char* regex, PreStep* step) {
     memset(step, 0, sizeof *step);
-    if (!strcmp(regex, PRETOK_RE_GPT2)) step->kind = STEP_SPLIT_GPT2;
-    else if (!strcmp(regex, PRETOK_RE_CL100K)) step->kind = STEP_SPLIT_CL100K, step->max_digits = 3;
-    else if (!strcmp(regex, PRETOK_RE_QWEN)) step->kind = STEP_SPLIT_CL100K, step->max_digits = 1;
-    else return -1;
+    if (!strcmp(regex, PRETOK_RE_GPT2)) {
+        step->kind = STEP_SPLIT_GPT2;
+        return 0;
+    }
+    /* cl100k and Qwen2 with their leading contraction group in either spelling */
+    int fold;
+    size_t g = contraction_group(regex, &fold);
+    const char* rest = regex + g;
+    const char* tail = PRETOK_RE_CL100K + contraction_group(PRETOK_RE_CL100K, &(int){0});
+    const char* qwen_tail = PRETOK_RE_QWEN + contraction_group(PRETOK_RE_QWEN, &(int){0});
+    if (!g || (strcmp(rest, tail) && strcmp(rest, qwen_tail))) return -1;
+    step->kind = STEP_SPLIT_CL100K;
+    step->max_digits = strcmp(rest, tail) ? 1 : 3;
+    step->contraction_fold = fold;
     return 0;
 }
 
@@ -62,14 +107,14 @@ static size_t space_run(const uint8_t* s, size_t n, size_t i, size_t* last_nl) {
     return last;
 }
 
-/* 's 't 're 've 'm 'll 'd after the apostrophe at i; 0 when none. fold: ASCII
-   case-insensitive, and U+017F LATIN SMALL LETTER LONG S matches s, as
-   Unicode simple case folding does under (?i). */
+/* 's 't 're 've 'm 'll 'd after the apostrophe at i; 0 when none. fold: CONTRACT_EXACT (lower case
+   only), CONTRACT_ASCII (any ASCII case) or CONTRACT_UNICODE (any ASCII case, and U+017F LATIN SMALL
+   LETTER LONG S matches s, as Unicode simple case folding does under (?i)). */
 static size_t contraction(const uint8_t* s, size_t n, size_t i, int fold) {
     if (i + 1 >= n) return 0;
     uint8_t a = s[i + 1], b = i + 2 < n ? s[i + 2] : 0;
-    if (fold) {
-        if (a == 0xC5 && b == 0xBF) return i + 3; /* 'ſ */
+    if (fold != CONTRACT_EXACT) {
+        if (fold == CONTRACT_UNICODE && a == 0xC5 && b == 0xBF) return i + 3; /* 'ſ */
         a = (uint8_t)(a | ((a >= 'A' && a <= 'Z') ? 0x20 : 0));
         b = (uint8_t)(b | ((b >= 'A' && b <= 'Z') ? 0x20 : 0));
     }
@@ -80,7 +125,7 @@ static size_t contraction(const uint8_t* s, size_t n, size_t i, int fold) {
 
 size_t pretok_gpt2(const uint8_t* s, size_t n, size_t i) {
     size_t l, e;
-    if (s[i] == '\'' && (e = contraction(s, n, i, 0))) return e;
+    if (s[i] == '\'' && (e = contraction(s, n, i, CONTRACT_EXACT))) return e;
     int c = cls_at(s, n, i, &l);
     size_t j = i;
     if (s[i] == ' ' && i + 1 < n) { /* ' ?' before a letter, number or other run */
@@ -97,9 +142,10 @@ size_t pretok_gpt2(const uint8_t* s, size_t n, size_t i) {
     return space_run(s, n, i, NULL);
 }
 
-size_t pretok_cl100k(const uint8_t* s, size_t n, size_t i, int max_digits) {
+size_t pretok_cl100k(const uint8_t* s, size_t n, size_t i, const PreStep* st) {
     size_t l, e;
-    if (s[i] == '\'' && (e = contraction(s, n, i, 1))) return e;
+    int max_digits = st->max_digits;
+    if (s[i] == '\'' && (e = contraction(s, n, i, st->contraction_fold))) return e;
     int c = cls_at(s, n, i, &l);
     /* [^\r\n\p{L}\p{N}]?\p{L}+ */
     if (c & UC_LETTER) return run_of(s, n, i, UC_LETTER);

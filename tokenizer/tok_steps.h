@@ -28,10 +28,13 @@ typedef enum {
     SPLIT_CONTIGUOUS
 } SplitBehavior;
 enum { PREPEND_ALWAYS, PREPEND_FIRST, PREPEND_NEVER }; /* Metaspace prepend_scheme */
+/* how the contractions 's 't 're ... match: as written, in any ASCII case, or under (?i) (U+017F too) */
+enum { CONTRACT_EXACT, CONTRACT_ASCII, CONTRACT_UNICODE };
 
 typedef struct {
     StepKind kind;
     int max_digits;         /* STEP_SPLIT_CL100K: 3 (cl100k, Llama-3) or 1 (Qwen) */
+    int contraction_fold;   /* STEP_SPLIT_CL100K: CONTRACT_UNICODE for (?i:'s|...), CONTRACT_ASCII spelled out */
     int individual;         /* STEP_DIGITS */
     TokRegex* re;           /* STEP_SPLIT_REGEX: owned */
     SplitBehavior behavior; /* STEP_SPLIT_REGEX */
@@ -49,8 +52,9 @@ typedef struct {
 
 /* The end of the regex match that starts at i of piece [0, n) (> i). */
 size_t pretok_gpt2(const uint8_t* s, size_t n, size_t i);
-size_t pretok_cl100k(const uint8_t* s, size_t n, size_t i, int max_digits);
-/* the three regexes with a hand-written matcher: GPT-2, cl100k (Llama-3), Qwen2 */
+size_t pretok_cl100k(const uint8_t* s, size_t n, size_t i, const PreStep* st);
+/* the three regexes with a hand-written matcher: GPT-2, cl100k (Llama-3), Qwen2; cl100k's and Qwen2's
+   contraction group also as js-tiktoken spells it (every ASCII case written out, pretok_recognise) */
 extern const char PRETOK_RE_GPT2[], PRETOK_RE_CL100K[], PRETOK_RE_QWEN[];
 /* Recognise a Split regex with a hand-written matcher: the step for it, 0 when known, -1 when not. */
 int pretok_recognise(const char* regex, PreStep* step);

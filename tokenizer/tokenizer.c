@@ -128,7 +128,7 @@ static void run_steps(TokEncoder* e, const uint8_t* s, size_t n, size_t k, int f
         break;
     case STEP_SPLIT_CL100K:
         for (size_t i = 0, j; i < n; i = j) {
-            j = pretok_cl100k(s, n, i, st->max_digits);
+            j = pretok_cl100k(s, n, i, st);
             run_steps(e, s + i, j - i, k + 1, first && i == 0);
         }
         break;

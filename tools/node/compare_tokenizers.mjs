@@ -3,7 +3,7 @@
 // tiktoken compiled to WebAssembly) and @huggingface/tokenizers (a JavaScript
 // implementation of tokenizer.json, given the same tokenizer.json).
 //   node tools/node/compare_tokenizers.mjs ENCODING TOKENIZER_JSON DOCS.jsonl REPOC_IDS
-// ENCODING: gpt2 | cl100k_base, or hf:NAME for a tokenizer.json of its own
+// ENCODING: gpt2 | cl100k_base | o200k_base, or hf:NAME for a tokenizer.json of its own
 // (@huggingface/tokenizers alone, with the post-processor's special tokens, as
 // build/tokenize adds them). REPOC_IDS: build/tokenize --print-ids --no-eos
 // output (one line of ids per document). Prints one line per reference and
@@ -14,7 +14,7 @@ import { createRequire } from "node:module";
 const require = createRequire(import.meta.url);
 const [encName, tokJson, docsPath, idsPath] = process.argv.slice(2);
 if (!idsPath) {
-  console.error("usage: compare_tokenizers.mjs gpt2|cl100k_base TOKENIZER_JSON DOCS.jsonl REPOC_IDS");
+  console.error("usage: compare_tokenizers.mjs gpt2|cl100k_base|o200k_base TOKENIZER_JSON DOCS.jsonl REPOC_IDS");
   process.exit(2);
 }
 const docs = fs.readFileSync(docsPath, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l).text);
@@ -28,7 +28,7 @@ let wasm = null;
 if (!own) {
   const jsTiktoken = require("js-tiktoken").getEncoding(encName);
   refs.push(["js-tiktoken", (t) => jsTiktoken.encode(t, [], [])]);
-  wasm = require("tiktoken").get_encoding(encName === "gpt2" ? "gpt2" : "cl100k_base");
+  wasm = require("tiktoken").get_encoding(encName);
   refs.push(["tiktoken (wasm)", (t) => Array.from(wasm.encode_ordinary(t))]);
 }
 const hfMod = require("@huggingface/tokenizers");

@@ -1,7 +1,11 @@
 // Write a Hugging Face tokenizer.json for a tiktoken vocabulary shipped by the
-// js-tiktoken package (gpt2 = r50k_base, cl100k_base), so that build/tokenize
-// and @huggingface/tokenizers can be compared with tiktoken on the same vocab.
-//   node tools/node/tiktoken_to_json.mjs gpt2|cl100k_base OUT.json [MAX_RANK]
+// js-tiktoken package (gpt2 = r50k_base, cl100k_base, o200k_base), so that
+// build/tokenize and @huggingface/tokenizers can be compared with tiktoken on
+// the same vocab.
+//   node tools/node/tiktoken_to_json.mjs gpt2|cl100k_base|o200k_base OUT.json [MAX_RANK] [--js-pattern]
+// --js-pattern writes js-tiktoken's own spelling of the pre-tokenizer regex
+// (contractions spelled out as ASCII cases) instead of tiktoken's (?i:...) one:
+// the same pre-tokens on text without U+017F, another string for the reader.
 // MAX_RANK keeps the tokens of rank < MAX_RANK (a smaller vocabulary that
 // tiktoken's ranks restricted the same way reproduce; the test fixtures) and
 // numbers the special tokens from MAX_RANK.
@@ -15,10 +19,12 @@ import fs from "node:fs";
 import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
-const [name, out, maxArg] = process.argv.slice(2);
+const args = process.argv.slice(2);
+const jsPattern = args.includes("--js-pattern");
+const [name, out, maxArg] = args.filter((a) => a !== "--js-pattern");
 const maxRank = maxArg ? Number(maxArg) : Infinity;
-if (!["gpt2", "cl100k_base"].includes(name) || !out) {
-  console.error("usage: tiktoken_to_json.mjs gpt2|cl100k_base OUT.json");
+if (!["gpt2", "cl100k_base", "o200k_base"].includes(name) || !out) {
+  console.error("usage: tiktoken_to_json.mjs gpt2|cl100k_base|o200k_base OUT.json [MAX_RANK] [--js-pattern]");
   process.exit(2);
 }
 const ranks = require(`js-tiktoken/ranks/${name}`);
@@ -79,11 +85,18 @@ const added = Object.entries(data.special_tokens).map(([content, id], k) => {
   return { id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true };
 });
 
+// tiktoken's own spellings (its Python package); js-tiktoken's with --js-pattern
 const CL100K = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-const pre = name === "gpt2"
+const UPPER = "[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]", LOWER = "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]";
+const CONTRACTION = "(?i:'s|'t|'re|'ve|'m|'ll|'d)?";
+const O200K = [
+  `[^\\r\\n\\p{L}\\p{N}]?${UPPER}*${LOWER}+${CONTRACTION}`, `[^\\r\\n\\p{L}\\p{N}]?${UPPER}+${LOWER}*${CONTRACTION}`,
+  "\\p{N}{1,3}", " ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*", "\\s*[\\r\\n]+", "\\s+(?!\\S)", "\\s+"].join("|");
+const pattern = jsPattern ? data.pat_str : name === "o200k_base" ? O200K : CL100K;
+const pre = name === "gpt2" && !jsPattern
   ? { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: true }
   : { type: "Sequence", pretokenizers: [
-      { type: "Split", pattern: { Regex: CL100K }, behavior: "Isolated", invert: false },
+      { type: "Split", pattern: { Regex: pattern }, behavior: "Isolated", invert: false },
       { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: false }] };
 
 const json = {
