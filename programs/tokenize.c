@@ -14,6 +14,7 @@
    exactly this run's output. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,8 +244,8 @@ static void val_report(const ValSplit* s, size_t val_docs, size_t val_tokens) {
                 val_tokens, val_docs, VAL_WARN_TOKENS, VAL_WARN_TOKENS - 1, val_tokens);
 }
 
-/* One live line on a terminal (rewritten in place every 0.5 s); in a log file, plain lines every 10 s */
-static double progress_every(void) { return isatty(2) ? 0.5 : 10.0; }
+/* One live line on a terminal, rewritten in place every 0.5 s; a log file gets only the summary at the end */
+static double progress_every(void) { return isatty(2) ? 0.5 : INFINITY; }
 
 static void progress(double t0, size_t done, size_t total, size_t tokens, int last) {
     if (total < done) total = done; /* a pipe's size is not known before it ends */

@@ -41,6 +41,10 @@ done
 if cmp -s <(cat "$T"/th1_*.bin) <(cat "$T"/th2_*.bin) && [ "$(ls "$T"/th1_*.bin | wc -l)" -ge 3 ]; then
     ok "1 and 2 threads write the same $(ls "$T"/th1_*.bin | wc -l) shards"
 else bad "shards differ between 1 and 2 threads"; fi
+# in a log (stderr not a terminal) the progress line comes once, as the summary at the end
+if [ "$(grep -c ' ETA ' "$T/log")" = 1 ] && tail -4 "$T/log" | grep -q ' ETA 0m00s'; then
+    ok "in a log: no progress lines while it runs, one summary at the end"
+else bad "progress lines in a log: $(grep -c ' ETA ' "$T/log")"; cat "$T/log"; fi
 
 # 2. round trips: shard -> --decode gives the text back byte for byte
 $tok --tokenizer $F/gpt2.json --no-eos --val 0 --out "$T/rt" $F/sample.txt >"$T/log" 2>&1
