@@ -15,6 +15,7 @@
 #include "common/check.h"
 #include "common/fileio.h"
 #include "hf/hf_config.h"
+#include "hf/hf_loaders.h"
 #include "hf/shards.h"
 
 /* Convert st into dst in chunks of LOAD_CHUNK elements, dropping each chunk's
@@ -221,7 +222,7 @@ void hf_save_config(const Model* m, const char* dir, StDtype dtype) {
     static bool noted; /* once per process: every checkpoint of a run has the same layout */
     char note[512];
     if (!noted && hf_config_release_note(&m->cfg, note, sizeof(note))) {
-        printf("note: %s: %s\n", path, note);
+        printf("note: the checkpoints' config.json: %s\n", note); /* path: the save's temporary directory */
         noted = true;
     }
 }

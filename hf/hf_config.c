@@ -14,6 +14,7 @@
 #include "hf/hf_config_gemma.h"
 #include "hf/hf_config_mistral.h"
 #include "hf/hf_config_keys.h"
+#include "hf/hf_loaders.h"
 
 /* every key of it is one of keys[0..n), else an error naming the first unknown one */
 static int check_keys(const cJSON* rs, const char* const* keys, size_t n, const char* kind, const char* label,
@@ -290,6 +291,13 @@ static int parse_pad_id(const cJSON* root, ModelConfig* c, const char* label, ch
 /* The family, as transformers' Auto classes choose it: by model_type (AutoConfig's key; the model class
    follows from the config class), architectures[0] only where model_type is absent; the two disagreeing is
    refused rather than one of them silently followed. */
+/* name without prefix when it starts with it (repoc's names for layouts stock transformers cannot run,
+   hf/hf_loaders.h), else name; *had says which */
+static const char* unprefixed(const char* name, const char* prefix, bool* had) {
+    *had = !strncmp(name, prefix, strlen(prefix));
+    return *had ? name + strlen(prefix) : name;
+}
+
 static int parse_block(const cJSON* root, ModelConfig* c, const char* label, char* err, size_t len) {
     const cJSON* arch = cJSON_GetObjectItemCaseSensitive(root, "architectures");
     const cJSON* a0 = cJSON_IsArray(arch) ? cJSON_GetArrayItem(arch, 0) : NULL;
@@ -303,12 +311,20 @@ static int parse_block(const cJSON* root, ModelConfig* c, const char* label, cha
                        "%s: Gemma3ForConditionalGeneration is the image-text model (model_type gemma3): repoc reads "
                        "the text-only Gemma3ForCausalLM (model_type gemma3_text)",
                        label);
+    bool type_repoc = false, arch_repoc = false;
+    const char* type_name = type ? unprefixed(type->valuestring, HF_REPOC_TYPE_PREFIX, &type_repoc) : NULL;
+    const char* arch_name = cJSON_IsString(a0) ? unprefixed(a0->valuestring, HF_REPOC_ARCH_PREFIX, &arch_repoc) : NULL;
+    if (type_name && arch_name && type_repoc != arch_repoc)
+        return set_err(err, len,
+                       "%s: model_type '%s' and architectures[0] '%s' disagree on the repoc prefix (repoc writes both "
+                       "with it, or neither): make them agree",
+                       label, type->valuestring, a0->valuestring);
+    /* stock names with RePo or NoPE layers (checked when the layout is read): kept when saved again, where the
+       released loader reads the layout */
+    c->hf_released_names = !(type_name ? type_repoc : arch_repoc);
     int by_type = BLOCK_OLMO2, by_arch = BLOCK_OLMO2;
-    while (type && by_type < BLOCK_N_STYLES && strcmp(type->valuestring, block_style_name((BlockStyle)by_type)))
-        by_type++;
-    while (cJSON_IsString(a0) && by_arch < BLOCK_N_STYLES &&
-           strcmp(a0->valuestring, block_style_arch((BlockStyle)by_arch)))
-        by_arch++;
+    while (type_name && by_type < BLOCK_N_STYLES && strcmp(type_name, block_style_name((BlockStyle)by_type))) by_type++;
+    while (arch_name && by_arch < BLOCK_N_STYLES && strcmp(arch_name, block_style_arch((BlockStyle)by_arch))) by_arch++;
     if (type && by_type == BLOCK_N_STYLES)
         return set_err(err, len,
                        "%s: model_type '%s' is not supported (olmo2, llama, qwen2, qwen3, gemma3_text, mistral)", label,
@@ -380,6 +396,8 @@ static int parse_root(const cJSON* root, ModelConfig* c, const char* label, char
                            "%s: layer %zu is RePo but a sliding_attention layer: repoc learns positions on Gemma-3's "
                            "full_attention layers only (pe_config / repoc_layer_positions)",
                            label, l);
+    /* stock names count as the released loader's only on a layout with RePo or NoPE layers */
+    if (hf_release_mode(c) == POS_ROPE) c->hf_released_names = false;
     return 0;
 }
 
@@ -458,22 +476,10 @@ static void write_rope_scaling(cJSON* root, const ModelConfig* c) {
     if (c->yarn_attention_factor > 0) hf_add_float(rs, "attention_factor", c->yarn_attention_factor);
 }
 
-/* The one mode besides RoPE that the layout uses (POS_ROPE: all RoPE), or -1 when it mixes RePo and NoPE,
-   which the released loader's single dynamic_pe_mode cannot express. */
-static int release_mode(const ModelConfig* c) {
-    int mode = POS_ROPE;
-    for (size_t l = 0; l < c->L; l++) {
-        if (c->pos[l] == POS_ROPE) continue;
-        if (mode != POS_ROPE && mode != (int)c->pos[l]) return -1;
-        mode = (int)c->pos[l];
-    }
-    return mode;
-}
-
 /* pe_config as the released RePo loader reads it (parse_pe_config), both spellings of each key with the same
    value; none when the layout mixes RePo and NoPE (repoc_layer_positions alone then describes it) */
 static void write_pe_config(cJSON* root, const ModelConfig* c) {
-    int mode = release_mode(c);
+    int mode = hf_release_mode(c);
     if (mode < 0) return;
     char ids[4 * MAX_LAYERS] = "";
     long first = -1;
@@ -491,30 +497,6 @@ static void write_pe_config(cJSON* root, const ModelConfig* c) {
     cJSON_AddStringToObject(pe, "dynmaic_pe_layer_ids", ids);
 }
 
-int hf_config_release_note(const ModelConfig* c, char* note, size_t len) {
-    int mode = release_mode(c);
-    note[0] = 0;
-    if (mode < 0)
-        snprintf(note, len,
-                 "the layout mixes RePo and NoPE layers, which pe_config cannot express; "
-                 "repoc_layer_positions records it, and the released RePo loader will run other positions");
-    else if (mode != POS_ROPE && c->block != BLOCK_OLMO2)
-        snprintf(note, len,
-                 "the released RePo loader is OLMo-2 only; %s ignores pe_config and runs "
-                 "RoPE in every layer",
-                 block_style_arch(c->block));
-    else if (mode == POS_REPO && c->KVH != c->H)
-        snprintf(note, len,
-                 "the released RePo loader's final_map has num_attention_heads (%zu) rows, repoc's one per "
-                 "kv head (%zu): it will not load these RePo weights",
-                 c->H, c->KVH);
-    else if (c->yarn_factor > 1.0 && c->block == BLOCK_OLMO2)
-        snprintf(note, len,
-                 "rope_scaling is YaRN: Olmo2Config versions that validate rope_scaling with the legacy "
-                 "{type: linear|dynamic, factor} rule (the released RePo loader's included) refuse this config");
-    return note[0] != 0;
-}
-
 static void write_carried(cJSON* root, const ModelConfig* c) {
     if (!c->hf_carried[0]) return;
     cJSON* keep = cJSON_Parse(c->hf_carried);
@@ -527,9 +509,11 @@ static void write_carried(cJSON* root, const ModelConfig* c) {
 
 char* hf_config_write(const ModelConfig* c, const char* torch_dtype) {
     cJSON* root = cJSON_CreateObject();
+    char type[64], arch_name[64]; /* repoc's own where stock transformers would run other positions */
+    hf_model_names(c, type, sizeof type, arch_name, sizeof arch_name);
     cJSON* arch = cJSON_AddArrayToObject(root, "architectures");
-    cJSON_AddItemToArray(arch, cJSON_CreateString(block_style_arch(c->block)));
-    cJSON_AddStringToObject(root, "model_type", block_style_name(c->block));
+    cJSON_AddItemToArray(arch, cJSON_CreateString(arch_name));
+    cJSON_AddStringToObject(root, "model_type", type);
     cJSON_AddNumberToObject(root, "vocab_size", (double)c->V);
     cJSON_AddNumberToObject(root, "hidden_size", (double)c->D);
     cJSON_AddNumberToObject(root, "intermediate_size", (double)c->F);

@@ -32,12 +32,10 @@ bool hf_config_torch_dtype_is_bf16(const char* dir);
 void hf_config_read_file(const char* path, ModelConfig* cfg);
 /* config.json text for cfg (malloc'd); torch_dtype "float32" or "bfloat16". The source config's carried keys
    (token ids, ...) are written back; pe_config is written in the released RePo loader's reading whenever the
-   layout is expressible there (all RoPE, RoPE + RePo, RoPE + NoPE) and left out when it mixes RePo and NoPE. */
+   layout is expressible there (all RoPE, RoPE + RePo, RoPE + NoPE) and left out when it mixes RePo and NoPE;
+   model_type and architectures are repoc's own (refused by stock transformers) for a layout with RePo or NoPE
+   layers, unless cfg->hf_released_names keeps the stock ones for the released loader (hf/hf_loaders.h). */
 char* hf_config_write(const ModelConfig* cfg, const char* torch_dtype);
 /* The eos_token_id cfg carried from its config.json (the first of a list); -1 when it has none */
 double hf_carried_eos(const ModelConfig* cfg);
-/* 1 and a one-line note when the released RePo loader (OLMo-2 only, one dynamic_pe_mode, legacy rope_scaling
-   rule) will not reproduce cfg from the written config.json; 0 and "" otherwise */
-int hf_config_release_note(const ModelConfig* cfg, char* note, size_t len);
-
 #endif

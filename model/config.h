@@ -96,15 +96,19 @@ typedef struct {
     double llama3_high_freq_factor; /* wavelengths below L0 / high are kept; between: a smooth blend */
     double llama3_orig_max;         /* L0: original_max_position_embeddings */
     bool tie_embeddings;
-    size_t max_position_embeddings;  /* written to config.json; not a limit on T */
-    PosMode pos[MAX_LAYERS];         /* one mode per layer */
-    size_t lora_rank;                /* r of the LoRA adapters; 0 = no LoRA (every tensor is a plain weight) */
-    double lora_alpha;               /* y = W x + s B A x, s = alpha / r (alpha / sqrt(r) with lora_rslora) */
-    bool lora_rslora;                /* rank-stabilised LoRA, PEFT's use_rslora: s = alpha / sqrt(r) */
-    unsigned lora_targets;           /* bit (1 << LoraTarget) per wrapped projection */
-    double lora_dropout;             /* p in [0, 1) of dropout on each adapter's input while training */
-    bool base_bf16;                  /* frozen layer matrices kept in BF16 and widened per layer (training memory;
+    size_t max_position_embeddings; /* written to config.json; not a limit on T */
+    PosMode pos[MAX_LAYERS];        /* one mode per layer */
+    size_t lora_rank;               /* r of the LoRA adapters; 0 = no LoRA (every tensor is a plain weight) */
+    double lora_alpha;              /* y = W x + s B A x, s = alpha / r (alpha / sqrt(r) with lora_rslora) */
+    bool lora_rslora;               /* rank-stabilised LoRA, PEFT's use_rslora: s = alpha / sqrt(r) */
+    unsigned lora_targets;          /* bit (1 << LoraTarget) per wrapped projection */
+    double lora_dropout;            /* p in [0, 1) of dropout on each adapter's input while training */
+    bool base_bf16;                 /* frozen layer matrices kept in BF16 and widened per layer (training memory;
                                            never written to config.json) */
+    /* config.json keeps the stock model_type and class with RePo or NoPE layers, for the released RePo loader,
+       where that loader reads the layout (hf/hf_loaders.h); set from the source's names and
+       train.save_model_type */
+    bool hf_released_names;
     char hf_carried[HF_CARRIED_LEN]; /* a JSON object: the source config.json's keys that repoc carries
                                            unchanged into the configs it saves (token ids, ...); "" = none */
 } ModelConfig;

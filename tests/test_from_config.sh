@@ -136,7 +136,7 @@ printf '{"model_type": "mistral", "hidden_size": 32, "intermediate_size": 64, "n
     '"num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 1024, "sliding_window": 16' >"$T/mistral/config.json"
 run_config "$T/mistral.json" "{\"from_config\": \"$T/mistral\", \"positions\": {\"layers\": [\"rope\", \"nope\"]}}" mrun
 saved="$T/mrun/step_0000002/config.json"
-if build/train "$T/mistral.json" >"$T/mistral.log" 2>&1 && grep -q '"model_type":.*"mistral"' "$saved" &&
+if build/train "$T/mistral.json" >"$T/mistral.log" 2>&1 && grep -q '"model_type":.*"repoc_mistral"' "$saved" &&
     grep -q '"sliding_window":.*16' "$saved" && grep -q '"repoc_layer_positions":.*"rope", "nope"' "$saved"; then
     ok "trains 2 steps; its config.json is a Mistral's with the window and the layers' positions"
 else bad "the tiny Mistral run: $(tail -n 3 "$T/mistral.log")"; fi

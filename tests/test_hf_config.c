@@ -11,6 +11,8 @@
 #include "common/check.h"
 #include "common/fileio.h"
 #include "hf/hf_config.h"
+#include "hf/hf_config_gemma.h"
+#include "hf/hf_loaders.h"
 #include "model/tensors.h"
 #include "tests/testutil.h"
 
@@ -307,6 +309,7 @@ static void test_pe_write(void) {
             model_config_plan_positions(&c, cases[i].plan, REPO_START_DEFAULT);
         }
         positions(&c, want, sizeof(want));
+        c.hf_released_names = true;
         char* text = hf_config_write(&c, "float32");
         cJSON* root = cJSON_Parse(text);
         released_reading(root, c.L, got, sizeof(got));
@@ -315,11 +318,16 @@ static void test_pe_write(void) {
         int rc = parse(text, &back, err, sizeof(err));
         char reread[128] = "";
         if (!rc) positions(&back, reread, sizeof(reread));
+        /* with the released loader's names asked for (train.save_model_type "released"), an expressible layout
+           keeps olmo2, and the save says what stock transformers does with it */
+        const char* type = cJSON_GetObjectItemCaseSensitive(root, "model_type")->valuestring;
+        bool rope = !strcmp(cases[i].plan, "rope");
         if (cases[i].expressible)
-            EXPECT(!strcmp(got, want) && !noted && !strcmp(reread, want),
-                   "%-5s %s: the released loader runs %s; "
-                   "repoc re-reads %s",
-                   cases[i].plan, want, got, rc ? err : reread);
+            EXPECT(!strcmp(got, want) && !strcmp(type, "olmo2") && noted == !rope &&
+                       (rope || strstr(note, "stock transformers' Olmo2ForCausalLM runs RoPE")) &&
+                       !strcmp(reread, want),
+                   "%-5s %s: the released loader runs %s (model_type %s%s%s); repoc re-reads %s", cases[i].plan, want,
+                   got, type, noted ? ", note: " : "", noted ? note : "", rc ? err : reread);
         else
             EXPECT(!cJSON_GetObjectItemCaseSensitive(root, "pe_config") && noted && !strcmp(reread, want),
                    "%-5s %s: no pe_config claimed, note \"%s\"; repoc re-reads %s from repoc_layer_positions",
@@ -327,6 +335,64 @@ static void test_pe_write(void) {
         cJSON_Delete(root);
         free(text);
     }
+}
+
+/* ---- what stock transformers does: every family with RePo (or NoPE) layers is written under names no
+   transformers release registers (model_type repoc_*, class Repoc*), so AutoConfig refuses it rather than
+   running RoPE; repoc reads them back as the same model ---- */
+static void test_stock_transformers(void) {
+    printf("layouts stock transformers cannot run are written under names it refuses\n");
+    for (int b = 0; b < BLOCK_N_STYLES; b++) {
+        for (int plan = 0; plan < 3; plan++) { /* rope, repo, nope */
+            ModelConfig c;
+            model_config_default(&c);
+            c.block = (BlockStyle)b;
+            if (b == BLOCK_GEMMA3) hf_gemma3_defaults(&c);
+            if (b == BLOCK_MISTRAL) c.sliding_window = 0; /* learned positions need full attention (v0.2 on) */
+            model_config_plan_positions(&c, plan == 0 ? "rope" : plan == 1 ? "repo" : "nope", 1);
+            char* text = hf_config_write(&c, "float32");
+            cJSON* root = cJSON_Parse(text);
+            const char* type = cJSON_GetObjectItemCaseSensitive(root, "model_type")->valuestring;
+            const char* arch =
+                cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "architectures"), 0)->valuestring;
+            ModelConfig back;
+            char err[512] = "", want[128], reread[128] = "", note[512];
+            int rc = parse(text, &back, err, sizeof(err));
+            positions(&c, want, sizeof want);
+            if (!rc) positions(&back, reread, sizeof reread);
+            bool refused = !strncmp(type, "repoc_", 6) && !strncmp(arch, "Repoc", 5);
+            bool stock = !strcmp(type, block_style_name(c.block)) && !strcmp(arch, block_style_arch(c.block));
+            EXPECT((plan == 0 ? stock : refused) && !rc && back.block == c.block && !strcmp(reread, want) &&
+                       (plan == 0 || (hf_config_release_note(&c, note, sizeof note) && strstr(note, "refuses"))),
+                   "%-11s %s: written as model_type %s, class %s (%s); repoc re-reads %s %s", block_style_name(c.block),
+                   plan == 0   ? "all RoPE"
+                   : plan == 1 ? "RePo"
+                               : "NoPE",
+                   type, arch, plan == 0 ? "stock transformers runs it" : "stock transformers refuses it",
+                   rc ? err : reread, rc ? "" : block_style_name(back.block));
+            /* asking for the released loader's names: kept only where that loader reads the layout */
+            c.hf_released_names = true;
+            char t2[64], a2[64];
+            hf_model_names(&c, t2, sizeof t2, a2, sizeof a2);
+            bool released_reads = b == BLOCK_OLMO2 || plan == 0;
+            EXPECT(released_reads ? !strcmp(t2, block_style_name(c.block)) : !strncmp(t2, "repoc_", 6),
+                   "%-11s %s with the released names asked for: model_type %s", block_style_name(c.block),
+                   plan == 0   ? "all RoPE"
+                   : plan == 1 ? "RePo"
+                               : "NoPE",
+                   t2);
+            cJSON_Delete(root);
+            free(text);
+        }
+    }
+    ModelConfig c;
+    char err[512] = "";
+    EXPECT(
+        parse("{\"model_type\": \"repoc_llama\", \"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": 64, "
+              "\"hidden_size\": 32, \"intermediate_size\": 64, \"num_hidden_layers\": 3, \"num_attention_heads\": 4}",
+              &c, err, sizeof(err)) &&
+            strstr(err, "disagree on the repoc prefix"),
+        "repoc_llama with LlamaForCausalLM: %s", err);
 }
 
 /* ---- the other layouts the released loader will not reproduce get a note at save ---- */
@@ -343,7 +409,7 @@ static void test_release_notes(void) {
     EXPECT(hf_config_release_note(&c, note, sizeof(note)) && strstr(note, "OLMo-2 only"), "llama with RePo: %s", note);
     CHECK(!parse_with("\"num_key_value_heads\": 2", &c, err, sizeof(err)), "%s", err);
     model_config_plan_positions(&c, "repo", 2);
-    EXPECT(hf_config_release_note(&c, note, sizeof(note)) && strstr(note, "final_map"),
+    EXPECT(hf_config_release_note(&c, note, sizeof(note)) && strstr(note, "final_map") && strstr(note, "repoc_olmo2"),
            "olmo2 RePo, 2 kv heads of 4: %s", note);
 }
 
@@ -487,6 +553,7 @@ static void test_llama3(void) {
 
 int main(void) {
     test_published();
+    test_stock_transformers();
     test_llama3();
     test_refusals();
     test_model_type();

@@ -176,7 +176,8 @@ def check_margins(results, items):
 def checkpoint_cfg(ckpt):
     """reference_model's Cfg of a checkpoint's config.json (the blocks whose keys it reads: not Gemma-3)"""
     hf = json.load(open(os.path.join(ckpt, "config.json")))
-    arch, L = hf["model_type"], hf["num_hidden_layers"]
+    # repoc_<type>: a layout with RePo or NoPE layers, named so that stock transformers refuses it
+    arch, L = hf["model_type"].removeprefix("repoc_"), hf["num_hidden_layers"]
     assert arch in ("llama", "olmo2", "qwen2", "qwen3"), "--score: model_type %s is not supported" % arch
     assert "repoc_layer_positions" in hf or "pe_config" not in hf, "--score: RePo without repoc_layer_positions"
     return Cfg(name="score", arch=arch, V=hf["vocab_size"], D=hf["hidden_size"], L=L, H=hf["num_attention_heads"],

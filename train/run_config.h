@@ -58,6 +58,9 @@ void run_config_model(const RunConfig* rc, ModelConfig* c);
    rope_scaling. Validate c afterwards (model_config_validate). */
 int run_config_apply_checkpoint(const RunConfig* rc, ModelConfig* c, const char* ckpt_dir, bool resuming, char* err,
                                 size_t err_len);
+/* train.save_model_type into c->hf_released_names ("auto" keeps the source's); "released" for a model no
+   released loader reads is refused naming the key and the reason (hf/hf_loaders.h). 0, or -1 with err set. */
+int run_config_save_names(const RunConfig* rc, ModelConfig* c, char* err, size_t err_len);
 
 /* train.eval_tasks resolved: the items' generator settings (data.synthetic's,
    else the defaults) and the plan (lengths default to [data.seq_len]).

@@ -130,6 +130,7 @@ const RcKey RC_KEYS[] = {
     SIZE("train.save_every", train.save_every, 0, BIG, 0, "save_interval|checkpoint_every"),
     SIZE("train.keep_last", train.keep_last, 1, BIG, 0, "keep|save_total_limit"),
     WORD("train.save_dtype", train.save_dtype, "f32|bf16", 0, "dtype|torch_dtype"),
+    WORD("train.save_model_type", train.save_model_type, "auto|repoc|released", 0, "hf_model_type"),
     BOOL("train.shard_optimizer", train.shard_optimizer, 0, "zero"),
     BOOL("train.recompute", train.recompute, 0, "activation_checkpointing|gradient_checkpointing"),
     WORD("train.compute_dtype", train.compute_dtype, "f32|bf16|auto", 0, "mixed_precision|autocast|amp"),
@@ -213,6 +214,7 @@ void run_config_defaults(RunConfig* rc) {
     rc->train.save_every = 500;
     rc->train.keep_last = 2;
     strcpy(rc->train.save_dtype, "f32");
+    strcpy(rc->train.save_model_type, "auto");
     rc->train.recompute = false;
     strcpy(rc->train.compute_dtype, "f32");
     strcpy(rc->train.f32_engine, "auto");

@@ -12,6 +12,7 @@
 #include "common/check.h"
 #include "data/source.h"  /* synthetic_from_json: the eval tasks' generator settings */
 #include "hf/hf_config.h" /* hf_carried_eos */
+#include "hf/hf_loaders.h"
 #include "train/run_config_parse.h"
 
 #define RS_ORIG_MAX "model.positions.rope_scaling.original_max_position_embeddings"
@@ -158,6 +159,20 @@ int run_config_apply_checkpoint(const RunConfig* rc, ModelConfig* c, const char*
                            want, from, have, ckpt_dir);
         }
     }
+    return 0;
+}
+
+int run_config_save_names(const RunConfig* rc, ModelConfig* c, char* err, size_t err_len) {
+    const char* want = rc->train.save_model_type;
+    if (!strcmp(want, "auto")) return 0; /* the source's names; a fresh model's are repoc's */
+    c->hf_released_names = !strcmp(want, "released");
+    char why[256];
+    RcCtx x = {NULL, rc->source[0] ? rc->source : NULL, err, err_len, true, rc};
+    if (c->hf_released_names && hf_release_mode(c) != POS_ROPE && !hf_released_loader_reads(c, why, sizeof why))
+        return rc_fail(&x, "train.save_model_type",
+                       "\"released\": no released loader reads this model: %s; remove the key (the checkpoints "
+                       "then get model_type %s%s, which repoc reads and stock transformers refuses)",
+                       why, HF_REPOC_TYPE_PREFIX, block_style_name(c->block));
     return 0;
 }
 

@@ -136,17 +136,20 @@ typedef struct {
 } RcOptim;
 
 typedef struct {
-    size_t batch_size;               /* 8: rows per micro-batch (B) */
-    size_t grad_accum;               /* 1: micro-batches per optimizer step */
-    size_t steps;                    /* 1000: optimizer steps */
-    size_t log_every;                /* 10 */
-    size_t eval_every;               /* 100; 0 = never */
-    size_t eval_batches;             /* 10 */
-    size_t log_positions;            /* 0 = off; N: every N steps (and at the last), per RePo layer the
+    size_t batch_size;            /* 8: rows per micro-batch (B) */
+    size_t grad_accum;            /* 1: micro-batches per optimizer step */
+    size_t steps;                 /* 1000: optimizer steps */
+    size_t log_every;             /* 10 */
+    size_t eval_every;            /* 100; 0 = never */
+    size_t eval_batches;          /* 10 */
+    size_t log_positions;         /* 0 = off; N: every N steps (and at the last), per RePo layer the
                                            statistics of z on one fixed validation batch into metrics.jsonl */
-    size_t save_every;               /* 500; 0 = only the final checkpoint */
-    size_t keep_last;                /* 2: checkpoints kept in out_dir */
-    char save_dtype[RC_WORD_LEN];    /* "f32" | "bf16": weights in saved checkpoints */
+    size_t save_every;            /* 500; 0 = only the final checkpoint */
+    size_t keep_last;             /* 2: checkpoints kept in out_dir */
+    char save_dtype[RC_WORD_LEN]; /* "f32" | "bf16": weights in saved checkpoints */
+    /* config.json's names for a layout with RePo or NoPE layers (hf/hf_loaders.h): "repoc" (refused by stock
+       transformers), "released" (olmo2, for the RePo paper's loader), "auto" (as the source checkpoint has) */
+    char save_model_type[RC_WORD_LEN];
     bool shard_optimizer;            /* true: with N MPI ranks each keeps the AdamW moments of 1/N of the
                                            parameters and all-gathers the weights (ZeRO-1);
                                            false: every rank keeps all moments; one rank: no effect */

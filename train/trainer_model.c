@@ -89,7 +89,7 @@ static void check_init_weights(const Trainer* tr, bool plan_only) {
     hf_check_weights(wdir, &tr->mcfg); /* headers only */
 }
 
-void trainer_resolve_model(Trainer* tr, bool plan_only) {
+static void resolve_model_config(Trainer* tr, bool plan_only) {
     char err[1024];
     RunConfig* rc = &tr->rc;
     tr->tok_dir[0] = 0;
@@ -119,6 +119,12 @@ void trainer_resolve_model(Trainer* tr, bool plan_only) {
         return;
     }
     run_config_model(rc, &tr->mcfg);
+}
+
+void trainer_resolve_model(Trainer* tr, bool plan_only) {
+    resolve_model_config(tr, plan_only);
+    char err[1024];
+    if (run_config_save_names(&tr->rc, &tr->mcfg, err, sizeof err)) DIE("%s", err);
 }
 
 bool trainer_tokenizer_json(const Trainer* tr, char* path, size_t len) {
