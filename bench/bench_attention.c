@@ -1,7 +1,7 @@
 /* build/bench/bench_attention: causal attention forward + backward against the
    sgemm rate of the same process (docs/performance.md, "Attention kernel").
      bench_attention [--T 256,1024] [--hd 32,64,128] [--B N] [--H N] [--KVH N]
-                     [--reps N] [--threads N] [--sgemm N] [--window W] [--cpu] [--json]
+                     [--reps N] [--threads N] [--sgemm N] [--window W] [--cpu] [--json] [--backward-ways]
    For each (T, hd): the sgemm rate on N×N (best of 5), then one warm-up call
    pair of attention and the median of --reps pairs, so each ratio compares two
    rates measured at the same moment. --cpu times with the process's CPU time
@@ -11,6 +11,8 @@
    twice that, as in bench_step's model count; backward's recomputation of S is
    not counted. --window W also times each shape with a sliding window of W keys (Gemma-3's sliding layers),
    right after the causal one, and prints the causal / windowed time ratio.
+   --backward-ways times the backward alone both ways (one task per (batch, kv head), and split by key and
+   query block: model/attention.c), alternated, the median of each and their ratio, instead of the above.
    Defaults: B 2, H = KVH = 8, reps 5, sgemm 1024 (0 = off). */
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,7 +31,7 @@ typedef struct {
     size_t T[MAX_LIST], hd[MAX_LIST], nT, nhd, B, H, KVH;
     int reps, threads, sgemm_n;
     size_t window;
-    bool json, cpu;
+    bool json, cpu, ways;
 } Opts;
 
 static bool use_cpu_time;
@@ -67,9 +69,37 @@ static double time_attention(const Opts* o, size_t T, size_t hd, size_t window) 
     return reps % 2 ? ms[reps / 2] : 0.5 * (ms[reps / 2 - 1] + ms[reps / 2]);
 }
 
+/* the backward's two ways, alternated reps times: median milliseconds of each */
+static void time_backward_ways(const Opts* o, size_t T, size_t hd, double ms[2]) {
+    AttBench a = att_bench_init(o->B, T, o->H, o->KVH, hd);
+    double t[2][64];
+    int reps = o->reps < 64 ? o->reps : 64;
+    att_bench_backward(&a, seconds, false); /* warm-up */
+    for (int r = 0; r < reps; r++)
+        for (int w = 0; w < 2; w++) t[w][r] = att_bench_backward(&a, seconds, w == 1) * 1e3;
+    att_bench_free(&a);
+    for (int w = 0; w < 2; w++) {
+        qsort(t[w], (size_t)reps, sizeof(double), cmp_double);
+        ms[w] = reps % 2 ? t[w][reps / 2] : 0.5 * (t[w][reps / 2 - 1] + t[w][reps / 2]);
+    }
+}
+
+static void run_backward_ways(const Opts* o) {
+    printf("backward alone, B %zu H %zu KVH %zu (%zu (batch, kv head) pairs), median of %d alternated rounds\n"
+           "%6s %4s %14s %14s %10s\n",
+           o->B, o->H, o->KVH, o->B * o->KVH, o->reps, "T", "hd", "per kv head ms", "split ms", "split gain");
+    for (size_t i = 0; i < o->nT; i++)
+        for (size_t j = 0; j < o->nhd; j++) {
+            double ms[2];
+            time_backward_ways(o, o->T[i], o->hd[j], ms);
+            printf("%6zu %4zu %14.2f %14.2f %9.2fx\n", o->T[i], o->hd[j], ms[0], ms[1], ms[0] / ms[1]);
+        }
+}
+
 static void usage(void) {
     fprintf(stderr, "usage: bench_attention [--T 256,1024] [--hd 32,64,128] [--B N] [--H N] [--KVH N]\n"
-                    "                       [--reps N] [--threads N] [--sgemm N] [--window W] [--cpu] [--json]\n");
+                    "                       [--reps N] [--threads N] [--sgemm N] [--window W] [--cpu] [--json]\n"
+                    "                       [--backward-ways]\n");
     exit(2);
 }
 
@@ -113,6 +143,10 @@ int main(int argc, char** argv) {
             o.cpu = use_cpu_time = true;
             continue;
         }
+        if (!strcmp(a, "--backward-ways")) {
+            o.ways = true;
+            continue;
+        }
         if (i + 1 >= argc) usage();
         const char* v = argv[++i];
         if (!strcmp(a, "--T")) o.nT = parse_list(o.T, v);
@@ -128,6 +162,11 @@ int main(int argc, char** argv) {
     }
     if (o.B == 0 || o.H == 0 || o.KVH == 0 || o.H % o.KVH || o.reps < 1) usage();
     int threads = threads_init(o.threads);
+    if (o.ways) {
+        threads_print(stdout);
+        run_backward_ways(&o);
+        return 0;
+    }
     if (!o.json) {
         threads_print(stdout);
         printf("%s time; sgemm on %d x %d before each case\n%6s %4s %10s %10s %10s %10s %8s", o.cpu ? "CPU" : "wall",

@@ -67,6 +67,15 @@ static inline double att_bench_pair(AttBench* a, double (*clock)(void)) {
     return clock() - t0;
 }
 
+/* seconds (by `clock`) of the backward alone, run one way (attention_backward_by); forward run once before */
+static inline double att_bench_backward(AttBench* a, double (*clock)(void), bool by_blocks) {
+    AttnShape s = {a->B, a->T, a->H, a->KVH, a->hd, (real)(1 / sqrt((double)a->hd)), a->docs};
+    attention_forward(a->out, a->lse, a->q, a->k, a->v, &s);
+    double t0 = clock();
+    attention_backward_by(a->dq, a->dk, a->dv, a->dout, a->out, a->lse, (AttnIn3){a->q, a->k, a->v}, &s, by_blocks);
+    return clock() - t0;
+}
+
 static inline void att_bench_free(AttBench* a) { free(a->buf); }
 
 #endif /* REPOC_TESTS_BENCH_COMMON_H */

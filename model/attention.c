@@ -29,6 +29,7 @@
 
 #include "common/check.h"
 #include "common/mathf.h"
+#include "common/threads.h"
 #include "model/tile_gemm.h"
 
 _Static_assert(ATT_BLOCK_MAX % ATT_BLOCK == 0, "the tests' lengths are placed around multiples of ATT_BLOCK_MAX");
@@ -235,46 +236,68 @@ static void softmax_grad(BwdTask* w, Tile t) {
     }
 }
 
-/* The backward of tile t: the five products of the header, dQ, dK and dV written (not added into) when their
-   *_add is false */
-static void backward_tile(BwdTask* w, const BwdRows* r, Tile t, bool dq_add, bool dkv_add) {
-    const real *kj = r->kb + t.j0 * r->ks, *vj = r->vb + t.j0 * r->ks;
-    size_t qs = r->qs, ks = r->ks;
-    tile_scores(w->Pt, kj, ks, w->qT, t);   /* S^T = K (scale Q)^T */
-    tile_scores(w->dSt, vj, ks, w->doT, t); /* dP^T = V dO^T */
+/* Tile t's S^T, dP^T, then P^T and dS^T: what every product of the backward reads */
+static void tile_probs(BwdTask* w, const BwdRows* r, Tile t) {
+    tile_scores(w->Pt, r->kb + t.j0 * r->ks, r->ks, w->qT, t);   /* S^T = K (scale Q)^T */
+    tile_scores(w->dSt, r->vb + t.j0 * r->ks, r->ks, w->doT, t); /* dP^T = V dO^T */
     hide_keys(w->Pt, t);
     softmax_grad(w, t);
-    tile_by_keys(r->dqb, qs, w->dSt, kj, ks, r->scale, dq_add, t);                    /* dQ += scale dS K */
-    tile_by_queries(r->dkb + t.j0 * ks, ks, w->dSt, r->qb, qs, r->scale, dkv_add, t); /* dK += scale dS^T Q */
-    tile_by_queries(r->dvb + t.j0 * ks, ks, w->Pt, r->dob, qs, 1, dkv_add, t);        /* dV += P^T dO */
 }
 
-/* backward for query rows [t0, ..) of head h in batch row b, against every key block they see. Like the
-   forward it works on S^T (keys × queries) with the query block transposed once. */
-static void backward_query_block(BwdTask* w, const AttnGrads* gr, const AttnIn* a, size_t b, size_t h, size_t t0) {
-    size_t T = a->T, hd = a->hd, qs = a->H * hd, ks = a->KVH * hd, group = a->H / a->KVH, g = h / group;
-    size_t nq = t0 + ATT_BQ < T ? ATT_BQ : T - t0, row0 = (b * T + t0) * qs + h * hd, kv0 = b * T * ks + g * hd;
-    BwdRows r = {a->q + row0,  gr->dout + row0, a->k + kv0, a->v + kv0, gr->dq + row0,
-                 gr->dk + kv0, gr->dv + kv0,    qs,         ks,         a->scale};
+/* dQ += scale dS K for tile t (written, not added, when add is false) */
+static void tile_dq(BwdTask* w, const BwdRows* r, Tile t, bool add) {
+    tile_by_keys(r->dqb, r->qs, w->dSt, r->kb + t.j0 * r->ks, r->ks, r->scale, add, t);
+}
+
+/* dK += scale dS^T Q and dV += P^T dO for tile t (written, not added, when add is false) */
+static void tile_dkv(BwdTask* w, const BwdRows* r, Tile t, bool add) {
+    size_t ks = r->ks, qs = r->qs;
+    tile_by_queries(r->dkb + t.j0 * ks, ks, w->dSt, r->qb, qs, r->scale, add, t);
+    tile_by_queries(r->dvb + t.j0 * ks, ks, w->Pt, r->dob, qs, 1, add, t);
+}
+
+/* A query block's rows (query rows [t0, t0 + *nq) of head h in batch row b) for the backward: its BwdRows,
+   q and dO transposed into w, each row's lse and delta = dO·O (over hd, not the model width); its document
+   starts in *st (NULL without a mask). Returns the first key block it sees: blocks before it are other
+   documents (or out of the window). */
+static size_t query_block_setup(BwdTask* w, BwdRows* r, const AttnGrads* gr, const AttnIn* a, size_t b, size_t h,
+                                size_t t0, size_t* nq, const int32_t** st) {
+    size_t T = a->T, hd = a->hd, qs = a->H * hd, ks = a->KVH * hd, g = h / (a->H / a->KVH);
+    size_t row0 = (b * T + t0) * qs + h * hd, kv0 = b * T * ks + g * hd;
+    *nq = t0 + ATT_BQ < T ? ATT_BQ : T - t0;
+    *r = (BwdRows){a->q + row0,  gr->dout + row0, a->k + kv0, a->v + kv0, gr->dq + row0,
+                   gr->dk + kv0, gr->dv + kv0,    qs,         ks,         a->scale};
     const real* ob = gr->out + row0;
-    const int32_t* st = a->docs ? a->docs->start + b * T + t0 : NULL;
-    transpose_block(w->qT, r.qb, nq, qs, hd, a->scale);
-    transpose_block(w->doT, r.dob, nq, qs, hd, 1);
-    for (size_t i = 0; i < nq; i++) { /* delta = rowsum(dP ⊙ P) = dO·O over hd, not the model width */
+    *st = a->docs ? a->docs->start + b * T + t0 : NULL;
+    transpose_block(w->qT, r->qb, *nq, qs, hd, a->scale);
+    transpose_block(w->doT, r->dob, *nq, qs, hd, 1);
+    for (size_t i = 0; i < *nq; i++) {
         real dl = 0;
 #pragma omp simd reduction(+ : dl)
-        for (size_t d = 0; d < hd; d++) dl += r.dob[i * qs + d] * ob[i * qs + d];
+        for (size_t d = 0; d < hd; d++) dl += r->dob[i * qs + d] * ob[i * qs + d];
         w->delta[i] = dl;
         w->l[i] = gr->lse[(b * T + t0 + i) * a->H + h];
     }
-    size_t jfirst = st ? (size_t)st[0] / ATT_BK * ATT_BK : 0; /* blocks before it: other documents */
+    return *st ? (size_t)(*st)[0] / ATT_BK * ATT_BK : 0;
+}
+
+/* Accumulation order, the same in both ways of running the backward below (so they give the same bits): a
+   query block's dQ rows over its key blocks in order, the first written; a key block's dK, dV rows over the
+   group's heads in order, and for each over the query blocks that see it in order, the first (the first
+   head's diagonal tile, which no earlier tile reaches) written. Nothing is cleared first. */
+
+/* backward for query rows [t0, ..) of head h in batch row b, against every key block they see: dQ, dK and dV.
+   Like the forward it works on S^T (keys × queries) with the query block transposed once. */
+static void backward_query_block(BwdTask* w, const AttnGrads* gr, const AttnIn* a, size_t b, size_t h, size_t t0) {
+    BwdRows r;
+    size_t nq, group = a->H / a->KVH, g = h / group;
+    const int32_t* st;
+    size_t jfirst = query_block_setup(w, &r, gr, a, b, h, t0, &nq, &st);
     for (size_t j0 = jfirst; j0 < t0 + nq; j0 += ATT_BK) {
-        size_t nk = j0 + ATT_BK < t0 + nq ? ATT_BK : t0 + nq - j0;
-        Tile t = {t0, nq, j0, nk, hd, (ptrdiff_t)j0 - (ptrdiff_t)t0, st};
-        /* Nothing is cleared first: dQ's rows are written by the query block's first tile (its first key block),
-           and a key block's dK, dV by its diagonal tile with the group's first head, which no earlier tile
-           reaches (the heads run in order and earlier query blocks see no key block after their own) */
-        backward_tile(w, &r, t, j0 != jfirst, !(h == g * group && j0 == t0));
+        Tile t = {t0, nq, j0, j0 + ATT_BK < t0 + nq ? ATT_BK : t0 + nq - j0, a->hd, (ptrdiff_t)j0 - (ptrdiff_t)t0, st};
+        tile_probs(w, &r, t);
+        tile_dq(w, &r, t, j0 != jfirst);
+        tile_dkv(w, &r, t, !(h == g * group && j0 == t0));
     }
 }
 
@@ -286,12 +309,68 @@ static void backward_group(const AttnGrads* gr, const AttnIn* a, size_t b, size_
         for (size_t t0 = 0; t0 < a->T; t0 += ATT_BQ) backward_query_block(&w, gr, a, b, h, t0);
 }
 
+/* Split in two, for more tasks than (batch, kv head) pairs: dK and dV of key block j0 of kv head g (every
+   query block of the group's heads that sees it), then, apart, dQ of one query block. Each tile's P and dS are
+   computed in both (seven products instead of five). */
+static void backward_key_block(const AttnGrads* gr, const AttnIn* a, size_t b, size_t g, size_t j0) {
+    size_t group = a->H / a->KVH;
+    BwdTask w;
+    BwdRows r;
+    for (size_t h = g * group; h < (g + 1) * group; h++)
+        for (size_t t0 = j0; t0 < a->T; t0 += ATT_BQ) {
+            size_t nq;
+            const int32_t* st;
+            if (a->docs && (size_t)a->docs->start[b * a->T + t0] / ATT_BK * ATT_BK > j0)
+                continue; /* this query block sees no key of block j0 (nor do later ones) */
+            query_block_setup(&w, &r, gr, a, b, h, t0, &nq, &st);
+            Tile t = {t0, nq, j0, j0 + ATT_BK < t0 + nq ? ATT_BK : t0 + nq - j0, a->hd, (ptrdiff_t)j0 - (ptrdiff_t)t0,
+                      st};
+            tile_probs(&w, &r, t);
+            tile_dkv(&w, &r, t, !(h == g * group && j0 == t0));
+        }
+}
+
+static void backward_query_dq(const AttnGrads* gr, const AttnIn* a, size_t b, size_t h, size_t t0) {
+    BwdTask w;
+    BwdRows r;
+    size_t nq;
+    const int32_t* st;
+    size_t jfirst = query_block_setup(&w, &r, gr, a, b, h, t0, &nq, &st);
+    for (size_t j0 = jfirst; j0 < t0 + nq; j0 += ATT_BK) {
+        Tile t = {t0, nq, j0, j0 + ATT_BK < t0 + nq ? ATT_BK : t0 + nq - j0, a->hd, (ptrdiff_t)j0 - (ptrdiff_t)t0, st};
+        tile_probs(&w, &r, t);
+        tile_dq(&w, &r, t, j0 != jfirst);
+    }
+}
+
+void attention_backward_by(real* dq, real* dk, real* dv, const real* dout, const real* out, const real* lse,
+                           const AttnIn3 in, const AttnShape* s, bool by_blocks) {
+    AttnIn a = attn_in(in.q, in.k, in.v, s);
+    AttnGrads gr = {dq, dk, dv, dout, out, lse};
+    size_t B = s->B, H = s->H, KVH = s->KVH, nb = (s->T + ATT_BQ - 1) / ATT_BQ;
+    if (!by_blocks) {
+#pragma omp parallel for collapse(2) schedule(dynamic, 1)
+        for (size_t b = 0; b < B; b++)
+            for (size_t g = 0; g < KVH; g++) backward_group(&gr, &a, b, g);
+        return;
+    }
+    /* earlier key blocks are seen by more query blocks, later query blocks see more keys: dynamic */
+#pragma omp parallel for collapse(3) schedule(dynamic, 1)
+    for (size_t b = 0; b < B; b++)
+        for (size_t g = 0; g < KVH; g++)
+            for (size_t kb = 0; kb < nb; kb++) backward_key_block(&gr, &a, b, g, kb * ATT_BK);
+#pragma omp parallel for collapse(3) schedule(dynamic, 1)
+    for (size_t b = 0; b < B; b++)
+        for (size_t h = 0; h < H; h++)
+            for (size_t qb = 0; qb < nb; qb++) backward_query_dq(&gr, &a, b, h, qb * ATT_BQ);
+}
+
 void attention_backward(real* dq, real* dk, real* dv, const real* dout, const real* out, const real* lse, const real* q,
                         const real* k, const real* v, const AttnShape* s) {
-    AttnIn a = attn_in(q, k, v, s);
-    AttnGrads gr = {dq, dk, dv, dout, out, lse};
-    size_t B = s->B, KVH = s->KVH;
-#pragma omp parallel for collapse(2) schedule(dynamic, 1)
-    for (size_t b = 0; b < B; b++)
-        for (size_t g = 0; g < KVH; g++) backward_group(&gr, &a, b, g);
+    /* one task per (batch, kv head) leaves threads idle when there are fewer pairs than threads (the 1B shape at
+       batch 1 has 16); the split spreads over every thread but does about 1.5x the work (seven products for
+       five, and each query block set up once per key block: docs/performance.md, "Attention backward past
+       the kv heads"), so it runs when the pairs are fewer than 2/3 of the threads. The same bits either way. */
+    bool by_blocks = s->B * s->KVH * 3 < 2 * threads_max();
+    attention_backward_by(dq, dk, dv, dout, out, lse, (AttnIn3){q, k, v}, s, by_blocks);
 }

@@ -6,6 +6,7 @@
 #ifndef REPOC_ATTENTION_H
 #define REPOC_ATTENTION_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,8 +30,16 @@ typedef struct {
    q (B,T,H*hd)   k, v (B,T,KVH*hd) */
 void attention_forward(real* out, real* lse, const real* q, const real* k, const real* v, const AttnShape* s);
 /* dq (B,T,H*hd) =   dk, dv (B,T,KVH*hd) =   dout (B,T,H*hd)
-   out, lse, q, k, v, s as forward saw/saved them */
+   out, lse, q, k, v, s as forward saw/saved them. One task per (batch, kv head), or, with fewer such pairs than
+   2/3 of the threads, split by key block (dk, dv) and query block (dq): the same bits either way. */
 void attention_backward(real* dq, real* dk, real* dv, const real* dout, const real* out, const real* lse, const real* q,
                         const real* k, const real* v, const AttnShape* s);
+/* the inputs q, k, v of attention_backward_by */
+typedef struct {
+    const real *q, *k, *v;
+} AttnIn3;
+/* attention_backward with the way chosen: by_blocks the split (tests compare the two) */
+void attention_backward_by(real* dq, real* dk, real* dv, const real* dout, const real* out, const real* lse,
+                           const AttnIn3 in, const AttnShape* s, bool by_blocks);
 
 #endif

@@ -16,8 +16,9 @@ void rmsnorm_forward(real* out, real* rstd, const real* inp, const real* weight,
    the norm part is rmsnorm_backward's, the residual passes its gradient through */
 void rmsnorm_residual_forward(real* out, real* rstd, const real* res, const real* inp, const real* weight, real off,
                               size_t N, size_t C, double eps);
-/* backward sums dweight over this many chunks of rows, then over the chunks */
-#define RMSNORM_CHUNKS 32
+/* backward sums dweight over this many chunks of rows, then over the chunks in order: fixed (never the
+   thread count), and at least 64 so that a many-core machine has work for every thread */
+#define RMSNORM_CHUNKS 128
 /* dinp (N,C) = (or += when add)   dweight (C) += (skipped when NULL)   dout (N,C);
    inp, weight, rstd as forward saw/saved them;   work (RMSNORM_CHUNKS, C) overwritten when dweight */
 void rmsnorm_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight, real off,

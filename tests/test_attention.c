@@ -5,9 +5,11 @@
    document masks with boundaries inside and on block edges. The gradient checker covers the same code
    in double at small sizes; this test covers the float build at the sizes training uses. Sliding windows
    (Gemma-3) are starts of window_starts, with and without documents, and a scale other than 1/sqrt(hd)
-   (query_pre_attn_scalar). The gradient buffers start as NaN: backward writes each before it adds into it. */
+   (query_pre_attn_scalar). The gradient buffers start as NaN: backward writes each before it adds into it.
+   The backward's two ways (one task per kv head, or split by key and query block) give the same bits. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/check.h"
 #include "common/rng.h"
@@ -77,6 +79,20 @@ static void check_window(size_t B, size_t T, size_t H, size_t KVH, size_t hd, si
            as dq at T = 1, where dP - delta cancels) */
         expect_close(label, got[i], ref[i], n[i], 1e-5, 2e-5, "float kernel vs double reference");
     }
+    /* both ways of running the backward, whichever attention_backward chose, give the same bits */
+    float* g2 = mallocCheck((nq + 2 * nk) * sizeof(float));
+    bool same = true;
+    for (int by_blocks = 0; by_blocks < 2; by_blocks++) {
+        for (size_t i = 0; i < nq + 2 * nk; i++) g2[i] = NAN;
+        attention_backward_by(g2, g2 + nq, g2 + nq + nk, dout, out, lse, (AttnIn3){q, k, v}, &as, by_blocks);
+        same = same && !memcmp(g2, dq, nq * sizeof(float)) && !memcmp(g2 + nq, dk, nk * sizeof(float)) &&
+               !memcmp(g2 + nq + nk, dv, nk * sizeof(float));
+    }
+    EXPECT(same,
+           "B%zu T%zu H%zu/%zu hd%zu docs%zu window%zu: one task per kv head and the split by blocks give the "
+           "same bits",
+           B, T, H, KVH, hd, doc_len, window);
+    free(g2);
     free(f);
     free(r);
     free(start);
