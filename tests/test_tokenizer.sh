@@ -34,6 +34,12 @@ sed "s/(?i:'s|'t|'re|'ve|'m|'ll|'d)/(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[l
 if grep -q "'\[sS\]" "$T/spelled.json" && $tok --tokenizer "$T/spelled.json" --print-ids --no-eos $F/sample.txt |
    cmp -s - $F/cl100k.ids; then ok "the cl100k regex spelled with case classes: the same ids through Oniguruma"
 else bad "the cl100k regex spelled with case classes"; fi
+# GPT-4o's tokenizer.json form, Split "Removed" with invert: the matches are the pieces, the same ids
+sed 's/"behavior":"Isolated","invert":false/"behavior":"Removed","invert":true/' $F/cl100k.json >"$T/inverted.json"
+if grep -q '"Removed","invert":true' "$T/inverted.json" &&
+   $tok --tokenizer "$T/inverted.json" --print-ids --no-eos $F/sample.txt | cmp -s - $F/cl100k.ids; then
+    ok "the cl100k Split as Removed with invert: the same ids"
+else bad "the cl100k Split as Removed with invert"; fi
 for th in 1 2; do   # the same shards at any thread count
     $tok --tokenizer $F/cl100k.json --val 0.3 --threads $th --shard-tokens 300 --out "$T/th$th" \
         $F/sample.txt $F/sample.txt $F/sample.txt $F/sample.txt >"$T/log" 2>&1 || bad "threads $th: $(tail -1 $T/log)"

@@ -1,6 +1,6 @@
 /* The hand-written pre-tokenizer matchers (tokenizer/pretok.c) against
-   Oniguruma (tokenizer/regex.c) on the same regexes: the GPT-2, cl100k/Llama-3
-   and Qwen2 patterns, and cl100k's and Qwen2's as js-tiktoken spells them (every ASCII case of each
+   Oniguruma (tokenizer/regex.c) on the same regexes: the GPT-2, cl100k/Llama-3,
+   Qwen2 and o200k (GPT-4o) patterns, and cl100k's, Qwen2's and o200k's as js-tiktoken spells them (every ASCII case of each
    contraction written out), must cut every text into the same pre-tokens, the matcher chosen by
    pretok_recognise from the pattern's text; spellings that are not equivalent must not be recognised. Texts:
    tests/fixtures/tokenizer/sample.txt, every string of up to 4 characters over
@@ -31,6 +31,12 @@ typedef struct {
     "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 #define REST_QWEN "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 
+#define JS_UP "[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]"
+#define JS_LW "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]"
+#define O200K_JS \
+    "[^\\r\\n\\p{L}\\p{N}]?" JS_UP "*" JS_LW "+" JS_CONTRACTIONS "?|[^\\r\\n\\p{L}\\p{N}]?" JS_UP "+" JS_LW \
+    "*" JS_CONTRACTIONS "?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+
 static Pattern P[] = {
     {.name = "gpt2", .pattern = PRETOK_RE_GPT2},
     {.name = "cl100k", .pattern = PRETOK_RE_CL100K},
@@ -39,6 +45,8 @@ static Pattern P[] = {
     {.name = "qwen2, (?: and the contractions reordered",
      .pattern = "(?:'D|'d|'LL|'Ll|'lL|'ll|'M|'m|'VE|'Ve|'vE|'ve|'RE|'Re|'rE|'re|'T|'t|'S|'s)" REST_QWEN},
     {.name = "cl100k, (?i: and the contractions in upper case", .pattern = "(?i:'S|'T|'RE|'VE|'M|'LL|'D)" REST_CL100K},
+    {.name = "o200k", .pattern = PRETOK_RE_O200K},
+    {.name = "o200k as js-tiktoken spells it", .pattern = O200K_JS},
 };
 /* spellings that are not the same regex: each must go to Oniguruma */
 static const char* const NOT_EQUIVALENT[] = {
@@ -72,7 +80,9 @@ static void check_text(void* ctx, const uint8_t* s, size_t n) {
         Pattern* p = &P[k];
         fast.n = onig.n = 0;
         for (size_t i = 0; i < n;) {
-            i = p->step.kind == STEP_SPLIT_CL100K ? pretok_cl100k(s, n, i, &p->step) : pretok_gpt2(s, n, i);
+            i = p->step.kind == STEP_SPLIT_CL100K  ? pretok_cl100k(s, n, i, &p->step)
+                : p->step.kind == STEP_SPLIT_O200K ? pretok_o200k(s, n, i, &p->step)
+                                                   : pretok_gpt2(s, n, i);
             fast.ends[fast.n++] = i;
         }
         tok_regex_spans(p->re, &region, s, n, span_end, &onig);
@@ -89,10 +99,11 @@ static void check_text(void* ctx, const uint8_t* s, size_t n) {
     free(fast.ends), free(onig.ends);
 }
 
+/* o200k's case classes too: U+01C5 (Lt), U+02B0 (Lm), U+0301 (Mn), U+00C9 (Lu), "/" */
 static const char* ALPHABET[] = {
-    " ",        "  ", "\n", "\r",       "\t",           "a",        "Z",        "1",        "'",
-    "s",        "L",  ".",  "\xC3\xA9", "\xE4\xB8\xAD", "\xC2\xA0", "\xC5\xBF", "\xD9\xA3", "\xE2\x80\xA8",
-    "\xC2\x85", "!"};
+    " ",        "  ", "\n",       "\r",       "\t",           "a",        "Z",        "1",        "'",
+    "s",        "L",  ".",        "\xC3\xA9", "\xE4\xB8\xAD", "\xC2\xA0", "\xC5\xBF", "\xD9\xA3", "\xE2\x80\xA8",
+    "\xC2\x85", "!",  "\xC7\x85", "\xCA\xB0", "\xCC\x81",     "\xC3\x89", "/"};
 #define N_ALPHA (sizeof ALPHABET / sizeof ALPHABET[0])
 
 /* every string of len characters over the alphabet, then random longer ones */

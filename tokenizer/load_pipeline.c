@@ -213,9 +213,13 @@ static int parse_split(Ctx* c, const cJSON* p, const char* path) {
     TRY(load_flag(c, p, "invert", path, false, &invert));
     s.invert = invert;
     const cJSON* rx = get(get(p, "pattern"), "Regex");
+    /* a hand-written matcher: its regexes match every character of any text, so the matches are the pieces
+       both when they are isolated and when, inverted, the (empty) text between them is removed (GPT-4o's
+       tokenizer.json) */
     PreStep fast;
-    if (cJSON_IsString(rx) && s.behavior == SPLIT_ISOLATED && !s.invert && !pretok_recognise(rx->valuestring, &fast))
-        return add_step(c, fast, path); /* a hand-written matcher */
+    bool pieces_are_matches = (s.behavior == SPLIT_ISOLATED && !s.invert) || (s.behavior == SPLIT_REMOVED && s.invert);
+    if (cJSON_IsString(rx) && pieces_are_matches && !pretok_recognise(rx->valuestring, &fast))
+        return add_step(c, fast, path);
     TRY(parse_pattern(c, p, path, &s.re, NULL));
     if (add_step(c, s, path)) {
         tok_regex_free(s.re);

@@ -13,6 +13,7 @@
 typedef enum {
     STEP_SPLIT_GPT2,   /* 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
     STEP_SPLIT_CL100K, /* (?i:'s|...)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,max_digits}| ?[^\s\p{L}\p{N}]+[\r\n]*|... */
+    STEP_SPLIT_O200K,  /* o200k_base's: letters split where the case changes (PRETOK_RE_O200K) */
     STEP_DIGITS,       /* Digits: runs of \p{N} apart from the rest, or each one alone */
     STEP_PREFIX_SPACE, /* ByteLevel add_prefix_space: " " before a pre-token that does not start with one */
     STEP_SPLIT_REGEX,  /* Split (and Punctuation, Whitespace, WhitespaceSplit) through Oniguruma */
@@ -33,10 +34,10 @@ enum { CONTRACT_EXACT, CONTRACT_ASCII, CONTRACT_UNICODE };
 
 typedef struct {
     StepKind kind;
-    int max_digits;         /* STEP_SPLIT_CL100K: 3 (cl100k, Llama-3) or 1 (Qwen) */
-    int contraction_fold;   /* STEP_SPLIT_CL100K: CONTRACT_UNICODE for (?i:'s|...), CONTRACT_ASCII spelled out */
-    int individual;         /* STEP_DIGITS */
-    TokRegex* re;           /* STEP_SPLIT_REGEX: owned */
+    int max_digits;       /* STEP_SPLIT_CL100K: 3 (cl100k, Llama-3) or 1 (Qwen) */
+    int contraction_fold; /* STEP_SPLIT_CL100K, _O200K: CONTRACT_UNICODE for (?i:'s|...), CONTRACT_ASCII spelled out */
+    int individual;       /* STEP_DIGITS */
+    TokRegex* re;         /* STEP_SPLIT_REGEX: owned */
     SplitBehavior behavior; /* STEP_SPLIT_REGEX */
     int invert;             /* STEP_SPLIT_REGEX: matches and the text between them swap roles */
     uint8_t rep[4];         /* STEP_METASPACE: the replacement character's UTF-8 bytes */
@@ -53,9 +54,10 @@ typedef struct {
 /* The end of the regex match that starts at i of piece [0, n) (> i). */
 size_t pretok_gpt2(const uint8_t* s, size_t n, size_t i);
 size_t pretok_cl100k(const uint8_t* s, size_t n, size_t i, const PreStep* st);
-/* the three regexes with a hand-written matcher: GPT-2, cl100k (Llama-3), Qwen2; cl100k's and Qwen2's
-   contraction group also as js-tiktoken spells it (every ASCII case written out, pretok_recognise) */
-extern const char PRETOK_RE_GPT2[], PRETOK_RE_CL100K[], PRETOK_RE_QWEN[];
+size_t pretok_o200k(const uint8_t* s, size_t n, size_t i, const PreStep* st);
+/* the regexes with a hand-written matcher: GPT-2, cl100k (Llama-3), Qwen2, o200k (GPT-4o); the contraction
+   groups of the last three also as js-tiktoken spells them (every ASCII case written out, pretok_recognise) */
+extern const char PRETOK_RE_GPT2[], PRETOK_RE_CL100K[], PRETOK_RE_QWEN[], PRETOK_RE_O200K[];
 /* Recognise a Split regex with a hand-written matcher: the step for it, 0 when known, -1 when not. */
 int pretok_recognise(const char* regex, PreStep* step);
 

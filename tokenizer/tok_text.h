@@ -11,6 +11,14 @@ enum { UC_OTHER = 0, UC_LETTER = 1, UC_NUMBER = 2, UC_SPACE = 4 };
 void uc_init(void); /* builds the BMP table; idempotent, call before threads */
 /* the class of each code point below U+10000 (filled by uc_init) */
 extern uint8_t uc_bmp_class[0x10000];
+/* o200k's case classes, apart from the above: UC_UP [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}], UC_LW
+   [\p{Ll}\p{Lm}\p{Lo}\p{M}] (both for Lm, Lo and marks; neither for what is not a letter or mark) */
+enum { UC_UP = 1, UC_LW = 2 };
+extern uint8_t uc_bmp_case[0x10000];
+int uc_case_multi(uint32_t cp); /* above the BMP */
+static inline int uc_case(uint32_t cp) {
+    return cp < 0x10000 ? uc_bmp_case[cp] : cp == 0xFFFFFFFFu ? 0 : uc_case_multi(cp);
+}
 /* uc_next for a character that is not ASCII (s[0] >= 0x80) */
 int uc_next_multi(const uint8_t* s, size_t n, uint32_t* cp, size_t* len);
 /* The character at s[0..n): its class and byte length (>= 1). A byte that does

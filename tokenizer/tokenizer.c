@@ -132,6 +132,12 @@ static void run_steps(TokEncoder* e, const uint8_t* s, size_t n, size_t k, int f
             run_steps(e, s + i, j - i, k + 1, first && i == 0);
         }
         break;
+    case STEP_SPLIT_O200K:
+        for (size_t i = 0, j; i < n; i = j) {
+            j = pretok_o200k(s, n, i, st);
+            run_steps(e, s + i, j - i, k + 1, first && i == 0);
+        }
+        break;
     case STEP_SPLIT_REGEX: {
         SplitCtx c = {e, s, k, first, st, 0, 0, 0, 0};
         tok_regex_spans(st->re, &e->region, s, n, split_span, &c);

@@ -10,7 +10,7 @@
         added tokens with normalized: true split the normalized segment;
      3. each piece goes through the pre-tokenizer steps (ByteLevel, Split with
         any regex through Oniguruma or a hand-written matcher for the GPT-2 /
-        cl100k / Qwen regexes, Digits, Metaspace, Punctuation, Whitespace,
+        cl100k / Qwen / o200k regexes, Digits, Metaspace, Punctuation, Whitespace,
         WhitespaceSplit, Sequence) into pre-tokens;
      4. each pre-token is merged by BPE (lowest merge rank first, leftmost on a
         tie; ignore_merges: a pre-token that is a vocab entry is that token;
