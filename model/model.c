@@ -346,7 +346,7 @@ static void set_documents(Model* m, const int32_t* doc_ids) {
 
 void model_head_forward(real* logits, real* normed, real* rstd, const real* x, const Model* m, size_t n) {
     const ModelConfig* c = &m->cfg;
-    rmsnorm_forward(normed, rstd, x, m->w.final_norm, (real)cfg_norm_offset(c), n, c->D, c->norm_eps);
+    rmsnorm_forward(normed, rstd, x, (NormGain){m->w.final_norm, (real)cfg_norm_offset(c)}, n, c->D, c->norm_eps);
     linear_forward(model_products(m), logits, normed, m->w.lm_head, n, c->D, c->V);
 }
 
@@ -384,25 +384,25 @@ static double forward(Model* m, const Batch* b, bool train) {
         return 0;
     }
     /* the head and the loss on chunks of head_rows rows; every row's sums are the same either way */
-    double total = 0, wsum = 0, zsum = 0;
-    size_t count = 0;
+    XentSums sum = {0};
     for (size_t r0 = 0; r0 < N; r0 += m->head_rows) {
-        size_t n = N - r0 < m->head_rows ? N - r0 : m->head_rows, nv;
-        double ws, zs;
+        size_t n = N - r0 < m->head_rows ? N - r0 : m->head_rows;
         model_head_forward(m->logits, m->final_out + r0 * D, m->final_rstd + r0, m->res[c->L] + r0 * D, m, n);
         const real* wr = b->target_weights ? b->target_weights + r0 : NULL;
-        total += m->logits_hold_grad ? xent_forward_grad(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V,
-                                                         m->opts.z_loss, &nv, &ws, &zs)
-                                     : xent_forward_sum(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V,
-                                                        m->opts.z_loss, &nv, &ws, &zs);
-        count += nv;
-        wsum += ws;
-        zsum += zs;
+        XentSums s =
+            m->logits_hold_grad
+                ? xent_forward_grad(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V, m->opts.z_loss)
+                : xent_forward_sum(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V, m->opts.z_loss);
+        sum.total += s.total;
+        sum.z += s.z;
+        sum.weight += s.weight;
+        sum.n_valid += s.n_valid;
     }
+    size_t count = sum.n_valid;
     m->n_valid = count;
-    m->weight_sum = wsum;
-    m->loss = count ? total / wsum : 0.0;
-    m->loss_z = count ? zsum / wsum : 0.0;
+    m->weight_sum = sum.weight;
+    m->loss = count ? sum.total / sum.weight : 0.0;
+    m->loss_z = count ? sum.z / sum.weight : 0.0;
     return m->loss;
 }
 
@@ -435,7 +435,7 @@ void model_backward(Model* m, const Batch* b, double dloss) {
             linear_backward(bf, dfinal + r0 * D, m->dw.lm_head, m->logits, normed, m->w.lm_head, n, D, V, false);
         }
     }
-    rmsnorm_backward(dx, m->dw.final_norm, dfinal, m->res[c->L], m->w.final_norm, (real)cfg_norm_offset(c),
+    rmsnorm_backward(dx, m->dw.final_norm, dfinal, m->res[c->L], (NormGain){m->w.final_norm, (real)cfg_norm_offset(c)},
                      m->final_rstd, m->bs.norm_work, N, D, false);
     for (size_t l = c->L; l-- > 0;) {
         /* recompute: layer l's activations again (the last layer's are still there), its output into a

@@ -42,11 +42,17 @@ void rope_table_llama3(RopeTable* rt, double factor, double low_freq_factor, dou
    unchanged */
 void rope_table_linear(RopeTable* rt, double factor);
 
-/* IN PLACE: q (N, H*hd) and k (N, KVH*hd) are rotated by pos (N, P); P divides KVH divides H */
-void rope_forward(real* q, real* k, const real* pos, const RopeTable* rt, size_t N, size_t H, size_t KVH, size_t P);
+/* What the rotation runs over: N rows of H query heads and KVH key heads, whose heads fall into P groups of
+   one position each (P divides KVH divides H; P = KVH for RePo's per-kv-head positions) */
+typedef struct {
+    size_t N, H, KVH, P;
+} RopeShape;
+
+/* IN PLACE: q (N, H*hd) and k (N, KVH*hd) are rotated by pos (N, P) */
+void rope_forward(real* q, real* k, const real* pos, const RopeTable* rt, RopeShape s);
 /* dq_in (N,H*hd) =   dk_in (N,KVH*hd) =   dpos (N,P) = (skipped when NULL)
    dq, dk: gradients of the rotated outputs   q, k: the rotated outputs forward left   pos (N,P) */
 void rope_backward(real* dq_in, real* dk_in, real* dpos, const real* dq, const real* dk, const real* q, const real* k,
-                   const real* pos, const RopeTable* rt, size_t N, size_t H, size_t KVH, size_t P);
+                   const real* pos, const RopeTable* rt, RopeShape s);
 
 #endif

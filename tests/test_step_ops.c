@@ -63,11 +63,11 @@ static void check_rope_cache(const real* pos, size_t N, size_t n_cache, const ch
     fill_normal4(5, q1, nq, k1, nk, dq, nq, dk, nk);
     memcpy(q2, q1, nq * sizeof(real));
     memcpy(k2, k1, nk * sizeof(real));
-    rope_forward(q1, k1, pos, &plain, N, H, KVH, KVH);
-    rope_forward(q2, k2, pos, &cached, N, H, KVH, KVH);
+    rope_forward(q1, k1, pos, &plain, (RopeShape){N, H, KVH, KVH});
+    rope_forward(q2, k2, pos, &cached, (RopeShape){N, H, KVH, KVH});
     EXPECT(same_bits(q1, q2, nq) && same_bits(k1, k2, nk), "rope_forward, %s: cached angles give the same bits", what);
-    rope_backward(dqin1, dkin1, dp1, dq, dk, q1, k1, pos, &plain, N, H, KVH, KVH);
-    rope_backward(dqin2, dkin2, dp2, dq, dk, q2, k2, pos, &cached, N, H, KVH, KVH);
+    rope_backward(dqin1, dkin1, dp1, dq, dk, q1, k1, pos, &plain, (RopeShape){N, H, KVH, KVH});
+    rope_backward(dqin2, dkin2, dp2, dq, dk, q2, k2, pos, &cached, (RopeShape){N, H, KVH, KVH});
     EXPECT(same_bits(dqin1, dqin2, nq) && same_bits(dkin1, dkin2, nk) && same_bits(dp1, dp2, N * KVH),
            "rope_backward, %s: dq, dk and dpos have the same bits", what);
     free(buf);
