@@ -24,9 +24,9 @@ void eval_perplexity(PplResult* r, Model* m, const TokenData* td, size_t max_win
         /* sequential order, one row per step: row w starts at stream position w T */
         token_data_rows(td, &(RowRequest){.order = ORDER_SEQUENTIAL, .step = w, .rows_per_step = 1, .n = 1, .T = T},
                         tokens, targets);
-        double loss = model_forward(m, &(Batch){.B = 1, .T = T, .tokens = tokens, .targets = targets});
-        sum += loss * (double)m->n_valid;
-        count += m->n_valid;
+        Loss l = model_forward(m, &(Batch){.B = 1, .T = T, .tokens = tokens, .targets = targets});
+        sum += l.loss * (double)l.n_valid;
+        count += l.n_valid;
     }
     free(tokens);
     free(targets);

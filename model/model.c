@@ -240,9 +240,9 @@ static uint64_t tensor_seed(uint64_t seed, const char* name) {
     return h ^ (seed * 0x9E3779B97F4A7C15ull);
 }
 
-_Static_assert(TK_REPO_CONTENT == TK_REPO_GATE + 1 && TK_REPO_FINAL == TK_REPO_GATE + 2, "Model.repo_std's order");
+_Static_assert(TK_REPO_CONTENT == TK_REPO_GATE + 1 && TK_REPO_FINAL == TK_REPO_GATE + 2, "ModelInit.repo_std's order");
 
-void model_init_tensor(Model* m, size_t index, uint64_t seed, double std) {
+void model_init_tensor(Model* m, size_t index, const ModelInit* init) {
     const TensorInfo* t = &m->tensors.t[index];
     CHECK(!t->bf16, "%s: a BF16 base (model.base_dtype \"bf16\") is loaded from model.init_from, not initialised",
           t->name);
@@ -257,7 +257,7 @@ void model_init_tensor(Model* m, size_t index, uint64_t seed, double std) {
         return;
     }
     Rng rng;
-    rng_seed(&rng, tensor_seed(seed, t->name));
+    rng_seed(&rng, tensor_seed(init->seed, t->name));
     if (t->kind == TK_LORA_B) { /* PEFT: B = 0, so the adapted model starts as the base model */
         memset(p, 0, t->numel * sizeof(real));
         return;
@@ -267,9 +267,9 @@ void model_init_tensor(Model* m, size_t index, uint64_t seed, double std) {
         for (size_t i = 0; i < t->numel; i++) p[i] = (real)(bound * (2.0 * rng_uniform(&rng) - 1.0));
         return;
     }
-    double s = t->is_repo ? 0.02 : std; /* RePo's maps start small: z near 0, close to NoPE */
+    double s = t->is_repo ? 0.02 : init->std; /* RePo's maps start small: z near 0, close to NoPE */
     if (t->is_repo) {
-        double set = m->repo_std[t->kind - TK_REPO_GATE]; /* gate, content, final in TensorKind's order */
+        double set = init->repo_std[t->kind - TK_REPO_GATE]; /* gate, content, final in TensorKind's order */
         if (set > 0) s = set;
     }
     for (size_t i = 0; i < t->numel; i++) p[i] = (real)rng_trunc_normal(&rng, s, 3.0 * s);
@@ -277,8 +277,8 @@ void model_init_tensor(Model* m, size_t index, uint64_t seed, double std) {
         memset(p + (size_t)m->cfg.pad_id * m->cfg.D, 0, m->cfg.D * sizeof(real));
 }
 
-void model_init_weights(Model* m, uint64_t seed, double std) {
-    for (size_t i = 0; i < m->tensors.n; i++) model_init_tensor(m, i, seed, std);
+void model_init_weights(Model* m, const ModelInit* init) {
+    for (size_t i = 0; i < m->tensors.n; i++) model_init_tensor(m, i, init);
     model_params_changed(m);
 }
 
@@ -318,7 +318,6 @@ BlockCtx model_block_ctx(const Model* m, const Batch* b) {
                       .rope = &m->rope,
                       .rope_local = &m->rope_local,
                       .pos_seq = m->pos_seq,
-                      .force_pos = m->force_positions,
                       .docs = m->masked ? &m->spans : NULL,
                       .docs_local = m->win_start ? &m->win_spans : NULL,
                       .layer = 0,
@@ -351,7 +350,7 @@ void model_head_forward(real* logits, real* normed, real* rstd, const real* x, c
 }
 
 /* model_forward; train: model_forward_train (G in the logits buffer when it holds every row) */
-static double forward(Model* m, const Batch* b, bool train) {
+static Loss forward(Model* m, const Batch* b, bool train) {
     const ModelConfig* c = &m->cfg;
     size_t N = m->B * m->T, D = c->D, V = c->V;
     CHECK(b->B == m->B && b->T == m->T,
@@ -373,15 +372,14 @@ static double forward(Model* m, const Batch* b, bool train) {
 
     m->has_loss = targets != NULL;
     m->logits_hold_grad = train && targets && m->head_rows == N;
-    m->loss = 0;
-    m->loss_z = 0;
+    m->weight_sum = 0;
     if (!targets) {
         CHECK(m->head_rows == N,
               "model_forward without targets returns logits of all %zu rows, but the model "
               "was built to hold %zu rows at a time (head_chunk)",
               N, m->head_rows);
         model_head_forward(m->logits, m->final_out, m->final_rstd, m->res[c->L], m, N);
-        return 0;
+        return (Loss){0};
     }
     /* the head and the loss on chunks of head_rows rows; every row's sums are the same either way */
     XentSums sum = {0};
@@ -398,17 +396,17 @@ static double forward(Model* m, const Batch* b, bool train) {
         sum.weight += s.weight;
         sum.n_valid += s.n_valid;
     }
-    size_t count = sum.n_valid;
-    m->n_valid = count;
     m->weight_sum = sum.weight;
-    m->loss = count ? sum.total / sum.weight : 0.0;
-    m->loss_z = count ? sum.z / sum.weight : 0.0;
-    return m->loss;
+    bool any = sum.n_valid > 0;
+    return (Loss){.loss = any ? sum.total / sum.weight : 0.0,
+                  .z = any ? sum.z / sum.weight : 0.0,
+                  .n_valid = sum.n_valid,
+                  .weight_sum = sum.weight};
 }
 
-double model_forward(Model* m, const Batch* b) { return forward(m, b, false); }
+Loss model_forward(Model* m, const Batch* b) { return forward(m, b, false); }
 
-double model_forward_train(Model* m, const Batch* b) { return forward(m, b, true); }
+Loss model_forward_train(Model* m, const Batch* b) { return forward(m, b, true); }
 
 void model_backward(Model* m, const Batch* b, double dloss) {
     CHECK(m->has_loss, "model_backward: the last forward had no targets (or backward already ran)");

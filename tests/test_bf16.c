@@ -171,7 +171,7 @@ static ModelConfig config(void) {
 
 /* forward + backward + AdamW on the batch; returns the loss */
 static double train_step(Model* m, AdamW* opt, const Batch* b, size_t step) {
-    double loss = model_forward_train(m, b);
+    double loss = model_forward_train(m, b).loss;
     model_backward(m, b, 1.0);
     double norm = grad_global_norm(m->grads, m->tensors.n_grads);
     adamw_step(opt, m->params, m->grads, 1e-3, step, grad_clip_scale(1.0, norm), true);
@@ -199,8 +199,8 @@ static void test_model_step(Rng* rng) {
     Model m, f;
     model_build_opts(&m, &cfg, B, T, NULL, 0, &(ModelOpts){.compute_bf16 = true}, false);
     model_build_opts(&f, &cfg, B, T, NULL, 0, &(ModelOpts){0}, false);
-    model_init_weights(&m, 5, 0.05);
-    model_init_weights(&f, 5, 0.05);
+    model_init_weights(&m, &(ModelInit){.seed = 5, .std = 0.05});
+    model_init_weights(&f, &(ModelInit){.seed = 5, .std = 0.05});
     AdamW om, of;
     quiet_adamw(&om, &m);
     quiet_adamw(&of, &f);

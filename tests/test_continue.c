@@ -34,7 +34,7 @@ int main(void) {
     size_t B = 2, T = 128, N = B * T;
     Model pure;
     model_build(&pure, &c, B, T, NULL, 0, false);
-    model_init_weights(&pure, 11, 0.1);
+    model_init_weights(&pure, &(ModelInit){.seed = 11, .std = 0.1});
     hf_save(&pure, plain, ST_F32);
 
     printf("build/train continuing it with positions.mode = repo\n");
