@@ -35,6 +35,7 @@
 #define MIX_MAX_SOURCES 16
 #define MIX_NAME_LEN 48
 
+/* What a source does at the end of its tokens: exhausted "wrap" (begin another pass) or "stop" (end the run) */
 typedef enum { MIX_WRAP, MIX_STOP } MixExhausted;
 
 typedef struct {

@@ -17,6 +17,7 @@
 #include "common/real.h"
 #include "data/rows.h"
 
+/* The task families of the generator: what an item's needles are and what its query asks */
 typedef enum {
     SYN_SINGLE,     /* one needle, query its key */
     SYN_MULTIKEY,   /* n_needles needles with distinct keys, query one */
@@ -51,8 +52,9 @@ typedef struct {
     size_t n_values;               /* multivalue: values of the one key (3) */
     size_t n_distractors;          /* distractor: near-miss needles (3) */
     size_t table_rows;             /* table: rows (4) */
-    double answer_weight;          /* training loss weight of each answer target, the others weigh 1 (1: the
-                                 plain mean); the trainer applies it, validation rows always weigh 1 */
+    /* training loss weight of each answer target, the others weigh 1 (1: the plain mean); the trainer applies it,
+       validation rows always weigh 1 */
+    double answer_weight;
 
     /* NULL: the filler is the Markov chain. Else it is real text (`filler_file`): each item's filler is one
        window of these tokens at an offset drawn per item; every text id lies below first_id, so the marks and

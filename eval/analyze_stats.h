@@ -17,6 +17,7 @@
 #include "data/synthetic.h"
 #include "model/model.h"
 
+/* The kinds of a segment of z (SegParams says when each holds): near-constant, monotonic, or neither */
 typedef enum { SEG_CONSTANT, SEG_MONOTONIC, SEG_HYBRID, SEG_N_KINDS } SegKind;
 const char* seg_kind_name(SegKind k); /* "constant", "monotonic", "hybrid" */
 

@@ -1,4 +1,4 @@
-/* The model's configuration (docs/design.md, "The decoder block", "Positions"): sizes, block style (OLMo-2,
+/* The model's configuration (docs/design.md, "The decoder block"; docs/positions.md): sizes, block style (OLMo-2,
    Llama, Qwen2, Qwen3, Gemma-3, Mistral), the position mode of every layer, RoPE theta, optional YaRN, norm
    eps, tied embeddings.
    Sizes use the letters of docs/design.md (B, T, D, H, KVH, hd, F, V). */
@@ -68,6 +68,7 @@ typedef struct {
 } BlockFamily;
 extern const BlockFamily BLOCK_FAMILIES[BLOCK_N_STYLES];
 
+/* A layer's positions: rotary (RoPE), learned by RePo's module, or none (NoPE) */
 typedef enum { POS_ROPE, POS_REPO, POS_NOPE } PosMode;
 /* The projections a LoRA adapter can wrap, in PEFT's target_modules names (lora_target_name). */
 typedef enum { LORA_Q, LORA_K, LORA_V, LORA_O, LORA_GATE, LORA_UP, LORA_DOWN, LORA_N_TARGETS } LoraTarget;
@@ -77,8 +78,9 @@ typedef struct {
     size_t V, D, L, H, KVH, F; /* vocab, d_model, layers, heads, kv heads, d_ff */
     size_t head_dim;           /* hd when it is not D / H (config.json's head_dim); 0 = D / H */
     bool attn_bias; /* Qwen3's, Gemma-3's attention_bias: biases on q, k, v and o (Qwen2 always has q, k, v's) */
-    long pad_id;    /* Qwen2/3: transformers' padding_idx = pad_token_id, the embedding row that gets no gradient
-                    from the input lookup; -1 = none */
+    /* Qwen2/3: transformers' padding_idx = pad_token_id, the embedding row that gets no gradient from the input lookup;
+       -1 = none */
+    long pad_id;
     double norm_eps;
     double rope_theta;
     double attn_scalar;        /* Gemma-3's query_pre_attn_scalar: scores are q.k attn_scalar^-1/2; 0 = hd */
@@ -96,17 +98,18 @@ typedef struct {
     double llama3_high_freq_factor; /* wavelengths below L0 / high are kept; between: a smooth blend */
     double llama3_orig_max;         /* L0: original_max_position_embeddings */
     bool tie_embeddings;
-    size_t max_position_embeddings;  /* written to config.json; not a limit on T */
-    PosMode pos[MAX_LAYERS];         /* one mode per layer */
-    size_t lora_rank;                /* r of the LoRA adapters; 0 = no LoRA (every tensor is a plain weight) */
-    double lora_alpha;               /* y = W x + s B A x, s = alpha / r (alpha / sqrt(r) with lora_rslora) */
-    bool lora_rslora;                /* rank-stabilised LoRA, PEFT's use_rslora: s = alpha / sqrt(r) */
-    unsigned lora_targets;           /* bit (1 << LoraTarget) per wrapped projection */
-    double lora_dropout;             /* p in [0, 1) of dropout on each adapter's input while training */
-    bool base_bf16;                  /* frozen layer matrices kept in BF16 and widened per layer (training memory;
-                                           never written to config.json) */
-    char hf_carried[HF_CARRIED_LEN]; /* a JSON object: the source config.json's keys that repoc carries
-                                           unchanged into the configs it saves (token ids, ...); "" = none */
+    size_t max_position_embeddings; /* written to config.json; not a limit on T */
+    PosMode pos[MAX_LAYERS];        /* one mode per layer */
+    size_t lora_rank;               /* r of the LoRA adapters; 0 = no LoRA (every tensor is a plain weight) */
+    double lora_alpha;              /* y = W x + s B A x, s = alpha / r (alpha / sqrt(r) with lora_rslora) */
+    bool lora_rslora;               /* rank-stabilised LoRA, PEFT's use_rslora: s = alpha / sqrt(r) */
+    unsigned lora_targets;          /* bit (1 << LoraTarget) per wrapped projection */
+    double lora_dropout;            /* p in [0, 1) of dropout on each adapter's input while training */
+    /* frozen layer matrices kept in BF16 and widened per layer (training memory; never written to config.json) */
+    bool base_bf16;
+    /* a JSON object: the source config.json's keys that repoc carries unchanged into the configs it saves (token ids,
+       ...); "" = none */
+    char hf_carried[HF_CARRIED_LEN];
 } ModelConfig;
 
 /* A small OLMo-2 model, all layers rope; every field set. */

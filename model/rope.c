@@ -1,4 +1,4 @@
-/* RoPE / YaRN forward and backward (docs/design.md, "RoPE and YaRN"). Angles are formed as
+/* RoPE / YaRN forward and backward (docs/positions.md, "RoPE and YaRN"). Angles are formed as
    p * inv_freq in double, so p = 70,000 keeps ~1e-6 accuracy in float builds.
      y1 = m (x1 cos a - x2 sin a)        dx1 = m ( dy1 cos a + dy2 sin a)
      y2 = m (x2 cos a + x1 sin a)        dx2 = m (-dy1 sin a + dy2 cos a)

@@ -27,7 +27,8 @@ typedef enum {
     SPLIT_MERGED_NEXT,
     SPLIT_CONTIGUOUS
 } SplitBehavior;
-enum { PREPEND_ALWAYS, PREPEND_FIRST, PREPEND_NEVER }; /* Metaspace prepend_scheme */
+/* Metaspace's prepend_scheme: always, first, never */
+enum { PREPEND_ALWAYS, PREPEND_FIRST, PREPEND_NEVER };
 
 typedef struct {
     StepKind kind;
