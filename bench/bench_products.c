@@ -1,6 +1,6 @@
 /* build/bench/bench_products: each distinct product of one training step, timed with FP32 operands on
    OpenBLAS and on oneDNN (train.f32_engine) and with BF16 operands (oneDNN, train.compute_dtype "bf16"), side
-   by side on the same buffers: the tables of docs/performance.md, "BF16 products" and "Engines per CPU".
+   by side on the same buffers: the tables of docs/cpus.md, "BF16 products" and "Engines per CPU".
      bench_products [--size S|M|L|long] [--threads N] [--reps N]
    Sizes as bench_step's (OLMo-2 block, mode rope). Per product, the GEMM's M x N x K for y = x W^T
    (forward: N rows x out x in), dx = dy W (input gradient: rows x in x out) and dW += dy^T x (weight
@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
     model_config_plan_positions(&c, "rope", REPO_START_DEFAULT);
     Model m;
     model_build_opts(&m, &c, B, T, NULL, 0, &(ModelOpts){.compute_bf16 = bf16}, false);
-    model_init_weights(&m, 1, 0.02);
+    model_init_weights(&m, &(ModelInit){.seed = 1, .std = 0.02});
     size_t N = B * T, D = c.D, F = c.F, qd = c.H * cfg_hd(&c), kvd = c.KVH * cfg_hd(&c);
     const LayerWeights* w = &m.w.layer[0];
     LayerWeights* dw = &m.dw.layer[0];

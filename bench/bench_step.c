@@ -261,7 +261,7 @@ int main(int argc, char** argv) {
     Model m;
     bool bf16 = choose_products(&o, &c, B * T);
     model_build_opts(&m, &c, B, T, NULL, 0, &(ModelOpts){.compute_bf16 = bf16}, false);
-    model_init_weights(&m, 1, 0.02);
+    model_init_weights(&m, &(ModelInit){.seed = 1, .std = 0.02});
     size_t N = B * T;
     int32_t* tok = mallocCheck(N * sizeof(int32_t));
     int32_t* tgt = mallocCheck(N * sizeof(int32_t));
@@ -300,7 +300,7 @@ int main(int argc, char** argv) {
     for (int s = 0; s < o.warmup + n; s++) {
         if (s == o.warmup) faults = minor_faults();
         double t0 = now_s();
-        double loss = model_forward_train(&m, &b);
+        double loss = model_forward_train(&m, &b).loss;
         double t1 = now_s();
         model_backward(&m, &b, 1.0);
         double t2 = now_s();

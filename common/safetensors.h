@@ -17,6 +17,7 @@
 #include "common/bf16.h"
 #include "common/real.h"
 
+/* A tensor's dtype, as the header's "dtype" names it (F64, F32, F16, BF16, I64, ..., BOOL) */
 typedef enum { ST_F64, ST_F32, ST_F16, ST_BF16, ST_I64, ST_I32, ST_I16, ST_I8, ST_U8, ST_BOOL } StDtype;
 
 #define ST_MAX_DIMS 8

@@ -336,17 +336,18 @@ void packed_print(const PackedRows* p, const char* label, FILE* out) {
                 p->n_skipped_prompt, p->T);
 }
 
-void packed_rows(const PackedRows* p, DataOrder order, uint64_t seed, size_t step, size_t rows_per_step, size_t row0,
-                 size_t n, int32_t* tokens, int32_t* targets, int32_t* doc_ids) {
-    CHECK(row0 + n <= rows_per_step, "packed_rows: rows %zu..%zu past the step's %zu", row0, row0 + n, rows_per_step);
+void packed_rows(const PackedRows* p, const RowRequest* rq, int32_t* tokens, int32_t* targets, int32_t* doc_ids) {
+    CHECK(rq->row0 + rq->n <= rq->rows_per_step, "packed_rows: rows %zu..%zu past the step's %zu", rq->row0,
+          rq->row0 + rq->n, rq->rows_per_step);
     size_t T = p->T;
-    for (size_t b = 0; b < n; b++) {
-        size_t r = row0 + b, src;
-        if (order == ORDER_SEQUENTIAL) {
-            src = (size_t)(((unsigned __int128)step * rows_per_step + r) % p->n_rows);
+    CHECK(rq->T == T, "packed_rows: rows of %zu tokens asked of records packed into %zu", rq->T, T);
+    for (size_t b = 0; b < rq->n; b++) {
+        size_t r = rq->row0 + b, src;
+        if (rq->order == ORDER_SEQUENTIAL) {
+            src = (size_t)(((unsigned __int128)rq->step * rq->rows_per_step + r) % p->n_rows);
         } else {
             Rng rng;
-            rng_seed(&rng, mix_triple(JSONL_SHUFFLE_DOMAIN, seed, step, r));
+            rng_seed(&rng, mix_triple(JSONL_SHUFFLE_DOMAIN, rq->seed, rq->step, r));
             src = (size_t)rng_below(&rng, p->n_rows);
         }
         if (tokens) memcpy(tokens + b * T, p->tokens + src * T, T * sizeof(int32_t));

@@ -57,10 +57,9 @@ void packed_close(PackedRows* p);
    tenth of the records carry no loss */
 void packed_print(const PackedRows* p, const char* label, FILE* out);
 
-/* Rows row0 .. row0+n-1 of step `step`: packed row (step * rows_per_step + r) mod n_rows
-   (sequential) or one drawn by Rng(mix_triple(domain, seed, step, r)) (shuffle).
+/* The rows rq asks (rq->T must be p's T): row r of the step is packed row (step * rows_per_step + r) mod
+   n_rows (sequential) or one drawn by Rng(mix_triple(domain, seed, step, r)) (shuffle).
    tokens, targets, doc_ids (n, T); each may be NULL. */
-void packed_rows(const PackedRows* p, DataOrder order, uint64_t seed, size_t step, size_t rows_per_step, size_t row0,
-                 size_t n, int32_t* tokens, int32_t* targets, int32_t* doc_ids);
+void packed_rows(const PackedRows* p, const RowRequest* rq, int32_t* tokens, int32_t* targets, int32_t* doc_ids);
 
 #endif

@@ -150,8 +150,9 @@ uint64_t mixture_pass(const Mixture* mx, size_t k, uint64_t G, size_t T) {
     return 1 + (uint64_t)(last / mx->src[k].data.n_tokens);
 }
 
-void mixture_rows(const Mixture* mx, DataOrder order, uint64_t seed, size_t step, size_t R, size_t row0, size_t n,
-                  size_t T, int32_t* tokens, int32_t* targets, uint8_t* src_of) {
+void mixture_rows(const Mixture* mx, const RowRequest* rq, int32_t* tokens, int32_t* targets, uint8_t* src_of) {
+    size_t R = rq->rows_per_step, row0 = rq->row0, n = rq->n, T = rq->T, step = rq->step;
+    uint64_t seed = rq->seed;
     CHECK(row0 <= R && n <= R - row0, "rows %zu..%zu out of range: %zu rows per step", row0, row0 + n, R);
     uint64_t offset = mix_triple(MIX_DOMAIN, seed, step, 0) % R;
     for (size_t b = 0; b < n; b++) {
@@ -159,7 +160,7 @@ void mixture_rows(const Mixture* mx, DataOrder order, uint64_t seed, size_t step
         size_t k = mixture_slot(mx, g, &i);
         const TokenData* td = &mx->src[k].data;
         size_t N = td->n_tokens, start;
-        if (order == ORDER_SEQUENTIAL) {
+        if (rq->order == ORDER_SEQUENTIAL) {
             start = (size_t)((unsigned __int128)i * T % N);
         } else {
             Rng rng;

@@ -35,6 +35,7 @@
 #define MIX_MAX_SOURCES 16
 #define MIX_NAME_LEN 48
 
+/* What a source does at the end of its tokens: exhausted "wrap" (begin another pass) or "stop" (end the run) */
 typedef enum { MIX_WRAP, MIX_STOP } MixExhausted;
 
 typedef struct {
@@ -72,9 +73,8 @@ uint64_t mixture_count(const Mixture* mx, size_t k, uint64_t G);
 /* The source of global slot g; *index = its row number within that source, C_k(g) */
 size_t mixture_slot(const Mixture* mx, uint64_t g, uint64_t* index);
 
-/* Rows row0 .. row0+n-1 of step `step` (as token_data_rows); src_of (n, may be NULL) gets each row's source */
-void mixture_rows(const Mixture* mx, DataOrder order, uint64_t seed, size_t step, size_t rows_per_step, size_t row0,
-                  size_t n, size_t T, int32_t* tokens, int32_t* targets, uint8_t* src_of);
+/* The rows rq asks (as token_data_rows); src_of (n, may be NULL) gets each row's source */
+void mixture_rows(const Mixture* mx, const RowRequest* rq, int32_t* tokens, int32_t* targets, uint8_t* src_of);
 
 /* Passes over source k's tokens begun after G global slots: 0 before its first row, then 1 + floor((C_k(G) - 1) T / N_k) */
 uint64_t mixture_pass(const Mixture* mx, size_t k, uint64_t G, size_t T);

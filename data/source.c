@@ -231,27 +231,31 @@ static void unit_weights(real* w, size_t n) {
 
 void data_source_batch(const DataSource* ds, bool val, size_t step, size_t rows_per_step, size_t row0, Batch* b) {
     size_t n = b->B, T = b->T;
+    /* validation reads its rows in order, batch after batch */
+    RowRequest rq = {.order = val ? ORDER_SEQUENTIAL : ds->order,
+                     .seed = ds->seed,
+                     .step = step,
+                     .rows_per_step = rows_per_step,
+                     .row0 = row0,
+                     .n = n,
+                     .T = T};
     if (ds->synthetic) { /* the held-out stream: another seed, never drawn in training */
-        uint64_t seed = val ? mix64(ds->seed ^ 0x76616c6964617465ull) : ds->seed;
-        synthetic_rows_weighted(&ds->syn, seed, step, rows_per_step, row0, n, T, b->tokens, b->targets,
-                                b->target_weights);
+        if (val) rq.seed = mix64(ds->seed ^ 0x76616c6964617465ull);
+        synthetic_rows_weighted(&ds->syn, &rq, b->tokens, b->targets, b->target_weights);
         eos_doc_ids(ds, n, T, b->tokens, b->doc_ids);
         return;
     }
     unit_weights(b->target_weights, n * T); /* token files have no answers */
     CHECK(!val || ds->has_val, "no validation data (data.val)");
-    if (ds->jsonl) { /* validation reads its rows in order, like files */
-        packed_rows(val ? &ds->jval : &ds->jtrain, val ? ORDER_SEQUENTIAL : ds->order, ds->seed, step, rows_per_step,
-                    row0, n, b->tokens, b->targets, b->doc_ids);
+    if (ds->jsonl) {
+        packed_rows(val ? &ds->jval : &ds->jtrain, &rq, b->tokens, b->targets, b->doc_ids);
         return;
     }
     if (!val && ds->train_mix.n) {
-        mixture_rows(&ds->train_mix, ds->order, ds->seed, step, rows_per_step, row0, n, T, b->tokens, b->targets, NULL);
+        mixture_rows(&ds->train_mix, &rq, b->tokens, b->targets, NULL);
     } else {
         CHECK(!val || !ds->val_mix.n, "data.val has sources: read them with data_source_val_batch");
-        /* validation reads its files in order, batch after batch */
-        token_data_rows(val ? &ds->val : &ds->train, val ? ORDER_SEQUENTIAL : ds->order, ds->seed, step, rows_per_step,
-                        row0, n, T, b->tokens, b->targets);
+        token_data_rows(val ? &ds->val : &ds->train, &rq, b->tokens, b->targets);
     }
     eos_doc_ids(ds, n, T, b->tokens, b->doc_ids);
 }
@@ -276,7 +280,10 @@ void data_source_val_batch(const DataSource* ds, size_t k, size_t batch, Batch* 
         return;
     }
     /* sequential rows (batch*B + j) * T: the windows build/eval --ppl reads, in its order */
-    token_data_rows(&ds->val_mix.src[k].data, ORDER_SEQUENTIAL, ds->seed, batch, B, 0, B, T, b->tokens, b->targets);
+    token_data_rows(
+        &ds->val_mix.src[k].data,
+        &(RowRequest){.order = ORDER_SEQUENTIAL, .seed = ds->seed, .step = batch, .rows_per_step = B, .n = B, .T = T},
+        b->tokens, b->targets);
     unit_weights(b->target_weights, B * T);
     eos_doc_ids(ds, B, T, b->tokens, b->doc_ids);
 }

@@ -26,9 +26,9 @@ typedef struct {
     bool has_val; /* val files given, or synthetic (a held-out stream) */
     DataOrder order;
     uint64_t seed;
-    int32_t eos; /* the end-of-document token of token-file, mixture and synthetic rows (document
-                              ids, data/documents.h); -1: none, each row is one document. Set by the caller
-                              after open; JSONL rows take their record boundaries instead. */
+    /* the end-of-document token of token-file, mixture and synthetic rows (document ids, data/documents.h); -1: none,
+       each row is one document. Set by the caller after open; JSONL rows take their record boundaries instead. */
+    int32_t eos;
 } DataSource;
 
 /* data.synthetic as JSON: an object of SyntheticConfig fields ("weights": {family: w},

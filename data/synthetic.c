@@ -362,11 +362,11 @@ static size_t lay_out(Sink* s, const Plan* p, const SyntheticConfig* cfg, const 
 
 /* synthetic_rows and synthetic_rows_weighted: the answer targets marked in answer_mask, in target_weights,
    or neither (both NULL) */
-static void make_rows(const SyntheticConfig* cfg, uint64_t seed, size_t step, size_t rows_per_step, size_t row0,
-                      size_t n_rows, size_t T, int32_t* tokens, int32_t* targets, uint8_t* answer_mask,
-                      real* target_weights) {
-    CHECK(row0 <= rows_per_step && n_rows <= rows_per_step - row0, "rows %zu..%zu out of range: %zu rows per step",
-          row0, row0 + n_rows, rows_per_step);
+static void make_rows(const SyntheticConfig* cfg, const RowRequest* rq, int32_t* tokens, int32_t* targets,
+                      uint8_t* answer_mask, real* target_weights) {
+    size_t T = rq->T, row0 = rq->row0, n_rows = rq->n;
+    CHECK(row0 <= rq->rows_per_step && n_rows <= rq->rows_per_step - row0,
+          "rows %zu..%zu out of range: %zu rows per step", row0, row0 + n_rows, rq->rows_per_step);
     double total_w = 0;
     for (int f = 0; f < SYN_N_FAMILIES; f++) {
         total_w += cfg->weight[f];
@@ -382,7 +382,7 @@ static void make_rows(const SyntheticConfig* cfg, uint64_t seed, size_t step, si
 #pragma omp parallel for schedule(static)
     for (size_t b = 0; b < n_rows; b++) {
         Rng rng;
-        rng_seed(&rng, mix_triple(TRAIN_DOMAIN, seed, step, row0 + b));
+        rng_seed(&rng, mix_triple(TRAIN_DOMAIN, rq->seed, rq->step, row0 + b));
         double u = rng_uniform(&rng) * total_w; /* the family, by weight */
         int f = 0;
         while (f < SYN_N_FAMILIES - 1 && (cfg->weight[f] == 0 || u >= cfg->weight[f])) u -= cfg->weight[f++];
@@ -401,14 +401,14 @@ static void make_rows(const SyntheticConfig* cfg, uint64_t seed, size_t step, si
     }
 }
 
-void synthetic_rows(const SyntheticConfig* cfg, uint64_t seed, size_t step, size_t rows_per_step, size_t row0,
-                    size_t n_rows, size_t T, int32_t* tokens, int32_t* targets, uint8_t* answer_mask) {
-    make_rows(cfg, seed, step, rows_per_step, row0, n_rows, T, tokens, targets, answer_mask, NULL);
+void synthetic_rows(const SyntheticConfig* cfg, const RowRequest* rq, int32_t* tokens, int32_t* targets,
+                    uint8_t* answer_mask) {
+    make_rows(cfg, rq, tokens, targets, answer_mask, NULL);
 }
 
-void synthetic_rows_weighted(const SyntheticConfig* cfg, uint64_t seed, size_t step, size_t rows_per_step, size_t row0,
-                             size_t n_rows, size_t T, int32_t* tokens, int32_t* targets, real* target_weights) {
-    make_rows(cfg, seed, step, rows_per_step, row0, n_rows, T, tokens, targets, NULL, target_weights);
+void synthetic_rows_weighted(const SyntheticConfig* cfg, const RowRequest* rq, int32_t* tokens, int32_t* targets,
+                             real* target_weights) {
+    make_rows(cfg, rq, tokens, targets, NULL, target_weights);
 }
 
 size_t synthetic_item(const SyntheticConfig* cfg, SynFamily family, uint64_t seed, size_t index, size_t prompt_len,

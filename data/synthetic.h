@@ -15,7 +15,9 @@
 #include <stdio.h>
 
 #include "common/real.h"
+#include "data/rows.h"
 
+/* The task families of the generator: what an item's needles are and what its query asks */
 typedef enum {
     SYN_SINGLE,     /* one needle, query its key */
     SYN_MULTIKEY,   /* n_needles needles with distinct keys, query one */
@@ -50,8 +52,9 @@ typedef struct {
     size_t n_values;               /* multivalue: values of the one key (3) */
     size_t n_distractors;          /* distractor: near-miss needles (3) */
     size_t table_rows;             /* table: rows (4) */
-    double answer_weight;          /* training loss weight of each answer target, the others weigh 1 (1: the
-                                 plain mean); the trainer applies it, validation rows always weigh 1 */
+    /* training loss weight of each answer target, the others weigh 1 (1: the plain mean); the trainer applies it,
+       validation rows always weigh 1 */
+    double answer_weight;
 
     /* NULL: the filler is the Markov chain. Else it is real text (`filler_file`): each item's filler is one
        window of these tokens at an offset drawn per item; every text id lies below first_id, so the marks and
@@ -84,19 +87,19 @@ size_t synthetic_answer_len(const SyntheticConfig* cfg, SynFamily f);
 /* Fewest tokens an item of the family needs (needles + query + answer, no filler) */
 size_t synthetic_min_len(const SyntheticConfig* cfg, SynFamily f);
 
-/* Training rows: each row is one item of T+1 tokens x[0..T] ending with its
+/* Training rows, those rq asks (rq->order aside: every row is drawn): each row is one item of T+1 tokens x[0..T] ending with its
    answer; tokens[b*T+t] = x[t], targets[b*T+t] = x[t+1], answer_mask[b*T+t] = 1
    exactly where targets[b*T+t] is an answer token (the last answer_len
    targets), else 0; answer_mask may be NULL. Row r of step s uses the Rng
    seeded with mix_triple(TRAIN_DOMAIN, seed, s, r): the family is drawn by
    weight, then everything else; any split of the rows gives the same rows.
    Dies if T + 1 < synthetic_min_len of an enabled family. */
-void synthetic_rows(const SyntheticConfig* cfg, uint64_t seed, size_t step, size_t rows_per_step, size_t row0,
-                    size_t n_rows, size_t T, int32_t* tokens, int32_t* targets, uint8_t* answer_mask);
+void synthetic_rows(const SyntheticConfig* cfg, const RowRequest* rq, int32_t* tokens, int32_t* targets,
+                    uint8_t* answer_mask);
 /* The same rows with the answers weighted instead of marked: target_weights[b*T+t] = cfg->answer_weight
    where answer_mask would be 1, else 1 (target_weights may be NULL) */
-void synthetic_rows_weighted(const SyntheticConfig* cfg, uint64_t seed, size_t step, size_t rows_per_step, size_t row0,
-                             size_t n_rows, size_t T, int32_t* tokens, int32_t* targets, real* target_weights);
+void synthetic_rows_weighted(const SyntheticConfig* cfg, const RowRequest* rq, int32_t* tokens, int32_t* targets,
+                             real* target_weights);
 
 /* One evaluation item: prompt (prompt_len tokens, ending with the query) and
    answer (synthetic_answer_len tokens), from (seed, family, index) in a

@@ -20,6 +20,7 @@ typedef struct {
     size_t file, line; /* for messages: the file's index, the 1-based line (JSONL) */
 } TextDoc;
 
+/* How an input file is compressed: none, gzip or zstd */
 typedef enum { TEXT_PLAIN, TEXT_GZIP, TEXT_ZSTD } TextCompression;
 
 typedef struct TextInput TextInput;

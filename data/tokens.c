@@ -190,12 +190,12 @@ size_t token_data_row_start(const TokenData* td, DataOrder order, uint64_t seed,
     return (size_t)rng_below(&rng, N - T); /* [0, N - T - 1]: the window never wraps */
 }
 
-void token_data_rows(const TokenData* td, DataOrder order, uint64_t seed, size_t step, size_t rows_per_step,
-                     size_t row0, size_t n_rows, size_t T, int32_t* tokens, int32_t* targets) {
-    CHECK(row0 <= rows_per_step && n_rows <= rows_per_step - row0, "rows %zu..%zu out of range: %zu rows per step",
-          row0, row0 + n_rows, rows_per_step);
-    for (size_t b = 0; b < n_rows; b++) { /* b is the local row, row0 + b the global one */
-        size_t start = token_data_row_start(td, order, seed, step, rows_per_step, row0 + b, T);
+void token_data_rows(const TokenData* td, const RowRequest* rq, int32_t* tokens, int32_t* targets) {
+    size_t T = rq->T, R = rq->rows_per_step;
+    CHECK(rq->row0 <= R && rq->n <= R - rq->row0, "rows %zu..%zu out of range: %zu rows per step", rq->row0,
+          rq->row0 + rq->n, R);
+    for (size_t b = 0; b < rq->n; b++) { /* b is the local row, row0 + b the global one */
+        size_t start = token_data_row_start(td, rq->order, rq->seed, rq->step, R, rq->row0 + b, T);
         token_data_window(td, start, T, tokens + b * T, targets + b * T);
     }
 }

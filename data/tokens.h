@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "data/rows.h"
+
 /* one mapped file; its tokens are stream positions [start, start + n_tokens) */
 typedef struct {
     char* path;
@@ -87,13 +89,11 @@ static inline uint32_t token_le(const uint8_t* p, size_t nbytes) {
 /* Token at stream position pos (< n_tokens) */
 uint32_t token_data_at(const TokenData* td, size_t pos);
 
-typedef enum { ORDER_SEQUENTIAL, ORDER_SHUFFLE } DataOrder;
-
 /* "sequential" | "shuffle" -> order; returns 0, or -1 for an unknown name */
 int data_order_parse(const char* name, DataOrder* order);
 
-/* Fill rows row0 .. row0+n_rows-1 of step `step`, out of rows_per_step global
-   rows per optimizer step (batch_size x grad_accum x world_size). Row r of
+/* Fill the rows rq asks (data/rows.h): rows row0 .. row0+n-1 of step `step`, out of rows_per_step
+   global rows per optimizer step (batch_size x grad_accum x world_size). Row r of
    step s reads the T+1 tokens x[0..T] of the stream starting at position
    start(s, r), with N = n_tokens:
      sequential: start = ((s * rows_per_step + r) * T) mod N, and token i of
@@ -103,11 +103,10 @@ int data_order_parse(const char* name, DataOrder* order);
      shuffle:    start = rng_below(rng, N - T), rng = Rng seeded with
                  mix_triple(SHUFFLE_DOMAIN, seed, s, r) (common/hash.h); the
                  window never wraps.
-   tokens[b*T + t] = x[t], targets[b*T + t] = x[t+1] for b < n_rows, t < T.
+   tokens[b*T + t] = x[t], targets[b*T + t] = x[t+1] for b < n, t < T.
    Any split of a step's rows into calls gives the same rows. Dies if
-   N < T + 1 (naming T) or row0 + n_rows > rows_per_step. */
-void token_data_rows(const TokenData* td, DataOrder order, uint64_t seed, size_t step, size_t rows_per_step,
-                     size_t row0, size_t n_rows, size_t T, int32_t* tokens, int32_t* targets);
+   N < T + 1 (naming T) or row0 + n > rows_per_step. */
+void token_data_rows(const TokenData* td, const RowRequest* rq, int32_t* tokens, int32_t* targets);
 
 /* One row from stream position start: x[t] = stream[(start + t) mod N] for
    t < T into tokens, x[t + 1] into targets */

@@ -110,8 +110,14 @@ void item_spans(ItemSpans* s, const SyntheticConfig* syn, SynFamily f, const int
     CHECK(s->n_needles > 0, "analyze: no needle in the prompt carries the key the query asks");
 }
 
-void attn_probs_row(double* p, const real* q, const real* k, const real* lse, size_t t, size_t h, size_t H, size_t KVH,
-                    size_t hd, double scale, size_t first) {
+ScoreHeads attn_score_heads(const ModelConfig* c) {
+    return (ScoreHeads){.H = c->H, .KVH = c->KVH, .hd = cfg_hd(c), .scale = cfg_attn_scale(c)};
+}
+
+void attn_probs_row(double* p, const real* q, const real* k, const real* lse, size_t t, size_t h, ScoreHeads hs,
+                    size_t first) {
+    size_t H = hs.H, KVH = hs.KVH, hd = hs.hd;
+    double scale = hs.scale;
     size_t g = h / (H / KVH);
     const real* q_t = q + t * H * hd + h * hd;
     double l = lse[t * H + h];
@@ -163,7 +169,8 @@ Mass attn_mass_mean(const Mass* m) {
 
 void attn_mass_item(Mass* rows, Mass* sep, const Model* m, const ItemSpans* s, const size_t* layers, size_t n_layers) {
     const ModelConfig* c = &m->cfg;
-    size_t hd = cfg_hd(c), last = s->query.end - 1;
+    size_t last = s->query.end - 1;
+    ScoreHeads hs = attn_score_heads(c);
     CHECK(m->B == 1 && s->query.end <= m->T, "attention mass: one sequence of at least %zu tokens (B %zu, T %zu)",
           s->query.end, m->B, m->T);
     double* p = mallocCheck(m->T * sizeof(double));
@@ -175,7 +182,7 @@ void attn_mass_item(Mass* rows, Mass* sep, const Model* m, const ItemSpans* s, c
         for (size_t h = 0; h < c->H; h++) {
             for (size_t t = s->query.begin; t < s->query.end; t++) {
                 size_t first = window_first(t, window);
-                attn_probs_row(p, a->q, a->k, a->lse, t, h, c->H, c->KVH, hd, cfg_attn_scale(c), first);
+                attn_probs_row(p, a->q, a->k, a->lse, t, h, hs, first);
                 attn_mass_add_row(&rows[i], p, t, s);
                 if (t == last) attn_mass_add_row(&sep[i], p, t, s);
             }

@@ -17,6 +17,7 @@
 #include "data/synthetic.h"
 #include "model/model.h"
 
+/* The kinds of a segment of z (SegParams says when each holds): near-constant, monotonic, or neither */
 typedef enum { SEG_CONSTANT, SEG_MONOTONIC, SEG_HYBRID, SEG_N_KINDS } SegKind;
 const char* seg_kind_name(SegKind k); /* "constant", "monotonic", "hybrid" */
 
@@ -88,13 +89,21 @@ typedef struct {
 /* x: the prompt, P tokens. Dies when the layout is not a synthetic item's. */
 void item_spans(ItemSpans* s, const SyntheticConfig* syn, SynFamily f, const int32_t* x, size_t P);
 
+/* The heads attention scores are recomputed over: H query heads in KVH groups of hd features each, the
+   scores scaled by scale (the model's cfg_attn_scale) */
+typedef struct {
+    size_t H, KVH, hd;
+    double scale;
+} ScoreHeads;
+/* c's heads and scale */
+ScoreHeads attn_score_heads(const ModelConfig* c);
+
 /* Row t of query head h of one sequence, recomputed:
      p[j] = exp(scale q_t · k_j - lse[t,h])   for first <= j <= t, 0 before first
-   p (t+1)   q (T,H*hd)   k (T,KVH*hd)   lse (T,H); query head h reads kv head h / (H/KVH); scale the model's
-   (cfg_attn_scale), first the first key a sliding layer's window shows (else 0). Scores in double; the row sums
-   to 1 up to the rounding of lse. */
-void attn_probs_row(double* p, const real* q, const real* k, const real* lse, size_t t, size_t h, size_t H, size_t KVH,
-                    size_t hd, double scale, size_t first);
+   p (t+1)   q (T,H*hd)   k (T,KVH*hd)   lse (T,H); query head h reads kv head h / (H/KVH); first the first
+   key a sliding layer's window shows (else 0). Scores in double; the row sums to 1 up to the rounding of lse. */
+void attn_probs_row(double* p, const real* q, const real* k, const real* lse, size_t t, size_t h, ScoreHeads hs,
+                    size_t first);
 
 /* Attention mass of one or more rows (sums until divided by n) */
 typedef struct {

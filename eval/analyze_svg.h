@@ -28,10 +28,10 @@ typedef struct {
     Span shade[SVG_MAX_SHADE]; /* token spans shaded behind the lines */
     const char* shade_label[SVG_MAX_SHADE];
     size_t n_shade;
-    double fence;               /* > 0: each panel's y axis ends at Tukey's fences of its drawn values,
-                                   Q1 - fence IQR and Q3 + fence IQR (or at the extremes where they lie
-                                   within), a point beyond drawn on the edge and marked with a triangle
-                                   pointing out (class="outlier"); 0: the full range */
+    /* > 0: each panel's y axis ends at Tukey's fences of its drawn values, Q1 - fence IQR and Q3 + fence IQR (or at the
+       extremes where they lie within), a point beyond drawn on the edge and marked with a triangle pointing out
+       (class="outlier"); 0: the full range */
+    double fence;
     const char* const* xlabels; /* NULL, or (T) a label under each token (text: its piece) */
     bool per_head;              /* each head in a panel of its own (each on its own axis), not one per layer */
 } PosPlot;
@@ -57,10 +57,11 @@ typedef struct {
     const char* const* group;  /* (n_groups) labels under the groups */
     const char* const* series; /* (n_series) legend */
     const double* value;       /* (n_groups, n_series) */
-    size_t split;              /* > 0: series [0, split) and [split, n_series) in two panels side by
-                                     side, each on its own scale (small needle masses next to a large rest) */
-    const double *lo, *hi;     /* NULL, or (n_groups, n_series) an interval drawn as a whisker on each bar
-                                  (a non-finite end: none on that bar) */
+    /* > 0: series [0, split) and [split, n_series) in two panels side by side, each on its own scale (small needle
+       masses next to a large rest) */
+    size_t split;
+    /* NULL, or (n_groups, n_series) an interval drawn as a whisker on each bar (a non-finite end: none on that bar) */
+    const double *lo, *hi;
 } BarChart;
 
 /* one polyline of a LinePanel */

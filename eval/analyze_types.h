@@ -12,6 +12,7 @@
 #include "eval/analyze_stats.h"
 #include "eval/analyze_z.h"
 
+/* What build/analyze reads its inputs from: synthetic items, a token file, or text */
 typedef enum { INPUT_SYNTHETIC, INPUT_TOKENS, INPUT_TEXT } InputKind;
 
 /* (a) one input length: z's range per RePo layer and KV head, means over the items */

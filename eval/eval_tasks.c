@@ -22,10 +22,11 @@ void eval_perplexity(PplResult* r, Model* m, const TokenData* td, size_t max_win
     size_t count = 0;
     for (size_t w = 0; w < nw; w++) {
         /* sequential order, one row per step: row w starts at stream position w T */
-        token_data_rows(td, ORDER_SEQUENTIAL, 0, w, 1, 0, 1, T, tokens, targets);
-        double loss = model_forward(m, &(Batch){.B = 1, .T = T, .tokens = tokens, .targets = targets});
-        sum += loss * (double)m->n_valid;
-        count += m->n_valid;
+        token_data_rows(td, &(RowRequest){.order = ORDER_SEQUENTIAL, .step = w, .rows_per_step = 1, .n = 1, .T = T},
+                        tokens, targets);
+        Loss l = model_forward(m, &(Batch){.B = 1, .T = T, .tokens = tokens, .targets = targets});
+        sum += l.loss * (double)l.n_valid;
+        count += l.n_valid;
     }
     free(tokens);
     free(targets);

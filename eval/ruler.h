@@ -38,6 +38,8 @@
 #define RULER_ESSAY_PATH "/usr/share/gocode/src/github.com/klauspost/compress/testdata/Mark.Twain-Tom.Sawyer.txt"
 #define RULER_ESSAY_PACKAGE "golang-github-klauspost-compress-dev"
 
+/* RULER's tasks, in its order (docs/ruler.md): needle in a haystack (single, multi-key, multi-value,
+   multi-query), variable tracking, common and frequent words extraction */
 typedef enum {
     RULER_NIAH_SINGLE_1,
     RULER_NIAH_SINGLE_2,

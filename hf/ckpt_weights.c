@@ -56,18 +56,18 @@ static void check_base(const char* dir, const LoraBase* base) {
           dir, base->path, (unsigned long long)fp, (unsigned long long)base->fingerprint, dir, base->path);
 }
 
-size_t ckpt_weights_load_dirs(Model* m, const char* dir, const char* adapter_dir, uint64_t init_seed, bool verbose) {
+size_t ckpt_weights_load_dirs(Model* m, const char* dir, const char* adapter_dir, const ModelInit* init, bool verbose) {
     char* loaded = callocCheck(m->tensors.n, 1);
     hf_read_weights(m, dir, loaded);
     char adapter[4096];
     snprintf(adapter, sizeof(adapter), "%s/adapter_model.safetensors", adapter_dir ? adapter_dir : "");
     if (m->cfg.lora_rank && adapter_dir && path_exists(adapter)) peft_load(m, adapter_dir, loaded);
-    size_t n_fresh = hf_init_missing(m, dir, loaded, init_seed, verbose);
+    size_t n_fresh = hf_init_missing(m, dir, loaded, init, verbose);
     free(loaded);
     return n_fresh;
 }
 
-size_t ckpt_weights_load(Model* m, const char* dir, uint64_t init_seed, bool verbose, LoraBase* base) {
+size_t ckpt_weights_load(Model* m, const char* dir, const ModelInit* init, bool verbose, LoraBase* base) {
     bool adapter = has_adapter(dir);
     LoraBase named;
     memset(&named, 0, sizeof(named));
@@ -80,7 +80,7 @@ size_t ckpt_weights_load(Model* m, const char* dir, uint64_t init_seed, bool ver
             printf("LoRA checkpoint %s: its base %s (weights fingerprint %016llx, checked)\n", dir, named.path,
                    (unsigned long long)named.fingerprint);
     }
-    size_t fresh = ckpt_weights_load_dirs(m, weights, m->cfg.lora_rank ? dir : NULL, init_seed, verbose);
+    size_t fresh = ckpt_weights_load_dirs(m, weights, m->cfg.lora_rank ? dir : NULL, init, verbose);
     if (adapter && !m->cfg.lora_rank) {
         size_t n = peft_merge_file(m, dir);
         printf("note: %s holds a LoRA adapter and this model has none (no model.lora): folded its %zu adapted "
@@ -98,8 +98,8 @@ size_t ckpt_weights_load(Model* m, const char* dir, uint64_t init_seed, bool ver
     return fresh;
 }
 
-void ckpt_weights_save(const Model* m, const char* dir, StDtype dtype, bool adapter_only) {
-    if (adapter_only) hf_save_config(m, dir, ST_F32);      /* the model's config.json; the base is named, not copied */
-    else hf_save(m, dir, dtype);                           /* creates dir */
-    if (m->cfg.lora_rank) peft_save(m, dir, adapter_only); /* adapter only: frozen RePo weights too */
+void ckpt_weights_save(const Model* m, const char* dir, StDtype dtype, const LoraBase* base, bool adapter_only) {
+    if (adapter_only) hf_save_config(m, dir, ST_F32); /* the model's config.json; the base is named, not copied */
+    else hf_save(m, dir, dtype);                      /* creates dir */
+    if (m->cfg.lora_rank) peft_save(m, dir, adapter_only, base); /* adapter only: frozen RePo weights too */
 }

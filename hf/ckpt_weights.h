@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "common/safetensors.h"
+#include "hf/peft.h"
 #include "model/model.h"
 
 /* The directory whose model weights checkpoint dir uses: dir, or the base its adapter names when dir has
@@ -19,16 +20,18 @@ const char* ckpt_weights_dir(const char* dir, char* out, size_t len);
 
 /* Load checkpoint dir into m (see above; ckpt_weights_load_dirs' rules for missing RePo and LoRA tensors).
    With base (may be NULL), *base gets the base m's frozen weights belong to: the one dir's adapter names
-   (also when dir holds a copy of it), else dir itself (absolute) with its fingerprint. Returns the count of newly initialised tensors. */
-size_t ckpt_weights_load(Model* m, const char* dir, uint64_t init_seed, bool verbose, LoraBase* base);
+   (also when dir holds a copy of it), else dir itself (absolute) with its fingerprint. init: how missing
+   tensors are drawn (hf_init_missing). Returns the count of newly initialised tensors. */
+size_t ckpt_weights_load(Model* m, const char* dir, const ModelInit* init, bool verbose, LoraBase* base);
 
 /* The weights of dir (hf_load_weights' rules) with, when m has LoRA and adapter_dir (may be NULL) holds
    adapter_model.safetensors, that adapter read in between (peft_load), so only what neither holds is
-   initialised. Returns the count of newly initialised tensors. */
-size_t ckpt_weights_load_dirs(Model* m, const char* dir, const char* adapter_dir, uint64_t init_seed, bool verbose);
+   initialised (hf_init_missing's init). Returns the count of newly initialised tensors. */
+size_t ckpt_weights_load_dirs(Model* m, const char* dir, const char* adapter_dir, const ModelInit* init, bool verbose);
 /* Write m into dir (created): config.json and model.safetensors in dtype (hf_save), and with LoRA the PEFT
-   adapter files next to them (peft_save). adapter_only (a LoRA model whose base m->lora_base names): the
-   config.json and the adapter alone, with every RePo weight, trained or frozen (the base may lack them). */
-void ckpt_weights_save(const Model* m, const char* dir, StDtype dtype, bool adapter_only);
+   adapter files next to them (peft_save), naming base (may be NULL). adapter_only (a LoRA model whose base
+   is named): the config.json and the adapter alone, with every RePo weight, trained or frozen (the base may
+   lack them). */
+void ckpt_weights_save(const Model* m, const char* dir, StDtype dtype, const LoraBase* base, bool adapter_only);
 
 #endif

@@ -146,14 +146,17 @@ void hf_read_weights(Model* m, const char* dir, char* loaded) {
     scan_weights(dir, &m->tensors, m->params, m->base_bf16, loaded);
 }
 
-size_t hf_init_missing(Model* m, const char* dir, const char* loaded, uint64_t init_seed, bool verbose) {
+size_t hf_init_missing(Model* m, const char* dir, const char* loaded, const ModelInit* init, bool verbose) {
+    static const ModelInit defaults = {.std = 0.02}; /* only RePo and LoRA tensors are missing: std is unused */
+    if (!init) init = &defaults;
+    unsigned long long init_seed = init->seed;
     const TensorTable* tt = &m->tensors;
     static char fresh[4096];
     fresh[0] = 0;
     size_t n_fresh = 0, n_lora = 0;
     for (size_t i = 0; i < tt->n; i++) {
-        if (loaded[i]) continue;                  /* scan_weights allows only RePo and LoRA tensors to be missing */
-        model_init_tensor(m, i, init_seed, 0.02); /* a checkpoint without RePo (or LoRA) continued with them */
+        if (loaded[i]) continue;       /* scan_weights allows only RePo and LoRA tensors to be missing */
+        model_init_tensor(m, i, init); /* a checkpoint without RePo (or LoRA) continued with them */
         if (tt->t[i].is_lora) n_lora++;
         else append(fresh, sizeof(fresh), tt->t[i].name);
         n_fresh++;
@@ -161,11 +164,10 @@ size_t hf_init_missing(Model* m, const char* dir, const char* loaded, uint64_t i
     if (verbose) {
         printf("loaded %zu tensors from %s\n", tt->n - n_fresh, dir);
         if (n_fresh > n_lora)
-            printf("  new RePo weights (N(0, 0.02²) truncated at ±3σ, seed %llu): %s\n", (unsigned long long)init_seed,
-                   fresh);
+            printf("  new RePo weights (N(0, 0.02²) truncated at ±3σ, seed %llu): %s\n", init_seed, fresh);
         if (n_lora)
             printf("  new LoRA adapters: %zu tensors (A uniform in ±1/sqrt(in), B = 0, seed %llu)\n", n_lora,
-                   (unsigned long long)init_seed);
+                   init_seed);
     }
     return n_fresh;
 }
@@ -173,7 +175,7 @@ size_t hf_init_missing(Model* m, const char* dir, const char* loaded, uint64_t i
 size_t hf_load_weights(Model* m, const char* dir, uint64_t init_seed, bool verbose) {
     char* loaded = callocCheck(m->tensors.n, 1);
     hf_read_weights(m, dir, loaded);
-    size_t n_fresh = hf_init_missing(m, dir, loaded, init_seed, verbose);
+    size_t n_fresh = hf_init_missing(m, dir, loaded, &(ModelInit){.seed = init_seed, .std = 0.02}, verbose);
     free(loaded);
     return n_fresh;
 }

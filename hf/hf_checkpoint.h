@@ -21,9 +21,10 @@
 size_t hf_load_weights(Model* m, const char* dir, uint64_t init_seed, bool verbose);
 /* hf_load_weights in its two halves, for a loader that reads more tensors between them: dir's weights
    into m, loaded (m->tensors.n bytes, zeroed) getting 1 for each tensor read; then every tensor not
-   loaded initialised, reported when verbose; returns their count. */
+   loaded initialised as init says (model_init_tensor; NULL: seed 0 and the default RePo stds), reported when
+   verbose; returns their count. */
 void hf_read_weights(Model* m, const char* dir, char* loaded);
-size_t hf_init_missing(Model* m, const char* dir, const char* loaded, uint64_t init_seed, bool verbose);
+size_t hf_init_missing(Model* m, const char* dir, const char* loaded, const ModelInit* init, bool verbose);
 /* Whether dir has weight files (model.safetensors or model.safetensors.index.json): a directory of a
    published config.json alone has none */
 bool hf_has_weights(const char* dir);

@@ -82,7 +82,7 @@ static size_t base_metadata(const ModelConfig* c, const LoraBase* base, const ch
     return n;
 }
 
-void peft_save(const Model* m, const char* dir, bool all_repo) {
+void peft_save(const Model* m, const char* dir, bool all_repo, const LoraBase* base) {
     const ModelConfig* c = &m->cfg;
     CHECK(c->lora_rank, "peft_save: the model has no LoRA adapters");
     mkdir_p(dir);
@@ -99,7 +99,8 @@ void peft_save(const Model* m, const char* dir, bool all_repo) {
         n++;
     }
     char path[4096];
-    const LoraBase* base = &m->lora_base;
+    static const LoraBase none;
+    if (!base) base = &none;
     const char* keys[6] = {"format", "producer"};
     const char* values[6] = {"pt", "repoc"};
     char fingerprint[17], positions[8 * MAX_LAYERS];

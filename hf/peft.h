@@ -18,6 +18,14 @@
 #include "model/model.h"
 
 #define PEFT_PREFIX "base_model.model."
+
+/* The base checkpoint of a LoRA model: the absolute path of the directory its frozen weights came from and
+   their hf_weights_fingerprint; path "" = none on disk (a fresh model), so a checkpoint must keep a copy */
+typedef struct {
+    char path[4096];
+    uint64_t fingerprint;
+} LoraBase;
+
 /* adapter_model.safetensors' __metadata__ naming the base: its absolute path, and its hf_weights_fingerprint as
    16 lowercase hex digits (printf "%016llx"); build/merge checks the second */
 #define PEFT_META_BASE_PATH "repoc.base_path"
@@ -29,14 +37,14 @@
      repoc.base_model_type        config.json's model_type of the base: "olmo2" or "llama"
      repoc.base_layer_positions   one position mode per layer, comma-separated: "rope,repo,rope"
    The last two come from the model itself and are always written; the first two only when the saver
-   knows the base (m->lora_base names a path). PEFT ignores the metadata. */
+   knows the base (peft_save's base names a path). PEFT ignores the metadata. */
 
 /* Write dir/adapter_config.json and dir/adapter_model.safetensors (F32) for m's LoRA tensors and its
    trainable RePo tensors; modules_to_save lists a RePo kind by its short name (gate_map) when every one is
    trained, else the full path of each trained module; all_repo: every RePo tensor, trained or frozen (an
-   adapter saved without its base, which may lack them). m->lora_base, when its path is set, is named in
+   adapter saved without its base, which may lack them). base (may be NULL), when its path is set, is named in
    both files: base_model_name_or_path, and the __metadata__ keys above. */
-void peft_save(const Model* m, const char* dir, bool all_repo);
+void peft_save(const Model* m, const char* dir, bool all_repo, const LoraBase* base);
 /* When dir holds adapter_config.json: set cfg's lora_rank, lora_alpha, lora_rslora (use_rslora) and
    lora_targets from it and return true. Dies naming the file and key on a config repoc cannot run as
    written: another peft_type, r not a positive integer, lora_alpha not finite and > 0, an unknown target

@@ -207,6 +207,9 @@ static const real* layer_positions(const LayerActs* a, size_t l, const BlockCtx*
     }
 }
 
+/* a norm's weight with c's offset */
+static NormGain gain(const real* w, const ModelConfig* c) { return (NormGain){w, (real)cfg_norm_offset(c)}; }
+
 static RepoWeights repo_weights(const LayerWeights* w) {
     return (RepoWeights){w->repo_gate, w->repo_content, w->repo_final};
 }
@@ -215,20 +218,19 @@ void block_qkv_forward(LayerActs* a, const real* x_in, const LayerWeights* w, si
     const ModelConfig* c = ctx->cfg;
     size_t N = ctx->B * ctx->T, D = c->D, qd = c->H * cfg_hd(c), kvd = c->KVH * cfg_hd(c);
     double eps = c->norm_eps;
-    real off = (real)cfg_norm_offset(c);
 
     /* attention input: input_layernorm(x), or the stream itself */
     const real* h = x_in;
     if (cfg_traits(c)->input_norm) {
-        rmsnorm_forward(a->h, a->h_rstd, x_in, w->in_norm, off, N, D, eps);
+        rmsnorm_forward(a->h, a->h_rstd, x_in, gain(w->in_norm, c), N, D, eps);
         h = a->h;
     }
     if (cfg_qk_norm(c)) { /* QK-norm on the rows of one token (the whole vector) or of one head ([hd]) */
         size_t qh = cfg_qk_norm_heads(c, c->H), kh = cfg_qk_norm_heads(c, c->KVH);
         proj_forward(a->q_pre, &(Proj){LORA_Q, h, N, D, qd}, a, w, ctx);
-        rmsnorm_forward(a->q, a->q_rstd, a->q_pre, w->q_norm, off, N * qh, qd / qh, eps);
+        rmsnorm_forward(a->q, a->q_rstd, a->q_pre, gain(w->q_norm, c), N * qh, qd / qh, eps);
         proj_forward(a->k_pre, &(Proj){LORA_K, h, N, D, kvd}, a, w, ctx);
-        rmsnorm_forward(a->k, a->k_rstd, a->k_pre, w->k_norm, off, N * kh, kvd / kh, eps);
+        rmsnorm_forward(a->k, a->k_rstd, a->k_pre, gain(w->k_norm, c), N * kh, kvd / kh, eps);
     } else {
         proj_forward(a->q, &(Proj){LORA_Q, h, N, D, qd}, a, w, ctx);
         proj_forward(a->k, &(Proj){LORA_K, h, N, D, kvd}, a, w, ctx);
@@ -240,7 +242,7 @@ void block_qkv_forward(LayerActs* a, const real* x_in, const LayerWeights* w, si
         if (ctx->repo_p > 0) repo_pdrop_forward(a->z, ctx->pos_seq, ctx->repo_p, N * c->KVH);
     }
     const real* pos = layer_positions(a, l, ctx);
-    if (pos) rope_forward(a->q, a->k, pos, layer_rope(l, ctx), N, c->H, c->KVH, c->KVH);
+    if (pos) rope_forward(a->q, a->k, pos, layer_rope(l, ctx), (RopeShape){N, c->H, c->KVH, c->KVH});
 }
 
 void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeights* w, const BlockCtx* ctx) {
@@ -248,15 +250,14 @@ void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerW
     size_t N = ctx->B * ctx->T, D = c->D, F = c->F, qd = c->H * cfg_hd(c);
     bool post = cfg_post_norms(c);
     double eps = c->norm_eps;
-    real off = (real)cfg_norm_offset(c);
 
     proj_forward(a->o, &(Proj){LORA_O, a->att, N, qd, D}, a, w, ctx);
     if (post) /* x_mid = x + norm(o) */
-        rmsnorm_residual_forward(a->x_mid, a->attn_rstd, x_in, a->o, w->attn_norm, off, N, D, eps);
+        rmsnorm_residual_forward(a->x_mid, a->attn_rstd, x_in, a->o, gain(w->attn_norm, c), N, D, eps);
     else /* x_mid = x + o */ residual_forward(a->x_mid, x_in, a->o, N * D);
     const real* mlp_in = a->x_mid;
     if (cfg_traits(c)->ff_pre_norm) { /* the MLP reads norm(x_mid) */
-        rmsnorm_forward(a->h2, ff_in_rstd(a, c), a->x_mid, ff_in_norm(w, c), off, N, D, eps);
+        rmsnorm_forward(a->h2, ff_in_rstd(a, c), a->x_mid, gain(ff_in_norm(w, c), c), N, D, eps);
         mlp_in = a->h2;
     }
     /* from here on x_in is not read, so x_out may be x_in */
@@ -267,7 +268,7 @@ void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerW
     glu_forward(a->m, a->gu, c, N);
     if (post) { /* x_out = x_mid + norm(m Wdown^T) */
         proj_forward(a->d, &(Proj){LORA_DOWN, a->m, N, F, D}, a, w, ctx);
-        rmsnorm_residual_forward(x_out, a->mlp_rstd, a->x_mid, a->d, w->mlp_norm, off, N, D, eps);
+        rmsnorm_residual_forward(x_out, a->mlp_rstd, a->x_mid, a->d, gain(w->mlp_norm, c), N, D, eps);
     } else { /* x_out = x_mid + m Wdown^T */
         proj_forward(x_out, &(Proj){LORA_DOWN, a->m, N, F, D}, a, w, ctx);
         residual_forward(x_out, x_out, a->x_mid, N * D);
@@ -291,10 +292,9 @@ static void mlp_backward(real* dx, LayerWeights* dw, LayerActs* a, const LayerWe
                          const BlockCtx* ctx) {
     const ModelConfig* c = ctx->cfg;
     size_t N = ctx->B * ctx->T, D = c->D, F = c->F;
-    real off = (real)cfg_norm_offset(c);
     const real* dd = dx;
     if (cfg_post_norms(c)) {
-        rmsnorm_backward(s->dd, dw->mlp_norm, dx, a->d, w->mlp_norm, off, a->mlp_rstd, s->norm_work, N, D, false);
+        rmsnorm_backward(s->dd, dw->mlp_norm, dx, a->d, gain(w->mlp_norm, c), a->mlp_rstd, s->norm_work, N, D, false);
         dd = s->dd;
     }
     proj_backward(s->dm, false, dd, &(Proj){LORA_DOWN, a->m, N, F, D}, a, w, dw, s, ctx);
@@ -310,7 +310,7 @@ static void mlp_backward(real* dx, LayerWeights* dw, LayerActs* a, const LayerWe
     adapter_backward(dmlp_in, dgu, 2 * F, &(Proj){LORA_GATE, mlp_in, N, D, F}, a, w, dw, s, ctx);
     adapter_backward(dmlp_in, dgu + F, 2 * F, &(Proj){LORA_UP, mlp_in, N, D, F}, a, w, dw, s, ctx);
     if (ff_norm)
-        rmsnorm_backward(dx, ff_in_norm(dw, c), s->dmlp_in, a->x_mid, ff_in_norm(w, c), off, ff_in_rstd(a, c),
+        rmsnorm_backward(dx, ff_in_norm(dw, c), s->dmlp_in, a->x_mid, gain(ff_in_norm(w, c), c), ff_in_rstd(a, c),
                          s->norm_work, N, D, true);
 }
 
@@ -321,15 +321,14 @@ static void qkv_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x
                          BlockScratch* s, const BlockCtx* ctx) {
     const ModelConfig* c = ctx->cfg;
     size_t N = ctx->B * ctx->T, D = c->D, qd = c->H * cfg_hd(c), kvd = c->KVH * cfg_hd(c);
-    real off = (real)cfg_norm_offset(c);
     /* rotation: gradients of the un-rotated q, k (and of RePo's z) */
     const real* pos = layer_positions(a, l, ctx);
     real* dqn = s->dq;
     real* dkn = s->dk;
     bool learned = c->pos[l] == POS_REPO && !ctx->force_pos;
     if (pos) {
-        rope_backward(s->dqn, s->dkn, learned ? s->dz : NULL, s->dq, s->dk, a->q, a->k, pos, layer_rope(l, ctx), N,
-                      c->H, c->KVH, c->KVH);
+        rope_backward(s->dqn, s->dkn, learned ? s->dz : NULL, s->dq, s->dk, a->q, a->k, pos, layer_rope(l, ctx),
+                      (RopeShape){N, c->H, c->KVH, c->KVH});
         dqn = s->dqn;
         dkn = s->dkn;
     }
@@ -340,9 +339,9 @@ static void qkv_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x
     real* dh = in_norm ? s->dh : dx;
     if (cfg_qk_norm(c)) { /* per token (the whole vector) or per head: the rows of the forward */
         size_t qh = cfg_qk_norm_heads(c, c->H), kh = cfg_qk_norm_heads(c, c->KVH);
-        rmsnorm_backward(s->dq_pre, dw->q_norm, dqn, a->q_pre, w->q_norm, off, a->q_rstd, s->norm_work, N * qh, qd / qh,
-                         false);
-        rmsnorm_backward(s->dk_pre, dw->k_norm, dkn, a->k_pre, w->k_norm, off, a->k_rstd, s->norm_work, N * kh,
+        rmsnorm_backward(s->dq_pre, dw->q_norm, dqn, a->q_pre, gain(w->q_norm, c), a->q_rstd, s->norm_work, N * qh,
+                         qd / qh, false);
+        rmsnorm_backward(s->dk_pre, dw->k_norm, dkn, a->k_pre, gain(w->k_norm, c), a->k_rstd, s->norm_work, N * kh,
                          kvd / kh, false);
         dqn = s->dq_pre;
         dkn = s->dk_pre;
@@ -357,7 +356,8 @@ static void qkv_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x
         repo_backward(ctx->prod, dh, &rg, s->dz, &a->repo, h, &rw, s->repo_scratch,
                       (RepoDims){N, D, cfg_dp(c), c->KVH});
     }
-    if (in_norm) rmsnorm_backward(dx, dw->in_norm, s->dh, x_in, w->in_norm, off, a->h_rstd, s->norm_work, N, D, true);
+    if (in_norm)
+        rmsnorm_backward(dx, dw->in_norm, s->dh, x_in, gain(w->in_norm, c), a->h_rstd, s->norm_work, N, D, true);
 }
 
 /* Every buffer of the backward is written first (add = false) and then summed into (add = true), so
@@ -376,8 +376,8 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
     /* attention half: x_mid = x + [norm](att Wo^T); dx: dx_mid, then dx_in */
     const real* do_ = dx;
     if (cfg_post_norms(c)) {
-        rmsnorm_backward(s->do_, dw->attn_norm, dx, a->o, w->attn_norm, (real)cfg_norm_offset(c), a->attn_rstd,
-                         s->norm_work, N, D, false);
+        rmsnorm_backward(s->do_, dw->attn_norm, dx, a->o, gain(w->attn_norm, c), a->attn_rstd, s->norm_work, N, D,
+                         false);
         do_ = s->do_;
     }
     proj_backward(s->datt, false, do_, &(Proj){LORA_O, a->att, N, qd, D}, a, w, dw, s, ctx);

@@ -24,20 +24,21 @@
 /* What one layer's forward keeps for backward (N = B*T rows). NULL = not used by the block's traits or the
    layer's position mode. */
 typedef struct {
-    real *h, *h_rstd;              /* (N,D) (N)  input_norm: input_layernorm(x) */
-    real *q_pre, *q_rstd;          /* (N,H*hd) (N)  h Wq^T before q_norm; per head: rstd (N,H) */
-    real *k_pre, *k_rstd;          /* (N,KVH*hd) (N)  per head: rstd (N,KVH) */
-    real *q, *k, *v;               /* (N,H*hd) (N,KVH*hd) (N,KVH*hd)  q, k after norm and rotation */
-    real* z;                       /* (N,KVH)  RePo positions */
-    RepoActs repo;                 /* (N,D/8) each: the module's gate, content, r */
-    real *att, *lse;               /* (N,H*hd) (N,H) */
-    real* o;                       /* (N,D)  att Wo^T */
-    real* x_mid;                   /* (N,D)  the residual stream after attention */
-    real* attn_rstd;               /* (N)    post_attention_layernorm */
-    real* h2;                      /* (N,D)  ff_pre_norm: the MLP's input norm(x_mid) */
-    real* ff_rstd;                 /* (N)    pre_feedforward_layernorm (ff_pre_norm with post_norms) */
-    real* gu;                      /* (N,2F) each row [gate | up]: the two products side by side (block.c);
-                                    block_backward overwrites them with their gradients [dgate | dup] */
+    real *h, *h_rstd;     /* (N,D) (N)  input_norm: input_layernorm(x) */
+    real *q_pre, *q_rstd; /* (N,H*hd) (N)  h Wq^T before q_norm; per head: rstd (N,H) */
+    real *k_pre, *k_rstd; /* (N,KVH*hd) (N)  per head: rstd (N,KVH) */
+    real *q, *k, *v;      /* (N,H*hd) (N,KVH*hd) (N,KVH*hd)  q, k after norm and rotation */
+    real* z;              /* (N,KVH)  RePo positions */
+    RepoActs repo;        /* (N,D/8) each: the module's gate, content, r */
+    real *att, *lse;      /* (N,H*hd) (N,H) */
+    real* o;              /* (N,D)  att Wo^T */
+    real* x_mid;          /* (N,D)  the residual stream after attention */
+    real* attn_rstd;      /* (N)    post_attention_layernorm */
+    real* h2;             /* (N,D)  ff_pre_norm: the MLP's input norm(x_mid) */
+    real* ff_rstd;        /* (N)    pre_feedforward_layernorm (ff_pre_norm with post_norms) */
+    /* (N,2F) each row [gate | up]: the two products side by side (block.c); block_backward overwrites them with their
+       gradients [dgate | dup] */
+    real* gu;
     real* m;                       /* (N,F)  silu(gate) ⊙ up (GLU_GELU_TANH: gelu_tanh(gate) ⊙ up) */
     real *d, *mlp_rstd;            /* (N,D) (N)  post_norms: m Wdown^T before post_feedforward_layernorm */
     real* lora_ax[LORA_N_TARGETS]; /* (N,r)  x A^T of each LoRA-adapted projection */
@@ -64,7 +65,7 @@ typedef struct {
     const RopeTable* rope;       /* the rotation of every layer but the sliding ones */
     const RopeTable* rope_local; /* sliding layers with window_rope (rope_local_base_freq); no other reads it */
     const real* pos_seq;         /* (N,KVH) integer positions t, for rope layers */
-    const real* force_pos;       /* (N,KVH) or NULL: a test hook replacing RePo's z */
+    const real* force_pos;       /* (N,KVH) or NULL: a test hook replacing RePo's z (model_block_ctx: NULL) */
     const DocSpans* docs;        /* NULL, or document masking: attention stays within each document */
     const DocSpans* docs_local;  /* the sliding layers' starts (window_starts over docs); NULL without them */
     size_t layer;                /* the block being run (set per layer by the model): a LoRA dropout key */

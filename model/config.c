@@ -1,4 +1,4 @@
-/* Model configuration: defaults, validation, printing, position plans (docs/design.md, "Positions"). */
+/* Model configuration: defaults, validation, printing, position plans (docs/positions.md, "Position modes"). */
 #include "model/config.h"
 
 #include <string.h>

@@ -1,4 +1,4 @@
-/* The model's configuration (docs/design.md, "The decoder block", "Positions"): sizes, block style (OLMo-2,
+/* The model's configuration (docs/design.md, "The decoder block"; docs/positions.md): sizes, block style (OLMo-2,
    Llama, Qwen2, Qwen3, Gemma-3, Mistral), the position mode of every layer, RoPE theta, optional YaRN, norm
    eps, tied embeddings.
    Sizes use the letters of docs/design.md (B, T, D, H, KVH, hd, F, V). */
@@ -68,6 +68,7 @@ typedef struct {
 } BlockFamily;
 extern const BlockFamily BLOCK_FAMILIES[BLOCK_N_STYLES];
 
+/* A layer's positions: rotary (RoPE), learned by RePo's module, or none (NoPE) */
 typedef enum { POS_ROPE, POS_REPO, POS_NOPE } PosMode;
 /* The projections a LoRA adapter can wrap, in PEFT's target_modules names (lora_target_name). */
 typedef enum { LORA_Q, LORA_K, LORA_V, LORA_O, LORA_GATE, LORA_UP, LORA_DOWN, LORA_N_TARGETS } LoraTarget;
@@ -77,8 +78,9 @@ typedef struct {
     size_t V, D, L, H, KVH, F; /* vocab, d_model, layers, heads, kv heads, d_ff */
     size_t head_dim;           /* hd when it is not D / H (config.json's head_dim); 0 = D / H */
     bool attn_bias; /* Qwen3's, Gemma-3's attention_bias: biases on q, k, v and o (Qwen2 always has q, k, v's) */
-    long pad_id;    /* Qwen2/3: transformers' padding_idx = pad_token_id, the embedding row that gets no gradient
-                    from the input lookup; -1 = none */
+    /* Qwen2/3: transformers' padding_idx = pad_token_id, the embedding row that gets no gradient from the input lookup;
+       -1 = none */
+    long pad_id;
     double norm_eps;
     double rope_theta;
     double attn_scalar;        /* Gemma-3's query_pre_attn_scalar: scores are q.k attn_scalar^-1/2; 0 = hd */
@@ -103,14 +105,15 @@ typedef struct {
     bool lora_rslora;               /* rank-stabilised LoRA, PEFT's use_rslora: s = alpha / sqrt(r) */
     unsigned lora_targets;          /* bit (1 << LoraTarget) per wrapped projection */
     double lora_dropout;            /* p in [0, 1) of dropout on each adapter's input while training */
-    bool base_bf16;                 /* frozen layer matrices kept in BF16 and widened per layer (training memory;
-                                           never written to config.json) */
+    /* frozen layer matrices kept in BF16 and widened per layer (training memory; never written to config.json) */
+    bool base_bf16;
     /* config.json keeps the stock model_type and class with RePo or NoPE layers, for the released RePo loader,
        where that loader reads the layout (hf/hf_loaders.h); set from the source's names and
        train.save_model_type */
     bool hf_released_names;
-    char hf_carried[HF_CARRIED_LEN]; /* a JSON object: the source config.json's keys that repoc carries
-                                           unchanged into the configs it saves (token ids, ...); "" = none */
+    /* a JSON object: the source config.json's keys that repoc carries unchanged into the configs it saves (token ids,
+       ...); "" = none */
+    char hf_carried[HF_CARRIED_LEN];
 } ModelConfig;
 
 /* A small OLMo-2 model, all layers rope; every field set. */

@@ -1,4 +1,4 @@
-/* Which engine runs the products fastest on this CPU (docs/performance.md, "Engines per CPU").
+/* Which engine runs the products fastest on this CPU (docs/cpus.md, "Engines per CPU").
 
    FP32: OpenBLAS picks its kernels by the CPU's model number; a CPU newer than its table gets a generic
    kernel (Debian's 0.3.21 runs an Intel Xeon 6 on its SSE3 "Prescott" kernels, 4-5x below the chip), and
@@ -31,6 +31,7 @@
    1.1x products make about 1.07x a step, and below that the step gains too little for BF16's rounding */
 #define ENGINE_BF16_PAYS 1.10
 
+/* The products whose rates the choice compares: OpenBLAS FP32, oneDNN FP32, BF16 */
 typedef enum { RATE_OPENBLAS, RATE_ONEDNN_F32, RATE_BF16, RATE_N } RateKind;
 
 typedef struct {

@@ -1,5 +1,5 @@
 /* Products through oneDNN's matmul primitive: C = alpha op(A) op(B) + beta C into an FP32 C, with BF16
-   operands and FP32 accumulation (gemm_bf16: docs/performance.md, "BF16 products"), or FP32 operands
+   operands and FP32 accumulation (gemm_bf16: docs/cpus.md, "BF16 products"), or FP32 operands
    (gemm_f32_onednn: the FP32 engine where OpenBLAS has no kernel for the CPU, model/engine.h). Row-major, strided operands
    instead of transposes: A is (M,K) with row stride lda, or stored (K,M) when ta; B is (K,N) with row stride
    ldb, or stored (N,K) when tb (a weight in the Hugging Face [out, in] layout). One primitive per shape

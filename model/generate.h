@@ -46,24 +46,24 @@ typedef struct {
     double serial_below;               /* chunks of fewer multiply-adds run on one thread (gen_build: 4e6; 0 = never) */
     const volatile sig_atomic_t* stop; /* non-zero: a signal asked to stop; or NULL (gen_stopping) */
 
-    real* arena;             /* one allocation: cache + work space */
-    size_t n_arena;          /* its reals */
-    real* k[MAX_LAYERS];     /* (rows[l], KVH*hd) rotated keys: position j in row j % rows[l] */
-    real* v[MAX_LAYERS];     /* (rows[l], KVH*hd) values */
-    size_t rows[MAX_LAYERS]; /* max_T, or for a sliding layer (Gemma-3) a ring of min(max_T,
-                                sliding_window + max_chunk - 1) rows: the window of every query of a
-                                chunk, with the chunk itself */
+    real* arena;         /* one allocation: cache + work space */
+    size_t n_arena;      /* its reals */
+    real* k[MAX_LAYERS]; /* (rows[l], KVH*hd) rotated keys: position j in row j % rows[l] */
+    real* v[MAX_LAYERS]; /* (rows[l], KVH*hd) values */
+    /* max_T, or for a sliding layer (Gemma-3) a ring of min(max_T, sliding_window + max_chunk - 1) rows: the window of
+       every query of a chunk, with the chunk itself */
+    size_t rows[MAX_LAYERS];
     real *k_chunk, *v_chunk; /* (NC, KVH*hd): a sliding layer's new keys and values, before their ring rows */
     real* z[MAX_LAYERS];     /* (max_T, KVH) learned positions; NULL for rope / nope layers */
 
     /* work space for a chunk of up to NC = max_chunk rows */
-    real* x;                      /* (NC,D) the residual stream, updated in place layer by layer */
-    real* pos;                    /* (NC,KVH) integer positions of the chunk, for rope layers */
-    LayerActs a;                  /* the chunk's activations, shared by all layers (block.h): every
-                                    rstd field is one (NC) buffer, Llama's h2 is h; k, v and z
-                                    point into layer l's cache while layer l runs */
-    int32_t* win_start;           /* (NC) a first chunk's sliding-window starts (Gemma-3), or NULL; its own
-                                     allocation, which a growing cache keeps */
+    real* x;   /* (NC,D) the residual stream, updated in place layer by layer */
+    real* pos; /* (NC,KVH) integer positions of the chunk, for rope layers */
+    /* the chunk's activations, shared by all layers (block.h): every rstd field is one (NC) buffer, Llama's h2 is h; k,
+       v and z point into layer l's cache while layer l runs */
+    LayerActs a;
+    /* (NC) a first chunk's sliding-window starts (Gemma-3), or NULL; its own allocation, which a growing cache keeps */
+    int32_t* win_start;
     real* scores;                 /* (n_att_bufs, max_T) */
     real *final_out, *final_rstd; /* (D) (1) */
     real* logits;                 /* (V) of the last row of the last chunk */

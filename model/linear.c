@@ -9,7 +9,7 @@
 #include "model/products.h"
 
 /* On short products one single-threaded call per thread on its own rows runs faster than one call that
-   OpenBLAS threads itself (docs/performance.md, "Decisions on the Intel Xeon", for this and the constants
+   OpenBLAS threads itself (docs/cpus.md, "Decisions on the Intel Xeon", for this and the constants
    below). Each thread packs the whole weight itself, so only weights up to SPLIT_W reals are split, and only
    when every thread gets SPLIT_ROWS rows or more. */
 #define SPLIT_W ((size_t)1 << 20)

@@ -1,5 +1,5 @@
 /* Attention masks beyond causality, as each token's first visible key: document masking of packed rows
-   (docs/design.md, "Document masking") and sliding windows (Gemma-3's sliding layers). Query t sees keys
+   (docs/positions.md, "Document masking") and sliding windows (Gemma-3's sliding layers). Query t sees keys
    start[t] .. t (model/attention.h). */
 #ifndef REPOC_MASK_H
 #define REPOC_MASK_H

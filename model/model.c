@@ -240,9 +240,9 @@ static uint64_t tensor_seed(uint64_t seed, const char* name) {
     return h ^ (seed * 0x9E3779B97F4A7C15ull);
 }
 
-_Static_assert(TK_REPO_CONTENT == TK_REPO_GATE + 1 && TK_REPO_FINAL == TK_REPO_GATE + 2, "Model.repo_std's order");
+_Static_assert(TK_REPO_CONTENT == TK_REPO_GATE + 1 && TK_REPO_FINAL == TK_REPO_GATE + 2, "ModelInit.repo_std's order");
 
-void model_init_tensor(Model* m, size_t index, uint64_t seed, double std) {
+void model_init_tensor(Model* m, size_t index, const ModelInit* init) {
     const TensorInfo* t = &m->tensors.t[index];
     CHECK(!t->bf16, "%s: a BF16 base (model.base_dtype \"bf16\") is loaded from model.init_from, not initialised",
           t->name);
@@ -257,7 +257,7 @@ void model_init_tensor(Model* m, size_t index, uint64_t seed, double std) {
         return;
     }
     Rng rng;
-    rng_seed(&rng, tensor_seed(seed, t->name));
+    rng_seed(&rng, tensor_seed(init->seed, t->name));
     if (t->kind == TK_LORA_B) { /* PEFT: B = 0, so the adapted model starts as the base model */
         memset(p, 0, t->numel * sizeof(real));
         return;
@@ -267,9 +267,9 @@ void model_init_tensor(Model* m, size_t index, uint64_t seed, double std) {
         for (size_t i = 0; i < t->numel; i++) p[i] = (real)(bound * (2.0 * rng_uniform(&rng) - 1.0));
         return;
     }
-    double s = t->is_repo ? 0.02 : std; /* RePo's maps start small: z near 0, close to NoPE */
+    double s = t->is_repo ? 0.02 : init->std; /* RePo's maps start small: z near 0, close to NoPE */
     if (t->is_repo) {
-        double set = m->repo_std[t->kind - TK_REPO_GATE]; /* gate, content, final in TensorKind's order */
+        double set = init->repo_std[t->kind - TK_REPO_GATE]; /* gate, content, final in TensorKind's order */
         if (set > 0) s = set;
     }
     for (size_t i = 0; i < t->numel; i++) p[i] = (real)rng_trunc_normal(&rng, s, 3.0 * s);
@@ -277,8 +277,8 @@ void model_init_tensor(Model* m, size_t index, uint64_t seed, double std) {
         memset(p + (size_t)m->cfg.pad_id * m->cfg.D, 0, m->cfg.D * sizeof(real));
 }
 
-void model_init_weights(Model* m, uint64_t seed, double std) {
-    for (size_t i = 0; i < m->tensors.n; i++) model_init_tensor(m, i, seed, std);
+void model_init_weights(Model* m, const ModelInit* init) {
+    for (size_t i = 0; i < m->tensors.n; i++) model_init_tensor(m, i, init);
     model_params_changed(m);
 }
 
@@ -318,7 +318,6 @@ BlockCtx model_block_ctx(const Model* m, const Batch* b) {
                       .rope = &m->rope,
                       .rope_local = &m->rope_local,
                       .pos_seq = m->pos_seq,
-                      .force_pos = m->force_positions,
                       .docs = m->masked ? &m->spans : NULL,
                       .docs_local = m->win_start ? &m->win_spans : NULL,
                       .layer = 0,
@@ -346,12 +345,12 @@ static void set_documents(Model* m, const int32_t* doc_ids) {
 
 void model_head_forward(real* logits, real* normed, real* rstd, const real* x, const Model* m, size_t n) {
     const ModelConfig* c = &m->cfg;
-    rmsnorm_forward(normed, rstd, x, m->w.final_norm, (real)cfg_norm_offset(c), n, c->D, c->norm_eps);
+    rmsnorm_forward(normed, rstd, x, (NormGain){m->w.final_norm, (real)cfg_norm_offset(c)}, n, c->D, c->norm_eps);
     linear_forward(model_products(m), logits, normed, m->w.lm_head, n, c->D, c->V);
 }
 
 /* model_forward; train: model_forward_train (G in the logits buffer when it holds every row) */
-static double forward(Model* m, const Batch* b, bool train) {
+static Loss forward(Model* m, const Batch* b, bool train) {
     const ModelConfig* c = &m->cfg;
     size_t N = m->B * m->T, D = c->D, V = c->V;
     CHECK(b->B == m->B && b->T == m->T,
@@ -373,42 +372,41 @@ static double forward(Model* m, const Batch* b, bool train) {
 
     m->has_loss = targets != NULL;
     m->logits_hold_grad = train && targets && m->head_rows == N;
-    m->loss = 0;
-    m->loss_z = 0;
+    m->weight_sum = 0;
     if (!targets) {
         CHECK(m->head_rows == N,
               "model_forward without targets returns logits of all %zu rows, but the model "
               "was built to hold %zu rows at a time (head_chunk)",
               N, m->head_rows);
         model_head_forward(m->logits, m->final_out, m->final_rstd, m->res[c->L], m, N);
-        return 0;
+        return (Loss){0};
     }
     /* the head and the loss on chunks of head_rows rows; every row's sums are the same either way */
-    double total = 0, wsum = 0, zsum = 0;
-    size_t count = 0;
+    XentSums sum = {0};
     for (size_t r0 = 0; r0 < N; r0 += m->head_rows) {
-        size_t n = N - r0 < m->head_rows ? N - r0 : m->head_rows, nv;
-        double ws, zs;
+        size_t n = N - r0 < m->head_rows ? N - r0 : m->head_rows;
         model_head_forward(m->logits, m->final_out + r0 * D, m->final_rstd + r0, m->res[c->L] + r0 * D, m, n);
         const real* wr = b->target_weights ? b->target_weights + r0 : NULL;
-        total += m->logits_hold_grad ? xent_forward_grad(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V,
-                                                         m->opts.z_loss, &nv, &ws, &zs)
-                                     : xent_forward_sum(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V,
-                                                        m->opts.z_loss, &nv, &ws, &zs);
-        count += nv;
-        wsum += ws;
-        zsum += zs;
+        XentSums s =
+            m->logits_hold_grad
+                ? xent_forward_grad(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V, m->opts.z_loss)
+                : xent_forward_sum(m->losses + r0, m->lse + r0, m->logits, targets + r0, wr, n, V, m->opts.z_loss);
+        sum.total += s.total;
+        sum.z += s.z;
+        sum.weight += s.weight;
+        sum.n_valid += s.n_valid;
     }
-    m->n_valid = count;
-    m->weight_sum = wsum;
-    m->loss = count ? total / wsum : 0.0;
-    m->loss_z = count ? zsum / wsum : 0.0;
-    return m->loss;
+    m->weight_sum = sum.weight;
+    bool any = sum.n_valid > 0;
+    return (Loss){.loss = any ? sum.total / sum.weight : 0.0,
+                  .z = any ? sum.z / sum.weight : 0.0,
+                  .n_valid = sum.n_valid,
+                  .weight_sum = sum.weight};
 }
 
-double model_forward(Model* m, const Batch* b) { return forward(m, b, false); }
+Loss model_forward(Model* m, const Batch* b) { return forward(m, b, false); }
 
-double model_forward_train(Model* m, const Batch* b) { return forward(m, b, true); }
+Loss model_forward_train(Model* m, const Batch* b) { return forward(m, b, true); }
 
 void model_backward(Model* m, const Batch* b, double dloss) {
     CHECK(m->has_loss, "model_backward: the last forward had no targets (or backward already ran)");
@@ -435,7 +433,7 @@ void model_backward(Model* m, const Batch* b, double dloss) {
             linear_backward(bf, dfinal + r0 * D, m->dw.lm_head, m->logits, normed, m->w.lm_head, n, D, V, false);
         }
     }
-    rmsnorm_backward(dx, m->dw.final_norm, dfinal, m->res[c->L], m->w.final_norm, (real)cfg_norm_offset(c),
+    rmsnorm_backward(dx, m->dw.final_norm, dfinal, m->res[c->L], (NormGain){m->w.final_norm, (real)cfg_norm_offset(c)},
                      m->final_rstd, m->bs.norm_work, N, D, false);
     for (size_t l = c->L; l-- > 0;) {
         /* recompute: layer l's activations again (the last layer's are still there), its output into a

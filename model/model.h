@@ -18,13 +18,6 @@
 #include "model/rope.h"
 #include "model/tensors.h"
 
-/* The base checkpoint of a LoRA model: the absolute path of the directory its frozen weights came from and
-   their hf_weights_fingerprint; path "" = none on disk (a fresh model), so a checkpoint must keep a copy */
-typedef struct {
-    char path[4096];
-    uint64_t fingerprint;
-} LoraBase;
-
 /* How activations are kept; the results do not depend on them (tests/test_recompute.c).
    recompute: keep only each block's input res[l] and one layer's activations,
      shared by all layers; backward runs block l's forward again (same kernels,
@@ -89,11 +82,8 @@ typedef struct {
     real* dfinal; /* (N,D) the final norm's output gradient */
 
     RopeTable rope;
-    RopeTable rope_local;        /* Gemma-3's sliding layers: rope_local_base_freq, no scaling (unset without them) */
-    const real* force_positions; /* (N,KVH) test hook: RePo layers rotate by these instead of z */
+    RopeTable rope_local; /* Gemma-3's sliding layers: rope_local_base_freq, no scaling (unset without them) */
 
-    LoraBase lora_base; /* the base checkpoint a LoRA model's adapters are saved against */
-    double repo_std[3]; /* stds of newly initialised RePo maps: gate, content, final (Wg, Wc, Wz); 0 = 0.02 */
     real* lora_xd;      /* (N, max(D, H*hd, F)) the dropout's work space, when cfg.lora_dropout > 0 */
     int32_t* doc_start; /* (N) the document starts of the last forward's doc_ids (attention.h) */
     DocSpans spans;     /* a view of it, passed to the blocks while masked */
@@ -101,14 +91,29 @@ typedef struct {
     DocSpans win_spans; /* a view of it */
     bool masked;        /* the last forward had doc_ids; pos_seq then holds t - start_t */
 
+    /* what backward reads of the last forward, besides the activations */
     bool has_loss;         /* forward ran with targets, so backward may run */
     bool logits_hold_grad; /* model_forward_train left G (xent_forward_grad) in the logits buffer */
-    double loss; /* the objective of the last forward: cross-entropy + z-loss term (what backward differentiates) */
-    double
-        loss_z; /* its z-loss term, Σ w c lse² / weight_sum (0 when z_loss is 0); loss - loss_z = the cross-entropy */
-    size_t n_valid;    /* targets that are not -1 */
-    double weight_sum; /* their summed weights (= n_valid without the batch's target_weights) */
+    double weight_sum;     /* its Loss.weight_sum, the loss's denominator */
 } Model;
+
+/* What a forward returns: the means over the batch's n_valid targets that are not -1, each weighted by w =
+   the batch's target_weights (1 without them); all 0 without targets */
+typedef struct {
+    double loss;    /* the objective, cross-entropy + z-loss term: what backward differentiates */
+    double z;       /* its z-loss term, Σ w c lse² / weight_sum (0 when z_loss is 0); loss - z = the cross-entropy */
+    size_t n_valid; /* targets that are not -1 */
+    double weight_sum; /* their summed weights (= n_valid without target_weights) */
+} Loss;
+
+/* How model_init_weights draws a fresh model: every tensor from its own stream seeded by (seed, its name),
+   matrices N(0, std²) truncated at ±3σ, RePo map i (gate, content, final: Wg, Wc, Wz) N(0, repo_std[i]²)
+   (0 = 0.02) */
+typedef struct {
+    uint64_t seed;
+    double std;
+    double repo_std[3];
+} ModelInit;
 
 /* Validate cfg, build the tensor list (frozen_patterns: fnmatch globs over HF
    names that get no gradient), allocate every arena for batches of (B, T) and
@@ -123,31 +128,31 @@ void model_build_opts(Model* m, const ModelConfig* cfg, size_t B, size_t T, cons
    layout functions, without allocating any of them (the memory plan). */
 typedef struct {
     size_t params, grads, acts, scratch;
-    size_t bf16, widened;          /* a BF16 frozen base (2 bytes each) and its per-layer widening buffer (reals) */
-    size_t params_bf16, bf16_work; /* compute_bf16: the parameters' BF16 mirror and the products' work space
-                                      (2 bytes each) */
+    size_t bf16, widened; /* a BF16 frozen base (2 bytes each) and its per-layer widening buffer (reals) */
+    /* compute_bf16: the parameters' BF16 mirror and the products' work space (2 bytes each) */
+    size_t params_bf16, bf16_work;
 } ModelArenaSizes;
 ModelArenaSizes model_arena_sizes(const ModelConfig* cfg, size_t B, size_t T, const char* const* frozen_patterns,
                                   size_t n_frozen, const ModelOpts* opts);
 void model_free(Model* m);
 
-/* Fill every weight: matrices N(0, std²) truncated at ±3σ, norms 1; RePo
-   weights N(0, 0.02²) truncated at ±3σ (docs/design.md, "RePo position module"),
-   or N(0, repo_std[i]²) for map i (gate, content, final) when that is set;
+/* Fill every weight: matrices N(0, init->std²) truncated at ±3σ, norms 1; RePo
+   weights N(0, 0.02²) truncated at ±3σ (docs/positions.md, "RePo position module"),
+   or N(0, init->repo_std[i]²) for map i (gate, content, final) when that is set;
    LoRA A uniform in ±1/sqrt(in) and LoRA B zero, as PEFT initialises them. Each tensor draws from
-   its own stream seeded by (seed, name), so one tensor's values do not depend
+   its own stream seeded by (init->seed, name), so one tensor's values do not depend
    on which others exist. */
-void model_init_weights(Model* m, uint64_t seed, double std);
-void model_init_tensor(Model* m, size_t index, uint64_t seed, double std);
+void model_init_weights(Model* m, const ModelInit* init);
+void model_init_tensor(Model* m, size_t index, const ModelInit* init);
 
 /* The forward of batch b (b->B, b->T: the model's B and T): tokens, doc_ids and the LoRA dropout flag and
-   key as data/batch.h describes them. Returns the mean loss over b->targets weighted by b->target_weights,
-   or 0 without targets (then m->logits holds the logits of every row). */
-double model_forward(Model* m, const Batch* b);
+   key as data/batch.h describes them. Returns the loss over b->targets weighted by b->target_weights,
+   all 0 without targets (then m->logits holds the logits of every row). */
+Loss model_forward(Model* m, const Batch* b);
 /* model_forward for a training step that model_backward follows: the same loss, and when the logits
    buffer holds all rows (head_chunk 0) it is left holding the loss gradient rather than the logits
    (xent_forward_grad), which saves backward a pass over the B*T*V logits. */
-double model_forward_train(Model* m, const Batch* b);
+Loss model_forward_train(Model* m, const Batch* b);
 /* The head after the last block, on n rows: normed = final_norm(x) and
    logits = normed lm_head^T. Training and generation both call it.
    logits (n,V)   normed (n,D), rstd (n) saved for backward   x (n,D) */
@@ -158,8 +163,8 @@ void model_backward(Model* m, const Batch* b, double dloss);
 void model_zero_grad(Model* m);
 
 /* What m's blocks are run with for batch b: m's products (model_products), tables, positions, masks
-   (documents, sliding windows) and b's LoRA dropout and repo_pdrop. forward and backward use it; the gradient
-   checker runs single blocks with it. */
+   (documents, sliding windows) and b's LoRA dropout and repo_pdrop; no force_pos. forward and backward use
+   it; the gradient checker runs single blocks with it, and tests/test_model.c sets force_pos in its copy. */
 BlockCtx model_block_ctx(const Model* m, const Batch* b);
 
 /* The parameters were written other than by AdamW's step with the mirror (a load, an init, a test): the

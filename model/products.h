@@ -19,6 +19,7 @@
 #include "common/real.h"
 #include "model/gemm_onednn.h"
 
+/* A product's operand: an activation (rounded to BF16 at the product) or a weight (its BF16 copy read) */
 typedef enum { OPERAND_ACT, OPERAND_WEIGHT } OperandKind;
 
 /* What runs the FP32 products: one choice per process, made once at start (model/engine.h), like the thread

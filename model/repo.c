@@ -1,4 +1,4 @@
-/* RePo position module forward and backward (the math: docs/design.md, "RePo position module"):
+/* RePo position module forward and backward (the math: docs/positions.md, "RePo position module"):
      dr = dz Wz ; dWz += dz^T r ; dgate = dr ⊙ content ⊙ silu'(gate) ; dcontent = dr ⊙ silu(gate)
      dWg += dgate^T h ; dWc += dcontent^T h ; dh += dgate Wg + dcontent Wc
    and repo_pdrop's mix toward rope's positions, z' = (1 - p) z + p t:  dz = (1 - p) dz' */

@@ -1,7 +1,7 @@
 /* The RePo position module: per token,
      a = h Wg^T, c = h Wc^T (d_p = D/8), r = silu(a) ⊙ c, z = r Wz^T (P outputs),
    one real position per KV head (P = KVH), shared by that group's query heads
-   (docs/design.md, "RePo position module"). */
+   (docs/positions.md, "RePo position module"). */
 #ifndef REPOC_REPO_H
 #define REPOC_REPO_H
 

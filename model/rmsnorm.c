@@ -23,18 +23,19 @@ static void norm_rows(real* out, real* rstd, const real* res, const real* inp, c
     }
 }
 
-void rmsnorm_forward(real* out, real* rstd, const real* inp, const real* weight, real off, size_t N, size_t C,
-                     double eps) {
-    norm_rows(out, rstd, NULL, inp, weight, off, N, C, eps);
+void rmsnorm_forward(real* out, real* rstd, const real* inp, NormGain g, size_t N, size_t C, double eps) {
+    norm_rows(out, rstd, NULL, inp, g.w, g.off, N, C, eps);
 }
 
-void rmsnorm_residual_forward(real* out, real* rstd, const real* res, const real* inp, const real* weight, real off,
-                              size_t N, size_t C, double eps) {
-    norm_rows(out, rstd, res, inp, weight, off, N, C, eps);
+void rmsnorm_residual_forward(real* out, real* rstd, const real* res, const real* inp, NormGain g, size_t N, size_t C,
+                              double eps) {
+    norm_rows(out, rstd, res, inp, g.w, g.off, N, C, eps);
 }
 
-void rmsnorm_backward(real* dinp, real* dweight, const real* dout, const real* inp, const real* weight, real off,
-                      const real* rstd, real* work, size_t N, size_t C, bool add) {
+void rmsnorm_backward(real* dinp, real* dweight, const real* dout, const real* inp, NormGain g, const real* rstd,
+                      real* work, size_t N, size_t C, bool add) {
+    const real* weight = g.w;
+    real off = g.off;
     /* g = dy ⊙ (w + off) ;  dx (+)= r g - x r³ (g·x) / C ;  dw += Σ_n dy ⊙ x r, summed per chunk of rows into
        work (one pass over dy and x), then over the chunks in order: the same bits for any thread count */
     size_t rows = (N + RMSNORM_CHUNKS - 1) / RMSNORM_CHUNKS;

@@ -1,4 +1,4 @@
-/* RoPE / YaRN forward and backward (docs/design.md, "RoPE and YaRN"). Angles are formed as
+/* RoPE / YaRN forward and backward (docs/positions.md, "RoPE and YaRN"). Angles are formed as
    p * inv_freq in double, so p = 70,000 keeps ~1e-6 accuracy in float builds.
      y1 = m (x1 cos a - x2 sin a)        dx1 = m ( dy1 cos a + dy2 sin a)
      y2 = m (x2 cos a + x1 sin a)        dx2 = m (-dy1 sin a + dy2 cos a)
@@ -111,8 +111,8 @@ static void angles_at(const double** cs, const double** sn, double* cbuf, double
     *sn = sbuf;
 }
 
-void rope_forward(real* q, real* k, const real* pos, const RopeTable* rt, size_t N, size_t H, size_t KVH, size_t P) {
-    size_t hd = rt->hd, qh = H / P, kh = KVH / P;
+void rope_forward(real* q, real* k, const real* pos, const RopeTable* rt, RopeShape s) {
+    size_t N = s.N, H = s.H, KVH = s.KVH, P = s.P, hd = rt->hd, qh = H / P, kh = KVH / P;
 #pragma omp parallel for collapse(2)
     for (size_t n = 0; n < N; n++) {
         for (size_t g = 0; g < P; g++) {
@@ -149,8 +149,8 @@ static double unrotate_heads(real* dx, const real* dy, const real* y, size_t nh,
 }
 
 void rope_backward(real* dq_in, real* dk_in, real* dpos, const real* dq, const real* dk, const real* q, const real* k,
-                   const real* pos, const RopeTable* rt, size_t N, size_t H, size_t KVH, size_t P) {
-    size_t hd = rt->hd, qh = H / P, kh = KVH / P;
+                   const real* pos, const RopeTable* rt, RopeShape s) {
+    size_t N = s.N, H = s.H, KVH = s.KVH, P = s.P, hd = rt->hd, qh = H / P, kh = KVH / P;
 #pragma omp parallel for collapse(2)
     for (size_t n = 0; n < N; n++) {
         for (size_t g = 0; g < P; g++) {

@@ -1,4 +1,4 @@
-/* Rotary position encoding with REAL-valued positions (docs/design.md, "RoPE and YaRN"), in the
+/* Rotary position encoding with REAL-valued positions (docs/positions.md, "RoPE and YaRN"), in the
    Hugging Face rotate_half layout: pair i of a head vector is (x[i], x[i+hd/2]).
    One position per (token, position group): positions come as pos (N, P) and
    query head h uses group h / (H/P), kv head g uses group g / (KVH/P).
@@ -12,7 +12,7 @@
 
 #define ROPE_MAX_HALF 512
 
-/* inv_freq and the scale m, from theta and optional YaRN (docs/design.md, "RoPE and YaRN") */
+/* inv_freq and the scale m, from theta and optional YaRN (docs/positions.md, "RoPE and YaRN") */
 typedef struct {
     size_t hd;
     double inv_freq[ROPE_MAX_HALF]; /* hd/2 entries */
@@ -33,7 +33,7 @@ void rope_table_init(RopeTable* rt, size_t hd, double theta, double yarn_factor,
    Call it after rope_table_init and rope_table_llama3, which change inv_freq and m. */
 void rope_cache_fill(RopeTable* rt, double* cos_t, double* sin_t, size_t n);
 
-/* Llama-3.1 scaling of an initialised table (docs/design.md, "llama3 RoPE"): with wavelength w_i = 2π / f_i,
+/* Llama-3.1 scaling of an initialised table (docs/positions.md, "llama3 RoPE"): with wavelength w_i = 2π / f_i,
    w_i < L0/high keeps f_i, w_i > L0/low becomes f_i / s, and in between
    f_i ((1 - a)/s + a) with a = (L0/w_i - low) / (high - low). m stays 1. */
 void rope_table_llama3(RopeTable* rt, double factor, double low_freq_factor, double high_freq_factor, double orig_max);
@@ -42,11 +42,17 @@ void rope_table_llama3(RopeTable* rt, double factor, double low_freq_factor, dou
    unchanged */
 void rope_table_linear(RopeTable* rt, double factor);
 
-/* IN PLACE: q (N, H*hd) and k (N, KVH*hd) are rotated by pos (N, P); P divides KVH divides H */
-void rope_forward(real* q, real* k, const real* pos, const RopeTable* rt, size_t N, size_t H, size_t KVH, size_t P);
+/* What the rotation runs over: N rows of H query heads and KVH key heads, whose heads fall into P groups of
+   one position each (P divides KVH divides H; P = KVH for RePo's per-kv-head positions) */
+typedef struct {
+    size_t N, H, KVH, P;
+} RopeShape;
+
+/* IN PLACE: q (N, H*hd) and k (N, KVH*hd) are rotated by pos (N, P) */
+void rope_forward(real* q, real* k, const real* pos, const RopeTable* rt, RopeShape s);
 /* dq_in (N,H*hd) =   dk_in (N,KVH*hd) =   dpos (N,P) = (skipped when NULL)
    dq, dk: gradients of the rotated outputs   q, k: the rotated outputs forward left   pos (N,P) */
 void rope_backward(real* dq_in, real* dk_in, real* dpos, const real* dq, const real* dk, const real* q, const real* k,
-                   const real* pos, const RopeTable* rt, size_t N, size_t H, size_t KVH, size_t P);
+                   const real* pos, const RopeTable* rt, RopeShape s);
 
 #endif

@@ -10,32 +10,41 @@
 #include "common/real.h"
 #include "model/config.h"
 
+/* What a tensor of the table is: its shape and initialisation follow from it (model/tensors.c) */
 typedef enum {
+    /* global */
     TK_EMBED,
     TK_FINAL_NORM,
-    TK_LM_HEAD, /* global */
+    TK_LM_HEAD,
+    /* attention */
     TK_WQ,
     TK_WK,
     TK_WV,
     TK_WO,
     TK_Q_NORM,
-    TK_K_NORM, /* attention */
+    TK_K_NORM,
+    /* RePo module */
     TK_REPO_GATE,
     TK_REPO_CONTENT,
-    TK_REPO_FINAL, /* RePo module */
+    TK_REPO_FINAL,
+    /* block norms */
     TK_IN_NORM,
     TK_ATTN_NORM,
-    TK_MLP_NORM, /* block norms */
+    TK_MLP_NORM,
+    /* MLP */
     TK_GATE,
     TK_UP,
-    TK_DOWN, /* MLP */
+    TK_DOWN,
+    /* attention biases (Qwen2: q, k, v; Qwen3 with attention_bias: q, k, v, o) */
     TK_BQ,
     TK_BK,
     TK_BV,
-    TK_BO,      /* attention biases (Qwen2: q, k, v; Qwen3 with attention_bias: q, k, v, o) */
-    TK_FF_NORM, /* Gemma-3's pre_feedforward_layernorm */
+    TK_BO,
+    /* Gemma-3's pre_feedforward_layernorm */
+    TK_FF_NORM,
+    /* LoRA adapter of one projection */
     TK_LORA_A,
-    TK_LORA_B, /* LoRA adapter of one projection */
+    TK_LORA_B,
     TK_COUNT
 } TensorKind;
 
@@ -54,9 +63,10 @@ typedef struct {
     bool is_norm, is_embedding, is_repo; /* for optimizer groups; is_embedding: embed_tokens only */
     bool is_bias;                        /* TK_BQ .. TK_BO: not decayed unless optim.decay_biases */
     bool is_lora;                        /* TK_LORA_A / TK_LORA_B: A [r, in], B [out, r] */
-    bool bf16;                           /* a frozen layer matrix kept in BF16 (cfg->base_bf16): offset is into the
-                                    BF16 arena, and the layer views hold NULL until layer_weights_widen */
-    LoraTarget lora_target;              /* the projection a LoRA tensor adapts */
+    /* a frozen layer matrix kept in BF16 (cfg->base_bf16): offset is into the BF16 arena, and the layer views hold NULL
+       until layer_weights_widen */
+    bool bf16;
+    LoraTarget lora_target; /* the projection a LoRA tensor adapts */
 } TensorInfo;
 
 typedef struct {
@@ -66,8 +76,9 @@ typedef struct {
     size_t n_grads;        /* total reals of the gradient arena */
     size_t n_bf16;         /* total elements of the BF16 arena */
     size_t max_layer_bf16; /* the most BF16 elements of one layer: the widening buffer */
-    struct {               /* per layer: its tensors t[first..end) and its BF16 tensors, one run
-                                    bf16[bf16_start, bf16_start + n_bf16) of the BF16 arena in table order */
+    /* per layer: its tensors t[first..end) and its BF16 tensors, one run bf16[bf16_start, bf16_start + n_bf16) of
+       the BF16 arena in table order */
+    struct {
         size_t first, end, bf16_start, n_bf16;
     } layer_range[MAX_LAYERS];
 } TensorTable;

@@ -14,7 +14,7 @@
 
 /* Queries and keys go in blocks of 128 with AVX-512 and of 64 otherwise: with 8 float lanes the kernel
    holds 8 accumulators, and a 128 x 128 tile (64 KiB) no longer fits a 48 KiB L1 beside its operands
-   (docs/performance.md, "Decisions on the Intel Xeon"). */
+   (docs/cpus.md, "Decisions on the Intel Xeon"). */
 #if defined(__AVX512F__)
 #define ATT_BLOCK 128
 #else
@@ -48,6 +48,7 @@ typedef real vreal __attribute__((vector_size(ATT_VBYTES), aligned(sizeof(real))
 #define VL (ATT_VBYTES / sizeof(real))
 #define ATT_INLINE static inline __attribute__((always_inline))
 
+/* The part of a tile's product each row needs (the comment above): all, or from / up to the diagonal */
 typedef enum { TRI_NONE, TRI_C_FROM, TRI_K_FROM, TRI_K_UPTO } TileTri;
 
 typedef struct {

@@ -26,8 +26,8 @@ static double row_lse(const real* x, size_t V) {
     return (double)mx + log(sum);
 }
 
-double xent_forward_sum(real* losses, real* lse, const real* logits, const int32_t* targets, const real* weights,
-                        size_t N, size_t V, double z_loss, size_t* n_valid, double* weight_sum, double* z_sum) {
+XentSums xent_forward_sum(real* losses, real* lse, const real* logits, const int32_t* targets, const real* weights,
+                          size_t N, size_t V, double z_loss) {
     double total = 0.0, wsum = 0.0, zsum = 0.0;
     size_t count = 0;
 #pragma omp parallel for reduction(+ : total, count, wsum, zsum)
@@ -46,14 +46,11 @@ double xent_forward_sum(real* losses, real* lse, const real* logits, const int32
         }
         if (losses) losses[n] = (real)row;
     }
-    *n_valid = count;
-    *weight_sum = wsum;
-    if (z_sum) *z_sum = zsum;
-    return total;
+    return (XentSums){.total = total, .z = zsum, .weight = wsum, .n_valid = count};
 }
 
-double xent_forward_grad(real* losses, real* lse, real* logits, const int32_t* targets, const real* weights, size_t N,
-                         size_t V, double z_loss, size_t* n_valid, double* weight_sum, double* z_sum) {
+XentSums xent_forward_grad(real* losses, real* lse, real* logits, const int32_t* targets, const real* weights, size_t N,
+                           size_t V, double z_loss) {
     double total = 0.0, wsum = 0.0, zsum = 0.0;
     size_t count = 0;
 #pragma omp parallel for reduction(+ : total, count, wsum, zsum)
@@ -86,16 +83,14 @@ double xent_forward_grad(real* losses, real* lse, real* logits, const int32_t* t
         for (size_t i = 0; i < V; i++) x[i] *= coef;
         x[targets[n]] -= (real)w;
     }
-    *n_valid = count;
-    *weight_sum = wsum;
-    if (z_sum) *z_sum = zsum;
-    return total;
+    return (XentSums){.total = total, .z = zsum, .weight = wsum, .n_valid = count};
 }
 
 double xent_forward(real* losses, real* lse, const real* logits, const int32_t* targets, const real* weights, size_t N,
-                    size_t V, double z_loss, size_t* n_valid, double* weight_sum) {
-    double total = xent_forward_sum(losses, lse, logits, targets, weights, N, V, z_loss, n_valid, weight_sum, NULL);
-    return *n_valid ? total / *weight_sum : 0.0;
+                    size_t V, double z_loss, XentSums* sums) {
+    XentSums s = xent_forward_sum(losses, lse, logits, targets, weights, N, V, z_loss);
+    if (sums) *sums = s;
+    return s.n_valid ? s.total / s.weight : 0.0;
 }
 
 void xent_backward(real* logits, const real* lse, const int32_t* targets, const real* weights, size_t N, size_t V,

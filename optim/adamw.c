@@ -187,10 +187,17 @@ static void adamw_tensor(real* w, bf16* w16, real* m, real* v, real* g, size_t n
     }
 }
 
-/* The same step on bf16 moments m16, v16 (n): widened, updated in float as above,
-   stored with stochastic rounding keyed by (key_m / key_v, gradient-arena index g0 + i) */
-static void adamw_tensor_bf16(real* w, bf16* w16, uint16_t* m16, uint16_t* v16, real* g, size_t n, StepConsts k,
-                              bool zero, uint64_t key_m, uint64_t key_v, size_t g0) {
+/* A tensor's bf16 moments m, v (n) and the step's stochastic-rounding keys of each */
+typedef struct {
+    uint16_t *m, *v;
+    uint64_t key_m, key_v;
+} Bf16Moments;
+
+/* The same step on bf16 moments mo: widened, updated in float as above,
+   stored with stochastic rounding keyed by (mo.key_m / mo.key_v, gradient-arena index g0 + i) */
+static void adamw_tensor_bf16(real* w, bf16* w16, Bf16Moments mo, real* g, size_t n, StepConsts k, bool zero,
+                              size_t g0) {
+    uint16_t *m16 = mo.m, *v16 = mo.v;
 #ifdef OMP
 #pragma omp for schedule(static) nowait
 #endif
@@ -203,8 +210,8 @@ static void adamw_tensor_bf16(real* w, bf16* w16, uint16_t* m16, uint16_t* v16, 
         real denom = real_sqrt(v) / k.bc2_sqrt + k.eps;
         w[i] += k.neg_step * m / denom;
         if (w16) w16[i] = bf16_round_nearest((float)w[i]);
-        m16[i] = bf16_round_stochastic((float)m, sr_bits(key_m, g0 + i));
-        v16[i] = bf16_round_stochastic((float)v, sr_bits(key_v, g0 + i));
+        m16[i] = bf16_round_stochastic((float)m, sr_bits(mo.key_m, g0 + i));
+        v16[i] = bf16_round_stochastic((float)v, sr_bits(mo.key_v, g0 + i));
     }
 }
 
@@ -271,9 +278,9 @@ void adamw_step(AdamW* a, real* params, real* grads, double lr, size_t step, dou
         size_t p0 = at->offset + (g0 - at->grad_offset);
         real* w = params + p0;
         bf16* w16 = a->mirror && p0 >= a->mirror_from ? a->mirror + (p0 - a->mirror_from) : NULL;
-        if (c->state_bf16)
-            adamw_tensor_bf16(w, w16, a->m16 + (g0 - a->lo), a->v16 + (g0 - a->lo), grads + g0, g1 - g0, sc, zero_grads,
-                              key_m, key_v, g0);
-        else adamw_tensor(w, w16, a->m + (g0 - a->lo), a->v + (g0 - a->lo), grads + g0, g1 - g0, sc, zero_grads);
+        if (c->state_bf16) {
+            Bf16Moments mo = {a->m16 + (g0 - a->lo), a->v16 + (g0 - a->lo), key_m, key_v};
+            adamw_tensor_bf16(w, w16, mo, grads + g0, g1 - g0, sc, zero_grads, g0);
+        } else adamw_tensor(w, w16, a->m + (g0 - a->lo), a->v + (g0 - a->lo), grads + g0, g1 - g0, sc, zero_grads);
     }
 }

@@ -71,13 +71,14 @@ typedef struct {
     OptimConfig cfg; /* a copy: betas, eps, weight_decay */
     AdamWTensor* t;  /* n_tensors, in table order */
     size_t n_tensors;
-    real* m;            /* (hi - lo) first moments of gradient-arena elements lo..hi-1; NULL with bf16 state */
-    real* v;            /* (hi - lo) second moments; NULL with bf16 state */
-    bf16 *m16, *v16;    /* (hi - lo) each, with cfg.state_bf16; else NULL */
-    size_t n;           /* == TensorTable.n_grads */
-    size_t lo, hi;      /* the slice held and updated: [0, n) unless sharded */
-    bf16* mirror;       /* NULL, or the parameters' BF16 mirror (Model.params_bf16) of params[mirror_from ..]: each
-                           updated weight's bf16_round_nearest is written there in the same pass (train.compute_dtype "bf16") */
+    real* m;         /* (hi - lo) first moments of gradient-arena elements lo..hi-1; NULL with bf16 state */
+    real* v;         /* (hi - lo) second moments; NULL with bf16 state */
+    bf16 *m16, *v16; /* (hi - lo) each, with cfg.state_bf16; else NULL */
+    size_t n;        /* == TensorTable.n_grads */
+    size_t lo, hi;   /* the slice held and updated: [0, n) unless sharded */
+    /* NULL, or the parameters' BF16 mirror (Model.params_bf16) of params[mirror_from ..]: each updated weight's
+       bf16_round_nearest is written there in the same pass (train.compute_dtype "bf16") */
+    bf16* mirror;
     size_t mirror_from; /* Model.mirror_from: the parameters before it have no copy */
 } AdamW;
 

@@ -13,8 +13,10 @@
 
 #include "model/tensors.h"
 
+/* The learning-rate schedule after warmup (optim/schedule.h has the formulas) */
 typedef enum { SCHED_CONSTANT, SCHED_LINEAR, SCHED_COSINE, SCHED_WSD } Schedule;
-typedef enum { DECAY_LINEAR, DECAY_SQRT } DecayShape; /* the WSD decay: linear or 1 - sqrt */
+/* The WSD decay: linear or 1 - sqrt */
+typedef enum { DECAY_LINEAR, DECAY_SQRT } DecayShape;
 
 #define OPTIM_MAX_PATTERNS 32 /* per list: lr_mult and freeze */
 

@@ -349,7 +349,7 @@ void cli_load_model(Model* m, const ModelConfig* cfg, const CkptInfo* ci, size_t
     const char* no_grads[] = {"*"}; /* inference only: no gradient arena */
     choose_f32_engine(f32_engine, cfg, B * T, compute_bf16);
     model_build_opts(m, cfg, B, T, no_grads, 1, &(ModelOpts){.compute_bf16 = compute_bf16}, false);
-    size_t fresh = ckpt_weights_load(m, ci->dir, 0, false, NULL); /* a LoRA base: the one the adapter names */
+    size_t fresh = ckpt_weights_load(m, ci->dir, NULL, false, NULL); /* a LoRA base: the one the adapter names */
     if (fresh)
         DIE("%s: the checkpoint lacks the weights of %zu RePo tensors its config.json asks for", prog_name, fresh);
     check_finite(m, ci->dir);

@@ -273,9 +273,24 @@ static void print_results(const TaskResult* r, size_t n, const EvalOptions* o) {
     printf(" |\n");
 }
 
+/* What a run measured, for the JSON: the synthetic tasks (n of them, item_ok (n, items) each item's
+   score), the perplexity of each --ppl stream, the multiple-choice files (NULL: none) and the RULER tasks */
+typedef struct {
+    const TaskResult* r;
+    size_t n;
+    const uint8_t* item_ok;
+    const PplResult* ppl;
+    EvalMc* mc;
+    const RulerResult* ruler;
+    size_t n_ruler;
+} EvalResults;
+
 static void write_json(const char* path, const EvalOptions* o, const CkptInfo* ci, const ModelConfig* cfg,
-                       const char* syn_from, const TaskResult* r, size_t n, const uint8_t* item_ok,
-                       const PplResult* ppl, EvalMc* mc, const RulerResult* ruler, size_t n_ruler) {
+                       const char* syn_from, const EvalResults* res) {
+    const TaskResult* r = res->r;
+    const uint8_t* item_ok = res->item_ok;
+    const PplResult* ppl = res->ppl;
+    size_t n = res->n;
     cJSON* root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", "repoc-eval");
     cJSON_AddNumberToObject(root, "version", EVAL_JSON_VERSION);
@@ -335,8 +350,8 @@ static void write_json(const char* path, const EvalOptions* o, const CkptInfo* c
         cJSON_AddNumberToObject(t, "ppl", ppl[i].ppl);
         cJSON_AddItemToArray(pp, t);
     }
-    if (mc) eval_mc_json(root, mc);
-    for (size_t i = 0; i < n_ruler; i++) ruler_result_json(root, &ruler[i]);
+    if (res->mc) eval_mc_json(root, res->mc);
+    for (size_t i = 0; i < res->n_ruler; i++) ruler_result_json(root, &res->ruler[i]);
     file_write_json(path, root);
     printf("wrote %s\n", path);
 }
@@ -502,7 +517,14 @@ int main(int argc, char** argv) {
         print_results(res, n_res, &o);
     }
     if (o.json_out)
-        write_json(o.json_out, &o, &ci, &cfg, syn_from, res, n_res, item_ok, ppl, o.n_mc ? &mc : NULL, ruler, n_ruler);
+        write_json(o.json_out, &o, &ci, &cfg, syn_from,
+                   &(EvalResults){.r = res,
+                                  .n = n_res,
+                                  .item_ok = item_ok,
+                                  .ppl = ppl,
+                                  .mc = o.n_mc ? &mc : NULL,
+                                  .ruler = ruler,
+                                  .n_ruler = n_ruler});
     for (size_t i = 0; i < n_ruler; i++) ruler_result_free(&ruler[i]);
     free(ruler);
     if (ruler_tok) {

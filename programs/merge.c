@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
     Model m;
     const char* no_grads[] = {"*"};
     model_build(&m, &cfg, 1, 1, no_grads, 1, false);
-    ckpt_weights_load_dirs(&m, weights, weights, 0, false); /* the adapter of BASE, if any, is replaced next */
+    ckpt_weights_load_dirs(&m, weights, weights, NULL, false); /* the adapter of BASE, if any, is replaced next */
     size_t n = peft_load(&m, adapter, NULL);
     peft_check_base(adapter, weights, &cfg, force);
     peft_merge(&m);

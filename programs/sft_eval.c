@@ -74,8 +74,8 @@ int main(int argc, char** argv) {
         size_t n = 0;
         for (size_t t = 0; t < T; t++) n += y[t] != -1;
         if (!n) continue;
-        model_forward(&m, &(Batch){.B = 1, .T = T, .tokens = x, .targets = y});
-        loss += m.loss * (double)m.n_valid;
+        Loss l = model_forward(&m, &(Batch){.B = 1, .T = T, .tokens = x, .targets = y});
+        loss += l.loss * (double)l.n_valid;
         bool exact = true;
         for (size_t t = 0; t < T; t++) {
             if (y[t] == -1) continue;

@@ -10,6 +10,7 @@
 
 #include "template/chat_template_ast.h"
 
+/* What a token inside a tag is: the end, a name, a string, an integer or float literal, or an operator */
 typedef enum { T_END, T_NAME, T_STR, T_INT, T_FLOAT, T_OP } TokKind;
 typedef struct {
     TokKind k;

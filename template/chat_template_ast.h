@@ -25,25 +25,30 @@ void pool_free(Pool* p);
    line 0 (the context, read before any line of the template) */
 void chat_error(char* err, size_t err_len, int line, const char* fmt, va_list ap);
 
+/* What an expression node is; each kind reads the fields of Expr its comment names */
 typedef enum {
+    /* literals and variables */
     E_STR,
     E_INT,
     E_FLOAT,
     E_BOOL,
     E_NONE,
-    E_NAME,   /* literals and variables */
+    E_NAME,
+    /* postfix forms */
     E_ATTR,   /* a.s */
     E_ITEM,   /* a[b] */
     E_SLICE,  /* a[b:c:args[0]], any of them NULL */
     E_CALL,   /* a(args) */
     E_FILTER, /* a | s(args) */
     E_TEST,   /* a is [not] s(args) */
+    /* operators */
     E_NOT,
     E_NEG,
     E_BIN, /* a s b: + - * / // % ~ == != < <= > >= in "not in" */
     E_AND,
     E_OR,
     E_COND, /* a if b else c (c NULL: undefined) */
+    /* displays */
     E_LIST, /* [args] */
     E_DICT  /* {args[0]: args[1], ...} */
 } ExprKind;
@@ -63,6 +68,7 @@ struct Expr {
     size_t n_args;
 };
 
+/* What a statement is: template text, an {{ output }}, or a {% tag %} */
 typedef enum { S_TEXT, S_OUT, S_IF, S_FOR, S_SET, S_BREAK, S_CONTINUE } StmtKind;
 
 typedef struct Stmt Stmt;

@@ -11,6 +11,7 @@
 
 #include "template/chat_template_ast.h"
 
+/* What a value is: undefined, None, or one of Python's bool, int, float, str, list and dict */
 typedef enum { V_UNDEF, V_NONE, V_BOOL, V_INT, V_FLOAT, V_STR, V_LIST, V_DICT } ValueKind;
 
 /* what a V_LIST is in Python: a list, a tuple (the pairs of items()), a range() (range[3] its arguments), or

@@ -91,15 +91,15 @@ static size_t build_embedding(Problem* out, size_t max, Rng* rng) {
 /* ---- rmsnorm: out = (w + off) ⊙ x r, off = dims[2] (Gemma-3: 1) ---- */
 static double rms_loss(Problem* p) {
     OpCtx* c = p->ctx;
-    rmsnorm_forward(c->out, c->work[0], c->in[0], c->in[1], (real)c->dims[2], c->dims[0], c->dims[1], 1e-5);
+    rmsnorm_forward(c->out, c->work[0], c->in[0], (NormGain){c->in[1], (real)c->dims[2]}, c->dims[0], c->dims[1], 1e-5);
     return gc_project(c->out, c->proj, c->dims[0] * c->dims[1]);
 }
 static void rms_grad(Problem* p) {
     OpCtx* c = p->ctx;
     zero_grads(p);
     rms_loss(p);
-    rmsnorm_backward(p->dx[0], p->dx[1], c->proj, c->in[0], c->in[1], (real)c->dims[2], c->work[0], c->work[1],
-                     c->dims[0], c->dims[1], false);
+    rmsnorm_backward(p->dx[0], p->dx[1], c->proj, c->in[0], (NormGain){c->in[1], (real)c->dims[2]}, c->work[0],
+                     c->work[1], c->dims[0], c->dims[1], false);
 }
 static OpCtx* setup_rmsnorm(Problem* out, Rng* rng, const char* name, size_t N, size_t C) {
     OpCtx* c = new_problem(out, name);
@@ -282,7 +282,7 @@ static double rope_loss(Problem* p) {
     size_t N = c->dims[0], H = c->dims[1], KVH = c->dims[2], P = c->dims[3], hd = c->rope.hd;
     memcpy(c->out, c->in[0], N * H * hd * sizeof(real));
     memcpy(c->out2, c->in[1], N * KVH * hd * sizeof(real));
-    rope_forward(c->out, c->out2, c->in[2], &c->rope, N, H, KVH, P);
+    rope_forward(c->out, c->out2, c->in[2], &c->rope, (RopeShape){N, H, KVH, P});
     return gc_project(c->out, c->proj, N * H * hd) + gc_project(c->out2, c->proj2, N * KVH * hd);
 }
 static void rope_grad(Problem* p) {
@@ -290,7 +290,8 @@ static void rope_grad(Problem* p) {
     size_t N = c->dims[0], H = c->dims[1], KVH = c->dims[2], P = c->dims[3];
     zero_grads(p);
     rope_loss(p);
-    rope_backward(p->dx[0], p->dx[1], p->dx[2], c->proj, c->proj2, c->out, c->out2, c->in[2], &c->rope, N, H, KVH, P);
+    rope_backward(p->dx[0], p->dx[1], p->dx[2], c->proj, c->proj2, c->out, c->out2, c->in[2], &c->rope,
+                  (RopeShape){N, H, KVH, P});
 }
 static void setup_rope(Problem* out, Rng* rng, const char* name, double yarn_factor, bool llama3) {
     OpCtx* c = new_problem(out, name);
@@ -449,17 +450,15 @@ static size_t build_geglu(Problem* out, size_t max, Rng* rng) {
 /* ---- xent: L = weighted mean over valid rows of CE + z_loss lse² (weights NULL = plain mean) ---- */
 static double xent_loss(Problem* p) {
     OpCtx* c = p->ctx;
-    size_t nv;
-    double wsum;
-    return xent_forward(NULL, c->work[0], c->in[0], c->ints, c->work[1], c->dims[0], c->dims[1], c->z_loss, &nv, &wsum);
+    return xent_forward(NULL, c->work[0], c->in[0], c->ints, c->work[1], c->dims[0], c->dims[1], c->z_loss, NULL);
 }
 static void xent_grad(Problem* p) {
     OpCtx* c = p->ctx;
-    size_t N = c->dims[0], V = c->dims[1], nv;
-    double wsum;
-    xent_forward(NULL, c->work[0], c->in[0], c->ints, c->work[1], N, V, c->z_loss, &nv, &wsum);
+    size_t N = c->dims[0], V = c->dims[1];
+    XentSums sums;
+    xent_forward(NULL, c->work[0], c->in[0], c->ints, c->work[1], N, V, c->z_loss, &sums);
     memcpy(p->dx[0], c->in[0], N * V * sizeof(real)); /* backward overwrites its buffer */
-    xent_backward(p->dx[0], c->work[0], c->ints, c->work[1], N, V, c->z_loss, wsum, 1.0);
+    xent_backward(p->dx[0], c->work[0], c->ints, c->work[1], N, V, c->z_loss, sums.weight, 1.0);
 }
 static void setup_xent(Problem* out, Rng* rng, const char* name, bool weighted) {
     OpCtx* c = new_problem(out, name);

@@ -175,7 +175,7 @@ size_t build_block_mistral(Problem* out, size_t max, Rng* rng) {
 /* ---- the whole model: L = its loss ---- */
 static double model_loss(Problem* p) {
     ModelCtx* c = p->ctx;
-    return model_forward(&c->m, &c->batch);
+    return model_forward(&c->m, &c->batch).loss;
 }
 static void model_grad(Problem* p) {
     ModelCtx* c = p->ctx;

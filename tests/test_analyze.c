@@ -129,7 +129,7 @@ static void check_probs(void) {
     size_t n = 0;
     for (size_t h = 0; h < H; h++)
         for (size_t t = 0; t < T; t++) {
-            attn_probs_row(p, q, k, lse, t, h, H, KVH, hd, 1 / sqrt((double)hd), 0);
+            attn_probs_row(p, q, k, lse, t, h, (ScoreHeads){H, KVH, hd, 1 / sqrt((double)hd)}, 0);
             naive_row(r, q, k, t, h, H, KVH, hd);
             double sum = 0;
             for (size_t j = 0; j <= t; j++) {
@@ -227,8 +227,7 @@ static void check_model_rows(void) {
         for (size_t l = 0; l < 4; l++)
             for (size_t h = 0; h < cfg.H; h++)
                 for (size_t t = 0; t < T; t++) { /* every row, not only the query's */
-                    attn_probs_row(p, m.la[l].q, m.la[l].k, m.la[l].lse, t, h, cfg.H, cfg.KVH, cfg_hd(&cfg),
-                                   cfg_attn_scale(&cfg), 0);
+                    attn_probs_row(p, m.la[l].q, m.la[l].k, m.la[l].lse, t, h, attn_score_heads(&cfg), 0);
                     double sum = 0;
                     for (size_t j = 0; j <= t; j++) sum += p[j];
                     worst_row = fmax(worst_row, fabs(sum - 1));
@@ -262,8 +261,7 @@ static void check_gemma_rows(void) {
         for (size_t h = 0; h < cfg.H; h++)
             for (size_t t = 0; t < T; t++) {
                 size_t first = window_first(t, cfg_sliding(&cfg, l) ? cfg.sliding_window : 0);
-                attn_probs_row(p, m.la[l].q, m.la[l].k, m.la[l].lse, t, h, cfg.H, cfg.KVH, cfg_hd(&cfg),
-                               cfg_attn_scale(&cfg), first);
+                attn_probs_row(p, m.la[l].q, m.la[l].k, m.la[l].lse, t, h, attn_score_heads(&cfg), first);
                 double sum = 0;
                 for (size_t j = 0; j <= t; j++) sum += p[j];
                 worst = fmax(worst, fabs(sum - 1));

@@ -31,20 +31,22 @@ static void fill(Rng* r, float* x, bf16* h, size_t n) {
     }
 }
 
-/* C0 (M,N; ldc) -> the reference and its error bound for alpha op(A) op(B) + beta C0 */
-static void reference(bool ta, bool tb, size_t M, size_t N, size_t K, double alpha, const float* A, size_t lda,
-                      const float* B, size_t ldb, double beta, const float* C0, size_t ldc, double* ref,
-                      double* bound) {
+/* C0 (M,N; ldc) -> the reference and its error bound for alpha op(A) op(B) + beta C0, laid out as s says
+   (alpha and beta exact in float) */
+static void reference(const GemmShape* s, const float* A, const float* B, const float* C0, double* ref, double* bound) {
+    bool ta = s->ta, tb = s->tb;
+    size_t M = s->M, N = s->N, K = s->K, lda = s->lda, ldb = s->ldb, ldc = s->ldc;
+    double alpha = s->alpha, beta = s->beta;
     for (size_t i = 0; i < M; i++)
         for (size_t j = 0; j < N; j++) {
-            double s = 0, mag = 0;
+            double sum = 0, mag = 0;
             for (size_t k = 0; k < K; k++) {
                 double a = ta ? A[k * lda + i] : A[i * lda + k], b = tb ? B[j * ldb + k] : B[k * ldb + j];
-                s += a * b;
+                sum += a * b;
                 mag += fabs(a * b);
             }
             double c = beta != 0 ? C0[i * ldc + j] : 0;
-            ref[i * N + j] = alpha * s + beta * c;
+            ref[i * N + j] = alpha * sum + beta * c;
             bound[i * N + j] =
                 2.0 * (double)(K + 2) * 0x1p-24 * (fabs(alpha) * mag + fabs(beta * c)) + 0x1p-24 * fabs(ref[i * N + j]);
         }
@@ -89,7 +91,7 @@ static void test_gemm(Rng* rng) {
                     memcpy(C, C0, nc * 4);
                     GemmShape s = {ta, tb, M, N, K, lda, ldb, ldc, (float)alphas[ai], (float)betas[bi]};
                     gemm_bf16(&s, Ah, Bh, C);
-                    reference(ta, tb, M, N, K, alphas[ai], A, lda, B, ldb, betas[bi], C0, ldc, ref, bound);
+                    reference(&s, A, B, C0, ref, bound);
                     bool k;
                     double w = worst_ratio(C, ldc, ref, bound, M, N, C0, &k);
                     worst = w > worst || isnan(w) ? w : worst;
@@ -125,7 +127,7 @@ static void test_product(Rng* rng) {
         /* C = A W^T, W (N,K) a weight: chunks of M when the work space is small */
         memcpy(C, C0, sizeof(float) * M * N);
         product(&p, M, N, K, 1, (Operand){A, K, false, OPERAND_ACT}, (Operand){W, K, true, OPERAND_WEIGHT}, 1, C, N);
-        reference(false, true, M, N, K, 1, A, K, W, K, 1, C0, N, ref, bound);
+        reference(&(GemmShape){false, true, M, N, K, K, K, N, 1, 1}, A, W, C0, ref, bound);
         double w1 = worst_ratio(C, N, ref, bound, M, N, C0, &kept);
         /* C (K... here M x N) = A^T-shaped: C (N,K)?  dW = dout^T x: (N,M)^T... use A stored (K',M) */
         /* C = A^T Bt with A stored (M rows = the shared K of the product), Bt (M, N): chunks of the shared rows */
@@ -137,7 +139,7 @@ static void test_product(Rng* rng) {
         fill(rng, X, Xh, M * N);
         memset(D, 0, K * N * 4);
         product(&p, K, N, M, 0.5, (Operand){A, K, true, OPERAND_ACT}, (Operand){X, N, false, OPERAND_ACT}, 0, D, N);
-        reference(true, false, K, N, M, 0.5, A, K, X, N, 0, D0, N, rd, bd);
+        reference(&(GemmShape){true, false, K, N, M, K, N, N, 0.5f, 0}, A, X, D0, rd, bd);
         double w2 = worst_ratio(D, N, rd, bd, K, N, D0, &kept);
         EXPECT(w1 <= 1 && w2 <= 1 && p.weight_rounded == 0,
                "product, work space %zu: A W^T (W's BF16 copy) %.3f and 0.5 A^T X (activations) %.3f of the bound, "
@@ -148,7 +150,7 @@ static void test_product(Rng* rng) {
     /* a weight in no region: rounded at the product, counted */
     Bf16Products p = {.act = {work, work + M * K}, .act_cap = M * K};
     product(&p, M, N, K, 1, (Operand){A, K, false, OPERAND_ACT}, (Operand){W, K, true, OPERAND_WEIGHT}, 0, C, N);
-    reference(false, true, M, N, K, 1, A, K, W, K, 0, C0, N, ref, bound);
+    reference(&(GemmShape){false, true, M, N, K, K, K, N, 1, 0}, A, W, C0, ref, bound);
     bool kept;
     double w = worst_ratio(C, N, ref, bound, M, N, C, &kept);
     EXPECT(p.weight_rounded == 1 && w <= 1,
@@ -169,7 +171,7 @@ static ModelConfig config(void) {
 
 /* forward + backward + AdamW on the batch; returns the loss */
 static double train_step(Model* m, AdamW* opt, const Batch* b, size_t step) {
-    double loss = model_forward_train(m, b);
+    double loss = model_forward_train(m, b).loss;
     model_backward(m, b, 1.0);
     double norm = grad_global_norm(m->grads, m->tensors.n_grads);
     adamw_step(opt, m->params, m->grads, 1e-3, step, grad_clip_scale(1.0, norm), true);
@@ -197,8 +199,8 @@ static void test_model_step(Rng* rng) {
     Model m, f;
     model_build_opts(&m, &cfg, B, T, NULL, 0, &(ModelOpts){.compute_bf16 = true}, false);
     model_build_opts(&f, &cfg, B, T, NULL, 0, &(ModelOpts){0}, false);
-    model_init_weights(&m, 5, 0.05);
-    model_init_weights(&f, 5, 0.05);
+    model_init_weights(&m, &(ModelInit){.seed = 5, .std = 0.05});
+    model_init_weights(&f, &(ModelInit){.seed = 5, .std = 0.05});
     AdamW om, of;
     quiet_adamw(&om, &m);
     quiet_adamw(&of, &f);

@@ -34,7 +34,7 @@ int main(void) {
     size_t B = 2, T = 128, N = B * T;
     Model pure;
     model_build(&pure, &c, B, T, NULL, 0, false);
-    model_init_weights(&pure, 11, 0.1);
+    model_init_weights(&pure, &(ModelInit){.seed = 11, .std = 0.1});
     hf_save(&pure, plain, ST_F32);
 
     printf("build/train continuing it with positions.mode = repo\n");
@@ -79,7 +79,7 @@ int main(void) {
     synthetic_defaults(&sc);
     int32_t* tok = mallocCheck(N * sizeof(int32_t));
     int32_t* tgt = mallocCheck(N * sizeof(int32_t));
-    synthetic_rows(&sc, 5, 0, B, 0, B, T, tok, tgt, NULL);
+    synthetic_rows(&sc, &(RowRequest){.seed = 5, .step = 0, .rows_per_step = B, .n = B, .T = T}, tok, tgt, NULL);
     Batch b = {.B = B, .T = T, .tokens = tok, .targets = tgt};
     model_forward(&pure, &b);
     model_forward(&repo, &b);

@@ -102,7 +102,9 @@ static void call_open(const OpenCall* c) {
     token_data_open(&td, c->patterns, c->n_patterns, c->format, c->vocab);
     if (c->T) {
         int32_t* x = mallocCheck(2 * c->T * sizeof *x);
-        token_data_rows(&td, ORDER_SEQUENTIAL, 0, 0, 1, 0, 1, c->T, x, x + c->T);
+        token_data_rows(
+            &td, &(RowRequest){.order = ORDER_SEQUENTIAL, .seed = 0, .step = 0, .rows_per_step = 1, .n = 1, .T = c->T},
+            x, x + c->T);
     }
 }
 
@@ -187,7 +189,9 @@ static void test_sequential(const TokenData* td) {
     int32_t x[5 * 64], y[5 * 64];
     size_t bad = 0, wrapped = 0;
     for (size_t s = 0; s < 12; s++) {
-        token_data_rows(td, ORDER_SEQUENTIAL, 0, s, R, 0, R, T, x, y);
+        token_data_rows(
+            td, &(RowRequest){.order = ORDER_SEQUENTIAL, .seed = 0, .step = s, .rows_per_step = R, .n = R, .T = T}, x,
+            y);
         for (size_t r = 0; r < R; r++) {
             size_t start = ((s * R + r) * T) % N_TOK;
             wrapped += start + T >= N_TOK;
@@ -209,16 +213,21 @@ static int same(const int32_t* a, const int32_t* b, size_t n) { return memcmp(a,
 static void test_shuffle(const TokenData* td) {
     enum { R = 8, T = 32 };
     int32_t x[R * T], y[R * T], x2[R * T], y2[R * T];
-    token_data_rows(td, ORDER_SHUFFLE, 42, 7, R, 0, R, T, x, y);
-    token_data_rows(td, ORDER_SHUFFLE, 42, 7, R, 0, R, T, x2, y2);
+    token_data_rows(
+        td, &(RowRequest){.order = ORDER_SHUFFLE, .seed = 42, .step = 7, .rows_per_step = R, .n = R, .T = T}, x, y);
+    token_data_rows(
+        td, &(RowRequest){.order = ORDER_SHUFFLE, .seed = 42, .step = 7, .rows_per_step = R, .n = R, .T = T}, x2, y2);
     report(same(x, x2, R * T) && same(y, y2, R * T), "shuffle: (seed 42, step 7) twice gives the same rows");
-    token_data_rows(td, ORDER_SHUFFLE, 42, 8, R, 0, R, T, x2, y2);
+    token_data_rows(
+        td, &(RowRequest){.order = ORDER_SHUFFLE, .seed = 42, .step = 8, .rows_per_step = R, .n = R, .T = T}, x2, y2);
     report(!same(x, x2, R * T), "shuffle: step 8 differs from step 7");
-    token_data_rows(td, ORDER_SHUFFLE, 43, 7, R, 0, R, T, x2, y2);
+    token_data_rows(
+        td, &(RowRequest){.order = ORDER_SHUFFLE, .seed = 43, .step = 7, .rows_per_step = R, .n = R, .T = T}, x2, y2);
     report(!same(x, x2, R * T), "shuffle: seed 43 differs from seed 42");
     size_t bad = 0, lo = N_TOK, hi = 0;
     for (size_t s = 0; s < 200; s++) {
-        token_data_rows(td, ORDER_SHUFFLE, 42, s, R, 0, R, T, x, y);
+        token_data_rows(
+            td, &(RowRequest){.order = ORDER_SHUFFLE, .seed = 42, .step = s, .rows_per_step = R, .n = R, .T = T}, x, y);
         for (size_t r = 0; r < R; r++) {
             size_t start = token_data_row_start(td, ORDER_SHUFFLE, 42, s, R, r, T);
             bad += start + T > N_TOK - 1;
@@ -242,10 +251,15 @@ static void test_split(const TokenData* td) {
         int32_t x[R * T], y[R * T], xs[R * T], ys[R * T];
         int ok = 1;
         for (size_t s = 0; s < 30; s++) {
-            token_data_rows(td, order, 5, s, R, 0, R, T, x, y);
+            token_data_rows(td, &(RowRequest){.order = order, .seed = 5, .step = s, .rows_per_step = R, .n = R, .T = T},
+                            x, y);
             size_t k = s % R;
-            token_data_rows(td, order, 5, s, R, 0, k, T, xs, ys);
-            token_data_rows(td, order, 5, s, R, k, R - k, T, xs + k * T, ys + k * T);
+            token_data_rows(td, &(RowRequest){.order = order, .seed = 5, .step = s, .rows_per_step = R, .n = k, .T = T},
+                            xs, ys);
+            token_data_rows(
+                td,
+                &(RowRequest){.order = order, .seed = 5, .step = s, .rows_per_step = R, .row0 = k, .n = R - k, .T = T},
+                xs + k * T, ys + k * T);
             ok &= same(x, xs, R * T) && same(y, ys, R * T);
         }
         report(ok, "%s: rows split over two calls (row0, n_rows) = rows in one call, 30 steps",
@@ -330,7 +344,9 @@ static void test_errors(void) {
     TokenData td;
     token_data_open(&td, &p, 1, "auto", 50000);
     int32_t x[N_TOK - 1], y[N_TOK - 1];
-    token_data_rows(&td, ORDER_SHUFFLE, 1, 0, 1, 0, 1, N_TOK - 1, x, y);
+    token_data_rows(
+        &td, &(RowRequest){.order = ORDER_SHUFFLE, .seed = 1, .step = 0, .rows_per_step = 1, .n = 1, .T = N_TOK - 1}, x,
+        y);
     report(x[0] == (int32_t)src16[0] && y[N_TOK - 2] == (int32_t)src16[N_TOK - 1],
            "T + 1 = N tokens is enough: the one shuffle window is the whole stream");
     token_data_close(&td);

@@ -53,7 +53,7 @@ static void check_model(const char* label, const ModelConfig* cfg) {
     size_t V = cfg->V, N = B * T;
     Model packed;
     model_build(&packed, cfg, B, T, NULL, 0, false);
-    model_init_weights(&packed, 7, 0.3);
+    model_init_weights(&packed, &(ModelInit){.seed = 7, .std = 0.3});
     Packed p;
     make_batch(&p, V);
 
@@ -65,8 +65,7 @@ static void check_model(const char* label, const ModelConfig* cfg) {
     Batch masked = unmasked;
     masked.doc_ids = p.ids;
     model_zero_grad(&packed);
-    model_forward(&packed, &masked);
-    size_t n_total = packed.n_valid;
+    size_t n_total = model_forward(&packed, &masked).n_valid;
     model_backward(&packed, &masked, 1.0);
 
     /* rerun the masked forward for logits and per-token losses (backward overwrote the logits) */
@@ -93,12 +92,12 @@ static void check_model(const char* label, const ModelConfig* cfg) {
             memcpy(alone.params, packed.params, packed.tensors.n_params * sizeof(real));
             model_zero_grad(&alone);
             Batch doc = {.B = 1, .T = len, .tokens = p.tokens + n0, .targets = p.targets + n0};
-            model_forward(&alone, &doc);
+            size_t n_valid = model_forward(&alone, &doc).n_valid;
             for (size_t i = 0; i < len * V; i++) ref_logits[n0 * V + i] = (float)alone.logits[i];
             for (size_t i = 0; i < len; i++) ref_losses[n0 + i] = (float)alone.losses[i];
             /* the packed loss is the mean over all valid targets: document d's share is n_d / n_total */
-            if (alone.n_valid) {
-                model_backward(&alone, &doc, (double)alone.n_valid / (double)n_total);
+            if (n_valid) {
+                model_backward(&alone, &doc, (double)n_valid / (double)n_total);
                 for (size_t i = 0; i < packed.tensors.n_grads; i++) ref_grads[i] += alone.grads[i];
             }
             model_free(&alone);

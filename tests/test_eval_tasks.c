@@ -93,7 +93,7 @@ static void check_task_counts(void) {
     size_t length = 60, items = 30;
     Model m;
     model_build(&m, &cfg, 1, length, NULL, 0, false);
-    model_init_weights(&m, 4, 0.2);
+    model_init_weights(&m, &(ModelInit){.seed = 4, .std = 0.2});
     long head = tensor_table_find(&m.tensors, "lm_head.weight");
     CHECK(head >= 0, "no lm_head.weight");
     real* W = m.params + m.tensors.t[head].offset; /* rows alpha0 = w, alpha0+1 = -w, the rest 0 */
@@ -139,7 +139,7 @@ static void check_perplexity(void) {
     size_t T = 16, n = 16 * 7 + 5; /* 7 whole windows, 5 tokens left over */
     Model m;
     model_build(&m, &cfg, 1, T, NULL, 0, false);
-    model_init_weights(&m, 5, 0.3);
+    model_init_weights(&m, &(ModelInit){.seed = 5, .std = 0.3});
     char path[] = "/tmp/repoc_eval_ppl_XXXXXX";
     int fd = mkstemp(path);
     CHECK(fd >= 0, "mkstemp");
@@ -162,7 +162,7 @@ static void check_perplexity(void) {
             tok[t] = ids[w * T + t];
             tgt[t] = ids[w * T + t + 1];
         }
-        sum += model_forward(&m, &(Batch){.B = 1, .T = T, .tokens = tok, .targets = tgt});
+        sum += model_forward(&m, &(Batch){.B = 1, .T = T, .tokens = tok, .targets = tgt}).loss;
     }
     double ref = exp(sum / 7);
     EXPECT(r.windows == 7 && r.tokens == 7 * T && fabs(r.ppl - ref) <= 1e-9 * ref,

@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
     enum { R = 8, T = 128 };
     static int32_t tok[R * T], tgt[R * T];
     text = broken = above = 0;
-    synthetic_rows(&cfg, 3, 0, R, 0, R, T, tok, tgt, NULL);
+    synthetic_rows(&cfg, &(RowRequest){.seed = 3, .step = 0, .rows_per_step = R, .n = R, .T = T}, tok, tgt, NULL);
     for (size_t r = 0; r < R; r++) count(tok + r * T, T, &text, &broken, &above);
     report(text > R * T / 2 && broken == 0, "training rows: %zu text tokens, %zu not successors", text, broken);
 

@@ -146,7 +146,7 @@ static void test_tensors_and_init(void) {
            "Gemma-3 layer 0: %s", got);
     Model m;
     model_build(&m, &c, 1, 4, NULL, 0, false);
-    model_init_weights(&m, 7, 0.02);
+    model_init_weights(&m, &(ModelInit){.seed = 7, .std = 0.02});
     size_t norms = 0, nonzero = 0;
     for (size_t i = 0; i < m.tensors.n; i++) {
         const TensorInfo* t = &m.tensors.t[i];

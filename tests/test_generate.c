@@ -38,7 +38,7 @@
 
 /* matrices N(0, 0.1²), norms 1, then every RePo tensor N(0, 0.3²) */
 static void random_weights(Model* m, uint64_t seed) {
-    model_init_weights(m, seed, 0.1);
+    model_init_weights(m, &(ModelInit){.seed = seed, .std = 0.1});
     Rng rng;
     rng_seed(&rng, seed + 99);
     for (size_t i = 0; i < m->tensors.n; i++) {

@@ -70,11 +70,18 @@ int main(void) {
 
     /* rows are a pure function of (seed, step, row); any split of a step's rows agrees */
     int32_t a[5 * 8], b[5 * 8], c[5 * 8], d[5 * 8];
-    packed_rows(&p, ORDER_SHUFFLE, 7, 3, 5, 0, 5, a, b, NULL);
-    packed_rows(&p, ORDER_SHUFFLE, 7, 3, 5, 0, 2, c, d, NULL);
-    packed_rows(&p, ORDER_SHUFFLE, 7, 3, 5, 2, 3, c + 16, d + 16, NULL);
+    packed_rows(&p, &(RowRequest){.order = ORDER_SHUFFLE, .seed = 7, .step = 3, .rows_per_step = 5, .n = 5, .T = p.T},
+                a, b, NULL);
+    packed_rows(&p, &(RowRequest){.order = ORDER_SHUFFLE, .seed = 7, .step = 3, .rows_per_step = 5, .n = 2, .T = p.T},
+                c, d, NULL);
+    packed_rows(
+        &p,
+        &(RowRequest){.order = ORDER_SHUFFLE, .seed = 7, .step = 3, .rows_per_step = 5, .row0 = 2, .n = 3, .T = p.T},
+        c + 16, d + 16, NULL);
     EXPECT(!memcmp(a, c, sizeof(a)) && !memcmp(b, d, sizeof(b)), "shuffle: rows 0-1 + 2-4 = rows 0-4");
-    packed_rows(&p, ORDER_SEQUENTIAL, 7, 1, 2, 0, 2, a, b, c);
+    packed_rows(&p,
+                &(RowRequest){.order = ORDER_SEQUENTIAL, .seed = 7, .step = 1, .rows_per_step = 2, .n = 2, .T = p.T}, a,
+                b, c);
     EXPECT(!memcmp(a, want_tok + 16, 8 * sizeof(int32_t)) && !memcmp(a + 8, want_tok, 8 * sizeof(int32_t)) &&
                !memcmp(c, want_doc + 16, 8 * sizeof(int32_t)),
            "sequential: step 1 of 2 rows reads packed rows 2, 0 (wraps)");

@@ -63,7 +63,7 @@ static void run(const char* label, ModelConfig cfg, const char* tmp) {
     random_weights(&base, 5);
 
     /* PEFT's init: A uniform, B = 0, so the adapter model is the base model */
-    model_init_weights(&lora, 9, 0.02);
+    model_init_weights(&lora, &(ModelInit){.seed = 9, .std = 0.02});
     copy_by_name(&lora, &base, false);
     float* ref = logits_of(&base, tokens);
     float* got = logits_of(&lora, tokens);
@@ -82,12 +82,11 @@ static void run(const char* label, ModelConfig cfg, const char* tmp) {
     /* the PEFT files round-trip */
     random_weights(&lora, 11);
     float* adapted = logits_of(&lora, tokens);
-    snprintf(lora.lora_base.path, sizeof(lora.lora_base.path), "/abs/base dir");
-    lora.lora_base.fingerprint = 0x00ab00cd00ef0012ull;
-    peft_save(&lora, tmp, false);
+    LoraBase base_id = {.path = "/abs/base dir", .fingerprint = 0x00ab00cd00ef0012ull};
+    peft_save(&lora, tmp, false, &base_id);
     LoraBase named;
     EXPECT(peft_read_lora_base(tmp, &named) && !strcmp(named.path, "/abs/base dir") &&
-               named.fingerprint == lora.lora_base.fingerprint,
+               named.fingerprint == base_id.fingerprint,
            "adapter_model.safetensors' __metadata__ gives back the base's path and fingerprint");
     char hdr[4096] = "", path[600];
     snprintf(path, sizeof(path), "%s/adapter_model.safetensors", tmp);
@@ -145,7 +144,7 @@ static void check_rslora(ModelConfig cfg, const char* tmp) {
     Model m;
     model_build(&m, &cfg, 1, 2, NULL, 0, false);
     random_weights(&m, 21);
-    peft_save(&m, tmp, false);
+    peft_save(&m, tmp, false, NULL);
     ModelConfig read = cfg;
     read.lora_rslora = false;
     EXPECT(peft_read_config(tmp, &read) && read.lora_rslora, "adapter_config.json: use_rslora true read back");
@@ -208,7 +207,7 @@ static void check_bf16_base(ModelConfig cfg) {
         }
     }
     Batch b = {.B = 2, .T = NT / 2, .tokens = tokens, .targets = targets};
-    double lr = model_forward(&ref, &b), lh = model_forward(&half, &b);
+    double lr = model_forward(&ref, &b).loss, lh = model_forward(&half, &b).loss;
     EXPECT(lr == lh, "the same loss (%.9g, %.9g)", lr, lh);
     model_zero_grad(&ref);
     model_zero_grad(&half);
@@ -232,7 +231,7 @@ static void check_bf16_base(ModelConfig cfg) {
         memcpy(half16.base_bf16, half.base_bf16, half.tensors.n_bf16 * sizeof(uint16_t));
         model_params_changed(&ref16);
         model_params_changed(&half16);
-        double l16 = model_forward(&ref16, &b), h16 = model_forward(&half16, &b);
+        double l16 = model_forward(&ref16, &b).loss, h16 = model_forward(&half16, &b).loss;
         model_zero_grad(&ref16);
         model_zero_grad(&half16);
         model_backward(&ref16, &b, 1.0);
@@ -291,9 +290,9 @@ static void check_dropout(ModelConfig cfg) {
         model_build_opts(&m[rec], &cfg, 2, NT / 2, NULL, 0, &o, false);
         random_weights(&m[rec], 19);
         Batch b = {.B = 2, .T = NT / 2, .tokens = tokens, .targets = targets, .lora_dropout_key = 7};
-        double off = model_forward(&m[rec], &b);
+        double off = model_forward(&m[rec], &b).loss;
         b.lora_dropout_on = true;
-        loss[rec] = model_forward(&m[rec], &b);
+        loss[rec] = model_forward(&m[rec], &b).loss;
         if (!rec)
             EXPECT(off != loss[rec], "dropout changes the loss only while on (%.9g off, %.9g on)", off, loss[rec]);
         model_zero_grad(&m[rec]);
@@ -335,8 +334,8 @@ static void check_modules_to_save(ModelConfig cfg, const char* tmp) {
     const char* frozen[] = {"model.layers.2.self_attn.gate_map.weight"};
     Model m;
     model_build(&m, &cfg, 1, 2, frozen, 1, false);
-    model_init_weights(&m, 3, 0.02);
-    peft_save(&m, tmp, false);
+    model_init_weights(&m, &(ModelInit){.seed = 3, .std = 0.02});
+    peft_save(&m, tmp, false, NULL);
     char path[512];
     snprintf(path, sizeof(path), "%s/adapter_model.safetensors", tmp);
     StFile f;
@@ -391,7 +390,7 @@ static void check_modules_to_save(ModelConfig cfg, const char* tmp) {
     cJSON_free(mts);
     cJSON_Delete(j);
     free(text);
-    peft_save(&m, tmp, true); /* a checkpoint without a base copy: the frozen RePo weight too */
+    peft_save(&m, tmp, true, NULL); /* a checkpoint without a base copy: the frozen RePo weight too */
     snprintf(path, sizeof(path), "%s/adapter_model.safetensors", tmp);
     st_open_or_die(&f, path);
     EXPECT(st_find(&f, "base_model.model.model.layers.2.self_attn.gate_map.weight") != NULL,

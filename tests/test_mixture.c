@@ -65,7 +65,7 @@ static void test_proportions(void) {
     uint8_t src[R];
     size_t rows = 0, from_b = 0, agree = 0;
     for (size_t s = 0; s < 625; s++) {
-        mixture_rows(&mx, ORDER_SHUFFLE, 7, s, R, 0, R, T, x, y, src);
+        mixture_rows(&mx, &(RowRequest){ORDER_SHUFFLE, 7, s, R, 0, R, T}, x, y, src);
         for (size_t r = 0; r < R; r++, rows++) {
             bool b = x[r * T] >= 100; /* the tokens say where the row came from */
             from_b += b;
@@ -129,13 +129,13 @@ static void test_resume_and_split(DataOrder order, const char* label) {
     static int32_t x1[R * T], y1[R * T], x2[R * T], y2[R * T];
     bool same = true, split = true;
     for (size_t s = 0; s < 200; s += 7) {
-        mixture_rows(&m1, order, 3, s, R, 0, R, T, x1, y1, NULL);
+        mixture_rows(&m1, &(RowRequest){order, 3, s, R, 0, R, T}, x1, y1, NULL);
         /* a resumed run: a new mixture asked for step s first */
-        mixture_rows(&m2, order, 3, s, R, 0, R, T, x2, y2, NULL);
+        mixture_rows(&m2, &(RowRequest){order, 3, s, R, 0, R, T}, x2, y2, NULL);
         same &= !memcmp(x1, x2, sizeof x1) && !memcmp(y1, y2, sizeof y1);
         /* four ranks of 4 rows, rows 4r..4r+3 each */
         for (size_t r = 0; r < 4; r++)
-            mixture_rows(&m2, order, 3, s, R, 4 * r, 4, T, x2 + 4 * r * T, y2 + 4 * r * T, NULL);
+            mixture_rows(&m2, &(RowRequest){order, 3, s, R, 4 * r, 4, T}, x2 + 4 * r * T, y2 + 4 * r * T, NULL);
         split &= !memcmp(x1, x2, sizeof x1) && !memcmp(y1, y2, sizeof y1);
     }
     EXPECT(same, "%s: a step's rows from a fresh mixture equal the first one's (exact resume)", label);
@@ -155,7 +155,7 @@ static void test_sequential(void) {
     uint8_t src[R];
     bool in_order = true, targets = true;
     for (size_t s = 0; s < 100; s++) {
-        mixture_rows(&mx, ORDER_SEQUENTIAL, 1, s, R, 0, R, T, x, y, src);
+        mixture_rows(&mx, &(RowRequest){ORDER_SEQUENTIAL, 1, s, R, 0, R, T}, x, y, src);
         for (size_t r = 0; r < R; r++) {
             uint64_t g_lo = (uint64_t)s * R, i = 0;
             /* the row's index within its source: find its slot among the step's */

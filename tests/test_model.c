@@ -15,7 +15,9 @@
 #include "common/clock.h"
 #include "common/rng.h"
 #include "common/threads.h"
+#include "model/embedding.h"
 #include "model/model.h"
+#include "model/xent.h"
 #include "tests/testutil.h"
 
 /* ---- counting allocator: every malloc in the process while `counting` is on,
@@ -94,18 +96,25 @@ static void test_forced_repo_equals_rope(void) {
         model_build(&rope, &cfg, B, T, NULL, 0, false);
         model_config_plan_positions(&cfg, "repo", 1);
         model_build(&repo, &cfg, B, T, NULL, 0, false);
-        model_init_weights(&rope, 7, 0.1);
-        model_init_weights(&repo, 7, 0.1); /* the RePo weights get their own values */
+        model_init_weights(&rope, &(ModelInit){.seed = 7, .std = 0.1});
+        model_init_weights(&repo, &(ModelInit){.seed = 7, .std = 0.1}); /* the RePo weights get their own values */
         copy_shared_weights(&repo, &rope);
         int32_t* tokens = mallocCheck(N * sizeof(int32_t));
         int32_t* targets = mallocCheck(N * sizeof(int32_t));
         random_batch(tokens, targets, N, cfg.V, 3);
         Batch b = {.B = B, .T = T, .tokens = tokens, .targets = targets};
-        double l_rope = model_forward(&rope, &b);
-        double l_free = model_forward(&repo, &b);
+        double l_rope = model_forward(&rope, &b).loss;
+        double l_free = model_forward(&repo, &b).loss;
         int differs = memcmp(rope.logits, repo.logits, N * cfg.V * sizeof(real)) != 0;
-        repo.force_positions = rope.pos_seq; /* (N,KVH) of t */
-        double l_forced = model_forward(&repo, &b);
+        /* the test hook: repo's forward with a block context of the test's own, whose force_pos replaces
+           RePo's z by rope's positions t (N,KVH) */
+        BlockCtx ctx = model_block_ctx(&repo, &b);
+        ctx.force_pos = rope.pos_seq;
+        embedding_forward(repo.res[0], tokens, repo.w.embed, (real)cfg_embed_scale(&cfg), N, cfg.D);
+        for (size_t l = 0; l < cfg.L; l++)
+            block_forward(repo.res[l + 1], &repo.la[l], repo.res[l], &repo.w.layer[l], l, &ctx);
+        model_head_forward(repo.logits, repo.final_out, repo.final_rstd, repo.res[cfg.L], &repo, N);
+        double l_forced = xent_forward(repo.losses, repo.lse, repo.logits, targets, NULL, N, cfg.V, 0, NULL);
         int same = memcmp(rope.logits, repo.logits, N * cfg.V * sizeof(real)) == 0;
         EXPECT(same && l_forced == l_rope, "%s: forced repo logits bit-identical to rope (loss %.9f vs %.9f)",
                block_style_name(cfg.block), l_forced, l_rope);
@@ -128,7 +137,7 @@ static void test_reference_size_no_alloc(void) {
     size_t B = 4, T = 256, N = B * T;
     Model m;
     model_build(&m, &cfg, B, T, NULL, 0, true);
-    model_init_weights(&m, 1, 0.02);
+    model_init_weights(&m, &(ModelInit){.seed = 1, .std = 0.02});
     int32_t* tokens = mallocCheck(N * sizeof(int32_t));
     int32_t* targets = mallocCheck(N * sizeof(int32_t));
     random_batch(tokens, targets, N, cfg.V, 5);
@@ -149,7 +158,7 @@ static void test_reference_size_no_alloc(void) {
         double t0 = now_ms();
         counting = 1;
         model_zero_grad(&m);
-        loss = model_forward(&m, &b);
+        loss = model_forward(&m, &b).loss;
         model_backward(&m, &b, 1.0);
         counting = 0;
         double dt = now_ms() - t0;
@@ -186,21 +195,21 @@ static void test_target_weights(void) {
     size_t B = 2, T = 17, N = B * T;
     Model m;
     model_build(&m, &cfg, B, T, NULL, 0, false);
-    model_init_weights(&m, 5, 0.1);
+    model_init_weights(&m, &(ModelInit){.seed = 5, .std = 0.1});
     int32_t* tokens = mallocCheck(N * sizeof(int32_t));
     int32_t* targets = mallocCheck(N * sizeof(int32_t));
     real* w = mallocCheck(N * sizeof(real));
     random_batch(tokens, targets, N, cfg.V, 11);
     targets[5] = -1;
     Batch b = {.B = B, .T = T, .tokens = tokens, .targets = targets};
-    double plain = model_forward(&m, &b);
+    double plain = model_forward(&m, &b).loss;
     for (size_t n = 0; n < N; n++) w[n] = 1;
     b.target_weights = w;
-    double ones = model_forward(&m, &b);
-    EXPECT(ones == plain && m.weight_sum == (double)m.n_valid, "weights of 1: loss %.9f == plain mean %.9f", ones,
-           plain);
+    Loss ones = model_forward(&m, &b);
+    EXPECT(ones.loss == plain && ones.weight_sum == (double)ones.n_valid, "weights of 1: loss %.9f == plain mean %.9f",
+           ones.loss, plain);
     for (size_t n = 0; n < N; n++) w[n] = n % 3 == 0 ? 20 : 1; /* every third target is an "answer" */
-    double weighted = model_forward(&m, &b), num = 0, den = 0;
+    double weighted = model_forward(&m, &b).loss, num = 0, den = 0;
     for (size_t n = 0; n < N; n++)
         if (targets[n] >= 0) {
             num += w[n] * (double)m.losses[n];
@@ -215,9 +224,9 @@ static void test_target_weights(void) {
 }
 
 /* The z-loss logged apart (metrics.jsonl "loss" and "z_loss"): with coefficient c the forward's objective
-   is the cross-entropy of a c = 0 forward plus Model.loss_z, and loss_z = c Σ w lse² / Σ w, with and
+   is the cross-entropy of a c = 0 forward plus the forward's Loss.z, and z = c Σ w lse² / Σ w, with and
    without target weights, with the logits kept (forward) and turned into G (forward_train), whole or in
-   head chunks; c = 0 gives loss_z 0. The forward and forward_train sums run through two loops that the
+   head chunks; c = 0 gives z 0. The forward and forward_train sums run through two loops that the
    compiler may vectorise differently, so they agree to the double rounding of a sum of B*T terms
    (1e-12 of it), not bit for bit. */
 static void test_z_loss_apart(void) {
@@ -234,21 +243,24 @@ static void test_z_loss_apart(void) {
         Model m;
         ModelOpts opts = {.head_chunk = chunked ? 8 : 0};
         model_build_opts(&m, &cfg, B, T, NULL, 0, &opts, false);
-        model_init_weights(&m, 5, 0.5); /* large logits: lse² well above 0 */
+        model_init_weights(&m, &(ModelInit){.seed = 5, .std = 0.5}); /* large logits: lse² well above 0 */
         for (int weighted = 0; weighted < 2; weighted++) {
             Batch b = {.B = B, .T = T, .tokens = tokens, .targets = targets, .target_weights = weighted ? w : NULL};
             m.opts.z_loss = 0; /* the same model with and without the term */
-            double ce = model_forward(&m, &b);
-            bool zero = m.loss_z == 0;
+            Loss off = model_forward(&m, &b);
+            double ce = off.loss;
+            bool zero = off.z == 0;
             m.opts.z_loss = 1e-2;
-            double total = model_forward(&m, &b), z = m.loss_z, num = 0, den = 0;
+            Loss on = model_forward(&m, &b);
+            double total = on.loss, z = on.z, num = 0, den = 0;
             for (size_t n = 0; n < N; n++)
                 if (targets[n] >= 0) {
                     double wn = weighted ? (double)w[n] : 1.0, l = (double)m.lse[n];
                     num += wn * 1e-2 * l * l;
                     den += wn;
                 }
-            double train = model_forward_train(&m, &b), z_train = m.loss_z;
+            Loss on_train = model_forward_train(&m, &b);
+            double train = on_train.loss, z_train = on_train.z;
             m.has_loss = false;
             EXPECT(zero && z > 0 && fabs(ce + z - total) <= 1e-12 * fabs(total) &&
                        fabs(z - num / den) <= 1e-6 * (num / den) && fabs(train - total) <= 1e-12 * fabs(total) &&

@@ -166,7 +166,7 @@ static void check_forward_backward(const char* dir, Fixture* fx, F32Engine engin
     load_model(&m, ckpt, fx);
     Fp32Tol tol = fp32_tol(&m.cfg, fx);
     model_zero_grad(&m);
-    double loss = model_forward(&m, &fx->batch);
+    double loss = model_forward(&m, &fx->batch).loss;
     double ref_loss = ref_scalar(&fx->ref, "loss", 0);
     float* ref = ref_tensor(&fx->ref, "logits", fx->N * m.cfg.V);
     double max_logit = max_abs(ref, fx->N * m.cfg.V);
@@ -212,7 +212,7 @@ static void check_forward_backward_bf16(const char* dir, Fixture* fx) {
     snprintf(why_f, sizeof(why_f), "(4L+1) 2^-8 = %.3f x max|ref|", tol);
     snprintf(why_b, sizeof(why_b), "2 (4L+1) 2^-8 = %.3f x max|ref|", 2 * tol);
     model_zero_grad(&m);
-    double loss = model_forward(&m, &fx->batch), ref_loss = ref_scalar(&fx->ref, "loss", 0);
+    double loss = model_forward(&m, &fx->batch).loss, ref_loss = ref_scalar(&fx->ref, "loss", 0);
     float* ref = ref_tensor(&fx->ref, "logits", fx->N * m.cfg.V);
     double max_logit = max_abs(ref, fx->N * m.cfg.V);
     /* the loss moves by at most the largest logit error: log-sum-exp and the target's logit each by it */
@@ -267,7 +267,7 @@ static void check_adamw(const char* dir, Fixture* fx, F32Engine engine) {
     size_t steps = (size_t)meta_double(&fx->ref, "adamw_steps");
     for (size_t s = 0; s < steps; s++) {
         model_zero_grad(&m);
-        double loss = model_forward(&m, &fx->batch);
+        double loss = model_forward(&m, &fx->batch).loss;
         double ref = ref_scalar(&fx->ref, "adamw_losses", s), bound = 2 * ft.fwd * max_abs(m.logits, fx->N * m.cfg.V);
         EXPECT(fabs(loss - ref) <= bound, "%s: AdamW step %zu: loss %.9f vs PyTorch %.9f: |diff| %.2e <= %.2e", e, s,
                loss, ref, fabs(loss - ref), bound);
@@ -321,7 +321,7 @@ static void check_bf16_loss(const char* dir, Fixture* fx) {
     snprintf(ckpt, sizeof(ckpt), "%s/ckpt_bf16", dir);
     Model m;
     load_model(&m, ckpt, fx);
-    double loss = model_forward(&m, &fx->batch),
+    double loss = model_forward(&m, &fx->batch).loss,
            bound = 2 * fp32_tol(&m.cfg, fx).fwd * max_abs(m.logits, fx->N * m.cfg.V);
     double ref_loss = ref_scalar(&fx->ref, "loss_bf16", 0);
     EXPECT(fabs(loss - ref_loss) <= bound,

@@ -149,7 +149,7 @@ static void test_groups_and_init(void) {
     OptimConfig oc;
     optim_config_default(&oc);
     size_t biases = 0, decayed = 0, nonzero = 0;
-    model_init_weights(&m, 7, 0.02);
+    model_init_weights(&m, &(ModelInit){.seed = 7, .std = 0.02});
     for (size_t i = 0; i < m.tensors.n; i++) {
         const TensorInfo* t = &m.tensors.t[i];
         if (!t->is_bias) continue;

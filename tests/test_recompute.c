@@ -63,7 +63,7 @@ static double run_step(Model* m, real* weights, bool docs) {
         }
         Batch b =
             {.B = B, .T = T, .tokens = tok, .targets = tgt, .target_weights = weights, .doc_ids = docs ? ids : NULL};
-        loss += model_forward_train(m, &b);
+        loss += model_forward_train(m, &b).loss;
         model_backward(m, &b, 0.5);
     }
     return loss;
@@ -72,7 +72,7 @@ static double run_step(Model* m, real* weights, bool docs) {
 static void build(Model* m, const ModelConfig* cfg, bool recompute, size_t chunk, bool bf16) {
     ModelOpts o = {.recompute = recompute, .head_chunk = chunk, .compute_bf16 = bf16, .z_loss = 1e-3};
     model_build_opts(m, cfg, B, T, NULL, 0, &o, false);
-    model_init_weights(m, 3, 0.05);
+    model_init_weights(m, &(ModelInit){.seed = 3, .std = 0.05});
     ModelArenaSizes s = model_arena_sizes(cfg, B, T, NULL, 0, &o);
     EXPECT(s.params == m->tensors.n_params && s.grads == m->tensors.n_grads && s.acts == m->n_acts &&
                s.scratch == m->n_scratch,

@@ -319,7 +319,7 @@ static void check_eval(const Tokenizer* tok) {
     test_model_sizes(&cfg, tok_vocab_size(tok), 32, 2, 4, 2, 64);
     Model m;
     model_build(&m, &cfg, 1, 1, NULL, 0, false);
-    model_init_weights(&m, 5, 0.1);
+    model_init_weights(&m, &(ModelInit){.seed = 5, .std = 0.1});
     Generator g;
     gen_build(&g, &m, 1024, 256);
     char dir[] = "/tmp/test_ruler_XXXXXX";

@@ -63,11 +63,11 @@ static void check_rope_cache(const real* pos, size_t N, size_t n_cache, const ch
     fill_normal4(5, q1, nq, k1, nk, dq, nq, dk, nk);
     memcpy(q2, q1, nq * sizeof(real));
     memcpy(k2, k1, nk * sizeof(real));
-    rope_forward(q1, k1, pos, &plain, N, H, KVH, KVH);
-    rope_forward(q2, k2, pos, &cached, N, H, KVH, KVH);
+    rope_forward(q1, k1, pos, &plain, (RopeShape){N, H, KVH, KVH});
+    rope_forward(q2, k2, pos, &cached, (RopeShape){N, H, KVH, KVH});
     EXPECT(same_bits(q1, q2, nq) && same_bits(k1, k2, nk), "rope_forward, %s: cached angles give the same bits", what);
-    rope_backward(dqin1, dkin1, dp1, dq, dk, q1, k1, pos, &plain, N, H, KVH, KVH);
-    rope_backward(dqin2, dkin2, dp2, dq, dk, q2, k2, pos, &cached, N, H, KVH, KVH);
+    rope_backward(dqin1, dkin1, dp1, dq, dk, q1, k1, pos, &plain, (RopeShape){N, H, KVH, KVH});
+    rope_backward(dqin2, dkin2, dp2, dq, dk, q2, k2, pos, &cached, (RopeShape){N, H, KVH, KVH});
     EXPECT(same_bits(dqin1, dqin2, nq) && same_bits(dkin1, dkin2, nk) && same_bits(dp1, dp2, N * KVH),
            "rope_backward, %s: dq, dk and dpos have the same bits", what);
     free(buf);
@@ -122,7 +122,7 @@ static double step_grads(real* grads, size_t* n_grads, bool with_cache, bool lla
     Model m;
     size_t B = 2, T = 16, N = B * T;
     model_build(&m, &c, B, T, NULL, 0, false);
-    model_init_weights(&m, 3, 0.05);
+    model_init_weights(&m, &(ModelInit){.seed = 3, .std = 0.05});
     if (!with_cache) m.rope.cos_t = m.rope.sin_t = NULL;
     if (poison) fill_nan(m.scratch, m.n_scratch); /* the residual gradients dres and dfinal too */
     int32_t tok[32], tgt[32];
@@ -133,7 +133,7 @@ static double step_grads(real* grads, size_t* n_grads, bool with_cache, bool lla
         tgt[i] = (int32_t)rng_below(&rng, c.V);
     }
     Batch b = {.B = B, .T = T, .tokens = tok, .targets = tgt};
-    double loss = model_forward_train(&m, &b);
+    double loss = model_forward_train(&m, &b).loss;
     model_backward(&m, &b, 1.0);
     *n_grads = m.tensors.n_grads;
     if (grads) memcpy(grads, m.grads, m.tensors.n_grads * sizeof(real));
@@ -182,14 +182,14 @@ static void test_fused_head(void) {
     }
     Model m;
     model_build_opts(&m, &c, B, T, NULL, 0, &(ModelOpts){.z_loss = 1e-3}, false);
-    model_init_weights(&m, 3, 0.05);
+    model_init_weights(&m, &(ModelInit){.seed = 3, .std = 0.05});
     Batch b = {.B = B, .T = T, .tokens = tok, .targets = tgt, .target_weights = w};
     size_t n = m.tensors.n_grads;
     real* g = mallocCheck(2 * n * sizeof(real));
     double loss[2];
     for (int fused = 0; fused < 2; fused++) {
         model_zero_grad(&m);
-        loss[fused] = fused ? model_forward_train(&m, &b) : model_forward(&m, &b);
+        loss[fused] = fused ? model_forward_train(&m, &b).loss : model_forward(&m, &b).loss;
         EXPECT(m.logits_hold_grad == (fused == 1), "model_forward%s: the logits buffer holds %s", fused ? "_train" : "",
                fused ? "the loss gradient" : "the logits");
         model_backward(&m, &b, 0.5);
@@ -202,7 +202,7 @@ static void test_fused_head(void) {
     model_free(&m);
     ModelOpts chunked = {.head_chunk = 10};
     model_build_opts(&m, &c, B, T, NULL, 0, &chunked, false);
-    model_init_weights(&m, 3, 0.05);
+    model_init_weights(&m, &(ModelInit){.seed = 3, .std = 0.05});
     b.target_weights = NULL;
     model_forward_train(&m, &b);
     EXPECT(!m.logits_hold_grad, "model_forward_train with head chunks of 10 rows keeps xent_backward's path");

@@ -146,7 +146,7 @@ static void test_rows(const SyntheticConfig* cfg) {
     SynIds id = synthetic_ids(cfg);
     const char* first_err = "";
     for (size_t s = 0; s < 20; s++) {
-        synthetic_rows(cfg, 9, s, R, 0, R, T, tok, tgt, mask);
+        synthetic_rows(cfg, &(RowRequest){.seed = 9, .step = s, .rows_per_step = R, .n = R, .T = T}, tok, tgt, mask);
         for (size_t r = 0; r < R; r++) {
             memcpy(item, tok + r * T, T * sizeof *item);
             item[T] = tgt[r * T + T - 1];
@@ -178,14 +178,15 @@ static void test_rows(const SyntheticConfig* cfg) {
            "distractor %zu, table %zu)",
            seen[0], seen[1], seen[2], seen[3], seen[4], seen[5]);
 
-    synthetic_rows(cfg, 9, 3, R, 0, R, T, tok, tgt, mask);
-    synthetic_rows(cfg, 9, 3, R, 0, 10, T, tok2, tgt2, mask2);
-    synthetic_rows(cfg, 9, 3, R, 10, R - 10, T, tok2 + 10 * T, tgt2 + 10 * T, mask2 + 10 * T);
+    synthetic_rows(cfg, &(RowRequest){.seed = 9, .step = 3, .rows_per_step = R, .n = R, .T = T}, tok, tgt, mask);
+    synthetic_rows(cfg, &(RowRequest){.seed = 9, .step = 3, .rows_per_step = R, .n = 10, .T = T}, tok2, tgt2, mask2);
+    synthetic_rows(cfg, &(RowRequest){.seed = 9, .step = 3, .rows_per_step = R, .row0 = 10, .n = R - 10, .T = T},
+                   tok2 + 10 * T, tgt2 + 10 * T, mask2 + 10 * T);
     report(!memcmp(tok, tok2, sizeof tok) && !memcmp(tgt, tgt2, sizeof tgt) && !memcmp(mask, mask2, sizeof mask),
            "rows: (seed, step) reproducible, and rows split over two calls = one call");
-    synthetic_rows(cfg, 9, 4, R, 0, R, T, tok2, tgt2, NULL);
+    synthetic_rows(cfg, &(RowRequest){.seed = 9, .step = 4, .rows_per_step = R, .n = R, .T = T}, tok2, tgt2, NULL);
     int step_differs = memcmp(tok, tok2, sizeof tok) != 0;
-    synthetic_rows(cfg, 10, 3, R, 0, R, T, tok2, tgt2, NULL);
+    synthetic_rows(cfg, &(RowRequest){.seed = 10, .step = 3, .rows_per_step = R, .n = R, .T = T}, tok2, tgt2, NULL);
     report(step_differs && memcmp(tok, tok2, sizeof tok) != 0, "rows: another step or seed gives other rows");
 }
 
@@ -196,7 +197,7 @@ static void test_filler(const SyntheticConfig* cfg) {
     size_t F = cfg->filler_vocab, most = 0, pairs = 0;
     uint8_t* next = callocCheck(F * F, 1);
     for (size_t s = 0; s < 10; s++) {
-        synthetic_rows(cfg, 1, s, R, 0, R, T, tok, tgt, NULL);
+        synthetic_rows(cfg, &(RowRequest){.seed = 1, .step = s, .rows_per_step = R, .n = R, .T = T}, tok, tgt, NULL);
         for (size_t i = 0; i + 1 < R * T; i++) {
             if (i % T == T - 1) continue;
             int32_t a = tok[i] - id.filler0, b = tok[i + 1] - id.filler0;
@@ -318,7 +319,8 @@ static void die_case(const char* which) {
         cfg.key_len = 1;
         synthetic_validate(&cfg, 64);
     }
-    if (!strcmp(which, "short")) synthetic_rows(&cfg, 0, 0, 1, 0, 1, 63, x, y, NULL);
+    if (!strcmp(which, "short"))
+        synthetic_rows(&cfg, &(RowRequest){.seed = 0, .step = 0, .rows_per_step = 1, .n = 1, .T = 63}, x, y, NULL);
 }
 
 int main(int argc, char** argv) {
@@ -344,7 +346,7 @@ int main(int argc, char** argv) {
     SyntheticConfig one = cfg; /* one family only */
     memset(one.weight, 0, sizeof one.weight);
     one.weight[SYN_DISTRACTOR] = 1;
-    synthetic_rows(&one, 2, 0, R, 0, R, T, tok, tgt, mask);
+    synthetic_rows(&one, &(RowRequest){.seed = 2, .step = 0, .rows_per_step = R, .n = R, .T = T}, tok, tgt, mask);
     size_t wrong = 0;
     for (size_t r = 0; r < R; r++) {
         memcpy(item, tok + r * T, T * sizeof *item);

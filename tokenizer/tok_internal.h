@@ -35,6 +35,7 @@ typedef struct {
     size_t n_nodes;
     uint8_t first[256]; /* 1 when some added token starts with this byte */
 } AddedTrie;
+/* An added token's flags: added, and its lstrip, rstrip, single_word and normalized options */
 enum { ADDED = 1, ADDED_LSTRIP = 2, ADDED_RSTRIP = 4, ADDED_SINGLE_WORD = 8, ADDED_NORMALIZED = 16 };
 
 struct Tokenizer {

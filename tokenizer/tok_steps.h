@@ -28,7 +28,8 @@ typedef enum {
     SPLIT_MERGED_NEXT,
     SPLIT_CONTIGUOUS
 } SplitBehavior;
-enum { PREPEND_ALWAYS, PREPEND_FIRST, PREPEND_NEVER }; /* Metaspace prepend_scheme */
+/* Metaspace's prepend_scheme: always, first, never */
+enum { PREPEND_ALWAYS, PREPEND_FIRST, PREPEND_NEVER };
 /* how the contractions 's 't 're ... match: as written, in any ASCII case, or under (?i) (U+017F too) */
 enum { CONTRACT_EXACT, CONTRACT_ASCII, CONTRACT_UNICODE };
 

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 /* ---- Unicode (tokenizer/unicode.c) ---- */
+/* A code point's classes, as bits: letter, number, space (0: none of them) */
 enum { UC_OTHER = 0, UC_LETTER = 1, UC_NUMBER = 2, UC_SPACE = 4 };
 void uc_init(void); /* builds the BMP table; idempotent, call before threads */
 /* the class of each code point below U+10000 (filled by uc_init) */

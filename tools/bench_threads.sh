@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/bench_threads.sh (`make bench-threads`): what scales from 1 to 2 threads (docs/performance.md,
+# tools/bench_threads.sh (`make bench-threads`): what scales from 1 to 2 threads (docs/cpus.md,
 # "Decisions on the Intel Xeon"). Per size and repeat it runs build/bench/bench_step in mode repo with 1 thread and with 2
 # (the order swapped in even repeats), and prints per phase (step, forward, backward, optimizer) the
 # median over repeats of t(1 thread) / t(2 threads): 2.0 is perfect scaling, below 1.0 two threads

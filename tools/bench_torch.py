@@ -59,7 +59,7 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 # ----------------------------------------------------------------------------
-# the model (docs/design.md: the decoder block and positions), fp32
+# the model (docs/design.md: the decoder block; docs/positions.md), fp32
 
 
 class RMSNorm(nn.Module):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tools/op_profile.py: milliseconds per training step of each op of the step (docs/performance.md,
+"""tools/op_profile.py: milliseconds per training step of each op of the step (docs/cpus.md,
 "Decisions on the Intel Xeon"). Never part of `make test`; standard library only.
 
     tools/op_profile.py [--ref REV] [--reps N] [--ops] -- BENCH_STEP_ARGS...

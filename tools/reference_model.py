@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """tools/reference_model.py - the float64 PyTorch model and AdamW step behind tools/reference.py.
 
-An independent implementation of the model of docs/design.md (block, positions),
+An independent implementation of the model of docs/design.md and docs/positions.md (block, positions),
 docs/backward.md and docs/formats.md: OLMo-2, Llama, Qwen2 (q, k, v biases), Qwen3
 (per-head q/k RMSNorm, explicit head_dim, attention_bias), Gemma-3 text (scaled
 embedding, (1 + w) RMSNorms around both sublayers, sliding-window layers with their own

@@ -130,12 +130,13 @@ void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const Trai
           "cannot write the checkpoint: '%s' is in the way (a link, or it holds files "
           "repoc did not write)",
           tmp_dir); /* never write through a link */
-    bool adapter_only = m->cfg.lora_rank && !save_base && m->lora_base.path[0];
-    ckpt_weights_save(m, tmp_dir, model_dtype, adapter_only); /* creates tmp_dir */
+    const LoraBase* base = m->cfg.lora_rank && st->lora_base.path[0] ? &st->lora_base : NULL;
+    bool adapter_only = base && !save_base;
+    ckpt_weights_save(m, tmp_dir, model_dtype, base, adapter_only); /* creates tmp_dir */
     snprintf(path, sizeof(path), "%s/optimizer.safetensors", tmp_dir);
     adamw_save(path, m, opt, !adapter_only && model_dtype != ST_F32);
     snprintf(path, sizeof(path), "%s/trainer_state.json", tmp_dir);
-    save_state(path, st, config_json, m->cfg.lora_rank && m->lora_base.path[0] ? &m->lora_base : NULL);
+    save_state(path, st, config_json, base);
     if (carry_dir && carry_dir[0]) copy_carried(carry_dir, tmp_dir);
     fsync_dir(tmp_dir);
     run_dir_remove_checkpoint(final_dir); /* a re-save of the same step (e.g. after a resume) */
@@ -280,7 +281,7 @@ void ckpt_load(const char* dir, Model* m, AdamW* opt, TrainerState* st) {
     ckpt_weights_load(m, dir, 0, false, NULL);
     /* the base later checkpoints name: the one this one names (checked by the load when it holds no copy);
        none (so they keep a copy) for a checkpoint that names none: its own copy may be pruned */
-    if (m->cfg.lora_rank) peft_read_lora_base(dir, &m->lora_base);
+    if (m->cfg.lora_rank) peft_read_lora_base(dir, &st->lora_base);
     bool bf16_model = hf_config_torch_dtype_is_bf16(dir); /* the FP32 master weights are in the optimizer file */
     char p[4096];
     snprintf(p, sizeof(p), "%s/optimizer.safetensors", dir);

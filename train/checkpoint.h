@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "common/safetensors.h"
+#include "hf/peft.h"
 #include "model/model.h"
 #include "optim/adamw.h"
 
@@ -39,14 +40,18 @@ typedef struct {
     char compute_dtype[16]; /* "f32" | "bf16": its products' operands; "" = not recorded */
     double last_loss;       /* loss of the last completed step */
     bool has_loss;
-    uint64_t run_id; /* the run that wrote it (kept across resumes; 0 = not recorded): keep_last prunes
-                             the checkpoints of earlier runs in out_dir (run.overwrite) before this run's */
+    /* the run that wrote it (kept across resumes; 0 = not recorded): keep_last prunes the checkpoints of earlier runs
+       in out_dir (run.overwrite) before this run's */
+    uint64_t run_id;
+    /* a LoRA run's base, which its checkpoints name (ckpt_weights_load, or the resumed checkpoint's adapter names it);
+       path "" = none on disk, so each checkpoint keeps a copy */
+    LoraBase lora_base;
 } TrainerState;
 
 /* Write checkpoint `st->step` into out_dir (see above), then keep only the
    newest keep_last checkpoints, those of other runs (another run_id) counting as older than this run's.
    config_json: the resolved run config. save_base: a LoRA model's checkpoint keeps model.safetensors
-   (always when m->lora_base names no base on disk).
+   (always when st->lora_base names no base on disk).
    Collective under MPI (common/dist.h): every rank calls it; rank 0 writes,
    gathering the AdamW state when it is sharded (the file is the same as from
    one rank, so any number of ranks can resume from it), and every rank
@@ -63,7 +68,7 @@ bool ckpt_find_latest(const char* out_dir, char* path, size_t len);
 /* Restore weights, AdamW moments and trainer state from a checkpoint directory
    into a model and optimizer built with the same configuration. A LoRA checkpoint
    without a base copy reads its base from the path it names, fingerprint checked
-   (hf/ckpt_weights.h); m->lora_base gets the base it names (none: later
+   (hf/ckpt_weights.h); st->lora_base gets the base it names (none: later
    checkpoints keep a copy). A sharded
    optimizer reads the moments of its own slice only. */
 void ckpt_load(const char* dir, Model* m, AdamW* opt, TrainerState* st);

@@ -28,6 +28,7 @@
 #include "model/model.h"
 #include "train/run_config.h"
 
+/* The rows of the memory plan, one per kind of allocation */
 typedef enum {
     MP_PARAMS,
     MP_GRADS,

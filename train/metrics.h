@@ -69,9 +69,10 @@ typedef struct {
     const size_t* layer;    /* (n_layers) the RePo layers */
     const PosSummary* s;    /* (n_layers) over the batch's rows and all KV heads */
     const double* mean_abs; /* (n_layers) mean |z| over the batch's tokens and KV heads */
-    const double* moved;    /* (n_layers) mean |z - z_prev| / (steps since z_prev), z_prev the last measurement
-                               of this process; NULL when there was none */
-    double ms;              /* the measurement's wall time */
+    /* (n_layers) mean |z - z_prev| / (steps since z_prev), z_prev the last measurement of this process; NULL when there
+       was none */
+    const double* moved;
+    double ms; /* the measurement's wall time */
 } PositionsLog;
 
 /* Open out_dir/metrics.jsonl for appending, after dropping the lines of steps

@@ -9,7 +9,7 @@
    optim_config_default's). The table drives parsing (run_config_parse.c),
    range checks, the --set paths, printing and the saved JSON (run_config.c);
    configs/example.json shows every key with its default and docs/config.md
-   documents each. Positions and YaRN follow docs/design.md, "Positions";
+   documents each. Positions and YaRN follow docs/positions.md, "Position modes";
    init_from names a Hugging Face checkpoint directory (docs/formats.md, "File
    formats"). */
 #ifndef REPOC_RUN_CONFIG_H

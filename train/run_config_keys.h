@@ -9,6 +9,7 @@
 
 #include "train/run_config_types.h"
 
+/* The type of a key's value, and so of the field it is stored in */
 typedef enum {
     KT_OBJ,  /* a section: an object of further keys */
     KT_STR,  /* char[RC_PATH_LEN] */
@@ -24,6 +25,7 @@ typedef enum {
     KT_RAW     /* data.synthetic: any object, kept as cJSON */
 } RcKeyType;
 
+/* A key's flags, as bits */
 enum {
     KF_NULL = 1,     /* JSON null accepted: "", RC_UNSET, 0.0, no list, NULL, or (a section) its keys' defaults */
     KF_CKPT = 2,     /* with init_from the checkpoint's config.json provides it unless set */

@@ -49,21 +49,24 @@ typedef struct {
     size_t threads;            /* 0 = all cores (or OMP_NUM_THREADS) */
     char resume[RC_PATH_LEN];  /* "auto" | "never" | a checkpoint path (ResumeMode above) */
     ResumeMode resume_mode;    /* derived from resume by run_config_load */
-    bool overwrite;            /* false: a run that does not continue out_dir's checkpoints refuses an
-                                           out_dir holding an earlier run; true: it starts over there */
-    bool check_memory;         /* true: refuse to start when the memory plan exceeds the memory
-                                           available (MemAvailable, cgroup limit); false: warn only */
+    /* false: a run that does not continue out_dir's checkpoints refuses an out_dir holding an earlier run; true: it
+       starts over there */
+    bool overwrite;
+    /* true: refuse to start when the memory plan exceeds the memory available (MemAvailable, cgroup limit); false: warn
+       only */
+    bool check_memory;
 } RcRun;
 
 /* model.positions: the keys whose run-config form is not a ModelConfig field (the plan by name, the length
    of an explicit list); the list itself and the YaRN numbers are RcModel.cfg's (pos, yarn_*). */
 typedef struct {
-    char mode[RC_WORD_LEN];       /* "rope" | "repo" | "nope" | "r2n1" | "n2r1" (plans: model/config.h) */
-    size_t repo_start_layer;      /* RC_UNSET (JSON null) = floor(n_layers/3); mode "repo" only */
-    size_t n_layers_list;         /* 0 (JSON null) = no explicit list; else the length of model.positions.layers,
-                                           held in RcModel.cfg.pos (the entries after it are rope) */
-    double repo_final_init_std;   /* 0.02: std of a newly initialised RePo final projection
-                                           (final_map, Wz), which sets how far z spreads at the start */
+    char mode[RC_WORD_LEN];  /* "rope" | "repo" | "nope" | "r2n1" | "n2r1" (plans: model/config.h) */
+    size_t repo_start_layer; /* RC_UNSET (JSON null) = floor(n_layers/3); mode "repo" only */
+    /* 0 (JSON null) = no explicit list; else the length of model.positions.layers, held in RcModel.cfg.pos (the entries
+       after it are rope) */
+    size_t n_layers_list;
+    /* 0.02: std of a newly initialised RePo final projection (final_map, Wz), which sets how far z spreads at the start */
+    double repo_final_init_std;
     double repo_gate_init_std;    /* 0.02: the same for the gate map (gate_map, Wg) */
     double repo_content_init_std; /* 0.02: the same for the content map (content_map, Wc) */
     char rope_type[RC_WORD_LEN];  /* rope_scaling.rope_type: "yarn" (the only type supported) */
@@ -71,11 +74,12 @@ typedef struct {
     size_t repo_pdrop_steps;      /* repo_pdrop.anneal_steps n >= 1; RC_UNSET unless the section is given */
 } RcPositions;
 
-typedef struct {    /* model.lora beyond RcModel.cfg's lora_* fields */
-    RcList targets; /* empty = all seven: q_proj k_proj v_proj o_proj gate_proj up_proj down_proj,
-                                           in the order given (ModelConfig.lora_targets is their set) */
-    bool save_base; /* false: a checkpoint names the frozen base (path, fingerprint) instead
-                                           of holding a copy of it */
+typedef struct { /* model.lora beyond RcModel.cfg's lora_* fields */
+    /* empty = all seven: q_proj k_proj v_proj o_proj gate_proj up_proj down_proj, in the order given
+       (ModelConfig.lora_targets is their set) */
+    RcList targets;
+    /* false: a checkpoint names the frozen base (path, fingerprint) instead of holding a copy of it */
+    bool save_base;
 } RcLora;
 
 /* The section "model". Every key that is a ModelConfig field is stored in cfg itself, so its name, type, range
@@ -89,34 +93,36 @@ typedef struct {    /* model.lora beyond RcModel.cfg's lora_* fields */
    (a fresh model) and run_config_apply_checkpoint (init_from, resume) turn it into one. */
 typedef struct {
     ModelConfig cfg;
-    char init_from[RC_PATH_LEN];   /* "" (JSON null) = a fresh model; else an HF checkpoint dir */
-    char from_config[RC_PATH_LEN]; /* "" (JSON null); else a config.json (or a directory holding one): a fresh
-                                           model of that architecture, sizes from the file */
-    double init_std;               /* 0.02: std of new matrices (new RePo weights use
-                                           model.positions.repo_{gate,content,final}_init_std, 0.02 each) */
+    char init_from[RC_PATH_LEN]; /* "" (JSON null) = a fresh model; else an HF checkpoint dir */
+    /* "" (JSON null); else a config.json (or a directory holding one): a fresh model of that architecture, sizes from
+       the file */
+    char from_config[RC_PATH_LEN];
+    /* 0.02: std of new matrices (new RePo weights use model.positions.repo_{gate,content,final}_init_std, 0.02 each) */
+    double init_std;
     RcPositions positions;
     RcLora lora;
-    char base_dtype[RC_WORD_LEN]; /* "f32" | "bf16": frozen layer matrices kept in BF16 (needs init_from);
-                                           ModelConfig.base_bf16 */
+    /* "f32" | "bf16": frozen layer matrices kept in BF16 (needs init_from); ModelConfig.base_bf16 */
+    char base_dtype[RC_WORD_LEN];
 } RcModel;
 
 typedef struct {
-    RcList train;                /* empty: files or globs (token formats: data/README.md) */
-    RcList val;                  /* empty: files or globs for evaluation */
-    cJSON* train_sources;        /* NULL: data.train in the mixture form, a list of sources {"name",
-                                           "files", "weight", "exhausted"} (data/mixture.h), owned; train is
-                                           then empty */
+    RcList train; /* empty: files or globs (token formats: data/README.md) */
+    RcList val;   /* empty: files or globs for evaluation */
+    /* NULL: data.train in the mixture form, a list of sources {"name", "files", "weight", "exhausted"}
+       (data/mixture.h), owned; train is then empty */
+    cJSON* train_sources;
     cJSON* val_sources;          /* NULL: data.val in the same form (weights ignored); one loss each */
     char format[RC_WORD_LEN];    /* "auto" | "bin" | "npy" | "u16" | "u32" | "jsonl" (data/jsonl.h) */
     char tokenizer[RC_PATH_LEN]; /* "" (JSON null): jsonl text records use model.init_from's tokenizer.json */
     size_t seq_len;              /* 256: T, tokens per row */
     DataOrder order;             /* shuffle | sequential */
-    cJSON* synthetic;            /* NULL (JSON null): generator settings, owned; the data module
-                                           validates its keys; given instead of train */
-    bool document_mask;          /* false: attention within each document of a packed row, rope
-                                           positions restarting per document (data/documents.h) */
-    size_t eos_token_id;         /* RC_UNSET (null): the end-of-document token; null = model.init_from's
-                                           eos_token_id, required with document_mask otherwise */
+    /* NULL (JSON null): generator settings, owned; the data module validates its keys; given instead of train */
+    cJSON* synthetic;
+    /* false: attention within each document of a packed row, rope positions restarting per document (data/documents.h) */
+    bool document_mask;
+    /* RC_UNSET (null): the end-of-document token; null = model.init_from's eos_token_id, required with document_mask
+       otherwise */
+    size_t eos_token_id;
 } RcData;
 
 /* The section "optim". Every key that is an OptimConfig field is stored in cfg itself, with
@@ -126,47 +132,51 @@ typedef struct {
    run_config_optim turns cfg and the keys below into the optimizer's config. */
 typedef struct {
     OptimConfig cfg;
-    double z_loss;                 /* 0: coefficient of OLMo-2's z-loss (ModelOpts.z_loss) */
-    char state_dtype[RC_WORD_LEN]; /* "f32" | "bf16": AdamW moments kept (and saved) in this dtype; bf16
-                                           with stochastic rounding, the master weights stay f32 (state_bf16) */
-    RcLrMult lr_mult;              /* {"repo": 1}: any key but "repo" is an fnmatch pattern over HF
-                                           names, the first matching one wins; "repo" = the RePo module's
-                                           tensors that no pattern matched (OptimConfig.repo_lr_mult) */
-    RcList freeze;                 /* empty: fnmatch patterns over HF names */
+    double z_loss; /* 0: coefficient of OLMo-2's z-loss (ModelOpts.z_loss) */
+    /* "f32" | "bf16": AdamW moments kept (and saved) in this dtype; bf16 with stochastic rounding, the master weights
+       stay f32 (state_bf16) */
+    char state_dtype[RC_WORD_LEN];
+    /* {"repo": 1}: any key but "repo" is an fnmatch pattern over HF names, the first matching one wins; "repo" = the
+       RePo module's tensors that no pattern matched (OptimConfig.repo_lr_mult) */
+    RcLrMult lr_mult;
+    RcList freeze; /* empty: fnmatch patterns over HF names */
 } RcOptim;
 
 typedef struct {
-    size_t batch_size;            /* 8: rows per micro-batch (B) */
-    size_t grad_accum;            /* 1: micro-batches per optimizer step */
-    size_t steps;                 /* 1000: optimizer steps */
-    size_t log_every;             /* 10 */
-    size_t eval_every;            /* 100; 0 = never */
-    size_t eval_batches;          /* 10 */
-    size_t log_positions;         /* 0 = off; N: every N steps (and at the last), per RePo layer the
-                                           statistics of z on one fixed validation batch into metrics.jsonl */
+    size_t batch_size;   /* 8: rows per micro-batch (B) */
+    size_t grad_accum;   /* 1: micro-batches per optimizer step */
+    size_t steps;        /* 1000: optimizer steps */
+    size_t log_every;    /* 10 */
+    size_t eval_every;   /* 100; 0 = never */
+    size_t eval_batches; /* 10 */
+    /* 0 = off; N: every N steps (and at the last), per RePo layer the statistics of z on one fixed validation batch
+       into metrics.jsonl */
+    size_t log_positions;
     size_t save_every;            /* 500; 0 = only the final checkpoint */
     size_t keep_last;             /* 2: checkpoints kept in out_dir */
     char save_dtype[RC_WORD_LEN]; /* "f32" | "bf16": weights in saved checkpoints */
     /* config.json's names for a layout with RePo or NoPE layers (hf/hf_loaders.h): "repoc" (refused by stock
        transformers), "released" (olmo2, for the RePo paper's loader), "auto" (as the source checkpoint has) */
     char save_model_type[RC_WORD_LEN];
-    bool shard_optimizer;            /* true: with N MPI ranks each keeps the AdamW moments of 1/N of the
-                                           parameters and all-gathers the weights (ZeRO-1);
-                                           false: every rank keeps all moments; one rank: no effect */
-    bool recompute;                  /* false: keep only block inputs and recompute each block's activations
-                                           in backward (ModelOpts.recompute; bit-identical gradients) */
-    char compute_dtype[RC_WORD_LEN]; /* "f32" | "bf16": the operands of every product (ModelOpts.compute_bf16;
-                                        FP32 accumulation, FP32 master weights, docs/design.md); "auto": bf16
-                                        where its products measure faster (model/engine.h), which
-                                        train/trainer_products.c writes here before the model is built */
-    char f32_engine[RC_WORD_LEN];    /* "auto" | "openblas" | "onednn": what runs the FP32 products; auto
-                                        becomes the engine model/engine.h chooses, as compute_dtype does */
-    size_t head_chunk;               /* 0 = automatic: all B*T rows while their logits take at most 512 MiB,
-                                           else chunks of 128 MiB of logits; N > 0: N rows at once (>= B*T:
-                                           all); memplan_head_chunk resolves it (ModelOpts.head_chunk) */
-    cJSON* eval_tasks;               /* NULL (JSON null): synthetic retrieval scored at every evaluation,
-                                           {"families": [...], "lengths": [tokens...], "items": N, "seed": S}
-                                           (eval/eval_tasks.h, train_tasks_parse), owned */
+    /* true: with N MPI ranks each keeps the AdamW moments of 1/N of the parameters and all-gathers the weights
+       (ZeRO-1); false: every rank keeps all moments; one rank: no effect */
+    bool shard_optimizer;
+    /* false: keep only block inputs and recompute each block's activations in backward (ModelOpts.recompute;
+       bit-identical gradients) */
+    bool recompute;
+    /* "f32" | "bf16": the operands of every product (ModelOpts.compute_bf16; FP32 accumulation, FP32 master weights,
+       docs/design.md); "auto": bf16 where its products measure faster (model/engine.h), which train/trainer_products.c
+       writes here before the model is built */
+    char compute_dtype[RC_WORD_LEN];
+    /* "auto" | "openblas" | "onednn": what runs the FP32 products; auto becomes the engine model/engine.h chooses, as
+       compute_dtype does */
+    char f32_engine[RC_WORD_LEN];
+    /* 0 = automatic: all B*T rows while their logits take at most 512 MiB, else chunks of 128 MiB of logits; N > 0: N
+       rows at once (>= B*T: all); memplan_head_chunk resolves it (ModelOpts.head_chunk) */
+    size_t head_chunk;
+    /* NULL (JSON null): synthetic retrieval scored at every evaluation, {"families": [...], "lengths": [tokens...],
+       "items": N, "seed": S} (eval/eval_tasks.h, train_tasks_parse), owned */
+    cJSON* eval_tasks;
 } RcTrain;
 
 typedef struct {
@@ -175,11 +185,12 @@ typedef struct {
     RcData data;
     RcOptim optim;
     RcTrain train;
-    char source[RC_PATH_LEN];         /* the file loaded ("" = none), for messages */
-    bool set[RC_KEYS_MAX];            /* per key of RC_KEYS: given in the file or by --set */
-    char notes[512];                  /* defaults run_config_load adapted to the run, printed with it */
-    const char* set_arg[RC_KEYS_MAX]; /* per key of RC_KEYS: the last --set argument that gave it (the caller's
-                                           string, which outlives rc), NULL = the file or the default */
+    char source[RC_PATH_LEN]; /* the file loaded ("" = none), for messages */
+    bool set[RC_KEYS_MAX];    /* per key of RC_KEYS: given in the file or by --set */
+    char notes[512];          /* defaults run_config_load adapted to the run, printed with it */
+    /* per key of RC_KEYS: the last --set argument that gave it (the caller's string, which outlives rc), NULL = the
+       file or the default */
+    const char* set_arg[RC_KEYS_MAX];
 } RunConfig;
 
 /* The two functions of the key table (train/run_config_keys.c) that every user of a RunConfig needs. */

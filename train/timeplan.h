@@ -21,7 +21,7 @@
    at (M 73–78%, L 82–84% of same-process sgemm, S about 70%), so an estimate good to about ±25% there */
 #define TIMEPLAN_EFFICIENCY 0.78
 /* The same for BF16 products over the BF16 product rate (train.compute_dtype "bf16"): lower, since the
-   step's other work does not get faster. Measured (docs/performance.md, "BF16 products"; AMD EPYC with
+   step's other work does not get faster. Measured (docs/cpus.md, "BF16 products"; AMD EPYC with
    avx512_bf16, 2026-12-01): the bf16 step's GFLOP/s over this probe's rate was S 0.53–0.60, M 0.61–0.69,
    L 0.72–0.75 */
 #define TIMEPLAN_EFFICIENCY_BF16 0.65

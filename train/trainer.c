@@ -106,7 +106,7 @@ static void setup_tasks(Trainer* tr) {
 /* what a LoRA run's checkpoints hold of the base */
 static void note_lora_base(const Trainer* tr) {
     if (!tr->mcfg.lora_rank || tr->rank != 0) return;
-    const LoraBase* b = &tr->model.lora_base;
+    const LoraBase* b = &tr->state.lora_base;
     if (!b->path[0])
         printf("note: this LoRA run's base is not on disk by itself (a fresh model without "
                "model.init_from, or resumed from a checkpoint that names no base): each checkpoint "
@@ -167,10 +167,6 @@ static void build_model(Trainer* tr) {
                                "train, and optim.freeze matches them all"
                              : "optim.freeze matches every tensor",
           tr->mcfg.lora_rank ? "the adapters (e.g. \"*lora*\")" : "them");
-    /* the stds of new RePo weights, in restore_or_init or ckpt_weights_load */
-    tr->model.repo_std[0] = rc->model.positions.repo_gate_init_std;
-    tr->model.repo_std[1] = rc->model.positions.repo_content_init_std;
-    tr->model.repo_std[2] = rc->model.positions.repo_final_init_std;
     if (rc->train.eval_tasks) setup_tasks(tr);
     trainer_mc_setup(tr);
 }
@@ -198,12 +194,15 @@ static void restore_or_init(Trainer* tr) {
         ckpt_load(tr->resumed_from, &tr->model, &tr->opt, &tr->state);
         printf("resumed from %s at step %zu\n", tr->resumed_from, tr->state.step);
     } else {
+        const RcPositions* p = &rc->model.positions; /* the stds of new RePo weights, fresh or continued */
+        ModelInit init = {.seed = rc->run.seed,
+                          .repo_std = {p->repo_gate_init_std, p->repo_content_init_std, p->repo_final_init_std}};
         if (rc->model.init_from[0]) {
-            ckpt_weights_load(&tr->model, tr->init_dir, rc->run.seed, true,
-                              tr->mcfg.lora_rank ? &tr->model.lora_base : NULL);
+            ckpt_weights_load(&tr->model, tr->init_dir, &init, true, tr->mcfg.lora_rank ? &tr->state.lora_base : NULL);
         } else {
             double std = trainer_init_std(tr);
-            model_init_weights(&tr->model, rc->run.seed, std);
+            init.std = std;
+            model_init_weights(&tr->model, &init);
             if (rc->model.from_config[0])
                 printf("fresh weights of the architecture in %s: N(0, %g²) truncated at ±3σ, seed %llu\n",
                        rc->model.from_config, std, (unsigned long long)rc->run.seed);
@@ -332,10 +331,10 @@ static void accumulate(Trainer* tr, size_t step, StepSums* s) {
         b->lora_dropout_on = true;
         b->lora_dropout_key = mix_triple(0x6c6f72612d64726full, tr->rc.run.seed, step, k * world + (size_t)tr->rank);
         b->repo_pdrop = s->pdrop;
-        double l = model_forward_train(m, b);
-        if (!isfinite(l)) die_nonfinite(tr, step + 1, "the loss is not finite");
-        s->loss += l / (double)(accum * world);
-        s->loss_z += m->loss_z / (double)(accum * world);
+        Loss l = model_forward_train(m, b);
+        if (!isfinite(l.loss)) die_nonfinite(tr, step + 1, "the loss is not finite");
+        s->loss += l.loss / (double)(accum * world);
+        s->loss_z += l.z / (double)(accum * world);
         model_backward(m, b, 1.0 / (double)(accum * world));
     }
 }

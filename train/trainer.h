@@ -59,13 +59,15 @@ typedef struct {
     size_t *shard_counts, *shard_displs; /* (world) each rank's slice of the gradient arena */
     double comm_s;                       /* seconds in all-reduce / all-gather in the last step */
     bool grads_zeroed;                   /* the last adamw_step zeroed the whole gradient arena (not sharded) */
-    Batch batch;                         /* one micro-batch (B,T), filled by the data source: doc_ids with
-                                    data.document_mask, target_weights with data.synthetic.answer_weight != 1 */
-    char resumed_from[4096];             /* "" when the run started fresh */
-    char init_dir[4096];                 /* the checkpoint model.init_from resolved to */
-    char tok_dir[4096];                  /* whose tokenizer files every checkpoint carries: the resumed checkpoint,
-                                    init_dir, model.from_config's directory; "" = none */
-    double first_loss;                   /* loss of the first step this process ran */
+    /* one micro-batch (B,T), filled by the data source: doc_ids with data.document_mask, target_weights with
+       data.synthetic.answer_weight != 1 */
+    Batch batch;
+    char resumed_from[4096]; /* "" when the run started fresh */
+    char init_dir[4096];     /* the checkpoint model.init_from resolved to */
+    /* whose tokenizer files every checkpoint carries: the resumed checkpoint, init_dir, model.from_config's directory;
+       "" = none */
+    char tok_dir[4096];
+    double first_loss; /* loss of the first step this process ran */
     bool has_first_loss;
     double last_val_loss;
     bool has_val_loss;

@@ -28,8 +28,9 @@ static bool eval_stream(Trainer* tr, size_t k, size_t n, double* total, double* 
         size_t j = j0 + (size_t)tr->rank;
         if (j >= n) continue;
         data_source_val_batch(&tr->data, k, j, &b);
-        *total += model_forward(&tr->model, &b);
-        *total_z += tr->model.loss_z;
+        Loss l = model_forward(&tr->model, &b);
+        *total += l.loss;
+        *total_z += l.z;
     }
     dist_allreduce_sum_double(total, 1);
     if (tr->model.opts.z_loss > 0) dist_allreduce_sum_double(total_z, 1);

@@ -22,13 +22,13 @@ static void stamp(const char* adapter, const char* base) {
     CHECK(peft_read_config(adapter, &cfg), "%s: no adapter_config.json", adapter);
     Model m;
     model_build(&m, &cfg, 1, 1, (const char*[]){"*"}, 1, false);
-    ckpt_weights_load_dirs(&m, base, base, 0, false);
+    ckpt_weights_load_dirs(&m, base, base, NULL, false);
     peft_load(&m, adapter, NULL);
     char abs[PATH_MAX];
     CHECK(realpath(base, abs), "realpath '%s'", base);
-    snprintf(m.lora_base.path, sizeof(m.lora_base.path), "%s", abs);
-    m.lora_base.fingerprint = hf_weights_fingerprint(base);
-    peft_save(&m, adapter, false);
+    LoraBase named = {.fingerprint = hf_weights_fingerprint(base)};
+    snprintf(named.path, sizeof(named.path), "%s", abs);
+    peft_save(&m, adapter, false, &named);
     model_free(&m);
 }
 

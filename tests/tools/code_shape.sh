@@ -4,9 +4,11 @@
 #   long-functions   no function over 60 lines (its signature to its closing brace), except those that
 #                    docs/contributing.md lists under "Functions over 60 lines" with a reason;
 #                    default paths model train hf
-#   many-params      no function over 10 parameters; default every tracked .c file
+#   many-params      no function over 10 parameters (a header's inline ones too); default every tracked .c
+#                    and .h file
 #   family-names     no family name (olmo, llama, qwen, gemma, any case) in the code, comments aside, of
 #                    model/block.c (the default path): the block tests traits, never a family
+# A folder stands for its .c files (and .h files for many-params).
 # ROOT is the repository root, or $CODE_SHAPE_ROOT (tests/test_code_shape.sh plants a tree there).
 # A function is a definition that starts at column 0 and ends at the first "}" at column 0 after it, as
 # .clang-format lays them out.
@@ -25,14 +27,16 @@ family-names) defaults=(model/block.c) ;;
     ;;
 esac
 [ $# -gt 0 ] || set -- "${defaults[@]}"
+ext='\.c$'
+[ "$rule" = many-params ] && ext='\.[ch]$'
 files=()
 for p in "$@"; do
     if [ -f "$p" ]; then files+=("$p")
     elif [ -d "$p" ]; then
         if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-            mapfile -t -O ${#files[@]} files < <(git ls-files -co --exclude-standard -- "$p" | grep '\.c$')
+            mapfile -t -O ${#files[@]} files < <(git ls-files -co --exclude-standard -- "$p" | grep "$ext")
         else
-            mapfile -t -O ${#files[@]} files < <(find "$p" -name '*.c' | sed 's|^\./||' | sort)
+            mapfile -t -O ${#files[@]} files < <(find "$p" -name '*.[ch]' | grep "$ext" | sed 's|^\./||' | sort)
         fi
     else
         echo "code_shape: no such file or folder: $p" >&2
