@@ -116,7 +116,9 @@ static void read_chat(Reader* r, PackedRows* p, const cJSON* messages, const cha
           "tokenizer.json or its directory, with tokenizer_config.json beside it)",
           file, line);
     if (!r->chat.tmpl) {
-        chat_format_load(&r->chat, r->tok_path);
+        chat_format_load(&r->chat, r->tok_path,
+                         "\"messages\" records are rendered with the tokenizer's chat template (or give the data "
+                         "as prompt/completion records)");
         r->spans = mallocCheck(CHAT_MAX_TURNS * sizeof(ChatSpan));
     }
     char* text;
