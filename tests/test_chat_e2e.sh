@@ -6,7 +6,7 @@
 # files, and build/generate --chat on the merged directory (no --tokenizer: it reads the merged directory's)
 # answers each conversation with the trained reply and stops at <|im_end|>, which it finds from the
 # template, not from a list: by options, from standard input and from a JSONL file of messages records.
-# Refused,
+# build/tokenize --show-records prints the records as training sees them, the loss tokens in [[ ]]. Refused,
 # naming the file (and line): a --messages line that is not a messages record or not JSON, a checkpoint whose
 # tokenizer_config.json is missing or has no chat_template.
 . "$(dirname "$0")/testlib.sh" chat_e2e
@@ -44,6 +44,24 @@ build/train "$T/lora.json" >"$T/lora.log" 2>&1 || { bad "LoRA run: $(tail -3 "$T
 grep -q "3 records (0 prompt/completion, 0 text, 3 chat" "$T/lora.log" && ok "a LoRA run on 3 messages records" ||
     bad "LoRA run: $(grep -m1 records "$T/lora.log")"
 L=$T/lora/step_0000020
+
+echo "build/tokenize --show-records"
+build/tokenize --tokenizer "$tok" --show-records "$T/chat.jsonl" >"$T/sr.out" 2>"$T/sr.err"
+rc=$?
+printf '%s\n' '== record 1: 38 tokens, 6 carry loss' '<|im_start|>system' 'You help.<|im_end|>' '<|im_start|>user' \
+    'capital of France?<|im_end|>' '<|im_start|>assistant' '[[Paris.<|im_end|>' ']]' >"$T/sr.want"
+[ $rc -eq 0 ] && cmp -s <(head -8 "$T/sr.out") "$T/sr.want" && [ "$(grep -c '^== record' "$T/sr.out")" -eq 3 ] &&
+    grep -q "3 records (0 prompt/completion, 0 text, 3 chat, 0 pre-tokenized): 131 tokens, 20 carry loss" "$T/sr.err" &&
+    ok "each record's text, the assistant turns with their <|im_end|> in [[ ]]" ||
+    bad "--show-records: exit $rc: $(head -12 "$T/sr.out") $(cat "$T/sr.err")"
+printf '%s\n' '{"prompt": "Q: 2+2?", "completion": " 4"}' >"$T/pc.jsonl"
+build/tokenize --tokenizer "$tok" --show-records "$T/pc.jsonl" >"$T/sr.out" 2>&1
+[ "$(sed -n 2p "$T/sr.out")" = "Q: 2+2?[[ 4<|endoftext|>]]" ] && ok "a prompt/completion record: the completion and EOS" ||
+    bad "prompt/completion: $(cat "$T/sr.out")"
+printf '%s\n' "$(head -1 "$T/chat.jsonl")" '{"messages": 3}' >"$T/bad_sr.jsonl"
+build/tokenize --tokenizer "$tok" --show-records "$T/bad_sr.jsonl" >"$T/sr.out" 2>&1 && bad "a bad record: accepted" ||
+    { grep -qF 'bad_sr.jsonl:2: "messages" must be a non-empty list' "$T/sr.out" && ok "a bad record: file and line named" ||
+      bad "bad record: $(cat "$T/sr.out")"; }
 
 echo "merge"
 build/merge "$L" "$L" "$T/merged" >"$T/merge.log" 2>&1 || { bad "merge: $(cat "$T/merge.log")"; exit 1; }
