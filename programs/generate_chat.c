@@ -32,7 +32,7 @@ struct GenChat {
     TokEncoder enc;
     int32_t* cached; /* the tokens in the generator's cache, in order */
     size_t n_cached, cap_cached;
-    size_t n_prompt, n_new, n_replies, n_stopped; /* statistics */
+    size_t n_prompt, n_run, n_new, n_replies, n_stopped; /* statistics: n_run of the n_prompt tokens prefilled */
     double t_prefill, t_gen;
 };
 typedef struct GenChat Chat;
@@ -133,6 +133,7 @@ static const real* prefill(Chat* c, const int32_t* ids, size_t n) {
         same = 0;
     }
     c->n_cached = same;
+    c->n_run += n - same;
     for (size_t i = same; i < n; i++) push_id(c, ids[i]);
     return gen_prefill(&c->g, ids + same, n - same);
 }
@@ -289,9 +290,9 @@ void gen_chat_run(GenChat* c, const Model* m, GenSampler* s) {
         interactive(c, list);
     }
     fprintf(stderr,
-            "generate: %zu repl%s: %zu prompt tokens in %.2f s; %zu new tokens in %.2f s: %.1f tok/s; %zu stopped "
-            "at an end-of-turn token, %zu at --max-new-tokens\n",
-            c->n_replies, c->n_replies == 1 ? "y" : "ies", c->n_prompt, c->t_prefill, c->n_new, c->t_gen,
+            "generate: %zu repl%s: %zu prompt tokens (%zu run, the rest kept in the cache) in %.2f s; %zu new "
+            "tokens in %.2f s: %.1f tok/s; %zu stopped at an end-of-turn token, %zu at --max-new-tokens\n",
+            c->n_replies, c->n_replies == 1 ? "y" : "ies", c->n_prompt, c->n_run, c->t_prefill, c->n_new, c->t_gen,
             c->t_gen > 0 ? (double)c->n_new / c->t_gen : 0.0, c->n_stopped, c->n_replies - c->n_stopped);
     cJSON_Delete(list);
     free(c->cached);

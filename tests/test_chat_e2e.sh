@@ -91,6 +91,10 @@ printf 'two plus two?\n\ncapital of France?\n' | $G >"$T/g.out" 2>"$T/g.err"
 [ "$(tr '\n' '|' <"$T/g.out")" = "four|Paris.|" ] && grep -q "2 replies" "$T/g.err" &&
     ok "standard input, a user turn a line: two replies, the second after the first turn" ||
     bad "stdin: '$(cat "$T/g.out")' $(tail -2 "$T/g.err")"
+read -r all run < <(sed -nE 's/.*replies: ([0-9]+) prompt tokens \(([0-9]+) run.*/\1 \2/p' "$T/g.err")
+[ "${run:-0}" -gt 0 ] && [ "${run:-0}" -lt "${all:-0}" ] &&
+    ok "the second turn's rendering reuses the cached tokens it starts with: $run of $all prompt tokens run" ||
+    bad "cache reuse: $(grep replies "$T/g.err")"
 $G --messages "$T/chat.jsonl" >"$T/g.jsonl" 2>"$T/g.err"
 rc=$?
 want='{"messages":[{"role":"user","content":"two plus two?"},{"role":"assistant","content":"four"}]}'
