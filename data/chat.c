@@ -50,7 +50,7 @@ char* chat_special_token(const cJSON* c, const char* key) {
     return strdup(cJSON_IsString(v) ? v->valuestring : "");
 }
 
-void chat_format_load(ChatFormat* f, const char* tokenizer_path) {
+void chat_format_load(ChatFormat* f, const char* tokenizer_path, const char* use) {
     memset(f, 0, sizeof(*f));
     char dir[4096];
     if (is_dir(tokenizer_path)) snprintf(dir, sizeof(dir), "%s", tokenizer_path);
@@ -59,16 +59,13 @@ void chat_format_load(ChatFormat* f, const char* tokenizer_path) {
     CHECK(w > 0 && (size_t)w < sizeof(f->config_path), "%s: the path is too long", dir);
     char err[1024];
     char* src = chat_template_from_config(f->config_path, err, sizeof(err));
-    CHECK(src,
-          "%s: %s; \"messages\" records are rendered with the tokenizer's chat template (or give the data "
-          "as prompt/completion records)",
-          f->config_path, err);
+    CHECK(src, "%s: %s; %s", f->config_path, err, use);
     f->tmpl = chat_template_parse(src, err, sizeof(err));
     free(src);
     CHECK(f->tmpl,
           "%s: chat_template, %s: repoc renders a template exactly or not at all (docs/finetune.md, "
-          "\"Chat data\", lists what it renders); give the data as prompt/completion records instead",
-          f->config_path, err);
+          "\"Chat data\", lists what it renders); %s",
+          f->config_path, err, use);
     size_t n;
     char* text = file_read_all(f->config_path, &n);
     cJSON* c = cJSON_ParseWithLength(text, n);
@@ -85,8 +82,7 @@ void chat_format_free(ChatFormat* f) {
     memset(f, 0, sizeof(*f));
 }
 
-/* render messages[0..n) with add_generation_prompt gen; NULL and err on failure */
-static char* render_prefix(const ChatFormat* f, const cJSON* messages, size_t n, bool gen, size_t* len, char* err,
+char* chat_render_messages(const ChatFormat* f, const cJSON* messages, size_t n, bool gen, size_t* len, char* err,
                            size_t err_len) {
     cJSON* ctx = cJSON_CreateObject();
     cJSON* list = cJSON_AddArrayToObject(ctx, "messages");
@@ -102,25 +98,63 @@ static char* render_prefix(const ChatFormat* f, const cJSON* messages, size_t n,
 
 static bool starts_with(const char* s, size_t n, const char* p, size_t m) { return m <= n && !memcmp(s, p, m); }
 
-bool chat_render_record(const ChatFormat* f, const cJSON* messages, char** text, size_t* len, ChatSpan* spans,
-                        size_t max_spans, size_t* n_spans, char* err, size_t err_len) {
-    *text = NULL, *n_spans = 0;
+bool chat_check_messages(const cJSON* messages, size_t* n, char* err, size_t err_len) {
+    *n = 0;
     if (!cJSON_IsArray(messages) || !messages->child) {
         snprintf(err, err_len, "\"messages\" must be a non-empty list of {\"role\", \"content\"} objects");
         return false;
     }
-    size_t n = 0;
     const cJSON* m;
     cJSON_ArrayForEach(m, messages) {
         const cJSON* role = cJSON_GetObjectItemCaseSensitive(m, "role");
         if (!cJSON_IsObject(m) || !cJSON_IsString(role) || !cJSON_GetObjectItemCaseSensitive(m, "content")) {
-            snprintf(err, err_len, "messages[%zu] must be an object with a string \"role\" and a \"content\"", n);
+            snprintf(err, err_len, "messages[%zu] must be an object with a string \"role\" and a \"content\"", *n);
             return false;
         }
-        n++;
+        (*n)++;
     }
+    return true;
+}
+
+/* the content of the probe's assistant turn: plain text no template changes */
+#define CHAT_PROBE "Hello there."
+
+char* chat_turn_end(const ChatFormat* f, char* err, size_t err_len) {
+    cJSON* msgs = cJSON_CreateArray();
+    cJSON* u = cJSON_CreateObject();
+    cJSON_AddStringToObject(u, "role", "user");
+    cJSON_AddStringToObject(u, "content", "Hi.");
+    cJSON_AddItemToArray(msgs, u);
+    cJSON* a = cJSON_CreateObject();
+    cJSON_AddStringToObject(a, "role", "assistant");
+    cJSON_AddStringToObject(a, "content", CHAT_PROBE);
+    cJSON_AddItemToArray(msgs, a);
+    size_t p_len = 0, w_len = 0;
+    char* prompt = chat_render_messages(f, msgs, 1, true, &p_len, err, err_len);
+    char* whole = prompt ? chat_render_messages(f, msgs, 2, false, &w_len, err, err_len) : NULL;
+    cJSON_Delete(msgs);
+    char* out = NULL;
+    if (whole) {
+        size_t from = p_len <= w_len && !memcmp(prompt, whole, p_len) ? p_len : 0; /* after the generation prompt */
+        const char* at = strstr(whole + from, CHAT_PROBE);
+        if (at) out = strdup(at + strlen(CHAT_PROBE));
+        else
+            snprintf(err, err_len,
+                     "the rendering of a conversation [user, assistant] does not hold the assistant's text");
+    }
+    free(prompt);
+    free(whole);
+    return out;
+}
+
+bool chat_render_record(const ChatFormat* f, const cJSON* messages, char** text, size_t* len, ChatSpan* spans,
+                        size_t max_spans, size_t* n_spans, char* err, size_t err_len) {
+    *text = NULL, *n_spans = 0;
+    size_t n = 0;
+    if (!chat_check_messages(messages, &n, err, err_len)) return false;
+    const cJSON* m;
     char sub[768];
-    *text = render_prefix(f, messages, n, false, len, sub, sizeof(sub));
+    *text = chat_render_messages(f, messages, n, false, len, sub, sizeof(sub));
     if (!*text) {
         snprintf(err, err_len, "%s: chat_template: %s", f->config_path, sub);
         return false;
@@ -133,8 +167,8 @@ bool chat_render_record(const ChatFormat* f, const cJSON* messages, char** text,
             continue;
         }
         size_t a_len, b_len;
-        char* a = render_prefix(f, messages, i, true, &a_len, sub, sizeof(sub));
-        char* b = a ? render_prefix(f, messages, i + 1, false, &b_len, sub, sizeof(sub)) : NULL;
+        char* a = chat_render_messages(f, messages, i, true, &a_len, sub, sizeof(sub));
+        char* b = a ? chat_render_messages(f, messages, i + 1, false, &b_len, sub, sizeof(sub)) : NULL;
         bool ok = a && b && starts_with(*text, *len, a, a_len) && starts_with(*text, *len, b, b_len) &&
                   a_len <= b_len && a_len >= last_end;
         if (!ok && a && b)

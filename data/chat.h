@@ -34,9 +34,25 @@ typedef struct {
 
 /* The chat format of the tokenizer at tokenizer_path (a tokenizer.json or its directory): the
    tokenizer_config.json beside it. Dies naming the file when it has no chat_template or one repoc cannot
-   render (template/chat_template.h says what it can). */
-void chat_format_load(ChatFormat* f, const char* tokenizer_path);
+   render (template/chat_template.h says what it can), with `use` (what the template is needed for, and the
+   way around it) at the end of the message. */
+void chat_format_load(ChatFormat* f, const char* tokenizer_path, const char* use);
 void chat_format_free(ChatFormat* f);
+
+/* True when messages is a non-empty list of objects, each with a string "role" and a "content"; their count in
+   *n. False with err naming the first that is not. */
+bool chat_check_messages(const cJSON* messages, size_t* n, char* err, size_t err_len);
+
+/* messages[0..n) (a checked list) rendered with add_generation_prompt gen, bos_token and eos_token: malloc'd text
+   of *len bytes, or NULL with the template's refusal in err */
+char* chat_render_messages(const ChatFormat* f, const cJSON* messages, size_t n, bool gen, size_t* len, char* err,
+                           size_t err_len);
+
+/* What the template writes right after an assistant turn's text ("<|im_end|>\n" for ChatML, "<end_of_turn>\n" for
+   Gemma, "<|eot_id|>" for Llama-3): the rendering of a probe conversation [user, assistant] after the assistant's
+   content (found after the generation prompt). malloc'd; NULL with err when the template refuses the probe or
+   does not write the content verbatim. */
+char* chat_turn_end(const ChatFormat* f, char* err, size_t err_len);
 
 typedef struct {
     size_t begin, end; /* bytes [begin, end) of the rendered text */

