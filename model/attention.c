@@ -55,6 +55,13 @@ typedef struct {
     const int32_t* st;
 } Tile;
 
+/* the tile of key block j0 against query block [t0, t0 + nq): its keys run to the block's end or the block's
+   last query, whichever comes first (no query of the block sees a later key) */
+ATT_INLINE Tile tile_at(size_t t0, size_t nq, size_t j0, size_t hd, const int32_t* st) {
+    size_t end = t0 + nq, nk = j0 + ATT_BK < end ? ATT_BK : end - j0;
+    return (Tile){t0, nq, j0, nk, hd, (ptrdiff_t)j0 - (ptrdiff_t)t0, st};
+}
+
 /* the queries of block [t0, t0 + nq) that come before key `key` (causally hidden from it): the first `after` */
 ATT_INLINE size_t queries_before(size_t key, size_t t0, size_t nq) {
     return key <= t0 ? 0 : (key - t0 < nq ? key - t0 : nq);
@@ -168,8 +175,7 @@ static void forward_block(real* out, real* lse, const AttnIn* a, size_t b, size_
     const int32_t* st = a->docs ? a->docs->start + b * T + t0 : NULL;
     size_t jfirst = st ? (size_t)st[0] / ATT_BK * ATT_BK : 0; /* blocks before it: other documents */
     for (size_t j0 = jfirst; j0 < t1; j0 += ATT_BK) {
-        size_t nk = j0 + ATT_BK < t1 ? ATT_BK : t1 - j0;
-        Tile t = {t0, nq, j0, nk, hd, (ptrdiff_t)j0 - (ptrdiff_t)t0, st};
+        Tile t = tile_at(t0, nq, j0, hd, st);
         tile_scores(w.St, kb + j0 * ks, ks, w.qT, t); /* S^T = K (scale Q)^T */
         hide_keys(w.St, t);
         softmax_online(&w, t);                                       /* St: P^T */
@@ -286,18 +292,19 @@ static size_t query_block_setup(BwdTask* w, BwdRows* r, const AttnGrads* gr, con
    group's heads in order, and for each over the query blocks that see it in order, the first (the first
    head's diagonal tile, which no earlier tile reaches) written. Nothing is cleared first. */
 
-/* backward for query rows [t0, ..) of head h in batch row b, against every key block they see: dQ, dK and dV.
-   Like the forward it works on S^T (keys × queries) with the query block transposed once. */
-static void backward_query_block(BwdTask* w, const AttnGrads* gr, const AttnIn* a, size_t b, size_t h, size_t t0) {
+/* backward for query rows [t0, ..) of head h in batch row b, against every key block they see: dQ, and with
+   dkv dK and dV. Like the forward it works on S^T (keys × queries) with the query block transposed once. */
+static void backward_query_block(BwdTask* w, const AttnGrads* gr, const AttnIn* a, size_t b, size_t h, size_t t0,
+                                 bool dkv) {
     BwdRows r;
     size_t nq, group = a->H / a->KVH, g = h / group;
     const int32_t* st;
     size_t jfirst = query_block_setup(w, &r, gr, a, b, h, t0, &nq, &st);
     for (size_t j0 = jfirst; j0 < t0 + nq; j0 += ATT_BK) {
-        Tile t = {t0, nq, j0, j0 + ATT_BK < t0 + nq ? ATT_BK : t0 + nq - j0, a->hd, (ptrdiff_t)j0 - (ptrdiff_t)t0, st};
+        Tile t = tile_at(t0, nq, j0, a->hd, st);
         tile_probs(w, &r, t);
         tile_dq(w, &r, t, j0 != jfirst);
-        tile_dkv(w, &r, t, !(h == g * group && j0 == t0));
+        if (dkv) tile_dkv(w, &r, t, !(h == g * group && j0 == t0));
     }
 }
 
@@ -306,12 +313,12 @@ static void backward_group(const AttnGrads* gr, const AttnIn* a, size_t b, size_
     size_t group = a->H / a->KVH;
     BwdTask w;
     for (size_t h = g * group; h < (g + 1) * group; h++)
-        for (size_t t0 = 0; t0 < a->T; t0 += ATT_BQ) backward_query_block(&w, gr, a, b, h, t0);
+        for (size_t t0 = 0; t0 < a->T; t0 += ATT_BQ) backward_query_block(&w, gr, a, b, h, t0, true);
 }
 
 /* Split in two, for more tasks than (batch, kv head) pairs: dK and dV of key block j0 of kv head g (every
-   query block of the group's heads that sees it), then, apart, dQ of one query block. Each tile's P and dS are
-   computed in both (seven products instead of five). */
+   query block of the group's heads that sees it), then, apart, dQ of one query block (backward_query_block
+   without dkv). Each tile's P and dS are computed in both (seven products instead of five). */
 static void backward_key_block(const AttnGrads* gr, const AttnIn* a, size_t b, size_t g, size_t j0) {
     size_t group = a->H / a->KVH;
     BwdTask w;
@@ -323,24 +330,10 @@ static void backward_key_block(const AttnGrads* gr, const AttnIn* a, size_t b, s
             if (a->docs && (size_t)a->docs->start[b * a->T + t0] / ATT_BK * ATT_BK > j0)
                 continue; /* this query block sees no key of block j0 (nor do later ones) */
             query_block_setup(&w, &r, gr, a, b, h, t0, &nq, &st);
-            Tile t = {t0, nq, j0, j0 + ATT_BK < t0 + nq ? ATT_BK : t0 + nq - j0, a->hd, (ptrdiff_t)j0 - (ptrdiff_t)t0,
-                      st};
+            Tile t = tile_at(t0, nq, j0, a->hd, st);
             tile_probs(&w, &r, t);
             tile_dkv(&w, &r, t, !(h == g * group && j0 == t0));
         }
-}
-
-static void backward_query_dq(const AttnGrads* gr, const AttnIn* a, size_t b, size_t h, size_t t0) {
-    BwdTask w;
-    BwdRows r;
-    size_t nq;
-    const int32_t* st;
-    size_t jfirst = query_block_setup(&w, &r, gr, a, b, h, t0, &nq, &st);
-    for (size_t j0 = jfirst; j0 < t0 + nq; j0 += ATT_BK) {
-        Tile t = {t0, nq, j0, j0 + ATT_BK < t0 + nq ? ATT_BK : t0 + nq - j0, a->hd, (ptrdiff_t)j0 - (ptrdiff_t)t0, st};
-        tile_probs(&w, &r, t);
-        tile_dq(&w, &r, t, j0 != jfirst);
-    }
 }
 
 void attention_backward_by(real* dq, real* dk, real* dv, const real* dout, const real* out, const real* lse,
@@ -362,15 +355,18 @@ void attention_backward_by(real* dq, real* dk, real* dv, const real* dout, const
 #pragma omp parallel for collapse(3) schedule(dynamic, 1)
     for (size_t b = 0; b < B; b++)
         for (size_t h = 0; h < H; h++)
-            for (size_t qb = 0; qb < nb; qb++) backward_query_dq(&gr, &a, b, h, qb * ATT_BQ);
+            for (size_t qb = 0; qb < nb; qb++) {
+                BwdTask w;
+                backward_query_block(&w, &gr, &a, b, h, qb * ATT_BQ, false);
+            }
 }
 
 void attention_backward(real* dq, real* dk, real* dv, const real* dout, const real* out, const real* lse, const real* q,
                         const real* k, const real* v, const AttnShape* s) {
     /* one task per (batch, kv head) leaves threads idle when there are fewer pairs than threads (the 1B shape at
        batch 1 has 16); the split spreads over every thread but does about 1.5x the work (seven products for
-       five, and each query block set up once per key block: docs/performance.md, "Attention backward past
-       the kv heads"), so it runs when the pairs are fewer than 2/3 of the threads. The same bits either way. */
+       five, and each query block set up once per key block: docs/threads.md), so it runs when the pairs are
+       fewer than 2/3 of the threads. The same bits either way. */
     bool by_blocks = s->B * s->KVH * 3 < 2 * threads_max();
     attention_backward_by(dq, dk, dv, dout, out, lse, (AttnIn3){q, k, v}, s, by_blocks);
 }
