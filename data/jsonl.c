@@ -8,27 +8,12 @@
 #include "common/check.h"
 #include "common/fileio.h"
 #include "common/hash.h"
+#include "common/ints.h"
 #include "common/rng.h"
 #include "data/chat.h"
 #include "tokenizer/tokenizer.h"
 
 #define JSONL_SHUFFLE_DOMAIN 0x6a736f6e6c726f77ull /* "jsonlrow" */
-
-/* a growing int32 array */
-typedef struct {
-    int32_t* v;
-    size_t n, cap;
-} Ints;
-static void ints_push(Ints* a, int32_t x) {
-    if (a->n == a->cap) {
-        a->cap = a->cap ? 2 * a->cap : 4096;
-        int32_t* g = mallocCheck(a->cap * sizeof(int32_t));
-        if (a->n) memcpy(g, a->v, a->n * sizeof(int32_t));
-        free(a->v);
-        a->v = g;
-    }
-    a->v[a->n++] = x;
-}
 
 /* The packer: rows of T (token, target, doc id) filled in order. */
 typedef struct {

@@ -11,6 +11,7 @@
 #include "common/check.h"
 #include "common/clock.h"
 #include "common/fileio.h"
+#include "common/ints.h"
 #include "data/chat.h"
 #include "data/json_nul.h"
 #include "programs/cli.h"
@@ -30,23 +31,11 @@ struct GenChat {
     Generator g;
     bool built;
     TokEncoder enc;
-    int32_t* cached; /* the tokens in the generator's cache, in order */
-    size_t n_cached, cap_cached;
+    Ints cached;                                         /* the tokens in the generator's cache, in order */
     size_t n_prompt, n_run, n_new, n_replies, n_stopped; /* statistics: n_run of the n_prompt tokens prefilled */
     double t_prefill, t_gen;
 };
 typedef struct GenChat Chat;
-
-static void push_id(Chat* c, int32_t id) {
-    if (c->n_cached == c->cap_cached) {
-        c->cap_cached = c->cap_cached ? 2 * c->cap_cached : 1024;
-        int32_t* g = mallocCheck(c->cap_cached * sizeof(int32_t));
-        if (c->n_cached) memcpy(g, c->cached, c->n_cached * sizeof(int32_t));
-        free(c->cached);
-        c->cached = g;
-    }
-    c->cached[c->n_cached++] = id;
-}
 
 static void add_stop(Chat* c, int32_t id, const char* why) {
     if (id < 0 || (size_t)id >= c->cfg->V) return;
@@ -120,21 +109,21 @@ static void make_room(Chat* c, size_t need) {
     gen_build(&c->g, c->m, first, first < 512 ? first : 512);
     gen_allow_growth(&c->g, 2 * need);
     c->built = true;
-    c->n_cached = 0;
+    c->cached.n = 0;
 }
 
 /* prefill the ids of a rendering: the cached tokens it starts with are kept (gen_rewind), the rest run */
 static const real* prefill(Chat* c, const int32_t* ids, size_t n) {
     make_room(c, n + c->max_new);
     size_t same = 0;
-    while (same < c->n_cached && same + 1 < n && c->cached[same] == ids[same]) same++;
+    while (same < c->cached.n && same + 1 < n && c->cached.v[same] == ids[same]) same++;
     if (!same || !gen_rewind(&c->g, same)) {
         gen_reset(&c->g);
         same = 0;
     }
-    c->n_cached = same;
+    c->cached.n = same;
     c->n_run += n - same;
-    for (size_t i = same; i < n; i++) push_id(c, ids[i]);
+    for (size_t i = same; i < n; i++) ints_push(&c->cached, ids[i]);
     return gen_prefill(&c->g, ids + same, n - same);
 }
 
@@ -168,7 +157,7 @@ static char* reply(Chat* c, const cJSON* messages, size_t n, FILE* out, const ch
         }
         if (n_new < c->max_new) {
             logits = gen_step(&c->g, id);
-            push_id(c, id);
+            ints_push(&c->cached, id);
         }
     }
     c->t_prefill += t1 - t0;
@@ -295,7 +284,7 @@ void gen_chat_run(GenChat* c, const Model* m, GenSampler* s) {
             c->n_replies, c->n_replies == 1 ? "y" : "ies", c->n_prompt, c->n_run, c->t_prefill, c->n_new, c->t_gen,
             c->t_gen > 0 ? (double)c->n_new / c->t_gen : 0.0, c->n_stopped, c->n_replies - c->n_stopped);
     cJSON_Delete(list);
-    free(c->cached);
+    free(c->cached.v);
     if (c->built) gen_free(&c->g);
     tok_encoder_free(&c->enc);
     chat_format_free(&c->fmt);
