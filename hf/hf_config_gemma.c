@@ -1,4 +1,4 @@
-/* Gemma-3 text's config.json keys (docs/interop.md, "Gemma-3"; transformers' Gemma3TextConfig): which layers
+/* Gemma-3 text's config.json keys (docs/interop.md, "Block families"; transformers' Gemma3TextConfig): which layers
    slide, the window, the attention scale, the local RoPE base and the MLP's activation. What repoc does not
    compute (softcapping, bidirectional attention, another activation) is refused, naming the key. */
 #include "hf/hf_config_gemma.h"

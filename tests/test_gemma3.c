@@ -1,4 +1,4 @@
-/* The Gemma-3 text family (docs/interop.md, "Gemma-3"): what config.json sets (Gemma3TextConfig's defaults,
+/* The Gemma-3 text family (docs/interop.md, "Block families"): what config.json sets (Gemma3TextConfig's defaults,
    layer_types or the sliding-window pattern, the window, query_pre_attn_scalar, rope_local_base_freq, linear
    rope_scaling, tied embeddings, pad_token_id as padding_idx) and what it refuses (softcapping, another
    activation, bidirectional attention, the image-text model, RePo on a sliding layer), the config written

@@ -1,4 +1,4 @@
-/* The Qwen2 and Qwen3 families (docs/interop.md, "Qwen2 and Qwen3"): what config.json sets (biases,
+/* The Qwen2 and Qwen3 families (docs/interop.md, "Block families"): what config.json sets (biases,
    head_dim and Qwen3Config's default of 128, pad_token_id as padding_idx) and what it refuses
    (use_sliding_window true), the config written back, the tensor list (biases after their weights,
    Qwen3's [hd] q/k norms), the optimizer's bias group, the initial weights (zero biases and pad row) and the
