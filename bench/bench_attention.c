@@ -1,7 +1,7 @@
 /* build/bench/bench_attention: causal attention forward + backward against the
    sgemm rate of the same process (docs/performance.md, "Attention kernel").
      bench_attention [--T 256,1024] [--hd 32,64,128] [--B N] [--H N] [--KVH N]
-                     [--reps N] [--threads N] [--sgemm N] [--window W] [--cpu] [--json] [--backward-ways]
+                     [--reps N] [--threads N] [--sgemm N] [--window W] [--cpu] [--json] [--backward-ways] [--bf16]
    For each (T, hd): the sgemm rate on N×N (best of 5), then one warm-up call
    pair of attention and the median of --reps pairs, so each ratio compares two
    rates measured at the same moment. --cpu times with the process's CPU time
@@ -13,6 +13,8 @@
    right after the causal one, and prints the causal / windowed time ratio.
    --backward-ways times the backward alone both ways (one task per (batch, kv head), and split by key and
    query block: model/attention.c), alternated, the median of each and their ratio, instead of the above.
+   --bf16 also times each shape with BF16 operands (AttnShape.bf16), the two alternated pair by pair, and prints
+   the f32 / bf16 time ratio.
    Defaults: B 2, H = KVH = 8, reps 5, sgemm 1024 (0 = off). */
 #include <stdbool.h>
 #include <stdio.h>
@@ -31,7 +33,7 @@ typedef struct {
     size_t T[MAX_LIST], hd[MAX_LIST], nT, nhd, B, H, KVH;
     int reps, threads, sgemm_n;
     size_t window;
-    bool json, cpu, ways;
+    bool json, cpu, ways, bf16;
 } Opts;
 
 static bool use_cpu_time;
@@ -48,8 +50,14 @@ static int cmp_double(const void* a, const void* b) {
     return (x > y) - (x < y);
 }
 
-/* median milliseconds of one forward + backward pair, after a warm-up pair; window > 0: sliding */
-static double time_attention(const Opts* o, size_t T, size_t hd, size_t window) {
+static double median(double* x, int n) {
+    qsort(x, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+/* median milliseconds of one forward + backward pair, after a warm-up pair; window > 0: sliding. With
+   --bf16, ms[1] that of BF16 operands, the two alternated pair by pair. */
+static void time_attention(const Opts* o, size_t T, size_t hd, size_t window, double ms[2]) {
     AttBench a = att_bench_init(o->B, T, o->H, o->KVH, hd);
     int32_t* start = NULL;
     DocSpans spans;
@@ -59,14 +67,20 @@ static double time_attention(const Opts* o, size_t T, size_t hd, size_t window) 
         spans = (DocSpans){start};
         a.docs = &spans;
     }
-    double ms[64];
-    int reps = o->reps < 64 ? o->reps : 64;
-    att_bench_pair(&a, seconds);
-    for (int r = 0; r < reps; r++) ms[r] = att_bench_pair(&a, seconds) * 1e3;
+    double t[2][64];
+    int reps = o->reps < 64 ? o->reps : 64, modes = o->bf16 ? 2 : 1;
+    for (int m = 0; m < modes; m++) { /* warm-up */
+        a.bf16 = m == 1;
+        att_bench_pair(&a, seconds);
+    }
+    for (int r = 0; r < reps; r++)
+        for (int m = 0; m < modes; m++) {
+            a.bf16 = m == 1;
+            t[m][r] = att_bench_pair(&a, seconds) * 1e3;
+        }
     att_bench_free(&a);
     free(start);
-    qsort(ms, (size_t)reps, sizeof(double), cmp_double);
-    return reps % 2 ? ms[reps / 2] : 0.5 * (ms[reps / 2 - 1] + ms[reps / 2]);
+    for (int m = 0; m < modes; m++) ms[m] = median(t[m], reps);
 }
 
 /* the backward's two ways, alternated reps times: median milliseconds of each */
@@ -78,10 +92,7 @@ static void time_backward_ways(const Opts* o, size_t T, size_t hd, double ms[2])
     for (int r = 0; r < reps; r++)
         for (int w = 0; w < 2; w++) t[w][r] = att_bench_backward(&a, seconds, w == 1) * 1e3;
     att_bench_free(&a);
-    for (int w = 0; w < 2; w++) {
-        qsort(t[w], (size_t)reps, sizeof(double), cmp_double);
-        ms[w] = reps % 2 ? t[w][reps / 2] : 0.5 * (t[w][reps / 2 - 1] + t[w][reps / 2]);
-    }
+    for (int w = 0; w < 2; w++) ms[w] = median(t[w], reps);
 }
 
 static void run_backward_ways(const Opts* o) {
@@ -99,7 +110,7 @@ static void run_backward_ways(const Opts* o) {
 static void usage(void) {
     fprintf(stderr, "usage: bench_attention [--T 256,1024] [--hd 32,64,128] [--B N] [--H N] [--KVH N]\n"
                     "                       [--reps N] [--threads N] [--sgemm N] [--window W] [--cpu] [--json]\n"
-                    "                       [--backward-ways]\n");
+                    "                       [--backward-ways] [--bf16]\n");
     exit(2);
 }
 
@@ -143,6 +154,10 @@ int main(int argc, char** argv) {
             o.cpu = use_cpu_time = true;
             continue;
         }
+        if (!strcmp(a, "--bf16")) {
+            o.bf16 = true;
+            continue;
+        }
         if (!strcmp(a, "--backward-ways")) {
             o.ways = true;
             continue;
@@ -172,25 +187,29 @@ int main(int argc, char** argv) {
         printf("%s time; sgemm on %d x %d before each case\n%6s %4s %10s %10s %10s %10s %8s", o.cpu ? "CPU" : "wall",
                o.sgemm_n, o.sgemm_n, "T", "hd", "ms", "us/token", "GFLOP/s", "sgemm", "of sgemm");
         if (o.window) printf(" %12s %14s", "window ms", "causal/window");
+        if (o.bf16) printf(" %10s %10s", "bf16 ms", "f32/bf16");
         printf("\n");
     }
     for (size_t i = 0; i < o.nT; i++)
         for (size_t j = 0; j < o.nhd; j++) {
             size_t T = o.T[i], hd = o.hd[j];
             double sg_ms, sg = o.sgemm_n > 0 ? sgemm_rate(o.sgemm_n, seconds, &sg_ms) : 0;
-            double ms = time_attention(&o, T, hd, 0);
-            double wms = o.window ? time_attention(&o, T, hd, o.window) : 0;
+            double ms2[2] = {0, 0}, wms2[2] = {0, 0};
+            time_attention(&o, T, hd, 0, ms2);
+            if (o.window) time_attention(&o, T, hd, o.window, wms2);
+            double ms = ms2[0], wms = wms2[0];
             double flops = 3 * 2.0 * o.B * o.H * (double)T * T * hd, gf = flops / ms * 1e-6;
             double us_tok = ms * 1e3 / (double)(o.B * T), frac = sg > 0 ? gf / sg : 0;
             if (o.json)
                 printf("{\"T\": %zu, \"hd\": %zu, \"B\": %zu, \"H\": %zu, \"KVH\": %zu, \"threads\": %d, \"ms\": %.3f, "
                        "\"us_per_token\": %.3f, \"gflops\": %.2f, \"sgemm_gflops\": %.2f, \"of_sgemm\": %.4f, "
-                       "\"window\": %zu, \"window_ms\": %.3f, \"time\": \"%s\"}\n",
-                       T, hd, o.B, o.H, o.KVH, threads, ms, us_tok, gf, sg, frac, o.window, wms,
+                       "\"window\": %zu, \"window_ms\": %.3f, \"bf16_ms\": %.3f, \"time\": \"%s\"}\n",
+                       T, hd, o.B, o.H, o.KVH, threads, ms, us_tok, gf, sg, frac, o.window, wms, ms2[1],
                        o.cpu ? "cpu" : "wall");
             else {
                 printf("%6zu %4zu %10.2f %10.2f %10.1f %10.1f %7.1f%%", T, hd, ms, us_tok, gf, sg, 100 * frac);
                 if (o.window) printf(" %12.2f %13.2fx", wms, ms / wms);
+                if (o.bf16) printf(" %10.2f %9.2fx", ms2[1], ms / ms2[1]);
                 printf("\n");
             }
         }

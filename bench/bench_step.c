@@ -70,9 +70,11 @@ static void bench_sgemm(int n, int threads, bool json) {
 }
 
 /* milliseconds of attention forward + backward for all L layers (one call pair
-   per layer) on random q, k, v of the model's shapes, after one warm-up pair */
-static double bench_attention(const ModelConfig* c, size_t B, size_t T) {
+   per layer) on random q, k, v of the model's shapes, after one warm-up pair; with BF16 operands where the
+   step's attention takes them (bf16: --compute bf16, and attention_bf16_pays) */
+static double bench_attention(const ModelConfig* c, size_t B, size_t T, bool bf16) {
     AttBench a = att_bench_init(B, T, c->H, c->KVH, cfg_hd(c));
+    a.bf16 = bf16 && attention_bf16_pays();
     double t = 0;
     att_bench_pair(&a, now_s);
     for (size_t l = 0; l < c->L; l++) t += att_bench_pair(&a, now_s);
@@ -323,7 +325,7 @@ int main(int argc, char** argv) {
     double gemm_gflop = 0, gemm_ms = o.gemms ? bench_gemms(&m, n, &gemm_gflop) : 0;
     double sg_ms,
         sg = o.mfu_n > 0 ? sgemm_rate(o.mfu_n, now_s, &sg_ms) : 0; /* same process, same threads, same moment */
-    double attn_ms = o.attn ? bench_attention(&c, B, T) : 0;
+    double attn_ms = o.attn ? bench_attention(&c, B, T, bf16) : 0;
     double tps = N / (ms * 1e-3), gflops = flops / (ms * 1e-3) * 1e-9;
     char cpu_name[256];
     cpu_model(cpu_name, sizeof(cpu_name));

@@ -41,10 +41,14 @@ typedef struct {
     const DocSpans* docs;
     size_t T, H, KVH, hd;
     real scale;
+    bool bf16;
 } AttnIn;
 
 static AttnIn attn_in(const real* q, const real* k, const real* v, const AttnShape* s) {
-    return (AttnIn){q, k, v, s->docs, s->T, s->H, s->KVH, s->hd, s->scale};
+    CHECK(s->hd <= ATT_MAX_HD && s->H % s->KVH == 0, "attention: hd %zu (max %d), H %zu, KVH %zu", s->hd, ATT_MAX_HD,
+          s->H, s->KVH);
+    CHECK(!s->bf16 || sizeof(real) == 4, "attention: BF16 operands in a double build");
+    return (AttnIn){q, k, v, s->docs, s->T, s->H, s->KVH, s->hd, s->scale, s->bf16};
 }
 
 /* One tile: key block [j0, j0 + nk) against query block [t0, t0 + nq), of head width hd; dj = j0 - t0, the
@@ -97,14 +101,14 @@ static void hide_keys(real* St, Tile t) {
 
 /* St (nk, nq) = X yT: S^T = K Q^T (X = K, yT = scale Q^T), or dP^T = V dO^T (X = V, yT = dO^T) */
 static void tile_scores(real* St, const real* X, size_t ks, const real* yT, Tile t) {
-    TileGemm g = {X, ks, 1, yT, ATT_BQ, St, ATT_BQ, t.hd, 1, false, TRI_C_FROM, t.dj};
+    TileGemm g = {X, ks, 1, yT, ATT_BQ, St, ATT_BQ, t.hd, 1, false, TRI_C_FROM, t.dj, NULL, NULL};
     tile_gemm(&g, t.nk, t.nq);
 }
 
 /* C (nq, hd; row stride ldc) = (or += when add) alpha Xt^T Y, Y (nk, hd) the tile's values or keys:
    O += P V (Xt = P^T), dQ += scale dS K (Xt = dS^T) */
 static void tile_by_keys(real* C, size_t ldc, const real* Xt, const real* Y, size_t ks, real alpha, bool add, Tile t) {
-    TileGemm g = {Xt, 1, ATT_BQ, Y, ks, C, ldc, t.nk, alpha, add, TRI_K_UPTO, -t.dj};
+    TileGemm g = {Xt, 1, ATT_BQ, Y, ks, C, ldc, t.nk, alpha, add, TRI_K_UPTO, -t.dj, NULL, NULL};
     tile_gemm(&g, t.nq, t.hd);
 }
 
@@ -112,20 +116,75 @@ static void tile_by_keys(real* C, size_t ldc, const real* Xt, const real* Y, siz
    dK += scale dS^T Q (Xt = dS^T), dV += P^T dO (Xt = P^T) */
 static void tile_by_queries(real* C, size_t ldc, const real* Xt, const real* Y, size_t qs, real alpha, bool add,
                             Tile t) {
-    TileGemm g = {Xt, ATT_BQ, 1, Y, qs, C, ldc, t.nq, alpha, add, TRI_K_FROM, t.dj};
+    TileGemm g = {Xt, ATT_BQ, 1, Y, qs, C, ldc, t.nq, alpha, add, TRI_K_FROM, t.dj, NULL, NULL};
     tile_gemm(&g, t.nk, t.hd);
 }
 
-/* A forward task's state: its query block transposed (and scaled), each row's running max m, sum l and
-   accumulator acc, and one tile's S^T */
+/* The BF16 products of a tile (AttnShape.bf16), on pairs (model/tile_gemm.h): C (+)= alpha A B with A and B
+   packed by the caller, in the same shapes and parts as the FP32 ones above.
+   St (nk, nq) = alpha X yT: X (nk, hd) a tile's keys or values, pairs along each row (stride ATT_PAIRS(hd));
+   yT (hd, nq) the query block's Q^T or dO^T, pairs down each column (stride ATT_BQ) */
+static void tile_scores_pairs(real* St, const bfpair* X, const bfpair* yT, real alpha, Tile t) {
+    TileGemm g = {NULL, ATT_PAIRS(t.hd), 1, NULL, ATT_BQ, St, ATT_BQ, t.hd, alpha, false, TRI_C_FROM, t.dj, X, yT};
+    tile_gemm(&g, t.nk, t.nq);
+}
+
+/* C (nq, hd) (+)= alpha Xt^T Y: Xt (nk, nq) P^T or dS^T in pairs of keys (stride ATT_BQ); Y (nk, hd) the tile's
+   values or keys in pairs of keys (stride hd) */
+static void tile_by_keys_pairs(real* C, size_t ldc, const bfpair* Xt, const bfpair* Y, real alpha, bool add, Tile t) {
+    TileGemm g = {NULL, 1, ATT_BQ, NULL, t.hd, C, ldc, t.nk, alpha, add, TRI_K_UPTO, -t.dj, Xt, Y};
+    tile_gemm(&g, t.nq, t.hd);
+}
+
+/* C (nk, hd) (+)= alpha Xt Y: Xt (nk, nq) dS^T or P^T in pairs along each row (stride ATT_PAIRS(ATT_BQ)); Y
+   (nq, hd) the query block's rows in pairs of queries (stride hd) */
+static void tile_by_queries_pairs(real* C, size_t ldc, const bfpair* Xt, const bfpair* Y, real alpha, bool add,
+                                  Tile t) {
+    TileGemm g = {NULL, ATT_PAIRS(ATT_BQ), 1, NULL, t.hd, C, ldc, t.nq, alpha, add, TRI_K_FROM, t.dj, Xt, Y};
+    tile_gemm(&g, t.nk, t.hd);
+}
+
+/* A forward task's BF16 operands: its query block's Q^T (unscaled; the scale is the product's alpha) and one
+   tile's keys, values and P */
 typedef struct {
-    real acc[ATT_BQ * ATT_MAX_HD], qT[ATT_MAX_HD * ATT_BQ], St[ATT_BK * ATT_BQ]; /* (nq, hd) (hd, BQ) (nk, BQ) */
+    bfpair qT[ATT_PAIRS(ATT_MAX_HD) * ATT_BQ]; /* (hd/2, BQ) */
+    bfpair k[ATT_BK * ATT_PAIRS(ATT_MAX_HD)];  /* (nk, hd/2) */
+    bfpair v[ATT_PAIRS(ATT_BK) * ATT_MAX_HD];  /* (nk/2, hd) */
+    bfpair p[ATT_PAIRS(ATT_BK) * ATT_BQ];      /* (nk/2, BQ) */
+} FwdPairs;
+
+/* A forward task's state: its query block transposed (and scaled), or its BF16 operands; each row's running
+   max m, sum l and accumulator acc, and one tile's S^T */
+typedef struct {
+    real acc[ATT_BQ * ATT_MAX_HD], St[ATT_BK * ATT_BQ]; /* (nq, hd) (nk, BQ) */
+    union {
+        real qT[ATT_MAX_HD * ATT_BQ]; /* (hd, BQ) FP32 products */
+        FwdPairs bf;                  /* BF16 products */
+    };
     real m[ATT_BQ], l[ATT_BQ], ref[ATT_BQ], corr[ATT_BQ], sum[ATT_BQ];
 } FwdTask;
 
+/* P^T = exp(S^T - ref) in place over tile t's St, each row's sum of them into sum; with Pp also in pairs of
+   keys (nk/2, BQ), what tile_by_keys_pairs reads, each pair of rows as soon as it is done (still in L1) */
+static void exp_in_place(real* St, const real* ref, real* sum, bfpair* Pp, Tile t) {
+    for (size_t j = 0; j < t.nk; j++) {
+        real* s = St + j * ATT_BQ;
+        size_t i0 = first_visited(t.j0 + j, t.t0, t.nq);
+        for (size_t i = 0; i < i0; i++) s[i] = 0;
+#pragma omp simd
+        for (size_t i = i0; i < t.nq; i++) {
+            s[i] = exp_nonpos_r(s[i] - ref[i]); /* P^T; hidden keys give exp(-inf) = 0 */
+            sum[i] += s[i];
+        }
+        size_t even = j / 2 * 2;
+        if (Pp && (j > even || j + 1 == t.nk))
+            pack_column_pairs(Pp + j / 2 * ATT_BQ, ATT_BQ, St + even * ATT_BQ, ATT_BQ, j + 1 - even, t.nq);
+    }
+}
+
 /* The online softmax over tile t's S^T: each row's new running max, what was summed under the old one
-   rescaled (l and acc), and St turned into P^T */
-static void softmax_online(FwdTask* w, Tile t) {
+   rescaled (l and acc), and St turned into P^T (in place, or with bf16 into the pairs w->bf.p) */
+static void softmax_online(FwdTask* w, Tile t, bool bf16) {
     size_t nq = t.nq, hd = t.hd;
     real *m = w->m, *ref = w->ref, *corr = w->corr, *sum = w->sum;
     for (size_t i = 0; i < nq; i++) ref[i] = m[i];
@@ -141,20 +200,32 @@ static void softmax_online(FwdTask* w, Tile t) {
         m[i] = mi;
         sum[i] = 0;
     }
-    for (size_t j = 0; j < t.nk; j++) {
-        real* s = w->St + j * ATT_BQ;
-        size_t i0 = first_visited(t.j0 + j, t.t0, nq);
-        for (size_t i = 0; i < i0; i++) s[i] = 0;
-#pragma omp simd
-        for (size_t i = i0; i < nq; i++) {
-            s[i] = exp_nonpos_r(s[i] - ref[i]); /* P^T; hidden keys give exp(-inf) = 0 */
-            sum[i] += s[i];
-        }
-    }
+    exp_in_place(w->St, ref, sum, bf16 ? w->bf.p : NULL, t);
     for (size_t i = 0; i < nq; i++) {
         w->l[i] = w->l[i] * corr[i] + sum[i];
         if (corr[i] != 1)
             for (size_t d = 0; d < hd; d++) w->acc[i * hd + d] *= corr[i];
+    }
+}
+
+/* One key block of a forward task: S^T = K (scale Q)^T, the online softmax turning it into P^T, acc += P V;
+   with BF16 operands (bf16) the keys, P and the values rounded to pairs first. kt, vt: the block's keys and
+   values, row stride ks. */
+static void forward_tile(FwdTask* w, const real* kt, const real* vt, size_t ks, real scale, bool bf16, Tile t) {
+    FwdPairs* p = &w->bf;
+    if (bf16) {
+        pack_row_pairs(p->k, ATT_PAIRS(t.hd), kt, ks, t.nk, t.hd);
+        tile_scores_pairs(w->St, p->k, p->qT, scale, t);
+    } else {
+        tile_scores(w->St, kt, ks, w->qT, t);
+    }
+    hide_keys(w->St, t);
+    softmax_online(w, t, bf16); /* P^T: St, or p->p */
+    if (bf16) {
+        pack_column_pairs(p->v, t.hd, vt, ks, t.nk, t.hd);
+        tile_by_keys_pairs(w->acc, t.hd, p->p, p->v, 1, true, t);
+    } else {
+        tile_by_keys(w->acc, t.hd, w->St, vt, ks, 1, true, t);
     }
 }
 
@@ -169,17 +240,16 @@ static void forward_block(real* out, real* lse, const AttnIn* a, size_t b, size_
         w.l[i] = 0;
     }
     for (size_t i = 0; i < nq * hd; i++) w.acc[i] = 0;
-    transpose_block(w.qT, a->q + (b * T + t0) * qs + h * hd, nq, qs, hd, a->scale);
+    const real* qb = a->q + (b * T + t0) * qs + h * hd;
+    if (a->bf16) pack_row_pairs_t(w.bf.qT, ATT_BQ, qb, qs, nq, hd);
+    else transpose_block(w.qT, qb, nq, qs, hd, a->scale);
     const real* kb = a->k + b * T * ks + g * hd;
     const real* vb = a->v + b * T * ks + g * hd;
     const int32_t* st = a->docs ? a->docs->start + b * T + t0 : NULL;
     size_t jfirst = st ? (size_t)st[0] / ATT_BK * ATT_BK : 0; /* blocks before it: other documents */
     for (size_t j0 = jfirst; j0 < t1; j0 += ATT_BK) {
         Tile t = tile_at(t0, nq, j0, hd, st);
-        tile_scores(w.St, kb + j0 * ks, ks, w.qT, t); /* S^T = K (scale Q)^T */
-        hide_keys(w.St, t);
-        softmax_online(&w, t);                                       /* St: P^T */
-        tile_by_keys(w.acc, hd, w.St, vb + j0 * ks, ks, 1, true, t); /* acc += P V */
+        forward_tile(&w, kb + j0 * ks, vb + j0 * ks, ks, a->scale, a->bf16, t);
     }
     for (size_t i = 0; i < nq; i++) {
         size_t row = b * T + t0 + i;
@@ -191,8 +261,6 @@ static void forward_block(real* out, real* lse, const AttnIn* a, size_t b, size_
 
 void attention_forward(real* out, real* lse, const real* q, const real* k, const real* v, const AttnShape* s) {
     size_t B = s->B, T = s->T, H = s->H;
-    CHECK(s->hd <= ATT_MAX_HD && H % s->KVH == 0, "attention: hd %zu (max %d), H %zu, KVH %zu", s->hd, ATT_MAX_HD, H,
-          s->KVH);
     AttnIn a = attn_in(q, k, v, s);
     size_t nqb = (T + ATT_BQ - 1) / ATT_BQ;
     /* later query blocks see more keys: dynamic scheduling evens the load */
@@ -211,11 +279,28 @@ typedef struct {
     const real *dout, *out, *lse;
 } AttnGrads;
 
-/* A backward task's query block: its rows transposed (q scaled), each row's lse l and delta = dO·O, and one
-   tile's P^T and dS^T */
+/* A backward task's BF16 operands: its query block's q and dO as pairs along the head (Q^T, dO^T: the scores)
+   and as pairs of queries (dK, dV), one tile's keys and values along the head, its keys in pairs of keys (dQ),
+   and its P and dS in pairs of queries (dV, dK) and dS in pairs of keys (dQ) */
 typedef struct {
-    real qT[ATT_MAX_HD * ATT_BQ], doT[ATT_MAX_HD * ATT_BQ]; /* (hd, BQ) */
-    real Pt[ATT_BK * ATT_BQ], dSt[ATT_BK * ATT_BQ];         /* (nk, BQ) */
+    bfpair qT[ATT_PAIRS(ATT_MAX_HD) * ATT_BQ], doT[ATT_PAIRS(ATT_MAX_HD) * ATT_BQ]; /* (hd/2, BQ) */
+    bfpair q[ATT_PAIRS(ATT_BQ) * ATT_MAX_HD], dO[ATT_PAIRS(ATT_BQ) * ATT_MAX_HD];   /* (nq/2, hd) */
+    bfpair k[ATT_BK * ATT_PAIRS(ATT_MAX_HD)], v[ATT_BK * ATT_PAIRS(ATT_MAX_HD)];    /* (nk, hd/2) */
+    bfpair kp[ATT_PAIRS(ATT_BK) * ATT_MAX_HD];                                      /* (nk/2, hd) */
+    bfpair p[ATT_BK * ATT_PAIRS(ATT_BQ)], ds[ATT_BK * ATT_PAIRS(ATT_BQ)];           /* (nk, nq/2) */
+    bfpair dsp[ATT_PAIRS(ATT_BK) * ATT_BQ];                                         /* (nk/2, BQ) */
+} BwdPairs;
+
+/* A backward task's query block: its rows transposed (q scaled), or its BF16 operands; each row's lse l and
+   delta = dO·O, and one tile's P^T and dS^T */
+typedef struct {
+    union {
+        struct {
+            real qT[ATT_MAX_HD * ATT_BQ], doT[ATT_MAX_HD * ATT_BQ]; /* (hd, BQ) FP32 products */
+        };
+        BwdPairs bf; /* BF16 products */
+    };
+    real Pt[ATT_BK * ATT_BQ], dSt[ATT_BK * ATT_BQ]; /* (nk, BQ) */
     real l[ATT_BQ], delta[ATT_BQ];
 } BwdTask;
 
@@ -226,10 +311,13 @@ typedef struct {
     real *dqb, *dkb, *dvb;
     size_t qs, ks;
     real scale;
+    bool bf16; /* BF16 operands (w->bf) */
 } BwdRows;
 
-/* Tile t's P^T from S^T and dS^T from dP^T, in place: P = exp(S - lse), dS = P ⊙ (dP - delta) */
-static void softmax_grad(BwdTask* w, Tile t) {
+/* Tile t's P^T from S^T and dS^T from dP^T, in place: P = exp(S - lse), dS = P ⊙ (dP - delta). With bf16
+   also the pairs the products read, each row (and pair of rows) as soon as it is done: P and dS in pairs of
+   queries (bf.p, bf.ds), dS in pairs of keys (bf.dsp). */
+static void softmax_grad(BwdTask* w, Tile t, bool bf16) {
     for (size_t j = 0; j < t.nk; j++) {
         real *p = w->Pt + j * ATT_BQ, *ds = w->dSt + j * ATT_BQ;
         size_t i0 = first_visited(t.j0 + j, t.t0, t.nq);
@@ -239,27 +327,57 @@ static void softmax_grad(BwdTask* w, Tile t) {
             p[i] = exp_nonpos_r(p[i] - w->l[i]);                 /* P; 0 where hidden */
             ds[i] = p[i] > 0 ? p[i] * (ds[i] - w->delta[i]) : 0; /* dS; dP^T skips hidden columns */
         }
+        if (!bf16) continue;
+        BwdPairs* b = &w->bf;
+        pack_row_pairs(b->p + j * ATT_PAIRS(ATT_BQ), 0, p, 0, 1, t.nq);
+        pack_row_pairs(b->ds + j * ATT_PAIRS(ATT_BQ), 0, ds, 0, 1, t.nq);
+        size_t even = j / 2 * 2;
+        if (j > even || j + 1 == t.nk)
+            pack_column_pairs(b->dsp + j / 2 * ATT_BQ, ATT_BQ, w->dSt + even * ATT_BQ, ATT_BQ, j + 1 - even, t.nq);
     }
 }
 
 /* Tile t's S^T, dP^T, then P^T and dS^T: what every product of the backward reads */
 static void tile_probs(BwdTask* w, const BwdRows* r, Tile t) {
-    tile_scores(w->Pt, r->kb + t.j0 * r->ks, r->ks, w->qT, t);   /* S^T = K (scale Q)^T */
-    tile_scores(w->dSt, r->vb + t.j0 * r->ks, r->ks, w->doT, t); /* dP^T = V dO^T */
+    const real *kt = r->kb + t.j0 * r->ks, *vt = r->vb + t.j0 * r->ks;
+    if (r->bf16) {
+        BwdPairs* p = &w->bf;
+        pack_row_pairs(p->k, ATT_PAIRS(t.hd), kt, r->ks, t.nk, t.hd);
+        pack_row_pairs(p->v, ATT_PAIRS(t.hd), vt, r->ks, t.nk, t.hd);
+        tile_scores_pairs(w->Pt, p->k, p->qT, r->scale, t); /* S^T = scale K Q^T */
+        tile_scores_pairs(w->dSt, p->v, p->doT, 1, t);      /* dP^T = V dO^T */
+    } else {
+        tile_scores(w->Pt, kt, r->ks, w->qT, t);   /* S^T = K (scale Q)^T */
+        tile_scores(w->dSt, vt, r->ks, w->doT, t); /* dP^T = V dO^T */
+    }
     hide_keys(w->Pt, t);
-    softmax_grad(w, t);
+    softmax_grad(w, t, r->bf16);
 }
 
 /* dQ += scale dS K for tile t (written, not added, when add is false) */
 static void tile_dq(BwdTask* w, const BwdRows* r, Tile t, bool add) {
-    tile_by_keys(r->dqb, r->qs, w->dSt, r->kb + t.j0 * r->ks, r->ks, r->scale, add, t);
+    const real* kt = r->kb + t.j0 * r->ks;
+    if (!r->bf16) {
+        tile_by_keys(r->dqb, r->qs, w->dSt, kt, r->ks, r->scale, add, t);
+        return;
+    }
+    BwdPairs* p = &w->bf;
+    pack_column_pairs(p->kp, t.hd, kt, r->ks, t.nk, t.hd);
+    tile_by_keys_pairs(r->dqb, r->qs, p->dsp, p->kp, r->scale, add, t);
 }
 
 /* dK += scale dS^T Q and dV += P^T dO for tile t (written, not added, when add is false) */
 static void tile_dkv(BwdTask* w, const BwdRows* r, Tile t, bool add) {
     size_t ks = r->ks, qs = r->qs;
-    tile_by_queries(r->dkb + t.j0 * ks, ks, w->dSt, r->qb, qs, r->scale, add, t);
-    tile_by_queries(r->dvb + t.j0 * ks, ks, w->Pt, r->dob, qs, 1, add, t);
+    real *dk = r->dkb + t.j0 * ks, *dv = r->dvb + t.j0 * ks;
+    if (!r->bf16) {
+        tile_by_queries(dk, ks, w->dSt, r->qb, qs, r->scale, add, t);
+        tile_by_queries(dv, ks, w->Pt, r->dob, qs, 1, add, t);
+        return;
+    }
+    BwdPairs* p = &w->bf;
+    tile_by_queries_pairs(dk, ks, p->ds, p->q, r->scale, add, t);
+    tile_by_queries_pairs(dv, ks, p->p, p->dO, 1, add, t);
 }
 
 /* A query block's rows (query rows [t0, t0 + *nq) of head h in batch row b) for the backward: its BwdRows,
@@ -271,12 +389,19 @@ static size_t query_block_setup(BwdTask* w, BwdRows* r, const AttnGrads* gr, con
     size_t T = a->T, hd = a->hd, qs = a->H * hd, ks = a->KVH * hd, g = h / (a->H / a->KVH);
     size_t row0 = (b * T + t0) * qs + h * hd, kv0 = b * T * ks + g * hd;
     *nq = t0 + ATT_BQ < T ? ATT_BQ : T - t0;
-    *r = (BwdRows){a->q + row0,  gr->dout + row0, a->k + kv0, a->v + kv0, gr->dq + row0,
-                   gr->dk + kv0, gr->dv + kv0,    qs,         ks,         a->scale};
+    *r = (BwdRows){a->q + row0, gr->dout + row0, a->k + kv0, a->v + kv0, gr->dq + row0, gr->dk + kv0, gr->dv + kv0, qs,
+                   ks,          a->scale,        a->bf16};
     const real* ob = gr->out + row0;
     *st = a->docs ? a->docs->start + b * T + t0 : NULL;
-    transpose_block(w->qT, r->qb, *nq, qs, hd, a->scale);
-    transpose_block(w->doT, r->dob, *nq, qs, hd, 1);
+    if (a->bf16) {
+        pack_row_pairs_t(w->bf.qT, ATT_BQ, r->qb, qs, *nq, hd);
+        pack_row_pairs_t(w->bf.doT, ATT_BQ, r->dob, qs, *nq, hd);
+        pack_column_pairs(w->bf.q, hd, r->qb, qs, *nq, hd);
+        pack_column_pairs(w->bf.dO, hd, r->dob, qs, *nq, hd);
+    } else {
+        transpose_block(w->qT, r->qb, *nq, qs, hd, a->scale);
+        transpose_block(w->doT, r->dob, *nq, qs, hd, 1);
+    }
     for (size_t i = 0; i < *nq; i++) {
         real dl = 0;
 #pragma omp simd reduction(+ : dl)

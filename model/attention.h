@@ -19,12 +19,27 @@
 #define ATT_BLOCK_MAX 128
 
 /* What one call attends over: B rows of T tokens, H query heads in KVH groups of hd features each, the
-   scores scaled by scale, and the mask: docs, NULL (causal only) or each token's first key */
+   scores scaled by scale, and the mask: docs, NULL (causal only) or each token's first key. bf16: the seven
+   products take BF16 operands (q, k, v, dout, P and dS rounded to nearest even) with FP32 accumulation;
+   softmax, its running max and sum, lse and every output stay FP32 (float builds only). */
 typedef struct {
     size_t B, T, H, KVH, hd;
     real scale;
     const DocSpans* docs;
+    bool bf16;
 } AttnShape;
+
+/* Whether BF16 attention pays in this build: its products run on vdpbf16ps (AVX512-BF16), twice the FP32
+   multiply-adds per instruction. Elsewhere the same BF16 products are emulated in FP32 and run slower than FP32
+   attention, so a compute_dtype "bf16" model keeps FP32 attention there (docs/design.md, "Products and their
+   precision"). */
+static inline bool attention_bf16_pays(void) {
+#if defined(__AVX512BF16__) && !defined(REPOC_F64)
+    return true;
+#else
+    return false;
+#endif
+}
 
 /* out (B,T,H*hd)   lse (B,T,H) saved for backward
    q (B,T,H*hd)   k, v (B,T,KVH*hd) */

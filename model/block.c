@@ -198,6 +198,19 @@ static const DocSpans* layer_docs(size_t l, const BlockCtx* ctx) {
     return cfg_sliding(ctx->cfg, l) ? ctx->docs_local : ctx->docs;
 }
 
+/* layer l's attention: its mask, and BF16 operands with BF16 products where they pay (attention.h) */
+static AttnShape attn_shape(size_t l, const BlockCtx* ctx) {
+    const ModelConfig* c = ctx->cfg;
+    return (AttnShape){ctx->B,
+                       ctx->T,
+                       c->H,
+                       c->KVH,
+                       cfg_hd(c),
+                       (real)cfg_attn_scale(c),
+                       layer_docs(l, ctx),
+                       ctx->prod != NULL && attention_bf16_pays()};
+}
+
 /* the positions a layer rotates by, or NULL for nope */
 static const real* layer_positions(const LayerActs* a, size_t l, const BlockCtx* ctx) {
     switch (ctx->cfg->pos[l]) {
@@ -280,9 +293,8 @@ void block_forward(real* x_out, LayerActs* a, const real* x_in, const LayerWeigh
     BlockCtx at = *ctx_all; /* this layer's: its LoRA dropout keys */
     at.layer = l;
     const BlockCtx* ctx = &at;
-    const ModelConfig* c = ctx->cfg;
     block_qkv_forward(a, x_in, w, l, ctx);
-    AttnShape as = {ctx->B, ctx->T, c->H, c->KVH, cfg_hd(c), (real)cfg_attn_scale(c), layer_docs(l, ctx)};
+    AttnShape as = attn_shape(l, ctx);
     attention_forward(a->att, a->lse, a->q, a->k, a->v, &as);
     block_out_forward(x_out, a, x_in, w, ctx);
 }
@@ -381,7 +393,7 @@ void block_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, 
         do_ = s->do_;
     }
     proj_backward(s->datt, false, do_, &(Proj){LORA_O, a->att, N, qd, D}, a, w, dw, s, ctx);
-    AttnShape as = {ctx->B, ctx->T, c->H, c->KVH, cfg_hd(c), (real)cfg_attn_scale(c), layer_docs(l, ctx)};
+    AttnShape as = attn_shape(l, ctx);
     attention_backward(s->dq, s->dk, s->dv, s->datt, a->att, a->lse, a->q, a->k, a->v, &as);
     qkv_backward(dx, dw, a, x_in, w, l, s, ctx);
 }

@@ -13,6 +13,7 @@
 
 #include "common/check.h"
 #include "common/rng.h"
+#include "common/threads.h"
 #include "model/attention.h"
 #include "model/attention_ref.h"
 #include "tests/testutil.h"
@@ -56,7 +57,7 @@ static void check_window(size_t B, size_t T, size_t H, size_t KVH, size_t hd, si
     }
     double scale = 1 / sqrt(scalar > 0 ? scalar : (double)hd);
     DocSpans docs = {start};
-    AttnShape as = {B, T, H, KVH, hd, (real)scale, start ? &docs : NULL};
+    AttnShape as = {B, T, H, KVH, hd, (real)scale, start ? &docs : NULL, false};
     attention_forward(out, lse, q, k, v, &as);
     for (size_t i = 0; i < nq; i++) dq[i] = NAN; /* backward writes every gradient before it adds into it */
     for (size_t i = 0; i < nk; i++) dk[i] = dv[i] = NAN;
@@ -99,6 +100,126 @@ static void check_window(size_t B, size_t T, size_t H, size_t KVH, size_t hd, si
     free(ids);
 }
 
+/* BF16 operands (AttnShape.bf16) against the FP32 kernel, on inputs that make every FP32 product and sum of
+   both exact: q, k in -2..2 and v, dout in -3..3 (integers, exact in BF16), a power-of-2 scale, sums far below
+   2^24. S, lse and dP then come out the same in both kernels, and with the same O (the FP32 forward's) so do P
+   and dS: lse must be bit-identical. What differs is BF16's rounding of P and dS in the products that read them
+   (relative 2^-8 each) and each kernel's FP32 accumulation over the n terms of a sum (n 2^-24 of the sum of
+   the terms' magnitudes). So, per element, with u = 2^-8 + 2 n 2^-24 (n: T, or T times the group for dk, dv):
+     out_i: u Σ_j P_ij |v_j|               dv_j: u Σ_h Σ_i P_ij |dO_i|
+     dq_i:  u scale Σ_j |dS_ij| |k_j|      dk_j: u scale Σ_h Σ_i |dS_ij| |q_i|
+   the sums over the keys j each query i sees (the mask) and the group's heads h; P and dS in double here. */
+typedef struct {
+    size_t B, T, H, KVH, hd;
+    double scale;
+    const int32_t* start; /* each token's first key, or NULL (causal) */
+    const float *q, *k, *v, *dout, *out, *lse;
+} Bf16Case;
+
+/* the bounds above: tol[0] (out), tol[1] (dq) (B,T,H*hd); tol[2] (dk), tol[3] (dv) (B,T,KVH*hd) */
+static void bf16_bounds(double* tol[4], const Bf16Case* c) {
+    size_t T = c->T, hd = c->hd, qs = c->H * hd, ks = c->KVH * hd, group = c->H / c->KVH;
+    double ut = 0x1p-8 + 2.0 * (double)(T * group) * 0x1p-24;
+    for (size_t b = 0; b < c->B; b++)
+        for (size_t h = 0; h < c->H; h++)
+            for (size_t i = 0; i < T; i++) {
+                size_t qi = (b * T + i) * qs + h * hd, j0 = c->start ? (size_t)c->start[b * T + i] : 0;
+                double delta = 0;
+                for (size_t d = 0; d < hd; d++) delta += (double)c->dout[qi + d] * c->out[qi + d];
+                for (size_t j = j0; j <= i; j++) {
+                    size_t kj = (b * T + j) * ks + h / group * hd;
+                    double s = 0, dp = 0;
+                    for (size_t d = 0; d < hd; d++) {
+                        s += (double)c->q[qi + d] * c->k[kj + d];
+                        dp += (double)c->dout[qi + d] * c->v[kj + d];
+                    }
+                    double p = exp(c->scale * s - c->lse[(b * T + i) * c->H + h]), ds = fabs(p * (dp - delta));
+                    for (size_t d = 0; d < hd; d++) {
+                        tol[0][qi + d] += ut * p * fabs(c->v[kj + d]);
+                        tol[1][qi + d] += ut * c->scale * ds * fabs(c->k[kj + d]);
+                        tol[2][kj + d] += ut * c->scale * ds * fabs(c->q[qi + d]);
+                        tol[3][kj + d] += ut * p * fabs(c->dout[qi + d]);
+                    }
+                }
+            }
+}
+
+/* how many of the n elements differ by more than tol; *worst: the largest |got - ref| / tol */
+static size_t count_beyond(const float* got, const float* ref, const double* tol, size_t n, double* worst) {
+    size_t bad = 0;
+    *worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)got[i] - ref[i]);
+        bad += !(e <= tol[i]);
+        *worst = fmax(*worst, tol[i] > 0 ? e / tol[i] : (e > 0 ? INFINITY : 0));
+    }
+    return bad;
+}
+
+static void fill_int(float* x, size_t n, Rng* rng, int m) {
+    for (size_t i = 0; i < n; i++) x[i] = (float)((int)(rng_uniform(rng) * (2 * m + 1)) - m);
+}
+
+/* window > 0: a sliding window; doc_len > 0: documents, as check_window; scale 4^-k, the power of 2 nearest
+   hd^-1/2 from below */
+static void check_bf16(size_t B, size_t T, size_t H, size_t KVH, size_t hd, size_t doc_len, size_t window, Rng* rng) {
+    size_t N = B * T, nq = N * H * hd, nk = N * KVH * hd;
+    float* f = mallocCheck((6 * nq + 6 * nk + 2 * N * H) * sizeof(float));
+    float *q = f, *dout = q + nq, *out = dout + nq, *dq = out + nq, *out16 = dq + nq, *dq16 = out16 + nq;
+    float *k = dq16 + nq, *v = k + nk, *dk = v + nk, *dv = dk + nk, *dk16 = dv + nk, *dv16 = dk16 + nk;
+    float *lse = dv16 + nk, *lse16 = lse + N * H;
+    fill_int(q, nq, rng, 2);
+    fill_int(k, nk, rng, 2);
+    fill_int(v, nk, rng, 3);
+    fill_int(dout, nq, rng, 3);
+    int32_t *start = NULL, *mask = NULL; /* mask: document starts, then the window's */
+    if (doc_len || window) {
+        mask = mallocCheck(2 * N * sizeof(int32_t));
+        for (size_t i = 0; i < N; i++) mask[N + i] = doc_len ? (int32_t)((i % T + 3 * (i / T)) / doc_len) : 0;
+        doc_starts_from_ids(mask, mask + N, B, T);
+        start = mask;
+        if (window) window_starts(start = mask + N, doc_len ? mask : NULL, B, T, window);
+    }
+    double scale = 1;
+    while (scale * scale * (double)hd > 1) scale /= 2;
+    DocSpans docs = {start};
+    AttnShape as = {B, T, H, KVH, hd, (real)scale, start ? &docs : NULL, false}, a16 = as;
+    a16.bf16 = true;
+    attention_forward(out, lse, q, k, v, &as);
+    attention_forward(out16, lse16, q, k, v, &a16);
+    attention_backward(dq, dk, dv, dout, out, lse, q, k, v, &as);
+    attention_backward(dq16, dk16, dv16, dout, out, lse, q, k, v, &a16); /* the FP32 forward's O and lse */
+    double* tol[4];
+    size_t n[4] = {nq, nq, nk, nk};
+    for (int i = 0; i < 4; i++) tol[i] = calloc(n[i], sizeof(double));
+    bf16_bounds(tol, &(Bf16Case){B, T, H, KVH, hd, scale, start, q, k, v, dout, out, lse});
+    EXPECT(!memcmp(lse, lse16, N * H * sizeof(float)),
+           "bf16 B%zu T%zu H%zu/%zu hd%zu docs%zu window%zu: lse bit-identical", B, T, H, KVH, hd, doc_len, window);
+    const char* names[4] = {"out", "dq", "dk", "dv"};
+    const float* got[4] = {out16, dq16, dk16, dv16};
+    const float* ref[4] = {out, dq, dk, dv};
+    for (int i = 0; i < 4; i++) {
+        double worst;
+        size_t bad = count_beyond(got[i], ref[i], tol[i], n[i], &worst);
+        EXPECT(bad == 0,
+               "bf16 B%zu T%zu H%zu/%zu hd%zu docs%zu window%zu: %s within the bound of its P, dS rounding "
+               "(%zu of %zu beyond; largest |diff| / bound %.3f)",
+               B, T, H, KVH, hd, doc_len, window, names[i], bad, n[i], worst);
+        free(tol[i]);
+    }
+    /* the backward's two ways give the same bits with BF16 operands too */
+    float* g2 = mallocCheck((nq + 2 * nk) * sizeof(float));
+    attention_backward_by(g2, g2 + nq, g2 + nq + nk, dout, out, lse, (AttnIn3){q, k, v}, &a16,
+                          B * KVH * 3 >= 2 * (size_t)threads_max());
+    EXPECT(!memcmp(g2, dq16, nq * sizeof(float)) && !memcmp(g2 + nq, dk16, nk * sizeof(float)) &&
+               !memcmp(g2 + nq + nk, dv16, nk * sizeof(float)),
+           "bf16 B%zu T%zu H%zu/%zu hd%zu: one task per kv head and the split by blocks give the same bits", B, T, H,
+           KVH, hd);
+    free(g2);
+    free(f);
+    free(mask);
+}
+
 static void check_case(size_t B, size_t T, size_t H, size_t KVH, size_t hd, size_t doc_len, Rng* rng) {
     check_window(B, T, H, KVH, hd, doc_len, 0, 0, rng);
 }
@@ -125,6 +246,15 @@ int main(void) {
     check_window(2, 3 * BM + 8, 4, 2, 16, 37, 50, 0, &rng);
     check_window(1, 2 * BM + 5, 4, 1, 256, 0, BM + 7, 256, &rng);
     check_window(2, 40, 4, 2, 16, 0, 64, 10, &rng);
+    /* BF16 operands: head sizes with whole vectors, tails and an odd one (a padded pair), T below, across and
+       off the blocks (an odd tile), GQA, documents and a sliding window, Gemma-3's 256 */
+    static const size_t bf_hds[] = {5, 16, 40, 64, 72, 128};
+    for (size_t i = 0; i < sizeof bf_hds / sizeof bf_hds[0]; i++) check_bf16(1, BM + 3, 2, 1, bf_hds[i], 0, 0, &rng);
+    check_bf16(2, 1, 4, 2, 32, 0, 0, &rng);
+    check_bf16(2, 2 * BM + 1, 4, 2, 32, 0, 0, &rng);
+    check_bf16(2, 3 * BM + 8, 4, 2, 48, 37, 0, &rng);
+    check_bf16(2, 2 * BM + 5, 4, 2, 16, 37, 50, &rng);
+    check_bf16(1, 2 * BM + 5, 4, 1, 256, 0, BM + 7, &rng);
     printf("test_attention: %d passed, %d failed\n", test_passes, test_failures);
     return test_failures ? 1 : 0;
 }

@@ -21,6 +21,7 @@
 #include "common/threads.h"
 #include "hf/hf_checkpoint.h"
 #include "hf/hf_config.h"
+#include "model/attention.h"
 #include "model/model.h"
 #include "optim/adamw.h"
 #include "tests/testutil.h"
@@ -194,9 +195,10 @@ static void check_forward_backward(const char* dir, Fixture* fx, F32Engine engin
 /* train.compute_dtype "bf16" against the same float64 reference. Each product rounds both operands to
    BF16 (relative error at most 2^-9 each), so one product's result is off by at most about 2^-8 of the
    sum of its terms' magnitudes; along a chain of d products these first-order errors add up to d 2^-8.
-   Forward, the longest chain runs through two products per half-block and the head: d = 4L + 1; a
-   gradient runs that chain and back: 2d, and a RePo map's gradient also RePo's two products each way:
-   2d + 4. The tolerances are those bounds relative to max|ref|. */
+   Forward, the longest chain runs through two products per half-block and the head: d = 4L + 1, and where
+   attention takes BF16 operands too (attention_bf16_pays) also its two, QK^T and PV: d = 6L + 1; a gradient
+   runs that chain and back: 2d, and a RePo map's gradient also RePo's two products each way: 2d + 4. The
+   tolerances are those bounds relative to max|ref|. */
 static void check_forward_backward_bf16(const char* dir, Fixture* fx) {
     char why[512];
     if (!products_bf16_available(why, sizeof(why))) {
@@ -207,10 +209,11 @@ static void check_forward_backward_bf16(const char* dir, Fixture* fx) {
     snprintf(ckpt, sizeof(ckpt), "%s/ckpt", dir);
     Model m;
     load_model_opts(&m, ckpt, fx, &(ModelOpts){.compute_bf16 = true});
-    double d = 4.0 * (double)m.cfg.L + 1, tol = d * 0x1p-8;
+    int per_layer = attention_bf16_pays() ? 6 : 4;
+    double d = per_layer * (double)m.cfg.L + 1, tol = d * 0x1p-8;
     char why_f[96], why_b[96];
-    snprintf(why_f, sizeof(why_f), "(4L+1) 2^-8 = %.3f x max|ref|", tol);
-    snprintf(why_b, sizeof(why_b), "2 (4L+1) 2^-8 = %.3f x max|ref|", 2 * tol);
+    snprintf(why_f, sizeof(why_f), "(%dL+1) 2^-8 = %.3f x max|ref|", per_layer, tol);
+    snprintf(why_b, sizeof(why_b), "2 (%dL+1) 2^-8 = %.3f x max|ref|", per_layer, 2 * tol);
     model_zero_grad(&m);
     double loss = model_forward(&m, &fx->batch).loss, ref_loss = ref_scalar(&fx->ref, "loss", 0);
     float* ref = ref_tensor(&fx->ref, "logits", fx->N * m.cfg.V);
@@ -223,7 +226,7 @@ static void check_forward_backward_bf16(const char* dir, Fixture* fx) {
     free(ref);
     model_backward(&m, &fx->batch, 1.0);
     char why_r[96];
-    snprintf(why_r, sizeof(why_r), "(2 (4L+1) + 4) 2^-8 = %.3f x max|ref|", 2 * tol + 4 * 0x1p-8);
+    snprintf(why_r, sizeof(why_r), "(2 (%dL+1) + 4) 2^-8 = %.3f x max|ref|", per_layer, 2 * tol + 4 * 0x1p-8);
     compare_grads(&m, fx, "bf16 ", 2 * tol, 2 * tol + 4 * 0x1p-8, why_b, why_r);
     EXPECT(m.products->prod.weight_rounded == 0, "bf16: every weight read from the mirror");
     model_free(&m);

@@ -346,7 +346,7 @@ static void test_dispatch_variants(void) {
         p = r[i][4] + nk;
     }
     fill_normal4(11, q, nq, k, nk, v, nk, dout, nq);
-    AttnShape as = {B, T, H, KVH, hd, (real)(1 / sqrt((double)hd)), NULL};
+    AttnShape as = {B, T, H, KVH, hd, (real)(1 / sqrt((double)hd)), NULL, false};
     attention_forward_v3(r[0][0], r[0][1], q, k, v, &as);
     attention_forward_v4(r[1][0], r[1][1], q, k, v, &as);
     attention_backward_v3(r[0][2], r[0][3], r[0][4], dout, r[0][0], r[0][1], q, k, v, &as);
