@@ -103,11 +103,12 @@ ATT_INLINE void tile_part(const TileGemm* g, size_t r0, size_t MR, size_t* k0, s
 #ifndef REPOC_F64
 /* acc += a b for one pair a of A and VL pairs b of B: vdpbf16ps where the build has AVX512-BF16, else the
    same two exact products and two FP32 roundings (high halves first, as the instruction) */
-ATT_INLINE vreal dot_pairs(vreal acc, bfpair a, vpair b) {
+typedef real vsum __attribute__((vector_size(ATT_VBYTES))); /* the pair loop's accumulators, naturally aligned */
+ATT_INLINE vsum dot_pairs(vsum acc, bfpair a, vpair b) {
 #if ATT_BF16_HW && ATT_VBYTES == 64
-    return (vreal)_mm512_dpbf16_ps((__m512)acc, (__m512bh)_mm512_set1_epi32((int)a), (__m512bh)b);
+    return (vsum)_mm512_dpbf16_ps((__m512)acc, (__m512bh)_mm512_set1_epi32((int)a), (__m512bh)b);
 #else
-    vreal b_lo = (vreal)(b << 16), b_hi = (vreal)(b & 0xFFFF0000u);
+    vsum b_lo = (vsum)(b << 16), b_hi = (vsum)(b & 0xFFFF0000u);
     return acc + bf16_to_f32((bf16)(a >> 16)) * b_hi + bf16_to_f32((bf16)a) * b_lo;
 #endif
 }
@@ -134,8 +135,9 @@ ATT_INLINE void tile_sums(vreal acc[12][4], const TileGemm* g, size_t r0, size_t
 /* tile_sums on BF16 pairs [k0, k1) */
 ATT_INLINE void tile_sums_pairs(vreal acc[12][4], const TileGemm* g, size_t r0, size_t c0, size_t k0, size_t k1,
                                 size_t MR, size_t NV) {
+    vsum sum[12][4]; /* not acc itself: through acc's type GCC kept the sums in memory, stored every step */
     for (size_t r = 0; r < MR; r++)
-        for (size_t v = 0; v < NV; v++) acc[r][v] = (vreal){0};
+        for (size_t v = 0; v < NV; v++) sum[r][v] = (vsum){0};
     const bfpair* ar = g->pa + r0 * g->a_rs;
     const bfpair* bp = g->pb + k0 * g->ldb + c0;
     for (size_t k = k0; k < k1; k++, bp += g->ldb) {
@@ -143,9 +145,11 @@ ATT_INLINE void tile_sums_pairs(vreal acc[12][4], const TileGemm* g, size_t r0, 
         for (size_t v = 0; v < NV; v++) bv[v] = *(const vpair*)(bp + v * VL);
         for (size_t r = 0; r < MR; r++) {
             bfpair x = ar[r * g->a_rs + k * g->a_cs];
-            for (size_t v = 0; v < NV; v++) acc[r][v] = dot_pairs(acc[r][v], x, bv[v]);
+            for (size_t v = 0; v < NV; v++) sum[r][v] = dot_pairs(sum[r][v], x, bv[v]);
         }
     }
+    for (size_t r = 0; r < MR; r++)
+        for (size_t v = 0; v < NV; v++) acc[r][v] = (vreal)sum[r][v];
 }
 #endif
 
@@ -172,19 +176,14 @@ ATT_INLINE void tile_store(const TileGemm* g, vreal acc[12][4], size_t r0, size_
         }
 }
 
-/* rows [r0, r0 + MR), columns [c0, c0 + NV·VL) of C, contraction steps (or pairs) [k0, k1). Each way has its own
-   accumulators: shared between the two loops, GCC keeps a copy of them in memory, stored every step. */
+/* rows [r0, r0 + MR), columns [c0, c0 + NV·VL) of C, contraction steps (or pairs) [k0, k1) */
 ATT_INLINE void tile_micro(const TileGemm* g, size_t r0, size_t c0, size_t k0, size_t k1, size_t MR, size_t NV) {
-#ifndef REPOC_F64
-    if (g->pa) {
-        vreal acc[12][4];
-        tile_sums_pairs(acc, g, r0, c0, k0, k1, MR, NV);
-        tile_store(g, acc, r0, c0, MR, NV);
-        return;
-    }
-#endif
     vreal acc[12][4];
-    tile_sums(acc, g, r0, c0, k0, k1, MR, NV);
+#ifndef REPOC_F64
+    if (g->pa) tile_sums_pairs(acc, g, r0, c0, k0, k1, MR, NV);
+    else
+#endif
+        tile_sums(acc, g, r0, c0, k0, k1, MR, NV);
     tile_store(g, acc, r0, c0, MR, NV);
 }
 
