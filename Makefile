@@ -135,7 +135,7 @@ OBJ64 = $(patsubst %.c,$(BUILD)/obj64/%.o,$(LIB_SRC))
 # PORTABLE=1: model/attention.c sizes its tiles by the target's vector width, so it is built
 # twice, for x86-64-v3 (attention.o) and x86-64-v4 (attention_v4.o), each with its entry points
 # renamed to <name>_v3 / <name>_v4, and model/dispatch.c picks one per CPU at load time
-DISPATCH_NAMES = attention_forward attention_backward
+DISPATCH_NAMES = attention_forward attention_backward attention_backward_by
 ifeq ($(PORTABLE),1)
   CFLAGS += -DREPOC_DISPATCH
   OBJ32 += $(BUILD)/obj32/model/attention_v4.o

@@ -19,6 +19,7 @@
 /* the two variants of each entry point, declared from the public prototype */
 extern __typeof__(attention_forward) attention_forward_v3, attention_forward_v4;
 extern __typeof__(attention_backward) attention_backward_v3, attention_backward_v4;
+extern __typeof__(attention_backward_by) attention_backward_by_v3, attention_backward_by_v4;
 
 /* resolvers run before constructors, so each initialises the CPU model itself */
 static int have_v4(void) {
@@ -31,8 +32,12 @@ static __typeof__(attention_forward)* resolve_forward(void) {
 static __typeof__(attention_backward)* resolve_backward(void) {
     return have_v4() ? attention_backward_v4 : attention_backward_v3;
 }
+static __typeof__(attention_backward_by)* resolve_backward_by(void) {
+    return have_v4() ? attention_backward_by_v4 : attention_backward_by_v3;
+}
 __typeof__(attention_forward) attention_forward __attribute__((ifunc("resolve_forward")));
 __typeof__(attention_backward) attention_backward __attribute__((ifunc("resolve_backward")));
+__typeof__(attention_backward_by) attention_backward_by __attribute__((ifunc("resolve_backward_by")));
 
 const char* dispatch_describe(void) {
     return have_v4() ? "attention kernel for x86-64-v4 (chosen at run time)"
