@@ -4,7 +4,8 @@
 # it rebuilds the whole library in both precisions (about 16 s of CPU on 2 cores);
 # run it after changing the Makefile's flags, common/cpu.c, model/dispatch.c or a
 # vectorised loop.
-#  1. make PORTABLE=1 builds gradcheck, tests/test_parity, tests/test_step_ops and bench_step;
+#  1. make PORTABLE=1 builds gradcheck, tests/test_parity, tests/test_step_ops, tests/test_attention and
+#     bench_step;
 #  2. bench_step --cpu says the binary was built for x86-64-v3 and which attention
 #     variant runs (x86-64-v4 on a CPU that has it);
 #  3. every instruction of the portable binaries that uses an AVX-512 register (zmm,
@@ -15,14 +16,16 @@
 #  4. the SiLU and softmax loops of the float build are vectorised;
 #  5. build/portable/gradcheck: the OLMo-2 block and the tiny decoders (double);
 #  6. build/portable/tests/test_parity (PyTorch parity of the float build, on both FP32 engines) and
-#     tests/test_step_ops (the two attention variants agree);
+#     tests/test_step_ops (the two attention variants agree), and tests/test_attention on the variant this
+#     CPU runs (BF16 pairs emulated there: x86-64-v4 has no AVX512-BF16);
 #  7. the FP32 engine the rule takes when OpenBLAS runs a generic kernel (model/engine.h).
 . "$(dirname "$0")/testlib.sh" portable
 
 P=build/portable
-make --no-print-directory -s PORTABLE=1 $P/gradcheck $P/tests/test_parity $P/tests/test_step_ops $P/bench/bench_step \
+make --no-print-directory -s PORTABLE=1 $P/gradcheck $P/tests/test_parity $P/tests/test_step_ops $P/tests/test_attention \
+    $P/bench/bench_step \
     >"$T/build.log" 2>&1 \
-    && ok "make PORTABLE=1 builds gradcheck, test_parity, test_step_ops and bench_step" \
+    && ok "make PORTABLE=1 builds gradcheck, test_parity, test_step_ops, test_attention and bench_step" \
     || { bad "make PORTABLE=1: $(tail -c 400 "$T/build.log")"; exit 1; }
 
 if $P/bench/bench_step --cpu >"$T/cpu.log" 2>&1 && grep -q '^built for: x86-64-v3 (' "$T/cpu.log"; then
@@ -66,6 +69,9 @@ $P/tests/test_parity >"$T/parity.log" 2>&1 && ok "portable test_parity ($(grep -
     || bad "portable test_parity: $(grep 'NOT OK' "$T/parity.log" | head -3)"
 $P/tests/test_step_ops >"$T/ops.log" 2>&1 && ok "portable test_step_ops: $(tail -1 "$T/ops.log")" \
     || bad "portable test_step_ops: $(grep 'NOT OK' "$T/ops.log" | head -3)"
+# the kernel this CPU's variant runs, BF16 pairs included (emulated: x86-64-v4 has no AVX512-BF16)
+$P/tests/test_attention >"$T/att.log" 2>&1 && ok "portable test_attention: $(tail -1 "$T/att.log")" \
+    || bad "portable test_attention: $(grep 'NOT OK' "$T/att.log" | head -3)"
 # the engine of the FP32 products (model/engine.h): with OpenBLAS on its SSE3 kernels (OPENBLAS_CORETYPE set for
 # this child alone, simulating a CPU newer than OpenBLAS's table) the portable build takes oneDNN by the rule
 REPOC_CACHE_DIR="$T/cache" OPENBLAS_CORETYPE=Prescott $P/bench/bench_step --size S --steps 1 --warmup 0 --no-attn \
