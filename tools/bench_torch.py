@@ -184,7 +184,8 @@ class CausalLM(nn.Module):
 def read_config(d):
     with open(os.path.join(d, "config.json")) as f:
         j = json.load(f)
-    if j["architectures"][0] != "Olmo2ForCausalLM":
+    # a layout with RePo or NoPE layers is saved as repoc's own class (docs/interop.md), the same OLMo-2 block
+    if j["architectures"][0] not in ("Olmo2ForCausalLM", "RepocOlmo2ForCausalLM"):
         sys.exit("bench_torch.py: only the OLMo-2 block is implemented, not %s" % j["architectures"][0])
     if j.get("rope_scaling") or j.get("tie_word_embeddings"):
         sys.exit("bench_torch.py: YaRN and tied embeddings are not implemented")
