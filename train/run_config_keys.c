@@ -137,6 +137,7 @@ const RcKey RC_KEYS[] = {
     WORD("train.f32_engine", train.f32_engine, "auto|openblas|onednn", 0, "blas|gemm_backend"),
     SIZE("train.head_chunk", train.head_chunk, 0, BIG, 0, "logits_chunk"),
     {"train.eval_tasks", KT_RAW, O(train.eval_tasks), 0, 0, KF_NULL, NULL, "tasks|retrieval_eval"},
+    WORD("train.grad_wire_dtype", train.grad_wire_dtype, "f32|bf16", 0, "wire_dtype|allreduce_dtype|comm_dtype"),
 };
 #define N_KEYS (sizeof(RC_KEYS) / sizeof(RC_KEYS[0]))
 _Static_assert(N_KEYS <= RC_KEYS_MAX, "raise RC_KEYS_MAX");
@@ -220,6 +221,7 @@ void run_config_defaults(RunConfig* rc) {
     strcpy(rc->train.f32_engine, "auto");
     rc->train.head_chunk = 0;
     rc->train.shard_optimizer = true;
+    strcpy(rc->train.grad_wire_dtype, "f32");
 }
 
 const RcKey* rc_find_key(const char* path) {

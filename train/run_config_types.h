@@ -20,7 +20,7 @@
 #define RC_PATH_LEN 512             /* longest path or string value, with its NUL */
 #define RC_WORD_LEN 16              /* longest enum name, with its NUL */
 #define RC_LIST_MAX 32              /* most entries of a list or of lr_mult */
-#define RC_KEYS_MAX 96              /* capacity of the was-set flags (>= keys in RC_KEYS) */
+#define RC_KEYS_MAX 112             /* capacity of the was-set flags (>= keys in RC_KEYS) */
 #define RC_UNSET REPO_START_DEFAULT /* a size given as JSON null: "the default that follows from others" */
 
 typedef struct { /* a list of strings: files / globs, or name patterns */
@@ -177,6 +177,9 @@ typedef struct {
     /* NULL (JSON null): synthetic retrieval scored at every evaluation, {"families": [...], "lengths": [tokens...],
        "items": N, "seed": S} (eval/eval_tasks.h, train_tasks_parse), owned */
     cJSON* eval_tasks;
+    /* "f32" | "bf16": the dtype gradients travel in between ranks (common/dist.h); bf16 halves the bytes, the sums
+       stay FP32 */
+    char grad_wire_dtype[RC_WORD_LEN];
 } RcTrain;
 
 typedef struct {

@@ -215,6 +215,12 @@ static void restore_or_init(Trainer* tr) {
     model_params_changed(&tr->model);
 }
 
+/* train.grad_wire_dtype, with several ranks */
+static void setup_wire(Trainer* tr) {
+    tr->wire_bf16 = tr->world > 1 && !strcmp(tr->rc.train.grad_wire_dtype, "bf16");
+    if (tr->world > 1) printf("gradients on the wire: %s\n", tr->wire_bf16 ? "bf16, summed in FP32" : REAL_NAME);
+}
+
 /* Rank 0, all input checked: only now does the run write anything. out_dir with its lock, run_config.json
    and metrics.jsonl. */
 static void open_out_dir(Trainer* tr) {
@@ -250,6 +256,7 @@ void trainer_setup(Trainer* tr) {
     build_optimizer(tr);
     alloc_batch(tr);
     restore_or_init(tr);
+    setup_wire(tr);
     open_out_dir(tr);
 }
 
@@ -343,7 +350,8 @@ static void accumulate(Trainer* tr, size_t step, StepSums* s) {
 static void reduce_and_check(Trainer* tr, size_t step, StepSums* s) {
     Model* m = &tr->model;
     double t_comm = now_s();
-    dist_allreduce_sum_real(m->grads, m->tensors.n_grads);
+    if (tr->wire_bf16) dist_allreduce_sum_bf16(m->grads, m->tensors.n_grads);
+    else dist_allreduce_sum_real(m->grads, m->tensors.n_grads);
     dist_allreduce_sum_double(&s->loss, 1);
     if (m->opts.z_loss > 0) dist_allreduce_sum_double(&s->loss_z, 1);
     tr->comm_s = now_s() - t_comm;
@@ -395,7 +403,8 @@ static void log_step(Trainer* tr, const StepSums* s) {
                  .tokens_per_s = tr->rows_per_step * tr->T / s->seconds,
                  .eta_s = s->seconds * (double)(tr->rc.train.steps - tr->state.step),
                  .tokens_seen = tr->state.tokens_seen,
-                 .comm_ms = tr->world > 1 ? tr->comm_s * 1e3 : -1};
+                 .comm_ms = tr->world > 1 ? tr->comm_s * 1e3 : -1,
+                 .wire_bytes = tr->world > 1 ? (double)tr->wire_bytes : -1};
     const Mixture* mx = &tr->data.train_mix;
     const char* names[MIX_MAX_SOURCES];
     size_t tokens[MIX_MAX_SOURCES];
@@ -414,11 +423,13 @@ static void log_step(Trainer* tr, const StepSums* s) {
 void trainer_step(Trainer* tr) {
     size_t step = tr->state.step;
     double t0 = now_s();
+    size_t sent0 = dist_bytes_sent();
     StepSums s = {0};
     accumulate(tr, step, &s);
     reduce_and_check(tr, step, &s);
     update(tr, step, &s);
     s.seconds = now_s() - t0;
+    tr->wire_bytes = dist_bytes_sent() - sent0;
     log_step(tr, &s);
 }
 

@@ -58,6 +58,8 @@ typedef struct {
     bool sharded;                        /* AdamW state split over the ranks (train.shard_optimizer, world > 1) */
     size_t *shard_counts, *shard_displs; /* (world) each rank's slice of the gradient arena */
     double comm_s;                       /* seconds in all-reduce / all-gather in the last step */
+    size_t wire_bytes;                   /* bytes this rank handed to MPI to send in the last step */
+    bool wire_bf16;                      /* train.grad_wire_dtype "bf16": gradients summed with BF16 on the wire */
     bool grads_zeroed;                   /* the last adamw_step zeroed the whole gradient arena (not sharded) */
     /* one micro-batch (B,T), filled by the data source: doc_ids with data.document_mask, target_weights with
        data.synthetic.answer_weight != 1 */
