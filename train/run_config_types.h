@@ -142,6 +142,14 @@ typedef struct {
     RcList freeze; /* empty: fnmatch patterns over HF names */
 } RcOptim;
 
+/* train.outer: the DiLoCo outer loop (train/outer.h); every = RC_UNSET (the section not given) = off */
+typedef struct {
+    size_t every;    /* H >= 1: inner AdamW steps per outer step */
+    double lr;       /* 0.7: the outer SGD's learning rate */
+    double momentum; /* 0.9 */
+    bool nesterov;   /* true */
+} RcOuter;
+
 typedef struct {
     size_t batch_size;   /* 8: rows per micro-batch (B) */
     size_t grad_accum;   /* 1: micro-batches per optimizer step */
@@ -180,6 +188,7 @@ typedef struct {
     /* "f32" | "bf16": the dtype gradients travel in between ranks (common/dist.h); bf16 halves the bytes, the sums
        stay FP32 */
     char grad_wire_dtype[RC_WORD_LEN];
+    RcOuter outer;
 } RcTrain;
 
 typedef struct {
