@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The DiLoCo outer loop (train.outer, train/outer.h) under MPI (build/mpi/train), 2 ranks, a tiny model:
 #  1. config errors name their key: every < 1, outer keys without every, train.outer with
-#     train.shard_optimizer true; the memory plan has the outer state's row (2 x the gradients);
+#     train.shard_optimizer true; the memory plan has the outer state's row (2 x the gradients); run.link_gbps
+#     prints the link plan (train/linkplan.h; its numbers: tests/test_linkplan.c), 0 is refused;
 #  2. a run stopped mid-phase (step 3 of H = 2, and so the ranks' parameters differ) and resumed equals the
 #     uninterrupted run bit for bit: weights, AdamW moments and outer.safetensors (kept copy, momentum,
 #     rank 1's parameters and moments), with f32 and with bf16 on the wire, and with LoRA; the save at
@@ -42,6 +43,11 @@ awk '/^  gradients / { g = $2 } /^  DiLoCo outer state / { o = $4 } END { d = o 
     exit !(g > 1 && d <= 0.15) }' "$T/plan.log" &&
     ok "memory plan: $(grep -m1 'DiLoCo outer state' "$T/plan.log" | tr -s ' ') = 2 x the gradients" ||
     bad "memory plan: no outer row of twice the gradients"; grep -E "gradients|DiLoCo" "$T/plan.log"
+
+build/train "$T/p.json" --plan --set run.link_gbps=1 >"$T/link.log" 2>&1
+grep -q "^  this link favours: " "$T/link.log" && ok "run.link_gbps 1: $(grep -m1 'favours' "$T/link.log" | cut -c3-90)" ||
+    bad "run.link_gbps 1: no link plan"
+expect_refused "run.link_gbps 0" "run.link_gbps" "$T/p.json" --set run.link_gbps=0
 
 same_files() {  # label dir_a dir_b: every file of the final checkpoints equal
     local a b f diff="" n=0

@@ -42,6 +42,7 @@ const RcKey RC_KEYS[] = {
     STR("run.resume", run.resume, KF_NONEMPTY, "resume_from"),
     BOOL("run.overwrite", run.overwrite, 0, NULL),
     BOOL("run.check_memory", run.check_memory, 0, "memory_check"),
+    REAL("run.link_gbps", run.link_gbps, 0, HUGE_VAL, KF_NULL | KF_LO_OPEN, "network_gbps|bandwidth_gbps|link_speed"),
     SEC("model"),
     STR("model.init_from", model.init_from, KF_NULL, "checkpoint|init|model_path|from"),
     STR("model.from_config", model.from_config, KF_NULL, "config|config_json|architecture_config"),
@@ -169,6 +170,7 @@ void run_config_defaults(RunConfig* rc) {
     strcpy(rc->run.resume, "auto");
     rc->run.resume_mode = RESUME_AUTO;
     rc->run.check_memory = true;
+    rc->run.link_gbps = 0;
 
     RcModel* m = &rc->model;
     model_config_default(&m->cfg);

@@ -55,6 +55,9 @@ typedef struct {
     /* true: refuse to start when the memory plan exceeds the memory available (MemAvailable, cgroup limit); false: warn
        only */
     bool check_memory;
+    /* 0 (JSON null) = not given; the line rate in Gb/s of the link between the machines: at start, the step time
+       of each way of communicating over it and the one it favours (train/linkplan.h) */
+    double link_gbps;
 } RcRun;
 
 /* model.positions: the keys whose run-config form is not a ModelConfig field (the plan by name, the length

@@ -21,6 +21,7 @@
 #include "model/products.h" /* the engine a checkpoint records */
 #include "optim/clip.h"
 #include "optim/schedule.h"
+#include "train/linkplan.h"
 #include "train/memplan.h"
 #include "train/run_dir.h"
 #include "train/timeplan.h"
@@ -67,6 +68,11 @@ void trainer_memory_plan(Trainer* tr, bool plan_only) {
     if (tr->resumed_from[0]) ckpt_load_state(tr->resumed_from, &st);
     timeplan_compute(&tp, &tr->mcfg, rc, st.step);
     timeplan_print(&tp, stdout);
+    if (rc->run.link_gbps > 0) { /* one rank: the plan for 2 */
+        LinkPlan lp = {rc->run.link_gbps, plan.n.grads, tr->world > 1 ? (size_t)tr->world : 2, tp.s_per_step,
+                       plan.sharded};
+        linkplan_print(&lp, stdout);
+    }
     fflush(stdout);
     memplan_check(&plan, &tr->mcfg, rc, avail, what);
 }
