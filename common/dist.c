@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bf16.h"
 #include "common/check.h"
 
 #ifdef REPOC_MPI
@@ -14,10 +15,12 @@
 #endif
 
 static int g_rank = 0, g_world = 1, g_local = 1;
+static size_t g_bytes_sent; /* bytes this rank handed to MPI's send side (dist_bytes_sent) */
 
 int dist_rank(void) { return g_rank; }
 int dist_world(void) { return g_world; }
 int dist_local_world(void) { return g_local; }
+size_t dist_bytes_sent(void) { return g_bytes_sent; }
 
 void dist_share(size_t n, int rank, int world, size_t* lo, size_t* hi) {
     size_t w = (size_t)world, r = (size_t)rank, q = n / w, extra = n % w;
@@ -38,6 +41,7 @@ void dist_share(size_t n, int rank, int world, size_t* lo, size_t* hi) {
 /* set up once by dist_init, so that no collective allocates: the ring's
    receive buffer, and per-rank counts and displacements */
 static real* g_piece;
+static bf16 *g_wire_out, *g_wire_in; /* the BF16 ring's send and receive pieces */
 static size_t *g_counts, *g_displs;
 static int *g_icounts, *g_idispls;
 
@@ -64,6 +68,8 @@ void dist_init(int* argc, char*** argv) {
     MPI_Comm_size(local, &g_local);
     MPI_Comm_free(&local);
     g_piece = mallocCheck(RING_PIECE * sizeof(real));
+    g_wire_out = mallocCheck(RING_PIECE * sizeof(bf16));
+    g_wire_in = mallocCheck(RING_PIECE * sizeof(bf16));
     g_counts = mallocCheck((size_t)g_world * sizeof(size_t));
     g_displs = mallocCheck((size_t)g_world * sizeof(size_t));
     g_icounts = mallocCheck((size_t)g_world * sizeof(int));
@@ -78,6 +84,8 @@ void dist_init(int* argc, char*** argv) {
 void dist_finalize(void) {
     MPI_Finalize();
     free(g_piece);
+    free(g_wire_out);
+    free(g_wire_in);
     free(g_counts);
     free(g_displs);
     free(g_icounts);
@@ -90,9 +98,46 @@ static int int_count(size_t n, const char* what) {
     return (int)n;
 }
 
+/* One exchange of a ring: ns elements of `elem` bytes to the next rank, nr from the previous one; the bytes
+   sent are counted (dist_bytes_sent) */
+static void ring_exchange(const void* send, size_t ns, void* recv, size_t nr, MPI_Datatype type, size_t elem) {
+    int next = (g_rank + 1) % g_world, prev = (g_rank + g_world - 1) % g_world;
+    MPI_Sendrecv(send, int_count(ns, "ring piece"), type, next, 0, recv, int_count(nr, "ring piece"), type, prev, 0,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    g_bytes_sent += ns * elem;
+}
+
+/* the ring's chunk ids: the one rank g_rank sends in step s of the reduce-scatter (s + 1 for the all-gather),
+   and the one it receives */
+static int chunk_sent(int s) { return ((g_rank - s - 1) % g_world + g_world) % g_world; }
+static int chunk_received(int s) { return ((g_rank - s - 2) % g_world + g_world) % g_world; }
+
+/* g_counts, g_displs: dist_share's ranges of n elements, chunk r of the ring for rank r */
+static void ring_chunks(size_t n) {
+    for (int r = 0; r < g_world; r++) {
+        size_t lo, hi;
+        dist_share(n, r, g_world, &lo, &hi);
+        g_displs[r] = lo;
+        g_counts[r] = hi - lo;
+    }
+}
+
+/* elements [o, o + RING_PIECE) of a chunk of n, clipped: 0 once o passes n */
+static size_t piece(size_t n, size_t o) { return o < n ? (n - o < RING_PIECE ? n - o : RING_PIECE) : 0; }
+
+/* Ring all-gather in place: in world - 1 steps every rank passes the chunk it holds last (its own first) to
+   the next rank, which stores it at the chunk's place of buf. Pure copies: the bits are the sender's. */
+static void ring_allgather_real(real* buf) {
+    for (int s = -1; s < g_world - 2; s++) {
+        int send = chunk_sent(s), recv = chunk_received(s);
+        ring_exchange(buf + g_displs[send], g_counts[send], buf + g_displs[recv], g_counts[recv], MPI_REAL_T,
+                      sizeof(real));
+    }
+}
+
 /* Ring all-reduce: a reduce-scatter in world - 1 steps, in each of which every
    rank passes one chunk to the next rank and adds the chunk it receives from
-   the previous one (piece by piece), then MPI_Allgatherv of the summed chunks;
+   the previous one (piece by piece), then a ring all-gather of the summed chunks;
    chunk r is dist_share's range of rank r. Each sum is formed once, on one
    rank, so every rank ends with the same bits. Open MPI 4.1's MPI_Allreduce of
    the 203 MB gradients of a 51M-parameter model took 0.52-1.0 s on 2 ranks of
@@ -100,27 +145,53 @@ static int int_count(size_t n, const char* what) {
    35-45 ms there. */
 void dist_allreduce_sum_real(real* buf, size_t n) {
     if (g_world == 1) return;
-    for (int r = 0; r < g_world; r++) {
-        size_t lo, hi;
-        dist_share(n, r, g_world, &lo, &hi);
-        g_displs[r] = lo;
-        g_counts[r] = hi - lo;
-    }
-    int next = (g_rank + 1) % g_world, prev = (g_rank + g_world - 1) % g_world;
+    ring_chunks(n);
     for (int s = 0; s < g_world - 1; s++) {
-        int send = ((g_rank - s - 1) % g_world + g_world) % g_world; /* chunk ids */
-        int recv = ((g_rank - s - 2) % g_world + g_world) % g_world;
+        int send = chunk_sent(s), recv = chunk_received(s);
         size_t ns = g_counts[send], nr = g_counts[recv];
         for (size_t o = 0; o < ns || o < nr; o += RING_PIECE) { /* the next rank cuts the same pieces */
-            size_t cs = o < ns ? (ns - o < RING_PIECE ? ns - o : RING_PIECE) : 0;
-            size_t cr = o < nr ? (nr - o < RING_PIECE ? nr - o : RING_PIECE) : 0;
-            MPI_Sendrecv(buf + g_displs[send] + (cs ? o : 0), (int)cs, MPI_REAL_T, next, 0, g_piece, (int)cr,
-                         MPI_REAL_T, prev, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            size_t cs = piece(ns, o), cr = piece(nr, o);
+            ring_exchange(buf + g_displs[send] + (cs ? o : 0), cs, g_piece, cr, MPI_REAL_T, sizeof(real));
             real* dst = buf + g_displs[recv] + (cr ? o : 0);
             for (size_t i = 0; i < cr; i++) dst[i] += g_piece[i];
         }
     }
-    dist_allgatherv_real(buf, g_counts, g_displs);
+    ring_allgather_real(buf);
+}
+
+/* n reals rounded to nearest even bf16 into w (a double build rounds through float) */
+static void to_wire(bf16* w, const real* x, size_t n) {
+    for (size_t i = 0; i < n; i++) w[i] = bf16_round_nearest((float)x[i]);
+}
+
+/* One step of the BF16 ring: chunk `send` of buf rounded to bf16 and sent piece by piece, chunk `recv`
+   received, widened and added to buf's (add) or stored in its place */
+static void bf16_ring_step(real* buf, int send, int recv, bool add) {
+    size_t ns = g_counts[send], nr = g_counts[recv];
+    for (size_t o = 0; o < ns || o < nr; o += RING_PIECE) {
+        size_t cs = piece(ns, o), cr = piece(nr, o);
+        to_wire(g_wire_out, buf + g_displs[send] + (cs ? o : 0), cs);
+        ring_exchange(g_wire_out, cs, g_wire_in, cr, MPI_UINT16_T, sizeof(bf16));
+        real* dst = buf + g_displs[recv] + (cr ? o : 0);
+        if (add)
+            for (size_t i = 0; i < cr; i++) dst[i] += (real)bf16_to_f32(g_wire_in[i]);
+        else
+            for (size_t i = 0; i < cr; i++) dst[i] = (real)bf16_to_f32(g_wire_in[i]);
+    }
+}
+
+/* The same ring with BF16 on the wire: every piece is rounded to nearest even bf16 as it is sent and the
+   receiver adds its widened value to its own FP32 (real) partial sum; the owner of a chunk rounds the
+   finished sums to bf16 in place, and the all-gather passes those bf16 values on (exactly). So every rank
+   ends with the same bits, each a bf16 value, and an element's sum over w ranks is rounded w times: w - 1
+   partial sums on their way round the ring, then the total. */
+void dist_allreduce_sum_bf16(real* buf, size_t n) {
+    if (g_world == 1) return;
+    ring_chunks(n);
+    for (int s = 0; s < g_world - 1; s++) bf16_ring_step(buf, chunk_sent(s), chunk_received(s), true);
+    real* own = buf + g_displs[g_rank];
+    for (size_t i = 0; i < g_counts[g_rank]; i++) own[i] = (real)bf16_to_f32(bf16_round_nearest((float)own[i]));
+    for (int s = -1; s < g_world - 2; s++) bf16_ring_step(buf, chunk_sent(s), chunk_received(s), false);
 }
 
 void dist_allreduce_sum_double(double* buf, size_t n) {
@@ -128,12 +199,15 @@ void dist_allreduce_sum_double(double* buf, size_t n) {
     for (size_t i = 0; i < n; i += CHUNK) {
         size_t c = n - i < CHUNK ? n - i : CHUNK;
         MPI_Allreduce(MPI_IN_PLACE, buf + i, (int)c, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        g_bytes_sent += c * sizeof(double);
     }
 }
 
 bool dist_any(bool flag) {
     int v = flag;
-    if (g_world > 1) MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+    if (g_world == 1) return flag;
+    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+    g_bytes_sent += sizeof(v);
     return v != 0;
 }
 
@@ -142,6 +216,7 @@ void dist_bcast(void* buf, size_t n) {
     for (size_t i = 0; i < n; i += CHUNK) {
         size_t c = n - i < CHUNK ? n - i : CHUNK;
         MPI_Bcast((char*)buf + i, (int)c, MPI_BYTE, 0, MPI_COMM_WORLD);
+        if (g_rank == 0) g_bytes_sent += c;
     }
 }
 
@@ -152,10 +227,10 @@ void dist_barrier(void) {
 void dist_allgatherv_real(real* buf, const size_t* counts, const size_t* displs) {
     if (g_world == 1) return;
     for (int r = 0; r < g_world; r++) {
-        g_icounts[r] = int_count(counts[r], "allgatherv");
-        g_idispls[r] = int_count(displs[r], "allgatherv displacement");
+        g_counts[r] = counts[r];
+        g_displs[r] = displs[r];
     }
-    MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, g_icounts, g_idispls, MPI_REAL_T, MPI_COMM_WORLD);
+    ring_allgather_real(buf);
 }
 
 void dist_gatherv_real(const real* send, real* recv, const size_t* counts) {
@@ -170,6 +245,7 @@ void dist_gatherv_real(const real* send, real* recv, const size_t* counts) {
         at += counts[r];
     }
     MPI_Gatherv(send, g_icounts[g_rank], MPI_REAL_T, recv, g_icounts, g_idispls, MPI_REAL_T, 0, MPI_COMM_WORLD);
+    if (g_rank) g_bytes_sent += counts[g_rank] * sizeof(real);
 }
 
 void dist_allgather(const void* mine, void* all, size_t n) {
@@ -178,6 +254,7 @@ void dist_allgather(const void* mine, void* all, size_t n) {
         return;
     }
     MPI_Allgather(mine, int_count(n, "allgather"), MPI_BYTE, all, (int)n, MPI_BYTE, MPI_COMM_WORLD);
+    g_bytes_sent += n;
 }
 
 #else /* one process: rank 0 of 1 */
@@ -189,6 +266,7 @@ void dist_abort(int code) {
 void dist_init(int* argc, char*** argv) {}
 void dist_finalize(void) {}
 void dist_allreduce_sum_real(real* buf, size_t n) {}
+void dist_allreduce_sum_bf16(real* buf, size_t n) {}
 void dist_allreduce_sum_double(double* buf, size_t n) {}
 bool dist_any(bool flag) { return flag; }
 void dist_bcast(void* buf, size_t n) {}

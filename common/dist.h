@@ -6,8 +6,8 @@
    0 of 1 in both builds: collectives are no-ops or copies.
    Collectives must be called by every rank in the same order, as in MPI.
    Sizes are size_t; MPI's int counts are chunked (bcast, the double
-   all-reduce) or checked (the real all-reduce, gatherv and allgatherv die
-   naming the limit when an offset passes 2^31 elements). */
+   all-reduce) or checked (the rings, gatherv and allgather die naming the
+   limit when one rank's share passes 2^31 elements). */
 #ifndef REPOC_DIST_H
 #define REPOC_DIST_H
 
@@ -26,6 +26,10 @@ int dist_rank(void);
 int dist_world(void);
 /* ranks of this job on this machine (1 without MPI) */
 int dist_local_world(void);
+/* Bytes this rank has handed to MPI to send since dist_init, counted where it sends them: every message of
+   the rings (all-reduce, all-gather) as it goes out, and for the other collectives the payload this rank
+   contributes (an all-reduce's buffer, a broadcast's root's bytes, a gather's part). 0 without MPI. */
+size_t dist_bytes_sent(void);
 /* MPI_Abort on all ranks (exit(code) without MPI). */
 _Noreturn void dist_abort(int code);
 
@@ -37,6 +41,10 @@ void dist_share(size_t n, int rank, int world, size_t* lo, size_t* hi);
 /* buf (n) = its sum over all ranks, in place, the same bits on every rank
    (the real version is a ring reduce-scatter + all-gather, see dist.c) */
 void dist_allreduce_sum_real(real* buf, size_t n);
+/* The same ring with BF16 on the wire and FP32 sums: each piece is rounded to nearest even bf16 when sent
+   and added to the receiver's own partial sum in real; the result is bf16-rounded, the same bits on every
+   rank (half the bytes of dist_allreduce_sum_real) */
+void dist_allreduce_sum_bf16(real* buf, size_t n);
 void dist_allreduce_sum_double(double* buf, size_t n);
 /* whether flag is non-zero on any rank */
 bool dist_any(bool flag);

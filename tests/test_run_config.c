@@ -85,8 +85,9 @@ static void test_errors(void) {
                  "train.lr: unknown key (did you mean optim.lr?)");
     expect_error("Hugging Face name", "{\"model\": {\"hidden_size\": 512}, " DATA "}", NULL, 0,
                  "model.hidden_size: unknown key (did you mean model.d_model?)");
-    expect_error("unknown key, nothing near", "{\"run\": {\"zzzzzzzz\": 1}, " DATA "}", NULL, 0,
-                 "run.zzzzzzzz: unknown key (valid here: out_dir seed threads resume overwrite check_memory)");
+    expect_error(
+        "unknown key, nothing near", "{\"run\": {\"zzzzzzzz\": 1}, " DATA "}", NULL, 0,
+        "run.zzzzzzzz: unknown key (valid here: out_dir seed threads resume overwrite check_memory link_gbps)");
     expect_error("wrong type", "{\"train\": {\"batch_size\": \"8\"}, " DATA "}", NULL, 0,
                  "train.batch_size: expected an integer, got \"8\"");
     expect_error("negative steps", "{\"train\": {\"steps\": -5}, " DATA "}", NULL, 0,

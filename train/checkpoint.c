@@ -72,7 +72,7 @@ static void copy_carried(const char* from, const char* dir) {
 /* a complete checkpoint has all its files (the directory only appears after they were fsynced) */
 static bool complete(const char* dir) {
     char p[4096];
-    bool missing[3] = {false, false, false}; /* by CkptRole */
+    bool missing[4] = {false, false, false, false}; /* by CkptRole */
     for (size_t i = 0; i < CKPT_N_FILES; i++) {
         snprintf(p, sizeof(p), "%s/%s", dir, CKPT_FILES[i].name);
         if (!path_exists(p)) missing[CKPT_FILES[i].role] = true;
@@ -115,9 +115,10 @@ static void prune(const char* out_dir, const TrainerState* st, size_t keep_last)
 }
 
 void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const TrainerState* st, const char* config_json,
-               StDtype model_dtype, size_t keep_last, bool save_base, const char* carry_dir) {
+               StDtype model_dtype, size_t keep_last, bool save_base, const char* carry_dir, const CkptExtra* extra) {
     if (dist_rank() != 0) { /* rank 0 writes; the others send their optimizer state */
         adamw_serve_save(opt);
+        if (extra) extra->serve(extra->ctx);
         dist_barrier();
         return;
     }
@@ -138,6 +139,7 @@ void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const Trai
     snprintf(path, sizeof(path), "%s/trainer_state.json", tmp_dir);
     save_state(path, st, config_json, base);
     if (carry_dir && carry_dir[0]) copy_carried(carry_dir, tmp_dir);
+    if (extra) extra->write(extra->ctx, tmp_dir);
     fsync_dir(tmp_dir);
     run_dir_remove_checkpoint(final_dir); /* a re-save of the same step (e.g. after a resume) */
     if (lstat(final_dir, &old) == 0) {    /* kept: it holds what repoc did not write; set it aside, whole */

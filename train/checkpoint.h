@@ -48,6 +48,15 @@ typedef struct {
     LoraBase lora_base;
 } TrainerState;
 
+/* A file of the checkpoint beyond those above, of a part of the trainer that owns it (train.outer's
+   outer.safetensors): rank 0 calls write(ctx, dir) with the temporary directory before it is renamed, while
+   every other rank calls serve(ctx) (the writer may gather from them) */
+typedef struct {
+    void (*write)(const void* ctx, const char* dir);
+    void (*serve)(const void* ctx);
+    const void* ctx;
+} CkptExtra;
+
 /* Write checkpoint `st->step` into out_dir (see above), then keep only the
    newest keep_last checkpoints, those of other runs (another run_id) counting as older than this run's.
    config_json: the resolved run config. save_base: a LoRA model's checkpoint keeps model.safetensors
@@ -56,9 +65,10 @@ typedef struct {
    gathering the AdamW state when it is sharded (the file is the same as from
    one rank, so any number of ranks can resume from it), and every rank
    returns once the checkpoint is complete. carry_dir: the directory whose CKPT_CARRIED files are copied in
-   (each written atomically like the others; those it lacks are left out), or NULL. */
+   (each written atomically like the others; those it lacks are left out), or NULL. extra: one more file, or
+   NULL. */
 void ckpt_save(const char* out_dir, const Model* m, const AdamW* opt, const TrainerState* st, const char* config_json,
-               StDtype model_dtype, size_t keep_last, bool save_base, const char* carry_dir);
+               StDtype model_dtype, size_t keep_last, bool save_base, const char* carry_dir, const CkptExtra* extra);
 
 /* The newest complete checkpoint of out_dir into path: the one `latest` names
    if it is complete, else the highest-numbered complete step directory.

@@ -28,9 +28,9 @@
 #define BLAS_PANEL_BYTES_PER_COL (384.0 * 4.0)
 #define BLAS_PANEL_MAX_COLS 87381.0
 
-static const char* ROW_NAMES[MP_ROWS] = {"parameters",       "gradients",     "AdamW state", "activations",
-                                         "backward scratch", "batch buffers", "token data",  "eval tasks (KV)",
-                                         "BF16 products",    "runtime + BLAS"};
+static const char* ROW_NAMES[MP_ROWS] = {"parameters",       "gradients",          "AdamW state",   "activations",
+                                         "backward scratch", "batch buffers",      "token data",    "eval tasks (KV)",
+                                         "BF16 products",    "DiLoCo outer state", "runtime + BLAS"};
 
 /* train.eval_tasks: the retrieval families' generator, a KV cache and work space for the longest length (the
    trainer's setup_tasks); the multiple-choice scorer at its window (generator and logits) and the encoded
@@ -87,6 +87,7 @@ void memplan_compute(MemPlan* p, const ModelConfig* cfg, const RunConfig* rc, si
     double state_elems = p->sharded ? (double)((p->n.grads + p->world - 1) / p->world) : (double)p->n.grads;
     p->bytes[MP_PARAMS] = r * (double)p->n.params + 2.0 * (double)p->n.bf16 + r * (double)p->n.widened;
     p->bytes[MP_BF16] = 2.0 * (double)(p->n.params_bf16 + p->n.bf16_work);
+    p->bytes[MP_OUTER] = rc->train.outer.every != RC_UNSET ? 2.0 * r * (double)p->n.grads : 0;
     p->bytes[MP_GRADS] = r * (double)p->n.grads;
     p->bytes[MP_STATE] = 2.0 * (p->state_bf16 ? 2.0 : r) * state_elems;
     p->bytes[MP_ACTS] = r * (double)p->n.acts;
@@ -113,7 +114,7 @@ void memplan_print(const MemPlan* p, FILE* fp) {
             p->T, p->threads, p->threads == 1 ? "" : "s", p->world > 1 ? " per rank" : "", p->recompute ? "on" : "off",
             p->state_bf16 ? "bf16" : REAL_NAME, p->sharded ? " sharded" : "", p->head_rows);
     for (int i = 0; i < MP_ROWS; i++) {
-        if ((i == MP_EVAL || i == MP_BF16) && !(p->bytes[i] > 0)) continue;
+        if ((i == MP_EVAL || i == MP_BF16 || i == MP_OUTER) && !(p->bytes[i] > 0)) continue;
         fprintf(fp, "  %-18s %10.1f MiB", ROW_NAMES[i], p->bytes[i] / MIB);
         size_t n = p->n.params + p->n.bf16; /* every parameter, F32 or a BF16 base */
         if (i == MP_PARAMS) fprintf(fp, "  (%zu parameters, %zu without the input embedding)", n, n - p->n_embed);

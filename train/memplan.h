@@ -8,6 +8,8 @@
      params   4 B x all parameters (8 in the double build)
      grads    4 B x trainable parameters
      state    2 moments x (4 B f32 | 2 B bf16) x trainable parameters / ranks (sharded)
+     outer    train.outer (DiLoCo): 2 x 4 B x trainable parameters (the kept copy and the momentum);
+              printed only then
      acts, scratch   the arenas model_build_opts lays out, counted by the same layout
               functions (model_arena_sizes): exact, including the logits chunk
      data     the token files' bytes (mapped; pages read count as resident)
@@ -38,7 +40,8 @@ typedef enum {
     MP_BATCH,
     MP_DATA,
     MP_EVAL,
-    MP_BF16, /* train.compute_dtype "bf16": the parameters' BF16 mirror and the activation work space */
+    MP_BF16,  /* train.compute_dtype "bf16": the parameters' BF16 mirror and the activation work space */
+    MP_OUTER, /* train.outer (DiLoCo): the kept copy and the outer momentum */
     MP_RUNTIME,
     MP_ROWS
 } MemRow;

@@ -120,7 +120,7 @@ void metrics_step(Metrics* mt, const StepLog* s) {
     if (mt->tty) printf("\r\033[K");
     printf("step %6zu/%zu | loss %.4f | lr %.3e | grad norm %.3f | %6.0f tok/s | %7.1f ms", s->step, s->steps, s->loss,
            s->lr, s->grad_norm, s->tokens_per_s, s->ms);
-    if (s->comm_ms >= 0) printf(" (comm %.1f)", s->comm_ms);
+    if (s->comm_ms >= 0) printf(" (comm %.1f, sent %.2f MB)", s->comm_ms, s->wire_bytes / 1e6);
     printf(" | ETA %s", eta);
     for (size_t k = 0; k < s->n_sources; k++) /* each source's share of the tokens seen */
         printf("%s%s %.1f%%", k ? ", " : " | ", s->source_names[k],
@@ -136,6 +136,7 @@ void metrics_step(Metrics* mt, const StepLog* s) {
     if (s->z_loss >= 0) fprintf(fp, ", \"z_loss\": %.17g", s->z_loss);
     if (s->repo_pdrop > 0) fprintf(fp, ", \"repo_pdrop\": %.17g", s->repo_pdrop);
     if (s->comm_ms >= 0) fprintf(fp, ", \"comm_ms\": %.3f", s->comm_ms);
+    if (s->wire_bytes >= 0) fprintf(fp, ", \"wire_bytes\": %.0f", s->wire_bytes);
     write_named(fp, "source_tokens", s->n_sources, s->source_names, s->source_tokens, NULL);
     fprintf(fp, "}\n");
     line_end(mt, fp);

@@ -33,8 +33,9 @@ typedef struct {
     double tokens_per_s;
     double eta_s;
     size_t tokens_seen;
-    double comm_ms;   /* time in all-reduce and all-gather (several ranks); < 0: one rank, not logged */
-    size_t n_sources; /* a data mixture: tokens seen per source ("source_tokens" in metrics.jsonl); 0 = none */
+    double comm_ms;    /* time in all-reduce and all-gather (several ranks); < 0: one rank, not logged */
+    double wire_bytes; /* bytes this rank sent to the others in the step (dist_bytes_sent); < 0: one rank */
+    size_t n_sources;  /* a data mixture: tokens seen per source ("source_tokens" in metrics.jsonl); 0 = none */
     const char* const* source_names; /* (n_sources) */
     const size_t* source_tokens;     /* (n_sources) */
 } StepLog;

@@ -134,13 +134,38 @@ static int validate_model(RcCtx* c) {
     return 0;
 }
 
+/* train.outer (DiLoCo) against the keys it depends on */
+static int validate_outer(RcCtx* c) {
+    const RunConfig* rc = c->rc;
+    if (rc->train.outer.every == RC_UNSET) { /* off: its other keys must keep their defaults */
+        RunConfig def;
+        run_config_defaults(&def);
+        const RcOuter *o = &rc->train.outer, *d = &def.train.outer;
+        const char* given = o->lr != d->lr               ? "train.outer.lr"
+                            : o->momentum != d->momentum ? "train.outer.momentum"
+                            : o->nesterov != d->nesterov ? "train.outer.nesterov"
+                                                         : NULL;
+        if (given)
+            return rc_fail(c, "train.outer.every",
+                           "missing: %s is given, but the outer loop needs H, the inner AdamW steps between outer "
+                           "steps (>= 1)",
+                           given);
+        return 0;
+    }
+    if (rc->train.shard_optimizer)
+        return rc_fail(c, "train.shard_optimizer",
+                       "true, but train.outer (DiLoCo) gives every rank its own AdamW over its own gradients, which "
+                       "ZeRO-1 sharding cannot split: set it to false or leave it out");
+    return 0;
+}
+
 /* Checks between keys, after the file and the overrides. Derives resume_mode
    and, for a fresh model, n_kv_heads = n_heads when it was null. */
 static int validate(RcCtx* c) {
     RunConfig* rc = c->rc;
     const char* resume = rc->run.resume;
     rc->run.resume_mode = !strcmp(resume, "auto") ? RESUME_AUTO : !strcmp(resume, "never") ? RESUME_NEVER : RESUME_PATH;
-    if (validate_model(c)) return -1;
+    if (validate_model(c) || validate_outer(c)) return -1;
 
     const OptimConfig* o = &rc->optim.cfg;
     if (o->min_lr > o->lr) return rc_fail(c, "optim.min_lr", "%g exceeds optim.lr %g", o->min_lr, o->lr);
@@ -203,6 +228,13 @@ static void adapt_defaults(RunConfig* rc) {
         n += (size_t)snprintf(rc->notes + n, sizeof(rc->notes) - n,
                               "note: no data.val given: evaluation is off "
                               "(give data.val files to evaluate every train.eval_every steps)\n");
+    }
+    if (rc->train.outer.every != RC_UNSET && !run_config_was_set(rc, "train.shard_optimizer") &&
+        n < sizeof(rc->notes)) {
+        rc->train.shard_optimizer = false;
+        n += (size_t)snprintf(rc->notes + n, sizeof(rc->notes) - n,
+                              "note: train.outer (DiLoCo): every rank keeps its own whole AdamW state "
+                              "(train.shard_optimizer false)\n");
     }
     size_t warm = rc->train.steps / 10;
     if (!run_config_was_set(rc, "optim.warmup_steps") && rc->optim.cfg.warmup_steps > warm &&

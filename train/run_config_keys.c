@@ -42,6 +42,7 @@ const RcKey RC_KEYS[] = {
     STR("run.resume", run.resume, KF_NONEMPTY, "resume_from"),
     BOOL("run.overwrite", run.overwrite, 0, NULL),
     BOOL("run.check_memory", run.check_memory, 0, "memory_check"),
+    REAL("run.link_gbps", run.link_gbps, 0, HUGE_VAL, KF_NULL | KF_LO_OPEN, "network_gbps|bandwidth_gbps|link_speed"),
     SEC("model"),
     STR("model.init_from", model.init_from, KF_NULL, "checkpoint|init|model_path|from"),
     STR("model.from_config", model.from_config, KF_NULL, "config|config_json|architecture_config"),
@@ -137,6 +138,12 @@ const RcKey RC_KEYS[] = {
     WORD("train.f32_engine", train.f32_engine, "auto|openblas|onednn", 0, "blas|gemm_backend"),
     SIZE("train.head_chunk", train.head_chunk, 0, BIG, 0, "logits_chunk"),
     {"train.eval_tasks", KT_RAW, O(train.eval_tasks), 0, 0, KF_NULL, NULL, "tasks|retrieval_eval"},
+    WORD("train.grad_wire_dtype", train.grad_wire_dtype, "f32|bf16", 0, "wire_dtype|allreduce_dtype|comm_dtype"),
+    {"train.outer", KT_OBJ, 0, 0, 0, KF_NULL, NULL, "diloco|outer_optimizer"},
+    SIZE("train.outer.every", train.outer.every, 1, BIG, KF_NULL, "H|inner_steps|local_steps|sync_every"),
+    REAL("train.outer.lr", train.outer.lr, 0, HUGE_VAL, KF_LO_OPEN, "outer_lr"),
+    REAL("train.outer.momentum", train.outer.momentum, 0, 1, KF_HI_OPEN, "outer_momentum"),
+    BOOL("train.outer.nesterov", train.outer.nesterov, 0, "outer_nesterov"),
 };
 #define N_KEYS (sizeof(RC_KEYS) / sizeof(RC_KEYS[0]))
 _Static_assert(N_KEYS <= RC_KEYS_MAX, "raise RC_KEYS_MAX");
@@ -163,6 +170,7 @@ void run_config_defaults(RunConfig* rc) {
     strcpy(rc->run.resume, "auto");
     rc->run.resume_mode = RESUME_AUTO;
     rc->run.check_memory = true;
+    rc->run.link_gbps = 0;
 
     RcModel* m = &rc->model;
     model_config_default(&m->cfg);
@@ -220,6 +228,11 @@ void run_config_defaults(RunConfig* rc) {
     strcpy(rc->train.f32_engine, "auto");
     rc->train.head_chunk = 0;
     rc->train.shard_optimizer = true;
+    strcpy(rc->train.grad_wire_dtype, "f32");
+    rc->train.outer.every = RC_UNSET;
+    rc->train.outer.lr = 0.7;
+    rc->train.outer.momentum = 0.9;
+    rc->train.outer.nesterov = true;
 }
 
 const RcKey* rc_find_key(const char* path) {

@@ -20,7 +20,7 @@
 #define RC_PATH_LEN 512             /* longest path or string value, with its NUL */
 #define RC_WORD_LEN 16              /* longest enum name, with its NUL */
 #define RC_LIST_MAX 32              /* most entries of a list or of lr_mult */
-#define RC_KEYS_MAX 96              /* capacity of the was-set flags (>= keys in RC_KEYS) */
+#define RC_KEYS_MAX 112             /* capacity of the was-set flags (>= keys in RC_KEYS) */
 #define RC_UNSET REPO_START_DEFAULT /* a size given as JSON null: "the default that follows from others" */
 
 typedef struct { /* a list of strings: files / globs, or name patterns */
@@ -55,6 +55,9 @@ typedef struct {
     /* true: refuse to start when the memory plan exceeds the memory available (MemAvailable, cgroup limit); false: warn
        only */
     bool check_memory;
+    /* 0 (JSON null) = not given; the line rate in Gb/s of the link between the machines: at start, the step time
+       of each way of communicating over it and the one it favours (train/linkplan.h) */
+    double link_gbps;
 } RcRun;
 
 /* model.positions: the keys whose run-config form is not a ModelConfig field (the plan by name, the length
@@ -142,6 +145,14 @@ typedef struct {
     RcList freeze; /* empty: fnmatch patterns over HF names */
 } RcOptim;
 
+/* train.outer: the DiLoCo outer loop (train/outer.h); every = RC_UNSET (the section not given) = off */
+typedef struct {
+    size_t every;    /* H >= 1: inner AdamW steps per outer step */
+    double lr;       /* 0.7: the outer SGD's learning rate */
+    double momentum; /* 0.9 */
+    bool nesterov;   /* true */
+} RcOuter;
+
 typedef struct {
     size_t batch_size;   /* 8: rows per micro-batch (B) */
     size_t grad_accum;   /* 1: micro-batches per optimizer step */
@@ -177,6 +188,10 @@ typedef struct {
     /* NULL (JSON null): synthetic retrieval scored at every evaluation, {"families": [...], "lengths": [tokens...],
        "items": N, "seed": S} (eval/eval_tasks.h, train_tasks_parse), owned */
     cJSON* eval_tasks;
+    /* "f32" | "bf16": the dtype gradients travel in between ranks (common/dist.h); bf16 halves the bytes, the sums
+       stay FP32 */
+    char grad_wire_dtype[RC_WORD_LEN];
+    RcOuter outer;
 } RcTrain;
 
 typedef struct {

@@ -18,6 +18,7 @@ const CkptFile CKPT_FILES[CKPT_N_FILES] = {
     {"config.json", CKPT_ALWAYS},          {"optimizer.safetensors", CKPT_ALWAYS},
     {"trainer_state.json", CKPT_ALWAYS},   {"model.safetensors", CKPT_BASE},
     {"adapter_config.json", CKPT_ADAPTER}, {"adapter_model.safetensors", CKPT_ADAPTER},
+    {"outer.safetensors", CKPT_OPTIONAL},
 };
 const char* const CKPT_CARRIED[CKPT_N_CARRIED] = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                                                   "generation_config.json"};

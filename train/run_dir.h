@@ -10,6 +10,7 @@
                                                                plus F32 master weights when the model is BF16;
                                                                optim/adamw_io.h)
                             trainer_state.json                (step, tokens, run id, the resolved run config)
+                            outer.safetensors                 (train.outer: DiLoCo's state, train/outer.h)
                             tokenizer.json, ... (CKPT_CARRIED: those the source model has)
      out_dir/latest         the name of the newest complete checkpoint
      out_dir/run_config.json, metrics.jsonl, run.lock
@@ -25,13 +26,14 @@
 #include <stddef.h>
 
 /* Every file repoc writes in a checkpoint directory (the layout above), for completeness checks and
-   removal: a complete checkpoint has every CKPT_ALWAYS file and all CKPT_BASE or all CKPT_ADAPTER ones */
-typedef enum { CKPT_ALWAYS, CKPT_BASE, CKPT_ADAPTER } CkptRole;
+   removal: a complete checkpoint has every CKPT_ALWAYS file and all CKPT_BASE or all CKPT_ADAPTER ones;
+   a CKPT_OPTIONAL file (outer.safetensors, of train.outer runs) only where its run writes it */
+typedef enum { CKPT_ALWAYS, CKPT_BASE, CKPT_ADAPTER, CKPT_OPTIONAL } CkptRole;
 typedef struct {
     const char* name;
     CkptRole role;
 } CkptFile;
-#define CKPT_N_FILES 6
+#define CKPT_N_FILES 7
 extern const CkptFile CKPT_FILES[CKPT_N_FILES];
 /* The tokenizer and generation files a checkpoint carries from the model it was made from, when that has them
    (tokenizer.json, tokenizer_config.json, special_tokens_map.json, generation_config.json): repoc's files too,

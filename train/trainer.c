@@ -21,6 +21,7 @@
 #include "model/products.h" /* the engine a checkpoint records */
 #include "optim/clip.h"
 #include "optim/schedule.h"
+#include "train/linkplan.h"
 #include "train/memplan.h"
 #include "train/run_dir.h"
 #include "train/timeplan.h"
@@ -67,6 +68,11 @@ void trainer_memory_plan(Trainer* tr, bool plan_only) {
     if (tr->resumed_from[0]) ckpt_load_state(tr->resumed_from, &st);
     timeplan_compute(&tp, &tr->mcfg, rc, st.step);
     timeplan_print(&tp, stdout);
+    if (rc->run.link_gbps > 0) { /* one rank: the plan for 2 */
+        LinkPlan lp = {rc->run.link_gbps, plan.n.grads, tr->world > 1 ? (size_t)tr->world : 2, tp.s_per_step,
+                       plan.sharded};
+        linkplan_print(&lp, stdout);
+    }
     fflush(stdout);
     memplan_check(&plan, &tr->mcfg, rc, avail, what);
 }
@@ -215,6 +221,19 @@ static void restore_or_init(Trainer* tr) {
     model_params_changed(&tr->model);
 }
 
+/* The wire dtype, and train.outer's state: from the checkpoint resumed, else the weights every rank starts from */
+static void setup_outer(Trainer* tr) {
+    tr->wire_bf16 = tr->world > 1 && !strcmp(tr->rc.train.grad_wire_dtype, "bf16");
+    if (tr->world > 1)
+        printf("gradients on the wire: %s\n", tr->rc.train.outer.every != RC_UNSET
+                                                  ? "none (train.outer: the "
+                                                    "parameter change every train.outer.every steps)"
+                                              : tr->wire_bf16 ? "bf16, summed in FP32"
+                                                              : REAL_NAME);
+    outer_init(&tr->outer, &tr->rc, &tr->model);
+    if (tr->resumed_from[0]) outer_load(&tr->outer, tr->resumed_from, &tr->model, &tr->opt);
+}
+
 /* Rank 0, all input checked: only now does the run write anything. out_dir with its lock, run_config.json
    and metrics.jsonl. */
 static void open_out_dir(Trainer* tr) {
@@ -250,6 +269,7 @@ void trainer_setup(Trainer* tr) {
     build_optimizer(tr);
     alloc_batch(tr);
     restore_or_init(tr);
+    setup_outer(tr);
     open_out_dir(tr);
 }
 
@@ -258,6 +278,7 @@ void trainer_free(Trainer* tr) {
     run_dir_unlock(); /* a finished run leaves no run.lock */
     data_source_close(&tr->data);
     adamw_free(&tr->opt);
+    outer_free(&tr->outer);
     if (tr->has_tasks) gen_free(&tr->gen);
     trainer_mc_free(tr);
     model_free(&tr->model);
@@ -319,6 +340,7 @@ typedef struct {
 static void accumulate(Trainer* tr, size_t step, StepSums* s) {
     Model* m = &tr->model;
     size_t accum = tr->rc.train.grad_accum, world = (size_t)tr->world;
+    double mean_over = (double)(tr->outer.on ? accum : accum * world); /* DiLoCo: this rank's rows only */
     if (!tr->grads_zeroed) model_zero_grad(m);
     tr->grads_zeroed = false;
     const RcPositions* rp = &tr->rc.model.positions; /* repo_pdrop: a pure function of the step, as resume needs */
@@ -335,7 +357,7 @@ static void accumulate(Trainer* tr, size_t step, StepSums* s) {
         if (!isfinite(l.loss)) die_nonfinite(tr, step + 1, "the loss is not finite");
         s->loss += l.loss / (double)(accum * world);
         s->loss_z += l.z / (double)(accum * world);
-        model_backward(m, b, 1.0 / (double)(accum * world));
+        model_backward(m, b, 1.0 / mean_over);
     }
 }
 
@@ -343,7 +365,8 @@ static void accumulate(Trainer* tr, size_t step, StepSums* s) {
 static void reduce_and_check(Trainer* tr, size_t step, StepSums* s) {
     Model* m = &tr->model;
     double t_comm = now_s();
-    dist_allreduce_sum_real(m->grads, m->tensors.n_grads);
+    if (tr->wire_bf16 && !tr->outer.on) dist_allreduce_sum_bf16(m->grads, m->tensors.n_grads);
+    else if (!tr->outer.on) dist_allreduce_sum_real(m->grads, m->tensors.n_grads); /* DiLoCo: its own gradients */
     dist_allreduce_sum_double(&s->loss, 1);
     if (m->opts.z_loss > 0) dist_allreduce_sum_double(&s->loss_z, 1);
     tr->comm_s = now_s() - t_comm;
@@ -367,6 +390,11 @@ static void update(Trainer* tr, size_t step, StepSums* s) {
     if (tr->sharded) {
         double t_comm = now_s();
         gather_params(tr);
+        tr->comm_s += now_s() - t_comm;
+    }
+    if (outer_due(&tr->outer, step)) {
+        double t_comm = now_s();
+        outer_step(&tr->outer, m);
         tr->comm_s += now_s() - t_comm;
     }
 }
@@ -395,7 +423,8 @@ static void log_step(Trainer* tr, const StepSums* s) {
                  .tokens_per_s = tr->rows_per_step * tr->T / s->seconds,
                  .eta_s = s->seconds * (double)(tr->rc.train.steps - tr->state.step),
                  .tokens_seen = tr->state.tokens_seen,
-                 .comm_ms = tr->world > 1 ? tr->comm_s * 1e3 : -1};
+                 .comm_ms = tr->world > 1 ? tr->comm_s * 1e3 : -1,
+                 .wire_bytes = tr->world > 1 ? (double)tr->wire_bytes : -1};
     const Mixture* mx = &tr->data.train_mix;
     const char* names[MIX_MAX_SOURCES];
     size_t tokens[MIX_MAX_SOURCES];
@@ -414,11 +443,13 @@ static void log_step(Trainer* tr, const StepSums* s) {
 void trainer_step(Trainer* tr) {
     size_t step = tr->state.step;
     double t0 = now_s();
+    size_t sent0 = dist_bytes_sent();
     StepSums s = {0};
     accumulate(tr, step, &s);
     reduce_and_check(tr, step, &s);
     update(tr, step, &s);
     s.seconds = now_s() - t0;
+    tr->wire_bytes = dist_bytes_sent() - sent0;
     log_step(tr, &s);
 }
 
@@ -446,7 +477,7 @@ bool trainer_data_left(Trainer* tr) {
 /* Die unless every rank's weights are bit-identical to rank 0's: a 64-bit
    hash of the parameter arena, compared across ranks. */
 static void check_replicas(const Trainer* tr) {
-    if (tr->world == 1) return;
+    if (tr->world == 1 || (tr->outer.on && tr->state.step % tr->outer.every)) return; /* DiLoCo: equal at outer steps */
     const real* p = tr->model.params;
     uint64_t h = 0x9E3779B97F4A7C15ull;
     for (size_t i = 0; i < tr->model.tensors.n_params; i++) {
@@ -462,6 +493,16 @@ static void check_replicas(const Trainer* tr) {
     free(all);
 }
 
+/* train.outer's state file in a checkpoint (CkptExtra) */
+static void outer_write(const void* ctx, const char* dir) {
+    const Trainer* tr = ctx;
+    outer_save(&tr->outer, dir, &tr->model, &tr->opt);
+}
+static void outer_serve(const void* ctx) {
+    const Trainer* tr = ctx;
+    outer_serve_save(&tr->outer, &tr->model, &tr->opt);
+}
+
 void trainer_save(Trainer* tr) {
     metrics_break(&tr->metrics);
     check_replicas(tr);
@@ -472,8 +513,9 @@ void trainer_save(Trainer* tr) {
     snprintf(tr->state.compute_dtype, sizeof(tr->state.compute_dtype), "%s", tr->rc.train.compute_dtype);
     StDtype dt = strcmp(tr->rc.train.save_dtype, "bf16") ? ST_F32 : ST_BF16;
     double t0 = now_s();
+    CkptExtra outer = {outer_write, outer_serve, tr};
     ckpt_save(tr->rc.run.out_dir, &tr->model, &tr->opt, &tr->state, tr->config_json, dt, tr->rc.train.keep_last,
-              tr->rc.model.lora.save_base, tr->tok_dir);
+              tr->rc.model.lora.save_base, tr->tok_dir, tr->outer.on ? &outer : NULL);
     printf("saved %s/step_%07zu (%.1f s)\n", tr->rc.run.out_dir, tr->state.step, now_s() - t0);
     /* the next save copies from this checkpoint: keep_last may prune the one the files came from */
     if (tr->tok_dir[0]) snprintf(tr->tok_dir, sizeof(tr->tok_dir), "%s/step_%07zu", tr->rc.run.out_dir, tr->state.step);

@@ -11,7 +11,10 @@
    each rank keeps AdamW state for dist_share's slice of the gradient arena,
    updates those parameters and all-gathers the rest (ZeRO stage 1). Rank 0
    writes logs, metrics.jsonl and checkpoints; validation batches are split
-   over the ranks. */
+   over the ranks. With train.outer (DiLoCo, train/outer.h) nothing is summed
+   after backward: each rank steps its own AdamW on its own rows' gradients
+   (backward scales by 1/grad_accum) and every H steps the ranks average the
+   change of the parameters in an outer step. */
 #ifndef REPOC_TRAINER_H
 #define REPOC_TRAINER_H
 
@@ -26,6 +29,7 @@
 #include "optim/adamw.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
+#include "train/outer.h"
 #include "train/run_config.h"
 
 #define MC_METRIC_LEN 144 /* "NAME/acc_norm", NAME a file's base name (McResult.name) */
@@ -58,6 +62,9 @@ typedef struct {
     bool sharded;                        /* AdamW state split over the ranks (train.shard_optimizer, world > 1) */
     size_t *shard_counts, *shard_displs; /* (world) each rank's slice of the gradient arena */
     double comm_s;                       /* seconds in all-reduce / all-gather in the last step */
+    size_t wire_bytes;                   /* bytes this rank handed to MPI to send in the last step */
+    bool wire_bf16;                      /* train.grad_wire_dtype "bf16": gradients summed with BF16 on the wire */
+    Outer outer;                         /* train.outer: the DiLoCo outer loop (off unless given) */
     bool grads_zeroed;                   /* the last adamw_step zeroed the whole gradient arena (not sharded) */
     /* one micro-batch (B,T), filled by the data source: doc_ids with data.document_mask, target_weights with
        data.synthetic.answer_weight != 1 */

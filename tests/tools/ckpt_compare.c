@@ -1,11 +1,12 @@
-/* build/tools/ckpt_compare BASE A B TOL: are training checkpoints A and B the
+/* build/tools/ckpt_compare BASE A B TOL [TOL_MOMENTS]: are training checkpoints A and B the
    same run up to rounding? (tests/test_mpi.sh)
      weights: per tensor of model.safetensors, the relative L2 error of A's
               update against B's, |(A - BASE) - (B - BASE)| / |B - BASE|, with
               BASE the checkpoint both started from; for a LoRA checkpoint that names
               its base instead of holding it, per tensor of adapter_model.safetensors,
               |A - B| / |B| (the adapters' values);
-     moments: per tensor of optimizer.safetensors, |A - B| / |B|.
+     moments: per tensor of optimizer.safetensors, |A - B| / |B|, against TOL_MOMENTS when given (squares of
+              gradients err twice as much as the gradients), else TOL.
    Prints one line per kind with the worst tensor, every tensor over TOL, and
    exits 1 when any is. A tensor missing from A, or of another size, fails. */
 #include <math.h>
@@ -54,7 +55,7 @@ static int compare(const char* file, const char* base_dir, const char* a_dir, co
         }
         double rel = den > 0 ? sqrt(num / den) : sqrt(num);
         if (!(rel <= tol)) {
-            printf("  NOT OK  %s: %s relative L2 error %.3e > %.1e\n", file, tb->name, rel, tol);
+            printf("  NOT OK  %s: %s relative L2 error %.3e > %.3g\n", file, tb->name, rel, tol);
             bad++;
         }
         if (!(rel <= worst)) {
@@ -65,7 +66,7 @@ static int compare(const char* file, const char* base_dir, const char* a_dir, co
         free(xb);
         free(x0);
     }
-    printf("  %-7s %s: %zu tensors, %s, worst relative L2 error %.3e (%s), tolerance %.1e\n", bad ? "NOT OK" : "OK",
+    printf("  %-7s %s: %zu tensors, %s, worst relative L2 error %.3e (%s), tolerance %.3g\n", bad ? "NOT OK" : "OK",
            file, f[2].n_tensors, base_dir ? "updates since the base" : "values", worst, worst_name, tol);
     for (int i = 0; i < 3; i++)
         if (dirs[i]) st_close(&f[i]);
@@ -73,8 +74,8 @@ static int compare(const char* file, const char* base_dir, const char* a_dir, co
 }
 
 int main(int argc, char** argv) {
-    if (argc != 5) {
-        fprintf(stderr, "usage: ckpt_compare BASE A B TOL   (checkpoint directories; see the header)\n");
+    if (argc != 5 && argc != 6) {
+        fprintf(stderr, "usage: ckpt_compare BASE A B TOL [TOL_MOMENTS]   (checkpoint directories; see the header)\n");
         return 2;
     }
     double tol = atof(argv[4]);
@@ -82,6 +83,6 @@ int main(int argc, char** argv) {
     snprintf(weights, sizeof(weights), "%s/model.safetensors", argv[3]);
     int bad = access(weights, F_OK) == 0 ? compare("model.safetensors", argv[1], argv[2], argv[3], tol)
                                          : compare("adapter_model.safetensors", NULL, argv[2], argv[3], tol);
-    bad += compare("optimizer.safetensors", NULL, argv[2], argv[3], tol);
+    bad += compare("optimizer.safetensors", NULL, argv[2], argv[3], argc == 6 ? atof(argv[5]) : tol);
     return bad ? 1 : 0;
 }
