@@ -22,13 +22,9 @@ make --no-print-directory -s MPI=1 build/mpi/train
 make --no-print-directory -s build/plot
 W=$(mktemp -d /tmp/repoc_diloco_quality.XXXXXX)
 trap 'rm -rf "$W"' EXIT
-bytes() { # out files...: every byte of the files as one uint16 token (as tools/mixture_example.sh)
-    cat "${@:2}" | od -An -v -tu1 -w1 | awk 'BEGIN { ORS = "" } { printf "%c%c", $1, 0 }' >"$1"
-}
-bytes "$W/prose.u16" /usr/share/common-licenses/GPL-3 /usr/share/common-licenses/Apache-2.0
-bytes "$W/prose_val.u16" /usr/share/common-licenses/LGPL-2.1
-bytes "$W/code.u16" /usr/include/stdio.h /usr/include/stdlib.h /usr/include/string.h
-bytes "$W/code_val.u16" /usr/include/unistd.h
+# shellcheck source=tools/mixture_data.sh
+. tools/mixture_data.sh
+mixture_data "$W"
 export OMP_NUM_THREADS=1
 MPIRUN=(mpirun --oversubscribe -np 2)
 [ "$(id -u)" -ne 0 ] || MPIRUN+=(--allow-run-as-root)

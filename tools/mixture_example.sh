@@ -13,13 +13,9 @@ W=${1:-build/mixture_example}
 out=${out:-$W/mixture_example.svg}
 mkdir -p "$W"
 make --no-print-directory -s build/train build/plot
-bytes() {   # out files...: every byte of the files as one uint16 token
-    cat "${@:2}" | od -An -v -tu1 -w1 | awk 'BEGIN { ORS = "" } { printf "%c%c", $1, 0 }' >"$1"
-}
-bytes "$W/prose.u16" /usr/share/common-licenses/GPL-3 /usr/share/common-licenses/Apache-2.0
-bytes "$W/prose_val.u16" /usr/share/common-licenses/LGPL-2.1
-bytes "$W/code.u16" /usr/include/stdio.h /usr/include/stdlib.h /usr/include/string.h
-bytes "$W/code_val.u16" /usr/include/unistd.h
+# shellcheck source=tools/mixture_data.sh
+. tools/mixture_data.sh
+mixture_data "$W"
 for mode in rope repo; do
     cat >"$W/$mode.json" <<JSON
 {"run": {"out_dir": "$W/$mode", "seed": 1, "overwrite": true},
