@@ -286,6 +286,23 @@ void model_params_changed(Model* m) {
     if (m->products) m->products->fresh = false;
 }
 
+void model_trained_params_get(const Model* m, real* dst) {
+    const TensorTable* tt = &m->tensors;
+    for (size_t k = 0; k < tt->n; k++) {
+        const TensorInfo* t = &tt->t[k];
+        if (t->grad_offset != NO_GRAD) memcpy(dst + t->grad_offset, m->params + t->offset, t->numel * sizeof(real));
+    }
+}
+
+void model_trained_params_set(Model* m, const real* src) {
+    const TensorTable* tt = &m->tensors;
+    for (size_t k = 0; k < tt->n; k++) {
+        const TensorInfo* t = &tt->t[k];
+        if (t->grad_offset != NO_GRAD) memcpy(m->params + t->offset, src + t->grad_offset, t->numel * sizeof(real));
+    }
+    model_params_changed(m);
+}
+
 Bf16Products* model_products(const Model* m) {
     ModelProducts* p = m->products;
     if (!p) return NULL;

@@ -170,6 +170,10 @@ BlockCtx model_block_ctx(const Model* m, const Batch* b);
 /* The parameters were written other than by AdamW's step with the mirror (a load, an init, a test): the
    BF16 mirror is rewritten before the next product. A no-op without compute_bf16. */
 void model_params_changed(Model* m);
+/* The trained parameters (those with a gradient) in the gradient arena's layout, TensorTable.n_grads reals:
+   copied out of m's parameters into dst, or from src back into them (and model_params_changed) */
+void model_trained_params_get(const Model* m, real* dst);
+void model_trained_params_set(Model* m, const real* src);
 /* The context of m's products: NULL (FP32) without compute_bf16, else m's BF16 context with the mirror
    brought up to date first. forward, backward and generation pass it to every op that runs a product. */
 Bf16Products* model_products(const Model* m);

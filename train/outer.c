@@ -8,15 +8,6 @@
 #include "common/check.h"
 #include "common/dist.h"
 
-/* the trainable parameters of m (gradient-arena layout) into dst */
-static void trainable_params(real* dst, const Model* m) {
-    const TensorTable* tt = &m->tensors;
-    for (size_t k = 0; k < tt->n; k++) {
-        const TensorInfo* t = &tt->t[k];
-        if (t->grad_offset != NO_GRAD) memcpy(dst + t->grad_offset, m->params + t->offset, t->numel * sizeof(real));
-    }
-}
-
 void outer_init(Outer* o, const RunConfig* rc, const Model* m) {
     memset(o, 0, sizeof(*o));
     o->on = rc->train.outer.every != RC_UNSET;
@@ -29,7 +20,7 @@ void outer_init(Outer* o, const RunConfig* rc, const Model* m) {
     o->n = m->tensors.n_grads;
     o->kept = mallocCheck(o->n * sizeof(real));
     o->mom = callocCheck(o->n, sizeof(real));
-    trainable_params(o->kept, m);
+    model_trained_params_get(m, o->kept);
     printf("DiLoCo outer loop: every %zu inner steps, SGD lr %g momentum %g%s on the averaged change (%s on the "
            "wire); each rank trains its own rows with its own AdamW in between\n",
            o->every, o->lr, o->momentum, o->nesterov ? " Nesterov" : "", o->wire_bf16 ? "bf16" : REAL_NAME);
@@ -54,18 +45,13 @@ void outer_apply(real* kept, real* mom, const real* delta, size_t n, double lr, 
 
 void outer_step(Outer* o, Model* m) {
     real* delta = m->grads; /* free between an AdamW step that zeroed it and the next backward */
-    trainable_params(delta, m);
+    model_trained_params_get(m, delta);
     for (size_t i = 0; i < o->n; i++) delta[i] = o->kept[i] - delta[i];
     if (o->wire_bf16) dist_allreduce_sum_bf16(delta, o->n);
     else dist_allreduce_sum_real(delta, o->n);
     real inv = (real)(1.0 / (double)dist_world());
     for (size_t i = 0; i < o->n; i++) delta[i] *= inv;
     outer_apply(o->kept, o->mom, delta, o->n, o->lr, o->momentum, o->nesterov);
-    const TensorTable* tt = &m->tensors;
-    for (size_t k = 0; k < tt->n; k++) {
-        const TensorInfo* t = &tt->t[k];
-        if (t->grad_offset != NO_GRAD) memcpy(m->params + t->offset, o->kept + t->grad_offset, t->numel * sizeof(real));
-    }
+    model_trained_params_set(m, o->kept);
     memset(delta, 0, o->n * sizeof(real));
-    model_params_changed(m);
 }

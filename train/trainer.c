@@ -317,12 +317,7 @@ static void gather_params(Trainer* tr) {
             memcpy(m->grads + g0, m->params + t->offset + (g0 - t->grad_offset), (g1 - g0) * sizeof(real));
     }
     dist_allgatherv_real(m->grads, tr->shard_counts, tr->shard_displs);
-    for (size_t k = 0; k < tt->n; k++) {
-        const TensorInfo* t = &tt->t[k];
-        if (t->grad_offset != NO_GRAD)
-            memcpy(m->params + t->offset, m->grads + t->grad_offset, t->numel * sizeof(real));
-    }
-    model_params_changed(m);
+    model_trained_params_set(m, m->grads);
 }
 
 /* What one step computed, for its log line */
