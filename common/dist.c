@@ -3,9 +3,13 @@
 #include "common/dist.h"
 
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/bf16.h"
 #include "common/check.h"
@@ -44,6 +48,10 @@ static real* g_piece;
 static bf16 *g_wire_out, *g_wire_in; /* the BF16 ring's send and receive pieces */
 static size_t *g_counts, *g_displs;
 static int *g_icounts, *g_idispls;
+static int g_thread_level; /* what MPI_Init_thread provided */
+/* set in the overlap thread only: its ring messages are waited on by testing and sleeping (below) */
+static _Thread_local bool t_polling;
+static atomic_bool g_overlap_waited_on; /* the main thread waits in dist_overlap_wait: stop sleeping */
 
 void dist_abort(int code) {
     fflush(stdout);
@@ -57,10 +65,12 @@ void dist_abort(int code) {
 
 void dist_init(int* argc, char*** argv) {
     int provided = 0;
-    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+    /* SERIALIZED: the overlap thread calls MPI while the main thread does not (dist_overlap_begin .. wait) */
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
         fprintf(stderr, "error: MPI_Init_thread failed\n");
         exit(1);
     }
+    g_thread_level = provided;
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_world);
     MPI_Comm local;
@@ -81,7 +91,10 @@ void dist_init(int* argc, char*** argv) {
           provided, MPI_THREAD_FUNNELED);
 }
 
+static void overlap_stop(void);
+
 void dist_finalize(void) {
+    overlap_stop(); /* before MPI_Finalize: the thread may be in an MPI call */
     MPI_Finalize();
     free(g_piece);
     free(g_wire_out);
@@ -102,8 +115,23 @@ static int int_count(size_t n, const char* what) {
    sent are counted (dist_bytes_sent) */
 static void ring_exchange(const void* send, size_t ns, void* recv, size_t nr, MPI_Datatype type, size_t elem) {
     int next = (g_rank + 1) % g_world, prev = (g_rank + g_world - 1) % g_world;
-    MPI_Sendrecv(send, int_count(ns, "ring piece"), type, next, 0, recv, int_count(nr, "ring piece"), type, prev, 0,
-                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    int cs = int_count(ns, "ring piece"), cr = int_count(nr, "ring piece");
+    if (!t_polling) {
+        MPI_Sendrecv(send, cs, type, next, 0, recv, cr, type, prev, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else { /* Open MPI moves a message only inside MPI calls: test, and sleep between tests while the cores
+                compute; once the main thread waits for the sums, wait as the blocking call does */
+        MPI_Request rq[2];
+        MPI_Irecv(recv, cr, type, prev, 0, MPI_COMM_WORLD, &rq[0]);
+        MPI_Isend(send, cs, type, next, 0, MPI_COMM_WORLD, &rq[1]);
+        for (int done = 0; !done;) {
+            if (atomic_load_explicit(&g_overlap_waited_on, memory_order_relaxed)) {
+                MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+                break;
+            }
+            MPI_Testall(2, rq, &done, MPI_STATUSES_IGNORE);
+            if (!done) nanosleep(&(struct timespec){.tv_nsec = 20000}, NULL);
+        }
+    }
     g_bytes_sent += ns * elem;
 }
 
@@ -194,6 +222,87 @@ void dist_allreduce_sum_bf16(real* buf, size_t n) {
     for (int s = -1; s < g_world - 2; s++) bf16_ring_step(buf, chunk_sent(s), chunk_received(s), false);
 }
 
+/* The overlap thread (dist.h): the ranges posted since dist_overlap_begin, summed in the order posted */
+#define OVERLAP_MAX 1024
+static struct {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* a range posted, a range summed, or quit */
+    bool started, quit, bf16;
+    real* buf;
+    size_t lo[OVERLAP_MAX], hi[OVERLAP_MAX];
+    size_t n_posted, n_done;
+} g_ov = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static void* overlap_main(void* unused) {
+    (void)unused;
+    sigset_t all; /* signals (the trainer's SIGINT, SIGUSR1) go to the main thread */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    t_polling = true;
+    pthread_mutex_lock(&g_ov.mu);
+    for (;;) {
+        while (!g_ov.quit && g_ov.n_done == g_ov.n_posted) pthread_cond_wait(&g_ov.cv, &g_ov.mu);
+        if (g_ov.quit) break;
+        real* x = g_ov.buf + g_ov.lo[g_ov.n_done];
+        size_t n = g_ov.hi[g_ov.n_done] - g_ov.lo[g_ov.n_done];
+        bool bf16 = g_ov.bf16;
+        pthread_mutex_unlock(&g_ov.mu);
+        if (bf16) dist_allreduce_sum_bf16(x, n);
+        else dist_allreduce_sum_real(x, n);
+        pthread_mutex_lock(&g_ov.mu);
+        g_ov.n_done++;
+        pthread_cond_broadcast(&g_ov.cv);
+    }
+    pthread_mutex_unlock(&g_ov.mu);
+    return NULL;
+}
+
+bool dist_overlap_init(void) {
+    if (g_world == 1 || g_thread_level < MPI_THREAD_SERIALIZED) return false;
+    if (!g_ov.started) CHECK(!pthread_create(&g_ov.thread, NULL, overlap_main, NULL), "cannot start a thread");
+    g_ov.started = true;
+    return true;
+}
+
+void dist_overlap_begin(real* buf, bool bf16) {
+    pthread_mutex_lock(&g_ov.mu);
+    CHECK(g_ov.started && g_ov.n_done == g_ov.n_posted, "dist_overlap_begin: not started, or ranges still in flight");
+    g_ov.buf = buf;
+    g_ov.bf16 = bf16;
+    g_ov.n_posted = g_ov.n_done = 0;
+    pthread_mutex_unlock(&g_ov.mu);
+}
+
+void dist_overlap_post(size_t lo, size_t hi) {
+    if (hi <= lo) return;
+    pthread_mutex_lock(&g_ov.mu);
+    CHECK(g_ov.n_posted < OVERLAP_MAX, "dist_overlap_post: more than %d ranges in one step", OVERLAP_MAX);
+    g_ov.lo[g_ov.n_posted] = lo;
+    g_ov.hi[g_ov.n_posted] = hi;
+    g_ov.n_posted++;
+    pthread_cond_broadcast(&g_ov.cv);
+    pthread_mutex_unlock(&g_ov.mu);
+}
+
+void dist_overlap_wait(void) {
+    atomic_store(&g_overlap_waited_on, true);
+    pthread_mutex_lock(&g_ov.mu);
+    while (g_ov.n_done < g_ov.n_posted) pthread_cond_wait(&g_ov.cv, &g_ov.mu);
+    pthread_mutex_unlock(&g_ov.mu);
+    atomic_store(&g_overlap_waited_on, false);
+}
+
+static void overlap_stop(void) {
+    if (!g_ov.started) return;
+    pthread_mutex_lock(&g_ov.mu);
+    g_ov.quit = true;
+    pthread_cond_broadcast(&g_ov.cv);
+    pthread_mutex_unlock(&g_ov.mu);
+    pthread_join(g_ov.thread, NULL);
+    g_ov.started = false;
+}
+
 void dist_allreduce_sum_double(double* buf, size_t n) {
     if (g_world == 1) return;
     for (size_t i = 0; i < n; i += CHUNK) {
@@ -267,6 +376,10 @@ void dist_init(int* argc, char*** argv) {}
 void dist_finalize(void) {}
 void dist_allreduce_sum_real(real* buf, size_t n) {}
 void dist_allreduce_sum_bf16(real* buf, size_t n) {}
+bool dist_overlap_init(void) { return false; }
+void dist_overlap_begin(real* buf, bool bf16) {}
+void dist_overlap_post(size_t lo, size_t hi) {}
+void dist_overlap_wait(void) {}
 void dist_allreduce_sum_double(double* buf, size_t n) {}
 bool dist_any(bool flag) { return flag; }
 void dist_bcast(void* buf, size_t n) {}

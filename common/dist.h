@@ -16,7 +16,8 @@
 
 #include "common/real.h"
 
-/* MPI_Init_thread (FUNNELED: OpenMP threads never call MPI), then route every
+/* MPI_Init_thread (SERIALIZED: OpenMP threads never call MPI; the overlap thread below calls it while the
+   main thread does not), then route every
    DIE through dist_abort, with "rank r of N" in the message, so a fatal error
    on one rank prints its message and stops all ranks. */
 void dist_init(int* argc, char*** argv);
@@ -45,6 +46,18 @@ void dist_allreduce_sum_real(real* buf, size_t n);
    and added to the receiver's own partial sum in real; the result is bf16-rounded, the same bits on every
    rank (half the bytes of dist_allreduce_sum_real) */
 void dist_allreduce_sum_bf16(real* buf, size_t n);
+/* The same sums overlapped with the computation: a thread of this rank's own runs the ring (f32, or bf16 with
+   `bf16`) on each range [lo, hi) of buf as it is posted, in the order posted; every rank posts the same ranges
+   in the same order. Between dist_overlap_begin and dist_overlap_wait the caller makes no other dist_ call
+   and leaves the posted ranges alone; dist_overlap_wait returns once every posted range is summed. A range is
+   summed as dist_allreduce_sum_real/_bf16 would sum it alone: with 2 ranks in f32 the bits do not depend on
+   the ranges (a + b = b + a), otherwise only on which rank owns which part (the sum's order, bf16's
+   roundings). dist_overlap_init starts the thread (once) and says whether there is one: false with one rank
+   or when MPI gives no MPI_THREAD_SERIALIZED; dist_finalize stops it. Nothing allocates. */
+bool dist_overlap_init(void);
+void dist_overlap_begin(real* buf, bool bf16);
+void dist_overlap_post(size_t lo, size_t hi);
+void dist_overlap_wait(void);
 void dist_allreduce_sum_double(double* buf, size_t n);
 /* whether flag is non-zero on any rank */
 bool dist_any(bool flag);

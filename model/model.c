@@ -452,12 +452,14 @@ void model_backward(Model* m, const Batch* b, double dloss) {
     }
     rmsnorm_backward(dx, m->dw.final_norm, dfinal, m->res[c->L], (NormGain){m->w.final_norm, (real)cfg_norm_offset(c)},
                      m->final_rstd, m->bs.norm_work, N, D, false);
+    if (m->layer_grads_done) m->layer_grads_done(m->layer_grads_ctx, c->L); /* the final norm's, the LM head's */
     for (size_t l = c->L; l-- > 0;) {
         /* recompute: layer l's activations again (the last layer's are still there), its output into a
            scratch buffer that block_backward overwrites */
         const LayerWeights* w = layer_weights(m, l); /* a BF16 base is widened once for both */
         if (m->opts.recompute && l + 1 < c->L) block_forward(m->bs.dd, &m->la[l], m->res[l], w, l, &ctx);
         block_backward(dx, &m->dw.layer[l], &m->la[l], m->res[l], w, l, &m->bs, &ctx);
+        if (m->layer_grads_done) m->layer_grads_done(m->layer_grads_ctx, l);
     }
     if (m->dw.embed) embedding_backward_pad(m->dw.embed, dx, b->tokens, (real)cfg_embed_scale(c), N, D, c->pad_id);
     m->has_loss = false; /* the logits buffer now holds dlogits (or G) */

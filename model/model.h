@@ -95,6 +95,12 @@ typedef struct {
     bool has_loss;         /* forward ran with targets, so backward may run */
     bool logits_hold_grad; /* model_forward_train left G (xent_forward_grad) in the logits buffer */
     double weight_sum;     /* its Loss.weight_sum, the loss's denominator */
+
+    /* when set, model_backward calls it as soon as layer l's gradients are final, and with l = cfg.L once the
+       final norm's and an untied LM head's are (before any layer's): the trainer starts summing them over the
+       ranks while the layers below run their backward. The input embedding's are final when it returns. */
+    void (*layer_grads_done)(void* ctx, size_t l);
+    void* layer_grads_ctx;
 } Model;
 
 /* What a forward returns: the means over the batch's n_valid targets that are not -1, each weighted by w =

@@ -2,6 +2,7 @@
    bytes and messages, and the mode the plan favours for a small and a large model. */
 #include "train/linkplan.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +38,30 @@ int main(void) {
     expect_s("f32, sharded", linkplan_comm_s(&p, 4, 1), mib4 + mib2 + 6 * lat);
     expect_s("DiLoCo ignores sharding", linkplan_comm_s(&p, 4, 10), (mib4 + 4 * lat) / 10);
 
+    /* overlapped with the backward (2/3 of the 1 s compute): 4.6 ms of ring is hidden but for the part summed
+       last (a quarter here), the all-gather never; 1e9 parameters at 1 Gb/s (32 s of ring + 8 s of gather
+       with 2 x 1908 + 1908 messages) with 10 s of compute: all but 6.67 s of it shows */
+    p.overlap = true;
+    p.last_share = 0.25;
+    expect_s("f32, sharded, overlapped", linkplan_comm_s(&p, 4, 1), (mib4 + 4 * lat) / 4 + mib2 + 2 * lat);
+    expect_s("DiLoCo is not overlapped", linkplan_comm_s(&p, 4, 10), (mib4 + 4 * lat) / 10);
+    LinkPlan wide = {.gbps = 1, .trained = 1000000000, .ranks = 2, .compute_s = 10, .overlap = true, .last_share = 0.1};
+    double ring = 32 + 2 * 1908 * lat;
+    expect_s("1e9, 1 Gb/s, overlapped, replicated", linkplan_comm_s(&wide, 4, 1), ring - 10 * 2.0 / 3.0);
+    wide.sharded = true;
+    expect_s("1e9, 1 Gb/s, overlapped, sharded", linkplan_comm_s(&wide, 4, 1), ring - 10 * 2.0 / 3.0 + 16 + 1908 * lat);
+    /* the slowest link that keeps up: where the communication is 10% of the compute; replicated and not
+       overlapped, 2^20 parameters' 4 MiB ring + 0.4 ms of latency in 0.1 s: 8 * 4194304 / (0.1 - 4 lat) bits/s */
+    p = (LinkPlan){.gbps = 8, .trained = (size_t)1 << 20, .ranks = 2, .compute_s = 1};
+    double want = 8 * 4194304 / (0.1 - 4 * lat) / 1e9, got = linkplan_min_gbps(&p, 4, 1);
+    EXPECT(got >= want && got <= want * 1.0011, "keeps up from %.6g Gb/s, by hand %.6g", got, want);
+    EXPECT(linkplan_comm_s(&(LinkPlan){.gbps = got, .trained = p.trained, .ranks = 2, .compute_s = 1}, 4, 1) <= 0.1,
+           "at the slowest link that keeps up, the communication is at most 10%% of the compute");
+    p.compute_s = 0.003; /* 4 messages of 100 µs are more than 0.3 ms: no link keeps up */
+    EXPECT(isinf(linkplan_min_gbps(&p, 4, 1)), "latency alone above 10%%: %g", linkplan_min_gbps(&p, 4, 1));
+
     char line[512];
-    p.sharded = false;
+    p = (LinkPlan){.gbps = 8, .trained = (size_t)1 << 20, .ranks = 2, .compute_s = 1};
     favoured(&p, line, sizeof(line)); /* 4.6 ms of 1 s: synchronous f32 keeps up */
     EXPECT(strstr(line, "synchronous, f32") != NULL, "2^20 parameters, 8 Gb/s, 1 s compute: %s", line);
     /* 1e9 parameters over 1 Gb/s: f32 32 s, bf16 16 s, H=50 0.64 s (+ latency) per step: with 10 s of

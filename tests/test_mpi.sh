@@ -153,6 +153,28 @@ if cmp -s "$a/model.safetensors" "$c/model.safetensors" && cmp -s "$a/optimizer.
 then ok "bf16 wire, sharded: 3 steps + resume 2 == 5 steps, bit for bit"
 else bad "bf16 wire, sharded: the resumed run differs"; fi
 
+echo "train.overlap_grad_reduce: each layer's gradients summed while the layers below run their backward (the"
+echo "default, every 2-rank run above) against the whole arena after the backward: 2 ranks in f32 give the same bits"
+grep -q "gradient sum: each layer's during the backward" "$T/log" && ok "the runs above overlapped (their log says so)" ||
+    bad "no run above says it overlapped the gradient sum"
+for shard in true false; do
+    config "$T/c.json" "$T/serial_$shard" shuffle 1 5 0 $shard
+    run2 "$T/c.json" --set train.overlap_grad_reduce=false || bad "no overlap, shard_optimizer $shard: the run failed"
+    a=$(final_ckpt "$T/two_shuffle_$shard"); b=$(final_ckpt "$T/serial_$shard")
+    if cmp -s "$a/model.safetensors" "$b/model.safetensors" && cmp -s "$a/optimizer.safetensors" "$b/optimizer.safetensors"
+    then ok "shard_optimizer $shard: overlapped and not, 5 steps: the same weights and moments, bit for bit"
+    else bad "shard_optimizer $shard: overlapped and not differ"; fi
+done
+for ov in true false; do # grad_accum 2: only the last micro-batch's backward posts its layers
+    BATCH=1 config "$T/c.json" "$T/accum_$ov" shuffle 2 5 0 true
+    run2 "$T/c.json" --set train.overlap_grad_reduce=$ov || bad "grad_accum 2, overlap $ov: the run failed"
+done
+a=$(final_ckpt "$T/accum_true"); b=$(final_ckpt "$T/accum_false")
+if cmp -s "$a/model.safetensors" "$b/model.safetensors" && cmp -s "$a/optimizer.safetensors" "$b/optimizer.safetensors"
+then ok "grad_accum 2: overlapped and not, the same bits"; else bad "grad_accum 2: overlapped and not differ"; fi
+BATCH=1 same_run "2 ranks x batch 1 x grad_accum 2, overlapped, against 1 rank x batch 2 x grad_accum 2" \
+    "$T/accum_true" "$T/ref_shuffle"
+
 echo "bf16 AdamW state with recompute on 2 ranks: sharded == replicated, and exact resume of the sharded state"
 bf16=', "state_dtype": "bf16"'
 for shard in true false; do

@@ -8,10 +8,19 @@
      ZeRO-1 (train.shard_optimizer): and the weights' all-gather, (N-1)/N · P · 4 bytes
      DiLoCo every H steps: one all-reduce of the parameter change per H steps, nothing in between
 
-   t_step = t_compute + bytes / bandwidth + messages · latency (no overlap: the trainer sends after the
-   backward). A mode keeps up when its communication is at most LINKPLAN_KEEP_UP of the compute; the
-   favoured mode is the first that keeps up in the order synchronous f32, synchronous bf16, DiLoCo at
-   H = 10, 50, 100 (the least change to the training first), else the fastest. */
+   t_ring = bytes / bandwidth + messages · latency; the synchronous modes' gradient ring overlaps the backward
+   (train.overlap_grad_reduce, train/grad_reduce.h), which is LINKPLAN_BACKWARD_SHARE of the compute, except
+   the input embedding's part (`last_share` of the gradients), final only when the backward ends:
+
+     exposed ring = max(t_ring · last_share, t_ring - LINKPLAN_BACKWARD_SHARE · t_compute)   (overlap)
+                  = t_ring                                                              (no overlap)
+     t_step = t_compute + exposed ring + the all-gather (ZeRO-1, after the AdamW step: never hidden)
+
+   (the overlap's extra messages, one ring per layer, are not counted: about 2 (N-1) per layer). DiLoCo's
+   outer all-reduce follows the H-th step, not overlapped. A mode keeps up when its communication is at most
+   LINKPLAN_KEEP_UP of the compute; the favoured mode is the first that keeps up in the order synchronous
+   f32, synchronous bf16, DiLoCo at H = 10, 50, 100 (the least change to the training first), else the
+   fastest. */
 #ifndef REPOC_LINKPLAN_H
 #define REPOC_LINKPLAN_H
 
@@ -23,17 +32,25 @@
 #define LINKPLAN_KEEP_UP 0.10
 /* seconds per message: a TCP round trip on a switched Ethernet LAN is about 50-100 µs */
 #define LINKPLAN_LATENCY_S 100e-6
+/* the backward's part of a step's compute: twice the forward's products */
+#define LINKPLAN_BACKWARD_SHARE (2.0 / 3.0)
 
 typedef struct {
-    double gbps;      /* the link's line rate, Gb/s */
-    size_t trained;   /* P: trained parameters (the gradient arena) */
-    size_t ranks;     /* N >= 2 */
-    double compute_s; /* one step's compute on one rank */
-    bool sharded;     /* train.shard_optimizer: the weights' all-gather too (synchronous modes) */
+    double gbps;       /* the link's line rate, Gb/s */
+    size_t trained;    /* P: trained parameters (the gradient arena) */
+    size_t ranks;      /* N >= 2 */
+    double compute_s;  /* one step's compute on one rank */
+    bool sharded;      /* train.shard_optimizer: the weights' all-gather too (synchronous modes) */
+    bool overlap;      /* train.overlap_grad_reduce: the synchronous gradient ring during the backward */
+    double last_share; /* the part of the gradients summed only after the backward (the input embedding's) */
 } LinkPlan;
 
-/* the communication seconds per step of one mode: wire_bytes 4 or 2, every 1 (synchronous) or H */
+/* the communication seconds per step of one mode that the compute does not hide: wire_bytes 4 or 2, every 1
+   (synchronous) or H */
 double linkplan_comm_s(const LinkPlan* p, size_t wire_bytes, size_t every);
+/* the slowest link (Gb/s) over which that mode keeps up (its communication at most LINKPLAN_KEEP_UP of the
+   compute), within 0.1%; INFINITY when its messages' latency alone is more */
+double linkplan_min_gbps(const LinkPlan* p, size_t wire_bytes, size_t every);
 /* The table of the modes' step times and the favoured one, for a run (fp: stdout) */
 void linkplan_print(const LinkPlan* p, FILE* fp);
 

@@ -139,6 +139,7 @@ const RcKey RC_KEYS[] = {
     SIZE("train.head_chunk", train.head_chunk, 0, BIG, 0, "logits_chunk"),
     {"train.eval_tasks", KT_RAW, O(train.eval_tasks), 0, 0, KF_NULL, NULL, "tasks|retrieval_eval"},
     WORD("train.grad_wire_dtype", train.grad_wire_dtype, "f32|bf16", 0, "wire_dtype|allreduce_dtype|comm_dtype"),
+    BOOL("train.overlap_grad_reduce", train.overlap_grad_reduce, 0, "overlap_comm|overlap_grad_sync"),
     {"train.outer", KT_OBJ, 0, 0, 0, KF_NULL, NULL, "diloco|outer_optimizer"},
     SIZE("train.outer.every", train.outer.every, 1, BIG, KF_NULL, "H|inner_steps|local_steps|sync_every"),
     REAL("train.outer.lr", train.outer.lr, 0, HUGE_VAL, KF_LO_OPEN, "outer_lr"),
@@ -229,6 +230,7 @@ void run_config_defaults(RunConfig* rc) {
     rc->train.head_chunk = 0;
     rc->train.shard_optimizer = true;
     strcpy(rc->train.grad_wire_dtype, "f32");
+    rc->train.overlap_grad_reduce = true;
     rc->train.outer.every = RC_UNSET;
     rc->train.outer.lr = 0.7;
     rc->train.outer.momentum = 0.9;

@@ -172,6 +172,9 @@ typedef struct {
     /* true: with N MPI ranks each keeps the AdamW moments of 1/N of the parameters and all-gathers the weights
        (ZeRO-1); false: every rank keeps all moments; one rank: no effect */
     bool shard_optimizer;
+    /* true: with N MPI ranks a thread sums each layer's gradients over the ranks while the layers below run their
+       backward (train/grad_reduce.h); false: the whole arena after the backward; one rank: no effect */
+    bool overlap_grad_reduce;
     /* false: keep only block inputs and recompute each block's activations in backward (ModelOpts.recompute;
        bit-identical gradients) */
     bool recompute;

@@ -69,8 +69,16 @@ void trainer_memory_plan(Trainer* tr, bool plan_only) {
     timeplan_compute(&tp, &tr->mcfg, rc, st.step);
     timeplan_print(&tp, stdout);
     if (rc->run.link_gbps > 0) { /* one rank: the plan for 2 */
-        LinkPlan lp = {rc->run.link_gbps, plan.n.grads, tr->world > 1 ? (size_t)tr->world : 2, tp.s_per_step,
-                       plan.sharded};
+        /* summed last: the input embedding's gradient, unless LoRA freezes it (a freeze pattern may too: then
+           this overstates what stays exposed) */
+        double embed = tr->mcfg.lora_rank ? 0 : (double)tr->mcfg.V * (double)tr->mcfg.D;
+        LinkPlan lp = {.gbps = rc->run.link_gbps,
+                       .trained = plan.n.grads,
+                       .ranks = tr->world > 1 ? (size_t)tr->world : 2,
+                       .compute_s = tp.s_per_step,
+                       .sharded = plan.sharded,
+                       .overlap = rc->train.overlap_grad_reduce,
+                       .last_share = plan.n.grads ? embed / (double)plan.n.grads : 0};
         linkplan_print(&lp, stdout);
     }
     fflush(stdout);
@@ -232,6 +240,13 @@ static void setup_outer(Trainer* tr) {
                                                               : REAL_NAME);
     outer_init(&tr->outer, &tr->rc, &tr->model);
     if (tr->resumed_from[0]) outer_load(&tr->outer, tr->resumed_from, &tr->model, &tr->opt);
+    bool sync = tr->world > 1 && !tr->outer.on;
+    grad_reduce_init(&tr->reduce, &tr->model, sync, tr->wire_bf16, tr->rc.train.overlap_grad_reduce);
+    if (sync)
+        printf("gradient sum: %s\n", tr->reduce.overlap ? "each layer's during the backward (train.overlap_grad_reduce)"
+                                     : tr->rc.train.overlap_grad_reduce
+                                         ? "after the backward (MPI gives no MPI_THREAD_SERIALIZED: no overlap)"
+                                         : "after the backward");
 }
 
 /* Rank 0, all input checked: only now does the run write anything. out_dir with its lock, run_config.json
@@ -352,6 +367,7 @@ static void accumulate(Trainer* tr, size_t step, StepSums* s) {
         if (!isfinite(l.loss)) die_nonfinite(tr, step + 1, "the loss is not finite");
         s->loss += l.loss / (double)(accum * world);
         s->loss_z += l.z / (double)(accum * world);
+        if (k + 1 == accum) grad_reduce_arm(&tr->reduce, m); /* the sums start during the last backward */
         model_backward(m, b, 1.0 / mean_over);
     }
 }
@@ -360,8 +376,7 @@ static void accumulate(Trainer* tr, size_t step, StepSums* s) {
 static void reduce_and_check(Trainer* tr, size_t step, StepSums* s) {
     Model* m = &tr->model;
     double t_comm = now_s();
-    if (tr->wire_bf16 && !tr->outer.on) dist_allreduce_sum_bf16(m->grads, m->tensors.n_grads);
-    else if (!tr->outer.on) dist_allreduce_sum_real(m->grads, m->tensors.n_grads); /* DiLoCo: its own gradients */
+    grad_reduce_finish(&tr->reduce, m); /* DiLoCo: each rank keeps its own gradients */
     dist_allreduce_sum_double(&s->loss, 1);
     if (m->opts.z_loss > 0) dist_allreduce_sum_double(&s->loss_z, 1);
     tr->comm_s = now_s() - t_comm;

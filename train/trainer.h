@@ -28,6 +28,7 @@
 #include "model/model.h"
 #include "optim/adamw.h"
 #include "train/checkpoint.h"
+#include "train/grad_reduce.h"
 #include "train/metrics.h"
 #include "train/outer.h"
 #include "train/run_config.h"
@@ -65,6 +66,7 @@ typedef struct {
     size_t wire_bytes;                   /* bytes this rank handed to MPI to send in the last step */
     bool wire_bf16;                      /* train.grad_wire_dtype "bf16": gradients summed with BF16 on the wire */
     Outer outer;                         /* train.outer: the DiLoCo outer loop (off unless given) */
+    GradReduce reduce;                   /* the synchronous modes' gradient sum over the ranks */
     bool grads_zeroed;                   /* the last adamw_step zeroed the whole gradient arena (not sharded) */
     /* one micro-batch (B,T), filled by the data source: doc_ids with data.document_mask, target_weights with
        data.synthetic.answer_weight != 1 */
