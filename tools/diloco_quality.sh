@@ -23,9 +23,10 @@
 # first seed's curves with build/plot (default docs/diloco_quality.svg). Never part of `make test`.
 # Knobs: QUALITY_STEPS (600), QUALITY_PRE_STEPS (1600), QUALITY_LR (5e-4), QUALITY_PRE_LR (1e-3),
 # QUALITY_SEEDS ("1 2 3"), QUALITY_EVAL (300), QUALITY_EVAL_BATCHES (24 per shard), QUALITY_MODES (the five
-# above; an extra "diloco_h<H>_olr<LR>" is DiLoCo at outer lr LR), QUALITY_DIR (keep the data and runs
-# there; default a temporary directory, removed), QUALITY_WAIT_FILE (wait while this file exists before
-# each run: a machine shared with someone who times things).
+# above; an extra "diloco_h<H>_olr<LR>_mom<M>" is DiLoCo with outer lr LR and momentum M, either optional),
+# QUALITY_DIR (keep the data and runs there, and rerun only the runs missing; default a temporary directory,
+# removed), QUALITY_WAIT_FILE (wait while this file exists before each run: a machine shared with someone
+# who times things).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SVG=${1:-docs/diloco_quality.svg}
@@ -63,12 +64,15 @@ files() { # kind part: the JSON list of one source's files
 val_sources() { # every validation shard as its own source, scored one by one
     local k s=
     for kind in prose code; do
-        for ((k = 0; k < SHARDS; k++)); do s+="${s:+, }{\"name\": \"${kind}$k\", \"files\": [$(files "$kind" "val$k")]}"; done
+        for ((k = 0; k < SHARDS; k++)); do
+            s+="${s:+, }{\"name\": \"${kind}$k\", \"files\": [$(files "$kind" "val$k")]}"
+        done
     done
     echo "$s"
 }
 run() { # name seed steps lr part eval wire outer init
-    local init=$9 model='"vocab_size": 256, "d_model": 256, "n_layers": 4, "n_heads": 4, "d_ff": 768, "positions": {"mode": "repo"}'
+    local init=$9 model
+    model='"vocab_size": 256, "d_model": 256, "n_layers": 4, "n_heads": 4, "d_ff": 768, "positions": {"mode": "repo"}'
     [ -z "$init" ] || model="\"init_from\": \"$init\""
     cat >"$W/$1.json" <<JSON
 {"run": {"out_dir": "$W/$1", "seed": $2, "threads": 1, "resume": "never", "overwrite": true},
@@ -90,12 +94,16 @@ JSON
     touch "$W/$1.done"
 }
 mode_run() { # mode seed: one continued run from the pretrained checkpoint
-    local wire=f32 outer=null h=${1#diloco_h}
+    local wire=f32 outer=null h=${1#diloco_h} o
     case $1 in
         sync_f32) ;;
         sync_bf16) wire=bf16 ;;
-        diloco_h*_olr*) outer="{\"every\": ${h%%_*}, \"lr\": ${1#*_olr}}" ;;
-        diloco_h*) outer="{\"every\": $h}" ;;
+        diloco_h*) # diloco_h<H>[_olr<LR>][_mom<M>]: the outer defaults but what the name sets
+            outer="{\"every\": ${h%%_*}"
+            for o in $(echo "$h" | tr _ ' '); do
+                case $o in olr*) outer+=", \"lr\": ${o#olr}" ;; mom*) outer+=", \"momentum\": ${o#mom}" ;; esac
+            done
+            outer+="}" ;;
         *) echo "unknown mode $1" >&2 && return 1 ;;
     esac
     run "$1_s$2" "$2" "$STEPS" "$LR" cont "$EVAL" "$wire" "$outer" "$W/pretrain"
@@ -109,10 +117,13 @@ echo "$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2- | sed "s/^ //"), $(np
 # validation loss (3:1 prose:code of the shards' means), its standard error from the shards' spread, and the
 # 2·SHARDS shard losses (prose first).
 summary() { # run directory
-    grep -o '"step": [0-9]*, "loss": [0-9.e-]*' "$1/metrics.jsonl" | tail -n 50 | awk '{ s += $4 } END { printf "%.6f", s / NR }'
+    grep -o '"step": [0-9]*, "loss": [0-9.e-]*' "$1/metrics.jsonl" | tail -n 50 |
+        awk '{ s += $4 } END { printf "%.6f", s / NR }'
     grep '"val_loss_source"' "$1/metrics.jsonl" | tail -n 1 | grep -o '"val_loss_source": {[^}]*}' |
         grep -o '": [0-9][0-9.e-]*' | cut -c4- | awk -v n="$SHARDS" '
-        function se(lo, sum,  k, v) { v = 0; for (k = lo; k < lo + n; k++) v += (x[k] - sum / n) ^ 2; return v / (n - 1) / n }
+        function se(lo, sum,  k, v) { # the squared standard error of the mean of shards lo..lo+n-1
+            v = 0; for (k = lo; k < lo + n; k++) v += (x[k] - sum / n) ^ 2; return v / (n - 1) / n
+        }
         { x[NR] = $1; s[NR <= n ? "p" : "c"] += $1 }
         END { v = 0.75 * s["p"] / n + 0.25 * s["c"] / n
               printf " %.6f %.6f", v, sqrt(0.5625 * se(1, s["p"]) + 0.0625 * se(n + 1, s["c"]))
@@ -126,14 +137,18 @@ echo "pretrain (seed 1, $PRE_STEPS steps): $(summary "$W/pretrain" | cut -d' ' -
 # read); for the validation loss also the standard error of that difference from the shards (the difference
 # per shard, weighted 3:1 as the loss). The first mode is the reference (a).
 awk -v n="$SHARDS" -v steps="$STEPS" '
-    { m = $1; s = $2; if (!(m in seen)) { seen[m] = 1; mode[++nm] = m } if (!(s in sseen)) { sseen[s] = 1; seed[++ns] = s }
+    { m = $1; s = $2
+      if (!(m in seen)) { seen[m] = 1; mode[++nm] = m }
+      if (!(s in sseen)) { sseen[s] = 1; seed[++ns] = s }
       tr[m, s] = $3; va[m, s] = $4; se[m, s] = $5; for (k = 1; k <= 2 * n; k++) sh[m, s, k] = $(5 + k) }
     function dse(m, s,  k, lo, w, v, mu, d) { # standard error of the weighted difference to (a) from the shards
         v = 0
         for (lo = 0; lo <= n; lo += n) {
             w = lo ? 0.0625 : 0.5625; mu = 0
             for (k = lo + 1; k <= lo + n; k++) mu += (sh[m, s, k] - sh[mode[1], s, k]) / n
-            for (k = lo + 1; k <= lo + n; k++) { d = sh[m, s, k] - sh[mode[1], s, k] - mu; v += w * d * d / (n - 1) / n }
+            for (k = lo + 1; k <= lo + n; k++) {
+                d = sh[m, s, k] - sh[mode[1], s, k] - mu; v += w * d * d / (n - 1) / n
+            }
         }
         return sqrt(v)
     }
@@ -150,23 +165,26 @@ awk -v n="$SHARDS" -v steps="$STEPS" '
             for (j = 1; j <= ns; j++) {
                 d = 100 * (x[m, seed[j]] / x[mode[1], seed[j]] - 1); dsum += d
                 if (i == 1) printf " |"
-                else if (withse) printf " %+.2f%% ± %.2f |", d, 100 * dse(m, seed[j]) / x[mode[1], seed[j]]
-                else printf " %+.2f%% |", d
+                else if (withse) printf " %+.3f%% ± %.3f |", d, 100 * dse(m, seed[j]) / x[mode[1], seed[j]]
+                else printf " %+.3f%% |", d
             }
-            if (i == 1) printf " |\n"; else printf " %+.2f%% |\n", dsum / ns
+            if (i == 1) printf " |\n"; else printf " %+.3f%% |\n", dsum / ns
         }
     }
     END {
-        table("final validation loss (step " steps ", prose:code 3:1; ± the standard error of the difference from the " n " shards per kind)", va, 1)
+        table("final validation loss (step " steps ", prose:code 3:1; ± the standard error of the difference from the " \
+              n " shards per kind)", va, 1)
         table("mean training loss, steps " steps - 49 "-" steps, tr, 0)
         printf "\nstandard error of the validation loss itself (shards), %s: ", mode[1]
-        for (j = 1; j <= ns; j++) printf "seed %s %.4f (%.2f%%) ", seed[j], se[mode[1], seed[j]], 100 * se[mode[1], seed[j]] / va[mode[1], seed[j]]
+        for (j = 1; j <= ns; j++)
+            printf "seed %s %.4f (%.2f%%) ", seed[j], se[mode[1], seed[j]], 100 * se[mode[1], seed[j]] / va[mode[1], seed[j]]
         lo = hi = va[mode[1], seed[1]]; tlo = thi = tr[mode[1], seed[1]]
         for (j = 2; j <= ns; j++) {
             v = va[mode[1], seed[j]]; t = tr[mode[1], seed[j]]
             if (v < lo) lo = v; if (v > hi) hi = v; if (t < tlo) tlo = t; if (t > thi) thi = t
         }
-        printf "\nspread of %s over the seeds (max - min, of the min): validation %.2f%%, training %.2f%%\n", mode[1], 100 * (hi / lo - 1), 100 * (thi / tlo - 1)
+        printf "\nspread of %s over the seeds (max - min, of the min): validation %.2f%%, training %.2f%%\n", mode[1],
+            100 * (hi / lo - 1), 100 * (thi / tlo - 1)
     }' "$W/summary.txt"
 plots=()
 for m in "${MODES[@]}"; do plots+=("$W/${m}_s${SEEDS[0]}"); done
