@@ -20,7 +20,8 @@
 #      it scores the ranks' common outer weights).
 # Prints each run's start, time and load, then per mode and seed the final validation loss and the mean
 # training loss of the last 50 steps, their relative differences to (a) of the same seed, and draws the
-# first seed's curves with build/plot (default docs/diloco_quality.svg). Never part of `make test`.
+# first seed's curves with build/plot (default docs/diloco_quality.svg). 35-45 minutes on 2 cores (docs/mpi.md
+# has the times). Never part of `make test`.
 # Knobs: QUALITY_STEPS (600), QUALITY_PRE_STEPS (1600), QUALITY_LR (5e-4), QUALITY_PRE_LR (1e-3),
 # QUALITY_SEEDS ("1 2 3"), QUALITY_EVAL (300), QUALITY_EVAL_BATCHES (24 per shard), QUALITY_MODES (the five
 # above; an extra "diloco_h<H>_olr<LR>_mom<M>" is DiLoCo with outer lr LR and momentum M, either optional),
