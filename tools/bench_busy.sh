@@ -18,6 +18,7 @@ cleanup() { [ -n "$busy_pid" ] && kill "$busy_pid" 2>/dev/null; rm -rf "$T"; }
 trap cleanup EXIT
 [ -x build/train ] && [ -x build/generate ] || { echo "bench_busy: run make first" >&2; exit 1; }
 F=tests/fixtures/tokenizer
+# shellcheck disable=SC2046 # each word of the $(...) is an argument of its own
 build/tokenize --tokenizer $F/gpt2.json --val 0 --out "$T/d" $(for _ in 1 2 3 4 5 6 7 8; do echo $F/sample.txt; done) \
     >/dev/null 2>&1
 cfg() {  # out_dir threads d_model d_ff steps: configs/quickstart_rope.json on the fixture text, vocab 1024

@@ -40,6 +40,7 @@ steps_of() { case $1 in S) echo "--steps 5 --warmup 2" ;; *) echo "--steps 2 --w
 run() {  # size label args...: one bench_step run, its JSON line tagged with the label
     local size=$1 label=$2
     shift 2
+    # shellcheck disable=SC2046 # each word of the $(...) is an argument of its own
     "$BIN" --size "$size" --mode repo --threads "$THREADS" $(steps_of "$size") --no-attn --mfu-sgemm 0 --json "$@" |
         tail -n 1 | sed "s/^{/{\"label\": \"$label\", /" >>"$out"
 }
@@ -48,11 +49,12 @@ run_torch() {  # size label amp env...
     shift 3
     B=$(grep -m1 "\"size\": \"$size\"" "$out" | grep -o '"B": [0-9]*' | grep -o '[0-9]*$')   # (grep -m1, not
     T=$(grep -m1 "\"size\": \"$size\"" "$out" | grep -o '"T": [0-9]*' | grep -o '[0-9]*$')   # head: pipefail)
+    # shellcheck disable=SC2046 # each word of the $(...) is an argument of its own
     env "$@" "$PY" tools/bench_torch.py "$tmp/ckpt_$size" --threads "$THREADS" --B "$B" --T "$T" --size "$size" \
         --mode repo --amp "$amp" $(steps_of "$size") 2>/dev/null | tail -n 1 | sed "s/^{/{\"label\": \"$label\", /" >>"$out"
 }
 for size in $SIZES; do
-    for r in $(seq "$REPEATS"); do
+    for _ in $(seq "$REPEATS"); do
         run "$size" openblas --f32-engine openblas
         run "$size" onednn --f32-engine onednn
         run "$size" default

@@ -55,6 +55,7 @@ log=$dir/runs.log
 run() {  # variant: "items/s acc acc_norm" (build/eval's from its JSON: n / seconds of the scoring)
     case $1 in
     share | noshare | nobatch)
+        # shellcheck disable=SC2046 # each word of the $(...) is an argument of its own
         build/eval "$ckpt" --mc "$items" --tokenizer "$TOK" --mc-window "$WINDOW" --threads "$THREADS" \
             --json "$dir/eval.json" $([ "$1" = noshare ] && echo --mc-no-prefix-sharing) \
             $([ "$1" = nobatch ] && echo --mc-no-batching) >>"$log" 2>&1

@@ -10,7 +10,7 @@
 # (tools/sft_example.sh). Exit 1 when a number drifted (without --update), naming the file, what it says
 # and what the command gives.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 update=0 all=0
 for a in "$@"; do
     case $a in --update) update=1 ;; --all) all=1 ;; *) echo "usage: tools/doc_numbers.sh [--update] [--all]" >&2; exit 2 ;; esac

@@ -6,7 +6,7 @@
 # Prints each case and ends with "N cases, N handled cleanly". Not part of make test (about a minute).
 # Usage: tools/sweep_inputs.sh [-v]   (-v: the output of every failing case)
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 T=$(mktemp -d /tmp/repoc_sweep.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 verbose=${1:-}
