@@ -222,6 +222,11 @@ void dist_allreduce_sum_bf16(real* buf, size_t n) {
     for (int s = -1; s < g_world - 2; s++) bf16_ring_step(buf, chunk_sent(s), chunk_received(s), false);
 }
 
+void dist_allreduce_sum(real* buf, size_t n, bool bf16) {
+    if (bf16) dist_allreduce_sum_bf16(buf, n);
+    else dist_allreduce_sum_real(buf, n);
+}
+
 /* The overlap thread (dist.h): the ranges posted since dist_overlap_begin, summed in the order posted */
 #define OVERLAP_MAX 1024
 static struct {
@@ -248,8 +253,7 @@ static void* overlap_main(void* unused) {
         size_t n = g_ov.hi[g_ov.n_done] - g_ov.lo[g_ov.n_done];
         bool bf16 = g_ov.bf16;
         pthread_mutex_unlock(&g_ov.mu);
-        if (bf16) dist_allreduce_sum_bf16(x, n);
-        else dist_allreduce_sum_real(x, n);
+        dist_allreduce_sum(x, n, bf16);
         pthread_mutex_lock(&g_ov.mu);
         g_ov.n_done++;
         pthread_cond_broadcast(&g_ov.cv);
@@ -376,6 +380,7 @@ void dist_init(int* argc, char*** argv) {}
 void dist_finalize(void) {}
 void dist_allreduce_sum_real(real* buf, size_t n) {}
 void dist_allreduce_sum_bf16(real* buf, size_t n) {}
+void dist_allreduce_sum(real* buf, size_t n, bool bf16) {}
 bool dist_overlap_init(void) { return false; }
 void dist_overlap_begin(real* buf, bool bf16) {}
 void dist_overlap_post(size_t lo, size_t hi) {}

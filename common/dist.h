@@ -46,6 +46,8 @@ void dist_allreduce_sum_real(real* buf, size_t n);
    and added to the receiver's own partial sum in real; the result is bf16-rounded, the same bits on every
    rank (half the bytes of dist_allreduce_sum_real) */
 void dist_allreduce_sum_bf16(real* buf, size_t n);
+/* one of the two: dist_allreduce_sum_bf16 when bf16, else dist_allreduce_sum_real */
+void dist_allreduce_sum(real* buf, size_t n, bool bf16);
 /* The same sums overlapped with the computation: a thread of this rank's own runs the ring (f32, or bf16 with
    `bf16`) on each range [lo, hi) of buf as it is posted, in the order posted; every rank posts the same ranges
    in the same order. Between dist_overlap_begin and dist_overlap_wait the caller makes no other dist_ call

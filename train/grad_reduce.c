@@ -55,8 +55,7 @@ void grad_reduce_arm(GradReduce* g, Model* m) {
 void grad_reduce_finish(GradReduce* g, Model* m) {
     if (!g->on) return;
     if (!g->overlap) {
-        if (g->bf16) dist_allreduce_sum_bf16(m->grads, m->tensors.n_grads); /* one ring: the fewest messages */
-        else dist_allreduce_sum_real(m->grads, m->tensors.n_grads);
+        dist_allreduce_sum(m->grads, m->tensors.n_grads, g->bf16); /* one ring: the fewest messages */
         return;
     }
     CHECK(m->layer_grads_done == layer_done, "grad_reduce_finish: the backward was not armed");

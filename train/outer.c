@@ -47,8 +47,7 @@ void outer_step(Outer* o, Model* m) {
     real* delta = m->grads; /* free between an AdamW step that zeroed it and the next backward */
     model_trained_params_get(m, delta);
     for (size_t i = 0; i < o->n; i++) delta[i] = o->kept[i] - delta[i];
-    if (o->wire_bf16) dist_allreduce_sum_bf16(delta, o->n);
-    else dist_allreduce_sum_real(delta, o->n);
+    dist_allreduce_sum(delta, o->n, o->wire_bf16);
     real inv = (real)(1.0 / (double)dist_world());
     for (size_t i = 0; i < o->n; i++) delta[i] *= inv;
     outer_apply(o->kept, o->mom, delta, o->n, o->lr, o->momentum, o->nesterov);
