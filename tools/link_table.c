@@ -20,8 +20,6 @@ int main(int argc, char** argv) {
         return 2;
     }
     double P = atof(argv[1]), E = atof(argv[2]), C = atof(argv[3]);
-    static const char* const names[5] = {"sync f32", "sync bf16", "DiLoCo H=10", "H=50", "H=100"};
-    static const size_t wire[5] = {4, 2, 4, 4, 4}, every[5] = {1, 1, 10, 50, 100};
     static const double links[4] = {1, 10, 25, 100};
     LinkPlan p = {.trained = (size_t)P, .ranks = 2, .compute_s = C, .last_share = E / P};
     printf("P = %.4g, embedding %.1f%%, compute %.3g s a step; replicated AdamW\n", P, 100 * E / P, C);
@@ -38,8 +36,11 @@ int main(int argc, char** argv) {
         for (int ov = 1; ov >= 0; ov--) {
             p.ranks = n;
             p.overlap = ov;
-            printf("  %zu ranks, %-14s", n, ov ? "overlapped:" : "not overlapped:");
-            for (int k = 0; k < 5; k++) printf("  %s %.3g", names[k], linkplan_min_gbps(&p, wire[k], every[k]));
+            printf("  %zu ranks, %s\n", n, ov ? "overlapped:" : "not overlapped:");
+            for (int k = 0; k < LINKPLAN_N_MODES; k++) {
+                const LinkMode* mode = &LINKPLAN_MODES[k];
+                printf("    %-32s %.3g\n", mode->name, linkplan_min_gbps(&p, mode->wire_bytes, mode->every));
+            }
             printf("\n");
         }
     return 0;

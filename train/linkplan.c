@@ -5,10 +5,15 @@
 
 #define PIECE ((double)(1 << 18)) /* elements per message of common/dist.c's rings */
 
+const LinkMode LINKPLAN_MODES[LINKPLAN_N_MODES] = {{"synchronous, f32 on the wire", 4, 1},
+                                                   {"synchronous, bf16 on the wire", 2, 1},
+                                                   {"DiLoCo H=10 (train.outer), f32", 4, 10},
+                                                   {"DiLoCo H=50, f32", 4, 50},
+                                                   {"DiLoCo H=100, f32", 4, 100}};
+
 /* messages of one ring over P elements: 2 (N-1) steps of ceil(P / (N 2^18)) pieces (half for an all-gather) */
 static double ring_messages(const LinkPlan* p) {
-    double N = (double)p->ranks, pieces = (double)p->trained / (N * PIECE);
-    return 2 * (N - 1) * (pieces > (double)(size_t)pieces ? (double)(size_t)pieces + 1 : pieces);
+    return 2 * ((double)p->ranks - 1) * ceil((double)p->trained / ((double)p->ranks * PIECE));
 }
 
 double linkplan_comm_s(const LinkPlan* p, size_t wire_bytes, size_t every) {
@@ -37,9 +42,6 @@ double linkplan_min_gbps(const LinkPlan* p, size_t wire_bytes, size_t every) {
 }
 
 void linkplan_print(const LinkPlan* p, FILE* fp) {
-    static const char* const names[5] = {"synchronous, f32 on the wire", "synchronous, bf16 on the wire",
-                                         "DiLoCo H=10 (train.outer), f32", "DiLoCo H=50, f32", "DiLoCo H=100, f32"};
-    static const size_t wire[5] = {4, 2, 4, 4, 4}, every[5] = {1, 1, 10, 50, 100};
     fprintf(fp,
             "link plan: %g Gb/s, %zu ranks, %.0f µs per message; compute ≈ %.2f s/step per rank (the time plan); "
             "gradients %s the backward%s\n",
@@ -47,11 +49,12 @@ void linkplan_print(const LinkPlan* p, FILE* fp) {
             p->sharded ? ", ZeRO-1's all-gather after the AdamW step" : "");
     int pick = -1, fastest = 0;
     double best = 0;
-    for (int k = 0; k < 5; k++) {
-        double comm = linkplan_comm_s(p, wire[k], every[k]), step = p->compute_s + comm;
+    for (int k = 0; k < LINKPLAN_N_MODES; k++) {
+        const LinkMode* mode = &LINKPLAN_MODES[k];
+        double comm = linkplan_comm_s(p, mode->wire_bytes, mode->every), step = p->compute_s + comm;
         fprintf(fp, "  %-32s ≈ %8.2f s/step (communication %.2f s, %.0f%% of the compute; keeps up from %.3g Gb/s)\n",
-                names[k], step, comm, p->compute_s > 0 ? 100 * comm / p->compute_s : 0.0,
-                linkplan_min_gbps(p, wire[k], every[k]));
+                mode->name, step, comm, p->compute_s > 0 ? 100 * comm / p->compute_s : 0.0,
+                linkplan_min_gbps(p, mode->wire_bytes, mode->every));
         if (pick < 0 && comm <= LINKPLAN_KEEP_UP * p->compute_s) pick = k;
         if (k == 0 || step < best) {
             best = step;
@@ -60,8 +63,8 @@ void linkplan_print(const LinkPlan* p, FILE* fp) {
     }
     if (pick >= 0)
         fprintf(fp, "  this link favours: %s (the first above whose communication is at most %.0f%% of the compute)\n",
-                names[pick], 100 * LINKPLAN_KEEP_UP);
+                LINKPLAN_MODES[pick].name, 100 * LINKPLAN_KEEP_UP);
     else
         fprintf(fp, "  this link favours: %s (none keeps the communication under %.0f%% of the compute)\n",
-                names[fastest], 100 * LINKPLAN_KEEP_UP);
+                LINKPLAN_MODES[fastest].name, 100 * LINKPLAN_KEEP_UP);
 }

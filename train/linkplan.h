@@ -45,6 +45,15 @@ typedef struct {
     double last_share; /* the part of the gradients summed only after the backward (the input embedding's) */
 } LinkPlan;
 
+/* The modes the plan compares, in the order it prefers them: the bytes per gradient element on the wire and
+   how many steps between two sums (1: synchronous; H: DiLoCo) */
+typedef struct {
+    const char* name;
+    size_t wire_bytes, every;
+} LinkMode;
+#define LINKPLAN_N_MODES 5
+extern const LinkMode LINKPLAN_MODES[LINKPLAN_N_MODES];
+
 /* the communication seconds per step of one mode that the compute does not hide: wire_bytes 4 or 2, every 1
    (synchronous) or H */
 double linkplan_comm_s(const LinkPlan* p, size_t wire_bytes, size_t every);
