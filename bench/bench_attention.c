@@ -14,7 +14,7 @@
    --backward-ways times the backward alone both ways (one task per (batch, kv head), and split by key and
    query block: model/attention.c), alternated, the median of each and their ratio, instead of the above.
    --bf16 also times each shape with BF16 operands (AttnShape.bf16), the two alternated pair by pair, and prints
-   the f32 / bf16 time ratio.
+   the f32 / bf16 time ratio; where AMX is usable, also BF16 kept off AMX (vdpbf16ps, AttnShape.no_amx).
    Defaults: B 2, H = KVH = 8, reps 5, sgemm 1024 (0 = off). */
 #include <stdbool.h>
 #include <stdio.h>
@@ -56,8 +56,9 @@ static double median(double* x, int n) {
 }
 
 /* median milliseconds of one forward + backward pair, after a warm-up pair; window > 0: sliding. With
-   --bf16, ms[1] that of BF16 operands, the two alternated pair by pair. */
-static void time_attention(const Opts* o, size_t T, size_t hd, size_t window, double ms[2]) {
+   --bf16, ms[1] that of BF16 operands and, where AMX is usable (model/amx.h), ms[2] that of BF16 operands kept
+   off AMX (vdpbf16ps), the modes alternated pair by pair. */
+static void time_attention(const Opts* o, size_t T, size_t hd, size_t window, double ms[3]) {
     AttBench a = att_bench_init(o->B, T, o->H, o->KVH, hd);
     int32_t* start = NULL;
     DocSpans spans;
@@ -67,15 +68,17 @@ static void time_attention(const Opts* o, size_t T, size_t hd, size_t window, do
         spans = (DocSpans){start};
         a.docs = &spans;
     }
-    double t[2][64];
-    int reps = o->reps < 64 ? o->reps : 64, modes = o->bf16 ? 2 : 1;
+    double t[3][64];
+    int reps = o->reps < 64 ? o->reps : 64, modes = o->bf16 ? (amx_usable() ? 3 : 2) : 1;
     for (int m = 0; m < modes; m++) { /* warm-up */
-        a.bf16 = m == 1;
+        a.bf16 = m >= 1;
+        a.no_amx = m == 2;
         att_bench_pair(&a, seconds);
     }
     for (int r = 0; r < reps; r++)
         for (int m = 0; m < modes; m++) {
-            a.bf16 = m == 1;
+            a.bf16 = m >= 1;
+            a.no_amx = m == 2;
             t[m][r] = att_bench_pair(&a, seconds) * 1e3;
         }
     att_bench_free(&a);
@@ -188,13 +191,14 @@ int main(int argc, char** argv) {
                o.sgemm_n, o.sgemm_n, "T", "hd", "ms", "us/token", "GFLOP/s", "sgemm", "of sgemm");
         if (o.window) printf(" %12s %14s", "window ms", "causal/window");
         if (o.bf16) printf(" %10s %10s", "bf16 ms", "f32/bf16");
+        if (o.bf16 && amx_usable()) printf(" %14s %10s", "bf16 no-AMX ms", "f32/no-AMX");
         printf("\n");
     }
     for (size_t i = 0; i < o.nT; i++)
         for (size_t j = 0; j < o.nhd; j++) {
             size_t T = o.T[i], hd = o.hd[j];
             double sg_ms, sg = o.sgemm_n > 0 ? sgemm_rate(o.sgemm_n, seconds, &sg_ms) : 0;
-            double ms2[2] = {0, 0}, wms2[2] = {0, 0};
+            double ms2[3] = {0, 0, 0}, wms2[3] = {0, 0, 0};
             time_attention(&o, T, hd, 0, ms2);
             if (o.window) time_attention(&o, T, hd, o.window, wms2);
             double ms = ms2[0], wms = wms2[0];
@@ -210,6 +214,7 @@ int main(int argc, char** argv) {
                 printf("%6zu %4zu %10.2f %10.2f %10.1f %10.1f %7.1f%%", T, hd, ms, us_tok, gf, sg, 100 * frac);
                 if (o.window) printf(" %12.2f %13.2fx", wms, ms / wms);
                 if (o.bf16) printf(" %10.2f %9.2fx", ms2[1], ms / ms2[1]);
+                if (o.bf16 && amx_usable()) printf(" %14.2f %9.2fx", ms2[2], ms / ms2[2]);
                 printf("\n");
             }
         }

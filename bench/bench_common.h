@@ -27,7 +27,7 @@ typedef struct {
     size_t B, T, H, KVH, hd;
     real *buf, *q, *out, *dq, *dout, *lse, *k, *v, *dk, *dv;
     const DocSpans* docs; /* NULL (causal), or a mask such as a sliding window's starts */
-    bool bf16;            /* BF16 operands (AttnShape.bf16) */
+    bool bf16, no_amx;    /* BF16 operands (AttnShape.bf16), kept off AMX (AttnShape.no_amx) */
 } AttBench;
 
 static inline AttBench att_bench_init(size_t B, size_t T, size_t H, size_t KVH, size_t hd) {
@@ -62,7 +62,7 @@ static inline double att_bench_pair(AttBench* a, double (*clock)(void)) {
     memset(a->dq, 0, N * qd * sizeof(real));
     memset(a->dk, 0, 2 * N * kvd * sizeof(real)); /* dk, dv */
     double t0 = clock();
-    AttnShape s = {a->B, a->T, a->H, a->KVH, a->hd, (real)(1 / sqrt((double)a->hd)), a->docs, a->bf16};
+    AttnShape s = {a->B, a->T, a->H, a->KVH, a->hd, (real)(1 / sqrt((double)a->hd)), a->docs, a->bf16, a->no_amx};
     attention_forward(a->out, a->lse, a->q, a->k, a->v, &s);
     attention_backward(a->dq, a->dk, a->dv, a->dout, a->out, a->lse, a->q, a->k, a->v, &s);
     return clock() - t0;
@@ -70,7 +70,7 @@ static inline double att_bench_pair(AttBench* a, double (*clock)(void)) {
 
 /* seconds (by `clock`) of the backward alone, run one way (attention_backward_by); forward run once before */
 static inline double att_bench_backward(AttBench* a, double (*clock)(void), bool by_blocks) {
-    AttnShape s = {a->B, a->T, a->H, a->KVH, a->hd, (real)(1 / sqrt((double)a->hd)), a->docs, a->bf16};
+    AttnShape s = {a->B, a->T, a->H, a->KVH, a->hd, (real)(1 / sqrt((double)a->hd)), a->docs, a->bf16, a->no_amx};
     attention_forward(a->out, a->lse, a->q, a->k, a->v, &s);
     double t0 = clock();
     attention_backward_by(a->dq, a->dk, a->dv, a->dout, a->out, a->lse, (AttnIn3){a->q, a->k, a->v}, &s, by_blocks);

@@ -30,10 +30,13 @@
 #include "common/check.h"
 #include "common/mathf.h"
 #include "common/threads.h"
-#include "model/tile_gemm.h"
+#include "model/tile_amx.h" /* and model/tile_gemm.h */
 
 _Static_assert(ATT_BLOCK_MAX % ATT_BLOCK == 0, "the tests' lengths are placed around multiples of ATT_BLOCK_MAX");
 #define ATT_MAX_HD 256
+
+/* What runs a query block's products: FP32 tile_gemm, tile_gemm on BF16 pairs, or AMX tiles on the same pairs */
+typedef enum { PROD_F32, PROD_PAIRS, PROD_AMX } ProdKind;
 
 /* What both passes read: the inputs (attention.h's shapes) and the shape's sizes, scale and mask */
 typedef struct {
@@ -41,14 +44,22 @@ typedef struct {
     const DocSpans* docs;
     size_t T, H, KVH, hd;
     real scale;
-    bool bf16;
+    bool bf16, amx; /* amx: BF16 products on AMX where a query block's shape allows (block_kind) */
 } AttnIn;
 
 static AttnIn attn_in(const real* q, const real* k, const real* v, const AttnShape* s) {
     CHECK(s->hd <= ATT_MAX_HD && s->H % s->KVH == 0, "attention: hd %zu (max %d), H %zu, KVH %zu", s->hd, ATT_MAX_HD,
           s->H, s->KVH);
     CHECK(!s->bf16 || sizeof(real) == 4, "attention: BF16 operands in a double build");
-    return (AttnIn){q, k, v, s->docs, s->T, s->H, s->KVH, s->hd, s->scale, s->bf16};
+    bool amx = s->bf16 && !s->no_amx && ATT_AMX && amx_usable();
+    return (AttnIn){q, k, v, s->docs, s->T, s->H, s->KVH, s->hd, s->scale, s->bf16, amx};
+}
+
+/* the products of a query block of nq rows: on AMX when its every tile is whole 16 x 16 tiles of 16 pairs (nq
+   and hd multiples of 32: then every key tile's nk is too) */
+static ProdKind block_kind(const AttnIn* a, size_t nq) {
+    if (!a->bf16) return PROD_F32;
+    return a->amx && nq % 32 == 0 && a->hd % 32 == 0 ? PROD_AMX : PROD_PAIRS;
 }
 
 /* One tile: key block [j0, j0 + nk) against query block [t0, t0 + nq), of head width hd; dj = j0 - t0, the
@@ -144,6 +155,33 @@ static void tile_by_queries_pairs(real* C, size_t ldc, const bfpair* Xt, const b
     tile_gemm(&g, t.nk, t.hd);
 }
 
+/* The same products on AMX (model/tile_amx.h), on the same pairs, each over the whole tile: a diagonal tile's
+   hidden scores are computed too (the softmax never reads them), and its hidden P and dS are 0 in the pairs. */
+#if ATT_AMX
+static void amx_scores(real* St, const bfpair* X, const bfpair* yT, real alpha, Tile t) {
+    amx_gemm(&(AmxGemm){St, ATT_BQ, X, ATT_PAIRS(t.hd), yT, ATT_BQ, t.nk, t.nq, t.hd / 2, alpha, false});
+}
+
+/* C^T (hd, nq; row stride ATT_BQ) (+)= alpha Y^T Xt, transposed so that A's pairs run along its rows: Y^T the
+   tile's values or keys, transposed into YT from Yp (nk/2, hd) in pairs of keys; Xt P^T or dS^T in pairs of
+   keys: O^T += V^T P^T, dQ^T += scale K^T dS^T */
+static void amx_by_keys(real* Ct, bfpair* YT, const bfpair* Yp, const bfpair* Xt, real alpha, bool add, Tile t) {
+    transpose_pairs(YT, ATT_PAIRS(ATT_BK), Yp, t.hd, t.nk / 2, t.hd);
+    amx_gemm(&(AmxGemm){Ct, ATT_BQ, YT, ATT_PAIRS(ATT_BK), Xt, ATT_BQ, t.hd, t.nq, t.nk / 2, alpha, add});
+}
+
+/* C (nk, hd) (+)= alpha Xt Y as tile_by_queries_pairs */
+static void amx_by_queries(real* C, size_t ldc, const bfpair* Xt, const bfpair* Y, real alpha, bool add, Tile t) {
+    amx_gemm(&(AmxGemm){C, ldc, Xt, ATT_PAIRS(ATT_BQ), Y, t.hd, t.nk, t.hd, t.nq / 2, alpha, add});
+}
+#else /* never called: block_kind gives PROD_AMX only where ATT_AMX */
+static void amx_begin(void) {}
+static void amx_end(void) {}
+static void amx_scores(real* St, const bfpair* X, const bfpair* yT, real alpha, Tile t) {}
+static void amx_by_keys(real* Ct, bfpair* YT, const bfpair* Yp, const bfpair* Xt, real alpha, bool add, Tile t) {}
+static void amx_by_queries(real* C, size_t ldc, const bfpair* Xt, const bfpair* Y, real alpha, bool add, Tile t) {}
+#endif
+
 /* A forward task's BF16 operands: its query block's Q^T (unscaled; the scale is the product's alpha) and one
    tile's keys, values and P */
 typedef struct {
@@ -151,12 +189,13 @@ typedef struct {
     bfpair k[ATT_BK * ATT_PAIRS(ATT_MAX_HD)];  /* (nk, hd/2) */
     bfpair v[ATT_PAIRS(ATT_BK) * ATT_MAX_HD];  /* (nk/2, hd) */
     bfpair p[ATT_PAIRS(ATT_BK) * ATT_BQ];      /* (nk/2, BQ) */
+    bfpair vT[ATT_MAX_HD * ATT_PAIRS(ATT_BK)]; /* (hd, nk/2): V^T for AMX */
 } FwdPairs;
 
 /* A forward task's state: its query block transposed (and scaled), or its BF16 operands; each row's running
-   max m, sum l and accumulator acc, and one tile's S^T */
+   max m, sum l and accumulator acc (O^T with AMX), and one tile's S^T */
 typedef struct {
-    real acc[ATT_BQ * ATT_MAX_HD], St[ATT_BK * ATT_BQ]; /* (nq, hd) (nk, BQ) */
+    real acc[ATT_BQ * ATT_MAX_HD], St[ATT_BK * ATT_BQ]; /* (nq, hd), with AMX (hd, BQ); (nk, BQ) */
     union {
         real qT[ATT_MAX_HD * ATT_BQ]; /* (hd, BQ) FP32 products */
         FwdPairs bf;                  /* BF16 products */
@@ -183,8 +222,8 @@ static void exp_in_place(real* St, const real* ref, real* sum, bfpair* Pp, Tile 
 }
 
 /* The online softmax over tile t's S^T: each row's new running max, what was summed under the old one
-   rescaled (l and acc), and St turned into P^T (in place, or with bf16 into the pairs w->bf.p) */
-static void softmax_online(FwdTask* w, Tile t, bool bf16) {
+   rescaled (l and acc), and St turned into P^T (in place, and with BF16 products into the pairs w->bf.p) */
+static void softmax_online(FwdTask* w, Tile t, ProdKind kind) {
     size_t nq = t.nq, hd = t.hd;
     real *m = w->m, *ref = w->ref, *corr = w->corr, *sum = w->sum;
     for (size_t i = 0; i < nq; i++) ref[i] = m[i];
@@ -200,33 +239,40 @@ static void softmax_online(FwdTask* w, Tile t, bool bf16) {
         m[i] = mi;
         sum[i] = 0;
     }
-    exp_in_place(w->St, ref, sum, bf16 ? w->bf.p : NULL, t);
-    for (size_t i = 0; i < nq; i++) {
-        w->l[i] = w->l[i] * corr[i] + sum[i];
+    exp_in_place(w->St, ref, sum, kind != PROD_F32 ? w->bf.p : NULL, t);
+    for (size_t i = 0; i < nq; i++) w->l[i] = w->l[i] * corr[i] + sum[i];
+    if (kind == PROD_AMX) { /* O^T: each column a query */
+        for (size_t d = 0; d < hd; d++)
+#pragma omp simd
+            for (size_t i = 0; i < nq; i++) w->acc[d * ATT_BQ + i] *= corr[i];
+        return;
+    }
+    for (size_t i = 0; i < nq; i++)
         if (corr[i] != 1)
             for (size_t d = 0; d < hd; d++) w->acc[i * hd + d] *= corr[i];
-    }
 }
 
 /* One key block of a forward task: S^T = K (scale Q)^T, the online softmax turning it into P^T, acc += P V;
    with BF16 operands (bf16) the keys, P and the values rounded to pairs first. kt, vt: the block's keys and
    values, row stride ks. */
-static void forward_tile(FwdTask* w, const real* kt, const real* vt, size_t ks, real scale, bool bf16, Tile t) {
+static void forward_tile(FwdTask* w, const real* kt, const real* vt, size_t ks, real scale, ProdKind kind, Tile t) {
     FwdPairs* p = &w->bf;
-    if (bf16) {
-        pack_row_pairs(p->k, ATT_PAIRS(t.hd), kt, ks, t.nk, t.hd);
-        tile_scores_pairs(w->St, p->k, p->qT, scale, t);
-    } else {
+    if (kind == PROD_F32) {
         tile_scores(w->St, kt, ks, w->qT, t);
+    } else {
+        pack_row_pairs(p->k, ATT_PAIRS(t.hd), kt, ks, t.nk, t.hd);
+        if (kind == PROD_AMX) amx_scores(w->St, p->k, p->qT, scale, t);
+        else tile_scores_pairs(w->St, p->k, p->qT, scale, t);
     }
     hide_keys(w->St, t);
-    softmax_online(w, t, bf16); /* P^T: St, or p->p */
-    if (bf16) {
-        pack_column_pairs(p->v, t.hd, vt, ks, t.nk, t.hd);
-        tile_by_keys_pairs(w->acc, t.hd, p->p, p->v, 1, true, t);
-    } else {
+    softmax_online(w, t, kind); /* P^T: St, and p->p */
+    if (kind == PROD_F32) {
         tile_by_keys(w->acc, t.hd, w->St, vt, ks, 1, true, t);
+        return;
     }
+    pack_column_pairs(p->v, t.hd, vt, ks, t.nk, t.hd);
+    if (kind == PROD_AMX) amx_by_keys(w->acc, p->vT, p->v, p->p, 1, true, t);
+    else tile_by_keys_pairs(w->acc, t.hd, p->p, p->v, 1, true, t);
 }
 
 /* forward for query rows [t0, t1) of head h in batch row b. The task works on S^T (keys × queries), so the
@@ -235,12 +281,14 @@ static void forward_tile(FwdTask* w, const real* kt, const real* vt, size_t ks, 
 static void forward_block(real* out, real* lse, const AttnIn* a, size_t b, size_t h, size_t t0, size_t t1) {
     size_t T = a->T, H = a->H, hd = a->hd, g = h / (H / a->KVH), qs = H * hd, ks = a->KVH * hd, nq = t1 - t0;
     FwdTask w;
+    ProdKind kind = block_kind(a, nq);
     for (size_t i = 0; i < nq; i++) {
         w.m[i] = -INFINITY;
         w.l[i] = 0;
     }
-    for (size_t i = 0; i < nq * hd; i++) w.acc[i] = 0;
+    for (size_t i = 0; i < (kind == PROD_AMX ? hd * ATT_BQ : nq * hd); i++) w.acc[i] = 0;
     const real* qb = a->q + (b * T + t0) * qs + h * hd;
+    if (kind == PROD_AMX) amx_begin();
     if (a->bf16) pack_row_pairs_t(w.bf.qT, ATT_BQ, qb, qs, nq, hd);
     else transpose_block(w.qT, qb, nq, qs, hd, a->scale);
     const real* kb = a->k + b * T * ks + g * hd;
@@ -249,12 +297,14 @@ static void forward_block(real* out, real* lse, const AttnIn* a, size_t b, size_
     size_t jfirst = st ? (size_t)st[0] / ATT_BK * ATT_BK : 0; /* blocks before it: other documents */
     for (size_t j0 = jfirst; j0 < t1; j0 += ATT_BK) {
         Tile t = tile_at(t0, nq, j0, hd, st);
-        forward_tile(&w, kb + j0 * ks, vb + j0 * ks, ks, a->scale, a->bf16, t);
+        forward_tile(&w, kb + j0 * ks, vb + j0 * ks, ks, a->scale, kind, t);
     }
+    if (kind == PROD_AMX) amx_end();
+    size_t ds = kind == PROD_AMX ? ATT_BQ : 1, is = kind == PROD_AMX ? 1 : hd; /* acc's strides: O^T or O */
     for (size_t i = 0; i < nq; i++) {
         size_t row = b * T + t0 + i;
         real inv = 1 / w.l[i];
-        for (size_t d = 0; d < hd; d++) out[row * qs + h * hd + d] = w.acc[i * hd + d] * inv;
+        for (size_t d = 0; d < hd; d++) out[row * qs + h * hd + d] = w.acc[i * is + d * ds] * inv;
         lse[row * H + h] = w.m[i] + (real)log(w.l[i]);
     }
 }
@@ -289,6 +339,8 @@ typedef struct {
     bfpair kp[ATT_PAIRS(ATT_BK) * ATT_MAX_HD];                                      /* (nk/2, hd) */
     bfpair p[ATT_BK * ATT_PAIRS(ATT_BQ)], ds[ATT_BK * ATT_PAIRS(ATT_BQ)];           /* (nk, nq/2) */
     bfpair dsp[ATT_PAIRS(ATT_BK) * ATT_BQ];                                         /* (nk/2, BQ) */
+    bfpair kT[ATT_MAX_HD * ATT_PAIRS(ATT_BK)];                                      /* (hd, nk/2) AMX */
+    real dqT[ATT_MAX_HD * ATT_BQ]; /* (hd, BQ): with AMX dQ^T, written to dq at the block's end */
 } BwdPairs;
 
 /* A backward task's query block: its rows transposed (q scaled), or its BF16 operands; each row's lse l and
@@ -311,13 +363,13 @@ typedef struct {
     real *dqb, *dkb, *dvb;
     size_t qs, ks;
     real scale;
-    bool bf16; /* BF16 operands (w->bf) */
+    ProdKind kind; /* with BF16 products, their operands in w->bf */
 } BwdRows;
 
 /* Tile t's P^T from S^T and dS^T from dP^T, in place: P = exp(S - lse), dS = P ⊙ (dP - delta). With bf16
    also the pairs the products read, each row (and pair of rows) as soon as it is done: P and dS in pairs of
    queries (bf.p, bf.ds), dS in pairs of keys (bf.dsp). */
-static void softmax_grad(BwdTask* w, Tile t, bool bf16) {
+static void softmax_grad(BwdTask* w, Tile t, bool pairs) {
     for (size_t j = 0; j < t.nk; j++) {
         real *p = w->Pt + j * ATT_BQ, *ds = w->dSt + j * ATT_BQ;
         size_t i0 = first_visited(t.j0 + j, t.t0, t.nq);
@@ -327,7 +379,7 @@ static void softmax_grad(BwdTask* w, Tile t, bool bf16) {
             p[i] = exp_nonpos_r(p[i] - w->l[i]);                 /* P; 0 where hidden */
             ds[i] = p[i] > 0 ? p[i] * (ds[i] - w->delta[i]) : 0; /* dS; dP^T skips hidden columns */
         }
-        if (!bf16) continue;
+        if (!pairs) continue;
         BwdPairs* b = &w->bf;
         pack_row_pairs(b->p + j * ATT_PAIRS(ATT_BQ), 0, p, 0, 1, t.nq);
         pack_row_pairs(b->ds + j * ATT_PAIRS(ATT_BQ), 0, ds, 0, 1, t.nq);
@@ -340,42 +392,53 @@ static void softmax_grad(BwdTask* w, Tile t, bool bf16) {
 /* Tile t's S^T, dP^T, then P^T and dS^T: what every product of the backward reads */
 static void tile_probs(BwdTask* w, const BwdRows* r, Tile t) {
     const real *kt = r->kb + t.j0 * r->ks, *vt = r->vb + t.j0 * r->ks;
-    if (r->bf16) {
+    if (r->kind == PROD_F32) {
+        tile_scores(w->Pt, kt, r->ks, w->qT, t);   /* S^T = K (scale Q)^T */
+        tile_scores(w->dSt, vt, r->ks, w->doT, t); /* dP^T = V dO^T */
+    } else {
         BwdPairs* p = &w->bf;
         pack_row_pairs(p->k, ATT_PAIRS(t.hd), kt, r->ks, t.nk, t.hd);
         pack_row_pairs(p->v, ATT_PAIRS(t.hd), vt, r->ks, t.nk, t.hd);
-        tile_scores_pairs(w->Pt, p->k, p->qT, r->scale, t); /* S^T = scale K Q^T */
-        tile_scores_pairs(w->dSt, p->v, p->doT, 1, t);      /* dP^T = V dO^T */
-    } else {
-        tile_scores(w->Pt, kt, r->ks, w->qT, t);   /* S^T = K (scale Q)^T */
-        tile_scores(w->dSt, vt, r->ks, w->doT, t); /* dP^T = V dO^T */
+        if (r->kind == PROD_AMX) {
+            amx_scores(w->Pt, p->k, p->qT, r->scale, t);
+            amx_scores(w->dSt, p->v, p->doT, 1, t);
+        } else {
+            tile_scores_pairs(w->Pt, p->k, p->qT, r->scale, t); /* S^T = scale K Q^T */
+            tile_scores_pairs(w->dSt, p->v, p->doT, 1, t);      /* dP^T = V dO^T */
+        }
     }
     hide_keys(w->Pt, t);
-    softmax_grad(w, t, r->bf16);
+    softmax_grad(w, t, r->kind != PROD_F32);
 }
 
-/* dQ += scale dS K for tile t (written, not added, when add is false) */
+/* dQ += scale dS K for tile t (written, not added, when add is false); with AMX into dQ^T (w->bf.dqT) */
 static void tile_dq(BwdTask* w, const BwdRows* r, Tile t, bool add) {
     const real* kt = r->kb + t.j0 * r->ks;
-    if (!r->bf16) {
+    if (r->kind == PROD_F32) {
         tile_by_keys(r->dqb, r->qs, w->dSt, kt, r->ks, r->scale, add, t);
         return;
     }
     BwdPairs* p = &w->bf;
     pack_column_pairs(p->kp, t.hd, kt, r->ks, t.nk, t.hd);
-    tile_by_keys_pairs(r->dqb, r->qs, p->dsp, p->kp, r->scale, add, t);
+    if (r->kind == PROD_AMX) amx_by_keys(p->dqT, p->kT, p->kp, p->dsp, r->scale, add, t);
+    else tile_by_keys_pairs(r->dqb, r->qs, p->dsp, p->kp, r->scale, add, t);
 }
 
 /* dK += scale dS^T Q and dV += P^T dO for tile t (written, not added, when add is false) */
 static void tile_dkv(BwdTask* w, const BwdRows* r, Tile t, bool add) {
     size_t ks = r->ks, qs = r->qs;
     real *dk = r->dkb + t.j0 * ks, *dv = r->dvb + t.j0 * ks;
-    if (!r->bf16) {
+    if (r->kind == PROD_F32) {
         tile_by_queries(dk, ks, w->dSt, r->qb, qs, r->scale, add, t);
         tile_by_queries(dv, ks, w->Pt, r->dob, qs, 1, add, t);
         return;
     }
     BwdPairs* p = &w->bf;
+    if (r->kind == PROD_AMX) {
+        amx_by_queries(dk, ks, p->ds, p->q, r->scale, add, t);
+        amx_by_queries(dv, ks, p->p, p->dO, 1, add, t);
+        return;
+    }
     tile_by_queries_pairs(dk, ks, p->ds, p->q, r->scale, add, t);
     tile_by_queries_pairs(dv, ks, p->p, p->dO, 1, add, t);
 }
@@ -389,11 +452,13 @@ static size_t query_block_setup(BwdTask* w, BwdRows* r, const AttnGrads* gr, con
     size_t T = a->T, hd = a->hd, qs = a->H * hd, ks = a->KVH * hd, g = h / (a->H / a->KVH);
     size_t row0 = (b * T + t0) * qs + h * hd, kv0 = b * T * ks + g * hd;
     *nq = t0 + ATT_BQ < T ? ATT_BQ : T - t0;
-    *r = (BwdRows){a->q + row0, gr->dout + row0, a->k + kv0, a->v + kv0, gr->dq + row0, gr->dk + kv0, gr->dv + kv0, qs,
-                   ks,          a->scale,        a->bf16};
+    *r = (BwdRows){a->q + row0,       gr->dout + row0, a->k + kv0, a->v + kv0, gr->dq + row0,
+                   gr->dk + kv0,      gr->dv + kv0,    qs,         ks,         a->scale,
+                   block_kind(a, *nq)};
+    if (r->kind == PROD_AMX) amx_begin();
     const real* ob = gr->out + row0;
     *st = a->docs ? a->docs->start + b * T + t0 : NULL;
-    if (a->bf16) {
+    if (r->kind != PROD_F32) {
         pack_row_pairs_t(w->bf.qT, ATT_BQ, r->qb, qs, *nq, hd);
         pack_row_pairs_t(w->bf.doT, ATT_BQ, r->dob, qs, *nq, hd);
         pack_column_pairs(w->bf.q, hd, r->qb, qs, *nq, hd);
@@ -431,6 +496,10 @@ static void backward_query_block(BwdTask* w, const AttnGrads* gr, const AttnIn* 
         tile_dq(w, &r, t, j0 != jfirst);
         if (dkv) tile_dkv(w, &r, t, !(h == g * group && j0 == t0));
     }
+    if (r.kind != PROD_AMX) return;
+    amx_end();
+    for (size_t i = 0; i < nq; i++) /* dQ from dQ^T */
+        for (size_t d = 0; d < a->hd; d++) r.dqb[i * r.qs + d] = w->bf.dqT[d * ATT_BQ + i];
 }
 
 /* backward for kv head g of batch row b: all its query heads and query blocks, in order */
@@ -458,6 +527,7 @@ static void backward_key_block(const AttnGrads* gr, const AttnIn* a, size_t b, s
             Tile t = tile_at(t0, nq, j0, a->hd, st);
             tile_probs(&w, &r, t);
             tile_dkv(&w, &r, t, !(h == g * group && j0 == t0));
+            if (r.kind == PROD_AMX) amx_end();
         }
 }
 

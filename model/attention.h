@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "common/real.h"
+#include "model/amx.h" /* attention_bf16_pays: whether a bf16 model gives attention BF16 operands */
 #include "model/mask.h"
 
 /* Queries and keys go in blocks of 128 where the build has AVX-512 and of 64 otherwise (model/tile_gemm.h,
@@ -21,25 +22,15 @@
 /* What one call attends over: B rows of T tokens, H query heads in KVH groups of hd features each, the
    scores scaled by scale, and the mask: docs, NULL (causal only) or each token's first key. bf16: the seven
    products take BF16 operands (q, k, v, dout, P and dS rounded to nearest even) with FP32 accumulation;
-   softmax, its running max and sum, lse and every output stay FP32 (float builds only). */
+   softmax, its running max and sum, lse and every output stay FP32 (float builds only). The products run on
+   AMX tiles where amx_usable (model/amx.h) for the query blocks whose length and hd are multiples of 32, else
+   on vdpbf16ps (or its exact emulation); no_amx keeps them off AMX (tests and benchmarks compare the two). */
 typedef struct {
     size_t B, T, H, KVH, hd;
     real scale;
     const DocSpans* docs;
-    bool bf16;
+    bool bf16, no_amx;
 } AttnShape;
-
-/* Whether BF16 attention pays in this build: its products run on vdpbf16ps (AVX512-BF16), twice the FP32
-   multiply-adds per instruction. Elsewhere the same BF16 products are emulated in FP32 and run slower than FP32
-   attention, so a compute_dtype "bf16" model keeps FP32 attention there (docs/design.md, "Products and their
-   precision"). */
-static inline bool attention_bf16_pays(void) {
-#if defined(__AVX512BF16__) && !defined(REPOC_F64)
-    return true;
-#else
-    return false;
-#endif
-}
 
 /* out (B,T,H*hd)   lse (B,T,H) saved for backward
    q (B,T,H*hd)   k, v (B,T,KVH*hd) */

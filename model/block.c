@@ -208,7 +208,8 @@ static AttnShape attn_shape(size_t l, const BlockCtx* ctx) {
                        cfg_hd(c),
                        (real)cfg_attn_scale(c),
                        layer_docs(l, ctx),
-                       ctx->prod != NULL && attention_bf16_pays()};
+                       ctx->prod != NULL && attention_bf16_pays(),
+                       false};
 }
 
 /* the positions a layer rotates by, or NULL for nope */

@@ -220,17 +220,17 @@ static void tile_gemm(const TileGemm* g, size_t m, size_t n) {
     for (; r0 < m; r0++) tile_rows(g, r0, n, 1, ATT_NV);
 }
 
-/* 8 x 8 blocks of the transpose below, through three rounds of two-vector shuffles (unpack pairs,
-   then pairs of pairs, then halves) */
+/* 8 x 8 blocks of the transposes below, through three rounds of two-vector shuffles (unpack pairs, then pairs
+   of pairs, then halves), on the bits: words of real's width (a bfpair's in float builds) */
 typedef real v8r __attribute__((vector_size(8 * sizeof(real)), aligned(sizeof(real)))); /* unaligned loads */
 #ifdef REPOC_F64
 typedef int64_t v8i __attribute__((vector_size(8 * sizeof(real))));
 #else
 typedef int32_t v8i __attribute__((vector_size(8 * sizeof(real))));
 #endif
-ATT_INLINE void transpose8(real* out, size_t os, const real* in, size_t is, real alpha) {
-    v8r r[8], t[8], u[8];
-    for (int k = 0; k < 8; k++) r[k] = *(const v8r*)(in + k * is);
+typedef v8i v8iu __attribute__((aligned(sizeof(real)))); /* unaligned loads */
+ATT_INLINE void transpose8_words(v8i out[8], const v8i r[8]) {
+    v8i t[8], u[8];
     for (int k = 0; k < 8; k += 2) {
         t[k] = __builtin_shuffle(r[k], r[k + 1], (v8i){0, 8, 1, 9, 4, 12, 5, 13});
         t[k + 1] = __builtin_shuffle(r[k], r[k + 1], (v8i){2, 10, 3, 11, 6, 14, 7, 15});
@@ -241,9 +241,16 @@ ATT_INLINE void transpose8(real* out, size_t os, const real* in, size_t is, real
             u[k + 2 * h + 1] = __builtin_shuffle(t[k + h], t[k + h + 2], (v8i){2, 3, 10, 11, 6, 7, 14, 15});
         }
     for (int j = 0; j < 4; j++) { /* u[j] holds columns j and j + 4 of rows 0-3, u[j + 4] of rows 4-7 */
-        *(v8r*)(out + j * os) = alpha * __builtin_shuffle(u[j], u[j + 4], (v8i){0, 1, 2, 3, 8, 9, 10, 11});
-        *(v8r*)(out + (j + 4) * os) = alpha * __builtin_shuffle(u[j], u[j + 4], (v8i){4, 5, 6, 7, 12, 13, 14, 15});
+        out[j] = __builtin_shuffle(u[j], u[j + 4], (v8i){0, 1, 2, 3, 8, 9, 10, 11});
+        out[j + 4] = __builtin_shuffle(u[j], u[j + 4], (v8i){4, 5, 6, 7, 12, 13, 14, 15});
     }
+}
+
+ATT_INLINE void transpose8(real* out, size_t os, const real* in, size_t is, real alpha) {
+    v8i r[8], t[8];
+    for (int k = 0; k < 8; k++) r[k] = (v8i) * (const v8r*)(in + k * is);
+    transpose8_words(t, r);
+    for (int j = 0; j < 8; j++) *(v8r*)(out + j * os) = alpha * (v8r)t[j];
 }
 
 /* xT (hd, ATT_BQ) = alpha x^T for the nq rows of x, row stride xs: 8 x 8 blocks, then the edges */

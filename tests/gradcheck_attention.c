@@ -13,8 +13,8 @@ static real att_scale(const OpCtx* c) { return (real)(1 / sqrt((double)(c->dims[
 /* the problem's shape; d: the mask's view of c->ints */
 static AttnShape att_shape(const OpCtx* c, DocSpans* d) {
     *d = (DocSpans){c->ints};
-    return (AttnShape){c->dims[0], c->dims[1],   c->dims[2],         c->dims[3],
-                       c->dims[4], att_scale(c), c->ints ? d : NULL, false};
+    return (AttnShape){c->dims[0],   c->dims[1],         c->dims[2], c->dims[3], c->dims[4],
+                       att_scale(c), c->ints ? d : NULL, false,      false};
 }
 static double att_loss(Problem* p) {
     OpCtx* c = p->ctx;

@@ -123,7 +123,8 @@ static void check_probs(void) {
         k[i] = (float)rng_normal(&rng);
         v[i] = (float)rng_normal(&rng);
     }
-    attention_forward(out, lse, q, k, v, &(AttnShape){1, T, H, KVH, hd, (real)(1 / sqrt((double)hd)), NULL, false});
+    attention_forward(out, lse, q, k, v,
+                      &(AttnShape){1, T, H, KVH, hd, (real)(1 / sqrt((double)hd)), NULL, false, false});
     float got[4 * 37 * 37], ref[4 * 37 * 37];
     double p[37], r[37], worst_sum = 0;
     size_t n = 0;

@@ -57,7 +57,7 @@ static void check_window(size_t B, size_t T, size_t H, size_t KVH, size_t hd, si
     }
     double scale = 1 / sqrt(scalar > 0 ? scalar : (double)hd);
     DocSpans docs = {start};
-    AttnShape as = {B, T, H, KVH, hd, (real)scale, start ? &docs : NULL, false};
+    AttnShape as = {B, T, H, KVH, hd, (real)scale, start ? &docs : NULL, false, false};
     attention_forward(out, lse, q, k, v, &as);
     for (size_t i = 0; i < nq; i++) dq[i] = NAN; /* backward writes every gradient before it adds into it */
     for (size_t i = 0; i < nk; i++) dk[i] = dv[i] = NAN;
@@ -183,39 +183,46 @@ static void check_bf16(size_t B, size_t T, size_t H, size_t KVH, size_t hd, size
     double scale = 1;
     while (scale * scale * (double)hd > 1) scale /= 2;
     DocSpans docs = {start};
-    AttnShape as = {B, T, H, KVH, hd, (real)scale, start ? &docs : NULL, false}, a16 = as;
-    a16.bf16 = true;
+    AttnShape as = {B, T, H, KVH, hd, (real)scale, start ? &docs : NULL, false, false};
     attention_forward(out, lse, q, k, v, &as);
-    attention_forward(out16, lse16, q, k, v, &a16);
     attention_backward(dq, dk, dv, dout, out, lse, q, k, v, &as);
-    attention_backward(dq16, dk16, dv16, dout, out, lse, q, k, v, &a16); /* the FP32 forward's O and lse */
     double* tol[4];
     size_t n[4] = {nq, nq, nk, nk};
     for (int i = 0; i < 4; i++) tol[i] = calloc(n[i], sizeof(double));
     bf16_bounds(tol, &(Bf16Case){B, T, H, KVH, hd, scale, start, q, k, v, dout, out, lse});
-    EXPECT(!memcmp(lse, lse16, N * H * sizeof(float)),
-           "bf16 B%zu T%zu H%zu/%zu hd%zu docs%zu window%zu: lse bit-identical", B, T, H, KVH, hd, doc_len, window);
-    const char* names[4] = {"out", "dq", "dk", "dv"};
-    const float* got[4] = {out16, dq16, dk16, dv16};
-    const float* ref[4] = {out, dq, dk, dv};
-    for (int i = 0; i < 4; i++) {
-        double worst;
-        size_t bad = count_beyond(got[i], ref[i], tol[i], n[i], &worst);
-        EXPECT(bad == 0,
-               "bf16 B%zu T%zu H%zu/%zu hd%zu docs%zu window%zu: %s within the bound of its P, dS rounding "
-               "(%zu of %zu beyond; largest |diff| / bound %.3f)",
-               B, T, H, KVH, hd, doc_len, window, names[i], bad, n[i], worst);
-        free(tol[i]);
+    /* on AMX (its whole blocks), then on vdpbf16ps or its emulation: where the CPU has no AMX, only the latter */
+    for (int on_amx = amx_usable(); on_amx >= 0; on_amx--) {
+        AttnShape a16 = as;
+        a16.bf16 = true;
+        a16.no_amx = !on_amx;
+        const char* kernel = on_amx ? "AMX" : "pairs";
+        attention_forward(out16, lse16, q, k, v, &a16);
+        attention_backward(dq16, dk16, dv16, dout, out, lse, q, k, v, &a16); /* the FP32 forward's O and lse */
+        EXPECT(!memcmp(lse, lse16, N * H * sizeof(float)),
+               "bf16 (%s) B%zu T%zu H%zu/%zu hd%zu docs%zu window%zu: lse bit-identical", kernel, B, T, H, KVH, hd,
+               doc_len, window);
+        const char* names[4] = {"out", "dq", "dk", "dv"};
+        const float* got[4] = {out16, dq16, dk16, dv16};
+        const float* ref[4] = {out, dq, dk, dv};
+        for (int i = 0; i < 4; i++) {
+            double worst;
+            size_t bad = count_beyond(got[i], ref[i], tol[i], n[i], &worst);
+            EXPECT(bad == 0,
+                   "bf16 (%s) B%zu T%zu H%zu/%zu hd%zu docs%zu window%zu: %s within the bound of its P, dS rounding "
+                   "(%zu of %zu beyond; largest |diff| / bound %.3f)",
+                   kernel, B, T, H, KVH, hd, doc_len, window, names[i], bad, n[i], worst);
+        }
+        /* the backward's two ways give the same bits with BF16 operands too */
+        float* g2 = mallocCheck((nq + 2 * nk) * sizeof(float));
+        attention_backward_by(g2, g2 + nq, g2 + nq + nk, dout, out, lse, (AttnIn3){q, k, v}, &a16,
+                              B * KVH * 3 >= 2 * (size_t)threads_max());
+        EXPECT(!memcmp(g2, dq16, nq * sizeof(float)) && !memcmp(g2 + nq, dk16, nk * sizeof(float)) &&
+                   !memcmp(g2 + nq + nk, dv16, nk * sizeof(float)),
+               "bf16 (%s) B%zu T%zu H%zu/%zu hd%zu: one task per kv head and the split by blocks give the same bits",
+               kernel, B, T, H, KVH, hd);
+        free(g2);
     }
-    /* the backward's two ways give the same bits with BF16 operands too */
-    float* g2 = mallocCheck((nq + 2 * nk) * sizeof(float));
-    attention_backward_by(g2, g2 + nq, g2 + nq + nk, dout, out, lse, (AttnIn3){q, k, v}, &a16,
-                          B * KVH * 3 >= 2 * (size_t)threads_max());
-    EXPECT(!memcmp(g2, dq16, nq * sizeof(float)) && !memcmp(g2 + nq, dk16, nk * sizeof(float)) &&
-               !memcmp(g2 + nq + nk, dv16, nk * sizeof(float)),
-           "bf16 B%zu T%zu H%zu/%zu hd%zu: one task per kv head and the split by blocks give the same bits", B, T, H,
-           KVH, hd);
-    free(g2);
+    for (int i = 0; i < 4; i++) free(tol[i]);
     free(f);
     free(mask);
 }
@@ -255,6 +262,10 @@ int main(void) {
     check_bf16(2, 3 * BM + 8, 4, 2, 48, 37, 0, &rng);
     check_bf16(2, 2 * BM + 5, 4, 2, 16, 37, 50, &rng);
     check_bf16(1, 2 * BM + 5, 4, 1, 256, 0, BM + 7, &rng);
+    /* whole blocks, the AMX kernel's (and a last block of 32 rows): documents, a window, GQA, hd 64 and 128 */
+    check_bf16(2, 2 * BM + 32, 4, 2, 64, 37, 0, &rng);
+    check_bf16(1, 2 * BM, 4, 1, 128, 0, BM + 7, &rng);
+    check_bf16(1, 3 * BM, 2, 2, 32, BM, 0, &rng);
     printf("test_attention: %d passed, %d failed\n", test_passes, test_failures);
     return test_failures ? 1 : 0;
 }
