@@ -156,30 +156,40 @@ static void tile_by_queries_pairs(real* C, size_t ldc, const bfpair* Xt, const b
 }
 
 /* The same products on AMX (model/tile_amx.h), on the same pairs, each over the whole tile: a diagonal tile's
-   hidden scores are computed too (the softmax never reads them), and its hidden P and dS are 0 in the pairs. */
+   hidden scores are computed too (the softmax never reads them), and its hidden P and dS are 0 in the pairs.
+   The scale is folded into Q^T (the scores) and dS (dQ and dK) before they are rounded, so no product has an
+   alpha; with the tests' power-of-2 scales that rounds exactly as the scaled product of the rounded operands. */
 #if ATT_AMX
-static void amx_scores(real* St, const bfpair* X, const bfpair* yT, real alpha, Tile t) {
-    amx_gemm(&(AmxGemm){St, ATT_BQ, X, ATT_PAIRS(t.hd), yT, ATT_BQ, t.nk, t.nq, t.hd / 2, alpha, false});
+static void amx_scores(real* St, const bfpair* X, const bfpair* yT, Tile t) {
+    amx_gemm(&(AmxGemm){St, ATT_BQ, X, ATT_PAIRS(t.hd), yT, ATT_BQ, t.nk, t.nq, t.hd / 2, false});
+}
+
+/* xT (hd/2, BQ) = pairs of alpha x's rows transposed (pack_row_pairs_t) for nq rows of x (stride xs): rounded
+   along the rows into tmp (nq, hd/2), then transposed; nq and hd multiples of 16 */
+static void amx_pack_t(bfpair* xT, bfpair* tmp, const real* x, size_t xs, size_t nq, size_t hd, real alpha) {
+    pack_row_pairs(tmp, hd / 2, x, xs, nq, hd, alpha);
+    transpose_pairs(xT, ATT_BQ, tmp, hd / 2, nq, hd / 2);
 }
 
 /* C^T (hd, nq; row stride ATT_BQ) (+)= alpha Y^T Xt, transposed so that A's pairs run along its rows: Y^T the
    tile's values or keys, transposed into YT from Yp (nk/2, hd) in pairs of keys; Xt P^T or dS^T in pairs of
    keys: O^T += V^T P^T, dQ^T += scale K^T dS^T */
-static void amx_by_keys(real* Ct, bfpair* YT, const bfpair* Yp, const bfpair* Xt, real alpha, bool add, Tile t) {
+static void amx_by_keys(real* Ct, bfpair* YT, const bfpair* Yp, const bfpair* Xt, bool add, Tile t) {
     transpose_pairs(YT, ATT_PAIRS(ATT_BK), Yp, t.hd, t.nk / 2, t.hd);
-    amx_gemm(&(AmxGemm){Ct, ATT_BQ, YT, ATT_PAIRS(ATT_BK), Xt, ATT_BQ, t.hd, t.nq, t.nk / 2, alpha, add});
+    amx_gemm(&(AmxGemm){Ct, ATT_BQ, YT, ATT_PAIRS(ATT_BK), Xt, ATT_BQ, t.hd, t.nq, t.nk / 2, add});
 }
 
-/* C (nk, hd) (+)= alpha Xt Y as tile_by_queries_pairs */
-static void amx_by_queries(real* C, size_t ldc, const bfpair* Xt, const bfpair* Y, real alpha, bool add, Tile t) {
-    amx_gemm(&(AmxGemm){C, ldc, Xt, ATT_PAIRS(ATT_BQ), Y, t.hd, t.nk, t.hd, t.nq / 2, alpha, add});
+/* C (nk, hd) (+)= Xt Y as tile_by_queries_pairs */
+static void amx_by_queries(real* C, size_t ldc, const bfpair* Xt, const bfpair* Y, bool add, Tile t) {
+    amx_gemm(&(AmxGemm){C, ldc, Xt, ATT_PAIRS(ATT_BQ), Y, t.hd, t.nk, t.hd, t.nq / 2, add});
 }
 #else /* never called: block_kind gives PROD_AMX only where ATT_AMX */
 static void amx_begin(void) {}
 static void amx_end(void) {}
-static void amx_scores(real* St, const bfpair* X, const bfpair* yT, real alpha, Tile t) {}
-static void amx_by_keys(real* Ct, bfpair* YT, const bfpair* Yp, const bfpair* Xt, real alpha, bool add, Tile t) {}
-static void amx_by_queries(real* C, size_t ldc, const bfpair* Xt, const bfpair* Y, real alpha, bool add, Tile t) {}
+static void amx_scores(real* St, const bfpair* X, const bfpair* yT, Tile t) {}
+static void amx_pack_t(bfpair* xT, bfpair* tmp, const real* x, size_t xs, size_t nq, size_t hd, real alpha) {}
+static void amx_by_keys(real* Ct, bfpair* YT, const bfpair* Yp, const bfpair* Xt, bool add, Tile t) {}
+static void amx_by_queries(real* C, size_t ldc, const bfpair* Xt, const bfpair* Y, bool add, Tile t) {}
 #endif
 
 /* A forward task's BF16 operands: its query block's Q^T (unscaled; the scale is the product's alpha) and one
@@ -217,7 +227,7 @@ static void exp_in_place(real* St, const real* ref, real* sum, bfpair* Pp, Tile 
         }
         size_t even = j / 2 * 2;
         if (Pp && (j > even || j + 1 == t.nk))
-            pack_column_pairs(Pp + j / 2 * ATT_BQ, ATT_BQ, St + even * ATT_BQ, ATT_BQ, j + 1 - even, t.nq);
+            pack_column_pairs(Pp + j / 2 * ATT_BQ, ATT_BQ, St + even * ATT_BQ, ATT_BQ, j + 1 - even, t.nq, 1);
     }
 }
 
@@ -260,8 +270,8 @@ static void forward_tile(FwdTask* w, const real* kt, const real* vt, size_t ks, 
     if (kind == PROD_F32) {
         tile_scores(w->St, kt, ks, w->qT, t);
     } else {
-        pack_row_pairs(p->k, ATT_PAIRS(t.hd), kt, ks, t.nk, t.hd);
-        if (kind == PROD_AMX) amx_scores(w->St, p->k, p->qT, scale, t);
+        pack_row_pairs(p->k, ATT_PAIRS(t.hd), kt, ks, t.nk, t.hd, 1);
+        if (kind == PROD_AMX) amx_scores(w->St, p->k, p->qT, t); /* Q^T scaled */
         else tile_scores_pairs(w->St, p->k, p->qT, scale, t);
     }
     hide_keys(w->St, t);
@@ -270,8 +280,8 @@ static void forward_tile(FwdTask* w, const real* kt, const real* vt, size_t ks, 
         tile_by_keys(w->acc, t.hd, w->St, vt, ks, 1, true, t);
         return;
     }
-    pack_column_pairs(p->v, t.hd, vt, ks, t.nk, t.hd);
-    if (kind == PROD_AMX) amx_by_keys(w->acc, p->vT, p->v, p->p, 1, true, t);
+    pack_column_pairs(p->v, t.hd, vt, ks, t.nk, t.hd, 1);
+    if (kind == PROD_AMX) amx_by_keys(w->acc, p->vT, p->v, p->p, true, t);
     else tile_by_keys_pairs(w->acc, t.hd, p->p, p->v, 1, true, t);
 }
 
@@ -289,7 +299,8 @@ static void forward_block(real* out, real* lse, const AttnIn* a, size_t b, size_
     for (size_t i = 0; i < (kind == PROD_AMX ? hd * ATT_BQ : nq * hd); i++) w.acc[i] = 0;
     const real* qb = a->q + (b * T + t0) * qs + h * hd;
     if (kind == PROD_AMX) amx_begin();
-    if (a->bf16) pack_row_pairs_t(w.bf.qT, ATT_BQ, qb, qs, nq, hd);
+    if (kind == PROD_AMX) amx_pack_t(w.bf.qT, w.bf.vT, qb, qs, nq, hd, a->scale);
+    else if (kind == PROD_PAIRS) pack_row_pairs_t(w.bf.qT, ATT_BQ, qb, qs, nq, hd);
     else transpose_block(w.qT, qb, nq, qs, hd, a->scale);
     const real* kb = a->k + b * T * ks + g * hd;
     const real* vb = a->v + b * T * ks + g * hd;
@@ -369,7 +380,7 @@ typedef struct {
 /* Tile t's P^T from S^T and dS^T from dP^T, in place: P = exp(S - lse), dS = P ⊙ (dP - delta). With bf16
    also the pairs the products read, each row (and pair of rows) as soon as it is done: P and dS in pairs of
    queries (bf.p, bf.ds), dS in pairs of keys (bf.dsp). */
-static void softmax_grad(BwdTask* w, Tile t, bool pairs) {
+static void softmax_grad(BwdTask* w, Tile t, bool pairs, real ds_scale) {
     for (size_t j = 0; j < t.nk; j++) {
         real *p = w->Pt + j * ATT_BQ, *ds = w->dSt + j * ATT_BQ;
         size_t i0 = first_visited(t.j0 + j, t.t0, t.nq);
@@ -381,11 +392,12 @@ static void softmax_grad(BwdTask* w, Tile t, bool pairs) {
         }
         if (!pairs) continue;
         BwdPairs* b = &w->bf;
-        pack_row_pairs(b->p + j * ATT_PAIRS(ATT_BQ), 0, p, 0, 1, t.nq);
-        pack_row_pairs(b->ds + j * ATT_PAIRS(ATT_BQ), 0, ds, 0, 1, t.nq);
+        pack_row_pairs(b->p + j * ATT_PAIRS(ATT_BQ), 0, p, 0, 1, t.nq, 1);
+        pack_row_pairs(b->ds + j * ATT_PAIRS(ATT_BQ), 0, ds, 0, 1, t.nq, ds_scale);
         size_t even = j / 2 * 2;
         if (j > even || j + 1 == t.nk)
-            pack_column_pairs(b->dsp + j / 2 * ATT_BQ, ATT_BQ, w->dSt + even * ATT_BQ, ATT_BQ, j + 1 - even, t.nq);
+            pack_column_pairs(b->dsp + j / 2 * ATT_BQ, ATT_BQ, w->dSt + even * ATT_BQ, ATT_BQ, j + 1 - even, t.nq,
+                              ds_scale);
     }
 }
 
@@ -397,18 +409,18 @@ static void tile_probs(BwdTask* w, const BwdRows* r, Tile t) {
         tile_scores(w->dSt, vt, r->ks, w->doT, t); /* dP^T = V dO^T */
     } else {
         BwdPairs* p = &w->bf;
-        pack_row_pairs(p->k, ATT_PAIRS(t.hd), kt, r->ks, t.nk, t.hd);
-        pack_row_pairs(p->v, ATT_PAIRS(t.hd), vt, r->ks, t.nk, t.hd);
+        pack_row_pairs(p->k, ATT_PAIRS(t.hd), kt, r->ks, t.nk, t.hd, 1);
+        pack_row_pairs(p->v, ATT_PAIRS(t.hd), vt, r->ks, t.nk, t.hd, 1);
         if (r->kind == PROD_AMX) {
-            amx_scores(w->Pt, p->k, p->qT, r->scale, t);
-            amx_scores(w->dSt, p->v, p->doT, 1, t);
+            amx_scores(w->Pt, p->k, p->qT, t); /* Q^T scaled */
+            amx_scores(w->dSt, p->v, p->doT, t);
         } else {
             tile_scores_pairs(w->Pt, p->k, p->qT, r->scale, t); /* S^T = scale K Q^T */
             tile_scores_pairs(w->dSt, p->v, p->doT, 1, t);      /* dP^T = V dO^T */
         }
     }
     hide_keys(w->Pt, t);
-    softmax_grad(w, t, r->kind != PROD_F32);
+    softmax_grad(w, t, r->kind != PROD_F32, r->kind == PROD_AMX ? r->scale : 1); /* AMX: dS scaled */
 }
 
 /* dQ += scale dS K for tile t (written, not added, when add is false); with AMX into dQ^T (w->bf.dqT) */
@@ -419,8 +431,8 @@ static void tile_dq(BwdTask* w, const BwdRows* r, Tile t, bool add) {
         return;
     }
     BwdPairs* p = &w->bf;
-    pack_column_pairs(p->kp, t.hd, kt, r->ks, t.nk, t.hd);
-    if (r->kind == PROD_AMX) amx_by_keys(p->dqT, p->kT, p->kp, p->dsp, r->scale, add, t);
+    pack_column_pairs(p->kp, t.hd, kt, r->ks, t.nk, t.hd, 1);
+    if (r->kind == PROD_AMX) amx_by_keys(p->dqT, p->kT, p->kp, p->dsp, add, t); /* dS scaled */
     else tile_by_keys_pairs(r->dqb, r->qs, p->dsp, p->kp, r->scale, add, t);
 }
 
@@ -435,8 +447,8 @@ static void tile_dkv(BwdTask* w, const BwdRows* r, Tile t, bool add) {
     }
     BwdPairs* p = &w->bf;
     if (r->kind == PROD_AMX) {
-        amx_by_queries(dk, ks, p->ds, p->q, r->scale, add, t);
-        amx_by_queries(dv, ks, p->p, p->dO, 1, add, t);
+        amx_by_queries(dk, ks, p->ds, p->q, add, t); /* dS scaled */
+        amx_by_queries(dv, ks, p->p, p->dO, add, t);
         return;
     }
     tile_by_queries_pairs(dk, ks, p->ds, p->q, r->scale, add, t);
@@ -458,11 +470,16 @@ static size_t query_block_setup(BwdTask* w, BwdRows* r, const AttnGrads* gr, con
     if (r->kind == PROD_AMX) amx_begin();
     const real* ob = gr->out + row0;
     *st = a->docs ? a->docs->start + b * T + t0 : NULL;
-    if (r->kind != PROD_F32) {
+    if (r->kind == PROD_AMX) { /* Q^T scaled: the scores' alpha */
+        amx_pack_t(w->bf.qT, w->bf.kT, r->qb, qs, *nq, hd, a->scale);
+        amx_pack_t(w->bf.doT, w->bf.kT, r->dob, qs, *nq, hd, 1);
+    } else if (r->kind == PROD_PAIRS) {
         pack_row_pairs_t(w->bf.qT, ATT_BQ, r->qb, qs, *nq, hd);
         pack_row_pairs_t(w->bf.doT, ATT_BQ, r->dob, qs, *nq, hd);
-        pack_column_pairs(w->bf.q, hd, r->qb, qs, *nq, hd);
-        pack_column_pairs(w->bf.dO, hd, r->dob, qs, *nq, hd);
+    }
+    if (r->kind != PROD_F32) {
+        pack_column_pairs(w->bf.q, hd, r->qb, qs, *nq, hd, 1);
+        pack_column_pairs(w->bf.dO, hd, r->dob, qs, *nq, hd, 1);
     } else {
         transpose_block(w->qT, r->qb, *nq, qs, hd, a->scale);
         transpose_block(w->doT, r->dob, *nq, qs, hd, 1);

@@ -1,6 +1,8 @@
 /* product(): FP32 through OpenBLAS or oneDNN, or BF16 through gemm_bf16 (model/products.h). */
 #include "model/products.h"
 
+#include "model/amx.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -41,7 +43,9 @@ bool products_bf16_available(char* why, size_t n) {
 
 const char* products_name(bool bf16) {
     static char buf[160];
-    if (bf16) snprintf(buf, sizeof(buf), "bf16 operands, FP32 accumulation: %s", onednn_name());
+    if (bf16)
+        snprintf(buf, sizeof(buf), "bf16 operands, FP32 accumulation: %s; attention's: %s", onednn_name(),
+                 attention_bf16_kernel());
     else if (f32_engine == F32_ONEDNN) snprintf(buf, sizeof(buf), "%s: %s", REAL_NAME, onednn_name());
     else snprintf(buf, sizeof(buf), "%s: OpenBLAS, core %s", REAL_NAME, cpu_blas_core());
     return buf;

@@ -17,8 +17,10 @@
 #include <immintrin.h>
 #define AMX_TARGET __attribute__((target("amx-tile,amx-bf16"), noinline))
 
-/* C (m, n) (+)= alpha A B: A (m, kp pairs) row stride lda pairs, B (kp, n) row stride ldb; m and n multiples of
-   16, kp of 16 (32 elements). Every pair of A and B is read, so the caller's hidden entries must be 0. */
+/* C (m, n) (+)= A B: A (m, kp pairs) row stride lda pairs, B (kp, n) row stride ldb; m and n multiples of 16, kp
+   of 16 (32 elements). Every pair of A and B is read, so the caller's hidden entries must be 0. A product
+   scaled by alpha has alpha folded into one operand before its rounding, so the sums go to C and back
+   directly, with no pass over them in memory. */
 typedef struct {
     float* c;
     size_t ldc;
@@ -27,8 +29,7 @@ typedef struct {
     const bfpair* b;
     size_t ldb;
     size_t m, n, kp;
-    float alpha;
-    bool acc; /* C += alpha A B, else C = alpha A B */
+    bool acc; /* C += A B, else C = A B */
 } AmxGemm;
 
 /* every tile register 16 rows of 64 bytes: palette 1 (the 64-byte layout the CPU loads with ldtilecfg) */
@@ -45,32 +46,24 @@ static const AmxConfig amx_config = {1, 0, {0}, {64, 64, 64, 64, 64, 64, 64, 64}
 AMX_TARGET static void amx_begin(void) { _tile_loadconfig(&amx_config); }
 AMX_TARGET static void amx_end(void) { _tile_release(); }
 
-/* rows [r0, r0 + 16) and columns [c0, c0 + 16) of C (+)= alpha t, t the tile's 16 x 16 sums */
-static inline void amx_store(const AmxGemm* g, const float* t, size_t r0, size_t c0) {
-    for (size_t r = 0; r < 16; r++) {
-        float* c = g->c + (r0 + r) * g->ldc + c0;
-        const float* s = t + r * 16;
-        if (g->acc)
-#pragma omp simd
-            for (size_t j = 0; j < 16; j++) c[j] += g->alpha * s[j];
-        else
-#pragma omp simd
-            for (size_t j = 0; j < 16; j++) c[j] = g->alpha * s[j];
-    }
-}
-
 /* 32 x 32 blocks of C in four sum tiles (0-3) from two tiles of A (4, 5) and two of B (6, 7) per 16 pairs;
    the edge blocks of 16 rows or columns use the tiles they need */
+#define AMX_C_IN(tile, row, col) \
+    do { \
+        if (g->acc) _tile_loadd(tile, g->c + (row)*g->ldc + (col), sc); \
+        else _tile_zero(tile); \
+    } while (0)
 AMX_TARGET static void amx_gemm(const AmxGemm* g) {
-    float t[4][256] __attribute__((aligned(64)));
-    long sa = (long)(g->lda * sizeof(bfpair)), sb = (long)(g->ldb * sizeof(bfpair));
+    long sa = (long)(g->lda * sizeof(bfpair)), sb = (long)(g->ldb * sizeof(bfpair)),
+         sc = (long)(g->ldc * sizeof(float));
     for (size_t r0 = 0; r0 < g->m; r0 += 32)
         for (size_t c0 = 0; c0 < g->n; c0 += 32) {
             bool two_r = r0 + 32 <= g->m, two_c = c0 + 32 <= g->n;
-            _tile_zero(0);
-            _tile_zero(1);
-            _tile_zero(2);
-            _tile_zero(3);
+            float* c = g->c + r0 * g->ldc + c0;
+            AMX_C_IN(0, r0, c0);
+            if (two_c) AMX_C_IN(1, r0, c0 + 16);
+            if (two_r) AMX_C_IN(2, r0 + 16, c0);
+            if (two_r && two_c) AMX_C_IN(3, r0 + 16, c0 + 16);
             const bfpair *a = g->a + r0 * g->lda, *b = g->b + c0;
             for (size_t p = 0; p < g->kp; p += 16, a += 16, b += 16 * g->ldb) {
                 _tile_loadd(4, a, sa);
@@ -86,16 +79,12 @@ AMX_TARGET static void amx_gemm(const AmxGemm* g) {
                     if (two_c) _tile_dpbf16ps(3, 5, 7);
                 }
             }
-            _tile_stored(0, t[0], 64);
-            if (two_c) _tile_stored(1, t[1], 64);
-            if (two_r) _tile_stored(2, t[2], 64);
-            if (two_r && two_c) _tile_stored(3, t[3], 64);
-            __asm__ volatile("" ::: "memory"); /* t was written by the stores above, which the compiler cannot see */
-            amx_store(g, t[0], r0, c0);
-            if (two_c) amx_store(g, t[1], r0, c0 + 16);
-            if (two_r) amx_store(g, t[2], r0 + 16, c0);
-            if (two_r && two_c) amx_store(g, t[3], r0 + 16, c0 + 16);
+            _tile_stored(0, c, sc);
+            if (two_c) _tile_stored(1, c + 16, sc);
+            if (two_r) _tile_stored(2, c + 16 * g->ldc, sc);
+            if (two_r && two_c) _tile_stored(3, c + 16 * g->ldc + 16, sc);
         }
+    __asm__ volatile("" ::: "memory"); /* C was written by the tile stores, which the compiler cannot see */
 }
 
 /* out (cols, rows) = in (rows, cols) transposed, as 32-bit words (row strides os, is); rows and cols multiples

@@ -263,22 +263,24 @@ static void transpose_block(real* xT, const real* x, size_t nq, size_t xs, size_
 }
 
 /* The BF16 operands of the pair products, rounded to nearest even from n rows of w elements of x (row stride
-   xs) in the three layouts the products read (out's row stride os; a missing last element of a pair is 0).
+   xs) in the three layouts the products read (out's row stride os; a missing last element of a pair is 0);
+   pack_row_pairs and pack_column_pairs round alpha x (alpha 1 but where AMX folds a scale into an operand).
    With AVX512-BF16, 16 or 32 at a time by vcvtne(2)ps2bf16, which round the same way but read a subnormal
    input as 0 (bf16_round_nearest keeps it): the two can differ below 2^-126, nowhere else.
    Pairs along each row, out (n, ATT_PAIRS(w)): the A operand of a product summing along x's rows */
 typedef uint16_t bf16_in_pair __attribute__((may_alias)); /* one half of a bfpair */
-static void pack_row_pairs(bfpair* out, size_t os, const real* x, size_t xs, size_t n, size_t w) {
+static void pack_row_pairs(bfpair* out, size_t os, const real* x, size_t xs, size_t n, size_t w, real alpha) {
     for (size_t r = 0; r < n; r++) {
         const real* xr = x + r * xs;
         bf16_in_pair* o = (bf16_in_pair*)(out + r * os); /* the row's pairs are its elements in order */
         size_t e = 0;
 #if ATT_BF16_HW
         for (; e + 16 <= w; e += 16)
-            _mm256_storeu_si256((__m256i*)(o + e), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(xr + e)));
+            _mm256_storeu_si256((__m256i*)(o + e), (__m256i)_mm512_cvtneps_pbh(
+                                                       _mm512_mul_ps(_mm512_set1_ps(alpha), _mm512_loadu_ps(xr + e))));
 #endif
 #pragma omp simd
-        for (size_t i = e; i < w; i++) o[i] = bf16_round_nearest((float)xr[i]);
+        for (size_t i = e; i < w; i++) o[i] = bf16_round_nearest((float)(alpha * xr[i]));
         if (w % 2) o[w] = 0;
     }
 }
@@ -296,7 +298,7 @@ static void pack_row_pairs_t(bfpair* out, size_t os, const real* x, size_t xs, s
 
 /* pairs down each column, out (ATT_PAIRS(n), w), pair (p, c) from x[2p][c], x[2p + 1][c]: an operand of a
    product summing down x's columns */
-static void pack_column_pairs(bfpair* out, size_t os, const real* x, size_t xs, size_t n, size_t w) {
+static void pack_column_pairs(bfpair* out, size_t os, const real* x, size_t xs, size_t n, size_t w, real alpha) {
     for (size_t p = 0; 2 * p < n; p++) {
         const real *x0 = x + 2 * p * xs, *x1 = x0 + xs;
         bfpair* o = out + p * os;
@@ -305,15 +307,17 @@ static void pack_column_pairs(bfpair* out, size_t os, const real* x, size_t xs, 
 #if ATT_BF16_HW /* 16 of row 2p then 16 of row 2p + 1, interleaved */
             const __m512i inter = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7,
                                                    22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+            const __m512 a = _mm512_set1_ps(alpha);
             for (; c + 16 <= w; c += 16) {
-                __m512i two = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x1 + c), _mm512_loadu_ps(x0 + c));
+                __m512i two = (__m512i)_mm512_cvtne2ps_pbh(_mm512_mul_ps(a, _mm512_loadu_ps(x1 + c)),
+                                                           _mm512_mul_ps(a, _mm512_loadu_ps(x0 + c)));
                 _mm512_storeu_si512(o + c, _mm512_permutexvar_epi16(inter, two));
             }
 #endif
 #pragma omp simd
-            for (size_t i = c; i < w; i++) o[i] = bf_pair(x0[i], x1[i]);
+            for (size_t i = c; i < w; i++) o[i] = bf_pair(alpha * x0[i], alpha * x1[i]);
         } else {
-            for (size_t c = 0; c < w; c++) o[c] = bf_pair(x0[c], 0);
+            for (size_t c = 0; c < w; c++) o[c] = bf_pair(alpha * x0[c], 0);
         }
     }
 }
