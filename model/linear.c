@@ -68,10 +68,11 @@ static void gemm_dinp(Bf16Products* bf, real* dinp, LinearDout dout, const real*
     product(bf, N, C, OC, dout.alpha, op_act(dout.p, dout.ld, false), op_weight(weight, C, false), beta, dinp, C);
 }
 
-/* rows [o0, o1) of dW (OC,C) += alpha dout^T (OC,N; dout's row stride dout.ld) · inp (N,C) */
+/* rows [o0, o1) of dW (OC,C) += alpha dout^T (OC,N; dout's row stride dout.ld) · inp (N,C); dout_kept: gemm_dinp
+   has just rounded the same dout (its BF16 copy is read again) */
 static void gemm_dweight(Bf16Products* bf, real* dweight, LinearDout dout, const real* inp, size_t N, size_t C,
-                         size_t o0, size_t o1) {
-    product(bf, o1 - o0, C, N, dout.alpha, op_act(dout.p + o0, dout.ld, true), op_act(inp, C, false), 1,
+                         size_t o0, size_t o1, bool dout_kept) {
+    product(bf, o1 - o0, C, N, dout.alpha, op_act_kept(dout.p + o0, dout.ld, true, dout_kept), op_act(inp, C, false), 1,
             dweight + o0 * C, C);
 }
 
@@ -99,7 +100,7 @@ void linear_backward_ld(Bf16Products* bf, real* dinp, real* dweight, LinearDout 
     size_t nt = dinp && dweight ? row_split(bf, N, C * OC, SPLIT_BACKWARD_W) : 1;
     if (nt == 1) {
         if (dinp) gemm_dinp(bf, dinp, dout, weight, N, C, OC, add ? 1 : write_beta(bf, dinp, N, C, C));
-        if (dweight) gemm_dweight(bf, dweight, dout, inp, N, C, 0, OC);
+        if (dweight) gemm_dweight(bf, dweight, dout, inp, N, C, 0, OC, dinp != NULL);
         return;
     }
     /* threads [0, nx) split the rows of dinp, threads [nx, n) those of dweight (a team of one does both) */
@@ -113,7 +114,7 @@ void linear_backward_ld(Bf16Products* bf, real* dinp, real* dweight, LinearDout 
         }
         if (t >= nx) {
             part_rows(OC, t - nx, n - nx, &r0, &r1);
-            gemm_dweight(bf, dweight, dout, inp, N, C, r0, r1);
+            gemm_dweight(bf, dweight, dout, inp, N, C, r0, r1, false);
         }
     }
 }

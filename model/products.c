@@ -84,10 +84,17 @@ static const bf16* operand(Bf16Products* p, Operand x, size_t rows, size_t cols,
         }
         p->weight_rounded++;
     }
+    *ld_out = cols;
+    if (x.kind == OPERAND_ACT_KEPT && p->held[slot].p == x.p && p->held[slot].rows == rows &&
+        p->held[slot].cols == cols && p->held[slot].ld == x.ld)
+        return p->act[slot]; /* rounded whole by the previous product that had it here, unchanged since */
     CHECK(rows * cols <= p->act_cap, "product: a %zu x %zu operand exceeds the BF16 work space of %zu elements", rows,
           cols, p->act_cap);
     bf16_from_f32(p->act[slot], x.p, rows, cols, x.ld);
-    *ld_out = cols;
+    p->held[slot].p = x.p;
+    p->held[slot].rows = rows;
+    p->held[slot].cols = cols;
+    p->held[slot].ld = x.ld;
     return p->act[slot];
 }
 
@@ -110,7 +117,7 @@ static Operand operand_at(Operand x, size_t off) {
    transposed), else of K, the rows both operands share, with beta 1 after the first chunk */
 static void product_bf16(Bf16Products* p, size_t M, size_t N, size_t K, real alpha, Operand A, Operand B, real beta,
                          real* C, size_t ldc) {
-    size_t need_a = A.kind == OPERAND_ACT ? M * K : 0, need_b = B.kind == OPERAND_ACT ? K * N : 0;
+    size_t need_a = A.kind != OPERAND_WEIGHT ? M * K : 0, need_b = B.kind != OPERAND_WEIGHT ? K * N : 0;
     if (need_a <= p->act_cap && need_b <= p->act_cap) {
         chunk_bf16(p, M, N, K, (float)alpha, A, B, (float)beta, C, ldc);
         return;
@@ -124,8 +131,8 @@ static void product_bf16(Bf16Products* p, size_t M, size_t N, size_t K, real alp
         }
         return;
     }
-    CHECK(!(B.kind == OPERAND_ACT && B.t), "product: a transposed activation B larger than the BF16 work space");
-    size_t width = (A.kind == OPERAND_ACT ? M : 0) > (B.kind == OPERAND_ACT ? N : 0) ? M : N; /* the wider row */
+    CHECK(!(B.kind != OPERAND_WEIGHT && B.t), "product: a transposed activation B larger than the BF16 work space");
+    size_t width = (A.kind != OPERAND_WEIGHT ? M : 0) > (B.kind != OPERAND_WEIGHT ? N : 0) ? M : N; /* the wider row */
     size_t rows = p->act_cap / width >= 16 ? p->act_cap / width / 16 * 16 : p->act_cap / width;
     CHECK(rows > 0, "product: a row of %zu exceeds the BF16 work space", width);
     for (size_t k0 = 0; k0 < K; k0 += rows) { /* rows of K: A (K,M) when A.t, else columns; B (K,N) or (N,K) */

@@ -19,8 +19,11 @@
 #include "common/real.h"
 #include "model/gemm_onednn.h"
 
-/* A product's operand: an activation (rounded to BF16 at the product) or a weight (its BF16 copy read) */
-typedef enum { OPERAND_ACT, OPERAND_WEIGHT } OperandKind;
+/* A product's operand: an activation (rounded to BF16 at the product); an activation that the caller knows
+   unchanged since the previous product rounded it whole in the same place (A or B), whose BF16 copy is then
+   read again (and rounded anew when that product's operand there was another: `held` tells); or a weight (its
+   BF16 copy read) */
+typedef enum { OPERAND_ACT, OPERAND_ACT_KEPT, OPERAND_WEIGHT } OperandKind;
 
 /* What runs the FP32 products: one choice per process, made once at start (model/engine.h), like the thread
    count. Results are deterministic for a given engine and thread count, and differ in the last bits
@@ -45,7 +48,11 @@ typedef struct {
 #define PRODUCTS_REGIONS 4
 typedef struct {
     Bf16Region region[PRODUCTS_REGIONS];
-    bf16* act[2];          /* work space for the activation operands A and B, act_cap elements each */
+    bf16* act[2]; /* work space for the activation operands A and B, act_cap elements each */
+    struct {
+        const real* p;
+        size_t rows, cols, ld;
+    } held[2];             /* what act[0], act[1] hold: the operand last rounded into each (rows x cols, stride ld) */
     size_t act_cap;        /* at least the largest activation operand of one product's chunk of 16 rows */
     size_t weight_rounded; /* weight operands found in no region, rounded at their product */
 } Bf16Products;
@@ -60,6 +67,10 @@ typedef struct {
 /* an activation operand x (row stride ld, transposed when t), and a weight operand w */
 static inline Operand op_act(const real* x, size_t ld, bool t) { return (Operand){x, ld, t, OPERAND_ACT}; }
 static inline Operand op_weight(const real* w, size_t ld, bool t) { return (Operand){w, ld, t, OPERAND_WEIGHT}; }
+/* x as op_act, known unchanged since the previous product rounded it (OPERAND_ACT_KEPT) when kept */
+static inline Operand op_act_kept(const real* x, size_t ld, bool t, bool kept) {
+    return (Operand){x, ld, t, kept ? OPERAND_ACT_KEPT : OPERAND_ACT};
+}
 
 /* C (M,N; row stride ldc) = alpha op(A) op(B) + beta C, row-major, as cblas_gemm (model/gemm_onednn.h's
    layout: A.t, A stored (K,M); B.t, B stored (N,K)), with BF16 operands when bf is a context (NULL: FP32).

@@ -159,6 +159,34 @@ static void test_product(Rng* rng) {
     free(work);
 }
 
+/* OPERAND_ACT_KEPT: the BF16 copy the previous product made of the same operand in the same place is read
+   again (shown by changing the FP32 values in between: the kept product still sees the old ones), and an
+   operand whose place now holds another is rounded anew */
+static void test_kept(Rng* rng) {
+    const size_t M = 48, N = 32, K = 40;
+    float *A = mallocCheck(M * K * 4), *X = mallocCheck(M * K * 4), *W = mallocCheck(N * K * 4);
+    bf16 *Ah = mallocCheck(M * K * 2), *Xh = mallocCheck(M * K * 2), *Wh = mallocCheck(N * K * 2);
+    float *C1 = mallocCheck(M * N * 4), *C2 = mallocCheck(M * N * 4), *C3 = mallocCheck(M * N * 4);
+    fill(rng, A, Ah, M * K);
+    fill(rng, X, Xh, M * K);
+    fill(rng, W, Wh, N * K);
+    bf16* work = mallocCheck(2 * M * K * 2);
+    Bf16Products p = {.region = {{W, N * K, Wh}}, .act = {work, work + M * K}, .act_cap = M * K};
+    Operand w = {W, K, true, OPERAND_WEIGHT};
+    product(&p, M, N, K, 1, op_act(A, K, false), w, 0, C1, N);
+    float a0 = A[0];
+    A[0] = a0 * 4 + 1; /* the kept product must not see this */
+    product(&p, M, N, K, 1, op_act_kept(A, K, false, true), w, 0, C2, N);
+    bool reused = !memcmp(C1, C2, M * N * 4);
+    A[0] = a0;
+    product(&p, M, N, K, 1, op_act(X, K, false), w, 0, C2, N);            /* the place now holds X */
+    product(&p, M, N, K, 1, op_act_kept(A, K, false, true), w, 0, C3, N); /* so A is rounded anew */
+    EXPECT(reused && !memcmp(C1, C3, M * N * 4),
+           "a kept operand: its BF16 copy read again (%s), rounded anew once its place holds another (%s)",
+           reused ? "yes" : "no", memcmp(C1, C3, M * N * 4) ? "differs" : "the same bits");
+    free(A), free(X), free(W), free(Ah), free(Xh), free(Wh), free(C1), free(C2), free(C3), free(work);
+}
+
 enum { B = 2, T = 24, N = B * T };
 
 static ModelConfig config(void) {
@@ -239,6 +267,7 @@ int main(void) {
     rng_seed(&rng, 11);
     test_gemm(&rng);
     test_product(&rng);
+    test_kept(&rng);
     test_model_step(&rng);
     printf("%d passed, %d failed\n", test_passes, test_failures);
     return test_failures != 0;
