@@ -250,16 +250,16 @@ static void softmax_online(FwdTask* w, Tile t, ProdKind kind) {
         sum[i] = 0;
     }
     exp_in_place(w->St, ref, sum, kind != PROD_F32 ? w->bf.p : NULL, t);
-    for (size_t i = 0; i < nq; i++) w->l[i] = w->l[i] * corr[i] + sum[i];
-    if (kind == PROD_AMX) { /* O^T: each column a query */
+    bool amx = kind == PROD_AMX;
+    for (size_t i = 0; i < nq; i++) {
+        w->l[i] = w->l[i] * corr[i] + sum[i];
+        if (!amx && corr[i] != 1)
+            for (size_t d = 0; d < hd; d++) w->acc[i * hd + d] *= corr[i];
+    }
+    if (amx) /* O^T: each column a query */
         for (size_t d = 0; d < hd; d++)
 #pragma omp simd
             for (size_t i = 0; i < nq; i++) w->acc[d * ATT_BQ + i] *= corr[i];
-        return;
-    }
-    for (size_t i = 0; i < nq; i++)
-        if (corr[i] != 1)
-            for (size_t d = 0; d < hd; d++) w->acc[i * hd + d] *= corr[i];
 }
 
 /* One key block of a forward task: S^T = K (scale Q)^T, the online softmax turning it into P^T, acc += P V;

@@ -108,7 +108,11 @@ static void check_window(size_t B, size_t T, size_t H, size_t KVH, size_t hd, si
    the terms' magnitudes). So, per element, with u = 2^-8 + 2 n 2^-24 (n: T, or T times the group for dk, dv):
      out_i: u Σ_j P_ij |v_j|               dv_j: u Σ_h Σ_i P_ij |dO_i|
      dq_i:  u scale Σ_j |dS_ij| |k_j|      dk_j: u scale Σ_h Σ_i |dS_ij| |q_i|
-   the sums over the keys j each query i sees (the mask) and the group's heads h; P and dS in double here. */
+   the sums over the keys j each query i sees (the mask) and the group's heads h; P and dS in double here.
+   Where dP_ij - delta_i cancels, the kernels' FP32 dS (the same in both) is not the exact one: delta = dO·O
+   is an FP32 sum of hd terms, off by up to hd 2^-24 Σ|dO O|, and a dS of exactly 0 in double can be
+   1e-7 in FP32 (seen in a portable build, whose code generation rounds differently); so each |dS_ij| above
+   is taken as |P (dP - delta)| + 2 hd 2^-24 P Σ|dO_i O_i|, the FP32 dS's distance from 0 at most. */
 typedef struct {
     size_t B, T, H, KVH, hd;
     double scale;
@@ -124,8 +128,11 @@ static void bf16_bounds(double* tol[4], const Bf16Case* c) {
         for (size_t h = 0; h < c->H; h++)
             for (size_t i = 0; i < T; i++) {
                 size_t qi = (b * T + i) * qs + h * hd, j0 = c->start ? (size_t)c->start[b * T + i] : 0;
-                double delta = 0;
-                for (size_t d = 0; d < hd; d++) delta += (double)c->dout[qi + d] * c->out[qi + d];
+                double delta = 0, delta_abs = 0;
+                for (size_t d = 0; d < hd; d++) {
+                    delta += (double)c->dout[qi + d] * c->out[qi + d];
+                    delta_abs += fabs((double)c->dout[qi + d] * c->out[qi + d]);
+                }
                 for (size_t j = j0; j <= i; j++) {
                     size_t kj = (b * T + j) * ks + h / group * hd;
                     double s = 0, dp = 0;
@@ -133,7 +140,8 @@ static void bf16_bounds(double* tol[4], const Bf16Case* c) {
                         s += (double)c->q[qi + d] * c->k[kj + d];
                         dp += (double)c->dout[qi + d] * c->v[kj + d];
                     }
-                    double p = exp(c->scale * s - c->lse[(b * T + i) * c->H + h]), ds = fabs(p * (dp - delta));
+                    double p = exp(c->scale * s - c->lse[(b * T + i) * c->H + h]);
+                    double ds = fabs(p * (dp - delta)) + 2.0 * (double)hd * 0x1p-24 * p * delta_abs;
                     for (size_t d = 0; d < hd; d++) {
                         tol[0][qi + d] += ut * p * fabs(c->v[kj + d]);
                         tol[1][qi + d] += ut * c->scale * ds * fabs(c->k[kj + d]);
