@@ -148,10 +148,14 @@ static void adapter_backward(real* dinp, const real* dout, size_t ldd, const Pro
     lora_backward(ctx->prod, dinp, dw->lora_a[p->t], dw->lora_b[p->t], s->lora_dax, dout, ldd, &op);
 }
 
+/* k and v read the attention input h right after q (then k) read it, forward and backward, and nothing writes h in
+   between: their BF16 products may read again the copy of h the one before made (linear_forward_kept) */
+static bool proj_input_kept(const Proj* p) { return p->t == LORA_K || p->t == LORA_V; }
+
 /* out (N,OC) = inp W^T + b plus the adapter's term */
 static void proj_forward(real* out, const Proj* p, LayerActs* a, const LayerWeights* w, const BlockCtx* ctx) {
     const real* b = proj_bias(w, p->t);
-    linear_forward(ctx->prod, out, p->inp, proj_weight(w, p->t), p->N, p->C, p->OC);
+    linear_forward_kept(ctx->prod, out, p->inp, proj_weight(w, p->t), p->N, p->C, p->OC, proj_input_kept(p));
     if (b) bias_forward(out, b, p->N, p->OC);
     adapter_forward(out, p->OC, p, a, w, ctx);
 }
@@ -159,7 +163,8 @@ static void proj_forward(real* out, const Proj* p, LayerActs* a, const LayerWeig
 static void proj_backward(real* dinp, bool add, const real* dout, const Proj* p, const LayerActs* a,
                           const LayerWeights* w, LayerWeights* dw, BlockScratch* s, const BlockCtx* ctx) {
     real* db = proj_bias(dw, p->t);
-    linear_backward(ctx->prod, dinp, proj_weight(dw, p->t), dout, p->inp, proj_weight(w, p->t), p->N, p->C, p->OC, add);
+    linear_backward_kept(ctx->prod, dinp, proj_weight(dw, p->t), dout, p->inp, proj_weight(w, p->t), p->N, p->C, p->OC,
+                         add, proj_input_kept(p));
     if (db) bias_backward(db, dout, p->N, p->OC);
     adapter_backward(dinp, dout, p->OC, p, a, w, dw, s, ctx);
 }

@@ -58,8 +58,8 @@ static real write_beta(const Bf16Products* bf, real* c, size_t rows, size_t cols
 
 /* out (N,OC), row stride ldo, = inp (N,C) · weight^T (C,OC) + beta out */
 static void gemm_forward(Bf16Products* bf, real* out, size_t ldo, const real* inp, const real* weight, size_t N,
-                         size_t C, size_t OC, real beta) {
-    product(bf, N, OC, C, 1, op_act(inp, C, false), op_weight(weight, C, true), beta, out, ldo);
+                         size_t C, size_t OC, real beta, bool inp_kept) {
+    product(bf, N, OC, C, 1, op_act_kept(inp, C, false, inp_kept), op_weight(weight, C, true), beta, out, ldo);
 }
 
 /* dinp (N,C) = alpha dout (N,OC; row stride dout.ld) · W (OC,C) + beta dinp */
@@ -69,38 +69,51 @@ static void gemm_dinp(Bf16Products* bf, real* dinp, LinearDout dout, const real*
 }
 
 /* rows [o0, o1) of dW (OC,C) += alpha dout^T (OC,N; dout's row stride dout.ld) · inp (N,C); dout_kept: gemm_dinp
-   has just rounded the same dout (its BF16 copy is read again) */
+   has just rounded the same dout; inp_kept: the caller's previous weight gradient read the same inp (each BF16
+   copy is then read again when the work space still holds it) */
 static void gemm_dweight(Bf16Products* bf, real* dweight, LinearDout dout, const real* inp, size_t N, size_t C,
-                         size_t o0, size_t o1, bool dout_kept) {
-    product(bf, o1 - o0, C, N, dout.alpha, op_act_kept(dout.p + o0, dout.ld, true, dout_kept), op_act(inp, C, false), 1,
-            dweight + o0 * C, C);
+                         size_t o0, size_t o1, bool dout_kept, bool inp_kept) {
+    product(bf, o1 - o0, C, N, dout.alpha, op_act_kept(dout.p + o0, dout.ld, true, dout_kept),
+            op_act_kept(inp, C, false, inp_kept), 1, dweight + o0 * C, C);
 }
 
-void linear_forward_ld(Bf16Products* bf, real* out, size_t ldo, const real* inp, const real* weight, size_t N, size_t C,
-                       size_t OC) {
+/* linear_forward_ld; inp_kept: the previous product read the same, unchanged inp (linear_forward_kept) */
+static void forward_ld(Bf16Products* bf, real* out, size_t ldo, const real* inp, const real* weight, size_t N, size_t C,
+                       size_t OC, bool inp_kept) {
     size_t nt = row_split(bf, N, C * OC, SPLIT_W);
     if (nt == 1) {
-        gemm_forward(bf, out, ldo, inp, weight, N, C, OC, write_beta(bf, out, N, OC, ldo));
+        gemm_forward(bf, out, ldo, inp, weight, N, C, OC, write_beta(bf, out, N, OC, ldo), inp_kept);
         return;
     }
 #pragma omp parallel num_threads(nt)
     {
         size_t r0, r1;
         part_rows(N, threads_id(), threads_team(), &r0, &r1);
-        gemm_forward(bf, out + r0 * ldo, ldo, inp + r0 * C, weight, r1 - r0, C, OC, 0);
+        gemm_forward(bf, out + r0 * ldo, ldo, inp + r0 * C, weight, r1 - r0, C, OC, 0, false);
     }
 }
 
-void linear_forward(Bf16Products* bf, real* out, const real* inp, const real* weight, size_t N, size_t C, size_t OC) {
-    linear_forward_ld(bf, out, OC, inp, weight, N, C, OC);
+void linear_forward_ld(Bf16Products* bf, real* out, size_t ldo, const real* inp, const real* weight, size_t N, size_t C,
+                       size_t OC) {
+    forward_ld(bf, out, ldo, inp, weight, N, C, OC, false);
 }
 
-void linear_backward_ld(Bf16Products* bf, real* dinp, real* dweight, LinearDout dout, const real* inp,
-                        const real* weight, size_t N, size_t C, size_t OC, bool add) {
+void linear_forward(Bf16Products* bf, real* out, const real* inp, const real* weight, size_t N, size_t C, size_t OC) {
+    forward_ld(bf, out, OC, inp, weight, N, C, OC, false);
+}
+
+void linear_forward_kept(Bf16Products* bf, real* out, const real* inp, const real* weight, size_t N, size_t C,
+                         size_t OC, bool inp_kept) {
+    forward_ld(bf, out, OC, inp, weight, N, C, OC, inp_kept);
+}
+
+/* linear_backward_ld; inp_kept: the caller's previous linear backward read the same, unchanged inp */
+static void backward_ld(Bf16Products* bf, real* dinp, real* dweight, LinearDout dout, const real* inp,
+                        const real* weight, size_t N, size_t C, size_t OC, bool add, bool inp_kept) {
     size_t nt = dinp && dweight ? row_split(bf, N, C * OC, SPLIT_BACKWARD_W) : 1;
     if (nt == 1) {
         if (dinp) gemm_dinp(bf, dinp, dout, weight, N, C, OC, add ? 1 : write_beta(bf, dinp, N, C, C));
-        if (dweight) gemm_dweight(bf, dweight, dout, inp, N, C, 0, OC, dinp != NULL);
+        if (dweight) gemm_dweight(bf, dweight, dout, inp, N, C, 0, OC, dinp != NULL, inp_kept);
         return;
     }
     /* threads [0, nx) split the rows of dinp, threads [nx, n) those of dweight (a team of one does both) */
@@ -114,14 +127,24 @@ void linear_backward_ld(Bf16Products* bf, real* dinp, real* dweight, LinearDout 
         }
         if (t >= nx) {
             part_rows(OC, t - nx, n - nx, &r0, &r1);
-            gemm_dweight(bf, dweight, dout, inp, N, C, r0, r1, false);
+            gemm_dweight(bf, dweight, dout, inp, N, C, r0, r1, false, false);
         }
     }
 }
 
+void linear_backward_ld(Bf16Products* bf, real* dinp, real* dweight, LinearDout dout, const real* inp,
+                        const real* weight, size_t N, size_t C, size_t OC, bool add) {
+    backward_ld(bf, dinp, dweight, dout, inp, weight, N, C, OC, add, false);
+}
+
 void linear_backward(Bf16Products* bf, real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
                      size_t N, size_t C, size_t OC, bool add) {
-    linear_backward_ld(bf, dinp, dweight, (LinearDout){dout, OC, 1}, inp, weight, N, C, OC, add);
+    backward_ld(bf, dinp, dweight, (LinearDout){dout, OC, 1}, inp, weight, N, C, OC, add, false);
+}
+
+void linear_backward_kept(Bf16Products* bf, real* dinp, real* dweight, const real* dout, const real* inp,
+                          const real* weight, size_t N, size_t C, size_t OC, bool add, bool inp_kept) {
+    backward_ld(bf, dinp, dweight, (LinearDout){dout, OC, 1}, inp, weight, N, C, OC, add, inp_kept);
 }
 
 /* Two weights lie back to back when the second starts where the first ends: then [W1; W2] is one (2 OC, C)
