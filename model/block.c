@@ -155,7 +155,8 @@ static bool proj_input_kept(const Proj* p) { return p->t == LORA_K || p->t == LO
 /* out (N,OC) = inp W^T + b plus the adapter's term */
 static void proj_forward(real* out, const Proj* p, LayerActs* a, const LayerWeights* w, const BlockCtx* ctx) {
     const real* b = proj_bias(w, p->t);
-    linear_forward_kept(ctx->prod, out, p->inp, proj_weight(w, p->t), p->N, p->C, p->OC, proj_input_kept(p));
+    linear_forward_kept(ctx->prod, out, (LinearInp){p->inp, proj_input_kept(p)}, proj_weight(w, p->t), p->N, p->C,
+                        p->OC);
     if (b) bias_forward(out, b, p->N, p->OC);
     adapter_forward(out, p->OC, p, a, w, ctx);
 }
@@ -163,8 +164,8 @@ static void proj_forward(real* out, const Proj* p, LayerActs* a, const LayerWeig
 static void proj_backward(real* dinp, bool add, const real* dout, const Proj* p, const LayerActs* a,
                           const LayerWeights* w, LayerWeights* dw, BlockScratch* s, const BlockCtx* ctx) {
     real* db = proj_bias(dw, p->t);
-    linear_backward_kept(ctx->prod, dinp, proj_weight(dw, p->t), dout, p->inp, proj_weight(w, p->t), p->N, p->C, p->OC,
-                         add, proj_input_kept(p));
+    linear_backward_kept(ctx->prod, dinp, proj_weight(dw, p->t), dout, (LinearInp){p->inp, proj_input_kept(p)},
+                         proj_weight(w, p->t), p->N, p->C, p->OC, add);
     if (db) bias_backward(db, dout, p->N, p->OC);
     adapter_backward(dinp, dout, p->OC, p, a, w, dw, s, ctx);
 }

@@ -102,18 +102,19 @@ void linear_forward(Bf16Products* bf, real* out, const real* inp, const real* we
     forward_ld(bf, out, OC, inp, weight, N, C, OC, false);
 }
 
-void linear_forward_kept(Bf16Products* bf, real* out, const real* inp, const real* weight, size_t N, size_t C,
-                         size_t OC, bool inp_kept) {
-    forward_ld(bf, out, OC, inp, weight, N, C, OC, inp_kept);
+void linear_forward_kept(Bf16Products* bf, real* out, LinearInp inp, const real* weight, size_t N, size_t C,
+                         size_t OC) {
+    forward_ld(bf, out, OC, inp.p, weight, N, C, OC, inp.kept);
 }
 
-/* linear_backward_ld; inp_kept: the caller's previous linear backward read the same, unchanged inp */
-static void backward_ld(Bf16Products* bf, real* dinp, real* dweight, LinearDout dout, const real* inp,
-                        const real* weight, size_t N, size_t C, size_t OC, bool add, bool inp_kept) {
+/* linear_backward_ld on an input as linear_backward_kept reads it */
+static void backward_ld(Bf16Products* bf, real* dinp, real* dweight, LinearDout dout, LinearInp in, const real* weight,
+                        size_t N, size_t C, size_t OC, bool add) {
+    const real* inp = in.p;
     size_t nt = dinp && dweight ? row_split(bf, N, C * OC, SPLIT_BACKWARD_W) : 1;
     if (nt == 1) {
         if (dinp) gemm_dinp(bf, dinp, dout, weight, N, C, OC, add ? 1 : write_beta(bf, dinp, N, C, C));
-        if (dweight) gemm_dweight(bf, dweight, dout, inp, N, C, 0, OC, dinp != NULL, inp_kept);
+        if (dweight) gemm_dweight(bf, dweight, dout, inp, N, C, 0, OC, dinp != NULL, in.kept);
         return;
     }
     /* threads [0, nx) split the rows of dinp, threads [nx, n) those of dweight (a team of one does both) */
@@ -134,17 +135,17 @@ static void backward_ld(Bf16Products* bf, real* dinp, real* dweight, LinearDout 
 
 void linear_backward_ld(Bf16Products* bf, real* dinp, real* dweight, LinearDout dout, const real* inp,
                         const real* weight, size_t N, size_t C, size_t OC, bool add) {
-    backward_ld(bf, dinp, dweight, dout, inp, weight, N, C, OC, add, false);
+    backward_ld(bf, dinp, dweight, dout, (LinearInp){inp, false}, weight, N, C, OC, add);
 }
 
 void linear_backward(Bf16Products* bf, real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
                      size_t N, size_t C, size_t OC, bool add) {
-    backward_ld(bf, dinp, dweight, (LinearDout){dout, OC, 1}, inp, weight, N, C, OC, add, false);
+    backward_ld(bf, dinp, dweight, (LinearDout){dout, OC, 1}, (LinearInp){inp, false}, weight, N, C, OC, add);
 }
 
-void linear_backward_kept(Bf16Products* bf, real* dinp, real* dweight, const real* dout, const real* inp,
-                          const real* weight, size_t N, size_t C, size_t OC, bool add, bool inp_kept) {
-    backward_ld(bf, dinp, dweight, (LinearDout){dout, OC, 1}, inp, weight, N, C, OC, add, inp_kept);
+void linear_backward_kept(Bf16Products* bf, real* dinp, real* dweight, const real* dout, LinearInp inp,
+                          const real* weight, size_t N, size_t C, size_t OC, bool add) {
+    backward_ld(bf, dinp, dweight, (LinearDout){dout, OC, 1}, inp, weight, N, C, OC, add);
 }
 
 /* Two weights lie back to back when the second starts where the first ends: then [W1; W2] is one (2 OC, C)

@@ -22,13 +22,17 @@ void linear_forward_ld(Bf16Products* bf, real* out, size_t ldo, const real* inp,
    dout (N,OC)   inp (N,C)   weight (OC,C) */
 void linear_backward(Bf16Products* bf, real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
                      size_t N, size_t C, size_t OC, bool add);
-/* linear_forward and linear_backward where inp_kept says that the previous call of the same kind (forward, or
-   backward with a weight gradient) read the same inp, unchanged since: with BF16 products its BF16 copy is read
-   again when the work space still holds it (OPERAND_ACT_KEPT, model/products.h), else rounded anew */
-void linear_forward_kept(Bf16Products* bf, real* out, const real* inp, const real* weight, size_t N, size_t C,
-                         size_t OC, bool inp_kept);
-void linear_backward_kept(Bf16Products* bf, real* dinp, real* dweight, const real* dout, const real* inp,
-                          const real* weight, size_t N, size_t C, size_t OC, bool add, bool inp_kept);
+/* A linear's input p, and kept: the previous call of the same kind (forward, or backward with a weight gradient)
+   read the same p, unchanged since, so with BF16 products its BF16 copy is read again when the work space still
+   holds it (OPERAND_ACT_KEPT, model/products.h), else rounded anew */
+typedef struct {
+    const real* p;
+    bool kept;
+} LinearInp;
+/* linear_forward and linear_backward on such an input */
+void linear_forward_kept(Bf16Products* bf, real* out, LinearInp inp, const real* weight, size_t N, size_t C, size_t OC);
+void linear_backward_kept(Bf16Products* bf, real* dinp, real* dweight, const real* dout, LinearInp inp,
+                          const real* weight, size_t N, size_t C, size_t OC, bool add);
 /* The output gradient as linear_backward_ld reads it: rows of stride ld >= OC, scaled by alpha */
 typedef struct {
     const real* p;
