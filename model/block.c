@@ -149,7 +149,8 @@ static void adapter_backward(real* dinp, const real* dout, size_t ldd, const Pro
 }
 
 /* k and v read the attention input h right after q (then k) read it, forward and backward, and nothing writes h in
-   between: their BF16 products may read again the copy of h the one before made (linear_forward_kept) */
+   between: their BF16 products may read again the copy of h the one before made (linear_forward_kept), within
+   one block_qkv_forward or qkv_backward, which clear the record first (products_forget) */
 static bool proj_input_kept(const Proj* p) { return p->t == LORA_K || p->t == LORA_V; }
 
 /* out (N,OC) = inp W^T + b plus the adapter's term */
@@ -238,6 +239,7 @@ void block_qkv_forward(LayerActs* a, const real* x_in, const LayerWeights* w, si
     const ModelConfig* c = ctx->cfg;
     size_t N = ctx->B * ctx->T, D = c->D, qd = c->H * cfg_hd(c), kvd = c->KVH * cfg_hd(c);
     double eps = c->norm_eps;
+    products_forget(ctx->prod); /* h is about to be written: no earlier copy of this buffer counts */
 
     /* attention input: input_layernorm(x), or the stream itself */
     const real* h = x_in;
@@ -338,6 +340,7 @@ static void mlp_backward(real* dx, LayerWeights* dw, LayerActs* a, const LayerWe
    holds dx_mid on entry (already read) and dx_in on return */
 static void qkv_backward(real* dx, LayerWeights* dw, LayerActs* a, const real* x_in, const LayerWeights* w, size_t l,
                          BlockScratch* s, const BlockCtx* ctx) {
+    products_forget(ctx->prod); /* a copy of h from another layer (recompute reuses buffers) never counts */
     const ModelConfig* c = ctx->cfg;
     size_t N = ctx->B * ctx->T, D = c->D, qd = c->H * cfg_hd(c), kvd = c->KVH * cfg_hd(c);
     /* rotation: gradients of the un-rotated q, k (and of RePo's z) */

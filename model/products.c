@@ -51,6 +51,10 @@ const char* products_name(bool bf16) {
     return buf;
 }
 
+void products_forget(Bf16Products* bf) {
+    if (bf) memset(bf->held, 0, sizeof(bf->held));
+}
+
 static void product_f32(size_t M, size_t N, size_t K, real alpha, Operand A, Operand B, real beta, real* C,
                         size_t ldc) {
 #ifndef REPOC_F64

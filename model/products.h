@@ -72,6 +72,12 @@ static inline Operand op_act_kept(const real* x, size_t ld, bool t, bool kept) {
     return (Operand){x, ld, t, kept ? OPERAND_ACT_KEPT : OPERAND_ACT};
 }
 
+/* The work space's record cleared (bf may be NULL): no BF16 copy is read again before a product rounds one anew.
+   The record knows which operand a copy is of, not whether its values changed since; so the code that passes
+   OPERAND_ACT_KEPT calls this where its knowledge starts (model/block.c: the q, k, v projections' forward and
+   backward), and a record from an earlier layer, whose buffers may be the same ones, is never trusted. */
+void products_forget(Bf16Products* bf);
+
 /* C (M,N; row stride ldc) = alpha op(A) op(B) + beta C, row-major, as cblas_gemm (model/gemm_onednn.h's
    layout: A.t, A stored (K,M); B.t, B stored (N,K)), with BF16 operands when bf is a context (NULL: FP32).
    Not inside an OpenMP parallel region when products_onednn(bf). */
