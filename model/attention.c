@@ -192,8 +192,8 @@ static void amx_by_keys(real* Ct, bfpair* YT, const bfpair* Yp, const bfpair* Xt
 static void amx_by_queries(real* C, size_t ldc, const bfpair* Xt, const bfpair* Y, bool add, Tile t) {}
 #endif
 
-/* A forward task's BF16 operands: its query block's Q^T (unscaled; the scale is the product's alpha) and one
-   tile's keys, values and P */
+/* A forward task's BF16 operands: its query block's Q^T (unscaled, the scale the product's alpha; with AMX
+   scaled) and one tile's keys, values (V^T too with AMX) and P */
 typedef struct {
     bfpair qT[ATT_PAIRS(ATT_MAX_HD) * ATT_BQ]; /* (hd/2, BQ) */
     bfpair k[ATT_BK * ATT_PAIRS(ATT_MAX_HD)];  /* (nk, hd/2) */
@@ -263,7 +263,7 @@ static void softmax_online(FwdTask* w, Tile t, ProdKind kind) {
 }
 
 /* One key block of a forward task: S^T = K (scale Q)^T, the online softmax turning it into P^T, acc += P V;
-   with BF16 operands (bf16) the keys, P and the values rounded to pairs first. kt, vt: the block's keys and
+   with BF16 products (kind) the keys, P and the values rounded to pairs first. kt, vt: the block's keys and
    values, row stride ks. */
 static void forward_tile(FwdTask* w, const real* kt, const real* vt, size_t ks, real scale, ProdKind kind, Tile t) {
     FwdPairs* p = &w->bf;
@@ -298,9 +298,10 @@ static void forward_block(real* out, real* lse, const AttnIn* a, size_t b, size_
     }
     for (size_t i = 0; i < (kind == PROD_AMX ? hd * ATT_BQ : nq * hd); i++) w.acc[i] = 0;
     const real* qb = a->q + (b * T + t0) * qs + h * hd;
-    if (kind == PROD_AMX) amx_begin();
-    if (kind == PROD_AMX) amx_pack_t(w.bf.qT, w.bf.vT, qb, qs, nq, hd, a->scale);
-    else if (kind == PROD_PAIRS) pack_row_pairs_t(w.bf.qT, ATT_BQ, qb, qs, nq, hd);
+    if (kind == PROD_AMX) {
+        amx_begin();
+        amx_pack_t(w.bf.qT, w.bf.vT, qb, qs, nq, hd, a->scale);
+    } else if (kind == PROD_PAIRS) pack_row_pairs_t(w.bf.qT, ATT_BQ, qb, qs, nq, hd);
     else transpose_block(w.qT, qb, nq, qs, hd, a->scale);
     const real* kb = a->k + b * T * ks + g * hd;
     const real* vb = a->v + b * T * ks + g * hd;
@@ -377,9 +378,9 @@ typedef struct {
     ProdKind kind; /* with BF16 products, their operands in w->bf */
 } BwdRows;
 
-/* Tile t's P^T from S^T and dS^T from dP^T, in place: P = exp(S - lse), dS = P ⊙ (dP - delta). With bf16
-   also the pairs the products read, each row (and pair of rows) as soon as it is done: P and dS in pairs of
-   queries (bf.p, bf.ds), dS in pairs of keys (bf.dsp). */
+/* Tile t's P^T from S^T and dS^T from dP^T, in place: P = exp(S - lse), dS = P ⊙ (dP - delta). With pairs
+   also the pairs the BF16 products read (dS's multiplied by ds_scale), each row (and pair of rows) as soon as
+   it is done: P and dS in pairs of queries (bf.p, bf.ds), dS in pairs of keys (bf.dsp). */
 static void softmax_grad(BwdTask* w, Tile t, bool pairs, real ds_scale) {
     for (size_t j = 0; j < t.nk; j++) {
         real *p = w->Pt + j * ATT_BQ, *ds = w->dSt + j * ATT_BQ;
