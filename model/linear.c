@@ -107,9 +107,29 @@ void linear_forward_kept(Bf16Products* bf, real* out, LinearInp inp, const real*
     forward_ld(bf, out, OC, inp.p, weight, N, C, OC, inp.kept);
 }
 
+/* The BF16 backward of a linear whose output gradient dout (N,OC) is larger than the work space (the LM head's
+   N x V logits), by blocks of its columns: each block dout[:, o0:o1] is rounded once and read by both products,
+       dinp (=|+=) alpha sum over blocks dout[:, o0:o1] W[o0:o1, :]      dW[o0:o1, :] += alpha dout[:, o0:o1]^T inp
+   so every row of dW is written once with the whole sum over N (chunks of dout's rows would add into all of dW
+   per chunk), and inp is rounded once, at the first block. Needs inp and a block of 16 columns in the work
+   space; false (nothing done) otherwise. */
+static bool backward_by_columns(Bf16Products* bf, real* dinp, real* dweight, LinearDout dout, LinearInp in,
+                                const real* weight, size_t N, size_t C, size_t OC, bool add) {
+    if (!bf || N * OC <= bf->act_cap || N * C > bf->act_cap || bf->act_cap / N < 16) return false;
+    size_t cols = bf->act_cap / N / 16 * 16;
+    for (size_t o0 = 0; o0 < OC; o0 += cols) {
+        size_t o1 = OC - o0 < cols ? OC : o0 + cols;
+        LinearDout block = {dout.p + o0, dout.ld, dout.alpha};
+        if (dinp) gemm_dinp(bf, dinp, block, weight + o0 * C, N, C, o1 - o0, add || o0 ? 1 : 0);
+        if (dweight) gemm_dweight(bf, dweight, dout, in.p, N, C, o0, o1, dinp != NULL, o0 ? true : in.kept);
+    }
+    return true;
+}
+
 /* linear_backward_ld on an input as linear_backward_kept reads it */
 static void backward_ld(Bf16Products* bf, real* dinp, real* dweight, LinearDout dout, LinearInp in, const real* weight,
                         size_t N, size_t C, size_t OC, bool add) {
+    if (backward_by_columns(bf, dinp, dweight, dout, in, weight, N, C, OC, add)) return;
     const real* inp = in.p;
     size_t nt = dinp && dweight ? row_split(bf, N, C * OC, SPLIT_BACKWARD_W) : 1;
     if (nt == 1) {

@@ -17,6 +17,7 @@
 #include "common/check.h"
 #include "common/rng.h"
 #include "model/gemm_onednn.h"
+#include "model/linear.h"
 #include "model/model.h"
 #include "model/products.h"
 #include "optim/adamw.h"
@@ -126,7 +127,7 @@ static void test_product(Rng* rng) {
         bool kept;
         /* C = A W^T, W (N,K) a weight: chunks of M when the work space is small */
         memcpy(C, C0, sizeof(float) * M * N);
-        product(&p, M, N, K, 1, (Operand){A, K, false, OPERAND_ACT}, (Operand){W, K, true, OPERAND_WEIGHT}, 1, C, N);
+        product(&p, M, N, K, 1, op_act(A, K, false), op_weight(W, K, true), 1, C, N);
         reference(&(GemmShape){false, true, M, N, K, K, K, N, 1, 1}, A, W, C0, ref, bound);
         double w1 = worst_ratio(C, N, ref, bound, M, N, C0, &kept);
         /* C (K... here M x N) = A^T-shaped: C (N,K)?  dW = dout^T x: (N,M)^T... use A stored (K',M) */
@@ -138,7 +139,7 @@ static void test_product(Rng* rng) {
         bf16* Xh = mallocCheck(M * N * 2);
         fill(rng, X, Xh, M * N);
         memset(D, 0, K * N * 4);
-        product(&p, K, N, M, 0.5, (Operand){A, K, true, OPERAND_ACT}, (Operand){X, N, false, OPERAND_ACT}, 0, D, N);
+        product(&p, K, N, M, 0.5, op_act(A, K, true), op_act(X, N, false), 0, D, N);
         reference(&(GemmShape){true, false, K, N, M, K, N, N, 0.5f, 0}, A, X, D0, rd, bd);
         double w2 = worst_ratio(D, N, rd, bd, K, N, D0, &kept);
         EXPECT(w1 <= 1 && w2 <= 1 && p.weight_rounded == 0,
@@ -149,7 +150,7 @@ static void test_product(Rng* rng) {
     }
     /* a weight in no region: rounded at the product, counted */
     Bf16Products p = {.act = {work, work + M * K}, .act_cap = M * K};
-    product(&p, M, N, K, 1, (Operand){A, K, false, OPERAND_ACT}, (Operand){W, K, true, OPERAND_WEIGHT}, 0, C, N);
+    product(&p, M, N, K, 1, op_act(A, K, false), op_weight(W, K, true), 0, C, N);
     reference(&(GemmShape){false, true, M, N, K, K, K, N, 1, 0}, A, W, C0, ref, bound);
     bool kept;
     double w = worst_ratio(C, N, ref, bound, M, N, C, &kept);
@@ -172,7 +173,7 @@ static void test_kept(Rng* rng) {
     fill(rng, W, Wh, N * K);
     bf16* work = mallocCheck(2 * M * K * 2);
     Bf16Products p = {.region = {{W, N * K, Wh}}, .act = {work, work + M * K}, .act_cap = M * K};
-    Operand w = {W, K, true, OPERAND_WEIGHT};
+    Operand w = op_weight(W, K, true);
     product(&p, M, N, K, 1, op_act(A, K, false), w, 0, C1, N);
     float a0 = A[0];
     A[0] = a0 * 4 + 1; /* the kept product must not see this */
@@ -185,6 +186,40 @@ static void test_kept(Rng* rng) {
            "a kept operand: its BF16 copy read again (%s), rounded anew once its place holds another (%s)",
            reused ? "yes" : "no", memcmp(C1, C3, M * N * 4) ? "differs" : "the same bits");
     free(A), free(X), free(W), free(Ah), free(Xh), free(Wh), free(C1), free(C2), free(C3), free(work);
+}
+
+/* A linear's backward with BF16 products whose output gradient dout (rows x OC) is larger than the work
+   space (the LM head's logits, model/linear.c): by blocks of dout's columns, the last one narrower, against
+   the double product of the same values within the FP32-order bound, every weight read from its region;
+   the work space's record shows the last block was dout's last 44 columns */
+static void test_head_backward(Rng* rng) {
+    enum { R = 48, C = 40, OC = 300 };
+    const float alpha = 0.375f;
+    float *x = mallocCheck(R * C * 4), *W = mallocCheck(OC * C * 4), *g = mallocCheck(R * OC * 4);
+    float *dx = mallocCheck(R * C * 4), *dW = mallocCheck(OC * C * 4), *dW0 = mallocCheck(OC * C * 4);
+    bf16 *xh = mallocCheck(R * C * 2), *Wh = mallocCheck(OC * C * 2), *gh = mallocCheck(R * OC * 2);
+    bf16 *dW0h = mallocCheck(OC * C * 2), *work = mallocCheck(2 * R * 64 * 2);
+    double *rx = mallocCheck(R * C * 8), *bx = mallocCheck(R * C * 8), *rw = mallocCheck(OC * C * 8),
+           *bw = mallocCheck(OC * C * 8);
+    fill(rng, x, xh, R * C);
+    fill(rng, W, Wh, OC * C);
+    fill(rng, g, gh, R * OC);
+    fill(rng, dW0, dW0h, OC * C);
+    reference(&(GemmShape){false, false, R, C, OC, OC, C, C, alpha, 0}, g, W, dx, rx, bx);
+    reference(&(GemmShape){true, false, OC, C, R, OC, C, C, alpha, 1}, g, x, dW0, rw, bw);
+    /* the work space: x, or a block of 64 of dout's 300 columns */
+    Bf16Products p = {.region = {{W, OC * C, Wh}}, .act = {work, work + R * 64}, .act_cap = R * 64};
+    memcpy(dW, dW0, OC * C * 4);
+    linear_backward_ld(&p, dx, dW, (LinearDout){g, OC, alpha}, x, W, R, C, OC, false);
+    bool kept;
+    double wx = worst_ratio(dx, C, rx, bx, R, C, dx, &kept), ww = worst_ratio(dW, C, rw, bw, OC, C, dW, &kept);
+    bool last = p.held[0].p == g + 256 && p.held[0].cols == 44 && p.held[0].rows == R;
+    EXPECT(wx <= 1 && ww <= 1 && p.weight_rounded == 0 && last,
+           "linear backward, dout %d x %d past a work space of %d x 64: dinp %.3f, dW %.3f of the bound, by blocks "
+           "of columns (the last 44 wide: %s)",
+           R, OC, R, wx, ww, last ? "yes" : "no");
+    free(x), free(W), free(g), free(dx), free(dW), free(dW0), free(xh), free(Wh), free(gh), free(dW0h);
+    free(work), free(rx), free(bx), free(rw), free(bw);
 }
 
 enum { B = 2, T = 24, N = B * T };
@@ -268,6 +303,7 @@ int main(void) {
     test_gemm(&rng);
     test_product(&rng);
     test_kept(&rng);
+    test_head_backward(&rng);
     test_model_step(&rng);
     printf("%d passed, %d failed\n", test_passes, test_failures);
     return test_failures != 0;
