@@ -14,7 +14,8 @@
    --backward-ways times the backward alone both ways (one task per (batch, kv head), and split by key and
    query block: model/attention.c), alternated, the median of each and their ratio, instead of the above.
    --bf16 also times each shape with BF16 operands (AttnShape.bf16), the two alternated pair by pair, and prints
-   the f32 / bf16 time ratio; where AMX is usable, also BF16 kept off AMX (vdpbf16ps, AttnShape.no_amx).
+   the f32 / bf16 time ratio; where AMX is usable, also BF16 kept off AMX (vdpbf16ps, AttnShape.no_amx). --json
+   writes the same as one object per shape ("bf16_ms", "bf16_no_amx_ms": 0 where not timed).
    Defaults: B 2, H = KVH = 8, reps 5, sgemm 1024 (0 = off). */
 #include <stdbool.h>
 #include <stdio.h>
@@ -207,8 +208,9 @@ int main(int argc, char** argv) {
             if (o.json)
                 printf("{\"T\": %zu, \"hd\": %zu, \"B\": %zu, \"H\": %zu, \"KVH\": %zu, \"threads\": %d, \"ms\": %.3f, "
                        "\"us_per_token\": %.3f, \"gflops\": %.2f, \"sgemm_gflops\": %.2f, \"of_sgemm\": %.4f, "
-                       "\"window\": %zu, \"window_ms\": %.3f, \"bf16_ms\": %.3f, \"time\": \"%s\"}\n",
-                       T, hd, o.B, o.H, o.KVH, threads, ms, us_tok, gf, sg, frac, o.window, wms, ms2[1],
+                       "\"window\": %zu, \"window_ms\": %.3f, \"bf16_ms\": %.3f, \"bf16_no_amx_ms\": %.3f, "
+                       "\"time\": \"%s\"}\n",
+                       T, hd, o.B, o.H, o.KVH, threads, ms, us_tok, gf, sg, frac, o.window, wms, ms2[1], ms2[2],
                        o.cpu ? "cpu" : "wall");
             else {
                 printf("%6zu %4zu %10.2f %10.2f %10.1f %10.1f %7.1f%%", T, hd, ms, us_tok, gf, sg, 100 * frac);
