@@ -30,7 +30,7 @@
 #include "common/check.h"
 #include "common/mathf.h"
 #include "common/threads.h"
-#include "model/tile_amx.h" /* and model/tile_gemm.h */
+#include "model/attention_tiles.h" /* and model/tile_amx.h, model/tile_gemm.h */
 
 _Static_assert(ATT_BLOCK_MAX % ATT_BLOCK == 0, "the tests' lengths are placed around multiples of ATT_BLOCK_MAX");
 #define ATT_MAX_HD 256
@@ -42,9 +42,10 @@ typedef enum { PROD_F32, PROD_PAIRS, PROD_AMX } ProdKind;
 typedef struct {
     const real *q, *k, *v;
     const DocSpans* docs;
-    size_t T, H, KVH, hd;
+    size_t B, T, H, KVH, hd;
     real scale;
     bool bf16, amx; /* amx: BF16 products on AMX where a query block's shape allows (block_kind) */
+    bfpair* pairs;  /* BF16 products: every key block's k and v rounded once per call (AttnShape.pairs), or NULL */
 } AttnIn;
 
 static AttnIn attn_in(const real* q, const real* k, const real* v, const AttnShape* s) {
@@ -52,7 +53,59 @@ static AttnIn attn_in(const real* q, const real* k, const real* v, const AttnSha
           s->H, s->KVH);
     CHECK(!s->bf16 || sizeof(real) == 4, "attention: BF16 operands in a double build");
     bool amx = s->bf16 && !s->no_amx && ATT_AMX && amx_usable();
-    return (AttnIn){q, k, v, s->docs, s->T, s->H, s->KVH, s->hd, s->scale, s->bf16, amx};
+    bfpair* pairs = s->bf16 ? s->pairs : NULL;
+    return (AttnIn){q, k, v, s->docs, s->B, s->T, s->H, s->KVH, s->hd, s->scale, s->bf16, amx, pairs};
+}
+
+size_t attention_pairs_size(const AttnShape* s) {
+    size_t nb = (s->T + ATT_BK - 1) / ATT_BK, pairs = KV_LAYOUTS * s->B * s->KVH * nb * kv_block_pairs(s->hd);
+    return (pairs * sizeof(bfpair) + sizeof(real) - 1) / sizeof(real);
+}
+
+/* A kv head's keys and values in one batch row (row stride ks) and, with AttnIn.pairs, their key blocks in each
+   layout, rounded once per call (else NULL: each tile rounds its own) */
+typedef struct {
+    const real *k, *v;
+    size_t ks;
+    const bfpair* pairs[KV_LAYOUTS];
+} KvHead;
+
+static KvHead kv_head(const AttnIn* a, size_t b, size_t g) {
+    size_t ks = a->KVH * a->hd, nb = (a->T + ATT_BK - 1) / ATT_BK;
+    KvHead h = {a->k + b * a->T * ks + g * a->hd, a->v + b * a->T * ks + g * a->hd, ks, {NULL}};
+    for (size_t l = 0; a->pairs && l < KV_LAYOUTS; l++)
+        h.pairs[l] = a->pairs + ((l * a->B + b) * a->KVH + g) * nb * kv_block_pairs(a->hd);
+    return h;
+}
+
+/* the keys (KV_K_*) or values of tile t's key block */
+static const real* kv_rows(const KvHead* h, KvLayout lay, Tile t) {
+    return (lay == KV_K_ROWS || lay == KV_K_COLS ? h->k : h->v) + t.j0 * h->ks;
+}
+
+/* tile t's key block in layout lay: rounded once per call, or now into own */
+static const bfpair* kv_tile(const KvHead* h, KvLayout lay, Tile t, bfpair* own) {
+    if (h->pairs[lay]) return h->pairs[lay] + t.j0 / ATT_BK * kv_block_pairs(t.hd);
+    kv_pack(own, lay, kv_rows(h, lay, t), h->ks, t.nk, t.hd);
+    return own;
+}
+
+/* With AttnIn.pairs, every key block of every (batch row, kv head) rounded into the layouts a pass reads (the
+   bits of lays), so that its query blocks read them instead of each rounding every key block it sees */
+static void kv_pack_all(const AttnIn* a, unsigned lays) {
+    if (!a->pairs) return;
+    size_t nb = (a->T + ATT_BK - 1) / ATT_BK;
+#pragma omp parallel for collapse(3) schedule(static)
+    for (size_t b = 0; b < a->B; b++)
+        for (size_t g = 0; g < a->KVH; g++)
+            for (size_t kb = 0; kb < nb; kb++) {
+                KvHead h = kv_head(a, b, g);
+                Tile t = tile_at(0, a->T, kb * ATT_BK, a->hd, NULL); /* the whole key block */
+                for (KvLayout l = 0; l < KV_LAYOUTS; l++)
+                    if (lays >> l & 1)
+                        kv_pack((bfpair*)h.pairs[l] + kb * kv_block_pairs(a->hd), l, kv_rows(&h, l, t), h.ks, t.nk,
+                                a->hd);
+            }
 }
 
 /* the products of a query block of nq rows: on AMX when its every tile is whole 16 x 16 tiles of 16 pairs (nq
@@ -61,136 +114,6 @@ static ProdKind block_kind(const AttnIn* a, size_t nq) {
     if (!a->bf16) return PROD_F32;
     return a->amx && nq % 32 == 0 && a->hd % 32 == 0 ? PROD_AMX : PROD_PAIRS;
 }
-
-/* One tile: key block [j0, j0 + nk) against query block [t0, t0 + nq), of head width hd; dj = j0 - t0, the
-   diagonal's offset in it; st the query block's document starts, or NULL */
-typedef struct {
-    size_t t0, nq, j0, nk, hd;
-    ptrdiff_t dj;
-    const int32_t* st;
-} Tile;
-
-/* the tile of key block j0 against query block [t0, t0 + nq): its keys run to the block's end or the block's
-   last query, whichever comes first (no query of the block sees a later key) */
-ATT_INLINE Tile tile_at(size_t t0, size_t nq, size_t j0, size_t hd, const int32_t* st) {
-    size_t end = t0 + nq, nk = j0 + ATT_BK < end ? ATT_BK : end - j0;
-    return (Tile){t0, nq, j0, nk, hd, (ptrdiff_t)j0 - (ptrdiff_t)t0, st};
-}
-
-/* the queries of block [t0, t0 + nq) that come before key `key` (causally hidden from it): the first `after` */
-ATT_INLINE size_t queries_before(size_t key, size_t t0, size_t nq) {
-    return key <= t0 ? 0 : (key - t0 < nq ? key - t0 : nq);
-}
-
-/* the first query the softmax loops visit for key `key`: queries_before rounded down to a whole vector.
-   The entries before it are hidden (P = 0) and, on a diagonal tile, never computed by tile_gemm. */
-ATT_INLINE size_t first_visited(size_t key, size_t t0, size_t nq) { return queries_before(key, t0, nq) / VL * VL; }
-
-/* S^T (nk, ATT_BQ) of tile t: the entries of keys hidden from a query set to -inf, so exp gives P = 0 there.
-   A key is hidden when after the query or, with document starts, before the query's document. Only tiles
-   crossing the diagonal or a document start have any. Entries before first_visited are left alone: the
-   softmax loops never read them and write P = 0 there. */
-static void hide_keys(real* St, Tile t) {
-    size_t t0 = t.t0, nq = t.nq, j0 = t.j0;
-    const int32_t* st = t.st;
-    if (j0 + t.nk <= t0 + 1 && !(st && (size_t)st[nq - 1] > j0)) return;
-    for (size_t j = 0; j < t.nk; j++) {
-        real* s = St + j * ATT_BQ;
-        size_t key = j0 + j;
-        size_t after = queries_before(key, t0, nq);
-        for (size_t i = first_visited(key, t0, nq); i < after; i++) s[i] = -INFINITY;
-        if (!st) continue;
-        int32_t kj = (int32_t)key;
-#pragma omp simd
-        for (size_t i = after; i < nq; i++) s[i] = st[i] > kj ? -INFINITY : s[i]; /* another document's */
-    }
-}
-
-/* The products of a tile, in the layout both passes keep: a tile's scores or probabilities transposed,
-   (nk, ATT_BQ), keys by queries; a query block transposed, (hd, ATT_BQ); a kv head's keys and values, rows
-   of stride ks; a query head's rows, of stride qs. Each skips the part of a diagonal tile that is hidden. */
-
-/* St (nk, nq) = X yT: S^T = K Q^T (X = K, yT = scale Q^T), or dP^T = V dO^T (X = V, yT = dO^T) */
-static void tile_scores(real* St, const real* X, size_t ks, const real* yT, Tile t) {
-    TileGemm g = {X, ks, 1, yT, ATT_BQ, St, ATT_BQ, t.hd, 1, false, TRI_C_FROM, t.dj, NULL, NULL};
-    tile_gemm(&g, t.nk, t.nq);
-}
-
-/* C (nq, hd; row stride ldc) = (or += when add) alpha Xt^T Y, Y (nk, hd) the tile's values or keys:
-   O += P V (Xt = P^T), dQ += scale dS K (Xt = dS^T) */
-static void tile_by_keys(real* C, size_t ldc, const real* Xt, const real* Y, size_t ks, real alpha, bool add, Tile t) {
-    TileGemm g = {Xt, 1, ATT_BQ, Y, ks, C, ldc, t.nk, alpha, add, TRI_K_UPTO, -t.dj, NULL, NULL};
-    tile_gemm(&g, t.nq, t.hd);
-}
-
-/* C (nk, hd; row stride ldc) = (or += when add) alpha Xt Y, Y (nq, hd) the query block's rows:
-   dK += scale dS^T Q (Xt = dS^T), dV += P^T dO (Xt = P^T) */
-static void tile_by_queries(real* C, size_t ldc, const real* Xt, const real* Y, size_t qs, real alpha, bool add,
-                            Tile t) {
-    TileGemm g = {Xt, ATT_BQ, 1, Y, qs, C, ldc, t.nq, alpha, add, TRI_K_FROM, t.dj, NULL, NULL};
-    tile_gemm(&g, t.nk, t.hd);
-}
-
-/* The BF16 products of a tile (AttnShape.bf16), on pairs (model/tile_gemm.h): C (+)= alpha A B with A and B
-   packed by the caller, in the same shapes and parts as the FP32 ones above.
-   St (nk, nq) = alpha X yT: X (nk, hd) a tile's keys or values, pairs along each row (stride ATT_PAIRS(hd));
-   yT (hd, nq) the query block's Q^T or dO^T, pairs down each column (stride ATT_BQ) */
-static void tile_scores_pairs(real* St, const bfpair* X, const bfpair* yT, real alpha, Tile t) {
-    TileGemm g = {NULL, ATT_PAIRS(t.hd), 1, NULL, ATT_BQ, St, ATT_BQ, t.hd, alpha, false, TRI_C_FROM, t.dj, X, yT};
-    tile_gemm(&g, t.nk, t.nq);
-}
-
-/* C (nq, hd) (+)= alpha Xt^T Y: Xt (nk, nq) P^T or dS^T in pairs of keys (stride ATT_BQ); Y (nk, hd) the tile's
-   values or keys in pairs of keys (stride hd) */
-static void tile_by_keys_pairs(real* C, size_t ldc, const bfpair* Xt, const bfpair* Y, real alpha, bool add, Tile t) {
-    TileGemm g = {NULL, 1, ATT_BQ, NULL, t.hd, C, ldc, t.nk, alpha, add, TRI_K_UPTO, -t.dj, Xt, Y};
-    tile_gemm(&g, t.nq, t.hd);
-}
-
-/* C (nk, hd) (+)= alpha Xt Y: Xt (nk, nq) dS^T or P^T in pairs along each row (stride ATT_PAIRS(ATT_BQ)); Y
-   (nq, hd) the query block's rows in pairs of queries (stride hd) */
-static void tile_by_queries_pairs(real* C, size_t ldc, const bfpair* Xt, const bfpair* Y, real alpha, bool add,
-                                  Tile t) {
-    TileGemm g = {NULL, ATT_PAIRS(ATT_BQ), 1, NULL, t.hd, C, ldc, t.nq, alpha, add, TRI_K_FROM, t.dj, Xt, Y};
-    tile_gemm(&g, t.nk, t.hd);
-}
-
-/* The same products on AMX (model/tile_amx.h), on the same pairs, each over the whole tile: a diagonal tile's
-   hidden scores are computed too (the softmax never reads them), and its hidden P and dS are 0 in the pairs.
-   The scale is folded into Q^T (the scores) and dS (dQ and dK) before they are rounded, so no product has an
-   alpha; with the tests' power-of-2 scales that rounds exactly as the scaled product of the rounded operands. */
-#if ATT_AMX
-static void amx_scores(real* St, const bfpair* X, const bfpair* yT, Tile t) {
-    amx_gemm(&(AmxGemm){St, ATT_BQ, X, ATT_PAIRS(t.hd), yT, ATT_BQ, t.nk, t.nq, t.hd / 2, false});
-}
-
-/* xT (hd/2, BQ) = pairs of alpha x's rows transposed (pack_row_pairs_t) for nq rows of x (stride xs): rounded
-   along the rows into tmp (nq, hd/2), then transposed; nq and hd multiples of 16 */
-static void amx_pack_t(bfpair* xT, bfpair* tmp, const real* x, size_t xs, size_t nq, size_t hd, real alpha) {
-    pack_row_pairs(tmp, hd / 2, x, xs, nq, hd, alpha);
-    transpose_pairs(xT, ATT_BQ, tmp, hd / 2, nq, hd / 2);
-}
-
-/* C^T (hd, nq; row stride ATT_BQ) (+)= alpha Y^T Xt, transposed so that A's pairs run along its rows: Y^T the
-   tile's values or keys, transposed into YT from Yp (nk/2, hd) in pairs of keys; Xt P^T or dS^T in pairs of
-   keys: O^T += V^T P^T, dQ^T += scale K^T dS^T */
-static void amx_by_keys(real* Ct, bfpair* YT, const bfpair* Yp, const bfpair* Xt, bool add, Tile t) {
-    transpose_pairs(YT, ATT_PAIRS(ATT_BK), Yp, t.hd, t.nk / 2, t.hd);
-    amx_gemm(&(AmxGemm){Ct, ATT_BQ, YT, ATT_PAIRS(ATT_BK), Xt, ATT_BQ, t.hd, t.nq, t.nk / 2, add});
-}
-
-/* C (nk, hd) (+)= Xt Y as tile_by_queries_pairs */
-static void amx_by_queries(real* C, size_t ldc, const bfpair* Xt, const bfpair* Y, bool add, Tile t) {
-    amx_gemm(&(AmxGemm){C, ldc, Xt, ATT_PAIRS(ATT_BQ), Y, t.hd, t.nk, t.hd, t.nq / 2, add});
-}
-#else /* never called: block_kind gives PROD_AMX only where ATT_AMX */
-static void amx_begin(void) {}
-static void amx_end(void) {}
-static void amx_scores(real* St, const bfpair* X, const bfpair* yT, Tile t) {}
-static void amx_pack_t(bfpair* xT, bfpair* tmp, const real* x, size_t xs, size_t nq, size_t hd, real alpha) {}
-static void amx_by_keys(real* Ct, bfpair* YT, const bfpair* Yp, const bfpair* Xt, bool add, Tile t) {}
-static void amx_by_queries(real* C, size_t ldc, const bfpair* Xt, const bfpair* Y, bool add, Tile t) {}
-#endif
 
 /* A forward task's BF16 operands: its query block's Q^T (unscaled, the scale the product's alpha; with AMX
    scaled) and one tile's keys, values (V^T too with AMX) and P */
@@ -263,33 +186,32 @@ static void softmax_online(FwdTask* w, Tile t, ProdKind kind) {
 }
 
 /* One key block of a forward task: S^T = K (scale Q)^T, the online softmax turning it into P^T, acc += P V;
-   with BF16 products (kind) the keys, P and the values rounded to pairs first. kt, vt: the block's keys and
-   values, row stride ks. */
-static void forward_tile(FwdTask* w, const real* kt, const real* vt, size_t ks, real scale, ProdKind kind, Tile t) {
+   with BF16 products (kind) on the keys and values in pairs (kv_tile) and P rounded to pairs. kv: the kv head. */
+static void forward_tile(FwdTask* w, const KvHead* kv, real scale, ProdKind kind, Tile t) {
     FwdPairs* p = &w->bf;
     if (kind == PROD_F32) {
-        tile_scores(w->St, kt, ks, w->qT, t);
+        tile_scores(w->St, kv_rows(kv, KV_K_ROWS, t), kv->ks, w->qT, t);
     } else {
-        pack_row_pairs(p->k, ATT_PAIRS(t.hd), kt, ks, t.nk, t.hd, 1);
-        if (kind == PROD_AMX) amx_scores(w->St, p->k, p->qT, t); /* Q^T scaled */
-        else tile_scores_pairs(w->St, p->k, p->qT, scale, t);
+        const bfpair* k = kv_tile(kv, KV_K_ROWS, t, p->k);
+        if (kind == PROD_AMX) amx_scores(w->St, k, p->qT, t); /* Q^T scaled */
+        else tile_scores_pairs(w->St, k, p->qT, scale, t);
     }
     hide_keys(w->St, t);
     softmax_online(w, t, kind); /* P^T: St, and p->p */
     if (kind == PROD_F32) {
-        tile_by_keys(w->acc, t.hd, w->St, vt, ks, 1, true, t);
+        tile_by_keys(w->acc, t.hd, w->St, kv_rows(kv, KV_V_ROWS, t), kv->ks, 1, true, t);
         return;
     }
-    pack_column_pairs(p->v, t.hd, vt, ks, t.nk, t.hd, 1);
-    if (kind == PROD_AMX) amx_by_keys(w->acc, p->vT, p->v, p->p, true, t);
-    else tile_by_keys_pairs(w->acc, t.hd, p->p, p->v, 1, true, t);
+    const bfpair* v = kv_tile(kv, KV_V_COLS, t, p->v);
+    if (kind == PROD_AMX) amx_by_keys(w->acc, p->vT, v, p->p, true, t);
+    else tile_by_keys_pairs(w->acc, t.hd, p->p, v, 1, true, t);
 }
 
 /* forward for query rows [t0, t1) of head h in batch row b. The task works on S^T (keys × queries), so the
    query block is transposed once and every softmax reduction runs down the columns, vectorised across the
    queries. */
 static void forward_block(real* out, real* lse, const AttnIn* a, size_t b, size_t h, size_t t0, size_t t1) {
-    size_t T = a->T, H = a->H, hd = a->hd, g = h / (H / a->KVH), qs = H * hd, ks = a->KVH * hd, nq = t1 - t0;
+    size_t T = a->T, H = a->H, hd = a->hd, g = h / (H / a->KVH), qs = H * hd, nq = t1 - t0;
     FwdTask w;
     ProdKind kind = block_kind(a, nq);
     for (size_t i = 0; i < nq; i++) {
@@ -303,13 +225,12 @@ static void forward_block(real* out, real* lse, const AttnIn* a, size_t b, size_
         amx_pack_t(w.bf.qT, w.bf.vT, qb, qs, nq, hd, a->scale);
     } else if (kind == PROD_PAIRS) pack_row_pairs_t(w.bf.qT, ATT_BQ, qb, qs, nq, hd);
     else transpose_block(w.qT, qb, nq, qs, hd, a->scale);
-    const real* kb = a->k + b * T * ks + g * hd;
-    const real* vb = a->v + b * T * ks + g * hd;
+    KvHead kv = kv_head(a, b, g);
     const int32_t* st = a->docs ? a->docs->start + b * T + t0 : NULL;
     size_t jfirst = st ? (size_t)st[0] / ATT_BK * ATT_BK : 0; /* blocks before it: other documents */
     for (size_t j0 = jfirst; j0 < t1; j0 += ATT_BK) {
         Tile t = tile_at(t0, nq, j0, hd, st);
-        forward_tile(&w, kb + j0 * ks, vb + j0 * ks, ks, a->scale, kind, t);
+        forward_tile(&w, &kv, a->scale, kind, t);
     }
     if (kind == PROD_AMX) amx_end();
     size_t ds = kind == PROD_AMX ? ATT_BQ : 1, is = kind == PROD_AMX ? 1 : hd; /* acc's strides: O^T or O */
@@ -324,6 +245,7 @@ static void forward_block(real* out, real* lse, const AttnIn* a, size_t b, size_
 void attention_forward(real* out, real* lse, const real* q, const real* k, const real* v, const AttnShape* s) {
     size_t B = s->B, T = s->T, H = s->H;
     AttnIn a = attn_in(q, k, v, s);
+    kv_pack_all(&a, 1u << KV_K_ROWS | 1u << KV_V_COLS);
     size_t nqb = (T + ATT_BQ - 1) / ATT_BQ;
     /* later query blocks see more keys: dynamic scheduling evens the load */
 #pragma omp parallel for collapse(3) schedule(dynamic, 1)
@@ -369,11 +291,12 @@ typedef struct {
 } BwdTask;
 
 /* Where a backward query block's products read and write: its rows of q, dout and dq (stride qs) and its kv
-   head's rows of k, v, dk and dv (stride ks), from the row's first key */
+   head's keys and values (kv: and their pairs) and rows of dk and dv (stride kv.ks), from the row's first key */
 typedef struct {
-    const real *qb, *dob, *kb, *vb;
+    const real *qb, *dob;
+    KvHead kv;
     real *dqb, *dkb, *dvb;
-    size_t qs, ks;
+    size_t qs;
     real scale;
     ProdKind kind; /* with BF16 products, their operands in w->bf */
 } BwdRows;
@@ -404,20 +327,19 @@ static void softmax_grad(BwdTask* w, Tile t, bool pairs, real ds_scale) {
 
 /* Tile t's S^T, dP^T, then P^T and dS^T: what every product of the backward reads */
 static void tile_probs(BwdTask* w, const BwdRows* r, Tile t) {
-    const real *kt = r->kb + t.j0 * r->ks, *vt = r->vb + t.j0 * r->ks;
+    const KvHead* kv = &r->kv;
     if (r->kind == PROD_F32) {
-        tile_scores(w->Pt, kt, r->ks, w->qT, t);   /* S^T = K (scale Q)^T */
-        tile_scores(w->dSt, vt, r->ks, w->doT, t); /* dP^T = V dO^T */
+        tile_scores(w->Pt, kv_rows(kv, KV_K_ROWS, t), kv->ks, w->qT, t);   /* S^T = K (scale Q)^T */
+        tile_scores(w->dSt, kv_rows(kv, KV_V_ROWS, t), kv->ks, w->doT, t); /* dP^T = V dO^T */
     } else {
         BwdPairs* p = &w->bf;
-        pack_row_pairs(p->k, ATT_PAIRS(t.hd), kt, r->ks, t.nk, t.hd, 1);
-        pack_row_pairs(p->v, ATT_PAIRS(t.hd), vt, r->ks, t.nk, t.hd, 1);
+        const bfpair *k = kv_tile(kv, KV_K_ROWS, t, p->k), *v = kv_tile(kv, KV_V_ROWS, t, p->v);
         if (r->kind == PROD_AMX) {
-            amx_scores(w->Pt, p->k, p->qT, t); /* Q^T scaled */
-            amx_scores(w->dSt, p->v, p->doT, t);
+            amx_scores(w->Pt, k, p->qT, t); /* Q^T scaled */
+            amx_scores(w->dSt, v, p->doT, t);
         } else {
-            tile_scores_pairs(w->Pt, p->k, p->qT, r->scale, t); /* S^T = scale K Q^T */
-            tile_scores_pairs(w->dSt, p->v, p->doT, 1, t);      /* dP^T = V dO^T */
+            tile_scores_pairs(w->Pt, k, p->qT, r->scale, t); /* S^T = scale K Q^T */
+            tile_scores_pairs(w->dSt, v, p->doT, 1, t);      /* dP^T = V dO^T */
         }
     }
     hide_keys(w->Pt, t);
@@ -426,20 +348,19 @@ static void tile_probs(BwdTask* w, const BwdRows* r, Tile t) {
 
 /* dQ += scale dS K for tile t (written, not added, when add is false); with AMX into dQ^T (w->bf.dqT) */
 static void tile_dq(BwdTask* w, const BwdRows* r, Tile t, bool add) {
-    const real* kt = r->kb + t.j0 * r->ks;
     if (r->kind == PROD_F32) {
-        tile_by_keys(r->dqb, r->qs, w->dSt, kt, r->ks, r->scale, add, t);
+        tile_by_keys(r->dqb, r->qs, w->dSt, kv_rows(&r->kv, KV_K_ROWS, t), r->kv.ks, r->scale, add, t);
         return;
     }
     BwdPairs* p = &w->bf;
-    pack_column_pairs(p->kp, t.hd, kt, r->ks, t.nk, t.hd, 1);
-    if (r->kind == PROD_AMX) amx_by_keys(p->dqT, p->kT, p->kp, p->dsp, add, t); /* dS scaled */
-    else tile_by_keys_pairs(r->dqb, r->qs, p->dsp, p->kp, r->scale, add, t);
+    const bfpair* k = kv_tile(&r->kv, KV_K_COLS, t, p->kp);
+    if (r->kind == PROD_AMX) amx_by_keys(p->dqT, p->kT, k, p->dsp, add, t); /* dS scaled */
+    else tile_by_keys_pairs(r->dqb, r->qs, p->dsp, k, r->scale, add, t);
 }
 
 /* dK += scale dS^T Q and dV += P^T dO for tile t (written, not added, when add is false) */
 static void tile_dkv(BwdTask* w, const BwdRows* r, Tile t, bool add) {
-    size_t ks = r->ks, qs = r->qs;
+    size_t ks = r->kv.ks, qs = r->qs;
     real *dk = r->dkb + t.j0 * ks, *dv = r->dvb + t.j0 * ks;
     if (r->kind == PROD_F32) {
         tile_by_queries(dk, ks, w->dSt, r->qb, qs, r->scale, add, t);
@@ -465,9 +386,15 @@ static size_t query_block_setup(BwdTask* w, BwdRows* r, const AttnGrads* gr, con
     size_t T = a->T, hd = a->hd, qs = a->H * hd, ks = a->KVH * hd, g = h / (a->H / a->KVH);
     size_t row0 = (b * T + t0) * qs + h * hd, kv0 = b * T * ks + g * hd;
     *nq = t0 + ATT_BQ < T ? ATT_BQ : T - t0;
-    *r = (BwdRows){a->q + row0,       gr->dout + row0, a->k + kv0, a->v + kv0, gr->dq + row0,
-                   gr->dk + kv0,      gr->dv + kv0,    qs,         ks,         a->scale,
-                   block_kind(a, *nq)};
+    *r = (BwdRows){.qb = a->q + row0,
+                   .dob = gr->dout + row0,
+                   .kv = kv_head(a, b, g),
+                   .dqb = gr->dq + row0,
+                   .dkb = gr->dk + kv0,
+                   .dvb = gr->dv + kv0,
+                   .qs = qs,
+                   .scale = a->scale,
+                   .kind = block_kind(a, *nq)};
     if (r->kind == PROD_AMX) amx_begin();
     const real* ob = gr->out + row0;
     *st = a->docs ? a->docs->start + b * T + t0 : NULL;
@@ -552,6 +479,7 @@ static void backward_key_block(const AttnGrads* gr, const AttnIn* a, size_t b, s
 void attention_backward_by(real* dq, real* dk, real* dv, const real* dout, const real* out, const real* lse,
                            const AttnIn3 in, const AttnShape* s, bool by_blocks) {
     AttnIn a = attn_in(in.q, in.k, in.v, s);
+    kv_pack_all(&a, 1u << KV_K_ROWS | 1u << KV_V_ROWS | 1u << KV_K_COLS);
     AttnGrads gr = {dq, dk, dv, dout, out, lse};
     size_t B = s->B, H = s->H, KVH = s->KVH, nb = (s->T + ATT_BQ - 1) / ATT_BQ;
     if (!by_blocks) {

@@ -24,13 +24,20 @@
    products take BF16 operands (q, k, v, dout, P and dS rounded to nearest even) with FP32 accumulation;
    softmax, its running max and sum, lse and every output stay FP32 (float builds only). The products run on
    AMX tiles where amx_usable (model/amx.h) for the query blocks whose length and hd are multiples of 32, else
-   on vdpbf16ps (or its exact emulation); no_amx keeps them off AMX (tests and benchmarks compare the two). */
+   on vdpbf16ps (or its exact emulation); no_amx keeps them off AMX (tests and benchmarks compare the two).
+   pairs: with bf16, NULL or attention_pairs_size(s) reals of work space, where each call rounds k and v into the
+   layouts the products read once, for all the query blocks that read them (without it, each query block
+   rounds every key block it sees: the same bits, more work). */
 typedef struct {
     size_t B, T, H, KVH, hd;
     real scale;
     const DocSpans* docs;
     bool bf16, no_amx;
+    void* pairs;
 } AttnShape;
+
+/* the reals of AttnShape.pairs for shape s: k and v of every key block, each in two layouts of BF16 pairs */
+size_t attention_pairs_size(const AttnShape* s);
 
 /* out (B,T,H*hd)   lse (B,T,H) saved for backward
    q (B,T,H*hd)   k, v (B,T,KVH*hd) */

@@ -216,7 +216,8 @@ static AttnShape attn_shape(size_t l, const BlockCtx* ctx) {
                        (real)cfg_attn_scale(c),
                        layer_docs(l, ctx),
                        ctx->prod != NULL && attention_bf16_pays(),
-                       false};
+                       false,
+                       ctx->attn_pairs};
 }
 
 /* the positions a layer rotates by, or NULL for nope */

@@ -252,7 +252,7 @@ static void layer_forward(Generator* g, size_t l, size_t n, size_t p0, const Gen
         DocSpans win = {g->win_start};
         if (ring) window_starts(g->win_start, NULL, 1, n, c->sliding_window);
         /* FP32 attention, as cache_attention runs for every later chunk and token */
-        AttnShape as = {1, n, c->H, KVH, cfg_hd(c), (real)cfg_attn_scale(c), ring ? &win : NULL, false, false};
+        AttnShape as = {1, n, c->H, KVH, cfg_hd(c), (real)cfg_attn_scale(c), ring ? &win : NULL, false, false, NULL};
         attention_forward(a->att, a->lse, a->q, a->k, a->v, &as);
     } else {
         cache_attention(g, l, n, p0, tree);

@@ -14,7 +14,7 @@ static real att_scale(const OpCtx* c) { return (real)(1 / sqrt((double)(c->dims[
 static AttnShape att_shape(const OpCtx* c, DocSpans* d) {
     *d = (DocSpans){c->ints};
     return (AttnShape){c->dims[0],   c->dims[1],         c->dims[2], c->dims[3], c->dims[4],
-                       att_scale(c), c->ints ? d : NULL, false,      false};
+                       att_scale(c), c->ints ? d : NULL, false,      false,      NULL};
 }
 static double att_loss(Problem* p) {
     OpCtx* c = p->ctx;

@@ -124,7 +124,7 @@ static void check_probs(void) {
         v[i] = (float)rng_normal(&rng);
     }
     attention_forward(out, lse, q, k, v,
-                      &(AttnShape){1, T, H, KVH, hd, (real)(1 / sqrt((double)hd)), NULL, false, false});
+                      &(AttnShape){1, T, H, KVH, hd, (real)(1 / sqrt((double)hd)), NULL, false, false, NULL});
     float got[4 * 37 * 37], ref[4 * 37 * 37];
     double p[37], r[37], worst_sum = 0;
     size_t n = 0;

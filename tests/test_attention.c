@@ -57,7 +57,7 @@ static void check_window(size_t B, size_t T, size_t H, size_t KVH, size_t hd, si
     }
     double scale = 1 / sqrt(scalar > 0 ? scalar : (double)hd);
     DocSpans docs = {start};
-    AttnShape as = {B, T, H, KVH, hd, (real)scale, start ? &docs : NULL, false, false};
+    AttnShape as = {B, T, H, KVH, hd, (real)scale, start ? &docs : NULL, false, false, NULL};
     attention_forward(out, lse, q, k, v, &as);
     for (size_t i = 0; i < nq; i++) dq[i] = NAN; /* backward writes every gradient before it adds into it */
     for (size_t i = 0; i < nk; i++) dk[i] = dv[i] = NAN;
@@ -191,7 +191,7 @@ static void check_bf16(size_t B, size_t T, size_t H, size_t KVH, size_t hd, size
     double scale = 1;
     while (scale * scale * (double)hd > 1) scale /= 2;
     DocSpans docs = {start};
-    AttnShape as = {B, T, H, KVH, hd, (real)scale, start ? &docs : NULL, false, false};
+    AttnShape as = {B, T, H, KVH, hd, (real)scale, start ? &docs : NULL, false, false, NULL};
     attention_forward(out, lse, q, k, v, &as);
     attention_backward(dq, dk, dv, dout, out, lse, q, k, v, &as);
     double* tol[4];
@@ -228,7 +228,24 @@ static void check_bf16(size_t B, size_t T, size_t H, size_t KVH, size_t hd, size
                    !memcmp(g2 + nq + nk, dv16, nk * sizeof(float)),
                "bf16 (%s) B%zu T%zu H%zu/%zu hd%zu: one task per kv head and the split by blocks give the same bits",
                kernel, B, T, H, KVH, hd);
-        free(g2);
+        /* k and v rounded once per call (AttnShape.pairs, as a model runs it): the same bits, both ways */
+        float* f2 = mallocCheck((2 * nq + 4 * nk + N * H) * sizeof(float));
+        float *o2 = f2 + nq + 2 * nk, *l2 = o2 + nq, *h2 = l2 + N * H;
+        a16.pairs = mallocCheck(attention_pairs_size(&a16) * sizeof(real));
+        attention_forward(o2, l2, q, k, v, &a16);
+        bool same = !memcmp(o2, out16, nq * sizeof(float)) && !memcmp(l2, lse16, N * H * sizeof(float));
+        for (int by_blocks = 0; by_blocks < 2; by_blocks++) {
+            memcpy(h2, k, nk * sizeof(float)); /* k changed since: a call must round the k it is given */
+            for (size_t i = 0; i < nk; i++) h2[i] = -h2[i];
+            attention_forward(o2, l2, q, h2, v, &a16);
+            attention_backward_by(f2, f2 + nq, f2 + nq + nk, dout, out, lse, (AttnIn3){q, k, v}, &a16, by_blocks);
+            same &= !memcmp(f2, dq16, nq * sizeof(float)) && !memcmp(f2 + nq, dk16, nk * sizeof(float)) &&
+                    !memcmp(f2 + nq + nk, dv16, nk * sizeof(float));
+        }
+        EXPECT(same, "bf16 (%s) B%zu T%zu H%zu/%zu hd%zu: k and v in pairs once per call give the same bits", kernel, B,
+               T, H, KVH, hd);
+        free(a16.pairs);
+        free(f2);
     }
     for (int i = 0; i < 4; i++) free(tol[i]);
     free(f);
