@@ -105,7 +105,7 @@ static double bench_gemms(Model* m, int reps, double* gflop) {
             linear_forward(bf, a->k, x, w->wk, N, D, kvd);
             linear_forward(bf, a->v, x, w->wv, N, D, kvd);
             linear_forward(bf, a->o, a->att, w->wo, N, qd, D);
-            linear_pair_forward(bf, a->gu, a->x_mid, &(LinearPair){w->gate, w->up, NULL, NULL, true}, N, D, F);
+            linear_pair_forward(bf, a->gu, a->x_mid, &(LinearPair){w->gate, w->up, NULL, NULL, true, false}, N, D, F);
             linear_forward(bf, s->dd, a->m, w->down, N, F, D);
         }
         for (size_t r0 = 0; r0 < N; r0 += m->head_rows) { /* forward and backward per chunk, as model.c */
@@ -120,7 +120,7 @@ static double bench_gemms(Model* m, int reps, double* gflop) {
             LayerWeights* dw = &m->dw.layer[l];
             const real* x = m->res[l];
             linear_backward(bf, s->dm, dw->down, s->dd, a->m, w->down, N, F, D, false);
-            LinearPair gate_up = {w->gate, w->up, dw->gate, dw->up, true};
+            LinearPair gate_up = {w->gate, w->up, dw->gate, dw->up, true, false};
             linear_pair_backward(bf, m->dres, a->gu, a->x_mid, &gate_up, N, D, F, olmo2);
             linear_backward(bf, s->datt, dw->wo, s->do_, a->att, w->wo, N, qd, D, false);
             linear_backward(bf, m->dres, dw->wq, s->dq, x, w->wq, N, D, qd, olmo2);

@@ -153,13 +153,16 @@ static void adapter_backward(real* dinp, const real* dout, size_t ldd, const Pro
    one block_qkv_forward or qkv_backward, which clear the record first (products_forget) */
 static bool proj_input_kept(const Proj* p) { return p->t == LORA_K || p->t == LORA_V; }
 
-/* out (N,OC) = inp W^T + b plus the adapter's term */
-static void proj_forward(real* out, const Proj* p, LayerActs* a, const LayerWeights* w, const BlockCtx* ctx) {
+/* out (N,OC) = inp W^T + b plus the adapter's term; kept: inp's BF16 copy is in the work space (LinearInp) */
+static void proj_forward_kept(real* out, const Proj* p, bool kept, LayerActs* a, const LayerWeights* w,
+                              const BlockCtx* ctx) {
     const real* b = proj_bias(w, p->t);
-    linear_forward_kept(ctx->prod, out, (LinearInp){p->inp, proj_input_kept(p)}, proj_weight(w, p->t), p->N, p->C,
-                        p->OC);
+    linear_forward_kept(ctx->prod, out, (LinearInp){p->inp, kept}, proj_weight(w, p->t), p->N, p->C, p->OC);
     if (b) bias_forward(out, b, p->N, p->OC);
     adapter_forward(out, p->OC, p, a, w, ctx);
+}
+static void proj_forward(real* out, const Proj* p, LayerActs* a, const LayerWeights* w, const BlockCtx* ctx) {
+    proj_forward_kept(out, p, proj_input_kept(p), a, w, ctx);
 }
 /* dinp (N,C) = (or += when add)   dW, db, dA, dB += (NULL: frozen or no bias)   dout (N,OC) of proj_forward's out */
 static void proj_backward(real* dinp, bool add, const real* dout, const Proj* p, const LayerActs* a,
@@ -185,16 +188,22 @@ static real* ff_in_rstd(const LayerActs* a, const ModelConfig* c) {
     return cfg_post_norms(c) ? a->ff_rstd : a->attn_rstd;
 }
 
-/* GeGLU or SwiGLU (BlockTraits.glu): m (N,F) from gu's rows [gate | up], and its backward into gu in place */
-static void glu_forward(real* m, const real* gu, const ModelConfig* c, size_t N) {
+/* GeGLU or SwiGLU (BlockTraits.glu): m (N,F) from gu's rows [gate | up], and its backward into gu in place;
+   with BF16 products each also writes the BF16 copy the next product reads (m for down_proj, [dgate | dup] for
+   gate and up) into the work space in the same pass (products_hold). Returns whether it did. */
+static bool glu_forward(real* m, const real* gu, const ModelConfig* c, size_t N, Bf16Products* bf) {
     size_t F = c->F;
-    if (cfg_traits(c)->glu == GLU_GELU_TANH) geglu_forward(m, gu, gu + F, N, F, 2 * F);
-    else swiglu_forward(m, gu, gu + F, N, F, 2 * F);
+    bf16* b16 = products_hold(bf, 0, m, N, F, F);
+    if (cfg_traits(c)->glu == GLU_GELU_TANH) geglu_forward(m, gu, gu + F, N, F, 2 * F, b16);
+    else swiglu_forward(m, gu, gu + F, N, F, 2 * F, b16);
+    return b16 != NULL;
 }
-static void glu_backward(real* gu, const real* dm, const ModelConfig* c, size_t N) {
+static bool glu_backward(real* gu, const real* dm, const ModelConfig* c, size_t N, Bf16Products* bf) {
     size_t F = c->F;
-    if (cfg_traits(c)->glu == GLU_GELU_TANH) geglu_backward(gu, gu + F, dm, gu, gu + F, N, F, 2 * F);
-    else swiglu_backward(gu, gu + F, dm, gu, gu + F, N, F, 2 * F);
+    bf16* b16 = products_hold(bf, 0, gu, N, 2 * F, 2 * F);
+    if (cfg_traits(c)->glu == GLU_GELU_TANH) geglu_backward(gu, gu + F, dm, gu, gu + F, N, F, 2 * F, b16);
+    else swiglu_backward(gu, gu + F, dm, gu, gu + F, N, F, 2 * F, b16);
+    return b16 != NULL;
 }
 
 /* layer l's rotation table (a sliding layer's own with window_rope) and attention mask */
@@ -284,16 +293,16 @@ void block_out_forward(real* x_out, LayerActs* a, const real* x_in, const LayerW
         mlp_in = a->h2;
     }
     /* from here on x_in is not read, so x_out may be x_in */
-    LinearPair gate_up = {w->gate, w->up, NULL, NULL, gate_up_join(w)};
+    LinearPair gate_up = {w->gate, w->up, NULL, NULL, gate_up_join(w), false};
     linear_pair_forward(ctx->prod, a->gu, mlp_in, &gate_up, N, D, F); /* gu (N,2F) rows [gate | up] */
     adapter_forward(a->gu, 2 * F, &(Proj){LORA_GATE, mlp_in, N, D, F}, a, w, ctx);
     adapter_forward(a->gu + F, 2 * F, &(Proj){LORA_UP, mlp_in, N, D, F}, a, w, ctx);
-    glu_forward(a->m, a->gu, c, N);
+    bool m_kept = glu_forward(a->m, a->gu, c, N, ctx->prod);
     if (post) { /* x_out = x_mid + norm(m Wdown^T) */
-        proj_forward(a->d, &(Proj){LORA_DOWN, a->m, N, F, D}, a, w, ctx);
+        proj_forward_kept(a->d, &(Proj){LORA_DOWN, a->m, N, F, D}, m_kept, a, w, ctx);
         rmsnorm_residual_forward(x_out, a->mlp_rstd, a->x_mid, a->d, gain(w->mlp_norm, c), N, D, eps);
     } else { /* x_out = x_mid + m Wdown^T */
-        proj_forward(x_out, &(Proj){LORA_DOWN, a->m, N, F, D}, a, w, ctx);
+        proj_forward_kept(x_out, &(Proj){LORA_DOWN, a->m, N, F, D}, m_kept, a, w, ctx);
         residual_forward(x_out, x_out, a->x_mid, N * D);
     }
 }
@@ -321,13 +330,13 @@ static void mlp_backward(real* dx, LayerWeights* dw, LayerActs* a, const LayerWe
     }
     proj_backward(s->dm, false, dd, &(Proj){LORA_DOWN, a->m, N, F, D}, a, w, dw, s, ctx);
     real* dgu = a->gu; /* rows [dgate | dup], in place of [gate | up]: nothing reads those after this */
-    glu_backward(dgu, s->dm, c, N);
+    bool dgu_kept = glu_backward(dgu, s->dm, c, N, ctx->prod);
     /* the MLP's input: norm(x_mid), whose gradient is written first and then read by the norm after dm has read
        dx (as dd); or x_mid itself, whose gradient dx takes the sums directly */
     bool ff_norm = cfg_traits(c)->ff_pre_norm;
     const real* mlp_in = ff_norm ? a->h2 : a->x_mid;
     real* dmlp_in = ff_norm ? s->dmlp_in : dx;
-    LinearPair gate_up = {w->gate, w->up, dw->gate, dw->up, gate_up_join(w)};
+    LinearPair gate_up = {w->gate, w->up, dw->gate, dw->up, gate_up_join(w), dgu_kept};
     linear_pair_backward(ctx->prod, dmlp_in, dgu, mlp_in, &gate_up, N, D, F, !ff_norm);
     adapter_backward(dmlp_in, dgu, 2 * F, &(Proj){LORA_GATE, mlp_in, N, D, F}, a, w, dw, s, ctx);
     adapter_backward(dmlp_in, dgu + F, 2 * F, &(Proj){LORA_UP, mlp_in, N, D, F}, a, w, dw, s, ctx);

@@ -65,7 +65,8 @@ static void gemm_forward(Bf16Products* bf, real* out, size_t ldo, const real* in
 /* dinp (N,C) = alpha dout (N,OC; row stride dout.ld) · W (OC,C) + beta dinp */
 static void gemm_dinp(Bf16Products* bf, real* dinp, LinearDout dout, const real* weight, size_t N, size_t C, size_t OC,
                       real beta) {
-    product(bf, N, C, OC, dout.alpha, op_act(dout.p, dout.ld, false), op_weight(weight, C, false), beta, dinp, C);
+    product(bf, N, C, OC, dout.alpha, op_act_kept(dout.p, dout.ld, false, dout.kept), op_weight(weight, C, false), beta,
+            dinp, C);
 }
 
 /* rows [o0, o1) of dW (OC,C) += alpha dout^T (OC,N; dout's row stride dout.ld) · inp (N,C); dout_kept: gemm_dinp
@@ -73,7 +74,7 @@ static void gemm_dinp(Bf16Products* bf, real* dinp, LinearDout dout, const real*
    copy is then read again when the work space still holds it) */
 static void gemm_dweight(Bf16Products* bf, real* dweight, LinearDout dout, const real* inp, size_t N, size_t C,
                          size_t o0, size_t o1, bool dout_kept, bool inp_kept) {
-    product(bf, o1 - o0, C, N, dout.alpha, op_act_kept(dout.p + o0, dout.ld, true, dout_kept),
+    product(bf, o1 - o0, C, N, dout.alpha, op_act_kept(dout.p + o0, dout.ld, true, dout_kept || dout.kept),
             op_act_kept(inp, C, false, inp_kept), 1, dweight + o0 * C, C);
 }
 
@@ -119,7 +120,7 @@ static bool backward_by_columns(Bf16Products* bf, real* dinp, real* dweight, Lin
     size_t cols = bf->act_cap / N / 16 * 16;
     for (size_t o0 = 0; o0 < OC; o0 += cols) {
         size_t o1 = OC - o0 < cols ? OC : o0 + cols;
-        LinearDout block = {dout.p + o0, dout.ld, dout.alpha};
+        LinearDout block = {dout.p + o0, dout.ld, dout.alpha, false};
         if (dinp) gemm_dinp(bf, dinp, block, weight + o0 * C, N, C, o1 - o0, add || o0 ? 1 : 0);
         if (dweight) gemm_dweight(bf, dweight, dout, in.p, N, C, o0, o1, dinp != NULL, o0 ? true : in.kept);
     }
@@ -143,7 +144,7 @@ static void backward_ld(Bf16Products* bf, real* dinp, real* dweight, LinearDout 
         size_t t = threads_id(), n = threads_team(), nx = n / 2, r0, r1;
         if (t < nx || n == 1) {
             part_rows(N, t, n == 1 ? 1 : nx, &r0, &r1);
-            LinearDout rows = {dout.p + r0 * dout.ld, dout.ld, dout.alpha};
+            LinearDout rows = {dout.p + r0 * dout.ld, dout.ld, dout.alpha, false};
             gemm_dinp(bf, dinp + r0 * C, rows, weight, r1 - r0, C, OC, add ? 1 : 0);
         }
         if (t >= nx) {
@@ -160,12 +161,12 @@ void linear_backward_ld(Bf16Products* bf, real* dinp, real* dweight, LinearDout 
 
 void linear_backward(Bf16Products* bf, real* dinp, real* dweight, const real* dout, const real* inp, const real* weight,
                      size_t N, size_t C, size_t OC, bool add) {
-    backward_ld(bf, dinp, dweight, (LinearDout){dout, OC, 1}, (LinearInp){inp, false}, weight, N, C, OC, add);
+    backward_ld(bf, dinp, dweight, (LinearDout){dout, OC, 1, false}, (LinearInp){inp, false}, weight, N, C, OC, add);
 }
 
 void linear_backward_kept(Bf16Products* bf, real* dinp, real* dweight, const real* dout, LinearInp inp,
                           const real* weight, size_t N, size_t C, size_t OC, bool add) {
-    backward_ld(bf, dinp, dweight, (LinearDout){dout, OC, 1}, inp, weight, N, C, OC, add);
+    backward_ld(bf, dinp, dweight, (LinearDout){dout, OC, 1, false}, inp, weight, N, C, OC, add);
 }
 
 /* Two weights lie back to back when the second starts where the first ends: then [W1; W2] is one (2 OC, C)
@@ -186,11 +187,12 @@ void linear_pair_backward(Bf16Products* bf, real* dinp, const real* dout, const 
                           size_t N, size_t C, size_t OC, bool add) {
     real *dW1 = w->dW1, *dW2 = w->dW2;
     if (w->join && back_to_back(w->W1, w->W2, C, OC) && (dW1 ? dW2 && back_to_back(dW1, dW2, C, OC) : !dW2)) {
-        linear_backward(bf, dinp, dW1, dout, inp, w->W1, N, C, 2 * OC, add);
+        backward_ld(bf, dinp, dW1, (LinearDout){dout, 2 * OC, 1, w->dout_kept}, (LinearInp){inp, false}, w->W1, N, C,
+                    2 * OC, add);
         return;
     }
-    linear_backward_ld(bf, dinp, dW1, (LinearDout){dout, 2 * OC, 1}, inp, w->W1, N, C, OC, add);
-    linear_backward_ld(bf, dinp, dW2, (LinearDout){dout + OC, 2 * OC, 1}, inp, w->W2, N, C, OC, true);
+    linear_backward_ld(bf, dinp, dW1, (LinearDout){dout, 2 * OC, 1, false}, inp, w->W1, N, C, OC, add);
+    linear_backward_ld(bf, dinp, dW2, (LinearDout){dout + OC, 2 * OC, 1, false}, inp, w->W2, N, C, OC, true);
 }
 
 void linear_forward_naive(real* out, const real* inp, const real* weight, size_t N, size_t C, size_t OC) {

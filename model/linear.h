@@ -33,21 +33,25 @@ typedef struct {
 void linear_forward_kept(Bf16Products* bf, real* out, LinearInp inp, const real* weight, size_t N, size_t C, size_t OC);
 void linear_backward_kept(Bf16Products* bf, real* dinp, real* dweight, const real* dout, LinearInp inp,
                           const real* weight, size_t N, size_t C, size_t OC, bool add);
-/* The output gradient as linear_backward_ld reads it: rows of stride ld >= OC, scaled by alpha */
+/* The output gradient as linear_backward_ld reads it: rows of stride ld >= OC, scaled by alpha; kept: with BF16
+   products, the pass that wrote it also wrote its BF16 copy into the work space (products_hold), which both
+   products then read */
 typedef struct {
     const real* p;
     size_t ld;
     real alpha;
+    bool kept;
 } LinearDout;
 /* linear_backward with dout scaled and strided: dinp (=|+=) alpha dout W, dweight += alpha dout^T inp */
 void linear_backward_ld(Bf16Products* bf, real* dinp, real* dweight, LinearDout dout, const real* inp,
                         const real* weight, size_t N, size_t C, size_t OC, bool add);
-/* Two weights W1, W2 (OC,C) applied to one input, their gradients dW1, dW2 (+=; NULL: frozen), and whether
-   they may run as one product (join) */
+/* Two weights W1, W2 (OC,C) applied to one input, their gradients dW1, dW2 (+=; NULL: frozen), whether
+   they may run as one product (join), and for the backward whether dout's BF16 copy (N, 2 OC) is in the work
+   space (dout_kept: LinearDout.kept, read when they run as one) */
 typedef struct {
     const real *W1, *W2;
     real *dW1, *dW2;
-    bool join;
+    bool join, dout_kept;
 } LinearPair;
 /* Two products of one input side by side: out (N,2 OC) rows [inp W1^T | inp W2^T]. One product of twice the
    width when join and W2 starts where W1 ends (as the parameter list lays out a layer's gate and up), else

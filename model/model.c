@@ -442,8 +442,8 @@ void model_backward(Model* m, const Batch* b, double dloss) {
     real* dfinal = m->dfinal;
     if (m->logits_hold_grad) { /* dlogits = G dloss / weight_sum: the scalar goes into the GEMMs */
         real alpha = (real)(m->weight_sum > 0 ? dloss / m->weight_sum : 0.0);
-        linear_backward_ld(bf, dfinal, m->dw.lm_head, (LinearDout){m->logits, V, alpha}, m->final_out, m->w.lm_head, N,
-                           D, V, false);
+        linear_backward_ld(bf, dfinal, m->dw.lm_head, (LinearDout){m->logits, V, alpha, false}, m->final_out,
+                           m->w.lm_head, N, D, V, false);
     } else {
         for (size_t r0 = 0; r0 < N; r0 += m->head_rows) { /* the chunks of forward */
             size_t n = N - r0 < m->head_rows ? N - r0 : m->head_rows;

@@ -55,6 +55,15 @@ void products_forget(Bf16Products* bf) {
     if (bf) memset(bf->held, 0, sizeof(bf->held));
 }
 
+bf16* products_hold(Bf16Products* bf, int slot, const real* x, size_t rows, size_t cols, size_t ld) {
+    if (!bf || rows * cols > bf->act_cap) return NULL;
+    bf->held[slot].p = x;
+    bf->held[slot].rows = rows;
+    bf->held[slot].cols = cols;
+    bf->held[slot].ld = ld;
+    return bf->act[slot];
+}
+
 static void product_f32(size_t M, size_t N, size_t K, real alpha, Operand A, Operand B, real beta, real* C,
                         size_t ldc) {
 #ifndef REPOC_F64

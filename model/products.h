@@ -78,6 +78,13 @@ static inline Operand op_act_kept(const real* x, size_t ld, bool t, bool kept) {
    backward), and a record from an earlier layer, whose buffers may be the same ones, is never trusted. */
 void products_forget(Bf16Products* bf);
 
+/* For a pass that writes activation x (rows x cols, row stride ld) and its BF16 copy at once: the work space
+   `slot` (0: a product's A, 1: its B), to be filled with bf16_round_nearest of x's values, rows x cols with
+   stride cols, and recorded as holding x, so that the next product taking x there as OPERAND_ACT_KEPT reads the
+   copy instead of rounding x. NULL (nothing recorded; the product rounds x) without a context or when x is
+   larger than the space. */
+bf16* products_hold(Bf16Products* bf, int slot, const real* x, size_t rows, size_t cols, size_t ld);
+
 /* C (M,N; row stride ldc) = alpha op(A) op(B) + beta C, row-major, as cblas_gemm (model/gemm_onednn.h's
    layout: A.t, A stored (K,M); B.t, B stored (N,K)), with BF16 operands when bf is a context (NULL: FP32).
    Not inside an OpenMP parallel region when products_onednn(bf). */

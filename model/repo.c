@@ -8,9 +8,9 @@
 #include "model/swiglu.h"
 
 void repo_forward(Bf16Products* bf, real* z, const RepoActs* s, const real* h, const RepoWeights* w, RepoDims n) {
-    LinearPair gc = {w->Wg, w->Wc, NULL, NULL, true};
+    LinearPair gc = {w->Wg, w->Wc, NULL, NULL, true, false};
     linear_pair_forward(bf, s->gc, h, &gc, n.N, n.D, n.dp); /* gc (N,2dp) rows [gate | content] */
-    swiglu_forward(s->r, s->gc, s->gc + n.dp, n.N, n.dp, 2 * n.dp);
+    swiglu_forward(s->r, s->gc, s->gc + n.dp, n.N, n.dp, 2 * n.dp, NULL);
     linear_forward(bf, z, s->r, w->Wz, n.N, n.dp, n.P);
 }
 
@@ -21,9 +21,9 @@ void repo_backward(Bf16Products* bf, real* dh, const RepoGrads* dw, const real* 
     /* z = r Wz^T */
     linear_backward(bf, dr, dw->dWz, dz, s->r, w->Wz, n.N, n.dp, n.P, false);
     /* r = silu(gate) ⊙ content */
-    swiglu_backward(dgc, dgc + n.dp, dr, s->gc, s->gc + n.dp, n.N, n.dp, 2 * n.dp);
+    swiglu_backward(dgc, dgc + n.dp, dr, s->gc, s->gc + n.dp, n.N, n.dp, 2 * n.dp, NULL);
     /* gate, content = h Wg^T, h Wc^T */
-    LinearPair gc = {w->Wg, w->Wc, dw->dWg, dw->dWc, true};
+    LinearPair gc = {w->Wg, w->Wc, dw->dWg, dw->dWc, true, false};
     linear_pair_backward(bf, dh, dgc, h, &gc, n.N, n.D, n.dp, true);
 }
 

@@ -8,7 +8,13 @@
 
 #include "common/mathf.h"
 
-void swiglu_forward(real* out, const real* g, const real* u, size_t rows, size_t cols, size_t ld) {
+/* b (n) = x (n) rounded to BF16: a row just written, still in L1 */
+static void round_row(bf16* b, const real* x, size_t n) {
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) b[i] = bf16_round_nearest((float)x[i]);
+}
+
+void swiglu_forward(real* out, const real* g, const real* u, size_t rows, size_t cols, size_t ld, bf16* out_b16) {
 #pragma omp parallel for
     for (size_t r = 0; r < rows; r++) {
         const real *gr = g + r * ld, *ur = u + r * ld;
@@ -18,11 +24,12 @@ void swiglu_forward(real* out, const real* g, const real* u, size_t rows, size_t
             real s = (real)1 / ((real)1 + exp_r(-gr[i]));
             o[i] = gr[i] * s * ur[i];
         }
+        if (out_b16) round_row(out_b16 + r * cols, o, cols);
     }
 }
 
 void swiglu_backward(real* dg, real* du, const real* dout, const real* g, const real* u, size_t rows, size_t cols,
-                     size_t ld) {
+                     size_t ld, bf16* d_b16) {
 #pragma omp parallel for
     for (size_t r = 0; r < rows; r++) {
         const real *gr = g + r * ld, *ur = u + r * ld, *d = dout + r * cols;
@@ -35,6 +42,10 @@ void swiglu_backward(real* dg, real* du, const real* dout, const real* g, const 
             dgr[i] = d[i] * ui * s * ((real)1 + gi * ((real)1 - s)); /* ∂m/∂g = u silu'(g) */
             dur[i] = d[i] * silu;                                    /* ∂m/∂u = silu(g) */
         }
+        if (d_b16) {
+            round_row(d_b16 + r * 2 * cols, dgr, cols);
+            round_row(d_b16 + r * 2 * cols + cols, dur, cols);
+        }
     }
 }
 
@@ -44,7 +55,7 @@ void swiglu_backward(real* dg, real* du, const real* dout, const real* g, const 
 /* tanh(y) = 1 - 2 / (exp(2y) + 1): exp_r vectorises where tanh does not; ±1 where exp over- or underflows */
 static inline real tanh_r(real y) { return (real)1 - (real)2 / (exp_r(2 * y) + (real)1); }
 
-void geglu_forward(real* out, const real* g, const real* u, size_t rows, size_t cols, size_t ld) {
+void geglu_forward(real* out, const real* g, const real* u, size_t rows, size_t cols, size_t ld, bf16* out_b16) {
 #pragma omp parallel for
     for (size_t r = 0; r < rows; r++) {
         const real *gr = g + r * ld, *ur = u + r * ld;
@@ -54,11 +65,12 @@ void geglu_forward(real* out, const real* g, const real* u, size_t rows, size_t 
             real x = gr[i], t = tanh_r((real)GELU_K * (x + (real)GELU_A * x * x * x));
             o[i] = (real)0.5 * x * ((real)1 + t) * ur[i];
         }
+        if (out_b16) round_row(out_b16 + r * cols, o, cols);
     }
 }
 
 void geglu_backward(real* dg, real* du, const real* dout, const real* g, const real* u, size_t rows, size_t cols,
-                    size_t ld) {
+                    size_t ld, bf16* d_b16) {
 #pragma omp parallel for
     for (size_t r = 0; r < rows; r++) {
         const real *gr = g + r * ld, *ur = u + r * ld, *d = dout + r * cols;
@@ -72,6 +84,10 @@ void geglu_backward(real* dg, real* du, const real* dout, const real* g, const r
                          (real)0.5 * x * ((real)1 - t * t) * (real)GELU_K * ((real)1 + (real)(3 * GELU_A) * x * x);
             dgr[i] = d[i] * ui * dgelu; /* ∂m/∂g = u gelu'(g) */
             dur[i] = d[i] * gelu;       /* ∂m/∂u = gelu(g) */
+        }
+        if (d_b16) {
+            round_row(d_b16 + r * 2 * cols, dgr, cols);
+            round_row(d_b16 + r * 2 * cols + cols, dur, cols);
         }
     }
 }

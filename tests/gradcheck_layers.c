@@ -392,7 +392,7 @@ static double swi_loss(Problem* p) {
     OpCtx* c = p->ctx;
     size_t rows = c->dims[0], cols = c->dims[1], ld = c->dims[2];
     const real* u = ld == cols ? c->in[1] : c->in[0] + cols;
-    (c->dims[4] ? geglu_forward : swiglu_forward)(c->out, c->in[0], u, rows, cols, ld);
+    (c->dims[4] ? geglu_forward : swiglu_forward)(c->out, c->in[0], u, rows, cols, ld, NULL);
     return gc_project(c->out, c->proj, rows * cols);
 }
 static void swi_grad(Problem* p) {
@@ -404,10 +404,10 @@ static void swi_grad(Problem* p) {
     zero_grads(p);
     if (c->dims[3]) { /* in place: a copy of [g | u] in the gradient's buffer becomes [dg | du] */
         memcpy(p->dx[0], c->in[0], rows * ld * sizeof(real));
-        backward(p->dx[0], du, c->proj, p->dx[0], du, rows, cols, ld);
+        backward(p->dx[0], du, c->proj, p->dx[0], du, rows, cols, ld, NULL);
         return;
     }
-    backward(p->dx[0], du, c->proj, c->in[0], u, rows, cols, ld);
+    backward(p->dx[0], du, c->proj, c->in[0], u, rows, cols, ld, NULL);
 }
 static OpCtx* setup_swiglu(Problem* out, Rng* rng, const char* name, size_t rows, size_t cols, bool side_by_side,
                            bool in_place) {

@@ -20,6 +20,7 @@
 #include "model/linear.h"
 #include "model/model.h"
 #include "model/products.h"
+#include "model/swiglu.h"
 #include "optim/adamw.h"
 #include "optim/clip.h"
 #include "testutil.h"
@@ -188,6 +189,46 @@ static void test_kept(Rng* rng) {
     free(A), free(X), free(W), free(Ah), free(Xh), free(Wh), free(C1), free(C2), free(C3), free(work);
 }
 
+/* products_hold: the copy a pass writes into the work space is what the next product taking the same operand
+   as kept reads (shown by writing there the rounding of other values: that product then gives their result);
+   without room for the operand it returns NULL. SwiGLU and GeGLU write, in the same pass, copies equal to
+   bf16_round_nearest of what they write in FP32 (forward m; backward rows [dg | du]). */
+static void test_hold(Rng* rng) {
+    enum { M = 48, N = 32, K = 40 };
+    float *A = mallocCheck(M * K * 4), *X = mallocCheck(M * K * 4), *W = mallocCheck(N * K * 4);
+    bf16 *Ah = mallocCheck(M * K * 2), *Xh = mallocCheck(M * K * 2), *Wh = mallocCheck(N * K * 2);
+    float *C1 = mallocCheck(M * N * 4), *C2 = mallocCheck(M * N * 4);
+    fill(rng, A, Ah, M * K);
+    fill(rng, X, Xh, M * K);
+    fill(rng, W, Wh, N * K);
+    bf16* work = mallocCheck(2 * M * K * 2);
+    Bf16Products p = {.region = {{W, N * K, Wh}}, .act = {work, work + M * K}, .act_cap = M * K};
+    bf16* h = products_hold(&p, 0, A, M, K, K);
+    if (h) memcpy(h, Xh, M * K * sizeof(bf16)); /* X's rounding in place of A's */
+    product(&p, M, N, K, 1, op_act_kept(A, K, false, true), op_weight(W, K, true), 0, C1, N);
+    product(&p, M, N, K, 1, op_act(X, K, false), op_weight(W, K, true), 0, C2, N);
+    EXPECT(h && !memcmp(C1, C2, M * N * 4) && !products_hold(&p, 1, A, M + 1, K, K) &&
+               !products_hold(NULL, 0, A, 1, 1, 1),
+           "products_hold: the product of a kept operand reads the copy its pass wrote; NULL past the work space "
+           "or without a context");
+    enum { R = 7, F = 45 };
+    float g[R * 2 * F], d[R * F], m[R * F], dgu[R * 2 * F];
+    bf16 mh[R * F] = {0}, dh[R * 2 * F] = {0};
+    for (size_t i = 0; i < R * 2 * F; i++) g[i] = (float)(6 * rng_uniform(rng) - 3);
+    for (size_t i = 0; i < R * F; i++) d[i] = (float)(2 * rng_uniform(rng) - 1);
+    for (int gelu = 0; gelu < 2; gelu++) {
+        (gelu ? geglu_forward : swiglu_forward)(m, g, g + F, R, F, 2 * F, mh);
+        memcpy(dgu, g, sizeof(g));
+        (gelu ? geglu_backward : swiglu_backward)(dgu, dgu + F, d, dgu, dgu + F, R, F, 2 * F, dh);
+        size_t differ = 0;
+        for (size_t i = 0; i < R * F; i++) differ += mh[i] != bf16_round_nearest(m[i]);
+        for (size_t i = 0; i < R * 2 * F; i++) differ += dh[i] != bf16_round_nearest(dgu[i]);
+        EXPECT(differ == 0, "%s: the BF16 copies written with m and [dg | du] are their rounding (%zu differ)",
+               gelu ? "GeGLU" : "SwiGLU", differ);
+    }
+    free(A), free(X), free(W), free(Ah), free(Xh), free(Wh), free(C1), free(C2), free(work);
+}
+
 /* A linear's backward with BF16 products whose output gradient dout (rows x OC) is larger than the work
    space (the LM head's logits, model/linear.c): by blocks of dout's columns, the last one narrower, against
    the double product of the same values within the FP32-order bound, every weight read from its region;
@@ -210,7 +251,7 @@ static void test_head_backward(Rng* rng) {
     /* the work space: x, or a block of 64 of dout's 300 columns */
     Bf16Products p = {.region = {{W, OC * C, Wh}}, .act = {work, work + R * 64}, .act_cap = R * 64};
     memcpy(dW, dW0, OC * C * 4);
-    linear_backward_ld(&p, dx, dW, (LinearDout){g, OC, alpha}, x, W, R, C, OC, false);
+    linear_backward_ld(&p, dx, dW, (LinearDout){g, OC, alpha, false}, x, W, R, C, OC, false);
     bool kept;
     double wx = worst_ratio(dx, C, rx, bx, R, C, dx, &kept), ww = worst_ratio(dW, C, rw, bw, OC, C, dW, &kept);
     bool last = p.held[0].p == g + 256 && p.held[0].cols == 44 && p.held[0].rows == R;
@@ -303,6 +344,7 @@ int main(void) {
     test_gemm(&rng);
     test_product(&rng);
     test_kept(&rng);
+    test_hold(&rng);
     test_head_backward(&rng);
     test_model_step(&rng);
     printf("%d passed, %d failed\n", test_passes, test_failures);

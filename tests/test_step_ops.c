@@ -231,7 +231,7 @@ static void check_linear_split(size_t N, size_t C, size_t OC) {
         memcpy(dw[0], dw0, nw * sizeof(real));
         memcpy(dw[1], dw0, nw * sizeof(real));
         linear_forward(NULL, y[0], x, w, N, C, OC);
-        linear_backward_ld(NULL, dx[0], dw[0], (LinearDout){dy, OC, alpha}, x, w, N, C, OC, add);
+        linear_backward_ld(NULL, dx[0], dw[0], (LinearDout){dy, OC, alpha, false}, x, w, N, C, OC, add);
 #pragma omp parallel num_threads(2)
         if (threads_id() == 0) {
             cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)OC, (int)C, 1, x, (int)C, w, (int)C, 0,
@@ -254,7 +254,7 @@ static void check_linear_split(size_t N, size_t C, size_t OC) {
         memcpy(dx[1], x, nx * sizeof(real)); /* the split again, on the same inputs */
         memcpy(dw[1], dw0, nw * sizeof(real));
         linear_forward(NULL, y[1], x, w, N, C, OC);
-        linear_backward_ld(NULL, dx[1], dw[1], (LinearDout){dy, OC, alpha}, x, w, N, C, OC, add);
+        linear_backward_ld(NULL, dx[1], dw[1], (LinearDout){dy, OC, alpha, false}, x, w, N, C, OC, add);
         EXPECT(same_bits(y[0], y[1], ny) && same_bits(dx[0], dx[1], nx) && same_bits(dw[0], dw[1], nw),
                "%s: the same bits when run again", label);
     }
@@ -278,8 +278,8 @@ static void check_linear_stride(size_t N, size_t C, size_t OC) {
     for (size_t n = 0; n < N; n++) memcpy(dys + n * ld, dy + n * OC, OC * sizeof(real));
     linear_forward(NULL, y, x, w, N, C, OC);
     linear_forward_ld(NULL, ys, ld, x, w, N, C, OC);
-    linear_backward_ld(NULL, dx[0], dw[0], (LinearDout){dy, OC, 0.5f}, x, w, N, C, OC, false);
-    linear_backward_ld(NULL, dx[1], dw[1], (LinearDout){dys, ld, 0.5f}, x, w, N, C, OC, false);
+    linear_backward_ld(NULL, dx[0], dw[0], (LinearDout){dy, OC, 0.5f, false}, x, w, N, C, OC, false);
+    linear_backward_ld(NULL, dx[1], dw[1], (LinearDout){dys, ld, 0.5f, false}, x, w, N, C, OC, false);
     bool same = true, pad = true;
     for (size_t n = 0; n < N; n++) {
         same = same && same_bits(y + n * OC, ys + n * ld, OC);

@@ -50,9 +50,9 @@ void op_dump(void) {
 '''
 
 # calls timed when a statement starts with them (model/model.c also times the LM head's backward GEMM)
-OPS = ("proj_forward proj_backward linear_pair_forward linear_pair_backward adapter_forward adapter_backward "
+OPS = ("proj_forward proj_forward_kept proj_backward linear_pair_forward linear_pair_backward adapter_forward adapter_backward "
        "rmsnorm_forward rmsnorm_residual_forward rmsnorm_backward residual_forward "
-       "swiglu_forward swiglu_backward attention_forward attention_backward rope_forward rope_backward "
+       "swiglu_forward swiglu_backward geglu_forward geglu_backward attention_forward attention_backward rope_forward rope_backward "
        "repo_forward repo_backward zero memset xent_backward embedding_forward embedding_backward "
        "model_head_forward grad_clip adamw_step model_zero_grad").split()
 MODEL_ONLY = ("linear_backward", "linear_backward_ld", "linear_backward_scaled")   # the last: before 2026-12-01
@@ -66,7 +66,7 @@ GROUPS = [
     ("clearing backward buffers", lambda k: k == "zero" or k.startswith("memset:d")),
     ("cross-entropy forward + backward", lambda k: k.startswith("xent")),
     ("RMSNorm forward + backward", lambda k: k.startswith("rmsnorm")),
-    ("SwiGLU forward + backward", lambda k: k.startswith("swiglu")),
+    ("SwiGLU forward + backward", lambda k: k.startswith(("swiglu", "geglu"))),
     ("RoPE forward + backward", lambda k: k.startswith("rope_")),
     ("RePo module forward + backward (its GEMMs included)", lambda k: k.startswith("repo_")),
     ("residual adds and copies", lambda k: k.startswith("residual")),
@@ -82,22 +82,25 @@ def strip_comments(line):
 
 def instrument(path, extra):
     lines = open(path).read().split("\n")
-    out, i = [], 0
+    out, i, fn = [], 0, ""
     while i < len(lines):
         line = lines[i]
-        m = re.match(r"^(\s+)(?:if \([^;{]*\) )?(\w+)\(", line)
+        d = re.match(r"^[A-Za-z][\w\s\*]*?\b(\w+)\(", line)  # a definition at column 0: the function we are in
+        if d:
+            fn = d.group(1)
+        m = re.match(r"^(\s+)(?:if \([^;{]*\) |else )?(\w+)\(", line)
         if m and (m.group(2) in OPS or m.group(2) in extra) and not line.rstrip().endswith("{") \
-                and "static" not in line:
+                and "static" not in line and fn not in OPS:  # an op's own body (a wrapper) is timed by its caller
             j = i
             while not strip_comments(lines[j]).rstrip().endswith(";"):
                 j += 1
             stmt = "\n".join(strip_comments(x) for x in lines[i:j + 1]).rstrip()[:-1]
             indent, cond = m.group(1), ""
-            mc = re.match(r"^(\s+)(if \([^;{]*\) )(.*)$", stmt, re.S)
+            mc = re.match(r"^(\s+)(if \([^;{]*\) |else )(.*)$", stmt, re.S)
             if mc:
                 cond, stmt = mc.group(2), mc.group(1) + mc.group(3)
             name = m.group(2)
-            if name in ("proj_forward", "proj_backward", "linear_pair_forward", "linear_pair_backward",
+            if name in ("proj_forward", "proj_forward_kept", "proj_backward", "linear_pair_forward", "linear_pair_backward",
                         "memset"):   # named by the buffer they write
                 args = re.search(r"\((.*)", stmt, re.S).group(1).split(",")
                 first = args[1 if args[0].strip() in ("ctx->prod", "bf") else 0].strip()  # after the products' context
