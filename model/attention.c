@@ -57,10 +57,8 @@ static AttnIn attn_in(const real* q, const real* k, const real* v, const AttnSha
     return (AttnIn){q, k, v, s->docs, s->B, s->T, s->H, s->KVH, s->hd, s->scale, s->bf16, amx, pairs};
 }
 
-size_t attention_pairs_size(const AttnShape* s) {
-    size_t nb = (s->T + ATT_BK - 1) / ATT_BK, pairs = KV_LAYOUTS * s->B * s->KVH * nb * kv_block_pairs(s->hd);
-    return (pairs * sizeof(bfpair) + sizeof(real) - 1) / sizeof(real);
-}
+/* attention_pairs_size counts KV_LAYOUTS layouts of T keys rounded up to ATT_BLOCK_MAX, which ATT_BK divides */
+_Static_assert(KV_LAYOUTS == 4 && sizeof(bfpair) == 4, "attention_pairs_size (model/attention.h)");
 
 /* A kv head's keys and values in one batch row (row stride ks) and, with AttnIn.pairs, their key blocks in each
    layout, rounded once per call (else NULL: each tile rounds its own) */

@@ -36,8 +36,13 @@ typedef struct {
     void* pairs;
 } AttnShape;
 
-/* the reals of AttnShape.pairs for shape s: k and v of every key block, each in two layouts of BF16 pairs */
-size_t attention_pairs_size(const AttnShape* s);
+/* the reals of AttnShape.pairs for shape s: k and v of every key block, each in two layouts of BF16 pairs
+   (4 bytes per two values), for key blocks of any size the kernel uses (a portable build compiles it for two,
+   model/dispatch.c); inline, so that it is one function in every build */
+static inline size_t attention_pairs_size(const AttnShape* s) {
+    size_t keys = (s->T + ATT_BLOCK_MAX - 1) / ATT_BLOCK_MAX * ATT_BLOCK_MAX, pairs = (s->hd + 1) / 2;
+    return (4 * s->B * s->KVH * keys * pairs * 4 + sizeof(real) - 1) / sizeof(real);
+}
 
 /* out (B,T,H*hd)   lse (B,T,H) saved for backward
    q (B,T,H*hd)   k, v (B,T,KVH*hd) */
