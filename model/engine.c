@@ -240,18 +240,26 @@ void engine_choose(EngineChoice* c, const ModelConfig* cfg, size_t rows, bool wa
     }
     char key[1024];
     cache_key(key, sizeof(key), c);
+    /* Only the rates the cache lacks are timed: a run that needs one more (BF16's, for compute_dtype "auto" or
+       "bf16") keeps the FP32 rates the runs before it decided on, so their engine stays what it was (two
+       rates within the timing's noise of ENGINE_SWITCH would otherwise flip the engine between runs) */
     double g[RATE_N];
-    c->cached = cache_read(key, g);
-    for (int k = 0; c->cached && k < RATE_N; k++) c->cached = !on[k] || g[k] > 0; /* each rate needed is there */
-    if (c->cached) {
-        for (int k = 0; k < RATE_N; k++) c->gflops[k] = on[k] ? g[k] : 0;
-    } else {
-        time_rates(c->rows, c->in, c->out, on, c->gflops);
-        if (!cache_read(key, g)) memset(g, 0, sizeof(g));
-        for (int k = 0; k < RATE_N; k++) /* keep a rate measured before that this call did not need */
-            if (on[k]) g[k] = c->gflops[k];
+    if (!cache_read(key, g)) memset(g, 0, sizeof(g));
+    bool need[RATE_N], any = false;
+    for (int k = 0; k < RATE_N; k++) {
+        need[k] = on[k] && !(g[k] > 0);
+        any |= need[k];
+    }
+    c->cached = !any;
+    if (any) {
+        double m[RATE_N];
+        time_rates(c->rows, c->in, c->out, need, m);
+        if (!cache_read(key, g)) memset(g, 0, sizeof(g)); /* as the file is now: another run may have written */
+        for (int k = 0; k < RATE_N; k++)
+            if (need[k] && !(g[k] > 0)) g[k] = m[k];
         cache_write(key, g);
     }
+    for (int k = 0; k < RATE_N; k++) c->gflops[k] = on[k] ? g[k] : 0;
     decide(c, rule2, want_bf16);
 }
 

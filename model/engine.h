@@ -14,7 +14,8 @@
 
    The timing (about 0.3-0.6 s at the largest shapes) is cached per CPU, thread count, library kernels and
    shape in the file engine_cache_path() names, so a run made twice on one machine chooses the same engine
-   twice (results differ in the last bits between engines). The float build only. */
+   twice (results differ in the last bits between engines); a run that needs a rate the cache lacks (BF16's,
+   after runs that needed the FP32 ones only) times that one alone and keeps the others. The float build only. */
 #ifndef REPOC_ENGINE_H
 #define REPOC_ENGINE_H
 

@@ -88,6 +88,16 @@ if bf16_here; then
     decide "an explicit bf16 slower than f32: runs, with a warning giving both rates" "100 100 70" "$T/bf16.json" \
         'warning: train.compute_dtype "bf16" runs, but it does not pay on this CPU: BF16 products cached 70 GFLOP/s against FP32.s 100'
 else ok "no BF16 products on this CPU or build: the bf16 decisions are not exercised"; fi
+if bf16_here && [ $generic = 0 ]; then # a run that needs BF16's rate times it alone: the FP32 rates stay
+    rates 100 104 0
+    build/train "$T/bf16.json" --plan >"$T/more.log" 2>&1
+    if awk -F'\t' '$2 != "100.0" || $3 != "104.0" || !($4 > 0) {bad = 1} END {exit bad}' "$T/cache/engine.tsv"; then
+        ok "a run that needs BF16's rate times it alone: the FP32 rates the runs before it decided on are kept"
+    else bad "after a bf16 run the cache reads: $(cut -f2- "$T/cache/engine.tsv" | tr '\t\n' ' |')"; fi
+    build/train "$T/f32.json" --plan >"$T/decide.log" 2>&1
+    expect_line "so the FP32 engine stays OpenBLAS" 'f32 products: OpenBLAS, core .*cached 100 GFLOP/s against oneDNN.s 104' \
+        "$T/decide.log"
+fi
 
 # 4. the choice recorded and kept on resume
 if [ $generic = 0 ]; then
