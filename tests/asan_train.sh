@@ -4,6 +4,7 @@
 # tokenizes and masks "messages" records and trains two steps on them. The chat tests render through
 # build/tools/chat_render, which holds the template's source itself; this run goes through chat_format_load,
 # the trainer's own loader, so memory it frees too early is an ASan report here.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" asan_train
 B=build/asan/lib
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

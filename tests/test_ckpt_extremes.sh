@@ -5,6 +5,7 @@
 # that checkpoint for one more step, and build/eval reads it. Past the edge
 # (a YaRN context over 2^53 positions, the largest integer config.json holds
 # exactly) the config is refused, naming the key, before anything is written.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" ckpt_extremes
 
 build/tools/gen_tokens "$T/train.u16" 5000 64 1 || exit 1

@@ -5,6 +5,7 @@
 # resume with another global batch (batch_size x grad_accum x ranks rows per
 # step, on which the rows of every step depend) is refused the same way,
 # naming both numbers and the checkpoint; the same number split otherwise resumes.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" ckpt_state
 
 build/tools/gen_tokens "$T/train.u16" 5000 64 1 || exit 1

@@ -8,6 +8,7 @@
 # how to pass one. Logs written to a file hold plain lines: no carriage
 # returns or terminal codes (build/train, build/tokenize), and generate's
 # statistics (stderr) start a line of their own after the text.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" ckpt_tokenizer
 F=tests/fixtures/tokenizer
 CR=$(printf '\r')

@@ -7,6 +7,7 @@
 # --yarn-factor, --yarn-orig) that cli_shared_option parses for all of them;
 # merge takes no "--bf16" as a path. Every run stops while parsing: a second
 # or so in all.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" cli_values
 B=$PWD/build
 CK=$PWD/tests/fixtures/olmo2_mix/ckpt

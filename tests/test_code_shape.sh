@@ -4,6 +4,7 @@
 #   long-functions  model/, train/, hf/
 #   many-params     every tracked .c and .h file, of every folder
 #   family-names    model/block.c
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" code_shape
 
 SHAPE="$PWD/tests/tools/code_shape.sh"

@@ -5,6 +5,7 @@
 # checkpoint whose config.json has none) the run stops naming data.eos_token_id.
 # A run from packed JSONL records with document_mask resumes exactly and differs from
 # the same run without the mask.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" doc_mask
 
 build/tools/gen_tokens "$T/tok.u16" 3000 64 1 || exit 1

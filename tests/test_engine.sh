@@ -11,6 +11,7 @@
 #  4. the choice recorded in trainer_state.json and kept on resume though the rates changed since (a checkpoint
 #     without it, of an earlier version, read as OpenBLAS);
 #  5. train.f32_engine given, and refused when it is not a known engine.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" engine
 export REPOC_CACHE_DIR="$T/cache"   # this test's own cache, never the user's
 

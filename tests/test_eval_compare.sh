@@ -7,6 +7,7 @@
 #   ruler/vt/4096 fractional scores, all 0.5 in both: diff 0, interval [0, 0], p null.
 # Then the refusals: a missing file, a file that is not JSON, no shared item, no task in common,
 # the same id twice, a label that differs between the files, synthetic items of other seeds.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" eval_compare
 PROG=build/eval
 . tests/cli_expect.sh

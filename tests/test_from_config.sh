@@ -5,6 +5,7 @@
 # init_from. It excludes init_from and the size keys. --plan works from
 # from_config and from a config-only init_from directory (the weights not
 # checked), which a run refuses with a pointer to from_config.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" from_config
 H=tests/corpus/hf_configs
 

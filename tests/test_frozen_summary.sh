@@ -3,6 +3,7 @@
 # many: a LoRA run (every base tensor frozen) prints their count, parameters
 # and the first few names, not one line per tensor; optim.freeze of one
 # tensor names it.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" frozen_summary
 build/tools/gen_tokens "$T/train.u16" 5000 64 1 || exit 1
 sizes='"vocab_size": 64, "d_model": 32, "n_layers": 2, "n_heads": 4, "d_ff": 64'

@@ -6,6 +6,7 @@
 # a tiny --top-p, sampling is reproducible from --seed, --max-new-tokens 10^9
 # grows the cache as needed (same greedy text), and a tokenizer larger
 # than the model's vocabulary is refused with both numbers.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" generate_cli
 F=tests/fixtures/tokenizer
 build/tokenize --tokenizer $F/gpt2.json --val 0 --out "$T/d" $F/sample.txt $F/sample.txt $F/sample.txt >"$T/log" 2>&1 ||

@@ -6,6 +6,7 @@
 # train.save_model_type "released" keeps olmo2 for the released RePo loader's layout (with a note
 # saying what stock transformers does with it), is refused for a model that loader cannot read, and
 # "auto" keeps the names of the checkpoint a run continues.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" hf_loaders
 build/tools/gen_tokens "$T/train.u16" 20000 64 1 >/dev/null
 

@@ -6,6 +6,7 @@
 #  3. the busy-cores note of common/threads.c ("set run.threads or --threads") is printed by build/train,
 #     build/eval and build/analyze: each takes --threads (build/train once did not);
 #  4. the commands in README.md and docs/ name only options their program takes.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" hints
 
 options_in() {  # the --options named in the C string literals of the files

@@ -17,6 +17,7 @@
 #     function model/ defines breaks this one alone).
 # Each break is printed with the file, the line (or symbol) and the rule. First
 # the checker is run on a small planted tree, to show it finds every kind of break.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" include_stack
 
 STACK="common tokenizer template data model hf optim,eval train programs"

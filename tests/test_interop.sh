@@ -4,6 +4,7 @@
 # allocated; YaRN added to a checkpoint (init_from) saves max_position_embeddings =
 # original x factor; a minimal short run (data.train and train.steps 20 only, no
 # data.val) trains, with a note for each default it adapted.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" interop
 
 build/tools/gen_tokens "$T/tok.u16" 5000 64 1 || exit 1

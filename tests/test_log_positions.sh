@@ -7,6 +7,7 @@
 # per line; a RoPE model logs nothing and says so. model.positions.repo_final_init_std
 # and repo_content_init_std scale the newly initialised final and content maps, so z at
 # step 0 scales with each; repo_gate_init_std changes z (silu is not linear).
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" log_positions
 
 conf() {   # conf NAME MODE STEPS [EXTRA_MODEL_JSON]

@@ -5,6 +5,7 @@
 # which changes the losses and is recorded in adapter_config.json), build/eval
 # reads the LoRA checkpoint, build/merge folds it into a plain checkpoint with the same
 # validation loss, and a LoRA target that matches no projection is refused.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" lora
 
 build/tools/gen_tokens "$T/train.u16" 50000 64 1 || exit 1

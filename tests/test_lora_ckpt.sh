@@ -9,6 +9,7 @@
 # with keep_last prunes the earlier run's checkpoints first. A resumed LoRA run refuses another
 # lora.alpha and notes another dropout. Messages name the real cause: optim.freeze of every adapter,
 # a LoRA checkpoint without adapter_model.safetensors, base_dtype bf16 or lora.save_base without LoRA.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" lora_ckpt
 
 build/tools/gen_tokens "$T/train.u16" 50000 64 1 || exit 1

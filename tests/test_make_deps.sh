@@ -11,6 +11,7 @@
 #  4. a newer common/real.h (included everywhere) rebuilds embedding.o;
 #  5. the library folders include nothing of programs/ (the programs sit on top
 #     of the library, never under it).
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" make_deps
 
 # what `make -n` would compile for TARGET if HEADER were new: the .c files on cc lines

@@ -3,6 +3,7 @@
 # through --mc-fields from renamed fields (HellaSwag's ctx/endings, PIQA's goal/sol1/sol2), --mc-limit,
 # a file of 10^6 lines (streamed: checked whole, scored in part; refused at its last line when that is
 # bad), and every bad record refused naming the file, line and field before the model loads.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" mc
 PROG=build/eval
 . tests/cli_expect.sh

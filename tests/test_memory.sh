@@ -16,6 +16,7 @@
 #     and data.val in the mixture form) and JSONL files; its eval tasks row the
 #     KV cache of train.eval_tasks' longest length (10^9 tokens: refused at once);
 #  6. every config of configs/paper/ (the released recipe) plans, from a config.json alone, no weights or data.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" memory
 
 echo "--plan and the refusal"

@@ -9,6 +9,7 @@
 # with a message and nothing of it in OUT (a new or an existing one), and a killed merge's leftovers (its
 # staging directories too) are removed.
 MERGE=${MERGE:-build/merge}
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" merge
 
 build/tools/gen_tokens "$T/train.u16" 20000 64 1 || exit 1

@@ -9,6 +9,7 @@
 #  4. a small source that wraps prints a note; with "exhausted": "stop" it
 #     ends the run instead;
 #  5. config errors name the key: weight <= 0, no files, a name twice.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" mixture
 
 build/tools/gen_tokens "$T/web.u16" 40000 64 1 || exit 1

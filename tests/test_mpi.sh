@@ -22,6 +22,7 @@
 #  6. One run per out_dir: rank 0 alone holds the lock (every job above ran
 #     2 or 3 ranks on one out_dir); a 2-rank job on an out_dir that a 1-rank
 #     run holds exits 1 naming the holder's pid.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" mpi
 export OMP_NUM_THREADS=1
 MPIRUN="mpirun --allow-run-as-root --oversubscribe -np 2"

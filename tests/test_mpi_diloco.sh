@@ -11,6 +11,7 @@
 #     step as much more as a synchronous step's gradient ring, f32 (4 bytes per trained parameter) or
 #     bf16 (2);
 #  4. resuming a mid-phase checkpoint with another number of ranks is refused naming outer.safetensors.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" mpi_diloco
 export OMP_NUM_THREADS=1
 MPIRUN="mpirun --allow-run-as-root --oversubscribe -np 2"

@@ -5,6 +5,7 @@
 # counts are equal, the losses agree within 1e-6 relative (the sums over
 # ranks round differently), and so do the per-source validation losses
 # (validation batches are split over the ranks).
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" mpi_mixture
 export OMP_NUM_THREADS=1
 

@@ -5,6 +5,7 @@
 # a FIFO blocks until a writer comes, so the type is checked first). A token
 # file that shrinks while training reads it through mmap: exit 1 naming the
 # file (not a silent SIGBUS, exit 135), the last checkpoint intact.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" nonregular
 
 build/tools/gen_tokens "$T/good.u16" 5000 64 1 || exit 1

@@ -21,6 +21,7 @@
 #   6. \u0000 in a JSONL string is refused naming file, line and key
 #      (tokenize --jsonl and the JSONL reader of sft_eval and train).
 # Tiny inputs, one thread: a few seconds.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" outputs
 F=tests/fixtures/tokenizer
 CK=tests/fixtures/olmo2_mix/ckpt

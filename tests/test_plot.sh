@@ -5,6 +5,7 @@
 # its panel (training loss raw and smoothed, val_loss and each source, lr,
 # grad norm, tokens/s, each retrieval task) with one point per metrics.jsonl
 # entry; --csv writes the same numbers for a spreadsheet; bad arguments are usage errors.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" plot
 
 build/tools/gen_tokens "$T/web.u16" 20000 64 1 || exit 1

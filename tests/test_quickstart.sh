@@ -2,6 +2,7 @@
 # tools/quickstart.sh (make quickstart) works every time it runs in the same
 # checkout: the second run starts over in the same output directory, says so,
 # and ends with its summary. A few steps of each stage, in a scratch directory.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" quickstart
 
 export QUICKSTART_OUT="$T/qs"

@@ -9,6 +9,7 @@
 #     and with train.compute_dtype "bf16" (BF16 products; skipped where the build or CPU has none);
 #  4. SIGKILL at random moments while checkpoints are being written (every
 #     step), 20 times: each next start resumes from a complete checkpoint.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" resume
 
 build/tools/gen_tokens "$T/train.u16" 100000 64 1 || exit 1

@@ -4,6 +4,7 @@
 # and items, the note that the items are RULER-generated, the ETA printed before the run, --dump-prompts'
 # files holding exactly the prompts, and the refusals (an unknown task, a length past what the model
 # addresses, a length too short for a task, --dump-prompts without --ruler).
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" ruler_cli
 CK=tests/fixtures/mc/ckpt
 Y="--yarn-factor 32 --yarn-orig 40"   # 1280 positions

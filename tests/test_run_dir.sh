@@ -6,6 +6,7 @@
 # checkpoints refuses it unless run.overwrite); damaged metrics lines are
 # dropped, not taken as the end of the file; "auto" without a complete
 # checkpoint starts at step 0.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" run_dir
 
 build/tools/gen_tokens "$T/train.u16" 20000 64 1 || exit 1

@@ -6,6 +6,7 @@
 # in place. Searched: every tracked file (every file outside build/ and .git
 # when there is no git); binary files are skipped.
 #   bash tests/test_self_contained.sh [DIR]   DIR defaults to the repository
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" self_contained
 root=${1:-.}
 

@@ -4,6 +4,7 @@
 # no further step, a checkpoint of the step reached, exit 0, and no "final
 # validation loss" unless it was measured on the saved weights. SIGHUP (a
 # closed terminal) is handled like SIGTERM.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" stop_signals
 
 build/tools/gen_tokens "$T/train.u16" 50000 64 1 || exit 1

@@ -8,6 +8,7 @@
 #     kill before it would leave things) appends a new event file, and the files together hold every step
 #     once, as metrics.jsonl does;
 #  3. a record cut by a crash is dropped with a warning at the next start.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" tensorboard
 
 build/tools/gen_tokens "$T/web.u16" 20000 64 1 || exit 1

@@ -5,6 +5,7 @@
 # query block at 16 threads (fewer (batch, kv head) pairs than 2/3 of the threads: model/attention.c)
 # and the one task per kv head at 1 (docs/performance.md, "Past 2 cores"). Head size 32 and T 256: on a CPU with
 # AMX, bf16 attention runs on its tiles (model/tile_amx.h).
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" thread_bits
 build/tools/gen_tokens "$T/tok.u16" 30000 64 1 >/dev/null || exit 1
 for dtype in f32 bf16; do

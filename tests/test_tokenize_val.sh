@@ -3,6 +3,7 @@
 # documents (at most a tenth of them) where the hash of --val draws fewer,
 # said at tokenize time, the same at any thread count; a corpus the hash
 # serves is split as before; a split smaller than a long row is warned about.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" tokenize_val
 F=tests/fixtures/tokenizer
 docs() { for i in $(seq 1 "$1"); do printf '{"text": "document %d of a small corpus"}\n' "$i"; done >"$2"; }

@@ -7,6 +7,7 @@
 # shards, invalid UTF-8, malformed or unsupported tokenizer.json files, empty
 # inputs, JSONL, the train/val split, uint32 shards, and the vocab check at
 # train start.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" tokenizer
 F=tests/fixtures/tokenizer
 tok=build/tokenize

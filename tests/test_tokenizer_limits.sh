@@ -7,6 +7,7 @@
 # tokens with one first byte (the trie keeps encoding fast, leftmost-longest),
 # and a pre-token over TOK_MAX_PRETOKEN refused instead of allocating ~84
 # bytes per byte.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" tokenizer_limits
 F=tests/fixtures/tokenizer
 tok=build/tokenize

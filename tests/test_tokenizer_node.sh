@@ -10,5 +10,6 @@
 # the hand-written pre-tokenizer matchers equal to Oniguruma. tests/run.sh runs it
 # only when node and `make deps-node` are there (SKIP otherwise);
 # `make compare-tokenizers` runs the same on 4 MB with the throughput.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" tokenizer_node
 tools/tokenizer_compare.sh --mb 0.1 --out "$T"

@@ -10,6 +10,7 @@
 #     from the step-2 checkpoint continues with bit-identical losses and the same scores;
 #  5. a bad file, key or window is refused naming the file and line (or key) before out_dir is written;
 #  6. SIGTERM during a long evaluation stops it within milliseconds, with nothing logged for it.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" train_mc
 
 FIX=tests/fixtures/mc

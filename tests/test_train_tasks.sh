@@ -7,6 +7,7 @@
 #     (same families, lengths, items and seed);
 #  3. an unknown family, a bad key, a length too short are errors naming the key,
 #     before the run writes anything.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" train_tasks
 
 cat >"$T/c.json" <<JSON

@@ -6,6 +6,7 @@
 # weights on the same rows in every run: the cross-entropy of c = 1e-2 and of c = 2e-2 must be the
 # loss of a c = 0 run (which logs no z_loss), and the z-loss term of 2e-2 twice that of 1e-2.
 # tests/test_model.c checks objective = cross-entropy + z-loss term on the model itself.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" z_loss
 
 build/tools/gen_tokens "$T/train.u16" 20000 64 1 || exit 1

@@ -9,6 +9,7 @@
 # document has no ids. The shell tests' many other build/train runs (errors,
 # signals, MPI) stay with the normal build: under UBSan they would double the
 # suite's time for little more coverage of the same code.
+# shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" ubsan
 B=build/ubsan
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
