@@ -18,6 +18,8 @@
    last key are never visited (backward). On a diagonal tile, the products skip the
    hidden part (`TileTri`, model/tile_gemm.h) and the softmax loops start each key at its first
    visible query, rounded down to a vector (`first_visited`).
+   With BF16 operands (AttnShape.bf16) the tiles' products run on BF16 pairs (model/attention_tiles.h): q, dO,
+   P and dS are rounded by each task, k and v once per call for all tasks where AttnShape.pairs gives room.
    Works for any T (partial blocks) and any hd <= ATT_MAX_HD. The same math without tiles, one query
    row at a time in double, is attention_reference (model/attention_ref.c); tests/test_attention.c
    compares the two. */
