@@ -100,15 +100,12 @@ static const bf16* operand(Bf16Products* p, Operand x, size_t rows, size_t cols,
     *ld_out = cols;
     if (x.kind == OPERAND_ACT_KEPT && p->held[slot].p == x.p && p->held[slot].rows == rows &&
         p->held[slot].cols == cols && p->held[slot].ld == x.ld)
-        return p->act[slot]; /* rounded whole by the previous product that had it here, unchanged since */
+        return p->act[slot]; /* rounded whole here by an earlier product or written by its pass, unchanged since */
     CHECK(rows * cols <= p->act_cap, "product: a %zu x %zu operand exceeds the BF16 work space of %zu elements", rows,
           cols, p->act_cap);
-    bf16_from_f32(p->act[slot], x.p, rows, cols, x.ld);
-    p->held[slot].p = x.p;
-    p->held[slot].rows = rows;
-    p->held[slot].cols = cols;
-    p->held[slot].ld = x.ld;
-    return p->act[slot];
+    bf16* copy = products_hold(p, slot, x.p, rows, cols, x.ld); /* the slot, recorded as holding x */
+    bf16_from_f32(copy, x.p, rows, cols, x.ld);
+    return copy;
 }
 
 /* One chunk: the stored shapes of A ((M,K), or (K,M) when A.t) and B ((K,N), or (N,K) when B.t) */
