@@ -69,13 +69,13 @@ static void gemm_dinp(Bf16Products* bf, real* dinp, LinearDout dout, const real*
             dinp, C);
 }
 
-/* rows [o0, o1) of dW (OC,C) += alpha dout^T (OC,N; dout's row stride dout.ld) · inp (N,C); dout_kept: gemm_dinp
-   has just rounded the same dout; inp_kept: the caller's previous weight gradient read the same inp (each BF16
-   copy is then read again when the work space still holds it) */
-static void gemm_dweight(Bf16Products* bf, real* dweight, LinearDout dout, const real* inp, size_t N, size_t C,
-                         size_t o0, size_t o1, bool dout_kept, bool inp_kept) {
-    product(bf, o1 - o0, C, N, dout.alpha, op_act_kept(dout.p + o0, dout.ld, true, dout_kept || dout.kept),
-            op_act_kept(inp, C, false, inp_kept), 1, dweight + o0 * C, C);
+/* rows [o0, o1) of dW (OC,C) += alpha dout^T (OC,N; dout's row stride dout.ld) · inp (N,C); dout.kept: gemm_dinp
+   has just rounded the same dout (or its pass wrote the copy); in.kept: the caller's previous weight gradient read
+   the same inp (each BF16 copy is then read again when the work space still holds it) */
+static void gemm_dweight(Bf16Products* bf, real* dweight, LinearDout dout, LinearInp in, size_t N, size_t C, size_t o0,
+                         size_t o1) {
+    product(bf, o1 - o0, C, N, dout.alpha, op_act_kept(dout.p + o0, dout.ld, true, dout.kept),
+            op_act_kept(in.p, C, false, in.kept), 1, dweight + o0 * C, C);
 }
 
 /* linear_forward_ld; inp_kept: the previous product read the same, unchanged inp (linear_forward_kept) */
@@ -122,7 +122,9 @@ static bool backward_by_columns(Bf16Products* bf, real* dinp, real* dweight, Lin
         size_t o1 = OC - o0 < cols ? OC : o0 + cols;
         LinearDout block = {dout.p + o0, dout.ld, dout.alpha, false};
         if (dinp) gemm_dinp(bf, dinp, block, weight + o0 * C, N, C, o1 - o0, add || o0 ? 1 : 0);
-        if (dweight) gemm_dweight(bf, dweight, dout, in.p, N, C, o0, o1, dinp != NULL, o0 ? true : in.kept);
+        block.kept = dinp != NULL; /* the copy gemm_dinp just made */
+        if (dweight)
+            gemm_dweight(bf, dweight + o0 * C, block, (LinearInp){in.p, o0 ? true : in.kept}, N, C, 0, o1 - o0);
     }
     return true;
 }
@@ -131,11 +133,11 @@ static bool backward_by_columns(Bf16Products* bf, real* dinp, real* dweight, Lin
 static void backward_ld(Bf16Products* bf, real* dinp, real* dweight, LinearDout dout, LinearInp in, const real* weight,
                         size_t N, size_t C, size_t OC, bool add) {
     if (backward_by_columns(bf, dinp, dweight, dout, in, weight, N, C, OC, add)) return;
-    const real* inp = in.p;
     size_t nt = dinp && dweight ? row_split(bf, N, C * OC, SPLIT_BACKWARD_W) : 1;
     if (nt == 1) {
         if (dinp) gemm_dinp(bf, dinp, dout, weight, N, C, OC, add ? 1 : write_beta(bf, dinp, N, C, C));
-        if (dweight) gemm_dweight(bf, dweight, dout, inp, N, C, 0, OC, dinp != NULL, in.kept);
+        dout.kept |= dinp != NULL; /* the copy gemm_dinp just made */
+        if (dweight) gemm_dweight(bf, dweight, dout, in, N, C, 0, OC);
         return;
     }
     /* threads [0, nx) split the rows of dinp, threads [nx, n) those of dweight (a team of one does both) */
@@ -149,7 +151,8 @@ static void backward_ld(Bf16Products* bf, real* dinp, real* dweight, LinearDout 
         }
         if (t >= nx) {
             part_rows(OC, t - nx, n - nx, &r0, &r1);
-            gemm_dweight(bf, dweight, dout, inp, N, C, r0, r1, false, false);
+            gemm_dweight(bf, dweight, (LinearDout){dout.p, dout.ld, dout.alpha, false}, (LinearInp){in.p, false}, N, C,
+                         r0, r1);
         }
     }
 }
