@@ -6,7 +6,10 @@
 #ifndef REPOC_BF16_H
 #define REPOC_BF16_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+#include "common/real.h"
 
 typedef uint16_t bf16; /* a bfloat16's bit pattern */
 
@@ -40,6 +43,13 @@ static inline bf16 bf16_round_stochastic(float x, uint32_t r) {
     uint32_t up = bits + (r & 0xffffu);
     if ((up & 0x7f800000u) == 0x7f800000u) up = bits; /* never round a finite value up to infinity */
     return (bf16)(up >> 16);
+}
+
+/* out[i] = bf16_round_nearest(x[i]) for n reals, in the calling thread (a double build rounds through float):
+   the gradients' BF16 wire (common/dist.c), AdamW's BF16 moments as loaded, SwiGLU's copies for the products */
+static inline void bf16_round_reals(bf16* out, const real* x, size_t n) {
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) out[i] = bf16_round_nearest((float)x[i]);
 }
 
 #endif

@@ -187,18 +187,13 @@ void dist_allreduce_sum_real(real* buf, size_t n) {
     ring_allgather_real(buf);
 }
 
-/* n reals rounded to nearest even bf16 into w (a double build rounds through float) */
-static void to_wire(bf16* w, const real* x, size_t n) {
-    for (size_t i = 0; i < n; i++) w[i] = bf16_round_nearest((float)x[i]);
-}
-
 /* One step of the BF16 ring: chunk `send` of buf rounded to bf16 and sent piece by piece, chunk `recv`
    received, widened and added to buf's (add) or stored in its place */
 static void bf16_ring_step(real* buf, int send, int recv, bool add) {
     size_t ns = g_counts[send], nr = g_counts[recv];
     for (size_t o = 0; o < ns || o < nr; o += RING_PIECE) {
         size_t cs = piece(ns, o), cr = piece(nr, o);
-        to_wire(g_wire_out, buf + g_displs[send] + (cs ? o : 0), cs);
+        bf16_round_reals(g_wire_out, buf + g_displs[send] + (cs ? o : 0), cs);
         ring_exchange(g_wire_out, cs, g_wire_in, cr, MPI_UINT16_T, sizeof(bf16));
         real* dst = buf + g_displs[recv] + (cr ? o : 0);
         if (add)

@@ -8,12 +8,6 @@
 
 #include "common/mathf.h"
 
-/* b (n) = x (n) rounded to BF16: a row just written, still in L1 */
-static void round_row(bf16* b, const real* x, size_t n) {
-#pragma omp simd
-    for (size_t i = 0; i < n; i++) b[i] = bf16_round_nearest((float)x[i]);
-}
-
 void swiglu_forward(real* out, const real* g, const real* u, size_t rows, size_t cols, size_t ld, bf16* out_b16) {
 #pragma omp parallel for
     for (size_t r = 0; r < rows; r++) {
@@ -24,7 +18,7 @@ void swiglu_forward(real* out, const real* g, const real* u, size_t rows, size_t
             real s = (real)1 / ((real)1 + exp_r(-gr[i]));
             o[i] = gr[i] * s * ur[i];
         }
-        if (out_b16) round_row(out_b16 + r * cols, o, cols);
+        if (out_b16) bf16_round_reals(out_b16 + r * cols, o, cols);
     }
 }
 
@@ -43,8 +37,8 @@ void swiglu_backward(real* dg, real* du, const real* dout, const real* g, const 
             dur[i] = d[i] * silu;                                    /* ∂m/∂u = silu(g) */
         }
         if (d_b16) {
-            round_row(d_b16 + r * 2 * cols, dgr, cols);
-            round_row(d_b16 + r * 2 * cols + cols, dur, cols);
+            bf16_round_reals(d_b16 + r * 2 * cols, dgr, cols);
+            bf16_round_reals(d_b16 + r * 2 * cols + cols, dur, cols);
         }
     }
 }
@@ -65,7 +59,7 @@ void geglu_forward(real* out, const real* g, const real* u, size_t rows, size_t 
             real x = gr[i], t = tanh_r((real)GELU_K * (x + (real)GELU_A * x * x * x));
             o[i] = (real)0.5 * x * ((real)1 + t) * ur[i];
         }
-        if (out_b16) round_row(out_b16 + r * cols, o, cols);
+        if (out_b16) bf16_round_reals(out_b16 + r * cols, o, cols);
     }
 }
 
@@ -86,8 +80,8 @@ void geglu_backward(real* dg, real* du, const real* dout, const real* g, const r
             dur[i] = d[i] * gelu;       /* ∂m/∂u = gelu(g) */
         }
         if (d_b16) {
-            round_row(d_b16 + r * 2 * cols, dgr, cols);
-            round_row(d_b16 + r * 2 * cols + cols, dur, cols);
+            bf16_round_reals(d_b16 + r * 2 * cols, dgr, cols);
+            bf16_round_reals(d_b16 + r * 2 * cols + cols, dur, cols);
         }
     }
 }

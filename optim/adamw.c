@@ -238,7 +238,7 @@ void adamw_moment_set(AdamW* a, int which, size_t i0, size_t n, const real* in) 
         return;
     }
     uint16_t* s = (which ? a->v16 : a->m16) + i0;
-    for (size_t i = 0; i < n; i++) s[i] = bf16_round_nearest((float)in[i]); /* nearest even: exact for bf16 values */
+    bf16_round_reals(s, in, n); /* nearest even: exact for bf16 values */
 }
 
 bool adamw_slice_part(const AdamW* a, size_t offset, size_t n, size_t* g0, size_t* g1) {
