@@ -5,7 +5,9 @@
 # fine-tunes it (its checkpoints carry the tokenizer files), build/merge folds the adapter in and copies the
 # files, and build/generate --chat on the merged directory (no --tokenizer: it reads the merged directory's)
 # answers each conversation with the trained reply and stops at <|im_end|>, which it finds from the
-# template, not from a list: by options, from standard input and from a JSONL file of messages records.
+# template, not from a list: by options, from standard input and from a JSONL file of messages records. Every
+# conversation asked is one the model was trained on (standard input's second turn is the fourth record): what
+# such a small model answers to a conversation it never saw differs with the products' engine and CPU.
 # build/tokenize --show-records prints the records as training sees them, the loss tokens in [[ ]]. Refused,
 # naming the file (and line): a --messages line that is not a messages record or not JSON, a checkpoint whose
 # tokenizer_config.json is missing or has no chat_template.
@@ -27,6 +29,7 @@ cat >"$T/chat.jsonl" <<'JSONL'
 {"messages": [{"role": "user", "content": "capital of France?"}, {"role": "assistant", "content": "Paris."}]}
 {"messages": [{"role": "user", "content": "two plus two?"}, {"role": "assistant", "content": "four"}]}
 {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "color of the sky?"}, {"role": "assistant", "content": "blue"}, {"role": "user", "content": "and grass?"}, {"role": "assistant", "content": "green"}]}
+{"messages": [{"role": "user", "content": "two plus two?"}, {"role": "assistant", "content": "four"}, {"role": "user", "content": "capital of France?"}, {"role": "assistant", "content": "Paris."}]}
 JSONL
 config() {  # file out_dir model steps lr
     cat >"$1" <<JSON
@@ -42,7 +45,7 @@ B=$T/base/step_0000150
 cp "$tok"/*.json "$B/" # a Hugging Face base directory: weights, config and tokenizer files
 config "$T/lora.json" "$T/lora" "{\"init_from\": \"$B\", \"lora\": {\"rank\": 4, \"alpha\": 8}}" 20 1e-3
 build/train "$T/lora.json" >"$T/lora.log" 2>&1 || { bad "LoRA run: $(tail -3 "$T/lora.log")"; exit 1; }
-grep -q "3 records (0 prompt/completion, 0 text, 3 chat" "$T/lora.log" && ok "a LoRA run on 3 messages records" ||
+grep -q "4 records (0 prompt/completion, 0 text, 4 chat" "$T/lora.log" && ok "a LoRA run on 4 messages records" ||
     bad "LoRA run: $(grep -m1 records "$T/lora.log")"
 L=$T/lora/step_0000020
 
@@ -51,8 +54,8 @@ build/tokenize --tokenizer "$tok" --show-records "$T/chat.jsonl" >"$T/sr.out" 2>
 rc=$?
 printf '%s\n' '== record 1: 38 tokens, 6 carry loss' '<|im_start|>system' 'You help.<|im_end|>' '<|im_start|>user' \
     'capital of France?<|im_end|>' '<|im_start|>assistant' '[[Paris.<|im_end|>' ']]' >"$T/sr.want"
-[ $rc -eq 0 ] && cmp -s <(head -8 "$T/sr.out") "$T/sr.want" && [ "$(grep -c '^== record' "$T/sr.out")" -eq 3 ] &&
-    grep -q "3 records (0 prompt/completion, 0 text, 3 chat, 0 pre-tokenized): 131 tokens, 20 carry loss" "$T/sr.err" &&
+[ $rc -eq 0 ] && cmp -s <(head -8 "$T/sr.out") "$T/sr.want" && [ "$(grep -c '^== record' "$T/sr.out")" -eq 4 ] &&
+    grep -q "4 records (0 prompt/completion, 0 text, 4 chat, 0 pre-tokenized): 191 tokens, 30 carry loss" "$T/sr.err" &&
     ok "each record's text, the assistant turns with their <|im_end|> in [[ ]]" ||
     bad "--show-records: exit $rc: $(head -12 "$T/sr.out") $(cat "$T/sr.err")"
 printf '%s\n' '{"prompt": "Q: 2+2?", "completion": " 4"}' >"$T/pc.jsonl"
@@ -93,14 +96,18 @@ printf 'two plus two?\n\ncapital of France?\n' | $G >"$T/g.out" 2>"$T/g.err"
     ok "standard input, a user turn a line: two replies, the second after the first turn" ||
     bad "stdin: '$(cat "$T/g.out")' $(tail -2 "$T/g.err")"
 read -r all run < <(sed -nE 's/.*replies: ([0-9]+) prompt tokens \(([0-9]+) run.*/\1 \2/p' "$T/g.err")
-[ "${run:-0}" -gt 0 ] && [ "${run:-0}" -lt "${all:-0}" ] &&
+# 84 prompt tokens = 30 (record 2 without its reply) + 54 (record 4 without its last reply): the second turn
+# holds the first and its reply
+[ "${all:-0}" -eq 84 ] && [ "${run:-0}" -gt 0 ] && [ "${run:-0}" -lt "${all:-0}" ] &&
     ok "the second turn's rendering reuses the cached tokens it starts with: $run of $all prompt tokens run" ||
     bad "cache reuse: $(grep replies "$T/g.err")"
 $G --messages "$T/chat.jsonl" >"$T/g.jsonl" 2>"$T/g.err"
 rc=$?
-want='{"messages":[{"role":"user","content":"two plus two?"},{"role":"assistant","content":"four"}]}'
-[ $rc -eq 0 ] && [ "$(wc -l <"$T/g.jsonl")" -eq 3 ] && [ "$(sed -n 2p "$T/g.jsonl")" = "$want" ] &&
-    grep -q '"content":"green"}\]}$' "$T/g.jsonl" &&
+two='{"role":"user","content":"two plus two?"},{"role":"assistant","content":"four"}'
+want2="{\"messages\":[$two]}"
+want4="{\"messages\":[$two,{\"role\":\"user\",\"content\":\"capital of France?\"},{\"role\":\"assistant\",\"content\":\"Paris.\"}]}"
+[ $rc -eq 0 ] && [ "$(wc -l <"$T/g.jsonl")" -eq 4 ] && [ "$(sed -n 2p "$T/g.jsonl")" = "$want2" ] &&
+    grep -q '"content":"green"}\]}$' "$T/g.jsonl" && [ "$(sed -n 4p "$T/g.jsonl")" = "$want4" ] &&
     ok "--messages: each record's trailing assistant turn replaced by the reply, one JSON line each" ||
     bad "--messages: exit $rc $(cat "$T/g.jsonl") $(tail -2 "$T/g.err")"
 
