@@ -1,7 +1,7 @@
 /* build/bench/bench_products: each distinct product of one training step, timed with FP32 operands on
    OpenBLAS and on oneDNN (train.f32_engine) and with BF16 operands (oneDNN, train.compute_dtype "bf16"), side
    by side on the same buffers: the tables of docs/cpus.md, "BF16 products" and "Engines per CPU".
-     bench_products [--size S|M|L|long] [--threads N] [--reps N]
+     bench_products [--size S|M|L|long] [--threads N] [--reps N] [--cold]
    Sizes as bench_step's (OLMo-2 block, mode rope). Per product, the GEMM's M x N x K for y = x W^T
    (forward: N rows x out x in), dx = dy W (input gradient: rows x in x out) and dW += dy^T x (weight
    gradient: out x in x rows), the median of
@@ -9,7 +9,9 @@
    the ratios to OpenBLAS. The BF16
    times include rounding the activation operands (the weights' copies are made once per optimizer step).
    Each line ends with the kernel oneDNN chose. The last line weights the products by how often a step
-   runs them (L times per layer product, once for the head). */
+   runs them (L times per layer product, once for the head). --cold writes over COLD_BYTES before every timed
+   call, so that each product finds its operands outside the cores' L2 caches, as in a training step, where
+   the other layers' work runs between two products; without it the same buffers stay hot from call to call. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,8 +35,18 @@ typedef struct {
     real* dW;
 } Proj;
 
+/* the bytes --cold writes over before each call: several times any L2 cache of these machines (1-2 MiB a
+   core), in parallel, so that every core's L2 is evicted */
+#define COLD_BYTES ((size_t)64 << 20)
+static real* cold_buffer;
+
 /* seconds of one call: kind 0 forward, 1 input gradient, 2 weight gradient */
 static double one_call(Bf16Products* bf, int kind, const Proj* p, real* x, real* y, size_t N) {
+    if (cold_buffer) {
+        size_t n = COLD_BYTES / sizeof(real);
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < n; i++) cold_buffer[i] = cold_buffer[i] * (real)0.5 + (real)1;
+    }
     double t0 = now_s();
     if (kind == 0) linear_forward(bf, y, x, p->W, N, p->C, p->OC);
     else if (kind == 1) linear_backward(bf, x, NULL, y, x, p->W, N, p->C, p->OC, false);
@@ -52,11 +64,20 @@ int main(int argc, char** argv) {
     threads_startup();
     const char* size = "S";
     int threads = 0, reps = 5;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--size")) size = argv[i + 1];
-        else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
-        else DIE("bench_products: unknown option %s (--size S|M|L|long, --threads N, --reps N)", argv[i]);
+    for (int i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "--cold")) {
+            cold_buffer = cold_buffer ? cold_buffer : calloc(COLD_BYTES / sizeof(real), sizeof(real));
+            CHECK(cold_buffer, "bench_products: --cold: no memory for its %zu MiB", COLD_BYTES >> 20);
+            i--; /* no value */
+            continue;
+        }
+        const char* v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (v && !strcmp(argv[i], "--size")) size = v;
+        else if (v && !strcmp(argv[i], "--threads")) threads = atoi(v);
+        else if (v && !strcmp(argv[i], "--reps")) reps = atoi(v);
+        else
+            DIE("bench_products: %s %s (--size S|M|L|long, --threads N, --reps N, --cold)", argv[i],
+                v ? "is not an option" : "needs a value");
     }
     CHECK(reps >= 1 && reps <= 1000, "bench_products: --reps in [1, 1000]");
     threads = threads_init(threads);
@@ -86,8 +107,9 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < N * widest; i++) y[i] = (real)(0.01 * rng_normal(&rng));
     char cpu[256];
     cpu_model(cpu, sizeof(cpu));
-    printf("bench_products: size %s (B=%zu T=%zu, N=%zu rows), %d threads, %d reps; cpu: %s (%s); OpenBLAS core %s\n",
-           size, B, T, N, threads, reps, cpu, cpu_level(), cpu_blas_core());
+    printf("bench_products: size %s (B=%zu T=%zu, N=%zu rows), %d threads, %d reps%s; cpu: %s (%s); OpenBLAS core %s\n",
+           size, B, T, N, threads, reps, cold_buffer ? ", caches written over before each call (--cold)" : "", cpu,
+           cpu_level(), cpu_blas_core());
     printf("bf16: %s\n\n", bf16 ? products_name(true) : why);
     printf(
         "| product | M x N x K | runs/step | OpenBLAS f32 GFLOP/s | oneDNN f32 GFLOP/s | bf16 GFLOP/s | oneDNN f32 / "
@@ -124,6 +146,7 @@ int main(int argc, char** argv) {
     printf("\nkernels oneDNN chose:\n");
     onednn_print(stdout);
     free(samples);
+    free(cold_buffer);
     free(x);
     free(y);
     model_free(&m);
