@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the shell tests of the checkpoint-reading programs (test_eval.sh,
 # test_analyze_cli.sh); not a test itself. Before sourcing, set PROG (the
 # program, e.g. build/eval), T (a scratch directory) and failures=0. Every run

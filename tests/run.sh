@@ -3,7 +3,7 @@
 # build/test-logs/, prints PASS/FAIL per test with its time, and ends with the
 # line "N passed, N failed". Exit status 1 if anything failed.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 logs=build/test-logs
 mkdir -p "$logs"
 # the products' engine timing (model/engine.h) is cached here, not in the user's ~/.cache: a fresh one each run
@@ -31,14 +31,16 @@ report() {   # name status milliseconds
 
 run() {      # name command...   passes when the command exits 0
     local name=$1; shift
-    local t0=$(date +%s%N)
+    local t0
+    t0=$(date +%s%N)
     if "$@" >"$logs/$name.log" 2>&1; then st=PASS; else st=FAIL; fi
     report "$name" "$st" $((($(date +%s%N) - t0) / 1000000))
 }
 
 run_fails() { # name pattern command...   passes when the command exits non-zero AND prints pattern
     local name=$1 pattern=$2; shift 2
-    local t0=$(date +%s%N)
+    local t0
+    t0=$(date +%s%N)
     if "$@" >"$logs/$name.log" 2>&1; then st=FAIL; echo "expected a non-zero exit" >>"$logs/$name.log";
     elif grep -q -- "$pattern" "$logs/$name.log"; then st=PASS;
     else st=FAIL; echo "expected the output to contain: $pattern" >>"$logs/$name.log"; fi

@@ -12,7 +12,7 @@
 # thread, a few seconds in all. The JSON checks need jq (skipped without it;
 # tests/test_analyze.c checks the sums of the masses on its own).
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 T=$(mktemp -d /tmp/repoc_analyze.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 failures=0
@@ -20,6 +20,7 @@ OLMO=tests/fixtures/olmo2_mix/ckpt
 LLAMA=tests/fixtures/llama_gqa/ckpt
 
 PROG=build/analyze
+# shellcheck source=cli_expect.sh
 . tests/cli_expect.sh
 check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }   # name condition
 have_jq() { command -v jq >/dev/null; }
@@ -118,6 +119,7 @@ check "ranges.csv: 3 runs (96, 192, 192 with YaRN 2) x 4 heads" \
     '[ $(wc -l <$T/z/ranges.csv) -eq 13 ] && [ "$(cut -d, -f1,3 $T/z/ranges.csv | sort -u | tr "\n" " ")" = \
        "192, 192,2 96, length,yarn_factor " ]'
 if have_jq; then
+    # shellcheck disable=SC2034 # J: read by the checks' commands, which check evaluates
     J=$T/z/analysis.json
     # single items with the needle mid-filler: its start and end, the query's start and the answer's start are
     # 4 boundary gaps of the 95
@@ -151,7 +153,7 @@ fi
 printf 'The cat sat on the mat.\n' >"$T/text.txt"
 expect_ok "--text-file, --tokenizer the fixture's directory" "text from $T/text.txt" -- \
     $MC --text-file "$T/text.txt" --tokenizer $MC
-long=$(for i in $(seq 30); do printf 'the cat sat '; done)
+long=$(for _ in $(seq 30); do printf 'the cat sat '; done)
 
 echo "errors"
 mkdir -p "$T/empty"

@@ -14,7 +14,7 @@ build/tools/chat_sweep "$T/cases.jsonl" >"$T/out" 2>&1
 rc=$?
 summary=$(tail -n 1 "$T/out")
 grep "^DIFFERENT" -A3 "$T/out" | head -n 20
-read -r templates renderings same < <(echo "$summary" |
+read -r templates _ same < <(echo "$summary" |
     sed -E 's/^([0-9]+) templates, ([0-9]+) renderings: ([0-9]+) the same.*/\1 \2 \3/')
 if [ $rc -eq 0 ] && [ "${templates:-0}" -ge 300 ] && [ "${same:-0}" -ge 300 ]; then ok "$summary"
 else bad "exit $rc: $summary"; fi

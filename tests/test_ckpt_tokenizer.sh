@@ -60,7 +60,7 @@ build/generate "$T/run" --threads 1 --prompt "int main" --max-new-tokens 4 >"$T/
     head -n 1 "$T/gen.log" | grep -q "^int main" && grep -q "^generate: prompt .* tok/s" "$T/gen.log" &&
     plain "$T/gen.log" && ok "generate without --tokenizer: the text, then the statistics on a line of their own" ||
     bad "generate: $(cat "$T/gen.log")"
-for i in 1 2 3; do echo '{"text": "int main(void) { return 0; }"}'; done >"$T/sft.jsonl"
+for _ in 1 2 3; do echo '{"text": "int main(void) { return 0; }"}'; done >"$T/sft.jsonl"
 build/sft_eval "$T/run" "$T/sft.jsonl" --threads 1 >"$T/sft.log" 2>&1 && ok "sft_eval reads text records without --tokenizer" ||
     bad "sft_eval: $(tail -n 2 "$T/sft.log")"
 if build/generate "$T/base" --threads 1 --prompt "x" >"$T/none.log" 2>&1; then bad "generate without a tokenizer ran"

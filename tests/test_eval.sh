@@ -8,13 +8,14 @@
 # thread (a second thread only adds waits on a busy machine), except for one
 # small run with two: results must not depend on the threads.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 T=$(mktemp -d /tmp/repoc_eval.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 failures=0
 CK=tests/fixtures/olmo2_mix/ckpt
 
 PROG=build/eval
+# shellcheck source=cli_expect.sh
 . tests/cli_expect.sh
 
 echo "table and JSON on $CK"

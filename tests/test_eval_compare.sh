@@ -10,6 +10,7 @@
 # shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" eval_compare
 PROG=build/eval
+# shellcheck source=cli_expect.sh
 . tests/cli_expect.sh
 
 # mc item: id, label 0, log-likelihoods that make choice 0 win (right) or lose (wrong)
@@ -24,11 +25,11 @@ join() { local IFS=,; echo "$*"; }
 write_file() { # path A|B seed
     local mc=() syn=() rl=()
     if [ "$2" = A ]; then
-        for i in $(seq 0 39); do mc+=("$(mc_item $i $([ $i -lt 10 ] && echo 1 || echo 0))"); done
-        for i in $(seq 0 19); do syn+=("$(scored $i $([ $i -lt 5 ] && echo 1 || echo 0))"); done
+        for i in $(seq 0 39); do mc+=("$(mc_item "$i" "$([ "$i" -lt 10 ] && echo 1 || echo 0)")"); done
+        for i in $(seq 0 19); do syn+=("$(scored "$i" "$([ "$i" -lt 5 ] && echo 1 || echo 0)")"); done
     else
-        for i in $(seq 44 -1 0); do mc+=("$(mc_item $i $([ $i -lt 30 ] && echo 1 || echo 0))"); done
-        for i in $(seq 19 -1 0); do syn+=("$(scored $i $([ $i -ge 5 ] && [ $i -lt 10 ] && echo 1 || echo 0))"); done
+        for i in $(seq 44 -1 0); do mc+=("$(mc_item "$i" "$([ "$i" -lt 30 ] && echo 1 || echo 0)")"); done
+        for i in $(seq 19 -1 0); do syn+=("$(scored "$i" "$([ "$i" -ge 5 ] && [ "$i" -lt 10 ] && echo 1 || echo 0)")"); done
     fi
     for i in $(seq 0 9); do rl+=("$(scored $i 0.5)"); done
     cat >"$1" <<EOF
@@ -86,7 +87,7 @@ check "pool diff ((30 + 5) / 60 - 0.25)" "$(awk -v d="$(field "$T/p.json" pool d
 # one run's evaluations in two files: a "noisy" family beside the others
 for w in a b; do
     printf '{"format": "repoc-eval", "seed": 1, "depth": null, "tasks": [{"family": "noisy", "length": 128, "per_item": [%s, %s]}]}\n' \
-        "$(scored 0 0)" "$(scored 1 $([ $w = b ] && echo 1 || echo 0))" >"$T/noisy_$w.json"
+        "$(scored 0 0)" "$(scored 1 "$([ "$w" = b ] && echo 1 || echo 0)")" >"$T/noisy_$w.json"
 done
 expect_ok "files joined by +" "noisy@128" -- --compare "$T/a.json+$T/noisy_a.json" "$T/b.json+$T/noisy_b.json" \
     --pool mc/toy,noisy@128 --json "$T/j.json"

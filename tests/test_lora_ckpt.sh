@@ -35,9 +35,9 @@ echo "item: what a LoRA checkpoint holds, pruning, cleanup"
 config "$T/l.json" "$T/l" 20 "\"$T/base/./step_0000010\"" "$LORA"   # recorded as the absolute, canonical path
 build/train "$T/l.json" >"$T/l.log" 2>&1 || { bad "LoRA run failed"; tail -3 "$T/l.log"; }
 L="$T/l/step_0000020"
-[ "$(ls "$T/l" | grep '^step_' | tr '\n' ' ')" = "step_0000015 step_0000020 " ] &&
+[ "$(cd "$T/l" && printf '%s ' step_*)" = "step_0000015 step_0000020 " ] &&
     ok "keep_last 2 prunes LoRA step directories: step_0000015 step_0000020 left" ||
-    bad "LoRA step directories after keep_last 2: $(ls "$T/l" | grep '^step_' | tr '\n' ' ')"
+    bad "LoRA step directories after keep_last 2: $(cd "$T/l" && printf '%s ' step_*)"
 ! grep -q "did not write" "$T/l.log" && ok "no 'entries repoc did not write' note for the adapter files" ||
     bad "$(grep "did not write" "$T/l.log" | head -1)"
 [ "$(ls "$L" | tr '\n' ' ')" = "adapter_config.json adapter_model.safetensors config.json optimizer.safetensors trainer_state.json " ] &&
@@ -129,9 +129,9 @@ config "$T/o.json" "$T/o" 30 null null "" "" "" 10 5
 build/train "$T/o.json" >"$T/o.log" 2>&1 || { bad "earlier run failed"; tail -3 "$T/o.log"; }
 config "$T/o.json" "$T/o" 20 null null "" "" '"resume": "never", "overwrite": true' 10 2
 build/train "$T/o.json" >"$T/o2.log" 2>&1 || { bad "overwrite run failed"; tail -3 "$T/o2.log"; }
-[ "$(ls "$T/o" | grep '^step_' | tr '\n' ' ')" = "step_0000010 step_0000020 " ] &&
+[ "$(cd "$T/o" && printf '%s ' step_*)" = "step_0000010 step_0000020 " ] &&
     ok "run.overwrite + keep_last 2: this run's step_0000010 step_0000020 kept, the earlier run's step_0000030 pruned" ||
-    bad "after the overwrite run: $(ls "$T/o" | grep '^step_' | tr '\n' ' ')"
+    bad "after the overwrite run: $(cd "$T/o" && printf '%s ' step_*)"
 config "$T/a.json" "$T/l" 30 "\"$BASE\"" '{"rank": 4, "alpha": 16, "targets": ["q_proj", "v_proj", "down_proj"]}'
 expect_refused "resume with another lora.alpha" "model.lora.alpha 16 differs from the checkpoint's lora_alpha 8" "$T/a.json"
 config "$T/d.json" "$T/l" 30 "\"$BASE\"" '{"rank": 4, "alpha": 8, "targets": ["q_proj", "v_proj", "down_proj"], "dropout": 0.2}'

@@ -6,6 +6,7 @@
 # shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" mc
 PROG=build/eval
+# shellcheck source=cli_expect.sh
 . tests/cli_expect.sh
 CK=tests/fixtures/mc/ckpt
 ITEMS=tests/fixtures/mc/items.jsonl

@@ -92,7 +92,7 @@ build/tools/gen_tokens "$T/web.u16" 300000 64 1 >/dev/null &&
     build/tools/gen_tokens "$T/code_a.u16" 100000 64 2 >/dev/null &&
     build/tools/gen_tokens "$T/code_b.u16" 60000 64 3 >/dev/null &&
     build/tools/gen_tokens "$T/val.u16" 50000 64 4 >/dev/null || exit 1
-for i in $(seq 2000); do echo '{"text": "a line of text to count"}'; done >"$T/sft.jsonl"
+for _ in $(seq 2000); do echo '{"text": "a line of text to count"}'; done >"$T/sft.jsonl"
 mib() { awk -v b="$(cat "$@" | wc -c)" 'BEGIN { printf "%.1f", b / 1048576 }'; }
 data_row() { build/train "$1" --plan | grep -o '^  token data *[0-9.]*' | grep -o '[0-9.]*$'; }
 cat >"$T/mix.json" <<JSON

@@ -186,7 +186,7 @@ for d in "$T/o_st2/.merge.tmp.$dead" "$T/o_st2.tmp.$dead"; do
     echo x >"$d/model.safetensors" && echo x >"$d/tokenizer.json.tmp.$dead"
 done
 merge_ok "a merge into OUT with a killed merge's leftovers" "$B" "$L" "$T/o_st2"
-left=$(cd "$T/o_st2" && ls -A | grep '\.tmp\.' | sort | tr '\n' ' ')
+left=$(cd "$T/o_st2" && shopt -s nullglob dotglob && printf '%s\n' *.tmp.* | sort | tr '\n' ' ')
 [ "$left" = ".merge.tmp.$$ model.safetensors.tmp.$$ notes.tmp.$dead " ] && [ ! -e "$T/o_st2.tmp.$dead" ] &&
     ok "the dead pid's model.safetensors.tmp, config.json.tmp and staging directories removed; a live pid's and notes.tmp kept" ||
     bad "left: $left"

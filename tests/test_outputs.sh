@@ -164,9 +164,9 @@ expect "plot under ulimit -f 1: exit 1 naming the file" 1 "File too large" \
     bash -c "set -o pipefail; ulimit -f 1; build/plot $T/run --out $T/u/big.svg 2>&1 | cat"
 check "  no SVG and no temporary file is left" '[ "$(ls "$T/u")" = web.lock ]'
 cp "$P"_train_000000.bin "$T/before_kill.bin"
-for i in $(seq 300); do cat $F/sample.txt; done >"$T/big.txt"   # 270 KB; 80 of them take seconds
+for _ in $(seq 300); do cat $F/sample.txt; done >"$T/big.txt"   # 270 KB; 80 of them take seconds
 big=()
-for i in $(seq 80); do big+=("$T/big.txt"); done
+for _ in $(seq 80); do big+=("$T/big.txt"); done
 $tok --tokenizer $F/gpt2.json --threads 1 --val 0 --shard-tokens 5000 --out "$P" "${big[@]}" >"$T/killed.log" 2>&1 &
 k=$!
 wait_for "ls '$P'_train_000001.bin.tmp.$k >/dev/null 2>&1"

@@ -3,7 +3,7 @@
 # case exits non-zero, its message names the culprit (key, file, offset), and
 # nothing is written to out_dir.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 T=$(mktemp -d /tmp/repoc_errors.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 failures=0
@@ -99,7 +99,7 @@ case_ "--set value failing a check between keys" "--set optim.min_lr=1: optim.mi
     "$base" --set optim.min_lr=1
 # JSONL data where no token carries loss would train at loss 0 and exit 0: refused; a large share of
 # records without loss is a warning
-for i in 1 2 3 4; do echo '{"input_ids": [1, 2, 3, 4], "labels": [-100, -100, -100, -100]}'; done >"$T/noloss.jsonl"
+for _ in 1 2 3 4; do echo '{"input_ids": [1, 2, 3, 4], "labels": [-100, -100, -100, -100]}'; done >"$T/noloss.jsonl"
 jsonl='"model": {"vocab_size": 64, "d_model": 32, "n_layers": 2, "n_heads": 4, "d_ff": 64},
       "data": {"train": ["'$T'/noloss.jsonl"], "format": "jsonl", "seq_len": 16},
       "optim": {"warmup_steps": 0}, "train": {"batch_size": 2, "steps": 2, "eval_every": 0}'

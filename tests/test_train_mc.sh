@@ -109,7 +109,7 @@ expect_refused "no tokenizer" "train.eval_tasks.mc: no tokenizer" "$T/c.json" --
 [ -e "$T/err" ] && bad "a refused run created its out_dir" || ok "no refused run created its out_dir"
 
 echo "a signal during the evaluation"
-for i in $(seq 200); do cat $FIX/items.jsonl; done >"$T/long.jsonl"   # 7200 items: seconds of scoring
+for _ in $(seq 200); do cat $FIX/items.jsonl; done >"$T/long.jsonl"   # 7200 items: seconds of scoring
 d="$T/stop"
 config "$T/stop.json" "$d" '{"mc": ["'$T/long.jsonl'"]}'
 signal_train TERM 0.5 "$T/stop.log" "$d" "$T/stop.json"   # 0.5 s: inside the step-0 evaluation

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by shell tests (test_resume.sh, test_mpi.sh); not a test itself:
 #   . "$(dirname "$0")/testlib.sh" NAME
 # goes to the repository root, makes a scratch directory $T (removed on exit),
@@ -40,7 +41,9 @@ signal_train() {
     t0=$(date +%s%N)
     kill -"$sig" $p
     wait $p
+    # shellcheck disable=SC2034 # rc and ms: what signal_train leaves its callers
     rc=$?
+    # shellcheck disable=SC2034
     ms=$((($(date +%s%N) - t0) / 1000000))
     kill $watchdog 2>/dev/null; wait $watchdog 2>/dev/null
 }

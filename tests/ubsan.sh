@@ -16,7 +16,8 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 step() {  # label command...
     local label=$1; shift
-    local t0=$(date +%s%N)
+    local t0
+    t0=$(date +%s%N)
     "$@" >"$T/log" 2>&1
     local rc=$? ms=$((($(date +%s%N) - t0) / 1000000))
     if [ $rc -eq 0 ]; then ok "$label ($ms ms)"
