@@ -413,6 +413,8 @@ format-check:
 	if [ $$n -gt 0 ]; then echo "format-check: $$n file(s) differ from .clang-format (make format rewrites them)"; exit 1; fi; \
 	echo "format-check: every file matches .clang-format"
 
-# make lint: cppcheck over every tracked .c file (tools/lint/cppcheck.sh)
+# make lint: cppcheck over every tracked .c file (tools/lint/cppcheck.sh), shellcheck over every shell script
+# (tools/lint/shellcheck.sh)
 lint:
 	@tools/lint/cppcheck.sh
+	@tools/lint/shellcheck.sh

@@ -6,11 +6,12 @@
 # tools/lint/cppcheck-suppressions.txt, each with its reason. Exit 1 on any finding.
 #   tools/lint/cppcheck.sh [FILES.c ...]     FILES default to every tracked .c file
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 command -v cppcheck >/dev/null || { echo "lint: no cppcheck (apt-get install cppcheck)" >&2; exit 1; }
 if [ $# -gt 0 ]; then files=("$@"); else mapfile -t files < <(git ls-files '*.c'); fi
 # _Noreturn as GCC's attribute: cppcheck 2.10 then knows die_at (common/check.h) does not return,
 # so the code after a CHECK runs only when the check held
+# shellcheck disable=SC2054 # the commas are cppcheck's list of checks, one word
 common=(--std=c11 --language=c --enable=warning,portability,performance --inline-suppr --error-exitcode=1
         --suppressions-list=tools/lint/cppcheck-suppressions.txt -q -j"${LINT_JOBS:-2}" -I.
         -D__GNUC__ -D_GNU_SOURCE -DOMP '-D_Noreturn=__attribute__((noreturn))')
