@@ -4,6 +4,8 @@
    allowed it to use) and from __builtin_cpu_supports (what the CPU has). */
 #include "common/cpu.h"
 
+#include "common/cpu_has.h" /* CPU_HAS_*: the names clang's __builtin_cpu_supports lacks */
+
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,8 @@ BASELINE static size_t built_features(Feature* f) {
 #if CPU_X86
     __builtin_cpu_init();
 #define FEATURE(name) f[n++] = (Feature){name, __builtin_cpu_supports(name) != 0}
+#define FEATURE_BY(name, has) \
+    f[n++] = (Feature) { name, has }
 #ifdef __SSE4_1__
     FEATURE("sse4.1");
 #endif
@@ -41,7 +45,7 @@ BASELINE static size_t built_features(Feature* f) {
     FEATURE("popcnt");
 #endif
 #ifdef __MOVBE__
-    FEATURE("movbe");
+    FEATURE_BY("movbe", CPU_HAS_MOVBE());
 #endif
 #ifdef __AVX__
     FEATURE("avx");
@@ -53,7 +57,7 @@ BASELINE static size_t built_features(Feature* f) {
     FEATURE("fma");
 #endif
 #ifdef __F16C__
-    FEATURE("f16c");
+    FEATURE_BY("f16c", CPU_HAS_F16C());
 #endif
 #ifdef __BMI__
     FEATURE("bmi");
@@ -62,7 +66,7 @@ BASELINE static size_t built_features(Feature* f) {
     FEATURE("bmi2");
 #endif
 #ifdef __AVXVNNI__
-    FEATURE("avxvnni");
+    FEATURE_BY("avxvnni", CPU_HAS_AVXVNNI());
 #endif
 #ifdef __AVX512F__
     FEATURE("avx512f");
@@ -101,9 +105,10 @@ BASELINE static size_t built_features(Feature* f) {
     FEATURE("avx512bf16");
 #endif
 #ifdef __AVX512FP16__
-    FEATURE("avx512fp16");
+    FEATURE_BY("avx512fp16", CPU_HAS_AVX512FP16());
 #endif
 #undef FEATURE
+#undef FEATURE_BY
 #endif
     return n;
 }
@@ -177,9 +182,9 @@ const char* cpu_isa_built(void) {
 const char* cpu_level(void) {
 #if CPU_X86
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("x86-64-v4")) return "x86-64-v4";
-    if (__builtin_cpu_supports("x86-64-v3")) return "x86-64-v3";
-    if (__builtin_cpu_supports("x86-64-v2")) return "x86-64-v2";
+    if (CPU_HAS_V4()) return "x86-64-v4";
+    if (CPU_HAS_V3()) return "x86-64-v3";
+    if (CPU_HAS_V2()) return "x86-64-v2";
     return "x86-64";
 #else
     return "unknown";

@@ -1,6 +1,8 @@
 /* AMX's availability and the choice of attention's BF16 kernel; see amx.h. */
 #include "model/amx.h"
 
+#include "common/cpu_has.h"
+
 #if defined(__x86_64__) && defined(__linux__) && !defined(REPOC_F64)
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -17,8 +19,7 @@ bool amx_usable(void) {
     int k = __atomic_load_n(&known, __ATOMIC_ACQUIRE);
     if (!k) {
         __builtin_cpu_init();
-        bool has = __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-bf16") &&
-                   syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+        bool has = CPU_HAS_AMX_BF16() && syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
         k = has ? 2 : 1;
         __atomic_store_n(&known, k, __ATOMIC_RELEASE);
     }

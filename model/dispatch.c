@@ -16,6 +16,8 @@
 #ifdef REPOC_DISPATCH
 #include "model/attention.h"
 
+#include "common/cpu_has.h"
+
 /* the two variants of each entry point, declared from the public prototype */
 extern __typeof__(attention_forward) attention_forward_v3, attention_forward_v4;
 extern __typeof__(attention_backward) attention_backward_v3, attention_backward_v4;
@@ -24,7 +26,7 @@ extern __typeof__(attention_backward_by) attention_backward_by_v3, attention_bac
 /* resolvers run before constructors, so each initialises the CPU model itself */
 static int have_v4(void) {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("x86-64-v4");
+    return CPU_HAS_V4();
 }
 static __typeof__(attention_forward)* resolve_forward(void) {
     return have_v4() ? attention_forward_v4 : attention_forward_v3;

@@ -229,20 +229,26 @@ typedef int64_t v8i __attribute__((vector_size(8 * sizeof(real))));
 typedef int32_t v8i __attribute__((vector_size(8 * sizeof(real))));
 #endif
 typedef v8i v8iu __attribute__((aligned(sizeof(real)))); /* unaligned loads */
+/* the 8 words of a and b (0-7 a's, 8-15 b's) at the given indices: GCC's and clang's spelling */
+#ifdef __clang__
+#define SHUFFLE2(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define SHUFFLE2(a, b, ...) __builtin_shuffle(a, b, (v8i){__VA_ARGS__})
+#endif
 ATT_INLINE void transpose8_words(v8i out[8], const v8i r[8]) {
     v8i t[8], u[8];
     for (int k = 0; k < 8; k += 2) {
-        t[k] = __builtin_shuffle(r[k], r[k + 1], (v8i){0, 8, 1, 9, 4, 12, 5, 13});
-        t[k + 1] = __builtin_shuffle(r[k], r[k + 1], (v8i){2, 10, 3, 11, 6, 14, 7, 15});
+        t[k] = SHUFFLE2(r[k], r[k + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[k + 1] = SHUFFLE2(r[k], r[k + 1], 2, 10, 3, 11, 6, 14, 7, 15);
     }
     for (int k = 0; k < 8; k += 4)
         for (int h = 0; h < 2; h++) {
-            u[k + 2 * h] = __builtin_shuffle(t[k + h], t[k + h + 2], (v8i){0, 1, 8, 9, 4, 5, 12, 13});
-            u[k + 2 * h + 1] = __builtin_shuffle(t[k + h], t[k + h + 2], (v8i){2, 3, 10, 11, 6, 7, 14, 15});
+            u[k + 2 * h] = SHUFFLE2(t[k + h], t[k + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+            u[k + 2 * h + 1] = SHUFFLE2(t[k + h], t[k + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
         }
     for (int j = 0; j < 4; j++) { /* u[j] holds columns j and j + 4 of rows 0-3, u[j + 4] of rows 4-7 */
-        out[j] = __builtin_shuffle(u[j], u[j + 4], (v8i){0, 1, 2, 3, 8, 9, 10, 11});
-        out[j + 4] = __builtin_shuffle(u[j], u[j + 4], (v8i){4, 5, 6, 7, 12, 13, 14, 15});
+        out[j] = SHUFFLE2(u[j], u[j + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        out[j + 4] = SHUFFLE2(u[j], u[j + 4], 4, 5, 6, 7, 12, 13, 14, 15);
     }
 }
 

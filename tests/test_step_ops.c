@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "common/check.h"
+#include "common/cpu_has.h"
 #include "common/rng.h"
 #include "common/threads.h"
 #include "model/attention.h"
@@ -329,7 +330,7 @@ extern __typeof__(attention_backward) attention_backward_v3, attention_backward_
 /* out, lse, dq, dk, dv of both variants on random q, k, v, dout with GQA and a causal T not a tile multiple */
 static void test_dispatch_variants(void) {
     __builtin_cpu_init();
-    if (!__builtin_cpu_supports("x86-64-v4")) {
+    if (!CPU_HAS_V4()) {
         printf("  SKIP    this CPU has no x86-64-v4: only the v3 attention variant runs here\n");
         return;
     }
