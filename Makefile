@@ -32,7 +32,7 @@
 #   help         this list: the Makefile's header comment
 # Options: PRECISION=32|64 (the training precision of build/train and friends),
 #          PORTABLE=1 (for any x86-64-v3 CPU, into build/portable; MARCH=... another -march),
-#          NO_OMP=1 (build without OpenMP), CC=... (default cc),
+#          NO_OMP=1 (build without OpenMP), CC=... (default cc; gcc, or clang: `make test CC=clang`),
 #          MPI=1 (the same sources built with $(MPICC) and -DREPOC_MPI into build/mpi,
 #          for data-parallel runs under mpirun; `make deps MPI=1` installs Open MPI).
 # The gradient checker build/gradcheck is always linked against the double
@@ -52,7 +52,15 @@ ifeq ($(PORTABLE),1)
 endif
 MARCH ?= native
 ifeq ($(MPI),1)
-  CC = $(MPICC)
+  # mpicc wraps the compiler CC names (Open MPI's OMPI_CC, MPICH's MPICH_CC), also when CC came on the command
+  # line; := takes CC's value now, before it becomes mpicc (a deferred one would make mpicc call itself)
+  ifeq ($(origin OMPI_CC),undefined)
+    export OMPI_CC := $(CC)
+  endif
+  ifeq ($(origin MPICH_CC),undefined)
+    export MPICH_CC := $(CC)
+  endif
+  override CC = $(MPICC)
   BUILD ?= build/mpi
   EXTRA_PACKAGES += $(MPI_PACKAGES)
 endif
@@ -270,7 +278,8 @@ ASAN_BUILD = build/asan
 ASAN_SRC = tests/test_safetensors.c common/safetensors.c common/safetensors_convert.c \
            common/safetensors_write.c common/textbuf.c common/check.c common/mapped.c
 ASAN_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
-ASAN_RUN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+ASAN_RUN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+               LSAN_OPTIONS=suppressions=tests/lsan.supp
 CHAT_FUZZ_SECONDS ?= 10
 ASAN_CHAT_SRC = tests/tools/chat_fuzz.c $(wildcard template/chat_*.c) common/check.c common/fileio.c
 .PHONY: test-asan fuzz

@@ -7,7 +7,8 @@
 # shellcheck source=testlib.sh
 . "$(dirname "$0")/testlib.sh" asan_train
 B=build/asan/lib
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp # clang's libomp: tests/lsan.supp
 F=tests/fixtures/chat
 tok=$T/tok && mkdir -p "$tok" && cp tests/fixtures/tokenizer/gpt2.json "$tok/tokenizer.json"
 for pair in turns.jinja:conversations.jsonl vicuna.jinja:yes_no.jsonl; do
