@@ -1,7 +1,8 @@
 /* CPU model, the instruction set of the build against the CPU's, and the check
    before main that the CPU runs this binary (common/cpu.h). The extensions come
    from the compiler's predefined macros (__AVX2__, __AVX512F__, ...: what -march
-   allowed it to use) and from __builtin_cpu_supports (what the CPU has). */
+   allowed it to use) and from __builtin_cpu_supports (what the CPU has; the names clang's lacks from CPUID,
+   common/cpu_has.h). */
 #include "common/cpu.h"
 
 #include "common/cpu_has.h" /* CPU_HAS_*: the names clang's __builtin_cpu_supports lacks */
