@@ -54,11 +54,18 @@ fi
 
 # the exp loops (SiLU, softmax) vectorise with 256-bit registers in the portable build too
 # (with trapping math on, x86-64-v3 kept them scalar: SwiGLU ran 4x slower than native)
+omp_body() { # object function: the function holding its OpenMP loop, GCC's function._omp_fn.0 or the
+    # .omp_outlined. function clang's code hands to __kmpc_fork_call (named in its relocations)
+    if objdump -t "$1" | grep -q " $2\._omp_fn\.0$"; then echo "$2._omp_fn.0"
+    else objdump -dr "$1" --disassemble="$2" | grep -o '\.omp_outlined\.[.0-9]*' | head -1; fi
+}
 if command -v objdump >/dev/null; then
-    for fn in model/swiglu.o:swiglu_forward._omp_fn.0 model/swiglu.o:swiglu_backward._omp_fn.0 \
-              model/xent.o:xent_backward._omp_fn.0; do
-        n=$(objdump -d "$P/obj32/${fn%%:*}" --disassemble="${fn#*:}" | grep -c '%ymm')
-        [ "$n" -gt 0 ] && ok "${fn#*:} is vectorised ($n instructions on ymm registers)" || bad "${fn#*:} is scalar"
+    for fn in model/swiglu.o:swiglu_forward model/swiglu.o:swiglu_backward model/xent.o:xent_backward; do
+        obj=$P/obj32/${fn%%:*}
+        body=$(omp_body "$obj" "${fn#*:}")
+        n=$([ -n "$body" ] && objdump -d "$obj" --disassemble="$body" | grep -c '%ymm' || echo 0)
+        [ "$n" -gt 0 ] && ok "${fn#*:}'s loop ($body) is vectorised ($n instructions on ymm registers)" ||
+            bad "${fn#*:}'s loop (${body:-not found}) is scalar"
     done
 fi
 
