@@ -14,12 +14,10 @@
 extern char* openblas_get_config(void); /* OpenBLAS; not in every cblas.h */
 extern char* openblas_get_corename(void);
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define CPU_X86 1
+#if CPU_HAS_X86
 /* the code that runs before the CPU is known to support the build: plain x86-64 */
 #define BASELINE __attribute__((target("arch=x86-64")))
 #else
-#define CPU_X86 0
 #define BASELINE
 #endif
 
@@ -31,7 +29,7 @@ typedef struct {
 /* the extensions the compiler may use in this build, with whether the CPU has them; returns the count */
 BASELINE static size_t built_features(Feature* f) {
     size_t n = 0;
-#if CPU_X86
+#if CPU_HAS_X86
     __builtin_cpu_init();
 #define FEATURE(name) f[n++] = (Feature){name, __builtin_cpu_supports(name) != 0}
 #define FEATURE_BY(name, has) \
@@ -159,7 +157,7 @@ static const char* level_built(void) {
     return "x86-64-v3";
 #elif defined(__SSE4_2__) && defined(__POPCNT__)
     return "x86-64-v2";
-#elif CPU_X86
+#elif CPU_HAS_X86
     return "x86-64";
 #else
     return "not x86-64";
@@ -181,7 +179,7 @@ const char* cpu_isa_built(void) {
 }
 
 const char* cpu_level(void) {
-#if CPU_X86
+#if CPU_HAS_X86
     __builtin_cpu_init();
     if (CPU_HAS_V4()) return "x86-64-v4";
     if (CPU_HAS_V3()) return "x86-64-v3";

@@ -3,7 +3,7 @@
    "avx512fp16", "amx-tile", "amx-bf16" and the x86-64 levels (a name it does not know is a compile error), so
    under clang those come from CPUID's bits (Intel SDM vol. 2A, CPUID leaves 1 and 7) and the levels from their
    defining extensions. Inline and self-contained: the dispatch's resolvers run before relocations and
-   constructors. x86-64 only (CPU_HAS_X86). */
+   constructors. x86-64 with a GNU C compiler only: CPU_HAS_X86 says whether these exist. */
 #ifndef REPOC_CPU_HAS_H
 #define REPOC_CPU_HAS_H
 
