@@ -63,7 +63,8 @@ if command -v objdump >/dev/null; then
     for fn in model/swiglu.o:swiglu_forward model/swiglu.o:swiglu_backward model/xent.o:xent_backward; do
         obj=$P/obj32/${fn%%:*}
         body=$(omp_body "$obj" "${fn#*:}")
-        n=$([ -n "$body" ] && objdump -d "$obj" --disassemble="$body" | grep -c '%ymm' || echo 0)
+        n=0
+        [ -n "$body" ] && n=$(objdump -d "$obj" --disassemble="$body" | grep -c '%ymm')
         [ "$n" -gt 0 ] && ok "${fn#*:}'s loop ($body) is vectorised ($n instructions on ymm registers)" ||
             bad "${fn#*:}'s loop (${body:-not found}) is scalar"
     done
