@@ -64,20 +64,20 @@ int main(int argc, char** argv) {
     threads_startup();
     const char* size = "S";
     int threads = 0, reps = 5;
-    for (int i = 1; i < argc; i += 2) {
-        if (!strcmp(argv[i], "--cold")) {
-            cold_buffer = cold_buffer ? cold_buffer : calloc(COLD_BYTES / sizeof(real), sizeof(real));
-            CHECK(cold_buffer, "bench_products: --cold: no memory for its %zu MiB", COLD_BYTES >> 20);
-            i--; /* no value */
-            continue;
-        }
-        const char* v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (v && !strcmp(argv[i], "--size")) size = v;
-        else if (v && !strcmp(argv[i], "--threads")) threads = atoi(v);
-        else if (v && !strcmp(argv[i], "--reps")) reps = atoi(v);
+    bool cold = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--cold")) cold = true;
+        else if (v && !strcmp(a, "--size")) size = argv[++i];
+        else if (v && !strcmp(a, "--threads")) threads = atoi(argv[++i]);
+        else if (v && !strcmp(a, "--reps")) reps = atoi(argv[++i]);
         else
-            DIE("bench_products: %s %s (--size S|M|L|long, --threads N, --reps N, --cold)", argv[i],
+            DIE("bench_products: %s %s (--size S|M|L|long, --threads N, --reps N, --cold)", a,
                 v ? "is not an option" : "needs a value");
+    }
+    if (cold) {
+        cold_buffer = calloc(COLD_BYTES / sizeof(real), sizeof(real));
+        CHECK(cold_buffer, "bench_products: --cold: no memory for its %zu MiB", COLD_BYTES >> 20);
     }
     CHECK(reps >= 1 && reps <= 1000, "bench_products: --reps in [1, 1000]");
     threads = threads_init(threads);
