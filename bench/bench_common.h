@@ -28,13 +28,13 @@ typedef struct {
     real *buf, *q, *out, *dq, *dout, *lse, *k, *v, *dk, *dv;
     const DocSpans* docs; /* NULL (causal), or a mask such as a sliding window's starts */
     bool bf16, no_amx;    /* BF16 operands (AttnShape.bf16), kept off AMX (AttnShape.no_amx) */
-    void* pairs;          /* AttnShape.pairs, as a model gives it */
+    void* work;           /* AttnShape.work, as a model gives it */
 } AttBench;
 
 static inline AttBench att_bench_init(size_t B, size_t T, size_t H, size_t KVH, size_t hd) {
     AttBench a = {.B = B, .T = T, .H = H, .KVH = KVH, .hd = hd};
     size_t N = B * T, qd = H * hd, kvd = KVH * hd;
-    size_t np = attention_pairs_size(&(AttnShape){.B = B, .T = T, .H = H, .KVH = KVH, .hd = hd});
+    size_t np = attention_work_size(&(AttnShape){.B = B, .T = T, .H = H, .KVH = KVH, .hd = hd});
     a.buf = arenaAlloc((4 * N * qd + 4 * N * kvd + N * H + np) * sizeof(real));
     a.q = a.buf;
     a.out = a.q + N * qd;
@@ -45,7 +45,7 @@ static inline AttBench att_bench_init(size_t B, size_t T, size_t H, size_t KVH, 
     a.v = a.k + N * kvd;
     a.dk = a.v + N * kvd;
     a.dv = a.dk + N * kvd;
-    a.pairs = a.dv + N * kvd;
+    a.work = a.dv + N * kvd;
     Rng rng;
     rng_seed(&rng, 3);
     for (size_t i = 0; i < N * qd; i++) {
@@ -65,8 +65,8 @@ static inline double att_bench_pair(AttBench* a, double (*clock)(void)) {
     memset(a->dq, 0, N * qd * sizeof(real));
     memset(a->dk, 0, 2 * N * kvd * sizeof(real)); /* dk, dv */
     double t0 = clock();
-    AttnShape s = {a->B,    a->T,    a->H,      a->KVH,  a->hd, (real)(1 / sqrt((double)a->hd)),
-                   a->docs, a->bf16, a->no_amx, a->pairs};
+    AttnShape s = {a->B,    a->T,    a->H,      a->KVH, a->hd, (real)(1 / sqrt((double)a->hd)),
+                   a->docs, a->bf16, a->no_amx, a->work};
     attention_forward(a->out, a->lse, a->q, a->k, a->v, &s);
     attention_backward(a->dq, a->dk, a->dv, a->dout, a->out, a->lse, a->q, a->k, a->v, &s);
     return clock() - t0;
@@ -74,8 +74,8 @@ static inline double att_bench_pair(AttBench* a, double (*clock)(void)) {
 
 /* seconds (by `clock`) of the backward alone, run one way (attention_backward_by); forward run once before */
 static inline double att_bench_backward(AttBench* a, double (*clock)(void), bool by_blocks) {
-    AttnShape s = {a->B,    a->T,    a->H,      a->KVH,  a->hd, (real)(1 / sqrt((double)a->hd)),
-                   a->docs, a->bf16, a->no_amx, a->pairs};
+    AttnShape s = {a->B,    a->T,    a->H,      a->KVH, a->hd, (real)(1 / sqrt((double)a->hd)),
+                   a->docs, a->bf16, a->no_amx, a->work};
     attention_forward(a->out, a->lse, a->q, a->k, a->v, &s);
     double t0 = clock();
     attention_backward_by(a->dq, a->dk, a->dv, a->dout, a->out, a->lse, (AttnIn3){a->q, a->k, a->v}, &s, by_blocks);

@@ -19,7 +19,8 @@
    hidden part (`TileTri`, model/tile_gemm.h) and the softmax loops start each key at its first
    visible query, rounded down to a vector (`first_visited`).
    With BF16 operands (AttnShape.bf16) the tiles' products run on BF16 pairs (model/attention_tiles.h): q, dO,
-   P and dS are rounded by each task, k and v once per call for all tasks where AttnShape.pairs gives room.
+   P and dS are rounded by each task, k and v once per call for all tasks where AttnShape.work gives room, and
+   there the backward sums each kv head's dK and dV in dense rows of its own (dkv_rows).
    Works for any T (partial blocks) and any hd <= ATT_MAX_HD. The same math without tiles, one query
    row at a time in double, is attention_reference (model/attention_ref.c); tests/test_attention.c
    compares the two. */
@@ -47,7 +48,8 @@ typedef struct {
     size_t B, T, H, KVH, hd;
     real scale;
     bool bf16, amx; /* amx: BF16 products on AMX where a query block's shape allows (block_kind) */
-    bfpair* pairs;  /* BF16 products: every key block's k and v rounded once per call (AttnShape.pairs), or NULL */
+    bfpair* pairs;  /* BF16 products: every key block's k and v rounded once per call (AttnShape.work), or NULL */
+    real* dkv;      /* BF16 products: each kv head's dK and dV rows, dense (AttnShape.work, dkv_rows), or NULL */
 } AttnIn;
 
 static AttnIn attn_in(const real* q, const real* k, const real* v, const AttnShape* s) {
@@ -55,12 +57,13 @@ static AttnIn attn_in(const real* q, const real* k, const real* v, const AttnSha
           s->H, s->KVH);
     CHECK(!s->bf16 || sizeof(real) == 4, "attention: BF16 operands in a double build");
     bool amx = s->bf16 && !s->no_amx && ATT_AMX && amx_usable();
-    bfpair* pairs = s->bf16 ? s->pairs : NULL;
-    return (AttnIn){q, k, v, s->docs, s->B, s->T, s->H, s->KVH, s->hd, s->scale, s->bf16, amx, pairs};
+    bfpair* pairs = s->bf16 ? s->work : NULL;
+    real* dkv = pairs ? (real*)s->work + attention_pairs_reals(s) : NULL;
+    return (AttnIn){q, k, v, s->docs, s->B, s->T, s->H, s->KVH, s->hd, s->scale, s->bf16, amx, pairs, dkv};
 }
 
-/* attention_pairs_size counts KV_LAYOUTS layouts of T keys rounded up to ATT_BLOCK_MAX, which ATT_BK divides */
-_Static_assert(KV_LAYOUTS == 4 && sizeof(bfpair) == 4, "attention_pairs_size (model/attention.h)");
+/* attention_pairs_reals counts KV_LAYOUTS layouts of T keys rounded up to ATT_BLOCK_MAX, which ATT_BK divides */
+_Static_assert(KV_LAYOUTS == 4 && sizeof(bfpair) == 4, "attention_pairs_reals (model/attention.h)");
 
 /* A kv head's keys and values in one batch row (row stride ks) and, with AttnIn.pairs, their key blocks in each
    layout, rounded once per call (else NULL: each tile rounds its own) */
@@ -296,7 +299,7 @@ typedef struct {
     const real *qb, *dob;
     KvHead kv;
     real *dqb, *dkb, *dvb;
-    size_t qs;
+    size_t qs, dks; /* the row strides of q, dout, dq and of dkb, dvb */
     real scale;
     ProdKind kind; /* with BF16 products, their operands in w->bf */
 } BwdRows;
@@ -360,21 +363,40 @@ static void tile_dq(BwdTask* w, const BwdRows* r, Tile t, bool add) {
 
 /* dK += scale dS^T Q and dV += P^T dO for tile t (written, not added, when add is false) */
 static void tile_dkv(BwdTask* w, const BwdRows* r, Tile t, bool add) {
-    size_t ks = r->kv.ks, qs = r->qs;
-    real *dk = r->dkb + t.j0 * ks, *dv = r->dvb + t.j0 * ks;
+    size_t qs = r->qs;
+    real *dk = r->dkb + t.j0 * r->dks, *dv = r->dvb + t.j0 * r->dks;
     if (r->kind == PROD_F32) {
-        tile_by_queries(dk, ks, w->dSt, r->qb, qs, r->scale, add, t);
-        tile_by_queries(dv, ks, w->Pt, r->dob, qs, 1, add, t);
+        tile_by_queries(dk, r->dks, w->dSt, r->qb, qs, r->scale, add, t);
+        tile_by_queries(dv, r->dks, w->Pt, r->dob, qs, 1, add, t);
         return;
     }
     BwdPairs* p = &w->bf;
     if (r->kind == PROD_AMX) {
-        amx_by_queries(dk, ks, p->ds, p->q, add, t); /* dS scaled */
-        amx_by_queries(dv, ks, p->p, p->dO, add, t);
+        amx_by_queries(dk, r->dks, p->ds, p->q, add, t); /* dS scaled */
+        amx_by_queries(dv, r->dks, p->p, p->dO, add, t);
         return;
     }
-    tile_by_queries_pairs(dk, ks, p->ds, p->q, r->scale, add, t);
-    tile_by_queries_pairs(dv, ks, p->p, p->dO, 1, add, t);
+    tile_by_queries_pairs(dk, r->dks, p->ds, p->q, r->scale, add, t);
+    tile_by_queries_pairs(dv, r->dks, p->p, p->dO, 1, add, t);
+}
+
+/* With AttnIn.dkv, kv head g of batch row b sums its dK rows (T, hd) and then its dV rows there, dense, and
+   dkv_copy_out copies them into dk and dv when its task is done. On AMX, summing in place in dk and dv (rows
+   strided by the other heads') made the backward 1.3-1.4x slower (docs/cpus.md, "The fourth session"). */
+static real* dkv_rows(const AttnIn* a, size_t b, size_t g) { return a->dkv + (b * a->KVH + g) * 2 * a->T * a->hd; }
+
+/* rows [j0, j1) of kv head g's dK and dV in batch row b, from its dense rows into dk and dv. Inlined: as a
+   function of its own (or with memcpy) the AMX backward measured 1.2x slower, for reasons not found (docs/cpus.md,
+   "The fourth session"). */
+ATT_INLINE void dkv_copy_out(const AttnGrads* gr, const AttnIn* a, size_t b, size_t g, size_t j0, size_t j1) {
+    if (!a->dkv) return;
+    size_t T = a->T, hd = a->hd, ks = a->KVH * hd;
+    const real* dense = dkv_rows(a, b, g);
+    for (size_t j = j0; j < j1; j++) {
+        real *dk = gr->dk + (b * T + j) * ks + g * hd, *dv = gr->dv + (b * T + j) * ks + g * hd;
+        for (size_t d = 0; d < hd; d++) dk[d] = dense[j * hd + d];
+        for (size_t d = 0; d < hd; d++) dv[d] = dense[(T + j) * hd + d];
+    }
 }
 
 /* A query block's rows (query rows [t0, t0 + *nq) of head h in batch row b) for the backward: its BwdRows,
@@ -386,13 +408,15 @@ static size_t query_block_setup(BwdTask* w, BwdRows* r, const AttnGrads* gr, con
     size_t T = a->T, hd = a->hd, qs = a->H * hd, ks = a->KVH * hd, g = h / (a->H / a->KVH);
     size_t row0 = (b * T + t0) * qs + h * hd, kv0 = b * T * ks + g * hd;
     *nq = t0 + ATT_BQ < T ? ATT_BQ : T - t0;
+    real* dense = a->dkv ? dkv_rows(a, b, g) : NULL;
     *r = (BwdRows){.qb = a->q + row0,
                    .dob = gr->dout + row0,
                    .kv = kv_head(a, b, g),
                    .dqb = gr->dq + row0,
-                   .dkb = gr->dk + kv0,
-                   .dvb = gr->dv + kv0,
+                   .dkb = dense ? dense : gr->dk + kv0,
+                   .dvb = dense ? dense + T * hd : gr->dv + kv0,
                    .qs = qs,
+                   .dks = dense ? hd : ks,
                    .scale = a->scale,
                    .kind = block_kind(a, *nq)};
     if (r->kind == PROD_AMX) amx_begin();
@@ -453,6 +477,7 @@ static void backward_group(const AttnGrads* gr, const AttnIn* a, size_t b, size_
     BwdTask w;
     for (size_t h = g * group; h < (g + 1) * group; h++)
         for (size_t t0 = 0; t0 < a->T; t0 += ATT_BQ) backward_query_block(&w, gr, a, b, h, t0, true);
+    dkv_copy_out(gr, a, b, g, 0, a->T);
 }
 
 /* Split in two, for more tasks than (batch, kv head) pairs: dK and dV of key block j0 of kv head g (every
@@ -474,6 +499,7 @@ static void backward_key_block(const AttnGrads* gr, const AttnIn* a, size_t b, s
             tile_dkv(&w, &r, t, !(h == g * group && j0 == t0));
             if (r.kind == PROD_AMX) amx_end();
         }
+    dkv_copy_out(gr, a, b, g, j0, j0 + ATT_BK < a->T ? j0 + ATT_BK : a->T);
 }
 
 void attention_backward_by(real* dq, real* dk, real* dv, const real* dout, const real* out, const real* lse,

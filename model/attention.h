@@ -25,23 +25,28 @@
    softmax, its running max and sum, lse and every output stay FP32 (float builds only). The products run on
    AMX tiles where amx_usable (model/amx.h) for the query blocks whose length and hd are multiples of 32, else
    on vdpbf16ps (or its exact emulation); no_amx keeps them off AMX (tests and benchmarks compare the two).
-   pairs: with bf16, NULL or attention_pairs_size(s) reals of work space, where each call rounds k and v into the
+   work: with bf16, NULL or attention_work_size(s) reals of work space, where each call rounds k and v into the
    layouts the products read once, for all the query blocks that read them (without it, each query block
-   rounds every key block it sees: the same bits, more work). */
+   rounds every key block it sees), and where the backward sums each kv head's dK and dV in rows of its own
+   (without it, in the rows of dk and dv, strided by the other heads': slower on AMX). The same bits either way. */
 typedef struct {
     size_t B, T, H, KVH, hd;
     real scale;
     const DocSpans* docs;
     bool bf16, no_amx;
-    void* pairs;
+    void* work;
 } AttnShape;
 
-/* the reals of AttnShape.pairs for shape s: k and v of every key block, each in two layouts of BF16 pairs
-   (4 bytes per two values), for key blocks of any size the kernel uses (a portable build compiles it for two,
-   model/dispatch.c); inline, so that it is one function in every build */
-static inline size_t attention_pairs_size(const AttnShape* s) {
+/* the reals of AttnShape.work for shape s: k and v of every key block, each in two layouts of BF16 pairs (4 bytes
+   per two values), for key blocks of any size the kernel uses (a portable build compiles it for two,
+   model/dispatch.c), then every kv head's dK and dV, dense; in all 4 reals per key and feature (B T KVH hd of
+   them), and the pairs' padding. Inline, so that it is one function in every build. */
+static inline size_t attention_pairs_reals(const AttnShape* s) {
     size_t keys = (s->T + ATT_BLOCK_MAX - 1) / ATT_BLOCK_MAX * ATT_BLOCK_MAX, pairs = (s->hd + 1) / 2;
-    return (4 * s->B * s->KVH * keys * pairs * 4 + sizeof(real) - 1) / sizeof(real);
+    return (4 * s->B * s->KVH * keys * pairs * 4 + 63) / 64 * 64 / sizeof(real); /* the dK, dV rows 64-byte aligned */
+}
+static inline size_t attention_work_size(const AttnShape* s) {
+    return attention_pairs_reals(s) + 2 * s->B * s->KVH * s->T * s->hd;
 }
 
 /* out (B,T,H*hd)   lse (B,T,H) saved for backward

@@ -226,7 +226,7 @@ static AttnShape attn_shape(size_t l, const BlockCtx* ctx) {
                        layer_docs(l, ctx),
                        ctx->prod != NULL && attention_bf16_pays(),
                        false,
-                       ctx->attn_pairs};
+                       ctx->attn_work};
 }
 
 /* the positions a layer rotates by, or NULL for nope */

@@ -72,7 +72,7 @@ typedef struct {
     double lora_p;               /* LoRA dropout of this forward and its backward; 0: none (evaluation) */
     uint64_t lora_key;           /* its key for this micro-batch */
     real* lora_xd;               /* (N, max(D, H*hd, F)): its work space */
-    real* attn_pairs;            /* AttnShape.pairs of every layer's attention (one call at a time), or NULL */
+    real* attn_work;             /* AttnShape.work of every layer's attention (one call at a time), or NULL */
     double repo_p;               /* RePo layers rotate by z' = (1 - p) z + p pos_seq (a->z holds z'); 0: z itself */
 } BlockCtx;
 

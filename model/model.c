@@ -54,9 +54,9 @@ static void acts_layout(Model* m, Cursor* cur) {
         size_t widest = c->D > c->F ? c->D : c->F, qd = c->H * cfg_hd(c);
         m->lora_xd = cursor_take(cur, N * (qd > widest ? qd : widest));
     }
-    if (m->opts.compute_bf16 && attention_bf16_pays()) /* k and v rounded into pairs once per attention call */
-        m->attn_pairs =
-            cursor_take(cur, attention_pairs_size(&(AttnShape){.B = m->B, .T = m->T, .KVH = c->KVH, .hd = cfg_hd(c)}));
+    if (m->opts.compute_bf16 && attention_bf16_pays()) /* k and v rounded into pairs once per call, dK and dV dense */
+        m->attn_work =
+            cursor_take(cur, attention_work_size(&(AttnShape){.B = m->B, .T = m->T, .KVH = c->KVH, .hd = cfg_hd(c)}));
 }
 
 static void scratch_layout(Model* m, Cursor* cur) {
@@ -344,7 +344,7 @@ BlockCtx model_block_ctx(const Model* m, const Batch* b) {
                       .lora_p = b->lora_dropout_on ? m->cfg.lora_dropout : 0,
                       .lora_key = b->lora_dropout_key,
                       .lora_xd = m->lora_xd,
-                      .attn_pairs = m->attn_pairs,
+                      .attn_work = m->attn_work,
                       .repo_p = b->repo_pdrop};
 }
 

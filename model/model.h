@@ -85,7 +85,8 @@ typedef struct {
     RopeTable rope_local; /* Gemma-3's sliding layers: rope_local_base_freq, no scaling (unset without them) */
 
     real* lora_xd;      /* (N, max(D, H*hd, F)) the dropout's work space, when cfg.lora_dropout > 0 */
-    real* attn_pairs;   /* attention's k and v in BF16 pairs (AttnShape.pairs), when attention takes BF16 operands */
+    real* attn_work;    /* attention's k and v in BF16 pairs, its dK and dV dense (AttnShape.work), when attention
+                           takes BF16 operands */
     int32_t* doc_start; /* (N) the document starts of the last forward's doc_ids (attention.h) */
     DocSpans spans;     /* a view of it, passed to the blocks while masked */
     int32_t* win_start; /* (N) the sliding layers' starts (window_starts over the documents'), or NULL */

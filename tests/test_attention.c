@@ -228,10 +228,11 @@ static void check_bf16(size_t B, size_t T, size_t H, size_t KVH, size_t hd, size
                    !memcmp(g2 + nq + nk, dv16, nk * sizeof(float)),
                "bf16 (%s) B%zu T%zu H%zu/%zu hd%zu: one task per kv head and the split by blocks give the same bits",
                kernel, B, T, H, KVH, hd);
-        /* k and v rounded once per call (AttnShape.pairs, as a model runs it): the same bits, both ways */
+        /* k and v rounded once per call, dK and dV summed dense (AttnShape.work, as a model runs it): the same bits,
+           both ways */
         float* f2 = mallocCheck((2 * nq + 4 * nk + N * H) * sizeof(float));
         float *o2 = f2 + nq + 2 * nk, *l2 = o2 + nq, *h2 = l2 + N * H;
-        a16.pairs = mallocCheck(attention_pairs_size(&a16) * sizeof(real));
+        a16.work = mallocCheck(attention_work_size(&a16) * sizeof(real));
         attention_forward(o2, l2, q, k, v, &a16);
         bool same = !memcmp(o2, out16, nq * sizeof(float)) && !memcmp(l2, lse16, N * H * sizeof(float));
         for (int by_blocks = 0; by_blocks < 2; by_blocks++) {
@@ -242,9 +243,11 @@ static void check_bf16(size_t B, size_t T, size_t H, size_t KVH, size_t hd, size
             same &= !memcmp(f2, dq16, nq * sizeof(float)) && !memcmp(f2 + nq, dk16, nk * sizeof(float)) &&
                     !memcmp(f2 + nq + nk, dv16, nk * sizeof(float));
         }
-        EXPECT(same, "bf16 (%s) B%zu T%zu H%zu/%zu hd%zu: k and v in pairs once per call give the same bits", kernel, B,
-               T, H, KVH, hd);
-        free(a16.pairs);
+        EXPECT(
+            same,
+            "bf16 (%s) B%zu T%zu H%zu/%zu hd%zu: k and v in pairs once per call, dK and dV dense, give the same bits",
+            kernel, B, T, H, KVH, hd);
+        free(a16.work);
         free(f2);
     }
     for (int i = 0; i < 4; i++) free(tol[i]);
