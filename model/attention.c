@@ -386,8 +386,8 @@ static void tile_dkv(BwdTask* w, const BwdRows* r, Tile t, bool add) {
 static real* dkv_rows(const AttnIn* a, size_t b, size_t g) { return a->dkv + (b * a->KVH + g) * 2 * a->T * a->hd; }
 
 /* rows [j0, j1) of kv head g's dK and dV in batch row b, from its dense rows into dk and dv. Inlined: as a
-   function of its own (or with memcpy) the AMX backward measured 1.2x slower, for reasons not found (docs/cpus.md,
-   "The fourth session"). */
+   function of its own (or with memcpy) the AMX backward measured 1.15-1.3x slower, for reasons not found
+   (docs/cpus.md, "The fourth session"). */
 ATT_INLINE void dkv_copy_out(const AttnGrads* gr, const AttnIn* a, size_t b, size_t g, size_t j0, size_t j1) {
     if (!a->dkv) return;
     size_t T = a->T, hd = a->hd, ks = a->KVH * hd;
