@@ -37,10 +37,10 @@ typedef struct {
     void* work;
 } AttnShape;
 
-/* the reals of AttnShape.work for shape s: k and v of every key block, each in two layouts of BF16 pairs (4 bytes
+/* AttnShape.work for shape s, in reals: first k and v of every key block, each in two layouts of BF16 pairs (4 bytes
    per two values), for key blocks of any size the kernel uses (a portable build compiles it for two,
-   model/dispatch.c), then every kv head's dK and dV, dense; in all 4 reals per key and feature (B T KVH hd of
-   them), and the pairs' padding. Inline, so that it is one function in every build. */
+   model/dispatch.c), rounded up to 64 bytes (attention_pairs_reals); then every kv head's dK and dV, dense (2 B T
+   KVH hd reals). Inline, so that they are one function in every build. */
 static inline size_t attention_pairs_reals(const AttnShape* s) {
     size_t keys = (s->T + ATT_BLOCK_MAX - 1) / ATT_BLOCK_MAX * ATT_BLOCK_MAX, pairs = (s->hd + 1) / 2;
     return (4 * s->B * s->KVH * keys * pairs * 4 + 63) / 64 * 64 / sizeof(real); /* the dK, dV rows 64-byte aligned */
